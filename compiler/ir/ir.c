@@ -1,0 +1,259 @@
+/*
+ * ir.c — construction of IR nodes and modules (ir.h).
+ *
+ * Constructors allocate from the module's arena, copy the arrays they are given and
+ * set loc 0; the reader sets locations afterwards. Nothing here checks semantics:
+ * the reader validates, deduction annotates.
+ */
+#include "relax/ir.h"
+
+#include <string.h>
+
+/* ---- annotations ---- */
+static rx_sinfo *si_new(rx_arena *a, rx_sikind k)
+{
+    rx_sinfo *s = RX_NEW(a, rx_sinfo);
+    s->kind = (uint8_t)k;
+    s->ndim = -1;
+    return s;
+}
+
+static rx_expr **dup_exprs(rx_arena *a, rx_expr **p, int n)
+{
+    return p && n > 0 ? rx_arena_dup(a, p, sizeof(rx_expr *) * (size_t)n) : NULL;
+}
+
+rx_sinfo *rx_si_object(rx_arena *a)
+{
+    return si_new(a, RX_SI_OBJECT);
+}
+
+rx_sinfo *rx_si_prim(rx_arena *a, rx_dtype dt, rx_expr *value)
+{
+    rx_sinfo *s = si_new(a, RX_SI_PRIM);
+    s->dtype = (uint8_t)dt;
+    s->value = value;
+    return s;
+}
+
+rx_sinfo *rx_si_shape(rx_arena *a, int ndim, rx_expr **dims)
+{
+    rx_sinfo *s = si_new(a, RX_SI_SHAPE);
+    s->ndim = ndim;
+    s->dims = ndim == 0 ? RX_NEWN(a, rx_expr *, 1) : dup_exprs(a, dims, ndim);
+    return s;
+}
+
+rx_sinfo *rx_si_tensor(rx_arena *a, rx_dtype dt, int ndim, rx_expr **dims)
+{
+    rx_sinfo *s = si_new(a, RX_SI_TENSOR);
+    s->dtype = (uint8_t)dt;
+    s->ndim = ndim;
+    s->dims = ndim == 0 ? RX_NEWN(a, rx_expr *, 1) : dup_exprs(a, dims, ndim);
+    return s;
+}
+
+rx_sinfo *rx_si_tuple(rx_arena *a, rx_sinfo **fields, int n)
+{
+    rx_sinfo *s = si_new(a, RX_SI_TUPLE);
+    s->fields = n > 0 ? rx_arena_dup(a, fields, sizeof(rx_sinfo *) * (size_t)n) : NULL;
+    s->nfields = n;
+    return s;
+}
+
+rx_sinfo *rx_si_callable(rx_arena *a, rx_sinfo **params, int n, rx_sinfo *ret)
+{
+    rx_sinfo *s = si_new(a, RX_SI_CALLABLE);
+    s->fields = n > 0 ? rx_arena_dup(a, params, sizeof(rx_sinfo *) * (size_t)n) : NULL;
+    s->nfields = n;
+    s->ret = ret;
+    return s;
+}
+
+/* ---- attributes ---- */
+rx_attr *rx_attr_map_get(const rx_attr *map, const char *key)
+{
+    if (!map || map->kind != RX_A_MAP) return NULL;
+    for (int i = 0; i < map->u.map.n; i++)
+        if (!strcmp(map->u.map.keys[i], key)) return map->u.map.vals[i];
+    return NULL;
+}
+
+/* ---- functions ---- */
+rx_sinfo *rx_func_sinfo(rx_arena *a, const rx_func *f)
+{
+    if (f->kind == RX_F_RELAX) {
+        rx_sinfo **ps = RX_NEWN(a, rx_sinfo *, f->nparams > 0 ? f->nparams : 1);
+        for (int i = 0; i < f->nparams; i++) ps[i] = f->params[i]->sinfo;
+        rx_sinfo *ret = f->ret ? f->ret : f->ret_given ? f->ret_given : rx_si_object(a);
+        rx_sinfo *s = rx_si_callable(a, ps, f->nparams, ret);
+        s->svars = f->svars;
+        s->nsvars = f->nsvars;
+        return s;
+    }
+    int nbuf = 0;
+    for (int i = 0; i < f->ntparams; i++) nbuf += f->tparams[i].buf != NULL;
+    rx_sinfo **ps = RX_NEWN(a, rx_sinfo *, nbuf > 0 ? nbuf : 1);
+    int k = 0;
+    for (int i = 0; i < f->ntparams; i++) {
+        const rx_buffer *b = f->tparams[i].buf;
+        if (b) ps[k++] = rx_si_tensor(a, (rx_dtype)b->dtype, b->ndim, b->shape);
+    }
+    rx_sinfo *s = rx_si_callable(a, ps, nbuf, rx_si_object(a));
+    s->svars = f->svars;
+    s->nsvars = f->nsvars;
+    return s;
+}
+
+int64_t rx_func_upper_bound(const rx_func *f, const rx_svar *v)
+{
+    rx_attr *ub = rx_attr_map_get(f->attrs, "upper_bounds");
+    rx_attr *b = ub ? rx_attr_map_get(ub, v->name) : NULL;
+    return b && b->kind == RX_A_INT ? b->u.i : -1;
+}
+
+/* ---- module ---- */
+rx_module *rx_module_new(void)
+{
+    rx_arena *a = rx_arena_new();
+    rx_module *m = RX_NEW(a, rx_module);
+    m->arena = a;
+    rx_loctab_init(&m->locs);
+    m->next_id = 1;
+    return m;
+}
+
+void rx_module_free(rx_module *m)
+{
+    if (!m) return;
+    rx_loctab_free(&m->locs);
+    rx_arena_free(m->arena); /* m itself lives in the arena */
+}
+
+rx_func *rx_module_find(const rx_module *m, const char *name)
+{
+    for (int i = 0; i < m->nfuncs; i++)
+        if (!strcmp(m->funcs[i]->name, name)) return m->funcs[i];
+    return NULL;
+}
+
+rx_const *rx_module_find_const(const rx_module *m, const char *name)
+{
+    for (int i = 0; i < m->nconsts; i++)
+        if (m->consts[i]->name && !strcmp(m->consts[i]->name, name)) return m->consts[i];
+    return NULL;
+}
+
+int32_t rx_module_new_id(rx_module *m)
+{
+    return m->next_id++;
+}
+
+/* ---- graph-level nodes ---- */
+static rx_node *node(rx_module *m, rx_nkind k, rx_node **args, int nargs)
+{
+    rx_node *n = RX_NEW(m->arena, rx_node);
+    n->kind = (uint8_t)k;
+    n->nargs = nargs;
+    if (nargs > 0) n->args = rx_arena_dup(m->arena, args, sizeof(rx_node *) * (size_t)nargs);
+    return n;
+}
+
+rx_node *rx_n_var(rx_module *m, const char *name, rx_sinfo *si, bool dataflow)
+{
+    rx_node *n = node(m, RX_N_VAR, NULL, 0);
+    n->u.var.name = rx_arena_strdup(m->arena, name);
+    n->u.var.id = rx_module_new_id(m);
+    n->u.var.dataflow = dataflow;
+    n->sinfo = si;
+    return n;
+}
+
+rx_node *rx_n_global(rx_module *m, const char *name, rx_func *fn)
+{
+    rx_node *n = node(m, RX_N_GLOBAL, NULL, 0);
+    n->u.global.name = rx_arena_strdup(m->arena, name);
+    n->u.global.fn = fn;
+    return n;
+}
+
+rx_node *rx_n_const(rx_module *m, rx_const *c)
+{
+    rx_node *n = node(m, RX_N_CONST, NULL, 0);
+    n->u.konst = c;
+    return n;
+}
+
+rx_node *rx_n_primval(rx_module *m, rx_expr *v)
+{
+    rx_node *n = node(m, RX_N_PRIMVAL, NULL, 0);
+    n->u.prim = v;
+    return n;
+}
+
+rx_node *rx_n_shape(rx_module *m, rx_expr **dims, int ndim)
+{
+    rx_node *n = node(m, RX_N_SHAPE, NULL, 0);
+    n->u.shape.dims = ndim > 0 ? rx_arena_dup(m->arena, dims, sizeof(rx_expr *) * (size_t)ndim)
+                               : RX_NEWN(m->arena, rx_expr *, 1);
+    n->u.shape.ndim = ndim;
+    return n;
+}
+
+rx_node *rx_n_tuple(rx_module *m, rx_node **fields, int nfields)
+{
+    return node(m, RX_N_TUPLE, fields, nfields);
+}
+
+rx_node *rx_n_get_item(rx_module *m, rx_node *t, int index)
+{
+    rx_node *n = node(m, RX_N_GET_ITEM, &t, 1);
+    n->u.index = index;
+    return n;
+}
+
+rx_node *rx_n_call_op(rx_module *m, const rx_op *op, rx_node **args, int nargs, rx_attr **attrs)
+{
+    rx_node *n = node(m, RX_N_CALL, args, nargs);
+    n->call_kind = RX_CALL_OP;
+    n->u.call.op = op;
+    n->u.call.attrs = attrs;
+    return n;
+}
+
+rx_node *rx_n_call_tir(rx_module *m, rx_node *callee, rx_node **args, int nargs, rx_sinfo *out,
+                       rx_expr **tir_vars, int ntir_vars)
+{
+    rx_node *n = node(m, RX_N_CALL, args, nargs);
+    n->call_kind = RX_CALL_TIR;
+    n->u.call.callee = callee;
+    n->u.call.out = out;
+    n->u.call.tir_vars = dup_exprs(m->arena, tir_vars, ntir_vars);
+    n->u.call.ntir_vars = ntir_vars;
+    return n;
+}
+
+rx_node *rx_n_call_lib(rx_module *m, const char *lib, rx_node **args, int nargs, rx_sinfo *out)
+{
+    rx_node *n = node(m, RX_N_CALL, args, nargs);
+    n->call_kind = RX_CALL_LIB;
+    n->u.call.lib = rx_arena_strdup(m->arena, lib);
+    n->u.call.out = out;
+    return n;
+}
+
+rx_node *rx_n_call_fn(rx_module *m, rx_node *callee, rx_node **args, int nargs)
+{
+    rx_node *n = node(m, RX_N_CALL, args, nargs);
+    n->call_kind = RX_CALL_FN;
+    n->u.call.callee = callee;
+    return n;
+}
+
+rx_node *rx_n_if(rx_module *m, rx_node *cond, rx_seq *then_body, rx_seq *else_body)
+{
+    rx_node *n = node(m, RX_N_IF, &cond, 1);
+    n->u.if_.then_body = then_body;
+    n->u.if_.else_body = else_body;
+    return n;
+}

@@ -1,0 +1,59 @@
+/*
+ * op_int.h — internal to the op library: the op groups that make up the registry.
+ *
+ * Each group file (op_elemwise.c, op_linalg.c, ...) defines one constant array of
+ * rx_op and its length; registry.c concatenates the groups, in the order of
+ * RX_OP_GROUPS below, into the table that rx_op_find and rx_op_at see. Adding a
+ * group is two lines: its extern declarations here and its entry in RX_OP_GROUPS.
+ *
+ * Groups of part B (manip, reduce, create, misc) are declared here already; until
+ * their files land, op_partb_placeholder.c defines them as empty.
+ */
+#ifndef RELAX_OP_INT_H
+#define RELAX_OP_INT_H
+
+#include "relax/deduce.h"
+
+extern const rx_op rx_ops_elemwise[]; /* op_elemwise.c: unary, binary, compare, where */
+extern const int rx_ops_elemwise_count;
+extern const rx_op rx_ops_linalg[];   /* op_linalg.c: matmul */
+extern const int rx_ops_linalg_count;
+extern const rx_op rx_ops_nn[];       /* op_nn.c: softmax, norms, conv2d, pools */
+extern const int rx_ops_nn_count;
+extern const rx_op rx_ops_manip[];    /* part B: reshape, permute_dims, concat, ... */
+extern const int rx_ops_manip_count;
+extern const rx_op rx_ops_reduce[];   /* part B: sum, mean, argmax, ... */
+extern const int rx_ops_reduce_count;
+extern const rx_op rx_ops_create[];   /* part B: zeros, full, arange, tril, ... */
+extern const int rx_ops_create_count;
+extern const rx_op rx_ops_misc[];     /* part B: unique, nonzero, shape_of, ... */
+extern const int rx_ops_misc_count;
+
+/* The groups in registry order: X(array, count). */
+#define RX_OP_GROUPS(X)                           \
+    X(rx_ops_elemwise, rx_ops_elemwise_count)     \
+    X(rx_ops_linalg, rx_ops_linalg_count)         \
+    X(rx_ops_nn, rx_ops_nn_count)                 \
+    X(rx_ops_manip, rx_ops_manip_count)           \
+    X(rx_ops_reduce, rx_ops_reduce_count)         \
+    X(rx_ops_create, rx_ops_create_count)         \
+    X(rx_ops_misc, rx_ops_misc_count)
+
+/* Schema entry shorthands for the group files. */
+#define RX_ATTR_REQ(nm, k) { (nm), (k), false, NULL }          /* required */
+#define RX_ATTR_DEF(nm, k, d) { (nm), (k), false, (d) }        /* with a default */
+#define RX_ATTR_NUL(nm, k, d) { (nm), (k), true, (d) }         /* nullable, default */
+
+/* ---- helpers for the group files (op_util.c) ---- */
+/* "(n, 4)", "(3,)", "()"; unknown dims print as "?" per dim, unknown ndim as "(...)".
+ * The string is in arena a. */
+char *rx_op_dims_str(rx_arena *a, rx_expr **dims, int ndim);
+/* Reads the list attribute `name` of the call (INTS or AXES: an INT is a list of one)
+ * into out[0..*n). Returns false after an error when it has more than `max` entries;
+ * a null value gives *n = -1. */
+bool rx_op_int_list(rx_dctx *c, const rx_node *call, const char *name, int64_t *out,
+                    int max, int *n);
+/* A tensor annotation with x's ndim and dims (simplified) and dtype dt. */
+rx_sinfo *rx_op_like(rx_dctx *c, const rx_sinfo *x, rx_dtype dt);
+
+#endif

@@ -1,0 +1,400 @@
+/*
+ * op_nn.c — neural-network ops: softmax and log_softmax, layer/RMS/batch norm,
+ * conv2d, max/avg pooling and adaptive average pooling.
+ *
+ * Layouts: v1 computes in NCHW (data) and OIHW (kernels) only; any other layout
+ * attribute is a clear error rather than a silently wrong shape.
+ *
+ * Window arithmetic (conv2d and pooling), per spatial dim, symbolic-aware:
+ *   out = (in + pad_before + pad_after - dilation * (k - 1) - 1 + extra) // stride + 1
+ * with extra = stride - 1 in ceil_mode and 0 otherwise, simplified by the arithmetic.
+ * A result that simplifies to a literal below 1 is an error (window larger than the
+ * padded input). Padding takes 1 value (all sides), 2 (top/bottom, left/right) or 4
+ * (top, left, bottom, right), as in TVM.
+ *
+ * Checks that need dims (channels, gamma shapes) are errors only when proved wrong;
+ * unknown dims or ndim degrade to the coarsest correct annotation (Tensor(ndim=4)
+ * for conv and pooling, whose inputs must be 4-D).
+ */
+#include "op_int.h"
+
+#include <string.h>
+
+/* True when a and b are proved different (literals, or the arithmetic). */
+static bool proved_ne(rx_dctx *c, rx_expr *a, rx_expr *b) {
+    int64_t ka, kb;
+    if (rx_expr_is_const(a, &ka) && rx_expr_is_const(b, &kb)) return ka != kb;
+    return rx_arith_prove(c->ar, rx_e_binary(c->a, RX_E_NE, a, b));
+}
+
+static bool check_float(rx_dctx *c, const rx_node *call, const rx_sinfo *x) {
+    rx_dtype dt = (rx_dtype)x->dtype;
+    if (dt == RX_DT_UNKNOWN || rx_dtype_is_float(dt)) return true;
+    rx_d_error(c, call, "%s: requires a float tensor, found dtype %s", rx_d_opname(call),
+               rx_dtype_name(dt));
+    return false;
+}
+
+/* A known ndim must equal want. */
+static bool check_ndim(rx_dctx *c, const rx_node *call, const rx_sinfo *x, int argi, int want) {
+    if (x->ndim < 0 || x->ndim == want) return true;
+    rx_d_error(c, call, "%s: argument %d must be %d-D, found %s", rx_d_opname(call), argi, want,
+               rx_op_dims_str(c->a, x->dims, x->ndim));
+    return false;
+}
+
+/* The dtype of x combined with every further tensor argument from `from` on. */
+static bool common_dtype(rx_dctx *c, const rx_node *call, const rx_sinfo **args, int n,
+                         rx_dtype *dt) {
+    *dt = (rx_dtype)args[0]->dtype;
+    for (int i = 1; i < n; i++)
+        if (!rx_d_same_dtype(c, call, *dt, (rx_dtype)args[i]->dtype, dt)) return false;
+    return true;
+}
+
+static bool check_layout(rx_dctx *c, const rx_node *call, const char *attr, const char *want) {
+    const char *got = rx_call_attr(call, attr)->u.s;
+    if (strcmp(got, want) == 0) return true;
+    rx_d_error(c, call, "%s: %s \"%s\" is not supported (v1 supports \"%s\" only)",
+               rx_d_opname(call), attr, got, want);
+    return false;
+}
+
+/* ---------------------------------------------------------------- softmax */
+static rx_sinfo *deduce_softmax(rx_dctx *c, const rx_node *call) {
+    const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
+    if (!x || !check_float(c, call, x)) return NULL;
+    int ax;
+    if (x->ndim >= 0 && !rx_d_axis(c, call, rx_call_attr(call, "axis")->u.i, x->ndim, &ax))
+        return NULL;
+    return rx_op_like(c, x, (rx_dtype)x->dtype);
+}
+
+/* ---------------------------------------------------------------- norms */
+enum { MAX_AXES = 64 };
+
+/* Reads and normalizes the "axes" attribute against x's known ndim into ax[0..*n);
+ * repeated axes are an error. */
+static bool norm_axes(rx_dctx *c, const rx_node *call, const rx_sinfo *x, int *ax, int *n) {
+    int64_t raw[MAX_AXES];
+    if (!rx_op_int_list(c, call, "axes", raw, MAX_AXES, n)) return false;
+    for (int i = 0; i < *n; i++) {
+        if (!rx_d_axis(c, call, raw[i], x->ndim, &ax[i])) return false;
+        for (int j = 0; j < i; j++)
+            if (ax[j] == ax[i]) {
+                rx_d_error(c, call, "%s: axis %d is repeated in axes", rx_d_opname(call), ax[i]);
+                return false;
+            }
+    }
+    return true;
+}
+
+/* A parameter tensor (gamma, beta, weight) must have one dim per normalized axis,
+ * each matching x's dim at that axis. */
+static bool check_param(rx_dctx *c, const rx_node *call, const rx_sinfo *x, const int *ax,
+                        int n, const rx_sinfo *p, int argi) {
+    if (p->ndim < 0) return true;
+    if (p->ndim != n) {
+        rx_d_error(c, call, "%s: argument %d must have %d dimension%s (one per normalized "
+                   "axis), found %s", rx_d_opname(call), argi, n, n == 1 ? "" : "s",
+                   rx_op_dims_str(c->a, p->dims, p->ndim));
+        return false;
+    }
+    if (!x->dims || !p->dims) return true;
+    for (int j = 0; j < n; j++)
+        if (proved_ne(c, p->dims[j], x->dims[ax[j]])) {
+            rx_d_error(c, call, "%s: argument %d has shape %s, but the normalized dims of the "
+                       "input %s are not that", rx_d_opname(call), argi,
+                       rx_op_dims_str(c->a, p->dims, p->ndim),
+                       rx_op_dims_str(c->a, x->dims, x->ndim));
+            return false;
+        }
+    return true;
+}
+
+/* layer_norm (nparams 2: gamma, beta) and rms_norm (nparams 1: weight). */
+static rx_sinfo *deduce_norm(rx_dctx *c, const rx_node *call) {
+    int nargs = call->u.call.op->max_args; /* 3 or 2; a missing one is an error */
+    const rx_sinfo *args[3] = {NULL, NULL, NULL};
+    RX_ASSERT(nargs >= 2 && nargs <= 3);
+    for (int i = 0; i < nargs; i++)
+        if (!(args[i] = rx_d_tensor_arg(c, call, i))) return NULL;
+    const rx_sinfo *x = args[0];
+    rx_dtype dt;
+    if (!check_float(c, call, x) || !common_dtype(c, call, args, nargs, &dt)) return NULL;
+    if (x->ndim >= 0) {
+        int ax[MAX_AXES], n;
+        if (!norm_axes(c, call, x, ax, &n)) return NULL;
+        for (int i = 1; i < nargs; i++)
+            if (!check_param(c, call, x, ax, n, args[i], i)) return NULL;
+    }
+    return rx_op_like(c, x, dt);
+}
+
+static rx_sinfo *deduce_batch_norm(rx_dctx *c, const rx_node *call) {
+    const rx_sinfo *args[5];
+    for (int i = 0; i < 5; i++)
+        if (!(args[i] = rx_d_tensor_arg(c, call, i))) return NULL;
+    const rx_sinfo *x = args[0];
+    rx_dtype dt;
+    if (!check_float(c, call, x) || !common_dtype(c, call, args, 5, &dt)) return NULL;
+    if (x->ndim >= 0) {
+        int ax;
+        if (!rx_d_axis(c, call, rx_call_attr(call, "axis")->u.i, x->ndim, &ax)) return NULL;
+        for (int i = 1; i < 5; i++)
+            if (!check_param(c, call, x, &ax, 1, args[i], i)) return NULL;
+    }
+    rx_sinfo *fields[3] = { rx_op_like(c, x, dt), rx_op_like(c, args[3], dt),
+                            rx_op_like(c, args[4], dt) };
+    return rx_si_tuple(c->a, fields, 3);
+}
+
+/* ---------------------------------------------------------------- windows */
+/* Reads a 2-value attribute (1 value: both) into v; each must be >= lo. */
+static bool pair_attr(rx_dctx *c, const rx_node *call, const char *name, int64_t lo,
+                      int64_t v[2]) {
+    int64_t raw[4];
+    int n;
+    if (!rx_op_int_list(c, call, name, raw, 4, &n)) return false;
+    if (n != 1 && n != 2) {
+        rx_d_error(c, call, "%s: attribute \"%s\" needs 1 or 2 values, found %d",
+                   rx_d_opname(call), name, n);
+        return false;
+    }
+    v[0] = raw[0];
+    v[1] = n == 2 ? raw[1] : raw[0];
+    for (int i = 0; i < 2; i++)
+        if (v[i] < lo) {
+            rx_d_error(c, call, "%s: attribute \"%s\" must be at least %lld, found %lld",
+                       rx_d_opname(call), name, (long long)lo, (long long)v[i]);
+            return false;
+        }
+    return true;
+}
+
+/* Reads "padding" as (top, left, bottom, right). */
+static bool pad_attr(rx_dctx *c, const rx_node *call, int64_t p[4]) {
+    int64_t raw[4];
+    int n;
+    if (!rx_op_int_list(c, call, "padding", raw, 4, &n)) return false;
+    if (n == 1) {
+        p[0] = p[1] = p[2] = p[3] = raw[0];
+    } else if (n == 2) {
+        p[0] = p[2] = raw[0];
+        p[1] = p[3] = raw[1];
+    } else if (n == 4) {
+        for (int i = 0; i < 4; i++) p[i] = raw[i];
+    } else {
+        rx_d_error(c, call, "%s: attribute \"padding\" needs 1, 2 or 4 values, found %d",
+                   rx_d_opname(call), n);
+        return false;
+    }
+    for (int i = 0; i < 4; i++)
+        if (p[i] < 0) {
+            rx_d_error(c, call, "%s: padding must not be negative, found %lld",
+                       rx_d_opname(call), (long long)p[i]);
+            return false;
+        }
+    return true;
+}
+
+/* The output extent of one spatial dim (essay); NULL after an error. */
+static rx_expr *window(rx_dctx *c, const rx_node *call, rx_expr *in, rx_expr *k, int64_t pads,
+                       int64_t stride, int64_t dil, bool ceil_mode) {
+    rx_arena *a = c->a;
+    int64_t extra = ceil_mode ? stride - 1 : 0, kk;
+    rx_expr *num, *out;
+    if (rx_expr_is_const(k, &kk)) { /* fold the constant parts before simplifying */
+        int64_t c0 = pads - dil * (kk - 1) - 1 + extra;
+        if (stride == 1) c0 += 1; /* then (in + c0) // 1 + 1 is in + c0 + 1 */
+        num = c0 ? rx_e_binary(a, RX_E_ADD, in, rx_e_int(a, c0)) : in;
+        if (stride == 1) {
+            out = rx_d_simplify(c, num);
+            goto check;
+        }
+    } else {
+        rx_expr *span = rx_e_binary(a, RX_E_MUL, rx_e_int(a, dil),
+                                    rx_e_binary(a, RX_E_SUB, k, rx_e_int(a, 1)));
+        num = rx_e_binary(a, RX_E_SUB, rx_e_binary(a, RX_E_ADD, in,
+                                                   rx_e_int(a, pads - 1 + extra)), span);
+    }
+    if (stride != 1) num = rx_e_binary(a, RX_E_FLOORDIV, num, rx_e_int(a, stride));
+    out = rx_d_simplify(c, rx_e_binary(a, RX_E_ADD, num, rx_e_int(a, 1)));
+check:;
+    int64_t v;
+    if (rx_expr_is_const(out, &v) && v < 1) {
+        rx_d_error(c, call, "%s: the window (%s with dilation %lld) does not fit the padded "
+                   "input extent %s", rx_d_opname(call), rx_expr_str(a, k), (long long)dil,
+                   rx_expr_str(a, in));
+        return NULL;
+    }
+    return out;
+}
+
+/* The two spatial output dims of an NCHW input x with kernel dims kh, kw. */
+static bool spatial(rx_dctx *c, const rx_node *call, const rx_sinfo *x, rx_expr *kh,
+                    rx_expr *kw, bool ceil_mode, rx_expr *out[2]) {
+    int64_t st[2], dl[2], pd[4];
+    if (!pair_attr(c, call, "strides", 1, st) || !pair_attr(c, call, "dilation", 1, dl) ||
+        !pad_attr(c, call, pd))
+        return false;
+    if (!x->dims) {
+        out[0] = out[1] = NULL;
+        return true;
+    }
+    out[0] = window(c, call, x->dims[2], kh, pd[0] + pd[2], st[0], dl[0], ceil_mode);
+    out[1] = out[0] ? window(c, call, x->dims[3], kw, pd[1] + pd[3], st[1], dl[1], ceil_mode)
+                    : NULL;
+    return out[0] && out[1];
+}
+
+static rx_sinfo *nchw(rx_dctx *c, rx_dtype dt, rx_expr *n, rx_expr *ch, rx_expr *const sp[2]) {
+    if (!n || !ch || !sp[0] || !sp[1]) return rx_si_tensor(c->a, dt, 4, NULL);
+    rx_expr *d[4] = { rx_d_simplify(c, n), rx_d_simplify(c, ch), sp[0], sp[1] };
+    return rx_si_tensor(c->a, dt, 4, d);
+}
+
+/* ---------------------------------------------------------------- conv2d */
+static rx_sinfo *deduce_conv2d(rx_dctx *c, const rx_node *call) {
+    const rx_sinfo *args[2] = { rx_d_tensor_arg(c, call, 0), rx_d_tensor_arg(c, call, 1) };
+    if (!args[0] || !args[1]) return NULL;
+    const rx_sinfo *x = args[0], *w = args[1];
+    if (!check_layout(c, call, "data_layout", "NCHW") ||
+        !check_layout(c, call, "kernel_layout", "OIHW"))
+        return NULL;
+    rx_dtype dt;
+    const rx_attr *od = rx_call_attr(call, "out_dtype");
+    if (od->kind == RX_A_STR) {
+        bool ok = rx_dtype_parse(od->u.s, &dt);
+        RX_ASSERT(ok);
+    } else if (!common_dtype(c, call, args, 2, &dt)) {
+        return NULL;
+    }
+    if (!check_ndim(c, call, x, 0, 4) || !check_ndim(c, call, w, 1, 4)) return NULL;
+    int64_t groups = rx_call_attr(call, "groups")->u.i;
+    if (groups < 1) {
+        rx_d_error(c, call, "nn.conv2d: groups must be at least 1, found %lld", (long long)groups);
+        return NULL;
+    }
+    rx_expr *sp[2] = { NULL, NULL };
+    if (!w->dims) {
+        int64_t dummy[2], pd[4];
+        if (!pair_attr(c, call, "strides", 1, dummy) || !pair_attr(c, call, "dilation", 1, dummy) ||
+            !pad_attr(c, call, pd))
+            return NULL;
+        return rx_si_tensor(c->a, dt, 4, NULL);
+    }
+    rx_expr *o = w->dims[0], *i = w->dims[1];
+    int64_t ko;
+    if (rx_expr_is_const(o, &ko) && ko % groups != 0) {
+        rx_d_error(c, call, "nn.conv2d: output channels %lld are not a multiple of groups %lld",
+                   (long long)ko, (long long)groups);
+        return NULL;
+    }
+    if (x->dims) {
+        rx_expr *want = rx_d_simplify(c, rx_e_binary(c->a, RX_E_MUL, i, rx_e_int(c->a, groups)));
+        if (proved_ne(c, x->dims[1], want)) {
+            rx_d_error(c, call, "nn.conv2d: input channels %s do not match the weight's %s * "
+                       "groups %lld (input %s, weight %s)", rx_expr_str(c->a, x->dims[1]),
+                       rx_expr_str(c->a, i), (long long)groups,
+                       rx_op_dims_str(c->a, x->dims, 4), rx_op_dims_str(c->a, w->dims, 4));
+            return NULL;
+        }
+    }
+    if (!spatial(c, call, x, w->dims[2], w->dims[3], false, sp)) return NULL;
+    return nchw(c, dt, x->dims ? x->dims[0] : NULL, o, sp);
+}
+
+/* ---------------------------------------------------------------- pooling */
+static rx_sinfo *deduce_pool2d(rx_dctx *c, const rx_node *call) {
+    const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
+    if (!x || !check_layout(c, call, "layout", "NCHW") || !check_ndim(c, call, x, 0, 4))
+        return NULL;
+    int64_t ps[2];
+    if (!pair_attr(c, call, "pool_size", 1, ps)) return NULL;
+    bool ceil_mode = rx_call_attr(call, "ceil_mode")->u.b;
+    rx_expr *sp[2];
+    if (!spatial(c, call, x, rx_e_int(c->a, ps[0]), rx_e_int(c->a, ps[1]), ceil_mode, sp))
+        return NULL;
+    if (!x->dims) return rx_si_tensor(c->a, (rx_dtype)x->dtype, 4, NULL);
+    return nchw(c, (rx_dtype)x->dtype, x->dims[0], x->dims[1], sp);
+}
+
+static rx_sinfo *deduce_adaptive_pool2d(rx_dctx *c, const rx_node *call) {
+    const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
+    if (!x || !check_layout(c, call, "layout", "NCHW") || !check_ndim(c, call, x, 0, 4))
+        return NULL;
+    if (rx_call_attr(call, "output_size")->kind == RX_A_NULL)
+        return rx_op_like(c, x, (rx_dtype)x->dtype);
+    int64_t os[2];
+    if (!pair_attr(c, call, "output_size", 1, os)) return NULL;
+    if (!x->dims) return rx_si_tensor(c->a, (rx_dtype)x->dtype, 4, NULL);
+    rx_expr *sp[2] = { rx_e_int(c->a, os[0]), rx_e_int(c->a, os[1]) };
+    return nchw(c, (rx_dtype)x->dtype, x->dims[0], x->dims[1], sp);
+}
+
+/* ---------------------------------------------------------------- table */
+static const rx_attr_spec softmax_attrs[] = {
+    RX_ATTR_DEF("axis", RX_AT_INT, "-1"),
+};
+static const rx_attr_spec layer_norm_attrs[] = {
+    RX_ATTR_REQ("axes", RX_AT_AXES),
+    RX_ATTR_DEF("epsilon", RX_AT_FLOAT, "1e-5"),
+    RX_ATTR_DEF("center", RX_AT_BOOL, "true"),
+    RX_ATTR_DEF("scale", RX_AT_BOOL, "true"),
+};
+static const rx_attr_spec rms_norm_attrs[] = {
+    RX_ATTR_DEF("axes", RX_AT_AXES, "-1"),
+    RX_ATTR_DEF("epsilon", RX_AT_FLOAT, "1e-5"),
+};
+static const rx_attr_spec batch_norm_attrs[] = {
+    RX_ATTR_DEF("axis", RX_AT_INT, "1"),
+    RX_ATTR_DEF("epsilon", RX_AT_FLOAT, "1e-5"),
+    RX_ATTR_DEF("center", RX_AT_BOOL, "true"),
+    RX_ATTR_DEF("scale", RX_AT_BOOL, "true"),
+};
+static const rx_attr_spec conv2d_attrs[] = {
+    RX_ATTR_DEF("strides", RX_AT_INTS, "[1, 1]"),
+    RX_ATTR_DEF("padding", RX_AT_INTS, "[0, 0]"),
+    RX_ATTR_DEF("dilation", RX_AT_INTS, "[1, 1]"),
+    RX_ATTR_DEF("groups", RX_AT_INT, "1"),
+    RX_ATTR_DEF("data_layout", RX_AT_STR, "\"NCHW\""),
+    RX_ATTR_DEF("kernel_layout", RX_AT_STR, "\"OIHW\""),
+    RX_ATTR_NUL("out_dtype", RX_AT_DTYPE, "null"),
+};
+static const rx_attr_spec max_pool2d_attrs[] = {
+    RX_ATTR_REQ("pool_size", RX_AT_INTS),
+    RX_ATTR_DEF("strides", RX_AT_INTS, "[1, 1]"),
+    RX_ATTR_DEF("padding", RX_AT_INTS, "[0, 0]"),
+    RX_ATTR_DEF("dilation", RX_AT_INTS, "[1, 1]"),
+    RX_ATTR_DEF("ceil_mode", RX_AT_BOOL, "false"),
+    RX_ATTR_DEF("layout", RX_AT_STR, "\"NCHW\""),
+};
+static const rx_attr_spec avg_pool2d_attrs[] = {
+    RX_ATTR_REQ("pool_size", RX_AT_INTS),
+    RX_ATTR_DEF("strides", RX_AT_INTS, "[1, 1]"),
+    RX_ATTR_DEF("padding", RX_AT_INTS, "[0, 0]"),
+    RX_ATTR_DEF("dilation", RX_AT_INTS, "[1, 1]"),
+    RX_ATTR_DEF("ceil_mode", RX_AT_BOOL, "false"),
+    RX_ATTR_DEF("count_include_pad", RX_AT_BOOL, "false"),
+    RX_ATTR_DEF("layout", RX_AT_STR, "\"NCHW\""),
+};
+static const rx_attr_spec adaptive_pool2d_attrs[] = {
+    RX_ATTR_NUL("output_size", RX_AT_INTS, "null"),
+    RX_ATTR_DEF("layout", RX_AT_STR, "\"NCHW\""),
+};
+
+#define OP(nm, lo, hi, at, fn) { nm, lo, hi, at, RX_COUNTOF(at), fn, 0 }
+
+const rx_op rx_ops_nn[] = {
+    OP("nn.softmax", 1, 1, softmax_attrs, deduce_softmax),
+    OP("nn.log_softmax", 1, 1, softmax_attrs, deduce_softmax),
+    OP("nn.layer_norm", 3, 3, layer_norm_attrs, deduce_norm),
+    OP("nn.rms_norm", 2, 2, rms_norm_attrs, deduce_norm),
+    OP("nn.batch_norm", 5, 5, batch_norm_attrs, deduce_batch_norm),
+    OP("nn.conv2d", 2, 2, conv2d_attrs, deduce_conv2d),
+    OP("nn.max_pool2d", 1, 1, max_pool2d_attrs, deduce_pool2d),
+    OP("nn.avg_pool2d", 1, 1, avg_pool2d_attrs, deduce_pool2d),
+    OP("nn.adaptive_avg_pool2d", 1, 1, adaptive_pool2d_attrs, deduce_adaptive_pool2d),
+};
+const int rx_ops_nn_count = RX_COUNTOF(rx_ops_nn);

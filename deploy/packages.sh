@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# deploy/packages.sh — installs the Debian packages relaxd needs that are missing.
+# Usage: deploy/packages.sh [build|test]   (test adds what the test suite needs)
+# As root it runs apt-get; otherwise it only reports what is missing and fails.
+set -euo pipefail
+
+pkgs=(gcc make cmake ninja-build pkg-config libjansson-dev)
+if [ "${1:-build}" = test ]; then
+  pkgs+=(clang libclang-rt-14-dev check libsubunit-dev python3-numpy python3-jsonschema)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "error: missing Debian packages: ${missing[*]} (run as root to install them)" >&2
+  exit 1
+fi
+echo "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
