@@ -4,7 +4,7 @@
 # As root it runs apt-get; otherwise it only reports what is missing and fails.
 set -euo pipefail
 
-pkgs=(gcc make cmake ninja-build pkg-config libjansson-dev)
+pkgs=(gcc make cmake ninja-build pkg-config libjansson-dev libdlpack-dev libopenblas-dev)
 if [ "${1:-build}" = test ]; then
   pkgs+=(clang libclang-rt-14-dev check libsubunit-dev python3-numpy python3-jsonschema)
 fi

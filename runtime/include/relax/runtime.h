@@ -1,0 +1,197 @@
+/*
+ * runtime.h — the stable C API of the relax runtime (library rxrt).
+ *
+ * Objects:
+ *   rx_rt_ctx      a device context: the CPU memory pool, the library registry, the
+ *                  counters, the call-depth limit. Thread-safe; outlives everything
+ *                  created from it.
+ *   rx_rt_module   a loaded artifact: parsed tables, verified bytecode, constants, the
+ *                  loaded kernel object. Calls on one module may run concurrently.
+ *   rx_rt_tensor   a reference-counted tensor (a DLPack DLTensor plus ownership).
+ *   rx_rt_outputs  the result of one call, flattened: a tuple result (a, (b, c))
+ *                  becomes a, b, c.
+ *
+ * Errors: every fallible function takes an rx_rt_err * (may be NULL) and fills its
+ * message with one line; nothing aborts or prints on bad input.
+ *
+ * Counters (rx_rt_stats): `live_bytes` is the bytes currently held by storages the
+ * runtime allocated (requested sizes), `peak_bytes` the largest live_bytes since the
+ * last reset (rx_rt_call resets it to the live bytes at entry and reports the peak
+ * above that), `pool_bytes` what the pool holds from the system (live plus cached free
+ * blocks). Per-call counters are exact when calls on one context do not overlap.
+ */
+#ifndef RELAX_RUNTIME_H
+#define RELAX_RUNTIME_H
+
+#include <dlpack/dlpack.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "relax/rxa.h"
+#include "relax/vm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rx_rt_err {
+    char msg[512]; /* one line, NUL-terminated; empty when no error */
+} rx_rt_err;
+
+typedef struct rx_rt_ctx rx_rt_ctx;
+typedef struct rx_rt_module rx_rt_module;
+typedef struct rx_rt_tensor rx_rt_tensor;
+typedef struct rx_rt_outputs rx_rt_outputs;
+
+typedef struct rx_rt_stats {
+    int64_t live_bytes;    /* bytes in live storages (requested sizes) */
+    int64_t peak_bytes;    /* max live_bytes since the last reset */
+    int64_t pool_bytes;    /* bytes obtained from the system and not yet returned */
+    int64_t kernel_calls;  /* CALL_KERNEL executed, since context creation */
+    int64_t library_calls; /* CALL_LIB executed, since context creation */
+    int64_t allocs;        /* storages allocated */
+    int64_t pool_hits;     /* of which served from a cached block */
+} rx_rt_stats;
+
+/* ---- context ---- */
+
+/* A new CPU context with the built-in library functions registered and a call-depth
+ * limit of 256. NULL on out of memory. */
+rx_rt_ctx *rx_rt_ctx_new(void);
+
+/* Frees the context and its pool. Every module, tensor and outputs object created from
+ * it must be freed first. NULL is a no-op. */
+void rx_rt_ctx_free(rx_rt_ctx *ctx);
+
+/* Sets the maximum number of nested VM frames (>= 1). */
+void rx_rt_set_max_depth(rx_rt_ctx *ctx, int depth);
+
+/* Caps the bytes of live storages (0 = unlimited, the default); an allocation past the
+ * cap fails like out of memory ("main: out of memory allocating N bytes"). */
+void rx_rt_set_memory_limit(rx_rt_ctx *ctx, int64_t bytes);
+
+/* Registers (or replaces) the library function `name` (copied). Modules loaded later
+ * resolve CALL_LIB names against the registry at load time. `strerr` may be NULL or
+ * map the function's nonzero return codes to messages. Returns 0, -1 on OOM. */
+typedef int32_t (*rx_rt_libfn)(DLTensor *const *args, int32_t nargs);
+int rx_rt_register_library(rx_rt_ctx *ctx, const char *name, rx_rt_libfn fn,
+                           const char *(*strerr)(int32_t code));
+
+/* Current counters (see the header essay). */
+void rx_rt_get_stats(rx_rt_ctx *ctx, rx_rt_stats *out);
+
+/* Returns cached free blocks of the pool to the system. */
+void rx_rt_trim(rx_rt_ctx *ctx);
+
+/* ---- tensors ---- */
+
+/* A new dense row-major CPU tensor from the context's pool, contents uninitialised.
+ * Returns a reference the caller owns (rx_rt_tensor_release), NULL with err set on a
+ * bad dtype/shape or out of memory. */
+rx_rt_tensor *rx_rt_tensor_new(rx_rt_ctx *ctx, DLDataType dtype, int32_t ndim,
+                               const int64_t *shape, rx_rt_err *err);
+/* The tensor's DLTensor, valid while the caller holds a reference. */
+DLTensor *rx_rt_tensor_dl(rx_rt_tensor *t);
+void rx_rt_tensor_retain(rx_rt_tensor *t);
+/* Drops one reference; the last frees the tensor and its storage reference. */
+void rx_rt_tensor_release(rx_rt_tensor *t);
+
+/* ---- modules ---- */
+
+/* Loads an artifact file (read whole into a 64-byte aligned buffer). Parses, checks
+ * the CRC, verifies the bytecode, resolves library names and loads the CPU kernel
+ * object. Returns the module, or NULL with err like
+ * "model.rxa: corrupted: CRC-32 mismatch (header 0x1234abcd, computed 0x9f00aa11)". */
+rx_rt_module *rx_rt_load_file(rx_rt_ctx *ctx, const char *path, rx_rt_err *err);
+
+/* Same from bytes[0..n) (copied; `what` names it in messages, NULL = "<memory>"). */
+rx_rt_module *rx_rt_load_bytes(rx_rt_ctx *ctx, const void *bytes, size_t n,
+                               const char *what, rx_rt_err *err);
+
+/* Unloads. Outputs and tensors obtained from the module stay valid (constants keep the
+ * artifact buffer alive). NULL is a no-op. */
+void rx_rt_module_free(rx_rt_module *m);
+
+/* The parsed artifact: function table with signatures (rx_rxa_func), metadata section,
+ * strings. Valid until rx_rt_module_free. */
+const rx_rxa *rx_rt_module_artifact(const rx_rt_module *m);
+
+/* Index of function `name`, or -1. */
+int rx_rt_find_function(const rx_rt_module *m, const char *name);
+
+/* ---- calls ---- */
+
+typedef enum rx_rt_argkind {
+    RX_RT_ARG_TENSOR = 0, /* borrowed DLTensor (CPU, any strides must be compact) */
+    RX_RT_ARG_INT = 1,    /* int64 scalar */
+    RX_RT_ARG_SHAPE = 2   /* shape value */
+} rx_rt_argkind;
+
+typedef struct rx_rt_arg {
+    int kind;                 /* rx_rt_argkind */
+    const DLTensor *tensor;   /* TENSOR: borrowed for the duration of the call */
+    int64_t i;                /* INT */
+    const int64_t *dims;      /* SHAPE: ndim dims (copied) */
+    int32_t ndim;             /* SHAPE */
+} rx_rt_arg;
+
+typedef struct rx_rt_call_stats {
+    int64_t kernels;       /* kernel calls plus library calls made by this call */
+    int64_t library_calls; /* of which library calls */
+    int64_t peak_bytes;    /* peak live bytes above the level at entry */
+} rx_rt_call_stats;
+
+/* Calls function `fn` (index) with nargs arguments (must equal its parameter count).
+ * Input tensors are borrowed, not copied: an output may alias an input when the
+ * function returns its argument. The VM checks every argument against the function's
+ * annotations (MATCH_* in the function's code). On success returns 0 and *out
+ * (rx_rt_outputs_free), and fills *stats when non-NULL. On failure returns -1 with err
+ * ("main: x: expected (n, 128), got (4, 64)"); no memory is leaked. */
+int rx_rt_call(rx_rt_module *m, int fn, const rx_rt_arg *args, int nargs,
+               rx_rt_outputs **out, rx_rt_call_stats *stats, rx_rt_err *err);
+
+/* Number of flattened outputs. */
+int rx_rt_outputs_count(const rx_rt_outputs *o);
+/* Kind of output i: RX_RT_ARG_TENSOR, RX_RT_ARG_INT, RX_RT_ARG_SHAPE, or -1 (none,
+ * function values and storages, which have no flat form). */
+int rx_rt_outputs_kind(const rx_rt_outputs *o, int i);
+/* Output i as a tensor (borrowed from o; NULL when not a tensor). */
+DLTensor *rx_rt_outputs_tensor(rx_rt_outputs *o, int i);
+/* Output i as a new tensor reference (caller releases; NULL when not a tensor). */
+rx_rt_tensor *rx_rt_outputs_take(rx_rt_outputs *o, int i);
+/* Output i as an int (0 when not an int). */
+int64_t rx_rt_outputs_int(const rx_rt_outputs *o, int i);
+/* Output i as a shape: returns ndim and sets *dims (borrowed), -1 when not a shape. */
+int32_t rx_rt_outputs_shape(const rx_rt_outputs *o, int i, const int64_t **dims);
+void rx_rt_outputs_free(rx_rt_outputs *o);
+
+/* ---- benchmark (relax-run --bench) ---- */
+
+typedef struct rx_rt_bench_opts {
+    int warmup;        /* untimed calls before timing (>= 0; the first call always runs) */
+    int repeat;        /* measurements (>= 1) */
+    int number;        /* calls per measurement (>= 1) */
+    double min_repeat_ms; /* grow number until one measurement takes this long (0 off) */
+} rx_rt_bench_opts;
+
+typedef struct rx_rt_bench_result {
+    double mean_ms, median_ms, min_ms, max_ms, stddev_ms; /* per call, over repeats */
+    int repeat;         /* measurements taken */
+    int number;         /* calls per measurement actually used */
+    int64_t kernels;    /* kernel + library calls of one call */
+    int64_t peak_bytes; /* peak tensor bytes of one call, inputs excluded */
+} rx_rt_bench_result;
+
+/* Times function `fn` like TVM's time_evaluator: max(warmup, 1) untimed calls, then `repeat`
+ * measurements of `number` back-to-back calls each (number grows by 1.618x or to the
+ * estimate needed until one measurement lasts min_repeat_ms); each measurement's mean
+ * per-call time is one sample. stddev is the population standard deviation. kernels
+ * and peak_bytes come from the first (warm-up or timed) call. Returns 0, or -1 with
+ * err from a failing call. */
+int rx_rt_bench(rx_rt_module *m, int fn, const rx_rt_arg *args, int nargs,
+                const rx_rt_bench_opts *opts, rx_rt_bench_result *res, rx_rt_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

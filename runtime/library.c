@@ -1,0 +1,158 @@
+/*
+ * library.c — the library registry (name -> destination-passing function) and the
+ * built-in BLAS entries.
+ *
+ * The registry is a small array per context searched linearly; names are resolved
+ * once per module at load time (CALL_LIB carries a string index), so lookup cost does
+ * not matter. The built-ins reach OpenBLAS through dlopen("libopenblas.so.0") at their
+ * first call so that rxrt links and loads on devices without it; a missing library is
+ * a clean call-time error. The library ABI (int32_t fn(DLTensor *const *, int32_t))
+ * has no context argument, so the built-ins keep the opened handle in one process-wide
+ * slot initialised under pthread_once — the only global state of the runtime (the
+ * handle is never closed; the library stays loaded for the process's life).
+ *
+ * blas.sgemm / blas.matmul: args A, B, C (C is the destination), f32, dense:
+ *   A (m, k), B (k, n), C (m, n);  or batched A (b, m, k), B (b, k, n) or (k, n),
+ *   C (b, m, n).
+ */
+#include "rt_int.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { BLAS_OK = 0, BLAS_NOLIB = 1, BLAS_ARGS = 2, BLAS_DTYPE = 3, BLAS_SHAPE = 4 };
+
+/* cblas_sgemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) */
+typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int,
+                         const float *, int, float, float *, int);
+
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT; /* guards blas_sgemm */
+static sgemm_fn blas_sgemm;                           /* process-wide, see the essay */
+
+static void blas_open(void)
+{
+    void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return;
+    void *sym = dlsym(h, "cblas_sgemm");
+    if (!sym) {
+        dlclose(h);
+        return;
+    }
+    memcpy(&blas_sgemm, &sym, sizeof blas_sgemm);
+}
+
+static const char *blas_strerr(int32_t code)
+{
+    switch (code) {
+    case BLAS_NOLIB: return "OpenBLAS is not available (dlopen libopenblas.so.0 failed)";
+    case BLAS_ARGS: return "expects 3 tensors (A, B, C)";
+    case BLAS_DTYPE: return "expects float32 tensors";
+    case BLAS_SHAPE: return "shape mismatch (A (b?, m, k) @ B (b?, k, n) -> C (b?, m, n))";
+    default: return NULL;
+    }
+}
+
+static bool is_f32(const DLTensor *t)
+{
+    return t->dtype.code == kDLFloat && t->dtype.bits == 32 && t->dtype.lanes == 1;
+}
+
+static const float *fdata(const DLTensor *t)
+{
+    return (const float *)(const void *)((const char *)t->data + t->byte_offset);
+}
+
+static int32_t blas_sgemm_entry(DLTensor *const *args, int32_t nargs)
+{
+    if (nargs != 3) return BLAS_ARGS;
+    const DLTensor *A = args[0], *B = args[1], *C = args[2];
+    if (!is_f32(A) || !is_f32(B) || !is_f32(C)) return BLAS_DTYPE;
+    int64_t batch = 1, m, k, n;
+    if (A->ndim == 2 && B->ndim == 2 && C->ndim == 2) {
+        m = A->shape[0], k = A->shape[1], n = B->shape[1];
+        if (B->shape[0] != k || C->shape[0] != m || C->shape[1] != n) return BLAS_SHAPE;
+    } else if (A->ndim == 3 && C->ndim == 3 && (B->ndim == 3 || B->ndim == 2)) {
+        batch = A->shape[0], m = A->shape[1], k = A->shape[2];
+        n = B->shape[B->ndim - 1];
+        if (B->shape[B->ndim - 2] != k || C->shape[0] != batch || C->shape[1] != m ||
+            C->shape[2] != n || (B->ndim == 3 && B->shape[0] != batch))
+            return BLAS_SHAPE;
+    } else {
+        return BLAS_SHAPE;
+    }
+    if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) return BLAS_SHAPE;
+    pthread_once(&blas_once, blas_open);
+    if (!blas_sgemm) return BLAS_NOLIB;
+    const float *a = fdata(A), *b = fdata(B);
+    float *c = (float *)(uintptr_t)fdata(C);
+    int64_t bstride = B->ndim == 3 ? k * n : 0;
+    for (int64_t i = 0; i < batch; i++) {
+        if (m == 0 || n == 0) break;
+        if (k == 0) {
+            memset(c + i * m * n, 0, sizeof(float) * (size_t)(m * n));
+            continue;
+        }
+        /* CblasRowMajor = 101, CblasNoTrans = 111 */
+        blas_sgemm(101, 111, 111, (int)m, (int)n, (int)k, 1.0f, a + i * m * k, (int)k,
+                   b + i * bstride, (int)n, 0.0f, c + i * m * n, (int)n);
+    }
+    return BLAS_OK;
+}
+
+int rx_rt_register_library(rx_rt_ctx *ctx, const char *name, rx_rt_libfn fn,
+                           const char *(*strerr)(int32_t code))
+{
+    int rc = 0;
+    pthread_mutex_lock(&ctx->lib_mu);
+    for (size_t i = 0; i < ctx->nlibs; i++)
+        if (!strcmp(ctx->libs[i].name, name)) {
+            ctx->libs[i].fn = fn;
+            ctx->libs[i].strerr = strerr;
+            goto out;
+        }
+    if (ctx->nlibs == ctx->clibs) {
+        size_t cap = ctx->clibs ? ctx->clibs * 2 : 8;
+        rx_rt_libentry *nl = realloc(ctx->libs, sizeof *nl * cap);
+        if (!nl) {
+            rc = -1;
+            goto out;
+        }
+        ctx->libs = nl;
+        ctx->clibs = cap;
+    }
+    char *copy = strdup(name);
+    if (!copy) {
+        rc = -1;
+        goto out;
+    }
+    ctx->libs[ctx->nlibs++] = (rx_rt_libentry){copy, fn, strerr};
+out:
+    pthread_mutex_unlock(&ctx->lib_mu);
+    return rc;
+}
+
+int rx_rt_lib_find(rx_rt_ctx *ctx, const char *name, rx_rt_libentry *out)
+{
+    int rc = -1;
+    pthread_mutex_lock(&ctx->lib_mu);
+    for (size_t i = 0; i < ctx->nlibs; i++)
+        if (!strcmp(ctx->libs[i].name, name)) {
+            *out = ctx->libs[i];
+            rc = 0;
+        }
+    pthread_mutex_unlock(&ctx->lib_mu);
+    return rc;
+}
+
+int rx_rt_lib_builtins(rx_rt_ctx *ctx)
+{
+    if (rx_rt_register_library(ctx, "blas.sgemm", blas_sgemm_entry, blas_strerr)) return -1;
+    if (rx_rt_register_library(ctx, "blas.matmul", blas_sgemm_entry, blas_strerr)) return -1;
+    return 0;
+}
+
+void rx_rt_lib_close(rx_rt_ctx *ctx)
+{
+    (void)ctx; /* the OpenBLAS handle is process-wide (see the essay) */
+}

@@ -1,0 +1,511 @@
+/*
+ * vm.c — the interpreter for the instruction set of vm.h.
+ *
+ * One C loop runs every frame of a call: CALL and CALL_VALUE push a frame on an
+ * explicit stack (bounded by the context's max_depth) and RET pops it, so deep Relax
+ * recursion never grows the C stack. A frame owns `nregs` values and `heap_size`
+ * int64 slots in one allocation. The code was verified at load (vm_verify.c): operand
+ * indices are in range and instruction lengths are right, so the loop reads operands
+ * without bounds checks and checks only what depends on run-time values — value kinds,
+ * shapes, arithmetic overflow, allocation failure, kernel return codes.
+ *
+ * Errors: any failing instruction formats one message and jumps to `fail`, which
+ * releases the registers of every frame of the call; nothing escapes the call. Messages
+ * are "<function>: <what>" except the MATCH and ASSERT_EQ failures, whose message string comes from
+ * the compiler ("main: x: expected (n, 128)") and gets ", got (4, 64)" appended.
+ *
+ * Dispatch hides behind vmcase/vmbreak and the operand macros ARG, R, H, DIM so the
+ * loop reads like the opcode table.
+ */
+#include "rt_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct frame {
+    uint32_t fn;         /* function index */
+    const int64_t *code; /* its code */
+    size_t pc;           /* saved pc while a callee runs */
+    rx_vm_value *regs;   /* nregs values */
+    int64_t *heap;       /* heap_size slots (after regs in the same block) */
+    int64_t ret_reg;     /* caller register receiving our result (-1 for the API) */
+} frame;
+
+typedef struct vm {
+    rx_rt_module *m;   /* module */
+    const rx_rxa *a;   /* its artifact */
+    frame *frames;     /* the frame stack */
+    int nframes, cap;  /* depth / allocated */
+    int64_t kernels;   /* kernel calls made */
+    int64_t libcalls;  /* library calls made */
+    rx_rt_err *err;    /* message sink (never NULL inside the VM) */
+} vm;
+
+/* "<function>: message" */
+static void vm_fail(vm *V, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void vm_fail(vm *V, const char *fmt, ...)
+{
+    const char *fname = V->nframes ? V->a->funcs[V->frames[V->nframes - 1].fn].name : "?";
+    int k = snprintf(V->err->msg, sizeof V->err->msg, "%s: ", fname);
+    if (k < 0 || (size_t)k >= sizeof V->err->msg) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(V->err->msg + k, sizeof V->err->msg - (size_t)k, fmt, ap);
+    va_end(ap);
+}
+
+static int push_frame(vm *V, uint32_t fn, int64_t ret_reg)
+{
+    const rx_rxa_func *f = &V->a->funcs[fn];
+    if (V->nframes >= V->m->ctx->max_depth) {
+        vm_fail(V, "call depth limit (%d) exceeded calling %s", V->m->ctx->max_depth, f->name);
+        return -1;
+    }
+    if (V->nframes == V->cap) {
+        int cap = V->cap ? V->cap * 2 : 8;
+        frame *nf = realloc(V->frames, sizeof *nf * (size_t)cap);
+        if (!nf) {
+            vm_fail(V, "out of memory");
+            return -1;
+        }
+        V->frames = nf;
+        V->cap = cap;
+    }
+    size_t rbytes = sizeof(rx_vm_value) * f->nregs;
+    void *mem = calloc(1, rbytes + sizeof(int64_t) * f->heap_size + 1);
+    if (!mem) {
+        vm_fail(V, "out of memory");
+        return -1;
+    }
+    frame *fr = &V->frames[V->nframes++];
+    fr->fn = fn;
+    fr->code = V->a->code + f->code_offset;
+    fr->pc = 0;
+    fr->regs = mem;
+    fr->heap = (int64_t *)(void *)((char *)mem + rbytes);
+    fr->ret_reg = ret_reg;
+    return 0;
+}
+
+static void pop_frame(vm *V)
+{
+    frame *fr = &V->frames[--V->nframes];
+    uint32_t n = V->a->funcs[fr->fn].nregs;
+    for (uint32_t i = 0; i < n; i++) rx_vm_value_release(&fr->regs[i]);
+    free(fr->regs);
+}
+
+/* dst := v, taking ownership of v's reference. */
+static void set_reg(rx_vm_value *dst, rx_vm_value v)
+{
+    rx_vm_value old = *dst;
+    *dst = v;
+    rx_vm_value_release(&old);
+}
+
+static void append_shape(char *buf, size_t n, const int64_t *dims, int32_t ndim)
+{
+    size_t k = strlen(buf);
+    k += (size_t)snprintf(buf + k, k < n ? n - k : 0, "(");
+    for (int32_t i = 0; i < ndim && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%" PRId64, i ? ", " : "", dims[i]);
+    if (k < n) snprintf(buf + k, n - k, ndim == 1 ? ",)" : ")");
+}
+
+/* Checks dims against match items starting at code[*pc]; stores STORE items. */
+static bool match_dims(const int64_t *code, size_t *pc, int64_t n, const int64_t *dims,
+                       int64_t *heap)
+{
+    bool ok = true;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t mode = code[*pc], val = code[*pc + 1];
+        *pc += 2;
+        if (mode == RX_M_STORE) heap[val] = dims[i];
+        else if (mode == RX_M_SLOT) ok = ok && dims[i] == heap[val];
+        else if (mode == RX_M_IMM) ok = ok && dims[i] == val;
+    }
+    return ok;
+}
+
+/* A MATCH_* failure: the compiler's message, then ", got <actual>". */
+static void match_fail(vm *V, const char *msg, const rx_vm_value *v, bool dtype_wrong)
+{
+    char *b = V->err->msg;
+    size_t n = sizeof V->err->msg;
+    snprintf(b, n, "%s, got ", msg);
+    if (v->kind == RX_V_TENSOR) {
+        const DLTensor *t = &v->u.t->dl;
+        append_shape(b, n, t->shape, t->ndim);
+        if (dtype_wrong) {
+            char dn[32];
+            size_t k = strlen(b);
+            snprintf(b + k, n - k, " %s",
+                     rx_rxa_dtype_name(rx_rt_dtype_pack(t->dtype), dn, sizeof dn));
+        }
+    } else if (v->kind == RX_V_SHAPE) {
+        append_shape(b, n, v->u.s->dims, v->u.s->ndim);
+    } else if (v->kind == RX_V_INT) {
+        size_t k = strlen(b);
+        snprintf(b + k, n - k, "%" PRId64, v->u.i);
+    } else {
+        size_t k = strlen(b);
+        snprintf(b + k, n - k, "%s", rx_vm_kind_desc(v->kind));
+    }
+}
+
+static bool truthy(const rx_vm_value *v, bool *out)
+{
+    if (v->kind == RX_V_INT) {
+        *out = v->u.i != 0;
+        return true;
+    }
+    if (v->kind != RX_V_TENSOR) return false;
+    const DLTensor *t = &v->u.t->dl;
+    for (int32_t i = 0; i < t->ndim; i++)
+        if (t->shape[i] != 1) return false;
+    const char *p = (const char *)t->data + t->byte_offset;
+    int bits = t->dtype.bits, code = t->dtype.code;
+    if (t->dtype.lanes != 1) return false;
+    if (code == kDLFloat && bits == 32) *out = *(const float *)(const void *)p != 0;
+    else if (code == kDLFloat && bits == 64) *out = *(const double *)(const void *)p != 0;
+    else if ((code == kDLInt || code == kDLUInt) && bits == 64) *out = *(const int64_t *)(const void *)p != 0;
+    else if ((code == kDLInt || code == kDLUInt) && bits == 32) *out = *(const int32_t *)(const void *)p != 0;
+    else if ((code == kDLInt || code == kDLUInt) && bits == 16) *out = *(const int16_t *)(const void *)p != 0;
+    else if ((code == kDLInt || code == kDLUInt) && bits <= 8) *out = *(const uint8_t *)p != 0;
+    else return false;
+    return true;
+}
+
+static int64_t floordiv64(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+/* Operand access for the current frame (code/pc/fr are the loop's locals). */
+#define ARG() (code[pc++])
+#define R(i) (fr->regs[(i)])
+#define H(i) (fr->heap[(i)])
+#define DIM() (pc += 2, code[pc - 2] == RX_D_SLOT ? H(code[pc - 1]) : code[pc - 1])
+#define FAIL(...) do { vm_fail(V, __VA_ARGS__); goto fail; } while (0)
+#define vmcase(name) case RX_OP_##name:
+#define vmbreak break
+/* (Re)load the locals from the top frame after a push or pop. */
+#define LOAD_FRAME() (fr = &V->frames[V->nframes - 1], code = fr->code, pc = fr->pc)
+
+static int run(vm *V, rx_vm_value *result)
+{
+    frame *fr;
+    const int64_t *code;
+    size_t pc;
+    LOAD_FRAME();
+    for (;;) {
+        size_t at = pc;
+        int64_t op = ARG();
+        switch (op) {
+        vmcase(NOP) vmbreak;
+        vmcase(MOVE) {
+            int64_t a = ARG(), b = ARG();
+            rx_vm_value v = R(b);
+            rx_vm_value_retain(&v);
+            set_reg(&R(a), v);
+            vmbreak;
+        }
+        vmcase(RELEASE) rx_vm_value_release(&R(ARG())); vmbreak;
+        vmcase(LOADI) {
+            int64_t a = ARG();
+            rx_vm_value v = {RX_V_INT, {.i = DIM()}};
+            set_reg(&R(a), v);
+            vmbreak;
+        }
+        vmcase(LOADK) {
+            int64_t a = ARG();
+            rx_vm_value v = {RX_V_TENSOR, {.t = V->m->consts[ARG()]}};
+            rx_vm_value_retain(&v);
+            set_reg(&R(a), v);
+            vmbreak;
+        }
+        vmcase(FUNCREF) {
+            int64_t a = ARG();
+            rx_vm_value v = {RX_V_FUNC, {.f = (uint32_t)ARG()}};
+            set_reg(&R(a), v);
+            vmbreak;
+        }
+        vmcase(MATCH_TENSOR) {
+            const rx_vm_value *v = &R(ARG());
+            int64_t dtype = ARG(), ndim = ARG(), msg = ARG(), n = ARG();
+            if (v->kind != RX_V_TENSOR) {
+                match_fail(V, V->a->strings[msg], v, false);
+                goto fail;
+            }
+            const DLTensor *t = &v->u.t->dl;
+            bool dt_ok = dtype == 0 || rx_rt_dtype_pack(t->dtype) == (uint32_t)dtype;
+            bool ok = dt_ok && (ndim < 0 || t->ndim == ndim);
+            if (ok) ok = match_dims(code, &pc, n, t->shape, fr->heap);
+            if (!ok) {
+                match_fail(V, V->a->strings[msg], v, !dt_ok);
+                goto fail;
+            }
+            vmbreak;
+        }
+        vmcase(MATCH_SHAPE) {
+            const rx_vm_value *v = &R(ARG());
+            int64_t ndim = ARG(), msg = ARG(), n = ARG();
+            bool ok = v->kind == RX_V_SHAPE && (ndim < 0 || v->u.s->ndim == ndim);
+            if (ok) ok = match_dims(code, &pc, n, v->u.s->dims, fr->heap);
+            if (!ok) {
+                match_fail(V, V->a->strings[msg], v, false);
+                goto fail;
+            }
+            vmbreak;
+        }
+        vmcase(MATCH_INT) {
+            const rx_vm_value *v = &R(ARG());
+            int64_t msg = ARG();
+            if (v->kind != RX_V_INT || !match_dims(code, &pc, 1, &v->u.i, fr->heap)) {
+                match_fail(V, V->a->strings[msg], v, false);
+                goto fail;
+            }
+            vmbreak;
+        }
+        vmcase(ASSERT_EQ) {
+            int64_t msg = ARG(), x = DIM(), y = DIM();
+            if (x != y) {
+                snprintf(V->err->msg, sizeof V->err->msg, "%s, got %" PRId64 " != %" PRId64,
+                         V->a->strings[msg], x, y);
+                goto fail;
+            }
+            vmbreak;
+        }
+        vmcase(ADD) vmcase(SUB) vmcase(MUL) vmcase(FLOORDIV) vmcase(FLOORMOD) vmcase(MIN)
+        vmcase(MAX) {
+            int64_t h = ARG(), x = DIM(), y = DIM(), r = 0;
+            bool ovf = false;
+            switch (op) {
+            case RX_OP_ADD: ovf = __builtin_add_overflow(x, y, &r); break;
+            case RX_OP_SUB: ovf = __builtin_sub_overflow(x, y, &r); break;
+            case RX_OP_MUL: ovf = __builtin_mul_overflow(x, y, &r); break;
+            case RX_OP_MIN: r = x < y ? x : y; break;
+            case RX_OP_MAX: r = x > y ? x : y; break;
+            default:
+                if (y == 0) FAIL("pc %zu: %s by zero", at, rx_vm_op_name(op));
+                if (x == INT64_MIN && y == -1) {
+                    ovf = true;
+                    break;
+                }
+                r = floordiv64(x, y);
+                if (op == RX_OP_FLOORMOD) r = x - r * y;
+            }
+            if (ovf) FAIL("pc %zu: integer overflow in %s", at, rx_vm_op_name(op));
+            H(h) = r;
+            vmbreak;
+        }
+        vmcase(MKSHAPE) {
+            int64_t a = ARG(), n = ARG();
+            rx_vm_shape *s = rx_vm_shape_new((int32_t)n);
+            if (!s) FAIL("out of memory");
+            for (int64_t i = 0; i < n; i++) s->dims[i] = DIM();
+            set_reg(&R(a), (rx_vm_value){RX_V_SHAPE, {.s = s}});
+            vmbreak;
+        }
+        vmcase(SHAPEOF) {
+            int64_t a = ARG(), b = ARG();
+            if (R(b).kind != RX_V_TENSOR)
+                FAIL("pc %zu: SHAPEOF of %s", at, rx_vm_kind_desc(R(b).kind));
+            const DLTensor *t = &R(b).u.t->dl;
+            rx_vm_shape *s = rx_vm_shape_new(t->ndim);
+            if (!s) FAIL("out of memory");
+            memcpy(s->dims, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+            set_reg(&R(a), (rx_vm_value){RX_V_SHAPE, {.s = s}});
+            vmbreak;
+        }
+        vmcase(ALLOC_STORAGE) {
+            int64_t a = ARG(), bytes = DIM(), dev = ARG();
+            if (dev != RX_DEV_CPU) FAIL("pc %zu: device type %" PRId64 " is not supported", at, dev);
+            if (bytes < 0) FAIL("pc %zu: storage of %" PRId64 " bytes", at, bytes);
+            rx_rt_storage *s = rx_rt_storage_new(V->m->ctx, (size_t)bytes);
+            if (!s) FAIL("out of memory allocating %" PRId64 " bytes", bytes);
+            set_reg(&R(a), (rx_vm_value){RX_V_STORAGE, {.st = s}});
+            vmbreak;
+        }
+        vmcase(ALLOC_TENSOR) {
+            int64_t a = ARG(), b = ARG(), off = DIM(), dtype = ARG(), n = ARG();
+            int64_t dims[RX_RXA_MAX_NDIM];
+            for (int64_t i = 0; i < n; i++) dims[i] = DIM();
+            if (R(b).kind != RX_V_STORAGE)
+                FAIL("pc %zu: ALLOC_TENSOR in %s, not a storage", at, rx_vm_kind_desc(R(b).kind));
+            if (off < 0) FAIL("pc %zu: negative offset %" PRId64, at, off);
+            rx_rt_err e;
+            rx_rt_tensor *t = rx_rt_tensor_view(R(b).u.st, (size_t)off,
+                                                rx_rt_dtype_unpack((uint32_t)dtype), (int32_t)n,
+                                                dims, &e);
+            if (!t) FAIL("pc %zu: %s", at, e.msg);
+            set_reg(&R(a), (rx_vm_value){RX_V_TENSOR, {.t = t}});
+            vmbreak;
+        }
+        vmcase(CALL_KERNEL) {
+            const rx_rxa_kernel *k = &V->a->kernels[ARG()];
+            int64_t kidx = code[pc - 1];
+            int64_t nb = ARG();
+            void *small[16], **data = nb <= 16 ? small : malloc(sizeof(void *) * (size_t)nb);
+            int64_t ismall[16], *iv;
+            if (!data) FAIL("out of memory");
+            for (int64_t i = 0; i < nb; i++) {
+                const rx_vm_value *v = &R(code[pc + i]);
+                if (v->kind != RX_V_TENSOR) {
+                    if (data != small) free(data);
+                    FAIL("kernel %s: buffer %" PRId64 " is %s", k->name, i, rx_vm_kind_desc(v->kind));
+                }
+                data[i] = (char *)v->u.t->dl.data + v->u.t->dl.byte_offset;
+            }
+            pc += (size_t)nb;
+            int64_t ni = ARG();
+            iv = ni <= 16 ? ismall : malloc(sizeof(int64_t) * (size_t)ni);
+            if (!iv) {
+                if (data != small) free(data);
+                FAIL("out of memory");
+            }
+            for (int64_t i = 0; i < ni; i++) iv[i] = DIM();
+            typedef int32_t (*kfn)(void *const *, const int64_t *);
+            kfn fnp;
+            void *sym = V->m->kernel_fn[kidx];
+            memcpy(&fnp, &sym, sizeof fnp);
+            int32_t rc = fnp(data, ni ? iv : NULL);
+            if (data != small) free(data);
+            if (iv != ismall) free(iv);
+            V->kernels++;
+            atomic_fetch_add(&V->m->ctx->kernel_calls, 1);
+            if (rc != 0) FAIL("kernel %s failed with code %" PRId32, k->name, rc);
+            vmbreak;
+        }
+        vmcase(CALL_LIB) {
+            int64_t name = ARG(), n = ARG();
+            const rx_rt_libentry *e = &V->m->libs[name];
+            DLTensor *small[16], **args = n <= 16 ? small : malloc(sizeof(DLTensor *) * (size_t)n);
+            if (!args) FAIL("out of memory");
+            for (int64_t i = 0; i < n; i++) {
+                rx_vm_value *v = &R(code[pc + i]);
+                if (v->kind != RX_V_TENSOR) {
+                    if (args != small) free(args);
+                    FAIL("%s: argument %" PRId64 " is %s", e->name, i, rx_vm_kind_desc(v->kind));
+                }
+                args[i] = &v->u.t->dl;
+            }
+            pc += (size_t)n;
+            int32_t rc = e->fn(args, (int32_t)n);
+            if (args != small) free(args);
+            V->libcalls++;
+            atomic_fetch_add(&V->m->ctx->library_calls, 1);
+            if (rc != 0) {
+                const char *why = e->strerr ? e->strerr(rc) : NULL;
+                if (why) FAIL("%s: %s", e->name, why);
+                FAIL("%s failed with code %" PRId32, e->name, rc);
+            }
+            vmbreak;
+        }
+        vmcase(CALL) vmcase(CALL_VALUE) {
+            int64_t dst = ARG(), callee;
+            if (op == RX_OP_CALL) {
+                callee = ARG();
+            } else {
+                const rx_vm_value *fv = &R(ARG());
+                if (fv->kind != RX_V_FUNC) FAIL("pc %zu: calling %s", at, rx_vm_kind_desc(fv->kind));
+                callee = fv->u.f;
+            }
+            int64_t n = ARG();
+            const rx_rxa_func *cf = &V->a->funcs[callee];
+            if (n != cf->nparams)
+                FAIL("pc %zu: %s takes %" PRIu32 " arguments, got %" PRId64, at, cf->name,
+                     cf->nparams, n);
+            fr->pc = pc + (size_t)n;
+            if (push_frame(V, (uint32_t)callee, dst)) goto fail;
+            frame *caller = &V->frames[V->nframes - 2];
+            for (int64_t i = 0; i < n; i++) {
+                rx_vm_value v = caller->regs[caller->code[pc + (size_t)i]];
+                rx_vm_value_retain(&v);
+                V->frames[V->nframes - 1].regs[i] = v;
+            }
+            LOAD_FRAME();
+            vmbreak;
+        }
+        vmcase(TUPLE) {
+            int64_t a = ARG(), n = ARG();
+            rx_vm_tuple *t = rx_vm_tuple_new((uint32_t)n);
+            if (!t) FAIL("out of memory");
+            for (int64_t i = 0; i < n; i++) {
+                t->v[i] = R(ARG());
+                rx_vm_value_retain(&t->v[i]);
+            }
+            set_reg(&R(a), (rx_vm_value){RX_V_TUPLE, {.tu = t}});
+            vmbreak;
+        }
+        vmcase(GETITEM) {
+            int64_t a = ARG(), b = ARG(), i = ARG();
+            if (R(b).kind != RX_V_TUPLE) FAIL("pc %zu: GETITEM of %s", at, rx_vm_kind_desc(R(b).kind));
+            if (i < 0 || (uint64_t)i >= R(b).u.tu->n)
+                FAIL("pc %zu: tuple index %" PRId64 " out of range (%" PRIu32 " fields)", at, i,
+                     R(b).u.tu->n);
+            rx_vm_value v = R(b).u.tu->v[i];
+            rx_vm_value_retain(&v);
+            set_reg(&R(a), v);
+            vmbreak;
+        }
+        vmcase(JMPIFNOT) {
+            int64_t a = ARG(), t = ARG();
+            bool c;
+            if (!truthy(&R(a), &c))
+                FAIL("pc %zu: condition is %s, not an int or a one-element tensor", at,
+                     rx_vm_kind_desc(R(a).kind));
+            if (!c) pc = (size_t)t;
+            vmbreak;
+        }
+        vmcase(GOTO) pc = (size_t)code[pc]; vmbreak;
+        vmcase(RET) {
+            rx_vm_value v = R(ARG());
+            R(code[pc - 1]).kind = RX_V_NONE; /* moved out */
+            int64_t dst = fr->ret_reg;
+            pop_frame(V);
+            if (dst < 0) {
+                *result = v;
+                return 0;
+            }
+            LOAD_FRAME();
+            set_reg(&R(dst), v);
+            vmbreak;
+        }
+        default:
+            RX_RT_ASSERT(!"unverified opcode");
+        }
+    }
+fail:
+    while (V->nframes) pop_frame(V);
+    return -1;
+}
+
+int rx_vm_run(rx_rt_module *m, uint32_t fn, const rx_vm_value *args, uint32_t nargs,
+              rx_vm_value *ret, int64_t *kernels, int64_t *libcalls, rx_rt_err *err)
+{
+    rx_rt_err dummy;
+    vm V = {m, m->a, NULL, 0, 0, 0, 0, err ? err : &dummy};
+    V.err->msg[0] = 0;
+    ret->kind = RX_V_NONE;
+    if (fn >= m->a->nfuncs) return rx_rt_fail(V.err, "no function %" PRIu32, fn);
+    const rx_rxa_func *f = &m->a->funcs[fn];
+    if (nargs != f->nparams)
+        return rx_rt_fail(V.err, "%s takes %" PRIu32 " arguments, got %" PRIu32, f->name,
+                          f->nparams, nargs);
+    int rc = -1;
+    if (push_frame(&V, fn, -1) == 0) {
+        for (uint32_t i = 0; i < nargs; i++) {
+            V.frames[0].regs[i] = args[i];
+            rx_vm_value_retain(&args[i]);
+        }
+        rc = run(&V, ret);
+    }
+    free(V.frames);
+    if (kernels) *kernels += V.kernels;
+    if (libcalls) *libcalls += V.libcalls;
+    return rc;
+}

@@ -1,0 +1,222 @@
+/*
+ * test_library.c — the library registry: blas.sgemm / blas.matmul through OpenBLAS
+ * (loaded at run time) against a naive loop, 2-D and batched, their error messages,
+ * a user-registered function, and an unknown name rejected at load.
+ */
+#include "rt_test.h"
+
+#include <math.h>
+
+/* mm(a, b) -> c with c: (b?, m, n) allocated from a shape argument, then CALL_LIB. */
+static rx_rt_module *mm_module(rx_rt_ctx *ctx, const char *lib, int batched)
+{
+    rx_rxa_builder *b = rx_rxa_builder_new();
+    rx_rxa_type params[2] = {rt_any("a"), rt_any("b")};
+    rx_rxa_func f = rt_func("mm", 2, params, 4, 6);
+    uint32_t ma = rx_rxa_add_string(b, "mm: a: expected (m, k)");
+    uint32_t mb = rx_rxa_add_string(b, "mm: b: expected (k, n)");
+    uint32_t name = rx_rxa_add_string(b, lib);
+    rx_rxa_code c = {0};
+    if (batched) { /* a: (B, m, k), b: (B, k, n); h0=B h1=m h2=k h3=n */
+        RX_EMIT(&c, RX_OP_MATCH_TENSOR, 0, RX_RXA_F32, 3, ma, 3, RX_M_STORE, 0, RX_M_STORE, 1, RX_M_STORE, 2);
+        RX_EMIT(&c, RX_OP_MATCH_TENSOR, 1, RX_RXA_F32, 3, mb, 3, RX_M_SLOT, 0, RX_M_SLOT, 2, RX_M_STORE, 3);
+        RX_EMIT(&c, RX_OP_MUL, 4, RX_D_SLOT, 0, RX_D_SLOT, 1);
+        RX_EMIT(&c, RX_OP_MUL, 4, RX_D_SLOT, 4, RX_D_SLOT, 3);
+        RX_EMIT(&c, RX_OP_MUL, 4, RX_D_SLOT, 4, RX_D_IMM, 4);
+        RX_EMIT(&c, RX_OP_ALLOC_STORAGE, 2, RX_D_SLOT, 4, RX_DEV_CPU);
+        RX_EMIT(&c, RX_OP_ALLOC_TENSOR, 3, 2, RX_D_IMM, 0, RX_RXA_F32, 3, RX_D_SLOT, 0, RX_D_SLOT, 1,
+                RX_D_SLOT, 3);
+    } else { /* no match on b: lets the library see mismatched shapes */
+        RX_EMIT(&c, RX_OP_MATCH_TENSOR, 0, RX_RXA_F32, 2, ma, 2, RX_M_STORE, 1, RX_M_STORE, 2);
+        RX_EMIT(&c, RX_OP_MATCH_TENSOR, 1, RX_RXA_F32, 2, mb, 2, RX_M_ANY, 0, RX_M_STORE, 3);
+        RX_EMIT(&c, RX_OP_MUL, 4, RX_D_SLOT, 1, RX_D_SLOT, 3);
+        RX_EMIT(&c, RX_OP_MUL, 4, RX_D_SLOT, 4, RX_D_IMM, 4);
+        RX_EMIT(&c, RX_OP_ALLOC_STORAGE, 2, RX_D_SLOT, 4, RX_DEV_CPU);
+        RX_EMIT(&c, RX_OP_ALLOC_TENSOR, 3, 2, RX_D_IMM, 0, RX_RXA_F32, 2, RX_D_SLOT, 1, RX_D_SLOT, 3);
+    }
+    RX_EMIT(&c, RX_OP_RELEASE, 2);
+    RX_EMIT(&c, RX_OP_CALL_LIB, name, 3, 0, 1, 3);
+    RX_EMIT(&c, RX_OP_RET, 3);
+    rx_rxa_add_function(b, &f, c.w, c.n);
+    rx_rxa_code_free(&c);
+    rx_rt_module *m = rt_load(ctx, b);
+    rx_rxa_builder_free(b);
+    return m;
+}
+
+static void fill(float *p, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        p[i] = (float)((seed >> 16) & 0x7fff) / 32768.0f - 0.5f;
+    }
+}
+
+static void naive(const float *a, const float *b, float *c, int64_t m, int64_t k, int64_t n)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = 0;
+            for (int64_t p = 0; p < k; p++) s += (double)a[i * k + p] * b[p * n + j];
+            c[i * n + j] = (float)s;
+        }
+}
+
+START_TEST(sgemm_matches_naive)
+{
+    rx_rt_ctx *ctx = rx_rt_ctx_new();
+    rx_rt_module *m = mm_module(ctx, _i ? "blas.matmul" : "blas.sgemm", 0);
+    int64_t dims[][3] = {{1, 1, 1}, {7, 13, 5}, {64, 33, 17}, {128, 128, 128}};
+    for (size_t t = 0; t < sizeof dims / sizeof *dims; t++) {
+        int64_t M = dims[t][0], K = dims[t][1], N = dims[t][2];
+        float *a = malloc(sizeof(float) * (size_t)(M * K)), *bb = malloc(sizeof(float) * (size_t)(K * N));
+        float *ref = malloc(sizeof(float) * (size_t)(M * N));
+        fill(a, (size_t)(M * K), 1);
+        fill(bb, (size_t)(K * N), 2);
+        naive(a, bb, ref, M, K, N);
+        int64_t sa[2] = {M, K}, sb[2] = {K, N};
+        DLTensor A = rt_dl(a, RX_RXA_F32, 2, sa), B = rt_dl(bb, RX_RXA_F32, 2, sb);
+        rx_rt_arg args[2] = {rt_targ(&A), rt_targ(&B)};
+        rx_rt_outputs *out;
+        rx_rt_call_stats st;
+        rx_rt_err err;
+        ck_assert_msg(rx_rt_call(m, 0, args, 2, &out, &st, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(st.kernels, 1);
+        ck_assert_int_eq(st.library_calls, 1);
+        DLTensor *C = rx_rt_outputs_tensor(out, 0);
+        ck_assert_int_eq(C->shape[0], M);
+        ck_assert_int_eq(C->shape[1], N);
+        for (int64_t i = 0; i < M * N; i++)
+            ck_assert_msg(fabsf(((float *)C->data)[i] - ref[i]) < 1e-4f * (float)K, "at %lld", (long long)i);
+        rx_rt_outputs_free(out);
+        free(a);
+        free(bb);
+        free(ref);
+    }
+    rx_rt_stats s;
+    rx_rt_get_stats(ctx, &s);
+    ck_assert_int_eq(s.library_calls, 4);
+    rx_rt_module_free(m);
+    rx_rt_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(batched_matmul)
+{
+    rx_rt_ctx *ctx = rx_rt_ctx_new();
+    rx_rt_module *m = mm_module(ctx, "blas.matmul", 1);
+    int64_t Bn = 3, M = 5, K = 6, N = 4;
+    float a[3 * 5 * 6], bb[3 * 6 * 4], ref[5 * 4];
+    fill(a, sizeof a / sizeof *a, 3);
+    fill(bb, sizeof bb / sizeof *bb, 4);
+    int64_t sa[3] = {Bn, M, K}, sb[3] = {Bn, K, N};
+    DLTensor A = rt_dl(a, RX_RXA_F32, 3, sa), B = rt_dl(bb, RX_RXA_F32, 3, sb);
+    rx_rt_arg args[2] = {rt_targ(&A), rt_targ(&B)};
+    rx_rt_outputs *out;
+    rx_rt_err err;
+    ck_assert_msg(rx_rt_call(m, 0, args, 2, &out, NULL, &err) == 0, "%s", err.msg);
+    DLTensor *C = rx_rt_outputs_tensor(out, 0);
+    for (int64_t b = 0; b < Bn; b++) {
+        naive(a + b * M * K, bb + b * K * N, ref, M, K, N);
+        for (int64_t i = 0; i < M * N; i++)
+            ck_assert(fabsf(((float *)C->data)[b * M * N + i] - ref[i]) < 1e-4f);
+    }
+    rx_rt_outputs_free(out);
+    /* batch mismatch caught by the VM's match before the library */
+    int64_t sb2[3] = {2, K, N};
+    B.shape = sb2;
+    ck_assert_int_eq(rx_rt_call(m, 0, args, 2, &out, NULL, &err), -1);
+    ck_assert_str_eq(err.msg, "mm: b: expected (k, n), got (2, 6, 4)");
+    rx_rt_module_free(m);
+    rx_rt_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(library_errors)
+{
+    rx_rt_ctx *ctx = rx_rt_ctx_new();
+    rx_rt_module *m = mm_module(ctx, "blas.sgemm", 0);
+    float a[6] = {0}, bb[8] = {0};
+    int64_t sa[2] = {2, 3}, sb[2] = {4, 2};
+    DLTensor A = rt_dl(a, RX_RXA_F32, 2, sa), B = rt_dl(bb, RX_RXA_F32, 2, sb);
+    rx_rt_arg args[2] = {rt_targ(&A), rt_targ(&B)};
+    rx_rt_outputs *out;
+    rx_rt_err err;
+    ck_assert_int_eq(rx_rt_call(m, 0, args, 2, &out, NULL, &err), -1);
+    ck_assert_str_eq(err.msg, "mm: blas.sgemm: shape mismatch (A (b?, m, k) @ B (b?, k, n) -> C (b?, m, n))");
+    rx_rt_stats s;
+    rx_rt_get_stats(ctx, &s);
+    ck_assert_int_eq(s.live_bytes, 0);
+    rx_rt_module_free(m);
+
+    rx_rxa_builder *b = rx_rxa_builder_new();
+    rx_rxa_func f = rt_func("f", 0, NULL, 1, 0);
+    int64_t code[] = {RX_OP_CALL_LIB, rx_rxa_add_string(b, "cublas.sgemm"), 0, RX_OP_RET, 0};
+    rx_rxa_add_function(b, &f, code, 5);
+    ck_assert_str_eq(rt_load_error(ctx, b), "test.rxa: f: unknown library function cublas.sgemm");
+    rx_rxa_builder_free(b);
+    rx_rt_ctx_free(ctx);
+}
+END_TEST
+
+static int32_t negate_last(DLTensor *const *args, int32_t nargs)
+{
+    if (nargs != 2) return 9;
+    const float *x = args[0]->data;
+    float *y = args[1]->data;
+    int64_t n = 1;
+    for (int i = 0; i < args[0]->ndim; i++) n *= args[0]->shape[i];
+    for (int64_t i = 0; i < n; i++) y[i] = -x[i];
+    return 0;
+}
+
+static const char *negate_err(int32_t code)
+{
+    return code == 9 ? "wants two tensors" : NULL;
+}
+
+START_TEST(user_registered_function)
+{
+    rx_rt_ctx *ctx = rx_rt_ctx_new();
+    ck_assert_int_eq(rx_rt_register_library(ctx, "my.negate", negate_last, negate_err), 0);
+    rx_rxa_builder *b = rx_rxa_builder_new();
+    rx_rxa_type params[1] = {rt_any("x")};
+    rx_rxa_func f = rt_func("neg", 1, params, 3, 0);
+    uint32_t name = rx_rxa_add_string(b, "my.negate");
+    rx_rxa_code c = {0};
+    RX_EMIT(&c, RX_OP_ALLOC_STORAGE, 1, RX_D_IMM, 12, RX_DEV_CPU);
+    RX_EMIT(&c, RX_OP_ALLOC_TENSOR, 2, 1, RX_D_IMM, 0, RX_RXA_F32, 1, RX_D_IMM, 3);
+    RX_EMIT(&c, RX_OP_CALL_LIB, name, 2, 0, 2);
+    RX_EMIT(&c, RX_OP_CALL_LIB, name, 1, 2);
+    RX_EMIT(&c, RX_OP_RET, 2);
+    rx_rxa_add_function(b, &f, c.w, c.n);
+    rx_rxa_code_free(&c);
+    rx_rt_module *m = rt_load(ctx, b);
+    rx_rxa_builder_free(b);
+    float x[3] = {1, 2, 3};
+    int64_t s[1] = {3};
+    DLTensor X = rt_dl(x, RX_RXA_F32, 1, s);
+    rx_rt_arg arg = rt_targ(&X);
+    rx_rt_outputs *out;
+    rx_rt_err err;
+    ck_assert_int_eq(rx_rt_call(m, 0, &arg, 1, &out, NULL, &err), -1);
+    ck_assert_str_eq(err.msg, "neg: my.negate: wants two tensors");
+    rx_rt_module_free(m);
+    rx_rt_ctx_free(ctx);
+}
+END_TEST
+
+static Suite *lib_suite(void)
+{
+    Suite *s = suite_create("library");
+    TCase *tc = tcase_create("library");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, sgemm_matches_naive, 0, 2);
+    tcase_add_test(tc, batched_matmul);
+    tcase_add_test(tc, library_errors);
+    tcase_add_test(tc, user_registered_function);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+RT_RUN_SUITE(lib_suite)
