@@ -441,6 +441,7 @@ static void deduce_func(rx_module *m, rx_diags *d, fstate *fs, rx_func *f)
 bool rx_deduce_module(rx_module *m, rx_diags *d)
 {
     int before = rx_diags_count(d);
+    rx_normalize_module(m);
     fstate fs = {rx_xcalloc((size_t)(m->nfuncs > 0 ? m->nfuncs : 1), 1)};
     for (int i = 0; i < m->nfuncs; i++)
         if (m->funcs[i]->kind == RX_F_RELAX) deduce_func(m, d, &fs, m->funcs[i]);

@@ -28,8 +28,14 @@ struct rx_dctx {
     rx_func *fn;      /* function being deduced */
 };
 
-/* Deduces every annotation in m. Returns false if any error was reported. */
+/* Deduces every annotation in m, after bringing its graph functions to A-normal form
+ * (rx_normalize_module). Returns false if any error was reported. */
 bool rx_deduce_module(rx_module *m, rx_diags *d);
+
+/* A-normal form: every operand that is not a leaf (variable, global, constant, prim or
+ * shape value; a tuple of leaves as a call argument) is bound to a fresh variable just
+ * before its use (normalize.c). Idempotent; run by rx_deduce_module. */
+void rx_normalize_module(rx_module *m);
 
 /* ---- helpers for op rules (deduce/ophelp.c) ---- */
 void rx_d_error(rx_dctx *c, const rx_node *at, const char *fmt, ...)
