@@ -52,10 +52,6 @@ bool rxa_floormod(int64_t a, int64_t b, int64_t *out);
 /* Deterministic structural order of expressions (variables by id): <0, 0, >0. */
 int rxa_expr_cmp(const rx_expr *x, const rx_expr *y);
 
-/* Operand count and i-th operand of a node (LOAD indices, CALL arguments, a/b/c). */
-int rxa_nkids(const rx_expr *e);
-rx_expr *rxa_kid(const rx_expr *e, int i);
-
 /* ---- canonical forms (canonical.c) ----
  * A sum is c + Σ coef_i * mono_i: monomials sorted (degree descending, then atoms in
  * rxa_expr_cmp order), no zero coefficients, no two equal monomials. Sums live in a

@@ -46,27 +46,6 @@
 
 /* ---------------------------------------------------------------- ordering */
 
-int rxa_nkids(const rx_expr *e)
-{
-    switch (e->kind) {
-    case RX_E_INT: case RX_E_FLOAT: case RX_E_VAR: return 0;
-    case RX_E_NOT: case RX_E_NEG: case RX_E_BITNOT: case RX_E_CAST: return 1;
-    case RX_E_SELECT: return 3;
-    case RX_E_LOAD: return e->u.load.nidx;
-    case RX_E_CALL: return e->u.call.nargs;
-    default: return 2;
-    }
-}
-
-rx_expr *rxa_kid(const rx_expr *e, int i)
-{
-    switch (e->kind) {
-    case RX_E_LOAD: return e->u.load.idx[i];
-    case RX_E_CALL: return e->u.call.args[i];
-    default: return i == 0 ? e->u.op.a : i == 1 ? e->u.op.b : e->u.op.c;
-    }
-}
-
 static int cmp_i64(int64_t a, int64_t b) { return a < b ? -1 : a > b; }
 
 static int cmp_str(const char *a, const char *b)
@@ -119,7 +98,8 @@ int rxa_expr_cmp(const rx_expr *x, const rx_expr *y)
         break;
     default: break;
     }
-    for (int i = 0, n = rxa_nkids(x); !r && i < n; i++) r = rxa_expr_cmp(rxa_kid(x, i), rxa_kid(y, i));
+    for (int i = 0, n = rx_expr_nchildren(x); !r && i < n; i++)
+        r = rxa_expr_cmp(rx_expr_child(x, i), rx_expr_child(y, i));
     return r;
 }
 

@@ -146,8 +146,8 @@ bool rx_expr_is_int(const rx_expr *e, int64_t v)
     return e && e->kind == RX_E_INT && e->u.ival == v;
 }
 
-/* Number of expression operands of a node, and the i-th of them. */
-static int nchildren(const rx_expr *e)
+/* Operand count of e (see arith.h). */
+int rx_expr_nchildren(const rx_expr *e)
 {
     switch (e->kind) {
     case RX_E_INT: case RX_E_FLOAT: case RX_E_VAR: return 0;
@@ -159,7 +159,8 @@ static int nchildren(const rx_expr *e)
     }
 }
 
-static rx_expr *child(const rx_expr *e, int i)
+/* Operand i of e (see arith.h). */
+rx_expr *rx_expr_child(const rx_expr *e, int i)
 {
     switch (e->kind) {
     case RX_E_LOAD: return e->u.load.idx[i];
@@ -172,9 +173,9 @@ bool rx_expr_uses_var(const rx_expr *e, const rx_svar *v)
 {
     if (!e) return false;
     if (e->kind == RX_E_VAR) return e->u.var == v;
-    int n = nchildren(e);
+    int n = rx_expr_nchildren(e);
     for (int i = 0; i < n; i++)
-        if (rx_expr_uses_var(child(e, i), v)) return true;
+        if (rx_expr_uses_var(rx_expr_child(e, i), v)) return true;
     return false;
 }
 
@@ -187,8 +188,8 @@ void rx_expr_vars(const rx_expr *e, rx_svar_vec *out)
         RX_VEC_PUSH(*out, e->u.var);
         return;
     }
-    int n = nchildren(e);
-    for (int i = 0; i < n; i++) rx_expr_vars(child(e, i), out);
+    int n = rx_expr_nchildren(e);
+    for (int i = 0; i < n; i++) rx_expr_vars(rx_expr_child(e, i), out);
 }
 
 void rx_vmap_set(rx_vmap *m, const rx_svar *k, rx_expr *v)
@@ -223,14 +224,14 @@ rx_expr *rx_expr_subst(rx_arena *a, rx_expr *e, const rx_vmap *m)
         rx_expr *r = rx_vmap_get(m, e->u.var);
         return r ? r : e;
     }
-    int n = nchildren(e);
+    int n = rx_expr_nchildren(e);
     if (n == 0) return e;
     rx_expr *kids[8];
     rx_expr **k = n <= 8 ? kids : RX_NEWN(a, rx_expr *, n);
     bool changed = false;
     for (int i = 0; i < n; i++) {
-        k[i] = rx_expr_subst(a, child(e, i), m);
-        changed |= k[i] != child(e, i);
+        k[i] = rx_expr_subst(a, rx_expr_child(e, i), m);
+        changed |= k[i] != rx_expr_child(e, i);
     }
     if (!changed) return e;
     rx_expr *c = rx_arena_dup(a, e, sizeof *e);
@@ -261,8 +262,8 @@ bool rx_expr_same(const rx_expr *x, const rx_expr *y)
         break;
     default: break;
     }
-    int n = nchildren(x);
+    int n = rx_expr_nchildren(x);
     for (int i = 0; i < n; i++)
-        if (!rx_expr_same(child(x, i), child(y, i))) return false;
+        if (!rx_expr_same(rx_expr_child(x, i), rx_expr_child(y, i))) return false;
     return true;
 }

@@ -136,7 +136,7 @@ static rx_expr *bool_lit(rxa_cx *cx, bool v) { return rx_e_typed_int(cx->ar->a, 
 static rx_expr *with_kids(rxa_cx *cx, rx_expr *e, rx_expr **kids, int n)
 {
     bool changed = false;
-    for (int i = 0; i < n; i++) changed |= kids[i] != rxa_kid(e, i);
+    for (int i = 0; i < n; i++) changed |= kids[i] != rx_expr_child(e, i);
     if (!changed) return e;
     rx_expr *c = rx_arena_dup(cx->ar->a, e, sizeof *e);
     if (e->kind == RX_E_LOAD) c->u.load.idx = rx_arena_dup(cx->ar->a, kids, sizeof *kids * (size_t)n);
@@ -152,7 +152,8 @@ static rx_expr *with_kids(rxa_cx *cx, rx_expr *e, rx_expr **kids, int n)
 /* Folds a node whose operands are simplified, where something is decided. */
 static rx_expr *fold(rxa_cx *cx, rx_expr *e)
 {
-    rx_expr *a = rxa_nkids(e) > 0 ? rxa_kid(e, 0) : NULL, *b = rxa_nkids(e) > 1 ? rxa_kid(e, 1) : NULL;
+    int nk = rx_expr_nchildren(e);
+    rx_expr *a = nk > 0 ? rx_expr_child(e, 0) : NULL, *b = nk > 1 ? rx_expr_child(e, 1) : NULL;
     int64_t va = 0, vb = 0;
     bool ca = a && a->kind == RX_E_INT && rx_expr_is_const(a, &va);
     bool cb = b && b->kind == RX_E_INT && rx_expr_is_const(b, &vb);
@@ -192,9 +193,9 @@ rx_expr *rxa_simp(rxa_cx *cx, rx_expr *e)
     if (e->kind == RX_E_INT || e->kind == RX_E_FLOAT || e->kind == RX_E_VAR) return e;
     if (is_int(e) && rxa_is_arith_kind(e->kind))
         return rxa_rebuild(cx, rxa_canon(cx, e), e->dtype);
-    int n = rxa_nkids(e);
+    int n = rx_expr_nchildren(e);
     rx_expr *small[4], **kids = n <= 4 ? small : RX_NEWN(cx->tmp, rx_expr *, n);
-    for (int i = 0; i < n; i++) kids[i] = rxa_simp(cx, rxa_kid(e, i));
+    for (int i = 0; i < n; i++) kids[i] = rxa_simp(cx, rx_expr_child(e, i));
     return fold(cx, with_kids(cx, e, kids, n));
 }
 

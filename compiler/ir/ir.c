@@ -1,5 +1,8 @@
 /*
- * ir.c — construction of IR nodes and modules (ir.h).
+ * ir.c — construction of IR nodes and modules (ir.h), and the small queries that the
+ * reader, the writer, the printer and structural equality share: the names of the
+ * loop-level enums, sorted attribute keys, and the store-use rule for implicit block
+ * iterators.
  *
  * Constructors allocate from the module's arena, copy the arrays they are given and
  * set loc 0; the reader sets locations afterwards. Nothing here checks semantics:
@@ -77,6 +80,108 @@ rx_attr *rx_attr_map_get(const rx_attr *map, const char *key)
     for (int i = 0; i < map->u.map.n; i++)
         if (!strcmp(map->u.map.keys[i], key)) return map->u.map.vals[i];
     return NULL;
+}
+
+/* Entry indices of a map sorted by key (see ir.h). */
+int *rx_attr_sorted_keys(const rx_attr *map)
+{
+    int n = map->u.map.n;
+    int *ix = rx_xmalloc(sizeof(int) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) {
+        int j = i;
+        while (j > 0 && strcmp(map->u.map.keys[ix[j - 1]], map->u.map.keys[i]) > 0) {
+            ix[j] = ix[j - 1];
+            j--;
+        }
+        ix[j] = i;
+    }
+    return ix;
+}
+
+/* ---- loop level ---- */
+static const char *const LOOP_KINDS[] = {"serial", "parallel", "vectorized", "unrolled"};
+static const char *const ITER_KINDS[] = {"spatial", "reduce"};
+static const char *const SCOPES[] = {"global", "local", "shared"};
+
+/* names[v] when v is in range, else "?". */
+static const char *enum_name(const char *const *names, int n, int v)
+{
+    return v >= 0 && v < n ? names[v] : "?";
+}
+
+/* The index of s in names[0..n), or -1. */
+static int enum_parse(const char *const *names, int n, const char *s)
+{
+    for (int i = 0; s && i < n; i++)
+        if (strcmp(names[i], s) == 0) return i;
+    return -1;
+}
+
+const char *rx_loopkind_name(rx_loopkind k)
+{
+    return enum_name(LOOP_KINDS, RX_COUNTOF(LOOP_KINDS), (int)k);
+}
+
+bool rx_loopkind_parse(const char *s, rx_loopkind *out)
+{
+    int i = enum_parse(LOOP_KINDS, RX_COUNTOF(LOOP_KINDS), s);
+    if (i >= 0) *out = (rx_loopkind)i;
+    return i >= 0;
+}
+
+const char *rx_iterkind_name(rx_iterkind k)
+{
+    return enum_name(ITER_KINDS, RX_COUNTOF(ITER_KINDS), (int)k);
+}
+
+bool rx_iterkind_parse(const char *s, rx_iterkind *out)
+{
+    int i = enum_parse(ITER_KINDS, RX_COUNTOF(ITER_KINDS), s);
+    if (i >= 0) *out = (rx_iterkind)i;
+    return i >= 0;
+}
+
+const char *rx_scope_name(rx_scope s)
+{
+    return enum_name(SCOPES, RX_COUNTOF(SCOPES), (int)s);
+}
+
+bool rx_scope_parse(const char *s, rx_scope *out)
+{
+    int i = enum_parse(SCOPES, RX_COUNTOF(SCOPES), s);
+    if (i >= 0) *out = (rx_scope)i;
+    return i >= 0;
+}
+
+/* Whether v is used by a store index in ss (see ir.h). */
+bool rx_stmts_store_uses(const rx_stmts *ss, const rx_svar *v)
+{
+    for (int i = 0; i < ss->n; i++) {
+        const rx_stmt *s = ss->items[i];
+        switch (s->kind) {
+        case RX_S_STORE:
+            for (int k = 0; k < s->u.store.nidx; k++)
+                if (rx_expr_uses_var(s->u.store.idx[k], v)) return true;
+            break;
+        case RX_S_FOR:
+            if (rx_stmts_store_uses(&s->u.for_.body, v)) return true;
+            break;
+        case RX_S_BLOCK:
+            if (rx_stmts_store_uses(&s->u.block.body, v)) return true;
+            break;
+        case RX_S_IF:
+            if (rx_stmts_store_uses(&s->u.if_.then_s, v) ||
+                rx_stmts_store_uses(&s->u.if_.else_s, v))
+                return true;
+            break;
+        case RX_S_LET:
+            if (rx_stmts_store_uses(&s->u.let.body, v)) return true;
+            break;
+        default:
+            break;
+        }
+    }
+    return false;
 }
 
 /* ---- functions ---- */

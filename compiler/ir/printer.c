@@ -18,17 +18,34 @@
  *
  * Loop functions print as `@T.prim_func` with `T.Buffer` parameters, `for` loops
  * (`range`, `T.parallel`, `T.vectorized`, `T.unroll`, `T.thread_binding`), blocks with
- * their iterators (`vi = T.axis.spatial(n, i)`) and `with T.init():`, stores, allocs,
- * if/else and let (`v = e` followed by its body when it ends its list, else
- * `with T.LetStmt(e) as v:`).
+ * their iterators and `with T.init():`, stores, allocs, if/else and let (`v = e`
+ * followed by its body when it ends its list, else `with T.LetStmt(e) as v:`). A loop
+ * from a nonzero min prints `range(min, end)` with end = min + extent simplified by
+ * the arithmetic (`range(1, n)`, not `range(1, 1 + (n - 1))`).
+ *
+ * Block iterators. An iterator with its own variable prints as TVMScript does,
+ * `vi = T.axis.spatial(n, i)` (domain [0, n), bound to the loop value i). An iterator
+ * that IS the enclosing loop's variable (bound to itself: the iterators the reader
+ * derives when a block omits `iters`) would print as the redundant `i = T.axis...(n,
+ * i)`; instead each run of such iterators prints as one comment line naming the
+ * variable, its kind and its domain, in iterator order:
+ *
+ *     with T.block("C"):
+ *         # i: spatial(n), j: spatial(4), k: reduce(128)
+ *
+ * The line is a comment so the text stays Python-shaped; it still carries everything
+ * the iterators hold (the binding is the variable itself).
  *
  * Variables print by name, made unique per function by names.c. Attribute maps print
  * with sorted keys; op attributes print in schema order as keyword arguments, except
- * those equal to the schema's default (`R.unique(x)`, `R.nn.softmax(x, axis=0)`), so
- * the text depends only on the module. Scalar expressions print through rx_expr_print.
+ * those equal to the schema's default (`R.unique(x)`, `R.nn.softmax(x, axis=0)`;
+ * floats compare by value, so `epsilon=1e-05` is omitted when the default is 1e-5),
+ * so the text depends only on the module. Scalar expressions print through
+ * rx_expr_print.
  */
 #include "relax/text.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "names.h"
@@ -38,6 +55,7 @@ typedef struct pctx {
     const rx_module *m;
     rx_names *nm;  /* names of the function being printed (NULL outside one) */
     rx_arena *tmp; /* scratch expressions (range ends, store targets) */
+    rx_arith *ar;  /* simplifies range ends; no variable bounds, results in tmp */
     rx_sb *out;
 } pctx;
 
@@ -151,21 +169,6 @@ char *rx_sinfo_str(rx_arena *a, const rx_sinfo *s) {
     return r;
 }
 
-/* Map entries' indices sorted by key (maps are small: insertion sort). */
-static int *sorted_keys(const rx_attr *map) {
-    int n = map->u.map.n;
-    int *ix = rx_xmalloc(sizeof(int) * (size_t)(n ? n : 1));
-    for (int i = 0; i < n; i++) {
-        int j = i;
-        while (j > 0 && strcmp(map->u.map.keys[ix[j - 1]], map->u.map.keys[i]) > 0) {
-            ix[j] = ix[j - 1];
-            j--;
-        }
-        ix[j] = i;
-    }
-    return ix;
-}
-
 /* An attribute value in Python-like notation. `svkeys`: the map's keys are names of
  * symbolic variables (upper_bounds), printed by their function-unique names. */
 static void put_attr(rx_names *nm, const rx_attr *a, bool svkeys, rx_sb *out) {
@@ -189,7 +192,7 @@ static void put_attr(rx_names *nm, const rx_attr *a, bool svkeys, rx_sb *out) {
         rx_sb_putc(out, ']');
         break;
     case RX_A_MAP: {
-        int *ix = sorted_keys(a);
+        int *ix = rx_attr_sorted_keys(a);
         rx_sb_putc(out, '{');
         for (int i = 0; i < a->u.map.n; i++) {
             const char *k = a->u.map.keys[ix[i]];
@@ -230,10 +233,17 @@ static bool json_lit(const rx_attr *a, rx_sb *out) {
     }
 }
 
-/* True when the attribute holds the schema's default (compared as JSON text with the
- * spaces of the default removed; a float spelled differently just prints). */
+/* True when the attribute holds the schema's default: a float compared numerically
+ * with the default literal ("1e-5" is 1e-05), anything else as JSON text with the
+ * spaces of the default removed. */
 static bool is_default(const rx_attr *a, const rx_attr_spec *sp) {
     if (!sp->dflt) return false;
+    if (a && a->kind == RX_A_FLOAT) {
+        char *end;
+        double d = strtod(sp->dflt, &end);
+        while (*end == ' ') end++;
+        return end != sp->dflt && *end == '\0' && d == a->u.f;
+    }
     rx_sb x = {0}, d = {0};
     bool same = json_lit(a, &x);
     for (const char *p = sp->dflt; *p; p++)
@@ -496,7 +506,6 @@ static void put_stmts(pctx *c, const rx_stmts *l, int level);
 
 static void put_for(pctx *c, const rx_stmt *s, int level) {
     static const char *const kinds[] = {"range", "T.parallel", "T.vectorized", "T.unroll"};
-    static const char *const knames[] = {"serial", "parallel", "vectorized", "unrolled"};
     rx_sb *out = c->out;
     int kind = s->u.for_.loop_kind < 4 ? s->u.for_.loop_kind : 0;
     rx_sb_printf(out, "for %s in %s(", rx_names_svar(c->nm, s->u.for_.var),
@@ -505,17 +514,53 @@ static void put_for(pctx *c, const rx_stmt *s, int level) {
     if (mn && !rx_expr_is_int(mn, 0)) {
         rx_names_expr(c->nm, mn, out);
         rx_sb_puts(out, ", ");
-        rx_names_expr(c->nm, rx_e_binary(c->tmp, RX_E_ADD, mn, s->u.for_.extent), out);
+        rx_names_expr(c->nm, rx_arith_simplify(c->ar, rx_e_binary(c->tmp, RX_E_ADD, mn,
+                                                                  s->u.for_.extent)), out);
     } else {
         rx_names_expr(c->nm, s->u.for_.extent, out);
     }
     if (s->u.for_.thread) {
         rx_sb_puts(out, ", thread=");
         put_quoted(out, s->u.for_.thread);
-        if (kind) rx_sb_printf(out, ", kind=\"%s\"", knames[kind]);
+        if (kind) rx_sb_printf(out, ", kind=\"%s\"", rx_loopkind_name((rx_loopkind)kind));
     }
     rx_sb_puts(out, "):\n");
     put_stmts(c, &s->u.for_.body, level + 1);
+}
+
+/* True when the iterator is bound to itself: the loop variable serving as the block
+ * iterator (the reader's implicit iterators). */
+static bool self_bound(const rx_iter *it) {
+    return it->bind && it->bind->kind == RX_E_VAR && it->bind->u.var == it->var;
+}
+
+/* A block's iterators (header essay): `v = T.axis.kind(dom, bind)`, except that a run
+ * of self-bound iterators prints as one comment line `# i: spatial(n), k: reduce(4)`. */
+static void put_iters(pctx *c, const rx_stmt *s, int level) {
+    const rx_iter *its = s->u.block.iters;
+    int n = s->u.block.niters;
+    rx_sb *out = c->out;
+    for (int i = 0; i < n;) {
+        indent(out, level);
+        if (!self_bound(&its[i])) {
+            rx_sb_printf(out, "%s = T.axis.%s(", rx_names_svar(c->nm, its[i].var),
+                         rx_iterkind_name((rx_iterkind)its[i].kind));
+            rx_names_expr(c->nm, its[i].dom, out);
+            rx_sb_puts(out, ", ");
+            rx_names_expr(c->nm, its[i].bind, out);
+            rx_sb_puts(out, ")\n");
+            i++;
+            continue;
+        }
+        for (int first = i; i < n && self_bound(&its[i]); i++) {
+            rx_sb_printf(out, "%s%s: %s(", i == first ? "# " : ", ",
+                         rx_names_svar(c->nm, its[i].var),
+                         rx_iterkind_name((rx_iterkind)its[i].kind));
+            rx_names_expr(c->nm, its[i].dom, out);
+            rx_sb_putc(out, ')');
+        }
+        rx_sb_putc(out, '\n');
+    }
 }
 
 static void put_stmt(pctx *c, const rx_stmt *s, int level, bool last) {
@@ -527,16 +572,7 @@ static void put_stmt(pctx *c, const rx_stmt *s, int level, bool last) {
         rx_sb_puts(out, "with T.block(");
         put_quoted(out, s->u.block.name ? s->u.block.name : "");
         rx_sb_puts(out, "):\n");
-        for (int i = 0; i < s->u.block.niters; i++) {
-            const rx_iter *it = &s->u.block.iters[i];
-            indent(out, level + 1);
-            rx_sb_printf(out, "%s = T.axis.%s(", rx_names_svar(c->nm, it->var),
-                         it->kind == RX_ITER_REDUCE ? "reduce" : "spatial");
-            rx_names_expr(c->nm, it->dom, out);
-            rx_sb_puts(out, ", ");
-            rx_names_expr(c->nm, it->bind, out);
-            rx_sb_puts(out, ")\n");
-        }
+        put_iters(c, s, level + 1);
         if (s->u.block.init.n > 0) {
             indent(out, level + 1);
             rx_sb_puts(out, "with T.init():\n");
@@ -556,7 +592,7 @@ static void put_stmt(pctx *c, const rx_stmt *s, int level, bool last) {
         put_dims(c->nm, b->shape, b->ndim, "(", ")", out);
         rx_sb_printf(out, ", \"%s\"", rx_dtype_name(b->dtype));
         if (b->scope != RX_SCOPE_GLOBAL)
-            rx_sb_printf(out, ", scope=\"%s\"", b->scope == RX_SCOPE_LOCAL ? "local" : "shared");
+            rx_sb_printf(out, ", scope=\"%s\"", rx_scope_name((rx_scope)b->scope));
         rx_sb_puts(out, ")\n");
         break;
     }
@@ -608,8 +644,7 @@ static void put_tir_func(pctx *c, const rx_func *f) {
             put_dims(c->nm, p->buf->shape, p->buf->ndim, "(", ")", out);
             rx_sb_printf(out, ", \"%s\"", rx_dtype_name(p->buf->dtype));
             if (p->buf->scope != RX_SCOPE_GLOBAL)
-                rx_sb_printf(out, ", scope=\"%s\"",
-                             p->buf->scope == RX_SCOPE_LOCAL ? "local" : "shared");
+                rx_sb_printf(out, ", scope=\"%s\"", rx_scope_name((rx_scope)p->buf->scope));
             rx_sb_putc(out, ')');
         } else if (p->var) {
             rx_sb_printf(out, "%s: T.%s", rx_names_svar(c->nm, p->var), long_dtype(p->var->dtype));
@@ -622,9 +657,11 @@ static void put_tir_func(pctx *c, const rx_func *f) {
 
 /* Appends one function in the paper's notation. */
 void rx_print_func(const rx_module *m, const rx_func *f, rx_sb *out) {
-    pctx c = {m, rx_names_new(f), rx_arena_new(), out};
+    pctx c = {m, rx_names_new(f), rx_arena_new(), NULL, out};
+    c.ar = rx_arith_new(c.tmp);
     if (f->kind == RX_F_TIR) put_tir_func(&c, f);
     else put_relax_func(&c, f);
+    rx_arith_free(c.ar);
     rx_names_free(c.nm);
     rx_arena_free(c.tmp);
 }

@@ -264,20 +264,6 @@ static void put_sinfo(ser *s, const rx_sinfo *si) {
 }
 
 /* ---------------------------------------------------------------- attributes */
-static int *sorted_keys(const rx_attr *map) {
-    int n = map->u.map.n;
-    int *ix = rx_xmalloc(sizeof(int) * (size_t)(n ? n : 1));
-    for (int i = 0; i < n; i++) {
-        int j = i;
-        while (j > 0 && strcmp(map->u.map.keys[ix[j - 1]], map->u.map.keys[i]) > 0) {
-            ix[j] = ix[j - 1];
-            j--;
-        }
-        ix[j] = i;
-    }
-    return ix;
-}
-
 static void put_attr(ser *s, const rx_attr *a, bool fattrs);
 
 /* upper_bounds: entries naming signature variables by their numbers, in signature
@@ -295,7 +281,7 @@ static void put_bounds(ser *s, const rx_attr *a) {
                 break;
             }
     }
-    int *ix = sorted_keys(a);
+    int *ix = rx_attr_sorted_keys(a);
     for (int i = 0; i < a->u.map.n; i++)
         if (!done[ix[i]]) {
             put_str(s, a->u.map.keys[ix[i]]);
@@ -324,7 +310,7 @@ static void put_attr(ser *s, const rx_attr *a, bool fattrs) {
         for (int i = 0; i < a->u.arr.n; i++) put_attr(s, a->u.arr.items[i], false);
         break;
     case RX_A_MAP: {
-        int *ix = sorted_keys(a);
+        int *ix = rx_attr_sorted_keys(a);
         put_i64(s, a->u.map.n);
         for (int i = 0; i < a->u.map.n; i++) {
             const char *k = a->u.map.keys[ix[i]];

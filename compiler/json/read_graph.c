@@ -7,7 +7,11 @@
  * variables of every block stay visible to the rest of the function, those bound in
  * an `if` branch only in that branch. A name is bound once per function: rebinding
  * it, even after its branch ended, is an error. Every use of a local variable refers
- * to the one VAR node of its binding (as in TVM, where uses share the Var).
+ * to the one VAR node of its binding (as in TVM, where uses share the Var). A name not
+ * in scope is reported as used before its binding when the function binds it later
+ * (found by one walk of the function's JSON, made at the first such error), as used
+ * in its own binding when it is the variable of a binding whose value is being read,
+ * and as unknown otherwise.
  *
  * Symbolic variables: the parameters' whole-dimension identifiers are all defined
  * before any parameter annotation is read (so `["n * 2"]` may use an n defined by a
@@ -64,6 +68,101 @@ static rx_node *bind_var(rx_reader *r, const char *name, rx_sinfo *si, bool data
     return v;
 }
 
+/* ---- binding names of the whole function, for messages about later bindings ---- */
+
+/* A binding of the function body: its JSON object and the location of its "var". */
+typedef struct later_binding {
+    const json_t *binding;
+    rx_loc loc;
+} later_binding;
+
+/* A JSON path below the function body, kept on the C stack while walking it and made
+ * into an rx_loc only where a binding is found. */
+typedef struct jpath {
+    const struct jpath *up; /* NULL: the body itself */
+    const char *key;        /* static key, or NULL for the index idx */
+    int idx;
+} jpath;
+
+static rx_loc jpath_loc(rx_reader *r, const jpath *p)
+{
+    if (!p) return r->fn_body_loc;
+    rx_loc up = jpath_loc(r, p->up);
+    return p->key ? rx_rd_key(r, up, p->key) : rx_rd_idx(r, up, p->idx);
+}
+
+static void index_seq(rx_reader *r, const json_t *j, const jpath *at);
+
+/* The `if` expressions anywhere inside an expression: their branches bind names. */
+static void index_expr(rx_reader *r, const json_t *j, const jpath *at)
+{
+    static const char *const exprs[] = {"args", "tuple", "get_item", "if"};
+    static const char *const seqs[] = {"then", "else"};
+    if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            jpath pi = {at, NULL, (int)i};
+            index_expr(r, json_array_get(j, i), &pi);
+        }
+        return;
+    }
+    if (!json_is_object(j)) return;
+    for (int k = 0; k < RX_COUNTOF(exprs); k++) {
+        jpath pk = {at, exprs[k], 0};
+        index_expr(r, json_object_get(j, exprs[k]), &pk);
+    }
+    for (int k = 0; json_object_get(j, "if") && k < RX_COUNTOF(seqs); k++) {
+        jpath pk = {at, seqs[k], 0};
+        index_seq(r, json_object_get(j, seqs[k]), &pk);
+    }
+}
+
+/* Records the first binding of each name in the body j (malformed parts are skipped:
+ * reading reports them). */
+static void index_seq(rx_reader *r, const json_t *j, const jpath *at)
+{
+    const json_t *bs = json_object_get(j, "blocks");
+    jpath pb = {at, "blocks", 0};
+    for (size_t i = 0; i < json_array_size(bs); i++) {
+        jpath pi = {&pb, NULL, (int)i};
+        const json_t *bl = json_object_get(json_array_get(bs, i), "bindings");
+        jpath pbl = {&pi, "bindings", 0};
+        for (size_t k = 0; k < json_array_size(bl); k++) {
+            const json_t *b = json_array_get(bl, k);
+            jpath pk = {&pbl, NULL, (int)k}, pv = {&pk, "var", 0}, pval = {&pk, "value", 0},
+                  pmc = {&pk, "match_cast", 0};
+            const char *name = json_string_value(json_object_get(b, "var"));
+            if (name && !rx_rd_scope_get(&r->later, name, strlen(name))) {
+                later_binding *lb = RX_NEW(r->a, later_binding);
+                *lb = (later_binding){b, jpath_loc(r, &pv)};
+                rx_rd_scope_push(&r->later, name, lb);
+            }
+            index_expr(r, json_object_get(b, "value"), &pval);
+            index_expr(r, json_object_get(b, "match_cast"), &pmc);
+        }
+    }
+    jpath pr = {at, "result", 0};
+    index_expr(r, json_object_get(j, "result"), &pr);
+}
+
+/* The first binding of name anywhere in the function, or NULL. The index is built at
+ * the first call per function: O(size of the body) once, O(1) per call after. */
+static const later_binding *find_later(rx_reader *r, const char *name)
+{
+    if (!r->later_built) {
+        r->later_built = true;
+        index_seq(r, r->fn_body, NULL);
+    }
+    return rx_rd_scope_get(&r->later, name, strlen(name));
+}
+
+/* True when the binding's value is being read (the use is inside its own binding). */
+static bool binding_open(const rx_reader *r, const json_t *binding)
+{
+    for (int i = 0; i < r->open.n; i++)
+        if (r->open.items[i] == binding) return true;
+    return false;
+}
+
 /* A use of a local variable. */
 static rx_node *use_var(rx_reader *r, const char *name, rx_loc loc)
 {
@@ -77,7 +176,19 @@ static rx_node *use_var(rx_reader *r, const char *name, rx_loc loc)
         rx_sb_free(&where);
         return NULL;
     }
-    rx_rd_err(r, loc, "unknown variable \"%.60s\"", name);
+    const later_binding *lb = r->fn_body ? find_later(r, name) : NULL;
+    if (lb && binding_open(r, lb->binding)) {
+        rx_rd_err(r, loc, "unknown variable \"%.60s\" (a binding cannot use its own "
+                          "variable)", name);
+    } else if (lb) {
+        rx_sb where = {0};
+        rx_loc_render(&r->m->locs, lb->loc, &where);
+        rx_rd_err(r, loc, "variable \"%.60s\" is used before its binding at %s", name,
+                  rx_sb_str(&where));
+        rx_sb_free(&where);
+    } else {
+        rx_rd_err(r, loc, "unknown variable \"%.60s\"", name);
+    }
     return NULL;
 }
 
@@ -452,7 +563,9 @@ static void read_binding(rx_reader *r, const json_t *j, rx_loc loc, bool dataflo
         return;
     }
     b->match_cast = mc != NULL;
+    RX_VEC_PUSH(r->open, j);
     b->value = read_expr(r, mc ? mc : val, rx_rd_key(r, loc, mc ? "match_cast" : "value"));
+    r->open.n--;
     if (mc && !ty) rx_rd_err(r, loc, "missing key \"type\" (match_cast needs the annotation)");
     if (ty) {
         if (mc) rx_rd_predefine(r, ty);
@@ -551,5 +664,10 @@ void rx_rd_relax_func(rx_reader *r, rx_func *f, const json_t *j, rx_loc loc)
     json_t *at = json_object_get(j, "attrs");
     if (at) f->attrs = rx_rd_func_attrs(r, f, at, rx_rd_key(r, loc, "attrs"));
     json_t *body = rx_rd_get(r, j, loc, "body", true);
-    if (body) f->body = read_seq(r, body, rx_rd_key(r, loc, "body"));
+    r->fn_body = body;
+    r->fn_body_loc = rx_rd_key(r, loc, "body");
+    rx_rd_scope_pop(&r->later, 0);
+    r->later_built = false;
+    if (body) f->body = read_seq(r, body, r->fn_body_loc);
+    r->fn_body = NULL;
 }

@@ -95,11 +95,10 @@ static rx_buffer *read_buffer(rx_reader *r, const char *name, const json_t *j, r
     b->loc = loc;
     bool ok = dt && rx_rd_dtype(r, dt, rx_rd_key(r, loc, "dtype"), &b->dtype);
     if (sc) {
-        const char *s = json_string_value(sc);
-        if (s && strcmp(s, "global") == 0) b->scope = RX_SCOPE_GLOBAL;
-        else if (s && strcmp(s, "local") == 0) b->scope = RX_SCOPE_LOCAL;
-        else if (s && strcmp(s, "shared") == 0) b->scope = RX_SCOPE_SHARED;
-        else {
+        rx_scope scope;
+        if (rx_scope_parse(json_string_value(sc), &scope)) {
+            b->scope = (uint8_t)scope;
+        } else {
             rx_rd_err(r, rx_rd_key(r, loc, "scope"), "expected \"global\", \"local\" or "
                                                      "\"shared\", found %s", rx_rd_desc(r, sc));
             ok = false;
@@ -118,35 +117,6 @@ static rx_buffer *read_buffer(rx_reader *r, const char *name, const json_t *j, r
     return b;
 }
 
-/* True when v appears in an index of a store in ss (recursively). */
-static bool stored_with(const rx_stmts *ss, const rx_svar *v)
-{
-    for (int i = 0; i < ss->n; i++) {
-        const rx_stmt *s = ss->items[i];
-        switch (s->kind) {
-        case RX_S_STORE:
-            for (int k = 0; k < s->u.store.nidx; k++)
-                if (rx_expr_uses_var(s->u.store.idx[k], v)) return true;
-            break;
-        case RX_S_FOR:
-            if (stored_with(&s->u.for_.body, v)) return true;
-            break;
-        case RX_S_BLOCK:
-            if (stored_with(&s->u.block.body, v)) return true;
-            break;
-        case RX_S_IF:
-            if (stored_with(&s->u.if_.then_s, v) || stored_with(&s->u.if_.else_s, v)) return true;
-            break;
-        case RX_S_LET:
-            if (stored_with(&s->u.let.body, v)) return true;
-            break;
-        default:
-            break;
-        }
-    }
-    return false;
-}
-
 static rx_stmt *new_stmt(rx_reader *r, rx_skind k, rx_loc loc)
 {
     rx_stmt *s = RX_NEW(r->a, rx_stmt);
@@ -159,7 +129,6 @@ static rx_stmt *new_stmt(rx_reader *r, rx_skind k, rx_loc loc)
 
 static const char *const THREADS[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x",
                                       "threadIdx.y", "threadIdx.z", NULL};
-static const char *const LOOP_KINDS[] = {"serial", "parallel", "vectorized", "unrolled", NULL};
 
 static rx_stmt *read_for(rx_reader *r, const json_t *j, rx_loc loc)
 {
@@ -172,16 +141,14 @@ static rx_stmt *read_for(rx_reader *r, const json_t *j, rx_loc loc)
     s->u.for_.extent = ex ? texpr_int(r, ex, rx_rd_key(r, loc, "extent")) : NULL;
     ok = s->u.for_.min && s->u.for_.extent;
     if (kd) {
-        int k = -1;
-        for (int i = 0; LOOP_KINDS[i] && json_is_string(kd); i++)
-            if (strcmp(LOOP_KINDS[i], json_string_value(kd)) == 0) k = i;
-        if (k < 0) {
+        rx_loopkind k = RX_LOOP_SERIAL;
+        if (!rx_loopkind_parse(json_string_value(kd), &k)) {
             rx_rd_err(r, rx_rd_key(r, loc, "kind"), "expected one of serial, parallel, "
                                                     "vectorized, unrolled, found %s",
                       rx_rd_desc(r, kd));
             ok = false;
         }
-        s->u.for_.loop_kind = (uint8_t)(k < 0 ? 0 : k);
+        s->u.for_.loop_kind = (uint8_t)k;
     }
     if (th) {
         bool known = false;
@@ -279,13 +246,13 @@ static rx_stmt *read_block(rx_reader *r, const json_t *j, rx_loc loc)
                    *kj = rx_rd_get(r, it, l, "kind", true), *vj = rx_rd_get(r, it, l, "var", true);
             iv->dom = dj ? texpr_int(r, dj, rx_rd_key(r, l, "dom")) : NULL;
             iv->bind = bj ? texpr_int(r, bj, rx_rd_key(r, l, "bind")) : NULL;
-            const char *k = json_string_value(kj);
-            if (kj && !(k && (strcmp(k, "spatial") == 0 || strcmp(k, "reduce") == 0))) {
+            rx_iterkind k = RX_ITER_SPATIAL;
+            if (kj && !rx_iterkind_parse(json_string_value(kj), &k)) {
                 rx_rd_err(r, rx_rd_key(r, l, "kind"), "expected \"spatial\" or \"reduce\", "
                                                       "found %s", rx_rd_desc(r, kj));
                 ok = false;
             }
-            iv->kind = k && strcmp(k, "reduce") == 0 ? RX_ITER_REDUCE : RX_ITER_SPATIAL;
+            iv->kind = (uint8_t)k;
             names[i] = vj ? new_var_name(r, vj, rx_rd_key(r, l, "var"), "block iterator") : NULL;
             ok = ok && iv->dom && iv->bind && kj && names[i];
         }
@@ -310,7 +277,8 @@ static rx_stmt *read_block(rx_reader *r, const json_t *j, rx_loc loc)
                           ? lp->extent
                           : rx_e_binary(r->a, RX_E_ADD, lp->min, lp->extent);
             iv->bind = rx_e_var(r->a, lp->var);
-            iv->kind = stored_with(&s->u.block.body, lp->var) ? RX_ITER_SPATIAL : RX_ITER_REDUCE;
+            iv->kind = rx_stmts_store_uses(&s->u.block.body, lp->var) ? RX_ITER_SPATIAL
+                                                                       : RX_ITER_REDUCE;
         }
     }
     rx_rd_scope_pop(&r->syms, smark);

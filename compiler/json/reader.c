@@ -676,7 +676,9 @@ rx_module *rx_json_read(const char *text, size_t n, const rx_read_opts *opts, rx
     rx_rd_scope_free(&r.locals);
     rx_rd_scope_free(&r.globals);
     rx_rd_scope_free(&r.consts);
+    rx_rd_scope_free(&r.later);
     RX_VEC_FREE(r.loops);
+    RX_VEC_FREE(r.open);
     if (rx_rd_failed(&r)) {
         rx_module_free(r.m);
         return NULL;

@@ -13,7 +13,10 @@
  *   locals  graph-level variables bound so far in the function; entries bound inside
  *           an `if` branch are marked hidden when the branch ends, so that "bound once
  *           per function" and "not visible here" can both be reported;
- *   loops   enclosing loops of a loop-level function, for implicit block iterators.
+ *   loops   enclosing loops of a loop-level function, for implicit block iterators;
+ *   later   every binding name of the graph function being read, with its location:
+ *           built by one walk of the function's JSON at its first unknown variable, so
+ *           a use before the binding is reported as such (valid modules never build it).
  * Every scope is emptied at the start of each function: variables are per function.
  *
  * Errors are reported through rx_rd_err at a location of the module's table; a
@@ -82,6 +85,12 @@ typedef struct rx_reader {
     RX_VEC(rx_rd_loop) loops;     /* enclosing loops (loop level) */
     int loop_base;                /* loops below this index belong to outer blocks */
     bool in_dataflow;             /* reading a dataflow block's bindings */
+    /* For "used before its binding" (read_graph.c, on the error path only): */
+    const json_t *fn_body;        /* body of the graph function being read */
+    rx_loc fn_body_loc;
+    rx_rd_scope later;            /* every binding name of fn_body (built lazily) */
+    bool later_built;             /* `later` holds fn_body's names */
+    RX_VEC(const json_t *) open;  /* bindings whose value is being read, outermost first */
 } rx_reader;
 
 /* ---- reader.c: errors, locations, keys, values ---- */

@@ -297,34 +297,6 @@ static json_t *w_seq(wctx *c, const rx_seq *s) {
 
 static json_t *w_stmts(wctx *c, const rx_stmts *l);
 
-/* True when v appears in an index of a store in ss (recursively): the reader's rule for
- * the kind of an implicit iterator. */
-static bool stored_with(const rx_stmts *ss, const rx_svar *v) {
-    for (int i = 0; i < ss->n; i++) {
-        const rx_stmt *s = ss->items[i];
-        switch (s->kind) {
-        case RX_S_STORE:
-            for (int k = 0; k < s->u.store.nidx; k++)
-                if (rx_expr_uses_var(s->u.store.idx[k], v)) return true;
-            break;
-        case RX_S_FOR:
-            if (stored_with(&s->u.for_.body, v)) return true;
-            break;
-        case RX_S_BLOCK:
-            if (stored_with(&s->u.block.body, v)) return true;
-            break;
-        case RX_S_IF:
-            if (stored_with(&s->u.if_.then_s, v) || stored_with(&s->u.if_.else_s, v)) return true;
-            break;
-        case RX_S_LET:
-            if (stored_with(&s->u.let.body, v)) return true;
-            break;
-        default: break;
-        }
-    }
-    return false;
-}
-
 /* True when a block's iterators are exactly what the reader derives without `iters`:
  * one per enclosing loop (up to the nearest block), the loop variable itself, bound to
  * itself, over [0, min + extent), spatial iff stored with. Such iterators cannot be
@@ -344,14 +316,13 @@ static bool implicit_iters(const wctx *c, const rx_stmt *s) {
                    !rx_expr_same(dom->u.op.b, ext)) {
             return false;
         }
-        bool spatial = stored_with(&s->u.block.body, it->var);
+        bool spatial = rx_stmts_store_uses(&s->u.block.body, it->var);
         if (it->kind != (spatial ? RX_ITER_SPATIAL : RX_ITER_REDUCE)) return false;
     }
     return true;
 }
 
 static json_t *w_stmt(wctx *c, const rx_stmt *s) {
-    static const char *const kinds[] = {"serial", "parallel", "vectorized", "unrolled"};
     json_t *o = json_object();
     switch (s->kind) {
     case RX_S_FOR:
@@ -359,8 +330,9 @@ static json_t *w_stmt(wctx *c, const rx_stmt *s) {
         if (s->u.for_.min && !rx_expr_is_int(s->u.for_.min, 0))
             json_object_set_new(o, "min", dim(c, s->u.for_.min));
         json_object_set_new(o, "extent", dim(c, s->u.for_.extent));
-        if (s->u.for_.loop_kind != RX_LOOP_SERIAL && s->u.for_.loop_kind < 4)
-            json_object_set_new(o, "kind", json_string(kinds[s->u.for_.loop_kind]));
+        if (s->u.for_.loop_kind != RX_LOOP_SERIAL)
+            json_object_set_new(o, "kind",
+                                json_string(rx_loopkind_name((rx_loopkind)s->u.for_.loop_kind)));
         if (s->u.for_.thread) json_object_set_new(o, "thread", json_string(s->u.for_.thread));
         RX_VEC_PUSH(c->loops, s);
         json_object_set_new(o, "body", w_stmts(c, &s->u.for_.body));
@@ -375,7 +347,7 @@ static json_t *w_stmt(wctx *c, const rx_stmt *s) {
             const rx_iter *it = &s->u.block.iters[i];
             json_t *ji = json_object();
             json_object_set_new(ji, "var", json_string(rx_names_svar(c->nm, it->var)));
-            json_object_set_new(ji, "kind", json_string(it->kind == RX_ITER_REDUCE ? "reduce" : "spatial"));
+            json_object_set_new(ji, "kind", json_string(rx_iterkind_name((rx_iterkind)it->kind)));
             json_object_set_new(ji, "dom", dim(c, it->dom));
             json_object_set_new(ji, "bind", dim(c, it->bind));
             json_array_append_new(its, ji);
@@ -399,7 +371,7 @@ static json_t *w_stmt(wctx *c, const rx_stmt *s) {
         json_object_set_new(o, "shape", dims(c, b->shape, b->ndim));
         json_object_set_new(o, "dtype", json_string(rx_dtype_name(b->dtype)));
         if (b->scope != RX_SCOPE_GLOBAL)
-            json_object_set_new(o, "scope", json_string(b->scope == RX_SCOPE_LOCAL ? "local" : "shared"));
+            json_object_set_new(o, "scope", json_string(rx_scope_name((rx_scope)b->scope)));
         break;
     }
     case RX_S_IF:
@@ -449,8 +421,8 @@ static json_t *w_func(wctx *c, const rx_func *f) {
                 json_object_set_new(b, "shape", dims(c, tp->buf->shape, tp->buf->ndim));
                 json_object_set_new(b, "dtype", json_string(rx_dtype_name(tp->buf->dtype)));
                 if (tp->buf->scope != RX_SCOPE_GLOBAL)
-                    json_object_set_new(b, "scope", json_string(tp->buf->scope == RX_SCOPE_LOCAL ? "local"
-                                                                                              : "shared"));
+                    json_object_set_new(b, "scope",
+                                        json_string(rx_scope_name((rx_scope)tp->buf->scope)));
                 json_object_set_new(p, "buffer", b);
             } else if (tp->var) {
                 json_object_set_new(p, "name", json_string(rx_names_svar(c->nm, tp->var)));

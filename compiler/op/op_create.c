@@ -9,29 +9,15 @@
  * constant); a fill of known nonzero rank is an error.
  *
  * arange has no operands: its length is ceil((end - start) / step), computed exactly
- * for literal bounds (floats included), and built as the expression
- * (end - start + step - 1) // step (clamped at 0 unless provably nonnegative) when a
- * bound is symbolic, so arange(0, n) has length n. A symbolic step is assumed
- * positive. Every rule is O(ndim).
+ * for literal bounds, and built as the expression (end - start + step - 1) // step
+ * (clamped at 0 unless provably nonnegative) when a bound is symbolic, so arange(0, n)
+ * has length n. A symbolic step is assumed positive. The bounds are SIZE attributes,
+ * so relax-json cannot give float bounds (the binder rejects them); the float branch
+ * of d_arange serves attribute arrays built in C. Every rule is O(ndim).
  */
 #include <math.h>
 
 #include "op_int.h"
-
-/* Reports "<op>: <message>" at the call and returns NULL, for `return fail(...)`. */
-static rx_sinfo *fail(rx_dctx *c, const rx_node *call, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static rx_sinfo *fail(rx_dctx *c, const rx_node *call, const char *fmt, ...)
-{
-    rx_sb b = {0};
-    va_list ap;
-    va_start(ap, fmt);
-    rx_sb_vprintf(&b, fmt, ap);
-    va_end(ap);
-    rx_d_error(c, call, "%s: %s", rx_d_opname(call), rx_sb_str(&b));
-    rx_sb_free(&b);
-    return NULL;
-}
 
 /* The dtype attribute, or `dflt` when it is null. */
 static rx_dtype attr_dtype(const rx_node *call, rx_dtype dflt)
@@ -58,8 +44,8 @@ static rx_sinfo *from_shape(rx_dctx *c, const rx_node *call, int i, rx_dtype dt)
     const rx_sinfo *s = a->sinfo;
     if (s && s->kind == RX_SI_SHAPE) return tensor(c, dt, s->ndim, s->dims);
     if (!s && a->kind == RX_N_SHAPE) return tensor(c, dt, a->u.shape.ndim, a->u.shape.dims);
-    return fail(c, call, "argument %d (shape) must be a shape, found %s", i,
-                s ? rx_sinfo_str(c->a, s) : "an expression without annotation");
+    return rx_op_fail(c, call, "argument %d (shape) must be a shape, found %s", i,
+                      s ? rx_sinfo_str(c->a, s) : "an expression without annotation");
 }
 
 /* The fill value operand i, checked to be a 0-d tensor; NULL after an error. */
@@ -67,8 +53,8 @@ static const rx_sinfo *fill_arg(rx_dctx *c, const rx_node *call, int i)
 {
     const rx_sinfo *f = rx_d_tensor_arg(c, call, i);
     if (f && f->ndim > 0) {
-        fail(c, call, "fill_value must be a 0-d tensor (a scalar), found %s",
-             rx_sinfo_str(c->a, f));
+        rx_op_fail(c, call, "fill_value must be a 0-d tensor (a scalar), found %s",
+                   rx_sinfo_str(c->a, f));
         return NULL;
     }
     return f;
@@ -156,24 +142,24 @@ static rx_sinfo *d_arange(rx_dctx *c, const rx_node *call)
     bound start = read_bound(c, rx_call_attr(call, "start"));
     bound end = read_bound(c, rx_call_attr(call, "end"));
     bound step = read_bound(c, rx_call_attr(call, "step"));
-    if (step.isnum && step.num == 0) return fail(c, call, "step must not be 0");
+    if (step.isnum && step.num == 0) return rx_op_fail(c, call, "step must not be 0");
     rx_expr *len;
     if (start.isnum && end.isnum && step.isnum) {
         int64_t n;
         if (start.isint && end.isint && step.isint) {
             if (!int_len(start.ival, end.ival, step.ival, &n))
-                return fail(c, call, "the length of the range overflows");
+                return rx_op_fail(c, call, "the length of the range overflows");
         } else {
             double l = ceil((end.num - start.num) / step.num);
             if (!isfinite(l) || l > 9.0e18)
-                return fail(c, call, "the length of the range [%g, %g) by %g is not finite",
+                return rx_op_fail(c, call, "the length of the range [%g, %g) by %g is not finite",
                             start.num, end.num, step.num);
             n = l < 0 ? 0 : (int64_t)l;
         }
         len = rx_e_int(c->a, n);
     } else {
         if (!start.e || !end.e || !step.e)
-            return fail(c, call, "cannot mix floating-point and symbolic bounds");
+            return rx_op_fail(c, call, "cannot mix floating-point and symbolic bounds");
         rx_arena *a = c->a;
         rx_expr *span = rx_e_binary(a, RX_E_SUB, end.e, start.e);
         if (step.isint && step.ival < 0) { /* ceil(span / s) = (-span + |s| - 1) // |s| */
@@ -202,16 +188,14 @@ static const rx_attr_spec arange_attrs[] = {
     RX_ATTR_DEF("dtype", RX_AT_DTYPE, "\"i64\""),
 };
 
-#define ATTRS(a) a, (int8_t)RX_COUNTOF(a)
-
 /* The creation ops (registered by op/registry.c). */
 const rx_op rx_ops_create[] = {
-    {"zeros", 1, 1, ATTRS(dtype_req), d_zeros, 0},
-    {"ones", 1, 1, ATTRS(dtype_req), d_zeros, 0},
-    {"full", 2, 2, ATTRS(dtype_opt), d_full, 0},
-    {"zeros_like", 1, 1, ATTRS(dtype_opt), d_zeros_like, 0},
-    {"ones_like", 1, 1, ATTRS(dtype_opt), d_zeros_like, 0},
-    {"full_like", 2, 2, ATTRS(dtype_opt), d_full_like, 0},
-    {"arange", 0, 0, ATTRS(arange_attrs), d_arange, 0},
+    {"zeros", 1, 1, RX_ATTRS(dtype_req), d_zeros, 0},
+    {"ones", 1, 1, RX_ATTRS(dtype_req), d_zeros, 0},
+    {"full", 2, 2, RX_ATTRS(dtype_opt), d_full, 0},
+    {"zeros_like", 1, 1, RX_ATTRS(dtype_opt), d_zeros_like, 0},
+    {"ones_like", 1, 1, RX_ATTRS(dtype_opt), d_zeros_like, 0},
+    {"full_like", 2, 2, RX_ATTRS(dtype_opt), d_full_like, 0},
+    {"arange", 0, 0, RX_ATTRS(arange_attrs), d_arange, 0},
 };
 const int rx_ops_create_count = RX_COUNTOF(rx_ops_create);

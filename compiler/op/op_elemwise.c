@@ -29,8 +29,8 @@ static bool check_dtype(rx_dctx *c, const rx_node *call, const rx_sinfo *x, int 
     rx_dtype dt = (rx_dtype)x->dtype;
     if (dt == RX_DT_UNKNOWN) return true;
     if (want_bool ? dt == RX_DT_BOOL : rx_dtype_is_float(dt)) return true;
-    rx_d_error(c, call, "%s: argument %d must be a %s tensor, found dtype %s",
-               rx_d_opname(call), argi, want_bool ? "bool" : "float", rx_dtype_name(dt));
+    rx_op_fail(c, call, "argument %d must be a %s tensor, found dtype %s",
+               argi, want_bool ? "bool" : "float", rx_dtype_name(dt));
     return false;
 }
 
@@ -68,7 +68,7 @@ static rx_sinfo *deduce_clip(rx_dctx *c, const rx_node *call) {
     double lo = scalar_value(rx_call_attr(call, "min"));
     double hi = scalar_value(rx_call_attr(call, "max"));
     if (lo > hi) {
-        rx_d_error(c, call, "clip: min %g is greater than max %g", lo, hi);
+        rx_op_fail(c, call, "min %g is greater than max %g", lo, hi);
         return NULL;
     }
     return rx_op_like(c, x, (rx_dtype)x->dtype);
@@ -162,7 +162,7 @@ const rx_op rx_ops_elemwise[] = {
     UNARY("nn.gelu", deduce_unary_float),
     UNARY("nn.gelu_tanh", deduce_unary_float),
     UNARY("nn.silu", deduce_unary_float),
-    { "clip", 1, 1, clip_attrs, RX_COUNTOF(clip_attrs), deduce_clip, 0 },
+    { "clip", 1, 1, RX_ATTRS(clip_attrs), deduce_clip, 0 },
     BINARY("add", deduce_binary),
     BINARY("subtract", deduce_binary),
     BINARY("multiply", deduce_binary),
@@ -180,6 +180,6 @@ const rx_op rx_ops_elemwise[] = {
     BINARY("logical_and", deduce_logic),
     BINARY("logical_or", deduce_logic),
     { "where", 3, 3, NULL, 0, deduce_where, 0 },
-    { "astype", 1, 1, astype_attrs, RX_COUNTOF(astype_attrs), deduce_astype, 0 },
+    { "astype", 1, 1, RX_ATTRS(astype_attrs), deduce_astype, 0 },
 };
 const int rx_ops_elemwise_count = RX_COUNTOF(rx_ops_elemwise);

@@ -5,9 +5,6 @@
  * rx_op and its length; registry.c concatenates the groups, in the order of
  * RX_OP_GROUPS below, into the table that rx_op_find and rx_op_at see. Adding a
  * group is two lines: its extern declarations here and its entry in RX_OP_GROUPS.
- *
- * Groups of part B (manip, reduce, create, misc) are declared here already; until
- * their files land, op_partb_placeholder.c defines them as empty.
  */
 #ifndef RELAX_OP_INT_H
 #define RELAX_OP_INT_H
@@ -20,13 +17,13 @@ extern const rx_op rx_ops_linalg[];   /* op_linalg.c: matmul */
 extern const int rx_ops_linalg_count;
 extern const rx_op rx_ops_nn[];       /* op_nn.c: softmax, norms, conv2d, pools */
 extern const int rx_ops_nn_count;
-extern const rx_op rx_ops_manip[];    /* part B: reshape, permute_dims, concat, ... */
+extern const rx_op rx_ops_manip[];    /* op_manip.c: reshape, permute_dims, concat, ... */
 extern const int rx_ops_manip_count;
-extern const rx_op rx_ops_reduce[];   /* part B: sum, mean, argmax, ... */
+extern const rx_op rx_ops_reduce[];   /* op_reduce.c: sum, mean, argmax, ... */
 extern const int rx_ops_reduce_count;
-extern const rx_op rx_ops_create[];   /* part B: zeros, full, arange, tril, ... */
+extern const rx_op rx_ops_create[];   /* op_create.c: zeros, full, arange, ... */
 extern const int rx_ops_create_count;
-extern const rx_op rx_ops_misc[];     /* part B: unique, nonzero, shape_of, ... */
+extern const rx_op rx_ops_misc[];     /* op_misc.c: unique, nonzero, shape_of, ... */
 extern const int rx_ops_misc_count;
 
 /* The groups in registry order: X(array, count). */
@@ -43,8 +40,14 @@ extern const int rx_ops_misc_count;
 #define RX_ATTR_REQ(nm, k) { (nm), (k), false, NULL }          /* required */
 #define RX_ATTR_DEF(nm, k, d) { (nm), (k), false, (d) }        /* with a default */
 #define RX_ATTR_NUL(nm, k, d) { (nm), (k), true, (d) }         /* nullable, default */
+/* An op entry's schema fields from a schema array: `{"sum", 1, 1, RX_ATTRS(s), ...}`. */
+#define RX_ATTRS(a) (a), (int8_t)RX_COUNTOF(a)
 
 /* ---- helpers for the group files (op_util.c) ---- */
+/* Reports "<op>: <message>" (the message formatted from fmt) as an error located at
+ * the call, and returns NULL so a rule can end with `return rx_op_fail(...)`. */
+rx_sinfo *rx_op_fail(rx_dctx *c, const rx_node *call, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* "(n, 4)", "(3,)", "()"; unknown dims print as "?" per dim, unknown ndim as "(...)".
  * The string is in arena a. */
 char *rx_op_dims_str(rx_arena *a, rx_expr **dims, int ndim);

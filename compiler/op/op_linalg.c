@@ -27,7 +27,7 @@ static rx_sinfo *deduce_matmul(rx_dctx *c, const rx_node *call) {
     }
     int nx = x->ndim, ny = y->ndim;
     if (nx == 0 || ny == 0) {
-        rx_d_error(c, call, "matmul: operands must have at least 1 dimension, found %s and %s",
+        rx_op_fail(c, call, "operands must have at least 1 dimension, found %s and %s",
                    rx_op_dims_str(c->a, x->dims, nx), rx_op_dims_str(c->a, y->dims, ny));
         return NULL;
     }
@@ -43,7 +43,7 @@ static rx_sinfo *deduce_matmul(rx_dctx *c, const rx_node *call) {
     int64_t ckx, cky;
     if ((rx_expr_is_const(kx, &ckx) && rx_expr_is_const(ky, &cky) && ckx != cky) ||
         rx_arith_prove(c->ar, rx_e_binary(c->a, RX_E_NE, kx, ky))) {
-        rx_d_error(c, call, "matmul: reduction dimensions differ: %s of %s and %s of %s",
+        rx_op_fail(c, call, "reduction dimensions differ: %s of %s and %s of %s",
                    rx_expr_str(c->a, kx), rx_op_dims_str(c->a, x->dims, nx),
                    rx_expr_str(c->a, ky), rx_op_dims_str(c->a, y->dims, ny));
         return NULL;
@@ -70,6 +70,6 @@ static const rx_attr_spec matmul_attrs[] = {
 };
 
 const rx_op rx_ops_linalg[] = {
-    { "matmul", 2, 2, matmul_attrs, RX_COUNTOF(matmul_attrs), deduce_matmul, 0 },
+    { "matmul", 2, 2, RX_ATTRS(matmul_attrs), deduce_matmul, 0 },
 };
 const int rx_ops_linalg_count = RX_COUNTOF(rx_ops_linalg);

@@ -24,21 +24,6 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-/* Reports "<op>: <message>" at the call and returns NULL, for `return fail(...)`. */
-static rx_sinfo *fail(rx_dctx *c, const rx_node *call, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static rx_sinfo *fail(rx_dctx *c, const rx_node *call, const char *fmt, ...)
-{
-    rx_sb b = {0};
-    va_list ap;
-    va_start(ap, fmt);
-    rx_sb_vprintf(&b, fmt, ap);
-    va_end(ap);
-    rx_d_error(c, call, "%s: %s", rx_d_opname(call), rx_sb_str(&b));
-    rx_sb_free(&b);
-    return NULL;
-}
-
 static rx_expr *lit(rx_dctx *c, int64_t v) { return rx_e_int(c->a, v); }
 
 static rx_expr *bin(rx_dctx *c, rx_ekind k, rx_expr *x, rx_expr *y)
@@ -104,7 +89,7 @@ static bool norm_axes(rx_dctx *c, const rx_node *call, const int64_t *ax, int n,
         if (!rx_d_axis(c, call, ax[i], ndim, &out[i])) return false;
         for (int j = 0; j < i; j++)
             if (out[j] == out[i]) {
-                fail(c, call, "axis %d is repeated", out[i]);
+                rx_op_fail(c, call, "axis %d is repeated", out[i]);
                 return false;
             }
     }
@@ -143,8 +128,8 @@ static bool shape_arg(rx_dctx *c, const rx_node *call, int i, int *ndim, rx_expr
         *dims = a->u.shape.dims;
         return true;
     }
-    fail(c, call, "argument %d (shape) must be a shape, found %s", i,
-         s ? sstr(c, s) : "an expression without annotation");
+    rx_op_fail(c, call, "argument %d (shape) must be a shape, found %s", i,
+               s ? sstr(c, s) : "an expression without annotation");
     return false;
 }
 
@@ -194,18 +179,18 @@ static rx_sinfo *d_reshape(rx_dctx *c, const rx_node *call)
         int64_t v;
         if (!rx_expr_is_const(td[i], &v) || v >= 0) continue;
         if (v != -1)
-            return fail(c, call, "negative size %lld in the target shape %s", (long long)v,
-                        dims_str(c, td, tn));
+            return rx_op_fail(c, call, "negative size %lld in the target shape %s", (long long)v,
+                              dims_str(c, td, tn));
         if (infer >= 0)
-            return fail(c, call, "more than one -1 in the target shape %s",
-                        dims_str(c, td, tn));
+            return rx_op_fail(c, call, "more than one -1 in the target shape %s",
+                              dims_str(c, td, tn));
         infer = i;
     }
     rx_expr **out = dims_copy(c, td, tn);
     if (infer >= 0) {
         if (!x->dims)
-            return fail(c, call, "cannot infer the -1 of %s: the shape of %s is unknown",
-                        dims_str(c, td, tn), sstr(c, x));
+            return rx_op_fail(c, call, "cannot infer the -1 of %s: the shape of %s is unknown",
+                              dims_str(c, td, tn), sstr(c, x));
         rx_expr *nx = rx_d_numel(c, x->dims, x->ndim);
         rx_expr *rest = lit(c, 1);
         for (int i = 0; i < tn; i++)
@@ -214,24 +199,24 @@ static rx_sinfo *d_reshape(rx_dctx *c, const rx_node *call)
         int64_t a, b;
         if (rx_expr_is_const(nx, &a) && rx_expr_is_const(rest, &b)) {
             if (b == 0 || a % b != 0)
-                return fail(c, call, "cannot reshape %s (%lld elements) to %s",
-                            sstr(c, x), (long long)a, dims_str(c, td, tn));
+                return rx_op_fail(c, call, "cannot reshape %s (%lld elements) to %s",
+                                  sstr(c, x), (long long)a, dims_str(c, td, tn));
             out[infer] = lit(c, a / b);
         } else {
             rx_expr *q = rx_d_simplify(c, bin(c, RX_E_FLOORDIV, nx, rest));
             if (!rx_arith_prove_equal(c->ar, bin(c, RX_E_MUL, q, rest), nx))
-                return fail(c, call,
-                            "cannot infer the -1 of %s from %s (%s elements): a -1 needs "
-                            "static sizes or a provable quotient",
-                            dims_str(c, td, tn), sstr(c, x), estr(c, nx));
+                return rx_op_fail(c, call,
+                                  "cannot infer the -1 of %s from %s (%s elements): a -1 needs "
+                                  "static sizes or a provable quotient",
+                                  dims_str(c, td, tn), sstr(c, x), estr(c, nx));
             out[infer] = q;
         }
     } else if (x->dims) {
         rx_expr *nx = rx_d_numel(c, x->dims, x->ndim);
         rx_expr *nt = rx_d_numel(c, td, tn);
         if (numel_differs(c, x->dims, x->ndim, nx, td, tn, nt))
-            return fail(c, call, "cannot reshape %s (%s elements) to %s (%s elements)",
-                        sstr(c, x), estr(c, nx), dims_str(c, td, tn), estr(c, nt));
+            return rx_op_fail(c, call, "cannot reshape %s (%s elements) to %s (%s elements)",
+                              sstr(c, x), estr(c, nx), dims_str(c, td, tn), estr(c, nt));
     }
     return tensor(c, x->dtype, tn, out);
 }
@@ -252,8 +237,8 @@ static rx_sinfo *d_permute_dims(rx_dctx *c, const rx_node *call)
     int n;
     int64_t *ax = attr_ints(c, axes, &n);
     if (x->ndim >= 0 && n != x->ndim)
-        return fail(c, call, "axes has %d entries but %s has %d dimensions", n, sstr(c, x),
-                    x->ndim);
+        return rx_op_fail(c, call, "axes has %d entries but %s has %d dimensions", n, sstr(c, x),
+                          x->ndim);
     int *p = RX_NEWN(c->a, int, n > 0 ? n : 1);
     if (!norm_axes(c, call, ax, n, n, p)) return NULL;
     if (!x->dims) return tensor(c, x->dtype, n, NULL);
@@ -315,8 +300,8 @@ static rx_sinfo *d_squeeze(rx_dctx *c, const rx_node *call)
     for (int i = 0; i < n; i++) {
         int64_t v;
         if (rx_expr_is_const(x->dims[p[i]], &v) && v != 1)
-            return fail(c, call, "cannot squeeze axis %d of %s: its size is %lld, not 1",
-                        p[i], sstr(c, x), (long long)v);
+            return rx_op_fail(c, call, "cannot squeeze axis %d of %s: its size is %lld, not 1",
+                              p[i], sstr(c, x), (long long)v);
         drop[p[i]] = true;
     }
     rx_expr **d = RX_NEWN(c->a, rx_expr *, nd > 0 ? nd : 1);
@@ -352,20 +337,20 @@ static rx_sinfo *d_concat(rx_dctx *c, const rx_node *call)
 {
     const rx_sinfo *t = call->args[0]->sinfo;
     if (!t || t->kind != RX_SI_TUPLE)
-        return fail(c, call, "argument 0 (tensors) must be a tuple of tensors, found %s",
-                    t ? sstr(c, t) : "an expression without annotation");
-    if (t->nfields == 0) return fail(c, call, "cannot concatenate an empty tuple");
+        return rx_op_fail(c, call, "argument 0 (tensors) must be a tuple of tensors, found %s",
+                          t ? sstr(c, t) : "an expression without annotation");
+    if (t->nfields == 0) return rx_op_fail(c, call, "cannot concatenate an empty tuple");
     rx_dtype dt = RX_DT_UNKNOWN;
     int nd = -1;
     bool all_dims = true;
     for (int i = 0; i < t->nfields; i++) {
         const rx_sinfo *f = t->fields[i];
         if (f->kind != RX_SI_TENSOR)
-            return fail(c, call, "field %d of %s is not a tensor", i, sstr(c, t));
+            return rx_op_fail(c, call, "field %d of %s is not a tensor", i, sstr(c, t));
         if (!rx_d_same_dtype(c, call, dt, (rx_dtype)f->dtype, &dt)) return NULL;
         if (f->ndim >= 0 && nd >= 0 && f->ndim != nd)
-            return fail(c, call, "fields of %s differ in rank (%d and %d)", sstr(c, t), nd,
-                        f->ndim);
+            return rx_op_fail(c, call, "fields of %s differ in rank (%d and %d)", sstr(c, t), nd,
+                              f->ndim);
         if (f->ndim >= 0) nd = f->ndim;
         if (!f->dims) all_dims = false;
     }
@@ -379,7 +364,7 @@ static rx_sinfo *d_concat(rx_dctx *c, const rx_node *call)
         return tensor(c, dt, 1, &sum);
     }
     if (nd < 0) return tensor(c, dt, -1, NULL);
-    if (nd == 0) return fail(c, call, "cannot concatenate 0-d tensors (%s)", sstr(c, t));
+    if (nd == 0) return rx_op_fail(c, call, "cannot concatenate 0-d tensors (%s)", sstr(c, t));
     int ax;
     if (!rx_d_axis(c, call, axis->u.i, nd, &ax)) return NULL;
     if (!all_dims) return tensor(c, dt, nd, NULL);
@@ -393,9 +378,9 @@ static rx_sinfo *d_concat(rx_dctx *c, const rx_node *call)
             if (k == ax) continue;
             rx_cmp r = dim_cmp(c, f0->dims[k], f->dims[k]);
             if (r == RX_CMP_NO)
-                return fail(c, call, "dimension %d differs between %s and %s (%s vs %s)", k,
-                            sstr(c, f0), sstr(c, f), estr(c, f0->dims[k]),
-                            estr(c, f->dims[k]));
+                return rx_op_fail(c, call, "dimension %d differs between %s and %s (%s vs %s)", k,
+                                  sstr(c, f0), sstr(c, f), estr(c, f0->dims[k]),
+                                  estr(c, f->dims[k]));
             if (r == RX_CMP_MAYBE) unproved = true;
         }
     }
@@ -425,20 +410,22 @@ static rx_sinfo *d_split(rx_dctx *c, const rx_node *call)
     const rx_attr *ios = rx_call_attr(call, "indices_or_sections");
     int64_t axis_in = rx_call_attr(call, "axis")->u.i;
     int ax = 0;
-    if (x->ndim == 0) return fail(c, call, "cannot split a 0-d tensor %s", sstr(c, x));
+    if (x->ndim == 0) return rx_op_fail(c, call, "cannot split a 0-d tensor %s", sstr(c, x));
     if (x->ndim > 0 && !rx_d_axis(c, call, axis_in, x->ndim, &ax)) return NULL;
     rx_expr *d = x->dims ? x->dims[ax] : NULL;
     int nout;
     rx_expr **len; /* extent along the axis of each output, NULL when unknown */
     if (ios->kind == RX_A_INT) {
         int64_t k = ios->u.i;
-        if (k <= 0) return fail(c, call, "the number of sections must be positive, got %lld",
-                                (long long)k);
+        if (k <= 0)
+            return rx_op_fail(c, call, "the number of sections must be positive, got %lld",
+                              (long long)k);
         int64_t dv;
         if (d && rx_expr_is_const(d, &dv) && dv % k != 0)
-            return fail(c, call, "axis %d of %s (size %lld) does not divide into %lld sections",
-                        ax, sstr(c, x), (long long)dv, (long long)k);
-        if (k > 4096) return fail(c, call, "too many sections (%lld)", (long long)k);
+            return rx_op_fail(c, call,
+                              "axis %d of %s (size %lld) does not divide into %lld sections",
+                              ax, sstr(c, x), (long long)dv, (long long)k);
+        if (k > 4096) return rx_op_fail(c, call, "too many sections (%lld)", (long long)k);
         nout = (int)k;
         len = RX_NEWN(c->a, rx_expr *, nout);
         for (int i = 0; i < nout; i++)
@@ -529,13 +516,13 @@ static rx_sinfo *d_strided_slice(rx_dctx *c, const rx_node *call)
     const rx_attr *sa = rx_call_attr(call, "strides");
     rx_expr **s = is_null(sa) ? NULL : attr_sizes(c, sa, &ns);
     if (nb != na || ne != na || (s && ns != na))
-        return fail(c, call, "axes, begin, end and strides must have one entry per axis "
-                    "(got %d, %d, %d, %d)", na, nb, ne, s ? ns : na);
+        return rx_op_fail(c, call, "axes, begin, end and strides must have one entry per axis "
+                          "(got %d, %d, %d, %d)", na, nb, ne, s ? ns : na);
     bool static_strides = true;
     for (int i = 0; s && i < na; i++) {
         int64_t v;
         if (!rx_expr_is_const(s[i], &v)) static_strides = false;
-        else if (v == 0) return fail(c, call, "stride %d is 0", i);
+        else if (v == 0) return rx_op_fail(c, call, "stride %d is 0", i);
     }
     if (x->ndim < 0) return tensor(c, x->dtype, -1, NULL);
     int *p = RX_NEWN(c->a, int, na > 0 ? na : 1);
@@ -558,11 +545,11 @@ static rx_sinfo *d_take(rx_dctx *c, const rx_node *call)
     const rx_sinfo *ind = rx_d_tensor_arg(c, call, 1);
     if (!x || !ind) return NULL;
     if (ind->dtype != RX_DT_UNKNOWN && !rx_dtype_is_int((rx_dtype)ind->dtype))
-        return fail(c, call, "indices must be integers, found %s", sstr(c, ind));
+        return rx_op_fail(c, call, "indices must be integers, found %s", sstr(c, ind));
     const rx_attr *axis = rx_call_attr(call, "axis");
     if (is_null(axis)) /* x is flattened: the result has the shape of indices */
         return tensor(c, x->dtype, ind->ndim, ind->dims);
-    if (x->ndim == 0) return fail(c, call, "cannot take along an axis of 0-d %s", sstr(c, x));
+    if (x->ndim == 0) return rx_op_fail(c, call, "cannot take along an axis of 0-d %s", sstr(c, x));
     if (x->ndim < 0 || ind->ndim < 0) return tensor(c, x->dtype, -1, NULL);
     int ax;
     if (!rx_d_axis(c, call, axis->u.i, x->ndim, &ax)) return NULL;
@@ -585,16 +572,16 @@ static rx_sinfo *d_broadcast_to(rx_dctx *c, const rx_node *call)
     rx_expr **td;
     if (!x || !shape_arg(c, call, 1, &tn, &td)) return NULL;
     if (tn >= 0 && x->ndim > tn)
-        return fail(c, call, "cannot broadcast %s to a shape of rank %d", sstr(c, x), tn);
+        return rx_op_fail(c, call, "cannot broadcast %s to a shape of rank %d", sstr(c, x), tn);
     if (td && x->dims) {
         /* Right-aligned: each dim of x must be 1 or the target's. Refuted only when the
          * dims provably differ and x's dim is provably not 1. */
         for (int i = 0; i < x->ndim; i++) {
             rx_expr *xd = x->dims[x->ndim - 1 - i], *t = td[tn - 1 - i];
             if (dim_cmp(c, xd, t) == RX_CMP_NO && is_one(c, xd) == RX_CMP_NO)
-                return fail(c, call, "cannot broadcast %s to %s: dimension %d is %s, "
-                            "not 1 or %s", sstr(c, x), dims_str(c, td, tn),
-                            x->ndim - 1 - i, estr(c, xd), estr(c, t));
+                return rx_op_fail(c, call, "cannot broadcast %s to %s: dimension %d is %s, "
+                                  "not 1 or %s", sstr(c, x), dims_str(c, td, tn),
+                                  x->ndim - 1 - i, estr(c, xd), estr(c, t));
         }
     }
     return tensor(c, x->dtype, tn, td);
@@ -607,7 +594,7 @@ static rx_sinfo *d_repeat(rx_dctx *c, const rx_node *call)
     const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
     if (!x) return NULL;
     int64_t r = rx_call_attr(call, "repeats")->u.i;
-    if (r < 0) return fail(c, call, "repeats must be >= 0, got %lld", (long long)r);
+    if (r < 0) return rx_op_fail(c, call, "repeats must be >= 0, got %lld", (long long)r);
     const rx_attr *axis = rx_call_attr(call, "axis");
     if (is_null(axis)) {
         if (!x->dims) return tensor(c, x->dtype, 1, NULL);
@@ -630,7 +617,7 @@ static rx_sinfo *d_tile(rx_dctx *c, const rx_node *call)
     int nr;
     int64_t *r = attr_ints(c, rx_call_attr(call, "repeats"), &nr);
     for (int i = 0; i < nr; i++)
-        if (r[i] < 0) return fail(c, call, "repeats must be >= 0, got %lld", (long long)r[i]);
+        if (r[i] < 0) return rx_op_fail(c, call, "repeats must be >= 0, got %lld", (long long)r[i]);
     if (x->ndim < 0) return tensor(c, x->dtype, -1, NULL);
     int rn = x->ndim > nr ? x->ndim : nr;
     if (!x->dims) return tensor(c, x->dtype, rn, NULL);
@@ -651,7 +638,7 @@ static rx_sinfo *d_tri(rx_dctx *c, const rx_node *call)
     const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
     if (!x) return NULL;
     if (x->ndim >= 0 && x->ndim < 2)
-        return fail(c, call, "needs a tensor of at least 2 dimensions, found %s", sstr(c, x));
+        return rx_op_fail(c, call, "needs a tensor of at least 2 dimensions, found %s", sstr(c, x));
     return tensor(c, x->dtype, x->ndim, x->dims);
 }
 
@@ -679,23 +666,21 @@ static const rx_attr_spec repeat_attrs[] = {
 static const rx_attr_spec tile_attrs[] = {{"repeats", RX_AT_INTS, false, NULL}};
 static const rx_attr_spec tri_attrs[] = {{"k", RX_AT_INT, false, "0"}};
 
-#define ATTRS(a) a, (int8_t)RX_COUNTOF(a)
-
 /* The shape-manipulation ops (registered by op/registry.c). */
 const rx_op rx_ops_manip[] = {
     {"reshape", 2, 2, NULL, 0, d_reshape, 0},
-    {"permute_dims", 1, 1, ATTRS(permute_attrs), d_permute_dims, 0},
+    {"permute_dims", 1, 1, RX_ATTRS(permute_attrs), d_permute_dims, 0},
     {"flatten", 1, 1, NULL, 0, d_flatten, 0},
-    {"squeeze", 1, 1, ATTRS(squeeze_attrs), d_squeeze, 0},
-    {"expand_dims", 1, 1, ATTRS(expand_attrs), d_expand_dims, 0},
-    {"concat", 1, 1, ATTRS(concat_attrs), d_concat, 0},
-    {"split", 1, 1, ATTRS(split_attrs), d_split, 0},
-    {"strided_slice", 1, 1, ATTRS(slice_attrs), d_strided_slice, 0},
-    {"take", 2, 2, ATTRS(take_attrs), d_take, 0},
+    {"squeeze", 1, 1, RX_ATTRS(squeeze_attrs), d_squeeze, 0},
+    {"expand_dims", 1, 1, RX_ATTRS(expand_attrs), d_expand_dims, 0},
+    {"concat", 1, 1, RX_ATTRS(concat_attrs), d_concat, 0},
+    {"split", 1, 1, RX_ATTRS(split_attrs), d_split, 0},
+    {"strided_slice", 1, 1, RX_ATTRS(slice_attrs), d_strided_slice, 0},
+    {"take", 2, 2, RX_ATTRS(take_attrs), d_take, 0},
     {"broadcast_to", 2, 2, NULL, 0, d_broadcast_to, 0},
-    {"repeat", 1, 1, ATTRS(repeat_attrs), d_repeat, 0},
-    {"tile", 1, 1, ATTRS(tile_attrs), d_tile, 0},
-    {"tril", 1, 1, ATTRS(tri_attrs), d_tri, 0},
-    {"triu", 1, 1, ATTRS(tri_attrs), d_tri, 0},
+    {"repeat", 1, 1, RX_ATTRS(repeat_attrs), d_repeat, 0},
+    {"tile", 1, 1, RX_ATTRS(tile_attrs), d_tile, 0},
+    {"tril", 1, 1, RX_ATTRS(tri_attrs), d_tri, 0},
+    {"triu", 1, 1, RX_ATTRS(tri_attrs), d_tri, 0},
 };
 const int rx_ops_manip_count = RX_COUNTOF(rx_ops_manip);

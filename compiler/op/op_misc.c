@@ -26,8 +26,8 @@ static rx_sinfo *d_unique(rx_dctx *c, const rx_node *call)
         int ax;
         nd = x->ndim;
         if (nd == 0) {
-            rx_d_error(c, call, "%s: cannot take unique slices along an axis of 0-d %s",
-                       rx_d_opname(call), rx_sinfo_str(c->a, x));
+            rx_op_fail(c, call, "cannot take unique slices along an axis of 0-d %s",
+                       rx_sinfo_str(c->a, x));
             return NULL;
         }
         if (nd > 0 && !rx_d_axis(c, call, axis->u.i, nd, &ax)) return NULL;
@@ -70,7 +70,7 @@ static const rx_attr_spec unique_attrs[] = {
 
 /* The data-dependent ops and shape_of (registered by op/registry.c). */
 const rx_op rx_ops_misc[] = {
-    {"unique", 1, 1, unique_attrs, (int8_t)RX_COUNTOF(unique_attrs), d_unique, 1},
+    {"unique", 1, 1, RX_ATTRS(unique_attrs), d_unique, 1},
     {"nonzero", 1, 1, NULL, 0, d_nonzero, 1},
     {"shape_of", 1, 1, NULL, 0, d_shape_of, 0},
 };

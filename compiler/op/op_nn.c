@@ -30,15 +30,14 @@ static bool proved_ne(rx_dctx *c, rx_expr *a, rx_expr *b) {
 static bool check_float(rx_dctx *c, const rx_node *call, const rx_sinfo *x) {
     rx_dtype dt = (rx_dtype)x->dtype;
     if (dt == RX_DT_UNKNOWN || rx_dtype_is_float(dt)) return true;
-    rx_d_error(c, call, "%s: requires a float tensor, found dtype %s", rx_d_opname(call),
-               rx_dtype_name(dt));
+    rx_op_fail(c, call, "requires a float tensor, found dtype %s", rx_dtype_name(dt));
     return false;
 }
 
 /* A known ndim must equal want. */
 static bool check_ndim(rx_dctx *c, const rx_node *call, const rx_sinfo *x, int argi, int want) {
     if (x->ndim < 0 || x->ndim == want) return true;
-    rx_d_error(c, call, "%s: argument %d must be %d-D, found %s", rx_d_opname(call), argi, want,
+    rx_op_fail(c, call, "argument %d must be %d-D, found %s", argi, want,
                rx_op_dims_str(c->a, x->dims, x->ndim));
     return false;
 }
@@ -55,8 +54,8 @@ static bool common_dtype(rx_dctx *c, const rx_node *call, const rx_sinfo **args,
 static bool check_layout(rx_dctx *c, const rx_node *call, const char *attr, const char *want) {
     const char *got = rx_call_attr(call, attr)->u.s;
     if (strcmp(got, want) == 0) return true;
-    rx_d_error(c, call, "%s: %s \"%s\" is not supported (v1 supports \"%s\" only)",
-               rx_d_opname(call), attr, got, want);
+    rx_op_fail(c, call, "%s \"%s\" is not supported (v1 supports \"%s\" only)", attr, got,
+               want);
     return false;
 }
 
@@ -82,7 +81,7 @@ static bool norm_axes(rx_dctx *c, const rx_node *call, const rx_sinfo *x, int *a
         if (!rx_d_axis(c, call, raw[i], x->ndim, &ax[i])) return false;
         for (int j = 0; j < i; j++)
             if (ax[j] == ax[i]) {
-                rx_d_error(c, call, "%s: axis %d is repeated in axes", rx_d_opname(call), ax[i]);
+                rx_op_fail(c, call, "axis %d is repeated in axes", ax[i]);
                 return false;
             }
     }
@@ -95,16 +94,16 @@ static bool check_param(rx_dctx *c, const rx_node *call, const rx_sinfo *x, cons
                         int n, const rx_sinfo *p, int argi) {
     if (p->ndim < 0) return true;
     if (p->ndim != n) {
-        rx_d_error(c, call, "%s: argument %d must have %d dimension%s (one per normalized "
-                   "axis), found %s", rx_d_opname(call), argi, n, n == 1 ? "" : "s",
+        rx_op_fail(c, call, "argument %d must have %d dimension%s (one per normalized "
+                   "axis), found %s", argi, n, n == 1 ? "" : "s",
                    rx_op_dims_str(c->a, p->dims, p->ndim));
         return false;
     }
     if (!x->dims || !p->dims) return true;
     for (int j = 0; j < n; j++)
         if (proved_ne(c, p->dims[j], x->dims[ax[j]])) {
-            rx_d_error(c, call, "%s: argument %d has shape %s, but the normalized dims of the "
-                       "input %s are not that", rx_d_opname(call), argi,
+            rx_op_fail(c, call, "argument %d has shape %s, but the normalized dims of the "
+                       "input %s are not that", argi,
                        rx_op_dims_str(c->a, p->dims, p->ndim),
                        rx_op_dims_str(c->a, x->dims, x->ndim));
             return false;
@@ -157,16 +156,15 @@ static bool pair_attr(rx_dctx *c, const rx_node *call, const char *name, int64_t
     int n;
     if (!rx_op_int_list(c, call, name, raw, 4, &n)) return false;
     if (n != 1 && n != 2) {
-        rx_d_error(c, call, "%s: attribute \"%s\" needs 1 or 2 values, found %d",
-                   rx_d_opname(call), name, n);
+        rx_op_fail(c, call, "attribute \"%s\" needs 1 or 2 values, found %d", name, n);
         return false;
     }
     v[0] = raw[0];
     v[1] = n == 2 ? raw[1] : raw[0];
     for (int i = 0; i < 2; i++)
         if (v[i] < lo) {
-            rx_d_error(c, call, "%s: attribute \"%s\" must be at least %lld, found %lld",
-                       rx_d_opname(call), name, (long long)lo, (long long)v[i]);
+            rx_op_fail(c, call, "attribute \"%s\" must be at least %lld, found %lld",
+                       name, (long long)lo, (long long)v[i]);
             return false;
         }
     return true;
@@ -185,14 +183,12 @@ static bool pad_attr(rx_dctx *c, const rx_node *call, int64_t p[4]) {
     } else if (n == 4) {
         for (int i = 0; i < 4; i++) p[i] = raw[i];
     } else {
-        rx_d_error(c, call, "%s: attribute \"padding\" needs 1, 2 or 4 values, found %d",
-                   rx_d_opname(call), n);
+        rx_op_fail(c, call, "attribute \"padding\" needs 1, 2 or 4 values, found %d", n);
         return false;
     }
     for (int i = 0; i < 4; i++)
         if (p[i] < 0) {
-            rx_d_error(c, call, "%s: padding must not be negative, found %lld",
-                       rx_d_opname(call), (long long)p[i]);
+            rx_op_fail(c, call, "padding must not be negative, found %lld", (long long)p[i]);
             return false;
         }
     return true;
@@ -223,8 +219,8 @@ static rx_expr *window(rx_dctx *c, const rx_node *call, rx_expr *in, rx_expr *k,
 check:;
     int64_t v;
     if (rx_expr_is_const(out, &v) && v < 1) {
-        rx_d_error(c, call, "%s: the window (%s with dilation %lld) does not fit the padded "
-                   "input extent %s", rx_d_opname(call), rx_expr_str(a, k), (long long)dil,
+        rx_op_fail(c, call, "the window (%s with dilation %lld) does not fit the padded "
+                   "input extent %s", rx_expr_str(a, k), (long long)dil,
                    rx_expr_str(a, in));
         return NULL;
     }
@@ -272,10 +268,8 @@ static rx_sinfo *deduce_conv2d(rx_dctx *c, const rx_node *call) {
     }
     if (!check_ndim(c, call, x, 0, 4) || !check_ndim(c, call, w, 1, 4)) return NULL;
     int64_t groups = rx_call_attr(call, "groups")->u.i;
-    if (groups < 1) {
-        rx_d_error(c, call, "nn.conv2d: groups must be at least 1, found %lld", (long long)groups);
-        return NULL;
-    }
+    if (groups < 1)
+        return rx_op_fail(c, call, "groups must be at least 1, found %lld", (long long)groups);
     rx_expr *sp[2] = { NULL, NULL };
     if (!w->dims) {
         int64_t dummy[2], pd[4];
@@ -286,20 +280,17 @@ static rx_sinfo *deduce_conv2d(rx_dctx *c, const rx_node *call) {
     }
     rx_expr *o = w->dims[0], *i = w->dims[1];
     int64_t ko;
-    if (rx_expr_is_const(o, &ko) && ko % groups != 0) {
-        rx_d_error(c, call, "nn.conv2d: output channels %lld are not a multiple of groups %lld",
-                   (long long)ko, (long long)groups);
-        return NULL;
-    }
+    if (rx_expr_is_const(o, &ko) && ko % groups != 0)
+        return rx_op_fail(c, call, "output channels %lld are not a multiple of groups %lld",
+                          (long long)ko, (long long)groups);
     if (x->dims) {
         rx_expr *want = rx_d_simplify(c, rx_e_binary(c->a, RX_E_MUL, i, rx_e_int(c->a, groups)));
-        if (proved_ne(c, x->dims[1], want)) {
-            rx_d_error(c, call, "nn.conv2d: input channels %s do not match the weight's %s * "
-                       "groups %lld (input %s, weight %s)", rx_expr_str(c->a, x->dims[1]),
-                       rx_expr_str(c->a, i), (long long)groups,
-                       rx_op_dims_str(c->a, x->dims, 4), rx_op_dims_str(c->a, w->dims, 4));
-            return NULL;
-        }
+        if (proved_ne(c, x->dims[1], want))
+            return rx_op_fail(c, call, "input channels %s do not match the weight's %s * "
+                              "groups %lld (input %s, weight %s)", rx_expr_str(c->a, x->dims[1]),
+                              rx_expr_str(c->a, i), (long long)groups,
+                              rx_op_dims_str(c->a, x->dims, 4),
+                              rx_op_dims_str(c->a, w->dims, 4));
     }
     if (!spatial(c, call, x, w->dims[2], w->dims[3], false, sp)) return NULL;
     return nchw(c, dt, x->dims ? x->dims[0] : NULL, o, sp);
@@ -384,7 +375,7 @@ static const rx_attr_spec adaptive_pool2d_attrs[] = {
     RX_ATTR_DEF("layout", RX_AT_STR, "\"NCHW\""),
 };
 
-#define OP(nm, lo, hi, at, fn) { nm, lo, hi, at, RX_COUNTOF(at), fn, 0 }
+#define OP(nm, lo, hi, at, fn) { nm, lo, hi, RX_ATTRS(at), fn, 0 }
 
 const rx_op rx_ops_nn[] = {
     OP("nn.softmax", 1, 1, softmax_attrs, deduce_softmax),

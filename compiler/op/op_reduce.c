@@ -12,21 +12,6 @@
  */
 #include "op_int.h"
 
-/* Reports "<op>: <message>" at the call and returns NULL, for `return fail(...)`. */
-static rx_sinfo *fail(rx_dctx *c, const rx_node *call, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static rx_sinfo *fail(rx_dctx *c, const rx_node *call, const char *fmt, ...)
-{
-    rx_sb b = {0};
-    va_list ap;
-    va_start(ap, fmt);
-    rx_sb_vprintf(&b, fmt, ap);
-    va_end(ap);
-    rx_d_error(c, call, "%s: %s", rx_d_opname(call), rx_sb_str(&b));
-    rx_sb_free(&b);
-    return NULL;
-}
-
 /* The result of reducing x over the axes ax[0..n) (n < 0: every axis) as dtype dt. */
 static rx_sinfo *reduce(rx_dctx *c, const rx_node *call, const rx_sinfo *x,
                         const int64_t *ax, int n, bool keepdims, rx_dtype dt)
@@ -45,7 +30,7 @@ static rx_sinfo *reduce(rx_dctx *c, const rx_node *call, const rx_sinfo *x,
         for (int i = 0; i < n; i++) {
             int a;
             if (!rx_d_axis(c, call, ax[i], nd, &a)) return NULL;
-            if (red[a]) return fail(c, call, "axis %d is repeated", a);
+            if (red[a]) return rx_op_fail(c, call, "axis %d is repeated", a);
             red[a] = true;
             nred++;
         }
@@ -94,8 +79,8 @@ static const rx_attr_spec arg_attrs[] = {
     RX_ATTR_DEF("keepdims", RX_AT_BOOL, "false"),
 };
 
-#define REDUCE(nm) {nm, 1, 1, reduce_attrs, (int8_t)RX_COUNTOF(reduce_attrs), d_reduce, 0}
-#define ARG_REDUCE(nm) {nm, 1, 1, arg_attrs, (int8_t)RX_COUNTOF(arg_attrs), d_arg_reduce, 0}
+#define REDUCE(nm) {nm, 1, 1, RX_ATTRS(reduce_attrs), d_reduce, 0}
+#define ARG_REDUCE(nm) {nm, 1, 1, RX_ATTRS(arg_attrs), d_arg_reduce, 0}
 
 /* The reductions (registered by op/registry.c). */
 const rx_op rx_ops_reduce[] = {

@@ -1,9 +1,24 @@
 /*
  * op_util.c — small helpers shared by the op group files (declared in op_int.h):
- * printing a shape for messages, reading integer-list attributes, and building the
- * "like x" result annotation most rules return.
+ * reporting an error prefixed with the op's name, printing a shape for messages,
+ * reading integer-list attributes, and building the "like x" result annotation most
+ * rules return.
  */
+#include <stdarg.h>
+
 #include "op_int.h"
+
+/* Reports "<op>: <message>" at the call and returns NULL (see op_int.h). */
+rx_sinfo *rx_op_fail(rx_dctx *c, const rx_node *call, const char *fmt, ...) {
+    rx_sb b = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    rx_sb_vprintf(&b, fmt, ap);
+    va_end(ap);
+    rx_d_error(c, call, "%s: %s", rx_d_opname(call), rx_sb_str(&b));
+    rx_sb_free(&b);
+    return NULL;
+}
 
 /* Prints dims as a tuple into arena a (see op_int.h). */
 char *rx_op_dims_str(rx_arena *a, rx_expr **dims, int ndim) {
@@ -37,8 +52,8 @@ bool rx_op_int_list(rx_dctx *c, const rx_node *call, const char *name, int64_t *
     }
     RX_ASSERT(v->kind == RX_A_ARRAY);
     if (v->u.arr.n > max) {
-        rx_d_error(c, call, "%s: attribute \"%s\" has %d values, at most %d allowed",
-                   rx_d_opname(call), name, v->u.arr.n, max);
+        rx_op_fail(c, call, "attribute \"%s\" has %d values, at most %d allowed", name,
+                   v->u.arr.n, max);
         return false;
     }
     for (int i = 0; i < v->u.arr.n; i++) {

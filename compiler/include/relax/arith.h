@@ -111,6 +111,15 @@ bool rx_expr_is_int(const rx_expr *e, int64_t v);          /* literal equal to v
 bool rx_expr_is_const(const rx_expr *e, int64_t *v);       /* integer literal */
 bool rx_expr_uses_var(const rx_expr *e, const rx_svar *v);
 
+/* Generic walk over the expression operands of e, in the order of the node table:
+ * rx_expr_nchildren is 0 for INT, FLOAT and VAR, 1 for NOT NEG BITNOT CAST, 3 for
+ * SELECT (cond, then, else), nidx for LOAD (the indices; the buffer is not an
+ * operand), nargs for CALL, 2 for every binary kind. rx_expr_child returns operand
+ * i, 0 <= i < rx_expr_nchildren(e), borrowed from e (never NULL in a well-formed
+ * tree). Both are O(1). */
+int rx_expr_nchildren(const rx_expr *e);
+rx_expr *rx_expr_child(const rx_expr *e, int i);
+
 /* Collects the distinct variables of e in first-occurrence order into *out. */
 typedef RX_VEC(const rx_svar *) rx_svar_vec;
 void rx_expr_vars(const rx_expr *e, rx_svar_vec *out);

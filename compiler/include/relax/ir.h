@@ -103,6 +103,10 @@ struct rx_attr {
 };
 
 rx_attr *rx_attr_map_get(const rx_attr *map, const char *key); /* NULL when absent */
+/* The indices of map's entries ordered by key (strcmp), for output that must not
+ * depend on input order. Returns a malloc'd array of max(n, 1) ints that the caller
+ * frees. O(n^2) (insertion sort: maps are small). */
+int *rx_attr_sorted_keys(const rx_attr *map);
 
 /* ---------------------------------------------------------------- constants */
 typedef struct rx_const {
@@ -197,6 +201,17 @@ typedef enum rx_loopkind {
 
 typedef enum rx_iterkind { RX_ITER_SPATIAL, RX_ITER_REDUCE } rx_iterkind;
 
+/* The loop-level enums as relax-json spells them: "serial" "parallel" "vectorized"
+ * "unrolled", "spatial" "reduce", "global" "local" "shared". A value out of range
+ * names as "?". Each parse is the inverse of its name: true and *out set for one of
+ * those strings, false (*out untouched) for any other string or NULL. */
+const char *rx_loopkind_name(rx_loopkind k);
+bool rx_loopkind_parse(const char *s, rx_loopkind *out);
+const char *rx_iterkind_name(rx_iterkind k);
+bool rx_iterkind_parse(const char *s, rx_iterkind *out);
+const char *rx_scope_name(rx_scope s);
+bool rx_scope_parse(const char *s, rx_scope *out);
+
 typedef struct rx_stmt rx_stmt;
 typedef struct rx_stmts { rx_stmt **items; int32_t n; } rx_stmts;
 
@@ -229,6 +244,11 @@ typedef struct rx_tparam { /* one of the two is set */
     rx_buffer *buf;
     const rx_svar *var;   /* scalar parameter (receives a tir_var) */
 } rx_tparam;
+
+/* True when v occurs in an index of a STORE anywhere in ss, nested statements
+ * included: relax-json's rule for the kind of an implicit block iterator (spatial
+ * when stored with, else reduce). O(size of ss). */
+bool rx_stmts_store_uses(const rx_stmts *ss, const rx_svar *v);
 
 /* ---------------------------------------------------------------- functions */
 typedef enum rx_fkind { RX_F_RELAX, RX_F_TIR } rx_fkind;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "relax/arith.h"
+#include "../rx_check.h"
 
 static rx_arena *A;
 static rx_arith *AR;
@@ -460,9 +461,5 @@ static Suite *arith_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(arith_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return rx_check_run(arith_suite());
 }

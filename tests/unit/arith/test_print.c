@@ -11,6 +11,7 @@
 
 #include "relax/arith.h"
 #include "relax/ir.h"
+#include "../rx_check.h"
 
 static rx_arena *A;
 static rx_svar *a_, *b_, *c_, *d_, *x32_, *y_, *p_;
@@ -177,9 +178,5 @@ int main(void)
     tcase_add_test(tc, float_literals);
     tcase_add_test(tc, print_appends);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return rx_check_run(s);
 }

@@ -9,6 +9,7 @@
 
 #include <check.h>
 #include <string.h>
+#include "../rx_check.h"
 
 static rx_module *read_ok(const char *json, rx_diags *d)
 {
@@ -112,9 +113,5 @@ int main(void)
     tcase_add_test(tc, compound_result_becomes_a_leaf);
     tcase_add_test(tc, errors_in_nested_operands_keep_their_path);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return rx_check_run(s);
 }

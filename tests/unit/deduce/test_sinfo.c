@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "relax/deduce.h"
+#include "../rx_check.h"
 
 typedef struct T {
     rx_arena *a;
@@ -786,9 +787,5 @@ static Suite *sinfo_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(sinfo_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return rx_check_run(sinfo_suite());
 }

@@ -15,6 +15,7 @@
 #include "relax/json.h"
 #include "relax/op.h"
 #include "relax/text.h"
+#include "../rx_check.h"
 
 /* The text with ' replaced by " (heap). */
 static char *dq(const char *s)
@@ -511,6 +512,36 @@ START_TEST(test_invalid)
 }
 END_TEST
 
+/* A name bound later in the function: the message points at its binding. */
+START_TEST(test_use_before_binding)
+{
+    /* a later binding of the same block */
+    expect_error(MAINB("{'var':'lv0','value':{'op':'exp','args':['lv1']}},"
+                       "{'var':'lv1','value':'x'}", "'lv1'"),
+                 "functions.main.body.blocks[0].bindings[0].value.args[0]",
+                 "variable \"lv1\" is used before its binding at "
+                 "functions.main.body.blocks[0].bindings[1].var");
+    /* a binding of a later block, found through an if branch, and as the result */
+    expect_error(HEAD "'main':{'kind':'relax','params':[{'name':'x','type':{'tensor':{'shape':[4],"
+                 "'dtype':'f32'}}}],'body':{'blocks':[{'bindings':[{'var':'a','value':'b'}]},"
+                 "{'bindings':[{'var':'c','value':{'prim':1,'dtype':'bool'}},"
+                 "{'var':'r','value':{'if':'c',"
+                 "'then':{'blocks':[{'bindings':[{'var':'b','value':'x'}]}],'result':'b'},"
+                 "'else':{'result':'x'}}}]}],'result':'r'}}}}",
+                 "functions.main.body.blocks[0].bindings[0].value",
+                 "variable \"b\" is used before its binding at functions.main.body.blocks[1]."
+                 "bindings[1].value.then.blocks[0].bindings[0].var");
+    /* a use inside its own binding stays unknown, and says why */
+    expect_error(MAIN1("{'op':'exp','args':['lv0']}"),
+                 "functions.main.body.blocks[0].bindings[0].value.args[0]",
+                 "unknown variable \"lv0\" (a binding cannot use its own variable)");
+    /* a name bound nowhere */
+    expect_error(MAIN1("{'op':'exp','args':['lv7']}"),
+                 "functions.main.body.blocks[0].bindings[0].value.args[0]",
+                 "unknown variable \"lv7\"");
+}
+END_TEST
+
 /* ---------------------------------------------------------------- hostile input */
 
 START_TEST(test_deep_nesting)
@@ -740,6 +771,7 @@ static Suite *reader_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_valid_module);
     tcase_add_loop_test(tc, test_invalid, 0, RX_COUNTOF(BAD));
+    tcase_add_test(tc, test_use_before_binding);
     tcase_add_test(tc, test_deep_nesting);
     tcase_add_test(tc, test_max_bytes);
     tcase_add_test(tc, test_expr_too_deep);
@@ -758,9 +790,5 @@ static Suite *reader_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(reader_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return rx_check_run(reader_suite());
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "relax/deduce.h"
+#include "../rx_check.h"
 
 typedef struct fx {
     rx_module *m;      /* owns everything */
@@ -665,9 +666,5 @@ static Suite *suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return rx_check_run(suite());
 }

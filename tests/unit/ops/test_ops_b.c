@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "relax/deduce.h"
+#include "../rx_check.h"
 
 /* ---------------------------------------------------------------- fixture */
 
@@ -727,9 +728,5 @@ static Suite *ops_b_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(ops_b_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return rx_check_run(ops_b_suite());
 }

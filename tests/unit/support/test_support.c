@@ -6,6 +6,7 @@
 
 #include <check.h>
 #include <string.h>
+#include "../rx_check.h"
 
 START_TEST(arena_zeroed_aligned_and_counted)
 {
@@ -208,9 +209,5 @@ int main(void)
     tcase_add_test(tc, sha256_known_vectors);
     tcase_add_test(tc, base64_round_trip_and_rejects);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return rx_check_run(s);
 }

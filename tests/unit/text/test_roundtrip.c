@@ -5,6 +5,7 @@
  * reordered reads to an equal module with the same hash, before and after deduction.
  */
 #include "fixtures.h"
+#include "../rx_check.h"
 
 /* ---- round trips through the reader ---- */
 static const char *const rt_json =
@@ -169,9 +170,5 @@ static Suite *suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return rx_check_run(suite());
 }

@@ -5,6 +5,7 @@
  * or in one semantic field (different, with a located reason).
  */
 #include "fixtures.h"
+#include "../rx_check.h"
 
 static void check_differs(const variant *v, const char *where) {
     rx_module *x = build(&base), *y = build(v);
@@ -225,7 +226,7 @@ START_TEST(test_print_constructs) {
         "        W = T.alloc_buffer((16,), \"f16\", scope=\"local\")\n"
         "        with T.LetStmt(s) as v:\n"
         "            W[v] = f16(2.0)\n"
-        "        for p in T.parallel(2, 2 + 4):\n"
+        "        for p in T.parallel(2, 6):\n"
         "            if p < 4:\n"
         "                A[p] = 0.0\n"
         "            else:\n"
@@ -318,9 +319,5 @@ static Suite *suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return rx_check_run(suite());
 }
