@@ -1,0 +1,632 @@
+/*
+ * c_expr.c — scalar expressions of loop functions as C expressions, and the prelude.
+ *
+ * Every emitted expression is fully parenthesized, so C's precedence never matters and
+ * gcc's -Wparentheses stays quiet. Each operand is evaluated once: operations that
+ * would repeat an operand in C (min, max, abs, floor division) call a static inline
+ * helper instead, so nested expressions stay linear in size.
+ *
+ * Types follow cgen_int.h's compute types. Narrow integers (8 and 16 bits) are
+ * computed in a 32-bit type of the same signedness and cast back, which gives wrapping
+ * results without C's undefined signed overflow of promoted uint16 products; 32- and
+ * 64-bit integers use C's own operators (signed overflow there is undefined, as it is
+ * in TVM's generated code). f16 and bf16 results are rounded after every operation:
+ * float has more than 2p+2 significant bits for both, so computing in float and
+ * rounding once equals computing in the narrow type for + - * / and sqrt.
+ *
+ * The prelude defines, on demand, the helpers the kernels used (floor division and
+ * modulo with division by zero giving 0, NaN-propagating float min/max like NumPy's,
+ * f16/bf16 conversions). f16 uses the compiler's _Float16 when it has one (gcc 12 on
+ * x86-64) and exact software conversions otherwise (clang 14); defining RX_NO_FLOAT16
+ * when building forces the software path.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cgen_int.h"
+
+/* ---------------------------------------------------------------- types */
+
+const char *rx_cg_ctype(rx_dtype t)
+{
+    switch (t) {
+    case RX_DT_BOOL: return "int";
+    case RX_DT_I8: return "int8_t";
+    case RX_DT_I16: return "int16_t";
+    case RX_DT_I32: return "int32_t";
+    case RX_DT_I64: return "int64_t";
+    case RX_DT_U8: return "uint8_t";
+    case RX_DT_U16: return "uint16_t";
+    case RX_DT_U32: return "uint32_t";
+    case RX_DT_U64: return "uint64_t";
+    case RX_DT_F16: case RX_DT_BF16: case RX_DT_F32: return "float";
+    case RX_DT_F64: return "double";
+    default: return "int64_t";
+    }
+}
+
+const char *rx_cg_stype(rx_dtype t)
+{
+    if (t == RX_DT_BOOL) return "uint8_t";
+    if (t == RX_DT_F16 || t == RX_DT_BF16) return "uint16_t";
+    return rx_cg_ctype(t);
+}
+
+size_t rx_cg_ssize(rx_dtype t)
+{
+    int bits = rx_dtype_bits(t);
+    return bits > 0 ? (size_t)bits / 8 : 8;
+}
+
+/* Suffix naming a helper's type: the compute type's (f16 and bf16 share f32's). */
+static const char *hsuffix(rx_dtype t)
+{
+    if (t == RX_DT_F16 || t == RX_DT_BF16) return "f32";
+    if (t == RX_DT_BOOL) return "i32";
+    if (t == RX_DT_UNKNOWN) return "i64";
+    return rx_dtype_name(t);
+}
+
+static rx_dtype hdtype(rx_dtype t)
+{
+    if (t == RX_DT_F16 || t == RX_DT_BF16) return RX_DT_F32;
+    if (t == RX_DT_BOOL) return RX_DT_I32;
+    if (t == RX_DT_UNKNOWN) return RX_DT_I64;
+    return t;
+}
+
+static bool is_narrow_int(rx_dtype t)
+{
+    return rx_dtype_is_int(t) && rx_dtype_bits(t) < 32;
+}
+
+/* The 32-bit type narrow integers are computed in. */
+static const char *wide(rx_dtype t)
+{
+    return rx_dtype_is_uint(t) ? "uint32_t" : "int32_t";
+}
+
+static void use(cg *g, cg_helper h, rx_dtype t)
+{
+    g->need[h] |= 1u << (unsigned)hdtype(t);
+}
+
+/* Opens the rounding wrapper of an f16/bf16 result computed in float ("" else). */
+static void round_open(cg *g, rx_dtype t)
+{
+    if (t == RX_DT_F16) {
+        use(g, H_F16, 0);
+        rx_sb_puts(g->out, "rx_f16r(");
+    } else if (t == RX_DT_BF16) {
+        use(g, H_BF16, 0);
+        rx_sb_puts(g->out, "rx_bf16r_f(");
+    }
+}
+
+static void round_close(cg *g, rx_dtype t)
+{
+    if (t == RX_DT_F16 || t == RX_DT_BF16) rx_sb_putc(g->out, ')');
+}
+
+/* ---------------------------------------------------------------- literals */
+
+static void emit_float_lit(cg *g, double v, rx_dtype t)
+{
+    rx_sb *o = g->out;
+    bool dbl = t == RX_DT_F64;
+    if (isnan(v)) {
+        rx_sb_puts(o, dbl ? "((double)NAN)" : "NAN");
+        return;
+    }
+    if (!dbl && !isinf(v) && fabs(v) >= 0x1.ffffffp127) v = v < 0 ? -INFINITY : INFINITY;
+    if (isinf(v)) {
+        rx_sb_printf(o, "(%s%sINFINITY)", dbl ? "(double)" : "", v < 0 ? "-" : "");
+        return;
+    }
+    if (t == RX_DT_F16 || t == RX_DT_BF16) {
+        use(g, t == RX_DT_F16 ? H_F16 : H_BF16, 0);
+        rx_sb_printf(o, "%s(%a)", t == RX_DT_F16 ? "rx_f16r" : "rx_bf16r", v);
+        return;
+    }
+    if (dbl) rx_sb_printf(o, "(%a)", v);
+    else rx_sb_printf(o, "(%af)", (double)(float)v);
+}
+
+static void emit_int_lit(cg *g, int64_t v, rx_dtype t)
+{
+    rx_sb *o = g->out;
+    if (rx_dtype_is_float(t)) {
+        emit_float_lit(g, (double)v, t);
+        return;
+    }
+    switch (t) {
+    case RX_DT_BOOL: rx_sb_puts(o, v ? "1" : "0"); return;
+    case RX_DT_U64: rx_sb_printf(o, "UINT64_C(%llu)", (unsigned long long)v); return;
+    case RX_DT_U32: rx_sb_printf(o, "((uint32_t)%lluu)", (unsigned long long)(uint32_t)v); return;
+    case RX_DT_I32:
+    case RX_DT_I16:
+    case RX_DT_I8:
+    case RX_DT_U16:
+    case RX_DT_U8:
+        rx_sb_printf(o, "((%s)%lld)", rx_cg_ctype(t), (long long)v);
+        return;
+    default:
+        if (v == INT64_MIN) rx_sb_puts(o, "INT64_MIN");
+        else rx_sb_printf(o, "INT64_C(%lld)", (long long)v);
+        return;
+    }
+}
+
+/* ---------------------------------------------------------------- operators */
+
+static const char *binop_tok(rx_ekind k)
+{
+    switch (k) {
+    case RX_E_ADD: return "+";
+    case RX_E_SUB: return "-";
+    case RX_E_MUL: return "*";
+    case RX_E_DIV: return "/";
+    case RX_E_EQ: return "==";
+    case RX_E_NE: return "!=";
+    case RX_E_LT: return "<";
+    case RX_E_LE: return "<=";
+    case RX_E_GT: return ">";
+    case RX_E_GE: return ">=";
+    case RX_E_AND: return "&&";
+    case RX_E_OR: return "||";
+    case RX_E_SHL: return "<<";
+    case RX_E_SHR: return ">>";
+    case RX_E_BITAND: return "&";
+    case RX_E_BITOR: return "|";
+    case RX_E_BITXOR: return "^";
+    default: return "?";
+    }
+}
+
+/* a OP b of dtype t (arithmetic, shifts, bitwise), both operands converted to t. */
+static void emit_arith(cg *g, rx_ekind k, const rx_expr *a, const rx_expr *b, rx_dtype t,
+                       rx_loc loc)
+{
+    rx_sb *o = g->out;
+    const char *tok = binop_tok(k);
+    if (is_narrow_int(t)) {
+        const char *w = wide(t);
+        rx_sb_printf(o, "((%s)((%s)", rx_cg_ctype(t), w);
+        rx_cg_expr_as(g, a, t, loc);
+        rx_sb_printf(o, " %s (%s)", tok, w);
+        rx_cg_expr_as(g, b, k == RX_E_SHL || k == RX_E_SHR ? (rx_dtype)b->dtype : t, loc);
+        rx_sb_puts(o, "))");
+        return;
+    }
+    round_open(g, t);
+    rx_sb_putc(o, '(');
+    rx_cg_expr_as(g, a, t, loc);
+    rx_sb_printf(o, " %s ", tok);
+    rx_cg_expr_as(g, b, k == RX_E_SHL || k == RX_E_SHR ? (rx_dtype)b->dtype : t, loc);
+    rx_sb_putc(o, ')');
+    round_close(g, t);
+}
+
+/* helper_SUFFIX(a, b) */
+static void emit_call2(cg *g, cg_helper h, const char *base, const rx_expr *a, const rx_expr *b,
+                       rx_dtype t, rx_loc loc)
+{
+    use(g, h, t);
+    rx_sb_printf(g->out, "rx_%s_%s(", base, hsuffix(t));
+    rx_cg_expr_as(g, a, t, loc);
+    rx_sb_puts(g->out, ", ");
+    rx_cg_expr_as(g, b, t, loc);
+    rx_sb_putc(g->out, ')');
+}
+
+static void emit_cast(cg *g, rx_dtype to, const rx_expr *x, rx_loc loc)
+{
+    rx_sb *o = g->out;
+    rx_dtype from = (rx_dtype)x->dtype;
+    if (to == from) {
+        rx_cg_expr(g, x, loc);
+        return;
+    }
+    if (to == RX_DT_BOOL) {
+        rx_sb_puts(o, "((");
+        rx_cg_expr(g, x, loc);
+        rx_sb_puts(o, ") != 0)");
+        return;
+    }
+    if (to == RX_DT_F16 || to == RX_DT_BF16) {
+        bool exact = from == RX_DT_F16 || from == RX_DT_BF16 || from == RX_DT_F32 ||
+                     from == RX_DT_BOOL || is_narrow_int(from);
+        if (to == RX_DT_F16) {
+            use(g, H_F16, 0);
+            rx_sb_puts(o, "rx_f16r((double)(");
+        } else {
+            use(g, H_BF16, 0);
+            rx_sb_puts(o, exact ? "rx_bf16r_f((float)(" : "rx_bf16r((double)(");
+        }
+        rx_cg_expr(g, x, loc);
+        rx_sb_puts(o, "))");
+        return;
+    }
+    rx_sb_printf(o, "((%s)(", rx_cg_ctype(to));
+    rx_cg_expr(g, x, loc);
+    rx_sb_puts(o, "))");
+}
+
+/* Math intrinsics: libm's float or double function by the compute type. */
+static void emit_intrin(cg *g, const rx_expr *e, rx_loc loc)
+{
+    rx_sb *o = g->out;
+    rx_dtype t = (rx_dtype)e->dtype;
+    rx_intrin fn = (rx_intrin)e->u.call.fn;
+    if (e->u.call.nargs != rx_intrin_arity(fn)) {
+        rx_cg_err(g, loc, "%s takes %d argument(s), found %d", rx_intrin_name(fn),
+                  rx_intrin_arity(fn), e->u.call.nargs);
+        rx_sb_putc(o, '0');
+        return;
+    }
+    const rx_expr *x = e->u.call.args[0];
+    if (fn == RX_FN_ABS && !rx_dtype_is_float(t)) {
+        if (rx_dtype_is_uint(t)) {
+            rx_cg_expr_as(g, x, t, loc);
+        } else {
+            use(g, H_ABS, t);
+            rx_sb_printf(o, "rx_abs_%s(", hsuffix(t));
+            rx_cg_expr_as(g, x, t, loc);
+            rx_sb_putc(o, ')');
+        }
+        return;
+    }
+    if (!rx_dtype_is_float(t)) {
+        rx_cg_err(g, loc, "%s needs a float argument, found %s", rx_intrin_name(fn),
+                  rx_dtype_name(t));
+        rx_sb_putc(o, '0');
+        return;
+    }
+    const char *f = t == RX_DT_F64 ? "" : "f";     /* libm suffix */
+    const char *one = t == RX_DT_F64 ? "1.0" : "1.0f";
+    round_open(g, t);
+    switch (fn) {
+    case RX_FN_RSQRT: rx_sb_printf(o, "(%s / sqrt%s(", one, f); break;
+    case RX_FN_SIGMOID: rx_sb_printf(o, "(%s / (%s + exp%s(-(", one, one, f); break;
+    case RX_FN_ABS: rx_sb_printf(o, "fabs%s(", f); break;
+    case RX_FN_ROUND: rx_sb_printf(o, "nearbyint%s(", f); break;
+    default: rx_sb_printf(o, "%s%s(", rx_intrin_name(fn), f); break;
+    }
+    rx_cg_expr_as(g, x, t, loc);
+    if (fn == RX_FN_POW) {
+        rx_sb_puts(o, ", ");
+        rx_cg_expr_as(g, e->u.call.args[1], t, loc);
+    }
+    rx_sb_puts(o, fn == RX_FN_RSQRT ? "))" : fn == RX_FN_SIGMOID ? "))))" : ")");
+    round_close(g, t);
+}
+
+static void emit_load(cg *g, const rx_expr *e, rx_loc loc)
+{
+    const rx_buffer *b = e->u.load.buf;
+    const cg_sym *s = rx_cg_lookup(g, b);
+    if (!s || !s->dims) {
+        rx_cg_err(g, loc, "buffer \"%s\" is not in scope", b ? b->name : "?");
+        rx_sb_putc(g->out, '0');
+        return;
+    }
+    rx_dtype t = (rx_dtype)b->dtype;
+    const char *dec = t == RX_DT_F16 ? "rx_h2f(" : t == RX_DT_BF16 ? "rx_bf2f(" : "";
+    if (t == RX_DT_F16) use(g, H_F16, 0);
+    if (t == RX_DT_BF16) use(g, H_BF16, 0);
+    rx_sb_printf(g->out, "%s%s[", dec, s->name);
+    rx_cg_index(g, s, e->u.load.idx, e->u.load.nidx, loc);
+    rx_sb_puts(g->out, *dec ? "])" : "]");
+}
+
+/* ---------------------------------------------------------------- expressions */
+
+void rx_cg_expr(cg *g, const rx_expr *e, rx_loc loc)
+{
+    rx_sb *o = g->out;
+    rx_dtype t = (rx_dtype)e->dtype;
+    const rx_expr *a = e->u.op.a, *b = e->u.op.b;
+    switch ((rx_ekind)e->kind) {
+    case RX_E_INT: emit_int_lit(g, e->u.ival, t); return;
+    case RX_E_FLOAT: emit_float_lit(g, e->u.fval, t); return;
+    case RX_E_VAR: {
+        const cg_sym *s = rx_cg_lookup(g, e->u.var);
+        if (!s || s->dims) {
+            rx_cg_err(g, loc, "variable \"%s\" is not in scope", e->u.var->name);
+            rx_sb_putc(o, '0');
+            return;
+        }
+        rx_sb_puts(o, s->name);
+        return;
+    }
+    case RX_E_ADD: case RX_E_SUB: case RX_E_MUL: case RX_E_DIV:
+    case RX_E_SHL: case RX_E_SHR: case RX_E_BITAND: case RX_E_BITOR: case RX_E_BITXOR:
+        if (t == RX_DT_BOOL) { /* & | ^ on 0/1 values */
+            rx_sb_putc(o, '(');
+            rx_cg_expr_as(g, a, t, loc);
+            rx_sb_printf(o, " %s ", binop_tok((rx_ekind)e->kind));
+            rx_cg_expr_as(g, b, t, loc);
+            rx_sb_putc(o, ')');
+            return;
+        }
+        emit_arith(g, (rx_ekind)e->kind, a, b, t, loc);
+        return;
+    case RX_E_FLOORDIV: emit_call2(g, H_FLOORDIV, "floordiv", a, b, t, loc); return;
+    case RX_E_FLOORMOD: emit_call2(g, H_FLOORMOD, "floormod", a, b, t, loc); return;
+    case RX_E_MIN: emit_call2(g, H_MIN, "min", a, b, t, loc); return;
+    case RX_E_MAX: emit_call2(g, H_MAX, "max", a, b, t, loc); return;
+    case RX_E_EQ: case RX_E_NE: case RX_E_LT: case RX_E_LE: case RX_E_GT: case RX_E_GE:
+    case RX_E_AND: case RX_E_OR: {
+        rx_dtype ot = (rx_dtype)a->dtype;
+        if (e->kind == RX_E_AND || e->kind == RX_E_OR) ot = RX_DT_BOOL;
+        rx_sb_putc(o, '(');
+        rx_cg_expr_as(g, a, ot, loc);
+        rx_sb_printf(o, " %s ", binop_tok((rx_ekind)e->kind));
+        rx_cg_expr_as(g, b, ot, loc);
+        rx_sb_putc(o, ')');
+        return;
+    }
+    case RX_E_NOT:
+        rx_sb_puts(o, "(!");
+        rx_cg_expr_as(g, a, RX_DT_BOOL, loc);
+        rx_sb_putc(o, ')');
+        return;
+    case RX_E_NEG:
+    case RX_E_BITNOT: {
+        const char *tok = e->kind == RX_E_NEG ? "-" : "~";
+        if (t == RX_DT_BOOL) { /* -b == b and ~b == !b modulo 2 */
+            rx_sb_puts(o, e->kind == RX_E_NEG ? "(" : "(!");
+            rx_cg_expr_as(g, a, t, loc);
+            rx_sb_putc(o, ')');
+        } else if (is_narrow_int(t)) {
+            rx_sb_printf(o, "((%s)%s(%s)", rx_cg_ctype(t), tok, wide(t));
+            rx_cg_expr_as(g, a, t, loc);
+            rx_sb_putc(o, ')');
+        } else {
+            rx_sb_printf(o, "(%s", tok);
+            rx_cg_expr_as(g, a, t, loc);
+            rx_sb_putc(o, ')');
+        }
+        return;
+    }
+    case RX_E_SELECT:
+        rx_sb_putc(o, '(');
+        rx_cg_expr_as(g, a, RX_DT_BOOL, loc);
+        rx_sb_puts(o, " ? ");
+        rx_cg_expr_as(g, b, t, loc);
+        rx_sb_puts(o, " : ");
+        rx_cg_expr_as(g, e->u.op.c, t, loc);
+        rx_sb_putc(o, ')');
+        return;
+    case RX_E_CAST: emit_cast(g, t, a, loc); return;
+    case RX_E_LOAD: emit_load(g, e, loc); return;
+    case RX_E_CALL: emit_intrin(g, e, loc); return;
+    default:
+        rx_cg_err(g, loc, "unknown expression kind %d", e->kind);
+        rx_sb_putc(o, '0');
+        return;
+    }
+}
+
+void rx_cg_expr_as(cg *g, const rx_expr *e, rx_dtype t, rx_loc loc)
+{
+    if ((rx_dtype)e->dtype == t || t == RX_DT_UNKNOWN) rx_cg_expr(g, e, loc);
+    else emit_cast(g, t, e, loc);
+}
+
+void rx_cg_index(cg *g, const cg_sym *b, rx_expr *const *idx, int nidx, rx_loc loc)
+{
+    rx_sb *o = g->out;
+    if (nidx != b->ndim) {
+        rx_cg_err(g, loc, "buffer has %d dimension(s), indexed with %d", b->ndim, nidx);
+        rx_sb_putc(o, '0');
+        return;
+    }
+    if (nidx == 0) {
+        rx_sb_putc(o, '0');
+        return;
+    }
+    /* Horner form: ((i0 * d1 + i1) * d2 + i2) */
+    for (int k = 1; k < nidx; k++) rx_sb_putc(o, '(');
+    rx_cg_expr_as(g, idx[0], RX_DT_I64, loc);
+    for (int k = 1; k < nidx; k++) {
+        rx_sb_printf(o, " * %s + ", b->dims[k]);
+        rx_cg_expr_as(g, idx[k], RX_DT_I64, loc);
+        rx_sb_putc(o, ')');
+    }
+}
+
+void rx_cg_encode(cg *g, rx_dtype t, const rx_expr *e, rx_loc loc)
+{
+    rx_sb *o = g->out;
+    if (t == RX_DT_F16 || t == RX_DT_BF16) {
+        use(g, t == RX_DT_F16 ? H_F16 : H_BF16, 0);
+        rx_sb_puts(o, t == RX_DT_F16 ? "rx_f2h(" : "rx_f2bf(");
+        rx_cg_expr_as(g, e, t, loc);
+        rx_sb_putc(o, ')');
+    } else if (t == RX_DT_BOOL) {
+        rx_sb_puts(o, "(uint8_t)");
+        rx_cg_expr_as(g, e, t, loc);
+    } else {
+        rx_cg_expr_as(g, e, t, loc);
+    }
+}
+
+/* ---------------------------------------------------------------- prelude */
+
+static const char PRELUDE_HEAD[] =
+    "#include <math.h>\n"
+    "#include <stddef.h>\n"
+    "#include <stdint.h>\n"
+    "#include <stdlib.h>\n"
+    "#include <string.h>\n"
+    "\n"
+    "/* Expressions come from user modules: tautologies, constant shifts and overflow in\n"
+    "   them are the module's business, not warnings about this file. */\n"
+    "#if defined(__clang__)\n"
+    "#pragma clang diagnostic ignored \"-Wtautological-compare\"\n"
+    "#pragma clang diagnostic ignored \"-Wshift-count-overflow\"\n"
+    "#pragma clang diagnostic ignored \"-Wshift-count-negative\"\n"
+    "#pragma clang diagnostic ignored \"-Wshift-negative-value\"\n"
+    "#pragma clang diagnostic ignored \"-Winteger-overflow\"\n"
+    "#pragma clang diagnostic ignored \"-Wconstant-conversion\"\n"
+    "#elif defined(__GNUC__)\n"
+    "#pragma GCC diagnostic ignored \"-Wtype-limits\"\n"
+    "#pragma GCC diagnostic ignored \"-Wtautological-compare\"\n"
+    "#pragma GCC diagnostic ignored \"-Wshift-count-overflow\"\n"
+    "#pragma GCC diagnostic ignored \"-Wshift-count-negative\"\n"
+    "#pragma GCC diagnostic ignored \"-Wshift-negative-value\"\n"
+    "#pragma GCC diagnostic ignored \"-Woverflow\"\n"
+    "#endif\n"
+    "#if defined(__GNUC__) && !defined(__clang__)\n"
+    "#define RX_IVDEP _Pragma(\"GCC ivdep\")\n"
+    "#else\n"
+    "#define RX_IVDEP\n"
+    "#endif\n"
+    "#if defined(__GNUC__)\n"
+    "#define RX_UNROLL _Pragma(\"GCC unroll 8\")\n"
+    "#define RX_HELPER static inline __attribute__((unused))\n"
+    "#else\n"
+    "#define RX_UNROLL\n"
+    "#define RX_HELPER static inline\n"
+    "#endif\n"
+    "\n";
+
+static const char PRELUDE_ROUND[] =
+    "/* x rounded to nearest even with p significant bits, exponent >= emin (subnormals\n"
+    "   below), overflowing to infinity past maxv. */\n"
+    "RX_HELPER double rx_roundp(double x, int p, int emin, double maxv)\n"
+    "{\n"
+    "    if (x != x || x == 0.0 || isinf(x)) return x;\n"
+    "    int e = ilogb(x);\n"
+    "    if (e < emin) e = emin;\n"
+    "    double s = ldexp(1.0, p - 1 - e);\n"
+    "    double r = nearbyint(x * s) / s;\n"
+    "    return fabs(r) > maxv ? copysign((double)INFINITY, x) : r;\n"
+    "}\n";
+
+static const char PRELUDE_F16[] =
+    "#if defined(__FLT16_MAX__) && !defined(RX_NO_FLOAT16)\n"
+    "RX_HELPER float rx_f16r(double x) { return (float)(_Float16)x; }\n"
+    "RX_HELPER float rx_h2f(uint16_t h) { _Float16 v; memcpy(&v, &h, 2); return (float)v; }\n"
+    "RX_HELPER uint16_t rx_f2h(float f)\n"
+    "{\n"
+    "    _Float16 v = (_Float16)f;\n"
+    "    uint16_t h;\n"
+    "    memcpy(&h, &v, 2);\n"
+    "    return h;\n"
+    "}\n"
+    "#else\n"
+    "RX_HELPER float rx_f16r(double x) { return (float)rx_roundp(x, 11, -14, 65504.0); }\n"
+    "RX_HELPER float rx_h2f(uint16_t h)\n"
+    "{\n"
+    "    int e = (h >> 10) & 0x1f, m = h & 0x3ff;\n"
+    "    float v = e == 0 ? ldexpf((float)m, -24)\n"
+    "            : e == 31 ? (m ? NAN : INFINITY) : ldexpf((float)(m | 0x400), e - 25);\n"
+    "    return (h & 0x8000) ? -v : v;\n"
+    "}\n"
+    "RX_HELPER uint16_t rx_f2h(float f)\n"
+    "{\n"
+    "    double x = rx_roundp(f, 11, -14, 65504.0), a = fabs(x);\n"
+    "    uint16_t s = signbit(x) ? 0x8000 : 0;\n"
+    "    if (a != a) return (uint16_t)(s | 0x7e00);\n"
+    "    if (isinf(a)) return (uint16_t)(s | 0x7c00);\n"
+    "    if (a < 0x1p-14) return (uint16_t)(s | (uint16_t)(a * 0x1p24));\n"
+    "    int e = ilogb(a);\n"
+    "    return (uint16_t)(s | ((e + 15) << 10) | (int)(a * ldexp(1.0, 10 - e) - 1024.0));\n"
+    "}\n"
+    "#endif\n";
+
+static const char PRELUDE_BF16[] =
+    "RX_HELPER float rx_bf2f(uint16_t h)\n"
+    "{\n"
+    "    uint32_t u = (uint32_t)h << 16;\n"
+    "    float f;\n"
+    "    memcpy(&f, &u, 4);\n"
+    "    return f;\n"
+    "}\n"
+    "RX_HELPER uint16_t rx_f2bf(float f)\n"
+    "{\n"
+    "    uint32_t u;\n"
+    "    memcpy(&u, &f, 4);\n"
+    "    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);\n"
+    "    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+    "}\n"
+    "RX_HELPER float rx_bf16r_f(float f) { return rx_bf2f(rx_f2bf(f)); }\n"
+    "RX_HELPER float rx_bf16r(double x) { return (float)rx_roundp(x, 8, -126, 0x1.fep127); }\n";
+
+static const char PRELUDE_BITS[] =
+    "RX_HELPER double rx_bits2d(int64_t v) { double d; memcpy(&d, &v, 8); return d; }\n";
+
+static const char PRELUDE_ALLOC[] =
+    "RX_HELPER void *rx_alloc(int64_t n, size_t esz)\n"
+    "{\n"
+    "    if (n < 0 || (uint64_t)n > (SIZE_MAX - 1) / esz) return NULL;\n"
+    "    return malloc(n ? (size_t)n * esz : 1);\n"
+    "}\n";
+
+static const char PRELUDE_FLOOR_I64[] =
+    "RX_HELPER int64_t rx_floordiv_i64(int64_t a, int64_t b)\n"
+    "{\n"
+    "    if (b == 0) return 0;\n"
+    "    if (b == -1) return (int64_t)(0u - (uint64_t)a);\n"
+    "    int64_t q = a / b;\n"
+    "    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;\n"
+    "}\n"
+    "RX_HELPER int64_t rx_floormod_i64(int64_t a, int64_t b)\n"
+    "{\n"
+    "    if (b == 0 || b == -1) return 0;\n"
+    "    int64_t r = a % b;\n"
+    "    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
+    "}\n";
+
+static bool needs(const cg *g, cg_helper h, rx_dtype t)
+{
+    return (g->need[h] >> (unsigned)t) & 1u;
+}
+
+void rx_cg_prelude(const cg *g, rx_sb *out)
+{
+    rx_sb_puts(out, PRELUDE_HEAD);
+    bool f16 = g->need[H_F16] != 0, bf16 = g->need[H_BF16] != 0;
+    if (f16 || bf16) rx_sb_puts(out, PRELUDE_ROUND);
+    if (f16) rx_sb_puts(out, PRELUDE_F16);
+    if (bf16) rx_sb_puts(out, PRELUDE_BF16);
+    if (g->need[H_BITS]) rx_sb_puts(out, PRELUDE_BITS);
+    if (g->need[H_ALLOC]) rx_sb_puts(out, PRELUDE_ALLOC);
+    bool signed_floor = false;
+    for (int t = RX_DT_I8; t <= RX_DT_I64; t++)
+        if (needs(g, H_FLOORDIV, (rx_dtype)t) || needs(g, H_FLOORMOD, (rx_dtype)t))
+            signed_floor = true;
+    if (signed_floor) rx_sb_puts(out, PRELUDE_FLOOR_I64);
+    for (int ti = 1; ti < RX_DT_COUNT; ti++) {
+        rx_dtype t = (rx_dtype)ti;
+        const char *ct = rx_cg_ctype(t), *sf = hsuffix(t);
+        for (int h = H_FLOORDIV; h <= H_FLOORMOD; h++) {
+            if (!needs(g, (cg_helper)h, t)) continue;
+            const char *nm = h == H_FLOORDIV ? "floordiv" : "floormod";
+            if (rx_dtype_is_uint(t))
+                rx_sb_printf(out, "RX_HELPER %s rx_%s_%s(%s a, %s b) { return (%s)(b ? a %c b : 0); }\n",
+                             ct, nm, sf, ct, ct, ct, h == H_FLOORDIV ? '/' : '%');
+            else if (t != RX_DT_I64)
+                rx_sb_printf(out, "RX_HELPER %s rx_%s_%s(%s a, %s b) { return (%s)rx_%s_i64(a, b); }\n",
+                             ct, nm, sf, ct, ct, ct, nm);
+        }
+        for (int h = H_MIN; h <= H_MAX; h++) {
+            if (!needs(g, (cg_helper)h, t)) continue;
+            const char *nm = h == H_MIN ? "min" : "max", *op = h == H_MIN ? "<" : ">";
+            if (rx_dtype_is_float(t)) /* NaN propagates, as in NumPy's minimum/maximum */
+                rx_sb_printf(out, "RX_HELPER %s rx_%s_%s(%s a, %s b) { return (a %s b || a != a) ? a : b; }\n",
+                             ct, nm, sf, ct, ct, op);
+            else
+                rx_sb_printf(out, "RX_HELPER %s rx_%s_%s(%s a, %s b) { return a %s b ? a : b; }\n",
+                             ct, nm, sf, ct, ct, op);
+        }
+        if (needs(g, H_ABS, t))
+            rx_sb_printf(out, "RX_HELPER %s rx_abs_%s(%s a) { return a < 0 ? (%s)(0u - (uint64_t)a) : a; }\n",
+                         ct, sf, ct, ct);
+    }
+    rx_sb_putc(out, '\n');
+}

@@ -1,0 +1,522 @@
+/*
+ * c_kernel.c — loop functions as C kernels: the ABI, statements, and the unit.
+ *
+ * rx_codegen_c emits each RX_F_TIR function as
+ *
+ *   int32_t rxk_NAME(void *const *data, const int64_t *ivars)
+ *   {
+ *       const int64_t n_0 = ivars[0];              symbolic variables, in svars order
+ *       float *X_1 = (float *)data[0];             buffer parameters, in order
+ *       const int64_t X_1_d1 = n_0 * 4;            non-literal extents, evaluated once
+ *       ... statements ...
+ *       return 0;
+ *   }
+ *
+ * Statement lowering, one line per kind:
+ *   FOR    `for (int64_t i = lo; i < lo + extent; i++)`; unrolled/vectorized loops get
+ *          an unroll/ivdep pragma, parallel loops run serially (parallel execution is
+ *          a later issue); a loop bound to a thread axis is an error on this target
+ *   BLOCK  a C block: each iterator bound to its `bind`, then `init` guarded by
+ *          "every reduce iterator == 0" (always, when there is none), then `body`
+ *   STORE  `buf[flat] = value` with value encoded to the storage type
+ *   ALLOC  global scope, or a size that is not a small constant: heap (rx_alloc),
+ *          freed at the end of the enclosing statement list; on NULL the kernel frees
+ *          every live allocation and returns RX_KERNEL_ENOMEM. Small constant local
+ *          or shared buffers: a zeroed C array on the stack
+ *   IF     if/else;  LET  a C block with a const local
+ * Names: every variable and buffer gets `<sanitized name>_<k>` with k a per-function
+ * counter, so names never collide with each other, C keywords or the rx_ helpers.
+ *
+ * The text of all kernels is built first; the prelude (includes and the helpers the
+ * kernels used, see c_expr.c) is written in front of it at the end.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cgen_int.h"
+
+enum { STACK_ALLOC_MAX = 16384 }; /* bytes; larger or non-constant allocs go to the heap */
+
+void rx_cg_err(cg *g, rx_loc loc, const char *fmt, ...)
+{
+    rx_sb msg = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    rx_sb_vprintf(&msg, fmt, ap);
+    va_end(ap);
+    rx_diag_at(g->d, &g->m->locs, loc, "%s (in loop function \"%s\")", rx_sb_str(&msg),
+               g->f ? g->f->name : "?");
+    rx_sb_free(&msg);
+    g->ok = false;
+}
+
+const cg_sym *rx_cg_lookup(const cg *g, const void *key)
+{
+    for (int i = g->syms.n - 1; i >= 0; i--)
+        if (g->syms.items[i].key == key) return &g->syms.items[i];
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- names */
+
+/* A fresh C identifier "<sanitized base>_<k>" (heap). */
+static char *fresh(cg *g, const char *base)
+{
+    rx_sb sb = {0};
+    if (!base || !((base[0] >= 'A' && base[0] <= 'Z') || (base[0] >= 'a' && base[0] <= 'z')))
+        rx_sb_putc(&sb, 'v');
+    for (int i = 0; base && base[i] && i < 32; i++) {
+        unsigned char c = (unsigned char)base[i];
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        rx_sb_putc(&sb, ok ? (char)c : '_');
+    }
+    rx_sb_printf(&sb, "_%d", g->counter++);
+    return rx_sb_take(&sb);
+}
+
+static cg_sym *push_sym(cg *g, const void *key, char *name)
+{
+    cg_sym s = {key, name, NULL, 0};
+    RX_VEC_PUSH(g->syms, s);
+    return &g->syms.items[g->syms.n - 1];
+}
+
+static void pop_syms(cg *g, int mark)
+{
+    while (g->syms.n > mark) {
+        cg_sym *s = &g->syms.items[--g->syms.n];
+        for (int k = 0; k < s->ndim; k++) free(s->dims[k]);
+        free(s->dims);
+        free(s->name);
+    }
+}
+
+static void ind(cg *g)
+{
+    for (int i = 0; i < g->indent; i++) rx_sb_puts(g->out, "    ");
+}
+
+/* Declares the extents of buffer b (already pushed as s): literal extents stay text,
+ * others become `const int64_t NAME_dK = expr;`. */
+static void declare_dims(cg *g, cg_sym *s, const rx_buffer *b)
+{
+    s->ndim = b->ndim;
+    s->dims = rx_xcalloc((size_t)(b->ndim ? b->ndim : 1), sizeof(char *));
+    for (int k = 0; k < b->ndim; k++) {
+        int64_t v;
+        rx_sb sb = {0};
+        if (rx_expr_is_const(b->shape[k], &v)) {
+            rx_sb_printf(&sb, "INT64_C(%lld)", (long long)v);
+        } else {
+            rx_sb_printf(&sb, "%s_d%d", s->name, k);
+            ind(g);
+            rx_sb_printf(g->out, "const int64_t %s = ", rx_sb_str(&sb));
+            rx_cg_expr_as(g, b->shape[k], RX_DT_I64, b->loc);
+            rx_sb_printf(g->out, ";\n");
+            ind(g);
+            rx_sb_printf(g->out, "(void)%s;\n", rx_sb_str(&sb));
+        }
+        s->dims[k] = rx_sb_take(&sb);
+    }
+}
+
+/* ---------------------------------------------------------------- statements */
+
+/* Appends `if (COND) ` for a boolean expression, without the doubled parentheses
+ * clang's -Wparentheses-equality objects to. */
+static void emit_if_head(cg *g, const rx_expr *cond, rx_loc loc)
+{
+    rx_sb c = {0};
+    rx_sb *save = g->out;
+    g->out = &c;
+    rx_cg_expr_as(g, cond, RX_DT_BOOL, loc);
+    g->out = save;
+    const char *p = rx_sb_str(&c);
+    size_t n = c.n;
+    int depth = 0;
+    bool outer = n >= 2 && p[0] == '(' && p[n - 1] == ')';
+    for (size_t i = 0; outer && i < n; i++) { /* the first '(' must close at the end */
+        depth += p[i] == '(' ? 1 : p[i] == ')' ? -1 : 0;
+        if (depth == 0 && i + 1 < n) outer = false;
+    }
+    rx_sb_puts(g->out, "if (");
+    if (outer) rx_sb_putn(g->out, p + 1, n - 2);
+    else rx_sb_puts(g->out, p);
+    rx_sb_puts(g->out, ") ");
+    rx_sb_free(&c);
+}
+
+static void emit_stmts(cg *g, const rx_stmts *ss);
+
+/* "{\n" stmts "}" at the current indentation (the opening line is the caller's). */
+static void emit_body(cg *g, const rx_stmts *ss)
+{
+    rx_sb_puts(g->out, "{\n");
+    g->indent++;
+    emit_stmts(g, ss);
+    g->indent--;
+    ind(g);
+    rx_sb_puts(g->out, "}\n");
+}
+
+static void emit_for(cg *g, const rx_stmt *s)
+{
+    const rx_svar *v = s->u.for_.var;
+    if (s->u.for_.thread)
+        rx_cg_err(g, s->loc, "loop \"%s\" is bound to thread axis %s, which needs a GPU "
+                  "target (the C target runs on the CPU)", v->name, s->u.for_.thread);
+    int mark = g->syms.n;
+    char *name = fresh(g, v->name);
+    const char *ct = rx_cg_ctype((rx_dtype)v->dtype);
+    int64_t lo, ext;
+    const rx_expr *ex = s->u.for_.extent;
+    bool lit = rx_expr_is_const(s->u.for_.min, &lo) && rx_expr_is_const(ex, &ext);
+    /* a constant start and a variable extent (a const local): no bound locals needed */
+    bool simple = !lit && rx_expr_is_const(s->u.for_.min, &lo) && ex->kind == RX_E_VAR &&
+                  (rx_dtype)ex->dtype == (rx_dtype)v->dtype;
+    if (!lit && !simple) { /* bounds evaluated once, in an enclosing C block */
+        ind(g);
+        rx_sb_printf(g->out, "{\n");
+        g->indent++;
+        ind(g);
+        rx_sb_printf(g->out, "const %s %s_lo = ", ct, name);
+        rx_cg_expr_as(g, s->u.for_.min, (rx_dtype)v->dtype, s->loc);
+        rx_sb_printf(g->out, ";\n");
+        ind(g);
+        rx_sb_printf(g->out, "const %s %s_hi = %s_lo + ", ct, name, name);
+        rx_cg_expr_as(g, s->u.for_.extent, (rx_dtype)v->dtype, s->loc);
+        rx_sb_printf(g->out, ";\n");
+    }
+    switch (s->u.for_.loop_kind) {
+    case RX_LOOP_PARALLEL:
+        ind(g);
+        rx_sb_puts(g->out, "/* parallel: runs serially (parallel execution is a later issue) */\n");
+        break;
+    case RX_LOOP_VECTORIZED:
+        ind(g);
+        rx_sb_puts(g->out, "RX_IVDEP\n");
+        break;
+    case RX_LOOP_UNROLLED:
+        ind(g);
+        rx_sb_puts(g->out, "RX_UNROLL\n");
+        break;
+    default: break;
+    }
+    ind(g);
+    if (lit) {
+        rx_sb_printf(g->out, "for (%s %s = %lld; %s < %lld; %s++) ", ct, name, (long long)lo, name,
+                     (long long)(lo + ext), name);
+    } else if (simple) {
+        rx_sb_printf(g->out, "for (%s %s = %lld; %s < ", ct, name, (long long)lo, name);
+        if (lo) rx_sb_printf(g->out, "%lld + ", (long long)lo);
+        rx_cg_expr(g, ex, s->loc);
+        rx_sb_printf(g->out, "; %s++) ", name);
+    } else
+        rx_sb_printf(g->out, "for (%s %s = %s_lo; %s < %s_hi; %s++) ", ct, name, name, name,
+                     name, name);
+    push_sym(g, v, name);
+    emit_body(g, &s->u.for_.body);
+    pop_syms(g, mark);
+    if (!lit && !simple) {
+        g->indent--;
+        ind(g);
+        rx_sb_puts(g->out, "}\n");
+    }
+}
+
+static void emit_block(cg *g, const rx_stmt *s)
+{
+    int mark = g->syms.n;
+    ind(g);
+    rx_sb_printf(g->out, "{ /* block");
+    if (s->u.block.name) { /* block names are free-form: keep comment terminators out */
+        rx_sb_puts(g->out, " ");
+        for (const char *p = s->u.block.name; *p; p++)
+            rx_sb_putc(g->out, (*p == '*' || *p == '\n' || (unsigned char)*p < 0x20) ? '_' : *p);
+    }
+    rx_sb_puts(g->out, " */\n");
+    g->indent++;
+    /* Iterators: an implicit iterator is the loop variable itself, bound to itself. */
+    for (int i = 0; i < s->u.block.niters; i++) {
+        const rx_iter *it = &s->u.block.iters[i];
+        if (it->bind && it->bind->kind == RX_E_VAR && it->bind->u.var == it->var &&
+            rx_cg_lookup(g, it->var))
+            continue;
+        /* computed before the name is pushed: the bind may mention an outer binding */
+        rx_sb val = {0};
+        rx_sb *save = g->out;
+        g->out = &val;
+        if (it->bind) rx_cg_expr_as(g, it->bind, (rx_dtype)it->var->dtype, s->loc);
+        else rx_sb_putc(&val, '0');
+        g->out = save;
+        char *name = fresh(g, it->var->name);
+        ind(g);
+        rx_sb_printf(g->out, "const %s %s = %s;\n", rx_cg_ctype((rx_dtype)it->var->dtype), name,
+                     rx_sb_str(&val));
+        ind(g);
+        rx_sb_printf(g->out, "(void)%s;\n", name);
+        rx_sb_free(&val);
+        push_sym(g, it->var, name);
+    }
+    if (s->u.block.init.n) {
+        ind(g);
+        rx_sb_puts(g->out, "if (");
+        int nred = 0;
+        for (int i = 0; i < s->u.block.niters; i++) {
+            const rx_iter *it = &s->u.block.iters[i];
+            if (it->kind != RX_ITER_REDUCE) continue;
+            const cg_sym *v = rx_cg_lookup(g, it->var);
+            rx_sb_printf(g->out, "%s%s == 0", nred++ ? " && " : "", v ? v->name : "0");
+        }
+        if (!nred) rx_sb_puts(g->out, "1");
+        rx_sb_puts(g->out, ") ");
+        emit_body(g, &s->u.block.init);
+    }
+    emit_stmts(g, &s->u.block.body);
+    pop_syms(g, mark);
+    g->indent--;
+    ind(g);
+    rx_sb_puts(g->out, "}\n");
+}
+
+static void emit_store(cg *g, const rx_stmt *s)
+{
+    const rx_buffer *b = s->u.store.buf;
+    const cg_sym *bs = rx_cg_lookup(g, b);
+    if (!bs || !bs->dims) {
+        rx_cg_err(g, s->loc, "buffer \"%s\" is not in scope", b ? b->name : "?");
+        return;
+    }
+    ind(g);
+    rx_sb_printf(g->out, "%s[", bs->name);
+    rx_cg_index(g, bs, s->u.store.idx, s->u.store.nidx, s->loc);
+    rx_sb_puts(g->out, "] = ");
+    rx_cg_encode(g, (rx_dtype)b->dtype, s->u.store.value, s->loc);
+    rx_sb_puts(g->out, ";\n");
+}
+
+/* Frees every live heap allocation from the innermost out, as text at the current
+ * indentation (used before an error return). */
+static void emit_free_all(cg *g)
+{
+    for (int i = g->heap.n - 1; i >= 0; i--) rx_sb_printf(g->out, " free(%s);", g->heap.items[i]);
+}
+
+static void emit_alloc(cg *g, const rx_stmt *s)
+{
+    const rx_buffer *b = s->u.alloc.buf;
+    rx_dtype t = (rx_dtype)b->dtype;
+    const char *st = rx_cg_stype(t);
+    size_t esz = rx_cg_ssize(t);
+    int64_t total = 1;
+    bool konst = true;
+    for (int k = 0; k < b->ndim && konst; k++) {
+        int64_t v;
+        if (!rx_expr_is_const(b->shape[k], &v) || v < 0 || (v && total > STACK_ALLOC_MAX / v))
+            konst = false;
+        else
+            total *= v;
+    }
+    bool stack = b->scope != RX_SCOPE_GLOBAL && konst && total * (int64_t)esz <= STACK_ALLOC_MAX;
+    cg_sym *bs = push_sym(g, b, fresh(g, b->name));
+    ind(g);
+    rx_sb_printf(g->out, "/* alloc %s (%s, %s) */\n", bs->name, rx_dtype_name(t),
+                 b->scope == RX_SCOPE_GLOBAL ? "global" : b->scope == RX_SCOPE_LOCAL ? "local"
+                                                                                  : "shared");
+    declare_dims(g, bs, b);
+    bs = &g->syms.items[g->syms.n - 1]; /* declare_dims may not move it, but stay safe */
+    ind(g);
+    if (stack) {
+        rx_sb_printf(g->out, "%s %s[%lld] = {0};\n", st, bs->name, (long long)(total ? total : 1));
+        ind(g);
+        rx_sb_printf(g->out, "(void)%s;\n", bs->name);
+        return;
+    }
+    g->need[H_ALLOC] |= 1;
+    rx_sb_printf(g->out, "%s *%s = (%s *)rx_alloc(", st, bs->name, st);
+    for (int k = 0; k < b->ndim; k++) rx_sb_printf(g->out, "%s%s", k ? " * " : "", bs->dims[k]);
+    if (!b->ndim) rx_sb_puts(g->out, "1");
+    rx_sb_printf(g->out, ", sizeof(%s));\n", st);
+    ind(g);
+    rx_sb_printf(g->out, "if (!%s) {", bs->name);
+    emit_free_all(g);
+    rx_sb_printf(g->out, " return %d; }\n", RX_KERNEL_ENOMEM);
+    RX_VEC_PUSH(g->heap, bs->name);
+}
+
+static void emit_stmt(cg *g, const rx_stmt *s)
+{
+    switch ((rx_skind)s->kind) {
+    case RX_S_FOR: emit_for(g, s); return;
+    case RX_S_BLOCK: emit_block(g, s); return;
+    case RX_S_STORE: emit_store(g, s); return;
+    case RX_S_ALLOC: emit_alloc(g, s); return;
+    case RX_S_IF:
+        ind(g);
+        emit_if_head(g, s->u.if_.cond, s->loc);
+        emit_body(g, &s->u.if_.then_s);
+        if (s->u.if_.else_s.n) {
+            ind(g);
+            rx_sb_puts(g->out, "else ");
+            emit_body(g, &s->u.if_.else_s);
+        }
+        return;
+    case RX_S_LET: {
+        const rx_svar *v = s->u.let.var;
+        rx_dtype t = (rx_dtype)v->dtype;
+        ind(g);
+        rx_sb_puts(g->out, "{\n");
+        g->indent++;
+        char *name = fresh(g, v->name);
+        ind(g);
+        rx_sb_printf(g->out, "const %s %s = ", rx_cg_ctype(t), name);
+        rx_cg_expr_as(g, s->u.let.value, t, s->loc);
+        rx_sb_puts(g->out, ";\n");
+        ind(g);
+        rx_sb_printf(g->out, "(void)%s;\n", name);
+        int mark = g->syms.n;
+        push_sym(g, v, name);
+        emit_stmts(g, &s->u.let.body);
+        pop_syms(g, mark);
+        g->indent--;
+        ind(g);
+        rx_sb_puts(g->out, "}\n");
+        return;
+    }
+    default:
+        rx_cg_err(g, s->loc, "unknown statement kind %d", s->kind);
+        return;
+    }
+}
+
+/* A statement list: allocations are freed at its end and go out of scope. */
+static void emit_stmts(cg *g, const rx_stmts *ss)
+{
+    int smark = g->syms.n, hmark = g->heap.n;
+    for (int i = 0; i < ss->n; i++) emit_stmt(g, ss->items[i]);
+    for (int i = g->heap.n - 1; i >= hmark; i--) {
+        ind(g);
+        rx_sb_printf(g->out, "free(%s);\n", g->heap.items[i]);
+    }
+    g->heap.n = hmark;
+    pop_syms(g, smark);
+}
+
+/* ---------------------------------------------------------------- functions */
+
+/* Loads symbolic variable j of the signature into a const local. */
+static void emit_svar(cg *g, const rx_svar *v, int j)
+{
+    rx_dtype t = (rx_dtype)v->dtype;
+    char *name = fresh(g, v->name);
+    ind(g);
+    rx_sb_printf(g->out, "const %s %s = ", rx_cg_ctype(t), name);
+    if (t == RX_DT_BOOL) {
+        rx_sb_printf(g->out, "ivars[%d] != 0", j);
+    } else if (rx_dtype_is_float(t)) {
+        g->need[H_BITS] |= 1;
+        if (t == RX_DT_F16 || t == RX_DT_BF16) {
+            g->need[t == RX_DT_F16 ? H_F16 : H_BF16] |= 1;
+            rx_sb_printf(g->out, "%s(rx_bits2d(ivars[%d]))", t == RX_DT_F16 ? "rx_f16r" : "rx_bf16r", j);
+        } else {
+            rx_sb_printf(g->out, "(%s)rx_bits2d(ivars[%d])", rx_cg_ctype(t), j);
+        }
+    } else {
+        rx_sb_printf(g->out, "(%s)ivars[%d]", rx_cg_ctype(t), j);
+    }
+    rx_sb_puts(g->out, ";\n");
+    ind(g);
+    rx_sb_printf(g->out, "(void)%s;\n", name);
+    push_sym(g, v, name);
+}
+
+static void emit_func(cg *g, const rx_func *f, const char *sym)
+{
+    g->f = f;
+    g->counter = 0;
+    rx_sb_printf(g->out, "int32_t %s(void *const *data, const int64_t *ivars);\n", sym);
+    rx_sb_printf(g->out, "int32_t %s(void *const *data, const int64_t *ivars)\n{\n", sym);
+    g->indent = 1;
+    ind(g);
+    rx_sb_puts(g->out, "(void)data;\n");
+    ind(g);
+    rx_sb_puts(g->out, "(void)ivars;\n");
+    for (int j = 0; j < f->nsvars; j++) emit_svar(g, f->svars[j], j);
+    int ib = 0;
+    for (int i = 0; i < f->ntparams; i++) {
+        const rx_buffer *b = f->tparams[i].buf;
+        if (!b) continue;
+        cg_sym *bs = push_sym(g, b, fresh(g, b->name));
+        const char *st = rx_cg_stype((rx_dtype)b->dtype);
+        ind(g);
+        rx_sb_printf(g->out, "%s *%s = (%s *)data[%d];\n", st, bs->name, st, ib++);
+        ind(g);
+        rx_sb_printf(g->out, "(void)%s;\n", bs->name);
+        declare_dims(g, bs, b);
+    }
+    emit_stmts(g, &f->tbody);
+    ind(g);
+    rx_sb_puts(g->out, "return 0;\n}\n\n");
+    pop_syms(g, 0);
+    g->f = NULL;
+}
+
+void rx_codegen_symbol(const char *fname, rx_sb *out)
+{
+    rx_sb_puts(out, "rxk_");
+    bool changed = false;
+    const char *p;
+    for (p = fname; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                  c == '_';
+        rx_sb_putc(out, ok ? (char)c : '_');
+        changed |= !ok;
+    }
+    if (changed || !*fname) {
+        rx_sha256 h;
+        uint8_t dig[32];
+        char hex[9];
+        rx_sha256_init(&h);
+        rx_sha256_update(&h, fname, (size_t)(p - fname));
+        rx_sha256_final(&h, dig);
+        rx_hex(dig, 4, hex);
+        rx_sb_printf(out, "_%s", hex);
+    }
+}
+
+bool rx_codegen_c(const rx_module *m, rx_sb *out, rx_diags *d)
+{
+    rx_sb body = {0};
+    cg g = {0};
+    g.m = m;
+    g.d = d;
+    g.out = &body;
+    g.ok = true;
+    RX_VEC(char *) syms = {0};
+    for (int i = 0; i < m->nfuncs; i++) {
+        const rx_func *f = m->funcs[i];
+        if (f->kind != RX_F_TIR) continue;
+        rx_sb s = {0};
+        rx_codegen_symbol(f->name, &s);
+        for (int k = 0; k < syms.n; k++)
+            if (!strcmp(syms.items[k], rx_sb_str(&s))) {
+                rx_diag_at(d, &m->locs, f->loc, "loop function \"%s\" has the same C symbol "
+                           "%s as another function; rename one", f->name, rx_sb_str(&s));
+                g.ok = false;
+            }
+        char *sym = rx_sb_take(&s);
+        RX_VEC_PUSH(syms, sym);
+        emit_func(&g, f, sym);
+    }
+    rx_sb_puts(out, "/* Generated by relaxd's C kernel generator (compiler/codegen). Kernel ABI:\n"
+                    "   int32_t rxk_NAME(void *const *data, const int64_t *ivars); see codegen.h */\n");
+    rx_cg_prelude(&g, out);
+    rx_sb_putn(out, rx_sb_str(&body), body.n);
+    for (int k = 0; k < syms.n; k++) free(syms.items[k]);
+    RX_VEC_FREE(syms);
+    RX_VEC_FREE(g.syms);
+    RX_VEC_FREE(g.heap);
+    rx_sb_free(&body);
+    return g.ok;
+}

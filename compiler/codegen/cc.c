@@ -1,0 +1,254 @@
+/*
+ * cc.c — building generated C into a shared object with the system C compiler.
+ *
+ * The compiler is a subprocess run the way DESIGN.md asks: an argv array through
+ * posix_spawnp (never a shell, so nothing in a module can inject a command), in a
+ * private directory made by mkdtemp (mode 0700) under $TMPDIR or /tmp, with a
+ * wall-clock limit. The child runs in its own process group so that a timeout kills
+ * the driver and everything it started (cc1, as, ld) with one signal; the parent
+ * polls waitpid(WNOHANG) and always reaps, so no zombie survives a call. The child's
+ * stdout and stderr go to a file in the directory; on failure the first lines that
+ * mention an error become the diagnostic. Every descriptor the parent opens is
+ * O_CLOEXEC, so concurrent builds on other threads never inherit one another's
+ * files. The directory and every file in it are removed before returning.
+ *
+ * Cost: one process tree per build; the poll sleeps 5 ms between checks.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "relax/codegen.h"
+
+extern char **environ;
+
+enum { DEFAULT_TIMEOUT_S = 120, MAX_ERR_LINES = 6, MAX_LINE = 240 };
+
+static const char *const DEFAULT_FLAGS[] = {"-std=c11", "-O2", "-fPIC", "-shared", NULL};
+
+static bool write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+/* Reads the whole file (heap, NUL-terminated); NULL on error. */
+static uint8_t *read_file(const char *path, size_t *n)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    rx_sb sb = {0};
+    char buf[65536];
+    for (;;) {
+        ssize_t r = read(fd, buf, sizeof buf);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            close(fd);
+            rx_sb_free(&sb);
+            return NULL;
+        }
+        if (r == 0) break;
+        rx_sb_putn(&sb, buf, (size_t)r);
+    }
+    close(fd);
+    *n = sb.n;
+    if (!sb.p) return (uint8_t *)rx_xcalloc(1, 1);
+    return (uint8_t *)rx_sb_take(&sb);
+}
+
+/* Removes every entry of dir, then dir itself. */
+static void remove_dir(const char *dir)
+{
+    DIR *dp = opendir(dir);
+    if (dp) {
+        struct dirent *de;
+        rx_sb p = {0};
+        while ((de = readdir(dp)) != NULL) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+            rx_sb_reset(&p);
+            rx_sb_printf(&p, "%s/%s", dir, de->d_name);
+            unlink(rx_sb_str(&p));
+        }
+        rx_sb_free(&p);
+        closedir(dp);
+    }
+    rmdir(dir);
+}
+
+/* Appends to msg the compiler's first lines mentioning "error" (or its first lines
+ * when none does), joined by " | ". */
+static void first_errors(const char *log, rx_sb *msg)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        int taken = 0;
+        for (const char *p = log; *p && taken < MAX_ERR_LINES;) {
+            const char *e = strchr(p, '\n');
+            size_t len = e ? (size_t)(e - p) : strlen(p);
+            bool has = false;
+            for (size_t i = 0; i + 5 <= len && !has; i++) has = !strncmp(p + i, "error", 5);
+            if (len && (has || pass == 1)) {
+                rx_sb_puts(msg, taken++ ? " | " : ": ");
+                for (size_t i = 0; i < len && i < MAX_LINE; i++)
+                    rx_sb_putc(msg, (unsigned char)p[i] < 0x20 ? ' ' : p[i]);
+                if (len > MAX_LINE) rx_sb_puts(msg, "...");
+            }
+            p = e ? e + 1 : p + len;
+        }
+        if (taken) return;
+    }
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Waits for pid under the limit; kills its process group at the deadline. Returns
+ * the wait status, -1 on timeout (the group is killed and reaped), or -2 when pid
+ * cannot be waited for (SIGCHLD ignored by the embedding program: errno says why). */
+static int wait_limited(pid_t pid, int timeout_s)
+{
+    double deadline = now_s() + timeout_s;
+    for (;;) {
+        int st = 0;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) return st;
+        if (r < 0 && errno != EINTR) return -2;
+        if (now_s() >= deadline) {
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+            return -1;
+        }
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+bool rx_cc_build(const char *csrc, size_t n, const rx_cc_opts *o, uint8_t **so, size_t *so_n,
+                 rx_diags *d)
+{
+    *so = NULL;
+    *so_n = 0;
+    rx_cc_opts opts = o ? *o : (rx_cc_opts){0};
+    const char *cc = opts.cc ? opts.cc : "cc";
+    int timeout = opts.timeout_s > 0 ? opts.timeout_s : DEFAULT_TIMEOUT_S;
+    const char *parent = opts.tmpdir ? opts.tmpdir : getenv("TMPDIR");
+    if (!parent || !*parent) parent = "/tmp";
+
+    /* Step 1: the private directory and the source. */
+    rx_sb dir = {0};
+    rx_sb_printf(&dir, "%s/rxcc.XXXXXX", parent);
+    if (!mkdtemp(dir.p)) {
+        rx_diag_add(d, "", "cannot create a temporary directory under %s: %s", parent,
+                    strerror(errno));
+        rx_sb_free(&dir);
+        return false;
+    }
+    rx_sb src = {0}, obj = {0}, log = {0};
+    rx_sb_printf(&src, "%s/k.c", dir.p);
+    rx_sb_printf(&obj, "%s/k.so", dir.p);
+    rx_sb_printf(&log, "%s/cc.log", dir.p);
+    bool ok = false;
+    RX_VEC(const char *) argv = {0};
+    int fd = open(src.p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 || !write_all(fd, csrc, n)) {
+        rx_diag_add(d, "", "cannot write %s: %s", src.p, strerror(errno));
+        if (fd >= 0) close(fd);
+        goto out;
+    }
+    close(fd);
+
+    /* Step 2: argv and the child's environment of descriptors and signals. */
+    RX_VEC_PUSH(argv, cc);
+    for (const char *const *f = opts.flags ? opts.flags : DEFAULT_FLAGS; *f; f++) RX_VEC_PUSH(argv, *f);
+    for (const char *const *f = opts.extra; f && *f; f++) RX_VEC_PUSH(argv, *f);
+    RX_VEC_PUSH(argv, "-o");
+    RX_VEC_PUSH(argv, obj.p);
+    RX_VEC_PUSH(argv, src.p);
+    RX_VEC_PUSH(argv, "-lm");
+    RX_VEC_PUSH(argv, NULL);
+
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&at);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, log.p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    sigset_t none, defs;
+    sigemptyset(&none);
+    sigemptyset(&defs);
+    sigaddset(&defs, SIGPIPE);
+    sigaddset(&defs, SIGINT);
+    sigaddset(&defs, SIGTERM);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &defs);
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF);
+
+    /* Step 3: run it under the limit. */
+    pid_t pid;
+    int rc = posix_spawnp(&pid, cc, &fa, &at, (char *const *)argv.items, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    if (rc != 0) {
+        rx_diag_add(d, "", "cannot run the C compiler \"%s\": %s", cc, strerror(rc));
+        goto out;
+    }
+    int st = wait_limited(pid, timeout);
+    if (st == -1) {
+        rx_diag_add(d, "", "C compiler timed out after %d s", timeout);
+        goto out;
+    }
+    if (st == -2) {
+        rx_diag_add(d, "", "cannot wait for the C compiler: %s", strerror(errno));
+        goto out;
+    }
+
+    /* Step 4: the result, or the compiler's first errors. */
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+        *so = read_file(obj.p, so_n);
+        if (*so) ok = true;
+        else rx_diag_add(d, "", "the C compiler succeeded but %s cannot be read: %s", obj.p,
+                         strerror(errno));
+        goto out;
+    }
+    size_t ln = 0;
+    char *text = (char *)read_file(log.p, &ln);
+    rx_sb msg = {0};
+    if (WIFSIGNALED(st))
+        rx_sb_printf(&msg, "C compiler \"%s\" killed by signal %d", cc, WTERMSIG(st));
+    else
+        rx_sb_printf(&msg, "C compiler \"%s\" failed (exit status %d)", cc, WEXITSTATUS(st));
+    if (text) first_errors(text, &msg);
+    rx_diag_add(d, "", "%s", rx_sb_str(&msg));
+    rx_sb_free(&msg);
+    free(text);
+out:
+    RX_VEC_FREE(argv);
+    remove_dir(dir.p);
+    rx_sb_free(&dir);
+    rx_sb_free(&src);
+    rx_sb_free(&obj);
+    rx_sb_free(&log);
+    return ok;
+}

@@ -1,0 +1,62 @@
+/*
+ * cgen_int.h — internals shared by the C kernel generator's files.
+ *
+ * c_kernel.c walks functions and statements, c_expr.c emits scalar expressions and,
+ * at the end, the prelude of helper functions the kernels used. Both write through
+ * one cg context per call of rx_codegen_c; nothing is global.
+ *
+ * Value representation in the generated C (the "compute type" of a dtype): bool is
+ * an int holding 0 or 1; integers are their <stdint.h> type; f32 and f64 are float
+ * and double; f16 and bf16 are a float holding a value exactly representable in the
+ * narrow type (every operation rounds its result back). Storage types differ for
+ * bool (uint8_t) and f16/bf16 (uint16_t bit patterns).
+ */
+#ifndef RELAX_CGEN_INT_H
+#define RELAX_CGEN_INT_H
+
+#include "relax/codegen.h"
+
+/* Helpers the prelude can define; cg.need[h] has bit (1 << dtype) set when the
+ * helper for that dtype was used (H_F16, H_BF16, H_BITS, H_ALLOC use bit 0). */
+typedef enum cg_helper {
+    H_FLOORDIV, H_FLOORMOD, H_MIN, H_MAX, H_ABS, /* per dtype */
+    H_F16, H_BF16, H_BITS, H_ALLOC,              /* once */
+    H_COUNT
+} cg_helper;
+
+/* A name in scope: a variable or a buffer of the loop function being emitted. */
+typedef struct cg_sym {
+    const void *key; /* rx_svar * or rx_buffer * */
+    char *name;      /* C identifier (heap) */
+    char **dims;     /* buffers: ndim extents as C text (heap each), else NULL */
+    int ndim;        /* buffers: rank */
+} cg_sym;
+
+typedef struct cg {
+    const rx_module *m;
+    const rx_func *f;        /* the function being emitted */
+    rx_diags *d;             /* errors go here */
+    rx_sb *out;              /* kernel text */
+    uint32_t need[H_COUNT];  /* helpers used (see cg_helper) */
+    RX_VEC(cg_sym) syms;     /* scope stack, innermost last */
+    RX_VEC(const char *) heap; /* live heap allocations (names owned by syms) */
+    int counter;             /* suffix of fresh names, per function */
+    int indent;              /* current indentation level */
+    bool ok;                 /* no error reported yet */
+} cg;
+
+/* c_expr.c */
+const char *rx_cg_ctype(rx_dtype t);   /* compute type: "float" for f16 */
+const char *rx_cg_stype(rx_dtype t);   /* storage type: "uint16_t" for f16 */
+size_t rx_cg_ssize(rx_dtype t);        /* bytes of one stored element */
+void rx_cg_expr(cg *g, const rx_expr *e, rx_loc loc);
+void rx_cg_expr_as(cg *g, const rx_expr *e, rx_dtype t, rx_loc loc); /* converted to t */
+void rx_cg_index(cg *g, const cg_sym *b, rx_expr *const *idx, int nidx, rx_loc loc);
+void rx_cg_encode(cg *g, rx_dtype t, const rx_expr *e, rx_loc loc); /* stored form */
+void rx_cg_prelude(const cg *g, rx_sb *out);
+
+/* c_kernel.c */
+const cg_sym *rx_cg_lookup(const cg *g, const void *key);
+void rx_cg_err(cg *g, rx_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,75 @@
+/*
+ * codegen.h — kernel code generation for loop-level functions (DESIGN.md, step 11).
+ *
+ * The C target turns every loop-level (RX_F_TIR) function of a module into one kernel
+ * of a single C11 translation unit, then builds that unit into a shared object with
+ * the system C compiler. The runtime (runtime/) dlopens the object and calls kernels
+ * through one ABI, the contract between the two halves:
+ *
+ *   int32_t SYMBOL(void *const *data, const int64_t *ivars);
+ *
+ *   SYMBOL    rx_codegen_symbol(f->name): "rxk_" + the name when it is already a C
+ *             identifier tail ([A-Za-z0-9_]*), else the name with every other byte
+ *             turned into '_' followed by "_" and 8 hex digits of its SHA-256.
+ *   data[i]   the data pointer of the i-th BUFFER parameter (scalar parameters are
+ *             skipped), elements dense row-major in the buffer's dtype: bool as one
+ *             byte 0/1, f16 as IEEE binary16 bits, bf16 as the top 16 bits of an f32.
+ *   ivars[j]  the value of f->svars[j] (whole-dim shape variables and scalar
+ *             parameters, in the reader's order). Integer and bool variables hold
+ *             their value; a float scalar parameter holds the bits of the value as an
+ *             IEEE binary64 (memcpy a double into the slot).
+ *   returns   0, or nonzero on a run-time failure: 1 = a heap allocation failed.
+ *
+ * Semantics: integer // and % floor (division by zero gives 0, as NumPy does); `/`
+ * is true division on floats; f16 and bf16 values are computed in float and rounded
+ * to their type after every operation (round to nearest even), which equals
+ * computing in the narrow type; round() is nearest-even; narrow integers wrap.
+ *
+ * The generated unit compiles warning-free with `-std=c11 -O2 -Wall -Wextra -Werror`
+ * under gcc and clang; it needs only <stdint.h>, <stddef.h>, <stdlib.h>, <string.h>
+ * and <math.h> (-lm). Building happens in a private temp directory through
+ * posix_spawnp (no shell), under a time limit.
+ */
+#ifndef RELAX_CODEGEN_H
+#define RELAX_CODEGEN_H
+
+#include "relax/ir.h"
+
+/* Return codes of a kernel. */
+enum {
+    RX_KERNEL_OK = 0,
+    RX_KERNEL_ENOMEM = 1 /* an intermediate buffer could not be allocated */
+};
+
+/* Appends the C symbol of the kernel for loop function `fname` to out. Deterministic
+ * and injective over the names of one module (rx_codegen_c checks it). */
+void rx_codegen_symbol(const char *fname, rx_sb *out);
+
+/* Appends one C11 translation unit holding every loop-level function of m as an
+ * extern kernel (graph-level functions are skipped). Returns false after adding a
+ * located diagnostic to d for each construct the CPU target cannot run (a loop bound
+ * to a GPU thread axis, an unbound variable or buffer); out then holds partial text
+ * the caller must not build. m is not modified. */
+bool rx_codegen_c(const rx_module *m, rx_sb *out, rx_diags *d);
+
+/* How rx_cc_build runs the C compiler. Zeroed fields take the defaults. */
+typedef struct rx_cc_opts {
+    const char *cc;           /* compiler, looked up in PATH; NULL: "cc" */
+    const char *const *flags; /* NULL-terminated; replaces the default flags
+                                 {"-std=c11", "-O2", "-fPIC", "-shared"} when non-NULL */
+    const char *const *extra; /* NULL-terminated flags added after them, or NULL */
+    int timeout_s;            /* wall-clock limit in seconds; 0: 120 */
+    const char *tmpdir;       /* parent of the private directory; NULL: $TMPDIR or /tmp */
+} rx_cc_opts;
+
+/* Builds C source csrc[0..n) into a shared object: writes k.c into a fresh private
+ * directory (mode 0700), runs `CC FLAGS EXTRA -o k.so k.c -lm` with posix_spawnp, and
+ * on success returns true with the object's bytes in *so (heap; the caller frees) and
+ * its size in *so_n. On failure returns false with one diagnostic in d: the compiler's
+ * first error lines, "C compiler timed out after N s" (the process is killed), or the
+ * system error that stopped the build. The directory and all its files are removed
+ * before returning; no child process or descriptor is left behind. o may be NULL. */
+bool rx_cc_build(const char *csrc, size_t n, const rx_cc_opts *o, uint8_t **so, size_t *so_n,
+                 rx_diags *d);
+
+#endif
