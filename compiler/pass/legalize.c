@@ -1,0 +1,362 @@
+/*
+ * legalize.c — pipeline step 3: every high-level op call that has a rule becomes
+ * call_tir of a generated loop function (paper §4.7: "generate tensor programs for
+ * all high-level operator calls, and lower the operator calls to call_tir").
+ *
+ * Step 1: walk every graph function (blocks, bindings, nested expressions, if
+ *         branches); for each op call with a rule (legalize_<group>.c tables, see
+ *         legalize_int.h), check that its deduced result is tensors of known dims and
+ *         dtype, run the rule in a fresh tensor-expression builder and build the loop
+ *         function. The function's shapes are symbolic in its own variables; the
+ *         call passes the caller's variables that are not whole dims as tir_vars.
+ * Step 2: share: the generated function's structural hash (rx_struct_hash of a
+ *         one-function module, the name blanked) is looked up among those generated
+ *         in this run; an identical function is reused (same op, attributes, dtypes
+ *         and shape structure: `add` of (n, 4) and of (m, 4) share one function).
+ * Step 3: replace the call by call_tir(@fn, tensor operands, out = the call's deduced
+ *         annotation, tir_vars), keeping the call's location. Variables keep their
+ *         annotations (call_tir's is `out`, which is what the op deduced).
+ * Step 4: deduce the module again: call_tir arity and the matching of every operand
+ *         and output against the function's buffers are re-checked, so a wrong rule
+ *         shows up here rather than at run time.
+ *
+ * Left to later passes: ops without a rule (data-dependent unique/nonzero and
+ * shape_of, which the VM runs as builtins; groups not yet written) stay op calls;
+ * calls whose result dims are unknown (run-time broadcasting, reshape of an unknown
+ * shape) are errors for now. Generated functions carry no compute_pattern (step 4 of
+ * the pipeline, analysis, computes it), no schedule (step 7) and no fusion (step 5).
+ * Cost: linear in the module plus, per legalized call, the size of its function
+ * (building, hashing).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "legalize_int.h"
+#include "relax/text.h"
+
+typedef struct lg_group {
+    const lg_rule_entry *rules;
+    const int *count;
+} lg_group;
+
+#define LG_GROUP_ENTRY(arr, cnt) {arr, &cnt},
+static const lg_group groups[] = {LG_GROUPS(LG_GROUP_ENTRY)};
+#undef LG_GROUP_ENTRY
+
+static const lg_rule_entry *find_rule(const char *op)
+{
+    if (!op) return NULL;
+    if (strncmp(op, "relax.", 6) == 0) op += 6;
+    for (int g = 0; g < RX_COUNTOF(groups); g++)
+        for (int i = 0; i < *groups[g].count; i++)
+            if (strcmp(groups[g].rules[i].op, op) == 0) return &groups[g].rules[i];
+    return NULL;
+}
+
+bool rx_legalize_has_rule(const char *name) { return find_rule(name) != NULL; }
+
+/* ---------------------------------------------------------------- rule helpers */
+
+static void report_at(rx_module *m, rx_diags *d, rx_loc loc, const char *fmt, va_list ap)
+{
+    rx_sb path = {0};
+    rx_loc_render(&m->locs, loc, &path);
+    rx_diag_vadd(d, rx_sb_str(&path), fmt, ap);
+    rx_sb_free(&path);
+}
+
+static void lg_error(rx_module *m, rx_diags *d, rx_loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void lg_error(rx_module *m, rx_diags *d, rx_loc loc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report_at(m, d, loc, fmt, ap);
+    va_end(ap);
+}
+
+bool lg_fail(lg_ctx *c, const char *fmt, ...)
+{
+    rx_sb msg = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    rx_sb_vprintf(&msg, fmt, ap);
+    va_end(ap);
+    lg_error(c->m, c->d, c->call->loc, "cannot legalize %s: %s", lg_opname(c), rx_sb_str(&msg));
+    rx_sb_free(&msg);
+    return false;
+}
+
+const char *lg_opname(const lg_ctx *c) { return c->call->u.call.op->name; }
+
+const char *lg_ident(const lg_ctx *c)
+{
+    char *s = rx_arena_strdup(c->a, lg_opname(c));
+    for (char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+            *p = '_';
+    return s;
+}
+
+const char *lg_tname(const lg_ctx *c) { return rx_arena_printf(c->a, "T_%s", lg_ident(c)); }
+
+const rx_sinfo *lg_out(const lg_ctx *c, int k)
+{
+    const rx_sinfo *s = c->call->sinfo;
+    if (s->kind == RX_SI_TUPLE) {
+        RX_ASSERT(k >= 0 && k < s->nfields);
+        return s->fields[k];
+    }
+    RX_ASSERT(k == 0);
+    return s;
+}
+
+/* Whether a tensor annotation has known dims and dtype; else what is unknown. */
+static const char *unknown_part(const rx_sinfo *s)
+{
+    if (!s || s->kind != RX_SI_TENSOR) return "non-tensor";
+    if (s->ndim < 0 || !s->dims) return "unknown";
+    if (s->dtype == RX_DT_UNKNOWN) return "unknown-dtype";
+    return NULL;
+}
+
+rx_te_tensor *lg_input(lg_ctx *c, int i, const char *name)
+{
+    RX_ASSERT(i >= 0 && i < c->call->nargs);
+    rx_node *arg = c->call->args[i];
+    const rx_sinfo *s = arg->sinfo;
+    const char *u = unknown_part(s);
+    if (u) {
+        lg_fail(c, "argument %d %s", i,
+                !strcmp(u, "non-tensor") ? "is not a tensor"
+                : !strcmp(u, "unknown") ? "has unknown dims" : "has an unknown dtype");
+        return NULL;
+    }
+    rx_te_tensor *t = rx_te_placeholder(c->te, name, (rx_dtype)s->dtype, s->ndim, s->dims);
+    RX_VEC_PUSH(c->args, arg);
+    RX_VEC_PUSH(c->ins, t);
+    return t;
+}
+
+void lg_output(lg_ctx *c, rx_te_tensor *t) { RX_VEC_PUSH(c->outs, t); }
+
+rx_expr **lg_bcast_index(lg_ctx *c, const rx_te_tensor *t, rx_expr *const *idx, int nd)
+{
+    int tn = rx_te_ndim(t);
+    RX_ASSERT(tn <= nd);
+    rx_expr **r = RX_NEWN(c->a, rx_expr *, tn > 0 ? tn : 1);
+    for (int k = 0; k < tn; k++)
+        r[k] = rx_expr_is_int(rx_te_dim(t, k), 1) ? rx_e_int(c->a, 0) : idx[k + nd - tn];
+    return r;
+}
+
+bool lg_axis(lg_ctx *c, int64_t axis, int ndim, int *out)
+{
+    if (axis < -(int64_t)ndim || axis >= ndim)
+        return lg_fail(c, "axis %lld is out of range for %d dimensions", (long long)axis, ndim);
+    *out = (int)(axis < 0 ? axis + ndim : axis);
+    return true;
+}
+
+void lg_attr_ints(const rx_attr *a, int64_t *out, int max, int *n)
+{
+    if (!a || a->kind == RX_A_NULL) {
+        *n = -1;
+    } else if (a->kind == RX_A_INT) {
+        RX_ASSERT(max >= 1);
+        out[0] = a->u.i;
+        *n = 1;
+    } else {
+        RX_ASSERT(a->kind == RX_A_ARRAY && a->u.arr.n <= max);
+        for (int i = 0; i < a->u.arr.n; i++) {
+            RX_ASSERT(a->u.arr.items[i]->kind == RX_A_INT);
+            out[i] = a->u.arr.items[i]->u.i;
+        }
+        *n = a->u.arr.n;
+    }
+}
+
+/* ---------------------------------------------------------------- the driver */
+
+typedef struct gen {
+    uint8_t hash[32];
+    rx_func *fn;
+} gen;
+
+typedef struct lg_pass {
+    rx_module *m;
+    rx_diags *d;
+    rx_legalize_report *rep;
+    RX_VEC(gen) gens;      /* functions generated in this run */
+    bool ok;
+} lg_pass;
+
+static void note_left(lg_pass *p, const rx_op *op)
+{
+    rx_legalize_report *r = p->rep;
+    r->left++;
+    for (int i = 0; i < r->nleft_ops; i++)
+        if (!strcmp(r->left_ops[i], op->name)) return;
+    if (r->nleft_ops < RX_COUNTOF(r->left_ops)) r->left_ops[r->nleft_ops++] = op->name;
+}
+
+/* The structural hash of f alone, its name blanked. */
+static void func_hash(rx_func *f, uint8_t out[32])
+{
+    rx_module tmp;
+    memset(&tmp, 0, sizeof tmp);
+    rx_func *fs[1] = {f};
+    const char *name = f->name;
+    f->name = "";
+    tmp.funcs = fs;
+    tmp.nfuncs = 1;
+    rx_struct_hash(&tmp, "legalize", out);
+    f->name = name;
+}
+
+/* A function name based on base that no function of the module has. */
+static const char *unique_name(rx_module *m, const char *base)
+{
+    if (!rx_module_find(m, base)) return base;
+    for (int k = 1;; k++) {
+        const char *s = rx_arena_printf(m->arena, "%s_%d", base, k);
+        if (!rx_module_find(m, s)) return s;
+    }
+}
+
+/* Checks the call's result: a tensor or tuple of tensors with known dims and dtype. */
+static bool result_ok(lg_pass *p, const rx_node *call, int *nouts)
+{
+    const rx_sinfo *s = call->sinfo;
+    const char *op = call->u.call.op->name;
+    int n = s->kind == RX_SI_TUPLE ? s->nfields : 1;
+    for (int k = 0; k < n; k++) {
+        const char *u = unknown_part(s->kind == RX_SI_TUPLE ? s->fields[k] : s);
+        if (!u) continue;
+        if (!strcmp(u, "non-tensor"))
+            lg_error(p->m, p->d, call->loc, "cannot legalize %s: its result is not a tensor", op);
+        else if (!strcmp(u, "unknown"))
+            lg_error(p->m, p->d, call->loc, "cannot legalize %s with unknown output dims", op);
+        else
+            lg_error(p->m, p->d, call->loc, "cannot legalize %s with an unknown output dtype", op);
+        return false;
+    }
+    *nouts = n;
+    return true;
+}
+
+/* Steps 1-3 for one op call: the replacement node, or the call itself. */
+static rx_node *legalize_call(lg_pass *p, rx_node *call)
+{
+    const rx_op *op = call->u.call.op;
+    const lg_rule_entry *rule = find_rule(op->name);
+    if (!rule) {
+        note_left(p, op);
+        return call;
+    }
+    if (!call->sinfo) {
+        lg_error(p->m, p->d, call->loc, "cannot legalize %s: the module is not deduced", op->name);
+        p->ok = false;
+        return call;
+    }
+    int nouts;
+    if (!result_ok(p, call, &nouts)) {
+        p->ok = false;
+        return call;
+    }
+    lg_ctx c = {0};
+    c.m = p->m;
+    c.a = p->m->arena;
+    c.te = rx_te_new(p->m);
+    c.call = call;
+    c.d = p->d;
+    rx_node *res = call;
+    if (!rule->rule(&c)) {
+        p->ok = false;
+        goto out;
+    }
+    RX_ASSERT(c.outs.n == nouts);
+    rx_te_func tf;
+    rx_te_build(c.te, "", c.ins.items, c.ins.n, c.outs.items, c.outs.n, &tf);
+    gen g;
+    func_hash(tf.fn, g.hash);
+    rx_func *fn = NULL;
+    for (int i = 0; i < p->gens.n && !fn; i++)
+        if (!memcmp(p->gens.items[i].hash, g.hash, 32)) fn = p->gens.items[i].fn;
+    if (fn) {
+        p->rep->shared++;
+    } else {
+        fn = tf.fn;
+        fn->name = unique_name(p->m, lg_ident(&c));
+        g.fn = fn;
+        RX_VEC_PUSH(p->gens, g);
+        rx_te_add_func(p->m, fn);
+        p->rep->generated++;
+    }
+    res = rx_n_call_tir(p->m, rx_n_global(p->m, fn->name, fn), c.args.items, c.args.n,
+                        call->sinfo, tf.tir_vars, tf.ntir_vars);
+    res->loc = call->loc;
+    res->sinfo = call->sinfo;
+    p->rep->legalized++;
+out:
+    rx_te_free(c.te);
+    RX_VEC_FREE(c.args);
+    RX_VEC_FREE(c.ins);
+    RX_VEC_FREE(c.outs);
+    return res;
+}
+
+static void walk_seq(lg_pass *p, rx_seq *s);
+
+/* Legalizes the op calls in *slot (operands first), replacing *slot. */
+static void walk_node(lg_pass *p, rx_node **slot)
+{
+    rx_node *n = *slot;
+    if (!n) return;
+    switch (n->kind) {
+    case RX_N_CALL:
+        for (int i = 0; i < n->nargs; i++) walk_node(p, &n->args[i]);
+        if (n->call_kind == RX_CALL_OP) *slot = legalize_call(p, n);
+        break;
+    case RX_N_TUPLE:
+    case RX_N_GET_ITEM:
+        for (int i = 0; i < n->nargs; i++) walk_node(p, &n->args[i]);
+        break;
+    case RX_N_IF:
+        walk_node(p, &n->args[0]);
+        walk_seq(p, n->u.if_.then_body);
+        walk_seq(p, n->u.if_.else_body);
+        break;
+    default:
+        break;
+    }
+}
+
+static void walk_seq(lg_pass *p, rx_seq *s)
+{
+    if (!s) return;
+    for (int i = 0; i < s->nblocks; i++)
+        for (int j = 0; j < s->blocks[i]->nbindings; j++)
+            walk_node(p, &s->blocks[i]->bindings[j].value);
+    walk_node(p, &s->result);
+}
+
+bool rx_legalize(rx_module *m, rx_legalize_report *rep, rx_diags *d)
+{
+    rx_legalize_report local;
+    lg_pass p = {0};
+    p.m = m;
+    p.d = d;
+    p.rep = rep ? rep : &local;
+    p.ok = true;
+    memset(p.rep, 0, sizeof *p.rep);
+    int nf = m->nfuncs; /* generated functions are appended; they are loop functions */
+    for (int i = 0; i < nf; i++)
+        if (m->funcs[i]->kind == RX_F_RELAX) walk_seq(&p, m->funcs[i]->body);
+    RX_VEC_FREE(p.gens);
+    if (!p.ok) return false;
+    return rx_deduce_module(m, d);
+}
+
+bool rx_pass_legalize(rx_module *m, rx_diags *d) { return rx_legalize(m, NULL, d); }

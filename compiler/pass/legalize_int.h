@@ -1,0 +1,86 @@
+/*
+ * legalize_int.h — internal to the legalize pass: the rule interface and the rule
+ * tables of the op groups.
+ *
+ * A rule turns one deduced op call into tensor expressions (te.h). It declares the
+ * call's tensor operands it reads with lg_input (each becomes a placeholder and, in
+ * the same order, an argument of the call_tir), builds computes whose shapes are the
+ * deduced result dims (lg_out_dims), and hands each result tensor to lg_output, in
+ * the order of the call's result (one for a tensor, one per field for a tuple). It
+ * returns false after lg_fail (a located "cannot legalize ..." error).
+ *
+ * Preconditions the driver has checked before a rule runs: the call's result is a
+ * tensor or a tuple of tensors with known dtype and dims; an lg_input operand is
+ * checked when the rule asks for it. Attributes are read with rx_call_attr (defaults
+ * filled).
+ *
+ * Adding a group is: a file legalize_<group>.c defining `const lg_rule_entry
+ * rx_lg_<group>[]` and its count, their declarations below, and one line in
+ * LG_GROUPS.
+ */
+#ifndef RELAX_LEGALIZE_INT_H
+#define RELAX_LEGALIZE_INT_H
+
+#include "relax/deduce.h"
+#include "relax/pass.h"
+#include "relax/te.h"
+
+typedef struct lg_ctx {
+    rx_module *m;
+    rx_arena *a;             /* m->arena */
+    rx_te *te;               /* the builder of this call's function */
+    const rx_node *call;     /* the op call (deduced) */
+    rx_diags *d;
+    RX_VEC(rx_node *) args;  /* call_tir arguments, one per lg_input */
+    RX_VEC(rx_te_tensor *) ins;
+    RX_VEC(rx_te_tensor *) outs;
+} lg_ctx;
+
+typedef bool (*lg_rule)(lg_ctx *c);
+
+typedef struct lg_rule_entry {
+    const char *op; /* registry name ("nn.softmax") */
+    lg_rule rule;
+} lg_rule_entry;
+
+/* ---- for rules (legalize.c) ---- */
+/* A placeholder for operand i of the call (a tensor of known dims and dtype), named
+ * `name`; NULL after an error. Each call adds one call_tir argument. */
+rx_te_tensor *lg_input(lg_ctx *c, int i, const char *name);
+/* Declares the next result tensor. */
+void lg_output(lg_ctx *c, rx_te_tensor *t);
+/* Reports "cannot legalize <op>: <message>" at the call; returns false. */
+bool lg_fail(lg_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The deduced annotation of result k (k = 0 for a tensor result). */
+const rx_sinfo *lg_out(const lg_ctx *c, int k);
+/* The op's name as "add" and as a C identifier tail "nn_relu" (for names). */
+const char *lg_opname(const lg_ctx *c);
+const char *lg_ident(const lg_ctx *c);
+/* "T_" + lg_ident: the conventional name of a result tensor. */
+const char *lg_tname(const lg_ctx *c);
+/* Indices into t (of rank t's ndim) for the output position idx (rank nd) under NumPy
+ * broadcasting: right-aligned, a literal-1 dim of t reads index 0. */
+rx_expr **lg_bcast_index(lg_ctx *c, const rx_te_tensor *t, rx_expr *const *idx, int nd);
+/* Normalizes axis against ndim (negative counts from the end); false after lg_fail. */
+bool lg_axis(lg_ctx *c, int64_t axis, int ndim, int *out);
+/* The integers of an INT / INTS / AXES attribute into out[0..*n) (max entries);
+ * *n = -1 for null. */
+void lg_attr_ints(const rx_attr *a, int64_t *out, int max, int *n);
+
+/* ---- the groups ---- */
+extern const lg_rule_entry rx_lg_elemwise[]; /* legalize_elemwise.c: unary, binary, where */
+extern const int rx_lg_elemwise_count;
+extern const lg_rule_entry rx_lg_reduce[];   /* legalize_reduce.c: sum ... argmax, softmax */
+extern const int rx_lg_reduce_count;
+extern const lg_rule_entry rx_lg_manip[];    /* legalize_manip.c: reshape ... full_like */
+extern const int rx_lg_manip_count;
+extern const lg_rule_entry rx_lg_linalg[];   /* legalize_linalg.c: matmul */
+extern const int rx_lg_linalg_count;
+
+#define LG_GROUPS(X)                          \
+    X(rx_lg_elemwise, rx_lg_elemwise_count)   \
+    X(rx_lg_reduce, rx_lg_reduce_count)       \
+    X(rx_lg_manip, rx_lg_manip_count)         \
+    X(rx_lg_linalg, rx_lg_linalg_count)
+
+#endif

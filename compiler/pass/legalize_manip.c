@@ -1,0 +1,220 @@
+/*
+ * legalize_manip.c — legalization rules of the shape-manipulation and creation ops.
+ *
+ * Every rule is one compute over the deduced result dims whose element is a load of
+ * the operand at a remapped index (or a constant):
+ *   reshape flatten   the result position is raveled row-major over the result dims
+ *                     and unraveled over x's: x[f // s0, f // s1 % d1, ..., f % dk],
+ *                     simplified with the loop ranges (flatten of (n, 4) reads
+ *                     x[i0 // 4, i0 % 4]); identical dims copy index for index
+ *   permute_dims      x[idx[inverse permutation]]
+ *   expand_dims       the inserted positions dropped
+ *   squeeze           0 inserted at the squeezed positions (axis null: the literal-1
+ *                     dims, which is what deduction removed)
+ *   broadcast_to      the broadcast index (a literal-1 dim of x reads 0)
+ *   zeros ones        0 / 1 of the result dtype; the shape operand is not passed
+ *   full full_like    the 0-d fill operand converted to the result dtype
+ *   zeros_like ones_like  as zeros/ones: x is not passed (only its shape matters, and
+ *                     that is in the result annotation)
+ */
+#include <string.h>
+
+#include "legalize_int.h"
+
+enum { MAXD = 64 };
+
+typedef struct mctx {
+    lg_ctx *c;
+    rx_te_tensor *x;
+    int nd;             /* result rank */
+    int xn;             /* x's rank */
+    rx_expr **odims;    /* result dims */
+    int map[MAXD];      /* permute: result pos -> x axis; expand/squeeze: flags */
+    double value;       /* zeros/ones */
+} mctx;
+
+static bool check_rank(lg_ctx *c, int n)
+{
+    return n <= MAXD ? true : lg_fail(c, "more than %d dimensions", MAXD);
+}
+
+/* ---------------------------------------------------------------- reshape */
+static rx_expr *reshape_cb(rx_te *te, rx_expr *const *idx, void *ud)
+{
+    mctx *m = ud;
+    rx_arena *a = rx_te_arena(te);
+    rx_expr **xi = RX_NEWN(a, rx_expr *, m->xn > 0 ? m->xn : 1);
+    bool same = m->xn == m->nd;
+    for (int k = 0; same && k < m->nd; k++) same = rx_expr_same(rx_te_dim(m->x, k), m->odims[k]);
+    if (same) {
+        for (int k = 0; k < m->nd; k++) xi[k] = idx[k];
+        return rx_te_at(te, m->x, xi);
+    }
+    rx_expr *f = NULL;
+    for (int k = 0; k < m->nd; k++)
+        f = f ? rx_e_binary(a, RX_E_ADD, rx_e_binary(a, RX_E_MUL, f, m->odims[k]), idx[k]) : idx[k];
+    if (!f) f = rx_e_int(a, 0);
+    rx_expr *stride = rx_e_int(a, 1);
+    for (int k = m->xn - 1; k >= 0; k--) {
+        rx_expr *v = k == m->xn - 1 ? f : rx_e_binary(a, RX_E_FLOORDIV, f, stride);
+        if (k > 0) v = rx_e_binary(a, RX_E_FLOORMOD, v, rx_te_dim(m->x, k));
+        xi[k] = rx_te_simplify(te, v);
+        stride = rx_e_binary(a, RX_E_MUL, stride, rx_te_dim(m->x, k));
+    }
+    return rx_te_at(te, m->x, xi);
+}
+
+/* ---------------------------------------------------------------- index remaps */
+static rx_expr *permute_cb(rx_te *te, rx_expr *const *idx, void *ud)
+{
+    mctx *m = ud;
+    rx_expr **xi = RX_NEWN(rx_te_arena(te), rx_expr *, m->xn > 0 ? m->xn : 1);
+    for (int k = 0; k < m->nd; k++) xi[m->map[k]] = idx[k];
+    return rx_te_at(te, m->x, xi);
+}
+
+static rx_expr *expand_cb(rx_te *te, rx_expr *const *idx, void *ud)
+{
+    mctx *m = ud;
+    rx_expr **xi = RX_NEWN(rx_te_arena(te), rx_expr *, m->xn > 0 ? m->xn : 1);
+    for (int k = 0, j = 0; k < m->nd; k++)
+        if (!m->map[k]) xi[j++] = idx[k];
+    return rx_te_at(te, m->x, xi);
+}
+
+static rx_expr *squeeze_cb(rx_te *te, rx_expr *const *idx, void *ud)
+{
+    mctx *m = ud;
+    rx_arena *a = rx_te_arena(te);
+    rx_expr **xi = RX_NEWN(a, rx_expr *, m->xn > 0 ? m->xn : 1);
+    for (int k = 0, j = 0; k < m->xn; k++) xi[k] = m->map[k] ? rx_e_int(a, 0) : idx[j++];
+    return rx_te_at(te, m->x, xi);
+}
+
+static rx_expr *bcast_cb(rx_te *te, rx_expr *const *idx, void *ud)
+{
+    mctx *m = ud;
+    return rx_te_at(te, m->x, lg_bcast_index(m->c, m->x, idx, m->nd));
+}
+
+static rx_expr *const_cb(rx_te *te, rx_expr *const *idx, void *ud)
+{
+    mctx *m = ud;
+    return rx_te_const(te, m->value, (rx_dtype)lg_out(m->c, 0)->dtype);
+}
+
+static rx_expr *fill_cb(rx_te *te, rx_expr *const *idx, void *ud)
+{
+    mctx *m = ud;
+    rx_expr *none[1] = {NULL};
+    return rx_te_cast(te, (rx_dtype)lg_out(m->c, 0)->dtype, rx_te_at(te, m->x, none));
+}
+
+/* Sets up m for a rule reading operand 0 (when read_x); false after an error. */
+static bool setup(lg_ctx *c, mctx *m, bool read_x)
+{
+    memset(m, 0, sizeof *m);
+    m->c = c;
+    const rx_sinfo *o = lg_out(c, 0);
+    m->nd = o->ndim;
+    m->odims = o->dims;
+    if (!check_rank(c, m->nd)) return false;
+    if (!read_x) return true;
+    if (!(m->x = lg_input(c, 0, "x"))) return false;
+    m->xn = rx_te_ndim(m->x);
+    return check_rank(c, m->xn);
+}
+
+static bool emit(lg_ctx *c, mctx *m, rx_te_fcompute f)
+{
+    const rx_sinfo *o = lg_out(c, 0);
+    lg_output(c, rx_te_compute(c->te, lg_tname(c), (rx_dtype)o->dtype, o->ndim, o->dims, f, m));
+    return true;
+}
+
+static bool rule_reshape(lg_ctx *c)
+{
+    mctx m;
+    return setup(c, &m, true) && emit(c, &m, reshape_cb);
+}
+
+static bool rule_permute(lg_ctx *c)
+{
+    mctx m;
+    if (!setup(c, &m, true)) return false;
+    int64_t ax[MAXD];
+    int n;
+    lg_attr_ints(rx_call_attr(c->call, "axes"), ax, MAXD, &n);
+    for (int k = 0; k < m.nd; k++) {
+        m.map[k] = m.nd - 1 - k;
+        if (n >= 0 && !lg_axis(c, ax[k], m.nd, &m.map[k])) return false;
+    }
+    return emit(c, &m, permute_cb);
+}
+
+static bool rule_expand_dims(lg_ctx *c)
+{
+    mctx m;
+    if (!setup(c, &m, true)) return false;
+    int64_t ax[MAXD];
+    int n;
+    lg_attr_ints(rx_call_attr(c->call, "axis"), ax, MAXD, &n);
+    for (int i = 0; i < n; i++) {
+        int a;
+        if (!lg_axis(c, ax[i], m.nd, &a)) return false;
+        m.map[a] = 1;
+    }
+    return emit(c, &m, expand_cb);
+}
+
+static bool rule_squeeze(lg_ctx *c)
+{
+    mctx m;
+    if (!setup(c, &m, true)) return false;
+    int64_t ax[MAXD];
+    int n, dropped = 0;
+    lg_attr_ints(rx_call_attr(c->call, "axis"), ax, MAXD, &n);
+    for (int k = 0; n < 0 && k < m.xn; k++) m.map[k] = rx_expr_is_int(rx_te_dim(m.x, k), 1);
+    for (int i = 0; i < n; i++) {
+        int a;
+        if (!lg_axis(c, ax[i], m.xn, &a)) return false;
+        m.map[a] = 1;
+    }
+    for (int k = 0; k < m.xn; k++) dropped += m.map[k];
+    if (m.xn - dropped != m.nd)
+        return lg_fail(c, "the squeezed axes of a rank-%d operand do not give rank %d", m.xn, m.nd);
+    return emit(c, &m, squeeze_cb);
+}
+
+static bool rule_broadcast_to(lg_ctx *c)
+{
+    mctx m;
+    return setup(c, &m, true) && emit(c, &m, bcast_cb);
+}
+
+static bool rule_const(lg_ctx *c)
+{
+    mctx m;
+    if (!setup(c, &m, false)) return false;
+    m.value = strncmp(lg_opname(c), "ones", 4) == 0 ? 1 : 0;
+    return emit(c, &m, const_cb);
+}
+
+static bool rule_full(lg_ctx *c)
+{
+    mctx m;
+    if (!setup(c, &m, false)) return false;
+    if (!(m.x = lg_input(c, 1, "fill"))) return false;
+    if (rx_te_ndim(m.x) != 0) return lg_fail(c, "the fill value must be 0-d");
+    return emit(c, &m, fill_cb);
+}
+
+const lg_rule_entry rx_lg_manip[] = {
+    {"reshape", rule_reshape},       {"flatten", rule_reshape},
+    {"permute_dims", rule_permute},  {"expand_dims", rule_expand_dims},
+    {"squeeze", rule_squeeze},       {"broadcast_to", rule_broadcast_to},
+    {"zeros", rule_const},           {"ones", rule_const},
+    {"zeros_like", rule_const},      {"ones_like", rule_const},
+    {"full", rule_full},             {"full_like", rule_full},
+};
+const int rx_lg_manip_count = RX_COUNTOF(rx_lg_manip);

@@ -1,0 +1,339 @@
+/*
+ * test_legalize.c — the legalize pass (compiler/pass/legalize*.c): structure.
+ *
+ * Modules come from the corpus (tests/modules/valid/ops_*.json) and from small
+ * strings. Each is read, deduced, legalized; the checks: deduction succeeds again
+ * (call_tir arity and buffers), no call of an op with a rule is left, identical
+ * generated functions are shared, variables keep their annotations, symbolic shapes
+ * stay symbolic (one function, tir_vars where needed), the legalized module survives
+ * a relax-json round trip, and unsupported calls give located errors.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "relax/deduce.h"
+#include "relax/json.h"
+#include "relax/pass.h"
+#include "relax/text.h"
+
+static char *diags_str(const rx_diags *d)
+{
+    rx_sb b = {0};
+    rx_diags_format(d, &b);
+    return rx_sb_take(&b);
+}
+
+/* Reads and deduces a module from text; aborts the test on errors. */
+static rx_module *load_text(const char *text)
+{
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_module *m = rx_json_read(text, strlen(text), NULL, &d);
+    ck_assert_msg(m != NULL, "read: %s", diags_str(&d));
+    ck_assert_msg(rx_deduce_module(m, &d), "deduce: %s", diags_str(&d));
+    rx_diags_free(&d);
+    return m;
+}
+
+static rx_module *load_file(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/modules/valid/%s", RX_SOURCE_DIR, name);
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_module *m = rx_json_read_file(path, NULL, &d);
+    ck_assert_msg(m != NULL, "read %s: %s", name, diags_str(&d));
+    ck_assert_msg(rx_deduce_module(m, &d), "deduce %s: %s", name, diags_str(&d));
+    rx_diags_free(&d);
+    return m;
+}
+
+/* Does any op call with a legalization rule remain in seq (recursively)? */
+static bool has_rule_call(const rx_node *n);
+
+static bool seq_has_rule_call(const rx_seq *s)
+{
+    for (int i = 0; i < s->nblocks; i++)
+        for (int j = 0; j < s->blocks[i]->nbindings; j++)
+            if (has_rule_call(s->blocks[i]->bindings[j].value)) return true;
+    return has_rule_call(s->result);
+}
+
+static bool has_rule_call(const rx_node *n)
+{
+    if (!n) return false;
+    if (n->kind == RX_N_CALL && n->call_kind == RX_CALL_OP && rx_legalize_has_rule(n->u.call.op->name))
+        return true;
+    if (n->kind == RX_N_IF &&
+        (seq_has_rule_call(n->u.if_.then_body) || seq_has_rule_call(n->u.if_.else_body)))
+        return true;
+    for (int i = 0; i < n->nargs; i++)
+        if (has_rule_call(n->args[i])) return true;
+    return false;
+}
+
+/* Writes m as relax-json, reads and deduces it again, checks structural equality. */
+static void roundtrip(const rx_module *m)
+{
+    rx_sb js = {0}, why = {0};
+    rx_json_write(m, 0, &js);
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_module *m2 = rx_json_read(js.p, js.n, NULL, &d);
+    ck_assert_msg(m2 != NULL, "re-read: %s", diags_str(&d));
+    ck_assert_msg(rx_deduce_module(m2, &d), "re-deduce: %s", diags_str(&d));
+    ck_assert_msg(rx_struct_equal(m, m2, &why), "round trip: %s", rx_sb_str(&why));
+    rx_module_free(m2);
+    rx_diags_free(&d);
+    rx_sb_free(&js);
+    rx_sb_free(&why);
+}
+
+/* The value of binding `var` in function f (first block that has it). */
+static rx_node *binding_value(const rx_func *f, const char *var)
+{
+    for (int i = 0; i < f->body->nblocks; i++)
+        for (int j = 0; j < f->body->blocks[i]->nbindings; j++) {
+            rx_binding *b = &f->body->blocks[i]->bindings[j];
+            if (!strcmp(b->var->u.var.name, var)) return b->value;
+        }
+    return NULL;
+}
+
+static int count_tir(const rx_module *m)
+{
+    int n = 0;
+    for (int i = 0; i < m->nfuncs; i++) n += m->funcs[i]->kind == RX_F_TIR;
+    return n;
+}
+
+START_TEST(corpus_modules)
+{
+    static const char *const files[] = {"ops_compare.json", "ops_create.json", "ops_manip.json",
+                                        "ops_matmul.json", "ops_misc.json", "ops_nn.json",
+                                        "ops_reduce.json", "fig04_call_tir_dps.json",
+                                        "fig08_sym_params.json", "fig07_subfn_calls.json",
+                                        "if_else.json", "tuples.json", "blocks.json"};
+    for (int i = 0; i < RX_COUNTOF(files); i++) {
+        rx_module *m = load_file(files[i]);
+        int before = count_tir(m);
+        rx_diags d;
+        rx_diags_init(&d);
+        rx_legalize_report rep;
+        bool ok = rx_legalize(m, &rep, &d);
+        ck_assert_msg(ok, "%s: %s", files[i], diags_str(&d));
+        ck_assert_int_eq(count_tir(m) - before, rep.generated);
+        ck_assert_int_eq(rep.legalized, rep.generated + rep.shared);
+        for (int f = 0; f < m->nfuncs; f++)
+            if (m->funcs[f]->kind == RX_F_RELAX)
+                ck_assert_msg(!seq_has_rule_call(m->funcs[f]->body), "%s: @%s keeps an op call",
+                              files[i], m->funcs[f]->name);
+        roundtrip(m);
+        rx_diags_free(&d);
+        rx_module_free(m);
+    }
+}
+END_TEST
+
+/* Modules with calls whose dims deduction left unknown: located errors. */
+START_TEST(corpus_unknown_dims)
+{
+    static const struct { const char *file; int nerr; const char *first; } cases[] = {
+        {"ops_binary.json", 1,
+         "functions.static.body.blocks[0].bindings[2].value: cannot legalize multiply with "
+         "unknown output dims\n"},
+        {"ops_unary.json", 2,
+         "functions.main.body.blocks[0].bindings[25].value: cannot legalize negative with "
+         "unknown output dims\n"},
+    };
+    for (int i = 0; i < RX_COUNTOF(cases); i++) {
+        rx_module *m = load_file(cases[i].file);
+        rx_diags d;
+        rx_diags_init(&d);
+        ck_assert(!rx_legalize(m, NULL, &d));
+        ck_assert_int_eq(rx_diags_count(&d), cases[i].nerr);
+        char *e = diags_str(&d);
+        ck_assert_msg(strncmp(e, cases[i].first, strlen(cases[i].first)) == 0, "%s", e);
+        free(e);
+        rx_diags_free(&d);
+        rx_module_free(m);
+    }
+}
+END_TEST
+
+#define T32(...) "{\"tensor\": {\"shape\": [" __VA_ARGS__ "], \"dtype\": \"f32\"}}"
+#define MODULE(params, bindings, result)                                                   \
+    "{\"format\": \"relax-json\", \"version\": 1, \"functions\": {\"main\": {\"kind\": "   \
+    "\"relax\", \"params\": [" params "], \"body\": {\"blocks\": [{\"dataflow\": true, "   \
+    "\"bindings\": [" bindings "]}], \"result\": \"" result "\"}}}}"
+
+START_TEST(shared_functions)
+{
+    rx_module *m = load_text(MODULE(
+        "{\"name\": \"x\", \"type\": " T32("\"n\", 4") "},"
+        "{\"name\": \"y\", \"type\": " T32("\"m\", 4") "},"
+        "{\"name\": \"h\", \"type\": {\"tensor\": {\"shape\": [\"n\", 4], \"dtype\": \"f16\"}}}",
+        "{\"var\": \"a\", \"value\": {\"op\": \"add\", \"args\": [\"x\", \"x\"]}},"
+        "{\"var\": \"b\", \"value\": {\"op\": \"add\", \"args\": [\"y\", \"y\"]}},"
+        "{\"var\": \"c\", \"value\": {\"op\": \"add\", \"args\": [\"a\", \"x\"]}},"
+        "{\"var\": \"d\", \"value\": {\"op\": \"add\", \"args\": [\"h\", \"h\"]}},"
+        "{\"var\": \"e\", \"value\": {\"op\": \"nn.relu\", \"args\": [\"x\"]}},"
+        "{\"var\": \"f\", \"value\": {\"op\": \"nn.relu\", \"args\": [\"y\"]}}",
+        "e"));
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_legalize_report rep;
+    ck_assert_msg(rx_legalize(m, &rep, &d), "%s", diags_str(&d));
+    ck_assert_int_eq(rep.legalized, 6);
+    ck_assert_int_eq(rep.generated, 3); /* add f32, add f16, relu f32 */
+    ck_assert_int_eq(rep.shared, 3);
+    ck_assert_int_eq(count_tir(m), 3);
+    rx_func *f = rx_module_find(m, "main");
+    rx_node *a = binding_value(f, "a"), *b = binding_value(f, "b"), *dd = binding_value(f, "d");
+    ck_assert_int_eq(a->call_kind, RX_CALL_TIR);
+    ck_assert_ptr_eq(a->u.call.callee->u.global.fn, b->u.call.callee->u.global.fn);
+    ck_assert_ptr_ne(a->u.call.callee->u.global.fn, dd->u.call.callee->u.global.fn);
+    ck_assert_str_eq(a->u.call.callee->u.global.name, "add");
+    ck_assert_str_eq(dd->u.call.callee->u.global.name, "add_1");
+    ck_assert_int_eq(a->u.call.ntir_vars, 0);
+    roundtrip(m);
+    /* A second run finds nothing to do. */
+    ck_assert(rx_legalize(m, &rep, &d));
+    ck_assert_int_eq(rep.legalized, 0);
+    ck_assert_int_eq(count_tir(m), 3);
+    rx_diags_free(&d);
+    rx_module_free(m);
+}
+END_TEST
+
+/* fig08: add of (n * 2,) tensors passes n as a tir_var; one function serves all n. */
+START_TEST(tir_vars_for_expressions)
+{
+    rx_module *m = load_file("fig08_sym_params.json");
+    rx_diags d;
+    rx_diags_init(&d);
+    ck_assert_msg(rx_legalize(m, NULL, &d), "%s", diags_str(&d));
+    rx_func *f = rx_module_find(m, "fused_add_relu");
+    rx_node *v = binding_value(f, "lv0");
+    ck_assert_int_eq(v->call_kind, RX_CALL_TIR);
+    ck_assert_int_eq(v->u.call.ntir_vars, 1);
+    ck_assert_int_eq(v->u.call.tir_vars[0]->kind, RX_E_VAR);
+    ck_assert_ptr_eq(v->u.call.tir_vars[0]->u.var, f->svars[0]);
+    rx_func *k = v->u.call.callee->u.global.fn;
+    ck_assert_int_eq(k->kind, RX_F_TIR);
+    ck_assert_int_eq(k->ntparams, 4); /* x, y, out, n */
+    ck_assert_ptr_eq(k->tparams[3].var, k->svars[0]);
+    ck_assert_int_eq(k->svars[0]->kind, RX_SV_PARAM);
+    rx_sb p = {0};
+    rx_print_module(m, &p);
+    ck_assert_msg(strstr(rx_sb_str(&p), "R.call_tir(@add, (x, y), out=R.Tensor((n * 2,), \"f32\"), "
+                                        "tir_vars=R.shape([n]))") != NULL, "%s", rx_sb_str(&p));
+    rx_sb_free(&p);
+    /* main's flatten of (n, 2): n is defined by the input buffer, no tir_vars */
+    rx_node *fl = binding_value(rx_module_find(m, "main"), "lv0");
+    ck_assert_int_eq(fl->call_kind, RX_CALL_TIR);
+    ck_assert_int_eq(fl->u.call.ntir_vars, 0);
+    rx_diags_free(&d);
+    rx_module_free(m);
+}
+END_TEST
+
+START_TEST(annotations_kept)
+{
+    rx_module *m = load_text(MODULE(
+        "{\"name\": \"x\", \"type\": " T32("\"n\", 4") "}",
+        "{\"var\": \"a\", \"type\": {\"tensor\": {\"ndim\": 2, \"dtype\": \"f32\"}}, "
+        "\"value\": {\"op\": \"exp\", \"args\": [\"x\"]}}",
+        "a"));
+    rx_diags d;
+    rx_diags_init(&d);
+    ck_assert_msg(rx_legalize(m, NULL, &d), "%s", diags_str(&d));
+    rx_func *f = rx_module_find(m, "main");
+    rx_binding *b = &f->body->blocks[0]->bindings[0];
+    ck_assert_int_eq(b->value->call_kind, RX_CALL_TIR);
+    ck_assert_ptr_null(b->var->sinfo->dims); /* still the written Tensor(ndim=2) */
+    ck_assert_ptr_nonnull(b->value->u.call.out->dims); /* out: the deduced (n, 4) */
+    ck_assert_int_eq(b->value->u.call.out->ndim, 2);
+    rx_diags_free(&d);
+    rx_module_free(m);
+}
+END_TEST
+
+START_TEST(errors_and_left_ops)
+{
+    rx_module *m = load_text(MODULE(
+        "{\"name\": \"x\", \"type\": " T32("\"n\"") "},"
+        "{\"name\": \"y\", \"type\": " T32("\"m\"") "},"
+        "{\"name\": \"u\", \"type\": {\"tensor\": {\"ndim\": 1, \"dtype\": \"f32\"}}}",
+        "{\"var\": \"a\", \"value\": {\"op\": \"add\", \"args\": [\"x\", \"y\"]}},"
+        "{\"var\": \"b\", \"value\": {\"op\": \"unique\", \"args\": [\"x\"]}},"
+        "{\"var\": \"c\", \"value\": {\"op\": \"shape_of\", \"args\": [\"x\"]}},"
+        "{\"var\": \"e\", \"value\": {\"op\": \"reshape\", \"args\": [\"u\", {\"shape\": [\"n\"]}]}}",
+        "a"));
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_legalize_report rep;
+    ck_assert(!rx_legalize(m, &rep, &d));
+    char *e = diags_str(&d);
+    ck_assert_str_eq(e, "functions.main.body.blocks[0].bindings[0].value: cannot legalize add with "
+                        "unknown output dims\n"
+                        "functions.main.body.blocks[0].bindings[3].value: cannot legalize "
+                        "reshape: argument 0 has unknown dims\n");
+    free(e);
+    ck_assert_int_eq(rep.left, 2);
+    ck_assert_int_eq(rep.nleft_ops, 2);
+    ck_assert_str_eq(rep.left_ops[0], "unique");
+    ck_assert_str_eq(rep.left_ops[1], "shape_of");
+    ck_assert(rx_legalize_has_rule("nn.softmax"));
+    ck_assert(rx_legalize_has_rule("relax.add"));
+    ck_assert(!rx_legalize_has_rule("unique"));
+    ck_assert(!rx_legalize_has_rule("nonzero"));
+    ck_assert(!rx_legalize_has_rule("shape_of"));
+    rx_diags_free(&d);
+    rx_module_free(m);
+}
+END_TEST
+
+/* Written unnormalized: an op call nested in an operand and one as the body result
+ * (whichever of reading and deduction normalizes, nothing is left). */
+START_TEST(nested_calls_and_pass_entry)
+{
+    rx_module *m = load_text(
+        "{\"format\": \"relax-json\", \"version\": 1, \"functions\": {\"main\": {\"kind\": "
+        "\"relax\", \"params\": [{\"name\": \"x\", \"type\": " T32("\"n\", 4") "}], "
+        "\"body\": {\"blocks\": [{\"bindings\": [{\"var\": \"a\", \"value\": {\"op\": \"add\", "
+        "\"args\": [\"x\", {\"op\": \"exp\", \"args\": [\"x\"]}]}}]}], "
+        "\"result\": {\"op\": \"nn.relu\", \"args\": [\"a\"]}}}}}");
+    rx_pass p = {"legalize", rx_pass_legalize};
+    rx_diags d;
+    rx_diags_init(&d);
+    ck_assert_msg(p.run(m, &d), "%s", diags_str(&d));
+    rx_func *f = rx_module_find(m, "main");
+    ck_assert(!seq_has_rule_call(f->body));
+    ck_assert_int_eq(count_tir(m), 3);
+    rx_diags_free(&d);
+    rx_module_free(m);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("legalize");
+    TCase *tc = tcase_create("legalize");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, corpus_modules);
+    tcase_add_test(tc, corpus_unknown_dims);
+    tcase_add_test(tc, shared_functions);
+    tcase_add_test(tc, tir_vars_for_expressions);
+    tcase_add_test(tc, annotations_kept);
+    tcase_add_test(tc, errors_and_left_ops);
+    tcase_add_test(tc, nested_calls_and_pass_entry);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int nf = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+}
