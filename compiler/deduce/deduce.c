@@ -169,40 +169,52 @@ static rx_sinfo *deduce_call_tir(walk *w, rx_node *n)
             "%d tir_vars", f->name, nscalar, nscalar == 1 ? "" : "s", n->u.call.ntir_vars);
         return NULL;
     }
+    /* Step 1: scalar parameters are bound to tir_vars; every buffer gets the annotation
+     * it is called with (arguments, then outputs). Step 2: all buffers are matched at
+     * once, so a variable a later buffer binds checks the dims of earlier ones. */
     rx_vmap vm = {0};
+    rx_sinfo **want = RX_NEWN(w->c.a, rx_sinfo *, nbuf > 0 ? nbuf : 1);
+    rx_sinfo **have = RX_NEWN(w->c.a, rx_sinfo *, nbuf > 0 ? nbuf : 1);
+    const rx_buffer **bufs = RX_NEWN(w->c.a, const rx_buffer *, nbuf > 0 ? nbuf : 1);
     int bi = 0, si = 0;
     bool ok = true;
-    for (int i = 0; i < f->ntparams && ok; i++) {
+    for (int i = 0; i < f->ntparams; i++) {
         const rx_tparam *p = &f->tparams[i];
         if (p->var) {
             rx_vmap_set(&vm, p->var, n->u.call.tir_vars[si++]);
             continue;
         }
         const rx_buffer *b = p->buf;
-        rx_sinfo *want = rx_si_tensor(w->c.a, (rx_dtype)b->dtype, b->ndim, b->shape);
-        const rx_sinfo *have;
-        rx_loc loc;
-        const char *role;
-        if (bi < n->nargs) {
-            have = n->args[bi]->sinfo;
-            loc = rx_d_arg_loc(&w->c, n, bi);
-            role = "argument";
-        } else {
-            have = out->kind == RX_SI_TUPLE ? out->fields[bi - n->nargs] : out;
-            loc = n->loc;
-            role = "output";
+        bufs[bi] = b;
+        want[bi] = rx_si_tensor(w->c.a, (rx_dtype)b->dtype, b->ndim, b->shape);
+        have[bi] = bi < n->nargs ? n->args[bi]->sinfo
+                                 : out->kind == RX_SI_TUPLE ? out->fields[bi - n->nargs] : out;
+        if (have[bi]->kind != RX_SI_TENSOR) {
+            bool arg = bi < n->nargs;
+            err(w, arg ? rx_d_arg_loc(&w->c, n, bi) : n->loc,
+                "call_tir @%s: %s %d must be a tensor, found %s", f->name,
+                arg ? "argument" : "output", arg ? bi : bi - n->nargs, si_str(w, have[bi]));
+            ok = false;
         }
-        int idx = bi < n->nargs ? bi : bi - n->nargs;
         bi++;
-        if (have->kind != RX_SI_TENSOR) {
-            err(w, loc, "call_tir @%s: %s %d must be a tensor, found %s", f->name, role, idx,
-                si_str(w, have));
-            ok = false;
-        } else if (rx_si_match(w->c.ar, w->c.a, want, have, &vm) == RX_CMP_NO) {
-            err(w, loc, "call_tir @%s: %s %d is %s, buffer %s expects %s", f->name, role, idx,
-                si_str(w, have), b->name, si_str(w, rx_si_subst(w->c.a, want, &vm)));
-            ok = false;
+    }
+    if (ok && rx_si_match(w->c.ar, w->c.a, rx_si_tuple(w->c.a, want, nbuf),
+                          rx_si_tuple(w->c.a, have, nbuf), &vm) == RX_CMP_NO) {
+        ok = false;
+        int reported = 0;
+        for (int i = 0; i < nbuf; i++) {
+            rx_sinfo *exp = si_simplify(w, rx_si_subst(w->c.a, want[i], &vm));
+            if (rx_si_is_base_of(w->c.ar, exp, have[i]) != RX_CMP_NO) continue;
+            bool arg = i < n->nargs;
+            err(w, arg ? rx_d_arg_loc(&w->c, n, i) : n->loc,
+                "call_tir @%s: %s %d is %s, buffer %s expects %s", f->name,
+                arg ? "argument" : "output", arg ? i : i - n->nargs, si_str(w, have[i]),
+                bufs[i]->name, si_str(w, exp));
+            reported++;
         }
+        if (!reported)
+            err(w, n->loc, "call_tir @%s: the arguments and outputs contradict the buffers' "
+                "shapes", f->name);
     }
     rx_vmap_free(&vm);
     return ok ? si_simplify(w, out) : NULL;
