@@ -17,6 +17,7 @@
  * Dispatch hides behind vmcase/vmbreak and the operand macros ARG, R, H, DIM so the
  * loop reads like the opcode table.
  */
+#include "builtin.h"
 #include "rt_int.h"
 
 #include <inttypes.h>
@@ -473,6 +474,22 @@ static int run(vm *V, rx_vm_value *result)
             }
             LOAD_FRAME();
             set_reg(&R(dst), v);
+            vmbreak;
+        }
+        vmcase(CALL_BUILTIN) {
+            int64_t a = ARG(), name = ARG(), n = ARG();
+            int bi = rx_vm_builtin_find(V->a->strings[name]);
+            RX_RT_ASSERT(bi >= 0); /* checked by the verifier */
+            rx_vm_value small[8], *args = n <= 8 ? small : malloc(sizeof(rx_vm_value) * (size_t)n);
+            if (!args) FAIL("out of memory");
+            for (int64_t i = 0; i < n; i++) args[i] = R(code[pc + i]);
+            pc += (size_t)n;
+            rx_vm_value res;
+            rx_rt_err e;
+            int rc = rx_vm_builtin_call(bi, V->m->ctx, args, n, &res, &e);
+            if (args != small) free(args);
+            if (rc) FAIL("%s", e.msg);
+            set_reg(&R(a), res);
             vmbreak;
         }
         default:

@@ -10,6 +10,7 @@
  * still checks at run time is the kind of each value (and counts of CALL_VALUE).
  * Cost: linear in code size, one byte of scratch per code word.
  */
+#include "builtin.h"
 #include "rt_int.h"
 
 #include <inttypes.h>
@@ -183,6 +184,9 @@ static int verify_func(const rx_rxa *a, uint32_t fi, char *err, size_t errlen)
             goto out;
         } else if (op == RX_OP_ALLOC_TENSOR && w[5] == 0) {
             vfail(&v, "ALLOC_TENSOR needs a dtype");
+            goto out;
+        } else if (op == RX_OP_CALL_BUILTIN && rx_vm_builtin_find(a->strings[w[2]]) < 0) {
+            vfail(&v, "CALL_BUILTIN of unknown built-in function \"%s\"", a->strings[w[2]]);
             goto out;
         } else if (op == RX_OP_TUPLE && counts[0] > (1 << 20)) {
             vfail(&v, "TUPLE of %" PRId64 " fields", counts[0]);

@@ -2,22 +2,24 @@
  * relaxc — the compiler, offline (shared/spec/interfaces.md).
  *
  *   relaxc check MODULE.json [--json]     parse, deduce, print (text or relax-json)
- *   relaxc print MODULE.json --after PASS print the module after a pipeline stage
+ *   relaxc print MODULE.json --after PASS print the module after a pipeline pass (the
+ *                                         bytecode after lower_vm, C after codegen)
  *   relaxc hash MODULE.json [--target T]  print the structural cache key
+ *   relaxc build MODULE.json --target T -o OUT.rxa [--opt-level N] [--dump-ir DIR]
+ *                                         compile to an artifact (driver.h)
  *
  * Exit status: 0 success; 1 a user-facing failure (one `error:` line, then the
  * located details, on stderr); 2 bad usage. "-" reads the module from stdin.
  */
 #include "relax/deduce.h"
+#include "relax/driver.h"
 #include "relax/json.h"
 #include "relax/text.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-
-/* Pipeline stages `print --after` knows; later issues add the optimization passes. */
-static const char *const stages[] = {"parse", "deduce"};
 
 static void usage(FILE *f)
 {
@@ -27,8 +29,13 @@ static void usage(FILE *f)
           "  check MODULE.json [--json]       parse, deduce every annotation, verify; print the\n"
           "                                   module in the paper's notation (or, with --json,\n"
           "                                   as relax-json with deduced annotations filled in)\n"
-          "  print MODULE.json --after STAGE  print the module after a stage (parse, deduce)\n"
+          "  print MODULE.json --after PASS   print the module after a pipeline pass: parse,\n"
+          "                                   deduce, legalize (text form), lower_vm (VM\n"
+          "                                   bytecode), codegen (kernels' C source)\n"
           "  hash MODULE.json [--target T]    print the structural cache key (hex)\n"
+          "  build MODULE.json [--target T] -o OUT.rxa [--opt-level 0..3] [--dump-ir DIR]\n"
+          "                                   compile to an artifact (target cpu; --dump-ir\n"
+          "                                   writes DIR/NN-PASS.txt after each graph pass)\n"
           "\n"
           "MODULE.json may be - for standard input.\n"
           "options: --help, --version\n",
@@ -82,9 +89,94 @@ static rx_module *load(const char *path, bool deduce)
     return m;
 }
 
+/* Reads the module text of path ("-": stdin); false after reporting. */
+static bool read_module(const char *path, rx_sb *text)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    bool ok = f && read_all(f, text);
+    if (!ok)
+        fprintf(stderr, "error: cannot read %s: %s\n", strcmp(path, "-") ? path : "standard input",
+                strerror(errno));
+    if (f && f != stdin) fclose(f);
+    return ok;
+}
+
+/* Reports a failed build or print: module errors as `check` does, one-line option
+ * errors as they are, anything else as a compile failure with its details. */
+static void report_build(const char *path, const char *failed, const rx_diags *d)
+{
+    if (failed && (!strcmp(failed, "parse") || !strcmp(failed, "deduce"))) {
+        report(path, d);
+        return;
+    }
+    rx_sb s = {0};
+    if (failed && !strcmp(failed, "options") && d->list.n == 1) {
+        fprintf(stderr, "error: %s\n", d->list.items[0].msg);
+    } else {
+        int n = rx_diags_count(d);
+        fprintf(stderr, "error: %s: cannot compile (%s failed, %d error%s)\n", path,
+                failed ? failed : "build", n, n == 1 ? "" : "s");
+        rx_diags_format(d, &s);
+        fputs(rx_sb_str(&s), stderr);
+    }
+    rx_sb_free(&s);
+}
+
+static int cmd_build(const char *path, const rx_build_opts *o, const char *out_path)
+{
+    rx_sb text = {0};
+    if (!read_module(path, &text)) return 1;
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_build_result r;
+    bool ok = rx_build_run(rx_sb_str(&text), text.n, o, &r, &d);
+    rx_sb_free(&text);
+    int rc = 0;
+    if (!ok) {
+        report_build(path, r.failed, &d);
+        rc = 1;
+    } else {
+        FILE *f = fopen(out_path, "wb");
+        bool wok = f && fwrite(r.rxa, 1, r.rxa_n, f) == r.rxa_n;
+        if (f && fclose(f)) wok = false;
+        if (!wok) {
+            fprintf(stderr, "error: cannot write %s: %s\n", out_path, strerror(errno));
+            rc = 1;
+        }
+    }
+    free(r.rxa);
+    rx_diags_free(&d);
+    return rc;
+}
+
+static int cmd_print(const char *path, const rx_build_opts *o, const char *after)
+{
+    rx_sb text = {0}, out = {0};
+    if (!read_module(path, &text)) return 1;
+    rx_diags d;
+    rx_diags_init(&d);
+    const char *failed = NULL;
+    bool ok = rx_build_print(rx_sb_str(&text), text.n, o, after, &out, &failed, &d);
+    if (ok) fputs(rx_sb_str(&out), stdout);
+    else report_build(path, failed, &d);
+    rx_sb_free(&text);
+    rx_sb_free(&out);
+    rx_diags_free(&d);
+    return ok ? 0 : 1;
+}
+
+/* The valid --after names, for the usage error. */
+static void pass_names(rx_sb *out)
+{
+    rx_sb_puts(out, "parse");
+    for (int i = 0; i < rx_pipeline_count(); i++) rx_sb_printf(out, ", %s", rx_pipeline_name(i));
+}
+
 int main(int argc, char **argv)
 {
-    const char *cmd = NULL, *path = NULL, *target = "cpu", *after = NULL;
+    const char *cmd = NULL, *path = NULL, *target = "cpu", *after = NULL, *out_path = NULL;
+    const char *dump_dir = NULL;
+    int opt_level = 2;
     bool json = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -96,13 +188,22 @@ int main(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--json")) {
             json = true;
-        } else if (!strcmp(a, "--target") || !strcmp(a, "--after")) {
+        } else if (!strcmp(a, "--target") || !strcmp(a, "--after") || !strcmp(a, "-o") ||
+                   !strcmp(a, "--opt-level") || !strcmp(a, "--dump-ir")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "error: %s needs a value\n", a);
                 return 2;
             }
-            if (!strcmp(a, "--target")) target = argv[++i];
-            else after = argv[++i];
+            const char *v = argv[++i];
+            if (!strcmp(a, "--target")) target = v;
+            else if (!strcmp(a, "--after")) after = v;
+            else if (!strcmp(a, "-o")) out_path = v;
+            else if (!strcmp(a, "--dump-ir")) dump_dir = v;
+            else if (v[0] >= '0' && v[0] <= '3' && !v[1]) opt_level = v[0] - '0';
+            else {
+                fprintf(stderr, "error: --opt-level must be 0, 1, 2 or 3, not %s\n", v);
+                return 2;
+            }
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "error: unknown option %s (see relaxc --help)\n", a);
             return 2;
@@ -131,22 +232,25 @@ int main(int argc, char **argv)
         rx_module_free(m);
         return 0;
     }
+    rx_build_opts bo = {target, opt_level, dump_dir, NULL};
     if (!strcmp(cmd, "print")) {
-        int stage = -1;
-        for (int i = 0; after && i < RX_COUNTOF(stages); i++)
-            if (!strcmp(after, stages[i])) stage = i;
-        if (stage < 0) {
-            fprintf(stderr, "error: print needs --after STAGE, one of: parse, deduce\n");
+        bool known = after && !strcmp(after, "parse");
+        for (int i = 0; after && i < rx_pipeline_count(); i++) known = known || !strcmp(after, rx_pipeline_name(i));
+        if (!known) {
+            rx_sb names = {0};
+            pass_names(&names);
+            fprintf(stderr, "error: print needs --after PASS, one of: %s\n", rx_sb_str(&names));
+            rx_sb_free(&names);
             return 2;
         }
-        rx_module *m = load(path, stage >= 1);
-        if (!m) return 1;
-        rx_sb out = {0};
-        rx_print_module(m, &out);
-        fputs(rx_sb_str(&out), stdout);
-        rx_sb_free(&out);
-        rx_module_free(m);
-        return 0;
+        return cmd_print(path, &bo, after);
+    }
+    if (!strcmp(cmd, "build")) {
+        if (!out_path) {
+            fprintf(stderr, "error: build needs -o OUT.rxa (see relaxc --help)\n");
+            return 2;
+        }
+        return cmd_build(path, &bo, out_path);
     }
     if (!strcmp(cmd, "hash")) {
         rx_module *m = load(path, true);

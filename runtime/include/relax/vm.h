@@ -56,6 +56,12 @@
  * Built in: "blas.sgemm" and "blas.matmul" (A, B, C with C = A @ B; f32; 2-D or batched
  * 3-D with equal batch or a 2-D B), through OpenBLAS's cblas_sgemm from
  * libopenblas.so.0 opened at first use.
+ *
+ * Built-in functions (CALL_BUILTIN, a fixed table in the runtime; an unknown name fails
+ * verification): for data-dependent ops whose result shape only the data decides, so
+ * the callee allocates the result (from the context's pool, counted in the peak):
+ *   "unique"   (x) -> sorted distinct elements of x flattened, 1-D, x's dtype
+ *   "nonzero"  (x) -> i64 (ndim, count): the indices of the nonzero elements
  */
 #ifndef RELAX_VM_H
 #define RELAX_VM_H
@@ -98,7 +104,8 @@ extern "C" {
     X(GETITEM,       "rri",    "R[A] := R[B][i]") \
     X(JMPIFNOT,      "rt",     "if R[A] is false (int 0, or a one-element tensor equal to 0) goto t") \
     X(GOTO,          "t",      "goto t") \
-    X(RET,           "r",      "return R[A] to the caller")
+    X(RET,           "r",      "return R[A] to the caller") \
+    X(CALL_BUILTIN,  "rl*r",   "R[A] := built-in function named l(R...), a new value (unique, nonzero)")
 
 typedef enum rx_vm_op {
 #define RX_VM_X_ENUM(name, fmt, doc) RX_OP_##name,

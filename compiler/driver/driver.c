@@ -1,0 +1,288 @@
+/*
+ * driver.c — the pipeline (one table, below) and rx_build (contracts in driver.h).
+ *
+ * A build is: check the options, parse the relax-json text, then run every pass of
+ * `pipeline` in order, timing each, dumping the text form after each graph-level pass
+ * when asked, and finally package the artifact (metadata + sections). A pass is either
+ * graph level (rx_pass_fn: module in, module out) or a lowering stage that fills the
+ * build's artifact builder or kernel object. The first failing pass stops the build;
+ * its diagnostics are already in d.
+ *
+ * Everything a build touches lives in its bstate, created and freed by one call, so
+ * builds on different threads share nothing.
+ */
+#include "relax/driver.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "relax/deduce.h"
+#include "relax/json.h"
+#include "relax/pass.h"
+#include "relax/text.h"
+#include "relax/vm.h"
+
+typedef struct bstate {
+    const rx_build_opts *o;  /* options (defaults filled) */
+    rx_module *m;            /* the module, from parse on */
+    rx_diags *d;             /* where errors go */
+    rx_rxa_builder *b;       /* the artifact being built (lower_vm on) */
+    rx_vmgen_info info;      /* what lower_vm used */
+    rx_sb csrc;              /* the kernels' C source (codegen) */
+    uint8_t *so;             /* the kernel object (codegen; heap) */
+    size_t so_n;
+    rx_build_result *r;      /* times, key, failed stage */
+} bstate;
+
+static bool st_lower_vm(bstate *s);
+static bool st_codegen(bstate *s);
+
+typedef struct stage {
+    const char *name;        /* what --dump-ir, --after and the timings say */
+    rx_pass_fn graph;        /* a graph-level pass, or NULL */
+    bool (*lower)(bstate *); /* a lowering stage, or NULL */
+    bool key_after;          /* the cache key is the module's hash after this pass */
+} stage;
+
+/* The pipeline (DESIGN.md "The compiler", paper Figure 13). Steps not written yet keep
+ * their place as comments, so the order is decided here and nowhere else. */
+static const stage pipeline[] = {
+    {"deduce", rx_deduce_module, NULL, true},       /* 1  annotation deduction (§4.1) */
+    /* 2  library_lowering: (pattern, library) pairs per target (§4.6)           later */
+    {"legalize", rx_pass_legalize, NULL, false},    /* 3  ops -> call_tir of loop functions */
+    /* 4  analysis feedback: compute pattern of each loop function (§4.2)        later */
+    /* 5  fuse_ops, fuse_tir (Algorithm 2, Figure 8)                             later */
+    /* 6  lift_workspace (§4.4, Figure 11)                                       later */
+    /* 7  schedule: target scheduling of loop functions                          later */
+    /* 8b plan_memory: static memory planning with upper bounds (§4.3)           later */
+    /* 9  cuda_graph offloading (§4.5)                                           later */
+    {"lower_vm", NULL, st_lower_vm, false},         /* 8a+10 allocations, shape heap, VM code */
+    {"codegen", NULL, st_codegen, false},           /* 11 loop functions -> C -> .so */
+};
+
+int rx_pipeline_count(void) { return RX_COUNTOF(pipeline); }
+
+const char *rx_pipeline_name(int i)
+{
+    return i >= 0 && i < RX_COUNTOF(pipeline) ? pipeline[i].name : NULL;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---- lowering stages ---- */
+
+static bool st_lower_vm(bstate *s)
+{
+    s->b = rx_rxa_builder_new();
+    if (!s->b) {
+        rx_diag_add(s->d, "", "out of memory");
+        return false;
+    }
+    return rx_vmgen(s->m, s->b, &s->info, s->d);
+}
+
+static bool st_codegen(bstate *s)
+{
+    bool any = false;
+    for (int i = 0; i < s->m->nfuncs && !any; i++) any = s->m->funcs[i]->kind == RX_F_TIR;
+    if (!any) return true; /* no kernels, no object */
+    if (!rx_codegen_c(s->m, &s->csrc, s->d)) return false;
+    return rx_cc_build(rx_sb_str(&s->csrc), s->csrc.n, s->o->cc, &s->so, &s->so_n, s->d);
+}
+
+/* ---- the run ---- */
+
+static bool check_options(const rx_build_opts *o, rx_diags *d)
+{
+    static const char *const later[] = {"cuda", "opencl", "vulkan"};
+    if (strcmp(o->target, "cpu")) {
+        for (int i = 0; i < RX_COUNTOF(later); i++)
+            if (!strcmp(o->target, later[i])) {
+                rx_diag_add(d, "", "target %s is not supported yet", o->target);
+                return false;
+            }
+        rx_diag_add(d, "", "unknown target %s (known: cpu, cuda, opencl, vulkan)", o->target);
+        return false;
+    }
+    if (o->opt_level < 0 || o->opt_level > 3) {
+        rx_diag_add(d, "", "opt level %d out of range (0..3)", o->opt_level);
+        return false;
+    }
+    return true;
+}
+
+static bool dump(bstate *s, int idx)
+{
+    const char *dir = s->o->dump_dir;
+    if (mkdir(dir, 0777) && errno != EEXIST) {
+        rx_diag_add(s->d, "", "cannot create %s: %s", dir, strerror(errno));
+        return false;
+    }
+    rx_sb path = {0}, text = {0};
+    rx_sb_printf(&path, "%s/%02d-%s.txt", dir, idx + 1, pipeline[idx].name);
+    rx_print_module(s->m, &text);
+    FILE *f = fopen(rx_sb_str(&path), "w");
+    bool ok = f && fwrite(text.p ? text.p : "", 1, text.n, f) == text.n;
+    if (f && fclose(f)) ok = false;
+    if (!ok) rx_diag_add(s->d, "", "cannot write %s: %s", rx_sb_str(&path), strerror(errno));
+    rx_sb_free(&path);
+    rx_sb_free(&text);
+    return ok;
+}
+
+/* Runs options, parse and passes 0..last (last -1: parse only). */
+static bool run(bstate *s, const char *json, size_t n, int last)
+{
+    rx_build_result *r = s->r;
+    if (!check_options(s->o, s->d)) {
+        r->failed = "options";
+        return false;
+    }
+    s->m = rx_json_read(json, n, NULL, s->d);
+    if (!s->m) {
+        r->failed = "parse";
+        return false;
+    }
+    for (int i = 0; i <= last; i++) {
+        const stage *p = &pipeline[i];
+        double t0 = now_ms();
+        bool ok = p->graph ? p->graph(s->m, s->d) : p->lower(s);
+        r->times[r->ntimes++] = (rx_pass_time){p->name, now_ms() - t0};
+        if (!ok) {
+            r->failed = p->name;
+            return false;
+        }
+        if (p->key_after) {
+            uint8_t h[32];
+            rx_sb salt = {0};
+            rx_sb_printf(&salt, "target=%s;compiler=%s", s->o->target, RX_VERSION);
+            rx_struct_hash(s->m, rx_sb_str(&salt), h);
+            rx_hex(h, 32, r->key);
+            rx_sb_free(&salt);
+        }
+        if (p->graph && s->o->dump_dir && !dump(s, i)) {
+            r->failed = p->name;
+            return false;
+        }
+    }
+    return true;
+}
+
+static void state_init(bstate *s, rx_build_opts *opts, const rx_build_opts *o,
+                       rx_build_result *r, rx_diags *d)
+{
+    memset(opts, 0, sizeof *opts);
+    if (o) *opts = *o;
+    else opts->opt_level = 2;
+    if (!opts->target) opts->target = "cpu";
+    memset(s, 0, sizeof *s);
+    memset(r, 0, sizeof *r);
+    s->o = opts;
+    s->d = d;
+    s->r = r;
+}
+
+static void state_free(bstate *s)
+{
+    rx_rxa_builder_free(s->b);
+    rx_vmgen_info_free(&s->info);
+    rx_sb_free(&s->csrc);
+    free(s->so);
+    rx_module_free(s->m);
+}
+
+bool rx_build_run(const char *json, size_t n, const rx_build_opts *o, rx_build_result *r,
+                  rx_diags *d)
+{
+    bstate s;
+    rx_build_opts opts;
+    state_init(&s, &opts, o, r, d);
+    bool ok = run(&s, json, n, RX_COUNTOF(pipeline) - 1);
+    if (ok) {
+        rx_artifact_meta meta = {opts.target, opts.opt_level, r->key, r->times, r->ntimes};
+        ok = rx_artifact_write(s.b, s.m, &s.info, &meta, s.so, s.so_n, &r->rxa, &r->rxa_n, d);
+        if (!ok) r->failed = "write";
+    }
+    state_free(&s);
+    return ok;
+}
+
+bool rx_build(const char *json, size_t n, const rx_build_opts *o, uint8_t **rxa,
+              size_t *rxa_n, rx_diags *d)
+{
+    rx_build_result r;
+    bool ok = rx_build_run(json, n, o, &r, d);
+    *rxa = r.rxa;
+    *rxa_n = r.rxa_n;
+    return ok;
+}
+
+/* The bytecode listing of every function in the builder. */
+static bool disassemble(bstate *s, rx_sb *out)
+{
+    uint8_t *bytes;
+    size_t n;
+    rx_rxa *a = NULL;
+    char err[256];
+    static const uint8_t placeholder[1] = {0}; /* parse needs a kernel section to name */
+    rx_rxa_set_section(s->b, RX_RXA_KERNELS_CPU, placeholder, sizeof placeholder);
+    if (rx_rxa_serialize(s->b, &bytes, &n)) {
+        rx_diag_add(s->d, "", "out of memory");
+        return false;
+    }
+    bool ok = rx_rxa_parse(bytes, n, "<lowered>", &a, err, sizeof err) == 0 &&
+              rx_vm_verify(a, err, sizeof err) == 0;
+    if (!ok) rx_diag_add(s->d, "", "internal error: lowered code does not verify: %s", err);
+    for (uint32_t i = 0; ok && i < a->nfuncs; i++) {
+        char *text = rx_vm_disasm(a, i);
+        if (i) rx_sb_putc(out, '\n');
+        rx_sb_puts(out, text ? text : "");
+        free(text);
+    }
+    for (uint32_t i = 0; ok && i < a->nkernels; i++) {
+        rx_sb_printf(out, "%skernel %u %s (buffers %u, ivars", i ? "" : "\n", i, a->kernels[i].name,
+                     a->kernels[i].nbufs);
+        for (uint32_t j = 0; j < a->kernels[i].nivars; j++) rx_sb_printf(out, " %s", a->kernels[i].ivar_names[j]);
+        rx_sb_puts(out, ")\n");
+    }
+    rx_rxa_free(a);
+    free(bytes);
+    return ok;
+}
+
+bool rx_build_print(const char *json, size_t n, const rx_build_opts *o, const char *after,
+                    rx_sb *out, const char **failed, rx_diags *d)
+{
+    int last = -2;
+    if (after && !strcmp(after, "parse")) last = -1;
+    for (int i = 0; after && i < RX_COUNTOF(pipeline); i++)
+        if (!strcmp(after, pipeline[i].name)) last = i;
+    if (failed) *failed = NULL;
+    if (last == -2) {
+        rx_diag_add(d, "", "unknown pass %s", after ? after : "(none)");
+        if (failed) *failed = "options";
+        return false;
+    }
+    bstate s;
+    rx_build_opts opts;
+    rx_build_result r;
+    state_init(&s, &opts, o, &r, d);
+    bool ok = run(&s, json, n, last);
+    if (ok) {
+        if (last >= 0 && pipeline[last].lower == st_lower_vm) ok = disassemble(&s, out);
+        else if (last >= 0 && pipeline[last].lower == st_codegen) rx_sb_puts(out, rx_sb_str(&s.csrc));
+        else rx_print_module(s.m, out);
+    }
+    if (failed) *failed = r.failed;
+    state_free(&s);
+    return ok;
+}

@@ -1,0 +1,72 @@
+/*
+ * driver.h — the compiler pipeline and the build entry point (library rxdriver).
+ *
+ * The pipeline is one visible list of passes in compiler/driver/driver.c (paper §4.7,
+ * Figure 13; DESIGN.md "The compiler"), run in order, each timed:
+ *
+ *   deduce     annotation deduction (§4.1); the module's cache key is taken after it
+ *   legalize   op calls -> call_tir of generated loop functions (pass.h)
+ *   (later: library lowering, fusion, workspace lifting, scheduling, memory planning,
+ *    CUDA Graph offloading — their slots are marked in the table)
+ *   lower_vm   graph functions -> VM bytecode, kernel table, constants (vmgen.h)
+ *   codegen    loop functions -> C -> shared object with the system compiler (codegen.h)
+ *
+ * Graph-level passes (deduce, legalize) leave a module that prints in the text form:
+ * that is what --dump-ir writes after each of them (DIR/01-deduce.txt, ...) and what
+ * `relaxc print --after` shows; after lower_vm it shows the bytecode listing, after
+ * codegen the kernels' C source.
+ *
+ * Thread safety: a build owns everything it touches (its module, arena, builder,
+ * diagnostics, temp directory); there is no global state, so the server may run builds
+ * on several threads at once.
+ */
+#ifndef RELAX_DRIVER_H
+#define RELAX_DRIVER_H
+
+#include "relax/codegen.h"
+#include "relax/vmgen.h"
+
+typedef struct rx_build_opts {
+    const char *target;    /* "cpu" (NULL: "cpu"); "cuda" "opencl" "vulkan": not yet */
+    int opt_level;         /* 0..3, recorded in the metadata (no pass depends on it yet) */
+    const char *dump_dir;  /* write the text form after each graph-level pass; NULL: no */
+    const rx_cc_opts *cc;  /* how kernels are compiled; NULL: rx_cc_build's defaults */
+} rx_build_opts;
+
+#define RX_PIPELINE_MAX 16
+
+typedef struct rx_build_result {
+    uint8_t *rxa;          /* the artifact (heap; the caller frees) on success, else NULL */
+    size_t rxa_n;          /* its size */
+    const char *failed;    /* on failure, what failed: "options", "parse", or a pass name
+                              (static string); NULL on success */
+    rx_pass_time times[RX_PIPELINE_MAX]; /* wall time of each pass run, in order */
+    int ntimes;
+    char key[65];          /* the module's cache key (hex), "" before deduction */
+} rx_build_result;
+
+/* Number of pipeline passes and the name of pass i (0 <= i < count), in order. */
+int rx_pipeline_count(void);
+const char *rx_pipeline_name(int i);
+
+/* Compiles the relax-json module json[0..n) into an artifact (*rxa, heap, caller
+ * frees; *rxa_n bytes). o may be NULL (cpu, opt level 2, no dump). Returns false after
+ * adding diagnostics to d: located module errors, "target cuda is not supported yet",
+ * a C compiler failure, an unwritable dump directory. Thread-safe. */
+bool rx_build(const char *json, size_t n, const rx_build_opts *o, uint8_t **rxa,
+              size_t *rxa_n, rx_diags *d);
+
+/* rx_build with the details: which stage failed, per-pass times, the cache key.
+ * *r is overwritten; free r->rxa. */
+bool rx_build_run(const char *json, size_t n, const rx_build_opts *o, rx_build_result *r,
+                  rx_diags *d);
+
+/* Runs the pipeline up to and including pass `after` ("parse" stops before deduce)
+ * and appends that stage's output to out: the text form for parse and graph-level
+ * passes, the bytecode listing after lower_vm, the C source after codegen. Returns
+ * false with diagnostics (and *failed as in rx_build_result when failed is non-NULL),
+ * or for an unknown pass name with the diagnostic "unknown pass X". */
+bool rx_build_print(const char *json, size_t n, const rx_build_opts *o, const char *after,
+                    rx_sb *out, const char **failed, rx_diags *d);
+
+#endif

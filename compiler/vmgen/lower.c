@@ -1,0 +1,530 @@
+/*
+ * lower.c — one graph function to VM bytecode: parameters, bindings, values, calls,
+ * if, bodies (the mapping is tabled in vmgen.h).
+ *
+ * Registers: parameters take 0..n-1, then every binding variable gets a fresh register
+ * at its definition, and every operand that is not a variable (a shape literal, a
+ * constant, a prim value passed to a call) a fresh temporary released right after the
+ * instruction using it. No register is reused: the VM's frames are small and the
+ * numbering stays readable in a disassembly. Values are reference counted, so MOVE
+ * shares and RELEASE drops one reference; liveness.c says when.
+ *
+ * call_tir follows Figure 5: for each output one ALLOC_STORAGE of exactly its bytes
+ * (static memory planning, which would share storages, is a later pass) and one
+ * ALLOC_TENSOR at offset 0, the storage register released at once (the tensor keeps
+ * it alive), then the DPS call. Jumps are emitted with a placeholder target and patched
+ * when the target is known.
+ */
+#include "vg_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef RX_VEC(int64_t) vg_regs;
+
+static bool lower_value(vg_fn *F, const rx_node *n, int64_t dest);
+static bool lower_seq(vg_fn *F, const rx_seq *s, int64_t dest);
+
+/* The register holding n: a variable's own, else a temporary (pushed to temps). */
+static bool operand(vg_fn *F, const rx_node *n, int64_t *reg, vg_regs *temps)
+{
+    if (n->kind == RX_N_VAR) {
+        int32_t r = F->reg_of[n->u.var.id];
+        RX_ASSERT(r >= 0);
+        *reg = r;
+        return true;
+    }
+    *reg = vg_new_reg(F);
+    RX_VEC_PUSH(*temps, *reg);
+    return lower_value(F, n, *reg);
+}
+
+static bool operands(vg_fn *F, rx_node *const *args, int n, vg_regs *out, vg_regs *temps)
+{
+    for (int i = 0; i < n; i++) {
+        int64_t r;
+        if (!operand(F, args[i], &r, temps)) return false;
+        RX_VEC_PUSH(*out, r);
+    }
+    return true;
+}
+
+static void release_all(vg_fn *F, vg_regs *regs)
+{
+    for (int i = 0; i < regs->n; i++) RX_EMIT(&F->code, RX_OP_RELEASE, regs->items[i]);
+    regs->n = 0;
+}
+
+/* R[reg] := a new tensor of annotation si in its own storage (Figure 5). */
+static bool alloc_tensor(vg_fn *F, rx_loc loc, const char *what, const rx_sinfo *si, int64_t reg)
+{
+    if (si->kind != RX_SI_TENSOR || !si->dims || si->dtype == RX_DT_UNKNOWN) {
+        char *s = rx_sinfo_str(F->M->tmp, si);
+        vg_error(F->M, loc, "%s: cannot allocate the output of %s: %s needs a known shape and dtype",
+                 F->f->name, what, s);
+        return false;
+    }
+    rx_arena *a = F->M->m->arena;
+    int bits = rx_dtype_bits((rx_dtype)si->dtype);
+    rx_expr *bytes = rx_e_int(a, bits < 8 ? 1 : bits / 8);
+    for (int i = 0; i < si->ndim; i++) bytes = rx_e_binary(a, RX_E_MUL, bytes, si->dims[i]);
+    vg_dim nb;
+    if (!vg_expr(F, loc, bytes, &nb)) return false;
+    vg_words w = {0};
+    vg_w(&w, RX_OP_ALLOC_TENSOR);
+    int64_t st = vg_new_reg(F);
+    vg_w(&w, reg), vg_w(&w, st), vg_wd(&w, (vg_dim){RX_D_IMM, 0});
+    vg_w(&w, rx_vmgen_dtype((rx_dtype)si->dtype)), vg_w(&w, si->ndim);
+    bool ok = true;
+    for (int i = 0; i < si->ndim && ok; i++) {
+        vg_dim d;
+        ok = vg_expr(F, loc, si->dims[i], &d);
+        vg_wd(&w, d);
+    }
+    if (ok) {
+        RX_EMIT(&F->code, RX_OP_ALLOC_STORAGE, st, nb.tag, nb.val, RX_DEV_CPU);
+        vg_emit_words(F, &w);
+        RX_EMIT(&F->code, RX_OP_RELEASE, st);
+    }
+    RX_VEC_FREE(w);
+    return ok;
+}
+
+/* The output annotations of a DPS call: one tensor, or a tuple of tensors. */
+static int dps_outputs(const rx_node *n, const rx_sinfo ***outs)
+{
+    const rx_sinfo *o = n->u.call.out;
+    if (o->kind == RX_SI_TUPLE) {
+        *outs = (const rx_sinfo **)o->fields;
+        return o->nfields;
+    }
+    *outs = (const rx_sinfo **)&n->u.call.out;
+    return 1;
+}
+
+/* Allocates the outputs of a DPS call: into dest for one, else fresh registers. */
+static bool alloc_outputs(vg_fn *F, const rx_node *n, const char *what, int64_t dest,
+                          vg_regs *outregs)
+{
+    const rx_sinfo **outs;
+    int nout = dps_outputs(n, &outs);
+    bool single = n->u.call.out->kind != RX_SI_TUPLE;
+    for (int i = 0; i < nout; i++) {
+        int64_t r = single ? dest : vg_new_reg(F);
+        RX_VEC_PUSH(*outregs, r);
+        if (!alloc_tensor(F, n->loc, what, outs[i], r)) return false;
+    }
+    return true;
+}
+
+/* After a DPS call: a tuple result is assembled from the output registers. */
+static void finish_outputs(vg_fn *F, const rx_node *n, int64_t dest, vg_regs *outregs)
+{
+    if (n->u.call.out->kind != RX_SI_TUPLE) return;
+    vg_words w = {0};
+    vg_w(&w, RX_OP_TUPLE), vg_w(&w, dest), vg_w(&w, outregs->n);
+    for (int i = 0; i < outregs->n; i++) vg_w(&w, outregs->items[i]);
+    vg_emit_words(F, &w);
+    RX_VEC_FREE(w);
+    release_all(F, outregs);
+}
+
+/* Binds the kernel's svars (see vmgen.h) and computes them into dim operands. */
+static bool kernel_ivars(vg_fn *F, const rx_node *n, const rx_func *k, const vg_regs *bufregs,
+                         vg_words *ivars)
+{
+    rx_arena *a = F->M->m->arena;
+    const rx_sinfo **outs;
+    dps_outputs(n, &outs);
+    rx_vmap vm = {0};
+    bool ok = true;
+    int bi = 0, si = 0;
+    for (int j = 0; j < k->ntparams && ok; j++) {
+        const rx_tparam *p = &k->tparams[j];
+        if (!p->buf) {
+            if (si >= n->u.call.ntir_vars) {
+                vg_error(F->M, n->loc, "%s: call_tir @%s: missing tir_vars for scalar parameter %s",
+                         F->f->name, k->name, p->var->name);
+                ok = false;
+            } else {
+                rx_vmap_set(&vm, p->var, n->u.call.tir_vars[si++]);
+            }
+            continue;
+        }
+        const rx_sinfo *actual = bi < n->nargs ? n->args[bi]->sinfo : outs[bi - n->nargs];
+        rx_sinfo *param = rx_si_tensor(a, (rx_dtype)p->buf->dtype, p->buf->ndim, p->buf->shape);
+        if (actual && rx_si_match(F->ar, a, param, actual, &vm) == RX_CMP_NO) {
+            vg_error(F->M, n->loc, "%s: call_tir @%s: %s %s does not match buffer %s %s",
+                     F->f->name, k->name, bi < n->nargs ? "argument" : "output",
+                     rx_sinfo_str(F->M->tmp, actual), p->buf->name, rx_sinfo_str(F->M->tmp, param));
+            ok = false;
+        }
+        bi++;
+    }
+    if (ok && si != n->u.call.ntir_vars) {
+        vg_error(F->M, n->loc, "%s: call_tir @%s: %d tir_vars for %d scalar parameters",
+                 F->f->name, k->name, n->u.call.ntir_vars, si);
+        ok = false;
+    }
+    for (int v = 0; v < k->nsvars && ok; v++) {
+        rx_expr *e = rx_vmap_get(&vm, k->svars[v]);
+        vg_dim d;
+        if (e) {
+            ok = vg_expr(F, n->loc, e, &d);
+        } else { /* read the dim from a buffer argument at run time */
+            int b = 0, dim = -1;
+            for (int j = 0; j < k->ntparams && dim < 0; j++) {
+                const rx_buffer *buf = k->tparams[j].buf;
+                if (!buf) continue;
+                for (int i = 0; i < buf->ndim && dim < 0; i++)
+                    if (buf->shape[i]->kind == RX_E_VAR && buf->shape[i]->u.var == k->svars[v]) dim = i;
+                if (dim < 0) b++;
+            }
+            if (dim < 0) {
+                vg_error(F->M, n->loc, "%s: call_tir @%s: cannot determine its variable %s",
+                         F->f->name, k->name, k->svars[v]->name);
+                ok = false;
+                break;
+            }
+            const rx_buffer *buf = NULL;
+            for (int j = 0, c = 0; j < k->ntparams; j++)
+                if (k->tparams[j].buf && c++ == b) buf = k->tparams[j].buf;
+            int64_t slot = vg_new_slot(F);
+            const char *msg = rx_arena_printf(F->M->tmp, "%s: call_tir @%s: buffer %s: expected a %d-d tensor",
+                                              F->f->name, k->name, buf->name, buf->ndim);
+            vg_words w = {0};
+            vg_w(&w, RX_OP_MATCH_TENSOR), vg_w(&w, bufregs->items[b]), vg_w(&w, 0);
+            vg_w(&w, buf->ndim), vg_w(&w, rx_rxa_add_string(F->M->b, msg)), vg_w(&w, buf->ndim);
+            for (int i = 0; i < buf->ndim; i++)
+                vg_w(&w, i == dim ? RX_M_STORE : RX_M_ANY), vg_w(&w, i == dim ? slot : 0);
+            vg_emit_words(F, &w);
+            RX_VEC_FREE(w);
+            d = (vg_dim){RX_D_SLOT, slot};
+        }
+        if (ok) vg_wd(ivars, d);
+    }
+    rx_vmap_free(&vm);
+    return ok;
+}
+
+static bool lower_call_tir(vg_fn *F, const rx_node *n, int64_t dest)
+{
+    const rx_node *callee = n->u.call.callee;
+    rx_func *k = callee->kind == RX_N_GLOBAL ? callee->u.global.fn : NULL;
+    int64_t kidx = k ? vg_kernel_index(F->M, k) : -1;
+    if (kidx < 0) {
+        vg_error(F->M, n->loc, "%s: call_tir needs a loop-level function", F->f->name);
+        return false;
+    }
+    const rx_sinfo **outs;
+    int nout = dps_outputs(n, &outs), nbufs = 0;
+    for (int j = 0; j < k->ntparams; j++) nbufs += k->tparams[j].buf != NULL;
+    if (n->nargs + nout != nbufs) {
+        vg_error(F->M, n->loc, "%s: call_tir @%s: %d arguments and %d outputs for %d buffer parameters",
+                 F->f->name, k->name, n->nargs, nout, nbufs);
+        return false;
+    }
+    vg_regs temps = {0}, regs = {0}, outregs = {0};
+    vg_words ivars = {0}, w = {0};
+    const char *what = rx_arena_printf(F->M->tmp, "call_tir @%s", k->name);
+    bool ok = operands(F, n->args, n->nargs, &regs, &temps) &&
+              alloc_outputs(F, n, what, dest, &outregs);
+    for (int i = 0; ok && i < outregs.n; i++) RX_VEC_PUSH(regs, outregs.items[i]);
+    ok = ok && kernel_ivars(F, n, k, &regs, &ivars);
+    if (ok) {
+        vg_w(&w, RX_OP_CALL_KERNEL), vg_w(&w, kidx), vg_w(&w, regs.n);
+        for (int i = 0; i < regs.n; i++) vg_w(&w, regs.items[i]);
+        vg_w(&w, ivars.n / 2);
+        for (int i = 0; i < ivars.n; i++) vg_w(&w, ivars.items[i]);
+        vg_emit_words(F, &w);
+        finish_outputs(F, n, dest, &outregs);
+        release_all(F, &temps);
+    }
+    RX_VEC_FREE(temps), RX_VEC_FREE(regs), RX_VEC_FREE(outregs), RX_VEC_FREE(ivars), RX_VEC_FREE(w);
+    return ok;
+}
+
+static bool lower_call_lib(vg_fn *F, const rx_node *n, int64_t dest)
+{
+    vg_regs temps = {0}, regs = {0}, outregs = {0};
+    vg_words w = {0};
+    const char *what = rx_arena_printf(F->M->tmp, "call_dps_library \"%s\"", n->u.call.lib);
+    bool ok = operands(F, n->args, n->nargs, &regs, &temps) &&
+              alloc_outputs(F, n, what, dest, &outregs);
+    if (ok) {
+        vg_note_lib(F->M, n->u.call.lib);
+        vg_w(&w, RX_OP_CALL_LIB), vg_w(&w, rx_rxa_add_string(F->M->b, n->u.call.lib));
+        vg_w(&w, regs.n + outregs.n);
+        for (int i = 0; i < regs.n; i++) vg_w(&w, regs.items[i]);
+        for (int i = 0; i < outregs.n; i++) vg_w(&w, outregs.items[i]);
+        vg_emit_words(F, &w);
+        finish_outputs(F, n, dest, &outregs);
+        release_all(F, &temps);
+    }
+    RX_VEC_FREE(temps), RX_VEC_FREE(regs), RX_VEC_FREE(outregs), RX_VEC_FREE(w);
+    return ok;
+}
+
+static bool lower_call_fn(vg_fn *F, const rx_node *n, int64_t dest)
+{
+    const rx_node *callee = n->u.call.callee;
+    int64_t fidx = -1;
+    if (callee->kind == RX_N_GLOBAL) {
+        fidx = vg_func_index(F->M, callee->u.global.fn);
+        if (fidx < 0) {
+            vg_error(F->M, n->loc, "%s: @%s is a loop-level function: call it with call_tir",
+                     F->f->name, callee->u.global.name);
+            return false;
+        }
+    }
+    vg_regs temps = {0}, regs = {0};
+    vg_words w = {0};
+    int64_t fr = 0;
+    bool ok = (fidx >= 0 || operand(F, callee, &fr, &temps)) &&
+              operands(F, n->args, n->nargs, &regs, &temps);
+    if (ok) {
+        vg_w(&w, fidx >= 0 ? RX_OP_CALL : RX_OP_CALL_VALUE), vg_w(&w, dest);
+        vg_w(&w, fidx >= 0 ? fidx : fr), vg_w(&w, regs.n);
+        for (int i = 0; i < regs.n; i++) vg_w(&w, regs.items[i]);
+        vg_emit_words(F, &w);
+        release_all(F, &temps);
+    }
+    RX_VEC_FREE(temps), RX_VEC_FREE(regs), RX_VEC_FREE(w);
+    return ok;
+}
+
+/* The op calls legalization leaves: shape_of and the data-dependent built-ins. */
+static bool lower_call_op(vg_fn *F, const rx_node *n, int64_t dest)
+{
+    const char *name = n->u.call.op->name;
+    const char *builtin = NULL;
+    if (!strcmp(name, "unique")) {
+        static const char *const extra[] = {"return_index", "return_inverse", "return_counts"};
+        bool plain = rx_call_attr(n, "sorted")->u.b && rx_call_attr(n, "axis")->kind == RX_A_NULL;
+        for (int i = 0; i < RX_COUNTOF(extra); i++) plain = plain && !rx_call_attr(n, extra[i])->u.b;
+        if (!plain) {
+            vg_error(F->M, n->loc, "%s: unique supports only sorted=true without axis or extra "
+                     "outputs on the VM for now", F->f->name);
+            return false;
+        }
+        builtin = "unique";
+    } else if (!strcmp(name, "nonzero")) {
+        builtin = "nonzero";
+    } else if (strcmp(name, "shape_of")) {
+        vg_error(F->M, n->loc, "%s: operator %s was not legalized and the VM has no built-in for it",
+                 F->f->name, name);
+        return false;
+    }
+    vg_regs temps = {0};
+    int64_t x;
+    bool ok = operand(F, n->args[0], &x, &temps);
+    if (ok && builtin) {
+        vg_note_builtin(F->M, builtin);
+        RX_EMIT(&F->code, RX_OP_CALL_BUILTIN, dest, rx_rxa_add_string(F->M->b, builtin), 1, x);
+    } else if (ok) {
+        RX_EMIT(&F->code, RX_OP_SHAPEOF, dest, x);
+    }
+    release_all(F, &temps);
+    RX_VEC_FREE(temps);
+    return ok;
+}
+
+static bool lower_if(vg_fn *F, const rx_node *n, int64_t dest)
+{
+    vg_regs temps = {0};
+    int64_t c;
+    bool ok = operand(F, n->args[0], &c, &temps);
+    if (!ok) {
+        RX_VEC_FREE(temps);
+        return false;
+    }
+    size_t jmp = RX_EMIT(&F->code, RX_OP_JMPIFNOT, c, 0);
+    for (int i = 0; i < temps.n; i++) RX_EMIT(&F->code, RX_OP_RELEASE, temps.items[i]);
+    vg_scope sc = vg_scope_enter(F);
+    ok = lower_seq(F, n->u.if_.then_body, dest);
+    vg_scope_leave(F, sc);
+    size_t go = RX_EMIT(&F->code, RX_OP_GOTO, 0);
+    F->code.w[jmp + 2] = (int64_t)F->code.n;
+    for (int i = 0; i < temps.n; i++) RX_EMIT(&F->code, RX_OP_RELEASE, temps.items[i]);
+    ok = ok && lower_seq(F, n->u.if_.else_body, dest);
+    vg_scope_leave(F, sc);
+    F->code.w[go + 1] = (int64_t)F->code.n;
+    RX_VEC_FREE(temps);
+    return ok;
+}
+
+static bool lower_value(vg_fn *F, const rx_node *n, int64_t dest)
+{
+    switch (n->kind) {
+    case RX_N_VAR: {
+        int32_t r = F->reg_of[n->u.var.id];
+        RX_ASSERT(r >= 0);
+        RX_EMIT(&F->code, RX_OP_MOVE, dest, r);
+        return true;
+    }
+    case RX_N_GLOBAL: {
+        int64_t fi = vg_func_index(F->M, n->u.global.fn);
+        if (fi < 0) {
+            vg_error(F->M, n->loc, "%s: loop-level function @%s cannot be used as a value",
+                     F->f->name, n->u.global.name);
+            return false;
+        }
+        RX_EMIT(&F->code, RX_OP_FUNCREF, dest, fi);
+        return true;
+    }
+    case RX_N_CONST: {
+        int64_t c = vg_const_index(F->M, n->u.konst);
+        if (c < 0) return false;
+        RX_EMIT(&F->code, RX_OP_LOADK, dest, c);
+        return true;
+    }
+    case RX_N_PRIMVAL: {
+        vg_dim d;
+        if (!rx_dtype_is_int((rx_dtype)n->u.prim->dtype) && n->u.prim->dtype != RX_DT_BOOL) {
+            vg_error(F->M, n->loc, "%s: the VM has no %s scalar values (integers only)",
+                     F->f->name, rx_dtype_name((rx_dtype)n->u.prim->dtype));
+            return false;
+        }
+        if (!vg_expr(F, n->loc, n->u.prim, &d)) return false;
+        RX_EMIT(&F->code, RX_OP_LOADI, dest, d.tag, d.val);
+        return true;
+    }
+    case RX_N_SHAPE: {
+        vg_words w = {0};
+        bool ok = true;
+        vg_w(&w, RX_OP_MKSHAPE), vg_w(&w, dest), vg_w(&w, n->u.shape.ndim);
+        for (int i = 0; i < n->u.shape.ndim && ok; i++) {
+            vg_dim d;
+            ok = vg_expr(F, n->loc, n->u.shape.dims[i], &d);
+            vg_wd(&w, d);
+        }
+        if (ok) vg_emit_words(F, &w);
+        RX_VEC_FREE(w);
+        return ok;
+    }
+    case RX_N_TUPLE: {
+        vg_regs temps = {0}, regs = {0};
+        vg_words w = {0};
+        bool ok = operands(F, n->args, n->nargs, &regs, &temps);
+        if (ok) {
+            vg_w(&w, RX_OP_TUPLE), vg_w(&w, dest), vg_w(&w, regs.n);
+            for (int i = 0; i < regs.n; i++) vg_w(&w, regs.items[i]);
+            vg_emit_words(F, &w);
+            release_all(F, &temps);
+        }
+        RX_VEC_FREE(temps), RX_VEC_FREE(regs), RX_VEC_FREE(w);
+        return ok;
+    }
+    case RX_N_GET_ITEM: {
+        vg_regs temps = {0};
+        int64_t t;
+        bool ok = operand(F, n->args[0], &t, &temps);
+        if (ok) RX_EMIT(&F->code, RX_OP_GETITEM, dest, t, n->u.index);
+        release_all(F, &temps);
+        RX_VEC_FREE(temps);
+        return ok;
+    }
+    case RX_N_CALL:
+        switch (n->call_kind) {
+        case RX_CALL_TIR: return lower_call_tir(F, n, dest);
+        case RX_CALL_LIB: return lower_call_lib(F, n, dest);
+        case RX_CALL_FN: return lower_call_fn(F, n, dest);
+        default: return lower_call_op(F, n, dest);
+        }
+    case RX_N_IF: return lower_if(F, n, dest);
+    }
+    RX_UNREACHABLE();
+}
+
+static bool lower_binding(vg_fn *F, const rx_binding *bd)
+{
+    int64_t dest = vg_new_reg(F);
+    F->reg_of[bd->var->u.var.id] = (int32_t)dest;
+    if (!bd->match_cast) return lower_value(F, bd->value, dest);
+    vg_regs temps = {0};
+    int64_t src;
+    const char *what = rx_arena_printf(F->M->tmp, "match_cast %s", bd->var->u.var.name);
+    bool ok = operand(F, bd->value, &src, &temps) &&
+              vg_match(F, bd->loc, src, bd->given ? bd->given : bd->var->sinfo, what, NULL);
+    if (ok) RX_EMIT(&F->code, RX_OP_MOVE, dest, src);
+    release_all(F, &temps);
+    RX_VEC_FREE(temps);
+    return ok;
+}
+
+typedef struct release_at {
+    int32_t item; /* release after this item (-1: before the first) */
+    int32_t id;   /* the variable */
+} release_at;
+
+static int cmp_release(const void *x, const void *y)
+{
+    const release_at *a = x, *b = y;
+    return a->item != b->item ? (a->item > b->item) - (a->item < b->item)
+                              : (a->id > b->id) - (a->id < b->id);
+}
+
+/* Emits RELEASE for the variables of rel[*pos..] due after `item`. */
+static void release_due(vg_fn *F, const release_at *rel, int nrel, int *pos, int32_t item)
+{
+    for (; *pos < nrel && rel[*pos].item <= item; (*pos)++) {
+        int32_t r = F->reg_of[rel[*pos].id];
+        if (r >= 0) RX_EMIT(&F->code, RX_OP_RELEASE, r);
+    }
+}
+
+/* Lowers a body; its result goes to dest, or is returned (dest < 0: the function's). */
+static bool lower_seq(vg_fn *F, const rx_seq *s, int64_t dest)
+{
+    int32_t serial = F->seq_serial++;
+    RX_VEC(release_at) rel = {0};
+    if (serial == 0)
+        for (int i = 0; i < F->f->nparams; i++) {
+            int32_t id = F->f->params[i]->u.var.id;
+            release_at r = {F->last_use[id], id};
+            RX_VEC_PUSH(rel, r);
+        }
+    int32_t nitems = 0;
+    for (int b = 0; b < s->nblocks; b++)
+        for (int i = 0; i < s->blocks[b]->nbindings; i++, nitems++) {
+            int32_t id = s->blocks[b]->bindings[i].var->u.var.id;
+            release_at r = {F->last_use[id] >= 0 ? F->last_use[id] : nitems, id};
+            RX_VEC_PUSH(rel, r);
+        }
+    if (rel.n) qsort(rel.items, (size_t)rel.n, sizeof *rel.items, cmp_release);
+    int pos = 0, item = 0;
+    bool ok = true;
+    release_due(F, rel.items, rel.n, &pos, -1);
+    for (int b = 0; b < s->nblocks; b++) /* on, after an error: report them all */
+        for (int i = 0; i < s->blocks[b]->nbindings; i++, item++) {
+            ok = lower_binding(F, &s->blocks[b]->bindings[i]) && ok;
+            release_due(F, rel.items, rel.n, &pos, item);
+        }
+    if (ok && dest < 0) {
+        vg_regs temps = {0};
+        int64_t r;
+        ok = operand(F, s->result, &r, &temps);
+        if (ok) RX_EMIT(&F->code, RX_OP_RET, r);
+        RX_VEC_FREE(temps);
+    } else if (ok) {
+        ok = lower_value(F, s->result, dest);
+        release_due(F, rel.items, rel.n, &pos, item);
+    }
+    RX_VEC_FREE(rel);
+    return ok;
+}
+
+bool vg_lower_function(vg_fn *F)
+{
+    const rx_func *f = F->f;
+    vg_liveness(F);
+    F->nregs = f->nparams;
+    for (int i = 0; i < f->nparams; i++) F->reg_of[f->params[i]->u.var.id] = i;
+    vg_defer_vec defer = {0};
+    bool ok = true;
+    for (int i = 0; i < f->nparams && ok; i++)
+        ok = vg_match(F, f->params[i]->loc, i, f->params[i]->sinfo, f->params[i]->u.var.name, &defer);
+    ok = ok && vg_flush_defer(F, f->loc, &defer);
+    RX_VEC_FREE(defer);
+    return ok && lower_seq(F, f->body, -1);
+}

@@ -1,0 +1,130 @@
+/*
+ * vg_int.h — internals of the VM lowering shared by its files (not installed).
+ *
+ *   vmgen.c     the module: kernel and function tables, descriptors, the driver loop
+ *   shapes.c    the shape heap: symbolic variables and expressions in slots (with CSE),
+ *               annotation matching (MATCH_*), expected-shape text
+ *   liveness.c  last use of every variable, for RELEASE
+ *   lower.c     bindings, values, calls, if, bodies, one function
+ *
+ * A vg_fn is the state of one function being lowered: its code, register and slot
+ * counters, the variable → register map, the scoped symbol table and CSE table. Scopes
+ * are stack marks: entering a branch records the table lengths, leaving truncates, so
+ * what a branch defined or computed is not reused after it.
+ */
+#ifndef RX_VG_INT_H
+#define RX_VG_INT_H
+
+#include "relax/codegen.h"
+#include "relax/deduce.h"
+#include "relax/vm.h"
+#include "relax/vmgen.h"
+
+/* A dim operand ("d"): a heap slot or an immediate. */
+typedef struct vg_dim {
+    int64_t tag; /* RX_D_SLOT or RX_D_IMM */
+    int64_t val; /* slot index or value */
+} vg_dim;
+
+typedef struct vg_sym { /* a symbolic variable that has a slot */
+    const rx_svar *v;
+    int64_t slot;
+} vg_sym;
+
+typedef struct vg_cse { /* a computed expression: op(a, b) lives in slot */
+    int64_t op;
+    vg_dim a, b;
+    int64_t slot;
+} vg_cse;
+
+typedef struct vg_defer { /* a stored dim to compare with its expression later */
+    int64_t slot;      /* where MATCH stored the actual dim */
+    rx_expr *expr;     /* what it must equal */
+    const char *msg;   /* ASSERT_EQ message (arena) */
+} vg_defer;
+
+typedef struct vg_module {
+    rx_module *m;
+    rx_rxa_builder *b;
+    rx_diags *d;
+    rx_vmgen_info *info;
+    rx_arena *tmp;                   /* scratch: descriptors, messages */
+    RX_VEC(rx_func *) gfuncs;        /* graph functions: index = VM function index */
+    RX_VEC(rx_func *) kfuncs;        /* loop functions: index = kernel index */
+    RX_VEC(const rx_const *) consts; /* constants added, index = CONSTS index */
+    bool ok;                         /* false after any error */
+} vg_module;
+
+typedef struct vg_fn {
+    vg_module *M;
+    rx_func *f;
+    rx_arith *ar;          /* simplification (arena: module's) */
+    rx_rxa_code code;      /* the function's words */
+    int64_t nregs;         /* registers used */
+    int64_t nheap;         /* heap slots used */
+    int32_t nids;          /* size of the per-variable arrays */
+    int32_t *reg_of;       /* VAR id -> register, -1 */
+    int32_t *def_seq;      /* VAR id -> serial of the body defining it */
+    int32_t *def_item;     /* VAR id -> item index of its definition there (-1 params) */
+    int32_t *last_use;     /* VAR id -> last item (in def_seq) using it, -1 unused */
+    int32_t seq_serial;    /* bodies entered so far while lowering */
+    RX_VEC(vg_sym) syms;   /* scoped */
+    RX_VEC(vg_cse) cse;    /* scoped */
+} vg_fn;
+
+/* ---- vmgen.c ---- */
+void vg_error(vg_module *M, rx_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int64_t vg_kernel_index(const vg_module *M, const rx_func *f);   /* -1 when not a kernel */
+int64_t vg_func_index(const vg_module *M, const rx_func *f);     /* -1 when not a graph fn */
+int64_t vg_const_index(vg_module *M, const rx_const *c);
+void vg_note_lib(vg_module *M, const char *name);     /* records a library name once */
+void vg_note_builtin(vg_module *M, const char *name); /* records a built-in name once */
+
+/* ---- shapes.c ---- */
+int64_t vg_new_slot(vg_fn *F);
+int64_t vg_new_reg(vg_fn *F);
+/* The slot of a defined variable, -1 when it has none in scope. */
+int64_t vg_sym_slot(const vg_fn *F, const rx_svar *v);
+void vg_sym_define(vg_fn *F, const rx_svar *v, int64_t slot);
+/* Computes an integer expression into a dim operand (emitting arithmetic as needed).
+ * False after an error (a variable without a slot, a non-integer node). */
+bool vg_expr(vg_fn *F, rx_loc loc, const rx_expr *e, vg_dim *out);
+/* Emits the checks of annotation si on register reg. `what` names the value in the
+ * message ("x", "match_cast lv3"); deferred checks go to *defer when non-NULL (the
+ * caller flushes them with vg_flush_defer once more variables are defined), else are
+ * flushed at once. */
+typedef RX_VEC(vg_defer) vg_defer_vec;
+bool vg_match(vg_fn *F, rx_loc loc, int64_t reg, const rx_sinfo *si, const char *what,
+              vg_defer_vec *defer);
+bool vg_flush_defer(vg_fn *F, rx_loc loc, vg_defer_vec *defer);
+/* The expected text of an annotation in the VM's style: "(n, 128)", "(n,)", "()",
+ * "a 2-d f32 tensor", "a shape", "an int". */
+void vg_expected(const rx_sinfo *si, rx_sb *out);
+/* Scope marks. */
+typedef struct vg_scope { int nsyms, ncse; } vg_scope;
+vg_scope vg_scope_enter(const vg_fn *F);
+void vg_scope_leave(vg_fn *F, vg_scope s);
+/* A signature descriptor (tokens in M->tmp) over the function's svars. */
+void vg_descriptor(vg_module *M, const rx_func *f, const rx_sinfo *si, const char *name,
+                   rx_rxa_type *out);
+
+/* ---- liveness.c ---- */
+/* Fills def_seq, def_item, last_use for every variable of F->f. */
+void vg_liveness(vg_fn *F);
+
+/* ---- lower.c ---- */
+/* Lowers F->f's parameters and body into F->code. False after errors. */
+bool vg_lower_function(vg_fn *F);
+
+/* Emission helpers: a variable-length instruction is built in a word vector. */
+typedef RX_VEC(int64_t) vg_words;
+static inline void vg_w(vg_words *w, int64_t x) { RX_VEC_PUSH(*w, x); }
+static inline void vg_wd(vg_words *w, vg_dim d) { RX_VEC_PUSH(*w, d.tag); RX_VEC_PUSH(*w, d.val); }
+static inline size_t vg_emit_words(vg_fn *F, vg_words *w)
+{
+    size_t at = rx_rxa_emitv(&F->code, w->items, (size_t)w->n);
+    w->n = 0;
+    return at;
+}
+
+#endif

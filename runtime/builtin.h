@@ -1,0 +1,35 @@
+/*
+ * builtin.h — the VM's built-in functions (CALL_BUILTIN), internal to the runtime.
+ *
+ * A built-in is a host function the compiler calls by name for what no generated
+ * kernel can do because the result's shape depends on the input's values (paper
+ * Figure 3: unique; nonzero). Unlike kernels and library functions (destination
+ * passing), a built-in allocates its result itself, from the context's pool, so the
+ * bytes count in the call's peak. The table is constant; names are resolved when the
+ * bytecode is verified (an unknown name fails the load) and looked up again per call
+ * (a handful of strcmp, negligible next to the work).
+ *
+ *   unique(x)   1-D tensor of the sorted distinct elements of x (any rank, flattened;
+ *               TVM's default sorted=true without the extra outputs). Floats compare
+ *               numerically with every NaN after +inf and all NaNs collapsed into one
+ *               (NumPy's equal_nan); -0.0 equals 0.0 (either may be kept).
+ *               dtypes: bool, i8..i64, u8..u64, f16, bf16, f32, f64.
+ *   nonzero(x)  i64 tensor (ndim, count): row d holds the index along dim d of each
+ *               nonzero element in row-major order (NumPy's nonzero stacked; a 0-d x
+ *               reads as a 1-element 1-D tensor). Float -0.0 is zero, NaN nonzero.
+ */
+#ifndef RX_RT_BUILTIN_H
+#define RX_RT_BUILTIN_H
+
+#include "rt_int.h"
+
+/* Index of the built-in called `name`, or -1. */
+int rx_vm_builtin_find(const char *name);
+
+/* Calls built-in `idx` on args[0..nargs). On success returns 0 with *out holding a new
+ * value (the caller owns its reference); on failure -1 with a message in err (without
+ * the function-name prefix the VM adds). */
+int rx_vm_builtin_call(int idx, rx_rt_ctx *ctx, const rx_vm_value *args, int64_t nargs,
+                       rx_vm_value *out, rx_rt_err *err);
+
+#endif

@@ -1,0 +1,293 @@
+/*
+ * test_build.c — the driver: targets and options, --dump-ir files, the METADATA JSON
+ * (signatures, kernels, pass times, the cache key), printing after every pipeline
+ * pass, located lowering errors, the pass table, and concurrent builds on threads.
+ */
+#include "vg_test.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "relax/deduce.h"
+#include "relax/json.h"
+#include "relax/text.h"
+
+/* main(x: (n, 128) f32) = exp(x) + x through an op and a user kernel. */
+static const char mod[] =
+    "{'format':'relax-json','version':1,'attrs':{'name':'tiny'},'functions':{"
+    "'main':{'kind':'relax','params':[{'name':'x','type':{'tensor':{'shape':['n',128],'dtype':'f32'}}}],"
+    "'body':{'blocks':[{'bindings':["
+    "{'var':'a','value':{'op':'exp','args':['x']}},"
+    "{'var':'b','value':{'call_tir':'@copy','args':['a'],'out':{'tensor':{'shape':['n',128],'dtype':'f32'}}}}]}],"
+    "'result':'b'}},"
+    "'copy':{'kind':'tir','params':[{'name':'X','buffer':{'shape':['m',128],'dtype':'f32'}},"
+    "{'name':'Y','buffer':{'shape':['m',128],'dtype':'f32'}}],"
+    "'body':[{'grid':['i','j'],'extents':['m',128],'body':[{'block':'copy',"
+    "'body':[{'store':'Y[i, j]','value':'X[i, j]'}]}]}]}}}";
+
+START_TEST(targets_and_options)
+{
+    static const char *const later[] = {"cuda", "opencl", "vulkan"};
+    for (int i = 0; i < 3; i++) {
+        rx_build_opts o = {later[i], 2, NULL, NULL};
+        char *e = vt_build_error(mod, &o);
+        char want[64];
+        snprintf(want, sizeof want, "target %s is not supported yet\n", later[i]);
+        ck_assert_msg(strstr(e, want), "%s", e);
+        free(e);
+    }
+    rx_build_opts o = {"tpu", 2, NULL, NULL};
+    char *e = vt_build_error(mod, &o);
+    ck_assert_msg(strstr(e, "unknown target tpu (known: cpu, cuda, opencl, vulkan)"), "%s", e);
+    free(e);
+    rx_build_opts lvl = {"cpu", 7, NULL, NULL};
+    e = vt_build_error(mod, &lvl);
+    ck_assert_msg(strstr(e, "opt level 7 out of range (0..3)"), "%s", e);
+    free(e);
+    char *j = vt_json(mod);
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_build_result r;
+    rx_build_opts cuda = {"cuda", 2, NULL, NULL};
+    ck_assert(!rx_build_run(j, strlen(j), &cuda, &r, &d));
+    ck_assert_str_eq(r.failed, "options");
+    rx_diags_free(&d);
+    rx_diags_init(&d);
+    ck_assert(!rx_build_run("{", 1, NULL, &r, &d));
+    ck_assert_str_eq(r.failed, "parse");
+    rx_diags_free(&d);
+    free(j);
+}
+END_TEST
+
+START_TEST(pipeline_table)
+{
+    ck_assert_int_eq(rx_pipeline_count(), 4);
+    const char *want[] = {"deduce", "legalize", "lower_vm", "codegen"};
+    for (int i = 0; i < 4; i++) ck_assert_str_eq(rx_pipeline_name(i), want[i]);
+    ck_assert_ptr_null(rx_pipeline_name(4));
+}
+END_TEST
+
+START_TEST(dump_ir_files)
+{
+    char dir[] = "/tmp/rxvm-dump-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char sub[64];
+    snprintf(sub, sizeof sub, "%s/ir", dir);
+    rx_build_opts o = {"cpu", 1, sub, NULL};
+    size_t n;
+    free(vt_build(mod, &o, &n));
+    const char *files[] = {"01-deduce.txt", "02-legalize.txt"};
+    for (int i = 0; i < 2; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/%s", sub, files[i]);
+        FILE *f = fopen(path, "r");
+        ck_assert_msg(f != NULL, "%s missing", path);
+        char buf[8192];
+        size_t k = fread(buf, 1, sizeof buf - 1, f);
+        buf[k] = 0;
+        fclose(f);
+        ck_assert(strstr(buf, "def main("));
+        ck_assert(strstr(buf, "R.call_tir(@copy") != NULL);
+        if (i == 0) ck_assert(strstr(buf, "R.exp(x)") != NULL);
+        else ck_assert(strstr(buf, "R.exp(") == NULL);
+        unlink(path);
+    }
+    char extra[128];
+    snprintf(extra, sizeof extra, "%s/03-lower_vm.txt", sub);
+    ck_assert_int_ne(access(extra, F_OK), 0);
+    rmdir(sub);
+    rmdir(dir);
+    /* an unwritable dump directory is an error */
+    rx_build_opts bad = {"cpu", 1, "/proc/definitely/not/here", NULL};
+    char *e = vt_build_error(mod, &bad);
+    ck_assert_msg(strstr(e, "cannot create /proc/definitely/not/here"), "%s", e);
+    free(e);
+}
+END_TEST
+
+START_TEST(metadata_json)
+{
+    rx_build_opts o = {"cpu", 3, NULL, NULL};
+    size_t n;
+    uint8_t *bytes = vt_build(mod, &o, &n);
+    rx_rxa *a;
+    char err[256];
+    ck_assert_msg(rx_rxa_parse(bytes, n, "t.rxa", &a, err, sizeof err) == 0, "%s", err);
+    const rx_rxa_section *md = rx_rxa_section_get(a, RX_RXA_METADATA);
+    ck_assert_ptr_nonnull(md);
+    json_error_t je;
+    json_t *root = json_loadb((const char *)md->data, md->size, 0, &je);
+    ck_assert_msg(root != NULL, "%s", je.text);
+    ck_assert_str_eq(json_string_value(json_object_get(root, "format")), "rxa");
+    ck_assert_int_eq(json_integer_value(json_object_get(root, "format_version")), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(root, "compiler")), "relaxc " RX_VERSION);
+    ck_assert_str_eq(json_string_value(json_object_get(root, "target")), "cpu");
+    ck_assert_int_eq(json_integer_value(json_object_get(root, "opt_level")), 3);
+    json_t *module = json_object_get(root, "module");
+    ck_assert_str_eq(json_string_value(json_object_get(module, "name")), "tiny");
+
+    /* the key equals `relaxc hash` of the module */
+    char *j = vt_json(mod);
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_module *m = rx_json_read(j, strlen(j), NULL, &d);
+    ck_assert(m && rx_deduce_module(m, &d));
+    uint8_t h[32];
+    char hex[65];
+    rx_struct_hash(m, "target=cpu;compiler=" RX_VERSION, h);
+    rx_hex(h, 32, hex);
+    ck_assert_str_eq(json_string_value(json_object_get(module, "hash")), hex);
+    rx_module_free(m);
+    rx_diags_free(&d);
+    free(j);
+
+    json_t *fns = json_object_get(root, "functions");
+    ck_assert_int_eq(json_array_size(fns), 1);
+    json_t *f0 = json_array_get(fns, 0), *p0 = json_array_get(json_object_get(f0, "params"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(f0, "name")), "main");
+    ck_assert_str_eq(json_string_value(json_object_get(p0, "name")), "x");
+    ck_assert_str_eq(json_string_value(json_object_get(p0, "text")), "R.Tensor((n, 128), \"f32\")");
+    json_t *ts = json_object_get(json_object_get(json_object_get(p0, "type"), "tensor"), "shape");
+    ck_assert_str_eq(json_string_value(json_array_get(ts, 0)), "n");
+    ck_assert_int_eq(json_integer_value(json_array_get(ts, 1)), 128);
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(f0, "symbolic_vars"), 0)), "n");
+    ck_assert(json_integer_value(json_object_get(f0, "registers")) >= 1);
+
+    json_t *ks = json_object_get(root, "kernels");
+    ck_assert_int_ge(json_array_size(ks), 2); /* copy and the generated exp */
+    json_t *k0 = json_array_get(ks, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(k0, "function")), "copy");
+    ck_assert_str_eq(json_string_value(json_object_get(k0, "symbol")), "rxk_copy");
+    ck_assert_int_eq(json_integer_value(json_object_get(k0, "buffers")), 2);
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(k0, "ivars"), 0)), "m");
+    ck_assert_int_eq(json_array_size(json_object_get(root, "libraries")), 0);
+
+    json_t *ps = json_object_get(root, "passes");
+    ck_assert_int_eq(json_array_size(ps), 4);
+    for (int i = 0; i < 4; i++) {
+        json_t *p = json_array_get(ps, (size_t)i);
+        ck_assert_str_eq(json_string_value(json_object_get(p, "name")), rx_pipeline_name(i));
+        ck_assert(json_real_value(json_object_get(p, "ms")) >= 0);
+    }
+    json_decref(root);
+
+    /* the signature descriptor relax-run uses for --shape */
+    const rx_rxa_func *fn = rx_rxa_find_func(a, "main");
+    ck_assert_int_eq(fn->nsym, 1);
+    ck_assert_str_eq(fn->syms[0], "n");
+    ck_assert_int_eq(fn->params[0].kind, RX_RXA_T_TENSOR);
+    ck_assert_int_eq(fn->params[0].dtype, RX_RXA_F32);
+    int64_t nv = 6, v;
+    ck_assert_int_eq(rx_rxa_dim_eval(&fn->params[0].dims[0], &nv, NULL, 1, &v, err, sizeof err), 0);
+    ck_assert_int_eq(v, 6);
+    ck_assert_int_eq(fn->result.kind, RX_RXA_T_TENSOR);
+    ck_assert_ptr_nonnull(rx_rxa_section_get(a, RX_RXA_KERNELS_CPU));
+    rx_rxa_free(a);
+    free(bytes);
+}
+END_TEST
+
+START_TEST(print_after_each_pass)
+{
+    char *j = vt_json(mod);
+    const char *after[] = {"parse", "deduce", "legalize", "lower_vm", "codegen"};
+    const char *want[] = {"R.exp(x)", "R.exp(x)", "R.call_tir(@", "CALL_KERNEL rxk_copy", "int32_t rxk_copy("};
+    for (int i = 0; i < 5; i++) {
+        rx_diags d;
+        rx_diags_init(&d);
+        rx_sb out = {0};
+        const char *failed = "x";
+        ck_assert(rx_build_print(j, strlen(j), NULL, after[i], &out, &failed, &d));
+        ck_assert_ptr_null(failed);
+        ck_assert_msg(strstr(rx_sb_str(&out), want[i]), "after %s:\n%s", after[i], rx_sb_str(&out));
+        rx_sb_free(&out);
+        rx_diags_free(&d);
+    }
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_sb out = {0};
+    const char *failed = NULL;
+    ck_assert(!rx_build_print(j, strlen(j), NULL, "fuse", &out, &failed, &d));
+    ck_assert_str_eq(failed, "options");
+    ck_assert_str_eq(d.list.items[0].msg, "unknown pass fuse");
+    rx_diags_free(&d);
+    rx_sb_free(&out);
+    free(j);
+}
+END_TEST
+
+START_TEST(lowering_errors_are_located)
+{
+    static const char fl[] =
+        "{'format':'relax-json','version':1,'functions':{"
+        "'main':{'kind':'relax','params':[{'name':'x','type':{'tensor':{'shape':[3],'dtype':'f32'}}}],"
+        "'body':{'blocks':[{'bindings':["
+        "{'var':'v','value':{'prim':2.5,'dtype':'f32'}},"
+        "{'var':'u','value':{'op':'unique','args':['x'],'attrs':{'return_counts':true}}}]}],"
+        "'result':'x'}}}}";
+    char *e = vt_build_error(fl, NULL);
+    ck_assert_msg(strstr(e, "functions.main.body.blocks[0].bindings[0].value: main: the VM has no "
+                            "f32 scalar values (integers only)\n"), "%s", e);
+    ck_assert_msg(strstr(e, "bindings[1].value: main: unique supports only sorted=true"), "%s", e);
+    free(e);
+    static const char arity[] =
+        "{'format':'relax-json','version':1,'functions':{"
+        "'main':{'kind':'relax','params':[{'name':'x','type':{'tensor':{'shape':[3],'dtype':'f32'}}}],"
+        "'body':{'blocks':[{'bindings':["
+        "{'var':'y','value':{'call_dps_library':'test.lib','args':['x'],'out':{'tensor':{'ndim':1,'dtype':'f32'}}}}]}],"
+        "'result':'y'}}}}";
+    e = vt_build_error(arity, NULL);
+    ck_assert_msg(strstr(e, "cannot allocate the output of call_dps_library \"test.lib\""), "%s", e);
+    free(e);
+}
+END_TEST
+
+static void *build_thread(void *arg)
+{
+    char *j = arg;
+    rx_diags d;
+    rx_diags_init(&d);
+    uint8_t *rxa = NULL;
+    size_t n = 0;
+    bool ok = rx_build(j, strlen(j), NULL, &rxa, &n, &d);
+    rx_diags_free(&d);
+    free(rxa);
+    return ok ? arg : NULL;
+}
+
+START_TEST(concurrent_builds)
+{
+    char *j = vt_json(mod);
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(pthread_create(&t[i], NULL, build_thread, j), 0);
+    for (int i = 0; i < 4; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        ck_assert_ptr_eq(r, j);
+    }
+    free(j);
+}
+END_TEST
+
+static Suite *build_suite(void)
+{
+    Suite *s = suite_create("vmgen_build");
+    TCase *tc = tcase_create("build");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, targets_and_options);
+    tcase_add_test(tc, pipeline_table);
+    tcase_add_test(tc, dump_ir_files);
+    tcase_add_test(tc, metadata_json);
+    tcase_add_test(tc, print_after_each_pass);
+    tcase_add_test(tc, lowering_errors_are_located);
+    tcase_add_test(tc, concurrent_builds);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return rx_check_run(build_suite()); }
