@@ -20,8 +20,8 @@
  *         and output against the function's buffers are re-checked, so a wrong rule
  *         shows up here rather than at run time.
  *
- * Left to later passes: ops without a rule (data-dependent unique/nonzero and
- * shape_of, which the VM runs as builtins; groups not yet written) stay op calls;
+ * Left to later passes: the ops without a rule (data-dependent unique/nonzero and
+ * shape_of, which the VM runs as builtins; every other v1 op has one) stay op calls;
  * calls whose result dims are unknown (run-time broadcasting, reshape of an unknown
  * shape) are errors for now. Generated functions carry no compute_pattern (step 4 of
  * the pipeline, analysis, computes it), no schedule (step 7) and no fusion (step 5).
@@ -139,6 +139,34 @@ rx_te_tensor *lg_input(lg_ctx *c, int i, const char *name)
     return t;
 }
 
+rx_te_tensor *lg_input_field(lg_ctx *c, int i, int k, const char *name)
+{
+    RX_ASSERT(i >= 0 && i < c->call->nargs);
+    rx_node *tup = c->call->args[i];
+    const rx_sinfo *ts = tup->sinfo;
+    if (!ts || ts->kind != RX_SI_TUPLE || k < 0 || k >= ts->nfields) {
+        lg_fail(c, "argument %d is not a tuple with a field %d", i, k);
+        return NULL;
+    }
+    const rx_sinfo *s = ts->fields[k];
+    const char *u = unknown_part(s);
+    if (u) {
+        lg_fail(c, "field %d of argument %d %s", k, i,
+                !strcmp(u, "non-tensor") ? "is not a tensor"
+                : !strcmp(u, "unknown") ? "has unknown dims" : "has an unknown dtype");
+        return NULL;
+    }
+    rx_node *arg = tup->kind == RX_N_TUPLE ? tup->args[k] : rx_n_get_item(c->m, tup, k);
+    if (tup->kind != RX_N_TUPLE) {
+        arg->loc = tup->loc;
+        arg->sinfo = (rx_sinfo *)s;
+    }
+    rx_te_tensor *t = rx_te_placeholder(c->te, name, (rx_dtype)s->dtype, s->ndim, s->dims);
+    RX_VEC_PUSH(c->args, arg);
+    RX_VEC_PUSH(c->ins, t);
+    return t;
+}
+
 void lg_output(lg_ctx *c, rx_te_tensor *t) { RX_VEC_PUSH(c->outs, t); }
 
 rx_expr **lg_bcast_index(lg_ctx *c, const rx_te_tensor *t, rx_expr *const *idx, int nd)
@@ -157,6 +185,28 @@ bool lg_axis(lg_ctx *c, int64_t axis, int ndim, int *out)
         return lg_fail(c, "axis %lld is out of range for %d dimensions", (long long)axis, ndim);
     *out = (int)(axis < 0 ? axis + ndim : axis);
     return true;
+}
+
+rx_expr **lg_unravel(lg_ctx *c, const rx_te_tensor *t, rx_expr *f)
+{
+    int n = rx_te_ndim(t);
+    rx_expr **r = RX_NEWN(c->a, rx_expr *, n > 0 ? n : 1);
+    rx_expr *stride = rx_e_int(c->a, 1);
+    for (int k = n - 1; k >= 0; k--) {
+        rx_expr *v = k == n - 1 ? f : rx_e_binary(c->a, RX_E_FLOORDIV, f, stride);
+        if (k > 0) v = rx_e_binary(c->a, RX_E_FLOORMOD, v, rx_te_dim(t, k));
+        r[k] = rx_te_simplify(c->te, v);
+        stride = rx_e_binary(c->a, RX_E_MUL, stride, rx_te_dim(t, k));
+    }
+    return r;
+}
+
+rx_expr *lg_attr_size(lg_ctx *c, const rx_attr *a)
+{
+    if (!a || a->kind == RX_A_NULL) return NULL;
+    if (a->kind == RX_A_INT) return rx_e_int(c->a, a->u.i);
+    RX_ASSERT(a->kind == RX_A_EXPR);
+    return a->u.e;
 }
 
 void lg_attr_ints(const rx_attr *a, int64_t *out, int max, int *n)

@@ -47,6 +47,10 @@ typedef struct lg_rule_entry {
 /* A placeholder for operand i of the call (a tensor of known dims and dtype), named
  * `name`; NULL after an error. Each call adds one call_tir argument. */
 rx_te_tensor *lg_input(lg_ctx *c, int i, const char *name);
+/* A placeholder for field k of operand i, a tuple of tensors (concat's); the call_tir
+ * argument is the tuple node's field itself, or get_item(operand, k) when the operand
+ * is a variable (the final deduction binds it to a temporary). NULL after an error. */
+rx_te_tensor *lg_input_field(lg_ctx *c, int i, int k, const char *name);
 /* Declares the next result tensor. */
 void lg_output(lg_ctx *c, rx_te_tensor *t);
 /* Reports "cannot legalize <op>: <message>" at the call; returns false. */
@@ -63,6 +67,12 @@ const char *lg_tname(const lg_ctx *c);
 rx_expr **lg_bcast_index(lg_ctx *c, const rx_te_tensor *t, rx_expr *const *idx, int nd);
 /* Normalizes axis against ndim (negative counts from the end); false after lg_fail. */
 bool lg_axis(lg_ctx *c, int64_t axis, int ndim, int *out);
+/* Indices into t for the row-major flat position f (an i64 index expression) over t's
+ * dims, simplified: t[f // (d1*...*dk), ..., f % dk]. */
+rx_expr **lg_unravel(lg_ctx *c, const rx_te_tensor *t, rx_expr *f);
+/* A SIZE attribute (an integer or a symbolic size in the caller's variables) as an
+ * i64 expression; NULL for null. */
+rx_expr *lg_attr_size(lg_ctx *c, const rx_attr *a);
 /* The integers of an INT / INTS / AXES attribute into out[0..*n) (max entries);
  * *n = -1 for null. */
 void lg_attr_ints(const rx_attr *a, int64_t *out, int max, int *n);
@@ -76,11 +86,23 @@ extern const lg_rule_entry rx_lg_manip[];    /* legalize_manip.c: reshape ... fu
 extern const int rx_lg_manip_count;
 extern const lg_rule_entry rx_lg_linalg[];   /* legalize_linalg.c: matmul */
 extern const int rx_lg_linalg_count;
+extern const lg_rule_entry rx_lg_norm[];     /* legalize_norm.c: variance, layer/rms/batch norm */
+extern const int rx_lg_norm_count;
+extern const lg_rule_entry rx_lg_nn[];       /* legalize_nn.c: conv2d, pooling */
+extern const int rx_lg_nn_count;
+extern const lg_rule_entry rx_lg_slice[];    /* legalize_slice.c: concat split strided_slice take */
+extern const int rx_lg_slice_count;
+extern const lg_rule_entry rx_lg_index[];    /* legalize_index.c: repeat tile tril triu arange */
+extern const int rx_lg_index_count;
 
 #define LG_GROUPS(X)                          \
     X(rx_lg_elemwise, rx_lg_elemwise_count)   \
     X(rx_lg_reduce, rx_lg_reduce_count)       \
     X(rx_lg_manip, rx_lg_manip_count)         \
-    X(rx_lg_linalg, rx_lg_linalg_count)
+    X(rx_lg_linalg, rx_lg_linalg_count)       \
+    X(rx_lg_norm, rx_lg_norm_count)           \
+    X(rx_lg_nn, rx_lg_nn_count)               \
+    X(rx_lg_slice, rx_lg_slice_count)         \
+    X(rx_lg_index, rx_lg_index_count)
 
 #endif

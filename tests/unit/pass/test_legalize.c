@@ -6,7 +6,8 @@
  * (call_tir arity and buffers), no call of an op with a rule is left, identical
  * generated functions are shared, variables keep their annotations, symbolic shapes
  * stay symbolic (one function, tir_vars where needed), the legalized module survives
- * a relax-json round trip, and unsupported calls give located errors.
+ * a relax-json round trip, and unsupported calls give located errors. Every v1 op has a
+ * rule except the data-dependent unique and nonzero and shape_of (run by the VM).
  */
 #include <check.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 #include "relax/deduce.h"
 #include "relax/json.h"
+#include "relax/op.h"
 #include "relax/pass.h"
 #include "relax/text.h"
 
@@ -126,6 +128,9 @@ START_TEST(corpus_modules)
         ck_assert_msg(ok, "%s: %s", files[i], diags_str(&d));
         ck_assert_int_eq(count_tir(m) - before, rep.generated);
         ck_assert_int_eq(rep.legalized, rep.generated + rep.shared);
+        if (strncmp(files[i], "ops_", 4) == 0 && strcmp(files[i], "ops_misc.json") != 0)
+            ck_assert_msg(rep.left == 0, "%s: %d op calls left (%s)", files[i], rep.left,
+                          rep.nleft_ops ? rep.left_ops[0] : "");
         for (int f = 0; f < m->nfuncs; f++)
             if (m->funcs[f]->kind == RX_F_RELAX)
                 ck_assert_msg(!seq_has_rule_call(m->funcs[f]->body), "%s: @%s keeps an op call",
@@ -318,6 +323,97 @@ START_TEST(nested_calls_and_pass_entry)
 }
 END_TEST
 
+/* Every registered op has a rule, except the three the VM runs. */
+START_TEST(every_v1_op_has_a_rule)
+{
+    int without = 0;
+    for (int i = 0; i < rx_op_count(); i++) {
+        const char *name = rx_op_at(i)->name;
+        bool vm_op = !strcmp(name, "unique") || !strcmp(name, "nonzero") || !strcmp(name, "shape_of");
+        ck_assert_msg(rx_legalize_has_rule(name) != vm_op, "%s: rule %s", name,
+                      vm_op ? "unexpected" : "missing");
+        without += vm_op;
+    }
+    ck_assert_int_eq(without, 3);
+}
+END_TEST
+
+/* Tuple results and tuple operands: batch_norm and split give one call_tir with a tuple
+ * `out` (one buffer per field); concat of a tuple variable passes its fields, which
+ * the final deduction binds to get_item temporaries; symbolic shapes share kernels. */
+START_TEST(tuples_and_sharing)
+{
+    rx_module *m = load_text(MODULE(
+        "{\"name\": \"x\", \"type\": " T32("\"n\", 3, 4") "},"
+        "{\"name\": \"y\", \"type\": " T32("\"m\", 3, 4") "},"
+        "{\"name\": \"c\", \"type\": " T32("3") "}",
+        "{\"var\": \"bn\", \"value\": {\"op\": \"nn.batch_norm\", \"args\": [\"x\", \"c\", \"c\", \"c\", \"c\"]}},"
+        "{\"var\": \"sp\", \"value\": {\"op\": \"split\", \"args\": [\"x\"], \"attrs\": "
+        "{\"indices_or_sections\": [1], \"axis\": 2}}},"
+        "{\"var\": \"sq\", \"value\": {\"op\": \"split\", \"args\": [\"y\"], \"attrs\": "
+        "{\"indices_or_sections\": [1], \"axis\": 2}}},"
+        "{\"var\": \"tp\", \"value\": {\"tuple\": [\"x\", \"y\"]}},"
+        "{\"var\": \"cc\", \"value\": {\"op\": \"concat\", \"args\": [\"tp\"]}},"
+        "{\"var\": \"ss\", \"value\": {\"op\": \"strided_slice\", \"args\": [\"x\"], \"attrs\": "
+        "{\"axes\": [0], \"begin\": [1], \"end\": [\"n\"], \"strides\": [-1]}}}",
+        "cc"));
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_legalize_report rep;
+    ck_assert_msg(rx_legalize(m, &rep, &d), "%s", diags_str(&d));
+    ck_assert_int_eq(rep.legalized, 5);
+    ck_assert_int_eq(rep.shared, 1); /* split of (n, 3, 4) and (m, 3, 4) */
+    ck_assert_int_eq(rep.left, 0);
+    rx_func *f = rx_module_find(m, "main");
+    rx_node *bn = binding_value(f, "bn");
+    ck_assert_int_eq(bn->call_kind, RX_CALL_TIR);
+    ck_assert_int_eq(bn->nargs, 5);
+    ck_assert_int_eq(bn->u.call.out->kind, RX_SI_TUPLE);
+    rx_func *k = bn->u.call.callee->u.global.fn;
+    ck_assert_int_eq(k->ntparams, 8); /* x gamma beta mean var, three outputs */
+    rx_node *sp = binding_value(f, "sp"), *sq = binding_value(f, "sq");
+    ck_assert_ptr_eq(sp->u.call.callee->u.global.fn, sq->u.call.callee->u.global.fn);
+    ck_assert_int_eq(sp->u.call.out->nfields, 2);
+    rx_node *cc = binding_value(f, "cc");
+    ck_assert_int_eq(cc->call_kind, RX_CALL_TIR);
+    ck_assert_int_eq(cc->nargs, 2);
+    for (int i = 0; i < 2; i++) ck_assert_int_eq(cc->args[i]->kind, RX_N_VAR); /* temporaries */
+    rx_sb p = {0};
+    rx_print_module(m, &p);
+    ck_assert_msg(strstr(rx_sb_str(&p), "= tp[1]") != NULL, "%s", rx_sb_str(&p));
+    /* begin 1 against n with a negative stride: min(1, n - 1) */
+    ck_assert_msg(strstr(rx_sb_str(&p), "x[min(1, n - 1) - i0, i1, i2]") != NULL, "%s", rx_sb_str(&p));
+    rx_sb_free(&p);
+    roundtrip(m);
+    rx_diags_free(&d);
+    rx_module_free(m);
+}
+END_TEST
+
+/* What the new rules refuse, located. */
+START_TEST(rule_errors)
+{
+    rx_module *m = load_text(MODULE(
+        "{\"name\": \"x\", \"type\": " T32("\"n\", 4") "}",
+        "{\"var\": \"a\", \"value\": {\"op\": \"split\", \"args\": [\"x\"], \"attrs\": "
+        "{\"indices_or_sections\": [-1]}}},"
+        "{\"var\": \"b\", \"value\": {\"op\": \"strided_slice\", \"args\": [\"x\"], \"attrs\": "
+        "{\"axes\": [0], \"begin\": [0], \"end\": [2], \"strides\": [\"n\"]}}}",
+        "b"));
+    rx_diags d;
+    rx_diags_init(&d);
+    ck_assert(!rx_legalize(m, NULL, &d));
+    char *e = diags_str(&d);
+    ck_assert_str_eq(e, "functions.main.body.blocks[0].bindings[0].value: cannot legalize split: "
+                        "the negative split index -1 needs a static extent\n"
+                        "functions.main.body.blocks[0].bindings[1].value: cannot legalize "
+                        "strided_slice with unknown output dims\n");
+    free(e);
+    rx_diags_free(&d);
+    rx_module_free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("legalize");
@@ -330,6 +426,9 @@ int main(void)
     tcase_add_test(tc, annotations_kept);
     tcase_add_test(tc, errors_and_left_ops);
     tcase_add_test(tc, nested_calls_and_pass_entry);
+    tcase_add_test(tc, every_v1_op_has_a_rule);
+    tcase_add_test(tc, tuples_and_sharing);
+    tcase_add_test(tc, rule_errors);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
