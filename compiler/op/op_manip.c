@@ -448,6 +448,10 @@ static rx_sinfo *d_split(rx_dctx *c, const rx_node *call)
                 len[i] = lit(c, hv > lv ? hv - lv : 0);
                 continue;
             }
+            /* NumPy: a negative literal index counts from the end (d - |i|, at least 0). */
+            if (rx_expr_is_const(lo, &lv) && lv < 0) lo = clamp_lo(c, bin(c, RX_E_ADD, d, lo), lit(c, 0));
+            if (i < ni && rx_expr_is_const(hi, &hv) && hv < 0)
+                hi = clamp_lo(c, bin(c, RX_E_ADD, d, hi), lit(c, 0));
             lo = clamp_hi(c, lo, d);
             hi = clamp_hi(c, hi, d);
             len[i] = clamp_lo(c, bin(c, RX_E_SUB, hi, lo), lit(c, 0));

@@ -143,7 +143,7 @@ static rx_expr *split_cb(rx_te *te, rx_expr *const *idx, void *ud)
 }
 
 /* The start of the piece after boundary lo along an axis of extent d, as deduction
- * normalized it; NULL after an error. */
+ * normalized it (a negative literal counts from the end, as in NumPy). */
 static rx_expr *split_start(lg_ctx *c, rx_expr *lo, rx_expr *d)
 {
     int64_t lv, dv;
@@ -151,10 +151,8 @@ static rx_expr *split_start(lg_ctx *c, rx_expr *lo, rx_expr *d)
         if (lv < 0) lv = lv + dv < 0 ? 0 : lv + dv;
         return lit(c, lv > dv ? dv : lv);
     }
-    if (rx_expr_is_const(lo, &lv) && lv < 0) {
-        lg_fail(c, "the negative split index %lld needs a static extent", (long long)lv);
-        return NULL;
-    }
+    if (rx_expr_is_const(lo, &lv) && lv < 0) /* counts from the end: max(d + lo, 0) */
+        lo = bin(c, RX_E_MAX, bin(c, RX_E_ADD, d, lo), lit(c, 0));
     return rx_te_simplify(c->te, bin(c, RX_E_MIN, lo, d));
 }
 

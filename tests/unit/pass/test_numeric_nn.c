@@ -184,6 +184,9 @@ static const ncase CASES[] = {
      "np.split(x, [2, 5], axis=1)", R_ANY},
     {P("x", TS("f32", "\"n\", 8")), OP1A("split", "x", "{\"indices_or_sections\": [-3], \"axis\": 1}"),
      "np.split(x, [5], axis=1)", R_ANY},
+    /* a negative index against a symbolic extent counts from the end (n = 3 and 6) */
+    {P("x", TS("f32", "\"n\", 2")), OP1A("split", "x", "{\"indices_or_sections\": [1, -1]}"),
+     "np.split(x, [1, -1])", R_ANY},
     /* strided_slice */
     {P("x", TS("f32", "\"n\", 8")),
      OP1A("strided_slice", "x", "{\"axes\": [1], \"begin\": [6], \"end\": [0], \"strides\": [-2]}"),
