@@ -6,8 +6,8 @@
  * Figure 3: unique; nonzero). Unlike kernels and library functions (destination
  * passing), a built-in allocates its result itself, from the context's pool, so the
  * bytes count in the call's peak. The table is constant; names are resolved when the
- * bytecode is verified (an unknown name fails the load) and looked up again per call
- * (a handful of strcmp, negligible next to the work).
+ * bytecode is verified (an unknown name fails the load), and the loader stores each
+ * name's index in the module (rx_rt_module.builtins), so a call costs no lookup.
  *
  *   unique(x)   1-D tensor of the sorted distinct elements of x (any rank, flattened;
  *               TVM's default sorted=true without the extra outputs). Floats compare

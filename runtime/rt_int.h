@@ -12,7 +12,17 @@
  *   rx_vm_shape    an immutable int64 vector.
  *   rx_vm_tuple    an immutable vector of values.
  * A value (rx_vm_value) is a tag plus an int64, function index or object pointer; it
- * owns one reference to its object.
+ * owns one reference to its object. Dropping a reference skips the atomic
+ * read-modify-write when the count reads 1 (the holder is the only one, so no other
+ * thread can touch the count): see rx_rt_ref_drop.
+ *
+ * Recycling. Tensor objects, storage records and pool blocks that the interpreter
+ * frees go into a per-call cache (rx_rt_cache, tensor.c) owned by the running
+ * rx_vm_run, and the interpreter allocates from it without locks; the cache refills in
+ * batches of RX_RT_CACHE_BATCH from the context's shared lists (under the pool mutex)
+ * only when it runs dry, and flushes back to them once when the call ends. Objects freed outside the VM go back to malloc.
+ * Under AddressSanitizer every cached object and block is poisoned (RX_RT_POISON), so a
+ * use after release is still reported.
  */
 #ifndef RX_RT_INT_H
 #define RX_RT_INT_H
@@ -31,6 +41,30 @@
     ((c) ? (void)0 : rx_rt_assert_fail(#c, __FILE__, __LINE__))
 _Noreturn void rx_rt_assert_fail(const char *cond, const char *file, int line);
 
+/* AddressSanitizer hooks: objects parked on a free list are poisoned. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RX_RT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RX_RT_ASAN 1
+#endif
+#endif
+#ifdef RX_RT_ASAN
+#include <sanitizer/asan_interface.h>
+#define RX_RT_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define RX_RT_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define RX_RT_POISON(p, n) ((void)(p), (void)(n))
+#define RX_RT_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+/* Drops one reference from *refs (the caller holds it); true when it was the last. */
+static inline bool rx_rt_ref_drop(_Atomic int32_t *refs)
+{
+    return atomic_load_explicit(refs, memory_order_acquire) == 1 ||
+           atomic_fetch_sub_explicit(refs, 1, memory_order_acq_rel) == 1;
+}
+
 /* Formats into err (NULL ok); always returns -1 for `return rx_rt_fail(...)`. */
 int rx_rt_fail(rx_rt_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -40,21 +74,26 @@ int rx_rt_fail(rx_rt_err *err, const char *fmt, ...) __attribute__((format(print
 
 typedef struct rx_rt_block {
     struct rx_rt_block *next; /* free-list link (header lives in a side allocation) */
-    void *data;               /* 64-byte aligned payload */
+    void *data;               /* 64-byte aligned payload (poisoned while cached, ASan) */
     size_t cap;               /* class size */
+    int cls;                  /* size class of cap */
 } rx_rt_block;
 
 typedef struct rx_rt_pool {
-    pthread_mutex_t mu;                 /* guards everything below */
+    pthread_mutex_t mu;                 /* guards free_, pool_bytes, allocs, hits and the
+                                           context's free_tensors/free_storages */
     rx_rt_block *free_[RX_RT_NCLASS];   /* cached free blocks per class */
-    int64_t live_bytes, peak_bytes;     /* requested bytes of live storages */
+    _Atomic int64_t live_bytes;         /* requested bytes of live storages (lock-free) */
+    _Atomic int64_t peak_bytes;         /* max live_bytes since the last reset (lock-free) */
     int64_t pool_bytes;                 /* class bytes obtained from the system */
     int64_t allocs, hits;               /* counters */
-    int64_t limit;                      /* max live_bytes (0 = unlimited) */
+    _Atomic int64_t limit;              /* max live_bytes (0 = unlimited) */
 } rx_rt_pool;
 
 void rx_rt_pool_init(rx_rt_pool *p);
 void rx_rt_pool_destroy(rx_rt_pool *p);
+/* Size class of nbytes (<= 2^60); *cap gets the class size. */
+int rx_rt_pool_class(size_t nbytes, size_t *cap);
 /* A block of at least nbytes (64-byte aligned), NULL on OOM. */
 rx_rt_block *rx_rt_pool_get(rx_rt_pool *p, size_t nbytes);
 /* Gives a block back (cached for reuse); `requested` is what was asked for. */
@@ -62,6 +101,16 @@ void rx_rt_pool_put(rx_rt_pool *p, rx_rt_block *b, size_t requested);
 void rx_rt_pool_trim(rx_rt_pool *p);
 /* Sets peak to the current live bytes; returns the live bytes. */
 int64_t rx_rt_pool_reset_peak(rx_rt_pool *p);
+/* The pieces of get/put, for the per-call cache: charge adds nbytes to live_bytes
+ * (raising peak) and returns -1, changing nothing, past the limit; uncharge subtracts.
+ * take unlinks up to max cached blocks of class cls (a list, poisoned, not counted);
+ * fresh makes a new block of class cls from the system (NULL on OOM); stash pushes a
+ * block on its class list (caller holds p->mu; b may be poisoned). */
+int rx_rt_pool_charge(rx_rt_pool *p, size_t nbytes);
+void rx_rt_pool_uncharge(rx_rt_pool *p, size_t nbytes);
+rx_rt_block *rx_rt_pool_take(rx_rt_pool *p, int cls, int max);
+rx_rt_block *rx_rt_pool_fresh(rx_rt_pool *p, int cls, size_t cap);
+void rx_rt_pool_stash(rx_rt_pool *p, rx_rt_block *b);
 
 /* ---- the context ---- */
 
@@ -71,8 +120,13 @@ typedef struct rx_rt_libentry {
     const char *(*strerr)(int32_t code); /* optional message for return codes */
 } rx_rt_libentry;
 
+struct rx_rt_tensor;
+struct rx_rt_storage;
+
 struct rx_rt_ctx {
     rx_rt_pool pool;              /* CPU memory */
+    struct rx_rt_tensor *free_tensors;   /* recycled tensor objects (pool.mu; poisoned) */
+    struct rx_rt_storage *free_storages; /* recycled storage records (pool.mu; poisoned) */
     pthread_mutex_t lib_mu;       /* guards the registry */
     rx_rt_libentry *libs;         /* library registry */
     size_t nlibs, clibs;
@@ -93,6 +147,8 @@ void rx_rt_lib_close(rx_rt_ctx *ctx);
 typedef enum { RX_STORAGE_POOL, RX_STORAGE_BLOB } rx_rt_storage_kind;
 
 typedef struct rx_rt_storage {
+    struct rx_rt_storage *next_free; /* free-list link while recycled (first: stays
+                                        unpoisoned) */
     _Atomic int32_t refs;  /* references */
     int kind;              /* rx_rt_storage_kind */
     rx_rt_ctx *ctx;        /* owning context (POOL) */
@@ -102,6 +158,8 @@ typedef struct rx_rt_storage {
 } rx_rt_storage;
 
 struct rx_rt_tensor {
+    struct rx_rt_tensor *next_free; /* free-list link while recycled (first: stays
+                                       unpoisoned) */
     _Atomic int32_t refs;           /* references */
     DLTensor dl;                    /* the view; dl.shape points at shape_ */
     rx_rt_storage *storage;         /* NULL: borrowed memory */
@@ -121,8 +179,20 @@ rx_rt_tensor *rx_rt_tensor_view(rx_rt_storage *s, size_t offset, DLDataType dtyp
 rx_rt_tensor *rx_rt_tensor_borrow(const DLTensor *dl, rx_rt_err *err);
 /* Bytes of a dense tensor, -1 on overflow or negative dims. */
 int64_t rx_rt_dense_bytes(DLDataType dtype, int32_t ndim, const int64_t *shape);
-DLDataType rx_rt_dtype_unpack(uint32_t packed);
-uint32_t rx_rt_dtype_pack(DLDataType t);
+static inline DLDataType rx_rt_dtype_unpack(uint32_t packed)
+{
+    DLDataType t;
+    t.code = (uint8_t)(packed & 0xff);
+    t.bits = (uint8_t)((packed >> 8) & 0xff);
+    t.lanes = (uint16_t)(packed >> 16);
+    if (t.lanes == 0) t.lanes = 1;
+    return t;
+}
+
+static inline uint32_t rx_rt_dtype_pack(DLDataType t)
+{
+    return RX_RXA_DTYPE(t.code, t.bits, t.lanes);
+}
 
 /* ---- values (vm_value.c) ---- */
 
@@ -164,6 +234,35 @@ rx_vm_tuple *rx_vm_tuple_new(uint32_t n);
 /* "a tuple", "an int", ... for messages. */
 const char *rx_vm_kind_desc(int kind);
 
+/* ---- the per-call object cache (tensor.c) ---- */
+
+#define RX_RT_CACHE_BATCH 32 /* objects or blocks moved per refill */
+
+/* Free objects owned by one running call (see the essay above). Only the thread
+ * running the call touches it; `blocks[c]` is meaningful only where bit c of `have` is
+ * set, so starting a cache writes a few words, not the whole table. */
+typedef struct rx_rt_cache {
+    rx_rt_ctx *ctx;                     /* where objects refill from and flush to */
+    struct rx_rt_tensor *tensors;       /* free tensor objects (poisoned) */
+    struct rx_rt_storage *storages;     /* free storage records, no block (poisoned) */
+    rx_rt_block *blocks[RX_RT_NCLASS];  /* free blocks per size class (data poisoned) */
+    uint64_t have[RX_RT_NCLASS / 64];   /* bit c: blocks[c] is initialised */
+    int64_t allocs, hits;               /* pool counters not yet added to the pool */
+} rx_rt_cache;
+
+void rx_rt_cache_init(rx_rt_cache *c, rx_rt_ctx *ctx);
+/* Gives everything cached back to the context and adds the counters; c is empty
+ * (and reusable) afterwards. */
+void rx_rt_cache_flush(rx_rt_cache *c);
+/* rx_rt_storage_new from the cache. */
+rx_rt_storage *rx_rt_cache_storage(rx_rt_cache *c, size_t nbytes);
+/* rx_rt_tensor_view from the cache. */
+rx_rt_tensor *rx_rt_cache_view(rx_rt_cache *c, rx_rt_storage *s, size_t offset,
+                               DLDataType dtype, int32_t ndim, const int64_t *shape,
+                               rx_rt_err *err);
+/* rx_vm_value_release, parking what it frees in the cache. */
+void rx_rt_cache_release(rx_rt_cache *c, rx_vm_value *v);
+
 /* ---- modules (runtime.c) and the interpreter (vm.c) ---- */
 
 struct rx_rt_module {
@@ -175,6 +274,7 @@ struct rx_rt_module {
     int kernel_fd;                /* memfd kept open while loaded (-1 none) */
     void **kernel_fn;             /* resolved kernel symbols, by kernel index */
     rx_rt_libentry *libs;         /* by string index: CALL_LIB targets (fn NULL: unused) */
+    int *builtins;                /* by string index: CALL_BUILTIN targets (-1: unused) */
 };
 
 /* Loads the KERNELS_CPU object of m and resolves every kernel (kernels.c). */

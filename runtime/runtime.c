@@ -6,13 +6,15 @@
  * (owned by a BLOB storage, so constant tensors can view it without copying and keep it
  * alive after the module is gone); Step 2 parse and validate the format (rxa_read.c);
  * Step 3 verify the bytecode (vm_verify.c); Step 4 resolve CALL_LIB names against the
- * context's registry; Step 5 make the constant tensors; Step 6 load the CPU kernel
+ * context's registry and CALL_BUILTIN names against the built-in table (builtin.h), so
+ * the interpreter never looks a name up; Step 5 make the constant tensors; Step 6 load the CPU kernel
  * object (kernels.c). Any failure unwinds what was built and reports one line.
  *
  * Calls convert the API arguments into VM values (input tensors are borrowed, not
  * copied), run the interpreter (vm.c) and flatten the result tuple depth-first into an
  * outputs object that owns one reference per output.
  */
+#include "builtin.h"
 #include "rt_int.h"
 
 #include <errno.h>
@@ -32,6 +34,7 @@ void rx_rt_module_free(rx_rt_module *m)
         for (uint32_t i = 0; i < m->a->nconsts; i++) rx_rt_tensor_release(m->consts[i]);
     free(m->consts);
     free(m->libs);
+    free(m->builtins);
     rx_rxa_free(m->a);
     rx_rt_storage_release(m->blob);
     free(m);
@@ -66,12 +69,14 @@ static rx_rt_module *load_owned(rx_rt_ctx *ctx, void *buf, size_t n, const char 
         rx_rt_fail(err, "%s: bad bytecode: %s", what, msg);
         goto fail;
     }
-    /* Step 4: library names used by CALL_LIB. */
+    /* Step 4: library names used by CALL_LIB, built-in names used by CALL_BUILTIN. */
     m->libs = calloc(m->a->nstrings ? m->a->nstrings : 1, sizeof *m->libs);
-    if (!m->libs) {
+    m->builtins = malloc(sizeof *m->builtins * (m->a->nstrings ? m->a->nstrings : 1));
+    if (!m->libs || !m->builtins) {
         rx_rt_fail(err, "%s: out of memory", what);
         goto fail;
     }
+    for (uint32_t i = 0; i < m->a->nstrings; i++) m->builtins[i] = -1;
     for (uint32_t f = 0; f < m->a->nfuncs; f++) {
         const int64_t *code = m->a->code + m->a->funcs[f].code_offset;
         for (size_t pc = 0; pc < m->a->funcs[f].code_words;) {
@@ -82,6 +87,12 @@ static rx_rt_module *load_owned(rx_rt_ctx *ctx, void *buf, size_t n, const char 
                 size_t width = (p[p[0] == '*'] == 'd' || p[p[0] == '*'] == 'm') ? 2 : 1;
                 if (*p == '*') pc += 1 + width * (size_t)code[pc], p++;
                 else pc += width;
+            }
+            if (op == RX_OP_CALL_BUILTIN) {
+                int64_t s = code[start + 2];
+                m->builtins[s] = rx_vm_builtin_find(m->a->strings[s]);
+                RX_RT_ASSERT(m->builtins[s] >= 0); /* checked by the verifier */
+                continue;
             }
             if (op != RX_OP_CALL_LIB) continue;
             int64_t s = code[start + 1];

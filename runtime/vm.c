@@ -16,6 +16,14 @@
  *
  * Dispatch hides behind vmcase/vmbreak and the operand macros ARG, R, H, DIM so the
  * loop reads like the opcode table.
+ *
+ * Allocation: the call owns an object cache (rx_rt_cache, tensor.c). ALLOC_STORAGE and
+ * ALLOC_TENSOR take storage records, blocks and tensor objects from it, and every
+ * reference the loop drops (RELEASE, overwritten registers, popped frames) parks what
+ * it frees there, so a steady-state op takes no lock and no malloc. The cache is
+ * flushed back to the context when the call returns, on success or failure. The
+ * kernel and library call counts go to the context once per call, not per instruction.
+ * CALL_BUILTIN targets were resolved at load (rx_rt_module.builtins).
  */
 #include "builtin.h"
 #include "rt_int.h"
@@ -42,6 +50,7 @@ typedef struct vm {
     int64_t kernels;   /* kernel calls made */
     int64_t libcalls;  /* library calls made */
     rx_rt_err *err;    /* message sink (never NULL inside the VM) */
+    rx_rt_cache cache; /* free objects of this call (flushed when it returns) */
 } vm;
 
 /* "<function>: message" */
@@ -94,16 +103,17 @@ static void pop_frame(vm *V)
 {
     frame *fr = &V->frames[--V->nframes];
     uint32_t n = V->a->funcs[fr->fn].nregs;
-    for (uint32_t i = 0; i < n; i++) rx_vm_value_release(&fr->regs[i]);
+    for (uint32_t i = 0; i < n; i++)
+        if (fr->regs[i].kind != RX_V_NONE) rx_rt_cache_release(&V->cache, &fr->regs[i]);
     free(fr->regs);
 }
 
 /* dst := v, taking ownership of v's reference. */
-static void set_reg(rx_vm_value *dst, rx_vm_value v)
+static void set_reg(vm *V, rx_vm_value *dst, rx_vm_value v)
 {
     rx_vm_value old = *dst;
     *dst = v;
-    rx_vm_value_release(&old);
+    if (old.kind != RX_V_NONE) rx_rt_cache_release(&V->cache, &old);
 }
 
 static void append_shape(char *buf, size_t n, const int64_t *dims, int32_t ndim)
@@ -211,27 +221,31 @@ static int run(vm *V, rx_vm_value *result)
             int64_t a = ARG(), b = ARG();
             rx_vm_value v = R(b);
             rx_vm_value_retain(&v);
-            set_reg(&R(a), v);
+            set_reg(V, &R(a), v);
             vmbreak;
         }
-        vmcase(RELEASE) rx_vm_value_release(&R(ARG())); vmbreak;
+        vmcase(RELEASE) {
+            rx_vm_value *v = &R(ARG());
+            if (v->kind != RX_V_NONE) rx_rt_cache_release(&V->cache, v);
+            vmbreak;
+        }
         vmcase(LOADI) {
             int64_t a = ARG();
             rx_vm_value v = {RX_V_INT, {.i = DIM()}};
-            set_reg(&R(a), v);
+            set_reg(V, &R(a), v);
             vmbreak;
         }
         vmcase(LOADK) {
             int64_t a = ARG();
             rx_vm_value v = {RX_V_TENSOR, {.t = V->m->consts[ARG()]}};
             rx_vm_value_retain(&v);
-            set_reg(&R(a), v);
+            set_reg(V, &R(a), v);
             vmbreak;
         }
         vmcase(FUNCREF) {
             int64_t a = ARG();
             rx_vm_value v = {RX_V_FUNC, {.f = (uint32_t)ARG()}};
-            set_reg(&R(a), v);
+            set_reg(V, &R(a), v);
             vmbreak;
         }
         vmcase(MATCH_TENSOR) {
@@ -308,7 +322,7 @@ static int run(vm *V, rx_vm_value *result)
             rx_vm_shape *s = rx_vm_shape_new((int32_t)n);
             if (!s) FAIL("out of memory");
             for (int64_t i = 0; i < n; i++) s->dims[i] = DIM();
-            set_reg(&R(a), (rx_vm_value){RX_V_SHAPE, {.s = s}});
+            set_reg(V, &R(a), (rx_vm_value){RX_V_SHAPE, {.s = s}});
             vmbreak;
         }
         vmcase(SHAPEOF) {
@@ -319,16 +333,16 @@ static int run(vm *V, rx_vm_value *result)
             rx_vm_shape *s = rx_vm_shape_new(t->ndim);
             if (!s) FAIL("out of memory");
             memcpy(s->dims, t->shape, sizeof(int64_t) * (size_t)t->ndim);
-            set_reg(&R(a), (rx_vm_value){RX_V_SHAPE, {.s = s}});
+            set_reg(V, &R(a), (rx_vm_value){RX_V_SHAPE, {.s = s}});
             vmbreak;
         }
         vmcase(ALLOC_STORAGE) {
             int64_t a = ARG(), bytes = DIM(), dev = ARG();
             if (dev != RX_DEV_CPU) FAIL("pc %zu: device type %" PRId64 " is not supported", at, dev);
             if (bytes < 0) FAIL("pc %zu: storage of %" PRId64 " bytes", at, bytes);
-            rx_rt_storage *s = rx_rt_storage_new(V->m->ctx, (size_t)bytes);
+            rx_rt_storage *s = rx_rt_cache_storage(&V->cache, (size_t)bytes);
             if (!s) FAIL("out of memory allocating %" PRId64 " bytes", bytes);
-            set_reg(&R(a), (rx_vm_value){RX_V_STORAGE, {.st = s}});
+            set_reg(V, &R(a), (rx_vm_value){RX_V_STORAGE, {.st = s}});
             vmbreak;
         }
         vmcase(ALLOC_TENSOR) {
@@ -339,11 +353,11 @@ static int run(vm *V, rx_vm_value *result)
                 FAIL("pc %zu: ALLOC_TENSOR in %s, not a storage", at, rx_vm_kind_desc(R(b).kind));
             if (off < 0) FAIL("pc %zu: negative offset %" PRId64, at, off);
             rx_rt_err e;
-            rx_rt_tensor *t = rx_rt_tensor_view(R(b).u.st, (size_t)off,
-                                                rx_rt_dtype_unpack((uint32_t)dtype), (int32_t)n,
-                                                dims, &e);
+            rx_rt_tensor *t = rx_rt_cache_view(&V->cache, R(b).u.st, (size_t)off,
+                                               rx_rt_dtype_unpack((uint32_t)dtype), (int32_t)n,
+                                               dims, &e);
             if (!t) FAIL("pc %zu: %s", at, e.msg);
-            set_reg(&R(a), (rx_vm_value){RX_V_TENSOR, {.t = t}});
+            set_reg(V, &R(a), (rx_vm_value){RX_V_TENSOR, {.t = t}});
             vmbreak;
         }
         vmcase(CALL_KERNEL) {
@@ -377,7 +391,6 @@ static int run(vm *V, rx_vm_value *result)
             if (data != small) free(data);
             if (iv != ismall) free(iv);
             V->kernels++;
-            atomic_fetch_add(&V->m->ctx->kernel_calls, 1);
             if (rc != 0) FAIL("kernel %s failed with code %" PRId32, k->name, rc);
             vmbreak;
         }
@@ -398,7 +411,6 @@ static int run(vm *V, rx_vm_value *result)
             int32_t rc = e->fn(args, (int32_t)n);
             if (args != small) free(args);
             V->libcalls++;
-            atomic_fetch_add(&V->m->ctx->library_calls, 1);
             if (rc != 0) {
                 const char *why = e->strerr ? e->strerr(rc) : NULL;
                 if (why) FAIL("%s: %s", e->name, why);
@@ -439,7 +451,7 @@ static int run(vm *V, rx_vm_value *result)
                 t->v[i] = R(ARG());
                 rx_vm_value_retain(&t->v[i]);
             }
-            set_reg(&R(a), (rx_vm_value){RX_V_TUPLE, {.tu = t}});
+            set_reg(V, &R(a), (rx_vm_value){RX_V_TUPLE, {.tu = t}});
             vmbreak;
         }
         vmcase(GETITEM) {
@@ -450,7 +462,7 @@ static int run(vm *V, rx_vm_value *result)
                      R(b).u.tu->n);
             rx_vm_value v = R(b).u.tu->v[i];
             rx_vm_value_retain(&v);
-            set_reg(&R(a), v);
+            set_reg(V, &R(a), v);
             vmbreak;
         }
         vmcase(JMPIFNOT) {
@@ -473,13 +485,13 @@ static int run(vm *V, rx_vm_value *result)
                 return 0;
             }
             LOAD_FRAME();
-            set_reg(&R(dst), v);
+            set_reg(V, &R(dst), v);
             vmbreak;
         }
         vmcase(CALL_BUILTIN) {
             int64_t a = ARG(), name = ARG(), n = ARG();
-            int bi = rx_vm_builtin_find(V->a->strings[name]);
-            RX_RT_ASSERT(bi >= 0); /* checked by the verifier */
+            int bi = V->m->builtins[name];
+            RX_RT_ASSERT(bi >= 0); /* resolved at load */
             rx_vm_value small[8], *args = n <= 8 ? small : malloc(sizeof(rx_vm_value) * (size_t)n);
             if (!args) FAIL("out of memory");
             for (int64_t i = 0; i < n; i++) args[i] = R(code[pc + i]);
@@ -489,7 +501,7 @@ static int run(vm *V, rx_vm_value *result)
             int rc = rx_vm_builtin_call(bi, V->m->ctx, args, n, &res, &e);
             if (args != small) free(args);
             if (rc) FAIL("%s", e.msg);
-            set_reg(&R(a), res);
+            set_reg(V, &R(a), res);
             vmbreak;
         }
         default:
@@ -505,7 +517,13 @@ int rx_vm_run(rx_rt_module *m, uint32_t fn, const rx_vm_value *args, uint32_t na
               rx_vm_value *ret, int64_t *kernels, int64_t *libcalls, rx_rt_err *err)
 {
     rx_rt_err dummy;
-    vm V = {m, m->a, NULL, 0, 0, 0, 0, err ? err : &dummy};
+    vm V;
+    V.m = m;
+    V.a = m->a;
+    V.frames = NULL;
+    V.nframes = V.cap = 0;
+    V.kernels = V.libcalls = 0;
+    V.err = err ? err : &dummy;
     V.err->msg[0] = 0;
     ret->kind = RX_V_NONE;
     if (fn >= m->a->nfuncs) return rx_rt_fail(V.err, "no function %" PRIu32, fn);
@@ -514,6 +532,7 @@ int rx_vm_run(rx_rt_module *m, uint32_t fn, const rx_vm_value *args, uint32_t na
         return rx_rt_fail(V.err, "%s takes %" PRIu32 " arguments, got %" PRIu32, f->name,
                           f->nparams, nargs);
     int rc = -1;
+    rx_rt_cache_init(&V.cache, m->ctx);
     if (push_frame(&V, fn, -1) == 0) {
         for (uint32_t i = 0; i < nargs; i++) {
             V.frames[0].regs[i] = args[i];
@@ -522,6 +541,9 @@ int rx_vm_run(rx_rt_module *m, uint32_t fn, const rx_vm_value *args, uint32_t na
         rc = run(&V, ret);
     }
     free(V.frames);
+    rx_rt_cache_flush(&V.cache);
+    if (V.kernels) atomic_fetch_add(&m->ctx->kernel_calls, V.kernels);
+    if (V.libcalls) atomic_fetch_add(&m->ctx->library_calls, V.libcalls);
     if (kernels) *kernels += V.kernels;
     if (libcalls) *libcalls += V.libcalls;
     return rc;

@@ -1,0 +1,294 @@
+"""run_e2e.py — end-to-end numeric tests: relaxc build + relax-run against the NumPy oracle.
+
+For each case of tests/e2e/cases.json (a module, a function, a list of symbolic-variable
+assignments), Step 1 builds the module ONCE with `relaxc build M --target cpu -o X.rxa`;
+then for each assignment Step 2 generates seeded inputs with NumPy and saves them as
+.npy, Step 3 runs `relax-run X.rxa --fn F --in NAME=FILE ... --shape VAR=N ... --out-dir D`
+(argv lists, no shell), Step 4 evaluates the same function with relax_numpy.py and
+compares the flattened outputs: same count, shape and dtype; floats within rtol/atol
+(dtype defaults below, per-case overrides), NaN where NaN; ints and bools exactly.
+One line per run (`PASS`/`FAIL` + module, function, assignment), then exactly
+`N passed, M failed`; exit 1 when anything failed.
+
+cases.json:
+  {"cases": [{"module": "tests/e2e/modules/e2e_unary.json",   (relative to the repo)
+              "function": "main",                              (default "main")
+              "shapes": [{"n": 1, "m": 1}, {"n": 37, "m": 5}],
+              "inputs": {"ib": {"low": 1, "high": 5},          (ints, inclusive)
+                         "v":  {"flow": 0.5, "fhigh": 1.5}},   (floats)
+              "rtol": 1e-4, "atol": 1e-5,                      (optional)
+              "seed": 0, "skip": "reason"}]}                   (optional)
+
+relaxc build is being written: when `relaxc --help` does not list `build`, the script
+prints `relaxc build unavailable: ...` and exits 77 (ctest's SKIP_RETURN_CODE), or 1
+with --require (for CI once it exists). --oracle-only evaluates every case with the
+oracle alone (validates cases.json and the oracle; needs no build).
+
+Usage: /usr/bin/python3 tests/e2e/run_e2e.py BUILD_DIR [--cases FILE] [--only SUBSTR]
+           [--require] [--oracle-only] [--keep] [-v]
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import relax_numpy as rn  # noqa: E402
+
+# Default tolerances by dtype (floats); ints and bools are compared exactly.
+TOL = {"float16": (2e-2, 2e-2), "float32": (1e-4, 1e-5), "float64": (1e-9, 1e-12)}
+SKIP = 77
+
+
+def run(argv, timeout=600):
+    """Runs argv (a list, no shell); returns (status, stdout, stderr)."""
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def build_available(relaxc):
+    if not os.path.exists(relaxc):
+        return "%s does not exist" % relaxc
+    rc, out, err = run([relaxc, "--help"])
+    if "build" not in out:
+        return "`relaxc --help` lists no build command"
+    return None
+
+
+def first_line(s):
+    s = s.strip()
+    return s.splitlines()[0] if s else "(no message)"
+
+
+def to_npy_value(v, what):
+    """An oracle argument as what relax-run's --in takes."""
+    if isinstance(v, np.ndarray):
+        return v
+    if isinstance(v, rn.Shape):
+        return np.array(list(v), dtype=np.int64)
+    if isinstance(v, rn.Prim):
+        if isinstance(v.value, float):
+            raise rn.OracleError("%s: float prim parameters cannot be passed to relax-run" % what)
+        return np.array(int(v.value), dtype=np.int64)
+    raise rn.OracleError("%s: %s arguments cannot be passed to relax-run" % (what, type(v).__name__))
+
+
+def expected_array(v):
+    """An oracle output in the form relax-run writes it."""
+    if isinstance(v, np.ndarray):
+        return v
+    if isinstance(v, rn.Shape):
+        return np.array(list(v), dtype=np.int64)
+    if isinstance(v, rn.Prim):
+        return np.array(v.value, dtype=np.int64) if not isinstance(v.value, float) else np.array(v.value)
+    return None  # no array form (function values)
+
+
+def compare(got, want, rtol, atol, what):
+    """None when equal within tolerance, else a one-line reason."""
+    if got.shape != want.shape:
+        return "%s: shape %s, expected %s" % (what, got.shape, want.shape)
+    if got.dtype != want.dtype:
+        return "%s: dtype %s, expected %s" % (what, got.dtype, want.dtype)
+    if got.dtype.kind == "f":
+        r, a = TOL.get(got.dtype.name, (1e-4, 1e-5))
+        r, a = rtol if rtol is not None else r, atol if atol is not None else a
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        ok = np.isclose(g, w, rtol=r, atol=a, equal_nan=True)
+        if not ok.all():
+            i = np.unravel_index(np.argmin(ok), ok.shape) if ok.ndim else ()
+            bad = int((~ok).sum())
+            return "%s: %d of %d elements differ (rtol %g, atol %g); first at %s: %r vs %r" % (
+                what, bad, ok.size, r, a, tuple(int(x) for x in i), g[i].item(), w[i].item())
+        return None
+    if not np.array_equal(got, want):
+        ne = got != want
+        i = np.unravel_index(np.argmax(ne), ne.shape) if ne.ndim else ()
+        return "%s: %d elements differ; first at %s: %r vs %r" % (
+            what, int(ne.sum()), tuple(int(x) for x in i), got[i].item(), want[i].item())
+    return None
+
+
+def case_inputs(m, case, fname, env, seed):
+    """Seeded arguments of fname honouring the case's per-input ranges."""
+    fn = m.funcs[fname]
+    rng = np.random.default_rng(seed)
+    ov = case.get("inputs", {})
+    args = []
+    for p in fn["params"]:
+        o = ov.get(p["name"], {})
+        what = "%s: %s" % (fname, p["name"])
+        v = rn.gen_value(p.get("type"), env, rng, what, (o.get("low", -8), o.get("high", 8)),
+                         body=fn["body"], name=p["name"])
+        if isinstance(v, np.ndarray) and v.dtype.kind == "f" and ("flow" in o or "fhigh" in o):
+            v = rng.uniform(o.get("flow", -1.0), o.get("fhigh", 1.0), size=v.shape).astype(v.dtype)
+        args.append(v)
+    return args
+
+
+def label(case, fname, env):
+    mod = os.path.splitext(os.path.basename(case["module"]))[0]
+    return "%s %s {%s}" % (mod, fname, ", ".join("%s=%s" % kv for kv in sorted(env.items())))
+
+
+def run_case(case, tools, tmp, opts, counts):
+    path = os.path.join(ROOT, case["module"])
+    fname = case.get("function", "main")
+    shapes = case.get("shapes") or [{}]
+    try:
+        m = rn.Module.load(path)
+        if fname not in m.funcs:
+            raise rn.OracleError("no function %s" % fname)
+    except (OSError, ValueError, rn.OracleError) as e:
+        for env in shapes:
+            report(False, label(case, fname, env), "cannot load module: %s" % e, counts)
+        return
+    if case.get("skip"):
+        for env in shapes:
+            print("SKIP %s: %s" % (label(case, fname, env), case["skip"]))
+        return
+    art = None
+    if not opts["oracle_only"]:
+        # Step 1: build once.
+        stem = os.path.splitext(os.path.basename(path))[0]
+        art = os.path.join(tmp, stem + ".rxa")
+        if not os.path.exists(art):
+            t0 = time.time()
+            rc, out, err = run([tools["relaxc"], "build", path, "--target", "cpu", "-o", art])
+            if rc != 0:
+                for env in shapes:
+                    report(False, label(case, fname, env), "relaxc build failed (%d): %s" % (
+                        rc, first_line(err)), counts)
+                if os.path.exists(art):
+                    os.unlink(art)
+                return
+            if opts["verbose"]:
+                print("built %s in %.1fs" % (case["module"], time.time() - t0))
+    from check_oracle import signature_vars  # the lone variables relax-run knows
+    sig = signature_vars(m.funcs[fname])
+    for k, env in enumerate(shapes):
+        tag = label(case, fname, env)
+        try:
+            # Step 2: inputs.
+            seed = case.get("seed", 0) * 1000 + k
+            args = case_inputs(m, case, fname, dict(env), seed)
+            # Step 4 first: the oracle (a failing oracle is reported as such).
+            try:
+                want = m.run(fname, [a.copy() if isinstance(a, np.ndarray) else a for a in args])
+            except rn.OracleError as e:
+                report(False, tag, "oracle: %s" % e, counts)
+                continue
+            if opts["oracle_only"]:
+                report(True, tag, "(oracle only, %d outputs)" % len(want), counts)
+                continue
+            # Step 3: relax-run.
+            d = tempfile.mkdtemp(prefix="case-", dir=tmp)
+            argv = [tools["relax_run"], art, "--fn", fname, "--out-dir", os.path.join(d, "out")]
+            for p, a in zip(m.funcs[fname]["params"], args):
+                f = os.path.join(d, "in_%s.npy" % p["name"])
+                np.save(f, to_npy_value(a, "%s: %s" % (fname, p["name"])), allow_pickle=False)
+                argv += ["--in", "%s=%s" % (p["name"], f)]
+            for v in sig:
+                if v in env:
+                    argv += ["--shape", "%s=%d" % (v, env[v])]
+            rc, out, err = run(argv)
+            if rc != 0:
+                report(False, tag, "relax-run failed (%d): %s" % (rc, first_line(err)), counts)
+                continue
+            problems = []
+            for i, w in enumerate(want):
+                wa = expected_array(w)
+                f = os.path.join(d, "out", "out%d.npy" % i)
+                if wa is None:
+                    continue
+                if not os.path.exists(f):
+                    problems.append("out%d.npy not written" % i)
+                    continue
+                why = compare(np.load(f, allow_pickle=False), wa, case.get("rtol"), case.get("atol"),
+                              "out%d" % i)
+                if why:
+                    problems.append(why)
+            if os.path.exists(os.path.join(d, "out", "out%d.npy" % len(want))):
+                problems.append("relax-run wrote more outputs than the oracle's %d" % len(want))
+            report(not problems, tag, "; ".join(problems[:3]) + (
+                " (+%d more)" % (len(problems) - 3) if len(problems) > 3 else ""), counts)
+            if not opts["keep"]:
+                shutil.rmtree(d, ignore_errors=True)
+        except Exception as e:  # noqa: BLE001 — one broken case must not stop the rest
+            report(False, tag, "%s: %s" % (type(e).__name__, e), counts)
+
+
+def report(ok, tag, why, counts):
+    counts[0 if ok else 1] += 1
+    print("%s %s%s" % ("PASS" if ok else "FAIL", tag, (": " + why) if why and not ok else (
+        " " + why if why else "")))
+    sys.stdout.flush()
+
+
+def main(argv):
+    opts = {"oracle_only": False, "keep": False, "verbose": False, "require": False}
+    cases_path, only, build_dir = os.path.join(HERE, "cases.json"), None, None
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--cases" and i + 1 < len(argv):
+            cases_path = argv[i + 1]
+            i += 1
+        elif a == "--only" and i + 1 < len(argv):
+            only = argv[i + 1]
+            i += 1
+        elif a in ("--oracle-only", "--keep", "--require"):
+            opts[a[2:].replace("-", "_")] = True
+        elif a == "-v":
+            opts["verbose"] = True
+        elif a in ("-h", "--help"):
+            print(__doc__)
+            return 0
+        elif not a.startswith("-") and build_dir is None:
+            build_dir = a
+        else:
+            print("error: bad argument %s (see --help)" % a, file=sys.stderr)
+            return 2
+        i += 1
+    if build_dir is None and not opts["oracle_only"]:
+        print("error: BUILD_DIR is required (see --help)", file=sys.stderr)
+        return 2
+    with open(cases_path) as f:
+        cases = json.load(f)["cases"]
+    if only:
+        cases = [c for c in cases if only in c["module"] or only == c.get("function")]
+    tools = {}
+    if not opts["oracle_only"]:
+        tools = {"relaxc": os.path.join(build_dir, "bin", "relaxc"),
+                 "relax_run": os.path.join(build_dir, "bin", "relax-run")}
+        why = build_available(tools["relaxc"])
+        if why is None and not os.path.exists(tools["relax_run"]):
+            why = "%s does not exist" % tools["relax_run"]
+        if why is not None:
+            print("relaxc build unavailable: %s" % why)
+            print("0 passed, 0 failed")
+            return 1 if opts["require"] else SKIP
+    counts = [0, 0]
+    tmp = tempfile.mkdtemp(prefix="rx-e2e-")
+    try:
+        for c in cases:
+            run_case(c, tools, tmp, opts, counts)
+    finally:
+        if opts["keep"]:
+            print("kept %s" % tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print("%d passed, %d failed" % (counts[0], counts[1]))
+    return 1 if counts[1] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
