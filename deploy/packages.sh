@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # deploy/packages.sh — installs the Debian packages relaxd needs that are missing.
-# Usage: deploy/packages.sh [build|test]   (test adds what the test suite needs)
+# Usage: deploy/packages.sh [build|test|bench]   (test adds what the test suite needs,
+# bench what the benchmarks compare against)
 # As root it runs apt-get; otherwise it only reports what is missing and fails.
 set -euo pipefail
 
-pkgs=(gcc make cmake ninja-build pkg-config libjansson-dev libdlpack-dev libopenblas-dev)
-if [ "${1:-build}" = test ]; then
-  pkgs+=(clang libclang-rt-14-dev check libsubunit-dev python3-numpy python3-jsonschema)
-fi
+pkgs=(gcc make cmake ninja-build pkg-config libjansson-dev libdlpack-dev libopenblas-dev
+      libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev)
+case "${1:-build}" in
+  test)  pkgs+=(clang libclang-rt-14-dev check libsubunit-dev python3-numpy python3-jsonschema) ;;
+  bench) pkgs+=(clang libclang-rt-14-dev check libsubunit-dev python3-numpy python3-jsonschema
+                wrk nginx-light) ;;
+esac
 
 missing=()
 for p in "${pkgs[@]}"; do
