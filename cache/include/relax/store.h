@@ -44,8 +44,8 @@ typedef struct rx_artifact_info {
 } rx_artifact_info;
 
 typedef struct rx_store_stats {
-    int64_t entries;        /* artifacts held */
-    int64_t bytes;          /* their total size */
+    int64_t entries;        /* artifacts held (distinct blobs; -1: unknown) */
+    int64_t bytes;          /* their total size (-1: unknown) */
     int64_t hits, misses;   /* lookups since open */
     int64_t evictions;      /* artifacts evicted since open */
     int64_t dropped;        /* corrupt or missing blobs dropped since open */
@@ -53,7 +53,9 @@ typedef struct rx_store_stats {
 
 /* Opens (creating when needed) the store in o->dir; NULL with a message in err. Runs
  * recovery: temp files of interrupted writes are removed, rows whose blob is missing
- * are dropped. */
+ * (or has the wrong size) are dropped, blobs without a row are removed, and max_bytes
+ * is enforced. One process owns a data directory while the store is open (a second
+ * process's open fails); open it once per process. */
 rx_store *rx_store_open(const rx_store_opts *o, char *err, size_t errlen);
 
 /* Closes the store (checkpointing the database). NULL is a no-op. */
@@ -74,8 +76,8 @@ int rx_store_put(rx_store *s, const char *key, const char *target, const uint8_t
 
 /* Reads the artifact with content address id into *bytes (heap; caller frees) after
  * verifying its SHA-256. Returns 0 ok, 1 not found (unknown id, or an id that is not
- * 64 lowercase hex digits), 2 corrupt or missing blob (dropped; the caller should
- * rebuild), -1 error. Updates last access. */
+ * 64 lowercase hex digits), 2 corrupt or missing blob (dropped, with what was wrong in
+ * err; the caller should rebuild), -1 error. Updates last access. */
 int rx_store_read(rx_store *s, const char *id, uint8_t **bytes, size_t *n, char *err,
                   size_t errlen);
 
