@@ -10,9 +10,21 @@
  * name's index in the module (rx_rt_module.builtins), so a call costs no lookup.
  *
  *   unique(x)   1-D tensor of the sorted distinct elements of x (any rank, flattened;
- *               TVM's default sorted=true without the extra outputs). Floats compare
- *               numerically with every NaN after +inf and all NaNs collapsed into one
- *               (NumPy's equal_nan); -0.0 equals 0.0 (either may be kept).
+ *               TVM's default sorted=true without the extra outputs).
+ *   unique(x, sorted, return_index, return_inverse, return_counts[, axis])
+ *               the full op (ints; nonzero = true). Without axis x is flattened; with
+ *               it (in [-ndim, ndim)) the unique values are the distinct slices along
+ *               it, compared lexicographically (NumPy's axis). Results: the values
+ *               (1-D, or x's shape with the axis' extent the number of uniques), then
+ *               as requested, each 1-D i64: index (the first occurrence of each
+ *               unique), inverse (for each element / slice of x its unique's position;
+ *               flattened, as TVM's 1-D annotation), counts. A tensor when nothing
+ *               extra is requested, else a tuple in that (NumPy's) order.
+ *               sorted=true orders ascending; false by first occurrence.
+ *               Floats compare numerically with every NaN after +inf; without axis
+ *               all NaNs collapse into one (NumPy >= 1.24's equal_nan=True), with axis
+ *               a slice holding a NaN is never equal to another (NumPy compares
+ *               slices with ==). -0.0 equals 0.0; the first occurrence is kept.
  *               dtypes: bool, i8..i64, u8..u64, f16, bf16, f32, f64.
  *   nonzero(x)  i64 tensor (ndim, count): row d holds the index along dim d of each
  *               nonzero element in row-major order (NumPy's nonzero stacked; a 0-d x

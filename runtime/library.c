@@ -14,6 +14,9 @@
  * blas.sgemm / blas.matmul: args A, B, C (C is the destination), f32, dense:
  *   A (m, k), B (k, n), C (m, n);  or batched A (b, m, k), B (b, k, n) or (k, n),
  *   C (b, m, n).
+ * The runtime-native "rt.*" functions live in library_rt.c; the table of every
+ * built-in name (RX_RT_BUILTIN_LIBS below) is the one list both the registration and
+ * rx_rt_builtin_library_names read, so the compiler's check and the loader agree.
  */
 #include "rt_int.h"
 
@@ -145,10 +148,28 @@ int rx_rt_lib_find(rx_rt_ctx *ctx, const char *name, rx_rt_libentry *out)
     return rc;
 }
 
+/* The built-in library functions, sorted by name: what every context registers and
+ * what rx_rt_builtin_library_names lists. */
+#define RX_RT_BUILTIN_LIBS(X)                                  \
+    X("blas.matmul", blas_sgemm_entry, blas_strerr)            \
+    X("blas.sgemm", blas_sgemm_entry, blas_strerr)             \
+    X("rt.matmul", rx_rt_matmul, rx_rt_matmul_strerr)          \
+    X("rt.rms_norm", rx_rt_rms_norm, rx_rt_rms_norm_strerr)
+
+const char *const *rx_rt_builtin_library_names(void)
+{
+#define RX_RT_X_NAME(name, fn, strerr) name,
+    static const char *const names[] = {RX_RT_BUILTIN_LIBS(RX_RT_X_NAME) NULL};
+#undef RX_RT_X_NAME
+    return names;
+}
+
 int rx_rt_lib_builtins(rx_rt_ctx *ctx)
 {
-    if (rx_rt_register_library(ctx, "blas.sgemm", blas_sgemm_entry, blas_strerr)) return -1;
-    if (rx_rt_register_library(ctx, "blas.matmul", blas_sgemm_entry, blas_strerr)) return -1;
+#define RX_RT_X_REG(name, fn, strerr) \
+    if (rx_rt_register_library(ctx, name, fn, strerr)) return -1;
+    RX_RT_BUILTIN_LIBS(RX_RT_X_REG)
+#undef RX_RT_X_REG
     return 0;
 }
 

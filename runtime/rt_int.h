@@ -141,6 +141,11 @@ int rx_rt_lib_find(rx_rt_ctx *ctx, const char *name, rx_rt_libentry *out);
 int rx_rt_lib_builtins(rx_rt_ctx *ctx);
 /* Closes libraries opened by the built-ins. */
 void rx_rt_lib_close(rx_rt_ctx *ctx);
+/* The runtime-native library functions "rt.*" and their messages (library_rt.c). */
+int32_t rx_rt_rms_norm(DLTensor *const *args, int32_t nargs);
+const char *rx_rt_rms_norm_strerr(int32_t code);
+int32_t rx_rt_matmul(DLTensor *const *args, int32_t nargs);
+const char *rx_rt_matmul_strerr(int32_t code);
 
 /* ---- storage and tensors (tensor.c) ---- */
 

@@ -17,6 +17,8 @@
  */
 #include "vg_int.h"
 
+#include "relax/runtime.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -244,13 +246,29 @@ static bool lower_call_tir(vg_fn *F, const rx_node *n, int64_t dest)
     return ok;
 }
 
+/* Whether the CPU runtime provides library function `name`; else a located error
+ * listing what it has. */
+static bool lib_available(vg_fn *F, const rx_node *n)
+{
+    const char *const *names = rx_rt_builtin_library_names();
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(names[i], n->u.call.lib)) return true;
+    rx_sb list = {0};
+    for (int i = 0; names[i]; i++) rx_sb_printf(&list, "%s%s", i ? ", " : "", names[i]);
+    vg_error(F->M, n->loc, "library function %s is not available on target cpu (available: %s)",
+             n->u.call.lib, rx_sb_str(&list));
+    rx_sb_free(&list);
+    return false;
+}
+
 static bool lower_call_lib(vg_fn *F, const rx_node *n, int64_t dest)
 {
     vg_regs temps = {0}, regs = {0}, outregs = {0};
     vg_words w = {0};
     const char *what = rx_arena_printf(F->M->tmp, "call_dps_library \"%s\"", n->u.call.lib);
+    bool known = lib_available(F, n);
     bool ok = operands(F, n->args, n->nargs, &regs, &temps) &&
-              alloc_outputs(F, n, what, dest, &outregs);
+              alloc_outputs(F, n, what, dest, &outregs) && known;
     if (ok) {
         vg_note_lib(F->M, n->u.call.lib);
         vg_w(&w, RX_OP_CALL_LIB), vg_w(&w, rx_rxa_add_string(F->M->b, n->u.call.lib));
@@ -293,20 +311,43 @@ static bool lower_call_fn(vg_fn *F, const rx_node *n, int64_t dest)
     return ok;
 }
 
+/* unique's attributes as int arguments after x (runtime/builtin.h): none for the
+ * default (sorted, nothing extra, no axis), else sorted, return_index, return_inverse,
+ * return_counts and, when given, the axis (normalized when x's rank is known; the
+ * runtime normalizes and checks it otherwise). The result is the values tensor, or
+ * the tuple deduction gives (op_misc.c): values, then each requested i64 tensor. */
+static void unique_flags(vg_fn *F, const rx_node *n, vg_regs *regs, vg_regs *temps)
+{
+    static const char *const flags[] = {"sorted", "return_index", "return_inverse", "return_counts"};
+    const rx_attr *axis = rx_call_attr(n, "axis");
+    int64_t v[5];
+    bool plain = axis->kind == RX_A_NULL;
+    for (int i = 0; i < RX_COUNTOF(flags); i++) {
+        v[i] = rx_call_attr(n, flags[i])->u.b;
+        plain = plain && v[i] == (i == 0);
+    }
+    if (plain) return;
+    int nv = 4;
+    if (axis->kind != RX_A_NULL) {
+        const rx_sinfo *x = n->args[0]->sinfo;
+        v[4] = axis->u.i;
+        if (x && x->kind == RX_SI_TENSOR && x->ndim > 0 && v[4] < 0) v[4] += x->ndim;
+        nv = 5;
+    }
+    for (int i = 0; i < nv; i++) {
+        int64_t r = vg_new_reg(F);
+        RX_EMIT(&F->code, RX_OP_LOADI, r, RX_D_IMM, v[i]);
+        RX_VEC_PUSH(*regs, r);
+        RX_VEC_PUSH(*temps, r);
+    }
+}
+
 /* The op calls legalization leaves: shape_of and the data-dependent built-ins. */
 static bool lower_call_op(vg_fn *F, const rx_node *n, int64_t dest)
 {
     const char *name = n->u.call.op->name;
     const char *builtin = NULL;
     if (!strcmp(name, "unique")) {
-        static const char *const extra[] = {"return_index", "return_inverse", "return_counts"};
-        bool plain = rx_call_attr(n, "sorted")->u.b && rx_call_attr(n, "axis")->kind == RX_A_NULL;
-        for (int i = 0; i < RX_COUNTOF(extra); i++) plain = plain && !rx_call_attr(n, extra[i])->u.b;
-        if (!plain) {
-            vg_error(F->M, n->loc, "%s: unique supports only sorted=true without axis or extra "
-                     "outputs on the VM for now", F->f->name);
-            return false;
-        }
         builtin = "unique";
     } else if (!strcmp(name, "nonzero")) {
         builtin = "nonzero";
@@ -319,8 +360,16 @@ static bool lower_call_op(vg_fn *F, const rx_node *n, int64_t dest)
     int64_t x;
     bool ok = operand(F, n->args[0], &x, &temps);
     if (ok && builtin) {
+        vg_regs regs = {0};
+        RX_VEC_PUSH(regs, x);
+        if (!strcmp(builtin, "unique")) unique_flags(F, n, &regs, &temps);
+        vg_words w = {0};
         vg_note_builtin(F->M, builtin);
-        RX_EMIT(&F->code, RX_OP_CALL_BUILTIN, dest, rx_rxa_add_string(F->M->b, builtin), 1, x);
+        vg_w(&w, RX_OP_CALL_BUILTIN), vg_w(&w, dest), vg_w(&w, rx_rxa_add_string(F->M->b, builtin));
+        vg_w(&w, regs.n);
+        for (int i = 0; i < regs.n; i++) vg_w(&w, regs.items[i]);
+        vg_emit_words(F, &w);
+        RX_VEC_FREE(w), RX_VEC_FREE(regs);
     } else if (ok) {
         RX_EMIT(&F->code, RX_OP_SHAPEOF, dest, x);
     }

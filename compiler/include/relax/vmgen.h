@@ -5,7 +5,8 @@
  * Library rxvmgen. It links the runtime library rxrt on purpose: the artifact builder
  * (runtime/include/relax/rxa.h) and the instruction set (vm.h) live with the runtime
  * that reads them, so writer and reader share one definition of the format and one
- * set of checks. Nothing else of the runtime is used by the compiler.
+ * set of checks; likewise the names of the library functions the CPU runtime provides
+ * (rx_rt_builtin_library_names). Nothing else of the runtime is used by the compiler.
  *
  * The input is a deduced module whose high-level op calls have been legalized into
  * call_tir (rx_pass_legalize); the only op calls left may be the data-dependent ones
@@ -30,11 +31,14 @@
  *                    tir_vars, each then an expression over the caller's variables; a
  *                    variable no annotation determines is read from the argument
  *                    tensor at run time (a MATCH_TENSOR storing that dim)
- *   call_dps_library allocations + CALL_LIB
+ *   call_dps_library allocations + CALL_LIB; the name must be one the CPU runtime
+ *                    provides, else "library function cutlass.rms_norm is not
+ *                    available on target cpu (available: blas.matmul, ...)"
  *   graph calls      CALL (a global) or CALL_VALUE (a callable value; FUNCREF makes one)
  *   values           tuples TUPLE, get_item GETITEM, constants LOADK, shapes MKSHAPE,
  *                    integer prim values LOADI, shape_of SHAPEOF, unique/nonzero
- *                    CALL_BUILTIN, match_cast MATCH_* (may define new variables)
+ *                    CALL_BUILTIN (unique's attributes as LOADI int arguments unless
+ *                    all default), match_cast MATCH_* (may define new variables)
  *   if               JMPIFNOT/GOTO, both branches writing the same register
  *   result           RET
  * After its last use a register is RELEASEd (liveness per body, uses inside a branch

@@ -77,6 +77,12 @@ typedef int32_t (*rx_rt_libfn)(DLTensor *const *args, int32_t nargs);
 int rx_rt_register_library(rx_rt_ctx *ctx, const char *name, rx_rt_libfn fn,
                            const char *(*strerr)(int32_t code));
 
+/* The names of the library functions every context registers at creation (the
+ * built-ins of vm.h's library ABI: "blas.matmul", "blas.sgemm", "rt.matmul",
+ * "rt.rms_norm"), sorted, NULL-terminated, static. The compiler checks
+ * call_dps_library names for the CPU target against this list. */
+const char *const *rx_rt_builtin_library_names(void);
+
 /* Current counters (see the header essay). */
 void rx_rt_get_stats(rx_rt_ctx *ctx, rx_rt_stats *out);
 

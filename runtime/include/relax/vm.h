@@ -53,14 +53,24 @@
  *
  * destination passing: outputs are the last arguments and are preallocated. Return 0 or
  * a nonzero code (reported with the registry's message for that code when it has one).
- * Built in: "blas.sgemm" and "blas.matmul" (A, B, C with C = A @ B; f32; 2-D or batched
- * 3-D with equal batch or a 2-D B), through OpenBLAS's cblas_sgemm from
- * libopenblas.so.0 opened at first use.
+ * Built in (rx_rt_builtin_library_names):
+ *   "blas.sgemm", "blas.matmul"  (A, B, C) C = A @ B; f32; 2-D, or batched 3-D with equal
+ *                                batch or a 2-D B; OpenBLAS's cblas_sgemm from
+ *                                libopenblas.so.0 opened at first use
+ *   "rt.matmul"                  the same shapes in plain C, f32 or f64 (no BLAS)
+ *   "rt.rms_norm"                (x, y) y = x / sqrt(mean(x^2 over the last axis) + 1e-5),
+ *                                f32 or f64, y of x's shape, x of rank >= 1
+ * Return codes of the built-ins: 1 library missing (blas.*), 2 argument count, 3 dtype,
+ * 4 shape — each reported with its message.
  *
  * Built-in functions (CALL_BUILTIN, a fixed table in the runtime; an unknown name fails
  * verification): for data-dependent ops whose result shape only the data decides, so
  * the callee allocates the result (from the context's pool, counted in the peak):
- *   "unique"   (x) -> sorted distinct elements of x flattened, 1-D, x's dtype
+ *   "unique"   (x) -> sorted distinct elements of x flattened, 1-D, x's dtype;
+ *              (x, sorted, return_index, return_inverse, return_counts[, axis]) (ints)
+ *              -> the values, then each requested i64 index / inverse / counts (a
+ *              tuple when any is requested; NumPy's np.unique, sorted=0 keeps first-
+ *              occurrence order; runtime/builtin.h has the details)
  *   "nonzero"  (x) -> i64 (ndim, count): the indices of the nonzero elements
  */
 #ifndef RELAX_VM_H

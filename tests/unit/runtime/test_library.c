@@ -1,7 +1,9 @@
 /*
  * test_library.c — the library registry: blas.sgemm / blas.matmul through OpenBLAS
- * (loaded at run time) against a naive loop, 2-D and batched, their error messages,
- * a user-registered function, and an unknown name rejected at load.
+ * (loaded at run time) and the runtime-native rt.matmul against a naive loop, 2-D and
+ * batched, rt.rms_norm in f32 and f64 against a double reference, the exported list of
+ * built-in names, their error messages, a user-registered function, and an unknown
+ * name rejected at load.
  */
 #include "rt_test.h"
 
@@ -65,7 +67,8 @@ static void naive(const float *a, const float *b, float *c, int64_t m, int64_t k
 START_TEST(sgemm_matches_naive)
 {
     rx_rt_ctx *ctx = rx_rt_ctx_new();
-    rx_rt_module *m = mm_module(ctx, _i ? "blas.matmul" : "blas.sgemm", 0);
+    static const char *const libs[] = {"blas.sgemm", "blas.matmul", "rt.matmul"};
+    rx_rt_module *m = mm_module(ctx, libs[_i], 0);
     int64_t dims[][3] = {{1, 1, 1}, {7, 13, 5}, {64, 33, 17}, {128, 128, 128}};
     for (size_t t = 0; t < sizeof dims / sizeof *dims; t++) {
         int64_t M = dims[t][0], K = dims[t][1], N = dims[t][2];
@@ -104,7 +107,7 @@ END_TEST
 START_TEST(batched_matmul)
 {
     rx_rt_ctx *ctx = rx_rt_ctx_new();
-    rx_rt_module *m = mm_module(ctx, "blas.matmul", 1);
+    rx_rt_module *m = mm_module(ctx, _i ? "rt.matmul" : "blas.matmul", 1);
     int64_t Bn = 3, M = 5, K = 6, N = 4;
     float a[3 * 5 * 6], bb[3 * 6 * 4], ref[5 * 4];
     fill(a, sizeof a / sizeof *a, 3);
@@ -155,6 +158,129 @@ START_TEST(library_errors)
     rx_rxa_add_function(b, &f, code, 5);
     ck_assert_str_eq(rt_load_error(ctx, b), "test.rxa: f: unknown library function cublas.sgemm");
     rx_rxa_builder_free(b);
+    rx_rt_ctx_free(ctx);
+}
+END_TEST
+
+/* f(x: (a, b) of xdt) -> CALL_LIB lib(x, y) with y: (a, b) of ydt (ybytes each). */
+static rx_rt_module *rows_module(rx_rt_ctx *ctx, const char *lib, uint32_t xdt, uint32_t ydt,
+                                 int64_t ybytes)
+{
+    rx_rxa_builder *b = rx_rxa_builder_new();
+    rx_rxa_type params[1] = {rt_any("x")};
+    rx_rxa_func f = rt_func("f", 1, params, 3, 3);
+    uint32_t mx = rx_rxa_add_string(b, "f: x: expected (a, b)");
+    uint32_t name = rx_rxa_add_string(b, lib);
+    rx_rxa_code c = {0};
+    RX_EMIT(&c, RX_OP_MATCH_TENSOR, 0, xdt, 2, mx, 2, RX_M_STORE, 0, RX_M_STORE, 1);
+    RX_EMIT(&c, RX_OP_MUL, 2, RX_D_SLOT, 0, RX_D_SLOT, 1);
+    RX_EMIT(&c, RX_OP_MUL, 2, RX_D_SLOT, 2, RX_D_IMM, ybytes);
+    RX_EMIT(&c, RX_OP_ALLOC_STORAGE, 1, RX_D_SLOT, 2, RX_DEV_CPU);
+    RX_EMIT(&c, RX_OP_ALLOC_TENSOR, 2, 1, RX_D_IMM, 0, ydt, 2, RX_D_SLOT, 0, RX_D_SLOT, 1);
+    RX_EMIT(&c, RX_OP_RELEASE, 1);
+    RX_EMIT(&c, RX_OP_CALL_LIB, name, 2, 0, 2);
+    RX_EMIT(&c, RX_OP_RET, 2);
+    rx_rxa_add_function(b, &f, c.w, c.n);
+    rx_rxa_code_free(&c);
+    rx_rt_module *m = rt_load(ctx, b);
+    rx_rxa_builder_free(b);
+    return m;
+}
+
+/* rt.rms_norm: y = x / sqrt(mean(x^2, -1) + 1e-5) per row; a zero row stays zero; rows
+ * of length 0 and no rows at all are fine. */
+START_TEST(rms_norm_f32_f64)
+{
+    rx_rt_ctx *ctx = rx_rt_ctx_new();
+    rx_rt_module *m32 = rows_module(ctx, "rt.rms_norm", RX_RXA_F32, RX_RXA_F32, 4);
+    rx_rt_module *m64 = rows_module(ctx, "rt.rms_norm", RX_RXA_F64, RX_RXA_F64, 8);
+    float x[3 * 5];
+    double xd[3 * 5];
+    fill(x, 15, 5);
+    for (int j = 0; j < 5; j++) x[5 + j] = 0; /* row 1 is zero */
+    for (int i = 0; i < 15; i++) xd[i] = x[i];
+    int64_t sx[2] = {3, 5};
+    for (int w = 0; w < 2; w++) {
+        DLTensor X = w ? rt_dl(xd, RX_RXA_F64, 2, sx) : rt_dl(x, RX_RXA_F32, 2, sx);
+        rx_rt_arg arg = rt_targ(&X);
+        rx_rt_outputs *out;
+        rx_rt_call_stats st;
+        rx_rt_err err;
+        ck_assert_msg(rx_rt_call(w ? m64 : m32, 0, &arg, 1, &out, &st, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(st.library_calls, 1);
+        DLTensor *Y = rx_rt_outputs_tensor(out, 0);
+        for (int r = 0; r < 3; r++) {
+            double ss = 0;
+            for (int j = 0; j < 5; j++) ss += xd[r * 5 + j] * xd[r * 5 + j];
+            double scale = 1.0 / sqrt(ss / 5 + 1e-5);
+            for (int j = 0; j < 5; j++) {
+                double want = xd[r * 5 + j] * scale;
+                double got = w ? ((double *)Y->data)[r * 5 + j] : ((float *)Y->data)[r * 5 + j];
+                ck_assert_msg(fabs(got - want) <= (w ? 1e-12 : 1e-6) * (1 + fabs(want)),
+                              "row %d col %d: %g vs %g", r, j, got, want);
+            }
+        }
+        rx_rt_outputs_free(out);
+    }
+    int64_t shapes[2][2] = {{2, 0}, {0, 3}};
+    for (int t = 0; t < 2; t++) {
+        DLTensor X = rt_dl(x, RX_RXA_F32, 2, shapes[t]);
+        rx_rt_arg arg = rt_targ(&X);
+        rx_rt_outputs *out;
+        rx_rt_err err;
+        ck_assert_msg(rx_rt_call(m32, 0, &arg, 1, &out, NULL, &err) == 0, "%s", err.msg);
+        rx_rt_outputs_free(out);
+    }
+    rx_rt_module_free(m32);
+    rx_rt_module_free(m64);
+    rx_rt_stats s;
+    rx_rt_get_stats(ctx, &s);
+    ck_assert_int_eq(s.live_bytes, 0);
+    rx_rt_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(rms_norm_errors)
+{
+    rx_rt_ctx *ctx = rx_rt_ctx_new();
+    int32_t xi[4] = {0};
+    float x[4] = {0};
+    int64_t s22[2] = {2, 2};
+    rx_rt_outputs *out;
+    rx_rt_err err;
+    rx_rt_module *m = rows_module(ctx, "rt.rms_norm", RX_RXA_I32, RX_RXA_I32, 4);
+    DLTensor X = rt_dl(xi, RX_RXA_I32, 2, s22);
+    rx_rt_arg arg = rt_targ(&X);
+    ck_assert_int_eq(rx_rt_call(m, 0, &arg, 1, &out, NULL, &err), -1);
+    ck_assert_str_eq(err.msg, "f: rt.rms_norm: expects float32 or float64 tensors of one dtype");
+    rx_rt_module_free(m);
+    m = rows_module(ctx, "rt.rms_norm", RX_RXA_F32, RX_RXA_F64, 8);
+    X = rt_dl(x, RX_RXA_F32, 2, s22);
+    ck_assert_int_eq(rx_rt_call(m, 0, &arg, 1, &out, NULL, &err), -1);
+    ck_assert_str_eq(err.msg, "f: rt.rms_norm: expects float32 or float64 tensors of one dtype");
+    rx_rt_module_free(m);
+    m = rows_module(ctx, "rt.matmul", RX_RXA_F32, RX_RXA_F32, 4);
+    ck_assert_int_eq(rx_rt_call(m, 0, &arg, 1, &out, NULL, &err), -1);
+    ck_assert_str_eq(err.msg, "f: rt.matmul: expects 3 tensors (A, B, C)");
+    rx_rt_module_free(m);
+    rx_rt_stats s;
+    rx_rt_get_stats(ctx, &s);
+    ck_assert_int_eq(s.live_bytes, 0);
+    rx_rt_ctx_free(ctx);
+}
+END_TEST
+
+/* The exported names: sorted, NULL-terminated, each registered in a new context. */
+START_TEST(builtin_names)
+{
+    const char *const *names = rx_rt_builtin_library_names();
+    static const char *const want[] = {"blas.matmul", "blas.sgemm", "rt.matmul", "rt.rms_norm"};
+    int n = 0;
+    while (names[n]) n++;
+    ck_assert_int_eq(n, 4);
+    for (int i = 0; i < n; i++) ck_assert_str_eq(names[i], want[i]);
+    rx_rt_ctx *ctx = rx_rt_ctx_new();
+    for (int i = 0; i < n; i++) rx_rt_module_free(rows_module(ctx, names[i], RX_RXA_F32, RX_RXA_F32, 4));
     rx_rt_ctx_free(ctx);
 }
 END_TEST
@@ -211,8 +337,11 @@ static Suite *lib_suite(void)
     Suite *s = suite_create("library");
     TCase *tc = tcase_create("library");
     tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, sgemm_matches_naive, 0, 2);
-    tcase_add_test(tc, batched_matmul);
+    tcase_add_loop_test(tc, sgemm_matches_naive, 0, 3);
+    tcase_add_loop_test(tc, batched_matmul, 0, 2);
+    tcase_add_test(tc, rms_norm_f32_f64);
+    tcase_add_test(tc, rms_norm_errors);
+    tcase_add_test(tc, builtin_names);
     tcase_add_test(tc, library_errors);
     tcase_add_test(tc, user_registered_function);
     suite_add_tcase(s, tc);

@@ -3,7 +3,8 @@
  * loop functions at two values of n from one artifact (results computed here), the
  * exact argument and match_cast messages, deferred dim checks, peak memory with
  * RELEASE, if/else, tuples, calls and callables (Figure 7), shape and prim values,
- * constants, the unique/nonzero built-ins, library calls, and the paper's Figure 3
+ * constants, the unique/nonzero built-ins (unique's attributes and tuple result),
+ * library calls (runtime-native rt.rms_norm), and the paper's Figure 3
  * and Figure 7 modules from tests/modules/valid end to end.
  */
 #include "vg_test.h"
@@ -345,33 +346,86 @@ START_TEST(data_dependent_builtins)
 }
 END_TEST
 
-static int32_t negate_lib(DLTensor *const *args, int32_t nargs)
-{
-    if (nargs != 2) return 1;
-    int64_t n = 1;
-    for (int i = 0; i < args[0]->ndim; i++) n *= args[0]->shape[i];
-    for (int64_t i = 0; i < n; i++) ((float *)args[1]->data)[i] = -((float *)args[0]->data)[i];
-    return 0;
-}
-
+/* A call_dps_library of the runtime-native rt.rms_norm (a name the CPU target has). */
 START_TEST(library_call)
 {
     static const char lib[] = MODULE(
         "'main':{'kind':'relax','params':[{'name':'x','type':" T("['n', 2]") "}],"
         "'body':{'blocks':[{'bindings':["
-        "{'var':'y','value':{'call_dps_library':'test.negate','args':['x'],'out':" T("['n', 2]") "}}]}],"
+        "{'var':'y','value':{'call_dps_library':'rt.rms_norm','args':['x'],'out':" T("['n', 2]") "}}]}],"
         "'result':'y'}}");
     rx_rt_ctx *ctx = rx_rt_ctx_new();
-    ck_assert_int_eq(rx_rt_register_library(ctx, "test.negate", negate_lib, NULL), 0);
     rx_rt_module *m = vt_load(ctx, lib);
-    float x[4] = {1, 2, 3, 4};
+    float x[4] = {3, 4, 0, 0};
     int64_t xs[2] = {2, 2};
     DLTensor xt = vt_f32(x, 2, xs);
     rx_rt_arg arg = vt_t(&xt);
     rx_rt_call_stats st;
     rx_rt_outputs *out = vt_ok(m, "main", &arg, 1, &st);
-    for (int i = 0; i < 4; i++) ck_assert_float_eq(((float *)rx_rt_outputs_tensor(out, 0)->data)[i], -x[i]);
+    const float *y = rx_rt_outputs_tensor(out, 0)->data;
+    double r = sqrt(12.5 + 1e-5);
+    ck_assert(fabs(y[0] - 3 / r) < 1e-6 && fabs(y[1] - 4 / r) < 1e-6);
+    ck_assert(y[2] == 0 && y[3] == 0);
     ck_assert_int_eq(st.library_calls, 1);
+    rx_rt_outputs_free(out);
+    rx_rt_module_free(m);
+    rx_rt_ctx_free(ctx);
+}
+END_TEST
+
+/* unique with its attributes: a tuple in deduction's order (values, index, inverse,
+ * counts as requested), sorted=false, slices along a (negative) axis, an axis on a
+ * tensor of unknown rank normalized at run time, and a tuple field match_cast. */
+START_TEST(unique_attributes)
+{
+    static const char uq[] = MODULE(
+        "'main':{'kind':'relax','params':[{'name':'x','type':" T("['n']") "},"
+        "{'name':'i','type':{'tensor':{'shape':['n',2],'dtype':'i32'}}},"
+        "{'name':'r','type':{'tensor':{'dtype':'i32'}}}],"
+        "'body':{'blocks':[{'bindings':["
+        "{'var':'a','value':{'op':'unique','args':['x'],'attrs':{'sorted':false,"
+        "'return_inverse':true,'return_counts':true}}},"
+        "{'var':'a0','value':{'get_item':'a','index':0}},"
+        "{'var':'v','match_cast':'a0','type':" T("['m']") "},"
+        "{'var':'w','value':" TIR("twice", "['v']", T("['m']")) "},"
+        "{'var':'b','value':{'op':'unique','args':['i'],'attrs':{'axis':-2,'return_index':true}}},"
+        "{'var':'c','value':{'op':'unique','args':['i'],'attrs':{'axis':1}}},"
+        "{'var':'d','value':{'op':'unique','args':['r'],'attrs':{'axis':-1,'return_counts':true}}}]}],"
+        "'result':{'tuple':['a','w','b','c','d']}}}," K_TWICE);
+    rx_rt_ctx *ctx = rx_rt_ctx_new();
+    rx_rt_module *m = vt_load(ctx, uq);
+    float x[4] = {2, 1, 2, 5};
+    int32_t iv[8] = {1, 0, 0, 3, 1, 0, 2, 2};
+    int64_t xs[1] = {4}, is[2] = {4, 2};
+    DLTensor xt = vt_f32(x, 1, xs), it = vt_dl(iv, kDLInt, 32, 2, is);
+    rx_rt_arg args[3] = {vt_t(&xt), vt_t(&it), vt_t(&it)};
+    rx_rt_outputs *out = vt_ok(m, "main", args, 3, NULL);
+    ck_assert_int_eq(rx_rt_outputs_count(out), 9);
+    const float *a0 = rx_rt_outputs_tensor(out, 0)->data, *w = rx_rt_outputs_tensor(out, 3)->data;
+    const int64_t *inv = rx_rt_outputs_tensor(out, 1)->data, *cnt = rx_rt_outputs_tensor(out, 2)->data;
+    const float ua[3] = {2, 1, 5};
+    const int64_t ia[4] = {0, 1, 0, 2}, ca[3] = {2, 1, 1};
+    ck_assert_int_eq(rx_rt_outputs_tensor(out, 0)->shape[0], 3);
+    for (int j = 0; j < 3; j++) {
+        ck_assert_float_eq(a0[j], ua[j]);
+        ck_assert_float_eq(w[j], 2 * ua[j]);
+        ck_assert_int_eq(cnt[j], ca[j]);
+    }
+    for (int j = 0; j < 4; j++) ck_assert_int_eq(inv[j], ia[j]);
+    DLTensor *b0 = rx_rt_outputs_tensor(out, 4), *b1 = rx_rt_outputs_tensor(out, 5);
+    ck_assert(b0->ndim == 2 && b0->shape[0] == 3 && b0->shape[1] == 2);
+    const int32_t ub[6] = {0, 3, 1, 0, 2, 2};
+    const int64_t ib[3] = {1, 0, 3};
+    for (int j = 0; j < 6; j++) ck_assert_int_eq(((int32_t *)b0->data)[j], ub[j]);
+    for (int j = 0; j < 3; j++) ck_assert_int_eq(((int64_t *)b1->data)[j], ib[j]);
+    DLTensor *c = rx_rt_outputs_tensor(out, 6);
+    ck_assert(c->ndim == 2 && c->shape[0] == 4 && c->shape[1] == 2);
+    const int32_t uc[8] = {0, 1, 3, 0, 0, 1, 2, 2};
+    for (int j = 0; j < 8; j++) ck_assert_int_eq(((int32_t *)c->data)[j], uc[j]);
+    DLTensor *d = rx_rt_outputs_tensor(out, 7), *dc = rx_rt_outputs_tensor(out, 8);
+    ck_assert(d->ndim == 2 && d->shape[1] == 2);
+    for (int j = 0; j < 8; j++) ck_assert_int_eq(((int32_t *)d->data)[j], uc[j]);
+    ck_assert(((int64_t *)dc->data)[0] == 1 && ((int64_t *)dc->data)[1] == 1);
     rx_rt_outputs_free(out);
     rx_rt_module_free(m);
     rx_rt_ctx_free(ctx);
@@ -488,6 +542,7 @@ static Suite *lower_suite(void)
     tcase_add_test(tc, constants);
     tcase_add_test(tc, data_dependent_builtins);
     tcase_add_test(tc, library_call);
+    tcase_add_test(tc, unique_attributes);
     tcase_add_test(tc, figure3_end_to_end);
     tcase_add_test(tc, figure7_end_to_end);
     suite_add_tcase(s, tc);
