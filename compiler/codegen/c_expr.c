@@ -209,16 +209,19 @@ static void emit_arith(cg *g, rx_ekind k, const rx_expr *a, const rx_expr *b, rx
     round_close(g, t);
 }
 
-/* helper_SUFFIX(a, b) */
+/* helper_SUFFIX(a, b); an f16/bf16 floordiv or floormod is rounded back to its type. */
 static void emit_call2(cg *g, cg_helper h, const char *base, const rx_expr *a, const rx_expr *b,
                        rx_dtype t, rx_loc loc)
 {
+    bool rounds = h == H_FLOORDIV || h == H_FLOORMOD; /* min/max of f16 values are f16 */
     use(g, h, t);
+    if (rounds) round_open(g, t);
     rx_sb_printf(g->out, "rx_%s_%s(", base, hsuffix(t));
     rx_cg_expr_as(g, a, t, loc);
     rx_sb_puts(g->out, ", ");
     rx_cg_expr_as(g, b, t, loc);
     rx_sb_putc(g->out, ')');
+    if (rounds) round_close(g, t);
 }
 
 static void emit_cast(cg *g, rx_dtype to, const rx_expr *x, rx_loc loc)

@@ -17,7 +17,18 @@
  *          an unroll/ivdep pragma, parallel loops run serially (parallel execution is
  *          a later issue); a loop bound to a thread axis is an error on this target
  *   BLOCK  a C block: each iterator bound to its `bind`, then `init` guarded by
- *          "every reduce iterator == 0" (always, when there is none), then `body`
+ *          "every reduce iterator is at its start" (always, when there is none), then
+ *          `body`. The start of an implicit iterator (the loop variable itself, see
+ *          read_tir.c) is its loop's min; that of an explicit one is 0, its domain's.
+ *          Hoisted init: when the block ends a chain of FORs, each the only statement
+ *          of the one before, whose variables are exactly what the reduce iterators
+ *          are bound to (each bind a chain variable; an explicit iterator's loop
+ *          starting at 0), with no spatial bind and no chain min mentioning a chain
+ *          variable and init using no chain variable or reduce iterator, the init is
+ *          emitted once before the outermost chain loop, the spatial iterators bound
+ *          there. That is the guarded init with the reduce iterators at their
+ *          starts, and it also runs when a reduce extent is 0 (the guard never
+ *          would; an empty sum must still be 0). Other shapes keep the guard.
  *   STORE  `buf[flat] = value` with value encoded to the storage type
  *   ALLOC  global scope, or a size that is not a small constant: heap (rx_alloc),
  *          freed at the end of the enclosing statement list; on NULL the kernel frees
@@ -159,12 +170,162 @@ static void emit_body(cg *g, const rx_stmts *ss)
     rx_sb_puts(g->out, "}\n");
 }
 
+/* True when v occurs anywhere in ss: expressions, loop bounds, iterator binds and
+ * domains, allocated shapes, nested statements. O(size of ss). */
+static bool stmts_use(const rx_stmts *ss, const rx_svar *v)
+{
+    for (int i = 0; i < ss->n; i++) {
+        const rx_stmt *s = ss->items[i];
+        switch ((rx_skind)s->kind) {
+        case RX_S_FOR:
+            if (rx_expr_uses_var(s->u.for_.min, v) || rx_expr_uses_var(s->u.for_.extent, v) ||
+                stmts_use(&s->u.for_.body, v))
+                return true;
+            break;
+        case RX_S_BLOCK:
+            for (int k = 0; k < s->u.block.niters; k++) {
+                const rx_iter *it = &s->u.block.iters[k];
+                if ((it->bind && rx_expr_uses_var(it->bind, v)) ||
+                    (it->dom && rx_expr_uses_var(it->dom, v)))
+                    return true;
+            }
+            if (stmts_use(&s->u.block.init, v) || stmts_use(&s->u.block.body, v)) return true;
+            break;
+        case RX_S_STORE:
+            for (int k = 0; k < s->u.store.nidx; k++)
+                if (rx_expr_uses_var(s->u.store.idx[k], v)) return true;
+            if (rx_expr_uses_var(s->u.store.value, v)) return true;
+            break;
+        case RX_S_ALLOC:
+            for (int k = 0; k < s->u.alloc.buf->ndim; k++)
+                if (rx_expr_uses_var(s->u.alloc.buf->shape[k], v)) return true;
+            break;
+        case RX_S_IF:
+            if (rx_expr_uses_var(s->u.if_.cond, v) || stmts_use(&s->u.if_.then_s, v) ||
+                stmts_use(&s->u.if_.else_s, v))
+                return true;
+            break;
+        case RX_S_LET:
+            if (rx_expr_uses_var(s->u.let.value, v) || stmts_use(&s->u.let.body, v)) return true;
+            break;
+        default:
+            return true; /* unknown: assume the worst */
+        }
+    }
+    return false;
+}
+
+/* The block whose init can be emitted before FOR s (see "Hoisted init" in the file
+ * essay), or NULL to keep the guarded init. O(chain length x iterators x init size). */
+static const rx_stmt *hoist_target(const rx_stmt *s)
+{
+    enum { MAX_CHAIN = 16 };
+    const rx_stmt *chain[MAX_CHAIN];
+    int n = 0;
+    const rx_stmt *cur = s;
+    while (cur->kind == RX_S_FOR) {
+        if (n == MAX_CHAIN || cur->u.for_.body.n != 1) return NULL;
+        chain[n++] = cur;
+        cur = cur->u.for_.body.items[0];
+    }
+    if (cur->kind != RX_S_BLOCK || !cur->u.block.init.n) return NULL;
+    const rx_stmt *b = cur;
+    const rx_stmts *init = &b->u.block.init;
+    for (int c = 0; c < n; c++) {
+        const rx_svar *lv = chain[c]->u.for_.var;
+        bool bound = false;
+        for (int i = 0; i < b->u.block.niters; i++) {
+            const rx_iter *it = &b->u.block.iters[i];
+            if (!it->bind || !rx_expr_uses_var(it->bind, lv)) continue;
+            if (it->kind != RX_ITER_REDUCE) return NULL; /* spatial value varies in the nest */
+            bound = true;
+        }
+        if (!bound || stmts_use(init, lv)) return NULL;
+        for (int k = 0; k < n; k++)
+            if (rx_expr_uses_var(chain[k]->u.for_.min, lv)) return NULL; /* start not fixed */
+    }
+    for (int i = 0; i < b->u.block.niters; i++) {
+        const rx_iter *it = &b->u.block.iters[i];
+        if (it->kind != RX_ITER_REDUCE) continue;
+        if (!it->bind || it->bind->kind != RX_E_VAR) return NULL;
+        int c = 0;
+        while (c < n && chain[c]->u.for_.var != it->bind->u.var) c++;
+        if (c == n) return NULL; /* bound outside the chain: not its outermost loop */
+        if (it->var != it->bind->u.var && !rx_expr_is_int(chain[c]->u.for_.min, 0))
+            return NULL; /* explicit iterator that does not start at its domain's 0 */
+        if (stmts_use(init, it->var)) return NULL;
+    }
+    return b;
+}
+
+/* `{ /<star> block NAME` with the free-form name kept out of comment terminators. */
+static void emit_block_head(cg *g, const rx_stmt *s, const char *what)
+{
+    ind(g);
+    rx_sb_printf(g->out, "{ /* %s", what);
+    if (s->u.block.name) {
+        rx_sb_puts(g->out, " ");
+        for (const char *p = s->u.block.name; *p; p++)
+            rx_sb_putc(g->out, (*p == '*' || *p == '\n' || (unsigned char)*p < 0x20) ? '_' : *p);
+    }
+    rx_sb_puts(g->out, " */\n");
+}
+
+/* Binds the iterators of block s (only the spatial ones when spatial_only) as const
+ * locals pushed on the scope; an implicit iterator is the loop variable itself. */
+static void emit_iters(cg *g, const rx_stmt *s, bool spatial_only)
+{
+    for (int i = 0; i < s->u.block.niters; i++) {
+        const rx_iter *it = &s->u.block.iters[i];
+        if (spatial_only && it->kind == RX_ITER_REDUCE) continue;
+        if (it->bind && it->bind->kind == RX_E_VAR && it->bind->u.var == it->var &&
+            rx_cg_lookup(g, it->var))
+            continue;
+        /* computed before the name is pushed: the bind may mention an outer binding */
+        rx_sb val = {0};
+        rx_sb *save = g->out;
+        g->out = &val;
+        if (it->bind) rx_cg_expr_as(g, it->bind, (rx_dtype)it->var->dtype, s->loc);
+        else rx_sb_putc(&val, '0');
+        g->out = save;
+        char *name = fresh(g, it->var->name);
+        ind(g);
+        rx_sb_printf(g->out, "const %s %s = %s;\n", rx_cg_ctype((rx_dtype)it->var->dtype), name,
+                     rx_sb_str(&val));
+        ind(g);
+        rx_sb_printf(g->out, "(void)%s;\n", name);
+        rx_sb_free(&val);
+        push_sym(g, it->var, name);
+    }
+}
+
+/* The init of block b, before the outermost of its reduce loops. */
+static void emit_hoisted_init(cg *g, const rx_stmt *b)
+{
+    int mark = g->syms.n;
+    emit_block_head(g, b, "init of block");
+    g->indent++;
+    ind(g);
+    rx_sb_puts(g->out, "/* before the reduce loops: runs for an empty reduction too */\n");
+    emit_iters(g, b, true);
+    emit_stmts(g, &b->u.block.init);
+    pop_syms(g, mark);
+    g->indent--;
+    ind(g);
+    rx_sb_puts(g->out, "}\n");
+}
+
 static void emit_for(cg *g, const rx_stmt *s)
 {
     const rx_svar *v = s->u.for_.var;
+    const rx_stmt *hoist = hoist_target(s);
+    if (hoist) {
+        emit_hoisted_init(g, hoist);
+        RX_VEC_PUSH(g->hoisted, hoist);
+    }
     if (s->u.for_.thread)
-        rx_cg_err(g, s->loc, "loop \"%s\" is bound to thread axis %s, which needs a GPU "
-                  "target (the C target runs on the CPU)", v->name, s->u.for_.thread);
+        rx_cg_err(g, s->loc, "thread-bound loop \"%s\" (%s) needs a GPU target; the C "
+                  "target runs on the CPU", v->name, s->u.for_.thread);
     int mark = g->syms.n;
     char *name = fresh(g, v->name);
     const char *ct = rx_cg_ctype((rx_dtype)v->dtype);
@@ -214,9 +375,16 @@ static void emit_for(cg *g, const rx_stmt *s)
     } else
         rx_sb_printf(g->out, "for (%s %s = %s_lo; %s < %s_hi; %s++) ", ct, name, name, name,
                      name, name);
+    rx_sb start = {0};
+    if (lit || simple) rx_sb_printf(&start, "%lld", (long long)lo);
+    else rx_sb_printf(&start, "%s_lo", name);
+    cg_loop lp = {v, rx_sb_take(&start)};
+    RX_VEC_PUSH(g->loops, lp);
     push_sym(g, v, name);
     emit_body(g, &s->u.for_.body);
     pop_syms(g, mark);
+    free(g->loops.items[--g->loops.n].start);
+    if (hoist) g->hoisted.n--;
     if (!lit && !simple) {
         g->indent--;
         ind(g);
@@ -224,41 +392,30 @@ static void emit_for(cg *g, const rx_stmt *s)
     }
 }
 
+/* The C text of the value at which reduce iterator it starts: its loop's start for an
+ * implicit iterator, else 0 (the start of its domain). */
+static const char *iter_start(const cg *g, const rx_iter *it)
+{
+    if (it->bind && it->bind->kind == RX_E_VAR && it->bind->u.var == it->var)
+        for (int k = g->loops.n - 1; k >= 0; k--)
+            if (g->loops.items[k].var == it->var) return g->loops.items[k].start;
+    return "0";
+}
+
+static bool is_hoisted(const cg *g, const rx_stmt *s)
+{
+    for (int k = 0; k < g->hoisted.n; k++)
+        if (g->hoisted.items[k] == s) return true;
+    return false;
+}
+
 static void emit_block(cg *g, const rx_stmt *s)
 {
     int mark = g->syms.n;
-    ind(g);
-    rx_sb_printf(g->out, "{ /* block");
-    if (s->u.block.name) { /* block names are free-form: keep comment terminators out */
-        rx_sb_puts(g->out, " ");
-        for (const char *p = s->u.block.name; *p; p++)
-            rx_sb_putc(g->out, (*p == '*' || *p == '\n' || (unsigned char)*p < 0x20) ? '_' : *p);
-    }
-    rx_sb_puts(g->out, " */\n");
+    emit_block_head(g, s, "block");
     g->indent++;
-    /* Iterators: an implicit iterator is the loop variable itself, bound to itself. */
-    for (int i = 0; i < s->u.block.niters; i++) {
-        const rx_iter *it = &s->u.block.iters[i];
-        if (it->bind && it->bind->kind == RX_E_VAR && it->bind->u.var == it->var &&
-            rx_cg_lookup(g, it->var))
-            continue;
-        /* computed before the name is pushed: the bind may mention an outer binding */
-        rx_sb val = {0};
-        rx_sb *save = g->out;
-        g->out = &val;
-        if (it->bind) rx_cg_expr_as(g, it->bind, (rx_dtype)it->var->dtype, s->loc);
-        else rx_sb_putc(&val, '0');
-        g->out = save;
-        char *name = fresh(g, it->var->name);
-        ind(g);
-        rx_sb_printf(g->out, "const %s %s = %s;\n", rx_cg_ctype((rx_dtype)it->var->dtype), name,
-                     rx_sb_str(&val));
-        ind(g);
-        rx_sb_printf(g->out, "(void)%s;\n", name);
-        rx_sb_free(&val);
-        push_sym(g, it->var, name);
-    }
-    if (s->u.block.init.n) {
+    emit_iters(g, s, false);
+    if (s->u.block.init.n && !is_hoisted(g, s)) {
         ind(g);
         rx_sb_puts(g->out, "if (");
         int nred = 0;
@@ -266,7 +423,8 @@ static void emit_block(cg *g, const rx_stmt *s)
             const rx_iter *it = &s->u.block.iters[i];
             if (it->kind != RX_ITER_REDUCE) continue;
             const cg_sym *v = rx_cg_lookup(g, it->var);
-            rx_sb_printf(g->out, "%s%s == 0", nred++ ? " && " : "", v ? v->name : "0");
+            rx_sb_printf(g->out, "%s%s == %s", nred++ ? " && " : "", v ? v->name : "0",
+                         iter_start(g, it));
         }
         if (!nred) rx_sb_puts(g->out, "1");
         rx_sb_puts(g->out, ") ");
@@ -517,6 +675,8 @@ bool rx_codegen_c(const rx_module *m, rx_sb *out, rx_diags *d)
     RX_VEC_FREE(syms);
     RX_VEC_FREE(g.syms);
     RX_VEC_FREE(g.heap);
+    RX_VEC_FREE(g.loops);
+    RX_VEC_FREE(g.hoisted);
     rx_sb_free(&body);
     return g.ok;
 }

@@ -32,6 +32,12 @@ typedef struct cg_sym {
     int ndim;        /* buffers: rank */
 } cg_sym;
 
+/* An enclosing FOR while its body is emitted. */
+typedef struct cg_loop {
+    const rx_svar *var; /* the loop variable */
+    char *start;        /* C text of its first value: a literal or a const local (heap) */
+} cg_loop;
+
 typedef struct cg {
     const rx_module *m;
     const rx_func *f;        /* the function being emitted */
@@ -40,6 +46,8 @@ typedef struct cg {
     uint32_t need[H_COUNT];  /* helpers used (see cg_helper) */
     RX_VEC(cg_sym) syms;     /* scope stack, innermost last */
     RX_VEC(const char *) heap; /* live heap allocations (names owned by syms) */
+    RX_VEC(cg_loop) loops;   /* enclosing FORs, innermost last */
+    RX_VEC(const rx_stmt *) hoisted; /* blocks whose init was emitted before their reduce loops */
     int counter;             /* suffix of fresh names, per function */
     int indent;              /* current indentation level */
     bool ok;                 /* no error reported yet */

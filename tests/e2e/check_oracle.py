@@ -256,6 +256,29 @@ def hand_cases():
     s = np.zeros(2, np.float32)
     tir_run(red, [f32([[5, 1, 2, 3], [0, 1, 7, 2]]), s])
     c.append(("tir init at loop min", s, [5, 7]))
+    mmk = {"kind": "tir", "params": [buf("A", [2, "k"]), buf("B", ["k", 2]), buf("C", [2, 2])],
+           "body": [{"grid": ["i", "j", "r"], "extents": [2, 2, "k"], "body": [
+               {"block": "mm", "init": [{"store": "C[i, j]", "value": "0"}],
+                "body": [{"store": "C[i, j]", "value": "C[i, j] + A[i, r] * B[r, j]"}]}]}]}
+    cc = np.full((2, 2), 99, np.float32)
+    tir_run(mmk, [np.zeros((2, 0), np.float32), np.zeros((0, 2), np.float32), cc])
+    c.append(("tir empty reduction inits", cc, [[0, 0], [0, 0]]))
+    ex = {"kind": "tir", "params": [buf("A", [2, "k"]), buf("S", [2])],
+          "body": [{"for": "i", "extent": 2, "body": [{"for": "r", "extent": "k", "body": [
+              {"block": "s", "iters": [{"var": "vi", "kind": "spatial", "dom": 2, "bind": "i"},
+                                       {"var": "vr", "kind": "reduce", "dom": "k", "bind": "r"}],
+               "init": [{"store": "S[vi]", "value": "f32(vi) + 0.5"}],
+               "body": [{"store": "S[vi]", "value": "S[vi] + A[vi, vr]"}]}]}]}]}
+    s = np.full(2, 99, np.float32)
+    tir_run(ex, [np.zeros((2, 0), np.float32), s])
+    c.append(("tir empty reduction, explicit iters", s, [0.5, 1.5]))
+    # f16: every operation rounds. 1 + 2^-10 squared is 1 + 2^-9 in f16; 3 + that is a
+    # tie broken to even (4), while the unrounded 3 + 1 + 2^-9 + 2^-20 would give 4 + 2^-8.
+    fma = {"kind": "tir", "params": [buf("X", [1], "f16"), buf("Y", [1], "f16")],
+           "body": [{"store": "Y[0]", "value": "Y[0] + X[0] * X[0]"}]}
+    y = np.array([3.0], np.float16)
+    tir_run(fma, [np.array([1 + 2 ** -10], np.float16), y])
+    c.append(("tir f16 rounds each operation", y.astype(np.float64), [4.0]))
     return c
 
 

@@ -5,10 +5,24 @@ assignments), Step 1 builds the module ONCE with `relaxc build M --target cpu -o
 then for each assignment Step 2 generates seeded inputs with NumPy and saves them as
 .npy, Step 3 runs `relax-run X.rxa --fn F --in NAME=FILE ... --shape VAR=N ... --out-dir D`
 (argv lists, no shell), Step 4 evaluates the same function with relax_numpy.py and
-compares the flattened outputs: same count, shape and dtype; floats within rtol/atol
-(dtype defaults below, per-case overrides), NaN where NaN; ints and bools exactly.
+compares the flattened outputs: same count, shape and dtype; floats within rtol/atol,
+NaN where NaN; ints and bools exactly.
 One line per run (`PASS`/`FAIL` + module, function, assignment), then exactly
 `N passed, M failed`; exit 1 when anything failed.
+
+Float tolerances: by dtype (TOL below: a few ulps of rounding in elementwise math). A
+case may widen them only with a `why`:
+  * `reduction`: its outputs are sums of up to `terms` products each at most `scale`
+    in magnitude; two correct f32/f16 implementations may accumulate in different
+    orders (library GEMMs, float vs double intermediates), whose results differ by up
+    to about eps(dtype) * terms * scale in absolute terms however small the result
+    (cancellation), so atol becomes at least that;
+  * `rtol` / `atol`: plain overrides, for what the reduction rule does not describe.
+A tolerance field without `why` fails the case: a loosened check must say why.
+
+Expected build errors: a case with `build_error` (a list of lines) is a module that
+must not build for the CPU target; it passes when `relaxc build` fails and every listed
+line occurs, exactly, as a line of its diagnostics (one PASS/FAIL line per case).
 
 cases.json:
   {"cases": [{"module": "tests/e2e/modules/e2e_unary.json",   (relative to the repo)
@@ -16,7 +30,10 @@ cases.json:
               "shapes": [{"n": 1, "m": 1}, {"n": 37, "m": 5}],
               "inputs": {"ib": {"low": 1, "high": 5},          (ints, inclusive)
                          "v":  {"flow": 0.5, "fhigh": 1.5}},   (floats)
-              "rtol": 1e-4, "atol": 1e-5,                      (optional)
+              "reduction": {"terms": 64, "scale": 80},         (optional, with why)
+              "rtol": 1e-4, "atol": 1e-5,                      (optional, with why)
+              "why": "reason for a tolerance",
+              "build_error": ["located diagnostic line", ...], (instead of running)
               "seed": 0, "skip": "reason"}]}                   (optional)
 
 relaxc build is being written: when `relaxc --help` does not list `build`, the script
@@ -92,15 +109,39 @@ def expected_array(v):
     return None  # no array form (function values)
 
 
-def compare(got, want, rtol, atol, what):
-    """None when equal within tolerance, else a one-line reason."""
+TOL_FIELDS = ("rtol", "atol", "reduction")
+
+
+def float_tol(case, dtype):
+    """(rtol, atol) for float outputs of dtype in case (see the file essay)."""
+    r, a = TOL.get(dtype.name, (1e-4, 1e-5))
+    r = case["rtol"] if case.get("rtol") is not None else r
+    a = case["atol"] if case.get("atol") is not None else a
+    red = case.get("reduction")
+    if red:
+        a = max(a, float(np.finfo(dtype).eps) * red["terms"] * red["scale"])
+    return r, a
+
+
+def tol_problem(case):
+    """Why the case's tolerance fields are unacceptable, or None."""
+    if any(k in case for k in TOL_FIELDS) and not case.get("why"):
+        return "cases.json: %s without a \"why\"" % "/".join(k for k in TOL_FIELDS if k in case)
+    red = case.get("reduction")
+    if red is not None and not (isinstance(red, dict) and set(red) == {"terms", "scale"} and
+                                all(isinstance(red[k], (int, float)) and red[k] > 0 for k in red)):
+        return "cases.json: reduction must be {\"terms\": N, \"scale\": S}, both positive"
+    return None
+
+
+def compare(got, want, case, what):
+    """None when equal within the case's tolerance, else a one-line reason."""
     if got.shape != want.shape:
         return "%s: shape %s, expected %s" % (what, got.shape, want.shape)
     if got.dtype != want.dtype:
         return "%s: dtype %s, expected %s" % (what, got.dtype, want.dtype)
     if got.dtype.kind == "f":
-        r, a = TOL.get(got.dtype.name, (1e-4, 1e-5))
-        r, a = rtol if rtol is not None else r, atol if atol is not None else a
+        r, a = float_tol(case, got.dtype)
         g, w = got.astype(np.float64), want.astype(np.float64)
         ok = np.isclose(g, w, rtol=r, atol=a, equal_nan=True)
         if not ok.all():
@@ -154,6 +195,14 @@ def run_case(case, tools, tmp, opts, counts):
     if case.get("skip"):
         for env in shapes:
             print("SKIP %s: %s" % (label(case, fname, env), case["skip"]))
+        return
+    bad = tol_problem(case)
+    if bad:
+        for env in shapes:
+            report(False, label(case, fname, env), bad, counts)
+        return
+    if case.get("build_error") is not None:
+        expect_build_error(case, path, tools, tmp, opts, counts)
         return
     art = None
     if not opts["oracle_only"]:
@@ -212,8 +261,7 @@ def run_case(case, tools, tmp, opts, counts):
                 if not os.path.exists(f):
                     problems.append("out%d.npy not written" % i)
                     continue
-                why = compare(np.load(f, allow_pickle=False), wa, case.get("rtol"), case.get("atol"),
-                              "out%d" % i)
+                why = compare(np.load(f, allow_pickle=False), wa, case, "out%d" % i)
                 if why:
                     problems.append(why)
             if os.path.exists(os.path.join(d, "out", "out%d.npy" % len(want))):
@@ -224,6 +272,30 @@ def run_case(case, tools, tmp, opts, counts):
                 shutil.rmtree(d, ignore_errors=True)
         except Exception as e:  # noqa: BLE001 — one broken case must not stop the rest
             report(False, tag, "%s: %s" % (type(e).__name__, e), counts)
+
+
+def expect_build_error(case, path, tools, tmp, opts, counts):
+    """A case whose module must not build: relaxc fails with every listed line."""
+    mod = os.path.splitext(os.path.basename(case["module"]))[0]
+    tag = "%s (build error)" % mod
+    want = case["build_error"]
+    if not isinstance(want, list) or not want or not all(isinstance(x, str) for x in want):
+        report(False, tag, "cases.json: build_error must be a non-empty list of lines", counts)
+        return
+    if opts["oracle_only"]:
+        report(True, tag, "(not built: oracle only)", counts)
+        return
+    art = os.path.join(tmp, mod + ".build-error.rxa")
+    rc, out, err = run([tools["relaxc"], "build", path, "--target", "cpu", "-o", art])
+    lines = [ln.strip() for ln in err.splitlines()]
+    if rc == 0:
+        report(False, tag, "relaxc build succeeded; expected: %s" % want[0], counts)
+    elif os.path.exists(art):
+        report(False, tag, "relaxc build failed but wrote %s" % art, counts)
+    else:
+        missing = [x for x in want if x not in lines]
+        report(not missing, tag, "missing diagnostic: %s (got: %s)" % (
+            missing[0], " | ".join(lines[:4])) if missing else "", counts)
 
 
 def report(ok, tag, why, counts):

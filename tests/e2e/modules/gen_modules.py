@@ -138,7 +138,9 @@ def manip():
          ("pd", op("permute_dims", "x")),
          ("pd1", op("permute_dims", "x", axes=[1, -1, 0])),
          ("fl", op("flatten", "x")),
-         ("sq", op("squeeze", "o")),
+         # squeeze without axis has an unknown rank over a symbolic dim (n may be 1):
+         # not compilable (docs/ops.md), so the size-1 axes are named
+         ("sq", op("squeeze", "o", axis=[0, 2])),
          ("sq1", op("squeeze", "o", axis=[-1])),
          ("ed", op("expand_dims", "x", axis=[0, -1])),
          ("cc", op("concat", {"tuple": ["x", "x"]}, axis=-1)),

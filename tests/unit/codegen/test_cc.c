@@ -177,7 +177,7 @@ START_TEST(thread_bound_loop_is_error)
     ck_assert(!rx_codegen_c(m, &c, &d));
     ck_assert_int_eq(rx_diags_count(&d), 1);
     ck_assert_str_eq(d.list.items[0].path, "functions.g.body[0]");
-    ck_assert_ptr_nonnull(strstr(d.list.items[0].msg, "loop \"tx\" is bound to thread axis threadIdx.x"));
+    ck_assert_ptr_nonnull(strstr(d.list.items[0].msg, "thread-bound loop \"tx\" (threadIdx.x) needs a GPU target"));
     ck_assert_ptr_nonnull(strstr(d.list.items[0].msg, "\"g\""));
     rx_sb_free(&c);
     rx_diags_free(&d);
