@@ -286,3 +286,28 @@ bool rx_build_print(const char *json, size_t n, const rx_build_opts *o, const ch
     state_free(&s);
     return ok;
 }
+
+bool rx_module_key(const char *json, size_t n, const rx_build_opts *o,
+                   const rx_read_opts *ro, char key[65], rx_diags *d)
+{
+    rx_build_opts opts = {0};
+    if (o) opts = *o;
+    else opts.opt_level = 2;
+    if (!opts.target) opts.target = "cpu";
+    key[0] = '\0';
+    if (!check_options(&opts, d)) return false;
+    rx_module *m = rx_json_read(json, n, ro, d);
+    if (!m) return false;
+    bool ok = rx_deduce_module(m, d);
+    if (ok) {
+        uint8_t h[32];
+        rx_sb salt = {0};
+        rx_sb_printf(&salt, "target=%s;opt=%d;compiler=%s", opts.target, opts.opt_level,
+                     RX_VERSION);
+        rx_struct_hash(m, rx_sb_str(&salt), h);
+        rx_hex(h, 32, key);
+        rx_sb_free(&salt);
+    }
+    rx_module_free(m);
+    return ok;
+}

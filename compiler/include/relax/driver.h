@@ -24,6 +24,7 @@
 #define RELAX_DRIVER_H
 
 #include "relax/codegen.h"
+#include "relax/json.h"
 #include "relax/vmgen.h"
 
 typedef struct rx_build_opts {
@@ -68,5 +69,15 @@ bool rx_build_run(const char *json, size_t n, const rx_build_opts *o, rx_build_r
  * or for an unknown pass name with the diagnostic "unknown pass X". */
 bool rx_build_print(const char *json, size_t n, const rx_build_opts *o, const char *after,
                     rx_sb *out, const char **failed, rx_diags *d);
+
+/* The server's cache key of a module, cheaply: parse + deduce + structural hash, no
+ * lowering and no C compiler. The hash is salted with the target, the opt level and
+ * RX_VERSION ("target=T;opt=N;compiler=V"), so a module built with other options or by
+ * another compiler version never shares a key. ro bounds the document (NULL: the
+ * reader's defaults). Writes 64 hex digits + NUL into key and returns true; returns
+ * false with located diagnostics in d (options, parse or deduction errors). o may be
+ * NULL (cpu, opt level 2). Thread-safe. */
+bool rx_module_key(const char *json, size_t n, const rx_build_opts *o,
+                   const rx_read_opts *ro, char key[65], rx_diags *d);
 
 #endif

@@ -1,0 +1,139 @@
+/*
+ * client.h — the internals of `relax`, the command-line client of relaxd, shared by its
+ * few files. Nothing here is a library API: `relax` is one executable that links libcurl,
+ * jansson and libcrypto, and neither the compiler nor the runtime.
+ *
+ *   http.c      rxc_request: one HTTP exchange with relaxd (bounded bodies, bearer token,
+ *               a deadline, bounded retries of 503 + Retry-After), error reporting
+ *   progress.c  rxc_progress_*: an elapsed-time line on stderr, only when it is a terminal
+ *   download.c  rxc_download: an artifact streamed to OUT atomically, SHA-256 verified
+ *   metrics.c   rxc_metrics_parse: the few numbers `relax status` shows, from /metrics
+ *   relax.c     main: the command line and the commands
+ *
+ * Error convention: functions returning int give 0 on success and 1 on a failure whose
+ * one-line "error: ..." message (plus any located detail lines) is already on stderr, so
+ * callers just propagate 1 to the exit status. Bad usage (exit 2) is decided in relax.c.
+ */
+#ifndef RELAX_CLIENT_H
+#define RELAX_CLIENT_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RXC_JSON_CAP ((size_t)16 << 20)     /* largest JSON (or error) body accepted */
+#define RXC_ARTIFACT_CAP ((int64_t)1 << 30) /* largest artifact accepted: 1 GiB */
+#define RXC_MAX_RETRIES 5                   /* 503 + Retry-After retries per request */
+#define RXC_RETRY_CAP_S 60.0                /* longest single Retry-After honored */
+
+/* The elapsed-time line. Drawn only when enabled (stderr is a terminal). */
+typedef struct rxc_progress {
+    int enabled;        /* stderr is a tty */
+    int drawn;          /* a line is on screen and must be cleared */
+    const char *label;  /* "compiling", "fetching", ... (static string) */
+    const char *state;  /* optional detail ("queued", "running", "retrying"), static */
+    double t0;          /* start, seconds on the monotonic clock */
+    double last;        /* time of the last redraw */
+} rxc_progress;
+
+/* One server and how to talk to it. */
+typedef struct rxc_conn {
+    char base[1024];        /* server URL without a trailing '/' */
+    const char *token;      /* bearer token or NULL (borrowed from argv/env) */
+    double deadline;        /* monotonic time after which waiting stops; 0: none */
+    double timeout_s;       /* the --timeout value, for messages (0: none) */
+    rxc_progress progress;  /* the line drawn while waiting */
+} rxc_conn;
+
+/* The outcome of one exchange. Owns body. */
+typedef struct rxc_resp {
+    long status;            /* HTTP status */
+    char *body;             /* NUL-terminated heap copy (bodies not given to a sink) */
+    size_t len;             /* bytes in body */
+    char etag[160];         /* ETag header value, quotes removed; "" if absent */
+} rxc_resp;
+
+/* Receives a 2xx body's bytes as they arrive instead of the buffer. Returns 0 to go on,
+ * nonzero to abort the transfer (having printed its error). */
+typedef int (*rxc_sink)(void *ud, const void *data, size_t n);
+
+/* ---- http.c ---- */
+
+/* Initializes libcurl (once per process) and c from a server URL (trailing '/' dropped),
+ * a token (may be NULL) and a timeout in seconds (0: none). Returns 0, or 1 with an
+ * error printed (URL too long or not http(s)://). */
+int rxc_conn_init(rxc_conn *c, const char *server, const char *token, double timeout_s);
+
+/* Releases libcurl's global state. */
+void rxc_conn_fini(rxc_conn *c);
+
+/* Performs METHOD base+path, with json_body (may be NULL) as an application/json body.
+ * A 2xx body goes to sink when one is given (its size capped by sink_cap), else into
+ * r->body (capped by RXC_JSON_CAP); non-2xx bodies always go into r->body. A 503 with
+ * Retry-After is retried up to RXC_MAX_RETRIES times, sleeping as told (capped by
+ * RXC_RETRY_CAP_S and the deadline). Returns 0 when a response arrived (any status: the
+ * caller judges r->status), 1 when none did (cannot reach, timeout, body too large,
+ * sink abort; the message is printed). r is reset on entry; free it with rxc_resp_free. */
+int rxc_request(rxc_conn *c, const char *method, const char *path, const char *json_body,
+                rxc_sink sink, void *ud, int64_t sink_cap, rxc_resp *r);
+
+/* Frees r's body (r stays valid and empty). */
+void rxc_resp_free(rxc_resp *r);
+
+/* Parses r->body as a JSON object. Returns a new reference, or NULL after printing
+ * "error: bad response from relaxd (WHAT): ..." */
+json_t *rxc_resp_json(const rxc_resp *r, const char *what);
+
+/* Prints the error of a non-2xx response: "error: <message> (HTTP <status> <code>)" then
+ * one "  path: message" line per located error. Bodies that are not relaxd's error JSON
+ * print their first line. Always returns 1 (so callers can `return rxc_http_error(r)`). */
+int rxc_http_error(const rxc_resp *r);
+
+/* Prints an error object {"code","message","errors"} (as in a failed job), `status` > 0
+ * adding "HTTP <status> " before the code. Returns 1. */
+int rxc_print_error_obj(const json_t *err, long status);
+
+/* Seconds on the monotonic clock. */
+double rxc_now(void);
+
+/* Sleeps s seconds (fractions allowed), redrawing progress meanwhile. */
+void rxc_sleep(rxc_conn *c, double s);
+
+/* ---- progress.c ---- */
+
+/* Starts the line with a label; enabled when stderr is a terminal. */
+void rxc_progress_start(rxc_progress *p, const char *label);
+
+/* Redraws "label… 3.2 s (state)" when at least 100 ms passed since the last redraw. */
+void rxc_progress_tick(rxc_progress *p);
+
+/* Clears the line (if drawn). Call before printing anything to stderr. */
+void rxc_progress_clear(rxc_progress *p);
+
+/* ---- download.c ---- */
+
+/* Fetches /v1/artifacts/<id> into out: streamed into a temp file beside out, hashed
+ * while written, fsync'ed, and renamed over out only when its SHA-256 equals id (else
+ * the temp file is removed and an error printed). Prints nothing on success; *size gets
+ * the byte count. Returns 0 or 1. */
+int rxc_download(rxc_conn *c, const char *id, const char *out, int64_t *size);
+
+/* True when s is 64 lowercase hex digits (an artifact id). */
+int rxc_valid_id(const char *s);
+
+/* ---- metrics.c ---- */
+
+/* The numbers `relax status` shows; -1 when /metrics did not carry them. */
+typedef struct rxc_metrics {
+    double cache_entries;   /* artifacts held */
+    double cache_bytes;     /* their total size */
+    double cache_hits;      /* lookups that hit */
+    double cache_misses;    /* lookups that missed */
+    double queue_depth;     /* compile jobs waiting */
+} rxc_metrics;
+
+/* Parses Prometheus text exposition (text is not modified). Samples of one metric with
+ * several label sets are summed; unknown metrics are ignored. */
+void rxc_metrics_parse(const char *text, rxc_metrics *m);
+
+#endif

@@ -1,0 +1,486 @@
+/*
+ * relax — the command-line client of relaxd (shared/spec/interfaces.md).
+ *
+ *   relax compile MODULE.json [--target cpu] [--opt-level N] [-o OUT.rxa] [--async] [--json]
+ *   relax fetch ID -o OUT.rxa
+ *   relax meta ID
+ *   relax status
+ *   global: --server URL (env RELAX_SERVER, default http://127.0.0.1:8080)
+ *           --token T (env RELAX_TOKEN)  --timeout S (default 600, 0: none)
+ *
+ * The driver: Step 1 parse the command line (options before or after the command, either
+ * `--opt V` or `--opt=V`; anything malformed exits 2 with "error: ... (see relax --help)");
+ * Step 2 set up the connection (http.c) — the token from --token or RELAX_TOKEN, the
+ * deadline from --timeout covering the whole command; Step 3 run the command.
+ *
+ * compile reads the module locally (so a JSON syntax error is reported with its file,
+ * line and column without a round trip), posts {"module", "target", "options":
+ * {"opt_level"}, "async"} to /v1/compile and gets either the result (200) or a job (202:
+ * always with --async, and whenever the server chooses to queue). Jobs are polled at
+ * GET /v1/jobs/<id> with a backoff from 100 ms growing by half up to 2 s. The result's
+ * artifact id goes to stdout as one line, "<id>  cached" or "<id>  compiled in N ms (B
+ * bytes)" (--json prints the server's result object instead, for scripts that want the
+ * key or the size). With -o the artifact is then downloaded and verified (download.c).
+ * fetch is that download alone; meta pretty-prints /v1/artifacts/<id>/meta; status checks
+ * /healthz and summarizes /metrics (metrics.c).
+ *
+ * Output discipline: stdout carries only results (the id line, meta JSON, status lines);
+ * stderr carries errors, "wrote OUT" notes, and the elapsed-time line when it is a
+ * terminal. Exit status: 0 success, 1 a failure (one "error:" line on stderr, plus
+ * "  path: message" lines for located module errors), 2 bad usage.
+ */
+#include "client.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define DEFAULT_SERVER "http://127.0.0.1:8080"
+#define DEFAULT_TIMEOUT_S 600.0
+#define MODULE_CAP ((off_t)64 << 20) /* largest module file read */
+#define MAX_POS 4                    /* positional arguments kept (command + operands) */
+
+typedef struct cli {
+    const char *pos[MAX_POS]; /* command and its operands */
+    int npos;
+    const char *server;       /* --server, else RELAX_SERVER, else DEFAULT_SERVER */
+    const char *token;        /* --token, else RELAX_TOKEN, else NULL */
+    double timeout;           /* --timeout seconds; 0: none */
+    const char *target;       /* compile --target */
+    int opt_level;            /* compile --opt-level; -1: the server's default */
+    const char *out;          /* compile/fetch -o */
+    int async;                /* compile --async */
+    int json;                 /* compile --json */
+} cli;
+
+static void usage(FILE *f)
+{
+    fputs("usage: relax [options] COMMAND [args]\n"
+          "\n"
+          "commands:\n"
+          "  compile MODULE.json [--target cpu] [--opt-level 0..3] [-o OUT.rxa] [--async] [--json]\n"
+          "                     compile on the server; prints '<artifact id>  cached|compiled ...'\n"
+          "                     (--json: the server's result object); -o also downloads the\n"
+          "                     artifact and checks its SHA-256 against the id\n"
+          "  fetch ID -o OUT.rxa  download an artifact (SHA-256 verified, written atomically)\n"
+          "  meta ID            print an artifact's metadata JSON\n"
+          "  status             server health and cache/queue numbers from /metrics\n"
+          "\n"
+          "options:\n"
+          "  --server URL       relaxd's address (env RELAX_SERVER; default " DEFAULT_SERVER ")\n"
+          "  --token T          bearer token (env RELAX_TOKEN; prefer the variable: arguments\n"
+          "                     are visible to other users in ps)\n"
+          "  --timeout S        give up after S seconds in all (default 600; 0: no limit)\n"
+          "  --help, --version\n"
+          "\n"
+          "exit status: 0 success, 1 failure (error: ... on stderr), 2 bad usage\n",
+          f);
+}
+
+static int bad_usage(const char *fmt, const char *arg)
+{
+    fputs("error: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs(" (see relax --help)\n", stderr);
+    return 2;
+}
+
+/* Returns 0 to go on, 2 on bad usage, -1 after --help/--version (exit 0). */
+static int parse_args(int argc, char **argv, cli *o)
+{
+    o->opt_level = -1;
+    o->timeout = DEFAULT_TIMEOUT_S;
+    o->target = "cpu";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return -1;
+        }
+        if (!strcmp(a, "--version")) {
+            printf("relax %s (libcurl %s)\n", RX_VERSION, curl_version_info(CURLVERSION_NOW)->version);
+            return -1;
+        }
+        if (!strcmp(a, "--async")) {
+            o->async = 1;
+            continue;
+        }
+        if (!strcmp(a, "--json")) {
+            o->json = 1;
+            continue;
+        }
+        if (!strcmp(a, "--")) {
+            for (i++; i < argc; i++) {
+                if (o->npos == MAX_POS) return bad_usage("unexpected argument '%s'", argv[i]);
+                o->pos[o->npos++] = argv[i];
+            }
+            break;
+        }
+        if (a[0] != '-' || !a[1]) {
+            if (o->npos == MAX_POS) return bad_usage("unexpected argument '%s'", a);
+            o->pos[o->npos++] = a;
+            continue;
+        }
+        /* -o V, --opt V or --opt=V */
+        char name[32];
+        const char *eq = strchr(a, '='), *val = NULL;
+        size_t n = eq && a[1] == '-' ? (size_t)(eq - a) : strlen(a);
+        if (n >= sizeof name) return bad_usage("unknown option '%s'", a);
+        memcpy(name, a, n);
+        name[n] = 0;
+        static const char *const valued[] = {"-o", "--server", "--token", "--timeout",
+                                             "--target", "--opt-level"};
+        int known = 0;
+        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) known |= !strcmp(name, valued[k]);
+        if (!known) return bad_usage("unknown option '%s'", a);
+        if (eq && a[1] == '-') {
+            val = eq + 1;
+        } else {
+            if (i + 1 >= argc) return bad_usage("%s needs a value", name);
+            val = argv[++i];
+        }
+        if (!strcmp(name, "-o")) {
+            if (!*val) return bad_usage("%s needs a value", name);
+            o->out = val;
+        } else if (!strcmp(name, "--server")) {
+            o->server = val;
+        } else if (!strcmp(name, "--token")) {
+            o->token = val;
+        } else if (!strcmp(name, "--target")) {
+            if (!*val) return bad_usage("%s needs a value", name);
+            o->target = val;
+        } else if (!strcmp(name, "--timeout")) {
+            char *end;
+            errno = 0;
+            double t = strtod(val, &end);
+            if (end == val || *end || errno || !isfinite(t) || t < 0 || t > 1e7)
+                return bad_usage("--timeout wants seconds >= 0, got '%s'", val);
+            o->timeout = t;
+        } else { /* --opt-level */
+            if (strlen(val) != 1 || val[0] < '0' || val[0] > '3')
+                return bad_usage("--opt-level wants 0, 1, 2 or 3, got '%s'", val);
+            o->opt_level = val[0] - '0';
+        }
+    }
+    if (!o->server) o->server = getenv("RELAX_SERVER");
+    if (!o->server || !*o->server) o->server = DEFAULT_SERVER;
+    if (!o->token) o->token = getenv("RELAX_TOKEN");
+    if (!o->npos) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = o->pos[0];
+    int is_compile = !strcmp(cmd, "compile"), is_fetch = !strcmp(cmd, "fetch");
+    int want = is_compile || is_fetch || !strcmp(cmd, "meta") ? 2 : !strcmp(cmd, "status") ? 1 : -1;
+    if (want < 0) return bad_usage("unknown command '%s'", cmd);
+    if (o->npos < want)
+        return bad_usage(is_compile ? "%s needs a MODULE.json" : "%s needs an artifact ID", cmd);
+    if (o->npos > want) return bad_usage("unexpected argument '%s'", o->pos[want]);
+    if (!is_compile && (o->async || o->json || o->opt_level >= 0 || strcmp(o->target, "cpu")))
+        return bad_usage("--target, --opt-level, --async and --json are options of compile, not %s",
+                         cmd);
+    if (o->out && !is_compile && !is_fetch) return bad_usage("-o is not an option of %s", cmd);
+    if (is_fetch && !o->out) return bad_usage("%s needs -o OUT.rxa", cmd);
+    if ((is_fetch || !strcmp(cmd, "meta")) && !rxc_valid_id(o->pos[1]))
+        return bad_usage("'%s' is not an artifact id (64 lowercase hex digits)", o->pos[1]);
+    return 0;
+}
+
+/* ---- compile ---- */
+
+/* Reads and parses the module file. NULL after printing "error: FILE:line:col: ...". */
+static json_t *read_module(const char *file)
+{
+    struct stat st;
+    if (stat(file, &st)) {
+        fprintf(stderr, "error: %s: %s\n", file, strerror(errno));
+        return NULL;
+    }
+    if (st.st_size > MODULE_CAP) {
+        fprintf(stderr, "error: %s: too large (%lld bytes, limit %lld)\n", file,
+                (long long)st.st_size, (long long)MODULE_CAP);
+        return NULL;
+    }
+    json_error_t e;
+    json_t *m = json_load_file(file, JSON_REJECT_DUPLICATES, &e);
+    if (!m) {
+        if (e.line > 0)
+            fprintf(stderr, "error: %s:%d:%d: %s\n", file, e.line, e.column, e.text);
+        else
+            fprintf(stderr, "error: %s: %s\n", file, e.text);
+    }
+    return m;
+}
+
+/* True for ids relaxd hands out for jobs: short, URL-safe. */
+static int valid_job_id(const char *s)
+{
+    size_t n = strlen(s);
+    if (!n || n > 128) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') ||
+              (s[i] >= 'A' && s[i] <= 'Z') || s[i] == '-' || s[i] == '_' || s[i] == '.'))
+            return 0;
+    return 1;
+}
+
+/* Polls job until it is done (new reference to its result in *result) or failed
+ * (error printed). Returns 0 or 1. */
+static int wait_job(rxc_conn *c, const char *job, json_t **result)
+{
+    char path[192];
+    snprintf(path, sizeof path, "/v1/jobs/%s", job);
+    double delay = 0.1;
+    for (;;) {
+        rxc_resp r;
+        if (rxc_request(c, "GET", path, NULL, NULL, NULL, 0, &r)) return 1;
+        if (r.status != 200) {
+            rxc_progress_clear(&c->progress);
+            rxc_http_error(&r);
+            rxc_resp_free(&r);
+            return 1;
+        }
+        json_t *j = rxc_resp_json(&r, "job status");
+        rxc_resp_free(&r);
+        if (!j) return 1;
+        const char *st = json_string_value(json_object_get(j, "status"));
+        int ret = -1;
+        if (st && !strcmp(st, "done")) {
+            *result = json_incref(json_object_get(j, "result"));
+            ret = 0;
+            if (!json_is_object(*result)) {
+                json_decref(*result);
+                *result = NULL;
+                rxc_progress_clear(&c->progress);
+                fprintf(stderr, "error: bad response from relaxd (job %s): done without a result\n",
+                        job);
+                ret = 1;
+            }
+        } else if (st && !strcmp(st, "failed")) {
+            rxc_progress_clear(&c->progress);
+            const json_t *err = json_object_get(j, "error");
+            if (json_is_object(err)) {
+                rxc_print_error_obj(err, 0);
+            } else {
+                fprintf(stderr, "error: compile job %s failed%s%s\n", job,
+                        json_is_string(err) ? ": " : "", json_is_string(err) ? json_string_value(err) : "");
+            }
+            ret = 1;
+        } else if (st && (!strcmp(st, "queued") || !strcmp(st, "running"))) {
+            c->progress.state = !strcmp(st, "queued") ? "queued" : "running";
+        } else {
+            rxc_progress_clear(&c->progress);
+            fprintf(stderr, "error: bad response from relaxd (job %s): unknown status\n", job);
+            ret = 1;
+        }
+        json_decref(j);
+        if (ret >= 0) return ret;
+        rxc_sleep(c, delay);
+        delay = delay * 1.5 < 2.0 ? delay * 1.5 : 2.0;
+    }
+}
+
+static int cmd_compile(rxc_conn *c, const cli *o)
+{
+    json_t *module = read_module(o->pos[1]);
+    if (!module) return 1;
+    json_t *req = json_pack("{s:o, s:s, s:b}", "module", module, "target", o->target, "async",
+                            o->async);
+    if (req && o->opt_level >= 0)
+        json_object_set_new(req, "options", json_pack("{s:i}", "opt_level", o->opt_level));
+    char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+    json_decref(req);
+    if (!body) {
+        fputs("error: out of memory\n", stderr);
+        return 1;
+    }
+    rxc_progress_start(&c->progress, "compiling");
+    rxc_resp r;
+    int rc = rxc_request(c, "POST", "/v1/compile", body, NULL, NULL, 0, &r);
+    free(body);
+    if (rc) return 1;
+    if (r.status != 200 && r.status != 202) {
+        rxc_progress_clear(&c->progress);
+        rxc_http_error(&r);
+        rxc_resp_free(&r);
+        return 1;
+    }
+    json_t *j = rxc_resp_json(&r, "compile");
+    long status = r.status;
+    rxc_resp_free(&r);
+    if (!j) return 1;
+    json_t *result = NULL;
+    if (status == 202) {
+        const char *job = json_string_value(json_object_get(j, "job"));
+        if (!job || !valid_job_id(job)) {
+            rxc_progress_clear(&c->progress);
+            fputs("error: bad response from relaxd (compile): 202 without a valid job id\n", stderr);
+            json_decref(j);
+            return 1;
+        }
+        c->progress.state = "queued";
+        rc = wait_job(c, job, &result);
+        json_decref(j);
+        if (rc) return 1;
+    } else {
+        result = j;
+    }
+    rxc_progress_clear(&c->progress);
+    const char *id = json_string_value(json_object_get(result, "artifact"));
+    if (!id || !rxc_valid_id(id)) {
+        fputs("error: bad response from relaxd (compile): no valid artifact id\n", stderr);
+        json_decref(result);
+        return 1;
+    }
+    if (o->json) {
+        char *s = json_dumps(result, JSON_INDENT(2));
+        if (s) puts(s);
+        free(s);
+    } else if (json_is_true(json_object_get(result, "cached"))) {
+        printf("%s  cached\n", id);
+    } else {
+        double ms = json_number_value(json_object_get(result, "compile_ms")); /* int or real */
+        double size = json_number_value(json_object_get(result, "size"));
+        printf("%s  compiled in %.0f ms (%.0f bytes)\n", id, ms, size);
+    }
+    fflush(stdout);
+    rc = 0;
+    if (o->out) {
+        int64_t n = 0;
+        rxc_progress_start(&c->progress, "fetching");
+        rc = rxc_download(c, id, o->out, &n);
+        rxc_progress_clear(&c->progress);
+        if (!rc) fprintf(stderr, "wrote %s (%lld bytes, SHA-256 verified)\n", o->out, (long long)n);
+    }
+    json_decref(result);
+    return rc;
+}
+
+/* ---- fetch, meta, status ---- */
+
+static int cmd_fetch(rxc_conn *c, const cli *o)
+{
+    int64_t n = 0;
+    rxc_progress_start(&c->progress, "fetching");
+    int rc = rxc_download(c, o->pos[1], o->out, &n);
+    rxc_progress_clear(&c->progress);
+    if (!rc) fprintf(stderr, "wrote %s (%lld bytes, SHA-256 verified)\n", o->out, (long long)n);
+    return rc;
+}
+
+static int cmd_meta(rxc_conn *c, const cli *o)
+{
+    char path[160];
+    snprintf(path, sizeof path, "/v1/artifacts/%s/meta", o->pos[1]);
+    rxc_resp r;
+    if (rxc_request(c, "GET", path, NULL, NULL, NULL, 0, &r)) return 1;
+    if (r.status != 200) {
+        rxc_http_error(&r);
+        rxc_resp_free(&r);
+        return 1;
+    }
+    json_error_t e;
+    json_t *j = json_loadb(r.body ? r.body : "", r.len, JSON_DECODE_ANY, &e);
+    rxc_resp_free(&r);
+    if (!j) {
+        fprintf(stderr, "error: bad response from relaxd (meta): %s\n", e.text);
+        return 1;
+    }
+    char *s = json_dumps(j, JSON_INDENT(2) | JSON_ENCODE_ANY);
+    json_decref(j);
+    if (!s) {
+        fputs("error: out of memory\n", stderr);
+        return 1;
+    }
+    puts(s);
+    free(s);
+    return 0;
+}
+
+/* Prints v as a count, or "?" when unknown. */
+static void put_num(double v)
+{
+    if (v < 0) fputs("?", stdout);
+    else printf("%.0f", v);
+}
+
+static void put_bytes(double v)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    if (v < 0) {
+        fputs("? bytes", stdout);
+        return;
+    }
+    while (v >= 1024 && u < 4) v /= 1024, u++;
+    if (u == 0) printf("%.0f B", v);
+    else printf("%.1f %s", v, units[u]);
+}
+
+static int cmd_status(rxc_conn *c, const cli *o)
+{
+    rxc_resp r;
+    if (rxc_request(c, "GET", "/healthz", NULL, NULL, NULL, 0, &r)) return 1;
+    if (r.status != 200) {
+        rxc_http_error(&r);
+        rxc_resp_free(&r);
+        return 1;
+    }
+    json_t *h = rxc_resp_json(&r, "healthz");
+    rxc_resp_free(&r);
+    if (!h) return 1;
+    const char *st = json_string_value(json_object_get(h, "status"));
+    printf("relaxd at %s: %s\n", c->base, st ? st : "?");
+    int ok = st && !strcmp(st, "ok");
+    json_decref(h);
+    fflush(stdout);
+    if (!ok) {
+        fprintf(stderr, "error: relaxd at %s reports status '%s'\n", c->base, st ? st : "?");
+        return 1;
+    }
+    if (rxc_request(c, "GET", "/metrics", NULL, NULL, NULL, 0, &r)) return 1;
+    if (r.status != 200) {
+        printf("metrics: unavailable (HTTP %ld)\n", r.status);
+        rxc_resp_free(&r);
+        return 0;
+    }
+    rxc_metrics m;
+    rxc_metrics_parse(r.body ? r.body : "", &m);
+    rxc_resp_free(&r);
+    fputs("cache: ", stdout);
+    put_num(m.cache_entries);
+    fputs(" entries, ", stdout);
+    put_bytes(m.cache_bytes);
+    fputs(", ", stdout);
+    put_num(m.cache_hits);
+    fputs(" hits, ", stdout);
+    put_num(m.cache_misses);
+    fputs(" misses\nqueue: ", stdout);
+    put_num(m.queue_depth);
+    fputs(" jobs waiting\n", stdout);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    cli o = {0};
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return rc < 0 ? 0 : rc;
+    rxc_conn c;
+    if (rxc_conn_init(&c, o.server, o.token, o.timeout)) return 1;
+    const char *cmd = o.pos[0];
+    if (!strcmp(cmd, "compile")) rc = cmd_compile(&c, &o);
+    else if (!strcmp(cmd, "fetch")) rc = cmd_fetch(&c, &o);
+    else if (!strcmp(cmd, "meta")) rc = cmd_meta(&c, &o);
+    else rc = cmd_status(&c, &o);
+    rxc_conn_fini(&c);
+    if (fflush(stdout) || ferror(stdout)) {
+        fputs("error: cannot write to stdout\n", stderr);
+        return 1;
+    }
+    return rc;
+}

@@ -1,0 +1,442 @@
+/*
+ * http.c — the libmicrohttpd daemon: per-request state, routing, authentication,
+ * body limits, replies and access logs (server_int.h).
+ *
+ * Threading: thread per connection with an internal polling thread (MHD). A
+ * synchronous compile blocks its connection's thread while a compile worker runs; the
+ * number of such threads is bounded by the connection limit.
+ *
+ * A request passes through the access handler several times:
+ *   first call   allocate rx_request, take or make the request id, match the route
+ *                (404 unknown path, 405 known path with another method, with Allow),
+ *                authenticate (401 / 403), and check Content-Length against max_body
+ *                (413 at once, before any of the body is read);
+ *   upload calls append the body, counting: past max_body the body is discarded and
+ *                413 is queued (chunked uploads have no Content-Length to check);
+ *   last call    run the route's handler, which queues exactly one reply.
+ * The completion callback logs one line per request (ts, level, request_id, method,
+ * path, status, latency_ms), counts it in the metrics and frees the state.
+ *
+ * Every reply carries X-Request-Id. Errors are {"error": {"code", "message"}}.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "relax/support.h"
+#include "server_int.h"
+
+#define PATH_LOG_MAX 256 /* characters of the path kept for the log */
+
+struct rx_request {
+    rx_server *srv;
+    struct MHD_Connection *conn;
+    char method[16];       /* as received, truncated */
+    char path[PATH_LOG_MAX + 1]; /* printable copy for logs */
+    char id[65];           /* request id */
+    double t0;             /* monotonic ms at the first call */
+    int route;             /* index in the routing table, -1: none (metrics: unmatched) */
+    char params[RX_ROUTE_MAX_PARAMS][RX_ROUTE_PARAM_MAX];
+    char *body;            /* request body (heap), NUL-terminated */
+    size_t n, cap;
+    bool too_large;        /* the body passed max_body */
+    bool replied;          /* a response was queued */
+    int status;            /* the status queued */
+};
+
+struct rx_http {
+    struct MHD_Daemon *d;
+    rx_server *srv;
+    int unmatched;         /* metrics slot for requests that matched no route */
+};
+
+/* ---- request accessors ---- */
+
+const char *rx_req_method(const rx_request *q) { return q->method; }
+const char *rx_req_param(const rx_request *q, int i) { return q->params[i]; }
+const char *rx_req_id(const rx_request *q) { return q->id; }
+
+const char *rx_req_header(const rx_request *q, const char *name)
+{
+    return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
+}
+
+const char *rx_req_body(const rx_request *q, size_t *n)
+{
+    *n = q->n;
+    return q->body ? q->body : "";
+}
+
+/* ---- replies ---- */
+
+json_t *rx_error_json(const char *code, const char *msg)
+{
+    return json_pack("{s:s, s:s}", "code", code, "message", msg);
+}
+
+static void queue(rx_request *q, int status, struct MHD_Response *r, const char *ctype)
+{
+    if (!r || q->replied) {
+        if (r) MHD_destroy_response(r);
+        return;
+    }
+    MHD_add_response_header(r, "X-Request-Id", q->id);
+    if (ctype) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (MHD_queue_response(q->conn, (unsigned)status, r) == MHD_YES) {
+        q->replied = true;
+        q->status = status;
+    }
+    MHD_destroy_response(r);
+}
+
+static struct MHD_Response *json_response(json_t *json)
+{
+    char *text = json ? json_dumps(json, JSON_COMPACT) : NULL;
+    json_decref(json);
+    if (!text) text = strdup("{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}");
+    if (!text) return NULL;
+    size_t n = strlen(text);
+    char *body = realloc(text, n + 2);
+    if (!body) {
+        free(text);
+        return NULL;
+    }
+    body[n] = '\n';
+    body[n + 1] = '\0';
+    return MHD_create_response_from_buffer(n + 1, body, MHD_RESPMEM_MUST_FREE);
+}
+
+void rx_reply_json(rx_request *q, int status, json_t *json)
+{
+    queue(q, status, json_response(json), "application/json");
+}
+
+static void reply_error_headers(rx_request *q, int status, json_t *error_obj, int retry_after,
+                                const char *name, const char *value)
+{
+    struct MHD_Response *r = json_response(json_pack("{s:o}", "error", error_obj));
+    if (!r) return;
+    if (retry_after > 0) {
+        char ra[16];
+        snprintf(ra, sizeof ra, "%d", retry_after);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+    }
+    if (name) MHD_add_response_header(r, name, value);
+    queue(q, status, r, "application/json");
+}
+
+void rx_reply_error_json(rx_request *q, int status, json_t *error_obj, int retry_after)
+{
+    reply_error_headers(q, status, error_obj, retry_after, NULL, NULL);
+}
+
+void rx_reply_error(rx_request *q, int status, const char *code, const char *msg)
+{
+    reply_error_headers(q, status, rx_error_json(code, msg), status == 503 ? 5 : 0, NULL, NULL);
+}
+
+void rx_reply_bytes(rx_request *q, int status, uint8_t *bytes, size_t n, const char *ctype,
+                    const char *etag)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(n, bytes, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(bytes);
+        return;
+    }
+    if (etag) {
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "public, max-age=31536000, immutable");
+    }
+    queue(q, status, r, ctype);
+}
+
+void rx_reply_text(rx_request *q, int status, char *text, const char *ctype)
+{
+    rx_reply_bytes(q, status, (uint8_t *)text, strlen(text), ctype, NULL);
+}
+
+void rx_reply_not_modified(rx_request *q, const char *etag)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!r) return;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
+    queue(q, 304, r, NULL);
+}
+
+/* ---- the request's life ---- */
+
+/* A client's X-Request-Id is echoed when it is 1..64 characters of [A-Za-z0-9._:-];
+ * otherwise a random one is made. */
+static void request_id(rx_request *q)
+{
+    const char *v = rx_req_header(q, "X-Request-Id");
+    size_t n = v ? strlen(v) : 0;
+    bool sane = n >= 1 && n <= 64;
+    for (size_t i = 0; sane && i < n; i++) {
+        char c = v[i];
+        sane = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '.' || c == '_' || c == ':' || c == '-';
+    }
+    if (sane) {
+        memcpy(q->id, v, n + 1);
+        return;
+    }
+    uint8_t b[12];
+    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) memset(b, 0, sizeof b);
+    rx_hex(b, sizeof b, q->id);
+}
+
+static void copy_printable(char *dst, size_t cap, const char *src)
+{
+    size_t i = 0;
+    for (; src[i] && i + 1 < cap; i++)
+        dst[i] = (src[i] >= 0x20 && src[i] < 0x7f && src[i] != '"') ? src[i] : '?';
+    dst[i] = '\0';
+}
+
+static bool allowed(const rx_route *r, rx_role role, bool anonymous_ok)
+{
+    if (r->perm == RX_PERM_PUBLIC || anonymous_ok) return true;
+    if (role & RX_ROLE_ADMIN) return true;
+    if (r->perm == RX_PERM_CLIENT) return role & RX_ROLE_CLIENT;
+    if (r->perm == RX_PERM_AGENT) return role & RX_ROLE_AGENT;
+    return false;
+}
+
+/* The first call: route, authenticate, check the declared body size. */
+static void begin(rx_request *q, const char *url, const char *method)
+{
+    int n;
+    const rx_route *routes = rx_routes(&n);
+    const rx_route *r = NULL;
+    char allow[64] = "";
+    char params[RX_ROUTE_MAX_PARAMS][RX_ROUTE_PARAM_MAX];
+    bool head = !strcmp(method, "HEAD");
+    for (int i = 0; i < n; i++) {
+        if (!rx_route_match(routes[i].pattern, url, params)) continue;
+        if (!strcmp(routes[i].method, method) || (head && !strcmp(routes[i].method, "GET"))) {
+            r = &routes[i];
+            q->route = i;
+            memcpy(q->params, params, sizeof params);
+            break;
+        }
+        size_t used = strlen(allow);
+        snprintf(allow + used, sizeof allow - used, "%s%s%s", used ? ", " : "", routes[i].method,
+                 strcmp(routes[i].method, "GET") ? "" : ", HEAD");
+    }
+    if (!r) {
+        if (allow[0]) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "method %s is not allowed here (allowed: %s)", q->method,
+                     allow);
+            reply_error_headers(q, 405, rx_error_json("method_not_allowed", msg), 0,
+                                MHD_HTTP_HEADER_ALLOW, allow);
+        } else {
+            rx_reply_error(q, 404, "not_found", "no such endpoint");
+        }
+        return;
+    }
+    const rx_auth *auth = rx_server_auth(q->srv);
+    if (r->perm != RX_PERM_PUBLIC && auth->n > 0) {
+        rx_role role = rx_auth_check(auth, rx_req_header(q, MHD_HTTP_HEADER_AUTHORIZATION));
+        if (role == RX_ROLE_NONE) {
+            reply_error_headers(q, 401,
+                                rx_error_json("unauthorized", "a valid bearer token is required"),
+                                0, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"relaxd\"");
+            return;
+        }
+        if (!allowed(r, role, false)) {
+            rx_reply_error(q, 403, "forbidden", "this token's role may not use this endpoint");
+            return;
+        }
+    }
+    const char *cl = rx_req_header(q, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl && r->body) {
+        char *end;
+        unsigned long long len = strtoull(cl, &end, 10);
+        int64_t max = rx_server_config(q->srv)->max_body;
+        if (*end || end == cl) {
+            rx_reply_error(q, 400, "bad_request", "malformed Content-Length");
+            return;
+        }
+        if (len > (unsigned long long)max) {
+            rx_reply_error(q, 413, "body_too_large", "the request body is larger than max_body");
+            return;
+        }
+        q->cap = (size_t)len + 1;
+        q->body = malloc(q->cap);
+        if (!q->body) {
+            rx_reply_error(q, 503, "out_of_memory", "cannot hold the request body now");
+            return;
+        }
+    }
+}
+
+/* An upload chunk: append, counting against max_body. */
+static void upload(rx_request *q, const char *data, size_t n)
+{
+    if (q->replied || q->too_large || q->route < 0) return;
+    const rx_route *r = &rx_routes(&(int){0})[q->route];
+    size_t max = (size_t)rx_server_config(q->srv)->max_body;
+    if (!r->body) return; /* a body where none is expected is ignored */
+    if (n > max - q->n) {
+        q->too_large = true;
+        free(q->body);
+        q->body = NULL;
+        q->n = q->cap = 0;
+        rx_reply_error(q, 413, "body_too_large", "the request body is larger than max_body");
+        return;
+    }
+    if (q->n + n + 1 > q->cap) {
+        size_t cap = q->cap ? q->cap : 4096;
+        while (cap < q->n + n + 1) cap *= 2;
+        if (cap > max + 1) cap = max + 1;
+        char *b = realloc(q->body, cap);
+        if (!b) {
+            q->too_large = true;
+            rx_reply_error(q, 503, "out_of_memory", "cannot hold the request body now");
+            return;
+        }
+        q->body = b;
+        q->cap = cap;
+    }
+    memcpy(q->body + q->n, data, n);
+    q->n += n;
+    q->body[q->n] = '\0';
+}
+
+static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, const char *url,
+                                      const char *method, const char *version,
+                                      const char *upload_data, size_t *upload_data_size,
+                                      void **con_cls)
+{
+    rx_http *h = cls;
+    rx_request *q = *con_cls;
+    if (!q) {
+        q = calloc(1, sizeof *q);
+        if (!q) return MHD_NO;
+        *con_cls = q;
+        q->srv = h->srv;
+        q->conn = conn;
+        q->t0 = rx_now_ms();
+        q->route = -1;
+        copy_printable(q->method, sizeof q->method, method);
+        copy_printable(q->path, sizeof q->path, url);
+        request_id(q);
+        begin(q, url, method);
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        upload(q, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (q->replied) return MHD_YES;
+    if (q->route < 0) return MHD_NO; /* begin() could not queue its reply: drop */
+    if (q->too_large) {
+        rx_reply_error(q, 413, "body_too_large", "the request body is larger than max_body");
+        return MHD_YES;
+    }
+    int n;
+    const rx_route *routes = rx_routes(&n);
+    routes[q->route].fn(q->srv, q);
+    if (!q->replied) rx_reply_error(q, 500, "internal", "the handler gave no reply");
+    return q->replied ? MHD_YES : MHD_NO;
+}
+
+static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                      enum MHD_RequestTerminationCode toe)
+{
+    rx_http *h = cls;
+    rx_request *q = *con_cls;
+    if (!q) return;
+    *con_cls = NULL;
+    double ms = rx_now_ms() - q->t0;
+    int status = q->replied ? q->status : 0;
+    rx_metrics_request(rx_server_metrics(h->srv), q->route >= 0 ? q->route : h->unmatched,
+                       status, ms / 1e3);
+    json_t *line = json_pack("{s:s, s:s, s:s, s:s, s:i, s:f}", "event", "request", "request_id",
+                             q->id, "method", q->method, "path", q->path, "status", status,
+                             "latency_ms", (double)(int64_t)(ms * 1000) / 1000);
+    if (line && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        json_object_set_new(line, "terminated", json_integer((json_int_t)toe));
+    rx_log_json(rx_server_log(h->srv), status >= 500 || !status ? RX_LOG_WARN : RX_LOG_INFO, line);
+    free(q->body);
+    free(q);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    rx_http *h = cls;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r')) msg[--n] = '\0';
+    char clean[512];
+    copy_printable(clean, sizeof clean, msg);
+    rx_log_event(rx_server_log(h->srv), RX_LOG_WARN, "mhd", clean);
+}
+
+rx_http *rx_http_start(rx_server *s, const rx_config *c, int *port, char *err, size_t errlen)
+{
+    rx_http *h = calloc(1, sizeof *h);
+    RX_ASSERT(h);
+    h->srv = s;
+    int n;
+    const rx_route *routes = rx_routes(&n);
+    rx_metrics *m = rx_server_metrics(s);
+    for (int i = 0; i < n; i++) rx_metrics_add_route(m, routes[i].pattern);
+    h->unmatched = rx_metrics_add_route(m, "unmatched");
+
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)c->port);
+    const char *host = strcmp(c->host, "localhost") ? c->host : "127.0.0.1";
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+        snprintf(err, errlen, "bad listen address %s", c->host);
+        free(h);
+        return NULL;
+    }
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ITC |
+                     MHD_USE_ERROR_LOG;
+    h->d = MHD_start_daemon(
+        flags, (uint16_t)c->port, NULL, NULL, access_handler, h,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, h,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)c->request_timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)c->max_header_bytes,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
+        MHD_OPTION_END);
+    if (!h->d) {
+        snprintf(err, errlen, "cannot listen on %s:%d (address in use or not permitted)",
+                 c->host, c->port);
+        free(h);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    *port = info ? info->port : c->port;
+    return h;
+}
+
+void rx_http_quiesce(rx_http *h)
+{
+    if (!h || !h->d) return;
+    MHD_socket fd = MHD_quiesce_daemon(h->d);
+    if (fd != MHD_INVALID_SOCKET) close(fd);
+}
+
+void rx_http_stop(rx_http *h)
+{
+    if (!h) return;
+    if (h->d) MHD_stop_daemon(h->d);
+    free(h);
+}

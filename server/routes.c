@@ -1,0 +1,279 @@
+/*
+ * routes.c — the routing table and the endpoint handlers (server_int.h;
+ * the contract is shared/spec/interfaces.md, "HTTP API of relaxd").
+ *
+ *   GET  /healthz                  public   {"status":"ok"}
+ *   GET  /metrics                  client   Prometheus text
+ *   POST /v1/compile               client   compile (sync 200, async 202 + job)
+ *   GET  /v1/jobs/{id}             client   a compile job's status and result
+ *   GET  /v1/artifacts/{id}        client   the .rxa bytes (ETag, If-None-Match, HEAD)
+ *   GET  /v1/artifacts/{id}/meta   client   the artifact's metadata JSON
+ *
+ * GET routes answer HEAD too (libmicrohttpd sends the headers only). "client" means a
+ * client or admin token; with no tokens configured (loopback only) nobody needs one.
+ * A pattern segment {name} matches exactly one non-empty path segment of at most
+ * RX_ROUTE_PARAM_MAX - 1 bytes; handlers validate what they capture (artifact ids with
+ * rx_store_valid_id, job ids as 32 hex digits) and answer 404 for anything else, so no
+ * path trick reaches the store.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "relax/support.h"
+#include "server_int.h"
+
+static void h_healthz(rx_server *s, rx_request *q);
+static void h_metrics(rx_server *s, rx_request *q);
+static void h_compile(rx_server *s, rx_request *q);
+static void h_job(rx_server *s, rx_request *q);
+static void h_artifact(rx_server *s, rx_request *q);
+static void h_artifact_meta(rx_server *s, rx_request *q);
+
+static const rx_route routes[] = {
+    {"GET", "/healthz", h_healthz, RX_PERM_PUBLIC, false},
+    {"GET", "/metrics", h_metrics, RX_PERM_CLIENT, false},
+    {"POST", "/v1/compile", h_compile, RX_PERM_CLIENT, true},
+    {"GET", "/v1/jobs/{id}", h_job, RX_PERM_CLIENT, false},
+    {"GET", "/v1/artifacts/{id}", h_artifact, RX_PERM_CLIENT, false},
+    {"GET", "/v1/artifacts/{id}/meta", h_artifact_meta, RX_PERM_CLIENT, false},
+};
+
+const rx_route *rx_routes(int *n)
+{
+    *n = RX_COUNTOF(routes);
+    return routes;
+}
+
+bool rx_route_match(const char *pattern, const char *path,
+                    char params[RX_ROUTE_MAX_PARAMS][RX_ROUTE_PARAM_MAX])
+{
+    int np = 0;
+    const char *p = pattern, *u = path;
+    while (*p && *u) {
+        if (*p == '{') {
+            const char *close = strchr(p, '}');
+            RX_ASSERT(close && np < RX_ROUTE_MAX_PARAMS);
+            size_t n = strcspn(u, "/");
+            if (n == 0 || n >= RX_ROUTE_PARAM_MAX) return false;
+            memcpy(params[np], u, n);
+            params[np++][n] = '\0';
+            p = close + 1;
+            u += n;
+            continue;
+        }
+        if (*p != *u) return false;
+        p++;
+        u++;
+    }
+    return !*p && !*u;
+}
+
+/* ---- handlers ---- */
+
+static void h_healthz(rx_server *s, rx_request *q)
+{
+    rx_reply_json(q, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+static void h_metrics(rx_server *s, rx_request *q)
+{
+    rx_metrics_gauges g;
+    memset(&g, 0, sizeof g);
+    rx_store_get_stats(rx_server_store(s), &g.store);
+    rx_compiler_gauges(rx_server_compiler(s), &g);
+    char *text = rx_metrics_render(rx_server_metrics(s), &g);
+    rx_reply_text(q, 200, text, "text/plain; version=0.0.4; charset=utf-8");
+}
+
+/* Reads the compile request's fields from root into r and *module; returns NULL or a
+ * message for a 400 bad_request (written into msg). */
+static const char *parse_compile(json_t *root, rx_compile_req *r, json_t **module, char *msg,
+                                 size_t cap)
+{
+    const char *key, *ok;
+    json_t *v, *ov;
+    if (!json_is_object(root)) return "the body must be a JSON object";
+    json_object_foreach(root, key, v) {
+        if (!strcmp(key, "module")) {
+            if (!json_is_object(v)) return "\"module\" must be a relax-json object";
+            *module = v;
+        } else if (!strcmp(key, "target")) {
+            if (!json_is_string(v)) return "\"target\" must be a string";
+            r->target = json_string_value(v);
+        } else if (!strcmp(key, "async")) {
+            if (!json_is_boolean(v)) return "\"async\" must be true or false";
+            r->async = json_is_true(v);
+        } else if (!strcmp(key, "options")) {
+            if (!json_is_object(v)) return "\"options\" must be an object";
+            json_object_foreach(v, ok, ov) {
+                if (strcmp(ok, "opt_level")) {
+                    snprintf(msg, cap, "unknown option \"%.64s\" (known: opt_level)", ok);
+                    return msg;
+                }
+                if (!json_is_integer(ov) || json_integer_value(ov) < 0 ||
+                    json_integer_value(ov) > 3)
+                    return "\"opt_level\" must be an integer 0..3";
+                r->opt_level = (int)json_integer_value(ov);
+            }
+        } else {
+            snprintf(msg, cap, "unknown key \"%.64s\" (known: module, target, options, async)",
+                     key);
+            return msg;
+        }
+    }
+    if (!*module) return "\"module\" is required";
+    return NULL;
+}
+
+static void h_compile(rx_server *s, rx_request *q)
+{
+    size_t n;
+    const char *body = rx_req_body(q, &n);
+    json_error_t je;
+    char msg[256];
+    json_t *root = json_loadb(body, n, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        snprintf(msg, sizeof msg, "body is not JSON: line %d column %d: %s", je.line, je.column,
+                 je.text);
+        rx_reply_error(q, 400, "bad_json", msg);
+        return;
+    }
+    rx_compile_req r = {0};
+    r.target = "cpu";
+    r.opt_level = 2;
+    json_t *module = NULL;
+    const char *bad = parse_compile(root, &r, &module, msg, sizeof msg);
+    if (bad) {
+        rx_reply_error(q, 400, "bad_request", bad);
+        goto done;
+    }
+    if (strcmp(r.target, "cpu")) {
+        snprintf(msg, sizeof msg, "target \"%.32s\" is not supported (supported: cpu)", r.target);
+        rx_reply_error(q, 400, "unsupported_target", msg);
+        goto done;
+    }
+    char *text = json_dumps(module, JSON_COMPACT);
+    if (!text) {
+        rx_reply_error(q, 400, "bad_json", "the module cannot be serialized");
+        goto done;
+    }
+    r.module = text;
+    r.module_n = strlen(text);
+    rx_compile_reply out;
+    rx_compiler_submit(rx_server_compiler(s), &r, rx_req_id(q), &out);
+    free(text);
+    if (out.status >= 400) {
+        json_t *err = json_incref(json_object_get(out.body, "error"));
+        json_decref(out.body);
+        rx_reply_error_json(q, out.status, err ? err : rx_error_json("internal", "no error"),
+                            out.retry_after);
+    } else {
+        rx_reply_json(q, out.status, out.body);
+    }
+done:
+    json_decref(root);
+}
+
+static bool valid_job_id(const char *id)
+{
+    size_t n = strlen(id);
+    if (n != 32) return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f'))) return false;
+    return true;
+}
+
+static void h_job(rx_server *s, rx_request *q)
+{
+    const char *id = rx_req_param(q, 0);
+    json_t *o = valid_job_id(id) ? rx_compiler_job_json(rx_server_compiler(s), id) : NULL;
+    if (!o) {
+        rx_reply_error(q, 404, "not_found", "no such job");
+        return;
+    }
+    rx_reply_json(q, 200, o);
+}
+
+/* True when an If-None-Match value lists etag (or is "*"). */
+static bool etag_matches(const char *inm, const char *etag)
+{
+    if (!inm) return false;
+    size_t n = strlen(etag);
+    const char *p = inm;
+    while (*p) {
+        while (*p == ' ' || *p == ',' || *p == '\t') p++;
+        if (*p == '*') return true;
+        if (!strncmp(p, "W/", 2)) p += 2;
+        if (!strncmp(p, etag, n) && (p[n] == '\0' || p[n] == ',' || p[n] == ' ')) return true;
+        while (*p && *p != ',') p++;
+    }
+    return false;
+}
+
+static void h_artifact(rx_server *s, rx_request *q)
+{
+    const char *id = rx_req_param(q, 0);
+    if (!rx_store_valid_id(id)) {
+        rx_reply_error(q, 404, "not_found", "no such artifact");
+        return;
+    }
+    char etag[80], err[256];
+    snprintf(etag, sizeof etag, "\"%s\"", id);
+    rx_store *st = rx_server_store(s);
+    rx_artifact_info info;
+    if (etag_matches(rx_req_header(q, "If-None-Match"), etag)) {
+        int r = rx_store_info(st, id, &info, NULL, err, sizeof err);
+        if (r == 0) {
+            rx_reply_not_modified(q, etag);
+            return;
+        }
+    }
+    uint8_t *bytes = NULL;
+    size_t n = 0;
+    int r = rx_store_read(st, id, &bytes, &n, err, sizeof err);
+    if (r == 0) {
+        rx_reply_bytes(q, 200, bytes, n, "application/octet-stream", etag);
+    } else if (r == 1) {
+        rx_reply_error(q, 404, "not_found", "no such artifact");
+    } else if (r == 2) {
+        rx_log_json(rx_server_log(s), RX_LOG_WARN,
+                    json_pack("{s:s, s:s, s:s, s:s}", "event", "cache_corrupt", "request_id",
+                              rx_req_id(q), "artifact", id, "message", err));
+        rx_reply_error(q, 404, "artifact_corrupt",
+                       "the artifact's stored bytes were damaged and have been dropped; "
+                       "compile the module again to rebuild it");
+    } else {
+        rx_log_json(rx_server_log(s), RX_LOG_ERROR,
+                    json_pack("{s:s, s:s, s:s}", "event", "store_error", "request_id",
+                              rx_req_id(q), "message", err));
+        rx_reply_error(q, 500, "store_error", "the artifact store failed (see the log)");
+    }
+}
+
+static void h_artifact_meta(rx_server *s, rx_request *q)
+{
+    const char *id = rx_req_param(q, 0);
+    if (!rx_store_valid_id(id)) {
+        rx_reply_error(q, 404, "not_found", "no such artifact");
+        return;
+    }
+    rx_artifact_info info;
+    char *meta = NULL, err[256];
+    int r = rx_store_info(rx_server_store(s), id, &info, &meta, err, sizeof err);
+    if (r == 1) {
+        rx_reply_error(q, 404, "not_found", "no such artifact");
+        return;
+    }
+    if (r != 0) {
+        rx_reply_error(q, 500, "store_error", "the artifact store failed (see the log)");
+        return;
+    }
+    json_t *m = meta ? json_loads(meta, 0, NULL) : NULL;
+    free(meta);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:o}", "artifact", info.id, "key",
+                          info.key, "target", info.target, "size", (json_int_t)info.size,
+                          "created_ms", (json_int_t)info.created_ms, "last_access_ms",
+                          (json_int_t)info.last_access_ms, "metadata", m ? m : json_null());
+    rx_reply_json(q, 200, o);
+}

@@ -1,0 +1,210 @@
+/*
+ * server_int.h — what relaxd's files share inside rxserver (not installed).
+ *
+ *   log.c      structured logs: one JSON object per line on stderr (rx_log_*)
+ *   metrics.c  counters and histograms, rendered as Prometheus text (rx_metrics_*)
+ *   auth.c     bearer tokens, roles, constant-time comparison (rx_auth_*)
+ *   compile.c  the compile service: key, lookup, single-flight, queue, workers, jobs
+ *   http.c     the libmicrohttpd daemon: request state, bodies, limits, dispatch
+ *   routes.c   the routing table and the endpoint handlers
+ *   config.c   defaults, file, environment, flags
+ *   server.c   rx_server: wiring, start and graceful shutdown
+ *
+ * Ownership: rx_server owns one of each object; the objects hold pointers to the ones
+ * they use (the compile service uses the store, the logger and the metrics). All of them
+ * are thread-safe unless said otherwise.
+ */
+#ifndef RELAX_SERVER_INT_H
+#define RELAX_SERVER_INT_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "relax/server.h"
+#include "relax/store.h"
+
+/* ---- log.c ---- */
+
+typedef enum rx_log_level { RX_LOG_DEBUG, RX_LOG_INFO, RX_LOG_WARN, RX_LOG_ERROR } rx_log_level;
+
+typedef struct rx_log {
+    pthread_mutex_t mu;    /* one line at a time */
+    int fd;                /* where lines go (2: stderr) */
+    rx_log_level min;      /* lines below this level are dropped */
+} rx_log;
+
+void rx_log_init(rx_log *l, int fd);
+void rx_log_destroy(rx_log *l);
+
+/* Adds "ts" and "level" to obj, writes it as one compact JSON line, and releases obj
+ * (the caller's reference is consumed; NULL is ignored). */
+void rx_log_json(rx_log *l, rx_log_level lv, json_t *obj);
+
+/* A line {"event": event, "message": msg}; msg may be NULL. */
+void rx_log_event(rx_log *l, rx_log_level lv, const char *event, const char *msg);
+
+/* Milliseconds on the monotonic and the wall clock. */
+double rx_now_ms(void);
+int64_t rx_wall_ms(void);
+
+/* ---- metrics.c ---- */
+
+#define RX_METRICS_ROUTES 16   /* route slots (routing table size + "unmatched") */
+#define RX_METRICS_STATUSES 16 /* status slots, see metrics.c */
+#define RX_METRICS_BUCKETS 12  /* latency histogram buckets */
+
+typedef struct rx_metrics {
+    pthread_mutex_t mu;
+    const char *route_names[RX_METRICS_ROUTES]; /* static strings, set once at start */
+    int nroutes;
+    uint64_t requests[RX_METRICS_ROUTES][RX_METRICS_STATUSES]; /* by route, status */
+    uint64_t lat_buckets[RX_METRICS_BUCKETS]; /* cumulative at render, raw here */
+    uint64_t lat_count;
+    double lat_sum_s;
+    uint64_t compiles_started, compiles_succeeded, compiles_failed;
+    double compile_seconds;
+    uint64_t singleflight_joins; /* requests that waited on another's compile */
+    uint64_t queue_rejected;     /* 503s from a full queue */
+} rx_metrics;
+
+void rx_metrics_init(rx_metrics *m);
+void rx_metrics_destroy(rx_metrics *m);
+/* Registers route names (static strings) in order; index = route id. */
+int rx_metrics_add_route(rx_metrics *m, const char *name);
+void rx_metrics_request(rx_metrics *m, int route, int status, double latency_s);
+void rx_metrics_compile(rx_metrics *m, int phase, double seconds); /* 0 start, 1 ok, 2 fail */
+void rx_metrics_inc(rx_metrics *m, uint64_t *counter);
+
+/* Gauges the renderer asks for at render time. */
+typedef struct rx_metrics_gauges {
+    rx_store_stats store;
+    int queue_depth, queue_cap, workers_busy, workers;
+    int jobs;
+} rx_metrics_gauges;
+
+/* Renders everything in the Prometheus text format (version 0.0.4) into a heap string. */
+char *rx_metrics_render(rx_metrics *m, const rx_metrics_gauges *g);
+
+/* ---- auth.c ---- */
+
+typedef struct rx_auth {
+    uint8_t (*digests)[32]; /* SHA-256 of each configured token (heap) */
+    rx_role *roles;
+    int n;
+} rx_auth;
+
+void rx_auth_init(rx_auth *a, const rx_config *c);
+void rx_auth_free(rx_auth *a);
+
+/* The role of the token in an Authorization header value ("Bearer T"), comparing
+ * against every configured token in constant time. RX_ROLE_NONE when the header is
+ * missing, malformed or the token unknown. */
+rx_role rx_auth_check(const rx_auth *a, const char *authorization);
+
+/* ---- compile.c ---- */
+
+typedef struct rx_compiler rx_compiler;
+typedef struct rx_job rx_job;
+
+typedef struct rx_compile_req {
+    const char *module;    /* relax-json text */
+    size_t module_n;
+    const char *target;    /* "cpu" */
+    int opt_level;         /* 0..3 */
+    bool async;
+} rx_compile_req;
+
+typedef enum rx_job_state { RX_JOB_QUEUED, RX_JOB_RUNNING, RX_JOB_DONE, RX_JOB_FAILED } rx_job_state;
+
+/* The answer to a compile request: an HTTP status and a JSON body (owned). */
+typedef struct rx_compile_reply {
+    int status;            /* 200, 202, 400, 500, 503 */
+    json_t *body;          /* new reference */
+    int retry_after;       /* seconds for Retry-After when > 0 */
+} rx_compile_reply;
+
+rx_compiler *rx_compiler_new(const rx_config *c, rx_store *store, rx_log *log,
+                             rx_metrics *metrics, char *err, size_t errlen);
+
+/* Handles one compile request end to end (key, lookup, single-flight, queue, wait for
+ * sync requests). Fills *out. */
+void rx_compiler_submit(rx_compiler *k, const rx_compile_req *r, const char *request_id,
+                        rx_compile_reply *out);
+
+/* The job's status JSON (new reference) or NULL for an unknown id. */
+json_t *rx_compiler_job_json(rx_compiler *k, const char *id);
+
+void rx_compiler_gauges(rx_compiler *k, rx_metrics_gauges *g);
+
+/* Stops taking work, fails queued jobs with 503 shutting_down, waits for running ones,
+ * joins the workers. Idempotent. */
+void rx_compiler_stop(rx_compiler *k);
+void rx_compiler_free(rx_compiler *k);
+
+/* ---- http.c / routes.c ---- */
+
+typedef struct rx_request rx_request;
+
+typedef enum rx_perm {
+    RX_PERM_PUBLIC,        /* anyone */
+    RX_PERM_CLIENT,        /* client or admin */
+    RX_PERM_AGENT,         /* agent or admin */
+    RX_PERM_ADMIN          /* admin */
+} rx_perm;
+
+#define RX_ROUTE_MAX_PARAMS 2
+#define RX_ROUTE_PARAM_MAX 128
+
+typedef void (*rx_handler)(rx_server *s, rx_request *q);
+
+typedef struct rx_route {
+    const char *method;    /* "GET" (also answers HEAD), "POST" */
+    const char *pattern;   /* "/v1/artifacts/{id}": {name} matches one segment */
+    rx_handler fn;
+    rx_perm perm;
+    bool body;             /* takes a request body */
+} rx_route;
+
+/* The routing table (routes.c) and its length. */
+const rx_route *rx_routes(int *n);
+
+/* Matches path against pattern; fills params (copies, NUL-terminated) on a match. */
+bool rx_route_match(const char *pattern, const char *path,
+                    char params[RX_ROUTE_MAX_PARAMS][RX_ROUTE_PARAM_MAX]);
+
+/* Request accessors for handlers (http.c). */
+const char *rx_req_method(const rx_request *q);
+const char *rx_req_header(const rx_request *q, const char *name);
+const char *rx_req_param(const rx_request *q, int i);
+const char *rx_req_id(const rx_request *q);
+const char *rx_req_body(const rx_request *q, size_t *n);
+
+/* Replies (http.c). Each queues exactly one response; json is consumed. Extra headers
+ * are name/value pairs ending with NULL. */
+void rx_reply_json(rx_request *q, int status, json_t *json);
+void rx_reply_error(rx_request *q, int status, const char *code, const char *msg);
+void rx_reply_error_json(rx_request *q, int status, json_t *error_obj, int retry_after);
+void rx_reply_bytes(rx_request *q, int status, uint8_t *bytes, size_t n, const char *ctype,
+                    const char *etag);
+void rx_reply_text(rx_request *q, int status, char *text, const char *ctype);
+void rx_reply_not_modified(rx_request *q, const char *etag);
+
+/* An {"error": {"code", "message"}} object (new reference). */
+json_t *rx_error_json(const char *code, const char *msg);
+
+/* What the handlers need from the server (server.c). */
+rx_store *rx_server_store(rx_server *s);
+rx_compiler *rx_server_compiler(rx_server *s);
+rx_metrics *rx_server_metrics(rx_server *s);
+rx_log *rx_server_log(rx_server *s);
+const rx_config *rx_server_config(const rx_server *s);
+const rx_auth *rx_server_auth(const rx_server *s);
+
+/* The daemon (http.c). */
+typedef struct rx_http rx_http;
+rx_http *rx_http_start(rx_server *s, const rx_config *c, int *port, char *err, size_t errlen);
+void rx_http_quiesce(rx_http *h);
+void rx_http_stop(rx_http *h);
+
+#endif
