@@ -5,12 +5,15 @@
  * A request goes through these steps:
  *
  *   1. key      rx_module_key (parse + deduce + structural hash salted with target,
- *               opt level and compiler version) on the request thread: cheap, and it
+ *               opt level and compiler version: the one key of driver.h's
+ *               rx_build_key, which `relaxc hash` prints) on the request thread: cheap, and it
  *               turns an invalid module into a 400 with located errors before anything
  *               is queued.
  *   2. lookup   rx_store_lookup, then rx_store_read to verify the blob's SHA-256: a hit
  *               answers at once. A corrupt or missing blob (read returns 2) was dropped
- *               by the store and counts as a miss, so it is rebuilt.
+ *               by the store and counts as a miss, so it is rebuilt. This step is the
+ *               one that counts: relaxd_cache_{hits,misses}_total say, per compile
+ *               request with a valid module, whether it was answered from the cache.
  *   3. join     under the service mutex, a queued or running job with the same key is
  *               joined (single-flight): every identical request waits on that one
  *               compile and gets its artifact.
@@ -20,7 +23,8 @@
  *               503 "timeout" while the job goes on and fills the cache).
  *
  * A worker pops a job, looks the key up once more (a job queued just after an identical
- * one finished is answered from the cache instead of compiling twice), runs rx_build_run
+ * one finished is answered from the cache instead of compiling twice; this re-check
+ * counts neither a hit nor a miss, its request was counted at step 2), runs rx_build_run
  * with the C compiler limited to the compile timeout, stores the artifact, and wakes
  * the waiters. Failures are not cached.
  *
@@ -190,9 +194,9 @@ static json_t *diags_error(const char *code, const char *stage, const rx_diags *
 
 /* ---- the cache ---- */
 
-/* 1 hit (info filled, blob verified), 0 miss (also: corrupt blob, dropped), -1 error. */
-static int lookup_verified(rx_compiler *k, const char *key, const char *request_id,
-                           rx_artifact_info *info)
+/* lookup_verified without the counting. */
+static int lookup_blob(rx_compiler *k, const char *key, const char *request_id,
+                       rx_artifact_info *info)
 {
     char err[256];
     int r = rx_store_lookup(k->store, key, info, err, sizeof err);
@@ -214,6 +218,17 @@ static int lookup_verified(rx_compiler *k, const char *key, const char *request_
                           "request_id", request_id, "key", key, "artifact", info->id,
                           "message", rr == 1 ? "entry gone between lookup and read" : err));
     return rr < 0 ? -1 : 0;
+}
+
+/* 1 hit (info filled, blob verified), 0 miss (also: corrupt blob, dropped), -1 error.
+ * When count, a hit or a miss is added to the cache metrics (step 2 only). */
+static int lookup_verified(rx_compiler *k, const char *key, const char *request_id,
+                           bool count, rx_artifact_info *info)
+{
+    int r = lookup_blob(k, key, request_id, info);
+    if (count && r >= 0) rx_metrics_inc(k->metrics, r ? &k->metrics->cache_hits
+                                                       : &k->metrics->cache_misses);
+    return r;
 }
 
 /* The artifact's embedded metadata JSON text (heap) or NULL. */
@@ -242,7 +257,7 @@ static void run_job(rx_compiler *k, rx_job *j, json_t **result, json_t **error, 
                     int *retry_after)
 {
     rx_artifact_info info;
-    int hit = lookup_verified(k, j->key, j->request_id, &info);
+    int hit = lookup_verified(k, j->key, j->request_id, false, &info);
     if (hit == 1) {
         *result = result_json(&info, j->key, j->target, j->opt_level, true, 0);
         return;
@@ -468,7 +483,7 @@ void rx_compiler_submit(rx_compiler *k, const rx_compile_req *r, const char *req
 
     /* Step 2: the cache */
     rx_artifact_info info;
-    int hit = lookup_verified(k, key, request_id, &info);
+    int hit = lookup_verified(k, key, request_id, true, &info);
     if (hit < 0) {
         reply_error(out, 500, "store_error", "the artifact store failed (see the log)", 0);
         return;

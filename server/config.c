@@ -59,7 +59,8 @@ static const option options[] = {
     {"--request-timeout", "RELAXD_REQUEST_TIMEOUT", "request_timeout", T_INT,
      OFF(request_timeout_s), 1, 86400, "idle connection timeout, seconds (default 60)"},
     {"--max-header-bytes", "RELAXD_MAX_HEADER_BYTES", "max_header_bytes", T_SIZE,
-     OFF(max_header_bytes), 4096, 1 << 24, "per-connection header memory (default 32KiB)"},
+     OFF(max_header_bytes), 4096, 1 << 24,
+     "request header block limit, bytes; larger is 431 (default 32KiB)"},
     {"--max-json-depth", "RELAXD_MAX_JSON_DEPTH", "max_json_depth", T_INT,
      OFF(max_json_depth), 8, 4096, "module JSON nesting limit (default 256)"},
     {"--max-module-bytes", "RELAXD_MAX_MODULE_BYTES", "max_module_bytes", T_SIZE,
@@ -70,7 +71,7 @@ static const option options[] = {
 
 static const char help_text[] =
     "usage: relaxd [--config FILE] [options]\n"
-    "the Relax compilation server (HTTP API: docs and shared/spec/interfaces.md)\n"
+    "the Relax compilation server (HTTP API, configuration, operations: docs/server.md)\n"
     "\n"
     "  --config FILE             JSON configuration (also RELAXD_CONFIG); tokens live there\n"
     "  --listen HOST:PORT        default 127.0.0.1:8080; port 0: ephemeral\n"
@@ -82,7 +83,7 @@ static const char help_text[] =
     "  --cache-max-bytes BYTES   cache cap (default 0: unlimited)\n"
     "  --max-connections N       default 256\n"
     "  --request-timeout S       idle connection timeout (default 60)\n"
-    "  --max-header-bytes BYTES  per-connection header memory (default 32KiB)\n"
+    "  --max-header-bytes BYTES  request header limit, larger is 431 (default 32KiB)\n"
     "  --max-json-depth N        module nesting limit (default 256)\n"
     "  --max-module-bytes BYTES  module size limit (default 64MiB)\n"
     "  --max-jobs N              finished async jobs remembered (default 1024)\n"

@@ -6,9 +6,13 @@
  * synchronous compile blocks its connection's thread while a compile worker runs; the
  * number of such threads is bounded by the connection limit.
  *
- * A request passes through the access handler several times:
- *   first call   allocate rx_request, take or make the request id, match the route
- *                (404 unknown path, 405 known path with another method, with Allow),
+ * A request's state (rx_request) is made by the URI callback, as soon as the request
+ * line is read and before the headers, so that every request libmicrohttpd hands to us
+ * or answers itself is logged and counted by the completion callback. Then it passes
+ * through the access handler several times:
+ *   first call   take or make the request id, check the header block against
+ *                max_header_bytes (431 headers_too_large), match the route (404
+ *                unknown path, 405 known path with another method, with Allow),
  *                authenticate (401 / 403), and check Content-Length against max_body
  *                (413 at once, before any of the body is read);
  *   upload calls append the body, counting: past max_body the body is discarded and
@@ -17,7 +21,21 @@
  * The completion callback logs one line per request (ts, level, request_id, method,
  * path, status, latency_ms), counts it in the metrics and frees the state.
  *
- * Every reply carries X-Request-Id. Errors are {"error": {"code", "message"}}.
+ * Every reply we make carries X-Request-Id. Errors are {"error": {"code", "message"}}.
+ *
+ * Header limits. libmicrohttpd keeps a request's header block in the connection's
+ * memory pool (MHD_OPTION_CONNECTION_MEMORY_LIMIT); a block that does not fit is
+ * answered by libmicrohttpd itself — 431 with a fixed HTML body and no X-Request-Id —
+ * without ever calling us, and no option changes that reply. So the pool is made
+ * larger than the configured limit (header_pool(): twice max_header_bytes plus 16 KiB
+ * for libmicrohttpd's per-header bookkeeping and the response's header lines), and the
+ * first call measures the block itself (MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE: the
+ * request line, header lines and the blank line, as received) and answers anything
+ * over max_header_bytes with our JSON 431 "headers_too_large" and the request id.
+ * Only a block past the pool — more than about twice the limit, or fewer bytes spread
+ * over thousands of tiny header lines — still gets libmicrohttpd's own 431; it is
+ * logged and counted like any request (status from MHD_CONNECTION_INFO_HTTP_STATUS),
+ * with a generated request id since its headers were never parsed.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -33,6 +51,7 @@
 #include "server_int.h"
 
 #define PATH_LOG_MAX 256 /* characters of the path kept for the log */
+#define HEADER_POOL_SLACK (16 << 10) /* pool bytes beyond twice the header limit */
 
 struct rx_request {
     rx_server *srv;
@@ -46,6 +65,7 @@ struct rx_request {
     char *body;            /* request body (heap), NUL-terminated */
     size_t n, cap;
     bool too_large;        /* the body passed max_body */
+    bool begun;            /* the access handler's first call ran */
     bool replied;          /* a response was queued */
     int status;            /* the status queued */
 };
@@ -172,7 +192,7 @@ void rx_reply_not_modified(rx_request *q, const char *etag)
 /* ---- the request's life ---- */
 
 /* A client's X-Request-Id is echoed when it is 1..64 characters of [A-Za-z0-9._:-];
- * otherwise a random one is made. */
+ * otherwise the random one request_new made is kept. */
 static void request_id(rx_request *q)
 {
     const char *v = rx_req_header(q, "X-Request-Id");
@@ -183,13 +203,7 @@ static void request_id(rx_request *q)
         sane = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                c == '.' || c == '_' || c == ':' || c == '-';
     }
-    if (sane) {
-        memcpy(q->id, v, n + 1);
-        return;
-    }
-    uint8_t b[12];
-    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) memset(b, 0, sizeof b);
-    rx_hex(b, sizeof b, q->id);
+    if (sane) memcpy(q->id, v, n + 1);
 }
 
 static void copy_printable(char *dst, size_t cap, const char *src)
@@ -209,9 +223,51 @@ static bool allowed(const rx_route *r, rx_role role, bool anonymous_ok)
     return false;
 }
 
-/* The first call: route, authenticate, check the declared body size. */
-static void begin(rx_request *q, const char *url, const char *method)
+/* The bytes of the request's header block as received: request line, header lines and
+ * the blank line. libmicrohttpd counts them while parsing; when it cannot say, they
+ * are added up from the parsed parts (the same count for well-formed requests). */
+typedef struct header_sum {
+    size_t n;
+} header_sum;
+
+static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  const char *value)
 {
+    (void)kind;
+    header_sum *h = cls;
+    h->n += strlen(key) + 2 + (value ? strlen(value) : 0) + 2; /* "K: V\r\n" */
+    return MHD_YES;
+}
+
+static size_t header_bytes(rx_request *q, const char *url, const char *method,
+                           const char *version)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    if (ci && ci->header_size) return ci->header_size;
+    header_sum h = {strlen(method) + 1 + strlen(url) + 1 + strlen(version) + 2 + 2};
+    MHD_get_connection_values(q->conn, MHD_HEADER_KIND, add_header, &h);
+    return h.n;
+}
+
+/* The connection memory pool for a header limit (see the essay). */
+static size_t header_pool(int64_t max_header_bytes)
+{
+    return (size_t)max_header_bytes * 2 + HEADER_POOL_SLACK;
+}
+
+/* The first call: header size, route, authenticate, check the declared body size. */
+static void begin(rx_request *q, const char *url, const char *method, const char *version)
+{
+    int64_t max_headers = rx_server_config(q->srv)->max_header_bytes;
+    size_t hb = header_bytes(q, url, method, version);
+    if (hb > (uint64_t)max_headers) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "the request headers are %zu bytes; the limit is %lld", hb,
+                 (long long)max_headers);
+        rx_reply_error(q, 431, "headers_too_large", msg);
+        return;
+    }
     int n;
     const rx_route *routes = rx_routes(&n);
     const rx_route *r = NULL;
@@ -311,6 +367,30 @@ static void upload(rx_request *q, const char *data, size_t n)
     q->body[q->n] = '\0';
 }
 
+/* A request's state, made when its request line has been read (uri: the raw target,
+ * for the log until the access handler sees the decoded path). NULL: out of memory. */
+static rx_request *request_new(rx_http *h, struct MHD_Connection *conn, const char *uri)
+{
+    rx_request *q = calloc(1, sizeof *q);
+    if (!q) return NULL;
+    q->srv = h->srv;
+    q->conn = conn;
+    q->t0 = rx_now_ms();
+    q->route = -1;
+    uint8_t b[12];
+    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) memset(b, 0, sizeof b);
+    rx_hex(b, sizeof b, q->id);
+    copy_printable(q->method, sizeof q->method, "-");
+    copy_printable(q->path, sizeof q->path, uri ? uri : "");
+    return q;
+}
+
+/* MHD_OPTION_URI_LOG_CALLBACK: the return value becomes the request's *con_cls. */
+static void *uri_logged(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    return request_new(cls, conn, uri);
+}
+
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, const char *url,
                                       const char *method, const char *version,
                                       const char *upload_data, size_t *upload_data_size,
@@ -319,17 +399,16 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     rx_http *h = cls;
     rx_request *q = *con_cls;
     if (!q) {
-        q = calloc(1, sizeof *q);
+        q = request_new(h, conn, url);
         if (!q) return MHD_NO;
         *con_cls = q;
-        q->srv = h->srv;
-        q->conn = conn;
-        q->t0 = rx_now_ms();
-        q->route = -1;
+    }
+    if (!q->begun) {
+        q->begun = true;
         copy_printable(q->method, sizeof q->method, method);
         copy_printable(q->path, sizeof q->path, url);
         request_id(q);
-        begin(q, url, method);
+        begin(q, url, method, version);
         return MHD_YES;
     }
     if (*upload_data_size) {
@@ -359,6 +438,11 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
     double ms = rx_now_ms() - q->t0;
     int status = q->replied ? q->status : 0;
+    if (!q->replied) { /* libmicrohttpd answered on its own (431, 400, ...) or nobody did */
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+        if (ci) status = (int)ci->http_status;
+    }
     rx_metrics_request(rx_server_metrics(h->srv), q->route >= 0 ? q->route : h->unmatched,
                        status, ms / 1e3);
     json_t *line = json_pack("{s:s, s:s, s:s, s:s, s:i, s:f}", "event", "request", "request_id",
@@ -413,7 +497,8 @@ rx_http *rx_http_start(rx_server *s, const rx_config *c, int *port, char *err, s
         MHD_OPTION_NOTIFY_COMPLETED, completed, h,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)c->request_timeout_s,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)c->max_header_bytes,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, header_pool(c->max_header_bytes),
+        MHD_OPTION_URI_LOG_CALLBACK, uri_logged, h,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
         MHD_OPTION_END);
     if (!h->d) {

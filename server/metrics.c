@@ -16,7 +16,9 @@
  *   relaxd_compile_seconds_total                    counter
  *   relaxd_compile_singleflight_joins_total         counter
  *   relaxd_compile_queue_rejected_total             counter
- *   relaxd_cache_{hits,misses,evictions,dropped}_total counter
+ *   relaxd_cache_{hits,misses}_total                counter (compile requests, counted
+ *                                                   here: compile.c step 2)
+ *   relaxd_cache_{evictions,dropped}_total          counter (the store's)
  *   relaxd_cache_bytes, relaxd_cache_entries        gauge
  *   relaxd_compile_queue_depth, relaxd_compile_queue_capacity gauge
  *   relaxd_workers_busy, relaxd_workers             gauge
@@ -137,10 +139,12 @@ char *rx_metrics_render(rx_metrics *m, const rx_metrics_gauges *g)
             (double)m->singleflight_joins);
     counter(&b, "relaxd_compile_queue_rejected_total", "Compiles refused: queue full.",
             (double)m->queue_rejected);
+    counter(&b, "relaxd_cache_hits_total", "Compile requests answered from the cache.",
+            (double)m->cache_hits);
+    counter(&b, "relaxd_cache_misses_total",
+            "Compile requests the cache could not answer (one per request).",
+            (double)m->cache_misses);
     pthread_mutex_unlock(&m->mu);
-    counter(&b, "relaxd_cache_hits_total", "Cache lookups that hit.", (double)g->store.hits);
-    counter(&b, "relaxd_cache_misses_total", "Cache lookups that missed.",
-            (double)g->store.misses);
     counter(&b, "relaxd_cache_evictions_total", "Artifacts evicted (LRU).",
             (double)g->store.evictions);
     counter(&b, "relaxd_cache_dropped_total", "Corrupt or missing blobs dropped.",

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "relax/driver.h"
 #include "relax/support.h"
 #include "server_int.h"
 
@@ -141,7 +142,7 @@ static void h_compile(rx_server *s, rx_request *q)
     }
     rx_compile_req r = {0};
     r.target = "cpu";
-    r.opt_level = 2;
+    r.opt_level = RX_OPT_LEVEL_DEFAULT; /* as relaxc build and hash: one key for both */
     json_t *module = NULL;
     const char *bad = parse_compile(root, &r, &module, msg, sizeof msg);
     if (bad) {

@@ -66,6 +66,10 @@ typedef struct rx_metrics {
     double compile_seconds;
     uint64_t singleflight_joins; /* requests that waited on another's compile */
     uint64_t queue_rejected;     /* 503s from a full queue */
+    uint64_t cache_hits;         /* compile requests answered from the cache (compile.c
+                                    step 2; a verified blob) */
+    uint64_t cache_misses;       /* compile requests the cache could not answer (one per
+                                    request: the worker's re-check is not counted) */
 } rx_metrics;
 
 void rx_metrics_init(rx_metrics *m);

@@ -161,13 +161,9 @@ static bool run(bstate *s, const char *json, size_t n, int last)
             r->failed = p->name;
             return false;
         }
-        if (p->key_after) {
-            uint8_t h[32];
-            rx_sb salt = {0};
-            rx_sb_printf(&salt, "target=%s;compiler=%s", s->o->target, RX_VERSION);
-            rx_struct_hash(s->m, rx_sb_str(&salt), h);
-            rx_hex(h, 32, r->key);
-            rx_sb_free(&salt);
+        if (p->key_after && !rx_build_key(s->m, s->o, r->key, s->d)) {
+            r->failed = "options";
+            return false;
         }
         if (p->graph && s->o->dump_dir && !dump(s, i)) {
             r->failed = p->name;
@@ -182,7 +178,7 @@ static void state_init(bstate *s, rx_build_opts *opts, const rx_build_opts *o,
 {
     memset(opts, 0, sizeof *opts);
     if (o) *opts = *o;
-    else opts->opt_level = 2;
+    else opts->opt_level = RX_OPT_LEVEL_DEFAULT;
     if (!opts->target) opts->target = "cpu";
     memset(s, 0, sizeof *s);
     memset(r, 0, sizeof *r);
@@ -287,27 +283,35 @@ bool rx_build_print(const char *json, size_t n, const rx_build_opts *o, const ch
     return ok;
 }
 
+bool rx_build_key(const rx_module *m, const rx_build_opts *o, char key[65], rx_diags *d)
+{
+    rx_build_opts opts = {0};
+    if (o) opts = *o;
+    else opts.opt_level = RX_OPT_LEVEL_DEFAULT;
+    if (!opts.target) opts.target = "cpu";
+    key[0] = '\0';
+    if (!check_options(&opts, d)) return false;
+    uint8_t h[32];
+    rx_sb salt = {0};
+    rx_sb_printf(&salt, "target=%s;opt=%d;compiler=%s", opts.target, opts.opt_level, RX_VERSION);
+    rx_struct_hash(m, rx_sb_str(&salt), h);
+    rx_hex(h, 32, key);
+    rx_sb_free(&salt);
+    return true;
+}
+
 bool rx_module_key(const char *json, size_t n, const rx_build_opts *o,
                    const rx_read_opts *ro, char key[65], rx_diags *d)
 {
     rx_build_opts opts = {0};
     if (o) opts = *o;
-    else opts.opt_level = 2;
+    else opts.opt_level = RX_OPT_LEVEL_DEFAULT;
     if (!opts.target) opts.target = "cpu";
     key[0] = '\0';
     if (!check_options(&opts, d)) return false;
     rx_module *m = rx_json_read(json, n, ro, d);
     if (!m) return false;
-    bool ok = rx_deduce_module(m, d);
-    if (ok) {
-        uint8_t h[32];
-        rx_sb salt = {0};
-        rx_sb_printf(&salt, "target=%s;opt=%d;compiler=%s", opts.target, opts.opt_level,
-                     RX_VERSION);
-        rx_struct_hash(m, rx_sb_str(&salt), h);
-        rx_hex(h, 32, key);
-        rx_sb_free(&salt);
-    }
+    bool ok = rx_deduce_module(m, d) && rx_build_key(m, &opts, key, d);
     rx_module_free(m);
     return ok;
 }

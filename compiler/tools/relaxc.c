@@ -4,9 +4,15 @@
  *   relaxc check MODULE.json [--json]     parse, deduce, print (text or relax-json)
  *   relaxc print MODULE.json --after PASS print the module after a pipeline pass (the
  *                                         bytecode after lower_vm, C after codegen)
- *   relaxc hash MODULE.json [--target T]  print the structural cache key
+ *   relaxc hash MODULE.json [--target T] [--opt-level N]
+ *                                         print the cache key (rx_build_key): the key
+ *                                         relaxd uses and the artifact's module.hash
  *   relaxc build MODULE.json --target T -o OUT.rxa [--opt-level N] [--dump-ir DIR]
  *                                         compile to an artifact (driver.h)
+ *
+ * --target defaults to cpu and --opt-level to RX_OPT_LEVEL_DEFAULT (2), the same
+ * defaults as relaxd's POST /v1/compile, so `relaxc hash M.json` prints the key the
+ * server reports for {"module": M} with no options.
  *
  * Exit status: 0 success; 1 a user-facing failure (one `error:` line, then the
  * located details, on stderr); 2 bad usage. "-" reads the module from stdin.
@@ -32,12 +38,15 @@ static void usage(FILE *f)
           "  print MODULE.json --after PASS   print the module after a pipeline pass: parse,\n"
           "                                   deduce, legalize (text form), lower_vm (VM\n"
           "                                   bytecode), codegen (kernels' C source)\n"
-          "  hash MODULE.json [--target T]    print the structural cache key (hex)\n"
+          "  hash MODULE.json [--target T] [--opt-level 0..3]\n"
+          "                                   print the cache key (hex): the key relaxd\n"
+          "                                   reports and the artifact's module hash\n"
           "  build MODULE.json [--target T] -o OUT.rxa [--opt-level 0..3] [--dump-ir DIR]\n"
           "                                   compile to an artifact (target cpu; --dump-ir\n"
           "                                   writes DIR/NN-PASS.txt after each graph pass)\n"
           "\n"
-          "MODULE.json may be - for standard input.\n"
+          "MODULE.json may be - for standard input. --target defaults to cpu and\n"
+          "--opt-level to 2, as in relaxd.\n"
           "options: --help, --version\n",
           f);
 }
@@ -176,7 +185,7 @@ int main(int argc, char **argv)
 {
     const char *cmd = NULL, *path = NULL, *target = "cpu", *after = NULL, *out_path = NULL;
     const char *dump_dir = NULL;
-    int opt_level = 2;
+    int opt_level = RX_OPT_LEVEL_DEFAULT;
     bool json = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -255,16 +264,15 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "hash")) {
         rx_module *m = load(path, true);
         if (!m) return 1;
-        uint8_t h[32];
         char hex[65];
-        rx_sb salt = {0};
-        rx_sb_printf(&salt, "target=%s;compiler=%s", target, RX_VERSION);
-        rx_struct_hash(m, rx_sb_str(&salt), h);
-        rx_hex(h, 32, hex);
-        puts(hex);
-        rx_sb_free(&salt);
+        rx_diags d;
+        rx_diags_init(&d);
+        bool ok = rx_build_key(m, &bo, hex, &d);
+        if (ok) puts(hex);
+        else report_build(path, "options", &d);
+        rx_diags_free(&d);
         rx_module_free(m);
-        return 0;
+        return ok ? 0 : 1;
     }
     fprintf(stderr, "error: unknown command \"%s\" (see relaxc --help)\n", cmd);
     return 2;

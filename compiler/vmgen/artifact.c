@@ -3,8 +3,10 @@
  *
  * The builder (rxa.h) already holds STRINGS, FUNCS (with the kernel table), CODE and
  * CONSTS from rx_vmgen; this file adds the kernel object (KERNELS_CPU) and a JSON
- * description for people and the server: what was compiled (module name, structural
- * hash), how (compiler version, target, opt level, per-pass wall times), and what the
+ * description for people and the server: what was compiled (module name, and as
+ * module.hash the cache key the driver computed with rx_build_key: the structural hash
+ * salted with target, opt level and compiler version, equal to `relaxc hash` and to
+ * relaxd's key), how (compiler version, target, opt level, per-pass wall times), and what the
  * artifact offers (functions with their signatures in relax-json annotation form and
  * in the text form, kernels, libraries and built-ins it needs at load time). The JSON
  * is compact with keys in a fixed insertion order, so only the pass times vary between

@@ -3,7 +3,7 @@
 
 usage: test_server.py BIN_DIR [SOURCE_DIR]
 
-BIN_DIR holds relaxd and relax-run (the build's bin/); SOURCE_DIR is the repository
+BIN_DIR holds relaxd, relax-run and relaxc (the build's bin/); SOURCE_DIR is the repository
 (default: two levels up from this file). Every daemon gets a fresh temporary data
 directory, listens on port 0, and is found through its {"event":"listening"} log line.
 One line per case ("ok NAME" / "FAIL NAME: why"), then "N passed, M failed"; exit 1
@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,7 @@ SRC = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else
                       os.path.join(os.path.dirname(__file__), "..", ".."))
 RELAXD = os.path.join(BIN, "relaxd")
 RELAX_RUN = os.path.join(BIN, "relax-run")
+RELAXC = os.path.join(BIN, "relaxc")
 MODULES = os.path.join(SRC, "tests", "modules")
 TMP = tempfile.mkdtemp(prefix="relaxd-it-")
 DAEMONS = []
@@ -238,6 +240,19 @@ def test_compile_fetch_run():
     st, _, meta = MAIN.json("GET", "/v1/artifacts/%s/meta" % body["artifact"])
     expect(st == 200 and meta["artifact"] == body["artifact"] and meta["key"] == body["key"] and
            meta["metadata"]["target"] == "cpu", "meta %s" % meta)
+    # one key everywhere: relaxd's key, the artifact's module.hash and `relaxc hash`
+    # (same defaults: cpu, opt level 2)
+    expect(meta["metadata"]["module"]["hash"] == body["key"], "module.hash %s" % meta)
+    fig03 = os.path.join(MODULES, "valid/fig03_symbolic_shape.json")
+    for args, key in (([], body["key"]), (["--opt-level", "2"], body["key"])):
+        r = subprocess.run([RELAXC, "hash", fig03] + args, capture_output=True, timeout=60)
+        expect(r.returncode == 0 and r.stdout.decode().strip() == key,
+               "relaxc hash %s: %s %s" % (args, r.stdout, r.stderr))
+    st, _, o3 = MAIN.compile(FIG03, options={"opt_level": 3})
+    r = subprocess.run([RELAXC, "hash", fig03, "--opt-level", "3"], capture_output=True,
+                       timeout=60)
+    expect(st == 200 and o3["key"] != body["key"] and r.stdout.decode().strip() == o3["key"],
+           "opt level 3: %s vs %s" % (o3, r.stdout))
 
 
 def test_second_request_hits():
@@ -284,6 +299,80 @@ def test_changed_constant_misses():
     expect(st == 200 and b["cached"] is False and b["key"] != a["key"], "b %s" % b)
     st, _, c = MAIN.compile(a_mod, options={"opt_level": 3})
     expect(st == 200 and c["cached"] is False and c["key"] != a["key"], "opt level %s" % c)
+
+
+def test_cache_metrics_honest():
+    d = Daemon()
+    st, _, a = d.compile(FIG03)
+    expect(st == 200 and a["cached"] is False, "compile %s %s" % (st, a))
+    # one real compile is one miss (the worker's re-check of the key is not counted)
+    expect(d.metric("relaxd_cache_misses_total") == 1, "misses after one compile: %s" %
+           d.metric("relaxd_cache_misses_total"))
+    expect(d.metric("relaxd_cache_hits_total") == 0, "hits after one compile")
+    expect(d.metric("relaxd_compiles_started_total") == 1, "compiles started")
+    st, _, b = d.compile(FIG03)
+    expect(st == 200 and b["cached"] is True, "second %s" % b)
+    expect(d.metric("relaxd_cache_hits_total") == 1 and
+           d.metric("relaxd_cache_misses_total") == 1, "after a hit")
+    st, _, _ = d.compile(load_module("invalid/add_bad_broadcast.json"))
+    expect(st == 400 and d.metric("relaxd_cache_misses_total") == 1,
+           "an invalid module is no lookup")
+    expect(d.stop() == 0, "exit status")
+
+
+def raw_request(d, head, timeout=30):
+    """Sends a raw request head; returns (status, headers, body) or None on a reset."""
+    s = socket.create_connection(("127.0.0.1", d.port), timeout=timeout)
+    try:
+        s.sendall(head)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except (ConnectionResetError, BrokenPipeError):
+        if not data:
+            return None
+    finally:
+        s.close()
+    head_b, _, body = data.partition(b"\r\n\r\n")
+    lines = head_b.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    hdrs = {k.strip().lower(): v.strip() for k, _, v in (l.partition(":") for l in lines[1:])}
+    return status, hdrs, body
+
+
+def test_headers_too_large():
+    d = Daemon(["--max-header-bytes", "8KiB"])
+    # under the limit: served
+    st, h, b = d.json("GET", "/healthz", headers={"X-Pad": "p" * 6000})
+    expect(st == 200, "under the limit %s %s" % (st, b))
+    # over the limit: relaxd's own JSON 431 with the request id, for GET and POST
+    st, h, b = d.json("GET", "/healthz", headers={"X-Pad": "p" * 9000,
+                                                   "X-Request-Id": "big-headers-1"})
+    expect_error(st, b, 431, "headers_too_large")
+    expect(h.get("x-request-id") == "big-headers-1", "request id %s" % h)
+    expect(h.get("content-type") == "application/json", "content type %s" % h)
+    pad = "".join("X-Pad-%d: %s\r\n" % (i, "q" * 100) for i in range(100))
+    r = raw_request(d, ("POST /v1/compile HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+                        "Connection: close\r\n%s\r\n{}" % pad).encode())
+    expect(r and r[0] == 431 and json.loads(r[2])["error"]["code"] == "headers_too_large" and
+           re.fullmatch(r"[0-9a-f]{24}", r[1].get("x-request-id", "")), "many headers %s" % (r,))
+    line = d.wait_log(lambda o: o.get("request_id") == "big-headers-1" and "status" in o, 5)
+    expect(line and line["status"] == 431 and line["path"] == "/healthz", "log %s" % line)
+    # far past the limit (past the connection's memory pool): libmicrohttpd answers on
+    # its own; the daemon lives, and the request is still logged and counted
+    r = raw_request(d, ("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: %s\r\n"
+                        "Connection: close\r\n\r\n" % ("z" * 200000)).encode())
+    expect(r is None or r[0] == 431, "huge headers %s" % (r and r[:2],))
+    expect(d.wait_log(lambda o: o.get("event") == "request" and o.get("status") == 431 and
+                      o.get("method") == "-", 5), "no log line for the huge request")
+    st, _, _ = d.request("GET", "/healthz")
+    expect(st == 200 and d.proc.poll() is None, "daemon died")
+    expect(d.metric('relaxd_http_requests_total{route="unmatched",status="431"}') >= 1,
+           "huge request not counted")
+    expect(d.stop() == 0, "exit status")
 
 
 def test_single_flight_20():
@@ -593,14 +682,15 @@ def test_sigterm_clean():
 
 def main():
     global MAIN
-    for p in (RELAXD, RELAX_RUN):
+    for p in (RELAXD, RELAX_RUN, RELAXC):
         if not os.access(p, os.X_OK):
             print("missing %s" % p)
             print("0 passed, 1 failed")
             return 1
     MAIN = Daemon()
     for fn in [test_healthz_and_request_id, test_compile_fetch_run, test_second_request_hits,
-               test_renamed_reordered_hits, test_changed_constant_misses, test_single_flight_20,
+               test_renamed_reordered_hits, test_changed_constant_misses,
+               test_cache_metrics_honest, test_headers_too_large, test_single_flight_20,
                test_async_job, test_bad_requests, test_routes_404_405, test_path_tricks,
                test_head_etag_304, test_auth_and_limits, test_refuses_open_without_tokens,
                test_config_priority, test_queue_full_503, test_kill9_restart,

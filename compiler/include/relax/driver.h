@@ -29,7 +29,8 @@
 
 typedef struct rx_build_opts {
     const char *target;    /* "cpu" (NULL: "cpu"); "cuda" "opencl" "vulkan": not yet */
-    int opt_level;         /* 0..3, recorded in the metadata (no pass depends on it yet) */
+    int opt_level;         /* 0..3, in the cache key and the metadata (no pass depends
+                              on it yet); RX_OPT_LEVEL_DEFAULT when o is NULL */
     const char *dump_dir;  /* write the text form after each graph-level pass; NULL: no */
     const rx_cc_opts *cc;  /* how kernels are compiled; NULL: rx_cc_build's defaults */
 } rx_build_opts;
@@ -43,7 +44,7 @@ typedef struct rx_build_result {
                               (static string); NULL on success */
     rx_pass_time times[RX_PIPELINE_MAX]; /* wall time of each pass run, in order */
     int ntimes;
-    char key[65];          /* the module's cache key (hex), "" before deduction */
+    char key[65];          /* the module's cache key (rx_build_key), "" before deduction */
 } rx_build_result;
 
 /* Number of pipeline passes and the name of pass i (0 <= i < count), in order. */
@@ -51,7 +52,7 @@ int rx_pipeline_count(void);
 const char *rx_pipeline_name(int i);
 
 /* Compiles the relax-json module json[0..n) into an artifact (*rxa, heap, caller
- * frees; *rxa_n bytes). o may be NULL (cpu, opt level 2, no dump). Returns false after
+ * frees; *rxa_n bytes). o may be NULL (cpu, RX_OPT_LEVEL_DEFAULT, no dump). Returns false after
  * adding diagnostics to d: located module errors, "target cuda is not supported yet",
  * a C compiler failure, an unwritable dump directory. Thread-safe. */
 bool rx_build(const char *json, size_t n, const rx_build_opts *o, uint8_t **rxa,
@@ -70,13 +71,29 @@ bool rx_build_run(const char *json, size_t n, const rx_build_opts *o, rx_build_r
 bool rx_build_print(const char *json, size_t n, const rx_build_opts *o, const char *after,
                     rx_sb *out, const char **failed, rx_diags *d);
 
-/* The server's cache key of a module, cheaply: parse + deduce + structural hash, no
- * lowering and no C compiler. The hash is salted with the target, the opt level and
- * RX_VERSION ("target=T;opt=N;compiler=V"), so a module built with other options or by
- * another compiler version never shares a key. ro bounds the document (NULL: the
- * reader's defaults). Writes 64 hex digits + NUL into key and returns true; returns
- * false with located diagnostics in d (options, parse or deduction errors). o may be
- * NULL (cpu, opt level 2). Thread-safe. */
+/* The default optimization level of every entry point: relaxc build and hash, rx_build
+ * with NULL options, relaxd's POST /v1/compile without "options", the relax CLI. */
+#define RX_OPT_LEVEL_DEFAULT 2
+
+/* The cache key of a deduced module m built with options o (NULL: cpu,
+ * RX_OPT_LEVEL_DEFAULT): the hex SHA-256 of rx_struct_hash(m, salt) with the one salt
+ *
+ *     "target=T;opt=N;compiler=V"      (T the target, N the opt level, V RX_VERSION)
+ *
+ * so a module built for another target, at another opt level or by another compiler
+ * version never shares a key. This is the only place the salt is written: relaxc hash,
+ * relaxd's key (rx_module_key), rx_build_result.key and the artifact metadata's
+ * module.hash all come from here (docs/relax-json.md, "Structural hash"). Checks the
+ * options first; returns false with a diagnostic in d (unknown or unsupported target,
+ * opt level outside 0..3) and key "". Thread-safe. */
+bool rx_build_key(const rx_module *m, const rx_build_opts *o, char key[65], rx_diags *d);
+
+/* The cache key (rx_build_key) of a module given as relax-json text, cheaply: parse +
+ * deduce + structural hash, no lowering and no C compiler. ro bounds the document
+ * (NULL: the reader's defaults). Writes 64 hex digits + NUL into key and returns true;
+ * returns false with located diagnostics in d (options, parse or deduction errors). o
+ * may be NULL (cpu, RX_OPT_LEVEL_DEFAULT). Equals the key rx_build_run reports for the
+ * same text and options. Thread-safe. */
 bool rx_module_key(const char *json, size_t n, const rx_build_opts *o,
                    const rx_read_opts *ro, char key[65], rx_diags *d);
 

@@ -49,7 +49,7 @@ typedef struct rx_config {
     int64_t cache_max_bytes; /* store cap; 0: unlimited */
     int max_connections;   /* MHD_OPTION_CONNECTION_LIMIT */
     int request_timeout_s; /* per-connection idle timeout, seconds */
-    int64_t max_header_bytes; /* per-connection memory (headers), bytes */
+    int64_t max_header_bytes; /* request header block limit (431 past it), bytes */
     int max_json_depth;    /* module JSON nesting limit */
     int64_t max_module_bytes; /* serialized module size limit */
     int max_jobs;          /* finished async jobs remembered */

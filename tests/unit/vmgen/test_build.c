@@ -132,17 +132,38 @@ START_TEST(metadata_json)
     json_t *module = json_object_get(root, "module");
     ck_assert_str_eq(json_string_value(json_object_get(module, "name")), "tiny");
 
-    /* the key equals `relaxc hash` of the module */
+    /* module.hash is the one cache key: the pinned salt "target=T;opt=N;compiler=V",
+     * rx_build_key of the deduced module, rx_module_key of the text (the server's key
+     * and `relaxc hash --opt-level 3`), and rx_build_result.key */
     char *j = vt_json(mod);
     rx_diags d;
     rx_diags_init(&d);
     rx_module *m = rx_json_read(j, strlen(j), NULL, &d);
     ck_assert(m && rx_deduce_module(m, &d));
     uint8_t h[32];
-    char hex[65];
-    rx_struct_hash(m, "target=cpu;compiler=" RX_VERSION, h);
+    char hex[65], key[65], tkey[65];
+    rx_struct_hash(m, "target=cpu;opt=3;compiler=" RX_VERSION, h);
     rx_hex(h, 32, hex);
-    ck_assert_str_eq(json_string_value(json_object_get(module, "hash")), hex);
+    const char *mhash = json_string_value(json_object_get(module, "hash"));
+    ck_assert_str_eq(mhash, hex);
+    ck_assert(rx_build_key(m, &o, key, &d));
+    ck_assert_str_eq(key, hex);
+    ck_assert(rx_module_key(j, strlen(j), &o, NULL, tkey, &d));
+    ck_assert_str_eq(tkey, hex);
+    rx_build_result br;
+    ck_assert(rx_build_run(j, strlen(j), &o, &br, &d));
+    ck_assert_str_eq(br.key, hex);
+    free(br.rxa);
+    /* another opt level or target is another key; NULL options mean cpu at the default */
+    rx_build_opts o2 = {"cpu", 2, NULL, NULL};
+    ck_assert(rx_build_key(m, &o2, key, &d));
+    ck_assert_str_ne(key, hex);
+    ck_assert(rx_build_key(m, NULL, tkey, &d));
+    ck_assert_str_eq(tkey, key);
+    ck_assert_int_eq(RX_OPT_LEVEL_DEFAULT, 2);
+    rx_build_opts cuda = {"cuda", 3, NULL, NULL};
+    ck_assert(!rx_build_key(m, &cuda, key, &d));
+    ck_assert_str_eq(key, "");
     rx_module_free(m);
     rx_diags_free(&d);
     free(j);
