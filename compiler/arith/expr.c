@@ -234,16 +234,48 @@ rx_expr *rx_expr_subst(rx_arena *a, rx_expr *e, const rx_vmap *m)
         changed |= k[i] != rx_expr_child(e, i);
     }
     if (!changed) return e;
+    return rx_expr_with_children(a, e, k);
+}
+
+rx_expr *rx_expr_with_children(rx_arena *a, const rx_expr *e, rx_expr **kids)
+{
+    int n = rx_expr_nchildren(e);
     rx_expr *c = rx_arena_dup(a, e, sizeof *e);
     switch (e->kind) {
-    case RX_E_LOAD: c->u.load.idx = rx_arena_dup(a, k, sizeof(rx_expr *) * (size_t)n); break;
-    case RX_E_CALL: c->u.call.args = rx_arena_dup(a, k, sizeof(rx_expr *) * (size_t)n); break;
+    case RX_E_LOAD: c->u.load.idx = rx_arena_dup(a, kids, sizeof(rx_expr *) * (size_t)n); break;
+    case RX_E_CALL: c->u.call.args = rx_arena_dup(a, kids, sizeof(rx_expr *) * (size_t)n); break;
     default:
-        c->u.op.a = k[0];
-        c->u.op.b = n > 1 ? k[1] : NULL;
-        c->u.op.c = n > 2 ? k[2] : NULL;
+        c->u.op.a = n > 0 ? kids[0] : NULL;
+        c->u.op.b = n > 1 ? kids[1] : NULL;
+        c->u.op.c = n > 2 ? kids[2] : NULL;
     }
     return c;
+}
+
+const char *rx_ekind_symbol(rx_ekind k)
+{
+    switch (k) {
+    case RX_E_ADD: return "+";
+    case RX_E_SUB: return "-";
+    case RX_E_MUL: return "*";
+    case RX_E_DIV: return "/";
+    case RX_E_FLOORDIV: return "//";
+    case RX_E_FLOORMOD: return "%";
+    case RX_E_EQ: return "==";
+    case RX_E_NE: return "!=";
+    case RX_E_LT: return "<";
+    case RX_E_LE: return "<=";
+    case RX_E_GT: return ">";
+    case RX_E_GE: return ">=";
+    case RX_E_AND: return "&&";
+    case RX_E_OR: return "||";
+    case RX_E_SHL: return "<<";
+    case RX_E_SHR: return ">>";
+    case RX_E_BITAND: return "&";
+    case RX_E_BITOR: return "|";
+    case RX_E_BITXOR: return "^";
+    default: return NULL;
+    }
 }
 
 bool rx_expr_same(const rx_expr *x, const rx_expr *y)

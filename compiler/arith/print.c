@@ -33,31 +33,6 @@ enum {
     P_UNARY, P_ATOM
 };
 
-static const char *binop_text(int k)
-{
-    switch (k) {
-    case RX_E_ADD: return "+";
-    case RX_E_SUB: return "-";
-    case RX_E_MUL: return "*";
-    case RX_E_DIV: return "/";
-    case RX_E_FLOORDIV: return "//";
-    case RX_E_FLOORMOD: return "%";
-    case RX_E_EQ: return "==";
-    case RX_E_NE: return "!=";
-    case RX_E_LT: return "<";
-    case RX_E_LE: return "<=";
-    case RX_E_GT: return ">";
-    case RX_E_GE: return ">=";
-    case RX_E_AND: return "&&";
-    case RX_E_OR: return "||";
-    case RX_E_SHL: return "<<";
-    case RX_E_SHR: return ">>";
-    case RX_E_BITAND: return "&";
-    case RX_E_BITOR: return "|";
-    case RX_E_BITXOR: return "^";
-    default: return NULL;
-    }
-}
 
 static int binop_prec(int k)
 {
@@ -231,7 +206,7 @@ static void emit(const rx_expr *e, int expect, rx_sb *out)
         return;
     }
     default:
-        op = binop_text(e->kind);
+        op = rx_ekind_symbol((rx_ekind)e->kind);
         RX_ASSERT(op != NULL);
         emit_operand(e->kind, binop_prec(e->kind), e->u.op.a, expect_infix(e->u.op.a, e->u.op.b),
                      false, out);

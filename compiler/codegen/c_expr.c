@@ -161,36 +161,13 @@ static void emit_int_lit(cg *g, int64_t v, rx_dtype t)
 
 /* ---------------------------------------------------------------- operators */
 
-static const char *binop_tok(rx_ekind k)
-{
-    switch (k) {
-    case RX_E_ADD: return "+";
-    case RX_E_SUB: return "-";
-    case RX_E_MUL: return "*";
-    case RX_E_DIV: return "/";
-    case RX_E_EQ: return "==";
-    case RX_E_NE: return "!=";
-    case RX_E_LT: return "<";
-    case RX_E_LE: return "<=";
-    case RX_E_GT: return ">";
-    case RX_E_GE: return ">=";
-    case RX_E_AND: return "&&";
-    case RX_E_OR: return "||";
-    case RX_E_SHL: return "<<";
-    case RX_E_SHR: return ">>";
-    case RX_E_BITAND: return "&";
-    case RX_E_BITOR: return "|";
-    case RX_E_BITXOR: return "^";
-    default: return "?";
-    }
-}
-
 /* a OP b of dtype t (arithmetic, shifts, bitwise), both operands converted to t. */
 static void emit_arith(cg *g, rx_ekind k, const rx_expr *a, const rx_expr *b, rx_dtype t,
                        rx_loc loc)
 {
     rx_sb *o = g->out;
-    const char *tok = binop_tok(k);
+    const char *tok = rx_ekind_symbol(k); /* C spells these as the grammar does */
+    RX_ASSERT(tok != NULL && k != RX_E_FLOORDIV && k != RX_E_FLOORMOD);
     if (is_narrow_int(t)) {
         const char *w = wide(t);
         rx_sb_printf(o, "((%s)((%s)", rx_cg_ctype(t), w);
@@ -349,7 +326,7 @@ void rx_cg_expr(cg *g, const rx_expr *e, rx_loc loc)
         if (t == RX_DT_BOOL) { /* & | ^ on 0/1 values */
             rx_sb_putc(o, '(');
             rx_cg_expr_as(g, a, t, loc);
-            rx_sb_printf(o, " %s ", binop_tok((rx_ekind)e->kind));
+            rx_sb_printf(o, " %s ", rx_ekind_symbol((rx_ekind)e->kind));
             rx_cg_expr_as(g, b, t, loc);
             rx_sb_putc(o, ')');
             return;
@@ -366,7 +343,7 @@ void rx_cg_expr(cg *g, const rx_expr *e, rx_loc loc)
         if (e->kind == RX_E_AND || e->kind == RX_E_OR) ot = RX_DT_BOOL;
         rx_sb_putc(o, '(');
         rx_cg_expr_as(g, a, ot, loc);
-        rx_sb_printf(o, " %s ", binop_tok((rx_ekind)e->kind));
+        rx_sb_printf(o, " %s ", rx_ekind_symbol((rx_ekind)e->kind));
         rx_cg_expr_as(g, b, ot, loc);
         rx_sb_putc(o, ')');
         return;

@@ -38,22 +38,6 @@ static rx_te_tensor *tensor_of(const rx_te *te, const rx_buffer *b)
     return NULL;
 }
 
-/* A copy of e with operands kids (nchildren of them). */
-static rx_expr *with_kids(rx_arena *a, const rx_expr *e, rx_expr **kids)
-{
-    int n = rx_expr_nchildren(e);
-    rx_expr *c = rx_arena_dup(a, e, sizeof *e);
-    switch (e->kind) {
-    case RX_E_LOAD: c->u.load.idx = rx_arena_dup(a, kids, sizeof(rx_expr *) * (size_t)n); break;
-    case RX_E_CALL: c->u.call.args = rx_arena_dup(a, kids, sizeof(rx_expr *) * (size_t)n); break;
-    default:
-        c->u.op.a = kids[0];
-        c->u.op.b = n > 1 ? kids[1] : NULL;
-        c->u.op.c = n > 2 ? kids[2] : NULL;
-    }
-    return c;
-}
-
 /* ---------------------------------------------------------------- step 2: inlining */
 static rx_expr *inline_loads(rx_te *te, rx_expr *e)
 {
@@ -77,7 +61,7 @@ static rx_expr *inline_loads(rx_te *te, rx_expr *e)
             return r;
         }
     }
-    return changed ? with_kids(te->a, e, k) : e;
+    return changed ? rx_expr_with_children(te->a, e, k) : e;
 }
 
 /* Asserts that every buffer e loads is an input or a materialized compute. */

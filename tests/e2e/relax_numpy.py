@@ -242,7 +242,7 @@ class Module:
             name = name[len("relax."):]
         f = OPS.get(name)
         if f is None:
-            raise OracleError("op %s is not implemented by the oracle" % name)
+            raise OracleError("op %s has no oracle implementation" % name)
         args = [self.expr(a, fr) for a in e.get("args", [])]
         for i, a in enumerate(args):
             if isinstance(a, Prim):  # a prim value where a scalar tensor is meant

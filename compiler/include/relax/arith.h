@@ -108,6 +108,12 @@ rx_expr *rx_e_load(rx_arena *a, struct rx_buffer *buf, rx_expr **idx, int nidx);
 rx_expr *rx_e_call(rx_arena *a, rx_intrin fn, rx_expr **args, int nargs, rx_dtype dt);
 
 bool rx_expr_is_int(const rx_expr *e, int64_t v);          /* literal equal to v */
+/* The infix symbol of a binary kind in the relax-json grammar ("+", "//", "<=", "&&");
+ * NULL for kinds that are not infix (min, max, unary, select, ...). The floor operators
+ * "//" and "%" are the only ones whose C meaning differs. */
+const char *rx_ekind_symbol(rx_ekind k);
+/* A copy of e with its operands replaced by kids (rx_expr_nchildren(e) of them). */
+rx_expr *rx_expr_with_children(rx_arena *a, const rx_expr *e, rx_expr **kids);
 bool rx_expr_is_const(const rx_expr *e, int64_t *v);       /* integer literal */
 bool rx_expr_uses_var(const rx_expr *e, const rx_svar *v);
 
