@@ -4,23 +4,32 @@
  *
  * A request goes through these steps:
  *
- *   1. key      rx_module_key (parse + deduce + structural hash salted with target,
- *               opt level and compiler version: the one key of driver.h's
- *               rx_build_key, which `relaxc hash` prints) on the request thread: cheap, and it
- *               turns an invalid module into a 400 with located errors before anything
- *               is queued.
- *   2. lookup   rx_store_lookup, then rx_store_read to verify the blob's SHA-256: a hit
- *               answers at once. A corrupt or missing blob (read returns 2) was dropped
- *               by the store and counts as a miss, so it is rebuilt. This step is the
- *               one that counts: relaxd_cache_{hits,misses}_total say, per compile
- *               request with a valid module, whether it was answered from the cache.
+ *   1. key      read + deduce + structural hash salted with target, opt level and
+ *               compiler version (the one key of driver.h's rx_build_key, which
+ *               `relaxc hash` prints) on the request thread: cheap, and it turns an
+ *               invalid module into a 400 with located errors before anything is
+ *               queued. The module comes as the request body's parsed tree
+ *               (rx_json_read_value: no second parse; max_module_bytes bounds its
+ *               compact text, counted only when the body could be near the limit) or
+ *               as text (rx_module_key); a miss serializes the tree for the job.
+ *   2. lookup   rx_store_lookup: a hit answers at once from the record (id, size) without
+ *               reading the blob. The store reports a missing blob as a miss (dropped,
+ *               so it is rebuilt); the bytes are verified where they are served (every
+ *               rx_store_read), so a damaged blob is dropped by the next fetch and the
+ *               compile after it rebuilds. This step is the one that counts:
+ *               relaxd_cache_{hits,misses}_total say, per compile request with a valid
+ *               module, whether it was answered from the cache.
  *   3. join     under the service mutex, a queued or running job with the same key is
  *               joined (single-flight): every identical request waits on that one
  *               compile and gets its artifact.
  *   4. enqueue  otherwise a new job enters the bounded ring; a full ring is 503 with
  *               Retry-After. Async requests return the job id (202) here.
- *   5. wait     sync requests wait on the job (bounded: 2 x compile timeout + 5 s, then
- *               503 "timeout" while the job goes on and fills the cache).
+ *   5. wait     sync requests wait on the job without blocking their thread: submit
+ *               returns the job (status 0), the HTTP layer suspends the connection and
+ *               registers a waiter (rx_compiler_wait); the service wakes it exactly once
+ *               — the worker finishing the job, shutdown cancelling it, or the timer
+ *               thread at the deadline (2 x compile timeout + 5 s, then 503 "timeout"
+ *               while the job goes on and fills the cache).
  *
  * A worker pops a job, looks the key up once more (a job queued just after an identical
  * one finished is answered from the cache instead of compiling twice; this re-check
@@ -31,8 +40,9 @@
  * Jobs live in one table (insertion order) so GET /v1/jobs/<id> can find them; finished
  * jobs beyond max_jobs are forgotten oldest first. A job is reference counted: the table,
  * the queue/worker and each waiter hold one reference; the last one frees it. All job
- * fields are guarded by the service mutex; two condition variables signal "work queued"
- * (workers) and "a job finished" (waiters, broadcast).
+ * fields, and the list of waiters, are guarded by the service mutex; one condition
+ * variable signals "work queued" (workers), another wakes the timer thread (the waiter
+ * list changed, or stop). A waiter's wake runs under the mutex and must not block.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -45,7 +55,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "relax/deduce.h"
 #include "relax/driver.h"
+#include "relax/json.h"
 #include "relax/rxa.h"
 #include "relax/support.h"
 #include "server_int.h"
@@ -75,7 +87,6 @@ struct rx_compiler {
     rx_metrics *metrics;
     pthread_mutex_t mu;
     pthread_cond_t work_cv; /* a job was queued, or stopping */
-    pthread_cond_t done_cv; /* a job finished (broadcast) */
     rx_job **ring;         /* the bounded queue (cap = cfg->queue) */
     int head, len, cap;
     RX_VEC(rx_job *) table; /* every remembered job, oldest first */
@@ -83,6 +94,10 @@ struct rx_compiler {
     int nthreads;
     int busy;              /* workers compiling now */
     bool stopping;
+    rx_waiter *waiters;    /* synchronous requests waiting (suspended connections) */
+    pthread_cond_t timer_cv; /* the waiter list changed, or the timer must stop */
+    pthread_t timer;       /* fires waiters' deadlines */
+    bool timer_started, timer_stop;
 };
 
 /* ---- jobs ---- */
@@ -194,38 +209,19 @@ static json_t *diags_error(const char *code, const char *stage, const rx_diags *
 
 /* ---- the cache ---- */
 
-/* lookup_verified without the counting. */
-static int lookup_blob(rx_compiler *k, const char *key, const char *request_id,
-                       rx_artifact_info *info)
+/* 1 hit (info filled), 0 miss, -1 error. The blob is not read: the store's lookup
+ * reports a missing blob as a miss, and every fetch verifies the bytes (a damaged blob
+ * is dropped there and the next compile rebuilds it). When count, a hit or a miss is
+ * added to the cache metrics (step 2 only). */
+static int lookup_cached(rx_compiler *k, const char *key, const char *request_id, bool count,
+                         rx_artifact_info *info)
 {
     char err[256];
     int r = rx_store_lookup(k->store, key, info, err, sizeof err);
-    if (r <= 0) {
-        if (r < 0)
-            rx_log_json(k->log, RX_LOG_ERROR,
-                        json_pack("{s:s, s:s, s:s}", "event", "store_error", "request_id",
-                                  request_id, "message", err));
-        return r;
-    }
-    uint8_t *bytes = NULL;
-    size_t n = 0;
-    int rr = rx_store_read(k->store, info->id, &bytes, &n, err, sizeof err);
-    free(bytes);
-    if (rr == 0) return 1;
-    rx_log_json(k->log, rr == 2 ? RX_LOG_WARN : RX_LOG_ERROR,
-                json_pack("{s:s, s:s, s:s, s:s, s:s}", "event",
-                          rr == 2 ? "cache_corrupt" : rr == 1 ? "cache_vanished" : "store_error",
-                          "request_id", request_id, "key", key, "artifact", info->id,
-                          "message", rr == 1 ? "entry gone between lookup and read" : err));
-    return rr < 0 ? -1 : 0;
-}
-
-/* 1 hit (info filled, blob verified), 0 miss (also: corrupt blob, dropped), -1 error.
- * When count, a hit or a miss is added to the cache metrics (step 2 only). */
-static int lookup_verified(rx_compiler *k, const char *key, const char *request_id,
-                           bool count, rx_artifact_info *info)
-{
-    int r = lookup_blob(k, key, request_id, info);
+    if (r < 0)
+        rx_log_json(k->log, RX_LOG_ERROR,
+                    json_pack("{s:s, s:s, s:s}", "event", "store_error", "request_id",
+                              request_id, "message", err));
     if (count && r >= 0) rx_metrics_inc(k->metrics, r ? &k->metrics->cache_hits
                                                        : &k->metrics->cache_misses);
     return r;
@@ -249,6 +245,66 @@ static char *artifact_meta(const uint8_t *bytes, size_t n)
     return meta;
 }
 
+/* ---- waiters ---- */
+
+static void waiter_unlink_locked(rx_compiler *k, rx_waiter *w)
+{
+    if (!w->linked) return;
+    if (w->prev) w->prev->next = w->next;
+    else k->waiters = w->next;
+    if (w->next) w->next->prev = w->prev;
+    w->prev = w->next = NULL;
+    w->linked = false;
+}
+
+/* Wakes every request waiting on j (which has just finished). */
+static void wake_job_locked(rx_compiler *k, rx_job *j)
+{
+    rx_waiter *w = k->waiters;
+    while (w) {
+        rx_waiter *next = w->next;
+        if (w->job == j) {
+            waiter_unlink_locked(k, w);
+            w->wake(w->ctx);
+        }
+        w = next;
+    }
+}
+
+static bool ts_before(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* The timer thread: wakes waiters whose deadline passed; sleeps until the next one. */
+static void *timer_main(void *arg)
+{
+    rx_compiler *k = arg;
+    pthread_mutex_lock(&k->mu);
+    while (!k->timer_stop) {
+        struct timespec now, next = {0, 0};
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        bool any = false;
+        rx_waiter *w = k->waiters;
+        while (w) {
+            rx_waiter *after = w->next;
+            if (!ts_before(&now, &w->deadline)) {
+                w->timed_out = true;
+                waiter_unlink_locked(k, w);
+                w->wake(w->ctx);
+            } else if (!any || ts_before(&w->deadline, &next)) {
+                next = w->deadline;
+                any = true;
+            }
+            w = after;
+        }
+        if (any) pthread_cond_timedwait(&k->timer_cv, &k->mu, &next);
+        else pthread_cond_wait(&k->timer_cv, &k->mu);
+    }
+    pthread_mutex_unlock(&k->mu);
+    return NULL;
+}
+
 /* ---- workers ---- */
 
 /* Compiles j (not holding the mutex); fills result or error fields for the caller to
@@ -257,7 +313,7 @@ static void run_job(rx_compiler *k, rx_job *j, json_t **result, json_t **error, 
                     int *retry_after)
 {
     rx_artifact_info info;
-    int hit = lookup_verified(k, j->key, j->request_id, false, &info);
+    int hit = lookup_cached(k, j->key, j->request_id, false, &info);
     if (hit == 1) {
         *result = result_json(&info, j->key, j->target, j->opt_level, true, 0);
         return;
@@ -347,7 +403,7 @@ static void *worker_main(void *arg)
         }
         free(j->module);
         j->module = NULL;
-        pthread_cond_broadcast(&k->done_cv);
+        wake_job_locked(k, j);
         job_unref_locked(j); /* the queue's reference */
     }
     pthread_mutex_unlock(&k->mu);
@@ -420,7 +476,7 @@ rx_compiler *rx_compiler_new(const rx_config *c, rx_store *store, rx_log *log,
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&k->done_cv, &ca);
+    pthread_cond_init(&k->timer_cv, &ca);
     pthread_condattr_destroy(&ca);
     if (!prepare_ccdir(k->ccdir, err, errlen)) {
         rx_compiler_free(k);
@@ -435,6 +491,13 @@ rx_compiler *rx_compiler_new(const rx_config *c, rx_store *store, rx_log *log,
         }
         k->nthreads++;
     }
+    int e = pthread_create(&k->timer, NULL, timer_main, k);
+    if (e) {
+        snprintf(err, errlen, "cannot start the compile timer: %s", strerror(e));
+        rx_compiler_free(k);
+        return NULL;
+    }
+    k->timer_started = true;
     return k;
 }
 
@@ -458,22 +521,57 @@ static void reply_error(rx_compile_reply *out, int status, const char *code, con
     out->retry_after = retry_after;
 }
 
-void rx_compiler_submit(rx_compiler *k, const rx_compile_req *r, const char *request_id,
-                        rx_compile_reply *out)
+/* jansson's dump callback for counting: stops once past the limit. */
+typedef struct size_count {
+    size_t n, limit;
+} size_count;
+
+static int count_bytes(const char *buf, size_t size, void *data)
 {
-    memset(out, 0, sizeof *out);
-    /* Step 1: the key (validates the module) */
-    char key[65];
-    rx_diags d;
-    rx_diags_init(&d);
+    (void)buf;
+    size_count *c = data;
+    c->n += size;
+    return c->n > c->limit ? -1 : 0;
+}
+
+/* Step 1: the key, from the parsed module when the caller has it (no second parse) or
+ * from the text. False with diagnostics in d. */
+static bool request_key(rx_compiler *k, const rx_compile_req *r, char key[65], rx_diags *d)
+{
     rx_build_opts bo = {0};
     bo.target = r->target;
     bo.opt_level = r->opt_level;
     rx_read_opts ro = {0};
     ro.max_bytes = (size_t)k->cfg->max_module_bytes;
     ro.max_depth = k->cfg->max_json_depth;
-    bool ok = rx_module_key(r->module, r->module_n, &bo, &ro, key, &d);
-    if (!ok) {
+    if (!r->module_json) return rx_module_key(r->module, r->module_n, &bo, &ro, key, d);
+    /* max_module_bytes bounds the module's compact text, as it would be queued. A compact
+     * dump is at most 7 times its source (a 3-byte real such as 0.1 prints as 19), so
+     * only a module that could be near the limit is counted. */
+    if ((uint64_t)r->module_n > (uint64_t)k->cfg->max_module_bytes / 7) {
+        size_count c = {0, ro.max_bytes};
+        if (json_dump_callback(r->module_json, count_bytes, &c, JSON_COMPACT) || c.n > c.limit) {
+            rx_diag_add(d, "", "document is over the limit of %zu bytes", ro.max_bytes);
+            return false;
+        }
+    }
+    rx_module *m = rx_json_read_value(r->module_json, &ro, d);
+    if (!m) return false;
+    bool ok = rx_deduce_module(m, d) && rx_build_key(m, &bo, key, d);
+    rx_module_free(m);
+    return ok;
+}
+
+void rx_compiler_submit(rx_compiler *k, const rx_compile_req *r, const char *request_id,
+                        rx_compile_reply *out, rx_job **pending)
+{
+    memset(out, 0, sizeof *out);
+    *pending = NULL;
+    /* Step 1: the key (validates the module) */
+    char key[65];
+    rx_diags d;
+    rx_diags_init(&d);
+    if (!request_key(k, r, key, &d)) {
         out->status = 400;
         out->body = json_pack("{s:o}", "error", diags_error("invalid_module", NULL, &d));
         rx_diags_free(&d);
@@ -483,7 +581,7 @@ void rx_compiler_submit(rx_compiler *k, const rx_compile_req *r, const char *req
 
     /* Step 2: the cache */
     rx_artifact_info info;
-    int hit = lookup_verified(k, key, request_id, true, &info);
+    int hit = lookup_cached(k, key, request_id, true, &info);
     if (hit < 0) {
         reply_error(out, 500, "store_error", "the artifact store failed (see the log)", 0);
         return;
@@ -494,12 +592,24 @@ void rx_compiler_submit(rx_compiler *k, const rx_compile_req *r, const char *req
         out->body = cached;
         return;
     }
+    /* a miss queues the module's text: made here, outside the mutex, only when needed */
+    char *text = NULL;
+    size_t text_n = r->module_n;
+    if (!cached && r->module_json) {
+        text = json_dumps(r->module_json, JSON_COMPACT);
+        if (!text) {
+            reply_error(out, 503, "out_of_memory", "cannot hold the module now", 5);
+            return;
+        }
+        text_n = strlen(text);
+    }
 
     /* Steps 3 and 4: join or enqueue */
     pthread_mutex_lock(&k->mu);
     if (k->stopping) {
         pthread_mutex_unlock(&k->mu);
         json_decref(cached);
+        free(text);
         reply_error(out, 503, "shutting_down", "the server is shutting down", 5);
         return;
     }
@@ -513,22 +623,29 @@ void rx_compiler_submit(rx_compiler *k, const rx_compile_req *r, const char *req
         rx_metrics_inc(k->metrics, &k->metrics->singleflight_joins);
     } else if (k->len == k->cap) {
         pthread_mutex_unlock(&k->mu);
+        free(text);
         rx_metrics_inc(k->metrics, &k->metrics->queue_rejected);
         reply_error(out, 503, "queue_full", "the compile queue is full; retry later", 5);
         return;
     } else {
         j = job_new(key, r, request_id);
-        j->module = malloc(r->module_n + 1);
-        RX_ASSERT(j->module);
-        memcpy(j->module, r->module, r->module_n);
-        j->module[r->module_n] = '\0';
-        j->module_n = r->module_n;
+        if (text) {
+            j->module = text;
+            text = NULL;
+        } else {
+            j->module = malloc(r->module_n + 1);
+            RX_ASSERT(j->module);
+            memcpy(j->module, r->module, r->module_n);
+            j->module[r->module_n] = '\0';
+        }
+        j->module_n = text_n;
         table_add_locked(k, j);
         j->refs++; /* the queue's */
         k->ring[(k->head + k->len) % k->cap] = j;
         k->len++;
         pthread_cond_signal(&k->work_cv);
     }
+    free(text);
     if (r->async) {
         out->status = 202;
         out->body = json_pack("{s:s, s:s}", "job", j->id, "status", state_name(j->state));
@@ -536,19 +653,49 @@ void rx_compiler_submit(rx_compiler *k, const rx_compile_req *r, const char *req
         return;
     }
 
-    /* Step 5: wait */
+    /* Step 5: the caller waits (rx_compiler_wait) without holding its thread */
     j->refs++;
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += 2 * k->cfg->compile_timeout_s + 5;
-    int e = 0;
-    while ((j->state == RX_JOB_QUEUED || j->state == RX_JOB_RUNNING) && e != ETIMEDOUT)
-        e = pthread_cond_timedwait(&k->done_cv, &k->mu, &deadline);
-    if (j->state == RX_JOB_DONE || j->state == RX_JOB_FAILED) {
-        reply_job_locked(j, out);
+    *pending = j;
+    pthread_mutex_unlock(&k->mu);
+}
+
+void rx_compiler_wait(rx_compiler *k, rx_waiter *w, rx_job *job, void (*wake)(void *ctx),
+                      void *ctx)
+{
+    pthread_mutex_lock(&k->mu);
+    w->job = job;
+    w->wake = wake;
+    w->ctx = ctx;
+    w->timed_out = false;
+    clock_gettime(CLOCK_MONOTONIC, &w->deadline);
+    w->deadline.tv_sec += 2 * k->cfg->compile_timeout_s + 5;
+    if (job->state == RX_JOB_DONE || job->state == RX_JOB_FAILED) {
+        wake(ctx);
     } else {
-        reply_error(out, 503, "timeout", "the compile did not finish in time; it goes on: retry",
-                    5);
+        w->prev = NULL;
+        w->next = k->waiters;
+        if (k->waiters) k->waiters->prev = w;
+        k->waiters = w;
+        w->linked = true;
+        pthread_cond_signal(&k->timer_cv);
+    }
+    pthread_mutex_unlock(&k->mu);
+}
+
+void rx_compiler_wait_end(rx_compiler *k, rx_waiter *w, rx_compile_reply *out)
+{
+    if (out) memset(out, 0, sizeof *out);
+    if (!w->job) return;
+    pthread_mutex_lock(&k->mu);
+    waiter_unlink_locked(k, w);
+    rx_job *j = w->job;
+    w->job = NULL;
+    if (out) {
+        if (j->state == RX_JOB_DONE || j->state == RX_JOB_FAILED)
+            reply_job_locked(j, out);
+        else
+            reply_error(out, 503, "timeout",
+                        "the compile did not finish in time; it goes on: retry", 5);
     }
     job_unref_locked(j);
     pthread_mutex_unlock(&k->mu);
@@ -596,10 +743,10 @@ void rx_compiler_stop(rx_compiler *k)
         j->error = rx_error_json("shutting_down", "the server shut down before this compile ran");
         j->err_status = 503;
         j->retry_after = 5;
+        wake_job_locked(k, j);
         job_unref_locked(j);
     }
     pthread_cond_broadcast(&k->work_cv);
-    pthread_cond_broadcast(&k->done_cv);
     int n = k->nthreads;
     pthread_mutex_unlock(&k->mu);
     if (cancelled) {
@@ -610,7 +757,18 @@ void rx_compiler_stop(rx_compiler *k)
     for (int i = 0; i < n; i++) pthread_join(k->threads[i], NULL);
     pthread_mutex_lock(&k->mu);
     k->nthreads = 0;
+    /* every job has ended, so every waiter has been woken; the timer has nothing left */
+    while (k->waiters) {
+        rx_waiter *w = k->waiters;
+        waiter_unlink_locked(k, w);
+        w->wake(w->ctx);
+    }
+    bool timer = k->timer_started;
+    k->timer_started = false;
+    k->timer_stop = true;
+    pthread_cond_signal(&k->timer_cv);
     pthread_mutex_unlock(&k->mu);
+    if (timer) pthread_join(k->timer, NULL);
 }
 
 void rx_compiler_free(rx_compiler *k)
@@ -620,7 +778,7 @@ void rx_compiler_free(rx_compiler *k)
     for (int i = 0; i < k->table.n; i++) job_unref_locked(k->table.items[i]);
     RX_VEC_FREE(k->table);
     pthread_cond_destroy(&k->work_cv);
-    pthread_cond_destroy(&k->done_cv);
+    pthread_cond_destroy(&k->timer_cv);
     pthread_mutex_destroy(&k->mu);
     free(k->ring);
     free(k->threads);

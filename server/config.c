@@ -46,6 +46,8 @@ static const option options[] = {
      "data directory: cache database and blobs (default ./var)"},
     {"--workers", "RELAXD_WORKERS", "workers", T_INT, OFF(workers), 1, 64,
      "compile worker threads (default 2)"},
+    {"--http-threads", "RELAXD_HTTP_THREADS", "http_threads", T_INT, OFF(http_threads), 0, 256,
+     "HTTP event-loop threads (default 0: one per core)"},
     {"--queue", "RELAXD_QUEUE", "queue", T_INT, OFF(queue), 1, 100000,
      "bounded compile queue length (default 64)"},
     {"--compile-timeout", "RELAXD_COMPILE_TIMEOUT", "compile_timeout", T_INT,
@@ -77,6 +79,7 @@ static const char help_text[] =
     "  --listen HOST:PORT        default 127.0.0.1:8080; port 0: ephemeral\n"
     "  --data DIR                default ./var\n"
     "  --workers N               compile workers (default 2)\n"
+    "  --http-threads N          HTTP event-loop threads (default 0: one per core)\n"
     "  --queue N                 bounded compile queue (default 64)\n"
     "  --compile-timeout S       compile time limit (default 120)\n"
     "  --max-body BYTES          request body limit (default 64MiB)\n"

@@ -2,9 +2,19 @@
  * http.c — the libmicrohttpd daemon: per-request state, routing, authentication,
  * body limits, replies and access logs (server_int.h).
  *
- * Threading: thread per connection with an internal polling thread (MHD). A
- * synchronous compile blocks its connection's thread while a compile worker runs; the
- * number of such threads is bounded by the connection limit.
+ * Threading: a pool of event-loop threads (MHD_OPTION_THREAD_POOL_SIZE: http_threads,
+ * default one per core), each running its own epoll loop over its share of the
+ * connections (MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO). Handlers run on those
+ * threads, so none may block for long: the slow work (compiles) is on the compile
+ * workers, and a synchronous compile that has to wait parks its request instead
+ * (rx_req_wait): the connection is suspended (MHD_suspend_connection), a waiter is
+ * registered with the compile service, and the service's wake — from the worker that
+ * finishes the job, its timer at the deadline, or shutdown — resumes it
+ * (MHD_resume_connection, safe from any thread); libmicrohttpd then calls the access
+ * handler again and the route's finish step replies. Shutdown stops the compile service
+ * before the daemon, so every parked connection has been resumed when MHD_stop_daemon
+ * runs (it refuses suspended connections). A request that ends while parked drops its
+ * wait in the completion callback.
  *
  * A request's state (rx_request) is made by the URI callback, as soon as the request
  * line is read and before the headers, so that every request libmicrohttpd hands to us
@@ -17,9 +27,12 @@
  *                (413 at once, before any of the body is read);
  *   upload calls append the body, counting: past max_body the body is discarded and
  *                413 is queued (chunked uploads have no Content-Length to check);
- *   last call    run the route's handler, which queues exactly one reply.
+ *   last call    run the route's handler, which queues exactly one reply or parks the
+ *                request (then one more call, after the resume, runs its finish step).
  * The completion callback logs one line per request (ts, level, request_id, method,
- * path, status, latency_ms), counts it in the metrics and frees the state.
+ * path, status, latency_ms; rx_log_request, no jansson), counts it in the metrics and
+ * frees the state. Artifact bytes are handed to libmicrohttpd as the buffer the store
+ * returned, freed by the response (no copy).
  *
  * Every reply we make carries X-Request-Id. Errors are {"error": {"code", "message"}}.
  *
@@ -68,6 +81,9 @@ struct rx_request {
     bool begun;            /* the access handler's first call ran */
     bool replied;          /* a response was queued */
     int status;            /* the status queued */
+    rx_waiter wait;        /* a synchronous compile's wait (wait.job set while parked) */
+    rx_handler finish;     /* runs when the parked request is resumed */
+    bool parked;           /* suspended on a compile job, finish not run yet */
 };
 
 struct rx_http {
@@ -91,6 +107,28 @@ const char *rx_req_body(const rx_request *q, size_t *n)
 {
     *n = q->n;
     return q->body ? q->body : "";
+}
+
+/* ---- parking a request on a compile ---- */
+
+/* The waiter's wake: runs once, under the compile service's mutex, on any thread. */
+static void wake_request(void *ctx)
+{
+    rx_request *q = ctx;
+    MHD_resume_connection(q->conn);
+}
+
+void rx_req_wait(rx_request *q, rx_job *job, rx_handler finish)
+{
+    q->finish = finish;
+    q->parked = true;
+    MHD_suspend_connection(q->conn); /* before the wait: wake may come at once */
+    rx_compiler_wait(rx_server_compiler(q->srv), &q->wait, job, wake_request, q);
+}
+
+void rx_req_wait_end(rx_request *q, rx_compile_reply *out)
+{
+    rx_compiler_wait_end(rx_server_compiler(q->srv), &q->wait, out);
 }
 
 /* ---- replies ---- */
@@ -164,7 +202,8 @@ void rx_reply_error(rx_request *q, int status, const char *code, const char *msg
 void rx_reply_bytes(rx_request *q, int status, uint8_t *bytes, size_t n, const char *ctype,
                     const char *etag)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(n, bytes, MHD_RESPMEM_MUST_FREE);
+    /* the response borrows the buffer and frees it when sent: no copy */
+    struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(n, bytes, free);
     if (!r) {
         free(bytes);
         return;
@@ -416,6 +455,12 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         *upload_data_size = 0;
         return MHD_YES;
     }
+    if (q->parked) { /* resumed: the compile ended or the wait timed out */
+        q->parked = false;
+        q->finish(q->srv, q);
+        if (!q->replied) rx_reply_error(q, 500, "internal", "the handler gave no reply");
+        return q->replied ? MHD_YES : MHD_NO;
+    }
     if (q->replied) return MHD_YES;
     if (q->route < 0) return MHD_NO; /* begin() could not queue its reply: drop */
     if (q->too_large) {
@@ -425,6 +470,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     int n;
     const rx_route *routes = rx_routes(&n);
     routes[q->route].fn(q->srv, q);
+    if (q->parked) return MHD_YES;
     if (!q->replied) rx_reply_error(q, 500, "internal", "the handler gave no reply");
     return q->replied ? MHD_YES : MHD_NO;
 }
@@ -445,12 +491,10 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     }
     rx_metrics_request(rx_server_metrics(h->srv), q->route >= 0 ? q->route : h->unmatched,
                        status, ms / 1e3);
-    json_t *line = json_pack("{s:s, s:s, s:s, s:s, s:i, s:f}", "event", "request", "request_id",
-                             q->id, "method", q->method, "path", q->path, "status", status,
-                             "latency_ms", (double)(int64_t)(ms * 1000) / 1000);
-    if (line && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
-        json_object_set_new(line, "terminated", json_integer((json_int_t)toe));
-    rx_log_json(rx_server_log(h->srv), status >= 500 || !status ? RX_LOG_WARN : RX_LOG_INFO, line);
+    rx_log_request(rx_server_log(h->srv), status >= 500 || !status ? RX_LOG_WARN : RX_LOG_INFO,
+                   q->id, q->method, q->path, status, (double)(int64_t)(ms * 1000) / 1000,
+                   toe != MHD_REQUEST_TERMINATED_COMPLETED_OK ? (int)toe : 0);
+    rx_req_wait_end(q, NULL); /* a parked request that never resumed: drop its wait */
     free(q->body);
     free(q);
 }
@@ -488,10 +532,17 @@ rx_http *rx_http_start(rx_server *s, const rx_config *c, int *port, char *err, s
         free(h);
         return NULL;
     }
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ITC |
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG;
+    unsigned threads = (unsigned)c->http_threads;
+    if (!threads) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cores > 0 ? (unsigned)cores : 1;
+    }
+    if (threads > (unsigned)c->max_connections) threads = (unsigned)c->max_connections;
     h->d = MHD_start_daemon(
         flags, (uint16_t)c->port, NULL, NULL, access_handler, h,
+        MHD_OPTION_THREAD_POOL_SIZE, threads,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
         MHD_OPTION_NOTIFY_COMPLETED, completed, h,

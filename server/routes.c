@@ -127,6 +127,29 @@ static const char *parse_compile(json_t *root, rx_compile_req *r, json_t **modul
     return NULL;
 }
 
+/* Replies with a compile service answer (consumes out->body). */
+static void send_compile_reply(rx_request *q, rx_compile_reply *out)
+{
+    if (out->status >= 400) {
+        json_t *err = json_incref(json_object_get(out->body, "error"));
+        json_decref(out->body);
+        rx_reply_error_json(q, out->status, err ? err : rx_error_json("internal", "no error"),
+                            out->retry_after);
+    } else {
+        rx_reply_json(q, out->status, out->body);
+    }
+}
+
+/* A synchronous compile's second half: its connection was resumed (job ended or the
+ * wait timed out). */
+static void h_compile_done(rx_server *s, rx_request *q)
+{
+    (void)s;
+    rx_compile_reply out;
+    rx_req_wait_end(q, &out);
+    send_compile_reply(q, &out);
+}
+
 static void h_compile(rx_server *s, rx_request *q)
 {
     size_t n;
@@ -154,24 +177,14 @@ static void h_compile(rx_server *s, rx_request *q)
         rx_reply_error(q, 400, "unsupported_target", msg);
         goto done;
     }
-    char *text = json_dumps(module, JSON_COMPACT);
-    if (!text) {
-        rx_reply_error(q, 400, "bad_json", "the module cannot be serialized");
-        goto done;
-    }
-    r.module = text;
-    r.module_n = strlen(text);
+    /* the module goes on as the parsed tree: read once, serialized only for a compile */
+    r.module_json = module;
+    r.module_n = n;
     rx_compile_reply out;
-    rx_compiler_submit(rx_server_compiler(s), &r, rx_req_id(q), &out);
-    free(text);
-    if (out.status >= 400) {
-        json_t *err = json_incref(json_object_get(out.body, "error"));
-        json_decref(out.body);
-        rx_reply_error_json(q, out.status, err ? err : rx_error_json("internal", "no error"),
-                            out.retry_after);
-    } else {
-        rx_reply_json(q, out.status, out.body);
-    }
+    rx_job *pending = NULL;
+    rx_compiler_submit(rx_server_compiler(s), &r, rx_req_id(q), &out, &pending);
+    if (pending) rx_req_wait(q, pending, h_compile_done);
+    else send_compile_reply(q, &out);
 done:
     json_decref(root);
 }

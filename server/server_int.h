@@ -20,6 +20,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 
 #include "relax/server.h"
 #include "relax/store.h"
@@ -40,6 +41,12 @@ void rx_log_destroy(rx_log *l);
 /* Adds "ts" and "level" to obj, writes it as one compact JSON line, and releases obj
  * (the caller's reference is consumed; NULL is ignored). */
 void rx_log_json(rx_log *l, rx_log_level lv, json_t *obj);
+
+/* The access line of one request, {"event": "request", "request_id", "method", "path",
+ * "status", "latency_ms"} plus "terminated" when not 0, with the bytes rx_log_json
+ * would write but built without jansson (the per-request path). Strings are escaped. */
+void rx_log_request(rx_log *l, rx_log_level lv, const char *request_id, const char *method,
+                    const char *path, int status, double latency_ms, int terminated);
 
 /* A line {"event": event, "message": msg}; msg may be NULL. */
 void rx_log_event(rx_log *l, rx_log_level lv, const char *event, const char *msg);
@@ -67,7 +74,7 @@ typedef struct rx_metrics {
     uint64_t singleflight_joins; /* requests that waited on another's compile */
     uint64_t queue_rejected;     /* 503s from a full queue */
     uint64_t cache_hits;         /* compile requests answered from the cache (compile.c
-                                    step 2; a verified blob) */
+                                    step 2; the store's record, blob present) */
     uint64_t cache_misses;       /* compile requests the cache could not answer (one per
                                     request: the worker's re-check is not counted) */
 } rx_metrics;
@@ -112,8 +119,10 @@ typedef struct rx_compiler rx_compiler;
 typedef struct rx_job rx_job;
 
 typedef struct rx_compile_req {
-    const char *module;    /* relax-json text */
+    const char *module;    /* relax-json text, or NULL when module_json is set */
     size_t module_n;
+    const json_t *module_json; /* the module already parsed (borrowed), or NULL: read
+                                  without a second parse; serialized only on a miss */
     const char *target;    /* "cpu" */
     int opt_level;         /* 0..3 */
     bool async;
@@ -123,18 +132,44 @@ typedef enum rx_job_state { RX_JOB_QUEUED, RX_JOB_RUNNING, RX_JOB_DONE, RX_JOB_F
 
 /* The answer to a compile request: an HTTP status and a JSON body (owned). */
 typedef struct rx_compile_reply {
-    int status;            /* 200, 202, 400, 500, 503 */
+    int status;            /* 200, 202, 400, 500, 503; 0: pending (see rx_compiler_submit) */
     json_t *body;          /* new reference */
     int retry_after;       /* seconds for Retry-After when > 0 */
 } rx_compile_reply;
 
+/* A synchronous request waiting for its job without holding a thread: http.c suspends
+ * the connection and the service calls wake exactly once — from the worker that
+ * finishes the job, from the timer thread at the deadline, from rx_compiler_stop for a
+ * cancelled job, or from rx_compiler_wait when the job had already finished. wake runs
+ * under the service mutex and must not block (it resumes the connection). Owned by the
+ * request; linked into the service while waiting. */
+typedef struct rx_waiter {
+    rx_job *job;           /* referenced while set */
+    struct timespec deadline; /* CLOCK_MONOTONIC: 503 timeout past it */
+    void (*wake)(void *ctx);
+    void *ctx;
+    bool linked;           /* in the service's waiter list (wake not called yet) */
+    bool timed_out;        /* woken by the deadline */
+    struct rx_waiter *prev, *next;
+} rx_waiter;
+
 rx_compiler *rx_compiler_new(const rx_config *c, rx_store *store, rx_log *log,
                              rx_metrics *metrics, char *err, size_t errlen);
 
-/* Handles one compile request end to end (key, lookup, single-flight, queue, wait for
- * sync requests). Fills *out. */
+/* Handles one compile request (key, lookup, single-flight, queue) without blocking.
+ * Fills *out, except for a synchronous request whose job is queued or running: then
+ * out->status is 0 and *pending holds a reference to the job, for rx_compiler_wait. */
 void rx_compiler_submit(rx_compiler *k, const rx_compile_req *r, const char *request_id,
-                        rx_compile_reply *out);
+                        rx_compile_reply *out, rx_job **pending);
+
+/* Starts waiting on job (the reference from rx_compiler_submit passes to w); wake(ctx)
+ * is called once when the job ends or the wait times out (2 x compile timeout + 5 s). */
+void rx_compiler_wait(rx_compiler *k, rx_waiter *w, rx_job *job, void (*wake)(void *ctx),
+                      void *ctx);
+
+/* Ends a wait: unlinks w if it is still waiting, fills *out (may be NULL) with the job's
+ * reply or 503 timeout, and drops the job reference. No-op when w holds no job. */
+void rx_compiler_wait_end(rx_compiler *k, rx_waiter *w, rx_compile_reply *out);
 
 /* The job's status JSON (new reference) or NULL for an unknown id. */
 json_t *rx_compiler_job_json(rx_compiler *k, const char *id);
@@ -183,6 +218,13 @@ const char *rx_req_header(const rx_request *q, const char *name);
 const char *rx_req_param(const rx_request *q, int i);
 const char *rx_req_id(const rx_request *q);
 const char *rx_req_body(const rx_request *q, size_t *n);
+
+/* Parks a request on a compile job without holding its thread: the connection is
+ * suspended, and when the job ends (or the wait times out) it is resumed and finish runs
+ * on an event-loop thread; finish calls rx_req_wait_end and queues the reply. The job
+ * reference (from rx_compiler_submit) passes to the request. */
+void rx_req_wait(rx_request *q, rx_job *job, rx_handler finish);
+void rx_req_wait_end(rx_request *q, rx_compile_reply *out);
 
 /* Replies (http.c). Each queues exactly one response; json is consumed. Extra headers
  * are name/value pairs ending with NULL. */

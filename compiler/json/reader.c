@@ -24,6 +24,11 @@
  * parse, and on every other thread, they are plain malloc and free. The thread-local
  * arena pointer is this library's one piece of global state; every tree parsed under
  * it is released before the arena is.
+ *
+ * rx_json_read_value starts at step 3 with a document someone else parsed (relaxd has
+ * the request body's tree already): the depth bound is checked by walking the tree,
+ * max_bytes is left to the caller (there is no text), and the tree stays the caller's,
+ * allocated however the caller's thread allocated it.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -643,13 +648,40 @@ __attribute__((constructor)) static void install_jansson_alloc(void)
     json_set_alloc_funcs(jansson_malloc, jansson_free);
 }
 
-rx_module *rx_json_read(const char *text, size_t n, const rx_read_opts *opts, rx_diags *d)
+static rx_read_opts opts_or_defaults(const rx_read_opts *opts)
 {
     rx_read_opts o = opts ? *opts : (rx_read_opts){0};
     if (!o.max_bytes) o.max_bytes = (size_t)256 << 20;
     if (o.max_depth <= 0) o.max_depth = 512;
     if (!o.max_expr_len) o.max_expr_len = 65536;
     if (o.max_expr_depth <= 0) o.max_expr_depth = 256;
+    return o;
+}
+
+/* Steps 3 onwards on a parsed document (not released here). */
+static rx_module *read_root(const json_t *root, const rx_read_opts *o, rx_diags *d)
+{
+    rx_reader r = {.m = rx_module_new(), .d = d, .o = *o, .nerr0 = rx_diags_count(d)};
+    r.a = r.m->arena;
+    read_module(&r, (json_t *)root);
+    rx_rd_scope_free(&r.syms);
+    rx_rd_scope_free(&r.bufs);
+    rx_rd_scope_free(&r.locals);
+    rx_rd_scope_free(&r.globals);
+    rx_rd_scope_free(&r.consts);
+    rx_rd_scope_free(&r.later);
+    RX_VEC_FREE(r.loops);
+    RX_VEC_FREE(r.open);
+    if (rx_rd_failed(&r)) {
+        rx_module_free(r.m);
+        return NULL;
+    }
+    return r.m;
+}
+
+rx_module *rx_json_read(const char *text, size_t n, const rx_read_opts *opts, rx_diags *d)
+{
+    rx_read_opts o = opts_or_defaults(opts);
     if (n > o.max_bytes) {
         rx_diag_add(d, "", "document is %zu bytes, over the limit of %zu bytes", n, o.max_bytes);
         return NULL;
@@ -665,25 +697,44 @@ rx_module *rx_json_read(const char *text, size_t n, const rx_read_opts *opts, rx
         rx_diag_add(d, "", "invalid JSON at line %d, column %d: %s", je.line, je.column, je.text);
         return NULL;
     }
-    rx_reader r = {.m = rx_module_new(), .d = d, .o = o, .nerr0 = rx_diags_count(d)};
-    r.a = r.m->arena;
-    read_module(&r, root);
+    rx_module *m = read_root(root, &o, d);
     json_decref(root);
     rx_arena_free(parse_arena); /* the whole jansson tree at once */
     parse_arena = NULL;
-    rx_rd_scope_free(&r.syms);
-    rx_rd_scope_free(&r.bufs);
-    rx_rd_scope_free(&r.locals);
-    rx_rd_scope_free(&r.globals);
-    rx_rd_scope_free(&r.consts);
-    rx_rd_scope_free(&r.later);
-    RX_VEC_FREE(r.loops);
-    RX_VEC_FREE(r.open);
-    if (rx_rd_failed(&r)) {
-        rx_module_free(r.m);
+    return m;
+}
+
+/* The nesting depth of a parsed value, at most limit + 1 (objects and arrays count). */
+static int value_depth(const json_t *j, int limit)
+{
+    if (!json_is_object(j) && !json_is_array(j)) return 0;
+    if (limit < 0) return 1;
+    int deepest = 0;
+    if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j) && deepest <= limit; i++) {
+            int dd = value_depth(json_array_get(j, i), limit - 1);
+            if (dd > deepest) deepest = dd;
+        }
+    } else {
+        const char *key;
+        json_t *v;
+        json_object_foreach((json_t *)j, key, v) {
+            int dd = value_depth(v, limit - 1);
+            if (dd > deepest) deepest = dd;
+            if (deepest > limit) break;
+        }
+    }
+    return deepest + 1;
+}
+
+rx_module *rx_json_read_value(const json_t *root, const rx_read_opts *opts, rx_diags *d)
+{
+    rx_read_opts o = opts_or_defaults(opts);
+    if (value_depth(root, o.max_depth) > o.max_depth) {
+        rx_diag_add(d, "", "JSON nested deeper than %d levels", o.max_depth);
         return NULL;
     }
-    return r.m;
+    return read_root(root, &o, d);
 }
 
 rx_module *rx_json_read_file(const char *path, const rx_read_opts *opts, rx_diags *d)

@@ -626,7 +626,13 @@ def test_corrupt_blob_rebuilt():
     # rebuilt (the bytes embed pass times, so the id may differ) and sound
     expect(st == 200 and b["cached"] is False and b["key"] == a["key"], "rebuild %s" % b)
     fetch_verified(d, b["artifact"])
-    damage(blob_file(d.data, b["artifact"]))  # now found by the compile's lookup
+    # A compile hit answers from the store's record without reading the blob; the fetch
+    # verifies the bytes, drops the damaged blob, and the next compile rebuilds.
+    damage(blob_file(d.data, b["artifact"]))
+    st, _, c = d.compile(mod)
+    expect(st == 200 and c["cached"] is True and c["artifact"] == b["artifact"], "hit %s" % c)
+    st, _, e = d.json("GET", "/v1/artifacts/" + c["artifact"])
+    expect(st == 404 and e["error"]["code"] == "artifact_corrupt", "fetch %s %s" % (st, e))
     st, _, c = d.compile(mod)
     expect(st == 200 and c["cached"] is False, "lookup rebuild %s" % c)
     fetch_verified(d, c["artifact"])
@@ -680,6 +686,36 @@ def test_sigterm_clean():
     expect(d2.stop() == 0, "exit")
 
 
+def test_parked_compile_frees_event_loop():
+    # One event-loop thread, one worker, a slow C compiler: a synchronous compile parks
+    # its connection, so other requests on the same loop are answered meanwhile.
+    d = Daemon(["--http-threads", "1", "--workers", "1"], slow_cc=1.5)
+    mod = load_module("valid/fig09_fused.json")
+    out = {}
+
+    def go():
+        out["r"] = d.compile(mod)
+    t = threading.Thread(target=go)
+    t.start()
+    expect(d.wait_log(lambda o: o.get("event") == "compile_start", 30), "no compile_start")
+    t0 = time.time()
+    st, _, b = d.json("GET", "/healthz", headers={"X-Request-Id": "probe-1"})
+    dt = time.time() - t0
+    expect(st == 200 and dt < 1.0, "healthz during a compile: %s in %.2fs" % (st, dt))
+    expect("r" not in out, "the compile answered before the slow compiler finished")
+    t.join()
+    st, _, b = out["r"]
+    expect(st == 200 and b["cached"] is False, "parked compile %s %s" % (st, b))
+    # the access line: same keys in the same order, strings escaped
+    st, _, _ = d.json("GET", "/x\\y\"z", headers={"X-Request-Id": "probe-2"})
+    line = d.wait_log(lambda o: o.get("request_id") == "probe-2", 10)
+    expect(line and list(line) == ["ts", "level", "event", "request_id", "method", "path",
+                                   "status", "latency_ms"], "log keys %s" % line)
+    expect(line["path"] == "/x\\y?z" and line["status"] == 404 and
+           isinstance(line["latency_ms"], float), "log line %s" % line)
+    expect(d.stop() == 0, "exit")
+
+
 def main():
     global MAIN
     for p in (RELAXD, RELAX_RUN, RELAXC):
@@ -694,7 +730,8 @@ def main():
                test_async_job, test_bad_requests, test_routes_404_405, test_path_tricks,
                test_head_etag_304, test_auth_and_limits, test_refuses_open_without_tokens,
                test_config_priority, test_queue_full_503, test_kill9_restart,
-               test_corrupt_blob_rebuilt, test_eviction_under_cap, test_sigterm_clean]:
+               test_corrupt_blob_rebuilt, test_eviction_under_cap, test_sigterm_clean,
+               test_parked_compile_frees_event_loop]:
         case(fn)
     rc = MAIN.stop()
     RESULTS.append(rc == 0)

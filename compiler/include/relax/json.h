@@ -35,6 +35,13 @@ typedef struct rx_read_opts {
  * invalid; on success the module is not yet deduced (see deduce.h). opts may be NULL. */
 rx_module *rx_json_read(const char *text, size_t n, const rx_read_opts *opts, rx_diags *d);
 
+/* Reads a module from an already parsed relax-json document (a jansson value, borrowed
+ * and not modified), with the same checks and diagnostics as rx_json_read from its
+ * step 3 on; max_depth is checked on the tree, max_bytes is not (the caller bounds the
+ * text it parsed). For callers that parsed the module as part of a larger document. */
+typedef struct json_t json_t;
+rx_module *rx_json_read_value(const json_t *root, const rx_read_opts *opts, rx_diags *d);
+
 /* Reads a file; a file that cannot be read is one error with an empty path. */
 rx_module *rx_json_read_file(const char *path, const rx_read_opts *opts, rx_diags *d);
 
