@@ -39,6 +39,24 @@ static json_t *dims_json(rx_expr *const *dims, int n)
     return a;
 }
 
+/* A function's storages with and without static memory planning (docs/artifact.md). */
+static json_t *memory_json(const rx_vmgen_mem *mm)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "planned", json_boolean(mm->planned));
+    json_object_set_new(o, "allocations", json_integer(mm->allocs));
+    json_object_set_new(o, "storages", json_integer(mm->storages));
+    json_object_set_new(o, "planned_storages", json_integer(mm->planned_storages));
+    json_object_set_new(o, "static_storages", json_integer(mm->static_storages));
+    json_object_set_new(o, "bytes_without_planning", dim_json(mm->bytes_without));
+    json_object_set_new(o, "bytes_with_planning", dim_json(mm->bytes_with));
+    json_object_set_new(o, "max_bytes_without_planning",
+                        mm->max_without >= 0 ? json_integer(mm->max_without) : json_null());
+    json_object_set_new(o, "max_bytes_with_planning",
+                        mm->max_with >= 0 ? json_integer(mm->max_with) : json_null());
+    return o;
+}
+
 /* An annotation in relax-json form (docs/relax-json.md, "Annotations"). */
 static json_t *sinfo_json(const rx_sinfo *s)
 {
@@ -136,6 +154,7 @@ void rx_artifact_metadata(const rx_module *m, const rx_vmgen_info *info,
                 json_object_set_new(o, "heap_slots", json_integer(info->heap.items[gi]));
                 json_object_set_new(o, "code_words", json_integer(info->words.items[gi]));
             }
+            if (gi < info->mem.n) json_object_set_new(o, "memory", memory_json(&info->mem.items[gi]));
             gi++;
             json_array_append_new(fns, o);
         } else {

@@ -9,10 +9,12 @@
  * numbering stays readable in a disassembly. Values are reference counted, so MOVE
  * shares and RELEASE drops one reference; liveness.c says when.
  *
- * call_tir follows Figure 5: for each output one ALLOC_STORAGE of exactly its bytes
- * (static memory planning, which would share storages, is a later pass) and one
- * ALLOC_TENSOR at offset 0, the storage register released at once (the tensor keeps
- * it alive), then the DPS call. Jumps are emitted with a placeholder target and patched
+ * call_tir follows Figure 5 with plan.c's storages: an intermediate tensor the plan
+ * placed is an ALLOC_TENSOR at offset 0 of its storage's register (static storages
+ * were allocated at function entry, a symbolic one is allocated right before its first
+ * tensor) and the storage is released after the item its plan names; any other output
+ * gets one ALLOC_STORAGE of exactly its bytes and one ALLOC_TENSOR, the storage
+ * register released at once (the tensor keeps it alive). Then the DPS call. Jumps are emitted with a placeholder target and patched
  * when the target is known.
  */
 #include "vg_int.h"
@@ -57,8 +59,10 @@ static void release_all(vg_fn *F, vg_regs *regs)
     regs->n = 0;
 }
 
-/* R[reg] := a new tensor of annotation si in its own storage (Figure 5). */
-static bool alloc_tensor(vg_fn *F, rx_loc loc, const char *what, const rx_sinfo *si, int64_t reg)
+/* R[reg] := a new tensor of annotation si: in the planned storage of variable var, or
+ * (var < 0 or unplanned) in its own storage (Figure 5). */
+static bool alloc_tensor(vg_fn *F, rx_loc loc, const char *what, const rx_sinfo *si, int64_t reg,
+                         int32_t var)
 {
     if (si->kind != RX_SI_TENSOR || !si->dims || si->dtype == RX_DT_UNKNOWN) {
         char *s = rx_sinfo_str(F->M->tmp, si);
@@ -66,15 +70,21 @@ static bool alloc_tensor(vg_fn *F, rx_loc loc, const char *what, const rx_sinfo 
                  F->f->name, what, s);
         return false;
     }
-    rx_arena *a = F->M->m->arena;
-    int bits = rx_dtype_bits((rx_dtype)si->dtype);
-    rx_expr *bytes = rx_e_int(a, bits < 8 ? 1 : bits / 8);
-    for (int i = 0; i < si->ndim; i++) bytes = rx_e_binary(a, RX_E_MUL, bytes, si->dims[i]);
-    vg_dim nb;
-    if (!vg_expr(F, loc, bytes, &nb)) return false;
+    vg_storage *plan = var >= 0 && F->plan.storage_of[var] >= 0
+                           ? &F->plan.st.items[F->plan.storage_of[var]] : NULL;
+    bool fresh = !plan || plan->reg < 0;
+    vg_dim nb = {RX_D_IMM, 0};
+    if (fresh) {
+        rx_arena *a = F->M->m->arena;
+        int bits = rx_dtype_bits((rx_dtype)si->dtype);
+        rx_expr *bytes = rx_e_int(a, bits < 8 ? 1 : bits / 8);
+        for (int i = 0; i < si->ndim; i++) bytes = rx_e_binary(a, RX_E_MUL, bytes, si->dims[i]);
+        if (!vg_expr(F, loc, bytes, &nb)) return false;
+    }
+    if (plan && plan->reg < 0) plan->reg = vg_new_reg(F);
     vg_words w = {0};
     vg_w(&w, RX_OP_ALLOC_TENSOR);
-    int64_t st = vg_new_reg(F);
+    int64_t st = plan ? plan->reg : vg_new_reg(F);
     vg_w(&w, reg), vg_w(&w, st), vg_wd(&w, (vg_dim){RX_D_IMM, 0});
     vg_w(&w, rx_vmgen_dtype((rx_dtype)si->dtype)), vg_w(&w, si->ndim);
     bool ok = true;
@@ -84,9 +94,9 @@ static bool alloc_tensor(vg_fn *F, rx_loc loc, const char *what, const rx_sinfo 
         vg_wd(&w, d);
     }
     if (ok) {
-        RX_EMIT(&F->code, RX_OP_ALLOC_STORAGE, st, nb.tag, nb.val, RX_DEV_CPU);
+        if (fresh) RX_EMIT(&F->code, RX_OP_ALLOC_STORAGE, st, nb.tag, nb.val, RX_DEV_CPU);
         vg_emit_words(F, &w);
-        RX_EMIT(&F->code, RX_OP_RELEASE, st);
+        if (!plan) RX_EMIT(&F->code, RX_OP_RELEASE, st);
     }
     RX_VEC_FREE(w);
     return ok;
@@ -111,10 +121,11 @@ static bool alloc_outputs(vg_fn *F, const rx_node *n, const char *what, int64_t 
     const rx_sinfo **outs;
     int nout = dps_outputs(n, &outs);
     bool single = n->u.call.out->kind != RX_SI_TUPLE;
+    int32_t var = single && F->cur_var >= 0 && F->reg_of[F->cur_var] == dest ? F->cur_var : -1;
     for (int i = 0; i < nout; i++) {
         int64_t r = single ? dest : vg_new_reg(F);
         RX_VEC_PUSH(*outregs, r);
-        if (!alloc_tensor(F, n->loc, what, outs[i], r)) return false;
+        if (!alloc_tensor(F, n->loc, what, outs[i], r, var)) return false;
     }
     return true;
 }
@@ -489,7 +500,12 @@ static bool lower_binding(vg_fn *F, const rx_binding *bd)
 {
     int64_t dest = vg_new_reg(F);
     F->reg_of[bd->var->u.var.id] = (int32_t)dest;
-    if (!bd->match_cast) return lower_value(F, bd->value, dest);
+    if (!bd->match_cast) {
+        F->cur_var = bd->var->u.var.id;
+        bool ok = lower_value(F, bd->value, dest);
+        F->cur_var = -1;
+        return ok;
+    }
     vg_regs temps = {0};
     int64_t src;
     const char *what = rx_arena_printf(F->M->tmp, "match_cast %s", bd->var->u.var.name);
@@ -503,7 +519,7 @@ static bool lower_binding(vg_fn *F, const rx_binding *bd)
 
 typedef struct release_at {
     int32_t item; /* release after this item (-1: before the first) */
-    int32_t id;   /* the variable */
+    int32_t id;   /* the variable, or -1 - s for planned storage s */
 } release_at;
 
 static int cmp_release(const void *x, const void *y)
@@ -517,7 +533,8 @@ static int cmp_release(const void *x, const void *y)
 static void release_due(vg_fn *F, const release_at *rel, int nrel, int *pos, int32_t item)
 {
     for (; *pos < nrel && rel[*pos].item <= item; (*pos)++) {
-        int32_t r = F->reg_of[rel[*pos].id];
+        int32_t id = rel[*pos].id;
+        int64_t r = id >= 0 ? F->reg_of[id] : F->plan.st.items[-1 - id].reg;
         if (r >= 0) RX_EMIT(&F->code, RX_OP_RELEASE, r);
     }
 }
@@ -538,6 +555,11 @@ static bool lower_seq(vg_fn *F, const rx_seq *s, int64_t dest)
         for (int i = 0; i < s->blocks[b]->nbindings; i++, nitems++) {
             int32_t id = s->blocks[b]->bindings[i].var->u.var.id;
             release_at r = {F->last_use[id] >= 0 ? F->last_use[id] : nitems, id};
+            RX_VEC_PUSH(rel, r);
+        }
+    for (int k = 0; k < F->plan.st.n; k++)
+        if (F->plan.st.items[k].home == serial) {
+            release_at r = {F->plan.st.items[k].release_item, -1 - k};
             RX_VEC_PUSH(rel, r);
         }
     if (rel.n) qsort(rel.items, (size_t)rel.n, sizeof *rel.items, cmp_release);
@@ -567,6 +589,7 @@ bool vg_lower_function(vg_fn *F)
 {
     const rx_func *f = F->f;
     vg_liveness(F);
+    vg_plan_function(F, &F->plan);
     F->nregs = f->nparams;
     for (int i = 0; i < f->nparams; i++) F->reg_of[f->params[i]->u.var.id] = i;
     vg_defer_vec defer = {0};
@@ -575,5 +598,11 @@ bool vg_lower_function(vg_fn *F)
         ok = vg_match(F, f->params[i]->loc, i, f->params[i]->sinfo, f->params[i]->u.var.name, &defer);
     ok = ok && vg_flush_defer(F, f->loc, &defer);
     RX_VEC_FREE(defer);
+    for (int k = 0; k < F->plan.st.n && ok; k++) { /* static storages: once, at entry */
+        vg_storage *st = &F->plan.st.items[k];
+        if (st->size < 0) continue;
+        st->reg = vg_new_reg(F);
+        RX_EMIT(&F->code, RX_OP_ALLOC_STORAGE, st->reg, RX_D_IMM, st->size, RX_DEV_CPU);
+    }
     return ok && lower_seq(F, f->body, -1);
 }

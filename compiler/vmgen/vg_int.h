@@ -5,6 +5,7 @@
  *   shapes.c    the shape heap: symbolic variables and expressions in slots (with CSE),
  *               annotation matching (MATCH_*), expected-shape text
  *   liveness.c  last use of every variable, for RELEASE
+ *   plan.c      static memory planning: which storage each intermediate tensor uses
  *   lower.c     bindings, values, calls, if, bodies, one function
  *
  * A vg_fn is the state of one function being lowered: its code, register and slot
@@ -55,6 +56,26 @@ typedef struct vg_module {
     bool ok;                         /* false after any error */
 } vg_module;
 
+typedef struct vg_storage { /* a planned storage (plan.c) */
+    rx_expr *bytes;       /* symbolic size (its first tensor's), NULL when static */
+    int64_t size;         /* static bytes (the largest bound served), -1 symbolic */
+    int32_t home;         /* serial of the body allocating and releasing it (0: entry) */
+    int32_t release_item; /* item of home after which it is released */
+    int32_t first;        /* VAR id of its first tensor (symbolic: allocated before it) */
+    int64_t reg;          /* register while emitting, -1 before its ALLOC_STORAGE */
+} vg_storage;
+
+typedef struct vg_plan {
+    bool enabled;              /* false: attribute "memory_plan": false */
+    int32_t *storage_of;       /* VAR id -> planned storage, -1 (own storage) */
+    RX_VEC(vg_storage) st;     /* the planned storages */
+    rx_arith *ar;              /* sizes' arithmetic, upper bounds bound */
+    int32_t nallocs;           /* DPS output tensors (storages without planning) */
+    int32_t nunplanned;        /* of which keep their own storage */
+    rx_expr *bytes_without;    /* sum of every allocation's bytes (NULL: none) */
+    rx_expr *bytes_unplanned;  /* sum over the unplanned ones (NULL: none) */
+} vg_plan;
+
 typedef struct vg_fn {
     vg_module *M;
     rx_func *f;
@@ -68,6 +89,8 @@ typedef struct vg_fn {
     int32_t *def_item;     /* VAR id -> item index of its definition there (-1 params) */
     int32_t *last_use;     /* VAR id -> last item (in def_seq) using it, -1 unused */
     int32_t seq_serial;    /* bodies entered so far while lowering */
+    int32_t cur_var;       /* VAR id of the binding being lowered, -1 */
+    vg_plan plan;          /* storages of the intermediate tensors */
     RX_VEC(vg_sym) syms;   /* scoped */
     RX_VEC(vg_cse) cse;    /* scoped */
 } vg_fn;
@@ -111,6 +134,13 @@ void vg_descriptor(vg_module *M, const rx_func *f, const rx_sinfo *si, const cha
 /* ---- liveness.c ---- */
 /* Fills def_seq, def_item, last_use for every variable of F->f. */
 void vg_liveness(vg_fn *F);
+
+/* ---- plan.c ---- */
+/* Plans F's intermediate tensors into shared storages (after vg_liveness). */
+void vg_plan_function(vg_fn *F, vg_plan *P);
+void vg_plan_free(vg_plan *P);
+/* The metadata summary of F->plan (strings in the module's arena). */
+void vg_plan_summary(vg_fn *F, rx_vmgen_mem *out);
 
 /* ---- lower.c ---- */
 /* Lowers F->f's parameters and body into F->code. False after errors. */

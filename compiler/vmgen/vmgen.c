@@ -119,6 +119,7 @@ static void add_function(vg_module *M, rx_func *f)
     F.def_item = arrays + 2 * F.nids;
     F.last_use = arrays + 3 * F.nids;
     for (int32_t i = 0; i < F.nids; i++) F.reg_of[i] = -1;
+    F.cur_var = -1;
 
     bool ok = vg_lower_function(&F);
     if (ok && (F.nregs > (1 << 20) || F.nheap > (1 << 24))) {
@@ -145,8 +146,12 @@ static void add_function(vg_module *M, rx_func *f)
         RX_VEC_PUSH(M->info->nregs, desc.nregs);
         RX_VEC_PUSH(M->info->heap, desc.heap_size);
         RX_VEC_PUSH(M->info->words, (uint32_t)F.code.n);
+        rx_vmgen_mem mem;
+        vg_plan_summary(&F, &mem);
+        RX_VEC_PUSH(M->info->mem, mem);
     }
     rx_rxa_code_free(&F.code);
+    vg_plan_free(&F.plan);
     RX_VEC_FREE(F.syms);
     RX_VEC_FREE(F.cse);
     free(arrays);
@@ -183,4 +188,5 @@ void rx_vmgen_info_free(rx_vmgen_info *info)
     RX_VEC_FREE(info->nregs);
     RX_VEC_FREE(info->heap);
     RX_VEC_FREE(info->words);
+    RX_VEC_FREE(info->mem);
 }

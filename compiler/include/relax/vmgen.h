@@ -24,8 +24,11 @@
  *   symbolic exprs   simplified, then computed into heap slots with ADD SUB MUL
  *                    FLOORDIV FLOORMOD MIN MAX, each distinct (op, operand, operand)
  *                    once per scope (a branch's values are forgotten after it)
- *   call_tir         per output ALLOC_STORAGE + ALLOC_TENSOR (one storage per tensor),
- *                    then CALL_KERNEL with the kernel's ivars: its svars bound by
+ *   call_tir         per output ALLOC_TENSOR at offset 0 of a storage: intermediates
+ *                    share the storages static memory planning gives them (plan.c:
+ *                    Algorithm 3, sizes proved equal, or static under upper_bounds
+ *                    and allocated once at entry), other outputs ALLOC_STORAGE their
+ *                    own; then CALL_KERNEL with the kernel's ivars: its svars bound by
  *                    matching its buffer parameters against the call's argument and
  *                    output annotations (rx_si_match) and its scalar parameters to
  *                    tir_vars, each then an expression over the caller's variables; a
@@ -55,6 +58,22 @@
 #include "relax/ir.h"
 #include "relax/rxa.h"
 
+/* Memory of one graph function with and without static planning (plan.c). Bytes are
+ * the sum of the storages' sizes: an expression over the function's symbolic
+ * variables (module arena; "n * 24 + 32768"), and its constant bound under
+ * upper_bounds. */
+typedef struct rx_vmgen_mem {
+    bool planned;             /* planning ran (not disabled by "memory_plan": false) */
+    int32_t allocs;           /* tensor allocations = storages without planning */
+    int32_t storages;         /* storages with planning: planned + tensors' own */
+    int32_t planned_storages; /* of which shared by planned intermediates */
+    int32_t static_storages;  /* of which static, allocated once at function entry */
+    const rx_expr *bytes_without; /* total bytes without planning */
+    const rx_expr *bytes_with;    /* with planning */
+    int64_t max_without;      /* constant bound of bytes_without, -1 when unbounded */
+    int64_t max_with;         /* of bytes_with */
+} rx_vmgen_mem;
+
 /* What the lowering used, for the artifact's metadata. Strings point into the module
  * (its arena), so the module must outlive the info. */
 typedef struct rx_vmgen_info {
@@ -63,6 +82,7 @@ typedef struct rx_vmgen_info {
     RX_VEC(uint32_t) nregs;        /* per graph function (function index order) */
     RX_VEC(uint32_t) heap;         /* heap slots per graph function */
     RX_VEC(uint32_t) words;        /* code words per graph function */
+    RX_VEC(rx_vmgen_mem) mem;      /* memory plan per graph function */
 } rx_vmgen_info;
 
 /* Lowers every graph function of m (deduced and legalized) into b: one kernel entry
