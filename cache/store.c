@@ -9,6 +9,8 @@
  *     targets shorter than rx_artifact_info.target;
  *   - the content address of a put is computed here (SHA-256 of the bytes), so a
  *     backend never trusts a caller-supplied id.
+ *   - rx_store_tuning's zero fields get their defaults here, so a backend sees only
+ *     explicit values.
  * Hits and misses are counted here from the backend's answers; evictions and drops
  * are counted by the backend where they happen. The counters are atomics in the
  * rx_store, so rx_store_get_stats never blocks on the database for them.
@@ -64,6 +66,12 @@ static int valid_key(const char *key)
 
 rx_store *rx_store_open(const rx_store_opts *o, char *err, size_t errlen)
 {
+    return rx_store_open_tuned(o, NULL, err, errlen);
+}
+
+rx_store *rx_store_open_tuned(const rx_store_opts *o, const rx_store_tuning *t, char *err,
+                              size_t errlen)
+{
     if (!o || !o->dir || !o->dir[0]) {
         rx_store_fail(err, errlen, "store: no data directory given");
         return NULL;
@@ -72,13 +80,20 @@ rx_store *rx_store_open(const rx_store_opts *o, char *err, size_t errlen)
         rx_store_fail(err, errlen, "store: max_bytes must be >= 0");
         return NULL;
     }
+    rx_store_tuning tune = t ? *t : (rx_store_tuning){0};
+    if (tune.access_flush_ms < 0) {
+        rx_store_fail(err, errlen, "store: access_flush_ms must be >= 0");
+        return NULL;
+    }
+    if (!tune.verify_interval_ms) tune.verify_interval_ms = RX_STORE_VERIFY_INTERVAL_DEFAULT_MS;
+    if (!tune.access_flush_ms) tune.access_flush_ms = RX_STORE_ACCESS_FLUSH_DEFAULT_MS;
     rx_store *s = calloc(1, sizeof *s);
     if (!s) {
         rx_store_fail(err, errlen, "store: out of memory");
         return NULL;
     }
     s->ops = &rx_store_sqlite_ops;
-    if (s->ops->open(o, &s->c, &s->impl, err, errlen) != 0) {
+    if (s->ops->open(o, &tune, &s->c, &s->impl, err, errlen) != 0) {
         free(s);
         return NULL;
     }
@@ -150,4 +165,5 @@ void rx_store_get_stats(rx_store *s, rx_store_stats *out)
     out->misses = atomic_load_explicit(&s->c.misses, memory_order_relaxed);
     out->evictions = atomic_load_explicit(&s->c.evictions, memory_order_relaxed);
     out->dropped = atomic_load_explicit(&s->c.dropped, memory_order_relaxed);
+    out->verified = atomic_load_explicit(&s->c.verified, memory_order_relaxed);
 }

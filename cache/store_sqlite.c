@@ -15,9 +15,28 @@
  * key to it. Invariant: every artifact has at least one entry (a put that moves a key
  * off an artifact deletes the artifact when no other key holds it). "entries" in the
  * stats counts artifacts, "bytes" their sizes: what the blobs occupy.
- * LRU order is access_seq, a counter bumped (max + 1, inside the write) on every put,
- * hit and read: millisecond timestamps tie too often to order accesses. last_access_ms
- * is the wall-clock time reported to callers.
+ * LRU order is access_seq, a counter bumped (max + 1, inside the write) on every put and
+ * on every flushed access: millisecond timestamps tie too often to order accesses.
+ * last_access_ms is the wall-clock time reported to callers.
+ *
+ * The hit path touches no table (memo.c holds what it needs):
+ *   - sizes: the memo knows the size of every artifact that recovery saw, that was put,
+ *     or that a read found by SELECT since open, so a repeated read does no query. It
+ *     is kept true by forgetting ids after every commit that deleted rows (tx_commit)
+ *     and by its epoch (a SELECT that raced such a commit does not re-add the size).
+ *   - verification: the memo keeps the fstat of each blob at its last full SHA-256
+ *     check; read passes it to rx_blob_read as trusted while it is younger than
+ *     verify_interval_ms, and records a new one after a full hash only when the file's
+ *     mtime and ctime are RACY_NS older than the start of the read (store.h, "Verified
+ *     on read").
+ *   - accesses: hits and reads append to the memo's pending list (access order); a
+ *     flush writes them with one Q_TOUCH each, oldest first, in one transaction, so
+ *     their access_seq order is their access order. Flushes run inside every put
+ *     before its own row (so an artifact read before a put stays older than it, and
+ *     eviction, which runs inside put, sees every access), at close, and from the
+ *     first hit after access_flush_ms, which only tries the write lock (a put holding
+ *     it flushes anyway). A failed flush, or a put that rolls back after flushing,
+ *     loses those accesses: LRU order only.
  *
  * Connections and locking. A pool of connections, each used by one thread at a time
  * (SQLITE_OPEN_NOMUTEX: sqlite's multi-thread mode): a thread checks one out for the
@@ -48,9 +67,12 @@
  * corrupts; a forgotten row leaves an orphan blob, a forgotten delete a row without a
  * blob, and recovery handles both.
  *
- * Costs: lookup = 1 SELECT + stat + 1 UPDATE (write lock); read = 1 SELECT + file read
- * + SHA-256 + 1 UPDATE; put = blob write (2 fsyncs) + 1 write transaction + one DELETE
- * per evicted artifact; open = a stat per row and a readdir of the blob tree.
+ * Costs: lookup = 1 SELECT + stat; read of a known, unchanged, recently verified blob
+ * = open + fstat + read + close (no SQL, no hash); other reads add 1 SELECT (size not
+ * known yet) and/or a SHA-256 (libcrypto); every access_flush_ms, one hit also writes
+ * the pending accesses (1 UPDATE each, one transaction); put = blob write (2 fsyncs) +
+ * 1 write transaction (+ pending accesses) + one DELETE per evicted artifact; open = a
+ * stat per row and a readdir of the blob tree.
  */
 #include "store_int.h"
 
@@ -62,9 +84,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SCHEMA_VERSION 1
+/* A verification is remembered only for a file whose mtime and ctime are this much
+ * older than the read: covers coarse (jiffy) and 1 s granular filesystem timestamps. */
+#define RACY_NS 2000000000ll
 #define BUSY_TIMEOUT_MS 10000
 #define PUT_ATTEMPTS 4
 
@@ -132,6 +158,10 @@ typedef struct sq {
     char *dbpath;                /* DIR/cache.db */
     char *blobs;                 /* DIR/blobs */
     int64_t max_bytes;           /* 0: unlimited */
+    int64_t verify_ms;           /* trust a verification this long; < 0: never */
+    int64_t flush_ms;            /* write pending accesses at most this often */
+    rx_memo *memo;               /* sizes, verifications, pending accesses */
+    _Atomic int64_t next_flush_ms; /* a hit after this time flushes pending accesses */
     rx_store_counters *c;        /* the front's counters */
     int lock_fd;                 /* DIR/store.lock, write-locked while open */
     pthread_mutex_t pool_mu;     /* guards pool */
@@ -208,14 +238,26 @@ static void tx_rollback(sq *s, conn *c)
     pthread_mutex_unlock(&s->write_mu);
 }
 
-/* Unlinks the blobs of gone, then commits. 0, or -1 (rolled back). */
-static int tx_commit(sq *s, conn *c, const idlist *gone, char *err, size_t errlen)
+/* Unlinks the blobs of gone, commits, then makes the memo forget them (also when the
+ * commit failed: their files are gone either way) and, when put_id is not NULL and the
+ * commit succeeded, learn that put_id's row has put_size bytes; all before the write
+ * lock is released, so no other writer's delete can come between commit and memo.
+ * 0, or -1 (rolled back). */
+static int tx_commit_put(sq *s, conn *c, const idlist *gone, const char *put_id,
+                         int64_t put_size, char *err, size_t errlen)
 {
     for (int i = 0; gone && i < gone->n; i++) rx_blob_unlink(s->blobs, gone->ids[i]);
     int r = run(c, Q_COMMIT, err, errlen);
     if (r != 0 && !sqlite3_get_autocommit(c->db)) run(c, Q_ROLLBACK, NULL, 0);
+    if (gone && gone->n > 0) rx_memo_forget(s->memo, (const char (*)[65])gone->ids, gone->n);
+    if (r == 0 && put_id) rx_memo_known(s->memo, put_id, put_size);
     pthread_mutex_unlock(&s->write_mu);
     return r;
+}
+
+static int tx_commit(sq *s, conn *c, const idlist *gone, char *err, size_t errlen)
+{
+    return tx_commit_put(s, c, gone, NULL, 0, err, errlen);
 }
 
 /* ---- connections ---- */
@@ -361,23 +403,69 @@ static int size_row(conn *c, const char *id, int64_t *size, char *err, size_t er
     return rc == SQLITE_DONE ? 0 : db_fail(c, "size", err, errlen);
 }
 
-/* Marks id accessed now (caller holds write_mu, in a transaction or not). */
-static int touch_locked(conn *c, const char *id, int64_t now)
+/* ---- access times ---- */
+
+/* Writes the pending accesses, oldest first (caller holds write_mu inside a write
+ * transaction). Best effort: a failure only makes the LRU order stale. */
+static void flush_locked(sq *s, conn *c)
 {
-    sqlite3_stmt *st = Q(c, Q_TOUCH);
-    bind_text(st, 1, id);
-    sqlite3_bind_int64(st, 2, now);
-    int rc = sqlite3_step(st);
-    done(st);
-    return rc == SQLITE_DONE ? 0 : -1;
+    rx_memo_access *a;
+    int n = rx_memo_take(s->memo, &a);
+    for (int i = 0; i < n; i++) {
+        sqlite3_stmt *st = Q(c, Q_TOUCH);
+        bind_text(st, 1, a[i].id);
+        sqlite3_bind_int64(st, 2, a[i].at_ms);
+        sqlite3_step(st);
+        done(st);
+    }
+    free(a);
+    atomic_store_explicit(&s->next_flush_ms, rx_store_now_ms() + s->flush_ms,
+                          memory_order_relaxed);
 }
 
-/* Marks id accessed now, best effort: a failure only makes the LRU order stale. */
-static void touch(sq *s, conn *c, const char *id, int64_t now)
+/* Writes the pending accesses in a transaction of their own; when !wait, only if the
+ * write lock is free (whoever holds it is a put, which flushes, or a flush). */
+static void flush(sq *s, conn *c, bool wait)
 {
-    pthread_mutex_lock(&s->write_mu);
-    touch_locked(c, id, now);
+    if (wait) pthread_mutex_lock(&s->write_mu);
+    else if (pthread_mutex_trylock(&s->write_mu) != 0) return;
+    if (run(c, Q_BEGIN, NULL, 0) == 0) {
+        flush_locked(s, c);
+        if (run(c, Q_COMMIT, NULL, 0) != 0 && !sqlite3_get_autocommit(c->db))
+            run(c, Q_ROLLBACK, NULL, 0);
+    }
     pthread_mutex_unlock(&s->write_mu);
+}
+
+/* Records a hit on id at now (see rx_memo_hit for size, epoch and verified) and
+ * flushes when access_flush_ms has passed since the last flush. Outside write_mu. */
+static void note_hit(sq *s, conn *c, const char *id, int64_t size, uint64_t epoch,
+                     const rx_blob_stat *verified, int64_t verified_ms, int64_t now)
+{
+    int pending = rx_memo_hit(s->memo, id, size, epoch, verified, verified_ms, now);
+    int64_t due = atomic_load_explicit(&s->next_flush_ms, memory_order_relaxed);
+    if (pending > 0 && now >= due &&
+        atomic_compare_exchange_strong_explicit(&s->next_flush_ms, &due, now + s->flush_ms,
+                                                memory_order_relaxed, memory_order_relaxed))
+        flush(s, c, false);
+}
+
+/* Unix time in nanoseconds (the clock file timestamps come from). */
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The verification record to keep after a full hash of a file seen as st, the read
+ * having started at t0 (ns): st when the file is old enough that a later write must
+ * move its mtime or ctime, else NULL. */
+static const rx_blob_stat *settled(const sq *s, const rx_blob_stat *st, int64_t t0)
+{
+    if (s->verify_ms < 0 || st->mtime_ns > t0 - RACY_NS || st->ctime_ns > t0 - RACY_NS)
+        return NULL;
+    return st;
 }
 
 /* Deletes artifact id (its entries cascade) and queues its blob for unlinking. */
@@ -435,14 +523,20 @@ static int settle(sq *s, conn *c, const char *id, int full, uint8_t **bytes, siz
         tx_rollback(s, c);
         return r < 0 ? -1 : 1;
     }
-    if (full) r = rx_blob_read(s->blobs, id, size, bytes, n, err, errlen);
+    int64_t t0 = now_ns();
+    rx_blob_stat seen;
+    bool hashed = false;
+    if (full) r = rx_blob_read(s->blobs, id, size, NULL, &seen, &hashed, bytes, n, err, errlen);
     else r = rx_blob_present(s->blobs, id, size) ? 0 : 1;
+    if (hashed) rx_store_count(&s->c->verified, 1);
     if (r < 0) {
         tx_rollback(s, c);
         return -1;
     }
     idlist gone = {0};
-    if (r == 0) touch_locked(c, id, rx_store_now_ms());
+    if (r == 0)
+        rx_memo_hit(s->memo, id, size, RX_MEMO_AUTHORITATIVE,
+                    full ? settled(s, &seen, t0) : NULL, t0 / 1000000, rx_store_now_ms());
     else if (drop_row(c, id, &gone, err, errlen)) {
         tx_rollback(s, c);
         free(gone.ids);
@@ -450,7 +544,7 @@ static int settle(sq *s, conn *c, const char *id, int full, uint8_t **bytes, siz
     }
     int ok = tx_commit(s, c, &gone, err, errlen) == 0;
     free(gone.ids);
-    if (r == 0) return 0; /* the bytes are good whether or not the touch stuck */
+    if (r == 0) return 0; /* the bytes are good whether or not the commit stuck */
     if (!ok) return -1;
     rx_store_count(&s->c->dropped, 1);
     rx_store_fail(err, errlen, "artifact %s: blob %s; dropped", id,
@@ -466,14 +560,17 @@ static int sq_lookup(void *impl, const char *key, rx_artifact_info *info, char *
     sq *s = impl;
     conn *c = checkout(s, err, errlen);
     if (!c) return -1;
+    uint64_t epoch = rx_memo_epoch(s->memo); /* before the SELECT */
     int r = lookup_row(c, key, info, err, errlen);
     if (r == 1 && !rx_blob_present(s->blobs, info->id, info->size)) {
         /* Missing (or truncated) blob: a miss; dropped unless a race explains it. */
         int t = settle(s, c, info->id, 0, NULL, NULL, err, errlen);
         r = t < 0 ? -1 : t == 0 ? lookup_row(c, key, info, err, errlen) : 0;
     } else if (r == 1) {
+        note_hit(s, c, info->id, info->size, epoch, NULL, 0, rx_store_now_ms());
+    }
+    if (r == 1) {
         int64_t now = rx_store_now_ms();
-        touch(s, c, info->id, now);
         if (info->last_access_ms < now) info->last_access_ms = now;
     }
     checkin(s, c);
@@ -550,12 +647,14 @@ static int sq_put(void *impl, const char *key, const char *target, const char *i
         if (rx_blob_present(s->blobs, id, (int64_t)n)) break;
         tx_rollback(s, c);
     }
-    /* Step 3: rows, eviction, and the unlinks of what they freed, then COMMIT. */
+    /* Step 3: the pending accesses (older than this put), rows, eviction, and the
+     * unlinks of what they freed, then COMMIT; the memo learns the new row's size. */
+    flush_locked(s, c);
     idlist gone = {0};
     int64_t evicted = 0;
     if (put_locked(s, c, key, target, id, n, meta, info, &gone, &evicted, err, errlen)) {
         tx_rollback(s, c);
-    } else if (tx_commit(s, c, &gone, err, errlen) == 0) {
+    } else if (tx_commit_put(s, c, &gone, id, (int64_t)n, err, errlen) == 0) {
         rx_store_count(&s->c->evictions, evicted);
         r = 0;
     }
@@ -571,14 +670,29 @@ static int sq_read(void *impl, const char *id, uint8_t **bytes, size_t *n, char 
     sq *s = impl;
     conn *c = checkout(s, err, errlen);
     if (!c) return -1;
-    int64_t size = 0;
-    int r = size_row(c, id, &size, err, errlen);
+    /* Step 1: the size, from the memo or the row. */
+    rx_memo_view v;
+    rx_memo_get(s->memo, id, &v);
+    int64_t size = v.size;
+    int r = size >= 0 ? 1 : size_row(c, id, &size, err, errlen);
     if (r == 0) {
         r = 1;
     } else if (r == 1) {
-        r = rx_blob_read(s->blobs, id, size, bytes, n, err, errlen);
-        if (r == 0) touch(s, c, id, rx_store_now_ms());
-        else if (r > 0) r = settle(s, c, id, 1, bytes, n, err, errlen);
+        /* Step 2: the bytes, hashed unless the file is the one verified recently. */
+        int64_t t0 = now_ns(), t0_ms = t0 / 1000000;
+        const rx_blob_stat *trusted =
+            v.verified && s->verify_ms > 0 && t0_ms >= v.verified_ms &&
+                    t0_ms - v.verified_ms < s->verify_ms ? &v.st : NULL;
+        rx_blob_stat seen;
+        bool hashed = false;
+        r = rx_blob_read(s->blobs, id, size, trusted, &seen, &hashed, bytes, n, err, errlen);
+        if (hashed) rx_store_count(&s->c->verified, 1);
+        /* Step 3: record the access (and a new verification), or settle a failure. */
+        if (r == 0)
+            note_hit(s, c, id, size, v.epoch, hashed ? settled(s, &seen, t0) : NULL, t0_ms,
+                     rx_store_now_ms());
+        else if (r > 0)
+            r = settle(s, c, id, 1, bytes, n, err, errlen);
     }
     checkin(s, c);
     return r;
@@ -601,6 +715,9 @@ static int sq_info(void *impl, const char *id, rx_artifact_info *info, char **me
         info->created_ms = sqlite3_column_int64(st, 2);
         info->last_access_ms = sqlite3_column_int64(st, 3);
         copy_text(info->key, sizeof info->key, sqlite3_column_text(st, 5));
+        rx_memo_view v;
+        rx_memo_get(s->memo, id, &v); /* an access not yet written */
+        if (v.last_access_ms > info->last_access_ms) info->last_access_ms = v.last_access_ms;
         r = 0;
         const unsigned char *m = sqlite3_column_text(st, 4);
         if (meta && m && !(*meta = strdup((const char *)m)))
@@ -651,8 +768,11 @@ static int recover(sq *s, conn *c, char *err, size_t errlen)
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *id = (const char *)sqlite3_column_text(st, 0);
         int64_t size = sqlite3_column_int64(st, 1);
-        if (!rx_store_valid_id(id) || !rx_blob_present(s->blobs, id, size))
+        if (!rx_store_valid_id(id) || !rx_blob_present(s->blobs, id, size)) {
             if (idlist_add(&all, id)) rc = SQLITE_NOMEM;
+        } else {
+            rx_memo_known(s->memo, id, size); /* evictions below forget theirs */
+        }
         if (rc != SQLITE_ROW) break;
     }
     done(st);
@@ -722,12 +842,14 @@ static void sq_close(void *impl)
 {
     sq *s = impl;
     if (!s) return;
+    if (s->pool && s->memo) flush(s, s->pool, true);
     if (s->pool) sqlite3_exec(s->pool->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
     while (s->pool) {
         conn *c = s->pool;
         s->pool = c->next;
         conn_close(c);
     }
+    rx_memo_free(s->memo);
     pthread_mutex_destroy(&s->pool_mu);
     pthread_mutex_destroy(&s->write_mu);
     if (s->lock_fd >= 0) close(s->lock_fd); /* releases the fcntl lock */
@@ -736,8 +858,8 @@ static void sq_close(void *impl)
     free(s);
 }
 
-static int sq_open(const rx_store_opts *o, rx_store_counters *counters, void **impl,
-                   char *err, size_t errlen)
+static int sq_open(const rx_store_opts *o, const rx_store_tuning *t,
+                   rx_store_counters *counters, void **impl, char *err, size_t errlen)
 {
     if (!sqlite3_threadsafe())
         return rx_store_fail(err, errlen, "store: sqlite was built without thread support");
@@ -745,13 +867,17 @@ static int sq_open(const rx_store_opts *o, rx_store_counters *counters, void **i
     if (!s) return rx_store_fail(err, errlen, "store: out of memory");
     s->lock_fd = -1;
     s->max_bytes = o->max_bytes;
+    s->verify_ms = t->verify_interval_ms;
+    s->flush_ms = t->access_flush_ms;
+    s->next_flush_ms = rx_store_now_ms() + s->flush_ms;
     s->c = counters;
     pthread_mutex_init(&s->pool_mu, NULL);
     pthread_mutex_init(&s->write_mu, NULL);
     char *lockpath = path_join(o->dir, "store.lock");
     s->dbpath = path_join(o->dir, "cache.db");
     s->blobs = path_join(o->dir, "blobs");
-    if (!lockpath || !s->dbpath || !s->blobs) {
+    s->memo = rx_memo_new();
+    if (!lockpath || !s->dbpath || !s->blobs || !s->memo) {
         rx_store_fail(err, errlen, "store: out of memory");
         goto fail;
     }

@@ -56,6 +56,18 @@ static inline rx_store *ct_open(const char *dir, int64_t max_bytes)
     return s;
 }
 
+static inline rx_store *ct_open_tuned(const char *dir, int64_t max_bytes,
+                                      int64_t verify_interval_ms, int64_t access_flush_ms)
+{
+    char err[256] = "";
+    rx_store_opts o = {.dir = dir, .max_bytes = max_bytes};
+    rx_store_tuning t = {.verify_interval_ms = verify_interval_ms,
+                         .access_flush_ms = access_flush_ms};
+    rx_store *s = rx_store_open_tuned(&o, &t, err, sizeof err);
+    ck_assert_msg(s != NULL, "open: %s", err);
+    return s;
+}
+
 static inline void ct_hash(const void *p, size_t n, char out[65])
 {
     rx_sha256 s;
