@@ -14,6 +14,16 @@
  * blas.sgemm / blas.matmul: args A, B, C (C is the destination), f32, dense:
  *   A (m, k), B (k, n), C (m, n);  or batched A (b, m, k), B (b, k, n) or (k, n),
  *   C (b, m, n).
+ * The fused matmul entries (what compiler/pass/library_lower.c emits) run the same
+ * cblas_sgemm into C and then one epilogue pass over C, while the rows are still warm:
+ *   blas.matmul_bias           (A, B, bias, C)  C = A @ B + bias   (bias (n,), over the
+ *                                                last axis)
+ *   blas.matmul_bias_ACT       (A, B, bias, C)  C = act(A @ B + bias)
+ *   blas.matmul_ACT            (A, B, C)        C = act(A @ B)
+ * with ACT one of relu (max(x, 0)), gelu (0.5 x (1 + erf(x / sqrt 2))), silu
+ * (x / (1 + exp(-x))) — the formulas of the generated loops (legalize_elemwise.c),
+ * evaluated in float like them. Cost: the epilogue is one read and write of C, O(b m n),
+ * against the O(b m n k) of the product.
  * The runtime-native "rt.*" functions live in library_rt.c; the table of every
  * built-in name (RX_RT_BUILTIN_LIBS below) is the one list both the registration and
  * rx_rt_builtin_library_names read, so the compiler's check and the loader agree.
@@ -21,6 +31,8 @@
 #include "rt_int.h"
 
 #include <dlfcn.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +68,17 @@ static const char *blas_strerr(int32_t code)
     }
 }
 
+/* The fused entries' messages: blas_strerr's, with the bias. */
+static const char *blas_fused_strerr(int32_t code)
+{
+    switch (code) {
+    case BLAS_ARGS: return "expects 3 tensors (A, B, C), or 4 (A, B, bias, C) with a bias";
+    case BLAS_SHAPE:
+        return "shape mismatch (A (b?, m, k) @ B (b?, k, n) [+ bias (n,)] -> C (b?, m, n))";
+    default: return blas_strerr(code);
+    }
+}
+
 static bool is_f32(const DLTensor *t)
 {
     return t->dtype.code == kDLFloat && t->dtype.bits == 32 && t->dtype.lanes == 1;
@@ -66,10 +89,11 @@ static const float *fdata(const DLTensor *t)
     return (const float *)(const void *)((const char *)t->data + t->byte_offset);
 }
 
-static int32_t blas_sgemm_entry(DLTensor *const *args, int32_t nargs)
+/* C = A @ B for the shapes of the essay: the whole of blas.matmul, and the first step
+ * of the fused entries. *rows and *cols get C's row count (b * m) and n. */
+static int32_t blas_gemm(const DLTensor *A, const DLTensor *B, DLTensor *C, int64_t *rows,
+                         int64_t *cols)
 {
-    if (nargs != 3) return BLAS_ARGS;
-    const DLTensor *A = args[0], *B = args[1], *C = args[2];
     if (!is_f32(A) || !is_f32(B) || !is_f32(C)) return BLAS_DTYPE;
     int64_t batch = 1, m, k, n;
     if (A->ndim == 2 && B->ndim == 2 && C->ndim == 2) {
@@ -100,8 +124,68 @@ static int32_t blas_sgemm_entry(DLTensor *const *args, int32_t nargs)
         blas_sgemm(101, 111, 111, (int)m, (int)n, (int)k, 1.0f, a + i * m * k, (int)k,
                    b + i * bstride, (int)n, 0.0f, c + i * m * n, (int)n);
     }
+    *rows = batch * m;
+    *cols = n;
     return BLAS_OK;
 }
+
+static int32_t blas_sgemm_entry(DLTensor *const *args, int32_t nargs)
+{
+    if (nargs != 3) return BLAS_ARGS;
+    int64_t rows, cols;
+    return blas_gemm(args[0], args[1], args[2], &rows, &cols);
+}
+
+/* The epilogue activations (the essay's formulas). */
+enum { ACT_NONE, ACT_RELU, ACT_GELU, ACT_SILU };
+
+static float act_apply(int act, float x)
+{
+    switch (act) {
+    case ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+    case ACT_SILU: return x / (1.0f + expf(-x));
+    default: return x;
+    }
+}
+
+/* C = act(A @ B [+ bias]): the fused entries. With a bias, args are (A, B, bias, C). */
+static int32_t blas_fused(DLTensor *const *args, int32_t nargs, bool bias, int act)
+{
+    if (nargs != (bias ? 4 : 3)) return BLAS_ARGS;
+    DLTensor *C = args[nargs - 1];
+    const DLTensor *bt = bias ? args[2] : NULL;
+    if (bt && !is_f32(bt)) return BLAS_DTYPE;
+    int64_t rows, cols;
+    if (bt && (bt->ndim != 1 || C->ndim < 1 || bt->shape[0] != C->shape[C->ndim - 1]))
+        return is_f32(C) ? BLAS_SHAPE : BLAS_DTYPE;
+    int32_t rc = blas_gemm(args[0], args[1], C, &rows, &cols);
+    if (rc != BLAS_OK) return rc;
+    float *c = (float *)(uintptr_t)fdata(C);
+    const float *b = bt ? fdata(bt) : NULL;
+    for (int64_t i = 0; i < rows; i++) {
+        float *row = c + i * cols;
+        if (b)
+            for (int64_t j = 0; j < cols; j++) row[j] += b[j];
+        if (act != ACT_NONE)
+            for (int64_t j = 0; j < cols; j++) row[j] = act_apply(act, row[j]);
+    }
+    return BLAS_OK;
+}
+
+#define BLAS_FUSED(fname, bias, act)                                   \
+    static int32_t fname(DLTensor *const *args, int32_t nargs)         \
+    {                                                                  \
+        return blas_fused(args, nargs, bias, act);                     \
+    }
+BLAS_FUSED(blas_matmul_bias, true, ACT_NONE)
+BLAS_FUSED(blas_matmul_bias_relu, true, ACT_RELU)
+BLAS_FUSED(blas_matmul_bias_gelu, true, ACT_GELU)
+BLAS_FUSED(blas_matmul_bias_silu, true, ACT_SILU)
+BLAS_FUSED(blas_matmul_relu, false, ACT_RELU)
+BLAS_FUSED(blas_matmul_gelu, false, ACT_GELU)
+BLAS_FUSED(blas_matmul_silu, false, ACT_SILU)
+#undef BLAS_FUSED
 
 int rx_rt_register_library(rx_rt_ctx *ctx, const char *name, rx_rt_libfn fn,
                            const char *(*strerr)(int32_t code))
@@ -150,10 +234,17 @@ int rx_rt_lib_find(rx_rt_ctx *ctx, const char *name, rx_rt_libentry *out)
 
 /* The built-in library functions, sorted by name: what every context registers and
  * what rx_rt_builtin_library_names lists. */
-#define RX_RT_BUILTIN_LIBS(X)                                  \
-    X("blas.matmul", blas_sgemm_entry, blas_strerr)            \
-    X("blas.sgemm", blas_sgemm_entry, blas_strerr)             \
-    X("rt.matmul", rx_rt_matmul, rx_rt_matmul_strerr)          \
+#define RX_RT_BUILTIN_LIBS(X)                                               \
+    X("blas.matmul", blas_sgemm_entry, blas_strerr)                         \
+    X("blas.matmul_bias", blas_matmul_bias, blas_fused_strerr)              \
+    X("blas.matmul_bias_gelu", blas_matmul_bias_gelu, blas_fused_strerr)    \
+    X("blas.matmul_bias_relu", blas_matmul_bias_relu, blas_fused_strerr)    \
+    X("blas.matmul_bias_silu", blas_matmul_bias_silu, blas_fused_strerr)    \
+    X("blas.matmul_gelu", blas_matmul_gelu, blas_fused_strerr)              \
+    X("blas.matmul_relu", blas_matmul_relu, blas_fused_strerr)              \
+    X("blas.matmul_silu", blas_matmul_silu, blas_fused_strerr)              \
+    X("blas.sgemm", blas_sgemm_entry, blas_strerr)                          \
+    X("rt.matmul", rx_rt_matmul, rx_rt_matmul_strerr)                       \
     X("rt.rms_norm", rx_rt_rms_norm, rx_rt_rms_norm_strerr)
 
 const char *const *rx_rt_builtin_library_names(void)

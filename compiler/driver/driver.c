@@ -38,6 +38,7 @@ typedef struct bstate {
     rx_build_result *r;      /* times, key, failed stage */
 } bstate;
 
+static bool st_library_lower(bstate *s);
 static bool st_lower_vm(bstate *s);
 static bool st_codegen(bstate *s);
 
@@ -51,16 +52,19 @@ typedef struct stage {
 /* The pipeline (DESIGN.md "The compiler", paper Figure 13). Steps not written yet keep
  * their place as comments, so the order is decided here and nowhere else. */
 static const stage pipeline[] = {
-    {"deduce", rx_deduce_module, NULL, true},       /* 1  annotation deduction (§4.1) */
-    /* 2  library_lowering: (pattern, library) pairs per target (§4.6)           later */
+    {"deduce", rx_deduce_module, NULL, true},       /* 1  normal form + deduction (§4.1) */
+    {"canonicalize", rx_pass_canonicalize, NULL, false}, /* 1b copies, tuples, constant folding */
+    {"dce", rx_pass_dce, NULL, false},              /* 1c unused pure bindings */
+    {"library_lower", NULL, st_library_lower, false}, /* 2 (pattern, library) pairs (§4.6) */
     {"legalize", rx_pass_legalize, NULL, false},    /* 3  ops -> call_tir of loop functions */
-    /* 4  analysis feedback: compute pattern of each loop function (§4.2)        later */
+    {"dce_post", rx_pass_dce, NULL, false},         /* 3b ... and uncalled loop functions */
+    {"analysis", rx_pass_annotate_patterns, NULL, false}, /* 4 compute patterns (Algorithm 1) */
     /* 5  fuse_ops, fuse_tir (Algorithm 2, Figure 8)                             later */
     /* 6  lift_workspace (§4.4, Figure 11)                                       later */
     /* 7  schedule: target scheduling of loop functions                          later */
-    /* 8b plan_memory: static memory planning with upper bounds (§4.3)           later */
     /* 9  cuda_graph offloading (§4.5)                                           later */
-    {"lower_vm", NULL, st_lower_vm, false},         /* 8a+10 allocations, shape heap, VM code */
+    {"lower_vm", NULL, st_lower_vm, false},         /* 8+10 memory planning (Algorithm 3),
+                                                       allocations, shape heap, VM code */
     {"codegen", NULL, st_codegen, false},           /* 11 loop functions -> C -> .so */
 };
 
@@ -76,6 +80,14 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---- stages with options ---- */
+
+/* Library lowering is graph level but takes the build's options. */
+static bool st_library_lower(bstate *s)
+{
+    return rx_pass_library_lower(s->m, &s->o->lib, s->d);
 }
 
 /* ---- lowering stages ---- */
@@ -117,7 +129,7 @@ static bool check_options(const rx_build_opts *o, rx_diags *d)
         rx_diag_add(d, "", "opt level %d out of range (0..3)", o->opt_level);
         return false;
     }
-    return true;
+    return rx_lib_opts_check(&o->lib, d);
 }
 
 static bool dump(bstate *s, int idx)
@@ -165,7 +177,8 @@ static bool run(bstate *s, const char *json, size_t n, int last)
             r->failed = "options";
             return false;
         }
-        if (p->graph && s->o->dump_dir && !dump(s, i)) {
+        bool graph_level = p->graph || p->lower == st_library_lower;
+        if (graph_level && s->o->dump_dir && !dump(s, i)) {
             r->failed = p->name;
             return false;
         }
@@ -294,6 +307,12 @@ bool rx_build_key(const rx_module *m, const rx_build_opts *o, char key[65], rx_d
     uint8_t h[32];
     rx_sb salt = {0};
     rx_sb_printf(&salt, "target=%s;opt=%d;compiler=%s", opts.target, opts.opt_level, RX_VERSION);
+    if (opts.lib.mode != RX_LIB_AUTO)
+        rx_sb_printf(&salt, ";lib=%s", opts.lib.mode == RX_LIB_NONE ? "none" : "all");
+    for (int i = 0; opts.lib.disable && opts.lib.disable[i]; i++)
+        rx_sb_printf(&salt, "%s%s", i ? "," : ";lib-disable=", opts.lib.disable[i]);
+    if (opts.lib.threshold > 0 && opts.lib.threshold != RX_LIB_THRESHOLD_DEFAULT)
+        rx_sb_printf(&salt, ";lib-threshold=%lld", (long long)opts.lib.threshold);
     rx_struct_hash(m, rx_sb_str(&salt), h);
     rx_hex(h, 32, key);
     rx_sb_free(&salt);

@@ -8,11 +8,14 @@
  *                                         print the cache key (rx_build_key): the key
  *                                         relaxd uses and the artifact's module.hash
  *   relaxc build MODULE.json --target T -o OUT.rxa [--opt-level N] [--dump-ir DIR]
+ *                [--lib none|auto|all] [--lib-disable PATTERN]...
  *                                         compile to an artifact (driver.h)
  *
  * --target defaults to cpu and --opt-level to RX_OPT_LEVEL_DEFAULT (2), the same
  * defaults as relaxd's POST /v1/compile, so `relaxc hash M.json` prints the key the
- * server reports for {"module": M} with no options.
+ * server reports for {"module": M} with no options. --lib (default auto: the cost rule)
+ * and --lib-disable (repeatable) set library lowering (pass.h, rx_lib_opts) for build,
+ * print and hash; non-default values are part of the cache key.
  *
  * Exit status: 0 success; 1 a user-facing failure (one `error:` line, then the
  * located details, on stderr); 2 bad usage. "-" reads the module from stdin.
@@ -42,11 +45,15 @@ static void usage(FILE *f)
           "                                   print the cache key (hex): the key relaxd\n"
           "                                   reports and the artifact's module hash\n"
           "  build MODULE.json [--target T] -o OUT.rxa [--opt-level 0..3] [--dump-ir DIR]\n"
+          "        [--lib none|auto|all] [--lib-disable PATTERN]...\n"
           "                                   compile to an artifact (target cpu; --dump-ir\n"
           "                                   writes DIR/NN-PASS.txt after each graph pass)\n"
           "\n"
           "MODULE.json may be - for standard input. --target defaults to cpu and\n"
-          "--opt-level to 2, as in relaxd.\n"
+          "--opt-level to 2, as in relaxd. --lib: library lowering of matmul chains to\n"
+          "BLAS (auto: by a cost rule; all: wherever a pattern matches; none: never);\n"
+          "--lib-disable turns one pattern off (matmul, matmul_bias, matmul_bias_relu,\n"
+          "matmul_bias_gelu, matmul_bias_silu, matmul_relu, matmul_gelu, matmul_silu).\n"
           "options: --help, --version\n",
           f);
 }
@@ -187,6 +194,9 @@ int main(int argc, char **argv)
     const char *dump_dir = NULL;
     int opt_level = RX_OPT_LEVEL_DEFAULT;
     bool json = false;
+    rx_lib_opts lib = {0};
+    const char *disabled[argc + 1]; /* --lib-disable values, NULL-terminated */
+    int ndisabled = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -198,7 +208,8 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--json")) {
             json = true;
         } else if (!strcmp(a, "--target") || !strcmp(a, "--after") || !strcmp(a, "-o") ||
-                   !strcmp(a, "--opt-level") || !strcmp(a, "--dump-ir")) {
+                   !strcmp(a, "--opt-level") || !strcmp(a, "--dump-ir") || !strcmp(a, "--lib") ||
+                   !strcmp(a, "--lib-disable")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "error: %s needs a value\n", a);
                 return 2;
@@ -208,6 +219,16 @@ int main(int argc, char **argv)
             else if (!strcmp(a, "--after")) after = v;
             else if (!strcmp(a, "-o")) out_path = v;
             else if (!strcmp(a, "--dump-ir")) dump_dir = v;
+            else if (!strcmp(a, "--lib-disable")) disabled[ndisabled++] = v;
+            else if (!strcmp(a, "--lib")) {
+                if (!strcmp(v, "auto")) lib.mode = RX_LIB_AUTO;
+                else if (!strcmp(v, "none")) lib.mode = RX_LIB_NONE;
+                else if (!strcmp(v, "all")) lib.mode = RX_LIB_ALL;
+                else {
+                    fprintf(stderr, "error: --lib must be none, auto or all, not %s\n", v);
+                    return 2;
+                }
+            }
             else if (v[0] >= '0' && v[0] <= '3' && !v[1]) opt_level = v[0] - '0';
             else {
                 fprintf(stderr, "error: --opt-level must be 0, 1, 2 or 3, not %s\n", v);
@@ -241,7 +262,9 @@ int main(int argc, char **argv)
         rx_module_free(m);
         return 0;
     }
-    rx_build_opts bo = {target, opt_level, dump_dir, NULL};
+    disabled[ndisabled] = NULL;
+    if (ndisabled) lib.disable = disabled;
+    rx_build_opts bo = {target, opt_level, dump_dir, NULL, lib};
     if (!strcmp(cmd, "print")) {
         bool known = after && !strcmp(after, "parse");
         for (int i = 0; after && i < rx_pipeline_count(); i++) known = known || !strcmp(after, rx_pipeline_name(i));

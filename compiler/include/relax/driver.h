@@ -5,8 +5,10 @@
  * Figure 13; DESIGN.md "The compiler"), run in order, each timed:
  *
  *   deduce     annotation deduction (§4.1); the module's cache key is taken after it
+ *   library_lower  matmul chains -> call_dps_library of BLAS functions (§4.6, pass.h;
+ *              options in rx_build_opts.lib)
  *   legalize   op calls -> call_tir of generated loop functions (pass.h)
- *   (later: library lowering, fusion, workspace lifting, scheduling, memory planning,
+ *   (later: fusion, workspace lifting, scheduling, memory planning,
  *    CUDA Graph offloading — their slots are marked in the table)
  *   lower_vm   graph functions -> VM bytecode, kernel table, constants (vmgen.h)
  *   codegen    loop functions -> C -> shared object with the system compiler (codegen.h)
@@ -25,6 +27,7 @@
 
 #include "relax/codegen.h"
 #include "relax/json.h"
+#include "relax/pass.h"
 #include "relax/vmgen.h"
 
 typedef struct rx_build_opts {
@@ -33,6 +36,8 @@ typedef struct rx_build_opts {
                               on it yet); RX_OPT_LEVEL_DEFAULT when o is NULL */
     const char *dump_dir;  /* write the text form after each graph-level pass; NULL: no */
     const rx_cc_opts *cc;  /* how kernels are compiled; NULL: rx_cc_build's defaults */
+    rx_lib_opts lib;       /* library lowering (pass.h); zero: AUTO, nothing disabled.
+                              Anything else is part of the cache key's salt */
 } rx_build_opts;
 
 #define RX_PIPELINE_MAX 16
@@ -79,6 +84,9 @@ bool rx_build_print(const char *json, size_t n, const rx_build_opts *o, const ch
  * RX_OPT_LEVEL_DEFAULT): the hex SHA-256 of rx_struct_hash(m, salt) with the one salt
  *
  *     "target=T;opt=N;compiler=V"      (T the target, N the opt level, V RX_VERSION)
+ *
+ * followed by ";lib=none" or ";lib=all" and ";lib-disable=P1,P2" when the library
+ * lowering options are not the default (so default keys never change)
  *
  * so a module built for another target, at another opt level or by another compiler
  * version never shares a key. This is the only place the salt is written: relaxc hash,

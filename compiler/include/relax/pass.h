@@ -12,6 +12,12 @@
  *   legalize   every op call with a legalization rule becomes call_tir of a generated
  *              loop function (pipeline step 3); needs a deduced module, leaves it
  *              deduced
+ *   analysis   the compute_pattern of every loop function (Algorithm 1, step 4)
+ *   canonicalize  var-to-var bindings, get_item of tuples, tuple rebuilds, constant
+ *              folding of a small op subset
+ *   dce        unused pure bindings and loop functions no longer called
+ *   library_lower  matmul [+ bias] [+ relu|gelu|silu] chains -> call_dps_library of
+ *              runtime BLAS functions, by a cost rule (pipeline step 2, before legalize)
  */
 #ifndef RELAX_PASS_H
 #define RELAX_PASS_H
@@ -55,5 +61,82 @@ bool rx_pass_legalize(rx_module *m, rx_diags *d);
 
 /* True when the op named `name` ("add", "nn.softmax") has a legalization rule. */
 bool rx_legalize_has_rule(const char *name);
+
+/* ---- analysis feedback (compiler/pass/analysis.c) ---- */
+
+/* Pattern kinds (paper §4.2), in fusion order: a max over a function's blocks. */
+typedef enum rx_pattern {
+    RX_PAT_ELEMWISE,           /* "ElementWise"        Y[i, j] = f(A[i, j]) */
+    RX_PAT_BROADCAST,          /* "Broadcast"          Y[i, j] = A[i, j] + B[j] */
+    RX_PAT_INJECTIVE,          /* "Injective"          Y[i, j] = A[j, i], A[i, j // 8] */
+    RX_PAT_REDUCTION,          /* "Reduction"          Y[i] = Y[i] + A[i, k] */
+    RX_PAT_OUT_EWISE_FUSIBLE,  /* "OutputEwiseFusible" Y[i, j] = Y[i, j] + A[i, k] * B[k, j] */
+    RX_PAT_OPAQUE              /* "Opaque"             anything else */
+} rx_pattern;
+
+const char *rx_pattern_name(rx_pattern p);            /* "ElementWise"; "?" out of range */
+bool rx_pattern_parse(const char *s, rx_pattern *out); /* inverse; false for others */
+
+/* The pattern kind of loop function f by Algorithm 1 (analysis.c's essay gives the
+ * rules); Opaque for a graph function. Scratch nodes go into a. Ignores f's attrs. */
+rx_pattern rx_analyze_pattern(rx_arena *a, const rx_func *f);
+
+/* Sets attrs.compute_pattern of every loop function that has none to
+ * rx_analyze_pattern's kind; a given one is kept. Never fails. */
+bool rx_pass_annotate_patterns(rx_module *m, rx_diags *d);
+
+/* ---- cleanups (compiler/pass/canonicalize.c, compiler/pass/dce.c) ---- */
+
+/* Canonicalizes bindings in every graph function: uses of a variable bound to another
+ * variable (y = x, no match_cast) use x; get_item(tuple literal or variable bound to
+ * one, k) becomes field k; a tuple (t[0], ..., t[n-1]) of all the fields of t in order
+ * becomes t; op calls whose operands are all constants, for the subset canonicalize.c
+ * lists, become new constants computed in C. The dropped bindings are left for dce.
+ * Re-deduces the module; false after errors in d. */
+bool rx_pass_canonicalize(rx_module *m, rx_diags *d);
+
+/* Removes bindings whose variable is unused and whose value is pure (everything but
+ * calls of graph functions, callables, library functions and the ops listed in dce.c),
+ * match_cast bindings that define symbolic variables kept; then loop functions no
+ * longer called from any graph function. Every graph function is kept (v1 has no
+ * export marker). Re-deduces the module; false after errors in d. */
+bool rx_pass_dce(rx_module *m, rx_diags *d);
+
+/* ---- partial library lowering (compiler/pass/library_lower.c) ---- */
+
+/* How library lowering chooses (relaxc build --lib none|auto|all). */
+typedef enum rx_lib_mode {
+    RX_LIB_AUTO = 0, /* every enabled pattern, subject to the cost rule (the default) */
+    RX_LIB_NONE,     /* no library calls: every op goes to legalize */
+    RX_LIB_ALL       /* every enabled pattern, the cost rule ignored */
+} rx_lib_mode;
+
+#define RX_LIB_THRESHOLD_DEFAULT 32768 /* 2^15: b*M*N*K below this stays generated */
+
+typedef struct rx_lib_opts {
+    int mode;                    /* rx_lib_mode; 0 = AUTO */
+    const char *const *disable;  /* NULL-terminated pattern names never used ("matmul_bias");
+                                    NULL: none (relaxc --lib-disable PATTERN) */
+    int64_t threshold;           /* the cost rule's volume; <= 0: RX_LIB_THRESHOLD_DEFAULT */
+} rx_lib_opts;
+
+/* Rewrites, in the dataflow blocks of every graph function of the deduced module m, each
+ * chain matmul [-> add bias] [-> relu|gelu|silu] whose intermediates are used only by
+ * the next op of the chain into one call_dps_library of a runtime library function
+ * ("blas.matmul", "blas.matmul_bias_relu", ...; library_lower.c's essay has the patterns
+ * and the cost rule), out = the chain's last deduced annotation, bound to the chain's last
+ * variable; the other bindings of the chain disappear. Must run before legalize. o may be
+ * NULL (AUTO, nothing disabled). Deduces the module again when it changed. Returns false
+ * with a diagnostic for bad options (an unknown pattern name) or deduction errors.
+ * *rewritten (may be NULL) gets the number of chains replaced. */
+bool rx_library_lower(rx_module *m, const rx_lib_opts *o, int *rewritten, rx_diags *d);
+bool rx_pass_library_lower(rx_module *m, const rx_lib_opts *o, rx_diags *d);
+
+/* Checks o (mode in range, every disabled name a pattern); false with a diagnostic in d
+ * ("unknown library pattern X (known: ...)"). NULL is valid. */
+bool rx_lib_opts_check(const rx_lib_opts *o, rx_diags *d);
+
+/* Name of pattern i of the CPU registry, longest first; NULL past the end. */
+const char *rx_lib_pattern_name(int i);
 
 #endif

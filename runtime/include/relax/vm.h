@@ -57,6 +57,13 @@
  *   "blas.sgemm", "blas.matmul"  (A, B, C) C = A @ B; f32; 2-D, or batched 3-D with equal
  *                                batch or a 2-D B; OpenBLAS's cblas_sgemm from
  *                                libopenblas.so.0 opened at first use
+ *   "blas.matmul_bias"           (A, B, bias, C) C = A @ B + bias, bias (n,) added over
+ *                                the last axis; same shapes and BLAS as blas.matmul
+ *   "blas.matmul_bias_relu", "blas.matmul_bias_gelu", "blas.matmul_bias_silu"
+ *                                (A, B, bias, C) C = act(A @ B + bias)
+ *   "blas.matmul_relu", "blas.matmul_gelu", "blas.matmul_silu"
+ *                                (A, B, C) C = act(A @ B); relu max(x, 0), gelu
+ *                                0.5 x (1 + erf(x / sqrt 2)), silu x sigmoid(x)
  *   "rt.matmul"                  the same shapes in plain C, f32 or f64 (no BLAS)
  *   "rt.rms_norm"                (x, y) y = x / sqrt(mean(x^2 over the last axis) + 1e-5),
  *                                f32 or f64, y of x's shape, x of rank >= 1

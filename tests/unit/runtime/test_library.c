@@ -1,13 +1,16 @@
 /*
  * test_library.c — the library registry: blas.sgemm / blas.matmul through OpenBLAS
  * (loaded at run time) and the runtime-native rt.matmul against a naive loop, 2-D and
- * batched, rt.rms_norm in f32 and f64 against a double reference, the exported list of
+ * batched, the fused blas.matmul_bias / blas.matmul[_bias]_{relu,gelu,silu} against a
+ * naive product plus epilogue (2-D and batched, k = 0, a wrong bias), rt.rms_norm in f32
+ * and f64 against a double reference, the exported list of
  * built-in names, their error messages, a user-registered function, and an unknown
  * name rejected at load.
  */
 #include "rt_test.h"
 
 #include <math.h>
+#include <stdbool.h>
 
 /* mm(a, b) -> c with c: (b?, m, n) allocated from a shape argument, then CALL_LIB. */
 static rx_rt_module *mm_module(rx_rt_ctx *ctx, const char *lib, int batched)
@@ -274,10 +277,13 @@ END_TEST
 START_TEST(builtin_names)
 {
     const char *const *names = rx_rt_builtin_library_names();
-    static const char *const want[] = {"blas.matmul", "blas.sgemm", "rt.matmul", "rt.rms_norm"};
+    static const char *const want[] = {
+        "blas.matmul", "blas.matmul_bias", "blas.matmul_bias_gelu", "blas.matmul_bias_relu",
+        "blas.matmul_bias_silu", "blas.matmul_gelu", "blas.matmul_relu", "blas.matmul_silu",
+        "blas.sgemm", "rt.matmul", "rt.rms_norm"};
     int n = 0;
     while (names[n]) n++;
-    ck_assert_int_eq(n, 4);
+    ck_assert_int_eq(n, 11);
     for (int i = 0; i < n; i++) ck_assert_str_eq(names[i], want[i]);
     rx_rt_ctx *ctx = rx_rt_ctx_new();
     for (int i = 0; i < n; i++) rx_rt_module_free(rows_module(ctx, names[i], RX_RXA_F32, RX_RXA_F32, 4));
@@ -332,6 +338,135 @@ START_TEST(user_registered_function)
 }
 END_TEST
 
+/* fused(a, b[, bias]) -> c: a (B?, m, k), b (k, n), bias (n,) or any 1-D when checking
+ * errors; c (B?, m, n) allocated, then CALL_LIB name. Registers: 0 a, 1 b, 2 bias,
+ * 3 storage, 4 c. Heap: h0 B, h1 m, h2 k, h3 n, h4 bytes. */
+static rx_rt_module *fused_module(rx_rt_ctx *ctx, const char *lib, bool bias, int ndim)
+{
+    rx_rxa_builder *b = rx_rxa_builder_new();
+    rx_rxa_type params[3] = {rt_any("a"), rt_any("b"), rt_any("bias")};
+    rx_rxa_func f = rt_func("fused", bias ? 3 : 2, params, 5, 5);
+    uint32_t ma = rx_rxa_add_string(b, "fused: a");
+    uint32_t mb = rx_rxa_add_string(b, "fused: b");
+    uint32_t name = rx_rxa_add_string(b, lib);
+    rx_rxa_code c = {0};
+    if (ndim == 3) {
+        RX_EMIT(&c, RX_OP_MATCH_TENSOR, 0, RX_RXA_F32, 3, ma, 3, RX_M_STORE, 0, RX_M_STORE, 1, RX_M_STORE, 2);
+    } else {
+        RX_EMIT(&c, RX_OP_LOADI, 3, RX_D_IMM, 1);
+        RX_EMIT(&c, RX_OP_MATCH_TENSOR, 0, RX_RXA_F32, 2, ma, 2, RX_M_STORE, 1, RX_M_STORE, 2);
+        RX_EMIT(&c, RX_OP_MUL, 0, RX_D_IMM, 1, RX_D_IMM, 1);
+    }
+    RX_EMIT(&c, RX_OP_MATCH_TENSOR, 1, RX_RXA_F32, 2, mb, 2, RX_M_SLOT, 2, RX_M_STORE, 3);
+    RX_EMIT(&c, RX_OP_MUL, 4, RX_D_SLOT, 0, RX_D_SLOT, 1);
+    RX_EMIT(&c, RX_OP_MUL, 4, RX_D_SLOT, 4, RX_D_SLOT, 3);
+    RX_EMIT(&c, RX_OP_MUL, 4, RX_D_SLOT, 4, RX_D_IMM, 4);
+    RX_EMIT(&c, RX_OP_ALLOC_STORAGE, 3, RX_D_SLOT, 4, RX_DEV_CPU);
+    if (ndim == 3)
+        RX_EMIT(&c, RX_OP_ALLOC_TENSOR, 4, 3, RX_D_IMM, 0, RX_RXA_F32, 3, RX_D_SLOT, 0, RX_D_SLOT, 1,
+                RX_D_SLOT, 3);
+    else
+        RX_EMIT(&c, RX_OP_ALLOC_TENSOR, 4, 3, RX_D_IMM, 0, RX_RXA_F32, 2, RX_D_SLOT, 1, RX_D_SLOT, 3);
+    RX_EMIT(&c, RX_OP_RELEASE, 3);
+    if (bias) RX_EMIT(&c, RX_OP_CALL_LIB, name, 4, 0, 1, 2, 4);
+    else RX_EMIT(&c, RX_OP_CALL_LIB, name, 3, 0, 1, 4);
+    RX_EMIT(&c, RX_OP_RET, 4);
+    rx_rxa_add_function(b, &f, c.w, c.n);
+    rx_rxa_code_free(&c);
+    rx_rt_module *m = rt_load(ctx, b);
+    rx_rxa_builder_free(b);
+    return m;
+}
+
+static const struct {
+    const char *lib;
+    bool bias;
+    int act; /* 0 none, 1 relu, 2 gelu, 3 silu */
+} fused_libs[] = {
+    {"blas.matmul_bias", true, 0},       {"blas.matmul_bias_relu", true, 1},
+    {"blas.matmul_bias_gelu", true, 2},  {"blas.matmul_bias_silu", true, 3},
+    {"blas.matmul_relu", false, 1},      {"blas.matmul_gelu", false, 2},
+    {"blas.matmul_silu", false, 3},
+};
+
+static double ref_act(int act, double x)
+{
+    switch (act) {
+    case 1: return x > 0 ? x : 0;
+    case 2: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case 3: return x / (1 + exp(-x));
+    default: return x;
+    }
+}
+
+/* Every fused entry against naive + epilogue in double, 2-D and batched (B broadcast),
+ * including k = 0 (C = act(bias)). */
+START_TEST(fused_matches_naive)
+{
+    rx_rt_ctx *ctx = rx_rt_ctx_new();
+    const char *lib = fused_libs[_i].lib;
+    bool bias = fused_libs[_i].bias;
+    int64_t dims[][4] = {{1, 1, 1, 1}, {1, 7, 13, 5}, {1, 64, 33, 17}, {3, 5, 6, 4}, {1, 4, 0, 3}};
+    for (size_t t = 0; t < sizeof dims / sizeof *dims; t++) {
+        int64_t Bn = dims[t][0], M = dims[t][1], K = dims[t][2], N = dims[t][3];
+        int nd = Bn > 1 ? 3 : 2;
+        rx_rt_module *m = fused_module(ctx, lib, bias, nd);
+        float *a = malloc(sizeof(float) * (size_t)(Bn * M * K + 1));
+        float *bb = malloc(sizeof(float) * (size_t)(K * N + 1));
+        float *bv = malloc(sizeof(float) * (size_t)N);
+        float *ref = malloc(sizeof(float) * (size_t)(M * N));
+        fill(a, (size_t)(Bn * M * K), 5);
+        fill(bb, (size_t)(K * N), 6);
+        fill(bv, (size_t)N, 7);
+        int64_t sa[3] = {Bn, M, K}, sa2[2] = {M, K}, sb[2] = {K, N}, sv[1] = {N};
+        DLTensor A = nd == 3 ? rt_dl(a, RX_RXA_F32, 3, sa) : rt_dl(a, RX_RXA_F32, 2, sa2);
+        DLTensor B = rt_dl(bb, RX_RXA_F32, 2, sb), V = rt_dl(bv, RX_RXA_F32, 1, sv);
+        rx_rt_arg args[3] = {rt_targ(&A), rt_targ(&B), rt_targ(&V)};
+        rx_rt_outputs *out;
+        rx_rt_err err;
+        ck_assert_msg(rx_rt_call(m, 0, args, bias ? 3 : 2, &out, NULL, &err) == 0, "%s: %s", lib,
+                      err.msg);
+        const float *C = rx_rt_outputs_tensor(out, 0)->data;
+        for (int64_t bi = 0; bi < Bn; bi++) {
+            naive(a + bi * M * K, bb, ref, M, K, N);
+            for (int64_t i = 0; i < M * N; i++) {
+                double want = ref_act(fused_libs[_i].act, (double)ref[i] + (bias ? bv[i % N] : 0.0));
+                double got = C[bi * M * N + i];
+                ck_assert_msg(fabs(got - want) < 1e-4 * (double)(K + 1), "%s [%lld,%lld]: %g vs %g",
+                              lib, (long long)bi, (long long)i, got, want);
+            }
+        }
+        rx_rt_outputs_free(out);
+        rx_rt_module_free(m);
+        free(a), free(bb), free(bv), free(ref);
+    }
+    rx_rt_ctx_free(ctx);
+}
+END_TEST
+
+/* A bias of the wrong length is code 4 with the shape message; a missing bias code 2. */
+START_TEST(fused_errors)
+{
+    rx_rt_ctx *ctx = rx_rt_ctx_new();
+    rx_rt_module *m = fused_module(ctx, "blas.matmul_bias_relu", true, 2);
+    float a[6] = {0}, bb[6] = {0}, bv[3] = {0};
+    int64_t sa[2] = {2, 3}, sb[2] = {3, 2}, sv[1] = {3};
+    DLTensor A = rt_dl(a, RX_RXA_F32, 2, sa), B = rt_dl(bb, RX_RXA_F32, 2, sb);
+    DLTensor V = rt_dl(bv, RX_RXA_F32, 1, sv);
+    rx_rt_arg args[3] = {rt_targ(&A), rt_targ(&B), rt_targ(&V)};
+    rx_rt_outputs *out;
+    rx_rt_err err;
+    ck_assert_int_eq(rx_rt_call(m, 0, args, 3, &out, NULL, &err), -1);
+    ck_assert_msg(strstr(err.msg, "blas.matmul_bias_relu") && strstr(err.msg, "bias (n,)"), "%s", err.msg);
+    rx_rt_module_free(m);
+    m = fused_module(ctx, "blas.matmul_bias", false, 2); /* (A, B, C): no bias */
+    ck_assert_int_eq(rx_rt_call(m, 0, args, 2, &out, NULL, &err), -1);
+    ck_assert_msg(strstr(err.msg, "expects 3 tensors (A, B, C), or 4"), "%s", err.msg);
+    rx_rt_module_free(m);
+    rx_rt_ctx_free(ctx);
+}
+END_TEST
+
 static Suite *lib_suite(void)
 {
     Suite *s = suite_create("library");
@@ -339,6 +474,8 @@ static Suite *lib_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, sgemm_matches_naive, 0, 3);
     tcase_add_loop_test(tc, batched_matmul, 0, 2);
+    tcase_add_loop_test(tc, fused_matches_naive, 0, (int)(sizeof fused_libs / sizeof *fused_libs));
+    tcase_add_test(tc, fused_errors);
     tcase_add_test(tc, rms_norm_f32_f64);
     tcase_add_test(tc, rms_norm_errors);
     tcase_add_test(tc, builtin_names);

@@ -1,0 +1,330 @@
+/*
+ * library_lower.c — partial library lowering (paper §4.6, Figure 12; pipeline step 2).
+ *
+ * A registry of (pattern, library function) pairs for the CPU target, below in
+ * `patterns`, longest first. A pattern is a chain of op-call bindings inside one
+ * dataflow block, each feeding the next:
+ *
+ *   h = matmul(A, B)          (f32; A (m, k) and B (k, n), or A (b, m, k) and B (k, n)
+ *                              or (b, k, n); out_dtype null or f32)
+ *   s = add(h, bias)          (optional; either operand order; bias f32 (n,), so the sum
+ *                              has h's shape)
+ *   y = nn.relu|nn.gelu|nn.silu(s)   (optional)
+ *
+ * where every intermediate (h, s) is used exactly once in the whole function, by the
+ * next binding of the chain. The chain becomes one binding of its last variable,
+ *
+ *   y = call_dps_library("blas.matmul_bias_relu", A, B, bias, out=<y's deduced annotation>)
+ *
+ * placed where the last binding was (every operand is defined by then); the other
+ * bindings of the chain disappear. The library functions are runtime/library.c's (vm.h
+ * lists them; vmgen checks each name against rx_rt_builtin_library_names).
+ *
+ * The cost rule (paper §5.1: generated code for matrix-vector at batch 1, the library
+ * otherwise), on the matmul's rows M = A's dims[-2], K, N and the batch b:
+ *   - M a literal: the library when M > 1 and, if b, K and N are literals too,
+ *     b * M * N * K >= threshold (2^15 by default); a symbolic b, K or N counts as large;
+ *   - M symbolic: the library. One artifact serves every M, and the rule cannot be
+ *     decided at compile time; the library is the better choice for all but M = 1, where
+ *     it costs a call with a thin sgemm (still correct).
+ * Options (rx_lib_opts): mode NONE runs nothing, ALL ignores the cost rule, and a list
+ * of pattern names is never used — a disabled long pattern falls back to a shorter one
+ * (matmul_bias_relu disabled: matmul_bias then a generated relu).
+ *
+ * Cost: one walk to count uses (arrays indexed by variable id), one walk to match, each
+ * O(size of the module); the module is deduced again when anything changed. What is
+ * left for legalize: every op call the patterns did not take.
+ */
+#include "relax/pass.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "relax/deduce.h"
+#include "relax/op.h"
+
+typedef struct lib_pattern {
+    const char *name; /* "matmul_bias_relu": what rx_lib_opts.disable and --lib-disable name */
+    const char *lib;  /* the runtime library function */
+    bool bias;        /* an add of a (n,) bias follows the matmul */
+    const char *act;  /* the activation op that ends the chain, or NULL */
+} lib_pattern;
+
+/* The registry for target cpu, longest first (the first match wins). */
+static const lib_pattern patterns[] = {
+    {"matmul_bias_relu", "blas.matmul_bias_relu", true, "nn.relu"},
+    {"matmul_bias_gelu", "blas.matmul_bias_gelu", true, "nn.gelu"},
+    {"matmul_bias_silu", "blas.matmul_bias_silu", true, "nn.silu"},
+    {"matmul_bias", "blas.matmul_bias", true, NULL},
+    {"matmul_relu", "blas.matmul_relu", false, "nn.relu"},
+    {"matmul_gelu", "blas.matmul_gelu", false, "nn.gelu"},
+    {"matmul_silu", "blas.matmul_silu", false, "nn.silu"},
+    {"matmul", "blas.matmul", false, NULL},
+};
+
+const char *rx_lib_pattern_name(int i)
+{
+    return i >= 0 && i < RX_COUNTOF(patterns) ? patterns[i].name : NULL;
+}
+
+static int pattern_index(const char *name)
+{
+    for (int i = 0; i < RX_COUNTOF(patterns); i++)
+        if (!strcmp(patterns[i].name, name)) return i;
+    return -1;
+}
+
+bool rx_lib_opts_check(const rx_lib_opts *o, rx_diags *d)
+{
+    if (!o) return true;
+    if (o->mode != RX_LIB_AUTO && o->mode != RX_LIB_NONE && o->mode != RX_LIB_ALL) {
+        rx_diag_add(d, "", "library lowering mode %d out of range", o->mode);
+        return false;
+    }
+    for (int i = 0; o->disable && o->disable[i]; i++)
+        if (pattern_index(o->disable[i]) < 0) {
+            rx_sb known = {0};
+            for (int j = 0; j < RX_COUNTOF(patterns); j++)
+                rx_sb_printf(&known, "%s%s", j ? ", " : "", patterns[j].name);
+            rx_diag_add(d, "", "unknown library pattern %s (known: %s)", o->disable[i],
+                        rx_sb_str(&known));
+            rx_sb_free(&known);
+            return false;
+        }
+    return true;
+}
+
+/* ---- use counts ---- */
+
+typedef struct ll_ctx {
+    rx_module *m;
+    const rx_lib_opts *o;
+    bool enabled[RX_COUNTOF(patterns)]; /* by pattern index: not disabled */
+    int32_t *uses;                      /* by variable id: occurrences in the function */
+    rx_block **user_block;              /* by variable id: the block of the last use */
+    int32_t *user_idx;                  /* ... and the binding index there (-1: a result) */
+    int32_t nids;                       /* m->next_id when the arrays were made */
+    int rewritten;                      /* chains replaced */
+} ll_ctx;
+
+static bool var_id_ok(const ll_ctx *c, const rx_node *v)
+{
+    return v->kind == RX_N_VAR && v->u.var.id >= 0 && v->u.var.id < c->nids;
+}
+
+static void count_seq(ll_ctx *c, const rx_seq *s);
+
+static void count_node(ll_ctx *c, const rx_node *n, rx_block *b, int32_t idx)
+{
+    if (!n) return;
+    switch (n->kind) {
+    case RX_N_VAR:
+        if (var_id_ok(c, n)) {
+            c->uses[n->u.var.id]++;
+            c->user_block[n->u.var.id] = b;
+            c->user_idx[n->u.var.id] = idx;
+        }
+        break;
+    case RX_N_CALL:
+        if (n->call_kind == RX_CALL_FN) count_node(c, n->u.call.callee, b, idx);
+        /* fall through */
+    case RX_N_TUPLE:
+    case RX_N_GET_ITEM:
+        for (int i = 0; i < n->nargs; i++) count_node(c, n->args[i], b, idx);
+        break;
+    case RX_N_IF:
+        count_node(c, n->args[0], b, idx);
+        count_seq(c, n->u.if_.then_body);
+        count_seq(c, n->u.if_.else_body);
+        break;
+    default:
+        break;
+    }
+}
+
+static void count_seq(ll_ctx *c, const rx_seq *s)
+{
+    if (!s) return;
+    for (int i = 0; i < s->nblocks; i++)
+        for (int j = 0; j < s->blocks[i]->nbindings; j++)
+            count_node(c, s->blocks[i]->bindings[j].value, s->blocks[i], j);
+    count_node(c, s->result, NULL, -1);
+}
+
+/* ---- matching ---- */
+
+static bool is_op(const rx_node *n, const char *name)
+{
+    return n && n->kind == RX_N_CALL && n->call_kind == RX_CALL_OP &&
+           !strcmp(n->u.call.op->name, name);
+}
+
+static bool f32_tensor(const rx_sinfo *s, int ndim)
+{
+    return s && s->kind == RX_SI_TENSOR && s->dtype == RX_DT_F32 && s->ndim == ndim && s->dims;
+}
+
+/* Whether call is a matmul the library functions take (the essay's shapes). */
+static bool matmul_ok(const rx_node *call)
+{
+    if (!is_op(call, "matmul") || call->nargs != 2) return false;
+    const rx_sinfo *a = call->args[0]->sinfo, *b = call->args[1]->sinfo, *r = call->sinfo;
+    if (!a || a->kind != RX_SI_TENSOR || (a->ndim != 2 && a->ndim != 3)) return false;
+    if (!f32_tensor(a, a->ndim) || !f32_tensor(r, a->ndim)) return false;
+    const rx_attr *od = rx_call_attr(call, "out_dtype");
+    if (od->kind != RX_A_NULL && !(od->kind == RX_A_STR && !strcmp(od->u.s, "f32"))) return false;
+    if (f32_tensor(b, 2)) return true;
+    return a->ndim == 3 && f32_tensor(b, 3) && rx_expr_same(a->dims[0], b->dims[0]);
+}
+
+/* The cost rule of the essay for a matmul_ok call. */
+static bool worth_library(const ll_ctx *c, const rx_node *call)
+{
+    if (c->o && c->o->mode == RX_LIB_ALL) return true;
+    const rx_sinfo *a = call->args[0]->sinfo, *b = call->args[1]->sinfo;
+    int64_t M, K, N, batch = 1;
+    if (!rx_expr_is_const(a->dims[a->ndim - 2], &M)) return true; /* symbolic M */
+    if (M <= 1) return false;
+    if (!rx_expr_is_const(a->dims[a->ndim - 1], &K) || !rx_expr_is_const(b->dims[b->ndim - 1], &N) ||
+        (a->ndim == 3 && !rx_expr_is_const(a->dims[0], &batch)))
+        return true;
+    int64_t threshold = c->o && c->o->threshold > 0 ? c->o->threshold : RX_LIB_THRESHOLD_DEFAULT;
+    double volume = (double)batch * (double)M * (double)N * (double)K; /* no overflow */
+    return volume >= (double)threshold;
+}
+
+/* The binding that alone uses v, in block b after index after; NULL when v has another
+ * use, is used elsewhere, or by a match_cast. */
+static rx_binding *sole_user(const ll_ctx *c, const rx_node *v, rx_block *b, int after)
+{
+    if (!var_id_ok(c, v)) return NULL;
+    int32_t id = v->u.var.id;
+    if (c->uses[id] != 1 || c->user_block[id] != b || c->user_idx[id] <= after) return NULL;
+    rx_binding *u = &b->bindings[c->user_idx[id]];
+    return u->match_cast ? NULL : u;
+}
+
+/* If bias add: the other operand when `s` is add(v, bias) or add(bias, v) with bias f32
+ * (n,) and the sum of v's shape; else NULL. */
+static rx_node *bias_of(const rx_node *s, const rx_node *v)
+{
+    if (!is_op(s, "add") || s->nargs != 2) return NULL;
+    int k = s->args[0] == v ? 1 : s->args[1] == v ? 0 : -1;
+    if (k < 0 || s->args[k] == v) return NULL;
+    const rx_sinfo *vs = v->sinfo, *bs = s->args[k]->sinfo, *rs = s->sinfo;
+    if (!f32_tensor(bs, 1) || !f32_tensor(rs, vs->ndim)) return NULL;
+    if (!rx_expr_same(bs->dims[0], vs->dims[vs->ndim - 1])) return NULL;
+    for (int i = 0; i < vs->ndim; i++)
+        if (!rx_expr_same(rs->dims[i], vs->dims[i])) return NULL;
+    return s->args[k];
+}
+
+/* Tries pattern p on the matmul binding j of dataflow block b; on a match rewrites the
+ * chain's last binding and marks the others in `drop`. */
+static bool try_pattern(ll_ctx *c, const lib_pattern *p, rx_block *b, int j, bool *drop)
+{
+    rx_binding *mm = &b->bindings[j];
+    rx_node *cur = mm->var, *bias = NULL;
+    int chain[3] = {j}, len = 1;
+    if (p->bias) {
+        rx_binding *u = sole_user(c, cur, b, chain[len - 1]);
+        if (!u || !(bias = bias_of(u->value, cur))) return false;
+        chain[len++] = (int)(u - b->bindings);
+        cur = u->var;
+    }
+    if (p->act) {
+        rx_binding *u = sole_user(c, cur, b, chain[len - 1]);
+        if (!u || !is_op(u->value, p->act) || u->value->nargs != 1 || u->value->args[0] != cur ||
+            !f32_tensor(u->value->sinfo, mm->value->sinfo->ndim))
+            return false;
+        chain[len++] = (int)(u - b->bindings);
+    }
+    rx_binding *lb = &b->bindings[chain[len - 1]];
+    rx_node *args[3] = {mm->value->args[0], mm->value->args[1], bias};
+    rx_sinfo *out = lb->value->sinfo;
+    rx_node *call = rx_n_call_lib(c->m, p->lib, args, bias ? 3 : 2, out);
+    call->sinfo = out;
+    call->loc = lb->value->loc;
+    lb->value = call;
+    for (int k = 0; k < len - 1; k++) drop[chain[k]] = true;
+    c->rewritten++;
+    return true;
+}
+
+static void lower_seq(ll_ctx *c, rx_seq *s);
+
+static void lower_block(ll_ctx *c, rx_block *b)
+{
+    for (int j = 0; j < b->nbindings; j++) {
+        rx_node *v = b->bindings[j].value;
+        if (v && v->kind == RX_N_IF) {
+            lower_seq(c, v->u.if_.then_body);
+            lower_seq(c, v->u.if_.else_body);
+        }
+    }
+    if (!b->dataflow) return;
+    bool *drop = calloc((size_t)b->nbindings + 1, sizeof *drop);
+    RX_ASSERT(drop != NULL);
+    bool any = false;
+    for (int j = 0; j < b->nbindings; j++) {
+        rx_binding *bd = &b->bindings[j];
+        if (drop[j] || bd->match_cast || !matmul_ok(bd->value) || !worth_library(c, bd->value))
+            continue;
+        for (int p = 0; p < RX_COUNTOF(patterns); p++)
+            if (c->enabled[p] && try_pattern(c, &patterns[p], b, j, drop)) {
+                any = true;
+                break;
+            }
+    }
+    if (any) {
+        int n = 0;
+        for (int j = 0; j < b->nbindings; j++)
+            if (!drop[j]) b->bindings[n++] = b->bindings[j];
+        b->nbindings = n;
+    }
+    free(drop);
+}
+
+static void lower_seq(ll_ctx *c, rx_seq *s)
+{
+    if (!s) return;
+    for (int i = 0; i < s->nblocks; i++) lower_block(c, s->blocks[i]);
+}
+
+bool rx_library_lower(rx_module *m, const rx_lib_opts *o, int *rewritten, rx_diags *d)
+{
+    if (rewritten) *rewritten = 0;
+    if (!rx_lib_opts_check(o, d)) return false;
+    if (o && o->mode == RX_LIB_NONE) return true;
+    ll_ctx c = {0};
+    c.m = m;
+    c.o = o;
+    for (int p = 0; p < RX_COUNTOF(patterns); p++) {
+        c.enabled[p] = true;
+        for (int i = 0; o && o->disable && o->disable[i]; i++)
+            if (!strcmp(o->disable[i], patterns[p].name)) c.enabled[p] = false;
+    }
+    c.nids = m->next_id;
+    size_t n = (size_t)c.nids + 1;
+    c.uses = calloc(n, sizeof *c.uses);
+    c.user_block = calloc(n, sizeof *c.user_block);
+    c.user_idx = calloc(n, sizeof *c.user_idx);
+    RX_ASSERT(c.uses && c.user_block && c.user_idx);
+    for (int i = 0; i < m->nfuncs; i++) {
+        rx_func *f = m->funcs[i];
+        if (f->kind != RX_F_RELAX) continue;
+        memset(c.uses, 0, n * sizeof *c.uses);
+        count_seq(&c, f->body);
+        lower_seq(&c, f->body);
+    }
+    free(c.uses);
+    free(c.user_block);
+    free(c.user_idx);
+    if (rewritten) *rewritten = c.rewritten;
+    return c.rewritten ? rx_deduce_module(m, d) : true;
+}
+
+bool rx_pass_library_lower(rx_module *m, const rx_lib_opts *o, rx_diags *d)
+{
+    return rx_library_lower(m, o, NULL, d);
+}

@@ -1,0 +1,310 @@
+/*
+ * test_library_lower.c — partial library lowering (compiler/pass/library_lower.c).
+ *
+ * Golden: a two-layer MLP (x @ W1 + b1 -> relu -> @ W2) becomes two call_dps_library
+ * (blas.matmul_bias_relu, blas.matmul) and equals, structurally, the expected module
+ * written by hand. Then the cost rule (static M = 1 and a small static volume stay
+ * generated, --lib all takes them), --lib none keeps every op, an intermediate used
+ * twice is not fused (the matmul alone goes), a disabled pattern falls back to a shorter
+ * one, the activations and the bias on the left, batched shapes, what is not taken
+ * (i64, 1-D, out_dtype), and an unknown pattern name as an option error.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "relax/deduce.h"
+#include "relax/json.h"
+#include "relax/pass.h"
+#include "relax/text.h"
+
+static char *diags_str(const rx_diags *d)
+{
+    rx_sb b = {0};
+    rx_diags_format(d, &b);
+    return rx_sb_take(&b);
+}
+
+static rx_module *load(const char *text)
+{
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_module *m = rx_json_read(text, strlen(text), NULL, &d);
+    ck_assert_msg(m != NULL, "read: %s", diags_str(&d));
+    ck_assert_msg(rx_deduce_module(m, &d), "deduce: %s", diags_str(&d));
+    rx_diags_free(&d);
+    return m;
+}
+
+/* Loads `text`, runs library lowering with o; returns the module and *n rewritten. */
+static rx_module *lower(const char *text, const rx_lib_opts *o, int *n)
+{
+    rx_module *m = load(text);
+    rx_diags d;
+    rx_diags_init(&d);
+    ck_assert_msg(rx_library_lower(m, o, n, &d), "lower: %s", diags_str(&d));
+    rx_diags_free(&d);
+    return m;
+}
+
+static void assert_equal(const rx_module *got, const char *want_text)
+{
+    rx_module *want = load(want_text);
+    rx_sb why = {0}, txt = {0};
+    rx_print_module(got, &txt);
+    bool eq = rx_struct_equal(got, want, &why);
+    ck_assert_msg(eq, "%s\n%s", rx_sb_str(&why), rx_sb_str(&txt));
+    rx_sb_free(&why);
+    rx_sb_free(&txt);
+    rx_module_free(want);
+}
+
+/* The value bound to variable `name` in main's first block (NULL when unbound). */
+static const rx_node *bound(const rx_module *m, const char *name)
+{
+    const rx_block *b = rx_module_find(m, "main")->body->blocks[0];
+    for (int i = 0; i < b->nbindings; i++)
+        if (!strcmp(b->bindings[i].var->u.var.name, name)) return b->bindings[i].value;
+    return NULL;
+}
+
+static const char *lib_of(const rx_module *m, const char *name)
+{
+    const rx_node *v = bound(m, name);
+    ck_assert_msg(v != NULL, "%s not bound", name);
+    return v->kind == RX_N_CALL && v->call_kind == RX_CALL_LIB ? v->u.call.lib : "(op)";
+}
+
+static int nbindings(const rx_module *m)
+{
+    return rx_module_find(m, "main")->body->blocks[0]->nbindings;
+}
+
+#define T(shape, dt) "{\"tensor\": {\"shape\": " shape ", \"dtype\": \"" dt "\"}}"
+#define P(name, shape) "{\"name\": \"" name "\", \"type\": " T(shape, "f32") "}"
+#define PD(name, shape, dt) "{\"name\": \"" name "\", \"type\": " T(shape, dt) "}"
+#define OP(v, op, args) "{\"var\": \"" v "\", \"value\": {\"op\": \"" op "\", \"args\": " args "}}"
+#define LIB(v, lib, args, out) \
+    "{\"var\": \"" v "\", \"value\": {\"call_dps_library\": \"" lib "\", \"args\": " args \
+    ", \"out\": " out "}}"
+#define MODULE(params, bindings, result)                                                     \
+    "{\"format\": \"relax-json\", \"version\": 1, \"functions\": {\"main\": {\"kind\": "     \
+    "\"relax\", \"params\": [" params "], \"body\": {\"blocks\": [{\"dataflow\": true, "     \
+    "\"bindings\": [" bindings "]}], \"result\": \"" result "\"}}}}"
+
+#define MLP_PARAMS P("x", "[\"n\", 64]") "," P("W1", "[64, 128]") "," P("b1", "[128]") "," P("W2", "[128, 32]")
+
+static const char mlp[] = MODULE(MLP_PARAMS,
+    OP("h", "matmul", "[\"x\", \"W1\"]") "," OP("s", "add", "[\"h\", \"b1\"]") ","
+    OP("r", "nn.relu", "[\"s\"]") "," OP("y", "matmul", "[\"r\", \"W2\"]"), "y");
+
+static const char mlp_expected[] = MODULE(MLP_PARAMS,
+    LIB("r", "blas.matmul_bias_relu", "[\"x\", \"W1\", \"b1\"]", T("[\"n\", 128]", "f32")) ","
+    LIB("y", "blas.matmul", "[\"r\", \"W2\"]", T("[\"n\", 32]", "f32")), "y");
+
+START_TEST(mlp_golden)
+{
+    int n;
+    rx_module *m = lower(mlp, NULL, &n);
+    ck_assert_int_eq(n, 2);
+    assert_equal(m, mlp_expected);
+    const rx_node *r = bound(m, "r");
+    ck_assert_int_eq(r->u.call.out->ndim, 2);
+    ck_assert_int_eq(r->sinfo->dtype, RX_DT_F32);
+    rx_module_free(m);
+    /* auto with everything enabled is the default: explicit options give the same */
+    rx_lib_opts o = {RX_LIB_AUTO, NULL, 0};
+    m = lower(mlp, &o, &n);
+    assert_equal(m, mlp_expected);
+    rx_module_free(m);
+}
+END_TEST
+
+/* Static shapes: M = 1 (matrix-vector) and a small volume stay generated. */
+START_TEST(cost_rule)
+{
+    static const char mv[] = MODULE(P("x", "[1, 512]") "," P("W", "[512, 512]"),
+                                    OP("y", "matmul", "[\"x\", \"W\"]"), "y");
+    static const char small[] = MODULE(P("x", "[4, 8]") "," P("W", "[8, 8]"),
+                                       OP("y", "matmul", "[\"x\", \"W\"]"), "y");
+    static const char big[] = MODULE(P("x", "[64, 64]") "," P("W", "[64, 64]"),
+                                     OP("y", "matmul", "[\"x\", \"W\"]"), "y");
+    static const char symk[] = MODULE(P("x", "[2, \"k\"]") "," P("W", "[\"k\", 8]"),
+                                      OP("y", "matmul", "[\"x\", \"W\"]"), "y");
+    int n;
+    rx_module *m = lower(mv, NULL, &n);
+    ck_assert_int_eq(n, 0);
+    ck_assert_str_eq(lib_of(m, "y"), "(op)");
+    rx_module_free(m);
+    m = lower(small, NULL, &n); /* 4*8*8 = 256 < 2^15 */
+    ck_assert_str_eq(lib_of(m, "y"), "(op)");
+    rx_module_free(m);
+    m = lower(big, NULL, &n); /* 64^3 = 262144 */
+    ck_assert_str_eq(lib_of(m, "y"), "blas.matmul");
+    rx_module_free(m);
+    m = lower(symk, NULL, &n); /* static M = 2 > 1, symbolic K counts as large */
+    ck_assert_str_eq(lib_of(m, "y"), "blas.matmul");
+    rx_module_free(m);
+    rx_lib_opts lower_threshold = {RX_LIB_AUTO, NULL, 256};
+    m = lower(small, &lower_threshold, &n);
+    ck_assert_str_eq(lib_of(m, "y"), "blas.matmul");
+    rx_module_free(m);
+    rx_lib_opts all = {RX_LIB_ALL, NULL, 0};
+    m = lower(mv, &all, &n);
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(lib_of(m, "y"), "blas.matmul");
+    rx_module_free(m);
+}
+END_TEST
+
+START_TEST(lib_none_keeps_ops)
+{
+    rx_lib_opts none = {RX_LIB_NONE, NULL, 0};
+    int n;
+    rx_module *m = lower(mlp, &none, &n);
+    ck_assert_int_eq(n, 0);
+    assert_equal(m, mlp);
+    rx_module_free(m);
+}
+END_TEST
+
+/* h is used by the add and by the result tuple's add: no fusion through h. */
+START_TEST(used_twice_not_fused)
+{
+    static const char twice[] = MODULE(MLP_PARAMS,
+        OP("h", "matmul", "[\"x\", \"W1\"]") "," OP("s", "add", "[\"h\", \"b1\"]") ","
+        OP("r", "nn.relu", "[\"s\"]") "," OP("z", "add", "[\"r\", \"h\"]"), "z");
+    int n;
+    rx_module *m = lower(twice, NULL, &n);
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(lib_of(m, "h"), "blas.matmul");
+    ck_assert_str_eq(lib_of(m, "s"), "(op)");
+    ck_assert_str_eq(lib_of(m, "r"), "(op)");
+    ck_assert_int_eq(nbindings(m), 4);
+    rx_module_free(m);
+    /* s used twice: matmul + bias fused, relu stays */
+    static const char s_twice[] = MODULE(MLP_PARAMS,
+        OP("h", "matmul", "[\"x\", \"W1\"]") "," OP("s", "add", "[\"h\", \"b1\"]") ","
+        OP("r", "nn.relu", "[\"s\"]") "," OP("z", "add", "[\"r\", \"s\"]"), "z");
+    m = lower(s_twice, NULL, &n);
+    ck_assert_str_eq(lib_of(m, "s"), "blas.matmul_bias");
+    ck_assert_ptr_null(bound(m, "h"));
+    ck_assert_str_eq(lib_of(m, "r"), "(op)");
+    ck_assert_int_eq(nbindings(m), 3);
+    rx_module_free(m);
+    /* the intermediate is the block's result: used outside the chain */
+    static const char out[] = MODULE(MLP_PARAMS,
+        OP("h", "matmul", "[\"x\", \"W1\"]") "," OP("s", "add", "[\"h\", \"b1\"]"), "h");
+    m = lower(out, NULL, &n);
+    ck_assert_str_eq(lib_of(m, "h"), "blas.matmul");
+    ck_assert_str_eq(lib_of(m, "s"), "(op)");
+    rx_module_free(m);
+}
+END_TEST
+
+START_TEST(disable_falls_back)
+{
+    static const char *const off[] = {"matmul_bias_relu", NULL};
+    rx_lib_opts o = {RX_LIB_AUTO, off, 0};
+    int n;
+    rx_module *m = lower(mlp, &o, &n);
+    ck_assert_str_eq(lib_of(m, "s"), "blas.matmul_bias");
+    ck_assert_str_eq(lib_of(m, "r"), "(op)");
+    ck_assert_str_eq(lib_of(m, "y"), "blas.matmul");
+    rx_module_free(m);
+    static const char *const off2[] = {"matmul_bias_relu", "matmul_bias", "matmul", NULL};
+    rx_lib_opts o2 = {RX_LIB_AUTO, off2, 0};
+    m = lower(mlp, &o2, &n);
+    ck_assert_int_eq(n, 0);
+    assert_equal(m, mlp);
+    rx_module_free(m);
+    /* an unknown name is an option error */
+    static const char *const bad[] = {"conv2d", NULL};
+    rx_lib_opts o3 = {RX_LIB_AUTO, bad, 0};
+    rx_module *m3 = load(mlp);
+    rx_diags d;
+    rx_diags_init(&d);
+    ck_assert(!rx_library_lower(m3, &o3, NULL, &d));
+    char *s = diags_str(&d);
+    ck_assert_msg(strstr(s, "unknown library pattern conv2d (known: matmul_bias_relu,"), "%s", s);
+    free(s);
+    rx_diags_free(&d);
+    rx_module_free(m3);
+}
+END_TEST
+
+/* gelu and silu epilogues, the bias on the left, a chain without bias, other bindings
+ * between the chain's ops. */
+START_TEST(activations)
+{
+    static const char acts[] = MODULE(MLP_PARAMS "," P("b2", "[32]"),
+        OP("h", "matmul", "[\"x\", \"W1\"]") "," OP("s", "add", "[\"b1\", \"h\"]") ","
+        OP("g", "nn.gelu", "[\"s\"]") "," OP("h2", "matmul", "[\"g\", \"W2\"]") ","
+        OP("t", "exp", "[\"b2\"]") "," OP("s2", "add", "[\"h2\", \"t\"]") ","
+        OP("y", "nn.silu", "[\"s2\"]") "," OP("h3", "matmul", "[\"x\", \"W1\"]") ","
+        OP("y3", "nn.relu", "[\"h3\"]") "," OP("z", "matmul", "[\"y3\", \"W2\"]") ","
+        OP("w", "add", "[\"y\", \"z\"]"), "w");
+    int n;
+    rx_module *m = lower(acts, NULL, &n);
+    ck_assert_int_eq(n, 4);
+    ck_assert_str_eq(lib_of(m, "g"), "blas.matmul_bias_gelu");
+    ck_assert_str_eq(lib_of(m, "y"), "blas.matmul_bias_silu");
+    ck_assert_str_eq(lib_of(m, "y3"), "blas.matmul_relu");
+    ck_assert_str_eq(lib_of(m, "z"), "blas.matmul");
+    ck_assert_str_eq(lib_of(m, "t"), "(op)");
+    const rx_node *y = bound(m, "y");
+    ck_assert_int_eq(y->nargs, 3);
+    ck_assert_str_eq(y->args[2]->u.var.name, "t");
+    ck_assert_str_eq(bound(m, "g")->args[2]->u.var.name, "b1");
+    ck_assert_int_eq(nbindings(m), 6); /* g t y y3 z w */
+    rx_module_free(m);
+}
+END_TEST
+
+/* Batched shapes go; i64, 1-D operands, a bias that broadcasts the result do not. */
+START_TEST(shapes_taken_or_not)
+{
+    static const char mod[] = MODULE(
+        P("a", "[2, \"n\", 16]") "," P("b", "[16, 8]") "," P("c", "[2, 16, 8]") ","
+        PD("ia", "[\"n\", 4]", "i64") "," PD("ib", "[4, 4]", "i64") ","
+        P("v", "[16]") "," P("x", "[\"n\", 16]") "," P("bb", "[\"n\", 8]"),
+        OP("bmm", "matmul", "[\"a\", \"b\"]") "," OP("bb3", "matmul", "[\"a\", \"c\"]") ","
+        OP("i", "matmul", "[\"ia\", \"ib\"]") "," OP("mv", "matmul", "[\"x\", \"v\"]") ","
+        OP("h", "matmul", "[\"x\", \"b\"]") "," OP("s", "add", "[\"h\", \"bb\"]"), "s");
+    int n;
+    rx_module *m = lower(mod, NULL, &n);
+    ck_assert_str_eq(lib_of(m, "bmm"), "blas.matmul");
+    ck_assert_str_eq(lib_of(m, "bb3"), "blas.matmul");
+    ck_assert_str_eq(lib_of(m, "i"), "(op)");
+    ck_assert_str_eq(lib_of(m, "mv"), "(op)");
+    ck_assert_str_eq(lib_of(m, "h"), "blas.matmul"); /* (n, 8) bias is not a (8,) bias */
+    ck_assert_str_eq(lib_of(m, "s"), "(op)");
+    ck_assert_int_eq(n, 3);
+    rx_module_free(m);
+}
+END_TEST
+
+static Suite *ll_suite(void)
+{
+    Suite *s = suite_create("library_lower");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, mlp_golden);
+    tcase_add_test(tc, cost_rule);
+    tcase_add_test(tc, lib_none_keeps_ops);
+    tcase_add_test(tc, used_twice_not_fused);
+    tcase_add_test(tc, disable_falls_back);
+    tcase_add_test(tc, activations);
+    tcase_add_test(tc, shapes_taken_or_not);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(ll_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
