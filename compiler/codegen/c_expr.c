@@ -465,6 +465,15 @@ static const char PRELUDE_HEAD[] =
     "#else\n"
     "#define RX_IVDEP\n"
     "#endif\n"
+    "/* Built with OpenMP (-fopenmp), parallel loops share their iterations among threads\n"
+    "   and vectorized ones are OpenMP simd loops; without it both run serially. */\n"
+    "#if defined(_OPENMP)\n"
+    "#define RX_PARALLEL _Pragma(\"omp parallel for schedule(static)\")\n"
+    "#define RX_SIMD _Pragma(\"omp simd\")\n"
+    "#else\n"
+    "#define RX_PARALLEL\n"
+    "#define RX_SIMD RX_IVDEP\n"
+    "#endif\n"
     "#if defined(__GNUC__)\n"
     "#define RX_UNROLL _Pragma(\"GCC unroll 8\")\n"
     "#define RX_HELPER static inline __attribute__((unused))\n"
@@ -562,6 +571,20 @@ static const char PRELUDE_FLOOR_I64[] =
     "    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
     "}\n";
 
+/* The kernel object links libgomp, which the runtime dlopens with it. Unloading
+   libgomp under its idle thread pool (the last dlclose of a kernel object) would
+   strand those threads in unmapped code, so the first kernel object pins it. */
+static const char PRELUDE_OMP[] =
+    "#if defined(_OPENMP) && defined(__linux__) && !defined(__clang__)\n"
+    "#include <dlfcn.h>\n"
+    "#if defined(RTLD_NODELETE) && defined(RTLD_NOLOAD)\n"
+    "__attribute__((constructor)) static void rx_pin_openmp(void)\n"
+    "{\n"
+    "    (void)dlopen(\"libgomp.so.1\", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);\n"
+    "}\n"
+    "#endif\n"
+    "#endif\n";
+
 static bool needs(const cg *g, cg_helper h, rx_dtype t)
 {
     return (g->need[h] >> (unsigned)t) & 1u;
@@ -576,6 +599,7 @@ void rx_cg_prelude(const cg *g, rx_sb *out)
     if (bf16) rx_sb_puts(out, PRELUDE_BF16);
     if (g->need[H_BITS]) rx_sb_puts(out, PRELUDE_BITS);
     if (g->need[H_ALLOC]) rx_sb_puts(out, PRELUDE_ALLOC);
+    if (g->need[H_OMP]) rx_sb_puts(out, PRELUDE_OMP);
     bool signed_floor = false;
     for (int t = RX_DT_I8; t <= RX_DT_I64; t++)
         if (needs(g, H_FLOORDIV, (rx_dtype)t) || needs(g, H_FLOORMOD, (rx_dtype)t))

@@ -13,9 +13,17 @@
  *   }
  *
  * Statement lowering, one line per kind:
- *   FOR    `for (int64_t i = lo; i < lo + extent; i++)`; unrolled/vectorized loops get
- *          an unroll/ivdep pragma, parallel loops run serially (parallel execution is
- *          a later issue); a loop bound to a thread axis is an error on this target
+ *   FOR    `for (int64_t i = lo; i < lo + extent; i++)`; a thread-bound loop is an error
+ *          on this target. Loop kinds become prelude macros that expand to OpenMP
+ *          pragmas when the unit is built with -fopenmp (cc.c's default) and to
+ *          nothing (ivdep for simd) without: parallel -> RX_PARALLEL (`omp parallel
+ *          for schedule(static)`), vectorized -> RX_SIMD (`omp simd`), unrolled ->
+ *          RX_UNROLL. Everything a loop body declares (loop variable, iterators, LET
+ *          values, stack buffers) is a C local of the body: private to an iteration,
+ *          hence to a thread. OpenMP forbids returning out of such a loop, so a
+ *          parallel loop whose body holds a heap allocation (whose failure returns
+ *          RX_KERNEL_ENOMEM) runs serially, and a vectorized loop holding one, or a
+ *          nested loop, keeps the ivdep hint instead of simd
  *   BLOCK  a C block: each iterator bound to its `bind`, then `init` guarded by
  *          "every reduce iterator is at its start" (always, when there is none), then
  *          `body`. The start of an implicit iterator (the loop variable itself, see
@@ -215,6 +223,57 @@ static bool stmts_use(const rx_stmts *ss, const rx_svar *v)
     return false;
 }
 
+/* True when codegen puts buffer b on the stack (a zeroed C array declared where the
+ * ALLOC stands), false when on the heap (rx_alloc, which may fail and return). */
+static bool alloc_on_stack(const rx_buffer *b)
+{
+    int64_t total = 1;
+    for (int k = 0; k < b->ndim; k++) {
+        int64_t v;
+        if (!rx_expr_is_const(b->shape[k], &v) || v < 0 || (v && total > STACK_ALLOC_MAX / v))
+            return false;
+        total *= v;
+    }
+    return b->scope != RX_SCOPE_GLOBAL && total * (int64_t)rx_cg_ssize((rx_dtype)b->dtype) <=
+                                              STACK_ALLOC_MAX;
+}
+
+/* True when ss (nested statements included) holds no heap allocation: no failure path
+ * returns from inside it, as OpenMP's structured blocks require. kind: which
+ * statement kind to look for instead (RX_S_FOR), or -1 for heap allocations. */
+static bool stmts_find(const rx_stmts *ss, int kind)
+{
+    for (int i = 0; i < ss->n; i++) {
+        const rx_stmt *s = ss->items[i];
+        if (kind >= 0 && s->kind == kind) return true;
+        switch ((rx_skind)s->kind) {
+        case RX_S_FOR:
+            if (stmts_find(&s->u.for_.body, kind)) return true;
+            break;
+        case RX_S_BLOCK:
+            if (stmts_find(&s->u.block.init, kind) || stmts_find(&s->u.block.body, kind))
+                return true;
+            break;
+        case RX_S_ALLOC:
+            if (kind < 0 && !alloc_on_stack(s->u.alloc.buf)) return true;
+            break;
+        case RX_S_IF:
+            if (stmts_find(&s->u.if_.then_s, kind) || stmts_find(&s->u.if_.else_s, kind))
+                return true;
+            break;
+        case RX_S_LET:
+            if (stmts_find(&s->u.let.body, kind)) return true;
+            break;
+        case RX_S_STORE: break;
+        default: return true; /* unknown: assume the worst */
+        }
+    }
+    return false;
+}
+
+static bool stmts_heap_free(const rx_stmts *ss) { return !stmts_find(ss, -1); }
+static bool stmts_have_for(const rx_stmts *ss) { return stmts_find(ss, RX_S_FOR); }
+
 /* The block whose init can be emitted before FOR s (see "Hoisted init" in the file
  * essay), or NULL to keep the guarded init. O(chain length x iterators x init size). */
 static const rx_stmt *hoist_target(const rx_stmt *s)
@@ -351,11 +410,18 @@ static void emit_for(cg *g, const rx_stmt *s)
     switch (s->u.for_.loop_kind) {
     case RX_LOOP_PARALLEL:
         ind(g);
-        rx_sb_puts(g->out, "/* parallel: runs serially (parallel execution is a later issue) */\n");
+        if (stmts_heap_free(&s->u.for_.body)) {
+            g->need[H_OMP] |= 1;
+            rx_sb_puts(g->out, "RX_PARALLEL\n");
+        } else {
+            rx_sb_puts(g->out, "/* parallel: runs serially (a heap allocation inside may fail "
+                               "and return) */\n");
+        }
         break;
     case RX_LOOP_VECTORIZED:
         ind(g);
-        rx_sb_puts(g->out, "RX_IVDEP\n");
+        rx_sb_puts(g->out, stmts_heap_free(&s->u.for_.body) && !stmts_have_for(&s->u.for_.body)
+                               ? "RX_SIMD\n" : "RX_IVDEP\n");
         break;
     case RX_LOOP_UNROLLED:
         ind(g);
@@ -465,17 +531,13 @@ static void emit_alloc(cg *g, const rx_stmt *s)
     const rx_buffer *b = s->u.alloc.buf;
     rx_dtype t = (rx_dtype)b->dtype;
     const char *st = rx_cg_stype(t);
-    size_t esz = rx_cg_ssize(t);
     int64_t total = 1;
-    bool konst = true;
-    for (int k = 0; k < b->ndim && konst; k++) {
-        int64_t v;
-        if (!rx_expr_is_const(b->shape[k], &v) || v < 0 || (v && total > STACK_ALLOC_MAX / v))
-            konst = false;
-        else
-            total *= v;
+    bool stack = alloc_on_stack(b);
+    for (int k = 0; stack && k < b->ndim; k++) {
+        int64_t v = 0;
+        rx_expr_is_const(b->shape[k], &v);
+        total *= v;
     }
-    bool stack = b->scope != RX_SCOPE_GLOBAL && konst && total * (int64_t)esz <= STACK_ALLOC_MAX;
     cg_sym *bs = push_sym(g, b, fresh(g, b->name));
     ind(g);
     rx_sb_printf(g->out, "/* alloc %s (%s, %s) */\n", bs->name, rx_dtype_name(t),

@@ -12,6 +12,10 @@
  * O_CLOEXEC, so concurrent builds on other threads never inherit one another's
  * files. The directory and every file in it are removed before returning.
  *
+ * Kernels are built with -fopenmp by default, so the parallel loops of the generated
+ * code run on OpenMP threads (the object then links libgomp); rx_cc_opts.no_openmp or
+ * the environment variable RX_NO_OPENMP=1 builds them serially.
+ *
  * Cost: one process tree per build; the poll sleeps 5 ms between checks.
  */
 #include <dirent.h>
@@ -33,7 +37,17 @@ extern char **environ;
 
 enum { DEFAULT_TIMEOUT_S = 120, MAX_ERR_LINES = 6, MAX_LINE = 240 };
 
-static const char *const DEFAULT_FLAGS[] = {"-std=c11", "-O2", "-fPIC", "-shared", NULL};
+static const char *const DEFAULT_FLAGS[] = {"-std=c11", "-O2", "-fPIC", "-shared", "-fopenmp",
+                                            NULL};
+static const char *const SERIAL_FLAGS[] = {"-std=c11", "-O2", "-fPIC", "-shared", NULL};
+
+/* True when kernels are built without OpenMP: o->no_openmp, or RX_NO_OPENMP set to
+ * anything but "" or "0" in the environment. */
+static bool no_openmp(const rx_cc_opts *o)
+{
+    const char *e = getenv("RX_NO_OPENMP");
+    return o->no_openmp || (e && *e && strcmp(e, "0") != 0);
+}
 
 static bool write_all(int fd, const char *p, size_t n)
 {
@@ -178,7 +192,9 @@ bool rx_cc_build(const char *csrc, size_t n, const rx_cc_opts *o, uint8_t **so, 
 
     /* Step 2: argv and the child's environment of descriptors and signals. */
     RX_VEC_PUSH(argv, cc);
-    for (const char *const *f = opts.flags ? opts.flags : DEFAULT_FLAGS; *f; f++) RX_VEC_PUSH(argv, *f);
+    const char *const *flags = opts.flags ? opts.flags
+                                          : no_openmp(&opts) ? SERIAL_FLAGS : DEFAULT_FLAGS;
+    for (const char *const *f = flags; *f; f++) RX_VEC_PUSH(argv, *f);
     for (const char *const *f = opts.extra; f && *f; f++) RX_VEC_PUSH(argv, *f);
     RX_VEC_PUSH(argv, "-o");
     RX_VEC_PUSH(argv, obj.p);

@@ -17,10 +17,11 @@
 #include "relax/codegen.h"
 
 /* Helpers the prelude can define; cg.need[h] has bit (1 << dtype) set when the
- * helper for that dtype was used (H_F16, H_BF16, H_BITS, H_ALLOC use bit 0). */
+ * helper for that dtype was used (H_F16, H_BF16, H_BITS, H_ALLOC, H_OMP use bit 0;
+ * H_OMP: a parallel loop, which pins the OpenMP runtime, see c_expr.c). */
 typedef enum cg_helper {
     H_FLOORDIV, H_FLOORMOD, H_MIN, H_MAX, H_ABS, /* per dtype */
-    H_F16, H_BF16, H_BITS, H_ALLOC,              /* once */
+    H_F16, H_BF16, H_BITS, H_ALLOC, H_OMP,       /* once */
     H_COUNT
 } cg_helper;
 

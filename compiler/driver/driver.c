@@ -61,7 +61,7 @@ static const stage pipeline[] = {
     {"analysis", rx_pass_annotate_patterns, NULL, false}, /* 4 compute patterns (Algorithm 1) */
     /* 5  fuse_ops, fuse_tir (Algorithm 2, Figure 8)                             later */
     /* 6  lift_workspace (§4.4, Figure 11)                                       later */
-    /* 7  schedule: target scheduling of loop functions                          later */
+    {"schedule", rx_pass_schedule_cpu, NULL, false}, /* 7 CPU loop kinds: parallel, vectorized */
     /* 9  cuda_graph offloading (§4.5)                                           later */
     {"lower_vm", NULL, st_lower_vm, false},         /* 8+10 memory planning (Algorithm 3),
                                                        allocations, shape heap, VM code */

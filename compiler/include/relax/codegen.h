@@ -26,8 +26,10 @@
  * computing in the narrow type; round() is nearest-even; narrow integers wrap.
  *
  * The generated unit compiles warning-free with `-std=c11 -O2 -Wall -Wextra -Werror`
- * under gcc and clang; it needs only <stdint.h>, <stddef.h>, <stdlib.h>, <string.h>
- * and <math.h> (-lm). Building happens in a private temp directory through
+ * under gcc and clang, with or without -fopenmp; it needs only <stdint.h>,
+ * <stddef.h>, <stdlib.h>, <string.h> and <math.h> (-lm), and with OpenMP on Linux
+ * <dlfcn.h>. Parallel loops (RX_LOOP_PARALLEL) run on OpenMP threads when it is built
+ * with -fopenmp (rx_cc_build's default), serially otherwise. Building happens in a private temp directory through
  * posix_spawnp (no shell), under a time limit.
  */
 #ifndef RELAX_CODEGEN_H
@@ -56,10 +58,13 @@ bool rx_codegen_c(const rx_module *m, rx_sb *out, rx_diags *d);
 typedef struct rx_cc_opts {
     const char *cc;           /* compiler, looked up in PATH; NULL: "cc" */
     const char *const *flags; /* NULL-terminated; replaces the default flags
-                                 {"-std=c11", "-O2", "-fPIC", "-shared"} when non-NULL */
+                                 {"-std=c11", "-O2", "-fPIC", "-shared", "-fopenmp"}
+                                 when non-NULL */
     const char *const *extra; /* NULL-terminated flags added after them, or NULL */
     int timeout_s;            /* wall-clock limit in seconds; 0: 120 */
     const char *tmpdir;       /* parent of the private directory; NULL: $TMPDIR or /tmp */
+    bool no_openmp;           /* default flags without -fopenmp (also: env RX_NO_OPENMP=1):
+                                 parallel loops run serially */
 } rx_cc_opts;
 
 /* Builds C source csrc[0..n) into a shared object: writes k.c into a fresh private

@@ -18,6 +18,8 @@
  *   dce        unused pure bindings and loop functions no longer called
  *   library_lower  matmul [+ bias] [+ relu|gelu|silu] chains -> call_dps_library of
  *              runtime BLAS functions, by a cost rule (pipeline step 2, before legalize)
+ *   schedule   CPU loop kinds: provably independent outer loops parallel, contiguous
+ *              innermost spatial loops vectorized (pipeline step 7, after analysis)
  */
 #ifndef RELAX_PASS_H
 #define RELAX_PASS_H
@@ -138,5 +140,19 @@ bool rx_lib_opts_check(const rx_lib_opts *o, rx_diags *d);
 
 /* Name of pattern i of the CPU registry, longest first; NULL past the end. */
 const char *rx_lib_pattern_name(int i);
+
+/* ---- CPU scheduling (compiler/pass/schedule.c) ---- */
+
+/* Marks, in every loop function of m, the outermost FOR of each top-level loop nest
+ * RX_LOOP_PARALLEL when its iterations provably write disjoint elements and read
+ * none another iteration writes, and the innermost FORs RX_LOOP_VECTORIZED when they
+ * are spatial over the last index of every buffer they store (schedule.c's essay
+ * gives the rules). Loop kinds other than serial, and thread-bound loops, are kept.
+ * *nparallel and *nvectorized (each may be NULL) get the number of loops marked.
+ * Never fails; builds no nodes. */
+bool rx_schedule_cpu(rx_module *m, int *nparallel, int *nvectorized);
+
+/* rx_schedule_cpu as an rx_pass_fn. */
+bool rx_pass_schedule_cpu(rx_module *m, rx_diags *d);
 
 #endif

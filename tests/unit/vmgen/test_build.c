@@ -67,7 +67,7 @@ END_TEST
 START_TEST(pipeline_table)
 {
     const char *want[] = {"deduce", "canonicalize", "dce", "library_lower", "legalize",
-                          "dce_post", "analysis", "lower_vm", "codegen"};
+                          "dce_post", "analysis", "schedule", "lower_vm", "codegen"};
     ck_assert_int_eq(rx_pipeline_count(), RX_COUNTOF(want));
     for (int i = 0; i < RX_COUNTOF(want); i++) ck_assert_str_eq(rx_pipeline_name(i), want[i]);
     ck_assert_ptr_null(rx_pipeline_name(RX_COUNTOF(want)));

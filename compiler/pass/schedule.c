@@ -1,0 +1,324 @@
+/*
+ * schedule.c — CPU scheduling of loop functions: parallel outer loops, vectorized
+ * inner loops (pipeline step 7, "schedule").
+ *
+ * The pass only changes loop kinds; codegen (c_kernel.c) turns a parallel loop into
+ * `#pragma omp parallel for schedule(static)` and a vectorized one into `#pragma omp
+ * simd` when kernels are built with OpenMP. Both pragmas are promises that iterations
+ * are independent, so the rule is conservative: correctness first, a missed loop is
+ * only slower.
+ *
+ * Candidates: the outermost FOR of each top-level loop nest of a loop function (FORs
+ * found in the function body, looking through top-level BLOCK, LET and IF bodies but
+ * never through another FOR). Such a loop L with variable v becomes PARALLEL when
+ *   1. its kind is serial (a kind written by the user is kept) and it is not bound to
+ *      a thread axis, and no loop of the nest already has a non-serial kind other
+ *      than vectorized/unrolled (no nested parallel regions);
+ *   2. its extent is not an integer literal < 2 (nothing to share);
+ *   3. the aliases of v are v and every block iterator bound to exactly v; every
+ *      block iterator whose bind mentions v is such an alias and is spatial (a reduce
+ *      iterator over v, or an iterator bound to an expression of v, rejects L);
+ *   4. for every buffer B stored in the nest (buffers allocated inside the nest are
+ *      private to an iteration and exempt) there is one index position p such that
+ *      every STORE to B and every LOAD of B in the nest has an alias of v, alone, at
+ *      position p. Then distinct iterations write disjoint elements of B and read only
+ *      elements their own iteration writes, so no iteration sees another's writes;
+ *   5. the nest allocates no buffer of global scope, and every allocation in it is of
+ *      local or shared scope (codegen declares those inside the loop body: one copy
+ *      per iteration, private to its thread).
+ * Reads of buffers that the nest never stores are unrestricted.
+ *
+ * The innermost FORs of a nest (those whose body holds no FOR) become VECTORIZED by
+ * the same rules 1, 3 and 4 applied to the loop alone, with p fixed to the LAST index
+ * of every stored buffer (contiguous, stride-1 writes), and no allocation in the body.
+ * A nest's single loop may be both outermost and innermost; it is then parallel only.
+ * Vectorization is a hint: codegen emits it only where OpenMP simd applies.
+ *
+ * Cost: O(nest size x stored buffers) per candidate loop; no new nodes are built.
+ */
+#include <string.h>
+
+#include "relax/pass.h"
+
+typedef RX_VEC(const rx_svar *) svar_vec;
+typedef RX_VEC(const rx_buffer *) buf_vec;
+
+/* What the walk of one candidate loop learns. */
+typedef struct sched_ck {
+    const rx_svar *v;  /* the candidate's loop variable */
+    svar_vec alias;    /* v and block iterators bound to exactly v */
+    buf_vec local;     /* buffers allocated inside the nest */
+    buf_vec stored;    /* buffers stored in the nest (not local) */
+    int *pos;          /* per stored buffer: the alias position, -1 unknown */
+    int npos;
+    bool last_only;    /* vectorize rule: the position must be the last index */
+    bool ok;           /* no rule broken so far */
+} sched_ck;
+
+static bool has_buf(const buf_vec *bv, const rx_buffer *b)
+{
+    for (int i = 0; i < bv->n; i++)
+        if (bv->items[i] == b) return true;
+    return false;
+}
+
+static bool is_alias(const sched_ck *c, const rx_expr *e)
+{
+    if (!e || e->kind != RX_E_VAR) return false;
+    for (int i = 0; i < c->alias.n; i++)
+        if (c->alias.items[i] == e->u.var) return true;
+    return false;
+}
+
+/* True when e mentions v or an alias of it. */
+static bool uses_alias(const sched_ck *c, const rx_expr *e)
+{
+    for (int i = 0; i < c->alias.n; i++)
+        if (rx_expr_uses_var(e, c->alias.items[i])) return true;
+    return false;
+}
+
+/* Checks one access (store or load) of b with indices idx[n] against rule 4. */
+static void access(sched_ck *c, const rx_buffer *b, rx_expr *const *idx, int n)
+{
+    if (has_buf(&c->local, b)) return;
+    int k = 0;
+    while (k < c->stored.n && c->stored.items[k] != b) k++;
+    if (k == c->stored.n) return; /* loads are checked in a second walk */
+    int p = c->pos[k];
+    if (p < 0) { /* first access decides: the one position holding an alias */
+        if (c->last_only) {
+            p = n - 1;
+        } else {
+            for (int i = 0; i < n && p < 0; i++)
+                if (is_alias(c, idx[i])) p = i;
+        }
+        c->pos[k] = p;
+    }
+    if (p < 0 || p >= n || !is_alias(c, idx[p])) c->ok = false;
+}
+
+static void expr_loads(sched_ck *c, const rx_expr *e)
+{
+    if (!e || !c->ok) return;
+    if (e->kind == RX_E_LOAD) access(c, e->u.load.buf, e->u.load.idx, e->u.load.nidx);
+    int n = rx_expr_nchildren(e);
+    for (int i = 0; i < n; i++) expr_loads(c, rx_expr_child(e, i));
+}
+
+/* Walk 1: aliases, local buffers, stored buffers; rules 1, 3, 5. nested: inside a
+ * FOR of the nest (the candidate itself excluded). */
+static void collect(sched_ck *c, const rx_stmts *ss, bool vec)
+{
+    for (int i = 0; i < ss->n && c->ok; i++) {
+        const rx_stmt *s = ss->items[i];
+        switch ((rx_skind)s->kind) {
+        case RX_S_FOR:
+            if (vec || s->u.for_.thread || s->u.for_.loop_kind == RX_LOOP_PARALLEL ||
+                uses_alias(c, s->u.for_.min) || uses_alias(c, s->u.for_.extent)) {
+                c->ok = false;
+                return;
+            }
+            collect(c, &s->u.for_.body, vec);
+            break;
+        case RX_S_BLOCK:
+            for (int k = 0; k < s->u.block.niters; k++) {
+                const rx_iter *it = &s->u.block.iters[k];
+                if (!it->bind || !uses_alias(c, it->bind)) continue;
+                if (it->kind != RX_ITER_SPATIAL || !is_alias(c, it->bind)) {
+                    c->ok = false;
+                    return;
+                }
+                if (it->var != it->bind->u.var) RX_VEC_PUSH(c->alias, it->var);
+            }
+            collect(c, &s->u.block.init, vec);
+            collect(c, &s->u.block.body, vec);
+            break;
+        case RX_S_STORE:
+            if (!has_buf(&c->local, s->u.store.buf) && !has_buf(&c->stored, s->u.store.buf))
+                RX_VEC_PUSH(c->stored, s->u.store.buf);
+            break;
+        case RX_S_ALLOC:
+            if (vec || s->u.alloc.buf->scope == RX_SCOPE_GLOBAL) {
+                c->ok = false;
+                return;
+            }
+            RX_VEC_PUSH(c->local, s->u.alloc.buf);
+            break;
+        case RX_S_IF:
+            collect(c, &s->u.if_.then_s, vec);
+            collect(c, &s->u.if_.else_s, vec);
+            break;
+        case RX_S_LET:
+            collect(c, &s->u.let.body, vec);
+            break;
+        default:
+            c->ok = false;
+            return;
+        }
+    }
+}
+
+/* Walk 2: every store and load of a stored buffer (rule 4). */
+static void check_access(sched_ck *c, const rx_stmts *ss)
+{
+    for (int i = 0; i < ss->n && c->ok; i++) {
+        const rx_stmt *s = ss->items[i];
+        switch ((rx_skind)s->kind) {
+        case RX_S_FOR:
+            expr_loads(c, s->u.for_.min);
+            expr_loads(c, s->u.for_.extent);
+            check_access(c, &s->u.for_.body);
+            break;
+        case RX_S_BLOCK:
+            for (int k = 0; k < s->u.block.niters; k++) {
+                expr_loads(c, s->u.block.iters[k].bind);
+                expr_loads(c, s->u.block.iters[k].dom);
+            }
+            check_access(c, &s->u.block.init);
+            check_access(c, &s->u.block.body);
+            break;
+        case RX_S_STORE:
+            access(c, s->u.store.buf, s->u.store.idx, s->u.store.nidx);
+            for (int k = 0; k < s->u.store.nidx; k++) expr_loads(c, s->u.store.idx[k]);
+            expr_loads(c, s->u.store.value);
+            break;
+        case RX_S_ALLOC:
+            for (int k = 0; k < s->u.alloc.buf->ndim; k++) expr_loads(c, s->u.alloc.buf->shape[k]);
+            break;
+        case RX_S_IF:
+            expr_loads(c, s->u.if_.cond);
+            check_access(c, &s->u.if_.then_s);
+            check_access(c, &s->u.if_.else_s);
+            break;
+        case RX_S_LET:
+            expr_loads(c, s->u.let.value);
+            check_access(c, &s->u.let.body);
+            break;
+        default:
+            c->ok = false;
+            return;
+        }
+    }
+}
+
+/* True when FOR s satisfies the parallel rule (vec false) or the vectorize rule. */
+static bool loop_ok(const rx_stmt *s, bool vec)
+{
+    int64_t ext;
+    if (s->u.for_.loop_kind != RX_LOOP_SERIAL || s->u.for_.thread) return false;
+    if (!vec && rx_expr_is_const(s->u.for_.extent, &ext) && ext < 2) return false;
+    sched_ck c = {0};
+    c.v = s->u.for_.var;
+    c.last_only = vec;
+    c.ok = true;
+    RX_VEC_PUSH(c.alias, c.v);
+    collect(&c, &s->u.for_.body, vec);
+    if (c.ok) {
+        c.npos = c.stored.n;
+        c.pos = rx_xcalloc((size_t)(c.npos ? c.npos : 1), sizeof(int));
+        for (int k = 0; k < c.npos; k++) c.pos[k] = -1;
+        check_access(&c, &s->u.for_.body);
+        for (int k = 0; k < c.npos && c.ok; k++)
+            if (c.pos[k] < 0) c.ok = false; /* stored without an alias anywhere */
+        if (!c.stored.n) c.ok = false;        /* nothing to share */
+        free(c.pos);
+    }
+    RX_VEC_FREE(c.alias);
+    RX_VEC_FREE(c.local);
+    RX_VEC_FREE(c.stored);
+    return c.ok;
+}
+
+static bool has_for(const rx_stmts *ss)
+{
+    for (int i = 0; i < ss->n; i++) {
+        const rx_stmt *s = ss->items[i];
+        switch ((rx_skind)s->kind) {
+        case RX_S_FOR: return true;
+        case RX_S_BLOCK:
+            if (has_for(&s->u.block.init) || has_for(&s->u.block.body)) return true;
+            break;
+        case RX_S_IF:
+            if (has_for(&s->u.if_.then_s) || has_for(&s->u.if_.else_s)) return true;
+            break;
+        case RX_S_LET:
+            if (has_for(&s->u.let.body)) return true;
+            break;
+        default: break;
+        }
+    }
+    return false;
+}
+
+/* Marks the innermost FORs below ss (vectorize rule). */
+static void mark_inner(const rx_stmts *ss, int *nvec)
+{
+    for (int i = 0; i < ss->n; i++) {
+        rx_stmt *s = ss->items[i];
+        switch ((rx_skind)s->kind) {
+        case RX_S_FOR:
+            if (has_for(&s->u.for_.body)) mark_inner(&s->u.for_.body, nvec);
+            else if (loop_ok(s, true)) {
+                s->u.for_.loop_kind = RX_LOOP_VECTORIZED;
+                (*nvec)++;
+            }
+            break;
+        case RX_S_BLOCK:
+            mark_inner(&s->u.block.init, nvec);
+            mark_inner(&s->u.block.body, nvec);
+            break;
+        case RX_S_IF:
+            mark_inner(&s->u.if_.then_s, nvec);
+            mark_inner(&s->u.if_.else_s, nvec);
+            break;
+        case RX_S_LET: mark_inner(&s->u.let.body, nvec); break;
+        default: break;
+        }
+    }
+}
+
+/* Finds the top-level nests of ss and schedules each. */
+static void schedule_list(const rx_stmts *ss, int *npar, int *nvec)
+{
+    for (int i = 0; i < ss->n; i++) {
+        rx_stmt *s = ss->items[i];
+        switch ((rx_skind)s->kind) {
+        case RX_S_FOR:
+            if (loop_ok(s, false)) {
+                s->u.for_.loop_kind = RX_LOOP_PARALLEL;
+                (*npar)++;
+            }
+            if (has_for(&s->u.for_.body)) mark_inner(&s->u.for_.body, nvec);
+            break;
+        case RX_S_BLOCK:
+            schedule_list(&s->u.block.init, npar, nvec);
+            schedule_list(&s->u.block.body, npar, nvec);
+            break;
+        case RX_S_IF:
+            schedule_list(&s->u.if_.then_s, npar, nvec);
+            schedule_list(&s->u.if_.else_s, npar, nvec);
+            break;
+        case RX_S_LET: schedule_list(&s->u.let.body, npar, nvec); break;
+        default: break;
+        }
+    }
+}
+
+bool rx_schedule_cpu(rx_module *m, int *nparallel, int *nvectorized)
+{
+    int np = 0, nv = 0;
+    for (int i = 0; i < m->nfuncs; i++) {
+        rx_func *f = m->funcs[i];
+        if (f->kind == RX_F_TIR) schedule_list(&f->tbody, &np, &nv);
+    }
+    if (nparallel) *nparallel = np;
+    if (nvectorized) *nvectorized = nv;
+    return true;
+}
+
+bool rx_pass_schedule_cpu(rx_module *m, rx_diags *d)
+{
+    (void)d;
+    return rx_schedule_cpu(m, NULL, NULL);
+}

@@ -1,0 +1,223 @@
+/*
+ * test_schedule.c — CPU scheduling (compiler/pass/schedule.c) and its OpenMP code.
+ *
+ * Which loops the pass marks: an elementwise nest's outer loop parallel and inner loop
+ * vectorized; a reduction's outer spatial loop parallel and its reduce loop never; a
+ * nest with a store independent of the outer variable, or reading a stored buffer at
+ * another iteration's element, left serial; a literal extent of 1 left serial; kinds
+ * written by the user kept. Then a numeric check: the scheduled kernels built with
+ * OpenMP give bit-identical results to the same kernels built serially.
+ */
+#include <check.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../rx_check.h"
+#include "relax/codegen.h"
+#include "relax/deduce.h"
+#include "relax/json.h"
+#include "relax/pass.h"
+
+static char *diags_str(const rx_diags *d)
+{
+    rx_sb b = {0};
+    rx_diags_format(d, &b);
+    return rx_sb_take(&b);
+}
+
+/* Reads relax-json written with ' for " (test strings stay readable). */
+static rx_module *load_text(const char *text)
+{
+    char *s = strdup(text);
+    for (char *p = s; *p; p++)
+        if (*p == '\'') *p = '"';
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_module *m = rx_json_read(s, strlen(s), NULL, &d);
+    ck_assert_msg(m != NULL, "read: %s", diags_str(&d));
+    ck_assert_msg(rx_deduce_module(m, &d), "deduce: %s", diags_str(&d));
+    rx_diags_free(&d);
+    free(s);
+    return m;
+}
+
+#define TIR(name, params, body) \
+    "'" name "':{'kind':'tir','params':[" params "],'body':[" body "]}"
+#define BUF(n, shape) "{'name':'" n "','buffer':{'shape':[" shape "],'dtype':'f32'}}"
+#define MOD(fns) "{'format':'relax-json','version':1,'functions':{" fns "}}"
+
+/* The kind of the loop at depth `depth` of the first top-level nest of fn (following
+ * the first FOR found under each loop, through blocks). */
+static const rx_stmt *nth_loop(const rx_stmts *ss, int depth)
+{
+    for (int i = 0; i < ss->n; i++) {
+        const rx_stmt *s = ss->items[i];
+        if (s->kind == RX_S_FOR) return depth ? nth_loop(&s->u.for_.body, depth - 1) : s;
+        if (s->kind == RX_S_BLOCK) {
+            const rx_stmt *r = nth_loop(&s->u.block.body, depth);
+            if (r) return r;
+        }
+        if (s->kind == RX_S_IF) {
+            const rx_stmt *r = nth_loop(&s->u.if_.then_s, depth);
+            if (r) return r;
+        }
+    }
+    return NULL;
+}
+
+static const char *kind_at(const rx_module *m, const char *fn, int depth)
+{
+    const rx_func *f = rx_module_find(m, fn);
+    ck_assert_ptr_nonnull(f);
+    const rx_stmt *s = nth_loop(&f->tbody, depth);
+    ck_assert_msg(s != NULL, "%s has no loop at depth %d", fn, depth);
+    return rx_loopkind_name((rx_loopkind)s->u.for_.loop_kind);
+}
+
+#define SCHED_FUNCS                                                                            \
+    TIR("add", BUF("A", "'n',4") "," BUF("B", "'n',4") "," BUF("C", "'n',4"),                    \
+        "{'grid':['i','j'],'extents':['n',4],'body':{'store':'C[i, j]','value':'A[i, j] + B[i, j]'}}") "," \
+    TIR("mm", BUF("A", "'n',8") "," BUF("B", "8,6") "," BUF("C", "'n',6"),                       \
+        "{'grid':['i','j','k'],'extents':['n',6,8],'body':[{'if':'k == 0','then':{'store':'C[i, j]','value':'0.0'}}," \
+        "{'store':'C[i, j]','value':'C[i, j] + A[i, k] * B[k, j]'}]}") ","                        \
+    TIR("colsum", BUF("A", "'n',5") "," BUF("C", "5"),                                          \
+        "{'grid':['k','j'],'extents':['n',5],'body':[{'if':'k == 0','then':{'store':'C[j]','value':'0.0'}}," \
+        "{'store':'C[j]','value':'C[j] + A[k, j]'}]}") ","                                      \
+    TIR("flag", BUF("A", "'n'") "," BUF("C", "'n'") "," BUF("D", "1"),                           \
+        "{'grid':['i'],'extents':['n'],'body':[{'store':'C[i]','value':'A[i]'},"                 \
+        "{'store':'D[0]','value':'A[i]'}]}") ","                                                \
+    TIR("scan", BUF("A", "'n'") "," BUF("C", "'n'"),                                            \
+        "{'grid':['i'],'extents':['n'],'body':{'store':'C[i]','value':'C[i - 1] + A[i]'}}") ","  \
+    TIR("one", BUF("A", "1,4") "," BUF("C", "1,4"),                                             \
+        "{'grid':['i','j'],'extents':[1,4],'body':{'store':'C[i, j]','value':'A[i, j]'}}") ","   \
+    TIR("given", BUF("A", "'n',4") "," BUF("C", "'n',4"),                                        \
+        "{'for':'i','extent':'n','kind':'unrolled','body':{'for':'j','extent':4,'body':"        \
+        "{'store':'C[i, j]','value':'A[i, j]'}}}")
+
+START_TEST(marks)
+{
+    rx_module *m = load_text(MOD(SCHED_FUNCS));
+    int np = -1, nv = -1;
+    ck_assert(rx_schedule_cpu(m, &np, &nv));
+    /* elementwise: outer parallel, inner (contiguous) vectorized */
+    ck_assert_str_eq(kind_at(m, "add", 0), "parallel");
+    ck_assert_str_eq(kind_at(m, "add", 1), "vectorized");
+    /* matmul: spatial i parallel; j not innermost; the reduce loop k never marked */
+    ck_assert_str_eq(kind_at(m, "mm", 0), "parallel");
+    ck_assert_str_eq(kind_at(m, "mm", 1), "serial");
+    ck_assert_str_eq(kind_at(m, "mm", 2), "serial");
+    /* reduction over the outer loop: k (reduce) not parallel; j innermost vectorized */
+    ck_assert_str_eq(kind_at(m, "colsum", 0), "serial");
+    ck_assert_str_eq(kind_at(m, "colsum", 1), "vectorized");
+    /* a store independent of i: every iteration writes D[0] */
+    ck_assert_str_eq(kind_at(m, "flag", 0), "serial");
+    /* C[i] reads C[i - 1], another iteration's element */
+    ck_assert_str_eq(kind_at(m, "scan", 0), "serial");
+    /* literal extent 1: nothing to share */
+    ck_assert_str_eq(kind_at(m, "one", 0), "serial");
+    ck_assert_str_eq(kind_at(m, "one", 1), "vectorized");
+    /* the user's kind kept */
+    ck_assert_str_eq(kind_at(m, "given", 0), "unrolled");
+    ck_assert_int_eq(np, 2);
+    ck_assert_int_eq(nv, 4); /* add.j, colsum.j, one.j, given.j */
+    ck_assert_str_eq(kind_at(m, "given", 1), "vectorized");
+    /* idempotent */
+    ck_assert(rx_schedule_cpu(m, &np, &nv));
+    ck_assert_int_eq(np, 0);
+    ck_assert_int_eq(nv, 0);
+    rx_module_free(m);
+}
+END_TEST
+
+/* Builds C text into a loaded object (NULL on failure, with a message). */
+static void *build_load(const char *c, bool serial)
+{
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_cc_opts o = {0};
+    o.no_openmp = serial;
+    uint8_t *so = NULL;
+    size_t n = 0;
+    ck_assert_msg(rx_cc_build(c, strlen(c), &o, &so, &n, &d), "cc: %s", diags_str(&d));
+    char path[] = "/tmp/rxsched.XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, so, n), (ssize_t)n);
+    close(fd);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(h != NULL, "dlopen: %s", dlerror());
+    unlink(path);
+    free(so);
+    rx_diags_free(&d);
+    return h;
+}
+
+typedef int32_t (*kernel_fn)(void *const *data, const int64_t *ivars);
+
+START_TEST(parallel_equals_serial)
+{
+    rx_module *m = load_text(MOD(SCHED_FUNCS));
+    ck_assert(rx_schedule_cpu(m, NULL, NULL));
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_sb c = {0};
+    ck_assert_msg(rx_codegen_c(m, &c, &d), "codegen: %s", diags_str(&d));
+    ck_assert_ptr_nonnull(strstr(rx_sb_str(&c), "RX_PARALLEL\n"));
+    ck_assert_ptr_nonnull(strstr(rx_sb_str(&c), "RX_SIMD\n"));
+    void *hp = build_load(rx_sb_str(&c), false), *hs = build_load(rx_sb_str(&c), true);
+    enum { N = 1000 };
+    static float A[N * 8], B[8 * 6], A4[N * 4], B4[N * 4], Cp[N * 8], Cs[N * 8];
+    uint32_t seed = 12345;
+    for (int i = 0; i < N * 8; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        A[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
+    }
+    for (int i = 0; i < 8 * 6; i++) B[i] = (float)i * 0.37f - 3.0f;
+    for (int i = 0; i < N * 4; i++) {
+        A4[i] = A[i] * 3.0f;
+        B4[i] = A[i + 7];
+    }
+    const int64_t iv[] = {N};
+    const struct { const char *sym; void *data[3]; size_t out_n; int out; } k[] = {
+        {"rxk_add", {A4, B4, NULL}, N * 4, 2},
+        {"rxk_mm", {A, B, NULL}, N * 6, 2},
+        {"rxk_colsum", {A, NULL, NULL}, 5, 1},
+    };
+    for (size_t t = 0; t < sizeof k / sizeof k[0]; t++) {
+        kernel_fn fp = (kernel_fn)(uintptr_t)dlsym(hp, k[t].sym);
+        kernel_fn fs = (kernel_fn)(uintptr_t)dlsym(hs, k[t].sym);
+        ck_assert_msg(fp && fs, "%s missing", k[t].sym);
+        void *dp[3], *ds[3];
+        memcpy(dp, k[t].data, sizeof dp);
+        memcpy(ds, k[t].data, sizeof ds);
+        memset(Cp, 0xAB, sizeof Cp);
+        memset(Cs, 0xCD, sizeof Cs);
+        dp[k[t].out] = Cp;
+        ds[k[t].out] = Cs;
+        ck_assert_int_eq(fp(dp, iv), 0);
+        ck_assert_int_eq(fs(ds, iv), 0);
+        ck_assert_msg(!memcmp(Cp, Cs, k[t].out_n * sizeof(float)), "%s differs", k[t].sym);
+    }
+    dlclose(hp);
+    dlclose(hs);
+    rx_sb_free(&c);
+    rx_diags_free(&d);
+    rx_module_free(m);
+}
+END_TEST
+
+static Suite *schedule_suite(void)
+{
+    Suite *s = suite_create("schedule");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, marks);
+    tcase_add_test(tc, parallel_equals_serial);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return rx_check_run(schedule_suite()); }
