@@ -186,13 +186,19 @@ static bool run(bstate *s, const char *json, size_t n, int last)
     return true;
 }
 
-static void state_init(bstate *s, rx_build_opts *opts, const rx_build_opts *o,
-                       rx_build_result *r, rx_diags *d)
+/* o with its defaults filled: NULL means cpu at the default opt level. */
+static void fill_defaults(const rx_build_opts *o, rx_build_opts *opts)
 {
     memset(opts, 0, sizeof *opts);
     if (o) *opts = *o;
     else opts->opt_level = RX_OPT_LEVEL_DEFAULT;
     if (!opts->target) opts->target = "cpu";
+}
+
+static void state_init(bstate *s, rx_build_opts *opts, const rx_build_opts *o,
+                       rx_build_result *r, rx_diags *d)
+{
+    fill_defaults(o, opts);
     memset(s, 0, sizeof *s);
     memset(r, 0, sizeof *r);
     s->o = opts;
@@ -298,11 +304,9 @@ bool rx_build_print(const char *json, size_t n, const rx_build_opts *o, const ch
 
 bool rx_build_key(const rx_module *m, const rx_build_opts *o, char key[65], rx_diags *d)
 {
-    rx_build_opts opts = {0};
-    if (o) opts = *o;
-    else opts.opt_level = RX_OPT_LEVEL_DEFAULT;
-    if (!opts.target) opts.target = "cpu";
+    rx_build_opts opts;
     key[0] = '\0';
+    fill_defaults(o, &opts);
     if (!check_options(&opts, d)) return false;
     uint8_t h[32];
     rx_sb salt = {0};
@@ -322,11 +326,9 @@ bool rx_build_key(const rx_module *m, const rx_build_opts *o, char key[65], rx_d
 bool rx_module_key(const char *json, size_t n, const rx_build_opts *o,
                    const rx_read_opts *ro, char key[65], rx_diags *d)
 {
-    rx_build_opts opts = {0};
-    if (o) opts = *o;
-    else opts.opt_level = RX_OPT_LEVEL_DEFAULT;
-    if (!opts.target) opts.target = "cpu";
+    rx_build_opts opts;
     key[0] = '\0';
+    fill_defaults(o, &opts);
     if (!check_options(&opts, d)) return false;
     rx_module *m = rx_json_read(json, n, ro, d);
     if (!m) return false;

@@ -126,18 +126,26 @@ rx_te_tensor *rx_te_compute(rx_te *te, const char *name, rx_dtype dt, int ndim,
     return t;
 }
 
-rx_te_tensor *rx_te_reduce(rx_te *te, const char *name, rx_dtype dt, int ndim,
-                           rx_expr *const *shape, rx_te_redop op, int nred,
-                           rx_expr *const *rdom, rx_expr *init, rx_te_freduce f, void *ud)
+/* The loop variables, reduction domain and body of a reduction tensor t (REDUCE and
+ * ARGREDUCE share them): spatial variables i..., reduce variables k..., f's element. */
+static void reduce_body(rx_te *te, rx_te_tensor *t, int ndim, rx_expr *const *shape,
+                        int nred, rx_expr *const *rdom, rx_te_freduce f, void *ud)
 {
-    rx_te_tensor *t = new_tensor(te, TE_REDUCE, name, dt, ndim, shape);
-    t->op = op;
     t->ivars = loop_vars(te, "i", ndim, shape);
     t->nred = nred;
     t->rdom = RX_NEWN(te->a, rx_expr *, nred > 0 ? nred : 1);
     for (int i = 0; i < nred; i++) t->rdom[i] = rdom[i];
     t->rvars = loop_vars(te, "k", nred, rdom);
     t->body = f(te, var_exprs(te, t->ivars, ndim), var_exprs(te, t->rvars, nred), ud);
+}
+
+rx_te_tensor *rx_te_reduce(rx_te *te, const char *name, rx_dtype dt, int ndim,
+                           rx_expr *const *shape, rx_te_redop op, int nred,
+                           rx_expr *const *rdom, rx_expr *init, rx_te_freduce f, void *ud)
+{
+    rx_te_tensor *t = new_tensor(te, TE_REDUCE, name, dt, ndim, shape);
+    t->op = op;
+    reduce_body(te, t, ndim, shape, nred, rdom, f, ud);
     RX_ASSERT(t->body && t->body->dtype == dt);
     if (!init) {
         switch (op) {
@@ -158,12 +166,7 @@ rx_te_tensor *rx_te_argreduce(rx_te *te, const char *name, int ndim, rx_expr *co
 {
     rx_te_tensor *t = new_tensor(te, TE_ARGREDUCE, name, RX_DT_I64, ndim, shape);
     t->op = op;
-    t->ivars = loop_vars(te, "i", ndim, shape);
-    t->nred = nred;
-    t->rdom = RX_NEWN(te->a, rx_expr *, nred > 0 ? nred : 1);
-    for (int i = 0; i < nred; i++) t->rdom[i] = rdom[i];
-    t->rvars = loop_vars(te, "k", nred, rdom);
-    t->body = f(te, var_exprs(te, t->ivars, ndim), var_exprs(te, t->rvars, nred), ud);
+    reduce_body(te, t, ndim, shape, nred, rdom, f, ud);
     RX_ASSERT(t->body);
     rx_dtype vt = (rx_dtype)t->body->dtype;
     char vname[96];
