@@ -21,6 +21,7 @@
 #ifndef RX_TEST_NUMERIC_HARNESS_H
 #define RX_TEST_NUMERIC_HARNESS_H
 
+#include "pass_test.h"
 #include <check.h>
 #include <dlfcn.h>
 #include <math.h>
@@ -63,13 +64,6 @@ static const char *const VNAMES[] = {"n", "m"};
 static const int64_t VALS[2][2] = {{3, 5}, {6, 2}};
 
 /* ---------------------------------------------------------------- helpers */
-static char *diags_str(const rx_diags *d)
-{
-    rx_sb b = {0};
-    rx_diags_format(d, &b);
-    return rx_sb_take(&b);
-}
-
 static const char *np_dtype(rx_dtype dt)
 {
     switch (dt) {

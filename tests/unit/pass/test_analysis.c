@@ -6,6 +6,7 @@
  * of the kinds it may have, a given compute_pattern kept, and the attribute surviving a
  * relax-json round trip.
  */
+#include "pass_test.h"
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,29 +17,6 @@
 #include "relax/json.h"
 #include "relax/pass.h"
 #include "relax/text.h"
-
-static char *diags_str(const rx_diags *d)
-{
-    rx_sb b = {0};
-    rx_diags_format(d, &b);
-    return rx_sb_take(&b);
-}
-
-/* Reads relax-json written with ' for " (test strings stay readable). */
-static rx_module *load_text(const char *text)
-{
-    char *s = strdup(text);
-    for (char *p = s; *p; p++)
-        if (*p == '\'') *p = '"';
-    rx_diags d;
-    rx_diags_init(&d);
-    rx_module *m = rx_json_read(s, strlen(s), NULL, &d);
-    ck_assert_msg(m != NULL, "read: %s", diags_str(&d));
-    ck_assert_msg(rx_deduce_module(m, &d), "deduce: %s", diags_str(&d));
-    rx_diags_free(&d);
-    free(s);
-    return m;
-}
 
 static rx_module *load_path(const char *rel, bool legalize)
 {
@@ -106,7 +84,7 @@ END_TEST
 
 START_TEST(single_rules)
 {
-    rx_module *m = load_text(MOD(
+    rx_module *m = load_quoted(MOD(
         TIR("add", BUF("A", "'n',4") "," BUF("B", "'n',4") "," BUF("C", "'n',4"),
             "{'grid':['i','j'],'extents':['n',4],'body':{'store':'C[i, j]','value':'A[i, j] + B[i, j]'}}") ","
         TIR("badd", BUF("A", "'n',4") "," BUF("B", "4") "," BUF("C", "'n',4"),
@@ -228,7 +206,7 @@ END_TEST
 
 START_TEST(given_pattern_kept)
 {
-    rx_module *m = load_text(MOD(
+    rx_module *m = load_quoted(MOD(
         "'f':{'kind':'tir','attrs':{'compute_pattern':'Opaque','note':'x'},"
         "'params':[" BUF("A", "'n'") "," BUF("C", "'n'") "],"
         "'body':{'grid':['i'],'extents':['n'],'body':{'store':'C[i]','value':'A[i]'}}}"));

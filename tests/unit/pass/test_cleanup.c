@@ -5,6 +5,7 @@
  * e2e modules through canonicalize, dce, legalize, analysis, dce: deduction still
  * succeeds and every function's result annotation is unchanged.
  */
+#include "pass_test.h"
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,33 +17,10 @@
 #include "relax/pass.h"
 #include "relax/text.h"
 
-static char *diags_str(const rx_diags *d)
-{
-    rx_sb b = {0};
-    rx_diags_format(d, &b);
-    return rx_sb_take(&b);
-}
-
-/* Reads and deduces relax-json written with ' for ". */
-static rx_module *load_text(const char *text)
-{
-    char *s = strdup(text);
-    for (char *p = s; *p; p++)
-        if (*p == '\'') *p = '"';
-    rx_diags d;
-    rx_diags_init(&d);
-    rx_module *m = rx_json_read(s, strlen(s), NULL, &d);
-    ck_assert_msg(m != NULL, "read: %s", diags_str(&d));
-    ck_assert_msg(rx_deduce_module(m, &d), "deduce: %s", diags_str(&d));
-    rx_diags_free(&d);
-    free(s);
-    return m;
-}
-
 /* Runs the passes on `before` and compares with `expected`. */
 static void golden(const char *before, const char *expected, const rx_pass_fn *passes, int n)
 {
-    rx_module *m = load_text(before), *want = load_text(expected);
+    rx_module *m = load_quoted(before), *want = load_quoted(expected);
     rx_diags d;
     rx_diags_init(&d);
     for (int i = 0; i < n; i++) ck_assert_msg(passes[i](m, &d), "pass %d: %s", i, diags_str(&d));

@@ -9,6 +9,7 @@
  * a relax-json round trip, and unsupported calls give located errors. Every v1 op has a
  * rule except the data-dependent unique and nonzero and shape_of (run by the VM).
  */
+#include "pass_test.h"
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,25 +20,6 @@
 #include "relax/op.h"
 #include "relax/pass.h"
 #include "relax/text.h"
-
-static char *diags_str(const rx_diags *d)
-{
-    rx_sb b = {0};
-    rx_diags_format(d, &b);
-    return rx_sb_take(&b);
-}
-
-/* Reads and deduces a module from text; aborts the test on errors. */
-static rx_module *load_text(const char *text)
-{
-    rx_diags d;
-    rx_diags_init(&d);
-    rx_module *m = rx_json_read(text, strlen(text), NULL, &d);
-    ck_assert_msg(m != NULL, "read: %s", diags_str(&d));
-    ck_assert_msg(rx_deduce_module(m, &d), "deduce: %s", diags_str(&d));
-    rx_diags_free(&d);
-    return m;
-}
 
 static rx_module *load_file(const char *name)
 {

@@ -9,6 +9,7 @@
  * one, the activations and the bias on the left, batched shapes, what is not taken
  * (i64, 1-D, out_dtype), and an unknown pattern name as an option error.
  */
+#include "pass_test.h"
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,13 +19,6 @@
 #include "relax/json.h"
 #include "relax/pass.h"
 #include "relax/text.h"
-
-static char *diags_str(const rx_diags *d)
-{
-    rx_sb b = {0};
-    rx_diags_format(d, &b);
-    return rx_sb_take(&b);
-}
 
 static rx_module *load(const char *text)
 {

@@ -8,6 +8,7 @@
  * written by the user kept. Then a numeric check: the scheduled kernels built with
  * OpenMP give bit-identical results to the same kernels built serially.
  */
+#include "pass_test.h"
 #include <check.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -20,29 +21,6 @@
 #include "relax/deduce.h"
 #include "relax/json.h"
 #include "relax/pass.h"
-
-static char *diags_str(const rx_diags *d)
-{
-    rx_sb b = {0};
-    rx_diags_format(d, &b);
-    return rx_sb_take(&b);
-}
-
-/* Reads relax-json written with ' for " (test strings stay readable). */
-static rx_module *load_text(const char *text)
-{
-    char *s = strdup(text);
-    for (char *p = s; *p; p++)
-        if (*p == '\'') *p = '"';
-    rx_diags d;
-    rx_diags_init(&d);
-    rx_module *m = rx_json_read(s, strlen(s), NULL, &d);
-    ck_assert_msg(m != NULL, "read: %s", diags_str(&d));
-    ck_assert_msg(rx_deduce_module(m, &d), "deduce: %s", diags_str(&d));
-    rx_diags_free(&d);
-    free(s);
-    return m;
-}
 
 #define TIR(name, params, body) \
     "'" name "':{'kind':'tir','params':[" params "],'body':[" body "]}"
@@ -99,7 +77,7 @@ static const char *kind_at(const rx_module *m, const char *fn, int depth)
 
 START_TEST(marks)
 {
-    rx_module *m = load_text(MOD(SCHED_FUNCS));
+    rx_module *m = load_quoted(MOD(SCHED_FUNCS));
     int np = -1, nv = -1;
     ck_assert(rx_schedule_cpu(m, &np, &nv));
     /* elementwise: outer parallel, inner (contiguous) vectorized */
@@ -159,7 +137,7 @@ typedef int32_t (*kernel_fn)(void *const *data, const int64_t *ivars);
 
 START_TEST(parallel_equals_serial)
 {
-    rx_module *m = load_text(MOD(SCHED_FUNCS));
+    rx_module *m = load_quoted(MOD(SCHED_FUNCS));
     ck_assert(rx_schedule_cpu(m, NULL, NULL));
     rx_diags d;
     rx_diags_init(&d);

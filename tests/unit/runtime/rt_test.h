@@ -79,6 +79,17 @@ static inline rx_rt_module *rt_load(rx_rt_ctx *ctx, rx_rxa_builder *b)
 }
 
 /* Serializes b and loads it, expecting failure; returns the message (static). */
+/* Adds function f with code c to b, frees c, loads the artifact and frees b. */
+static inline rx_rt_module *rt_load_func(rx_rt_ctx *ctx, rx_rxa_builder *b,
+                                         const rx_rxa_func *f, rx_rxa_code *c)
+{
+    rx_rxa_add_function(b, f, c->w, c->n);
+    rx_rxa_code_free(c);
+    rx_rt_module *m = rt_load(ctx, b);
+    rx_rxa_builder_free(b);
+    return m;
+}
+
 static inline const char *rt_load_error(rx_rt_ctx *ctx, rx_rxa_builder *b)
 {
     static rx_rt_err err;

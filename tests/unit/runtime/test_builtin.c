@@ -19,11 +19,7 @@ static rx_rt_module *builtin_module(rx_rt_ctx *ctx, const char *name)
     rx_rxa_code c = {0};
     RX_EMIT(&c, RX_OP_CALL_BUILTIN, 1, s, 1, 0);
     RX_EMIT(&c, RX_OP_RET, 1);
-    rx_rxa_add_function(b, &f, c.w, c.n);
-    rx_rxa_code_free(&c);
-    rx_rt_module *m = rt_load(ctx, b);
-    rx_rxa_builder_free(b);
-    return m;
+    return rt_load_func(ctx, b, &f, &c);
 }
 
 /* Calls m on one tensor; returns the outputs (the test frees them). */
@@ -170,11 +166,7 @@ static rx_rt_module *unique_module(rx_rt_ctx *ctx, int nflags, const int64_t *fl
     }
     rx_rxa_emitv(&c, w, (size_t)(5 + nflags));
     RX_EMIT(&c, RX_OP_RET, 1);
-    rx_rxa_add_function(b, &f, c.w, c.n);
-    rx_rxa_code_free(&c);
-    rx_rt_module *m = rt_load(ctx, b);
-    rx_rxa_builder_free(b);
-    return m;
+    return rt_load_func(ctx, b, &f, &c);
 }
 
 /* Output i is a 1-D i64 tensor equal to want[0..n). */

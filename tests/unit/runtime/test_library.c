@@ -42,11 +42,7 @@ static rx_rt_module *mm_module(rx_rt_ctx *ctx, const char *lib, int batched)
     RX_EMIT(&c, RX_OP_RELEASE, 2);
     RX_EMIT(&c, RX_OP_CALL_LIB, name, 3, 0, 1, 3);
     RX_EMIT(&c, RX_OP_RET, 3);
-    rx_rxa_add_function(b, &f, c.w, c.n);
-    rx_rxa_code_free(&c);
-    rx_rt_module *m = rt_load(ctx, b);
-    rx_rxa_builder_free(b);
-    return m;
+    return rt_load_func(ctx, b, &f, &c);
 }
 
 static void fill(float *p, size_t n, unsigned seed)
@@ -183,11 +179,7 @@ static rx_rt_module *rows_module(rx_rt_ctx *ctx, const char *lib, uint32_t xdt, 
     RX_EMIT(&c, RX_OP_RELEASE, 1);
     RX_EMIT(&c, RX_OP_CALL_LIB, name, 2, 0, 2);
     RX_EMIT(&c, RX_OP_RET, 2);
-    rx_rxa_add_function(b, &f, c.w, c.n);
-    rx_rxa_code_free(&c);
-    rx_rt_module *m = rt_load(ctx, b);
-    rx_rxa_builder_free(b);
-    return m;
+    return rt_load_func(ctx, b, &f, &c);
 }
 
 /* rt.rms_norm: y = x / sqrt(mean(x^2, -1) + 1e-5) per row; a zero row stays zero; rows
@@ -371,11 +363,7 @@ static rx_rt_module *fused_module(rx_rt_ctx *ctx, const char *lib, bool bias, in
     if (bias) RX_EMIT(&c, RX_OP_CALL_LIB, name, 4, 0, 1, 2, 4);
     else RX_EMIT(&c, RX_OP_CALL_LIB, name, 3, 0, 1, 4);
     RX_EMIT(&c, RX_OP_RET, 4);
-    rx_rxa_add_function(b, &f, c.w, c.n);
-    rx_rxa_code_free(&c);
-    rx_rt_module *m = rt_load(ctx, b);
-    rx_rxa_builder_free(b);
-    return m;
+    return rt_load_func(ctx, b, &f, &c);
 }
 
 static const struct {

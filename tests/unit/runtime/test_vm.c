@@ -45,11 +45,7 @@ static rx_rt_module *kernel_module(rx_rt_ctx *ctx, int fail)
     RX_EMIT(&c, RX_OP_RELEASE, 1);
     RX_EMIT(&c, RX_OP_CALL_KERNEL, fail ? kf : k, 2, 0, 2, 1, RX_D_SLOT, 0);
     RX_EMIT(&c, RX_OP_RET, 2);
-    rx_rxa_add_function(b, &f, c.w, c.n);
-    rx_rxa_code_free(&c);
-    rx_rt_module *m = rt_load(ctx, b);
-    rx_rxa_builder_free(b);
-    return m;
+    return rt_load_func(ctx, b, &f, &c);
 }
 
 START_TEST(kernel_call_end_to_end)
@@ -303,11 +299,7 @@ static rx_rt_module *rec_module(rx_rt_ctx *ctx)
     c.w[j + 2] = (int64_t)c.n;
     RX_EMIT(&c, RX_OP_LOADI, 1, RX_D_IMM, 42);
     RX_EMIT(&c, RX_OP_RET, 1);
-    rx_rxa_add_function(b, &f, c.w, c.n);
-    rx_rxa_code_free(&c);
-    rx_rt_module *m = rt_load(ctx, b);
-    rx_rxa_builder_free(b);
-    return m;
+    return rt_load_func(ctx, b, &f, &c);
 }
 
 START_TEST(call_depth_is_bounded)

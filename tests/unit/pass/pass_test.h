@@ -1,0 +1,46 @@
+/*
+ * pass_test.h — helpers shared by the pass tests: diagnostics as one string, and
+ * reading a module that must read and deduce cleanly.
+ */
+#ifndef RX_PASS_TEST_H
+#define RX_PASS_TEST_H
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "relax/deduce.h"
+#include "relax/json.h"
+
+/* The diagnostics as "path: message\n" lines (heap; the caller frees). */
+static inline char *diags_str(const rx_diags *d)
+{
+    rx_sb b = {0};
+    rx_diags_format(d, &b);
+    return rx_sb_take(&b);
+}
+
+/* Reads and deduces relax-json text; a failure fails the test with the diagnostics. */
+static inline rx_module *load_text(const char *text)
+{
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_module *m = rx_json_read(text, strlen(text), NULL, &d);
+    ck_assert_msg(m != NULL, "read: %s", diags_str(&d));
+    ck_assert_msg(rx_deduce_module(m, &d), "deduce: %s", diags_str(&d));
+    rx_diags_free(&d);
+    return m;
+}
+
+/* load_text of relax-json written with ' for " (keeps test strings readable). */
+static inline rx_module *load_quoted(const char *text)
+{
+    char *s = strdup(text);
+    for (char *p = s; *p; p++)
+        if (*p == '\'') *p = '"';
+    rx_module *m = load_text(s);
+    free(s);
+    return m;
+}
+
+#endif
