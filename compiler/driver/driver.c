@@ -44,29 +44,40 @@ static bool st_codegen(bstate *s);
 
 typedef struct stage {
     const char *name;        /* what --dump-ir, --after and the timings say */
+    int min_opt;             /* runs at this opt level and above (0: always) */
     rx_pass_fn graph;        /* a graph-level pass, or NULL */
     bool (*lower)(bstate *); /* a lowering stage, or NULL */
     bool key_after;          /* the cache key is the module's hash after this pass */
 } stage;
 
-/* The pipeline (DESIGN.md "The compiler", paper Figure 13). Steps not written yet keep
- * their place as comments, so the order is decided here and nowhere else. */
+/* The pipeline (DESIGN.md "The compiler", paper Figure 13), and the opt levels:
+ *   0  what is needed to run: deduce, legalize, lower, codegen; no planning
+ *   1  + clean-ups (canonicalize, dce), CPU loop scheduling, static memory planning
+ *   2  + library lowering, FuseOps + FuseTIR, workspace lifting (the default)
+ *   3  + static-shape specialization and tiling
+ * A pass with min_opt > 0 can also be turned off by name (rx_build_opts.disable), as can
+ * "memory_plan" (planning inside lower_vm): that is how the ablation benchmark runs. */
 static const stage pipeline[] = {
-    {"deduce", rx_deduce_module, NULL, true},       /* 1  normal form + deduction (§4.1) */
-    {"canonicalize", rx_pass_canonicalize, NULL, false}, /* 1b copies, tuples, constant folding */
-    {"dce", rx_pass_dce, NULL, false},              /* 1c unused pure bindings */
-    {"library_lower", NULL, st_library_lower, false}, /* 2 (pattern, library) pairs (§4.6) */
-    {"legalize", rx_pass_legalize, NULL, false},    /* 3  ops -> call_tir of loop functions */
-    {"dce_post", rx_pass_dce, NULL, false},         /* 3b ... and uncalled loop functions */
-    {"analysis", rx_pass_annotate_patterns, NULL, false}, /* 4 compute patterns (Algorithm 1) */
-    /* 5  fuse_ops, fuse_tir (Algorithm 2, Figure 8)                             later */
-    /* 6  lift_workspace (§4.4, Figure 11)                                       later */
-    {"schedule", rx_pass_schedule_cpu, NULL, false}, /* 7 CPU loop kinds: parallel, vectorized */
+    {"deduce", 0, rx_deduce_module, NULL, true},         /* 1  normal form + deduction (§4.1) */
+    {"canonicalize", 1, rx_pass_canonicalize, NULL, false}, /* 1b copies, tuples, constant folding */
+    {"dce", 1, rx_pass_dce, NULL, false},                /* 1c unused pure bindings */
+    {"library_lower", 2, NULL, st_library_lower, false}, /* 2  (pattern, library) pairs (§4.6) */
+    {"legalize", 0, rx_pass_legalize, NULL, false},      /* 3  ops -> call_tir of loop functions */
+    {"dce_post", 0, rx_pass_dce, NULL, false},           /* 3b ... and uncalled loop functions */
+    {"analysis", 0, rx_pass_annotate_patterns, NULL, false}, /* 4 compute patterns (Algorithm 1) */
+    {"fuse_ops", 2, rx_pass_fuse_ops, NULL, false},      /* 5  grouping (Algorithm 2, Figure 8) */
+    {"fuse_tir", 2, rx_pass_fuse_tir, NULL, false},      /* 5b one loop function per group (Fig 9) */
+    {"lift_workspace", 2, rx_pass_lift_workspace, NULL, false}, /* 6 (§4.4, Figure 11) */
+    {"specialize", 3, rx_pass_specialize, NULL, false},  /* 7a static shapes, tiling */
+    {"schedule", 1, rx_pass_schedule_cpu, NULL, false},  /* 7  CPU loop kinds: parallel, vectorized */
     /* 9  cuda_graph offloading (§4.5)                                           later */
-    {"lower_vm", NULL, st_lower_vm, false},         /* 8+10 memory planning (Algorithm 3),
-                                                       allocations, shape heap, VM code */
-    {"codegen", NULL, st_codegen, false},           /* 11 loop functions -> C -> .so */
+    {"lower_vm", 0, NULL, st_lower_vm, false},           /* 8+10 memory planning (Algorithm 3),
+                                                            allocations, shape heap, VM code */
+    {"codegen", 0, NULL, st_codegen, false},             /* 11 loop functions -> C -> .so */
 };
+
+#define PLAN_NAME "memory_plan" /* the planning step inside lower_vm, for disable */
+#define PLAN_MIN_OPT 1
 
 int rx_pipeline_count(void) { return RX_COUNTOF(pipeline); }
 
@@ -80,6 +91,39 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Whether the step `name` of minimum level min_opt runs under o. */
+static bool enabled(const rx_build_opts *o, const char *name, int min_opt)
+{
+    if (o->opt_level < min_opt) return false;
+    for (int i = 0; o->disable && o->disable[i]; i++)
+        if (!strcmp(o->disable[i], name)) return false;
+    return true;
+}
+
+/* Whether name can be given to rx_build_opts.disable. */
+static bool can_disable(const char *name)
+{
+    if (!strcmp(name, PLAN_NAME)) return true;
+    for (int i = 0; i < RX_COUNTOF(pipeline); i++)
+        if (!strcmp(name, pipeline[i].name)) return pipeline[i].min_opt > 0;
+    return false;
+}
+
+const char *rx_pipeline_optional(int i)
+{
+    int k = 0;
+    for (int j = 0; j < RX_COUNTOF(pipeline); j++) {
+        if (!strcmp(pipeline[j].name, "lower_vm") && k++ == i) return PLAN_NAME;
+        if (pipeline[j].min_opt > 0 && k++ == i) return pipeline[j].name;
+    }
+    return NULL;
+}
+
+int rx_pipeline_min_opt(int i)
+{
+    return i >= 0 && i < RX_COUNTOF(pipeline) ? pipeline[i].min_opt : -1;
 }
 
 /* ---- stages with options ---- */
@@ -99,7 +143,8 @@ static bool st_lower_vm(bstate *s)
         rx_diag_add(s->d, "", "out of memory");
         return false;
     }
-    return rx_vmgen(s->m, s->b, &s->info, s->d);
+    rx_vmgen_opts vo = {.no_plan = !enabled(s->o, PLAN_NAME, PLAN_MIN_OPT)};
+    return rx_vmgen_with(s->m, s->b, &vo, &s->info, s->d);
 }
 
 static bool st_codegen(bstate *s)
@@ -129,6 +174,16 @@ static bool check_options(const rx_build_opts *o, rx_diags *d)
         rx_diag_add(d, "", "opt level %d out of range (0..3)", o->opt_level);
         return false;
     }
+    for (int i = 0; o->disable && o->disable[i]; i++)
+        if (!can_disable(o->disable[i])) {
+            rx_sb known = {0};
+            for (int k = 0; rx_pipeline_optional(k); k++)
+                rx_sb_printf(&known, "%s%s", k ? ", " : "", rx_pipeline_optional(k));
+            rx_diag_add(d, "", "pass %s cannot be disabled (passes that can: %s)", o->disable[i],
+                        rx_sb_str(&known));
+            rx_sb_free(&known);
+            return false;
+        }
     return rx_lib_opts_check(&o->lib, d);
 }
 
@@ -166,6 +221,7 @@ static bool run(bstate *s, const char *json, size_t n, int last)
     }
     for (int i = 0; i <= last; i++) {
         const stage *p = &pipeline[i];
+        if (!enabled(s->o, p->name, p->min_opt)) continue;
         double t0 = now_ms();
         bool ok = p->graph ? p->graph(s->m, s->d) : p->lower(s);
         r->times[r->ntimes++] = (rx_pass_time){p->name, now_ms() - t0};
@@ -317,6 +373,14 @@ bool rx_build_key(const rx_module *m, const rx_build_opts *o, char key[65], rx_d
         rx_sb_printf(&salt, "%s%s", i ? "," : ";lib-disable=", opts.lib.disable[i]);
     if (opts.lib.threshold > 0 && opts.lib.threshold != RX_LIB_THRESHOLD_DEFAULT)
         rx_sb_printf(&salt, ";lib-threshold=%lld", (long long)opts.lib.threshold);
+    /* disabled steps in pipeline order, each once, whatever order they were given in */
+    int nd = 0;
+    for (int k = 0; rx_pipeline_optional(k); k++) {
+        const char *name = rx_pipeline_optional(k);
+        bool off = false;
+        for (int i = 0; opts.disable && opts.disable[i]; i++) off |= !strcmp(opts.disable[i], name);
+        if (off) rx_sb_printf(&salt, "%s%s", nd++ ? "," : ";disable=", name);
+    }
     rx_struct_hash(m, rx_sb_str(&salt), h);
     rx_hex(h, 32, key);
     rx_sb_free(&salt);

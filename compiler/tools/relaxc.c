@@ -8,14 +8,15 @@
  *                                         print the cache key (rx_build_key): the key
  *                                         relaxd uses and the artifact's module.hash
  *   relaxc build MODULE.json --target T -o OUT.rxa [--opt-level N] [--dump-ir DIR]
- *                [--lib none|auto|all] [--lib-disable PATTERN]...
+ *                [--lib none|auto|all] [--lib-disable PATTERN]... [--disable-pass P]...
  *                                         compile to an artifact (driver.h)
  *
  * --target defaults to cpu and --opt-level to RX_OPT_LEVEL_DEFAULT (2), the same
  * defaults as relaxd's POST /v1/compile, so `relaxc hash M.json` prints the key the
  * server reports for {"module": M} with no options. --lib (default auto: the cost rule)
  * and --lib-disable (repeatable) set library lowering (pass.h, rx_lib_opts) for build,
- * print and hash; non-default values are part of the cache key.
+ * print and hash; non-default values are part of the cache key. --opt-level picks the
+ * passes (driver.h); --disable-pass (repeatable) turns one optional step off.
  *
  * Exit status: 0 success; 1 a user-facing failure (one `error:` line, then the
  * located details, on stderr); 2 bad usage. "-" reads the module from stdin.
@@ -45,7 +46,7 @@ static void usage(FILE *f)
           "                                   print the cache key (hex): the key relaxd\n"
           "                                   reports and the artifact's module hash\n"
           "  build MODULE.json [--target T] -o OUT.rxa [--opt-level 0..3] [--dump-ir DIR]\n"
-          "        [--lib none|auto|all] [--lib-disable PATTERN]...\n"
+          "        [--lib none|auto|all] [--lib-disable PATTERN]... [--disable-pass P]...\n"
           "                                   compile to an artifact (target cpu; --dump-ir\n"
           "                                   writes DIR/NN-PASS.txt after each graph pass)\n"
           "\n"
@@ -54,6 +55,11 @@ static void usage(FILE *f)
           "BLAS (auto: by a cost rule; all: wherever a pattern matches; none: never);\n"
           "--lib-disable turns one pattern off (matmul, matmul_bias, matmul_bias_relu,\n"
           "matmul_bias_gelu, matmul_bias_silu, matmul_relu, matmul_gelu, matmul_silu).\n"
+          "--opt-level: 0 no optimization, 1 clean-ups + scheduling + memory planning,\n"
+          "2 + library lowering, fusion, workspace lifting, 3 + static-shape\n"
+          "specialization. --disable-pass turns one optional step off (canonicalize, dce,\n"
+          "library_lower, fuse_ops, fuse_tir, lift_workspace, specialize, schedule,\n"
+          "memory_plan).\n"
           "options: --help, --version\n",
           f);
 }
@@ -197,6 +203,8 @@ int main(int argc, char **argv)
     rx_lib_opts lib = {0};
     const char *disabled[argc + 1]; /* --lib-disable values, NULL-terminated */
     int ndisabled = 0;
+    const char *off[argc + 1];      /* --disable-pass values, NULL-terminated */
+    int noff = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -209,7 +217,7 @@ int main(int argc, char **argv)
             json = true;
         } else if (!strcmp(a, "--target") || !strcmp(a, "--after") || !strcmp(a, "-o") ||
                    !strcmp(a, "--opt-level") || !strcmp(a, "--dump-ir") || !strcmp(a, "--lib") ||
-                   !strcmp(a, "--lib-disable")) {
+                   !strcmp(a, "--lib-disable") || !strcmp(a, "--disable-pass")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "error: %s needs a value\n", a);
                 return 2;
@@ -220,6 +228,7 @@ int main(int argc, char **argv)
             else if (!strcmp(a, "-o")) out_path = v;
             else if (!strcmp(a, "--dump-ir")) dump_dir = v;
             else if (!strcmp(a, "--lib-disable")) disabled[ndisabled++] = v;
+            else if (!strcmp(a, "--disable-pass")) off[noff++] = v;
             else if (!strcmp(a, "--lib")) {
                 if (!strcmp(v, "auto")) lib.mode = RX_LIB_AUTO;
                 else if (!strcmp(v, "none")) lib.mode = RX_LIB_NONE;
@@ -264,7 +273,8 @@ int main(int argc, char **argv)
     }
     disabled[ndisabled] = NULL;
     if (ndisabled) lib.disable = disabled;
-    rx_build_opts bo = {target, opt_level, dump_dir, NULL, lib};
+    off[noff] = NULL;
+    rx_build_opts bo = {target, opt_level, dump_dir, NULL, lib, noff ? off : NULL};
     if (!strcmp(cmd, "print")) {
         bool known = after && !strcmp(after, "parse");
         for (int i = 0; after && i < rx_pipeline_count(); i++) known = known || !strcmp(after, rx_pipeline_name(i));

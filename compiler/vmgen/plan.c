@@ -33,7 +33,9 @@
  * The walk over bodies mirrors liveness.c's so body serials agree. Cost: linear in the
  * function, times the free storages scanned per request (prove_equal per candidate).
  * A function with attribute `"memory_plan": false` is not planned (one storage per
- * tensor), which also gives the baseline for measurements.
+ * tensor), nor is any function when the build turns planning off (opt level 0, or
+ * --disable-pass memory_plan: rx_vmgen_opts.no_plan); that also gives the baseline
+ * for measurements.
  */
 #include "vg_int.h"
 
@@ -284,7 +286,7 @@ void vg_plan_function(vg_fn *F, vg_plan *P)
     for (int32_t i = 0; i < F->nids; i++) P->storage_of[i] = -1;
     const rx_func *f = F->f;
     rx_attr *on = rx_attr_map_get(f->attrs, "memory_plan");
-    P->enabled = !(on && on->kind == RX_A_BOOL && !on->u.b);
+    P->enabled = !F->M->no_plan && !(on && on->kind == RX_A_BOOL && !on->u.b);
     pctx c = {0};
     c.F = F;
     c.P = P;

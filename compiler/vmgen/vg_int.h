@@ -54,6 +54,7 @@ typedef struct vg_module {
     RX_VEC(rx_func *) kfuncs;        /* loop functions: index = kernel index */
     RX_VEC(const rx_const *) consts; /* constants added, index = CONSTS index */
     bool ok;                         /* false after any error */
+    bool no_plan;                    /* rx_vmgen_opts.no_plan: no function is planned */
 } vg_module;
 
 typedef struct vg_storage { /* a planned storage (plan.c) */

@@ -160,7 +160,14 @@ static void add_function(vg_module *M, rx_func *f)
 
 bool rx_vmgen(rx_module *m, rx_rxa_builder *b, rx_vmgen_info *info, rx_diags *d)
 {
+    return rx_vmgen_with(m, b, NULL, info, d);
+}
+
+bool rx_vmgen_with(rx_module *m, rx_rxa_builder *b, const rx_vmgen_opts *o,
+                   rx_vmgen_info *info, rx_diags *d)
+{
     vg_module M = {0};
+    M.no_plan = o && o->no_plan;
     M.m = m;
     M.b = b;
     M.d = d;

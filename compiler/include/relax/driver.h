@@ -4,14 +4,23 @@
  * The pipeline is one visible list of passes in compiler/driver/driver.c (paper §4.7,
  * Figure 13; DESIGN.md "The compiler"), run in order, each timed:
  *
- *   deduce     annotation deduction (§4.1); the module's cache key is taken after it
- *   library_lower  matmul chains -> call_dps_library of BLAS functions (§4.6, pass.h;
- *              options in rx_build_opts.lib)
- *   legalize   op calls -> call_tir of generated loop functions (pass.h)
- *   (later: fusion, workspace lifting, scheduling, memory planning,
- *    CUDA Graph offloading — their slots are marked in the table)
- *   lower_vm   graph functions -> VM bytecode, kernel table, constants (vmgen.h)
- *   codegen    loop functions -> C -> shared object with the system compiler (codegen.h)
+ *   deduce          annotation deduction (§4.1); the cache key is taken after it
+ *   canonicalize    copies, tuples, constant folding              (O1+)
+ *   dce             unused pure bindings                          (O1+)
+ *   library_lower   matmul chains -> call_dps_library (§4.6)      (O2+; rx_build_opts.lib)
+ *   legalize        op calls -> call_tir of generated loop functions
+ *   dce_post        ... and loop functions no longer called
+ *   analysis        compute patterns (Algorithm 1)
+ *   fuse_ops        grouping by patterns (Algorithm 2, Figure 8)  (O2+)
+ *   fuse_tir        one loop function per group (Figure 9)        (O2+)
+ *   lift_workspace  kernel workspaces -> graph allocations (Fig 11) (O2+)
+ *   specialize      static-shape copies, tiling                   (O3)
+ *   schedule        CPU loop kinds: parallel, vectorized          (O1+)
+ *   lower_vm        graph functions -> VM bytecode, with static memory planning
+ *                   (Algorithm 3; O1+, step name "memory_plan") (vmgen.h)
+ *   codegen         loop functions -> C -> shared object with the system compiler
+ * (later: CUDA Graph offloading). Every step marked O1+ or above can also be turned
+ * off by name (rx_build_opts.disable, relaxc --disable-pass): the ablation benchmark.
  *
  * Graph-level passes (deduce, legalize) leave a module that prints in the text form:
  * that is what --dump-ir writes after each of them (DIR/01-deduce.txt, ...) and what
@@ -32,15 +41,17 @@
 
 typedef struct rx_build_opts {
     const char *target;    /* "cpu" (NULL: "cpu"); "cuda" "opencl" "vulkan": not yet */
-    int opt_level;         /* 0..3, in the cache key and the metadata (no pass depends
-                              on it yet); RX_OPT_LEVEL_DEFAULT when o is NULL */
+    int opt_level;         /* 0..3: which passes run (driver.c's table), in the cache
+                              key and the metadata; RX_OPT_LEVEL_DEFAULT when o is NULL */
     const char *dump_dir;  /* write the text form after each graph-level pass; NULL: no */
     const rx_cc_opts *cc;  /* how kernels are compiled; NULL: rx_cc_build's defaults */
     rx_lib_opts lib;       /* library lowering (pass.h); zero: AUTO, nothing disabled.
                               Anything else is part of the cache key's salt */
+    const char *const *disable; /* NULL-terminated names of optional steps not to run
+                              (rx_pipeline_optional), in the cache key; NULL: none */
 } rx_build_opts;
 
-#define RX_PIPELINE_MAX 16
+#define RX_PIPELINE_MAX 24
 
 typedef struct rx_build_result {
     uint8_t *rxa;          /* the artifact (heap; the caller frees) on success, else NULL */
@@ -55,6 +66,13 @@ typedef struct rx_build_result {
 /* Number of pipeline passes and the name of pass i (0 <= i < count), in order. */
 int rx_pipeline_count(void);
 const char *rx_pipeline_name(int i);
+
+/* The lowest opt level at which pass i runs; -1 out of range. */
+int rx_pipeline_min_opt(int i);
+
+/* Name i (0, 1, ...) of the steps rx_build_opts.disable accepts: every pass with a
+ * minimum opt level above 0, and "memory_plan"; NULL past the end. */
+const char *rx_pipeline_optional(int i);
 
 /* Compiles the relax-json module json[0..n) into an artifact (*rxa, heap, caller
  * frees; *rxa_n bytes). o may be NULL (cpu, RX_OPT_LEVEL_DEFAULT, no dump). Returns false after

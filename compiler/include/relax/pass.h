@@ -155,4 +155,33 @@ bool rx_schedule_cpu(rx_module *m, int *nparallel, int *nvectorized);
 /* rx_schedule_cpu as an rx_pass_fn. */
 bool rx_pass_schedule_cpu(rx_module *m, rx_diags *d);
 
+/* ---- operator fusion (compiler/pass/fuse_ops.c, compiler/pass/fuse_tir.c) ---- */
+
+/* FuseOps (paper §4.2, Algorithm 2, Figure 8): groups the call_tir bindings of every
+ * dataflow block by the compute patterns of their loop functions (Relay's
+ * post-dominator grouping) and replaces each group of two or more by a call of a new
+ * graph function marked "primitive", whose symbolic shapes stay symbolic (extra
+ * symbolic parameters where a group needs variables its tensors do not carry). Needs
+ * analysis (compute_pattern on every loop function). Re-deduces the module. */
+bool rx_pass_fuse_ops(rx_module *m, rx_diags *d);
+
+/* FuseTIR (§4.2, Figure 9): merges the loop functions called by each primitive graph
+ * function into one loop function, intermediate buffers local (inlined where they can
+ * be computed inline), and replaces the call of the graph function by one call_tir.
+ * Leaves no primitive graph function behind. Re-deduces the module. */
+bool rx_pass_fuse_tir(rx_module *m, rx_diags *d);
+
+/* ---- workspace lifting (compiler/pass/lift_workspace.c) ---- */
+
+/* Figure 11: global-scope allocations inside loop functions become extra output
+ * buffers allocated by the graph function, so memory planning sees and reuses them. */
+bool rx_pass_lift_workspace(rx_module *m, rx_diags *d);
+
+/* ---- static-shape specialization (compiler/pass/specialize.c) ---- */
+
+/* Opt level 3: loop functions called with static shapes get specialized copies whose
+ * loop bounds are constants (the C compiler then unrolls and vectorizes them), and
+ * reductions and matmuls are tiled for the cache; symbolic dimensions stay dynamic. */
+bool rx_pass_specialize(rx_module *m, rx_diags *d);
+
 #endif

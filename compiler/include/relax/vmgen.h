@@ -94,6 +94,15 @@ typedef struct rx_vmgen_info {
  * diagnostics to d; b then holds partial content the caller must not serialize. */
 bool rx_vmgen(rx_module *m, rx_rxa_builder *b, rx_vmgen_info *info, rx_diags *d);
 
+/* How rx_vmgen_with lowers; zero (or NULL) is rx_vmgen's behaviour. */
+typedef struct rx_vmgen_opts {
+    bool no_plan;             /* no static memory planning: one storage per tensor (opt
+                                 level 0, --disable-pass memory_plan) */
+} rx_vmgen_opts;
+
+bool rx_vmgen_with(rx_module *m, rx_rxa_builder *b, const rx_vmgen_opts *o,
+                   rx_vmgen_info *info, rx_diags *d);
+
 void rx_vmgen_info_free(rx_vmgen_info *info);
 
 /* The packed artifact dtype (rxa.h) of an IR dtype; 0 for unknown. */

@@ -33,18 +33,18 @@ START_TEST(targets_and_options)
 {
     static const char *const later[] = {"cuda", "opencl", "vulkan"};
     for (int i = 0; i < 3; i++) {
-        rx_build_opts o = {later[i], 2, NULL, NULL, {0}};
+        rx_build_opts o = {later[i], 2, NULL, NULL, {0}, NULL};
         char *e = vt_build_error(mod, &o);
         char want[64];
         snprintf(want, sizeof want, "target %s is not supported yet\n", later[i]);
         ck_assert_msg(strstr(e, want), "%s", e);
         free(e);
     }
-    rx_build_opts o = {"tpu", 2, NULL, NULL, {0}};
+    rx_build_opts o = {"tpu", 2, NULL, NULL, {0}, NULL};
     char *e = vt_build_error(mod, &o);
     ck_assert_msg(strstr(e, "unknown target tpu (known: cpu, cuda, opencl, vulkan)"), "%s", e);
     free(e);
-    rx_build_opts lvl = {"cpu", 7, NULL, NULL, {0}};
+    rx_build_opts lvl = {"cpu", 7, NULL, NULL, {0}, NULL};
     e = vt_build_error(mod, &lvl);
     ck_assert_msg(strstr(e, "opt level 7 out of range (0..3)"), "%s", e);
     free(e);
@@ -52,7 +52,7 @@ START_TEST(targets_and_options)
     rx_diags d;
     rx_diags_init(&d);
     rx_build_result r;
-    rx_build_opts cuda = {"cuda", 2, NULL, NULL, {0}};
+    rx_build_opts cuda = {"cuda", 2, NULL, NULL, {0}, NULL};
     ck_assert(!rx_build_run(j, strlen(j), &cuda, &r, &d));
     ck_assert_str_eq(r.failed, "options");
     rx_diags_free(&d);
@@ -67,10 +67,102 @@ END_TEST
 START_TEST(pipeline_table)
 {
     const char *want[] = {"deduce", "canonicalize", "dce", "library_lower", "legalize",
-                          "dce_post", "analysis", "schedule", "lower_vm", "codegen"};
+                          "dce_post", "analysis", "fuse_ops", "fuse_tir", "lift_workspace",
+                          "specialize", "schedule", "lower_vm", "codegen"};
+    const int level[] = {0, 1, 1, 2, 0, 0, 0, 2, 2, 2, 3, 1, 0, 0};
     ck_assert_int_eq(rx_pipeline_count(), RX_COUNTOF(want));
-    for (int i = 0; i < RX_COUNTOF(want); i++) ck_assert_str_eq(rx_pipeline_name(i), want[i]);
+    for (int i = 0; i < RX_COUNTOF(want); i++) {
+        ck_assert_str_eq(rx_pipeline_name(i), want[i]);
+        ck_assert_int_eq(rx_pipeline_min_opt(i), level[i]);
+    }
     ck_assert_ptr_null(rx_pipeline_name(RX_COUNTOF(want)));
+    ck_assert_int_eq(rx_pipeline_min_opt(RX_COUNTOF(want)), -1);
+    /* the optional steps: every pass above level 0, and memory_plan in lower_vm's place */
+    const char *opt[] = {"canonicalize", "dce", "library_lower", "fuse_ops", "fuse_tir",
+                         "lift_workspace", "specialize", "schedule", "memory_plan"};
+    for (int i = 0; i < RX_COUNTOF(opt); i++) ck_assert_str_eq(rx_pipeline_optional(i), opt[i]);
+    ck_assert_ptr_null(rx_pipeline_optional(RX_COUNTOF(opt)));
+}
+END_TEST
+
+/* The names of the passes that ran, from the metadata's "passes", comma-joined. */
+static void passes_run(const uint8_t *bytes, size_t n, char *out, size_t cap)
+{
+    rx_rxa *a;
+    char err[256];
+    ck_assert_msg(rx_rxa_parse(bytes, n, "t.rxa", &a, err, sizeof err) == 0, "%s", err);
+    const rx_rxa_section *md = rx_rxa_section_get(a, RX_RXA_METADATA);
+    json_t *root = json_loadb((const char *)md->data, md->size, 0, NULL);
+    ck_assert_ptr_nonnull(root);
+    json_t *ps = json_object_get(root, "passes"), *p;
+    size_t i, k = 0;
+    out[0] = 0;
+    json_array_foreach(ps, i, p) {
+        k += (size_t)snprintf(out + k, cap - k, "%s%s", i ? "," : "",
+                              json_string_value(json_object_get(p, "name")));
+        ck_assert(k < cap);
+    }
+    json_t *planned = json_object_get(json_object_get(json_array_get(json_object_get(root, "functions"), 0),
+                                                      "memory"), "planned");
+    k += (size_t)snprintf(out + k, cap - k, ";planned=%d", json_is_true(planned));
+    json_decref(root);
+    rx_rxa_free(a);
+}
+
+/* Opt levels choose the passes; --disable-pass turns optional ones off, is part of the
+ * cache key (in any order), and names outside the optional list are refused. */
+START_TEST(opt_levels_and_disable)
+{
+    static const char *const runs[4] = {
+        "deduce,legalize,dce_post,analysis,lower_vm,codegen;planned=0",
+        "deduce,canonicalize,dce,legalize,dce_post,analysis,schedule,lower_vm,codegen;planned=1",
+        "deduce,canonicalize,dce,library_lower,legalize,dce_post,analysis,fuse_ops,fuse_tir,"
+        "lift_workspace,schedule,lower_vm,codegen;planned=1",
+        "deduce,canonicalize,dce,library_lower,legalize,dce_post,analysis,fuse_ops,fuse_tir,"
+        "lift_workspace,specialize,schedule,lower_vm,codegen;planned=1"};
+    char got[512];
+    for (int lv = 0; lv <= 3; lv++) {
+        rx_build_opts o = {"cpu", lv, NULL, NULL, {0}, NULL};
+        size_t n;
+        uint8_t *b = vt_build(mod, &o, &n);
+        passes_run(b, n, got, sizeof got);
+        ck_assert_str_eq(got, runs[lv]);
+        free(b);
+    }
+    static const char *const off[] = {"memory_plan", "fuse_ops", NULL};
+    static const char *const off2[] = {"fuse_ops", "memory_plan", NULL};
+    rx_build_opts o = {"cpu", 2, NULL, NULL, {0}, off};
+    size_t n;
+    uint8_t *b = vt_build(mod, &o, &n);
+    passes_run(b, n, got, sizeof got);
+    ck_assert_str_eq(got, "deduce,canonicalize,dce,library_lower,legalize,dce_post,analysis,"
+                          "fuse_tir,lift_workspace,schedule,lower_vm,codegen;planned=0");
+    free(b);
+
+    char *j = vt_json(mod);
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_module *m = rx_json_read(j, strlen(j), NULL, &d);
+    ck_assert(m && rx_deduce_module(m, &d));
+    char k0[65], k1[65], k2[65];
+    rx_build_opts plain = {"cpu", 2, NULL, NULL, {0}, NULL}, o2 = o;
+    o2.disable = off2;
+    ck_assert(rx_build_key(m, &plain, k0, &d));
+    ck_assert(rx_build_key(m, &o, k1, &d));
+    ck_assert(rx_build_key(m, &o2, k2, &d));
+    ck_assert_str_ne(k0, k1);
+    ck_assert_str_eq(k1, k2);
+    rx_module_free(m);
+    rx_diags_free(&d);
+    free(j);
+
+    static const char *const bad[] = {"legalize", NULL};
+    rx_build_opts ob = {"cpu", 2, NULL, NULL, {0}, bad};
+    char *e = vt_build_error(mod, &ob);
+    ck_assert_msg(strstr(e, "pass legalize cannot be disabled (passes that can: canonicalize, dce, "
+                            "library_lower, fuse_ops, fuse_tir, lift_workspace, specialize, "
+                            "schedule, memory_plan)"), "%s", e);
+    free(e);
 }
 END_TEST
 
@@ -80,7 +172,7 @@ START_TEST(dump_ir_files)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     char sub[64];
     snprintf(sub, sizeof sub, "%s/ir", dir);
-    rx_build_opts o = {"cpu", 1, sub, NULL, {0}};
+    rx_build_opts o = {"cpu", 1, sub, NULL, {0}, NULL};
     size_t n;
     free(vt_build(mod, &o, &n));
     const char *files[] = {"01-deduce.txt", "05-legalize.txt"};
@@ -99,12 +191,14 @@ START_TEST(dump_ir_files)
         else ck_assert(strstr(buf, "R.exp(") == NULL);
         unlink(path);
     }
-    /* every other graph-level pass wrote its text; lower_vm and codegen write none */
+    /* every other graph-level pass of O1 wrote its text; lower_vm, codegen and the
+       passes of higher levels write none */
     char extra[128];
     for (int i = 0; i < rx_pipeline_count(); i++) {
         const char *name = rx_pipeline_name(i);
         snprintf(extra, sizeof extra, "%s/%02d-%s.txt", sub, i + 1, name);
-        bool graph = strcmp(name, "lower_vm") && strcmp(name, "codegen");
+        bool graph = strcmp(name, "lower_vm") && strcmp(name, "codegen") &&
+                     rx_pipeline_min_opt(i) <= o.opt_level; /* others did not run at O1 */
         if (i == 0 || !strcmp(name, "legalize")) continue; /* checked and removed above */
         if (graph) ck_assert_msg(unlink(extra) == 0, "%s missing", extra);
         else ck_assert_msg(access(extra, F_OK) != 0, "%s should not exist", extra);
@@ -112,7 +206,7 @@ START_TEST(dump_ir_files)
     rmdir(sub);
     rmdir(dir);
     /* an unwritable dump directory is an error */
-    rx_build_opts bad = {"cpu", 1, "/proc/definitely/not/here", NULL, {0}};
+    rx_build_opts bad = {"cpu", 1, "/proc/definitely/not/here", NULL, {0}, NULL};
     char *e = vt_build_error(mod, &bad);
     ck_assert_msg(strstr(e, "cannot create /proc/definitely/not/here"), "%s", e);
     free(e);
@@ -121,7 +215,7 @@ END_TEST
 
 START_TEST(metadata_json)
 {
-    rx_build_opts o = {"cpu", 3, NULL, NULL, {0}};
+    rx_build_opts o = {"cpu", 3, NULL, NULL, {0}, NULL};
     size_t n;
     uint8_t *bytes = vt_build(mod, &o, &n);
     rx_rxa *a;
@@ -163,13 +257,13 @@ START_TEST(metadata_json)
     ck_assert_str_eq(br.key, hex);
     free(br.rxa);
     /* another opt level or target is another key; NULL options mean cpu at the default */
-    rx_build_opts o2 = {"cpu", 2, NULL, NULL, {0}};
+    rx_build_opts o2 = {"cpu", 2, NULL, NULL, {0}, NULL};
     ck_assert(rx_build_key(m, &o2, key, &d));
     ck_assert_str_ne(key, hex);
     ck_assert(rx_build_key(m, NULL, tkey, &d));
     ck_assert_str_eq(tkey, key);
     ck_assert_int_eq(RX_OPT_LEVEL_DEFAULT, 2);
-    rx_build_opts cuda = {"cuda", 3, NULL, NULL, {0}};
+    rx_build_opts cuda = {"cuda", 3, NULL, NULL, {0}, NULL};
     ck_assert(!rx_build_key(m, &cuda, key, &d));
     ck_assert_str_eq(key, "");
     rx_module_free(m);
@@ -295,7 +389,7 @@ START_TEST(library_not_on_target)
     rx_diags_init(&d);
     uint8_t *rxa = NULL;
     size_t n = 0;
-    rx_build_opts o = {"cpu", 2, NULL, NULL, {0}};
+    rx_build_opts o = {"cpu", 2, NULL, NULL, {0}, NULL};
     ck_assert(!rx_build(rx_sb_str(&text), text.n, &o, &rxa, &n, &d));
     ck_assert_ptr_null(rxa);
     rx_sb msg = {0};
@@ -359,6 +453,7 @@ static Suite *build_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, targets_and_options);
     tcase_add_test(tc, pipeline_table);
+    tcase_add_test(tc, opt_levels_and_disable);
     tcase_add_test(tc, dump_ir_files);
     tcase_add_test(tc, metadata_json);
     tcase_add_test(tc, print_after_each_pass);
