@@ -8,7 +8,9 @@
  *   progress.c  rxc_progress_*: an elapsed-time line on stderr, only when it is a terminal
  *   download.c  rxc_download: an artifact streamed to OUT atomically, SHA-256 verified
  *   metrics.c   rxc_metrics_parse: the few numbers `relax status` shows, from /metrics
- *   relax.c     main: the command line and the commands
+ *   bench.c     the remote-benchmark commands: bench (submit, wait, print), agents, jobs,
+ *               cancel
+ *   relax.c     main: the command line, compile, fetch, meta, status
  *
  * Error convention: functions returning int give 0 on success and 1 on a failure whose
  * one-line "error: ..." message (plus any located detail lines) is already on stderr, so
@@ -135,5 +137,53 @@ typedef struct rxc_metrics {
 /* Parses Prometheus text exposition (text is not modified). Samples of one metric with
  * several label sets are summed; unknown metrics are ignored. */
 void rxc_metrics_parse(const char *text, rxc_metrics *m);
+
+/* ---- relax.c ---- */
+
+/* Compiles the module file on the server (posting it as `relax compile` does and waiting
+ * for a 202 job). Returns 0 with *result (new reference, the server's compile result with
+ * a valid "artifact"), or 1 after printing the error. */
+int rxc_compile_file(rxc_conn *c, const char *file, const char *target, int opt_level, int async,
+                     json_t **result);
+
+/* ---- bench.c ---- */
+
+#define RXC_MAX_LIST 64 /* repeated options (--shape, --in, --expect, --label) kept */
+
+/* What `relax bench` was asked for. Strings are borrowed from argv. */
+typedef struct rxc_bench_opts {
+    const char *what;                     /* ARTIFACT id, ARTIFACT.rxa or MODULE.json */
+    const char *target;                   /* --target (default cpu) */
+    const char *fn;                       /* --fn, NULL: the server's default (main) */
+    int opt_level;                        /* --opt-level for a module; -1: default */
+    const char *shapes[RXC_MAX_LIST];     /* --shape VAR=N */
+    int nshapes;
+    const char *labels[RXC_MAX_LIST];     /* --label L */
+    int nlabels;
+    const char *ins[RXC_MAX_LIST];        /* --in NAME=FILE.npy */
+    int nins;
+    const char *expect[RXC_MAX_LIST];     /* --expect FILE.npy */
+    int nexpect;
+    int repeat, number;                   /* 0: the server's default */
+    int priority, has_priority;           /* --priority */
+    int timeout_s, queue_timeout_s;       /* the job's limits; 0: the server's default */
+    double rtol, atol;                    /* tolerance; < 0: the server's default */
+    int json;                             /* --json: print the job object */
+    int no_wait;                          /* --no-wait: print the job id and return */
+} rxc_bench_opts;
+
+/* relax bench: resolves the artifact (compiling a module first), submits the job, waits
+ * with progress lines on stderr, prints the result. Returns 0 when the job is done, 1
+ * otherwise (failed, cancelled, or an error; printed). */
+int rxc_cmd_bench(rxc_conn *c, const rxc_bench_opts *o);
+
+/* relax agents: the registered agents as a table (or the server's JSON). */
+int rxc_cmd_agents(rxc_conn *c, int json);
+
+/* relax jobs: benchmark jobs, newest first (status may be NULL; limit 0: default). */
+int rxc_cmd_jobs(rxc_conn *c, const char *status, int limit, int json);
+
+/* relax jobs cancel ID / relax cancel ID. */
+int rxc_cmd_cancel(rxc_conn *c, const char *id, int json);
 
 #endif

@@ -5,6 +5,12 @@
  *   relax fetch ID -o OUT.rxa
  *   relax meta ID
  *   relax status
+ *   relax bench ARTIFACT|MODULE.json [--target cpu] [--fn F] [--shape n=128]... [--repeat R]
+ *               [--number K] [--label L]... [--priority P] [--timeout S] [--queue-timeout S]
+ *               [--in NAME=FILE.npy]... [--expect FILE.npy]... [--rtol R] [--atol A]
+ *               [--json] [--no-wait]                                    (bench.c)
+ *   relax agents [--json]; relax jobs [--status S] [--limit N] [--json];
+ *   relax jobs cancel ID (or relax cancel ID)                           (bench.c)
  *   global: --server URL (env RELAX_SERVER, default http://127.0.0.1:8080)
  *           --token T (env RELAX_TOKEN)  --timeout S (default 600, 0: none)
  *
@@ -22,7 +28,9 @@
  * bytes)" (--json prints the server's result object instead, for scripts that want the
  * key or the size). With -o the artifact is then downloaded and verified (download.c).
  * fetch is that download alone; meta pretty-prints /v1/artifacts/<id>/meta; status checks
- * /healthz and summarizes /metrics (metrics.c).
+ * /healthz and summarizes /metrics (metrics.c). The benchmark commands live in bench.c;
+ * for bench, --timeout is the job's run time limit rather than the command's (the wait
+ * is bounded by the server's queue and run limits).
  *
  * Output discipline: stdout carries only results (the id line, meta JSON, status lines);
  * stderr carries errors, "wrote OUT" notes, and the elapsed-time line when it is a
@@ -50,11 +58,18 @@ typedef struct cli {
     const char *server;       /* --server, else RELAX_SERVER, else DEFAULT_SERVER */
     const char *token;        /* --token, else RELAX_TOKEN, else NULL */
     double timeout;           /* --timeout seconds; 0: none */
-    const char *target;       /* compile --target */
-    int opt_level;            /* compile --opt-level; -1: the server's default */
+    const char *timeout_text; /* its text, for messages */
+    int timeout_set;          /* --timeout was given */
+    const char *target;       /* compile/bench --target */
+    int opt_level;            /* compile/bench --opt-level; -1: the server's default */
     const char *out;          /* compile/fetch -o */
     int async;                /* compile --async */
-    int json;                 /* compile --json */
+    int json;                 /* compile/bench/agents/jobs --json */
+    const char *status;       /* jobs --status */
+    int limit;                /* jobs --limit; 0: the server's default */
+    int bench_only;           /* an option of bench alone was given (its name) */
+    const char *bench_opt;    /* that option, for the message */
+    rxc_bench_opts b;         /* bench's options */
 } cli;
 
 static void usage(FILE *f)
@@ -69,6 +84,20 @@ static void usage(FILE *f)
           "  fetch ID -o OUT.rxa  download an artifact (SHA-256 verified, written atomically)\n"
           "  meta ID            print an artifact's metadata JSON\n"
           "  status             server health and cache/queue numbers from /metrics\n"
+          "  bench ARTIFACT|MODULE.json [--target cpu] [--fn F] [--shape VAR=N]... [--repeat R]\n"
+          "        [--number K] [--label L]... [--priority P] [--timeout S] [--queue-timeout S]\n"
+          "        [--in NAME=FILE.npy]... [--expect FILE.npy]... [--rtol R] [--atol A]\n"
+          "        [--json] [--no-wait]\n"
+          "                     benchmark on a device agent: ARTIFACT is an id or an .rxa the\n"
+          "                     server holds; a .json module is compiled first. Waits, printing\n"
+          "                     progress on stderr, then the statistics; --expect checks the\n"
+          "                     outputs (NumPy allclose with --rtol/--atol); --timeout and\n"
+          "                     --queue-timeout are the job's limits; --no-wait prints the job id\n"
+          "  agents [--json]    the registered agents\n"
+          "  jobs [--status S] [--limit N] [--json]\n"
+          "                     benchmark jobs, newest first\n"
+          "  jobs cancel ID, cancel ID\n"
+          "                     cancel a queued or running benchmark job\n"
           "\n"
           "options:\n"
           "  --server URL       relaxd's address (env RELAX_SERVER; default " DEFAULT_SERVER ")\n"
@@ -89,12 +118,99 @@ static int bad_usage(const char *fmt, const char *arg)
     return 2;
 }
 
+/* An integer in [lo, hi]; -1 when malformed. */
+static int parse_int(const char *s, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno || v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* NAME=VALUE with a non-empty name of [A-Za-z0-9_.:-]... and a non-empty value. */
+static int valid_kv(const char *s)
+{
+    const char *eq = strchr(s, '=');
+    return eq && eq != s && eq[1] && (size_t)(eq - s) < 200;
+}
+
+/* The options of bench (name is the option without "=VALUE"). Returns 0, or 2 on bad
+ * usage; *i advances past a separate value. */
+static int parse_bench_opt(cli *o, const char *name, const char *a, int argc, char **argv, int *i,
+                           const char *eq)
+{
+    static const char *const valued[] = {"--fn", "--shape", "--repeat", "--number", "--label",
+                                         "--priority", "--queue-timeout", "--in", "--expect",
+                                         "--rtol", "--atol"};
+    int known = 0;
+    for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) known |= !strcmp(name, valued[k]);
+    if (!known) return bad_usage("unknown option '%s'", a);
+    const char *val;
+    if (eq && a[1] == '-') {
+        val = eq + 1;
+    } else {
+        if (*i + 1 >= argc) return bad_usage("%s needs a value", name);
+        val = argv[++*i];
+    }
+    rxc_bench_opts *b = &o->b;
+    o->bench_opt = a;
+    if (!*val) return bad_usage("%s needs a value", name);
+    if (!strcmp(name, "--fn")) {
+        b->fn = val;
+    } else if (!strcmp(name, "--shape") || !strcmp(name, "--in")) {
+        int is_shape = name[2] == 's';
+        const char **list = is_shape ? b->shapes : b->ins;
+        int *cnt = is_shape ? &b->nshapes : &b->nins;
+        if (!valid_kv(val))
+            return bad_usage(is_shape ? "--shape wants VAR=N, got '%s'"
+                                      : "--in wants NAME=FILE.npy, got '%s'",
+                             val);
+        if (is_shape) {
+            int64_t v;
+            char *end;
+            errno = 0;
+            v = strtoll(strchr(val, '=') + 1, &end, 10);
+            if (*end || errno || v < 0)
+                return bad_usage("--shape wants VAR=N with an integer N >= 0, got '%s'", val);
+        }
+        if (*cnt >= RXC_MAX_LIST) return bad_usage("too many %s options", name);
+        list[(*cnt)++] = val;
+    } else if (!strcmp(name, "--label") || !strcmp(name, "--expect")) {
+        int is_label = name[2] == 'l';
+        int *cnt = is_label ? &b->nlabels : &b->nexpect;
+        if (*cnt >= RXC_MAX_LIST) return bad_usage("too many %s options", name);
+        (is_label ? b->labels : b->expect)[(*cnt)++] = val;
+    } else if (!strcmp(name, "--repeat") || !strcmp(name, "--number")) {
+        if (parse_int(val, 1, 1000000, name[2] == 'r' ? &b->repeat : &b->number))
+            return bad_usage("%s wants an integer 1..1000000", name);
+    } else if (!strcmp(name, "--priority")) {
+        if (parse_int(val, -1000, 1000, &b->priority))
+            return bad_usage("--priority wants -1000..1000, got '%s'", val);
+        b->has_priority = 1;
+    } else if (!strcmp(name, "--queue-timeout")) {
+        if (parse_int(val, 1, 30 * 86400, &b->queue_timeout_s))
+            return bad_usage("--queue-timeout wants whole seconds 1..2592000, got '%s'", val);
+    } else { /* --rtol, --atol */
+        char *end;
+        errno = 0;
+        double d = strtod(val, &end);
+        if (end == val || *end || errno || !(d >= 0) || !isfinite(d))
+            return bad_usage("%s wants a number >= 0", name);
+        if (name[2] == 'r') b->rtol = d;
+        else b->atol = d;
+    }
+    return 0;
+}
+
 /* Returns 0 to go on, 2 on bad usage, -1 after --help/--version (exit 0). */
 static int parse_args(int argc, char **argv, cli *o)
 {
     o->opt_level = -1;
     o->timeout = DEFAULT_TIMEOUT_S;
     o->target = "cpu";
+    o->b.rtol = o->b.atol = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -111,6 +227,11 @@ static int parse_args(int argc, char **argv, cli *o)
         }
         if (!strcmp(a, "--json")) {
             o->json = 1;
+            continue;
+        }
+        if (!strcmp(a, "--no-wait")) {
+            o->b.no_wait = 1;
+            o->bench_opt = a;
             continue;
         }
         if (!strcmp(a, "--")) {
@@ -133,10 +254,14 @@ static int parse_args(int argc, char **argv, cli *o)
         memcpy(name, a, n);
         name[n] = 0;
         static const char *const valued[] = {"-o", "--server", "--token", "--timeout",
-                                             "--target", "--opt-level"};
+                                             "--target", "--opt-level", "--status", "--limit"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) known |= !strcmp(name, valued[k]);
-        if (!known) return bad_usage("unknown option '%s'", a);
+        if (!known) {
+            int r = parse_bench_opt(o, name, a, argc, argv, &i, eq);
+            if (r) return r;
+            continue;
+        }
         if (eq && a[1] == '-') {
             val = eq + 1;
         } else {
@@ -160,6 +285,14 @@ static int parse_args(int argc, char **argv, cli *o)
             if (end == val || *end || errno || !isfinite(t) || t < 0 || t > 1e7)
                 return bad_usage("--timeout wants seconds >= 0, got '%s'", val);
             o->timeout = t;
+            o->timeout_set = 1;
+            o->timeout_text = val;
+        } else if (!strcmp(name, "--status")) {
+            if (!*val) return bad_usage("%s needs a value", name);
+            o->status = val;
+        } else if (!strcmp(name, "--limit")) {
+            if (parse_int(val, 1, 1000, &o->limit))
+                return bad_usage("--limit wants 1..1000, got '%s'", val);
         } else { /* --opt-level */
             if (strlen(val) != 1 || val[0] < '0' || val[0] > '3')
                 return bad_usage("--opt-level wants 0, 1, 2 or 3, got '%s'", val);
@@ -174,19 +307,51 @@ static int parse_args(int argc, char **argv, cli *o)
         return 2;
     }
     const char *cmd = o->pos[0];
+    static const struct {
+        const char *name; /* command */
+        int min, max;     /* positional arguments with the command */
+        const char *need; /* message when too few */
+    } cmds[] = {{"compile", 2, 2, "%s needs a MODULE.json"},
+                {"fetch", 2, 2, "%s needs an artifact ID"},
+                {"meta", 2, 2, "%s needs an artifact ID"},
+                {"status", 1, 1, ""},
+                {"bench", 2, 2, "%s needs an ARTIFACT (id or .rxa) or a MODULE.json"},
+                {"agents", 1, 1, ""},
+                {"jobs", 1, 3, ""},
+                {"cancel", 2, 2, "%s needs a job ID"}};
+    int k = -1;
+    for (int i = 0; i < (int)(sizeof cmds / sizeof cmds[0]); i++)
+        if (!strcmp(cmd, cmds[i].name)) k = i;
+    if (k < 0) return bad_usage("unknown command '%s'", cmd);
+    if (o->npos < cmds[k].min) return bad_usage(cmds[k].need, cmd);
+    if (o->npos > cmds[k].max) return bad_usage("unexpected argument '%s'", o->pos[cmds[k].max]);
     int is_compile = !strcmp(cmd, "compile"), is_fetch = !strcmp(cmd, "fetch");
-    int want = is_compile || is_fetch || !strcmp(cmd, "meta") ? 2 : !strcmp(cmd, "status") ? 1 : -1;
-    if (want < 0) return bad_usage("unknown command '%s'", cmd);
-    if (o->npos < want)
-        return bad_usage(is_compile ? "%s needs a MODULE.json" : "%s needs an artifact ID", cmd);
-    if (o->npos > want) return bad_usage("unexpected argument '%s'", o->pos[want]);
-    if (!is_compile && (o->async || o->json || o->opt_level >= 0 || strcmp(o->target, "cpu")))
-        return bad_usage("--target, --opt-level, --async and --json are options of compile, not %s",
+    int is_bench = !strcmp(cmd, "bench"), is_jobs = !strcmp(cmd, "jobs");
+    if (is_jobs && o->npos > 1 && (strcmp(o->pos[1], "cancel") || o->npos != 3))
+        return bad_usage(strcmp(o->pos[1], "cancel")
+                             ? "unknown jobs subcommand '%s' (jobs [cancel ID])"
+                             : "%s needs a job ID",
+                         o->pos[1]);
+    if (!is_compile && !is_bench && (o->async || o->opt_level >= 0 || strcmp(o->target, "cpu")))
+        return bad_usage("--target, --opt-level and --async are options of compile (and bench), "
+                         "not %s",
                          cmd);
+    if (is_bench && o->async) return bad_usage("--async is an option of compile, not %s", cmd);
+    if (o->json && (is_fetch || !strcmp(cmd, "meta") || !strcmp(cmd, "status")))
+        return bad_usage("--json is not an option of %s", cmd);
+    if ((o->status || o->limit) && !(is_jobs && o->npos == 1))
+        return bad_usage("--status and --limit are options of jobs, not %s", cmd);
+    if (o->bench_opt && !is_bench) return bad_usage("%s is an option of bench", o->bench_opt);
     if (o->out && !is_compile && !is_fetch) return bad_usage("-o is not an option of %s", cmd);
     if (is_fetch && !o->out) return bad_usage("%s needs -o OUT.rxa", cmd);
     if ((is_fetch || !strcmp(cmd, "meta")) && !rxc_valid_id(o->pos[1]))
         return bad_usage("'%s' is not an artifact id (64 lowercase hex digits)", o->pos[1]);
+    if (is_bench && o->timeout_set) {
+        if (o->timeout < 1 || o->timeout > 86400 || o->timeout != (int)o->timeout)
+            return bad_usage("bench --timeout wants whole seconds 1..86400, got '%s'",
+                             o->timeout_text);
+        o->b.timeout_s = (int)o->timeout;
+    }
     return 0;
 }
 
@@ -284,14 +449,15 @@ static int wait_job(rxc_conn *c, const char *job, json_t **result)
     }
 }
 
-static int cmd_compile(rxc_conn *c, const cli *o)
+int rxc_compile_file(rxc_conn *c, const char *file, const char *target, int opt_level, int async,
+                     json_t **out)
 {
-    json_t *module = read_module(o->pos[1]);
+    *out = NULL;
+    json_t *module = read_module(file);
     if (!module) return 1;
-    json_t *req = json_pack("{s:o, s:s, s:b}", "module", module, "target", o->target, "async",
-                            o->async);
-    if (req && o->opt_level >= 0)
-        json_object_set_new(req, "options", json_pack("{s:i}", "opt_level", o->opt_level));
+    json_t *req = json_pack("{s:o, s:s, s:b}", "module", module, "target", target, "async", async);
+    if (req && opt_level >= 0)
+        json_object_set_new(req, "options", json_pack("{s:i}", "opt_level", opt_level));
     char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
     json_decref(req);
     if (!body) {
@@ -336,6 +502,15 @@ static int cmd_compile(rxc_conn *c, const cli *o)
         json_decref(result);
         return 1;
     }
+    *out = result;
+    return 0;
+}
+
+static int cmd_compile(rxc_conn *c, const cli *o)
+{
+    json_t *result;
+    if (rxc_compile_file(c, o->pos[1], o->target, o->opt_level, o->async, &result)) return 1;
+    const char *id = json_string_value(json_object_get(result, "artifact"));
     if (o->json) {
         char *s = json_dumps(result, JSON_INDENT(2));
         if (s) puts(s);
@@ -348,7 +523,7 @@ static int cmd_compile(rxc_conn *c, const cli *o)
         printf("%s  compiled in %.0f ms (%.0f bytes)\n", id, ms, size);
     }
     fflush(stdout);
-    rc = 0;
+    int rc = 0;
     if (o->out) {
         int64_t n = 0;
         rxc_progress_start(&c->progress, "fetching");
@@ -471,12 +646,31 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;
     rxc_conn c;
-    if (rxc_conn_init(&c, o.server, o.token, o.timeout)) return 1;
     const char *cmd = o.pos[0];
-    if (!strcmp(cmd, "compile")) rc = cmd_compile(&c, &o);
-    else if (!strcmp(cmd, "fetch")) rc = cmd_fetch(&c, &o);
-    else if (!strcmp(cmd, "meta")) rc = cmd_meta(&c, &o);
-    else rc = cmd_status(&c, &o);
+    int is_bench = !strcmp(cmd, "bench");
+    /* bench waits as long as the server's queue and run limits: no overall deadline */
+    if (rxc_conn_init(&c, o.server, o.token, is_bench ? 0 : o.timeout)) return 1;
+    if (!strcmp(cmd, "compile")) {
+        rc = cmd_compile(&c, &o);
+    } else if (!strcmp(cmd, "fetch")) {
+        rc = cmd_fetch(&c, &o);
+    } else if (!strcmp(cmd, "meta")) {
+        rc = cmd_meta(&c, &o);
+    } else if (!strcmp(cmd, "status")) {
+        rc = cmd_status(&c, &o);
+    } else if (is_bench) {
+        o.b.what = o.pos[1];
+        o.b.target = o.target;
+        o.b.opt_level = o.opt_level;
+        o.b.json = o.json;
+        rc = rxc_cmd_bench(&c, &o.b);
+    } else if (!strcmp(cmd, "agents")) {
+        rc = rxc_cmd_agents(&c, o.json);
+    } else if (!strcmp(cmd, "jobs") && o.npos == 1) {
+        rc = rxc_cmd_jobs(&c, o.status, o.limit, o.json);
+    } else {
+        rc = rxc_cmd_cancel(&c, o.pos[o.npos - 1], o.json);
+    }
     rxc_conn_fini(&c);
     if (fflush(stdout) || ferror(stdout)) {
         fputs("error: cannot write to stdout\n", stderr);

@@ -11,6 +11,8 @@
  *
  * Sizes accept plain byte counts or a binary suffix (64MiB, 512K, 1G). Unknown keys in
  * the file and unknown flags are errors (a typo must not silently keep a default).
+ * Settings that constrain each other are checked once every source has been applied
+ * (agent_heartbeat_ms must be below agent_lease_ms).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -69,6 +71,24 @@ static const option options[] = {
      OFF(max_module_bytes), 1024, 16 * GiB, "module size limit (default 64MiB)"},
     {"--max-jobs", "RELAXD_MAX_JOBS", "max_jobs", T_INT, OFF(max_jobs), 16, 1000000,
      "finished async jobs remembered (default 1024)"},
+    {"--agent-heartbeat-ms", "RELAXD_AGENT_HEARTBEAT_MS", "agent_heartbeat_ms", T_INT,
+     OFF(agent_heartbeat_ms), 10, 600000,
+     "agents' heartbeat period while running a job, ms (default 1000)"},
+    {"--agent-lease-ms", "RELAXD_AGENT_LEASE_MS", "agent_lease_ms", T_INT, OFF(agent_lease_ms),
+     50, 3600000, "an agent silent this long is offline, ms (default 5000)"},
+    {"--agent-poll-ms", "RELAXD_AGENT_POLL_MS", "agent_poll_ms", T_INT, OFF(agent_poll_ms), 50,
+     600000, "longest agent long poll, ms (default 20000)"},
+    {"--bench-timeout", "RELAXD_BENCH_TIMEOUT", "bench_timeout", T_INT, OFF(bench_timeout_s), 1,
+     86400, "default benchmark run time limit, seconds (default 60)"},
+    {"--bench-queue-timeout", "RELAXD_BENCH_QUEUE_TIMEOUT", "bench_queue_timeout", T_INT,
+     OFF(bench_queue_timeout_s), 1, 2592000,
+     "default benchmark queue time limit, seconds (default 600)"},
+    {"--bench-max-attempts", "RELAXD_BENCH_MAX_ATTEMPTS", "bench_max_attempts", T_INT,
+     OFF(bench_max_attempts), 1, 100, "default runs of a benchmark job (default 3)"},
+    {"--bench-queue", "RELAXD_BENCH_QUEUE", "bench_queue", T_INT, OFF(bench_queue), 1, 1000000,
+     "queued + running benchmark jobs at most (default 10000)"},
+    {"--bench-history", "RELAXD_BENCH_HISTORY", "bench_history", T_INT, OFF(bench_history), 0,
+     100000000, "finished benchmark jobs kept (default 100000)"},
 };
 
 static const char help_text[] =
@@ -90,6 +110,14 @@ static const char help_text[] =
     "  --max-json-depth N        module nesting limit (default 256)\n"
     "  --max-module-bytes BYTES  module size limit (default 64MiB)\n"
     "  --max-jobs N              finished async jobs remembered (default 1024)\n"
+    "  --agent-heartbeat-ms MS   agents' heartbeat period (default 1000)\n"
+    "  --agent-lease-ms MS       an agent silent this long is offline (default 5000)\n"
+    "  --agent-poll-ms MS        longest agent long poll (default 20000)\n"
+    "  --bench-timeout S         default benchmark run time limit (default 60)\n"
+    "  --bench-queue-timeout S   default benchmark queue time limit (default 600)\n"
+    "  --bench-max-attempts N    default runs of a benchmark job (default 3)\n"
+    "  --bench-queue N           queued + running benchmark jobs (default 10000)\n"
+    "  --bench-history N         finished benchmark jobs kept (default 100000)\n"
     "  --help, --version\n"
     "\n"
     "Every option is also RELAXD_<NAME> in the environment and <name> in the file\n"
@@ -115,6 +143,14 @@ void rx_config_defaults(rx_config *c)
     c->max_json_depth = 256;
     c->max_module_bytes = 64 << 20;
     c->max_jobs = 1024;
+    c->agent_heartbeat_ms = 1000;
+    c->agent_lease_ms = 5000;
+    c->agent_poll_ms = 20000;
+    c->bench_timeout_s = 60;
+    c->bench_queue_timeout_s = 600;
+    c->bench_max_attempts = 3;
+    c->bench_queue = 10000;
+    c->bench_history = 100000;
 }
 
 void rx_config_free(rx_config *c)
@@ -389,6 +425,14 @@ int rx_config_load(rx_config *c, int argc, char **argv, const char **info, char 
             snprintf(err, errlen, "unknown argument \"%s\" (see relaxd --help)", argv[i]);
             return 2;
         }
+    }
+    /* Step 5: settings that must agree */
+    if (c->agent_heartbeat_ms >= c->agent_lease_ms) {
+        snprintf(err, errlen,
+                 "agent_heartbeat_ms (%d) must be less than agent_lease_ms (%d): agents would "
+                 "lose their lease between two heartbeats",
+                 c->agent_heartbeat_ms, c->agent_lease_ms);
+        return 1;
     }
     return 0;
 }

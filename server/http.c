@@ -6,15 +6,23 @@
  * default one per core), each running its own epoll loop over its share of the
  * connections (MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO). Handlers run on those
  * threads, so none may block for long: the slow work (compiles) is on the compile
- * workers, and a synchronous compile that has to wait parks its request instead
- * (rx_req_wait): the connection is suspended (MHD_suspend_connection), a waiter is
- * registered with the compile service, and the service's wake — from the worker that
- * finishes the job, its timer at the deadline, or shutdown — resumes it
- * (MHD_resume_connection, safe from any thread); libmicrohttpd then calls the access
- * handler again and the route's finish step replies. Shutdown stops the compile service
- * before the daemon, so every parked connection has been resumed when MHD_stop_daemon
- * runs (it refuses suspended connections). A request that ends while parked drops its
- * wait in the completion callback.
+ * workers, and a request that has to wait parks instead (rx_req_park): the connection
+ * is suspended (MHD_suspend_connection) before the handler registers a waiter with the
+ * service it waits on, and that service's wake resumes it (rx_req_resume:
+ * MHD_resume_connection, safe from any thread, also from inside the handler when the
+ * answer is already known); libmicrohttpd then calls the access handler again and the
+ * route's finish step replies. Two kinds of waits use it: a synchronous compile
+ * (rx_req_wait: woken by the worker that finishes the job, the compile timer at the
+ * deadline, or shutdown) and an agent's long poll (server/bench.c: woken by the
+ * scheduler when a job is assigned to that agent, at the poll deadline, or at
+ * shutdown). Shutdown stops the compile service and the scheduler before the daemon,
+ * so every parked connection has been resumed when MHD_stop_daemon runs (it refuses
+ * suspended connections); in between, rx_http_drain waits (bounded) until the resumed
+ * requests have sent their replies, since MHD_stop_daemon closes connections without
+ * flushing what is still queued. The completion callback runs the park's end hook (if
+ * any) with whether the reply went out completely: a compile wait still registered is
+ * dropped, a poll's waiter is freed (and a job whose reply failed goes back to the
+ * queue).
  *
  * A request's state (rx_request) is made by the URI callback, as soon as the request
  * line is read and before the headers, so that every request libmicrohttpd hands to us
@@ -51,11 +59,14 @@
  * with a generated request id since its headers were never parsed.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
@@ -68,6 +79,7 @@
 
 struct rx_request {
     rx_server *srv;
+    rx_http *http;         /* the daemon's state (parked count) */
     struct MHD_Connection *conn;
     char method[16];       /* as received, truncated */
     char path[PATH_LOG_MAX + 1]; /* printable copy for logs */
@@ -83,13 +95,17 @@ struct rx_request {
     int status;            /* the status queued */
     rx_waiter wait;        /* a synchronous compile's wait (wait.job set while parked) */
     rx_handler finish;     /* runs when the parked request is resumed */
-    bool parked;           /* suspended on a compile job, finish not run yet */
+    bool parked;           /* suspended, finish not run yet */
+    rx_park_end park_end;  /* runs in the completion callback (NULL: none) */
+    void *park_data;       /* the park's state, given to finish and park_end */
+    bool counted;          /* counted in http->parked until completion */
 };
 
 struct rx_http {
     struct MHD_Daemon *d;
     rx_server *srv;
     int unmatched;         /* metrics slot for requests that matched no route */
+    atomic_int parked;     /* requests parked and not completed yet (rx_http_drain) */
 };
 
 /* ---- request accessors ---- */
@@ -109,20 +125,46 @@ const char *rx_req_body(const rx_request *q, size_t *n)
     return q->body ? q->body : "";
 }
 
-/* ---- parking a request on a compile ---- */
-
-/* The waiter's wake: runs once, under the compile service's mutex, on any thread. */
-static void wake_request(void *ctx)
+const char *rx_req_query(const rx_request *q, const char *name)
 {
-    rx_request *q = ctx;
-    MHD_resume_connection(q->conn);
+    return MHD_lookup_connection_value(q->conn, MHD_GET_ARGUMENT_KIND, name);
 }
+
+/* ---- parking a request ---- */
+
+void rx_req_park(rx_request *q, rx_handler finish, rx_park_end end, void *data)
+{
+    q->finish = finish;
+    q->park_end = end;
+    q->park_data = data;
+    q->parked = true;
+    if (!q->counted) {
+        q->counted = true;
+        atomic_fetch_add(&q->http->parked, 1);
+    }
+    MHD_suspend_connection(q->conn); /* before any waiter exists: wake may come at once */
+}
+
+void rx_req_resume(rx_request *q) { MHD_resume_connection(q->conn); }
+
+void *rx_req_park_data(const rx_request *q) { return q->park_data; }
+
+bool rx_req_peer_closed(const rx_request *q)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return false;
+    char c;
+    ssize_t r = recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* A compile waiter's wake: runs once, under the compile service's mutex, on any thread. */
+static void wake_request(void *ctx) { rx_req_resume(ctx); }
 
 void rx_req_wait(rx_request *q, rx_job *job, rx_handler finish)
 {
-    q->finish = finish;
-    q->parked = true;
-    MHD_suspend_connection(q->conn); /* before the wait: wake may come at once */
+    rx_req_park(q, finish, NULL, NULL);
     rx_compiler_wait(rx_server_compiler(q->srv), &q->wait, job, wake_request, q);
 }
 
@@ -220,6 +262,12 @@ void rx_reply_text(rx_request *q, int status, char *text, const char *ctype)
     rx_reply_bytes(q, status, (uint8_t *)text, strlen(text), ctype, NULL);
 }
 
+void rx_reply_empty(rx_request *q, int status)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    queue(q, status, r, NULL);
+}
+
 void rx_reply_not_modified(rx_request *q, const char *etag)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
@@ -259,6 +307,7 @@ static bool allowed(const rx_route *r, rx_role role, bool anonymous_ok)
     if (role & RX_ROLE_ADMIN) return true;
     if (r->perm == RX_PERM_CLIENT) return role & RX_ROLE_CLIENT;
     if (r->perm == RX_PERM_AGENT) return role & RX_ROLE_AGENT;
+    if (r->perm == RX_PERM_CLIENT_OR_AGENT) return role & (RX_ROLE_CLIENT | RX_ROLE_AGENT);
     return false;
 }
 
@@ -413,6 +462,7 @@ static rx_request *request_new(rx_http *h, struct MHD_Connection *conn, const ch
     rx_request *q = calloc(1, sizeof *q);
     if (!q) return NULL;
     q->srv = h->srv;
+    q->http = h;
     q->conn = conn;
     q->t0 = rx_now_ms();
     q->route = -1;
@@ -455,7 +505,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         *upload_data_size = 0;
         return MHD_YES;
     }
-    if (q->parked) { /* resumed: the compile ended or the wait timed out */
+    if (q->parked) { /* resumed: the wait ended (job done, assigned, deadline, shutdown) */
         q->parked = false;
         q->finish(q->srv, q);
         if (!q->replied) rx_reply_error(q, 500, "internal", "the handler gave no reply");
@@ -495,6 +545,10 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                    q->id, q->method, q->path, status, (double)(int64_t)(ms * 1000) / 1000,
                    toe != MHD_REQUEST_TERMINATED_COMPLETED_OK ? (int)toe : 0);
     rx_req_wait_end(q, NULL); /* a parked request that never resumed: drop its wait */
+    if (q->park_end)
+        q->park_end(h->srv, q, q->park_data,
+                    toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && q->replied);
+    if (q->counted) atomic_fetch_sub(&h->parked, 1);
     free(q->body);
     free(q);
 }
@@ -568,6 +622,13 @@ void rx_http_quiesce(rx_http *h)
     if (!h || !h->d) return;
     MHD_socket fd = MHD_quiesce_daemon(h->d);
     if (fd != MHD_INVALID_SOCKET) close(fd);
+}
+
+void rx_http_drain(rx_http *h, int timeout_ms)
+{
+    if (!h) return;
+    for (int waited = 0; atomic_load(&h->parked) > 0 && waited < timeout_ms; waited += 5)
+        nanosleep(&(struct timespec){0, 5000000}, NULL);
 }
 
 void rx_http_stop(rx_http *h)

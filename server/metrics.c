@@ -23,6 +23,10 @@
  *   relaxd_compile_queue_depth, relaxd_compile_queue_capacity gauge
  *   relaxd_workers_busy, relaxd_workers             gauge
  *   relaxd_jobs                                     gauge (jobs remembered)
+ *   relaxd_agents{state}                            gauge (idle, busy, offline)
+ *   relaxd_bench_jobs{state}                        gauge (benchmark jobs in jobs.db)
+ *   relaxd_bench_dispatch_seconds                   histogram (queued -> assigned; the
+ *                                                   scheduler's own, rx_sched_stats)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,8 +35,10 @@
 #include "relax/support.h"
 #include "server_int.h"
 
-static const int statuses[RX_METRICS_STATUSES - 1] = {200, 202, 304, 400, 401, 403, 404,
-                                                      405, 413, 431, 500, 503, 504};
+static const int statuses[] = {200, 202, 204, 304, 400, 401, 403, 404,
+                               405, 409, 413, 431, 500, 503, 504};
+_Static_assert(sizeof statuses / sizeof statuses[0] < RX_METRICS_STATUSES,
+               "one status slot is kept for \"other\"");
 static const double buckets[RX_METRICS_BUCKETS] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
                                                    0.25, 0.5, 1, 2.5, 10, 60};
 
@@ -99,6 +105,40 @@ static void gauge(rx_sb *b, const char *name, const char *help, double v)
     rx_sb_printf(b, "# HELP %s %s\n# TYPE %s gauge\n%s %.17g\n", name, help, name, name, v);
 }
 
+/* The scheduler's series: agents and benchmark jobs by state, dispatch latency. */
+static void render_sched(rx_sb *b, const rx_sched_stats *st)
+{
+    rx_sb_printf(b, "# HELP relaxd_agents Registered agents by state.\n"
+                    "# TYPE relaxd_agents gauge\n"
+                    "relaxd_agents{state=\"idle\"} %d\nrelaxd_agents{state=\"busy\"} %d\n"
+                    "relaxd_agents{state=\"offline\"} %d\n",
+                 st->agents_idle, st->agents_busy, st->agents_offline);
+    rx_sb_printf(b, "# HELP relaxd_bench_jobs Benchmark jobs by state (jobs.db).\n"
+                    "# TYPE relaxd_bench_jobs gauge\n"
+                    "relaxd_bench_jobs{state=\"queued\"} %lld\n"
+                    "relaxd_bench_jobs{state=\"running\"} %lld\n"
+                    "relaxd_bench_jobs{state=\"done\"} %lld\n"
+                    "relaxd_bench_jobs{state=\"failed\"} %lld\n"
+                    "relaxd_bench_jobs{state=\"cancelled\"} %lld\n",
+                 (long long)st->jobs_queued, (long long)st->jobs_running,
+                 (long long)st->jobs_done, (long long)st->jobs_failed,
+                 (long long)st->jobs_cancelled);
+    rx_sb_puts(b, "# HELP relaxd_bench_dispatch_seconds Benchmark job queue wait: submitted "
+                  "(or re-queued) to assigned to an agent.\n"
+                  "# TYPE relaxd_bench_dispatch_seconds histogram\n");
+    uint64_t cum = 0;
+    for (int i = 0; i < RX_SCHED_DISPATCH_BUCKETS; i++) {
+        cum += st->dispatch_buckets[i];
+        rx_sb_printf(b, "relaxd_bench_dispatch_seconds_bucket{le=\"%g\"} %llu\n",
+                     rx_sched_dispatch_bounds[i], (unsigned long long)cum);
+    }
+    rx_sb_printf(b, "relaxd_bench_dispatch_seconds_bucket{le=\"+Inf\"} %llu\n",
+                 (unsigned long long)st->dispatch_count);
+    rx_sb_printf(b, "relaxd_bench_dispatch_seconds_sum %.6f\n", st->dispatch_sum_s);
+    rx_sb_printf(b, "relaxd_bench_dispatch_seconds_count %llu\n",
+                 (unsigned long long)st->dispatch_count);
+}
+
 char *rx_metrics_render(rx_metrics *m, const rx_metrics_gauges *g)
 {
     rx_sb b = {0};
@@ -157,5 +197,6 @@ char *rx_metrics_render(rx_metrics *m, const rx_metrics_gauges *g)
     gauge(&b, "relaxd_workers_busy", "Workers compiling now.", (double)g->workers_busy);
     gauge(&b, "relaxd_workers", "Compile workers.", (double)g->workers);
     gauge(&b, "relaxd_jobs", "Compile jobs remembered.", (double)g->jobs);
+    render_sched(&b, &g->sched);
     return rx_sb_take(&b);
 }

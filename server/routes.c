@@ -6,11 +6,14 @@
  *   GET  /metrics                  client   Prometheus text
  *   POST /v1/compile               client   compile (sync 200, async 202 + job)
  *   GET  /v1/jobs/{id}             client   a compile job's status and result
- *   GET  /v1/artifacts/{id}        client   the .rxa bytes (ETag, If-None-Match, HEAD)
+ *   GET  /v1/artifacts/{id}        client, agent   the .rxa bytes (ETag, If-None-Match, HEAD)
  *   GET  /v1/artifacts/{id}/meta   client   the artifact's metadata JSON
+ *   /v1/benchmarks*, /v1/agents*   benchmarks (client) and agents (agent): bench.c
  *
  * GET routes answer HEAD too (libmicrohttpd sends the headers only). "client" means a
- * client or admin token; with no tokens configured (loopback only) nobody needs one.
+ * client or admin token, "agent" an agent or admin token; with no tokens configured
+ * (loopback only) nobody needs one. Agents download the artifacts they run, so the
+ * artifact bytes take either role.
  * A pattern segment {name} matches exactly one non-empty path segment of at most
  * RX_ROUTE_PARAM_MAX - 1 bytes; handlers validate what they capture (artifact ids with
  * rx_store_valid_id, job ids as 32 hex digits) and answer 404 for anything else, so no
@@ -36,8 +39,17 @@ static const rx_route routes[] = {
     {"GET", "/metrics", h_metrics, RX_PERM_CLIENT, false},
     {"POST", "/v1/compile", h_compile, RX_PERM_CLIENT, true},
     {"GET", "/v1/jobs/{id}", h_job, RX_PERM_CLIENT, false},
-    {"GET", "/v1/artifacts/{id}", h_artifact, RX_PERM_CLIENT, false},
+    {"GET", "/v1/artifacts/{id}", h_artifact, RX_PERM_CLIENT_OR_AGENT, false},
     {"GET", "/v1/artifacts/{id}/meta", h_artifact_meta, RX_PERM_CLIENT, false},
+    {"POST", "/v1/benchmarks", rx_h_bench_submit, RX_PERM_CLIENT, true},
+    {"GET", "/v1/benchmarks", rx_h_bench_list, RX_PERM_CLIENT, false},
+    {"GET", "/v1/benchmarks/{id}", rx_h_bench_get, RX_PERM_CLIENT, false},
+    {"POST", "/v1/benchmarks/{id}/cancel", rx_h_bench_cancel, RX_PERM_CLIENT, false},
+    {"POST", "/v1/agents/register", rx_h_agent_register, RX_PERM_AGENT, true},
+    {"GET", "/v1/agents", rx_h_agents, RX_PERM_CLIENT_OR_AGENT, false},
+    {"POST", "/v1/agents/{agent}/heartbeat", rx_h_agent_heartbeat, RX_PERM_AGENT, true},
+    {"POST", "/v1/agents/{agent}/poll", rx_h_agent_poll, RX_PERM_AGENT, true},
+    {"POST", "/v1/agents/{agent}/jobs/{job}/result", rx_h_agent_result, RX_PERM_AGENT, true},
 };
 
 const rx_route *rx_routes(int *n)
@@ -83,6 +95,7 @@ static void h_metrics(rx_server *s, rx_request *q)
     memset(&g, 0, sizeof g);
     rx_store_get_stats(rx_server_store(s), &g.store);
     rx_compiler_gauges(rx_server_compiler(s), &g);
+    rx_sched_get_stats(rx_server_sched(s), &g.sched);
     char *text = rx_metrics_render(rx_server_metrics(s), &g);
     rx_reply_text(q, 200, text, "text/plain; version=0.0.4; charset=utf-8");
 }

@@ -3,15 +3,21 @@
  * (server.h).
  *
  * Start order: refuse a non-loopback address without tokens, logger, metrics, auth,
- * store (recovery runs inside rx_store_open), compile workers, HTTP daemon; then the
- * "listening" line with the actual address (port 0 resolved) so scripts can read it.
+ * store (recovery runs inside rx_store_open; its lock makes this process the data
+ * directory's only user), the benchmark scheduler (<data>/jobs.db: queued jobs kept,
+ * running ones re-queued), compile workers, HTTP daemon; then the "listening" line
+ * with the actual address (port 0 resolved) so scripts can read it.
  *
  * Shutdown order (each step needs the ones after it still alive):
  *   1. quiesce the daemon: the listening socket closes, no new connections;
  *   2. stop the compile service: queued jobs fail with 503 shutting_down (their
  *      waiters answer at once), running compiles finish and are stored;
- *   3. stop the daemon: in-flight requests finish, connections close, threads join;
- *   4. close the store (checkpoint), log "stopped".
+ *   3. stop the scheduler: parked agent polls answer 204, new ones answer at once,
+ *      submissions get 503; benchmark jobs stay in jobs.db as they are;
+ *   4. drain: wait (at most DRAIN_MS) until the requests parked on the compile service
+ *      or the scheduler have sent the replies steps 2 and 3 gave them;
+ *   5. stop the daemon: in-flight requests finish, connections close, threads join;
+ *   6. close the scheduler's database and the store (checkpoints), log "stopped".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,12 +27,15 @@
 #include "relax/support.h"
 #include "server_int.h"
 
+#define DRAIN_MS 2000 /* longest wait for parked requests' replies at shutdown */
+
 struct rx_server {
     rx_config cfg;         /* our copy (tokens duplicated) */
     rx_log log;
     rx_metrics metrics;
     rx_auth auth;
     rx_store *store;
+    rx_sched *sched;       /* benchmark jobs and agents */
     rx_compiler *compiler;
     rx_http *http;
     int port;              /* bound port */
@@ -35,6 +44,7 @@ struct rx_server {
 
 rx_store *rx_server_store(rx_server *s) { return s->store; }
 rx_compiler *rx_server_compiler(rx_server *s) { return s->compiler; }
+rx_sched *rx_server_sched(rx_server *s) { return s->sched; }
 rx_metrics *rx_server_metrics(rx_server *s) { return &s->metrics; }
 rx_log *rx_server_log(rx_server *s) { return &s->log; }
 const rx_config *rx_server_config(const rx_server *s) { return &s->cfg; }
@@ -81,9 +91,11 @@ rx_server *rx_server_start(const rx_config *c, char *err, size_t errlen)
         rx_server_free(s);
         return NULL;
     }
-    s->compiler = rx_compiler_new(&s->cfg, s->store, &s->log, &s->metrics, err, errlen);
+    s->sched = rx_bench_open(&s->cfg, &s->log, err, errlen);
+    if (s->sched)
+        s->compiler = rx_compiler_new(&s->cfg, s->store, &s->log, &s->metrics, err, errlen);
     if (s->compiler) s->http = rx_http_start(s, &s->cfg, &s->port, err, errlen);
-    if (!s->compiler || !s->http) {
+    if (!s->sched || !s->compiler || !s->http) {
         rx_server_shutdown(s);
         rx_server_free(s);
         return NULL;
@@ -111,8 +123,12 @@ void rx_server_shutdown(rx_server *s)
     rx_log_event(&s->log, RX_LOG_INFO, "shutdown", "stopping: no new connections");
     rx_http_quiesce(s->http);
     if (s->compiler) rx_compiler_stop(s->compiler);
+    rx_sched_stop(s->sched);
+    rx_http_drain(s->http, DRAIN_MS);
     rx_http_stop(s->http);
     s->http = NULL;
+    rx_sched_close(s->sched);
+    s->sched = NULL;
     rx_store_close(s->store);
     s->store = NULL;
     rx_log_event(&s->log, RX_LOG_INFO, "stopped", "clean shutdown");
@@ -123,6 +139,7 @@ void rx_server_free(rx_server *s)
     if (!s) return;
     rx_server_shutdown(s);
     rx_compiler_free(s->compiler);
+    rx_sched_close(s->sched);
     rx_store_close(s->store);
     rx_auth_free(&s->auth);
     rx_metrics_destroy(&s->metrics);

@@ -5,7 +5,8 @@
  *   metrics.c  counters and histograms, rendered as Prometheus text (rx_metrics_*)
  *   auth.c     bearer tokens, roles, constant-time comparison (rx_auth_*)
  *   compile.c  the compile service: key, lookup, single-flight, queue, workers, jobs
- *   http.c     the libmicrohttpd daemon: request state, bodies, limits, dispatch
+ *   bench.c    the benchmark and agent endpoints over the scheduler (rpc/, sched.h)
+ *   http.c     the libmicrohttpd daemon: request state, bodies, limits, parking, dispatch
  *   routes.c   the routing table and the endpoint handlers
  *   config.c   defaults, file, environment, flags
  *   server.c   rx_server: wiring, start and graceful shutdown
@@ -22,6 +23,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "relax/sched.h"
 #include "relax/server.h"
 #include "relax/store.h"
 
@@ -57,8 +59,8 @@ int64_t rx_wall_ms(void);
 
 /* ---- metrics.c ---- */
 
-#define RX_METRICS_ROUTES 16   /* route slots (routing table size + "unmatched") */
-#define RX_METRICS_STATUSES 16 /* status slots, see metrics.c */
+#define RX_METRICS_ROUTES 32   /* route slots (routing table size + "unmatched") */
+#define RX_METRICS_STATUSES 20 /* status slots, see metrics.c */
 #define RX_METRICS_BUCKETS 12  /* latency histogram buckets */
 
 typedef struct rx_metrics {
@@ -92,6 +94,7 @@ typedef struct rx_metrics_gauges {
     rx_store_stats store;
     int queue_depth, queue_cap, workers_busy, workers;
     int jobs;
+    rx_sched_stats sched;  /* agents, benchmark jobs, dispatch latency */
 } rx_metrics_gauges;
 
 /* Renders everything in the Prometheus text format (version 0.0.4) into a heap string. */
@@ -189,6 +192,7 @@ typedef enum rx_perm {
     RX_PERM_PUBLIC,        /* anyone */
     RX_PERM_CLIENT,        /* client or admin */
     RX_PERM_AGENT,         /* agent or admin */
+    RX_PERM_CLIENT_OR_AGENT, /* client, agent or admin */
     RX_PERM_ADMIN          /* admin */
 } rx_perm;
 
@@ -218,11 +222,27 @@ const char *rx_req_header(const rx_request *q, const char *name);
 const char *rx_req_param(const rx_request *q, int i);
 const char *rx_req_id(const rx_request *q);
 const char *rx_req_body(const rx_request *q, size_t *n);
+const char *rx_req_query(const rx_request *q, const char *name); /* ?name=value, or NULL */
 
-/* Parks a request on a compile job without holding its thread: the connection is
- * suspended, and when the job ends (or the wait times out) it is resumed and finish runs
- * on an event-loop thread; finish calls rx_req_wait_end and queues the reply. The job
- * reference (from rx_compiler_submit) passes to the request. */
+/* Runs in the completion callback of a request that was parked with it: frees data,
+ * drops a wait still registered. replied_ok: the reply was queued and sent completely. */
+typedef void (*rx_park_end)(rx_server *s, rx_request *q, void *data, bool replied_ok);
+
+/* Parks a request without holding its thread: the connection is suspended until
+ * rx_req_resume; then finish runs on an event-loop thread and queues the reply (it
+ * finds data with rx_req_park_data). Call it before registering the wait anywhere (the
+ * wake may come at once, even before the handler returns). end (may be NULL) runs once
+ * in the completion callback. */
+void rx_req_park(rx_request *q, rx_handler finish, rx_park_end end, void *data);
+void rx_req_resume(rx_request *q); /* any thread, once per park */
+void *rx_req_park_data(const rx_request *q);
+/* True when the client has closed its end (seen without blocking: a parked client may
+ * have gone away while its connection was suspended and not watched). */
+bool rx_req_peer_closed(const rx_request *q);
+
+/* Parks a request on a compile job (rx_req_park + rx_compiler_wait): when the job ends
+ * (or the wait times out) finish runs; it calls rx_req_wait_end and queues the reply.
+ * The job reference (from rx_compiler_submit) passes to the request. */
 void rx_req_wait(rx_request *q, rx_job *job, rx_handler finish);
 void rx_req_wait_end(rx_request *q, rx_compile_reply *out);
 
@@ -235,6 +255,7 @@ void rx_reply_bytes(rx_request *q, int status, uint8_t *bytes, size_t n, const c
                     const char *etag);
 void rx_reply_text(rx_request *q, int status, char *text, const char *ctype);
 void rx_reply_not_modified(rx_request *q, const char *etag);
+void rx_reply_empty(rx_request *q, int status); /* no body (204) */
 
 /* An {"error": {"code", "message"}} object (new reference). */
 json_t *rx_error_json(const char *code, const char *msg);
@@ -242,15 +263,35 @@ json_t *rx_error_json(const char *code, const char *msg);
 /* What the handlers need from the server (server.c). */
 rx_store *rx_server_store(rx_server *s);
 rx_compiler *rx_server_compiler(rx_server *s);
+rx_sched *rx_server_sched(rx_server *s);
 rx_metrics *rx_server_metrics(rx_server *s);
 rx_log *rx_server_log(rx_server *s);
 const rx_config *rx_server_config(const rx_server *s);
 const rx_auth *rx_server_auth(const rx_server *s);
 
+/* ---- bench.c: the benchmark and agent endpoints (routes.c lists them) ---- */
+
+void rx_h_agent_register(rx_server *s, rx_request *q);
+void rx_h_agent_heartbeat(rx_server *s, rx_request *q);
+void rx_h_agent_poll(rx_server *s, rx_request *q);
+void rx_h_agent_result(rx_server *s, rx_request *q);
+void rx_h_agents(rx_server *s, rx_request *q);
+void rx_h_bench_submit(rx_server *s, rx_request *q);
+void rx_h_bench_list(rx_server *s, rx_request *q);
+void rx_h_bench_get(rx_server *s, rx_request *q);
+void rx_h_bench_cancel(rx_server *s, rx_request *q);
+
+/* Opens the scheduler on <data>/jobs.db with the configuration's agent and bench
+ * settings, logging through log. NULL with a message in err. */
+rx_sched *rx_bench_open(const rx_config *c, rx_log *log, char *err, size_t errlen);
+
 /* The daemon (http.c). */
 typedef struct rx_http rx_http;
 rx_http *rx_http_start(rx_server *s, const rx_config *c, int *port, char *err, size_t errlen);
 void rx_http_quiesce(rx_http *h);
+/* Waits up to timeout_ms until no request is parked or finishing a parked reply (the
+ * services they waited on have been stopped, so they are all being answered). */
+void rx_http_drain(rx_http *h, int timeout_ms);
 void rx_http_stop(rx_http *h);
 
 #endif

@@ -12,6 +12,15 @@ what the `relax` CLI does, with the same rules:
   hashing as it writes, and renames it over out only when the SHA-256 equals the id.
 * meta(artifact_id) returns the metadata JSON; status() returns /healthz's status plus
   the cache and queue numbers parsed from /metrics (None where absent).
+* bench(artifact, ...) runs a benchmark on a device agent (docs/agent.md): artifact is an
+  id, a path to an .rxa the server holds (its SHA-256 is the id), or a relax-json module
+  (dict or .json path, compiled first); inputs= {name: ndarray or .npy path}, expected=
+  [ndarray or .npy path], rtol/atol, labels, timeouts. It submits to /v1/benchmarks,
+  polls /v1/benchmarks/<id> (50 ms growing by half to 1 s; on_progress(job) is called
+  on every change of state) and returns the finished job object; a failed or cancelled
+  job raises BenchmarkError (a RelaxdError carrying .job, whose "result" may still hold
+  the statistics of a failed check). wait=False returns the submitted job's id.
+  benchmark(id), jobs(status, limit), cancel(id) and agents() map the other endpoints.
 * Every failure raises RelaxdError, whose str() is the CLI's message: "<message> (HTTP
   400 invalid_module)" with .status, .code and .errors ([{"path", "message"}], the
   located module errors); "cannot reach relaxd at URL: <reason>" when no connection could
@@ -20,7 +29,8 @@ what the `relax` CLI does, with the same rules:
 
 The token comes from the token= argument or RELAX_TOKEN, the server from server= or
 RELAX_SERVER (default http://127.0.0.1:8080). Run as a script, it is a small CLI:
-`python3 relaxd_client.py {compile,fetch,meta,status} ...` with exit status 0/1/2.
+`python3 relaxd_client.py {compile,fetch,meta,status,bench,agents,jobs} ...` with exit
+status 0/1/2.
 """
 
 import hashlib
@@ -33,7 +43,7 @@ import time
 import urllib.error
 import urllib.request
 
-__all__ = ["Client", "RelaxdError", "parse_metrics"]
+__all__ = ["Client", "RelaxdError", "BenchmarkError", "parse_metrics"]
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
 JSON_CAP = 16 << 20
@@ -69,6 +79,14 @@ class RelaxdError(Exception):
             else:
                 out.append(f"  {e}")
         return out
+
+
+class BenchmarkError(RelaxdError):
+    """A benchmark job that ended failed or cancelled. job: the job object."""
+
+    def __init__(self, message, code=None, job=None):
+        super().__init__(message, None, code)
+        self.job = job or {}
 
 
 def _error_from_body(status, body):
@@ -290,6 +308,106 @@ class Client:
             raise RelaxdError(f"'{artifact_id}' is not an artifact id (64 lowercase hex digits)")
         return self._json("GET", f"/v1/artifacts/{artifact_id}/meta")
 
+    # ---- benchmarks on device agents ----
+
+    @staticmethod
+    def _npy_b64(a):
+        """A .npy path or an array (anything numpy.save accepts) as base64 of .npy bytes."""
+        import base64
+        import io
+        if isinstance(a, (str, bytes, os.PathLike)):
+            with open(a, "rb") as f:
+                data = f.read()
+            if not data.startswith(b"\x93NUMPY"):
+                raise RelaxdError(f"{os.fsdecode(a)}: not a .npy file (bad magic)")
+        else:
+            import numpy as np
+            buf = io.BytesIO()
+            np.save(buf, np.ascontiguousarray(a), allow_pickle=False)
+            data = buf.getvalue()
+        return base64.b64encode(data).decode("ascii")
+
+    def _artifact_id(self, artifact, target, deadline):
+        if isinstance(artifact, dict) or str(artifact).endswith(".json"):
+            return self.compile(artifact, target)["artifact"]
+        if _ID_RE.match(str(artifact)):
+            return str(artifact)
+        h = hashlib.sha256()
+        with open(artifact, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        return h.hexdigest()
+
+    def bench(self, artifact, target="cpu", function=None, shapes=None, repeat=None, number=None,
+              labels=None, priority=None, timeout_s=None, queue_timeout_s=None, inputs=None,
+              expected=None, rtol=None, atol=None, max_attempts=None, wait=True, on_progress=None):
+        """Runs a benchmark job on an agent and returns the finished job object (see the
+        module docstring); wait=False returns the job id at once."""
+        deadline = self._deadline()
+        body = {"artifact": self._artifact_id(artifact, target, deadline), "target": target}
+        for k, v in (("function", function), ("shapes", shapes), ("repeat", repeat),
+                     ("number", number), ("labels", labels), ("priority", priority),
+                     ("timeout_s", timeout_s), ("queue_timeout_s", queue_timeout_s),
+                     ("max_attempts", max_attempts)):
+            if v is not None:
+                body[k] = v
+        if inputs:
+            body["inputs"] = {k: self._npy_b64(v) for k, v in inputs.items()}
+        if expected is not None:
+            body["expected"] = [self._npy_b64(v) for v in expected]
+        if rtol is not None or atol is not None:
+            body["tolerance"] = {k: float(v) for k, v in (("rtol", rtol), ("atol", atol)) if v is not None}
+        doc = self._json("POST", "/v1/benchmarks", body, deadline)
+        job = doc.get("job") if isinstance(doc, dict) else None
+        if not isinstance(job, str) or not _JOB_RE.match(job):
+            raise RelaxdError("bad response from relaxd (benchmark): no valid job id")
+        if not wait:
+            return job
+        return self.wait_benchmark(job, on_progress)
+
+    def wait_benchmark(self, job, on_progress=None):
+        """Polls a benchmark job until it ends; returns it, or raises BenchmarkError."""
+        delay, last = 0.05, None
+        while True:
+            # the wait is bounded by the server's queue and run limits, not self.timeout
+            doc = self.benchmark(job)
+            st = doc.get("status")
+            if st in ("queued", "running"):
+                key = (st, doc.get("position"), doc.get("agent"), doc.get("attempts"))
+                if key != last and on_progress:
+                    on_progress(doc)
+                last = key
+                time.sleep(delay)
+                delay = min(delay * 1.5, 1.0)
+                continue
+            if st == "done":
+                return doc
+            err = doc.get("error") if isinstance(doc.get("error"), dict) else {}
+            if st == "cancelled":
+                raise BenchmarkError(f"benchmark job {job} was cancelled", "cancelled", doc)
+            raise BenchmarkError(str(err.get("message") or f"benchmark job {job} {st}"), err.get("code"), doc)
+
+    def benchmark(self, job):
+        """GET /v1/benchmarks/<job>: the job object."""
+        if not _JOB_RE.match(job or ""):
+            raise RelaxdError(f"'{job}' is not a job id")
+        return self._json("GET", "/v1/benchmarks/" + job)
+
+    def jobs(self, status=None, limit=None):
+        """Benchmark jobs, newest first (a list of job objects)."""
+        q = "&".join(f"{k}={v}" for k, v in (("status", status), ("limit", limit)) if v is not None)
+        return self._json("GET", "/v1/benchmarks" + ("?" + q if q else "")).get("jobs", [])
+
+    def cancel(self, job):
+        """Cancels a queued or running benchmark job; returns the job object."""
+        if not _JOB_RE.match(job or ""):
+            raise RelaxdError(f"'{job}' is not a job id")
+        return self._json("POST", f"/v1/benchmarks/{job}/cancel", {})
+
+    def agents(self):
+        """The registered agents (a list of agent objects)."""
+        return self._json("GET", "/v1/agents").get("agents", [])
+
     def status(self):
         """{"status": <healthz status>, "cache_entries", "cache_bytes", "cache_hits",
         "cache_misses", "queue_depth"} (numbers None when /metrics lacks them or is not
@@ -326,6 +444,23 @@ def main(argv=None):
     m = sub.add_parser("meta")
     m.add_argument("id")
     sub.add_parser("status")
+    b = sub.add_parser("bench")
+    b.add_argument("artifact")
+    b.add_argument("--target", default="cpu")
+    b.add_argument("--fn", dest="function")
+    b.add_argument("--shape", action="append", default=[])
+    b.add_argument("--repeat", type=int)
+    b.add_argument("--number", type=int)
+    b.add_argument("--label", action="append", default=[])
+    b.add_argument("--in", dest="inputs", action="append", default=[])
+    b.add_argument("--expect", action="append", default=[])
+    b.add_argument("--rtol", type=float)
+    b.add_argument("--atol", type=float)
+    b.add_argument("--queue-timeout", type=int)
+    b.add_argument("--run-timeout", type=int)
+    sub.add_parser("agents")
+    j = sub.add_parser("jobs")
+    j.add_argument("--status")
     a = p.parse_args(argv)
     try:
         cl = Client(a.server, a.token, a.timeout)
@@ -338,6 +473,18 @@ def main(argv=None):
             print(f"wrote {a.out} ({n} bytes, SHA-256 verified)", file=sys.stderr)
         elif a.cmd == "meta":
             print(json.dumps(cl.meta(a.id), indent=2))
+        elif a.cmd == "bench":
+            shapes = {k: int(v) for k, v in (x.split("=", 1) for x in a.shape)}
+            inputs = dict(x.split("=", 1) for x in a.inputs)
+            job = cl.bench(a.artifact, a.target, a.function, shapes or None, a.repeat, a.number,
+                           a.label or None, None, a.run_timeout, a.queue_timeout, inputs or None,
+                           a.expect or None, a.rtol, a.atol,
+                           on_progress=lambda d: print(f"job {d['id']}: {d['status']}", file=sys.stderr))
+            print(json.dumps(job, indent=2))
+        elif a.cmd == "agents":
+            print(json.dumps(cl.agents(), indent=2))
+        elif a.cmd == "jobs":
+            print(json.dumps(cl.jobs(a.status), indent=2))
         else:
             s = cl.status()
             print(f"relaxd at {cl.server}: {s['status']}")

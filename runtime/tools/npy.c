@@ -237,6 +237,19 @@ int rx_npy_parse(const uint8_t *buf, size_t n, rx_npy *out, size_t *data_off, ch
     return 0;
 }
 
+int rx_npy_read_mem(const uint8_t *buf, size_t n, rx_npy *out, char *err, size_t errlen)
+{
+    size_t off = 0;
+    if (rx_npy_parse(buf, n, out, &off, err, errlen)) return -1;
+    if (out->nbytes) {
+        size_t alloc = (out->nbytes + 63) / 64 * 64;
+        out->data = aligned_alloc(64, alloc);
+        if (!out->data) return fail(err, errlen, "out of memory for %zu data bytes", out->nbytes);
+        memcpy(out->data, buf + off, out->nbytes);
+    }
+    return 0;
+}
+
 int rx_npy_read_file(const char *path, rx_npy *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -261,22 +274,9 @@ int rx_npy_read_file(const char *path, rx_npy *out, char *err, size_t errlen)
         got += (size_t)r;
     }
     close(fd);
-    size_t off;
-    if (rx_npy_parse(buf, got, out, &off, err, errlen)) {
-        free(buf);
-        return -1;
-    }
-    if (out->nbytes) {
-        size_t alloc = (out->nbytes + 63) / 64 * 64;
-        out->data = aligned_alloc(64, alloc);
-        if (!out->data) {
-            free(buf);
-            return fail(err, errlen, "out of memory for %zu data bytes", out->nbytes);
-        }
-        memcpy(out->data, buf + off, out->nbytes);
-    }
+    int rc = rx_npy_read_mem(buf, got, out, err, errlen);
     free(buf);
-    return 0;
+    return rc;
 }
 
 int rx_npy_write_file(const char *path, uint32_t dtype, int32_t ndim, const int64_t *shape,

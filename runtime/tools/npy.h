@@ -1,5 +1,6 @@
 /*
- * npy.h — reading and writing NumPy .npy files for relax-run (no NumPy needed).
+ * npy.h — reading and writing NumPy .npy files for relax-run and relax-agent (no NumPy
+ * needed).
  *
  * The format (numpy/lib/format.py): the magic "\x93NUMPY", a major and minor version
  * byte, a little-endian header length (u16 for version 1.0, u32 for 2.0 and 3.0), then
@@ -42,6 +43,10 @@ typedef struct rx_npy {
  * checks that n holds all the data. Returns -1 with err on any problem. */
 int rx_npy_parse(const uint8_t *buf, size_t n, rx_npy *out, size_t *data_off, char *err,
                  size_t errlen);
+
+/* Reads an .npy image held in buf[0..n) into out (out->data owned by the caller, free();
+ * buf is not kept). Returns 0, or -1 with err, like rx_npy_read_file. */
+int rx_npy_read_mem(const uint8_t *buf, size_t n, rx_npy *out, char *err, size_t errlen);
 
 /* Reads the .npy file at path into out (out->data owned by the caller, free()).
  * Returns 0, or -1 with err ("truncated: header promises 48 data bytes, file has 20"). */

@@ -15,18 +15,17 @@
  * printing a summary when there is no --out-dir and no --bench); Step 6 with --bench,
  * time the function with rx_rt_bench and print one line of JSON.
  *
- * relax-run checks only what it needs to build arguments (an input's dtype against the
- * annotation, with '<u2' data accepted for bf16); shapes are left to the VM, whose
- * MATCH instructions report "main: x: expected (n, 128), got (4, 64)" verbatim.
- *
- * Random data: a splitmix64 stream per parameter, seeded from --seed (default 0) and
- * the parameter index, so one input's values do not depend on which others were given.
- * Floats are uniform in [-1, 1) on a grid every float type represents exactly; signed
- * ints in [-8, 8), unsigned in [0, 16), bools fair coins.
+ * Steps 2-4 and the JSON line live in bench.c, shared with relax-agent, so a benchmark
+ * run on a device agent binds the same inputs (same seeded random data) and reports the
+ * same statistics as relax-run --bench. relax-run checks only what it needs to build
+ * arguments (an input's dtype against the annotation, with '<u2' data accepted for
+ * bf16); shapes are left to the VM, whose MATCH instructions report "main: x: expected
+ * (n, 128), got (4, 64)" verbatim. Random data: see bench.h (seeded from --seed, default 0).
  *
  * Exit status: 0 success, 1 a failure (one "error: ..." line on stderr), 2 bad usage.
  * Input buffers are owned here and borrowed by the runtime; peak_bytes excludes them.
  */
+#include "bench.h"
 #include "npy.h"
 #include "relax/runtime.h"
 
@@ -44,18 +43,13 @@
 
 #define MAX_LIST 256 /* --in and --shape occurrences */
 
-typedef struct kv {
-    const char *name;  /* before '=' (points into a copy owned by opts) */
-    const char *value; /* after '=' */
-} kv;
-
 typedef struct opts {
     const char *artifact;  /* positional */
     const char *fn;        /* --fn, default "main" */
     const char *out_dir;   /* --out-dir or NULL */
-    kv ins[MAX_LIST];      /* --in NAME=FILE */
+    rx_bench_kv ins[MAX_LIST];   /* --in NAME=FILE (strings in copies) */
     int nins;
-    kv shapes[MAX_LIST];   /* --shape VAR=N */
+    rx_bench_kv shapes[MAX_LIST]; /* --shape VAR=N */
     int nshapes;
     uint64_t seed;         /* --seed */
     int bench;             /* --bench */
@@ -64,15 +58,6 @@ typedef struct opts {
     char *copies[2 * MAX_LIST]; /* strdup'ed NAME=VALUE strings */
     int ncopies;
 } opts;
-
-/* One parameter's argument: the API argument plus the memory it points to. */
-typedef struct arg_buf {
-    rx_rt_arg arg;      /* what rx_rt_call gets */
-    DLTensor dl;        /* TENSOR */
-    int64_t shape[RX_RXA_MAX_NDIM]; /* TENSOR/SHAPE dims */
-    void *data;         /* TENSOR data (owned, 64-byte aligned) */
-    const char *source; /* file name, or NULL when generated */
-} arg_buf;
 
 static void usage(FILE *f)
 {
@@ -112,20 +97,10 @@ static int errorf(const char *fmt, ...)
 
 /* ---- command line ---- */
 
-static int parse_i64(const char *s, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end) return -1;
-    *out = v;
-    return 0;
-}
-
 static int parse_int_opt(const char *opt, const char *s, int lo, int *out)
 {
     int64_t v;
-    if (parse_i64(s, &v) || v < lo || v > (1 << 30)) {
+    if (rx_bench_parse_i64(s, &v) || v < lo || v > (1 << 30)) {
         fprintf(stderr, "error: %s needs an integer >= %d, got '%s'\n", opt, lo, s);
         return -1;
     }
@@ -134,7 +109,7 @@ static int parse_int_opt(const char *opt, const char *s, int lo, int *out)
 }
 
 /* Splits "NAME=VALUE" into a copy owned by o. */
-static int parse_kv(opts *o, const char *opt, const char *s, kv *out)
+static int parse_kv(opts *o, const char *opt, const char *s, rx_bench_kv *out)
 {
     const char *eq = strchr(s, '=');
     if (!eq || eq == s || !eq[1]) {
@@ -225,7 +200,7 @@ static int parse_args(int argc, char **argv, opts *o)
             ++*cnt;
         } else if (!strcmp(name, "--seed")) {
             int64_t s;
-            if (parse_i64(val, &s)) {
+            if (rx_bench_parse_i64(val, &s)) {
                 fprintf(stderr, "error: --seed needs an integer, got '%s'\n", val);
                 return 2;
             }
@@ -251,316 +226,6 @@ static int parse_args(int argc, char **argv, opts *o)
         usage(stderr);
         return 2;
     }
-    return 0;
-}
-
-/* ---- element conversions ---- */
-
-static uint16_t f32_to_f16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
-    int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
-    if (((x >> 23) & 0xff) == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-    if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
-    if (exp <= 0) {
-        if (exp < -10) return (uint16_t)sign;
-        mant |= 0x800000u;
-        uint32_t shift = (uint32_t)(14 - exp);
-        uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1))) h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = ((uint32_t)exp << 10) | (mant >> 13), rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
-    return (uint16_t)(sign | h);
-}
-
-static float f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, x;
-    if (exp == 0) {
-        float v = ldexpf((float)mant, -24);
-        return sign ? -v : v;
-    }
-    if (exp == 31) x = sign | 0x7f800000u | (mant << 13);
-    else x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
-
-static uint16_t f32_to_bf16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
-    x += 0x7fffu + ((x >> 16) & 1);
-    return (uint16_t)(x >> 16);
-}
-
-static float bf16_to_f32(uint16_t b)
-{
-    uint32_t x = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
-
-/* Element i of data (packed dtype) as a double, for summaries. */
-static double elem_double(const void *data, uint32_t dtype, int64_t i)
-{
-    uint32_t code = dtype & 0xff, bits = (dtype >> 8) & 0xff;
-    const char *p = data;
-    if (code == 2 && bits == 16) {
-        uint16_t h;
-        memcpy(&h, p + 2 * i, 2);
-        return f16_to_f32(h);
-    }
-    if (code == 4 && bits == 16) {
-        uint16_t h;
-        memcpy(&h, p + 2 * i, 2);
-        return bf16_to_f32(h);
-    }
-    if (code == 2 && bits == 32) return ((const float *)data)[i];
-    if (code == 2 && bits == 64) return ((const double *)data)[i];
-    if (code == 1 && bits == 1) return ((const uint8_t *)data)[i] != 0;
-    if (code == 0 && bits == 8) return ((const int8_t *)data)[i];
-    if (code == 0 && bits == 16) return ((const int16_t *)data)[i];
-    if (code == 0 && bits == 32) return ((const int32_t *)data)[i];
-    if (code == 0 && bits == 64) return (double)((const int64_t *)data)[i];
-    if (code == 1 && bits == 8) return ((const uint8_t *)data)[i];
-    if (code == 1 && bits == 16) return ((const uint16_t *)data)[i];
-    if (code == 1 && bits == 32) return ((const uint32_t *)data)[i];
-    if (code == 1 && bits == 64) return (double)((const uint64_t *)data)[i];
-    return NAN;
-}
-
-/* ---- random inputs ---- */
-
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Fills count elements of dtype with random values; -1 for a dtype it cannot make. */
-static int fill_random(void *data, uint32_t dtype, int64_t count, uint64_t seed)
-{
-    uint32_t code = dtype & 0xff, bits = (dtype >> 8) & 0xff;
-    uint64_t s = seed;
-    for (int64_t i = 0; i < count; i++) {
-        uint64_t r = splitmix(&s);
-        if (code == 2 && bits == 32) {
-            ((float *)data)[i] = (float)((double)(r >> 40) * 0x1p-23 - 1.0);
-        } else if (code == 2 && bits == 64) {
-            ((double *)data)[i] = (double)(r >> 11) * 0x1p-52 - 1.0;
-        } else if (code == 2 && bits == 16) {
-            ((uint16_t *)data)[i] = f32_to_f16((float)((double)(r >> 53) * 0x1p-10 - 1.0));
-        } else if (code == 4 && bits == 16) {
-            ((uint16_t *)data)[i] = f32_to_bf16((float)((double)(r >> 56) * 0x1p-7 - 1.0));
-        } else if (code == 1 && bits == 1) {
-            ((uint8_t *)data)[i] = (uint8_t)(r >> 63);
-        } else if (code == 0 || code == 1) {
-            int64_t v = code == 0 ? (int64_t)(r >> 60) - 8 : (int64_t)(r >> 60);
-            if (bits == 8) ((int8_t *)data)[i] = (int8_t)v;
-            else if (bits == 16) ((int16_t *)data)[i] = (int16_t)v;
-            else if (bits == 32) ((int32_t *)data)[i] = (int32_t)v;
-            else if (bits == 64) ((int64_t *)data)[i] = v;
-            else return -1;
-        } else {
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* ---- symbolic variables ---- */
-
-typedef struct syms {
-    uint32_t n;            /* the function's symbolic variables */
-    const char *const *names;
-    int64_t *vals;         /* values */
-    uint8_t *known;        /* nonzero when given */
-} syms;
-
-static int sym_index(const syms *s, const char *name)
-{
-    for (uint32_t i = 0; i < s->n; i++)
-        if (!strcmp(s->names[i], name)) return (int)i;
-    return -1;
-}
-
-/* Binds a lone-variable dim from an input's actual dim (when not yet known). */
-static void bind_dim(syms *s, const rx_rxa_dim *d, int64_t actual)
-{
-    if (d->ntok == 1 && d->tok[0].op == RX_RXA_TOK_VAR && d->tok[0].arg >= 0 &&
-        (uint64_t)d->tok[0].arg < s->n && !s->known[d->tok[0].arg]) {
-        s->vals[d->tok[0].arg] = actual;
-        s->known[d->tok[0].arg] = 1;
-    }
-}
-
-/* Evaluates an annotated dim of parameter `pname`; on failure prints the error. */
-static int eval_dim(const syms *s, const rx_rxa_dim *d, const char *pname, int64_t *out)
-{
-    char msg[256];
-    if (d->ntok == 0)
-        return errorf("input %s has a dimension of unknown size: pass it with --in %s=FILE.npy",
-                      pname, pname);
-    for (uint32_t t = 0; t < d->ntok; t++)
-        if (d->tok[t].op == RX_RXA_TOK_VAR && d->tok[t].arg >= 0 && (uint64_t)d->tok[t].arg < s->n &&
-            !s->known[d->tok[t].arg]) {
-            const char *v = s->names[d->tok[t].arg];
-            return errorf("input %s needs symbolic variable %s: pass --shape %s=N", pname, v, v);
-        }
-    if (rx_rxa_dim_eval(d, s->vals, s->known, s->n, out, msg, sizeof msg))
-        return errorf("input %s: cannot compute its shape: %s", pname, msg);
-    return 0;
-}
-
-/* ---- inputs ---- */
-
-static void *alloc_data(size_t nbytes)
-{
-    return aligned_alloc(64, nbytes ? (nbytes + 63) / 64 * 64 : 64);
-}
-
-/* Builds the argument of parameter p from the .npy file `file`. */
-static int input_from_file(const rx_rxa_type *p, const char *pname, const char *file, arg_buf *b)
-{
-    rx_npy npy;
-    char msg[320], want[32], got[32];
-    if (rx_npy_read_file(file, &npy, msg, sizeof msg))
-        return errorf("input %s: %s: %s", pname, file, msg);
-    b->source = file;
-    if (p->kind == RX_RXA_T_TENSOR) {
-        uint32_t dtype = npy.dtype;
-        if (p->dtype && p->dtype != dtype) {
-            uint32_t pd = p->dtype;
-            if ((pd >> 16) == 0) pd |= 1u << 16;
-            if (pd == RX_RXA_DTYPE(4, 16, 1) && dtype == RX_RXA_DTYPE(1, 16, 1)) {
-                dtype = pd; /* bf16 as raw '<u2' bits */
-            } else if (pd != dtype) {
-                free(npy.data);
-                return errorf("input %s: %s has dtype %s, the parameter is %s", pname, file,
-                              rx_rxa_dtype_name(npy.dtype, got, sizeof got),
-                              rx_rxa_dtype_name(p->dtype, want, sizeof want));
-            }
-        }
-        b->data = npy.data ? npy.data : alloc_data(0);
-        if (!b->data) return errorf("out of memory");
-        memcpy(b->shape, npy.shape, sizeof(int64_t) * (size_t)npy.ndim);
-        memset(&b->dl, 0, sizeof b->dl);
-        b->dl.data = b->data;
-        b->dl.device.device_type = kDLCPU;
-        b->dl.ndim = npy.ndim;
-        b->dl.dtype.code = (uint8_t)(dtype & 0xff);
-        b->dl.dtype.bits = (uint8_t)((dtype >> 8) & 0xff);
-        b->dl.dtype.lanes = 1;
-        b->dl.shape = b->shape;
-        b->arg.kind = RX_RT_ARG_TENSOR;
-        b->arg.tensor = &b->dl;
-        return 0;
-    }
-    /* INT and SHAPE parameters take integer arrays: 0-d/one element, or 1-D. */
-    uint32_t code = npy.dtype & 0xff, bits = (npy.dtype >> 8) & 0xff;
-    int ok = (code == 0 || code == 1) && bits >= 8;
-    if (p->kind == RX_RXA_T_INT) ok = ok && npy.count == 1;
-    else ok = ok && npy.ndim == 1 && npy.count <= RX_RXA_MAX_NDIM;
-    if (!ok) {
-        free(npy.data);
-        return errorf("input %s: %s must hold %s", pname, file,
-                      p->kind == RX_RXA_T_INT ? "one integer" : "a 1-D integer array (the shape)");
-    }
-    for (int64_t i = 0; i < npy.count; i++) b->shape[i] = (int64_t)elem_double(npy.data, npy.dtype, i);
-    if (bits == 64)
-        for (int64_t i = 0; i < npy.count; i++) memcpy(&b->shape[i], (char *)npy.data + 8 * i, 8);
-    free(npy.data);
-    if (p->kind == RX_RXA_T_INT) {
-        b->arg.kind = RX_RT_ARG_INT;
-        b->arg.i = b->shape[0];
-    } else {
-        b->arg.kind = RX_RT_ARG_SHAPE;
-        b->arg.dims = b->shape;
-        b->arg.ndim = (int32_t)npy.count;
-    }
-    return 0;
-}
-
-/* Binds symbolic variables from a given input's actual dims or values. */
-static void bind_from_input(syms *s, const rx_rxa_type *p, const arg_buf *b)
-{
-    if (p->kind == RX_RXA_T_TENSOR && p->ndim == b->dl.ndim)
-        for (int32_t i = 0; i < p->ndim; i++) bind_dim(s, &p->dims[i], b->shape[i]);
-    else if (p->kind == RX_RXA_T_SHAPE && p->ndim == b->arg.ndim)
-        for (int32_t i = 0; i < p->ndim; i++) bind_dim(s, &p->dims[i], b->shape[i]);
-    else if (p->kind == RX_RXA_T_INT && p->dims)
-        bind_dim(s, &p->dims[0], b->arg.i);
-}
-
-/* Makes a random argument for parameter p of annotated shape. */
-static int input_random(const rx_rxa_type *p, const char *pname, const syms *s, uint64_t seed,
-                        arg_buf *b)
-{
-    if (p->kind == RX_RXA_T_INT) {
-        if (!p->dims || p->dims[0].ntok == 0)
-            return errorf("input %s is an integer of unknown value: pass it with --in %s=FILE.npy",
-                          pname, pname);
-        if (eval_dim(s, &p->dims[0], pname, &b->arg.i)) return 1;
-        b->arg.kind = RX_RT_ARG_INT;
-        return 0;
-    }
-    if (p->kind == RX_RXA_T_TUPLE)
-        return errorf("input %s is a tuple: relax-run cannot pass tuple arguments", pname);
-    if (p->kind == RX_RXA_T_ANY)
-        return errorf("input %s has no annotation to generate data from: pass it with --in %s=FILE.npy",
-                      pname, pname);
-    if (p->ndim < 0)
-        return errorf("input %s has unknown rank: pass it with --in %s=FILE.npy", pname, pname);
-    for (int32_t i = 0; i < p->ndim; i++) {
-        if (eval_dim(s, &p->dims[i], pname, &b->shape[i])) return 1;
-        if (b->shape[i] < 0)
-            return errorf("input %s: dimension %d evaluates to %lld", pname, (int)i, (long long)b->shape[i]);
-    }
-    if (p->kind == RX_RXA_T_SHAPE) {
-        b->arg.kind = RX_RT_ARG_SHAPE;
-        b->arg.dims = b->shape;
-        b->arg.ndim = p->ndim;
-        return 0;
-    }
-    if (!p->dtype)
-        return errorf("input %s has unknown dtype: pass it with --in %s=FILE.npy", pname, pname);
-    uint32_t dtype = p->dtype;
-    if ((dtype >> 16) == 0) dtype |= 1u << 16;
-    size_t esize = rx_rxa_dtype_bytes(dtype);
-    int64_t count = 1;
-    size_t nbytes;
-    for (int32_t i = 0; i < p->ndim; i++)
-        if (__builtin_mul_overflow(count, b->shape[i], &count))
-            return errorf("input %s: shape too large", pname);
-    if (__builtin_mul_overflow((size_t)count, esize, &nbytes) || nbytes > ((size_t)1 << 40))
-        return errorf("input %s: shape too large", pname);
-    b->data = alloc_data(nbytes);
-    if (!b->data) return errorf("input %s: out of memory for %zu bytes", pname, nbytes);
-    if ((dtype >> 16) != 1 || fill_random(b->data, dtype, count, seed)) {
-        char name[32];
-        return errorf("input %s: cannot generate data of dtype %s", pname,
-                      rx_rxa_dtype_name(dtype, name, sizeof name));
-    }
-    memset(&b->dl, 0, sizeof b->dl);
-    b->dl.data = b->data;
-    b->dl.device.device_type = kDLCPU;
-    b->dl.ndim = p->ndim;
-    b->dl.dtype.code = (uint8_t)(dtype & 0xff);
-    b->dl.dtype.bits = (uint8_t)((dtype >> 8) & 0xff);
-    b->dl.dtype.lanes = 1;
-    b->dl.shape = b->shape;
-    b->arg.kind = RX_RT_ARG_TENSOR;
-    b->arg.tensor = &b->dl;
     return 0;
 }
 
@@ -636,7 +301,7 @@ static void print_outputs(rx_rt_outputs *out)
             }
             printf("%s) [", t->ndim == 1 ? "," : "");
             for (int64_t e = 0; e < count && e < 8; e++)
-                printf("%s%.6g", e ? ", " : "", elem_double((const char *)t->data + t->byte_offset, dtype, e));
+                printf("%s%.6g", e ? ", " : "", rx_bench_elem((const char *)t->data + t->byte_offset, dtype, e));
             printf("%s]\n", count > 8 ? ", ..." : "");
         } else if (kind == RX_RT_ARG_INT) {
             printf("int %lld\n", (long long)rx_rt_outputs_int(out, i));
@@ -654,98 +319,23 @@ static void print_outputs(rx_rt_outputs *out)
 
 /* ---- driver ---- */
 
-static int run(const opts *o, rx_rt_ctx *ctx, rx_rt_module *m)
+static int run(const opts *o, rx_rt_module *m)
 {
     rx_rt_err err = {""};
-    /* Step 2: the function. */
-    int fn = rx_rt_find_function(m, o->fn);
-    const rx_rxa *a = rx_rt_module_artifact(m);
-    if (fn < 0) {
-        char list[512] = "";
-        size_t len = 0;
-        for (uint32_t i = 0; i < a->nfuncs && len < sizeof list - 64; i++)
-            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", a->funcs[i].name);
-        return errorf("%s: no function '%s' (functions: %s)", o->artifact, o->fn, list);
-    }
-    const rx_rxa_func *f = &a->funcs[fn];
-    uint32_t np = f->nparams;
-
-    /* Step 3: symbolic variables from --shape, then from given inputs. */
-    syms s = {f->nsym, f->syms, calloc(f->nsym + 1, sizeof(int64_t)), calloc(f->nsym + 1, 1)};
-    arg_buf *bufs = calloc(np + 1, sizeof *bufs);
-    rx_rt_arg *args = calloc(np + 1, sizeof *args);
-    const char **given = calloc(np + 1, sizeof *given);
+    char msg[1024];
+    /* Steps 2-4: the function and its arguments (bench.c, shared with relax-agent). */
+    rx_bench_input ins[MAX_LIST];
+    for (int i = 0; i < o->nins; i++)
+        ins[i] = (rx_bench_input){.name = o->ins[i].name, .file = o->ins[i].value};
+    rx_bench_args a;
+    if (rx_bench_args_build(m, o->artifact, o->fn, o->shapes, o->nshapes, ins, o->nins, o->seed, &a,
+                            msg, sizeof msg))
+        return errorf("%s", msg);
     int rc = 1;
-    if (!s.vals || !s.known || !bufs || !args || !given) {
-        errorf("out of memory");
-        goto out;
-    }
-    for (int i = 0; i < o->nshapes; i++) {
-        int k = sym_index(&s, o->shapes[i].name);
-        int64_t v;
-        if (k < 0) {
-            char list[512] = "";
-            size_t len = 0;
-            for (uint32_t j = 0; j < s.n && len < sizeof list - 64; j++)
-                len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", j ? ", " : "", s.names[j]);
-            errorf("--shape %s: %s has no symbolic variable %s (variables: %s)", o->shapes[i].name,
-                   o->fn, o->shapes[i].name, s.n ? list : "none");
-            goto out;
-        }
-        if (parse_i64(o->shapes[i].value, &v)) {
-            errorf("--shape %s=%s: not an integer", o->shapes[i].name, o->shapes[i].value);
-            goto out;
-        }
-        s.vals[k] = v;
-        s.known[k] = 1;
-    }
-    for (int i = 0; i < o->nins; i++) {
-        uint32_t k;
-        for (k = 0; k < np; k++)
-            if (f->params[k].name && !strcmp(f->params[k].name, o->ins[i].name)) break;
-        if (k == np) {
-            char list[512] = "";
-            size_t len = 0;
-            for (uint32_t j = 0; j < np && len < sizeof list - 64; j++)
-                len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", j ? ", " : "",
-                                        f->params[j].name ? f->params[j].name : "?");
-            errorf("--in %s: %s has no parameter %s (parameters: %s)", o->ins[i].name, o->fn,
-                   o->ins[i].name, np ? list : "none");
-            goto out;
-        }
-        if (given[k]) {
-            errorf("--in %s given twice", o->ins[i].name);
-            goto out;
-        }
-        given[k] = o->ins[i].value;
-    }
-    /* Step 4: inputs — files first (they bind variables), then random ones. */
-    for (uint32_t k = 0; k < np; k++) {
-        if (!given[k]) continue;
-        const rx_rxa_type *p = &f->params[k];
-        if (p->kind == RX_RXA_T_TUPLE) {
-            errorf("input %s is a tuple: relax-run cannot pass tuple arguments", p->name);
-            goto out;
-        }
-        if (input_from_file(p, p->name, given[k], &bufs[k])) goto out;
-        bind_from_input(&s, p, &bufs[k]);
-    }
-    for (uint32_t k = 0; k < np; k++) {
-        char pname[32];
-        const char *name = f->params[k].name;
-        if (!name) {
-            snprintf(pname, sizeof pname, "#%u", k);
-            name = pname;
-        }
-        if (!given[k] && input_random(&f->params[k], name, &s, o->seed * 0x100000001b3ull + k + 1,
-                                      &bufs[k]))
-            goto out;
-        args[k] = bufs[k].arg;
-    }
     /* Step 5: one call for the outputs. */
     if (o->out_dir || !o->bench) {
         rx_rt_outputs *out;
-        if (rx_rt_call(m, fn, args, (int)np, &out, NULL, &err)) {
+        if (rx_rt_call(m, a.fn, a.args, (int)a.nargs, &out, NULL, &err)) {
             errorf("%s", err.msg);
             goto out;
         }
@@ -757,25 +347,16 @@ static int run(const opts *o, rx_rt_ctx *ctx, rx_rt_module *m)
     if (o->bench) {
         rx_rt_bench_opts bo = {o->warmup, o->repeat, o->number, o->min_repeat_ms};
         rx_rt_bench_result r;
-        if (rx_rt_bench(m, fn, args, (int)np, &bo, &r, &err)) {
+        if (rx_rt_bench(m, a.fn, a.args, (int)a.nargs, &bo, &r, &err)) {
             errorf("%s", err.msg);
             goto out;
         }
-        printf("{\"mean_ms\": %.6f, \"median_ms\": %.6f, \"min_ms\": %.6f, \"max_ms\": %.6f, "
-               "\"stddev_ms\": %.6f, \"repeat\": %d, \"number\": %d, \"kernels\": %lld, "
-               "\"peak_bytes\": %lld}\n",
-               r.mean_ms, r.median_ms, r.min_ms, r.max_ms, r.stddev_ms, r.repeat, r.number,
-               (long long)r.kernels, (long long)r.peak_bytes);
+        rx_bench_format(&r, msg, sizeof msg);
+        printf("%s\n", msg);
     }
     rc = 0;
 out:
-    if (bufs)
-        for (uint32_t k = 0; k < np; k++) free(bufs[k].data);
-    free(bufs);
-    free(args);
-    free(given);
-    free(s.vals);
-    free(s.known);
+    rx_bench_args_free(&a);
     return rc;
 }
 
@@ -799,7 +380,7 @@ int main(int argc, char **argv)
     if (!m) {
         rc = errorf("%s", err.msg);
     } else {
-        rc = run(&o, ctx, m);
+        rc = run(&o, m);
         rx_rt_module_free(m);
     }
     rx_rt_ctx_free(ctx);

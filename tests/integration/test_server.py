@@ -13,7 +13,6 @@ Slow compiles (for kill -9, SIGTERM, queue and single-flight cases) come from a 
 wrapper put first on the daemon's PATH that sleeps before running the real compiler.
 Python 3 standard library only.
 """
-import atexit
 import copy
 import hashlib
 import http.client
@@ -29,30 +28,20 @@ import tempfile
 import threading
 import time
 
-BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/bin")
-SRC = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else
-                      os.path.join(os.path.dirname(__file__), "..", ".."))
+import rxtest
+from rxtest import case, expect, expect_error
+
+BIN = rxtest.bin_dir()
+SRC = rxtest.src_dir()
 RELAXD = os.path.join(BIN, "relaxd")
 RELAX_RUN = os.path.join(BIN, "relax-run")
 RELAXC = os.path.join(BIN, "relaxc")
 MODULES = os.path.join(SRC, "tests", "modules")
-TMP = tempfile.mkdtemp(prefix="relaxd-it-")
-DAEMONS = []
+TMP = rxtest.scratch("relaxd-it-")
 
 CLIENT_TOKEN = "client-token-0123456789abcdef"
 AGENT_TOKEN = "agent-token-0123456789abcdef"
 ADMIN_TOKEN = "admin-token-0123456789abcdef"
-
-
-def cleanup():
-    for d in DAEMONS:
-        if d.proc.poll() is None:
-            d.proc.kill()
-            d.proc.wait()
-    shutil.rmtree(TMP, ignore_errors=True)
-
-
-atexit.register(cleanup)
 
 
 def load_module(rel):
@@ -71,130 +60,23 @@ def slow_cc_dir(seconds):
     return d
 
 
-class Daemon:
+class Daemon(rxtest.Relaxd):
+    """relaxd (rxtest.Relaxd); slow_cc: seconds its `cc` sleeps before compiling."""
+
     def __init__(self, args=(), config=None, data=None, slow_cc=None, env=None):
-        self.data = data or tempfile.mkdtemp(prefix="data-", dir=TMP)
-        argv = [RELAXD, "--listen", "127.0.0.1:0", "--data", self.data]
-        if config is not None:
-            cpath = os.path.join(TMP, "config-%d.json" % len(DAEMONS))
-            with open(cpath, "w") as f:
-                json.dump(config, f)
-            argv += ["--config", cpath]
-        argv += list(args)
-        e = dict(os.environ)
-        e.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+        e = {}
         if slow_cc:
-            e["PATH"] = slow_cc_dir(slow_cc) + os.pathsep + e.get("PATH", "")
+            e["PATH"] = slow_cc_dir(slow_cc) + os.pathsep + os.environ.get("PATH", "")
         e.update(env or {})
-        self.lines = []
-        self.cv = threading.Condition()
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, env=e)
-        DAEMONS.append(self)
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-        line = self.wait_log(lambda o: o.get("event") == "listening", 30)
-        if not line:
-            raise RuntimeError("relaxd did not start: %s" % self.stderr_text())
-        self.host, port = line["address"].rsplit(":", 1)
-        self.port = int(port)
-
-    def _read(self):
-        for raw in self.proc.stderr:
-            text = raw.decode("utf-8", "replace").rstrip("\n")
-            try:
-                obj = json.loads(text)
-            except ValueError:
-                obj = {"raw": text}
-            with self.cv:
-                self.lines.append(obj)
-                self.cv.notify_all()
-
-    def stderr_text(self):
-        with self.cv:
-            return "\n".join(json.dumps(o) for o in self.lines[-20:])
-
-    def wait_log(self, pred, timeout):
-        end = time.time() + timeout
-        with self.cv:
-            while True:
-                for o in self.lines:
-                    if pred(o):
-                        return o
-                left = end - time.time()
-                if left <= 0 or (self.proc.poll() is not None and not self.reader.is_alive()):
-                    return None
-                self.cv.wait(min(left, 0.2))
-
-    def request(self, method, path, body=None, headers=None, timeout=120):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        h = dict(headers or {})
-        if isinstance(body, (dict, list)):
-            body = json.dumps(body).encode()
-            h.setdefault("Content-Type", "application/json")
-        c.request(method, path, body=body, headers=h)
-        r = c.getresponse()
-        data = r.read()
-        c.close()
-        return r.status, {k.lower(): v for k, v in r.getheaders()}, data
-
-    def json(self, method, path, body=None, headers=None, timeout=120):
-        st, h, data = self.request(method, path, body, headers, timeout)
-        try:
-            return st, h, json.loads(data) if data else None
-        except ValueError:
-            return st, h, {"raw": data.decode("utf-8", "replace")}
+        super().__init__(args, config, data, e)
 
     def compile(self, module, headers=None, **kw):
         body = {"module": module}
         body.update(kw)
         return self.json("POST", "/v1/compile", body, headers)
 
-    def metric(self, name, headers=None):
-        st, _, data = self.request("GET", "/metrics", headers=headers)
-        assert st == 200, "metrics: %d" % st
-        m = re.search(r"^%s (\S+)$" % re.escape(name), data.decode(), re.M)
-        assert m, "no metric %s" % name
-        return float(m.group(1))
-
-    def stop(self, sig=signal.SIGTERM, timeout=60):
-        self.proc.send_signal(sig)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            return None
-
 
 # ---- cases ----
-
-RESULTS = []
-
-
-def case(fn):
-    name = fn.__name__[5:] if fn.__name__.startswith("test_") else fn.__name__
-    t0 = time.time()
-    try:
-        fn()
-        RESULTS.append(True)
-        print("ok   %-28s %.1fs" % (name, time.time() - t0), flush=True)
-    except Exception as e:  # one case's failure must not stop the others
-        RESULTS.append(False)
-        print("FAIL %-28s %s: %s" % (name, type(e).__name__, e), flush=True)
-    return fn
-
-
-def expect(cond, msg):
-    if not cond:
-        raise AssertionError(msg)
-
-
-def expect_error(st, body, status, code):
-    expect(st == status, "status %s, want %d: %s" % (st, status, body))
-    err = (body or {}).get("error", {})
-    expect(err.get("code") == code and isinstance(err.get("message"), str),
-           "error %s, want code %s" % (err, code))
 
 
 FIG03 = load_module("valid/fig03_symbolic_shape.json")
@@ -498,8 +380,12 @@ def test_auth_and_limits():
     st, _, b = d.compile(FIG03, headers=bearer(CLIENT_TOKEN))
     expect(st == 200, "client compile %s %s" % (st, b))
     fetch_verified(d, b["artifact"], bearer(CLIENT_TOKEN))
+    # agents download the artifacts they benchmark; the metadata stays the clients'
     st, _, _ = d.request("GET", "/v1/artifacts/" + b["artifact"], headers=bearer(AGENT_TOKEN))
-    expect(st == 403, "agent fetch %d" % st)
+    expect(st == 200, "agent fetch %d" % st)
+    st, _, _ = d.request("GET", "/v1/artifacts/%s/meta" % b["artifact"],
+                         headers=bearer(AGENT_TOKEN))
+    expect(st == 403, "agent meta %d" % st)
     st, _, _ = d.request("GET", "/metrics", headers=bearer(ADMIN_TOKEN))
     expect(st == 200, "admin metrics %d" % st)
     st, _, _ = d.request("GET", "/metrics")
@@ -734,12 +620,8 @@ def main():
                test_parked_compile_frees_event_loop]:
         case(fn)
     rc = MAIN.stop()
-    RESULTS.append(rc == 0)
-    print("%s %-28s exit %s" % ("ok  " if rc == 0 else "FAIL", "main_daemon_exit", rc))
-    passed = sum(RESULTS)
-    failed = len(RESULTS) - passed
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    rxtest.record("main_daemon_exit", rc == 0, "exit %s" % rc)
+    return rxtest.summary()
 
 
 if __name__ == "__main__":

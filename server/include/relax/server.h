@@ -5,7 +5,8 @@
  *
  * A server is one rx_server object that owns everything: the configuration, the
  * logger, the metrics, the store (cache/), the compile service (a bounded queue and
- * worker threads) and the libmicrohttpd daemon. There is no global mutable state.
+ * worker threads), the benchmark scheduler (rpc/, jobs in <data>/jobs.db) and the
+ * libmicrohttpd daemon. There is no global mutable state.
  *
  * Configuration sources, highest priority first: command-line flags, RELAXD_*
  * environment variables, the JSON file named by --config (or RELAXD_CONFIG), built-in
@@ -25,8 +26,8 @@
 
 typedef enum rx_role {
     RX_ROLE_NONE = 0,      /* anonymous (allowed only with no tokens, on loopback) */
-    RX_ROLE_CLIENT = 1,    /* compile, fetch artifacts, jobs, metrics */
-    RX_ROLE_AGENT = 2,     /* agent endpoints only */
+    RX_ROLE_CLIENT = 1,    /* compile, fetch artifacts, jobs, benchmarks, metrics */
+    RX_ROLE_AGENT = 2,     /* agent endpoints, GET /v1/agents, artifact bytes */
     RX_ROLE_ADMIN = 4      /* everything */
 } rx_role;
 
@@ -54,6 +55,14 @@ typedef struct rx_config {
     int max_json_depth;    /* module JSON nesting limit */
     int64_t max_module_bytes; /* serialized module size limit */
     int max_jobs;          /* finished async jobs remembered */
+    int agent_heartbeat_ms; /* told to agents: heartbeat period while running a job */
+    int agent_lease_ms;    /* an agent silent this long is offline (its job re-queued) */
+    int agent_poll_ms;     /* longest agent long poll */
+    int bench_timeout_s;   /* default run time limit of a benchmark job */
+    int bench_queue_timeout_s; /* default queue time limit of a benchmark job */
+    int bench_max_attempts; /* default runs of a benchmark job before agent_lost */
+    int bench_queue;       /* queued + running benchmark jobs at most (503 past it) */
+    int bench_history;     /* finished benchmark jobs kept in jobs.db */
     rx_token tokens[RX_CONFIG_MAX_TOKENS]; /* bearer tokens from the config file */
     int ntokens;
     char *config_path;     /* heap; the file read, or NULL */

@@ -1,0 +1,324 @@
+/*
+ * relax-agent — the device agent: hosts the C runtime and runs benchmark jobs that a
+ * relaxd hands out (shared/spec/interfaces.md; protocol docs/rpc.md; operators'
+ * guide docs/agent.md).
+ *
+ *   relax-agent --server URL [--token T] [--name N] [--target cpu]... [--label L]...
+ *               [--cache-dir D] [--cache-max-bytes B] [--once] [--verbose]
+ *
+ * The driver: Step 1 parse the command line (bad usage exits 2), install the signal
+ * handlers and the stop pipe, gather the machine facts (sysinfo.c), open the artifact
+ * cache (cache.c) and start the heartbeat thread; Steps 2-3 register, then long-poll,
+ * run and report jobs until stopped (session.c); Step 4 join the heartbeat thread and
+ * release everything.
+ *
+ * Stopping. SIGTERM/SIGINT set a flag and write one byte to a pipe that every wait
+ * watches (HTTP waits in http.c, the child wait in job.c, backoff naps in session.c),
+ * so the agent reacts within a millisecond even in the middle of a 20-second poll. A
+ * running child is killed and its job reported failed with code "agent_shutdown" (the
+ * server re-queues it for another agent), the heartbeat thread is joined, exit 0.
+ *
+ * Threads: the main loop and the heartbeat thread, each with its own HTTP connection;
+ * what they share lives in rxag_agent under one mutex. The only globals are the two the
+ * signal handler needs.
+ *
+ * Exit status: 0 after SIGTERM/SIGINT or --once; 1 when the server refuses the agent
+ * for good (an unknown or wrong-role token: 401/403; a registration the server rejects
+ * as malformed: 400) or the cache directory is unusable — one "error:" line on stderr;
+ * 2 bad usage.
+ */
+#include "agent.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t g_stop; /* set by the signal handler */
+static int g_wake_wr = -1;           /* write end of the stop pipe, for the handler */
+
+/* ---- command line ---- */
+
+static void usage(FILE *f)
+{
+    fputs("usage: relax-agent --server URL [options]\n"
+          "\n"
+          "Registers with relaxd and runs the benchmark jobs it hands out with the C runtime.\n"
+          "\n"
+          "options:\n"
+          "  --server URL          relaxd's address (env RELAX_SERVER)\n"
+          "  --token T             agent token (env RELAX_AGENT_TOKEN; prefer the variable:\n"
+          "                        arguments are visible to other users in ps)\n"
+          "  --name N              agent name, stable across restarts (default: host name)\n"
+          "  --target T            a target to offer (repeatable; default cpu; this runtime\n"
+          "                        runs: cpu)\n"
+          "  --label L             a label jobs may ask for (repeatable)\n"
+          "  --no-auto-labels      do not add the machine (x86_64) and SIMD (avx2, avx512f,\n"
+          "                        neon) labels\n"
+          "  --cache-dir D         artifact cache (default $XDG_CACHE_HOME/relax-agent or\n"
+          "                        ~/.cache/relax-agent)\n"
+          "  --cache-max-bytes B   trim the cache to B bytes, least recently used first\n"
+          "                        (K/M/G suffixes; default 1G; 0: no cap)\n"
+          "  --once                exit after the first job\n"
+          "  --verbose             log polls and heartbeats too\n"
+          "  --help, --version\n"
+          "\n"
+          "exit status: 0 stopped (SIGTERM/SIGINT) or --once done, 1 refused by the server or\n"
+          "unusable cache (error: ... on stderr), 2 bad usage\n",
+          f);
+}
+
+static int bad_usage(const char *fmt, const char *arg)
+{
+    fputs("error: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs(" (see relax-agent --help)\n", stderr);
+    return 2;
+}
+
+/* "1G", "512M", "0" into bytes; -1 when malformed. */
+static int64_t parse_size(const char *s)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || v < 0) return -1;
+    int64_t mul = 1;
+    if (!strcmp(end, "K") || !strcmp(end, "k") || !strcmp(end, "KiB"))
+        mul = 1 << 10;
+    else if (!strcmp(end, "M") || !strcmp(end, "MiB"))
+        mul = 1 << 20;
+    else if (!strcmp(end, "G") || !strcmp(end, "GiB"))
+        mul = (int64_t)1 << 30;
+    else if (*end && strcmp(end, "B"))
+        return -1;
+    if (v > INT64_MAX / mul) return -1;
+    return (int64_t)v * mul;
+}
+
+/* A label or target: 1..64 characters of [A-Za-z0-9._-]. */
+static int valid_word(const char *s)
+{
+    size_t n = strlen(s);
+    if (!n || n > 64) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') ||
+              (s[i] >= 'A' && s[i] <= 'Z') || s[i] == '.' || s[i] == '_' || s[i] == '-'))
+            return 0;
+    return 1;
+}
+
+static void default_cache_dir(rxag_opts *o)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg)
+        snprintf(o->cache_dir, sizeof o->cache_dir, "%s/relax-agent", xdg);
+    else if (home && *home)
+        snprintf(o->cache_dir, sizeof o->cache_dir, "%s/.cache/relax-agent", home);
+    else
+        snprintf(o->cache_dir, sizeof o->cache_dir, "/var/cache/relax-agent");
+}
+
+/* Returns 0 to go on, 2 on bad usage, -1 after --help/--version. */
+static int parse_args(int argc, char **argv, rxag_opts *o)
+{
+    o->auto_labels = 1;
+    o->cache_max_bytes = (int64_t)1 << 30;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return -1;
+        }
+        if (!strcmp(a, "--version")) {
+            printf("relax-agent %s (protocol %d, rxa v%u, libcurl %s)\n", RX_VERSION, RXAG_PROTOCOL,
+                   RX_RXA_VERSION, curl_version_info(CURLVERSION_NOW)->version);
+            return -1;
+        }
+        if (!strcmp(a, "--once") || !strcmp(a, "--verbose") || !strcmp(a, "--no-auto-labels")) {
+            if (a[2] == 'o')
+                o->once = 1;
+            else if (a[2] == 'v')
+                o->verbose = 1;
+            else
+                o->auto_labels = 0;
+            continue;
+        }
+        char name[32];
+        const char *eq = strchr(a, '='), *val;
+        size_t n = eq && a[0] == '-' ? (size_t)(eq - a) : strlen(a);
+        if (a[0] != '-' || n >= sizeof name) return bad_usage("unexpected argument '%s'", a);
+        memcpy(name, a, n);
+        name[n] = 0;
+        static const char *const valued[] = {"--server",         "--token", "--name",
+                                             "--target",         "--label", "--cache-dir",
+                                             "--cache-max-bytes"};
+        int known = 0;
+        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+            known |= !strcmp(name, valued[k]);
+        if (!known) return bad_usage("unknown option '%s'", a);
+        if (eq) {
+            val = eq + 1;
+        } else {
+            if (i + 1 >= argc) return bad_usage("%s needs a value", name);
+            val = argv[++i];
+        }
+        if (!strcmp(name, "--server")) {
+            o->server = val;
+        } else if (!strcmp(name, "--token")) {
+            o->token = val;
+        } else if (!strcmp(name, "--name")) {
+            if (!valid_word(val))
+                return bad_usage("--name wants 1..64 characters of [A-Za-z0-9._-], got '%s'", val);
+            snprintf(o->name, sizeof o->name, "%s", val);
+        } else if (!strcmp(name, "--target") || !strcmp(name, "--label")) {
+            int is_t = name[2] == 't';
+            if (!valid_word(val))
+                return bad_usage(
+                    "labels and targets are 1..64 characters of [A-Za-z0-9._-], got '%s'", val);
+            if ((is_t ? o->ntargets : o->nlabels) >= RXAG_MAX_LABELS / 2)
+                return bad_usage("too many %s options", name);
+            if (is_t)
+                o->targets[o->ntargets++] = val;
+            else
+                o->labels[o->nlabels++] = val;
+        } else if (!strcmp(name, "--cache-dir")) {
+            if (!*val || strlen(val) >= sizeof o->cache_dir - 200)
+                return bad_usage("bad --cache-dir '%s'", val);
+            snprintf(o->cache_dir, sizeof o->cache_dir, "%s", val);
+        } else {
+            if ((o->cache_max_bytes = parse_size(val)) < 0)
+                return bad_usage("--cache-max-bytes wants a size (bytes, or K/M/G), got '%s'", val);
+        }
+    }
+    if (!o->server) o->server = getenv("RELAX_SERVER");
+    if (!o->server || !*o->server) return bad_usage("%s", "--server URL is required");
+    if (!o->token) o->token = getenv("RELAX_AGENT_TOKEN");
+    if (!o->name[0]) {
+        char host[256] = "";
+        gethostname(host, sizeof host - 1);
+        for (char *p = host; *p; p++)
+            if (!valid_word((char[]){*p, 0})) *p = '-';
+        snprintf(o->name, sizeof o->name, "%.64s", host[0] ? host : "relax-agent");
+    }
+    if (!o->ntargets) o->targets[o->ntargets++] = "cpu";
+    if (!o->cache_dir[0]) default_cache_dir(o);
+    return 0;
+}
+
+/* ---- signals ---- */
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    g_stop = 1;
+    if (g_wake_wr >= 0) {
+        ssize_t w = write(g_wake_wr, "x", 1);
+        (void)w;
+    }
+    errno = saved;
+}
+
+/* ---- main ---- */
+
+static int setup(rxag_agent *ag, int *wake)
+{
+    char err[RXAG_ERR];
+    if (pipe(wake)) {
+        fprintf(stderr, "error: cannot create a pipe: %s\n", strerror(errno));
+        return 1;
+    }
+    fcntl(wake[0], F_SETFD, FD_CLOEXEC);
+    fcntl(wake[1], F_SETFD, FD_CLOEXEC);
+    fcntl(wake[1], F_SETFL, O_NONBLOCK);
+    ag->wake_rd = wake[0];
+    g_wake_wr = wake[1];
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fputs("error: cannot initialize libcurl\n", stderr);
+        return 1;
+    }
+    if (rxag_conn_init(&ag->conn, ag->o.server, ag->o.token, ag->wake_rd, err, sizeof err) ||
+        rxag_conn_init(&ag->hb, ag->o.server, ag->o.token, ag->wake_rd, err, sizeof err)) {
+        fprintf(stderr, "error: %s\n", err);
+        return 1;
+    }
+    if (rxag_cache_open(&ag->cache, ag->o.cache_dir, ag->o.cache_max_bytes, err, sizeof err)) {
+        fprintf(stderr, "error: %s\n", err);
+        return 1;
+    }
+    rxag_sysinfo_get(&ag->sys);
+    if (ag->o.auto_labels) {
+        if (ag->sys.machine[0] && valid_word(ag->sys.machine) && ag->o.nlabels < RXAG_MAX_LABELS)
+            ag->o.labels[ag->o.nlabels++] = ag->sys.machine;
+        for (int i = 0; i < ag->sys.nsimd && ag->o.nlabels < RXAG_MAX_LABELS; i++)
+            ag->o.labels[ag->o.nlabels++] = ag->sys.simd[i];
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static rxag_agent ag; /* large (paths); one per process */
+    int rc = parse_args(argc, argv, &ag.o);
+    if (rc) return rc < 0 ? 0 : rc;
+    for (int i = 0; i < ag.o.ntargets; i++)
+        if (strcmp(ag.o.targets[i], "cpu")) {
+            fprintf(stderr,
+                    "error: this relax-agent cannot run target %s (its runtime runs: cpu)\n",
+                    ag.o.targets[i]);
+            return 1;
+        }
+    rxag_log_level(ag.o.verbose ? RXAG_DEBUG : RXAG_INFO);
+    ag.stop = &g_stop;
+    pthread_mutex_init(&ag.mu, NULL);
+    pthread_cond_init(&ag.cv, NULL);
+    int wake[2] = {-1, -1};
+    rc = setup(&ag, wake);
+    if (!rc) {
+        json_t *labels = json_array();
+        for (int i = 0; i < ag.o.nlabels; i++)
+            json_array_append_new(labels, json_string(ag.o.labels[i]));
+        rxag_log(RXAG_INFO, "starting",
+                 json_pack("{s:s, s:s, s:s, s:o, s:s, s:i, s:I, s:s}", "version", RX_VERSION,
+                           "server", ag.conn.base, "name", ag.o.name, "labels", labels, "cpu",
+                           ag.sys.cpu, "cores", ag.sys.cores, "memory_bytes",
+                           (json_int_t)ag.sys.memory_bytes, "cache_dir", ag.cache.dir));
+        if (pthread_create(&ag.hb_thread, NULL, rxag_heartbeat_main, &ag) == 0) ag.hb_started = 1;
+        /* Steps 2-3 (session.c) */
+        rxag_session_loop(&ag);
+        pthread_mutex_lock(&ag.mu);
+        ag.stopping = 1;
+        pthread_cond_broadcast(&ag.cv);
+        pthread_mutex_unlock(&ag.mu);
+        if (ag.hb_started) pthread_join(ag.hb_thread, NULL);
+        if (ag.fatal) {
+            fprintf(stderr, "error: %s\n", ag.fatal_msg);
+            rc = 1;
+        } else {
+            rxag_log(RXAG_INFO, "stopped",
+                     json_pack("{s:s}", "message",
+                               g_stop ? "stopped by signal" : "--once: one job done"));
+        }
+    }
+    rxag_conn_fini(&ag.conn);
+    rxag_conn_fini(&ag.hb);
+    curl_global_cleanup();
+    g_wake_wr = -1;
+    if (wake[0] >= 0) close(wake[0]);
+    if (wake[1] >= 0) close(wake[1]);
+    pthread_cond_destroy(&ag.cv);
+    pthread_mutex_destroy(&ag.mu);
+    return rc;
+}

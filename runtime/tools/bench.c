@@ -1,0 +1,538 @@
+/*
+ * bench.c — argument binding, random inputs and the result line shared by relax-run and
+ * relax-agent (the contract is in bench.h).
+ *
+ * rx_bench_args_build, step by step (the numbering of relax-run's driver): Step 2 find
+ * the function; Step 3 bind symbolic variables from the shape list, then collect the
+ * given inputs by parameter; Step 4 read the given inputs first (their dims bind lone
+ * variables), then generate the missing ones. Every error returns its class and one
+ * line in the caller's buffer; everything allocated so far is released.
+ *
+ * Each parameter's argument lives in an rx_bench_buf: the API argument, a DLTensor, its
+ * dims and its data (64-byte aligned, owned). The runtime borrows them for the calls.
+ */
+#include "bench.h"
+
+#include "npy.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One parameter's argument: the API argument plus the memory it points to. */
+struct rx_bench_buf {
+    rx_rt_arg arg;                  /* what rx_rt_call gets */
+    DLTensor dl;                    /* TENSOR */
+    int64_t shape[RX_RXA_MAX_NDIM]; /* TENSOR/SHAPE dims */
+    void *data;                     /* TENSOR data (owned, 64-byte aligned) */
+};
+
+/* Where errors go: the caller's buffer. */
+typedef struct errbuf {
+    char *s;  /* message buffer */
+    size_t n; /* its size */
+} errbuf;
+
+static rx_bench_ekind fail(errbuf *e, rx_bench_ekind kind, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (e->n) vsnprintf(e->s, e->n, fmt, ap);
+    va_end(ap);
+    return kind;
+}
+
+int rx_bench_parse_i64(const char *s, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end) return -1;
+    *out = v;
+    return 0;
+}
+
+/* ---- element conversions ---- */
+
+static uint16_t f32_to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
+    int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
+    if (((x >> 23) & 0xff) == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+    if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
+    if (exp <= 0) {
+        if (exp < -10) return (uint16_t)sign;
+        mant |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - exp);
+        uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1))) h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((uint32_t)exp << 10) | (mant >> 13), rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
+    return (uint16_t)(sign | h);
+}
+
+static float f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, x;
+    if (exp == 0) {
+        float v = ldexpf((float)mant, -24);
+        return sign ? -v : v;
+    }
+    if (exp == 31)
+        x = sign | 0x7f800000u | (mant << 13);
+    else
+        x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+static uint16_t f32_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
+    x += 0x7fffu + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+static float bf16_to_f32(uint16_t b)
+{
+    uint32_t x = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+/* Element i of data (packed dtype) as a double, for summaries. */
+double rx_bench_elem(const void *data, uint32_t dtype, int64_t i)
+{
+    uint32_t code = dtype & 0xff, bits = (dtype >> 8) & 0xff;
+    const char *p = data;
+    if (code == 2 && bits == 16) {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        return f16_to_f32(h);
+    }
+    if (code == 4 && bits == 16) {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        return bf16_to_f32(h);
+    }
+    if (code == 2 && bits == 32) return ((const float *)data)[i];
+    if (code == 2 && bits == 64) return ((const double *)data)[i];
+    if (code == 1 && bits == 1) return ((const uint8_t *)data)[i] != 0;
+    if (code == 0 && bits == 8) return ((const int8_t *)data)[i];
+    if (code == 0 && bits == 16) return ((const int16_t *)data)[i];
+    if (code == 0 && bits == 32) return ((const int32_t *)data)[i];
+    if (code == 0 && bits == 64) return (double)((const int64_t *)data)[i];
+    if (code == 1 && bits == 8) return ((const uint8_t *)data)[i];
+    if (code == 1 && bits == 16) return ((const uint16_t *)data)[i];
+    if (code == 1 && bits == 32) return ((const uint32_t *)data)[i];
+    if (code == 1 && bits == 64) return (double)((const uint64_t *)data)[i];
+    return NAN;
+}
+
+/* ---- random inputs ---- */
+/* ---- random inputs ---- */
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Fills count elements of dtype with random values; -1 for a dtype it cannot make. */
+static int fill_random(void *data, uint32_t dtype, int64_t count, uint64_t seed)
+{
+    uint32_t code = dtype & 0xff, bits = (dtype >> 8) & 0xff;
+    uint64_t s = seed;
+    for (int64_t i = 0; i < count; i++) {
+        uint64_t r = splitmix(&s);
+        if (code == 2 && bits == 32) {
+            ((float *)data)[i] = (float)((double)(r >> 40) * 0x1p-23 - 1.0);
+        } else if (code == 2 && bits == 64) {
+            ((double *)data)[i] = (double)(r >> 11) * 0x1p-52 - 1.0;
+        } else if (code == 2 && bits == 16) {
+            ((uint16_t *)data)[i] = f32_to_f16((float)((double)(r >> 53) * 0x1p-10 - 1.0));
+        } else if (code == 4 && bits == 16) {
+            ((uint16_t *)data)[i] = f32_to_bf16((float)((double)(r >> 56) * 0x1p-7 - 1.0));
+        } else if (code == 1 && bits == 1) {
+            ((uint8_t *)data)[i] = (uint8_t)(r >> 63);
+        } else if (code == 0 || code == 1) {
+            int64_t v = code == 0 ? (int64_t)(r >> 60) - 8 : (int64_t)(r >> 60);
+            if (bits == 8)
+                ((int8_t *)data)[i] = (int8_t)v;
+            else if (bits == 16)
+                ((int16_t *)data)[i] = (int16_t)v;
+            else if (bits == 32)
+                ((int32_t *)data)[i] = (int32_t)v;
+            else if (bits == 64)
+                ((int64_t *)data)[i] = v;
+            else
+                return -1;
+        } else {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- symbolic variables ---- */
+/* ---- symbolic variables ---- */
+
+typedef struct syms {
+    uint32_t n;               /* the function's symbolic variables */
+    const char *const *names; /* their names */
+    int64_t *vals;            /* values */
+    uint8_t *known;           /* nonzero when given */
+} syms;
+
+static int sym_index(const syms *s, const char *name)
+{
+    for (uint32_t i = 0; i < s->n; i++)
+        if (!strcmp(s->names[i], name)) return (int)i;
+    return -1;
+}
+
+/* Binds a lone-variable dim from an input's actual dim (when not yet known). */
+static void bind_dim(syms *s, const rx_rxa_dim *d, int64_t actual)
+{
+    if (d->ntok == 1 && d->tok[0].op == RX_RXA_TOK_VAR && d->tok[0].arg >= 0 &&
+        (uint64_t)d->tok[0].arg < s->n && !s->known[d->tok[0].arg]) {
+        s->vals[d->tok[0].arg] = actual;
+        s->known[d->tok[0].arg] = 1;
+    }
+}
+
+/* Evaluates an annotated dim of parameter `pname`. */
+static rx_bench_ekind eval_dim(errbuf *e, const syms *s, const rx_rxa_dim *d, const char *pname,
+                               int64_t *out)
+{
+    char msg[256];
+    if (d->ntok == 0)
+        return fail(e, RX_BENCH_E_INPUT,
+                    "input %s has a dimension of unknown size: pass it with --in %s=FILE.npy",
+                    pname, pname);
+    for (uint32_t t = 0; t < d->ntok; t++)
+        if (d->tok[t].op == RX_RXA_TOK_VAR && d->tok[t].arg >= 0 &&
+            (uint64_t)d->tok[t].arg < s->n && !s->known[d->tok[t].arg]) {
+            const char *v = s->names[d->tok[t].arg];
+            return fail(e, RX_BENCH_E_SHAPE,
+                        "input %s needs symbolic variable %s: pass --shape %s=N", pname, v, v);
+        }
+    if (rx_rxa_dim_eval(d, s->vals, s->known, s->n, out, msg, sizeof msg))
+        return fail(e, RX_BENCH_E_SHAPE, "input %s: cannot compute its shape: %s", pname, msg);
+    return RX_BENCH_OK;
+}
+
+/* ---- inputs ---- */
+
+static void *alloc_data(size_t nbytes)
+{
+    return aligned_alloc(64, nbytes ? (nbytes + 63) / 64 * 64 : 64);
+}
+
+/* Reads a given input (file or memory image) into npy. */
+static int read_npy(const rx_bench_input *in, rx_npy *npy, char *msg, size_t msglen)
+{
+    if (in->file) return rx_npy_read_file(in->file, npy, msg, msglen);
+    return rx_npy_read_mem(in->bytes, in->nbytes, npy, msg, msglen);
+}
+
+/* Builds the argument of parameter p from a given .npy input. */
+static rx_bench_ekind input_given(errbuf *e, const rx_rxa_type *p, const char *pname,
+                                  const rx_bench_input *in, rx_bench_buf *b)
+{
+    rx_npy npy;
+    char msg[320], want[32], got[32];
+    const char *file = in->file ? in->file : in->label ? in->label : in->name;
+    if (read_npy(in, &npy, msg, sizeof msg))
+        return fail(e, RX_BENCH_E_INPUT, "input %s: %s: %s", pname, file, msg);
+    if (p->kind == RX_RXA_T_TENSOR) {
+        uint32_t dtype = npy.dtype;
+        if (p->dtype && p->dtype != dtype) {
+            uint32_t pd = p->dtype;
+            if ((pd >> 16) == 0) pd |= 1u << 16;
+            if (pd == RX_RXA_DTYPE(4, 16, 1) && dtype == RX_RXA_DTYPE(1, 16, 1)) {
+                dtype = pd; /* bf16 as raw '<u2' bits */
+            } else if (pd != dtype) {
+                free(npy.data);
+                return fail(e, RX_BENCH_E_INPUT, "input %s: %s has dtype %s, the parameter is %s",
+                            pname, file, rx_rxa_dtype_name(npy.dtype, got, sizeof got),
+                            rx_rxa_dtype_name(p->dtype, want, sizeof want));
+            }
+        }
+        b->data = npy.data ? npy.data : alloc_data(0);
+        if (!b->data) return fail(e, RX_BENCH_E_NOMEM, "out of memory");
+        memcpy(b->shape, npy.shape, sizeof(int64_t) * (size_t)npy.ndim);
+        memset(&b->dl, 0, sizeof b->dl);
+        b->dl.data = b->data;
+        b->dl.device.device_type = kDLCPU;
+        b->dl.ndim = npy.ndim;
+        b->dl.dtype.code = (uint8_t)(dtype & 0xff);
+        b->dl.dtype.bits = (uint8_t)((dtype >> 8) & 0xff);
+        b->dl.dtype.lanes = 1;
+        b->dl.shape = b->shape;
+        b->arg.kind = RX_RT_ARG_TENSOR;
+        b->arg.tensor = &b->dl;
+        return RX_BENCH_OK;
+    }
+    /* INT and SHAPE parameters take integer arrays: 0-d/one element, or 1-D. */
+    uint32_t code = npy.dtype & 0xff, bits = (npy.dtype >> 8) & 0xff;
+    int ok = (code == 0 || code == 1) && bits >= 8;
+    if (p->kind == RX_RXA_T_INT)
+        ok = ok && npy.count == 1;
+    else
+        ok = ok && npy.ndim == 1 && npy.count <= RX_RXA_MAX_NDIM;
+    if (!ok) {
+        free(npy.data);
+        return fail(e, RX_BENCH_E_INPUT, "input %s: %s must hold %s", pname, file,
+                    p->kind == RX_RXA_T_INT ? "one integer" : "a 1-D integer array (the shape)");
+    }
+    for (int64_t i = 0; i < npy.count; i++)
+        b->shape[i] = (int64_t)rx_bench_elem(npy.data, npy.dtype, i);
+    if (bits == 64)
+        for (int64_t i = 0; i < npy.count; i++) memcpy(&b->shape[i], (char *)npy.data + 8 * i, 8);
+    free(npy.data);
+    if (p->kind == RX_RXA_T_INT) {
+        b->arg.kind = RX_RT_ARG_INT;
+        b->arg.i = b->shape[0];
+    } else {
+        b->arg.kind = RX_RT_ARG_SHAPE;
+        b->arg.dims = b->shape;
+        b->arg.ndim = (int32_t)npy.count;
+    }
+    return RX_BENCH_OK;
+}
+
+/* Binds symbolic variables from a given input's actual dims or values. */
+static void bind_from_input(syms *s, const rx_rxa_type *p, const rx_bench_buf *b)
+{
+    if (p->kind == RX_RXA_T_TENSOR && p->ndim == b->dl.ndim)
+        for (int32_t i = 0; i < p->ndim; i++) bind_dim(s, &p->dims[i], b->shape[i]);
+    else if (p->kind == RX_RXA_T_SHAPE && p->ndim == b->arg.ndim)
+        for (int32_t i = 0; i < p->ndim; i++) bind_dim(s, &p->dims[i], b->shape[i]);
+    else if (p->kind == RX_RXA_T_INT && p->dims)
+        bind_dim(s, &p->dims[0], b->arg.i);
+}
+
+/* Makes a random argument for parameter p of annotated shape. */
+static rx_bench_ekind input_random(errbuf *e, const rx_rxa_type *p, const char *pname,
+                                   const syms *s, uint64_t seed, rx_bench_buf *b)
+{
+    rx_bench_ekind k;
+    if (p->kind == RX_RXA_T_INT) {
+        if (!p->dims || p->dims[0].ntok == 0)
+            return fail(e, RX_BENCH_E_INPUT,
+                        "input %s is an integer of unknown value: pass it with --in %s=FILE.npy",
+                        pname, pname);
+        if ((k = eval_dim(e, s, &p->dims[0], pname, &b->arg.i))) return k;
+        b->arg.kind = RX_RT_ARG_INT;
+        return RX_BENCH_OK;
+    }
+    if (p->kind == RX_RXA_T_TUPLE)
+        return fail(e, RX_BENCH_E_INPUT,
+                    "input %s is a tuple: relax-run cannot pass tuple arguments", pname);
+    if (p->kind == RX_RXA_T_ANY)
+        return fail(
+            e, RX_BENCH_E_INPUT,
+            "input %s has no annotation to generate data from: pass it with --in %s=FILE.npy",
+            pname, pname);
+    if (p->ndim < 0)
+        return fail(e, RX_BENCH_E_INPUT, "input %s has unknown rank: pass it with --in %s=FILE.npy",
+                    pname, pname);
+    for (int32_t i = 0; i < p->ndim; i++) {
+        if ((k = eval_dim(e, s, &p->dims[i], pname, &b->shape[i]))) return k;
+        if (b->shape[i] < 0)
+            return fail(e, RX_BENCH_E_SHAPE, "input %s: dimension %d evaluates to %lld", pname,
+                        (int)i, (long long)b->shape[i]);
+    }
+    if (p->kind == RX_RXA_T_SHAPE) {
+        b->arg.kind = RX_RT_ARG_SHAPE;
+        b->arg.dims = b->shape;
+        b->arg.ndim = p->ndim;
+        return RX_BENCH_OK;
+    }
+    if (!p->dtype)
+        return fail(e, RX_BENCH_E_INPUT,
+                    "input %s has unknown dtype: pass it with --in %s=FILE.npy", pname, pname);
+    uint32_t dtype = p->dtype;
+    if ((dtype >> 16) == 0) dtype |= 1u << 16;
+    size_t esize = rx_rxa_dtype_bytes(dtype);
+    int64_t count = 1;
+    size_t nbytes;
+    for (int32_t i = 0; i < p->ndim; i++)
+        if (__builtin_mul_overflow(count, b->shape[i], &count))
+            return fail(e, RX_BENCH_E_SHAPE, "input %s: shape too large", pname);
+    if (__builtin_mul_overflow((size_t)count, esize, &nbytes) || nbytes > ((size_t)1 << 40))
+        return fail(e, RX_BENCH_E_SHAPE, "input %s: shape too large", pname);
+    b->data = alloc_data(nbytes);
+    if (!b->data)
+        return fail(e, RX_BENCH_E_NOMEM, "input %s: out of memory for %zu bytes", pname, nbytes);
+    if ((dtype >> 16) != 1 || fill_random(b->data, dtype, count, seed)) {
+        char name[32];
+        return fail(e, RX_BENCH_E_INPUT, "input %s: cannot generate data of dtype %s", pname,
+                    rx_rxa_dtype_name(dtype, name, sizeof name));
+    }
+    memset(&b->dl, 0, sizeof b->dl);
+    b->dl.data = b->data;
+    b->dl.device.device_type = kDLCPU;
+    b->dl.ndim = p->ndim;
+    b->dl.dtype.code = (uint8_t)(dtype & 0xff);
+    b->dl.dtype.bits = (uint8_t)((dtype >> 8) & 0xff);
+    b->dl.dtype.lanes = 1;
+    b->dl.shape = b->shape;
+    b->arg.kind = RX_RT_ARG_TENSOR;
+    b->arg.tensor = &b->dl;
+    return RX_BENCH_OK;
+}
+
+/* ---- the build ---- */
+
+/* Appends "a, b, c" (names) to list, bounded. */
+static void name_list(char *list, size_t cap, const char *const *names, uint32_t n)
+{
+    size_t len = 0;
+    list[0] = 0;
+    for (uint32_t i = 0; i < n && len < cap - 64; i++)
+        len += (size_t)snprintf(list + len, cap - len, "%s%s", i ? ", " : "",
+                                names[i] ? names[i] : "?");
+}
+
+void rx_bench_args_free(rx_bench_args *a)
+{
+    if (a->bufs)
+        for (uint32_t k = 0; k < a->nargs; k++) free(a->bufs[k].data);
+    free(a->bufs);
+    free(a->args);
+    memset(a, 0, sizeof *a);
+}
+
+/* Step 3: symbolic variables from the shape list; the given inputs by parameter. */
+static rx_bench_ekind bind_given(errbuf *e, const rx_rxa_func *f, const char *fname, syms *s,
+                                 const rx_bench_kv *shapes, int nshapes, const rx_bench_input *ins,
+                                 int nins, const rx_bench_input **given)
+{
+    char list[512];
+    for (int i = 0; i < nshapes; i++) {
+        int k = sym_index(s, shapes[i].name);
+        int64_t v;
+        if (k < 0) {
+            name_list(list, sizeof list, s->names, s->n);
+            return fail(e, RX_BENCH_E_SHAPE,
+                        "--shape %s: %s has no symbolic variable %s (variables: %s)",
+                        shapes[i].name, fname, shapes[i].name, s->n ? list : "none");
+        }
+        if (rx_bench_parse_i64(shapes[i].value, &v))
+            return fail(e, RX_BENCH_E_SHAPE, "--shape %s=%s: not an integer", shapes[i].name,
+                        shapes[i].value);
+        s->vals[k] = v;
+        s->known[k] = 1;
+    }
+    for (int i = 0; i < nins; i++) {
+        uint32_t k;
+        for (k = 0; k < f->nparams; k++)
+            if (f->params[k].name && !strcmp(f->params[k].name, ins[i].name)) break;
+        if (k == f->nparams) {
+            size_t len = 0;
+            list[0] = 0;
+            for (uint32_t j = 0; j < f->nparams && len < sizeof list - 64; j++)
+                len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", j ? ", " : "",
+                                        f->params[j].name ? f->params[j].name : "?");
+            return fail(e, RX_BENCH_E_INPUT, "--in %s: %s has no parameter %s (parameters: %s)",
+                        ins[i].name, fname, ins[i].name, f->nparams ? list : "none");
+        }
+        if (given[k]) return fail(e, RX_BENCH_E_INPUT, "--in %s given twice", ins[i].name);
+        given[k] = &ins[i];
+    }
+    return RX_BENCH_OK;
+}
+
+rx_bench_ekind rx_bench_args_build(rx_rt_module *m, const char *what, const char *fname,
+                                   const rx_bench_kv *shapes, int nshapes,
+                                   const rx_bench_input *ins, int nins, uint64_t seed,
+                                   rx_bench_args *out, char *err, size_t errlen)
+{
+    errbuf e = {err, errlen};
+    memset(out, 0, sizeof *out);
+    if (errlen) err[0] = 0;
+    /* Step 2: the function. */
+    int fn = rx_rt_find_function(m, fname);
+    const rx_rxa *a = rx_rt_module_artifact(m);
+    if (fn < 0) {
+        char list[512] = "";
+        size_t len = 0;
+        for (uint32_t i = 0; i < a->nfuncs && len < sizeof list - 64; i++)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "",
+                                    a->funcs[i].name);
+        return fail(&e, RX_BENCH_E_FUNCTION, "%s: no function '%s' (functions: %s)", what, fname,
+                    list);
+    }
+    const rx_rxa_func *f = &a->funcs[fn];
+    uint32_t np = f->nparams;
+    syms s = {f->nsym, f->syms, calloc(f->nsym + 1, sizeof(int64_t)), calloc(f->nsym + 1, 1)};
+    const rx_bench_input **given = calloc(np + 1, sizeof *given);
+    out->fn = fn;
+    out->nargs = np;
+    out->bufs = calloc(np + 1, sizeof *out->bufs);
+    out->args = calloc(np + 1, sizeof *out->args);
+    rx_bench_ekind k = RX_BENCH_OK;
+    if (!s.vals || !s.known || !given || !out->bufs || !out->args) {
+        k = fail(&e, RX_BENCH_E_NOMEM, "out of memory");
+        goto out;
+    }
+    /* Step 3: symbolic variables from the shape list, then from given inputs. */
+    if ((k = bind_given(&e, f, fname, &s, shapes, nshapes, ins, nins, given))) goto out;
+    /* Step 4: inputs — given ones first (they bind variables), then random ones. */
+    for (uint32_t i = 0; i < np; i++) {
+        if (!given[i]) continue;
+        const rx_rxa_type *p = &f->params[i];
+        if (p->kind == RX_RXA_T_TUPLE) {
+            k = fail(&e, RX_BENCH_E_INPUT,
+                     "input %s is a tuple: relax-run cannot pass tuple arguments", p->name);
+            goto out;
+        }
+        if ((k = input_given(&e, p, p->name, given[i], &out->bufs[i]))) goto out;
+        bind_from_input(&s, p, &out->bufs[i]);
+    }
+    for (uint32_t i = 0; i < np; i++) {
+        char pname[32];
+        const char *name = f->params[i].name;
+        if (!name) {
+            snprintf(pname, sizeof pname, "#%u", i);
+            name = pname;
+        }
+        if (!given[i] && (k = input_random(&e, &f->params[i], name, &s,
+                                           seed * 0x100000001b3ull + i + 1, &out->bufs[i])))
+            goto out;
+        out->args[i] = out->bufs[i].arg;
+    }
+out:
+    free(given);
+    free(s.vals);
+    free(s.known);
+    if (k) rx_bench_args_free(out);
+    return k;
+}
+
+/* ---- the result line ---- */
+
+int rx_bench_format(const rx_rt_bench_result *r, char *buf, size_t n)
+{
+    return snprintf(buf, n,
+                    "{\"mean_ms\": %.6f, \"median_ms\": %.6f, \"min_ms\": %.6f, \"max_ms\": %.6f, "
+                    "\"stddev_ms\": %.6f, \"repeat\": %d, \"number\": %d, \"kernels\": %lld, "
+                    "\"peak_bytes\": %lld}",
+                    r->mean_ms, r->median_ms, r->min_ms, r->max_ms, r->stddev_ms, r->repeat,
+                    r->number, (long long)r->kernels, (long long)r->peak_bytes);
+}
