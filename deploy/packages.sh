@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # deploy/packages.sh — installs the Debian packages relaxd needs that are missing.
 # Usage: deploy/packages.sh [build|test|bench]   (test adds what the test suite needs,
-# bench what the benchmarks compare against)
+# bench what the benchmarks compare against: wrk and nginx for bench_server.py, PyTorch
+# CPU for bench_decoder_torch.py)
 # As root it runs apt-get; otherwise it only reports what is missing and fails.
 set -euo pipefail
 
@@ -10,7 +11,7 @@ pkgs=(gcc make cmake ninja-build pkg-config libjansson-dev libdlpack-dev libopen
 case "${1:-build}" in
   test)  pkgs+=(clang libclang-rt-14-dev check libsubunit-dev python3-numpy python3-jsonschema) ;;
   bench) pkgs+=(clang libclang-rt-14-dev check libsubunit-dev python3-numpy python3-jsonschema
-                wrk nginx-light) ;;
+                wrk nginx-light python3-torch) ;;
 esac
 
 missing=()

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "cgen_int.h"
+#include "relax/codegen_math.h"
 
 /* ---------------------------------------------------------------- types */
 
@@ -266,10 +267,14 @@ static void emit_intrin(cg *g, const rx_expr *e, rx_loc loc)
     }
     const char *f = t == RX_DT_F64 ? "" : "f";     /* libm suffix */
     const char *one = t == RX_DT_F64 ? "1.0" : "1.0f";
+    /* exp in float: the prelude's vectorizable rx_expf, else libm */
+    const char *ex = t == RX_DT_F64 ? "exp" : "rx_expf";
+    if (t != RX_DT_F64 && (fn == RX_FN_EXP || fn == RX_FN_SIGMOID)) use(g, H_EXPF, 0);
     round_open(g, t);
     switch (fn) {
     case RX_FN_RSQRT: rx_sb_printf(o, "(%s / sqrt%s(", one, f); break;
-    case RX_FN_SIGMOID: rx_sb_printf(o, "(%s / (%s + exp%s(-(", one, one, f); break;
+    case RX_FN_SIGMOID: rx_sb_printf(o, "(%s / (%s + %s(-(", one, one, ex); break;
+    case RX_FN_EXP: rx_sb_printf(o, "%s(", ex); break;
     case RX_FN_ABS: rx_sb_printf(o, "fabs%s(", f); break;
     case RX_FN_ROUND: rx_sb_printf(o, "nearbyint%s(", f); break;
     default: rx_sb_printf(o, "%s%s(", rx_intrin_name(fn), f); break;
@@ -452,6 +457,7 @@ static const char PRELUDE_HEAD[] =
     "#pragma clang diagnostic ignored \"-Wshift-negative-value\"\n"
     "#pragma clang diagnostic ignored \"-Winteger-overflow\"\n"
     "#pragma clang diagnostic ignored \"-Wconstant-conversion\"\n"
+    "#pragma clang diagnostic ignored \"-Wpass-failed\" /* an omp simd loop left scalar */\n"
     "#elif defined(__GNUC__)\n"
     "#pragma GCC diagnostic ignored \"-Wtype-limits\"\n"
     "#pragma GCC diagnostic ignored \"-Wtautological-compare\"\n"
@@ -585,6 +591,41 @@ static const char PRELUDE_OMP[] =
     "#endif\n"
     "#endif\n";
 
+/* ISA versions of kernels holding a vectorized loop (c_kernel.c): gcc 12 or later on
+   x86-64 compiles them for x86-64-v4 (AVX-512) and x86-64-v3 (AVX2, FMA) besides the
+   baseline, and the kernel calls the best one this CPU runs. Those two versions may
+   contract a * b + c into one fused multiply-add (fp-contract=fast: one rounding
+   instead of two, so never less accurate, and half the instructions of a tile's
+   update); the baseline, like every other kernel, keeps gcc's ISO C default of no
+   contraction. No reassociation anywhere (no -ffast-math): integer and f16/bf16
+   results (rounded after every operation, which leaves nothing to fuse) are the same
+   bits in every version. */
+static const char PRELUDE_ISA[] =
+    "#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12 && defined(__x86_64__) && \\\n"
+    "    !defined(RX_NO_ISA_VERSIONS)\n"
+    "#define RX_ISA_VERSIONS 1\n"
+    "#define RX_TARGET_V4 __attribute__((target(\"arch=x86-64-v4\"), optimize(\"fp-contract=fast\")))\n"
+    "#define RX_TARGET_V3 __attribute__((target(\"arch=x86-64-v3\"), optimize(\"fp-contract=fast\")))\n"
+    "/* The best ISA level of this CPU (4, 3, else 1), set once when the object is loaded;\n"
+    "   RX_KERNEL_ISA=base or v3 in the environment caps it. */\n"
+    "static int rx_isa = 1;\n"
+    "__attribute__((constructor)) static void rx_isa_init(void)\n"
+    "{\n"
+    "    __builtin_cpu_init();\n"
+    "    int level = __builtin_cpu_supports(\"x86-64-v4\") ? 4 : __builtin_cpu_supports(\"x86-64-v3\") ? 3 : 1;\n"
+    "    const char *cap = getenv(\"RX_KERNEL_ISA\");\n"
+    "    if (cap && !strcmp(cap, \"base\")) level = 1;\n"
+    "    else if (cap && !strcmp(cap, \"v3\") && level > 3) level = 3;\n"
+    "    rx_isa = level;\n"
+    "}\n"
+    "#else\n"
+    "#define RX_ISA_VERSIONS 0\n"
+    "#endif\n";
+
+/* exp in float: relax/codegen_math.h's rx_expf_ref as text (one source for the kernels
+   and the compiler's loop-function evaluator; the header says how and how accurate). */
+static const char PRELUDE_EXPF[] = RX_MATH_STR(RX_EXPF_SOURCE(RX_HELPER, rx_expf)) "\n";
+
 static bool needs(const cg *g, cg_helper h, rx_dtype t)
 {
     return (g->need[h] >> (unsigned)t) & 1u;
@@ -600,6 +641,8 @@ void rx_cg_prelude(const cg *g, rx_sb *out)
     if (g->need[H_BITS]) rx_sb_puts(out, PRELUDE_BITS);
     if (g->need[H_ALLOC]) rx_sb_puts(out, PRELUDE_ALLOC);
     if (g->need[H_OMP]) rx_sb_puts(out, PRELUDE_OMP);
+    if (g->need[H_ISA]) rx_sb_puts(out, PRELUDE_ISA);
+    if (g->need[H_EXPF]) rx_sb_puts(out, PRELUDE_EXPF);
     bool signed_floor = false;
     for (int t = RX_DT_I8; t <= RX_DT_I64; t++)
         if (needs(g, H_FLOORDIV, (rx_dtype)t) || needs(g, H_FLOORMOD, (rx_dtype)t))

@@ -46,6 +46,30 @@
  * Names: every variable and buffer gets `<sanitized name>_<k>` with k a per-function
  * counter, so names never collide with each other, C keywords or the rx_ helpers.
  *
+ * Parameters: a buffer pointer is `restrict` when the VM's calling convention rules
+ * out aliasing: some graph function of the module calls the kernel, and at every call
+ * each buffer the kernel stores into is a DPS output (a parameter at or past the
+ * call's argument count). Outputs are fresh allocations (or planned storage that is
+ * disjoint from everything live at the call: vmgen/plan.c), so no two written
+ * pointers alias and no read pointer aliases a written one; read-only pointers may
+ * alias each other, which restrict allows. Read-only buffers are also `const`. A
+ * kernel nothing calls, or one that writes into an input, gets plain pointers. With
+ * restrict, a reduction's running value C[i] stays in a register across its loop.
+ * Indices are int64_t (extents are i64 shape values; 32-bit indices would need
+ * overflow proofs and x86-64 addressing gains nothing from them); index arithmetic
+ * that does not change inside a loop is left to the C compiler's invariant motion.
+ *
+ * ISA versions (rx_codegen_opts.isa_versions; the driver asks at opt level 3, as they
+ * triple the kernels' compile time): a kernel holding a vectorized loop (elementwise
+ * rows, schedule_tile.c's register and row tiles, rx_expf loops) is emitted as three
+ * static definitions, NAME_base, NAME_v4 (RX_TARGET_V4: x86-64-v4, AVX-512) and NAME_v3
+ * (x86-64-v3, AVX2 + FMA), and the exported NAME calls the best one the CPU runs
+ * (rx_isa, set when the object loads; RX_KERNEL_ISA=base|v3 caps it). The versions
+ * exist only with gcc >= 12 on x86-64 (RX_ISA_VERSIONS; gcc's OpenMP outlining keeps
+ * the target of the enclosing function), elsewhere NAME is the baseline alone. The
+ * kernel ABI is unchanged, an artifact still runs on any x86-64, and kernels without a
+ * vectorized loop are emitted once.
+ *
  * The text of all kernels is built first; the prelude (includes and the helpers the
  * kernels used, see c_expr.c) is written in front of it at the end.
  */
@@ -622,6 +646,103 @@ static void emit_stmts(cg *g, const rx_stmts *ss)
     pop_syms(g, smark);
 }
 
+/* ---------------------------------------------------------------- parameters */
+
+/* Lowers *n to the argument count of every call_tir of f found in node e. */
+static void calls_in_node(const rx_node *e, const rx_func *f, int *n);
+
+static void calls_in_seq(const rx_seq *q, const rx_func *f, int *n)
+{
+    if (!q) return;
+    for (int b = 0; b < q->nblocks; b++)
+        for (int i = 0; i < q->blocks[b]->nbindings; i++)
+            calls_in_node(q->blocks[b]->bindings[i].value, f, n);
+    calls_in_node(q->result, f, n);
+}
+
+static void calls_in_node(const rx_node *e, const rx_func *f, int *n)
+{
+    if (!e) return;
+    if (e->kind == RX_N_CALL && e->call_kind == RX_CALL_TIR && e->u.call.callee &&
+        e->u.call.callee->kind == RX_N_GLOBAL && e->u.call.callee->u.global.fn == f)
+        *n = *n < 0 || e->nargs < *n ? e->nargs : *n;
+    if (e->kind == RX_N_IF) {
+        calls_in_seq(e->u.if_.then_body, f, n);
+        calls_in_seq(e->u.if_.else_body, f, n);
+    }
+    for (int i = 0; i < e->nargs; i++) calls_in_node(e->args[i], f, n);
+}
+
+/* True when ss stores into b (nested statements included). */
+static bool stmts_store(const rx_stmts *ss, const rx_buffer *b)
+{
+    for (int i = 0; i < ss->n; i++) {
+        const rx_stmt *s = ss->items[i];
+        switch ((rx_skind)s->kind) {
+        case RX_S_FOR:
+            if (stmts_store(&s->u.for_.body, b)) return true;
+            break;
+        case RX_S_BLOCK:
+            if (stmts_store(&s->u.block.init, b) || stmts_store(&s->u.block.body, b)) return true;
+            break;
+        case RX_S_STORE:
+            if (s->u.store.buf == b) return true;
+            break;
+        case RX_S_IF:
+            if (stmts_store(&s->u.if_.then_s, b) || stmts_store(&s->u.if_.else_s, b)) return true;
+            break;
+        case RX_S_LET:
+            if (stmts_store(&s->u.let.body, b)) return true;
+            break;
+        default: break;
+        }
+    }
+    return false;
+}
+
+/* Whether f's buffer pointers may be `restrict` (see "Parameters" in the file essay):
+ * some graph function calls f, and at every call each buffer f stores into is a DPS
+ * output. */
+static bool may_restrict(const rx_module *m, const rx_func *f)
+{
+    int nin = -1;
+    for (int i = 0; i < m->nfuncs; i++)
+        if (m->funcs[i]->kind == RX_F_RELAX) calls_in_seq(m->funcs[i]->body, f, &nin);
+    if (nin < 0) return false;
+    for (int i = 0, ib = 0; i < f->ntparams; i++) {
+        const rx_buffer *b = f->tparams[i].buf;
+        if (!b) continue;
+        if (ib++ < nin && stmts_store(&f->tbody, b)) return false;
+    }
+    return true;
+}
+
+/* Whether ss is worth ISA versions (see "ISA versions" in the file essay): it holds a
+ * vectorized loop. */
+static bool wants_isa(const rx_stmts *ss)
+{
+    for (int i = 0; i < ss->n; i++) {
+        const rx_stmt *s = ss->items[i];
+        switch ((rx_skind)s->kind) {
+        case RX_S_FOR:
+            if (s->u.for_.loop_kind == RX_LOOP_VECTORIZED || wants_isa(&s->u.for_.body))
+                return true;
+            break;
+        case RX_S_BLOCK:
+            if (wants_isa(&s->u.block.init) || wants_isa(&s->u.block.body)) return true;
+            break;
+        case RX_S_IF:
+            if (wants_isa(&s->u.if_.then_s) || wants_isa(&s->u.if_.else_s)) return true;
+            break;
+        case RX_S_LET:
+            if (wants_isa(&s->u.let.body)) return true;
+            break;
+        default: break;
+        }
+    }
+    return false;
+}
+
 /* ---------------------------------------------------------------- functions */
 
 /* Loads symbolic variable j of the signature into a const local. */
@@ -650,12 +771,13 @@ static void emit_svar(cg *g, const rx_svar *v, int j)
     push_sym(g, v, name);
 }
 
-static void emit_func(cg *g, const rx_func *f, const char *sym)
+/* One C definition of f's body: `SPEC int32_t NAME(void *const *data, const int64_t
+ * *ivars)`, SPEC being "" (an extern kernel, declared first) or "static ..." . */
+static void emit_def(cg *g, const rx_func *f, const char *spec, const char *name, bool restr)
 {
-    g->f = f;
     g->counter = 0;
-    rx_sb_printf(g->out, "int32_t %s(void *const *data, const int64_t *ivars);\n", sym);
-    rx_sb_printf(g->out, "int32_t %s(void *const *data, const int64_t *ivars)\n{\n", sym);
+    if (!*spec) rx_sb_printf(g->out, "int32_t %s(void *const *data, const int64_t *ivars);\n", name);
+    rx_sb_printf(g->out, "%sint32_t %s(void *const *data, const int64_t *ivars)\n{\n", spec, name);
     g->indent = 1;
     ind(g);
     rx_sb_puts(g->out, "(void)data;\n");
@@ -668,8 +790,10 @@ static void emit_func(cg *g, const rx_func *f, const char *sym)
         if (!b) continue;
         cg_sym *bs = push_sym(g, b, fresh(g, b->name));
         const char *st = rx_cg_stype((rx_dtype)b->dtype);
+        const char *cq = restr && !stmts_store(&f->tbody, b) ? "const " : "";
         ind(g);
-        rx_sb_printf(g->out, "%s *%s = (%s *)data[%d];\n", st, bs->name, st, ib++);
+        rx_sb_printf(g->out, "%s%s *%s%s = (%s%s *)data[%d];\n", cq, st, restr ? "restrict " : "",
+                     bs->name, cq, st, ib++);
         ind(g);
         rx_sb_printf(g->out, "(void)%s;\n", bs->name);
         declare_dims(g, bs, b);
@@ -678,6 +802,41 @@ static void emit_func(cg *g, const rx_func *f, const char *sym)
     ind(g);
     rx_sb_puts(g->out, "return 0;\n}\n\n");
     pop_syms(g, 0);
+}
+
+/* f as the kernel `sym`: one definition, or, when asked for a function with a
+ * vectorized loop, three ISA versions and a dispatcher ("ISA versions" above). */
+static void emit_func(cg *g, const rx_func *f, const char *sym)
+{
+    g->f = f;
+    bool restr = may_restrict(g->m, f);
+    if (!g->isa_versions || !wants_isa(&f->tbody)) {
+        emit_def(g, f, "", sym, restr);
+        g->f = NULL;
+        return;
+    }
+    g->need[H_ISA] |= 1;
+    rx_sb name = {0};
+    rx_sb_printf(&name, "%s_base", sym);
+    emit_def(g, f, "static ", rx_sb_str(&name), restr);
+    if (g->ok) { /* diagnostics once, from the base version */
+        rx_sb_puts(g->out, "#if RX_ISA_VERSIONS\n");
+        for (int v = 4; v >= 3; v--) {
+            rx_sb_reset(&name);
+            rx_sb_printf(&name, "%s_v%d", sym, v);
+            emit_def(g, f, v == 4 ? "static RX_TARGET_V4 " : "static RX_TARGET_V3 ",
+                     rx_sb_str(&name), restr);
+        }
+        rx_sb_puts(g->out, "#endif\n");
+    }
+    rx_sb_printf(g->out, "int32_t %s(void *const *data, const int64_t *ivars);\n", sym);
+    rx_sb_printf(g->out, "int32_t %s(void *const *data, const int64_t *ivars)\n{\n", sym);
+    rx_sb_printf(g->out, "#if RX_ISA_VERSIONS\n"
+                         "    if (rx_isa >= 4) return %s_v4(data, ivars);\n"
+                         "    if (rx_isa >= 3) return %s_v3(data, ivars);\n"
+                         "#endif\n"
+                         "    return %s_base(data, ivars);\n}\n\n", sym, sym, sym);
+    rx_sb_free(&name);
     g->f = NULL;
 }
 
@@ -707,12 +866,18 @@ void rx_codegen_symbol(const char *fname, rx_sb *out)
 
 bool rx_codegen_c(const rx_module *m, rx_sb *out, rx_diags *d)
 {
+    return rx_codegen_c_with(m, NULL, out, d);
+}
+
+bool rx_codegen_c_with(const rx_module *m, const rx_codegen_opts *o, rx_sb *out, rx_diags *d)
+{
     rx_sb body = {0};
     cg g = {0};
     g.m = m;
     g.d = d;
     g.out = &body;
     g.ok = true;
+    g.isa_versions = o && o->isa_versions;
     RX_VEC(char *) syms = {0};
     for (int i = 0; i < m->nfuncs; i++) {
         const rx_func *f = m->funcs[i];

@@ -17,11 +17,13 @@
 #include "relax/codegen.h"
 
 /* Helpers the prelude can define; cg.need[h] has bit (1 << dtype) set when the
- * helper for that dtype was used (H_F16, H_BF16, H_BITS, H_ALLOC, H_OMP use bit 0;
- * H_OMP: a parallel loop, which pins the OpenMP runtime, see c_expr.c). */
+ * helper for that dtype was used (the helpers defined once use bit 0: H_F16, H_BF16,
+ * H_BITS, H_ALLOC; H_OMP: a parallel loop, which pins the OpenMP runtime; H_ISA: a
+ * kernel with ISA versions, which needs the CPU check; H_EXPF: exp in float; see
+ * c_expr.c and c_kernel.c). */
 typedef enum cg_helper {
     H_FLOORDIV, H_FLOORMOD, H_MIN, H_MAX, H_ABS, /* per dtype */
-    H_F16, H_BF16, H_BITS, H_ALLOC, H_OMP,       /* once */
+    H_F16, H_BF16, H_BITS, H_ALLOC, H_OMP, H_ISA, H_EXPF, /* once */
     H_COUNT
 } cg_helper;
 
@@ -52,6 +54,7 @@ typedef struct cg {
     int counter;             /* suffix of fresh names, per function */
     int indent;              /* current indentation level */
     bool ok;                 /* no error reported yet */
+    bool isa_versions;       /* rx_codegen_opts.isa_versions */
 } cg;
 
 /* c_expr.c */

@@ -152,7 +152,8 @@ static bool st_codegen(bstate *s)
     bool any = false;
     for (int i = 0; i < s->m->nfuncs && !any; i++) any = s->m->funcs[i]->kind == RX_F_TIR;
     if (!any) return true; /* no kernels, no object */
-    if (!rx_codegen_c(s->m, &s->csrc, s->d)) return false;
+    rx_codegen_opts co = {.isa_versions = s->o->opt_level >= 3}; /* AVX versions at O3 */
+    if (!rx_codegen_c_with(s->m, &co, &s->csrc, s->d)) return false;
     return rx_cc_build(rx_sb_str(&s->csrc), s->csrc.n, s->o->cc, &s->so, &s->so_n, s->d);
 }
 
@@ -330,31 +331,76 @@ static bool disassemble(bstate *s, rx_sb *out)
     return ok;
 }
 
-bool rx_build_print(const char *json, size_t n, const rx_build_opts *o, const char *after,
-                    rx_sb *out, const char **failed, rx_diags *d)
+/* The index of the pipeline step named after (-1: "parse"; graph_only: graph passes and
+ * library_lower only); -2 when there is none. */
+static int step_named(const char *after, bool graph_only)
 {
     int last = -2;
     if (after && !strcmp(after, "parse")) last = -1;
     for (int i = 0; after && i < RX_COUNTOF(pipeline); i++)
-        if (!strcmp(after, pipeline[i].name)) last = i;
+        if (!strcmp(after, pipeline[i].name) &&
+            (!graph_only || pipeline[i].graph || pipeline[i].lower == st_library_lower))
+            last = i;
+    return last;
+}
+
+/* A build stopped after one step: the state and what it points at. */
+typedef struct partial {
+    bstate s;           /* the build state (state_free it) */
+    rx_build_opts opts; /* the options with defaults filled in */
+    rx_build_result r;  /* the result (r.failed: the failing step) */
+} partial;
+
+/* Parses json and runs the pipeline through step last into p; p->s is the caller's to
+ * read and state_free. */
+static bool run_partial(partial *p, const char *json, size_t n, const rx_build_opts *o, int last,
+                        rx_diags *d)
+{
+    state_init(&p->s, &p->opts, o, &p->r, d);
+    return run(&p->s, json, n, last);
+}
+
+bool rx_build_print(const char *json, size_t n, const rx_build_opts *o, const char *after,
+                    rx_sb *out, const char **failed, rx_diags *d)
+{
+    int last = step_named(after, false);
     if (failed) *failed = NULL;
     if (last == -2) {
         rx_diag_add(d, "", "unknown pass %s", after ? after : "(none)");
         if (failed) *failed = "options";
         return false;
     }
-    bstate s;
-    rx_build_opts opts;
-    rx_build_result r;
-    state_init(&s, &opts, o, &r, d);
-    bool ok = run(&s, json, n, last);
+    partial p;
+    bool ok = run_partial(&p, json, n, o, last, d);
     if (ok) {
-        if (last >= 0 && pipeline[last].lower == st_lower_vm) ok = disassemble(&s, out);
-        else if (last >= 0 && pipeline[last].lower == st_codegen) rx_sb_puts(out, rx_sb_str(&s.csrc));
-        else rx_print_module(s.m, out);
+        if (last >= 0 && pipeline[last].lower == st_lower_vm) ok = disassemble(&p.s, out);
+        else if (last >= 0 && pipeline[last].lower == st_codegen) rx_sb_puts(out, rx_sb_str(&p.s.csrc));
+        else rx_print_module(p.s.m, out);
     }
-    if (failed) *failed = r.failed;
-    state_free(&s);
+    if (failed) *failed = p.r.failed;
+    state_free(&p.s);
+    return ok;
+}
+
+bool rx_build_module(const char *json, size_t n, const rx_build_opts *o, const char *after,
+                     rx_module **out, const char **failed, rx_diags *d)
+{
+    int last = step_named(after, true);
+    *out = NULL;
+    if (failed) *failed = NULL;
+    if (last == -2) {
+        rx_diag_add(d, "", "%s is not a graph-level pass", after ? after : "(none)");
+        if (failed) *failed = "options";
+        return false;
+    }
+    partial p;
+    bool ok = run_partial(&p, json, n, o, last, d);
+    if (ok) {
+        *out = p.s.m;
+        p.s.m = NULL;
+    }
+    if (failed) *failed = p.r.failed;
+    state_free(&p.s);
     return ok;
 }
 

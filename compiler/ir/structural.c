@@ -585,6 +585,18 @@ void rx_struct_hash(const rx_module *m, const char *salt, uint8_t out[32]) {
     ser_free(&s);
 }
 
+void rx_func_struct_hash(rx_func *f, const char *salt, uint8_t out[32]) {
+    rx_module tmp;
+    memset(&tmp, 0, sizeof tmp);
+    rx_func *fs[1] = {f};
+    const char *name = f->name;
+    f->name = "";
+    tmp.funcs = fs;
+    tmp.nfuncs = 1;
+    rx_struct_hash(&tmp, salt, out);
+    f->name = name;
+}
+
 static const where *mark_at(const ser *s, size_t off) {
     const where *w = NULL;
     for (int i = 0; i < s->wh.n && s->wh.items[i].off <= off; i++) w = &s->wh.items[i];

@@ -1,6 +1,6 @@
 /*
  * canonicalize.c — binding canonicalization and constant folding (TVM's
- * CanonicalizeBindings and FoldConstant, the C subset).
+ * CanonicalizeBindings and FoldConstant).
  *
  * One forward walk per graph function, bindings in definition order (uses follow
  * definitions in A-normal form, so one walk sees every chain), nested if bodies
@@ -11,38 +11,57 @@
  *             becomes field k;
  *           (p0, ..., pn-1) where each pi is bound to get_item(t, i) and t is a tuple
  *             of n fields becomes t;
- *           an op call of the folding subset whose operands are all constants (or
- *             variables bound to constants) becomes a new inline constant.
+ *           a call whose tensor operands are all constants (or variables bound to
+ *             constants) becomes a new inline constant (a tuple of them for a tuple
+ *             result), see "Folding".
  * Step 3: a binding y = x (x a variable; not a match_cast) enters the replacement
  *         map y -> x, so later uses of y use x (relax-json keeps every variable visible
  *         to the rest of its function, dataflow or not, so x is always in scope).
  * The bindings made useless stay; dce removes them. Last, the module is deduced again.
  *
- * Folding subset, computed in C on the constant bytes, for f32, f64, i32 and i64
- * operands of one dtype (f32 arithmetic in float, as the kernels do; integer
- * arithmetic wraps as two's complement, as the kernels' does):
- *   add subtract multiply maximum minimum    same shape, or one operand 0-d
- *   divide                                   floats only (integer divide is left)
- *   negative
- *   reshape                                  bytes unchanged, static target shape
- *   zeros ones                               static shape
- * Results larger than FOLD_MAX_BYTES are not folded (a constant is stored in the
- * artifact; a small kernel is cheaper than a large blob).
- * Cost: linear in the module plus the bytes of the folded constants.
+ * Folding. Candidates:
+ *   op call      an op with a legalization rule (all but unique, nonzero, shape_of)
+ *                whose operands are constants, tuples of constants (concat), shapes
+ *                of literal dims or literal prim values, directly or through
+ *                variables bound to them. The call is copied into a scratch module
+ *                (`fold() { r = op(constants) }`), deduced and legalized there; the
+ *                loop function legalize generates runs on the constants in the
+ *                interpreter of tir_eval.h, which computes exactly what the compiled
+ *                kernel would (same compute types, helpers and libm calls): a folded
+ *                module gives the bytes the unfolded one gives, unless a later pass
+ *                reorders a float reduction (a library GEMM, a reordering tiling).
+ *                The scratch module is freed at once.
+ *   call_tir     of a loop function of the module, every tensor argument constant,
+ *                every tir_var an integer literal: the function itself runs.
+ *   reshape      of a constant: the same bytes under the static target shape (no run).
+ * Folding happens only when every result has a static shape of at most
+ * FOLD_MAX_ELEMS elements and the results take at most FOLD_FREE_BYTES or no more
+ * bytes than the constant operands (a constant is stored in the artifact: a chain
+ * over a weight folds, zeros((1024, 1024)) stays a small kernel). A run that fails
+ * (division by zero, an out-of-bounds access: anything the kernel leaves undefined)
+ * or exceeds its step budget leaves the call as it was; one run of the pass spends at
+ * most FOLD_PASS_STEPS interpreter steps on folding in all.
+ * Cost: linear in the module plus the interpreter's steps (bounded as above).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "relax/deduce.h"
 #include "relax/pass.h"
+#include "tir_eval.h"
 
-#define FOLD_MAX_BYTES (64 * 1024)
+#define FOLD_MAX_ELEMS (INT64_C(1) << 20)  /* elements of one folded tensor */
+#define FOLD_FREE_BYTES (INT64_C(64) << 10) /* results this small fold whatever their inputs */
+#define FOLD_PASS_STEPS (INT64_C(1) << 27)  /* interpreter steps per run of the pass */
+#define FOLD_MAX_BUFS 64                    /* operands + results of one folded call */
+#define FOLD_MAX_OUTS 16                    /* results of one folded call (a tuple) */
 
 typedef struct cz_ctx {
     rx_module *m;
-    rx_node **repl; /* variable id -> replacement (a VAR), or NULL */
-    rx_node **def;  /* variable id -> bound value (not match_cast), or NULL */
+    rx_node **repl;     /* variable id -> replacement (a VAR), or NULL */
+    rx_node **def;      /* variable id -> bound value (not match_cast), or NULL */
     int nids;
+    int64_t steps_left; /* interpreter steps this run may still spend on folding */
 } cz_ctx;
 
 static rx_node *resolve(cz_ctx *c, rx_node *n)
@@ -87,176 +106,254 @@ static const rx_const *const_of(cz_ctx *c, rx_node *n)
     return n && n->kind == RX_N_CONST ? n->u.konst : NULL;
 }
 
-static bool foldable_dtype(rx_dtype t)
+/* The static extents of tensor annotation s into a new array (m's arena) with *n
+ * elements and *bytes bytes; false unless dtype and dims are known literals and the
+ * tensor has at most FOLD_MAX_ELEMS elements. */
+static bool static_tensor(cz_ctx *c, const rx_sinfo *s, int64_t **shape, int64_t *n,
+                          int64_t *bytes)
 {
-    return t == RX_DT_F32 || t == RX_DT_F64 || t == RX_DT_I32 || t == RX_DT_I64;
-}
-
-static int64_t numel(const rx_const *k)
-{
-    int64_t n = 1;
-    for (int i = 0; i < k->ndim; i++) n *= k->shape[i];
-    return n;
-}
-
-/* The static shape of the call's deduced tensor annotation; false if not static. */
-static bool static_shape(cz_ctx *c, const rx_node *call, rx_dtype *dt, int *ndim, int64_t **shape)
-{
-    const rx_sinfo *s = call->sinfo;
-    if (!s || s->kind != RX_SI_TENSOR || s->ndim < 0 || !s->dims || !foldable_dtype(s->dtype))
+    if (!s || s->kind != RX_SI_TENSOR || s->ndim < 0 || !s->dims || !rx_tev_elem_size(s->dtype))
         return false;
-    int64_t *sh = RX_NEWN(c->m->arena, int64_t, s->ndim + 1), n = 1;
+    int64_t *sh = RX_NEWN(c->m->arena, int64_t, s->ndim + 1), k = 1;
     for (int i = 0; i < s->ndim; i++) {
-        if (!rx_expr_is_const(s->dims[i], &sh[i]) || sh[i] < 0) return false;
-        n *= sh[i];
-        if (n * (rx_dtype_bits(s->dtype) / 8) > FOLD_MAX_BYTES) return false;
+        if (!rx_expr_is_const(s->dims[i], &sh[i]) || sh[i] < 0 ||
+            __builtin_mul_overflow(k, sh[i], &k) || k > FOLD_MAX_ELEMS)
+            return false;
     }
-    *dt = s->dtype;
-    *ndim = s->ndim;
     *shape = sh;
+    *n = k;
+    *bytes = k * (int64_t)rx_tev_elem_size(s->dtype);
     return true;
 }
 
-static rx_const *new_const(cz_ctx *c, rx_dtype dt, int ndim, int64_t *shape)
+/* The tensors of a call's result annotation: s itself or the fields of a tuple of
+ * tensors; 0 when it is neither. */
+static int out_count(const rx_sinfo *s)
 {
-    rx_const *k = RX_NEW(c->m->arena, rx_const);
-    k->dtype = dt;
-    k->ndim = ndim;
-    k->shape = shape;
-    k->nbytes = (size_t)numel(k) * (size_t)(rx_dtype_bits(dt) / 8);
-    k->data = RX_NEWN(c->m->arena, uint8_t, k->nbytes + 1);
-    return k;
+    if (s && s->kind == RX_SI_TENSOR) return 1;
+    if (!s || s->kind != RX_SI_TUPLE || s->nfields < 1 || s->nfields > FOLD_MAX_OUTS) return 0;
+    for (int k = 0; k < s->nfields; k++)
+        if (s->fields[k]->kind != RX_SI_TENSOR) return 0;
+    return s->nfields;
 }
 
-typedef enum { F_ADD, F_SUB, F_MUL, F_DIV, F_MAX, F_MIN, F_NEG } fop;
-
-static double fapply(fop op, double x, double y)
+static const rx_sinfo *out_field(const rx_sinfo *s, int k)
 {
-    switch (op) {
-    case F_ADD: return x + y;
-    case F_SUB: return x - y;
-    case F_MUL: return x * y;
-    case F_DIV: return x / y;
-    case F_MAX: return x > y ? x : y;
-    case F_MIN: return x < y ? x : y;
-    default: return -x;
+    return s->kind == RX_SI_TUPLE ? s->fields[k] : s;
+}
+
+/* Runs loop function fn on the constant inputs ins[0..nin) and new outputs of the
+ * annotation out (a tensor or a tuple of them), scalars as its scalar parameters.
+ * Returns the folded value (a CONST, or a TUPLE of CONSTs, in m's arena) or NULL when
+ * an output is not static, the size rule refuses (see the file essay) or the run
+ * fails. */
+static rx_node *run_fold(cz_ctx *c, const rx_func *fn, const rx_const *const *ins, int nin,
+                         const int64_t *scalars, int nscalars, const rx_sinfo *out, rx_loc loc)
+{
+    int nout = out_count(out);
+    if (nout == 0 || nin + nout > FOLD_MAX_BUFS) return NULL;
+    rx_tev_buf bufs[FOLD_MAX_BUFS];
+    int64_t in_bytes = 0, out_bytes = 0;
+    for (int i = 0; i < nin; i++) {
+        bufs[i] = (rx_tev_buf){ins[i]->data, ins[i]->dtype, ins[i]->ndim, ins[i]->shape, true};
+        in_bytes += (int64_t)ins[i]->nbytes;
     }
-}
-
-static float fapplyf(fop op, float x, float y)
-{
-    switch (op) {
-    case F_ADD: return x + y;
-    case F_SUB: return x - y;
-    case F_MUL: return x * y;
-    case F_DIV: return x / y;
-    case F_MAX: return x > y ? x : y;
-    case F_MIN: return x < y ? x : y;
-    default: return -x;
+    for (int k = 0; k < nout; k++) {
+        const rx_sinfo *s = out_field(out, k);
+        int64_t *shape, n, bytes;
+        if (!static_tensor(c, s, &shape, &n, &bytes)) return NULL;
+        bufs[nin + k] = (rx_tev_buf){NULL, (rx_dtype)s->dtype, s->ndim, shape, false};
+        out_bytes += bytes;
     }
-}
-
-static int64_t iapply(fop op, int64_t x, int64_t y)
-{
-    uint64_t ux = (uint64_t)x, uy = (uint64_t)y, r;
-    switch (op) {
-    case F_ADD: r = ux + uy; break;
-    case F_SUB: r = ux - uy; break;
-    case F_MUL: r = ux * uy; break;
-    case F_MAX: return x > y ? x : y;
-    case F_MIN: return x < y ? x : y;
-    default: r = 0 - ux; break;
+    if (out_bytes > FOLD_FREE_BYTES && out_bytes > in_bytes) return NULL;
+    if (c->steps_left <= 0) return NULL;
+    for (int k = 0; k < nout; k++) {
+        const rx_tev_buf *b = &bufs[nin + k];
+        int64_t n = 1;
+        for (int i = 0; i < b->ndim; i++) n *= b->shape[i];
+        bufs[nin + k].data = rx_xcalloc((size_t)n * rx_tev_elem_size(b->dtype) + 1, 1);
     }
-    int64_t out;
-    memcpy(&out, &r, sizeof out);
-    return out;
+    rx_tev_limits lim = {.max_steps = c->steps_left < RX_TEV_MAX_STEPS ? c->steps_left
+                                                                        : RX_TEV_MAX_STEPS};
+    bool ok = rx_tir_eval(fn, bufs, nin + nout, scalars, nscalars, &lim, NULL);
+    c->steps_left -= lim.steps_used;
+    rx_node *fields[FOLD_MAX_OUTS];
+    for (int k = 0; k < nout; k++) {
+        rx_tev_buf *b = &bufs[nin + k];
+        if (ok) {
+            rx_const *r = RX_NEW(c->m->arena, rx_const);
+            r->dtype = b->dtype;
+            r->ndim = b->ndim;
+            r->shape = (int64_t *)b->shape;
+            r->nbytes = rx_tev_elem_size(b->dtype);
+            for (int i = 0; i < b->ndim; i++) r->nbytes *= (size_t)b->shape[i];
+            r->data = rx_arena_dup(c->m->arena, b->data, r->nbytes + 1);
+            r->loc = loc;
+            fields[k] = rx_n_const(c->m, r);
+            fields[k]->loc = loc;
+        }
+        free(b->data);
+    }
+    if (!ok) return NULL;
+    if (out->kind == RX_SI_TENSOR) return fields[0];
+    rx_node *t = rx_n_tuple(c->m, fields, nout);
+    t->loc = loc;
+    return t;
 }
 
-/* Element i of k (0-d broadcasts), as double / int64 by dtype. */
-#define ELEM(T, k, i) (((const T *)(k)->data)[(k)->ndim == 0 || numel(k) == 1 ? 0 : (i)])
-
-static rx_const *fold_arith(cz_ctx *c, const rx_node *call, fop op, const rx_const *x,
-                            const rx_const *y)
+/* call_tir of a loop function of the module whose tensor arguments are constants and
+ * whose tir_vars are integer literals. */
+static rx_node *fold_call_tir(cz_ctx *c, rx_node *n)
 {
-    rx_dtype dt;
-    int ndim;
-    int64_t *shape;
-    if (!static_shape(c, call, &dt, &ndim, &shape) || x->dtype != dt || (y && y->dtype != dt))
+    rx_node *g = n->u.call.callee;
+    if (!g || g->kind != RX_N_GLOBAL || !g->u.global.fn || g->u.global.fn->kind != RX_F_TIR ||
+        n->nargs > FOLD_MAX_BUFS || n->u.call.ntir_vars > FOLD_MAX_BUFS)
         return NULL;
-    if (op == F_DIV && !rx_dtype_is_float(dt)) return NULL;
-    rx_const *r = new_const(c, dt, ndim, shape);
-    int64_t n = numel(r);
-    if (numel(x) != n && x->ndim != 0) return NULL;
-    if (y && numel(y) != n && y->ndim != 0) return NULL;
-    const rx_const *yy = y ? y : x;
-    for (int64_t i = 0; i < n; i++) {
-        switch (dt) {
-        case RX_DT_F32: ((float *)r->data)[i] = fapplyf(op, ELEM(float, x, i), ELEM(float, yy, i)); break;
-        case RX_DT_F64: ((double *)r->data)[i] = fapply(op, ELEM(double, x, i), ELEM(double, yy, i)); break;
-        case RX_DT_I32:
-            ((int32_t *)r->data)[i] = (int32_t)iapply(op, ELEM(int32_t, x, i), ELEM(int32_t, yy, i));
-            break;
-        default: ((int64_t *)r->data)[i] = iapply(op, ELEM(int64_t, x, i), ELEM(int64_t, yy, i)); break;
-        }
-    }
-    return r;
+    const rx_const *ins[FOLD_MAX_BUFS];
+    int64_t scalars[FOLD_MAX_BUFS];
+    for (int i = 0; i < n->nargs; i++)
+        if (!(ins[i] = const_of(c, n->args[i]))) return NULL;
+    for (int i = 0; i < n->u.call.ntir_vars; i++)
+        if (!rx_expr_eval_int(n->u.call.tir_vars[i], NULL, &scalars[i])) return NULL;
+    return run_fold(c, g->u.global.fn, ins, n->nargs, scalars, n->u.call.ntir_vars,
+                    n->u.call.out, n->loc);
 }
 
-static rx_const *fold_fill(cz_ctx *c, const rx_node *call, double v)
+/* reshape of a constant: the same bytes under the static target shape. */
+static rx_node *fold_reshape(cz_ctx *c, rx_node *n)
 {
-    rx_dtype dt;
-    int ndim;
-    int64_t *shape;
-    if (!static_shape(c, call, &dt, &ndim, &shape)) return NULL;
-    rx_const *r = new_const(c, dt, ndim, shape);
-    int64_t n = numel(r);
-    for (int64_t i = 0; i < n; i++) {
-        switch (dt) {
-        case RX_DT_F32: ((float *)r->data)[i] = (float)v; break;
-        case RX_DT_F64: ((double *)r->data)[i] = v; break;
-        case RX_DT_I32: ((int32_t *)r->data)[i] = (int32_t)v; break;
-        default: ((int64_t *)r->data)[i] = (int64_t)v; break;
+    const rx_const *x = const_of(c, n->args[0]);
+    int64_t *shape, k, bytes;
+    if (!x || !static_tensor(c, n->sinfo, &shape, &k, &bytes) || n->sinfo->dtype != x->dtype ||
+        (size_t)bytes != x->nbytes)
+        return NULL;
+    rx_const *r = RX_NEW(c->m->arena, rx_const);
+    *r = (rx_const){NULL, x->dtype, n->sinfo->ndim, shape, x->data, x->nbytes, n->loc};
+    rx_node *kn = rx_n_const(c->m, r);
+    kn->loc = n->loc;
+    return kn;
+}
+
+/* Operand a of an op call as a node of the scratch module s: a constant (or a tuple of
+ * constants), a shape of literal dims or a literal prim value, seen through variables
+ * bound to those; NULL for anything else. With s NULL, only checks (non-NULL: ok). */
+static rx_node *scratch_operand(cz_ctx *c, rx_module *s, rx_node *a, bool tuple_ok)
+{
+    rx_node *v = a->kind == RX_N_VAR ? def_of(c, a) : a;
+    if (!v) return NULL;
+    int64_t lit;
+    switch (v->kind) {
+    case RX_N_CONST: return s ? rx_n_const(s, v->u.konst) : v;
+    case RX_N_SHAPE:
+        for (int i = 0; i < v->u.shape.ndim; i++)
+            if (!rx_expr_is_const(v->u.shape.dims[i], &lit)) return NULL;
+        return s ? rx_n_shape(s, v->u.shape.dims, v->u.shape.ndim) : v;
+    case RX_N_PRIMVAL:
+        if (v->u.prim->kind != RX_E_INT && v->u.prim->kind != RX_E_FLOAT) return NULL;
+        return s ? rx_n_primval(s, v->u.prim) : v;
+    case RX_N_TUPLE: {
+        if (!tuple_ok || v->nargs > FOLD_MAX_BUFS) return NULL;
+        rx_node *f[FOLD_MAX_BUFS];
+        for (int i = 0; i < v->nargs; i++) {
+            const rx_const *k = const_of(c, v->args[i]);
+            if (!k) return NULL;
+            if (s) f[i] = rx_n_const(s, (rx_const *)k);
         }
+        return s ? rx_n_tuple(s, f, v->nargs) : v;
     }
-    return r;
+    default: return NULL;
+    }
+}
+
+/* The constant a call_tir argument of the scratch function stands for: a constant, or
+ * a field of a tuple of constants. */
+static const rx_const *scratch_const(rx_node *a)
+{
+    if (a->kind == RX_N_CONST) return a->u.konst;
+    if (a->kind == RX_N_GET_ITEM && a->args[0]->kind == RX_N_TUPLE && a->u.index >= 0 &&
+        a->u.index < a->args[0]->nargs)
+        return scratch_const(a->args[0]->args[a->u.index]);
+    return NULL;
+}
+
+/* Makes `fold() { r = call }` the one function of the scratch module s. */
+static rx_func *scratch_func(rx_module *s, rx_node *call)
+{
+    rx_block *blk = RX_NEW(s->arena, rx_block);
+    blk->nbindings = 1;
+    blk->bindings = RX_NEW(s->arena, rx_binding);
+    blk->bindings[0].var = rx_n_var(s, "r", NULL, false);
+    blk->bindings[0].value = call;
+    rx_seq *body = RX_NEW(s->arena, rx_seq);
+    body->blocks = RX_NEWN(s->arena, rx_block *, 1);
+    body->blocks[0] = blk;
+    body->nblocks = 1;
+    body->result = blk->bindings[0].var;
+    rx_func *f = RX_NEW(s->arena, rx_func);
+    f->kind = RX_F_RELAX;
+    f->name = "fold";
+    f->body = body;
+    f->nouts = -1;
+    s->funcs = RX_NEWN(s->arena, rx_func *, 1);
+    s->funcs[0] = f;
+    s->nfuncs = 1;
+    return f;
+}
+
+/* An op call with a legalization rule whose operands are all constant: legalized, in a
+ * scratch module holding `fold() { r = op(constants) }`, into its loop function, which
+ * runs on the constants. */
+static rx_node *fold_op(cz_ctx *c, rx_node *n)
+{
+    if (!rx_legalize_has_rule(n->u.call.op->name) || !out_count(n->sinfo) ||
+        n->nargs > FOLD_MAX_BUFS)
+        return NULL;
+    for (int i = 0; i < n->nargs; i++) /* before any allocation: most calls stop here */
+        if (!scratch_operand(c, NULL, n->args[i], true)) return NULL;
+    rx_module *s = rx_module_new();
+    s->next_id = c->m->next_id;
+    rx_node *args[FOLD_MAX_BUFS], *res = NULL;
+    for (int i = 0; i < n->nargs; i++)
+        if (!(args[i] = scratch_operand(c, s, n->args[i], true))) goto out;
+    rx_func *f = scratch_func(s, rx_n_call_op(s, n->u.call.op, args, n->nargs, n->u.call.attrs));
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_legalize_report rep;
+    bool ok = rx_deduce_module(s, &d) && rx_legalize(s, &rep, &d) && rep.legalized == 1;
+    rx_diags_free(&d);
+    if (!ok || s->nfuncs != 2 || f->body->nblocks != 1 || f->body->blocks[0]->nbindings != 1)
+        goto out;
+    rx_node *tc = f->body->blocks[0]->bindings[0].value;
+    if (tc->kind != RX_N_CALL || tc->call_kind != RX_CALL_TIR || tc->nargs > FOLD_MAX_BUFS)
+        goto out;
+    const rx_const *ins[FOLD_MAX_BUFS];
+    int64_t scalars[FOLD_MAX_BUFS];
+    for (int i = 0; i < tc->nargs; i++)
+        if (!(ins[i] = scratch_const(tc->args[i]))) goto out;
+    if (tc->u.call.ntir_vars > FOLD_MAX_BUFS) goto out;
+    for (int i = 0; i < tc->u.call.ntir_vars; i++)
+        if (!rx_expr_eval_int(tc->u.call.tir_vars[i], NULL, &scalars[i])) goto out;
+    /* the scratch call's annotation: static even where m's is coarser (an operand
+     * annotated Tensor(ndim=2)); run_fold copies the extents into m */
+    res = run_fold(c, tc->u.call.callee->u.global.fn, ins, tc->nargs, scalars,
+                   tc->u.call.ntir_vars, tc->u.call.out, n->loc);
+out:
+    rx_module_free(s);
+    return res;
 }
 
 static rx_node *try_fold(cz_ctx *c, rx_node *n)
 {
-    if (n->kind != RX_N_CALL || n->call_kind != RX_CALL_OP || !n->sinfo) return NULL;
+    if (n->kind != RX_N_CALL || !n->sinfo) return NULL;
+    if (n->call_kind == RX_CALL_TIR) return fold_call_tir(c, n);
+    if (n->call_kind != RX_CALL_OP) return NULL;
     const char *op = n->u.call.op->name;
     if (strncmp(op, "relax.", 6) == 0) op += 6;
-    static const struct { const char *name; fop op; } bins[] = {
-        {"add", F_ADD}, {"subtract", F_SUB}, {"multiply", F_MUL}, {"divide", F_DIV},
-        {"maximum", F_MAX}, {"minimum", F_MIN}};
-    rx_const *r = NULL;
-    for (int i = 0; i < RX_COUNTOF(bins) && !r; i++) {
-        if (strcmp(op, bins[i].name) != 0 || n->nargs != 2) continue;
-        const rx_const *x = const_of(c, n->args[0]), *y = const_of(c, n->args[1]);
-        if (x && y) r = fold_arith(c, n, bins[i].op, x, y);
-        if (!r) return NULL;
+    if (strcmp(op, "reshape") == 0 && n->nargs >= 1) {
+        rx_node *k = fold_reshape(c, n);
+        if (k) return k;
     }
-    if (!r && strcmp(op, "negative") == 0 && n->nargs == 1) {
-        const rx_const *x = const_of(c, n->args[0]);
-        if (x) r = fold_arith(c, n, F_NEG, x, NULL);
-    } else if (!r && strcmp(op, "reshape") == 0 && n->nargs >= 1) {
-        const rx_const *x = const_of(c, n->args[0]);
-        rx_dtype dt;
-        int ndim;
-        int64_t *shape;
-        if (x && static_shape(c, n, &dt, &ndim, &shape) && dt == x->dtype) {
-            r = new_const(c, dt, ndim, shape);
-            if (r->nbytes != x->nbytes) return NULL;
-            memcpy(r->data, x->data, x->nbytes);
-        }
-    } else if (!r && (strcmp(op, "zeros") == 0 || strcmp(op, "ones") == 0)) {
-        r = fold_fill(c, n, op[0] == 'o' ? 1.0 : 0.0);
-    }
-    if (!r) return NULL;
-    r->loc = n->loc;
-    rx_node *k = rx_n_const(c->m, r);
-    k->loc = n->loc;
-    return k;
+    return fold_op(c, n);
 }
 
 /* ---------------------------------------------------------------- bindings */
@@ -317,7 +414,7 @@ static void canon_seq(cz_ctx *c, rx_seq *s)
 
 bool rx_pass_canonicalize(rx_module *m, rx_diags *d)
 {
-    cz_ctx c = {.m = m, .nids = m->next_id + 1};
+    cz_ctx c = {.m = m, .nids = m->next_id + 1, .steps_left = FOLD_PASS_STEPS};
     c.repl = rx_xcalloc((size_t)c.nids, sizeof *c.repl);
     c.def = rx_xcalloc((size_t)c.nids, sizeof *c.def);
     for (int i = 0; i < m->nfuncs; i++)

@@ -251,20 +251,6 @@ static void note_left(lg_pass *p, const rx_op *op)
     if (r->nleft_ops < RX_COUNTOF(r->left_ops)) r->left_ops[r->nleft_ops++] = op->name;
 }
 
-/* The structural hash of f alone, its name blanked. */
-static void func_hash(rx_func *f, uint8_t out[32])
-{
-    rx_module tmp;
-    memset(&tmp, 0, sizeof tmp);
-    rx_func *fs[1] = {f};
-    const char *name = f->name;
-    f->name = "";
-    tmp.funcs = fs;
-    tmp.nfuncs = 1;
-    rx_struct_hash(&tmp, "legalize", out);
-    f->name = name;
-}
-
 /* A function name based on base that no function of the module has. */
 static const char *unique_name(rx_module *m, const char *base)
 {
@@ -330,7 +316,7 @@ static rx_node *legalize_call(lg_pass *p, rx_node *call)
     rx_te_func tf;
     rx_te_build(c.te, "", c.ins.items, c.ins.n, c.outs.items, c.outs.n, &tf);
     gen g;
-    func_hash(tf.fn, g.hash);
+    rx_func_struct_hash(tf.fn, "legalize", g.hash);
     rx_func *fn = NULL;
     for (int i = 0; i < p->gens.n && !fn; i++)
         if (!memcmp(p->gens.items[i].hash, g.hash, 32)) fn = p->gens.items[i].fn;

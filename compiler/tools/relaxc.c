@@ -2,8 +2,12 @@
  * relaxc — the compiler, offline (shared/spec/interfaces.md).
  *
  *   relaxc check MODULE.json [--json]     parse, deduce, print (text or relax-json)
- *   relaxc print MODULE.json --after PASS print the module after a pipeline pass (the
- *                                         bytecode after lower_vm, C after codegen)
+ *   relaxc print MODULE.json --after PASS [--json]
+ *                                         print the module after a pipeline pass (the
+ *                                         bytecode after lower_vm, C after codegen);
+ *                                         --json: relax-json of the module after a
+ *                                         graph-level pass, annotations filled in (the
+ *                                         form of tests/passes' golden files)
  *   relaxc hash MODULE.json [--target T] [--opt-level N]
  *                                         print the cache key (rx_build_key): the key
  *                                         relaxd uses and the artifact's module.hash
@@ -41,7 +45,9 @@ static void usage(FILE *f)
           "                                   as relax-json with deduced annotations filled in)\n"
           "  print MODULE.json --after PASS   print the module after a pipeline pass: parse,\n"
           "                                   deduce, legalize (text form), lower_vm (VM\n"
-          "                                   bytecode), codegen (kernels' C source)\n"
+          "                                   bytecode), codegen (kernels' C source);\n"
+          "        [--json]                   with --json, relax-json after a graph-level\n"
+          "                                   pass (deduced annotations filled in)\n"
           "  hash MODULE.json [--target T] [--opt-level 0..3]\n"
           "                                   print the cache key (hex): the key relaxd\n"
           "                                   reports and the artifact's module hash\n"
@@ -171,14 +177,22 @@ static int cmd_build(const char *path, const rx_build_opts *o, const char *out_p
     return rc;
 }
 
-static int cmd_print(const char *path, const rx_build_opts *o, const char *after)
+static int cmd_print(const char *path, const rx_build_opts *o, const char *after, bool json)
 {
     rx_sb text = {0}, out = {0};
     if (!read_module(path, &text)) return 1;
     rx_diags d;
     rx_diags_init(&d);
     const char *failed = NULL;
-    bool ok = rx_build_print(rx_sb_str(&text), text.n, o, after, &out, &failed, &d);
+    bool ok;
+    if (json) {
+        rx_module *m = NULL;
+        ok = rx_build_module(rx_sb_str(&text), text.n, o, after, &m, &failed, &d);
+        if (ok) rx_json_write(m, RX_JSON_DEDUCED, &out);
+        rx_module_free(m);
+    } else {
+        ok = rx_build_print(rx_sb_str(&text), text.n, o, after, &out, &failed, &d);
+    }
     if (ok) fputs(rx_sb_str(&out), stdout);
     else report_build(path, failed, &d);
     rx_sb_free(&text);
@@ -285,7 +299,11 @@ int main(int argc, char **argv)
             rx_sb_free(&names);
             return 2;
         }
-        return cmd_print(path, &bo, after);
+        if (json && (!strcmp(after, "lower_vm") || !strcmp(after, "codegen"))) {
+            fprintf(stderr, "error: print --json needs a graph-level pass, not %s\n", after);
+            return 2;
+        }
+        return cmd_print(path, &bo, after, json);
     }
     if (!strcmp(cmd, "build")) {
         if (!out_path) {

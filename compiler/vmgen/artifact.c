@@ -48,12 +48,24 @@ static json_t *memory_json(const rx_vmgen_mem *mm)
     json_object_set_new(o, "storages", json_integer(mm->storages));
     json_object_set_new(o, "planned_storages", json_integer(mm->planned_storages));
     json_object_set_new(o, "static_storages", json_integer(mm->static_storages));
+    json_object_set_new(o, "planned_tensors", json_integer(mm->planned_tensors));
+    json_object_set_new(o, "arena_bytes", json_integer(mm->arena_bytes));
+    json_object_set_new(o, "arena_live_bytes", json_integer(mm->arena_live_bytes));
     json_object_set_new(o, "bytes_without_planning", dim_json(mm->bytes_without));
     json_object_set_new(o, "bytes_with_planning", dim_json(mm->bytes_with));
     json_object_set_new(o, "max_bytes_without_planning",
                         mm->max_without >= 0 ? json_integer(mm->max_without) : json_null());
     json_object_set_new(o, "max_bytes_with_planning",
                         mm->max_with >= 0 ? json_integer(mm->max_with) : json_null());
+    json_object_set_new(o, "planned_bytes", dim_json(mm->planned_bytes));
+    json_object_set_new(o, "max_planned_bytes",
+                        mm->max_planned >= 0 ? json_integer(mm->max_planned) : json_null());
+    json_object_set_new(o, "lower_bound_bytes", dim_json(mm->lower_bound));
+    json_object_set_new(o, "max_lower_bound_bytes",
+                        mm->max_lower_bound >= 0 ? json_integer(mm->max_lower_bound) : json_null());
+    json_object_set_new(o, "peak_lower_bound_bytes", dim_json(mm->peak_bound));
+    json_object_set_new(o, "max_peak_lower_bound_bytes",
+                        mm->max_peak_bound >= 0 ? json_integer(mm->max_peak_bound) : json_null());
     return o;
 }
 

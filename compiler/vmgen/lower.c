@@ -10,12 +10,15 @@
  * shares and RELEASE drops one reference; liveness.c says when.
  *
  * call_tir follows Figure 5 with plan.c's storages: an intermediate tensor the plan
- * placed is an ALLOC_TENSOR at offset 0 of its storage's register (static storages
- * were allocated at function entry, a symbolic one is allocated right before its first
- * tensor) and the storage is released after the item its plan names; any other output
- * gets one ALLOC_STORAGE of exactly its bytes and one ALLOC_TENSOR, the storage
- * register released at once (the tensor keeps it alive). Then the DPS call. Jumps are emitted with a placeholder target and patched
- * when the target is known.
+ * placed is an ALLOC_TENSOR at its offset in its storage's register (the static arena
+ * was allocated at function entry, a symbolic storage is allocated right before its
+ * first tensor) and the storage is released after the item its plan names; any other
+ * output gets one ALLOC_STORAGE of exactly its bytes and one ALLOC_TENSOR, the storage
+ * register released at once (the tensor keeps it alive). Then the DPS call. With an
+ * arena, the function's entry checks each variable its tensors' sizes use against its
+ * upper bound ("main: n must be at most 4096 (...), got 4096 != 4097"), so a call past
+ * a bound fails instead of overlapping tensors. Jumps are emitted with a placeholder
+ * target and patched when the target is known.
  */
 #include "vg_int.h"
 
@@ -59,10 +62,10 @@ static void release_all(vg_fn *F, vg_regs *regs)
     regs->n = 0;
 }
 
-/* R[reg] := a new tensor of annotation si: in the planned storage of variable var, or
- * (var < 0 or unplanned) in its own storage (Figure 5). */
+/* R[reg] := a new tensor of annotation si: in the planned storage of plan alloc ai, or
+ * (ai < 0 or unplanned) in its own storage (Figure 5). */
 static bool alloc_tensor(vg_fn *F, rx_loc loc, const char *what, const rx_sinfo *si, int64_t reg,
-                         int32_t var)
+                         int32_t ai)
 {
     if (si->kind != RX_SI_TENSOR || !si->dims || si->dtype == RX_DT_UNKNOWN) {
         char *s = rx_sinfo_str(F->M->tmp, si);
@@ -70,8 +73,8 @@ static bool alloc_tensor(vg_fn *F, rx_loc loc, const char *what, const rx_sinfo 
                  F->f->name, what, s);
         return false;
     }
-    vg_storage *plan = var >= 0 && F->plan.storage_of[var] >= 0
-                           ? &F->plan.st.items[F->plan.storage_of[var]] : NULL;
+    const vg_alloc *al = ai >= 0 ? &F->plan.allocs.items[ai] : NULL;
+    vg_storage *plan = al && al->storage >= 0 ? &F->plan.st.items[al->storage] : NULL;
     bool fresh = !plan || plan->reg < 0;
     vg_dim nb = {RX_D_IMM, 0};
     if (fresh) {
@@ -85,7 +88,7 @@ static bool alloc_tensor(vg_fn *F, rx_loc loc, const char *what, const rx_sinfo 
     vg_words w = {0};
     vg_w(&w, RX_OP_ALLOC_TENSOR);
     int64_t st = plan ? plan->reg : vg_new_reg(F);
-    vg_w(&w, reg), vg_w(&w, st), vg_wd(&w, (vg_dim){RX_D_IMM, 0});
+    vg_w(&w, reg), vg_w(&w, st), vg_wd(&w, (vg_dim){RX_D_IMM, plan ? al->offset : 0});
     vg_w(&w, rx_vmgen_dtype((rx_dtype)si->dtype)), vg_w(&w, si->ndim);
     bool ok = true;
     for (int i = 0; i < si->ndim && ok; i++) {
@@ -114,18 +117,19 @@ static int dps_outputs(const rx_node *n, const rx_sinfo ***outs)
     return 1;
 }
 
-/* Allocates the outputs of a DPS call: into dest for one, else fresh registers. */
+/* Allocates the outputs of a DPS call: into dest for one, else fresh registers. The
+ * plan's records of a binding's call are its first_alloc onwards, one per output. */
 static bool alloc_outputs(vg_fn *F, const rx_node *n, const char *what, int64_t dest,
                           vg_regs *outregs)
 {
     const rx_sinfo **outs;
     int nout = dps_outputs(n, &outs);
     bool single = n->u.call.out->kind != RX_SI_TUPLE;
-    int32_t var = single && F->cur_var >= 0 && F->reg_of[F->cur_var] == dest ? F->cur_var : -1;
+    int32_t first = F->cur_var >= 0 && F->reg_of[F->cur_var] == dest ? F->plan.first_alloc[F->cur_var] : -1;
     for (int i = 0; i < nout; i++) {
         int64_t r = single ? dest : vg_new_reg(F);
         RX_VEC_PUSH(*outregs, r);
-        if (!alloc_tensor(F, n->loc, what, outs[i], r, var)) return false;
+        if (!alloc_tensor(F, n->loc, what, outs[i], r, first >= 0 ? first + i : -1)) return false;
     }
     return true;
 }
@@ -585,6 +589,34 @@ static bool lower_seq(vg_fn *F, const rx_seq *s, int64_t dest)
     return ok;
 }
 
+/* With a static arena, each variable its tensors' sizes use must be within its upper
+ * bound: the offsets were computed from the bounds, and a larger tensor would run into
+ * its neighbour's bytes. One MIN and ASSERT_EQ per such variable at entry. */
+static bool check_bounds(vg_fn *F)
+{
+    const vg_plan *P = &F->plan;
+    if (P->arena < 0) return true;
+    rx_svar_vec vs = {0};
+    for (int i = 0; i < P->allocs.n; i++)
+        if (P->allocs.items[i].storage == P->arena) rx_expr_vars(P->allocs.items[i].bytes, &vs);
+    bool ok = true;
+    for (int i = 0; i < vs.n && ok; i++) {
+        const rx_svar *v = vs.items[i];
+        int64_t ub = rx_func_upper_bound(F->f, v);
+        if (ub < 0 || vg_sym_slot(F, v) < 0) continue;
+        vg_dim d;
+        ok = vg_expr(F, F->f->loc, rx_e_var(F->M->m->arena, v), &d);
+        if (!ok) break;
+        int64_t h = vg_new_slot(F);
+        const char *msg = rx_arena_printf(F->M->tmp, "%s: %s must be at most %lld (its upper bound, which the "
+                                          "static memory plan is sized for)", F->f->name, v->name, (long long)ub);
+        RX_EMIT(&F->code, RX_OP_MIN, h, d.tag, d.val, RX_D_IMM, ub);
+        RX_EMIT(&F->code, RX_OP_ASSERT_EQ, rx_rxa_add_string(F->M->b, msg), RX_D_SLOT, h, d.tag, d.val);
+    }
+    RX_VEC_FREE(vs);
+    return ok;
+}
+
 bool vg_lower_function(vg_fn *F)
 {
     const rx_func *f = F->f;
@@ -596,7 +628,7 @@ bool vg_lower_function(vg_fn *F)
     bool ok = true;
     for (int i = 0; i < f->nparams && ok; i++)
         ok = vg_match(F, f->params[i]->loc, i, f->params[i]->sinfo, f->params[i]->u.var.name, &defer);
-    ok = ok && vg_flush_defer(F, f->loc, &defer);
+    ok = ok && vg_flush_defer(F, f->loc, &defer) && check_bounds(F);
     RX_VEC_FREE(defer);
     for (int k = 0; k < F->plan.st.n && ok; k++) { /* static storages: once, at entry */
         vg_storage *st = &F->plan.st.items[k];

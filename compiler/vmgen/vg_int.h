@@ -4,8 +4,11 @@
  *   vmgen.c     the module: kernel and function tables, descriptors, the driver loop
  *   shapes.c    the shape heap: symbolic variables and expressions in slots (with CSE),
  *               annotation matching (MATCH_*), expected-shape text
- *   liveness.c  last use of every variable, for RELEASE
- *   plan.c      static memory planning: which storage each intermediate tensor uses
+ *   liveness.c  last use of every variable, for RELEASE; bodies and program points
+ *   lifetime.c  the DPS output tensors: sizes, aliases, escapes, live ranges, and the
+ *               liveness lower bound of a function's memory
+ *   plan.c      static memory planning: which storage (and offset) each intermediate
+ *               tensor uses
  *   lower.c     bindings, values, calls, if, bodies, one function
  *
  * A vg_fn is the state of one function being lowered: its code, register and slot
@@ -59,22 +62,49 @@ typedef struct vg_module {
 
 typedef struct vg_storage { /* a planned storage (plan.c) */
     rx_expr *bytes;       /* symbolic size (its first tensor's), NULL when static */
-    int64_t size;         /* static bytes (the largest bound served), -1 symbolic */
+    int64_t size;         /* static bytes, -1 symbolic */
     int32_t home;         /* serial of the body allocating and releasing it (0: entry) */
     int32_t release_item; /* item of home after which it is released */
-    int32_t first;        /* VAR id of its first tensor (symbolic: allocated before it) */
     int64_t reg;          /* register while emitting, -1 before its ALLOC_STORAGE */
 } vg_storage;
 
+typedef struct vg_alloc { /* one output tensor of a DPS call (lifetime.c) */
+    int32_t var;          /* VAR id of the binding whose value the call is, -1 */
+    int32_t field;        /* tuple field of the call's output, -1 for a single tensor */
+    int32_t body;         /* serial of the body of the binding */
+    int32_t def;          /* item of the binding there */
+    int32_t death;        /* item of that body after which no alias of it is used */
+    rx_expr *bytes;       /* byte size (bounds-simplified), NULL: not a sized tensor */
+    int64_t bound;        /* constant upper bound of bytes under upper_bounds, -1 none */
+    bool escapes;         /* may outlive the function or be aliased past tracking */
+    int64_t tick0, tick1; /* program points it is live at: [tick0, tick1] */
+    int32_t storage;      /* planned storage, -1: a storage of its own */
+    int64_t offset;       /* byte offset in the planned storage */
+} vg_alloc;
+
+typedef struct vg_body { /* one body (function body or if branch) in lowering order */
+    int32_t parent;       /* serial of the enclosing body, -1 for body 0 */
+    int32_t parent_item;  /* item of the parent containing it */
+    int32_t nitems;       /* bindings + 1 (the result) */
+    int64_t *tick;        /* item -> its program point (nitems entries) */
+    int64_t *end_tick;    /* item -> last program point inside it (nested bodies) */
+} vg_body;
+
 typedef struct vg_plan {
-    bool enabled;              /* false: attribute "memory_plan": false */
-    int32_t *storage_of;       /* VAR id -> planned storage, -1 (own storage) */
+    bool enabled;              /* false: attribute "memory_plan": false, or no_plan */
+    RX_VEC(vg_alloc) allocs;   /* every DPS output tensor, in lowering order */
+    int32_t *first_alloc;      /* VAR id -> first alloc of its DPS call, -1 */
     RX_VEC(vg_storage) st;     /* the planned storages */
+    int32_t arena;             /* index in st of the static arena, -1 when none */
+    int64_t arena_min;         /* most arena bytes live at one point (perfect packing) */
     rx_arith *ar;              /* sizes' arithmetic, upper bounds bound */
-    int32_t nallocs;           /* DPS output tensors (storages without planning) */
-    int32_t nunplanned;        /* of which keep their own storage */
+    int32_t nplanned;          /* allocs placed in planned storages */
     rx_expr *bytes_without;    /* sum of every allocation's bytes (NULL: none) */
     rx_expr *bytes_unplanned;  /* sum over the unplanned ones (NULL: none) */
+    rx_expr *lower_bound;      /* max over program points of live intermediates' bytes */
+    int64_t max_lower_bound;   /* its constant bound under upper_bounds, -1 none */
+    rx_expr *peak_bound;       /* the same over every tensor, escaping ones included */
+    int64_t max_peak_bound;    /* its constant bound */
 } vg_plan;
 
 typedef struct vg_fn {
@@ -89,6 +119,8 @@ typedef struct vg_fn {
     int32_t *def_seq;      /* VAR id -> serial of the body defining it */
     int32_t *def_item;     /* VAR id -> item index of its definition there (-1 params) */
     int32_t *last_use;     /* VAR id -> last item (in def_seq) using it, -1 unused */
+    RX_VEC(vg_body) bodies; /* by serial (liveness.c) */
+    int64_t nticks;        /* program points of the function */
     int32_t seq_serial;    /* bodies entered so far while lowering */
     int32_t cur_var;       /* VAR id of the binding being lowered, -1 */
     vg_plan plan;          /* storages of the intermediate tensors */
@@ -133,8 +165,18 @@ void vg_descriptor(vg_module *M, const rx_func *f, const rx_sinfo *si, const cha
                    rx_rxa_type *out);
 
 /* ---- liveness.c ---- */
-/* Fills def_seq, def_item, last_use for every variable of F->f. */
+/* Fills def_seq, def_item, last_use for every variable of F->f, and F->bodies and
+ * F->nticks (free with vg_liveness_free). */
 void vg_liveness(vg_fn *F);
+void vg_liveness_free(vg_fn *F);
+/* The item of body `home` containing item `item` of body `body` (home is body or one
+ * of its ancestors). */
+int32_t vg_item_in(const vg_fn *F, int32_t body, int32_t item, int32_t home);
+
+/* ---- lifetime.c ---- */
+/* Fills P->allocs and P->first_alloc (sizes, escapes, deaths, program points) and the
+ * totals without planning and the lower bound (after vg_liveness; P->ar set). */
+void vg_lifetimes(vg_fn *F, vg_plan *P);
 
 /* ---- plan.c ---- */
 /* Plans F's intermediate tensors into shared storages (after vg_liveness). */

@@ -152,6 +152,7 @@ static void add_function(vg_module *M, rx_func *f)
     }
     rx_rxa_code_free(&F.code);
     vg_plan_free(&F.plan);
+    vg_liveness_free(&F);
     RX_VEC_FREE(F.syms);
     RX_VEC_FREE(F.cse);
     free(arrays);

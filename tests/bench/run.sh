@@ -12,15 +12,41 @@
 #   bench_server.py relaxd's cache-hit POST /v1/compile and GET /v1/artifacts/<id> under wrk
 #                   at 1, 16, 64 connections, 5 s each, vs nginx serving the same bytes
 #                   (GET goal: >= 0.5x nginx's requests/s)
+#   bench_agents.py dispatch latency submit -> an idle long-polling relax-agent starts the
+#                   run, median and p95 over 50 jobs (goal p95 < 50 ms), and the statistics
+#                   through an agent vs relax-run --bench on the same artifact (ratio)
+#   bench_passes.py per-pass compile times of the 32-layer Llama module (7B shapes) at O2
+#                   and O3, median of 5 builds (goal: graph-level passes < 1 s)
+#   bench_ablation.py  paper Figure 17 on CPU: a 2-layer Llama decoder (hidden 512),
+#                   prefill s=128 and decode b=1 c=127, as none / +fusion / +library /
+#                   +planning: latency, speedup, peak memory
+#   bench_decoder_torch.py  one decoder block (hidden 2048, intermediate 5632) vs PyTorch
+#                   eager with 2 threads, prefill 128 and decode 1 (goal: relax/torch <= 0.8)
+#   bench_memory.py paper Table 2 on CPU: a 4-layer Llama decoder (hidden 1024), activation
+#                   memory of successive prefills (s = 128..1024) and decodes (b = 1..64)
+#                   with and without static memory planning, against the lower bound
+#   bench_kernels.py generated f32 elementwise kernels (4 MB and 64 MB) at O2 and O3 vs
+#                   memcpy bandwidth (goal >= 0.7), and O3 matmuls (256^3, 512^3, 1024^3,
+#                   1x4096x4096) with --lib none vs OpenBLAS, 2 threads (goal >= 0.9x)
 # Every benchmark checks its result against its reference and fails loudly if they differ.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ./deploy/packages.sh bench  # the test set + wrk and nginx (bench_server.py)
 cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DRX_SANITIZE=OFF >/dev/null
-ninja -C build-bench bench_frontend bench_vm relaxc relax-run relaxd >/dev/null
+ninja -C build-bench bench_frontend bench_vm bench_memory_run relaxc relax-run relaxd relax-agent >/dev/null
 ./build-bench/bin/bench_frontend --bindings 10000 --repeat 20
 ./build-bench/bin/bench_vm --ops 1000 --repeat 25 --number 200
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_mlp.py \
     --sizes 1,32,256 --repeat 10 \
     --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run
 /usr/bin/python3 tests/bench/bench_server.py ./build-bench/bin --duration 5 --connections 1,16,64
+/usr/bin/python3 tests/bench/bench_passes.py --levels 2,3 --repeat 5 --relaxc ./build-bench/bin/relaxc
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_ablation.py \
+    --repeat 10 --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_decoder_torch.py \
+    --repeat 20 --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run
+/usr/bin/python3 tests/bench/bench_agents.py ./build-bench/bin --jobs 50 --rounds 5
+/usr/bin/python3 tests/bench/bench_memory.py \
+    --relaxc ./build-bench/bin/relaxc --runner ./build-bench/bin/bench_memory_run
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_kernels.py \
+    --threads 2 --repeat 10 --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run

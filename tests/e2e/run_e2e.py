@@ -1,14 +1,20 @@
 """run_e2e.py — end-to-end numeric tests: relaxc build + relax-run against the NumPy oracle.
 
 For each case of tests/e2e/cases.json (a module, a function, a list of symbolic-variable
-assignments), Step 1 builds the module ONCE with `relaxc build M --target cpu -o X.rxa`;
-then for each assignment Step 2 generates seeded inputs with NumPy and saves them as
-.npy, Step 3 runs `relax-run X.rxa --fn F --in NAME=FILE ... --shape VAR=N ... --out-dir D`
-(argv lists, no shell), Step 4 evaluates the same function with relax_numpy.py and
-compares the flattened outputs: same count, shape and dtype; floats within rtol/atol,
-NaN where NaN; ints and bools exactly.
-One line per run (`PASS`/`FAIL` + module, function, assignment), then exactly
-`N passed, M failed`; exit 1 when anything failed.
+assignments), Step 1 builds the module ONCE PER OPT LEVEL with `relaxc build M --target
+cpu --opt-level L -o X.O<L>.rxa` (levels 0, 2 = the default, and 3 unless --opt-levels
+says otherwise: O0 runs no optimization at all, O3 every pass); then for each
+assignment Step 2 generates seeded inputs with NumPy and saves them as .npy, Step 3
+runs, for each level, `relax-run X.O<L>.rxa --fn F --in NAME=FILE ... --shape VAR=N ...
+--out-dir D` (argv lists, no shell), Step 4 evaluates the same function with
+relax_numpy.py and compares each level's flattened outputs with it: same count, shape
+and dtype; floats within rtol/atol, NaN where NaN; ints and bools exactly. Step 5
+compares the levels' outputs with each other (the first level against every other):
+ints and bools exactly, floats within twice the case's tolerance (each is within one
+tolerance of the oracle, so two correct builds are within two of each other).
+One line per run (`PASS`/`FAIL` + module, function, assignment, `O<L>`), one per
+assignment for the agreement (`O0=O2=O3`), a summary line with the counts per opt level,
+then exactly `N passed, M failed` (all lines); exit 1 when anything failed.
 
 Float tolerances: by dtype (TOL below: a few ulps of rounding in elementwise math). A
 case may widen them only with a `why`:
@@ -42,7 +48,7 @@ with --require (for CI once it exists). --oracle-only evaluates every case with 
 oracle alone (validates cases.json and the oracle; needs no build).
 
 Usage: /usr/bin/python3 tests/e2e/run_e2e.py BUILD_DIR [--cases FILE] [--only SUBSTR]
-           [--require] [--oracle-only] [--keep] [-v]
+           [--opt-levels 0,2,3] [--require] [--oracle-only] [--keep] [-v]
 """
 
 import json
@@ -63,6 +69,7 @@ import relax_numpy as rn  # noqa: E402
 # Default tolerances by dtype (floats); ints and bools are compared exactly.
 TOL = {"float16": (2e-2, 2e-2), "float32": (1e-4, 1e-5), "float64": (1e-9, 1e-12)}
 SKIP = 77
+LEVELS = (0, 2, 3)  # no optimization, the default, everything
 
 
 def run(argv, timeout=600):
@@ -134,14 +141,15 @@ def tol_problem(case):
     return None
 
 
-def compare(got, want, case, what):
-    """None when equal within the case's tolerance, else a one-line reason."""
+def compare(got, want, case, what, widen=1):
+    """None when equal within the case's tolerance (times widen), else a one-line reason."""
     if got.shape != want.shape:
         return "%s: shape %s, expected %s" % (what, got.shape, want.shape)
     if got.dtype != want.dtype:
         return "%s: dtype %s, expected %s" % (what, got.dtype, want.dtype)
     if got.dtype.kind == "f":
         r, a = float_tol(case, got.dtype)
+        r, a = r * widen, a * widen
         g, w = got.astype(np.float64), want.astype(np.float64)
         ok = np.isclose(g, w, rtol=r, atol=a, equal_nan=True)
         if not ok.all():
@@ -204,23 +212,28 @@ def run_case(case, tools, tmp, opts, counts):
     if case.get("build_error") is not None:
         expect_build_error(case, path, tools, tmp, opts, counts)
         return
-    art = None
+    arts = {}  # opt level -> artifact, for the levels that built
     if not opts["oracle_only"]:
-        # Step 1: build once.
+        # Step 1: build once per opt level.
         stem = os.path.splitext(os.path.basename(path))[0]
-        art = os.path.join(tmp, stem + ".rxa")
-        if not os.path.exists(art):
-            t0 = time.time()
-            rc, out, err = run([tools["relaxc"], "build", path, "--target", "cpu", "-o", art])
-            if rc != 0:
-                for env in shapes:
-                    report(False, label(case, fname, env), "relaxc build failed (%d): %s" % (
-                        rc, first_line(err)), counts)
-                if os.path.exists(art):
-                    os.unlink(art)
-                return
-            if opts["verbose"]:
-                print("built %s in %.1fs" % (case["module"], time.time() - t0))
+        for lvl in opts["levels"]:
+            art = os.path.join(tmp, "%s.O%d.rxa" % (stem, lvl))
+            if not os.path.exists(art):
+                t0 = time.time()
+                rc, out, err = run([tools["relaxc"], "build", path, "--target", "cpu",
+                                    "--opt-level", str(lvl), "-o", art])
+                if rc != 0:
+                    for env in shapes:
+                        report(False, "%s O%d" % (label(case, fname, env), lvl),
+                               "relaxc build failed (%d): %s" % (rc, first_line(err)), counts, lvl)
+                    if os.path.exists(art):
+                        os.unlink(art)
+                    continue
+                if opts["verbose"]:
+                    print("built %s at O%d in %.1fs" % (case["module"], lvl, time.time() - t0))
+            arts[lvl] = art
+        if not arts:
+            return
     from check_oracle import signature_vars  # the lone variables relax-run knows
     sig = signature_vars(m.funcs[fname])
     for k, env in enumerate(shapes):
@@ -238,40 +251,70 @@ def run_case(case, tools, tmp, opts, counts):
             if opts["oracle_only"]:
                 report(True, tag, "(oracle only, %d outputs)" % len(want), counts)
                 continue
-            # Step 3: relax-run.
+            # Step 3: relax-run, once per opt level, on the same input files.
             d = tempfile.mkdtemp(prefix="case-", dir=tmp)
-            argv = [tools["relax_run"], art, "--fn", fname, "--out-dir", os.path.join(d, "out")]
+            inputs = []
             for p, a in zip(m.funcs[fname]["params"], args):
                 f = os.path.join(d, "in_%s.npy" % p["name"])
                 np.save(f, to_npy_value(a, "%s: %s" % (fname, p["name"])), allow_pickle=False)
-                argv += ["--in", "%s=%s" % (p["name"], f)]
+                inputs += ["--in", "%s=%s" % (p["name"], f)]
             for v in sig:
                 if v in env:
-                    argv += ["--shape", "%s=%d" % (v, env[v])]
-            rc, out, err = run(argv)
-            if rc != 0:
-                report(False, tag, "relax-run failed (%d): %s" % (rc, first_line(err)), counts)
-                continue
-            problems = []
-            for i, w in enumerate(want):
-                wa = expected_array(w)
-                f = os.path.join(d, "out", "out%d.npy" % i)
-                if wa is None:
-                    continue
-                if not os.path.exists(f):
-                    problems.append("out%d.npy not written" % i)
-                    continue
-                why = compare(np.load(f, allow_pickle=False), wa, case, "out%d" % i)
-                if why:
-                    problems.append(why)
-            if os.path.exists(os.path.join(d, "out", "out%d.npy" % len(want))):
-                problems.append("relax-run wrote more outputs than the oracle's %d" % len(want))
-            report(not problems, tag, "; ".join(problems[:3]) + (
-                " (+%d more)" % (len(problems) - 3) if len(problems) > 3 else ""), counts)
+                    inputs += ["--shape", "%s=%d" % (v, env[v])]
+            got = {}  # opt level -> outputs (index -> array), for the levels that passed
+            for lvl, art in arts.items():
+                outs = run_level(tools, art, fname, inputs, os.path.join(d, "out-O%d" % lvl),
+                                 want, case, "%s O%d" % (tag, lvl), counts, lvl)
+                if outs is not None:
+                    got[lvl] = outs
+            # Step 5: the levels agree with each other.
+            if len(got) > 1:
+                agree(got, case, tag, counts)
             if not opts["keep"]:
                 shutil.rmtree(d, ignore_errors=True)
         except Exception as e:  # noqa: BLE001 — one broken case must not stop the rest
             report(False, tag, "%s: %s" % (type(e).__name__, e), counts)
+
+
+def run_level(tools, art, fname, inputs, out_dir, want, case, tag, counts, lvl):
+    """Runs one artifact on the inputs and compares with the oracle's want (Steps 3-4);
+    reports one line; returns the outputs (index -> array) when they matched, else None."""
+    rc, out, err = run([tools["relax_run"], art, "--fn", fname, "--out-dir", out_dir] + inputs)
+    if rc != 0:
+        report(False, tag, "relax-run failed (%d): %s" % (rc, first_line(err)), counts, lvl)
+        return None
+    problems, outs = [], {}
+    for i, w in enumerate(want):
+        wa = expected_array(w)
+        f = os.path.join(out_dir, "out%d.npy" % i)
+        if wa is None:
+            continue
+        if not os.path.exists(f):
+            problems.append("out%d.npy not written" % i)
+            continue
+        outs[i] = np.load(f, allow_pickle=False)
+        why = compare(outs[i], wa, case, "out%d" % i)
+        if why:
+            problems.append(why)
+    if os.path.exists(os.path.join(out_dir, "out%d.npy" % len(want))):
+        problems.append("relax-run wrote more outputs than the oracle's %d" % len(want))
+    report(not problems, tag, "; ".join(problems[:3]) + (
+        " (+%d more)" % (len(problems) - 3) if len(problems) > 3 else ""), counts, lvl)
+    return None if problems else outs
+
+
+def agree(got, case, tag, counts):
+    """Step 5: the first level's outputs against every other level's (twice the tolerance)."""
+    levels = sorted(got)
+    base, problems = got[levels[0]], []
+    for lvl in levels[1:]:
+        for i in sorted(base):
+            why = compare(got[lvl][i], base[i], case, "O%d vs O%d out%d" % (lvl, levels[0], i),
+                          widen=2)
+            if why:
+                problems.append(why)
+    report(not problems, "%s %s" % (tag, "=".join("O%d" % v for v in levels)),
+           "; ".join(problems[:3]), counts, "agree")
 
 
 def expect_build_error(case, path, tools, tmp, opts, counts):
@@ -285,34 +328,50 @@ def expect_build_error(case, path, tools, tmp, opts, counts):
     if opts["oracle_only"]:
         report(True, tag, "(not built: oracle only)", counts)
         return
-    art = os.path.join(tmp, mod + ".build-error.rxa")
-    rc, out, err = run([tools["relaxc"], "build", path, "--target", "cpu", "-o", art])
-    lines = [ln.strip() for ln in err.splitlines()]
-    if rc == 0:
-        report(False, tag, "relaxc build succeeded; expected: %s" % want[0], counts)
-    elif os.path.exists(art):
-        report(False, tag, "relaxc build failed but wrote %s" % art, counts)
-    else:
-        missing = [x for x in want if x not in lines]
-        report(not missing, tag, "missing diagnostic: %s (got: %s)" % (
-            missing[0], " | ".join(lines[:4])) if missing else "", counts)
+    for lvl in opts["levels"]:
+        art = os.path.join(tmp, "%s.O%d.build-error.rxa" % (mod, lvl))
+        rc, out, err = run([tools["relaxc"], "build", path, "--target", "cpu",
+                            "--opt-level", str(lvl), "-o", art])
+        lines = [ln.strip() for ln in err.splitlines()]
+        ltag = "%s O%d" % (tag, lvl)
+        if rc == 0:
+            report(False, ltag, "relaxc build succeeded; expected: %s" % want[0], counts, lvl)
+        elif os.path.exists(art):
+            report(False, ltag, "relaxc build failed but wrote %s" % art, counts, lvl)
+        else:
+            missing = [x for x in want if x not in lines]
+            report(not missing, ltag, "missing diagnostic: %s (got: %s)" % (
+                missing[0], " | ".join(lines[:4])) if missing else "", counts, lvl)
 
 
-def report(ok, tag, why, counts):
+def report(ok, tag, why, counts, kind=None):
+    """One PASS/FAIL line; counts: [passed, failed, {kind: [passed, failed]}], kind an opt
+    level, "agree" (levels against each other) or None (oracle-only and load errors)."""
     counts[0 if ok else 1] += 1
+    counts[2].setdefault(kind, [0, 0])[0 if ok else 1] += 1
     print("%s %s%s" % ("PASS" if ok else "FAIL", tag, (": " + why) if why and not ok else (
         " " + why if why else "")))
     sys.stdout.flush()
 
 
 def main(argv):
-    opts = {"oracle_only": False, "keep": False, "verbose": False, "require": False}
+    opts = {"oracle_only": False, "keep": False, "verbose": False, "require": False,
+            "levels": list(LEVELS)}
     cases_path, only, build_dir = os.path.join(HERE, "cases.json"), None, None
     i = 0
     while i < len(argv):
         a = argv[i]
         if a == "--cases" and i + 1 < len(argv):
             cases_path = argv[i + 1]
+            i += 1
+        elif a == "--opt-levels" and i + 1 < len(argv):
+            try:
+                opts["levels"] = sorted({int(x) for x in argv[i + 1].split(",")})
+            except ValueError:
+                opts["levels"] = []
+            if not opts["levels"] or any(v not in (0, 1, 2, 3) for v in opts["levels"]):
+                print("error: --opt-levels takes levels 0..3, comma-separated", file=sys.stderr)
+                return 2
             i += 1
         elif a == "--only" and i + 1 < len(argv):
             only = argv[i + 1]
@@ -348,7 +407,7 @@ def main(argv):
             print("relaxc build unavailable: %s" % why)
             print("0 passed, 0 failed")
             return 1 if opts["require"] else SKIP
-    counts = [0, 0]
+    counts = [0, 0, {}]
     tmp = tempfile.mkdtemp(prefix="rx-e2e-")
     try:
         for c in cases:
@@ -358,6 +417,13 @@ def main(argv):
             print("kept %s" % tmp)
         else:
             shutil.rmtree(tmp, ignore_errors=True)
+    per = counts[2]
+    if not opts["oracle_only"]:
+        print("per opt level: %s; %s agree: %d passed, %d failed" % (
+            ", ".join("O%d %d passed, %d failed" % (lvl, per.get(lvl, [0, 0])[0], per.get(lvl, [0, 0])[1])
+                      for lvl in opts["levels"]),
+            "=".join("O%d" % v for v in opts["levels"]), per.get("agree", [0, 0])[0],
+            per.get("agree", [0, 0])[1]))
     print("%d passed, %d failed" % (counts[0], counts[1]))
     return 1 if counts[1] else 0
 

@@ -13,11 +13,13 @@ module computes a Llama decoder at all:
   3. prefill/decode agreement: decode of token s-1 on the caches prefill returned for
      the first s-1 tokens gives prefill's last row and prefill's caches over s tokens.
 
-Checks 2 and 3 run on the oracle and, given BUILD_DIR, also on the artifact built by
-BUILD_DIR/bin/relaxc and run by relax-run. One PASS/FAIL line each, then
-`N passed, M failed`; exit 1 when anything failed.
+Checks 2 and 3 run on the oracle and, given BUILD_DIR, also on the artifacts built by
+BUILD_DIR/bin/relaxc at opt levels 0, 2 (the default) and 3 (--opt-levels) and run by
+relax-run. One PASS/FAIL line each, then `N passed, M failed`; exit 1 when anything
+failed.
 
 Usage: /usr/bin/python3 tests/models/check_llama.py [BUILD_DIR] [--module M.json] [--s N]
+           [--opt-levels 0,2,3]
 """
 
 import json
@@ -82,20 +84,21 @@ class Oracle:
 
 
 class Artifact:
-    def __init__(self, build_dir, path, tmp):
+    def __init__(self, build_dir, path, tmp, level):
         self.tmp = tmp
         self.run_bin = os.path.join(build_dir, "bin", "relax-run")
-        self.art = os.path.join(tmp, "m.rxa")
+        self.art = os.path.join(tmp, "m.O%d.rxa" % level)
+        self.level = level
         self.params = json.load(open(path))["functions"]
         p = subprocess.run([os.path.join(build_dir, "bin", "relaxc"), "build", path, "--target",
-                            "cpu", "-o", self.art], stderr=subprocess.PIPE)
+                            "cpu", "--opt-level", str(level), "-o", self.art], stderr=subprocess.PIPE)
         if p.returncode:
             raise RuntimeError("relaxc build failed: %s" % p.stderr.decode(errors="replace"))
         self.k = 0
 
     def __call__(self, fname, args):
         self.k += 1
-        d = os.path.join(self.tmp, "run%d" % self.k)
+        d = os.path.join(self.tmp, "O%d-run%d" % (self.level, self.k))
         os.makedirs(d)
         argv = [self.run_bin, self.art, "--fn", fname, "--out-dir", os.path.join(d, "out")]
         for prm, a in zip(self.params[fname]["params"], args):
@@ -122,10 +125,12 @@ def close(a, b):
 
 
 def main(argv):
-    build_dir, path, S = None, os.path.join(HERE, "llama_tiny.json"), 8
+    build_dir, path, S, levels = None, os.path.join(HERE, "llama_tiny.json"), 8, [0, 2, 3]
     i = 0
     while i < len(argv):
-        if argv[i] == "--module":
+        if argv[i] == "--opt-levels":
+            levels, i = [int(v) for v in argv[i + 1].split(",")], i + 1
+        elif argv[i] == "--module":
             path, i = argv[i + 1], i + 1
         elif argv[i] == "--s":
             S, i = int(argv[i + 1]), i + 1
@@ -181,11 +186,11 @@ def main(argv):
     runners = [("oracle", oracle)]
     tmp = tempfile.mkdtemp(prefix="rx-llama-")
     try:
-        if build_dir:
+        for lvl in levels if build_dir else []:
             try:
-                runners.append(("artifact", Artifact(build_dir, path, tmp)))
+                runners.append(("artifact O%d" % lvl, Artifact(build_dir, path, tmp, lvl)))
             except RuntimeError as e:
-                report(str(e), "artifact build")
+                report(str(e), "artifact build O%d" % lvl)
         for name, run in runners:
             full = run("prefill", [x] + wl)          # s tokens
             part = run("prefill", [x[:, :S - 1]] + wl)  # s - 1 tokens

@@ -29,7 +29,11 @@
  * under gcc and clang, with or without -fopenmp; it needs only <stdint.h>,
  * <stddef.h>, <stdlib.h>, <string.h> and <math.h> (-lm), and with OpenMP on Linux
  * <dlfcn.h>. Parallel loops (RX_LOOP_PARALLEL) run on OpenMP threads when it is built
- * with -fopenmp (rx_cc_build's default), serially otherwise. Building happens in a private temp directory through
+ * with -fopenmp (rx_cc_build's default), serially otherwise. With
+ * rx_codegen_opts.isa_versions, kernels holding a vectorized loop come in AVX-512, AVX2
+ * and baseline versions under gcc 12+ on x86-64, chosen when the
+ * object loads (c_kernel.c, "ISA versions"); the ABI is the same and the object runs on
+ * any x86-64. Building happens in a private temp directory through
  * posix_spawnp (no shell), under a time limit.
  */
 #ifndef RELAX_CODEGEN_H
@@ -53,6 +57,17 @@ void rx_codegen_symbol(const char *fname, rx_sb *out);
  * to a GPU thread axis, an unbound variable or buffer); out then holds partial text
  * the caller must not build. m is not modified. */
 bool rx_codegen_c(const rx_module *m, rx_sb *out, rx_diags *d);
+
+/* What rx_codegen_c_with may add. Zeroed: rx_codegen_c's output. */
+typedef struct rx_codegen_opts {
+    bool isa_versions; /* kernels holding a vectorized loop also get AVX-512 and AVX2
+                          versions, picked when the object loads (c_kernel.c, "ISA
+                          versions"): faster kernels, about three times their compile
+                          time. The driver sets it from opt level 3. */
+} rx_codegen_opts;
+
+/* rx_codegen_c with options; o may be NULL (all off). */
+bool rx_codegen_c_with(const rx_module *m, const rx_codegen_opts *o, rx_sb *out, rx_diags *d);
 
 /* How rx_cc_build runs the C compiler. Zeroed fields take the defaults. */
 typedef struct rx_cc_opts {

@@ -94,6 +94,15 @@ bool rx_build_run(const char *json, size_t n, const rx_build_opts *o, rx_build_r
 bool rx_build_print(const char *json, size_t n, const rx_build_opts *o, const char *after,
                     rx_sb *out, const char **failed, rx_diags *d);
 
+/* Runs the pipeline up to and including the graph-level pass `after` (as
+ * rx_build_print; "parse" stops before deduce) and hands the module over in *out (the
+ * caller frees it with rx_module_free): what `relaxc print --after P --json` writes and
+ * the golden pass tests (tests/passes) compare. A lowering stage (lower_vm, codegen)
+ * or an unknown name is the error "X is not a graph-level pass". On failure *out is
+ * NULL and *failed (when non-NULL) is set as in rx_build_print. */
+bool rx_build_module(const char *json, size_t n, const rx_build_opts *o, const char *after,
+                     rx_module **out, const char **failed, rx_diags *d);
+
 /* The default optimization level of every entry point: relaxc build and hash, rx_build
  * with NULL options, relaxd's POST /v1/compile without "options", the relax CLI. */
 #define RX_OPT_LEVEL_DEFAULT 2

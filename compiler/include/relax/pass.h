@@ -14,12 +14,17 @@
  *              deduced
  *   analysis   the compute_pattern of every loop function (Algorithm 1, step 4)
  *   canonicalize  var-to-var bindings, get_item of tuples, tuple rebuilds, constant
- *              folding of a small op subset
+ *              folding (any op call or call_tir on constants, by interpreting its
+ *              loop function)
  *   dce        unused pure bindings and loop functions no longer called
  *   library_lower  matmul [+ bias] [+ relu|gelu|silu] chains -> call_dps_library of
  *              runtime BLAS functions, by a cost rule (pipeline step 2, before legalize)
- *   schedule   CPU loop kinds: provably independent outer loops parallel, contiguous
- *              innermost spatial loops vectorized (pipeline step 7, after analysis)
+ *   specialize static-shape copies of loop functions per call (opt level 3, step 7a)
+ *   schedule   CPU loop tiling of reductions and matmuls (exact), then loop kinds:
+ *              provably independent outer loops parallel, contiguous innermost
+ *              spatial loops vectorized (pipeline step 7, after analysis)
+ *   fuse_tir   each "primitive" graph function FuseOps made -> one loop function,
+ *              its calls -> call_tir (Figure 9, step 5b, after fuse_ops)
  */
 #ifndef RELAX_PASS_H
 #define RELAX_PASS_H
@@ -92,8 +97,11 @@ bool rx_pass_annotate_patterns(rx_module *m, rx_diags *d);
 /* Canonicalizes bindings in every graph function: uses of a variable bound to another
  * variable (y = x, no match_cast) use x; get_item(tuple literal or variable bound to
  * one, k) becomes field k; a tuple (t[0], ..., t[n-1]) of all the fields of t in order
- * becomes t; op calls whose operands are all constants, for the subset canonicalize.c
- * lists, become new constants computed in C. The dropped bindings are left for dce.
+ * becomes t; an op call with a legalization rule or a call_tir of a loop function of m
+ * whose tensor operands are all constants (and whose results are static and small, as
+ * canonicalize.c's essay says) becomes a new constant, computed by running the loop
+ * function in the interpreter of compiler/pass/tir_eval.h, which gives the bytes the
+ * compiled kernel would. The dropped bindings are left for dce.
  * Re-deduces the module; false after errors in d. */
 bool rx_pass_canonicalize(rx_module *m, rx_diags *d);
 
@@ -152,36 +160,93 @@ const char *rx_lib_pattern_name(int i);
  * Never fails; builds no nodes. */
 bool rx_schedule_cpu(rx_module *m, int *nparallel, int *nvectorized);
 
-/* rx_schedule_cpu as an rx_pass_fn. */
+/* Tiles, in every loop function of m, each top-level reduction nest of the shape the
+ * tensor-expression builder gives (schedule_tile.c's essay: matmul, batch matmul,
+ * sums/max/min over any axes, conv2d and pooling windows) for registers and caches:
+ * the last spatial loop tiled by a vector-wide register tile, the one before it by
+ * rows, a single reduce loop blocked for the cache, the running values in a local
+ * accumulator. Every output element still applies its reduction in the original
+ * order, so results are bit-identical; one loop of each tiled nest is marked
+ * RX_LOOP_PARALLEL (legal by construction). *ntiled (may be NULL) gets the number of
+ * nests tiled. Never fails. */
+bool rx_schedule_tile(rx_module *m, int *ntiled);
+
+/* rx_schedule_tile then rx_schedule_cpu, as an rx_pass_fn. */
 bool rx_pass_schedule_cpu(rx_module *m, rx_diags *d);
 
 /* ---- operator fusion (compiler/pass/fuse_ops.c, compiler/pass/fuse_tir.c) ---- */
 
 /* FuseOps (paper §4.2, Algorithm 2, Figure 8): groups the call_tir bindings of every
  * dataflow block by the compute patterns of their loop functions (Relay's
- * post-dominator grouping) and replaces each group of two or more by a call of a new
- * graph function marked "primitive", whose symbolic shapes stay symbolic (extra
- * symbolic parameters where a group needs variables its tensors do not carry). Needs
- * analysis (compute_pattern on every loop function). Re-deduces the module. */
+ * post-dominator grouping; fuse_ops.c's essay has the rules) and replaces each group of
+ * two or more by `root = @fused_<f1>_..._<fk>(inputs..., shape(v1, ...))`, a call of a
+ * new graph function with attrs {"primitive": true}: params are the group's external
+ * tensor inputs in first-use order (constants too), then, when the group needs symbolic
+ * variables no input carries as a whole dim, one R.Shape([v1, ...]) parameter (Figure
+ * 8); body one dataflow block of the group's call_tir bindings in order, in the
+ * function's own symbolic variables; result the group's one output. Structurally
+ * identical groups share one function. Never looks inside primitive functions (a second
+ * run changes nothing); never groups op calls, library calls, graph calls, bindings
+ * outside dataflow blocks or Opaque loop functions. Runs after analysis (a missing
+ * compute_pattern is computed). Re-deduces the module when it changed; false only after
+ * deduction errors in d. */
 bool rx_pass_fuse_ops(rx_module *m, rx_diags *d);
 
-/* FuseTIR (§4.2, Figure 9): merges the loop functions called by each primitive graph
- * function into one loop function, intermediate buffers local (inlined where they can
- * be computed inline), and replaces the call of the graph function by one call_tir.
- * Leaves no primitive graph function behind. Re-deduces the module. */
+/* What one FuseTIR run did. */
+typedef struct rx_fuse_tir_report {
+    int fused;     /* primitive functions merged into one loop function each */
+    int calls;     /* graph-level calls of them replaced by call_tir */
+    int inlined;   /* intermediates computed inline (their producers' loops dropped) */
+    int allocated; /* intermediates kept in an ALLOC of the fused function */
+    int kept;      /* primitive functions left as ordinary graph functions */
+    const char *why_kept; /* why the first of those was not fused (static text), or NULL */
+} rx_fuse_tir_report;
+
+/* FuseTIR (§4.2, Figure 9): each graph function marked "primitive" (FuseOps' output:
+ * a dataflow body of call_tir bindings, tensor parameters plus optional Shape/Prim
+ * parameters for extra symbolic variables) becomes ONE loop function of the same name
+ * whose buffers are P's tensor parameters (then its constant arguments), then its
+ * outputs (the result, or each field of a result tuple), then scalar parameters for
+ * symbolic variables no buffer carries as a whole dim. Its body is the constituents'
+ * bodies in order with fresh loop variables; an intermediate written by an
+ * ElementWise/Broadcast/Injective constituent with one plain store per element is
+ * computed inline in its readers, any other is an ALLOC (local when small and static,
+ * else global, for lift_workspace). Every call of P becomes call_tir(@fused, tensor
+ * args, out=<the call's annotation, a tuple for several outputs>, tir_vars=...);
+ * attrs.compute_pattern is the maximum of the constituents'. P and the loop functions
+ * no longer called are removed. A primitive function that cannot be fused (fuse_tir.c
+ * lists why) loses its mark and stays a graph function. Re-deduces the module; false
+ * after deduction errors in d. rep may be NULL. */
+bool rx_fuse_tir(rx_module *m, rx_fuse_tir_report *rep, rx_diags *d);
+
+/* rx_fuse_tir as an rx_pass_fn. */
 bool rx_pass_fuse_tir(rx_module *m, rx_diags *d);
 
 /* ---- workspace lifting (compiler/pass/lift_workspace.c) ---- */
 
-/* Figure 11: global-scope allocations inside loop functions become extra output
- * buffers allocated by the graph function, so memory planning sees and reuses them. */
+/* Figure 11: global-scope allocations at the top level of loop functions (extents over
+ * the function's own symbolic variables) become trailing output buffers; each caller
+ * `v = call_tir(@k, args, out=O)` becomes `v_ws = call_tir(@k, args, out=(O, W...));
+ * v = v_ws[0]` (a tuple O is extended in place when v is only used through get_item),
+ * so memory planning sees the workspaces and reuses their bytes right after the call.
+ * A function some call site cannot express an extent for is left alone. Re-deduces the
+ * module when it changed anything. */
 bool rx_pass_lift_workspace(rx_module *m, rx_diags *d);
 
 /* ---- static-shape specialization (compiler/pass/specialize.c) ---- */
 
-/* Opt level 3: loop functions called with static shapes get specialized copies whose
- * loop bounds are constants (the C compiler then unrolls and vectorizes them), and
- * reductions and matmuls are tiled for the cache; symbolic dimensions stay dynamic. */
+/* Opt level 3: every call_tir whose callee has symbolic variables that are integer
+ * literals at that call (scalar parameters from tir_vars, shape variables matched
+ * against the argument and output annotations) calls a copy of the callee with those
+ * variables replaced by the literals (extents and shapes simplified; specialize.c's
+ * essay). Calls with the same static values share one copy, named NAME_static[K];
+ * variables that are symbolic at the call stay dynamic in the copy, so the kernel ABI
+ * is the callee's minus the static slots. Originals no call names any more are
+ * removed, and the module is deduced again (false with diagnostics if that fails).
+ * *ncalls and *ncopies (each may be NULL) get the calls rewritten and the copies made. */
+bool rx_specialize(rx_module *m, int *ncalls, int *ncopies, rx_diags *d);
+
+/* rx_specialize as an rx_pass_fn. */
 bool rx_pass_specialize(rx_module *m, rx_diags *d);
 
 #endif

@@ -23,6 +23,10 @@ void rx_print_func(const rx_module *m, const rx_func *f, rx_sb *out);
 
 /* SHA-256 of the canonical serialization of m, plus `salt` (target, options). */
 void rx_struct_hash(const rx_module *m, const char *salt, uint8_t out[32]);
+/* rx_struct_hash of the module holding f alone with its name blanked (f->name is
+ * restored before returning): equal for functions that differ only in name, as the
+ * passes that share generated functions (legalize, fuse_ops) need. */
+void rx_func_struct_hash(rx_func *f, const char *salt, uint8_t out[32]);
 /* Equal modules (see above). When they differ and why is not NULL, writes a short
  * description of the first difference. */
 bool rx_struct_equal(const rx_module *x, const rx_module *y, rx_sb *why);

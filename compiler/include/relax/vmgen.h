@@ -24,11 +24,11 @@
  *   symbolic exprs   simplified, then computed into heap slots with ADD SUB MUL
  *                    FLOORDIV FLOORMOD MIN MAX, each distinct (op, operand, operand)
  *                    once per scope (a branch's values are forgotten after it)
- *   call_tir         per output ALLOC_TENSOR at offset 0 of a storage: intermediates
- *                    share the storages static memory planning gives them (plan.c:
- *                    Algorithm 3, sizes proved equal, or static under upper_bounds
- *                    and allocated once at entry), other outputs ALLOC_STORAGE their
- *                    own; then CALL_KERNEL with the kernel's ivars: its svars bound by
+ *   call_tir         per output ALLOC_TENSOR of a storage: intermediates share the
+ *                    storages static memory planning gives them (plan.c: Algorithm 3,
+ *                    sizes proved equal; or, static under upper_bounds, at an offset
+ *                    of one arena allocated once at entry), other outputs
+ *                    ALLOC_STORAGE their own at offset 0; then CALL_KERNEL with the kernel's ivars: its svars bound by
  *                    matching its buffer parameters against the call's argument and
  *                    output annotations (rx_si_match) and its scalar parameters to
  *                    tir_vars, each then an expression over the caller's variables; a
@@ -61,17 +61,30 @@
 /* Memory of one graph function with and without static planning (plan.c). Bytes are
  * the sum of the storages' sizes: an expression over the function's symbolic
  * variables (module arena; "n * 24 + 32768"), and its constant bound under
- * upper_bounds. */
+ * upper_bounds. The lower bounds (lifetime.c) are the most bytes live at one program
+ * point: of the intermediates (what the planned storages hold; no plan of them can
+ * need less), and of every output tensor of the function's DPS calls, escaping ones
+ * included (what a call's live bytes must reach; without planning they reach it). */
 typedef struct rx_vmgen_mem {
     bool planned;             /* planning ran (not disabled by "memory_plan": false) */
     int32_t allocs;           /* tensor allocations = storages without planning */
     int32_t storages;         /* storages with planning: planned + tensors' own */
     int32_t planned_storages; /* of which shared by planned intermediates */
-    int32_t static_storages;  /* of which static, allocated once at function entry */
+    int32_t static_storages;  /* of which static (the arena), allocated at function entry */
+    int32_t planned_tensors;  /* tensors placed in planned storages */
+    int64_t arena_bytes;      /* size of the static arena, 0 when none */
+    int64_t arena_live_bytes; /* most bytes of its tensors live at once: the size a
+                                 perfect packing would need (<= arena_bytes) */
     const rx_expr *bytes_without; /* total bytes without planning */
     const rx_expr *bytes_with;    /* with planning */
+    const rx_expr *planned_bytes; /* of which the planned storages' */
+    const rx_expr *lower_bound;   /* max over program points of live intermediate bytes */
+    const rx_expr *peak_bound;    /* ... of live tensor bytes, escaping tensors included */
     int64_t max_without;      /* constant bound of bytes_without, -1 when unbounded */
     int64_t max_with;         /* of bytes_with */
+    int64_t max_planned;      /* of planned_bytes */
+    int64_t max_lower_bound;  /* of lower_bound */
+    int64_t max_peak_bound;   /* of peak_bound */
 } rx_vmgen_mem;
 
 /* What the lowering used, for the artifact's metadata. Strings point into the module

@@ -85,8 +85,11 @@ START_TEST(mlp_two_sizes)
                 float want = acc > 0 ? acc : 0;
                 ck_assert_float_eq_tol(((float *)y->data)[i * 8 + j], want, 1e-4);
             }
-        ck_assert_int_eq(st.kernels, 2);
-        ck_assert_int_eq(st.peak_bytes, 2 * n * 8 * 4); /* lv0 and lv1 */
+        /* at the default level FuseOps + FuseTIR make matmul + relu one kernel; the
+           matmul's result stays an intermediate of symbolic size, which lift_workspace
+           turns into a graph-level workspace: the output and that workspace */
+        ck_assert_int_eq(st.kernels, 1);
+        ck_assert_int_eq(st.peak_bytes, 2 * n * 8 * 4);
         rx_rt_outputs_free(out);
         free(x);
     }

@@ -1,0 +1,573 @@
+/*
+ * schedule_tile.c — register and cache tiling of reductions and matmuls in loop
+ * functions (pipeline step 7, "schedule", before the loop kinds of schedule.c).
+ *
+ * What is tiled: a top-level loop nest of the exact shape the tensor-expression
+ * builder gives a reduction (te_build.c's nest(), and FuseTIR's copies of it):
+ *
+ *   for s_1 .. for s_p (spatial) for r_1 .. for r_q (reduce):     p >= 1, q >= 1
+ *     block (iterators bound to exactly those loop variables, in order):
+ *       init: C[s_1, .., s_p] = INIT          (optional; INIT loads no C, uses no r)
+ *       body: C[s_1, .., s_p] = UPD           (UPD loads C only as C[s_1, .., s_p])
+ *
+ * every loop serial, unbound, starting at 0, with an extent that mentions no loop
+ * variable of the nest, and at least MIN_VOLUME iterations when all extents are
+ * literals. Matmul, batch matmul, sum/max/min/prod over any axes, mean's sum, the
+ * max and sum of softmax, conv2d and pooling windows all have it.
+ *
+ * Names: J = s_p (the last spatial index, contiguous in C), I = s_{p-1} when p >= 2,
+ * the batch loops s_1 .. s_{p-2}; K = r_1 when q = 1. The nest becomes
+ *
+ *   for batch loops (kept)
+ *     for jo in range(ceil(N / NR)):                 N, M, K: the extents of J, I, K
+ *       for ko in range(max(ceil(K / KC), 1)):       (only when K is blocked)
+ *         for io in range(ceil(M / MR)):             (only with I)
+ *           acc = alloc local (MR, NR)               registers after the C compiler's
+ *           for ii, jj: acc[ii, jj] = ko == 0 ? INIT : C[i, j]       scalarization
+ *           for kk in range(min(KC, K - ko * KC)) (or the reduce loops as they were):
+ *             for ii (unrolled) for jj (vectorized): acc[ii, jj] = UPD[C[..] := acc[ii, jj]]
+ *           for ii, jj: C[i, j] = acc[ii, jj]
+ *
+ * with i = io * MR + ii, j = jo * NR + jj, k = ko * KC + kk substituted everywhere.
+ * A tile that may run past M or N (an extent not a multiple of its tile, or
+ * symbolic) is an IF: the full tile above with literal extents MR and NR (which the C
+ * compiler unrolls and keeps in registers), else the same statements with extents
+ * min(MR, M - io * MR) and min(NR, N - jo * NR). Without I there is no io loop and acc
+ * is (NR,). When few J tiles exist (N a literal below 4 * NR) the order is io, jo and
+ * K is not blocked, so the parallel loop has iterations to share.
+ *
+ * Why it is exact: for every output element (i, j) the new code computes INIT, then
+ * applies UPD for the reduce indices in the original lexicographic order (ko
+ * ascending, kk ascending inside; or the reduce loops unchanged), with the running
+ * value held in acc — in C's dtype, so an f16 sum still rounds after every step — and
+ * carried through C itself between K blocks (stored, then reloaded when ko > 0). Only
+ * the interleaving of different elements changes, and UPD of one element reads no
+ * other element of C (checked) and no buffer the nest writes. So results are
+ * bit-identical to the untiled nest, for every dtype and combiner (no reassociation:
+ * float sums keep their order; tests/unit/pass/test_schedule_tile.c compares bits).
+ * An empty reduction (K = 0) still stores INIT: the ko loop runs at least once with
+ * an empty kk loop.
+ *
+ * Which loop is parallel: the first batch loop with a literal extent >= 2, else the
+ * outermost tile loop (jo, or io in the io-first order) when its extent is a literal
+ * >= 2, else the first symbolic batch loop (a batch of decode steps may well be 1,
+ * while the tile count is known), else the outermost tile loop when its extent is
+ * symbolic (none when it is 1). Why that is legal: distinct iterations of a batch loop
+ * write C at distinct values of its own index; distinct jo (io) write disjoint column
+ * (row) ranges of C; every read of C is of an element the same iteration wrote before;
+ * acc is allocated inside the iteration. schedule.c then finds no other parallel loop
+ * in the nest.
+ *
+ * Tile sizes, by the element size e of C. J is "contiguous" when the last index of a
+ * load in UPD steps by exactly 1 with J (B[k, j] of a matmul, x[.., h + r, w + s] of a
+ * conv2d; proved with the arithmetic). Then NR = 128 / e (two 64-byte vectors: 32
+ * f32), MR = 8, KC = 256: an 8 x 32 f32 tile is 16 AVX-512 registers. Else (a row
+ * reduction: J only strides) NR = 8 rows with the jj loop unrolled, not vectorized:
+ * eight independent chains instead of one. A contiguous nest with one row (no I, or a
+ * literal M = 1: matrix-vector, column sums) streams whole rows instead: NR = 4 KB of
+ * elements (an L1-resident accumulator, not registers), or N / 4 when that is smaller,
+ * so the parallel loop keeps four tiles. A literal extent smaller than its tile
+ * shrinks the tile to it; one that the tile does not divide but MR = 6 (rows) or NR / 2
+ * (contiguous columns) does takes that instead, so the tiles fit exactly. K is blocked
+ * when q = 1, there is more than one row, the order is jo first, and K is not a
+ * literal <= 2 * KC. The ii loop is unrolled when MR > 1 (a one-row tile has nothing
+ * to unroll). The sizes are fixed for every ISA: at O3 codegen compiles such kernels
+ * for AVX-512, AVX2 and the baseline (c_kernel.c), and the AVX2 version then spills
+ * part of the 8 x 32 tile.
+ *
+ * Cost: linear in the size of the nest; the new nest holds UPD three times at most
+ * (full tile, partial tile).
+ */
+#include <string.h>
+
+#include "relax/pass.h"
+
+enum {
+    MAX_LOOPS = 16,     /* loops of a nest that can be tiled */
+    MIN_VOLUME = 4096,  /* iterations below which a literal nest is left as it is */
+    MR_TILE = 8,        /* rows of the register tile */
+    MR_ALT = 6,         /* ... when it divides a literal M that MR_TILE does not */
+    KC_TILE = 256,      /* reduce block */
+    ROW_LANES = 8,      /* rows reduced side by side when J strides */
+    FEW_TILES = 4,      /* fewer J tiles than this: io first, no K blocking */
+    WIDE_BYTES = 4096   /* most bytes of a one-row tile (it lives in L1, not registers) */
+};
+
+/* One matched nest. */
+typedef struct tnest {
+    rx_stmt *loops[MAX_LOOPS]; /* the chain, outermost first */
+    int n;                     /* loops */
+    int p;                     /* spatial loops (the first p) */
+    const rx_stmt *blk;        /* the block */
+    rx_buffer *C;              /* the stored buffer */
+    rx_expr *init;             /* INIT, or NULL (the running value starts as C) */
+    rx_expr *upd;              /* UPD */
+} tnest;
+
+/* The tiling of one nest. */
+typedef struct tplan {
+    rx_module *m;
+    rx_arena *a;
+    const tnest *t;
+    bool has_i;                /* p >= 2 */
+    bool kblock;               /* K blocked by KC */
+    bool io_first;             /* io outer, jo inner */
+    bool contiguous;           /* J is the last index of a load in UPD */
+    int64_t mr, nr, kc;        /* tile sizes */
+    rx_expr *M, *N, *K;        /* extents of I (or NULL), J, K (or NULL) */
+    rx_svar *io, *jo, *ko, *ii, *jj, *kk; /* new loop variables (NULL when absent) */
+    rx_vmap sub;               /* block iterators and old loop variables -> new indices */
+    rx_buffer *acc;            /* the tile's accumulator (one per tile body) */
+} tplan;
+
+/* ---------------------------------------------------------------- matching */
+
+/* True when every LOAD of b in e is b[idx] with idx the p variables vars. */
+static bool loads_exact(const rx_expr *e, const rx_buffer *b, const rx_svar *const *vars, int p)
+{
+    if (!e) return true;
+    if (e->kind == RX_E_LOAD && e->u.load.buf == b) {
+        if (e->u.load.nidx != p) return false;
+        for (int k = 0; k < p; k++) {
+            const rx_expr *x = e->u.load.idx[k];
+            if (x->kind != RX_E_VAR || x->u.var != vars[k]) return false;
+        }
+    }
+    for (int i = 0; i < rx_expr_nchildren(e); i++)
+        if (!loads_exact(rx_expr_child(e, i), b, vars, p)) return false;
+    return true;
+}
+
+static bool loads_buf(const rx_expr *e, const rx_buffer *b)
+{
+    if (!e) return false;
+    if (e->kind == RX_E_LOAD && e->u.load.buf == b) return true;
+    for (int i = 0; i < rx_expr_nchildren(e); i++)
+        if (loads_buf(rx_expr_child(e, i), b)) return true;
+    return false;
+}
+
+/* True when some LOAD in e (of a buffer other than b) has a last index that steps by
+ * exactly 1 when v does (v, v + k, k + v - 1, ...: consecutive elements). */
+static bool unit_stride_load(rx_arith *ar, rx_arena *a, const rx_expr *e, const rx_buffer *b,
+                             const rx_svar *v)
+{
+    if (!e) return false;
+    if (e->kind == RX_E_LOAD && e->u.load.buf != b && e->u.load.nidx > 0) {
+        rx_expr *x = e->u.load.idx[e->u.load.nidx - 1];
+        if (rx_expr_uses_var(x, v) && rx_dtype_is_int((rx_dtype)x->dtype)) {
+            rx_vmap m = {0};
+            rx_vmap_set(&m, v, rx_e_binary(a, RX_E_ADD, rx_e_var(a, v), rx_e_int(a, 1)));
+            rx_expr *next = rx_expr_subst(a, x, &m);
+            rx_vmap_free(&m);
+            if (rx_arith_prove_equal(ar, rx_e_binary(a, RX_E_SUB, next, x), rx_e_int(a, 1)))
+                return true;
+        }
+    }
+    for (int i = 0; i < rx_expr_nchildren(e); i++)
+        if (unit_stride_load(ar, a, rx_expr_child(e, i), b, v)) return true;
+    return false;
+}
+
+/* The single STORE of a statement list, or NULL. */
+static const rx_stmt *only_store(const rx_stmts *ss)
+{
+    return ss->n == 1 && ss->items[0]->kind == RX_S_STORE ? ss->items[0] : NULL;
+}
+
+/* True when the store writes b at exactly the p iterator variables vars. */
+static bool store_exact(const rx_stmt *st, const rx_buffer *b, const rx_svar *const *vars, int p)
+{
+    if (!st || st->u.store.buf != b || st->u.store.nidx != p) return false;
+    for (int k = 0; k < p; k++) {
+        const rx_expr *x = st->u.store.idx[k];
+        if (x->kind != RX_E_VAR || x->u.var != vars[k]) return false;
+    }
+    return true;
+}
+
+/* Matches FOR s against the nest shape of the file essay. */
+static bool match(rx_stmt *s, tnest *t)
+{
+    memset(t, 0, sizeof *t);
+    rx_stmt *cur = s;
+    while (cur->kind == RX_S_FOR) {
+        if (t->n == MAX_LOOPS || cur->u.for_.body.n != 1) return false;
+        if (cur->u.for_.loop_kind != RX_LOOP_SERIAL || cur->u.for_.thread) return false;
+        if (!rx_expr_is_int(cur->u.for_.min, 0)) return false;
+        t->loops[t->n++] = cur;
+        cur = cur->u.for_.body.items[0];
+    }
+    if (cur->kind != RX_S_BLOCK || t->n < 2 || cur->u.block.niters != t->n) return false;
+    t->blk = cur;
+    const rx_svar *vars[MAX_LOOPS];
+    int p = 0;
+    for (int k = 0; k < t->n; k++) {
+        const rx_iter *it = &cur->u.block.iters[k];
+        const rx_stmt *l = t->loops[k];
+        if (!it->bind || it->bind->kind != RX_E_VAR || it->bind->u.var != l->u.for_.var)
+            return false;
+        if (it->kind == RX_ITER_SPATIAL) {
+            if (p != k) return false; /* spatial iterators first */
+            p++;
+        }
+        vars[k] = it->var;
+        for (int j = 0; j < t->n; j++) /* extents free of the nest's variables */
+            if (rx_expr_uses_var(l->u.for_.extent, t->loops[j]->u.for_.var) ||
+                rx_expr_uses_var(l->u.for_.extent, cur->u.block.iters[j].var))
+                return false;
+    }
+    if (p < 1 || p == t->n) return false;
+    t->p = p;
+    const rx_stmt *body = only_store(&cur->u.block.body);
+    if (!body) return false;
+    t->C = body->u.store.buf;
+    if (!store_exact(body, t->C, vars, p) || !loads_exact(body->u.store.value, t->C, vars, p))
+        return false;
+    if (cur->u.block.init.n) {
+        const rx_stmt *init = only_store(&cur->u.block.init);
+        if (!store_exact(init, t->C, vars, p) || loads_buf(init->u.store.value, t->C))
+            return false;
+        for (int k = p; k < t->n; k++)
+            if (rx_expr_uses_var(init->u.store.value, vars[k]) ||
+                rx_expr_uses_var(init->u.store.value, t->loops[k]->u.for_.var))
+                return false;
+        t->init = init->u.store.value;
+    }
+    t->upd = body->u.store.value;
+    int64_t vol = 1, e;
+    bool lit = true;
+    for (int k = 0; k < t->n && lit; k++) {
+        lit = rx_expr_is_const(t->loops[k]->u.for_.extent, &e) && e >= 0;
+        if (lit) vol = vol > INT64_MAX / (e ? e : 1) ? INT64_MAX : vol * e;
+    }
+    return !lit || vol >= MIN_VOLUME;
+}
+
+/* ---------------------------------------------------------------- building */
+
+static rx_stmt *new_stmt(rx_arena *a, rx_skind k)
+{
+    rx_stmt *s = RX_NEW(a, rx_stmt);
+    s->kind = (uint8_t)k;
+    return s;
+}
+
+static rx_stmts list_of(rx_arena *a, rx_stmt *const *items, int n)
+{
+    rx_stmts l = {RX_NEWN(a, rx_stmt *, n > 0 ? n : 1), n};
+    for (int i = 0; i < n; i++) l.items[i] = items[i];
+    return l;
+}
+
+static rx_stmt *for_list(rx_arena *a, const rx_svar *v, rx_expr *extent, rx_loopkind kind,
+                         rx_stmts body)
+{
+    rx_stmt *s = new_stmt(a, RX_S_FOR);
+    s->u.for_.var = v;
+    s->u.for_.min = rx_e_int(a, 0);
+    s->u.for_.extent = extent;
+    s->u.for_.loop_kind = (uint8_t)kind;
+    s->u.for_.body = body;
+    return s;
+}
+
+static rx_stmt *mk_for(rx_arena *a, const rx_svar *v, rx_expr *extent, rx_loopkind kind,
+                       rx_stmt *body)
+{
+    return for_list(a, v, extent, kind, list_of(a, &body, 1));
+}
+
+static rx_stmt *mk_store(rx_arena *a, rx_buffer *b, rx_expr **idx, int n, rx_expr *v)
+{
+    rx_stmt *s = new_stmt(a, RX_S_STORE);
+    s->u.store.buf = b;
+    s->u.store.idx = RX_NEWN(a, rx_expr *, n > 0 ? n : 1);
+    for (int i = 0; i < n; i++) s->u.store.idx[i] = idx[i];
+    s->u.store.nidx = n;
+    s->u.store.value = v;
+    return s;
+}
+
+static rx_svar *new_var(tplan *P, const rx_svar *base, const char *suffix)
+{
+    const char *name = rx_arena_printf(P->a, "%s_%s", base->name, suffix);
+    return rx_svar_new(P->a, name, RX_DT_I64, RX_SV_LOOP, rx_module_new_id(P->m));
+}
+
+static rx_expr *lit(tplan *P, int64_t v) { return rx_e_int(P->a, v); }
+static rx_expr *var(tplan *P, const rx_svar *v) { return rx_e_var(P->a, v); }
+static rx_expr *bin(tplan *P, rx_ekind k, rx_expr *x, rx_expr *y) { return rx_e_binary(P->a, k, x, y); }
+
+/* o * t + in: the index of a tiled loop. */
+static rx_expr *tiled(tplan *P, const rx_svar *o, int64_t t, const rx_svar *in)
+{
+    return bin(P, RX_E_ADD, bin(P, RX_E_MUL, var(P, o), lit(P, t)), var(P, in));
+}
+
+/* ceil(x / t) (max(.., 1) when at_least_one), folded for a literal x. */
+static rx_expr *ceil_div(tplan *P, rx_expr *x, int64_t t, bool at_least_one)
+{
+    int64_t v;
+    if (rx_expr_is_const(x, &v)) {
+        int64_t c = v <= 0 ? 0 : (v - 1) / t + 1;
+        return lit(P, at_least_one && c < 1 ? 1 : c);
+    }
+    rx_expr *c = bin(P, RX_E_FLOORDIV, bin(P, RX_E_ADD, x, lit(P, t - 1)), lit(P, t));
+    return at_least_one ? bin(P, RX_E_MAX, c, lit(P, 1)) : c;
+}
+
+/* min(t, x - o * t): the extent of the last, partial tile. */
+static rx_expr *part_extent(tplan *P, rx_expr *x, const rx_svar *o, int64_t t)
+{
+    return bin(P, RX_E_MIN, lit(P, t), bin(P, RX_E_SUB, x, bin(P, RX_E_MUL, var(P, o), lit(P, t))));
+}
+
+/* True when tiles of t always fit in extent x (a literal multiple of t). */
+static bool always_full(rx_expr *x, int64_t t)
+{
+    int64_t v;
+    return rx_expr_is_const(x, &v) && v % t == 0;
+}
+
+/* e with every LOAD of C replaced by acc[ai] (nai indices). */
+static rx_expr *to_acc(tplan *P, rx_expr *e, rx_expr **ai, int nai)
+{
+    if (e->kind == RX_E_LOAD && e->u.load.buf == P->t->C) return rx_e_load(P->a, P->acc, ai, nai);
+    int n = rx_expr_nchildren(e);
+    if (!n) return e;
+    rx_expr **kids = RX_NEWN(P->a, rx_expr *, n);
+    bool changed = false;
+    for (int i = 0; i < n; i++) {
+        kids[i] = to_acc(P, rx_expr_child(e, i), ai, nai);
+        changed |= kids[i] != rx_expr_child(e, i);
+    }
+    return changed ? rx_expr_with_children(P->a, e, kids) : e;
+}
+
+/* The loop over ii (when there is I) and jj around one statement. */
+static rx_stmt *tile_loops(tplan *P, bool full, rx_loopkind ik, rx_loopkind jk, rx_stmt *s)
+{
+    bool fj = full || always_full(P->N, P->nr); /* the partial tile of one side only */
+    rx_expr *ej = fj ? lit(P, P->nr) : part_extent(P, P->N, P->jo, P->nr);
+    rx_stmt *r = mk_for(P->a, P->jj, ej, fj || jk != RX_LOOP_UNROLLED ? jk : RX_LOOP_SERIAL, s);
+    if (!P->has_i) return r;
+    bool fi = full || always_full(P->M, P->mr);
+    rx_expr *ei = fi ? lit(P, P->mr) : part_extent(P, P->M, P->io, P->mr);
+    return mk_for(P->a, P->ii, ei, fi ? ik : RX_LOOP_SERIAL, r);
+}
+
+/* One tile: alloc acc; init; reduce; store back (full: literal tile extents). The
+ * list is the body of a loop or of an IF branch, so acc is declared per tile. */
+static rx_stmts tile_body(tplan *P, bool full)
+{
+    rx_arena *a = P->a;
+    const tnest *t = P->t;
+    rx_buffer *acc = RX_NEW(a, rx_buffer);
+    acc->name = rx_arena_printf(a, "%s_acc", t->C->name);
+    acc->dtype = t->C->dtype;
+    acc->ndim = P->has_i ? 2 : 1;
+    acc->shape = RX_NEWN(a, rx_expr *, 2);
+    acc->shape[0] = lit(P, P->has_i ? P->mr : P->nr);
+    acc->shape[1] = lit(P, P->nr);
+    acc->scope = RX_SCOPE_LOCAL;
+    acc->id = rx_module_new_id(P->m);
+    P->acc = acc;
+    rx_expr *ai[2];
+    int nai = 0;
+    if (P->has_i) ai[nai++] = var(P, P->ii);
+    ai[nai++] = var(P, P->jj);
+    /* C[i, j] in the new variables */
+    const rx_stmt *bst = t->blk->u.block.body.items[0];
+    rx_expr **cidx = RX_NEWN(a, rx_expr *, t->p);
+    for (int k = 0; k < t->p; k++) cidx[k] = rx_expr_subst(a, bst->u.store.idx[k], &P->sub);
+    rx_expr *cur = rx_e_load(a, t->C, cidx, t->p);
+    rx_expr *initv = t->init ? rx_expr_subst(a, t->init, &P->sub) : cur;
+    if (P->kblock && t->init)
+        initv = rx_e_select(a, bin(P, RX_E_EQ, var(P, P->ko), lit(P, 0)), initv, cur);
+    rx_stmt *s_init = tile_loops(P, full, RX_LOOP_SERIAL, RX_LOOP_VECTORIZED,
+                                 mk_store(a, acc, ai, nai, initv));
+    rx_expr *upd = rx_expr_subst(a, to_acc(P, t->upd, ai, nai), &P->sub);
+    rx_loopkind jk = P->contiguous ? RX_LOOP_VECTORIZED : RX_LOOP_UNROLLED;
+    rx_loopkind ik = P->mr > 1 ? RX_LOOP_UNROLLED : RX_LOOP_SERIAL; /* one row: nothing to unroll */
+    rx_stmt *red = tile_loops(P, full, ik, jk, mk_store(a, acc, ai, nai, upd));
+    if (P->kblock) {
+        red = mk_for(a, P->kk, part_extent(P, P->K, P->ko, P->kc), RX_LOOP_SERIAL, red);
+    } else {
+        for (int k = t->n - 1; k >= t->p; k--)
+            red = mk_for(a, t->loops[k]->u.for_.var, t->loops[k]->u.for_.extent, RX_LOOP_SERIAL, red);
+    }
+    rx_stmt *s_out = tile_loops(P, full, RX_LOOP_SERIAL, RX_LOOP_VECTORIZED,
+                                mk_store(a, t->C, cidx, t->p, rx_e_load(a, acc, ai, nai)));
+    rx_stmt *al = new_stmt(a, RX_S_ALLOC);
+    al->u.alloc.buf = acc;
+    rx_stmt *items[] = {al, s_init, red, s_out};
+    return list_of(a, items, 4);
+}
+
+/* The tile: the full body, or IF (it fits) full ELSE partial. */
+static rx_stmts tile(tplan *P)
+{
+    bool fi = !P->has_i || always_full(P->M, P->mr), fj = always_full(P->N, P->nr);
+    rx_stmts full = tile_body(P, true);
+    if (fi && fj) return full;
+    rx_expr *cond = NULL;
+    if (!fi) /* io * MR + MR <= M */
+        cond = bin(P, RX_E_LE, bin(P, RX_E_ADD, bin(P, RX_E_MUL, var(P, P->io), lit(P, P->mr)),
+                                   lit(P, P->mr)), P->M);
+    if (!fj) {
+        rx_expr *cj = bin(P, RX_E_LE, bin(P, RX_E_ADD, bin(P, RX_E_MUL, var(P, P->jo), lit(P, P->nr)),
+                                          lit(P, P->nr)), P->N);
+        cond = cond ? bin(P, RX_E_AND, cond, cj) : cj;
+    }
+    rx_stmt *s = new_stmt(P->a, RX_S_IF);
+    s->u.if_.cond = cond;
+    s->u.if_.then_s = full;
+    s->u.if_.else_s = tile_body(P, false);
+    return list_of(P->a, &s, 1);
+}
+
+/* The tile for extent x: t, or alt when x is a literal that alt divides and t does not
+ * (no partial tiles), or x itself when it is a literal below t. */
+static int64_t fit_tile(const rx_expr *x, int64_t t, int64_t alt)
+{
+    int64_t v;
+    if (!rx_expr_is_const(x, &v)) return t;
+    if (v < t) return v > 0 ? v : 1;
+    return v % t != 0 && v % alt == 0 ? alt : t;
+}
+
+/* Chooses the tile sizes and the order (file essay). */
+static void plan_sizes(tplan *P)
+{
+    const tnest *t = P->t;
+    int bits = rx_dtype_bits((rx_dtype)t->C->dtype);
+    int64_t esz = bits >= 8 ? bits / 8 : 1, v;
+    const rx_svar *jv = t->blk->u.block.iters[t->p - 1].var;
+    rx_arith *ar = rx_arith_new(P->a);
+    P->contiguous = unit_stride_load(ar, P->a, t->upd, t->C, jv);
+    rx_arith_free(ar);
+    P->nr = P->contiguous ? 128 / esz : ROW_LANES;
+    if (P->nr > 64) P->nr = 64;
+    P->mr = MR_TILE;
+    P->kc = KC_TILE;
+    if (P->has_i) P->mr = fit_tile(P->M, MR_TILE, MR_ALT);
+    bool one_row = !P->has_i || P->mr == 1;
+    if (one_row && P->contiguous) { /* streaming rows: a wide tile, a few per thread */
+        int64_t unit = P->nr, wide = WIDE_BYTES / esz;
+        if (rx_expr_is_const(P->N, &v)) {
+            wide = v / FEW_TILES / unit * unit;
+            wide = wide < unit ? unit : wide > WIDE_BYTES / esz ? WIDE_BYTES / esz : wide;
+        }
+        P->nr = wide;
+    }
+    P->nr = fit_tile(P->N, P->nr, P->contiguous ? P->nr / 2 : P->nr);
+    P->io_first = P->has_i && !one_row && rx_expr_is_const(P->N, &v) &&
+                  (v + P->nr - 1) / P->nr < FEW_TILES;
+    P->kblock = P->has_i && !one_row && !P->io_first && t->n - t->p == 1 &&
+                !(rx_expr_is_const(P->K, &v) && v <= 2 * KC_TILE);
+}
+
+/* The tiled replacement of nest t. */
+static rx_stmt *build(rx_module *m, const tnest *t)
+{
+    tplan P = {0};
+    P.m = m;
+    P.a = m->arena;
+    P.t = t;
+    P.has_i = t->p >= 2;
+    const rx_stmt *lj = t->loops[t->p - 1], *li = P.has_i ? t->loops[t->p - 2] : NULL;
+    P.N = lj->u.for_.extent;
+    P.M = li ? li->u.for_.extent : NULL;
+    P.K = t->n - t->p == 1 ? t->loops[t->p]->u.for_.extent : NULL;
+    plan_sizes(&P);
+    P.jo = new_var(&P, lj->u.for_.var, "o");
+    P.jj = new_var(&P, lj->u.for_.var, "i");
+    if (li) {
+        P.io = new_var(&P, li->u.for_.var, "o");
+        P.ii = new_var(&P, li->u.for_.var, "i");
+    }
+    if (P.kblock) {
+        P.ko = new_var(&P, t->loops[t->p]->u.for_.var, "o");
+        P.kk = new_var(&P, t->loops[t->p]->u.for_.var, "i");
+    }
+    /* substitution: iterators and loop variables to their new index expressions */
+    for (int k = 0; k < t->n; k++) {
+        const rx_svar *lv = t->loops[k]->u.for_.var, *iv = t->blk->u.block.iters[k].var;
+        rx_expr *to = var(&P, lv);
+        if (k == t->p - 1) to = tiled(&P, P.jo, P.nr, P.jj);
+        else if (li && k == t->p - 2) to = tiled(&P, P.io, P.mr, P.ii);
+        else if (P.kblock && k == t->p) to = tiled(&P, P.ko, P.kc, P.kk);
+        rx_vmap_set(&P.sub, lv, to);
+        if (iv != lv) rx_vmap_set(&P.sub, iv, to);
+    }
+    rx_stmts body = tile(&P);
+    rx_stmt *s;
+    rx_expr *nj = ceil_div(&P, P.N, P.nr, false), *ni = li ? ceil_div(&P, P.M, P.mr, false) : NULL;
+    rx_stmt *outer;
+    if (P.io_first) {
+        s = for_list(P.a, P.jo, nj, RX_LOOP_SERIAL, body);
+        outer = s = mk_for(P.a, P.io, ni, RX_LOOP_SERIAL, s);
+    } else {
+        s = li ? for_list(P.a, P.io, ni, RX_LOOP_SERIAL, body) : NULL;
+        if (P.kblock) s = mk_for(P.a, P.ko, ceil_div(&P, P.K, P.kc, true), RX_LOOP_SERIAL, s);
+        outer = s = s ? mk_for(P.a, P.jo, nj, RX_LOOP_SERIAL, s)
+                      : for_list(P.a, P.jo, nj, RX_LOOP_SERIAL, body);
+    }
+    /* the batch loops, rebuilt around it; then the parallel loop (file essay) */
+    rx_stmt *lit_batch = NULL, *sym_batch = NULL;
+    int64_t e;
+    for (int k = t->p - 3; k >= 0; k--) {
+        const rx_stmt *l = t->loops[k];
+        s = mk_for(P.a, l->u.for_.var, l->u.for_.extent, RX_LOOP_SERIAL, s);
+        if (!rx_expr_is_const(l->u.for_.extent, &e)) sym_batch = s;
+        else if (e >= 2) lit_batch = s;
+    }
+    bool olit = rx_expr_is_const(outer->u.for_.extent, &e);
+    rx_stmt *par = lit_batch;
+    if (!par && olit && e >= 2) par = outer;
+    if (!par) par = sym_batch;
+    if (!par && !olit) par = outer;
+    if (par) par->u.for_.loop_kind = RX_LOOP_PARALLEL;
+    rx_vmap_free(&P.sub);
+    return s;
+}
+
+/* Tiles the matching nests among the statements of ss (looking through non-FOR
+ * containers, as schedule.c finds top-level nests). */
+static void tile_list(rx_module *m, rx_stmts *ss, int *n)
+{
+    for (int i = 0; i < ss->n; i++) {
+        rx_stmt *s = ss->items[i];
+        tnest t;
+        switch ((rx_skind)s->kind) {
+        case RX_S_FOR:
+            if (match(s, &t)) {
+                ss->items[i] = build(m, &t);
+                (*n)++;
+            }
+            break;
+        case RX_S_BLOCK:
+            tile_list(m, &s->u.block.init, n);
+            tile_list(m, &s->u.block.body, n);
+            break;
+        case RX_S_IF:
+            tile_list(m, &s->u.if_.then_s, n);
+            tile_list(m, &s->u.if_.else_s, n);
+            break;
+        case RX_S_LET: tile_list(m, &s->u.let.body, n); break;
+        default: break;
+        }
+    }
+}
+
+bool rx_schedule_tile(rx_module *m, int *ntiled)
+{
+    int n = 0;
+    for (int i = 0; i < m->nfuncs; i++) {
+        rx_func *f = m->funcs[i];
+        if (f->kind == RX_F_TIR) tile_list(m, &f->tbody, &n);
+    }
+    if (ntiled) *ntiled = n;
+    return true;
+}

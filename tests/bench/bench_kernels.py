@@ -1,0 +1,261 @@
+#!/usr/bin/python3
+"""bench_kernels.py — generated CPU kernels against memory bandwidth and OpenBLAS.
+
+(a) Elementwise kernels (f32): add, exp, relu, and multiply with a broadcast row, over
+N elements (a few MB and ~64 MB). Each module is built with `relaxc build --opt-level L`
+(L = 2 and 3) and timed with `relax-run --bench` (median of R calls). Achieved bandwidth
+= bytes the kernel must move (each input read once, the output written once) / time.
+The reference is memcpy of the same output bytes measured in this run, twice: NumPy's
+copyto (one thread, glibc memcpy) and libc memcpy on two threads (ctypes releases the
+GIL, each thread copies half), bytes = 2 x copied (read + write). `ratio` = achieved /
+the better of the two (goal >= 0.70).
+
+(b) Matmul: M x K @ K x N f32 (256^3, 512^3, 1024^3 and 1 x 4096 x 4096), built at O3
+with `--lib none` (generated, tiled loops: schedule_tile.c) and with `--lib all` (the
+runtime's blas.matmul, OpenBLAS, same VM and artifact path), both timed by relax-run;
+NumPy's matmul (OpenBLAS) is timed in this process too. `ratio` = OpenBLAS time /
+generated time (goal >= 0.9). Both sides use the same thread count (--threads, 2):
+OMP_NUM_THREADS for the kernels, OPENBLAS_NUM_THREADS for the library (set before
+NumPy is imported, so NumPy's OpenBLAS has it too).
+
+Correctness: every artifact is also run once on explicit inputs (.npy written here)
+and its output compared with NumPy (elementwise: rtol 1e-5 for add/relu/mul, 1e-5 +
+a few ulps for exp; matmul: max |diff| <= 1e-4 * K-scaled bound). A wrong result
+fails the run (exit 1). `--smoke` uses small sizes, O2 only for (a) and one matmul
+size, one repeat: a ctest that checks results, not timings.
+
+Programs are spawned without a shell. Output: one JSON object per line.
+  bench_kernels.py [--smoke] [--threads T] [--repeat R] [--relaxc P] [--relax-run P]
+                   [--elem-sizes N,N] [--mm-sizes MxKxN,...]
+"""
+import argparse
+import ctypes
+import ctypes.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description="generated kernels vs memcpy and OpenBLAS")
+    ap.add_argument("--smoke", action="store_true", help="small sizes, one repeat (a test)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--elem-sizes", default="1048576,16777216", help="element counts")
+    ap.add_argument("--mm-sizes", default="256x256x256,512x512x512,1024x1024x1024,1x4096x4096")
+    ap.add_argument("--relaxc", default=os.path.join(ROOT, "build-bench", "bin", "relaxc"))
+    ap.add_argument("--relax-run", dest="relax_run",
+                    default=os.path.join(ROOT, "build-bench", "bin", "relax-run"))
+    return ap.parse_args()
+
+
+ARGS = parse_args()
+# Thread counts before NumPy (and its OpenBLAS) load; children inherit them.
+os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
+os.environ["OPENBLAS_NUM_THREADS"] = str(ARGS.threads)
+import numpy as np  # noqa: E402
+
+
+def run(argv, timeout=900):
+    """Runs argv (no shell); returns stdout, exits with its stderr on failure."""
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=timeout, check=False)
+    if p.returncode != 0:
+        sys.exit("bench_kernels: %s failed (exit %d):\n%s" % (" ".join(argv[:3]), p.returncode,
+                                                             p.stderr))
+    return p.stdout
+
+
+def tensor(name, shape):
+    return {"name": name, "type": {"tensor": {"shape": shape, "dtype": "f32"}}}
+
+
+def module(params, value):
+    """A module whose main binds r = value and returns it."""
+    main = {"kind": "relax", "params": params,
+            "body": {"blocks": [{"dataflow": True, "bindings": [{"var": "r", "value": value}]}],
+                     "result": "r"}}
+    return {"format": "relax-json", "version": 1, "functions": {"main": main}}
+
+
+def build(tmp, name, mod, opt, lib=None):
+    src = os.path.join(tmp, name + ".json")
+    rxa = os.path.join(tmp, "%s.O%s%s.rxa" % (name, opt, "." + lib if lib else ""))
+    with open(src, "w") as f:
+        json.dump(mod, f)
+    argv = [ARGS.relaxc, "build", src, "--target", "cpu", "--opt-level", str(opt), "-o", rxa]
+    if lib:
+        argv += ["--lib", lib]
+    t0 = time.perf_counter()
+    run(argv)
+    return rxa, (time.perf_counter() - t0) * 1e3
+
+
+def run_outputs(tmp, rxa, inputs):
+    """Runs rxa once on explicit inputs (name -> array); returns out0."""
+    argv = [ARGS.relax_run, rxa]
+    for name, arr in inputs.items():
+        path = os.path.join(tmp, name + ".npy")
+        np.save(path, arr)
+        argv += ["--in", "%s=%s" % (name, path)]
+    out = os.path.join(tmp, "out")
+    os.makedirs(out, exist_ok=True)
+    run(argv + ["--out-dir", out])
+    return np.load(os.path.join(out, "out0.npy"))
+
+
+def bench(rxa, repeat):
+    """relax-run --bench on its own seeded inputs: (median_ms, min_ms)."""
+    out = run([ARGS.relax_run, rxa, "--bench", "--repeat", str(repeat), "--number", "1",
+               "--warmup", "1"])
+    r = json.loads(out.strip().splitlines()[-1])
+    return r["median_ms"], r["min_ms"]
+
+
+def timed_median(fn, repeat):
+    fn()
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(samples)
+
+
+# ---------------------------------------------------------------- memcpy references
+
+LIBC = ctypes.CDLL(ctypes.util.find_library("c"))
+LIBC.memcpy.restype = ctypes.c_void_p
+LIBC.memcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+
+
+def memcpy_ms(nbytes, repeat):
+    """(NumPy copyto ms, 2-thread libc memcpy ms) for nbytes."""
+    src = np.ones(nbytes // 4, dtype=np.float32)
+    dst = np.empty_like(src)
+    t1 = timed_median(lambda: np.copyto(dst, src), repeat)
+    half = (nbytes // 2) & ~63
+
+    def part(off, n):
+        LIBC.memcpy(dst.ctypes.data + off, src.ctypes.data + off, n)
+
+    def two():
+        th = threading.Thread(target=part, args=(half, nbytes - half))
+        th.start()
+        part(0, half)
+        th.join()
+
+    t2 = timed_median(two, repeat)
+    return t1, t2
+
+
+# ---------------------------------------------------------------- (a) elementwise
+
+def elem_cases(n):
+    """(name, module, inputs, reference fn, bytes moved, rtol) for n elements."""
+    cols = 1024
+    rows = n // cols
+    x2 = [rows, cols]
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal(x2).astype(np.float32)
+    b = rng.standard_normal(x2).astype(np.float32)
+    row = rng.standard_normal([cols]).astype(np.float32)
+    nb = rows * cols * 4
+    return [
+        ("add", module([tensor("x", x2), tensor("y", x2)], {"op": "add", "args": ["x", "y"]}),
+         {"x": a, "y": b}, lambda: a + b, 3 * nb, 1e-6),
+        ("exp", module([tensor("x", x2)], {"op": "exp", "args": ["x"]}),
+         {"x": a}, lambda: np.exp(a), 2 * nb, 1e-5),
+        ("relu", module([tensor("x", x2)], {"op": "nn.relu", "args": ["x"]}),
+         {"x": a}, lambda: np.maximum(a, 0), 2 * nb, 0.0),
+        ("mul_bcast", module([tensor("x", x2), tensor("y", [cols])],
+                             {"op": "multiply", "args": ["x", "y"]}),
+         {"x": a, "y": row}, lambda: a * row, 2 * nb + cols * 4, 1e-6),
+    ]
+
+
+def bench_elementwise(tmp, sizes, levels, repeat):
+    failed = False
+    for n in sizes:
+        cases = elem_cases(n)
+        nb = (n // 1024) * 1024 * 4
+        np_ms, mc2_ms = memcpy_ms(nb, repeat)
+        copy_gbs = max(2 * nb / np_ms / 1e6, 2 * nb / mc2_ms / 1e6)
+        for name, mod, inputs, ref, moved, rtol in cases:
+            for opt in levels:
+                rxa, build_ms = build(tmp, "%s_%d" % (name, n), mod, opt)
+                got = run_outputs(tmp, rxa, inputs)
+                want = ref()
+                ok = got.shape == want.shape and bool(np.allclose(got, want, rtol=rtol, atol=1e-6))
+                failed |= not ok
+                med, mn = bench(rxa, repeat)
+                gbs = moved / med / 1e6
+                print(json.dumps({
+                    "bench": "elementwise", "op": name, "elements": n, "opt_level": opt,
+                    "mbytes_moved": round(moved / 1e6, 1), "ok": ok, "median_ms": round(med, 4),
+                    "min_ms": round(mn, 4), "gbytes_per_s": round(gbs, 2),
+                    "memcpy_numpy_gbs": round(2 * nb / np_ms / 1e6, 2),
+                    "memcpy_2t_gbs": round(2 * nb / mc2_ms / 1e6, 2),
+                    "ratio": round(gbs / copy_gbs, 2), "goal": 0.7,
+                    "threads": ARGS.threads, "build_ms": round(build_ms, 1)}), flush=True)
+    return failed
+
+
+# ---------------------------------------------------------------- (b) matmul
+
+def bench_matmul(tmp, sizes, repeat):
+    failed = False
+    rng = np.random.default_rng(2)
+    for (m, k, n) in sizes:
+        mod = module([tensor("x", [m, k]), tensor("w", [k, n])], {"op": "matmul", "args": ["x", "w"]})
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        w = rng.standard_normal((k, n)).astype(np.float32)
+        want = x @ w
+        bound = 1e-4 * np.sqrt(k) * float(np.max(np.abs(want)) or 1.0)
+        res = {}
+        for side, lib in (("generated", "none"), ("openblas", "all")):
+            rxa, build_ms = build(tmp, "mm_%dx%dx%d" % (m, k, n), mod, 3, lib)
+            got = run_outputs(tmp, rxa, {"x": x, "w": w})
+            err = float(np.max(np.abs(got.astype(np.float64) - want))) if got.shape == want.shape \
+                else float("inf")
+            ok = bool(err <= bound)
+            failed |= not ok
+            med, mn = bench(rxa, repeat)
+            res[side] = {"median_ms": round(med, 4), "min_ms": round(mn, 4), "ok": ok,
+                         "max_abs_err": err, "build_ms": round(build_ms, 1),
+                         "gflops": round(2.0 * m * n * k / med / 1e6, 2)}
+        np_ms = timed_median(lambda: x @ w, repeat)
+        print(json.dumps({
+            "bench": "matmul", "m": m, "k": k, "n": n, "opt_level": 3, "threads": ARGS.threads,
+            "generated": res["generated"], "openblas_via_runtime": res["openblas"],
+            "numpy_ms": round(np_ms, 4), "numpy_gflops": round(2.0 * m * n * k / np_ms / 1e6, 2),
+            "ratio": round(res["openblas"]["median_ms"] / res["generated"]["median_ms"], 2),
+            "ratio_vs_numpy": round(np_ms / res["generated"]["median_ms"], 2),
+            "goal": 0.9}), flush=True)
+    return failed
+
+
+def main():
+    if ARGS.smoke:
+        elem_sizes, levels, repeat = [65536], [2], 1
+        mm_sizes = [(64, 96, 80), (1, 512, 256)]
+    else:
+        elem_sizes = [int(s) for s in ARGS.elem_sizes.split(",")]
+        levels, repeat = [2, 3], ARGS.repeat
+        mm_sizes = [tuple(int(v) for v in s.split("x")) for s in ARGS.mm_sizes.split(",")]
+    with tempfile.TemporaryDirectory(prefix="bench_kernels_") as tmp:
+        failed = bench_elementwise(tmp, elem_sizes, levels, repeat)
+        failed |= bench_matmul(tmp, mm_sizes, repeat)
+    if failed:
+        sys.exit("bench_kernels: a result differs from NumPy (see \"ok\": false above)")
+
+
+if __name__ == "__main__":
+    main()

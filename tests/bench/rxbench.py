@@ -1,0 +1,109 @@
+"""rxbench.py — helpers shared by the Python benchmarks of tests/bench.
+
+* run(argv): a program without a shell; its stdout, or exit with its stderr.
+* rxa_metadata(path): the METADATA section of an .rxa (docs/artifact.md) as a dict.
+* llama_module(cfg): a gen_llama.py module (tests/models) for a config dict.
+* table(headers, rows): a plain-text table, columns right-aligned but the first.
+* relax_bench(...): relax-run --bench on given .npy inputs; the JSON line as a dict.
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
+import gen_llama  # noqa: E402
+
+RXA_MAGIC = b"\x89RXA\r\n\x1a\n"
+RXA_METADATA = 1
+
+
+def run(argv, timeout=1800, what=None):
+    """Runs argv (a list, no shell); returns stdout; exits with its stderr on failure."""
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=timeout, check=False)
+    if p.returncode != 0:
+        sys.exit("%s: %s failed (exit %d):\n%s" % (what or os.path.basename(sys.argv[0]),
+                                                   " ".join(argv[:3]), p.returncode, p.stderr))
+    return p.stdout
+
+
+def rxa_metadata(path):
+    """The METADATA JSON of the artifact at path (header and section table as in
+    docs/artifact.md); ValueError when the file is not an artifact or has none."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != RXA_MAGIC or len(data) < 40:
+        raise ValueError("%s: not an .rxa artifact" % path)
+    (nsec,) = struct.unpack_from("<I", data, 16)
+    for i in range(nsec):
+        kind, _flags, off, size = struct.unpack_from("<IIQQ", data, 40 + 24 * i)
+        if kind == RXA_METADATA:
+            return json.loads(data[off:off + size].decode("utf-8"))
+    raise ValueError("%s: no METADATA section" % path)
+
+
+def llama_config(**over):
+    """A gen_llama.py config: the tiny preset, eps 1e-5, f32, with overrides."""
+    cfg = dict(gen_llama.PRESETS["tiny"], eps=1e-5, dtype="f32")
+    cfg.update(over)
+    if "head_dim" not in over and ("hidden" in over or "heads" in over):
+        cfg["head_dim"] = cfg["hidden"] // cfg["heads"]
+    cfg.setdefault("name", "llama_L%d_H%d_A%d_D%d_I%d" % (
+        cfg["layers"], cfg["hidden"], cfg["heads"], cfg["head_dim"], cfg["intermediate"]))
+    return cfg
+
+
+def llama_module(cfg):
+    """The relax-json module (dict) gen_llama.py writes for cfg."""
+    return gen_llama.module(cfg)
+
+
+def table(headers, rows):
+    """Rows (lists of values) under headers as aligned text lines."""
+    cells = [[str(h) for h in headers]] + [["" if v is None else str(v) for v in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    out = []
+    for k, r in enumerate(cells):
+        out.append("  ".join(r[i].ljust(widths[i]) if i == 0 else r[i].rjust(widths[i])
+                             for i in range(len(r))).rstrip())
+        if k == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def relax_bench(relax_run, rxa, fn, inputs, repeat, number=1, warmup=1, out_dir=None):
+    """relax-run --bench of fn on inputs ({param: .npy path}); the JSON line as a dict.
+    With out_dir, the outputs of the first call are written there too."""
+    argv = [relax_run, rxa, "--fn", fn, "--bench", "--repeat", str(repeat), "--number",
+            str(number), "--warmup", str(warmup)]
+    for name, path in inputs.items():
+        argv += ["--in", "%s=%s" % (name, path)]
+    if out_dir:
+        argv += ["--out-dir", out_dir]
+    out = run(argv)
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def read_outputs(out_dir):
+    """out0.npy, out1.npy, ... of out_dir as a list of arrays."""
+    import numpy as np
+    outs, i = [], 0
+    while os.path.exists(os.path.join(out_dir, "out%d.npy" % i)):
+        outs.append(np.load(os.path.join(out_dir, "out%d.npy" % i), allow_pickle=False))
+        i += 1
+    return outs
+
+
+def load_note():
+    """The 1-minute load average and CPU count, and a warning line when the machine is
+    busier than its cores (then OpenMP and BLAS threads wait for CPU time and latencies
+    of small kernels swing by orders of magnitude: rerun on an idle machine)."""
+    load, cpus = os.getloadavg()[0], os.cpu_count() or 1
+    warn = None
+    if load > cpus:
+        warn = ("warning: load average %.1f on %d CPUs: timings are not reliable "
+                "(threads wait for cores)" % (load, cpus))
+    return {"loadavg": round(load, 2), "cpus": cpus}, warn
