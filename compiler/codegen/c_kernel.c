@@ -28,9 +28,10 @@
  *          "every reduce iterator is at its start" (always, when there is none), then
  *          `body`. The start of an implicit iterator (the loop variable itself, see
  *          read_tir.c) is its loop's min; that of an explicit one is 0, its domain's.
- *          Hoisted init: when the block ends a chain of FORs, each the only statement
- *          of the one before, whose variables are exactly what the reduce iterators
- *          are bound to (each bind a chain variable; an explicit iterator's loop
+ *          Hoisted init (rx_init_hoist_target, ir.h): when the block ends a chain
+ *          of FORs, each the only statement of the one before, whose variables
+ *          are exactly what the reduce iterators are bound to (each bind a chain
+ *          variable; an explicit iterator's loop
  *          starting at 0), with no spatial bind and no chain min mentioning a chain
  *          variable and init using no chain variable or reduce iterator, the init is
  *          emitted once before the outermost chain loop, the spatial iterators bound
@@ -202,51 +203,6 @@ static void emit_body(cg *g, const rx_stmts *ss)
     rx_sb_puts(g->out, "}\n");
 }
 
-/* True when v occurs anywhere in ss: expressions, loop bounds, iterator binds and
- * domains, allocated shapes, nested statements. O(size of ss). */
-static bool stmts_use(const rx_stmts *ss, const rx_svar *v)
-{
-    for (int i = 0; i < ss->n; i++) {
-        const rx_stmt *s = ss->items[i];
-        switch ((rx_skind)s->kind) {
-        case RX_S_FOR:
-            if (rx_expr_uses_var(s->u.for_.min, v) || rx_expr_uses_var(s->u.for_.extent, v) ||
-                stmts_use(&s->u.for_.body, v))
-                return true;
-            break;
-        case RX_S_BLOCK:
-            for (int k = 0; k < s->u.block.niters; k++) {
-                const rx_iter *it = &s->u.block.iters[k];
-                if ((it->bind && rx_expr_uses_var(it->bind, v)) ||
-                    (it->dom && rx_expr_uses_var(it->dom, v)))
-                    return true;
-            }
-            if (stmts_use(&s->u.block.init, v) || stmts_use(&s->u.block.body, v)) return true;
-            break;
-        case RX_S_STORE:
-            for (int k = 0; k < s->u.store.nidx; k++)
-                if (rx_expr_uses_var(s->u.store.idx[k], v)) return true;
-            if (rx_expr_uses_var(s->u.store.value, v)) return true;
-            break;
-        case RX_S_ALLOC:
-            for (int k = 0; k < s->u.alloc.buf->ndim; k++)
-                if (rx_expr_uses_var(s->u.alloc.buf->shape[k], v)) return true;
-            break;
-        case RX_S_IF:
-            if (rx_expr_uses_var(s->u.if_.cond, v) || stmts_use(&s->u.if_.then_s, v) ||
-                stmts_use(&s->u.if_.else_s, v))
-                return true;
-            break;
-        case RX_S_LET:
-            if (rx_expr_uses_var(s->u.let.value, v) || stmts_use(&s->u.let.body, v)) return true;
-            break;
-        default:
-            return true; /* unknown: assume the worst */
-        }
-    }
-    return false;
-}
-
 /* True when codegen puts buffer b on the stack (a zeroed C array declared where the
  * ALLOC stands), false when on the heap (rx_alloc, which may fail and return). */
 static bool alloc_on_stack(const rx_buffer *b)
@@ -297,49 +253,6 @@ static bool stmts_find(const rx_stmts *ss, int kind)
 
 static bool stmts_heap_free(const rx_stmts *ss) { return !stmts_find(ss, -1); }
 static bool stmts_have_for(const rx_stmts *ss) { return stmts_find(ss, RX_S_FOR); }
-
-/* The block whose init can be emitted before FOR s (see "Hoisted init" in the file
- * essay), or NULL to keep the guarded init. O(chain length x iterators x init size). */
-static const rx_stmt *hoist_target(const rx_stmt *s)
-{
-    enum { MAX_CHAIN = 16 };
-    const rx_stmt *chain[MAX_CHAIN];
-    int n = 0;
-    const rx_stmt *cur = s;
-    while (cur->kind == RX_S_FOR) {
-        if (n == MAX_CHAIN || cur->u.for_.body.n != 1) return NULL;
-        chain[n++] = cur;
-        cur = cur->u.for_.body.items[0];
-    }
-    if (cur->kind != RX_S_BLOCK || !cur->u.block.init.n) return NULL;
-    const rx_stmt *b = cur;
-    const rx_stmts *init = &b->u.block.init;
-    for (int c = 0; c < n; c++) {
-        const rx_svar *lv = chain[c]->u.for_.var;
-        bool bound = false;
-        for (int i = 0; i < b->u.block.niters; i++) {
-            const rx_iter *it = &b->u.block.iters[i];
-            if (!it->bind || !rx_expr_uses_var(it->bind, lv)) continue;
-            if (it->kind != RX_ITER_REDUCE) return NULL; /* spatial value varies in the nest */
-            bound = true;
-        }
-        if (!bound || stmts_use(init, lv)) return NULL;
-        for (int k = 0; k < n; k++)
-            if (rx_expr_uses_var(chain[k]->u.for_.min, lv)) return NULL; /* start not fixed */
-    }
-    for (int i = 0; i < b->u.block.niters; i++) {
-        const rx_iter *it = &b->u.block.iters[i];
-        if (it->kind != RX_ITER_REDUCE) continue;
-        if (!it->bind || it->bind->kind != RX_E_VAR) return NULL;
-        int c = 0;
-        while (c < n && chain[c]->u.for_.var != it->bind->u.var) c++;
-        if (c == n) return NULL; /* bound outside the chain: not its outermost loop */
-        if (it->var != it->bind->u.var && !rx_expr_is_int(chain[c]->u.for_.min, 0))
-            return NULL; /* explicit iterator that does not start at its domain's 0 */
-        if (stmts_use(init, it->var)) return NULL;
-    }
-    return b;
-}
 
 /* `{ /<star> block NAME` with the free-form name kept out of comment terminators. */
 static void emit_block_head(cg *g, const rx_stmt *s, const char *what)
@@ -401,7 +314,7 @@ static void emit_hoisted_init(cg *g, const rx_stmt *b)
 static void emit_for(cg *g, const rx_stmt *s)
 {
     const rx_svar *v = s->u.for_.var;
-    const rx_stmt *hoist = hoist_target(s);
+    const rx_stmt *hoist = rx_init_hoist_target(s);
     if (hoist) {
         emit_hoisted_init(g, hoist);
         RX_VEC_PUSH(g->hoisted, hoist);

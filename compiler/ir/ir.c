@@ -362,3 +362,89 @@ rx_node *rx_n_if(rx_module *m, rx_node *cond, rx_seq *then_body, rx_seq *else_bo
     n->u.if_.else_body = else_body;
     return n;
 }
+
+/* Whether v occurs anywhere in ss (see ir.h). */
+bool rx_stmts_use_var(const rx_stmts *ss, const rx_svar *v)
+{
+    for (int i = 0; i < ss->n; i++) {
+        const rx_stmt *s = ss->items[i];
+        switch ((rx_skind)s->kind) {
+        case RX_S_FOR:
+            if (rx_expr_uses_var(s->u.for_.min, v) || rx_expr_uses_var(s->u.for_.extent, v) ||
+                rx_stmts_use_var(&s->u.for_.body, v))
+                return true;
+            break;
+        case RX_S_BLOCK:
+            for (int k = 0; k < s->u.block.niters; k++) {
+                const rx_iter *it = &s->u.block.iters[k];
+                if ((it->bind && rx_expr_uses_var(it->bind, v)) ||
+                    (it->dom && rx_expr_uses_var(it->dom, v)))
+                    return true;
+            }
+            if (rx_stmts_use_var(&s->u.block.init, v) || rx_stmts_use_var(&s->u.block.body, v)) return true;
+            break;
+        case RX_S_STORE:
+            for (int k = 0; k < s->u.store.nidx; k++)
+                if (rx_expr_uses_var(s->u.store.idx[k], v)) return true;
+            if (rx_expr_uses_var(s->u.store.value, v)) return true;
+            break;
+        case RX_S_ALLOC:
+            for (int k = 0; k < s->u.alloc.buf->ndim; k++)
+                if (rx_expr_uses_var(s->u.alloc.buf->shape[k], v)) return true;
+            break;
+        case RX_S_IF:
+            if (rx_expr_uses_var(s->u.if_.cond, v) || rx_stmts_use_var(&s->u.if_.then_s, v) ||
+                rx_stmts_use_var(&s->u.if_.else_s, v))
+                return true;
+            break;
+        case RX_S_LET:
+            if (rx_expr_uses_var(s->u.let.value, v) || rx_stmts_use_var(&s->u.let.body, v)) return true;
+            break;
+        default:
+            return true; /* unknown: assume the worst */
+        }
+    }
+    return false;
+}
+
+/* The block whose init runs once before FOR s (see ir.h). */
+const rx_stmt *rx_init_hoist_target(const rx_stmt *s)
+{
+    enum { MAX_CHAIN = 16 };
+    const rx_stmt *chain[MAX_CHAIN];
+    int n = 0;
+    const rx_stmt *cur = s;
+    while (cur->kind == RX_S_FOR) {
+        if (n == MAX_CHAIN || cur->u.for_.body.n != 1) return NULL;
+        chain[n++] = cur;
+        cur = cur->u.for_.body.items[0];
+    }
+    if (cur->kind != RX_S_BLOCK || !cur->u.block.init.n) return NULL;
+    const rx_stmt *b = cur;
+    const rx_stmts *init = &b->u.block.init;
+    for (int c = 0; c < n; c++) {
+        const rx_svar *lv = chain[c]->u.for_.var;
+        bool bound = false;
+        for (int i = 0; i < b->u.block.niters; i++) {
+            const rx_iter *it = &b->u.block.iters[i];
+            if (!it->bind || !rx_expr_uses_var(it->bind, lv)) continue;
+            if (it->kind != RX_ITER_REDUCE) return NULL; /* spatial value varies in the nest */
+            bound = true;
+        }
+        if (!bound || rx_stmts_use_var(init, lv)) return NULL;
+        for (int k = 0; k < n; k++)
+            if (rx_expr_uses_var(chain[k]->u.for_.min, lv)) return NULL; /* start not fixed */
+    }
+    for (int i = 0; i < b->u.block.niters; i++) {
+        const rx_iter *it = &b->u.block.iters[i];
+        if (it->kind != RX_ITER_REDUCE) continue;
+        if (!it->bind || it->bind->kind != RX_E_VAR) return NULL;
+        int c = 0;
+        while (c < n && chain[c]->u.for_.var != it->bind->u.var) c++;
+        if (c == n) return NULL; /* bound outside the chain: not its outermost loop */
+        if (it->var != it->bind->u.var && !rx_expr_is_int(chain[c]->u.for_.min, 0))
+            return NULL; /* explicit iterator that does not start at its domain's 0 */
+        if (rx_stmts_use_var(init, it->var)) return NULL;
+    }
+    return b;
+}

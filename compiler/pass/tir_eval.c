@@ -9,17 +9,18 @@
  *           fail (codegen rejects them); parallel and vectorized loops run serially
  *   BLOCK   iterators bound (an implicit one is its loop variable); init guarded by
  *           "every reduce iterator at its start" (an implicit iterator's loop min,
- *           else 0), or run once before the reduce loop chain exactly when
- *           c_kernel.c's hoist_target would hoist it (so an empty sum is 0 there and
- *           an empty guarded reduction writes nothing, as in the kernel)
+ *           else 0), or run once before the reduce loop chain exactly where the
+ *           C code generator hoists it (rx_init_hoist_target, ir.h): an empty sum
+ *           is 0 there and an empty guarded reduction writes nothing, as in the
+ *           kernel
  *   STORE   into a writable buffer in scope (a read-only input fails the run)
  *   ALLOC   zero-filled (the stack arrays are; heap ones are written before read by
  *           any well-defined function), released at the end of its statement list;
  *           bytes live at once are limited
  *   IF, LET as written
- * hoist_target and stmts_use are duplicated from c_kernel.c and must stay in step
- * with it; test_tir_eval_c.c compares this interpreter with compiled kernels byte for
- * byte to keep both honest.
+ * Where an init is hoisted is decided by rx_init_hoist_target (ir.h), the one rule
+ * the C code generator also follows; test_tir_eval_c.c compares this interpreter with
+ * compiled kernels byte for byte to keep both honest.
  *
  * The entry binds the signature (scalar parameters from their ABI words, shape
  * variables from the buffers' shapes, then every extent checked), estimates the cost
@@ -38,93 +39,6 @@
 #endif
 
 /* ---------------------------------------------------------------- hoisted init */
-
-/* c_kernel.c's stmts_use: v occurs anywhere in ss. */
-static bool stmts_use(const rx_stmts *ss, const rx_svar *v)
-{
-    for (int i = 0; i < ss->n; i++) {
-        const rx_stmt *s = ss->items[i];
-        switch ((rx_skind)s->kind) {
-        case RX_S_FOR:
-            if (rx_expr_uses_var(s->u.for_.min, v) || rx_expr_uses_var(s->u.for_.extent, v) ||
-                stmts_use(&s->u.for_.body, v))
-                return true;
-            break;
-        case RX_S_BLOCK:
-            for (int k = 0; k < s->u.block.niters; k++) {
-                const rx_iter *it = &s->u.block.iters[k];
-                if ((it->bind && rx_expr_uses_var(it->bind, v)) ||
-                    (it->dom && rx_expr_uses_var(it->dom, v)))
-                    return true;
-            }
-            if (stmts_use(&s->u.block.init, v) || stmts_use(&s->u.block.body, v)) return true;
-            break;
-        case RX_S_STORE:
-            for (int k = 0; k < s->u.store.nidx; k++)
-                if (rx_expr_uses_var(s->u.store.idx[k], v)) return true;
-            if (rx_expr_uses_var(s->u.store.value, v)) return true;
-            break;
-        case RX_S_ALLOC:
-            for (int k = 0; k < s->u.alloc.buf->ndim; k++)
-                if (rx_expr_uses_var(s->u.alloc.buf->shape[k], v)) return true;
-            break;
-        case RX_S_IF:
-            if (rx_expr_uses_var(s->u.if_.cond, v) || stmts_use(&s->u.if_.then_s, v) ||
-                stmts_use(&s->u.if_.else_s, v))
-                return true;
-            break;
-        case RX_S_LET:
-            if (rx_expr_uses_var(s->u.let.value, v) || stmts_use(&s->u.let.body, v)) return true;
-            break;
-        default:
-            return true;
-        }
-    }
-    return false;
-}
-
-/* c_kernel.c's hoist_target: the block whose init runs once before FOR s (the chain
- * of single-statement FORs ending in a block whose reduce iterators are exactly the
- * chain's variables), or NULL for the guarded init. */
-static const rx_stmt *hoist_target(const rx_stmt *s)
-{
-    enum { MAX_CHAIN = 16 };
-    const rx_stmt *chain[MAX_CHAIN];
-    int n = 0;
-    const rx_stmt *cur = s;
-    while (cur->kind == RX_S_FOR) {
-        if (n == MAX_CHAIN || cur->u.for_.body.n != 1) return NULL;
-        chain[n++] = cur;
-        cur = cur->u.for_.body.items[0];
-    }
-    if (cur->kind != RX_S_BLOCK || !cur->u.block.init.n) return NULL;
-    const rx_stmt *b = cur;
-    const rx_stmts *init = &b->u.block.init;
-    for (int c = 0; c < n; c++) {
-        const rx_svar *lv = chain[c]->u.for_.var;
-        bool bound = false;
-        for (int i = 0; i < b->u.block.niters; i++) {
-            const rx_iter *it = &b->u.block.iters[i];
-            if (!it->bind || !rx_expr_uses_var(it->bind, lv)) continue;
-            if (it->kind != RX_ITER_REDUCE) return NULL;
-            bound = true;
-        }
-        if (!bound || stmts_use(init, lv)) return NULL;
-        for (int k = 0; k < n; k++)
-            if (rx_expr_uses_var(chain[k]->u.for_.min, lv)) return NULL;
-    }
-    for (int i = 0; i < b->u.block.niters; i++) {
-        const rx_iter *it = &b->u.block.iters[i];
-        if (it->kind != RX_ITER_REDUCE) continue;
-        if (!it->bind || it->bind->kind != RX_E_VAR) return NULL;
-        int c = 0;
-        while (c < n && chain[c]->u.for_.var != it->bind->u.var) c++;
-        if (c == n) return NULL;
-        if (it->var != it->bind->u.var && !rx_expr_is_int(chain[c]->u.for_.min, 0)) return NULL;
-        if (stmts_use(init, it->var)) return NULL;
-    }
-    return b;
-}
 
 /* ---------------------------------------------------------------- statements */
 
@@ -193,7 +107,7 @@ static void run_for(tev *t, const rx_stmt *s)
         tev_fail(t, "loop variable \"%s\" of dtype %s", v->name, rx_dtype_name(vt));
         return;
     }
-    const rx_stmt *hoist = hoist_target(s);
+    const rx_stmt *hoist = rx_init_hoist_target(s);
     if (hoist) { /* emit_hoisted_init */
         int mark = t->vars.n;
         bind_iters(t, hoist, true);

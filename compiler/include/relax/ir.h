@@ -250,6 +250,20 @@ typedef struct rx_tparam { /* one of the two is set */
  * when stored with, else reduce). O(size of ss). */
 bool rx_stmts_store_uses(const rx_stmts *ss, const rx_svar *v);
 
+/* True when v occurs anywhere in ss: expressions, loop bounds, iterator binds and
+ * domains, allocated shapes, nested statements (an unknown statement kind counts as a
+ * use). O(size of ss). */
+bool rx_stmts_use_var(const rx_stmts *ss, const rx_svar *v);
+
+/* Where a reduction's init may run once instead of under a guard: for FOR s heading a
+ * chain of single-statement FORs that ends in a BLOCK with an init, whose reduce
+ * iterators are bound exactly to the chain's loop variables (each starting at a fixed
+ * point, at 0 for an explicit iterator) and whose init uses none of them, that BLOCK;
+ * else NULL. The C code generator emits the init before s, and the compiler's loop
+ * evaluator (tir_eval.c) runs it there, so both compute the same. O(chain length x
+ * iterators x init size). */
+const rx_stmt *rx_init_hoist_target(const rx_stmt *s);
+
 /* ---------------------------------------------------------------- functions */
 typedef enum rx_fkind { RX_F_RELAX, RX_F_TIR } rx_fkind;
 
