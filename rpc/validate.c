@@ -126,7 +126,7 @@ static bool shapes_field(const json_t *v, rx_sched_err *e)
                    RX_SCHED_LIST_MAX);
     const char *k;
     json_t *x;
-    char buf[48], field[96];
+    char buf[48], field[sizeof "inputs." + FUNCTION_MAX];
     json_object_foreach((json_t *)v, k, x) {
         if (!valid_name(k, RX_SCHED_NAME_MAX))
             return BAD("shapes: \"%s\" is not a variable name", show(k, buf));
@@ -144,7 +144,7 @@ static bool inputs_field(const json_t *v, rx_sched_err *e)
                    RX_SCHED_LIST_MAX);
     const char *k;
     json_t *x;
-    char buf[48], field[96];
+    char buf[48], field[sizeof "inputs." + FUNCTION_MAX];
     json_object_foreach((json_t *)v, k, x) {
         if (!valid_name(k, FUNCTION_MAX))
             return BAD("inputs: \"%s\" is not a parameter name", show(k, buf));
@@ -206,7 +206,7 @@ sjob *sv_submit(const json_t *body, const sv_defaults *d, rx_sched_err *e)
     const char *k;
     json_t *v;
     char buf[48];
-    int64_t n;
+    int64_t n = 0;
     bool ok = true;
     json_object_foreach((json_t *)body, k, v) {
         if (!strcmp(k, "artifact")) {

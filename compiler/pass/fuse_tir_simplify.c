@@ -230,7 +230,7 @@ static void in_stmts(simp *s, rx_stmts *ss)
 
 void ft_simplify_indices(rx_arena *a, rx_stmts *body)
 {
-    simp s = {a, rx_arith_new(a), {0}, {0}};
+    simp s = {.a = a, .ar = rx_arith_new(a)};
     in_stmts(&s, body);
     RX_VEC_FREE(s.loops);
     rx_vmap_free(&s.unit);
