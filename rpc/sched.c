@@ -54,39 +54,6 @@
 const double rx_sched_dispatch_bounds[RX_SCHED_DISPATCH_BUCKETS] = {
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 10, 60};
 
-typedef struct sagent {
-    char id[RX_SCHED_ID_LEN + 1];
-    char name[RX_SCHED_NAME_MAX + 1];
-    json_t *targets;           /* array of strings */
-    json_t *labels;            /* array of strings */
-    json_t *facts;             /* {cpu, cores, memory_bytes, runtime_version} (present ones) */
-    int64_t last_seen;         /* monotonic ms of its last request (or poll end) */
-    bool offline;              /* its lease expired */
-    sjob *job;                 /* the job it runs, or NULL */
-    rx_sched_waiter *waiter;   /* its parked poll, or NULL */
-    int64_t jobs_done;         /* results accepted from it */
-    int64_t order;             /* registration order (the oldest offline is forgotten) */
-} sagent;
-
-struct rx_sched {
-    rx_sched_opts o;           /* copy; db_path below */
-    char *db_path;
-    jdb *db;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;         /* the reaper's sleep; signalled on stop */
-    pthread_t reaper;
-    bool reaper_started;
-    bool stopping;
-    RX_VEC(sagent *) agents;   /* registration order */
-    RX_VEC(sjob *) active;     /* queued and running jobs, submission order */
-    rx_sched_waiter *whead, *wtail; /* parked polls, oldest first */
-    int64_t counts[SJ_NSTATES]; /* jobs per state (the database's, kept in step) */
-    uint64_t dbuckets[RX_SCHED_DISPATCH_BUCKETS];
-    uint64_t dcount;
-    double dsum;
-    int64_t next_prune;        /* monotonic ms */
-    int64_t agent_order;
-};
 
 /* ---- clocks and logs ---- */
 
@@ -97,7 +64,7 @@ static int64_t clock_ms(clockid_t id)
     return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-static int64_t now_ms(const rx_sched *s)
+int64_t sc_now_ms(const rx_sched *s)
 {
     return s->o.now_ms ? s->o.now_ms(s->o.clock_ctx) : clock_ms(CLOCK_MONOTONIC);
 }
@@ -107,18 +74,18 @@ static int64_t wall_ms(const rx_sched *s)
     return s->o.wall_ms ? s->o.wall_ms(s->o.clock_ctx) : clock_ms(CLOCK_REALTIME);
 }
 
-static void slog(rx_sched *s, int level, json_t *obj)
+void sc_slog(rx_sched *s, int level, json_t *obj)
 {
     if (s->o.log && obj) s->o.log(s->o.log_ctx, level, obj);
     else json_decref(obj);
 }
 
-static void log_db_error(rx_sched *s, const char *msg)
+void sc_log_db_error(rx_sched *s, const char *msg)
 {
-    slog(s, RX_SCHED_LOG_ERROR, json_pack("{s:s, s:s}", "event", "jobs_db_error", "message", msg));
+    sc_slog(s, RX_SCHED_LOG_ERROR, json_pack("{s:s, s:s}", "event", "jobs_db_error", "message", msg));
 }
 
-static void random_id(char out[RX_SCHED_ID_LEN + 1])
+void sc_random_id(char out[RX_SCHED_ID_LEN + 1])
 {
     uint8_t b[RX_SCHED_ID_LEN / 2];
     size_t got = 0;
@@ -162,7 +129,7 @@ void sjob_free(sjob *j)
     free(j);
 }
 
-static void agent_free(sagent *a)
+void sc_agent_free(sagent *a)
 {
     json_decref(a->targets);
     json_decref(a->labels);
@@ -170,14 +137,14 @@ static void agent_free(sagent *a)
     free(a);
 }
 
-static sagent *find_agent(rx_sched *s, const char *id)
+sagent *sc_find_agent(rx_sched *s, const char *id)
 {
     for (int i = 0; i < s->agents.n; i++)
         if (!strcmp(s->agents.items[i]->id, id)) return s->agents.items[i];
     return NULL;
 }
 
-static sjob *find_active(rx_sched *s, const char *id)
+sjob *sc_find_active(rx_sched *s, const char *id)
 {
     for (int i = 0; i < s->active.n; i++)
         if (!strcmp(s->active.items[i]->id, id)) return s->active.items[i];
@@ -205,7 +172,7 @@ static bool has_string(const json_t *arr, const char *s)
     return false;
 }
 
-static bool fits(const sagent *a, const sjob *j)
+bool sc_fits(const sagent *a, const sjob *j)
 {
     if (!has_string(a->targets, j->target)) return false;
     size_t i;
@@ -217,19 +184,19 @@ static bool fits(const sagent *a, const sjob *j)
 }
 
 /* True when a goes before b in dispatch order: priority desc, then submission order. */
-static bool before(const sjob *a, const sjob *b)
+bool sc_before(const sjob *a, const sjob *b)
 {
     return a->priority != b->priority ? a->priority > b->priority : a->seq < b->seq;
 }
 
-static const char *agent_state(const sagent *a)
+const char *sc_agent_state(const sagent *a)
 {
     return a->offline ? "offline" : a->job ? "busy" : "idle";
 }
 
 /* ---- waiters ---- */
 
-static void waiter_unlink_locked(rx_sched *s, rx_sched_waiter *w)
+void sc_waiter_unlink_locked(rx_sched *s, rx_sched_waiter *w)
 {
     if (!w->linked) return;
     if (w->prev) w->prev->next = w->next;
@@ -238,17 +205,17 @@ static void waiter_unlink_locked(rx_sched *s, rx_sched_waiter *w)
     else s->wtail = w->prev;
     w->prev = w->next = NULL;
     w->linked = false;
-    sagent *a = find_agent(s, w->agent);
+    sagent *a = sc_find_agent(s, w->agent);
     if (a && a->waiter == w) {
         a->waiter = NULL;
-        a->last_seen = now_ms(s); /* the poll was alive until now */
+        a->last_seen = sc_now_ms(s); /* the poll was alive until now */
     }
 }
 
 /* Answers w (its job, error or nothing already set) and wakes its request. */
-static void waiter_wake_locked(rx_sched *s, rx_sched_waiter *w)
+void sc_waiter_wake_locked(rx_sched *s, rx_sched_waiter *w)
 {
-    waiter_unlink_locked(s, w);
+    sc_waiter_unlink_locked(s, w);
     if (w->woken) return;
     w->woken = true;
     w->wake(w->ctx);
@@ -256,7 +223,7 @@ static void waiter_wake_locked(rx_sched *s, rx_sched_waiter *w)
 
 /* ---- transitions ---- */
 
-static void set_state_count(rx_sched *s, sj_state from, sj_state to)
+void sc_set_state_count(rx_sched *s, sj_state from, sj_state to)
 {
     s->counts[from]--;
     s->counts[to]++;
@@ -294,14 +261,14 @@ static void observe_dispatch(rx_sched *s, double seconds)
 
 /* Assigns queued job j to agent a (committed); returns the JOBSPEC, or NULL when the
  * database refused (nothing changed). */
-static json_t *assign_locked(rx_sched *s, sjob *j, sagent *a)
+json_t *sc_assign_locked(rx_sched *s, sjob *j, sagent *a)
 {
     char err[320];
-    int64_t now = now_ms(s);
+    int64_t now = sc_now_ms(s);
     j->attempts++;
     if (jdb_assign(s->db, j, a->name, wall_ms(s), err, sizeof err)) {
         j->attempts--;
-        log_db_error(s, err);
+        sc_log_db_error(s, err);
         return NULL;
     }
     j->state = SJ_RUNNING;
@@ -310,10 +277,10 @@ static json_t *assign_locked(rx_sched *s, sjob *j, sagent *a)
     j->heard = false;
     a->job = j;
     a->offline = false;
-    set_state_count(s, SJ_QUEUED, SJ_RUNNING);
+    sc_set_state_count(s, SJ_QUEUED, SJ_RUNNING);
     int64_t waited = now - j->enqueued_mono;
     observe_dispatch(s, (double)(waited > 0 ? waited : 0) / 1e3);
-    slog(s, RX_SCHED_LOG_INFO,
+    sc_slog(s, RX_SCHED_LOG_INFO,
          json_pack("{s:s, s:s, s:s, s:s, s:i, s:I}", "event", "bench_assigned", "job", j->id,
                    "agent", a->id, "name", a->name, "attempt", j->attempts, "queue_ms",
                    (json_int_t)waited));
@@ -321,36 +288,36 @@ static json_t *assign_locked(rx_sched *s, sjob *j, sagent *a)
 }
 
 /* Offers queued job j to the parked polls, oldest first; the first that fits gets it. */
-static void dispatch_locked(rx_sched *s, sjob *j)
+void sc_dispatch_locked(rx_sched *s, sjob *j)
 {
     for (rx_sched_waiter *w = s->whead; w && j->state == SJ_QUEUED; w = w->next) {
-        sagent *a = find_agent(s, w->agent);
-        if (!a || a->job || !fits(a, j)) continue;
-        json_t *spec = assign_locked(s, j, a);
+        sagent *a = sc_find_agent(s, w->agent);
+        if (!a || a->job || !sc_fits(a, j)) continue;
+        json_t *spec = sc_assign_locked(s, j, a);
         if (!spec) return;
         w->job = spec;
         snprintf(w->job_id, sizeof w->job_id, "%s", j->id);
-        waiter_wake_locked(s, w);
+        sc_waiter_wake_locked(s, w);
         return;
     }
 }
 
 /* Finishes active job j in state st (committed), frees it. 0, or -1 (logged, nothing
  * changed). result and error are borrowed. */
-static int finish_locked(rx_sched *s, sjob *j, sj_state st, const json_t *result,
+int sc_finish_locked(rx_sched *s, sjob *j, sj_state st, const json_t *result,
                          const json_t *error)
 {
     char err[320];
     if (jdb_finish(s->db, j->id, st, result, error, wall_ms(s), err, sizeof err)) {
-        log_db_error(s, err);
+        sc_log_db_error(s, err);
         return -1;
     }
-    set_state_count(s, j->state, st);
+    sc_set_state_count(s, j->state, st);
     json_t *line = json_pack("{s:s, s:s, s:s, s:s?, s:i}", "event", "bench_finished", "job",
                              j->id, "status", sj_state_name(st), "agent",
                              j->agent ? j->agent->name : NULL, "attempts", j->attempts);
     if (error) json_object_set(line, "error", json_object_get(error, "code"));
-    slog(s, st == SJ_DONE ? RX_SCHED_LOG_INFO : RX_SCHED_LOG_WARN, line);
+    sc_slog(s, st == SJ_DONE ? RX_SCHED_LOG_INFO : RX_SCHED_LOG_WARN, line);
     if (j->agent && j->agent->job == j) j->agent->job = NULL;
     remove_active(s, j);
     sjob_free(j);
@@ -359,34 +326,34 @@ static int finish_locked(rx_sched *s, sjob *j, sj_state st, const json_t *result
 
 /* Running job j lost its agent (why: "agent X was lost (...)"): back to the queue, or
  * failed agent_lost when its attempts are used up. 0 or -1 (logged). */
-static int requeue_or_fail_locked(rx_sched *s, sjob *j, const char *why)
+int sc_requeue_or_fail_locked(rx_sched *s, sjob *j, const char *why)
 {
     if (j->attempts >= j->max_attempts) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s; %d of %d attempts used", why, j->attempts,
                  j->max_attempts);
         json_t *e = json_pack("{s:s, s:s}", "code", "agent_lost", "message", msg);
-        int r = finish_locked(s, j, SJ_FAILED, NULL, e);
+        int r = sc_finish_locked(s, j, SJ_FAILED, NULL, e);
         json_decref(e);
         return r;
     }
     char err[320];
     int64_t wall = wall_ms(s);
     if (jdb_requeue(s->db, j, wall, err, sizeof err)) {
-        log_db_error(s, err);
+        sc_log_db_error(s, err);
         return -1;
     }
-    slog(s, RX_SCHED_LOG_WARN,
+    sc_slog(s, RX_SCHED_LOG_WARN,
          json_pack("{s:s, s:s, s:s?, s:s, s:i}", "event", "bench_requeued", "job", j->id,
                    "agent", j->agent ? j->agent->name : NULL, "reason", why, "attempts",
                    j->attempts));
     if (j->agent && j->agent->job == j) j->agent->job = NULL;
     j->agent = NULL;
     j->state = SJ_QUEUED;
-    j->enqueued_mono = now_ms(s);
+    j->enqueued_mono = sc_now_ms(s);
     j->enqueued_wall = wall;
-    set_state_count(s, SJ_RUNNING, SJ_QUEUED);
-    dispatch_locked(s, j);
+    sc_set_state_count(s, SJ_RUNNING, SJ_QUEUED);
+    sc_dispatch_locked(s, j);
     return 0;
 }
 
@@ -396,7 +363,7 @@ static void load_one(void *ctx, sjob *j)
 {
     rx_sched *s = ctx;
     /* a deadline in monotonic time from the wall-clock time it was queued */
-    j->enqueued_mono = now_ms(s) - (wall_ms(s) - j->enqueued_wall);
+    j->enqueued_mono = sc_now_ms(s) - (wall_ms(s) - j->enqueued_wall);
     RX_VEC_PUSH(s->active, j);
 }
 
@@ -446,8 +413,8 @@ rx_sched *rx_sched_open(const rx_sched_opts *o, char *err, size_t errlen)
         rx_sched_close(s);
         return NULL;
     }
-    s->next_prune = now_ms(s) + PRUNE_EVERY_MS;
-    slog(s, RX_SCHED_LOG_INFO,
+    s->next_prune = sc_now_ms(s) + PRUNE_EVERY_MS;
+    sc_slog(s, RX_SCHED_LOG_INFO,
          json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "event", "jobs_db_open", "path",
                    o->db_path, "queued", (json_int_t)s->counts[SJ_QUEUED], "done",
                    (json_int_t)s->counts[SJ_DONE], "failed", (json_int_t)s->counts[SJ_FAILED],
@@ -469,7 +436,7 @@ void rx_sched_stop(rx_sched *s)
     if (!s) return;
     pthread_mutex_lock(&s->mu);
     s->stopping = true;
-    while (s->whead) waiter_wake_locked(s, s->whead);
+    while (s->whead) sc_waiter_wake_locked(s, s->whead);
     pthread_cond_broadcast(&s->cv);
     bool join = s->reaper_started;
     s->reaper_started = false;
@@ -481,7 +448,7 @@ void rx_sched_close(rx_sched *s)
 {
     if (!s) return;
     rx_sched_stop(s);
-    for (int i = 0; i < s->agents.n; i++) agent_free(s->agents.items[i]);
+    for (int i = 0; i < s->agents.n; i++) sc_agent_free(s->agents.items[i]);
     RX_VEC_FREE(s->agents);
     for (int i = 0; i < s->active.n; i++) sjob_free(s->active.items[i]);
     RX_VEC_FREE(s->active);
@@ -490,267 +457,6 @@ void rx_sched_close(rx_sched *s)
     pthread_mutex_destroy(&s->mu);
     free(s->db_path);
     free(s);
-}
-
-/* ---- agents ---- */
-
-/* Makes room for one more agent: forgets the longest-registered offline agent without
- * a job. False when every slot is taken by a live agent. */
-static bool agent_room_locked(rx_sched *s)
-{
-    if (s->agents.n < s->o.max_agents) return true;
-    for (int i = 0; i < s->agents.n; i++) {
-        sagent *a = s->agents.items[i];
-        if (a->offline && !a->job && !a->waiter) {
-            memmove(&s->agents.items[i], &s->agents.items[i + 1],
-                    (size_t)(s->agents.n - i - 1) * sizeof *s->agents.items);
-            s->agents.n--;
-            agent_free(a);
-            return true;
-        }
-    }
-    return false;
-}
-
-json_t *rx_sched_register(rx_sched *s, const json_t *body, rx_sched_err *e)
-{
-    sv_agent in;
-    if (!sv_register(body, &in, e)) return NULL;
-    pthread_mutex_lock(&s->mu);
-    sagent *a = NULL;
-    for (int i = 0; i < s->agents.n && !a; i++)
-        if (!strcmp(s->agents.items[i]->name, in.name)) a = s->agents.items[i];
-    bool again = a != NULL;
-    if (!a) {
-        if (!agent_room_locked(s)) {
-            pthread_mutex_unlock(&s->mu);
-            sv_fail(e, 503, "too_many_agents",
-                    "%d agents are registered and alive (the limit); retry later",
-                    s->o.max_agents);
-            json_decref(in.targets);
-            json_decref(in.labels);
-            json_decref(in.facts);
-            return NULL;
-        }
-        a = calloc(1, sizeof *a);
-        RX_ASSERT(a);
-        random_id(a->id);
-        snprintf(a->name, sizeof a->name, "%s", in.name);
-        a->order = ++s->agent_order;
-        RX_VEC_PUSH(s->agents, a);
-    } else {
-        json_decref(a->targets);
-        json_decref(a->labels);
-        json_decref(a->facts);
-    }
-    a->targets = in.targets;
-    a->labels = in.labels;
-    a->facts = in.facts;
-    a->last_seen = now_ms(s);
-    a->offline = false;
-    if (a->waiter) waiter_wake_locked(s, a->waiter); /* its old poll: nothing */
-    if (a->job) {
-        char why[160];
-        snprintf(why, sizeof why, "agent %s registered again (it restarted) while running it",
-                 a->name);
-        requeue_or_fail_locked(s, a->job, why); /* on failure its next poll retries */
-    }
-    slog(s, RX_SCHED_LOG_INFO,
-         json_pack("{s:s, s:s, s:s, s:O, s:O, s:b}", "event", "agent_registered", "agent",
-                   a->id, "name", a->name, "targets", a->targets, "labels", a->labels, "again",
-                   again));
-    json_t *r = json_pack("{s:s, s:I, s:I, s:I}", "agent", a->id, "heartbeat_ms",
-                          (json_int_t)s->o.heartbeat_ms, "lease_ms", (json_int_t)s->o.lease_ms,
-                          "poll_ms", (json_int_t)s->o.poll_ms);
-    pthread_mutex_unlock(&s->mu);
-    return r;
-}
-
-static void unknown_agent(rx_sched_err *e)
-{
-    sv_fail(e, 404, "unknown_agent",
-            "no such agent (the server may have restarted): register again");
-}
-
-json_t *rx_sched_heartbeat(rx_sched *s, const char *agent, const json_t *body,
-                           rx_sched_err *e)
-{
-    const char *job;
-    pthread_mutex_lock(&s->mu);
-    sagent *a = rx_sched_valid_id(agent) ? find_agent(s, agent) : NULL;
-    if (!a || !sv_heartbeat(body, &job, e)) {
-        pthread_mutex_unlock(&s->mu);
-        if (!a) unknown_agent(e);
-        return NULL;
-    }
-    a->last_seen = now_ms(s);
-    a->offline = false;
-    bool mine = job && a->job && !strcmp(a->job->id, job);
-    if (mine) a->job->heard = true;
-    pthread_mutex_unlock(&s->mu);
-    return json_pack("{s:b}", "cancel", job && !mine);
-}
-
-void rx_sched_poll(rx_sched *s, const char *agent, const json_t *body, rx_sched_waiter *w,
-                   void (*wake)(void *ctx), void *ctx)
-{
-    memset(w, 0, sizeof *w);
-    w->wake = wake;
-    w->ctx = ctx;
-    snprintf(w->agent, sizeof w->agent, "%s", rx_sched_valid_id(agent) ? agent : "");
-    pthread_mutex_lock(&s->mu);
-    sagent *a = w->agent[0] ? find_agent(s, w->agent) : NULL;
-    if (body && !json_is_object(body)) {
-        sv_fail(&w->err, 400, "bad_request", "the body must be a JSON object");
-    } else if (!a) {
-        unknown_agent(&w->err);
-    } else {
-        int64_t now = now_ms(s);
-        a->last_seen = now;
-        a->offline = false;
-        if (a->waiter) waiter_wake_locked(s, a->waiter); /* an older poll: nothing */
-        if (a->job) {
-            char why[160];
-            snprintf(why, sizeof why, "agent %s polled while running it (it gave the job up)",
-                     a->name);
-            if (requeue_or_fail_locked(s, a->job, why))
-                sv_fail(&w->err, 500, "store_error", "the jobs database failed (see the log)");
-        }
-        if (!s->stopping && !w->err.status) {
-            sjob *best = NULL;
-            for (int i = 0; i < s->active.n; i++) {
-                sjob *j = s->active.items[i];
-                if (j->state == SJ_QUEUED && fits(a, j) && (!best || before(j, best))) best = j;
-            }
-            if (best) {
-                w->job = assign_locked(s, best, a);
-                if (w->job) snprintf(w->job_id, sizeof w->job_id, "%s", best->id);
-                else sv_fail(&w->err, 500, "store_error", "the jobs database failed (see the log)");
-            } else {
-                w->deadline = now + s->o.poll_ms;
-                w->prev = s->wtail;
-                if (s->wtail) s->wtail->next = w;
-                else s->whead = w;
-                s->wtail = w;
-                w->linked = true;
-                a->waiter = w;
-            }
-        }
-    }
-    if (!w->linked) {
-        w->woken = true;
-        wake(ctx);
-    }
-    pthread_mutex_unlock(&s->mu);
-}
-
-json_t *rx_sched_poll_end(rx_sched *s, rx_sched_waiter *w, rx_sched_err *e)
-{
-    pthread_mutex_lock(&s->mu);
-    waiter_unlink_locked(s, w);
-    w->woken = true;
-    json_t *job = w->job;
-    w->job = NULL;
-    if (w->err.status && e) *e = w->err;
-    pthread_mutex_unlock(&s->mu);
-    return job;
-}
-
-void rx_sched_poll_undelivered(rx_sched *s, rx_sched_waiter *w)
-{
-    if (!w->job_id[0]) return;
-    pthread_mutex_lock(&s->mu);
-    sjob *j = find_active(s, w->job_id);
-    if (j && j->state == SJ_RUNNING && j->agent && !strcmp(j->agent->id, w->agent) &&
-        !j->heard) {
-        char err[320];
-        j->attempts--;
-        if (jdb_requeue(s->db, j, j->enqueued_wall, err, sizeof err)) {
-            j->attempts++;
-            log_db_error(s, err);
-        } else {
-            slog(s, RX_SCHED_LOG_WARN,
-                 json_pack("{s:s, s:s, s:s}", "event", "bench_undelivered", "job", j->id,
-                           "agent", j->agent->name));
-            j->agent->job = NULL;
-            j->agent = NULL;
-            j->state = SJ_QUEUED;
-            set_state_count(s, SJ_RUNNING, SJ_QUEUED);
-            dispatch_locked(s, j);
-        }
-    }
-    w->job_id[0] = '\0';
-    pthread_mutex_unlock(&s->mu);
-}
-
-json_t *rx_sched_result(rx_sched *s, const char *agent, const char *job, const json_t *body,
-                        rx_sched_err *e)
-{
-    sj_state st;
-    json_t *result, *error;
-    pthread_mutex_lock(&s->mu);
-    sagent *a = rx_sched_valid_id(agent) ? find_agent(s, agent) : NULL;
-    if (!a || !sv_result(body, &st, &result, &error, e)) {
-        pthread_mutex_unlock(&s->mu);
-        if (!a) unknown_agent(e);
-        return NULL;
-    }
-    a->last_seen = now_ms(s);
-    a->offline = false;
-    sjob *j = a->job;
-    if (!j || !rx_sched_valid_id(job) || strcmp(j->id, job)) {
-        pthread_mutex_unlock(&s->mu);
-        sv_fail(e, 409, "not_assigned",
-                "this job is not running on this agent (cancelled, timed out or re-queued); "
-                "the report is dropped");
-        return NULL;
-    }
-    j->heard = true;
-    int r;
-    const char *code = error ? json_string_value(json_object_get(error, "code")) : NULL;
-    if (code && !strcmp(code, "agent_shutdown")) {
-        char why[160];
-        snprintf(why, sizeof why, "agent %s shut down while running it", a->name);
-        r = requeue_or_fail_locked(s, j, why);
-    } else {
-        json_t *err = error ? json_pack("{s:s, s:O}", "code", code, "message",
-                                        json_object_get(error, "message"))
-                            : NULL;
-        r = finish_locked(s, j, st, result, err);
-        json_decref(err);
-        if (r == 0) a->jobs_done++;
-    }
-    pthread_mutex_unlock(&s->mu);
-    if (r) {
-        sv_fail(e, 500, "store_error", "the jobs database failed (see the log)");
-        return NULL;
-    }
-    return json_pack("{s:b}", "accepted", 1);
-}
-
-json_t *rx_sched_agents(rx_sched *s)
-{
-    json_t *arr = json_array();
-    pthread_mutex_lock(&s->mu);
-    int64_t now = now_ms(s);
-    for (int i = 0; i < s->agents.n; i++) {
-        sagent *a = s->agents.items[i];
-        json_t *o = json_pack("{s:s, s:s, s:O, s:O, s:s, s:I, s:s?, s:I}", "id", a->id, "name",
-                              a->name, "targets", a->targets, "labels", a->labels, "state",
-                              agent_state(a), "last_seen_ms_ago",
-                              (json_int_t)(a->waiter ? 0 : now - a->last_seen), "job",
-                              a->job ? a->job->id : NULL, "jobs_done",
-                              (json_int_t)a->jobs_done);
-        static const char *const facts[] = {"cpu", "cores", "memory_bytes", "runtime_version"};
-        for (int k = 0; k < RX_COUNTOF(facts); k++) {
-            json_t *v = json_object_get(a->facts, facts[k]);
-            json_object_set_new(o, facts[k], v ? json_deep_copy(v) : json_null());
-        }
-        json_object_set_new(o, "polling", json_boolean(a->waiter != NULL));
-        json_array_append_new(arr, o);
-    }
-    pthread_mutex_unlock(&s->mu);
-    return json_pack("{s:o}", "agents", arr);
 }
 
 /* ---- clients ---- */
@@ -781,26 +487,26 @@ json_t *rx_sched_submit(rx_sched *s, const json_t *body, rx_sched_artifact_fn ar
         sjob_free(j);
         return NULL;
     }
-    random_id(j->id);
+    sc_random_id(j->id);
     char err[320];
     int64_t wall = wall_ms(s);
     j->state = SJ_QUEUED;
-    j->enqueued_mono = now_ms(s);
+    j->enqueued_mono = sc_now_ms(s);
     j->enqueued_wall = wall;
     if (jdb_insert(s->db, j, wall, err, sizeof err)) {
         pthread_mutex_unlock(&s->mu);
-        log_db_error(s, err);
+        sc_log_db_error(s, err);
         sjob_free(j);
         sv_fail(e, 500, "store_error", "the jobs database failed (see the log)");
         return NULL;
     }
     RX_VEC_PUSH(s->active, j);
     s->counts[SJ_QUEUED]++;
-    slog(s, RX_SCHED_LOG_INFO,
+    sc_slog(s, RX_SCHED_LOG_INFO,
          json_pack("{s:s, s:s, s:s, s:s, s:O, s:i}", "event", "bench_submitted", "job", j->id,
                    "artifact", j->artifact, "target", j->target, "labels", j->labels,
                    "priority", j->priority));
-    dispatch_locked(s, j);
+    sc_dispatch_locked(s, j);
     json_t *out = json_pack("{s:s, s:s}", "job", j->id, "status", sj_state_name(j->state));
     pthread_mutex_unlock(&s->mu);
     return out;
@@ -810,12 +516,12 @@ json_t *rx_sched_submit(rx_sched *s, const json_t *body, rx_sched_artifact_fn ar
 static void add_position_locked(rx_sched *s, json_t *o)
 {
     const char *id = json_string_value(json_object_get(o, "id"));
-    sjob *j = id ? find_active(s, id) : NULL;
+    sjob *j = id ? sc_find_active(s, id) : NULL;
     if (!j || j->state != SJ_QUEUED) return;
     int ahead = 0;
     for (int i = 0; i < s->active.n; i++) {
         sjob *k = s->active.items[i];
-        if (k != j && k->state == SJ_QUEUED && before(k, j)) ahead++;
+        if (k != j && k->state == SJ_QUEUED && sc_before(k, j)) ahead++;
     }
     json_object_set_new(o, "position", json_integer(ahead));
 }
@@ -827,7 +533,7 @@ static json_t *job_locked(rx_sched *s, const char *id, rx_sched_err *e)
     json_t *o = jdb_job_json(s->db, id, wall_ms(s), &found, err, sizeof err);
     if (!o) {
         if (found) {
-            log_db_error(s, err);
+            sc_log_db_error(s, err);
             sv_fail(e, 500, "store_error", "the jobs database failed (see the log)");
         } else {
             sv_fail(e, 404, "not_found", "no such benchmark job");
@@ -876,7 +582,7 @@ json_t *rx_sched_jobs(rx_sched *s, const char *status, const char *limit, rx_sch
         json_t *o;
         json_array_foreach(arr, i, o) add_position_locked(s, o);
     } else {
-        log_db_error(s, err);
+        sc_log_db_error(s, err);
     }
     pthread_mutex_unlock(&s->mu);
     if (!arr) {
@@ -893,14 +599,14 @@ json_t *rx_sched_cancel(rx_sched *s, const char *id, rx_sched_err *e)
         return NULL;
     }
     pthread_mutex_lock(&s->mu);
-    sjob *j = find_active(s, id);
+    sjob *j = sc_find_active(s, id);
     json_t *o = NULL;
     if (j) {
         char msg[160];
         snprintf(msg, sizeof msg, "cancelled by a client while %s%s%s", sj_state_name(j->state),
                  j->agent ? " on agent " : "", j->agent ? j->agent->name : "");
         json_t *err = json_pack("{s:s, s:s}", "code", "cancelled", "message", msg);
-        int r = finish_locked(s, j, SJ_CANCELLED, NULL, err);
+        int r = sc_finish_locked(s, j, SJ_CANCELLED, NULL, err);
         json_decref(err);
         if (r) sv_fail(e, 500, "store_error", "the jobs database failed (see the log)");
         else o = job_locked(s, id, e);
@@ -950,7 +656,7 @@ static char *queue_timeout_message_locked(rx_sched *s, const sjob *j)
                 rx_sb_printf(&b, "%s%s", k ? "," : "", json_string_value(v));
             }
         }
-        rx_sb_printf(&b, "] %s", agent_state(a));
+        rx_sb_printf(&b, "] %s", sc_agent_state(a));
     }
     if (s->agents.n > QUEUE_TIMEOUT_AGENTS)
         rx_sb_printf(&b, " and %d more", s->agents.n - QUEUE_TIMEOUT_AGENTS);
@@ -960,18 +666,18 @@ static char *queue_timeout_message_locked(rx_sched *s, const sjob *j)
 
 static void tick_locked(rx_sched *s)
 {
-    int64_t now = now_ms(s);
+    int64_t now = sc_now_ms(s);
     /* poll deadlines */
     for (rx_sched_waiter *w = s->whead, *next; w; w = next) {
         next = w->next;
-        if (now >= w->deadline) waiter_wake_locked(s, w);
+        if (now >= w->deadline) sc_waiter_wake_locked(s, w);
     }
     /* leases */
     for (int i = 0; i < s->agents.n; i++) {
         sagent *a = s->agents.items[i];
         if (!a->offline && !a->waiter && now - a->last_seen > s->o.lease_ms) {
             a->offline = true;
-            slog(s, RX_SCHED_LOG_WARN,
+            sc_slog(s, RX_SCHED_LOG_WARN,
                  json_pack("{s:s, s:s, s:s, s:I, s:s?}", "event", "agent_offline", "agent",
                            a->id, "name", a->name, "silent_ms", (json_int_t)(now - a->last_seen),
                            "job", a->job ? a->job->id : NULL));
@@ -980,7 +686,7 @@ static void tick_locked(rx_sched *s)
             char why[200];
             snprintf(why, sizeof why, "agent %s was lost (no heartbeat within its %lld ms lease)",
                      a->name, (long long)s->o.lease_ms);
-            requeue_or_fail_locked(s, a->job, why);
+            sc_requeue_or_fail_locked(s, a->job, why);
         }
     }
     /* queue and run timeouts (finishing removes from active: walk backwards) */
@@ -990,7 +696,7 @@ static void tick_locked(rx_sched *s)
         if (j->state == SJ_QUEUED && now - j->enqueued_mono > (int64_t)j->queue_timeout_s * 1000) {
             char *msg = queue_timeout_message_locked(s, j);
             json_t *e = json_pack("{s:s, s:s}", "code", "queue_timeout", "message", msg);
-            finish_locked(s, j, SJ_FAILED, NULL, e);
+            sc_finish_locked(s, j, SJ_FAILED, NULL, e);
             json_decref(e);
             free(msg);
         } else if (j->state == SJ_RUNNING &&
@@ -1000,7 +706,7 @@ static void tick_locked(rx_sched *s)
                      "the job ran longer than its timeout of %d s (+%lld ms grace) on agent %s",
                      j->timeout_s, (long long)s->o.lease_ms, j->agent ? j->agent->name : "?");
             json_t *e = json_pack("{s:s, s:s}", "code", "timeout", "message", msg);
-            finish_locked(s, j, SJ_FAILED, NULL, e);
+            sc_finish_locked(s, j, SJ_FAILED, NULL, e);
             json_decref(e);
         }
     }
@@ -1010,10 +716,10 @@ static void tick_locked(rx_sched *s)
         s->next_prune = now + PRUNE_EVERY_MS;
         int64_t n = jdb_prune(s->db, s->o.history, err, sizeof err);
         if (n < 0) {
-            log_db_error(s, err);
+            sc_log_db_error(s, err);
         } else if (n > 0) {
             jdb_counts(s->db, s->counts, err, sizeof err);
-            slog(s, RX_SCHED_LOG_INFO, json_pack("{s:s, s:I}", "event", "bench_pruned", "jobs",
+            sc_slog(s, RX_SCHED_LOG_INFO, json_pack("{s:s, s:I}", "event", "bench_pruned", "jobs",
                                                  (json_int_t)n));
         }
     }

@@ -1,7 +1,8 @@
 /*
  * sched_int.h — what rxsched's files share (not installed).
  *
- *   sched.c      the scheduler: agents, waiters, matching, leases, timeouts, the reaper
+ *   sched.c      the scheduler: state, matching, transitions, clients' calls, the reaper
+ *   sched_agent.c  the agents' calls: register, heartbeat, poll, result, listing
  *   jobs_db.c    the jobs database: schema, open and recovery, one call per transition
  *   validate.c   request bodies: register, submit, result (located 400 messages)
  *
@@ -10,9 +11,11 @@
 #ifndef RELAX_SCHED_INT_H
 #define RELAX_SCHED_INT_H
 
+#include <pthread.h>
 #include <sqlite3.h>
 
 #include "relax/sched.h"
+#include "relax/support.h"
 
 /* Job states; the names are the API's and the database's. */
 typedef enum sj_state {
@@ -89,9 +92,63 @@ json_t *jdb_jobs_json(jdb *d, sj_state st, int limit, int64_t wall_now, char *er
 /* Deletes finished jobs beyond the newest keep; returns how many, -1 on an error. */
 int64_t jdb_prune(jdb *d, int64_t keep, char *err, size_t errlen);
 
-/* ---- sched.c ---- */
+/* ---- sched.c (shared with sched_agent.c; the _locked ones need s->mu) ---- */
 
 void sjob_free(sjob *j);
+
+typedef struct sagent {
+    char id[RX_SCHED_ID_LEN + 1];
+    char name[RX_SCHED_NAME_MAX + 1];
+    json_t *targets;           /* array of strings */
+    json_t *labels;            /* array of strings */
+    json_t *facts;             /* {cpu, cores, memory_bytes, runtime_version} (present ones) */
+    int64_t last_seen;         /* monotonic ms of its last request (or poll end) */
+    bool offline;              /* its lease expired */
+    sjob *job;                 /* the job it runs, or NULL */
+    rx_sched_waiter *waiter;   /* its parked poll, or NULL */
+    int64_t jobs_done;         /* results accepted from it */
+    int64_t order;             /* registration order (the oldest offline is forgotten) */
+} sagent;
+
+struct rx_sched {
+    rx_sched_opts o;           /* copy; db_path below */
+    char *db_path;
+    jdb *db;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;         /* the reaper's sleep; signalled on stop */
+    pthread_t reaper;
+    bool reaper_started;
+    bool stopping;
+    RX_VEC(sagent *) agents;   /* registration order */
+    RX_VEC(sjob *) active;     /* queued and running jobs, submission order */
+    rx_sched_waiter *whead, *wtail; /* parked polls, oldest first */
+    int64_t counts[SJ_NSTATES]; /* jobs per state (the database's, kept in step) */
+    uint64_t dbuckets[RX_SCHED_DISPATCH_BUCKETS];
+    uint64_t dcount;
+    double dsum;
+    int64_t next_prune;        /* monotonic ms */
+    int64_t agent_order;
+};
+
+/* The helpers below are documented where sched.c defines them. */
+int64_t sc_now_ms(const rx_sched *s);
+void sc_slog(rx_sched *s, int level, json_t *obj);
+void sc_log_db_error(rx_sched *s, const char *msg);
+void sc_random_id(char out[RX_SCHED_ID_LEN + 1]);
+void sc_agent_free(sagent *a);
+sagent *sc_find_agent(rx_sched *s, const char *id);
+sjob *sc_find_active(rx_sched *s, const char *id);
+bool sc_fits(const sagent *a, const sjob *j);
+bool sc_before(const sjob *a, const sjob *b);
+const char *sc_agent_state(const sagent *a);
+void sc_waiter_unlink_locked(rx_sched *s, rx_sched_waiter *w);
+void sc_waiter_wake_locked(rx_sched *s, rx_sched_waiter *w);
+void sc_set_state_count(rx_sched *s, sj_state from, sj_state to);
+json_t *sc_assign_locked(rx_sched *s, sjob *j, sagent *a);
+void sc_dispatch_locked(rx_sched *s, sjob *j);
+int sc_finish_locked(rx_sched *s, sjob *j, sj_state st, const json_t *result,
+                     const json_t *error);
+int sc_requeue_or_fail_locked(rx_sched *s, sjob *j, const char *why);
 
 /* ---- validate.c ---- */
 
