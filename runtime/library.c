@@ -4,9 +4,16 @@
  *
  * The registry is a small array per context searched linearly; names are resolved
  * once per module at load time (CALL_LIB carries a string index), so lookup cost does
- * not matter. The built-ins reach OpenBLAS through dlopen("libopenblas.so.0") at their
- * first call so that rxrt links and loads on devices without it; a missing library is
- * a clean call-time error. The library ABI (int32_t fn(DLTensor *const *, int32_t))
+ * not matter. The built-ins reach OpenBLAS through dlopen at their first call so that
+ * rxrt links and loads on devices without it; a missing library is a clean call-time
+ * error. Which OpenBLAS: $RX_BLAS_LIB when set (a path or soname; only that one), else
+ * the OpenMP build of OpenBLAS where Debian installs it (RX_OPENBLAS_OPENMP, from the
+ * build's multiarch directory), else whatever libopenblas.so.0 resolves to (Debian's
+ * default is the pthreads build). The OpenMP build comes first because the generated
+ * kernels run on libgomp's threads: with the pthreads build two pools of busy-waiting
+ * threads take turns on the same cores between a kernel and a BLAS call (measured on a
+ * decoder block's prefill: 10-15% of its time in sched_yield and spinning).
+ * rx_rt_blas_library() names the one that was loaded. The library ABI (int32_t fn(DLTensor *const *, int32_t))
  * has no context argument, so the built-ins keep the opened handle in one process-wide
  * slot initialised under pthread_once — the only global state of the runtime (the
  * handle is never closed; the library stays loaded for the process's life).
@@ -42,25 +49,51 @@ enum { BLAS_OK = 0, BLAS_NOLIB = 1, BLAS_ARGS = 2, BLAS_DTYPE = 3, BLAS_SHAPE = 
 typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int,
                          const float *, int, float, float *, int);
 
-static pthread_once_t blas_once = PTHREAD_ONCE_INIT; /* guards blas_sgemm */
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT; /* guards blas_sgemm, blas_name */
 static sgemm_fn blas_sgemm;                           /* process-wide, see the essay */
+static const char *blas_name;                         /* the library blas_sgemm is from */
 
-static void blas_open(void)
+/* cblas_sgemm from the library `name`, or false. */
+static bool blas_try(const char *name)
 {
-    void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (!h) return;
+    void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!h) return false;
     void *sym = dlsym(h, "cblas_sgemm");
     if (!sym) {
         dlclose(h);
-        return;
+        return false;
     }
     memcpy(&blas_sgemm, &sym, sizeof blas_sgemm);
+    blas_name = name;
+    return true;
+}
+
+static void blas_open(void)
+{
+    const char *env = getenv("RX_BLAS_LIB");
+    if (env && *env) {
+        blas_try(env);
+        return;
+    }
+#ifdef RX_OPENBLAS_OPENMP
+    if (blas_try(RX_OPENBLAS_OPENMP)) return;
+#endif
+    blas_try("libopenblas.so.0");
+}
+
+const char *rx_rt_blas_library(void)
+{
+    pthread_once(&blas_once, blas_open);
+    return blas_name;
 }
 
 static const char *blas_strerr(int32_t code)
 {
     switch (code) {
-    case BLAS_NOLIB: return "OpenBLAS is not available (dlopen libopenblas.so.0 failed)";
+    case BLAS_NOLIB:
+        return getenv("RX_BLAS_LIB") && *getenv("RX_BLAS_LIB")
+                   ? "OpenBLAS is not available (dlopen of $RX_BLAS_LIB failed)"
+                   : "OpenBLAS is not available (dlopen libopenblas.so.0 failed)";
     case BLAS_ARGS: return "expects 3 tensors (A, B, C)";
     case BLAS_DTYPE: return "expects float32 tensors";
     case BLAS_SHAPE: return "shape mismatch (A (b?, m, k) @ B (b?, k, n) -> C (b?, m, n))";
@@ -114,6 +147,10 @@ static int32_t blas_gemm(const DLTensor *A, const DLTensor *B, DLTensor *C, int6
     const float *a = fdata(A), *b = fdata(B);
     float *c = (float *)(uintptr_t)fdata(C);
     int64_t bstride = B->ndim == 3 ? k * n : 0;
+    if (B->ndim == 2 && batch > 1 && batch <= INT32_MAX / (m ? m : 1)) {
+        m *= batch; /* one shared B: the batch is more rows of one product */
+        batch = 1;
+    }
     for (int64_t i = 0; i < batch; i++) {
         if (m == 0 || n == 0) break;
         if (k == 0) {

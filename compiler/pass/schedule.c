@@ -10,7 +10,10 @@
  *
  * Candidates: the outermost FOR of each top-level loop nest of a loop function (FORs
  * found in the function body, looking through top-level BLOCK, LET and IF bodies but
- * never through another FOR). Such a loop L with variable v becomes PARALLEL when
+ * never through another FOR) — or, when that loop runs at most once (a literal extent
+ * below 2, as the batch loop of a (1, s, d) tensor) and its body is a single FOR that
+ * is not innermost, that FOR, and so on down (without this, every kernel over a batch
+ * of one ran on one core). Such a loop L with variable v becomes PARALLEL when
  *   1. its kind is serial (a kind written by the user is kept) and it is not bound to
  *      a thread axis, and no loop of the nest already has a non-serial kind other
  *      than vectorized/unrolled (no nested parallel regions);
@@ -283,19 +286,35 @@ static void mark_inner(const rx_stmts *ss, int *nvec)
     }
 }
 
+/* True when FOR s runs at most once (a literal extent below 2: a batch of one) and its
+   body is one FOR that holds another (the innermost loop stays the vectorized one):
+   that FOR is the nest's candidate instead. */
+static bool unit_loop(const rx_stmt *s)
+{
+    int64_t ext;
+    if (s->u.for_.loop_kind != RX_LOOP_SERIAL || s->u.for_.thread) return false;
+    if (!rx_expr_is_const(s->u.for_.extent, &ext) || ext >= 2) return false;
+    if (s->u.for_.body.n != 1) return false;
+    const rx_stmt *in = s->u.for_.body.items[0];
+    return in->kind == RX_S_FOR && has_for(&in->u.for_.body);
+}
+
 /* Finds the top-level nests of ss and schedules each. */
 static void schedule_list(const rx_stmts *ss, int *npar, int *nvec)
 {
     for (int i = 0; i < ss->n; i++) {
         rx_stmt *s = ss->items[i];
         switch ((rx_skind)s->kind) {
-        case RX_S_FOR:
-            if (loop_ok(s, false)) {
-                s->u.for_.loop_kind = RX_LOOP_PARALLEL;
+        case RX_S_FOR: {
+            rx_stmt *c = s;
+            while (unit_loop(c)) c = c->u.for_.body.items[0];
+            if (loop_ok(c, false)) {
+                c->u.for_.loop_kind = RX_LOOP_PARALLEL;
                 (*npar)++;
             }
             if (has_for(&s->u.for_.body)) mark_inner(&s->u.for_.body, nvec);
             break;
+        }
         case RX_S_BLOCK:
             schedule_list(&s->u.block.init, npar, nvec);
             schedule_list(&s->u.block.body, npar, nvec);

@@ -82,6 +82,10 @@ int rx_rt_register_library(rx_rt_ctx *ctx, const char *name, rx_rt_libfn fn,
  * "rt.rms_norm"), sorted, NULL-terminated, static. The compiler checks
  * call_dps_library names for the CPU target against this list. */
 const char *const *rx_rt_builtin_library_names(void);
+/* The BLAS library the blas.* built-ins use (opened on the first call of this or of one
+   of them: $RX_BLAS_LIB, else OpenBLAS's OpenMP build, else libopenblas.so.0), or NULL
+   when none could be opened. */
+const char *rx_rt_blas_library(void);
 
 /* Current counters (see the header essay). */
 void rx_rt_get_stats(rx_rt_ctx *ctx, rx_rt_stats *out);

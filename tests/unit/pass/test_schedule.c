@@ -71,6 +71,8 @@ static const char *kind_at(const rx_module *m, const char *fn, int depth)
         "{'grid':['i'],'extents':['n'],'body':{'store':'C[i]','value':'C[i - 1] + A[i]'}}") ","  \
     TIR("one", BUF("A", "1,4") "," BUF("C", "1,4"),                                             \
         "{'grid':['i','j'],'extents':[1,4],'body':{'store':'C[i, j]','value':'A[i, j]'}}") ","   \
+    TIR("batch1", BUF("A", "1,'n',4") "," BUF("C", "1,'n',4"),                                 \
+        "{'grid':['b','i','j'],'extents':[1,'n',4],'body':{'store':'C[b, i, j]','value':'A[b, i, j]'}}") "," \
     TIR("given", BUF("A", "'n',4") "," BUF("C", "'n',4"),                                        \
         "{'for':'i','extent':'n','kind':'unrolled','body':{'for':'j','extent':4,'body':"        \
         "{'store':'C[i, j]','value':'A[i, j]'}}}")
@@ -97,10 +99,14 @@ START_TEST(marks)
     /* literal extent 1: nothing to share */
     ck_assert_str_eq(kind_at(m, "one", 0), "serial");
     ck_assert_str_eq(kind_at(m, "one", 1), "vectorized");
+    /* a batch of one: the loop inside it is the parallel one */
+    ck_assert_str_eq(kind_at(m, "batch1", 0), "serial");
+    ck_assert_str_eq(kind_at(m, "batch1", 1), "parallel");
+    ck_assert_str_eq(kind_at(m, "batch1", 2), "vectorized");
     /* the user's kind kept */
     ck_assert_str_eq(kind_at(m, "given", 0), "unrolled");
-    ck_assert_int_eq(np, 2);
-    ck_assert_int_eq(nv, 4); /* add.j, colsum.j, one.j, given.j */
+    ck_assert_int_eq(np, 3);
+    ck_assert_int_eq(nv, 5); /* add.j, colsum.j, one.j, batch1.j, given.j */
     ck_assert_str_eq(kind_at(m, "given", 1), "vectorized");
     /* idempotent */
     ck_assert(rx_schedule_cpu(m, &np, &nv));

@@ -4,13 +4,15 @@
  * batched, the fused blas.matmul_bias / blas.matmul[_bias]_{relu,gelu,silu} against a
  * naive product plus epilogue (2-D and batched, k = 0, a wrong bias), rt.rms_norm in f32
  * and f64 against a double reference, the exported list of
- * built-in names, their error messages, a user-registered function, and an unknown
- * name rejected at load.
+ * built-in names, which OpenBLAS build is loaded, their error messages, a
+ * user-registered function, and an unknown name rejected at load.
  */
 #include "rt_test.h"
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 /* mm(a, b) -> c with c: (b?, m, n) allocated from a shape argument, then CALL_LIB. */
 static rx_rt_module *mm_module(rx_rt_ctx *ctx, const char *lib, int batched)
@@ -266,6 +268,27 @@ START_TEST(rms_norm_errors)
 END_TEST
 
 /* The exported names: sorted, NULL-terminated, each registered in a new context. */
+/* Which OpenBLAS the built-ins use: $RX_BLAS_LIB, else the OpenMP build when it is
+   installed (one thread pool with the kernels), else libopenblas.so.0. */
+START_TEST(blas_library_choice)
+{
+    const char *name = rx_rt_blas_library();
+    ck_assert_ptr_nonnull(name);
+    const char *env = getenv("RX_BLAS_LIB");
+    if (env && *env) {
+        ck_assert_str_eq(name, env);
+        return;
+    }
+#ifdef RX_OPENBLAS_OPENMP
+    if (access(RX_OPENBLAS_OPENMP, R_OK) == 0) {
+        ck_assert_str_eq(name, RX_OPENBLAS_OPENMP);
+        return;
+    }
+#endif
+    ck_assert_str_eq(name, "libopenblas.so.0");
+}
+END_TEST
+
 START_TEST(builtin_names)
 {
     const char *const *names = rx_rt_builtin_library_names();
@@ -467,6 +490,7 @@ static Suite *lib_suite(void)
     tcase_add_test(tc, rms_norm_f32_f64);
     tcase_add_test(tc, rms_norm_errors);
     tcase_add_test(tc, builtin_names);
+    tcase_add_test(tc, blas_library_choice);
     tcase_add_test(tc, library_errors);
     tcase_add_test(tc, user_registered_function);
     suite_add_tcase(s, tc);
