@@ -270,6 +270,31 @@ void rx_rt_cache_release(rx_rt_cache *c, rx_vm_value *v);
 
 /* ---- modules (runtime.c) and the interpreter (vm.c) ---- */
 
+/* One callee's profile aggregate (rx_rt_prof_entry's numbers), updated lock-free by
+ * concurrent calls: calls and total with fetch_add, min and max with CAS loops. */
+typedef struct rx_rt_prof_slot {
+    _Atomic int64_t calls;    /* times called */
+    _Atomic int64_t total_ns; /* summed wall time */
+    _Atomic int64_t min_ns;   /* fastest (INT64_MAX when never called) */
+    _Atomic int64_t max_ns;   /* slowest */
+} rx_rt_prof_slot;
+
+/* The profile of one module: a slot per kernel index and per string index (CALL_LIB
+ * names are string indices; only those the code calls ever count), allocated at load
+ * so turning profiling on never allocates. */
+typedef struct rx_rt_prof {
+    _Atomic int on;           /* rx_rt_set_profiling; read once per call */
+    rx_rt_prof_slot *kernels; /* by kernel index (nkernels) */
+    rx_rt_prof_slot *libs;    /* by string index (nstrings) */
+    _Atomic int64_t runs;     /* profiled VM calls */
+    _Atomic int64_t wall_ns;  /* their summed wall time */
+} rx_rt_prof;
+
+/* Adds one timed call of ns to a slot. */
+void rx_rt_prof_add(rx_rt_prof_slot *s, int64_t ns);
+/* CLOCK_MONOTONIC now, in ns. */
+int64_t rx_rt_now_ns(void);
+
 struct rx_rt_module {
     rx_rt_ctx *ctx;               /* the context it was loaded into */
     rx_rxa *a;                    /* parsed artifact */
@@ -280,6 +305,7 @@ struct rx_rt_module {
     void **kernel_fn;             /* resolved kernel symbols, by kernel index */
     rx_rt_libentry *libs;         /* by string index: CALL_LIB targets (fn NULL: unused) */
     int *builtins;                /* by string index: CALL_BUILTIN targets (-1: unused) */
+    rx_rt_prof prof;              /* the profiler's aggregate and switch */
 };
 
 /* Loads the KERNELS_CPU object of m and resolves every kernel (kernels.c). */

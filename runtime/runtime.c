@@ -7,12 +7,18 @@
  * alive after the module is gone); Step 2 parse and validate the format (rxa_read.c);
  * Step 3 verify the bytecode (vm_verify.c); Step 4 resolve CALL_LIB names against the
  * context's registry and CALL_BUILTIN names against the built-in table (builtin.h), so
- * the interpreter never looks a name up; Step 5 make the constant tensors; Step 6 load the CPU kernel
- * object (kernels.c). Any failure unwinds what was built and reports one line.
+ * the interpreter never looks a name up, and allocate the profiler's slots (one per
+ * kernel and per string, so turning profiling on never allocates); Step 5 make the
+ * constant tensors; Step 6 load the CPU kernel object (kernels.c). Any failure unwinds
+ * what was built and reports one line.
  *
  * Calls convert the API arguments into VM values (input tensors are borrowed, not
  * copied), run the interpreter (vm.c) and flatten the result tuple depth-first into an
  * outputs object that owns one reference per output.
+ *
+ * Profiling (runtime.h): the VM updates the module's slots (rx_rt_prof_add, lock-free);
+ * rx_rt_profile_get snapshots the slots that were called into an array sorted by total
+ * time. rx_rt_bench, when profiling is on, brackets exactly its timed calls.
  */
 #include "builtin.h"
 #include "rt_int.h"
@@ -35,6 +41,8 @@ void rx_rt_module_free(rx_rt_module *m)
     free(m->consts);
     free(m->libs);
     free(m->builtins);
+    free(m->prof.kernels);
+    free(m->prof.libs);
     rx_rxa_free(m->a);
     rx_rt_storage_release(m->blob);
     free(m);
@@ -104,6 +112,14 @@ static rx_rt_module *load_owned(rx_rt_ctx *ctx, void *buf, size_t n, const char 
             }
         }
     }
+    /* Step 4b: the profiler's slots. */
+    m->prof.kernels = calloc(m->a->nkernels ? m->a->nkernels : 1, sizeof *m->prof.kernels);
+    m->prof.libs = calloc(m->a->nstrings ? m->a->nstrings : 1, sizeof *m->prof.libs);
+    if (!m->prof.kernels || !m->prof.libs) {
+        rx_rt_fail(err, "%s: out of memory", what);
+        goto fail;
+    }
+    rx_rt_profile_reset(m);
     /* Step 5: constants. */
     m->consts = calloc(m->a->nconsts ? m->a->nconsts : 1, sizeof *m->consts);
     if (!m->consts) {
@@ -352,13 +368,106 @@ int rx_rt_call(rx_rt_module *m, int fn, const rx_rt_arg *args, int nargs,
     return rc;
 }
 
+/* ---- profiling ---- */
+
+int64_t rx_rt_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void rx_rt_prof_add(rx_rt_prof_slot *s, int64_t ns)
+{
+    atomic_fetch_add_explicit(&s->calls, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->total_ns, ns, memory_order_relaxed);
+    int64_t cur = atomic_load_explicit(&s->min_ns, memory_order_relaxed);
+    while (ns < cur && !atomic_compare_exchange_weak_explicit(&s->min_ns, &cur, ns,
+                                                               memory_order_relaxed,
+                                                               memory_order_relaxed)) {
+    }
+    cur = atomic_load_explicit(&s->max_ns, memory_order_relaxed);
+    while (ns > cur && !atomic_compare_exchange_weak_explicit(&s->max_ns, &cur, ns,
+                                                               memory_order_relaxed,
+                                                               memory_order_relaxed)) {
+    }
+}
+
+int rx_rt_set_profiling(rx_rt_module *m, int on)
+{
+    return atomic_exchange(&m->prof.on, on != 0);
+}
+
+static void slots_reset(rx_rt_prof_slot *s, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        atomic_store_explicit(&s[i].calls, 0, memory_order_relaxed);
+        atomic_store_explicit(&s[i].total_ns, 0, memory_order_relaxed);
+        atomic_store_explicit(&s[i].min_ns, INT64_MAX, memory_order_relaxed);
+        atomic_store_explicit(&s[i].max_ns, 0, memory_order_relaxed);
+    }
+}
+
+void rx_rt_profile_reset(rx_rt_module *m)
+{
+    slots_reset(m->prof.kernels, m->a->nkernels);
+    slots_reset(m->prof.libs, m->a->nstrings);
+    atomic_store(&m->prof.runs, 0);
+    atomic_store(&m->prof.wall_ns, 0);
+}
+
+/* Appends slot s as an entry when it was called; returns the entries now used. */
+static int take_slot(rx_rt_profile *out, rx_rt_prof_slot *s, const char *name, int kind)
+{
+    int64_t calls = atomic_load_explicit(&s->calls, memory_order_relaxed);
+    if (calls <= 0) return out->n;
+    rx_rt_prof_entry *e = &out->entries[out->n++];
+    e->name = name;
+    e->kind = kind;
+    e->calls = calls;
+    e->total_ns = atomic_load_explicit(&s->total_ns, memory_order_relaxed);
+    e->min_ns = atomic_load_explicit(&s->min_ns, memory_order_relaxed);
+    e->max_ns = atomic_load_explicit(&s->max_ns, memory_order_relaxed);
+    out->parts_ns += e->total_ns;
+    return out->n;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+    const rx_rt_prof_entry *x = a, *y = b;
+    if (x->total_ns != y->total_ns) return x->total_ns > y->total_ns ? -1 : 1;
+    if (x->kind != y->kind) return x->kind - y->kind;
+    return strcmp(x->name, y->name);
+}
+
+int rx_rt_profile_get(const rx_rt_module *m, rx_rt_profile *out, rx_rt_err *err)
+{
+    memset(out, 0, sizeof *out);
+    size_t cap = (size_t)m->a->nkernels + m->a->nstrings;
+    out->entries = calloc(cap ? cap : 1, sizeof *out->entries);
+    if (!out->entries) return rx_rt_fail(err, "out of memory");
+    out->runs = atomic_load(&m->prof.runs);
+    out->wall_ns = atomic_load(&m->prof.wall_ns);
+    for (uint32_t k = 0; k < m->a->nkernels; k++)
+        take_slot(out, &m->prof.kernels[k], m->a->kernels[k].name, RX_RT_PROF_KERNEL);
+    for (uint32_t s = 0; s < m->a->nstrings; s++)
+        if (m->libs[s].fn) take_slot(out, &m->prof.libs[s], m->a->strings[s], RX_RT_PROF_LIBRARY);
+    qsort(out->entries, (size_t)out->n, sizeof *out->entries, cmp_entry);
+    return 0;
+}
+
+void rx_rt_profile_free(rx_rt_profile *out)
+{
+    if (!out) return;
+    free(out->entries);
+    memset(out, 0, sizeof *out);
+}
+
 /* ---- benchmark ---- */
 
 static double now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+    return (double)rx_rt_now_ns() / 1e6;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -376,6 +485,7 @@ int rx_rt_bench(rx_rt_module *m, int fn, const rx_rt_arg *args, int nargs,
     int warmup = opts->warmup > 0 ? opts->warmup : 0;
     memset(res, 0, sizeof *res);
     if (nargs < 0 || make_args(args, nargs, &v, err)) return -1;
+    int prof = rx_rt_set_profiling(m, 0); /* profile the timed calls only (runtime.h) */
     double *samples = calloc((size_t)repeat, sizeof *samples);
     int rc = -1;
     if (!samples) {
@@ -388,6 +498,10 @@ int rx_rt_bench(rx_rt_module *m, int fn, const rx_rt_arg *args, int nargs,
     res->peak_bytes = st.peak_bytes;
     for (int i = 1; i < warmup; i++)
         if (call_values(m, fn, v, nargs, NULL, NULL, err)) goto out;
+    if (prof) {
+        rx_rt_profile_reset(m);
+        rx_rt_set_profiling(m, 1);
+    }
     for (int r = 0; r < repeat; r++) {
         double ms;
         for (;;) {
@@ -419,6 +533,7 @@ int rx_rt_bench(rx_rt_module *m, int fn, const rx_rt_arg *args, int nargs,
     res->number = number;
     rc = 0;
 out:
+    rx_rt_set_profiling(m, prof);
     free(samples);
     free_args(v, nargs);
     return rc;

@@ -24,6 +24,12 @@
  * flushed back to the context when the call returns, on success or failure. The
  * kernel and library call counts go to the context once per call, not per instruction.
  * CALL_BUILTIN targets were resolved at load (rx_rt_module.builtins).
+ *
+ * Profiling: a call reads the module's switch once at entry; `V->prof` is then the
+ * module's aggregate or NULL. CALL_KERNEL and CALL_LIB test it once (a branch that
+ * always goes the same way within a call) and, when set, read CLOCK_MONOTONIC before
+ * and after the callee and add the difference to its slot (by kernel index, by name
+ * string index); rx_vm_run times the whole call the same way. Off, no clock is read.
  */
 #include "builtin.h"
 #include "rt_int.h"
@@ -51,6 +57,7 @@ typedef struct vm {
     int64_t libcalls;  /* library calls made */
     rx_rt_err *err;    /* message sink (never NULL inside the VM) */
     rx_rt_cache cache; /* free objects of this call (flushed when it returns) */
+    rx_rt_prof *prof;  /* the module's profile when this call is profiled, else NULL */
 } vm;
 
 /* "<function>: message" */
@@ -387,7 +394,14 @@ static int run(vm *V, rx_vm_value *result)
             kfn fnp;
             void *sym = V->m->kernel_fn[kidx];
             memcpy(&fnp, &sym, sizeof fnp);
-            int32_t rc = fnp(data, ni ? iv : NULL);
+            int32_t rc;
+            if (__builtin_expect(V->prof != NULL, 0)) {
+                int64_t t0 = rx_rt_now_ns();
+                rc = fnp(data, ni ? iv : NULL);
+                rx_rt_prof_add(&V->prof->kernels[kidx], rx_rt_now_ns() - t0);
+            } else {
+                rc = fnp(data, ni ? iv : NULL);
+            }
             if (data != small) free(data);
             if (iv != ismall) free(iv);
             V->kernels++;
@@ -408,7 +422,14 @@ static int run(vm *V, rx_vm_value *result)
                 args[i] = &v->u.t->dl;
             }
             pc += (size_t)n;
-            int32_t rc = e->fn(args, (int32_t)n);
+            int32_t rc;
+            if (__builtin_expect(V->prof != NULL, 0)) {
+                int64_t t0 = rx_rt_now_ns();
+                rc = e->fn(args, (int32_t)n);
+                rx_rt_prof_add(&V->prof->libs[name], rx_rt_now_ns() - t0);
+            } else {
+                rc = e->fn(args, (int32_t)n);
+            }
             if (args != small) free(args);
             V->libcalls++;
             if (rc != 0) {
@@ -532,6 +553,8 @@ int rx_vm_run(rx_rt_module *m, uint32_t fn, const rx_vm_value *args, uint32_t na
         return rx_rt_fail(V.err, "%s takes %" PRIu32 " arguments, got %" PRIu32, f->name,
                           f->nparams, nargs);
     int rc = -1;
+    V.prof = atomic_load_explicit(&m->prof.on, memory_order_relaxed) ? &m->prof : NULL;
+    int64_t t0 = V.prof ? rx_rt_now_ns() : 0;
     rx_rt_cache_init(&V.cache, m->ctx);
     if (push_frame(&V, fn, -1) == 0) {
         for (uint32_t i = 0; i < nargs; i++) {
@@ -542,6 +565,10 @@ int rx_vm_run(rx_rt_module *m, uint32_t fn, const rx_vm_value *args, uint32_t na
     }
     free(V.frames);
     rx_rt_cache_flush(&V.cache);
+    if (V.prof) {
+        atomic_fetch_add_explicit(&V.prof->wall_ns, rx_rt_now_ns() - t0, memory_order_relaxed);
+        atomic_fetch_add_explicit(&V.prof->runs, 1, memory_order_relaxed);
+    }
     if (V.kernels) atomic_fetch_add(&m->ctx->kernel_calls, V.kernels);
     if (V.libcalls) atomic_fetch_add(&m->ctx->library_calls, V.libcalls);
     if (kernels) *kernels += V.kernels;

@@ -10,6 +10,10 @@
  *
  * Each parameter's argument lives in an rx_bench_buf: the API argument, a DLTensor, its
  * dims and its data (64-byte aligned, owned). The runtime borrows them for the calls.
+ *
+ * The result line is written through a bounded appender (`out`) that keeps counting
+ * past the end of the buffer, so callers learn the length to allocate, as with
+ * snprintf; profile names are JSON-escaped.
  */
 #include "bench.h"
 
@@ -527,12 +531,106 @@ out:
 
 /* ---- the result line ---- */
 
+/* A bounded text appender that counts the full length (snprintf semantics). */
+typedef struct out {
+    char *buf;  /* destination (may be NULL when n is 0) */
+    size_t n;   /* its size */
+    size_t len; /* characters produced so far, including those cut */
+} out;
+
+static void outf(out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void outf(out *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = o->len < o->n ? o->n - o->len : 0;
+    int k = vsnprintf(room ? o->buf + o->len : NULL, room, fmt, ap);
+    va_end(ap);
+    if (k > 0) o->len += (size_t)k;
+}
+
+/* s as a JSON string body (quotes, backslashes and control characters escaped). */
+static void out_json_str(out *o, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') outf(o, "\\%c", c);
+        else if (c < 0x20) outf(o, "\\u%04x", c);
+        else outf(o, "%c", c);
+    }
+}
+
+static void out_result(out *o, const rx_rt_bench_result *r)
+{
+    outf(o,
+         "{\"mean_ms\": %.6f, \"median_ms\": %.6f, \"min_ms\": %.6f, \"max_ms\": %.6f, "
+         "\"stddev_ms\": %.6f, \"repeat\": %d, \"number\": %d, \"kernels\": %lld, "
+         "\"peak_bytes\": %lld",
+         r->mean_ms, r->median_ms, r->min_ms, r->max_ms, r->stddev_ms, r->repeat, r->number,
+         (long long)r->kernels, (long long)r->peak_bytes);
+}
+
+static const char *kind_name(int kind)
+{
+    return kind == RX_RT_PROF_LIBRARY ? "library" : "kernel";
+}
+
 int rx_bench_format(const rx_rt_bench_result *r, char *buf, size_t n)
 {
-    return snprintf(buf, n,
-                    "{\"mean_ms\": %.6f, \"median_ms\": %.6f, \"min_ms\": %.6f, \"max_ms\": %.6f, "
-                    "\"stddev_ms\": %.6f, \"repeat\": %d, \"number\": %d, \"kernels\": %lld, "
-                    "\"peak_bytes\": %lld}",
-                    r->mean_ms, r->median_ms, r->min_ms, r->max_ms, r->stddev_ms, r->repeat,
-                    r->number, (long long)r->kernels, (long long)r->peak_bytes);
+    out o = {buf, n, 0};
+    out_result(&o, r);
+    outf(&o, "}");
+    return (int)o.len;
+}
+
+int rx_bench_format_profile(const rx_rt_bench_result *r, const rx_rt_profile *p, char *buf,
+                            size_t n)
+{
+    out o = {buf, n, 0};
+    double wall = (double)p->wall_ns;
+    out_result(&o, r);
+    outf(&o, ", \"profile\": [");
+    for (int i = 0; i < p->n; i++) {
+        const rx_rt_prof_entry *e = &p->entries[i];
+        outf(&o, "%s{\"name\": \"", i ? ", " : "");
+        out_json_str(&o, e->name);
+        outf(&o,
+             "\", \"kind\": \"%s\", \"calls\": %lld, \"total_ms\": %.6f, \"pct\": %.3f, "
+             "\"mean_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f}",
+             kind_name(e->kind), (long long)e->calls, (double)e->total_ns / 1e6,
+             wall > 0 ? 100.0 * (double)e->total_ns / wall : 0.0,
+             (double)e->total_ns / (double)e->calls / 1e3, (double)e->min_ns / 1e3,
+             (double)e->max_ns / 1e3);
+    }
+    outf(&o, "], \"profile_runs\": %lld, \"profile_wall_ms\": %.6f, \"profile_other_ms\": %.6f}",
+         (long long)p->runs, wall / 1e6, (double)(p->wall_ns - p->parts_ns) / 1e6);
+    return (int)o.len;
+}
+
+/* ---- the profile table ---- */
+
+void rx_bench_print_profile(FILE *f, const char *fn, const rx_rt_profile *p)
+{
+    double wall = (double)p->wall_ns, other = (double)(p->wall_ns - p->parts_ns);
+    int w = 24; /* name column width: the longest name within [24, 72]; longer names are
+                   printed whole and push their row's columns right */
+    for (int i = 0; i < p->n; i++) {
+        int len = (int)strlen(p->entries[i].name);
+        if (len > w) w = len > 72 ? 72 : len;
+    }
+    fprintf(f, "profile of %s: %lld call%s, wall %.3f ms (%.3f ms/call), kernels+library %.3f ms, "
+               "vm overhead %.3f ms\n",
+            fn, (long long)p->runs, p->runs == 1 ? "" : "s", wall / 1e6,
+            p->runs ? wall / 1e6 / (double)p->runs : 0.0, (double)p->parts_ns / 1e6, other / 1e6);
+    fprintf(f, "%-*s  %-7s  %8s  %12s  %7s  %12s\n", w, "name", "kind", "calls", "total ms",
+            "% wall", "mean us");
+    for (int i = 0; i < p->n; i++) {
+        const rx_rt_prof_entry *e = &p->entries[i];
+        fprintf(f, "%-*s  %-7s  %8lld  %12.3f  %6.1f%%  %12.1f\n", w, e->name,
+                kind_name(e->kind), (long long)e->calls, (double)e->total_ns / 1e6,
+                wall > 0 ? 100.0 * (double)e->total_ns / wall : 0.0,
+                (double)e->total_ns / (double)e->calls / 1e3);
+    }
+    fprintf(f, "%-*s  %-7s  %8s  %12.3f  %6.1f%%  %12s\n", w, "(vm overhead)", "-", "-",
+            other / 1e6, wall > 0 ? 100.0 * other / wall : 0.0, "-");
 }

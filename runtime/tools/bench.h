@@ -18,6 +18,9 @@
  *                        (rx_bench_ekind) the agent turns into its error codes.
  *   rx_bench_format      the one-line JSON of rx_rt_bench's result (relax-run --bench's
  *                        output; the agent parses it into its report).
+ *   rx_bench_format_profile  the same line with the profile's keys appended
+ *                        (relax-run --bench --profile); rx_bench_print_profile the
+ *                        human table of a profile (relax-run --profile).
  *   rx_bench_elem        element i of a buffer as a double (f16 and bf16 included), for
  *                        summaries and for comparing outputs with expected values.
  *
@@ -35,6 +38,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "relax/runtime.h"
 
@@ -89,6 +93,22 @@ void rx_bench_args_free(rx_bench_args *a);
  *  "number": K, "kernels": N, "peak_bytes": B}, times with 6 decimals. Returns the
  * length (snprintf's: the text is cut when it is >= n). */
 int rx_bench_format(const rx_rt_bench_result *r, char *buf, size_t n);
+
+/* rx_bench_format's line with, before the closing brace, the profile p (runtime.h):
+ *   "profile": [{"name": "k", "kind": "kernel"|"library", "calls": N, "total_ms": T,
+ *                "pct": P, "mean_us": M, "min_us": A, "max_us": B}, ...],
+ *   "profile_runs": R, "profile_wall_ms": W, "profile_other_ms": O
+ * entries in p's order (total time descending), times over all R profiled calls, pct of
+ * W; O = W minus the entries' sum (VM overhead). The keys before "profile" are exactly
+ * rx_bench_format's. Returns the length (snprintf's: cut when >= n; size a buffer with
+ * a first call of n = 0). */
+int rx_bench_format_profile(const rx_rt_bench_result *r, const rx_rt_profile *p, char *buf,
+                            size_t n);
+
+/* Writes the profile p of function `fn` as a table to f: a summary line, then one row
+ * per callee (name, kind, calls, total ms, % of wall, mean us) by total time, then the
+ * VM's own share ("(vm overhead)"). */
+void rx_bench_print_profile(FILE *f, const char *fn, const rx_rt_profile *p);
 
 /* Element i of data (packed dtype, lanes 1) as a double; NaN for dtypes it cannot read. */
 double rx_bench_elem(const void *data, uint32_t dtype, int64_t i);

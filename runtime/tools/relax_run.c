@@ -3,7 +3,7 @@
  *
  *   relax-run ARTIFACT.rxa [--fn main] [--in NAME=FILE.npy]... [--out-dir DIR]
  *             [--shape VAR=N]... [--seed S] [--bench] [--repeat R] [--number K]
- *             [--warmup W] [--min-repeat-ms MS]
+ *             [--warmup W] [--min-repeat-ms MS] [--profile]
  *
  * The driver, step by step: Step 1 parse the command line (bad usage exits 2); Step 2
  * load the artifact and find the function; Step 3 bind symbolic variables — first from
@@ -14,6 +14,14 @@
  * naming it); Step 5 call once, writing DIR/out<i>.npy for the flattened outputs (or
  * printing a summary when there is no --out-dir and no --bench); Step 6 with --bench,
  * time the function with rx_rt_bench and print one line of JSON.
+ *
+ * --profile turns the runtime's per-call profiler on (runtime.h, docs/runtime.md) for
+ * the calls that are measured: the one call of Step 5 without --bench (a cold call:
+ * first touches of memory, thread pool start-up), the timed calls of Step 6 with it
+ * (not the warm-up). The table (per kernel and library function: calls, total ms, % of
+ * the wall time, mean us; then the VM's own share) goes to stderr, so stdout keeps its
+ * format; with --bench the JSON line also gets "profile", "profile_runs",
+ * "profile_wall_ms" and "profile_other_ms" after the usual keys.
  *
  * Steps 2-4 and the JSON line live in bench.c, shared with relax-agent, so a benchmark
  * run on a device agent binds the same inputs (same seeded random data) and reports the
@@ -53,6 +61,7 @@ typedef struct opts {
     int nshapes;
     uint64_t seed;         /* --seed */
     int bench;             /* --bench */
+    int profile;           /* --profile */
     int repeat, number, warmup; /* bench options */
     double min_repeat_ms;  /* --min-repeat-ms */
     char *copies[2 * MAX_LIST]; /* strdup'ed NAME=VALUE strings */
@@ -78,6 +87,9 @@ static void usage(FILE *f)
           "  --number K           calls per measurement (default 1)\n"
           "  --warmup W           untimed calls first (default 1)\n"
           "  --min-repeat-ms MS   grow --number until a measurement lasts MS (default 0)\n"
+          "  --profile            time every kernel and library call of the measured calls\n"
+          "                       (the timed ones with --bench); table on stderr, and a\n"
+          "                       \"profile\" array in the --bench JSON\n"
           "  --help, --version\n"
           "\n"
           "exit status: 0 success, 1 failure (error: ... on stderr), 2 bad usage\n",
@@ -153,6 +165,10 @@ static int parse_args(int argc, char **argv, opts *o)
         }
         if (!strcmp(a, "--bench")) {
             o->bench = 1;
+            continue;
+        }
+        if (!strcmp(a, "--profile")) {
+            o->profile = 1;
             continue;
         }
         if (a[0] != '-' || !a[1]) {
@@ -319,6 +335,30 @@ static void print_outputs(rx_rt_outputs *out)
 
 /* ---- driver ---- */
 
+/* Prints m's profile table on stderr; with r, the --bench line with the profile keys on
+ * stdout. Returns 0 or 1 (an error printed). */
+static int report_profile(rx_rt_module *m, const char *fn, const rx_rt_bench_result *r)
+{
+    rx_rt_profile p;
+    rx_rt_err err = {""};
+    if (rx_rt_profile_get(m, &p, &err)) return errorf("%s", err.msg);
+    rx_bench_print_profile(stderr, fn, &p);
+    int rc = 0;
+    if (r) {
+        size_t n = (size_t)rx_bench_format_profile(r, &p, NULL, 0) + 1;
+        char *line = malloc(n);
+        if (line) {
+            rx_bench_format_profile(r, &p, line, n);
+            printf("%s\n", line);
+            free(line);
+        } else {
+            rc = errorf("out of memory");
+        }
+    }
+    rx_rt_profile_free(&p);
+    return rc;
+}
+
 static int run(const opts *o, rx_rt_module *m)
 {
     rx_rt_err err = {""};
@@ -335,24 +375,33 @@ static int run(const opts *o, rx_rt_module *m)
     /* Step 5: one call for the outputs. */
     if (o->out_dir || !o->bench) {
         rx_rt_outputs *out;
-        if (rx_rt_call(m, a.fn, a.args, (int)a.nargs, &out, NULL, &err)) {
+        int prof = o->profile && !o->bench;
+        if (prof) rx_rt_set_profiling(m, 1);
+        int crc = rx_rt_call(m, a.fn, a.args, (int)a.nargs, &out, NULL, &err);
+        if (prof) rx_rt_set_profiling(m, 0);
+        if (crc) {
             errorf("%s", err.msg);
             goto out;
         }
         int wrc = o->out_dir ? write_outputs(out, o->out_dir) : (print_outputs(out), 0);
         rx_rt_outputs_free(out);
-        if (wrc) goto out;
+        if (wrc || (prof && report_profile(m, o->fn, NULL))) goto out;
     }
     /* Step 6: the benchmark. */
     if (o->bench) {
         rx_rt_bench_opts bo = {o->warmup, o->repeat, o->number, o->min_repeat_ms};
+        if (o->profile) rx_rt_set_profiling(m, 1); /* rx_rt_bench: the timed calls only */
         rx_rt_bench_result r;
         if (rx_rt_bench(m, a.fn, a.args, (int)a.nargs, &bo, &r, &err)) {
             errorf("%s", err.msg);
             goto out;
         }
-        rx_bench_format(&r, msg, sizeof msg);
-        printf("%s\n", msg);
+        if (o->profile) {
+            if (report_profile(m, o->fn, &r)) goto out;
+        } else {
+            rx_bench_format(&r, msg, sizeof msg);
+            printf("%s\n", msg);
+        }
     }
     rc = 0;
 out:

@@ -19,6 +19,15 @@
  * last reset (rx_rt_call resets it to the live bytes at entry and reports the peak
  * above that), `pool_bytes` what the pool holds from the system (live plus cached free
  * blocks). Per-call counters are exact when calls on one context do not overlap.
+ *
+ * Profiling (per module, off by default; docs/runtime.md): rx_rt_set_profiling(m, 1)
+ * makes every later call of m time each CALL_KERNEL and CALL_LIB (CLOCK_MONOTONIC wall
+ * time around the call; a kernel's OpenMP threads run inside it) and the whole call,
+ * aggregated per callee name: calls, total, min and max ns. rx_rt_profile_get copies the
+ * aggregate out (sorted by total time); wall time minus the sum of the parts is what
+ * the VM itself spent (dispatch, allocation, argument checks). Off, the interpreter pays
+ * one predictable branch per kernel or library call and reads no clock. Concurrent calls
+ * on one module aggregate into the same profile (lock-free atomic updates).
  */
 #ifndef RELAX_RUNTIME_H
 #define RELAX_RUNTIME_H
@@ -175,6 +184,49 @@ int64_t rx_rt_outputs_int(const rx_rt_outputs *o, int i);
 int32_t rx_rt_outputs_shape(const rx_rt_outputs *o, int i, const int64_t **dims);
 void rx_rt_outputs_free(rx_rt_outputs *o);
 
+/* ---- profiling (relax-run --profile) ---- */
+
+typedef enum rx_rt_prof_kind {
+    RX_RT_PROF_KERNEL = 0, /* a CALL_KERNEL target: a generated kernel */
+    RX_RT_PROF_LIBRARY = 1 /* a CALL_LIB target: a registered library function */
+} rx_rt_prof_kind;
+
+typedef struct rx_rt_prof_entry {
+    const char *name; /* kernel or library function name (the module's; valid until
+                         rx_rt_module_free) */
+    int kind;         /* rx_rt_prof_kind */
+    int64_t calls;    /* times called (> 0: callees never called are left out) */
+    int64_t total_ns; /* summed wall time of those calls */
+    int64_t min_ns;   /* fastest call */
+    int64_t max_ns;   /* slowest call */
+} rx_rt_prof_entry;
+
+typedef struct rx_rt_profile {
+    int64_t runs;              /* profiled calls of the module's functions (rx_rt_call,
+                                  one per bench call) */
+    int64_t wall_ns;           /* their summed wall time, entry to return of the VM */
+    int64_t parts_ns;          /* sum of entries[].total_ns (<= wall_ns: the rest is VM
+                                  overhead) */
+    int n;                     /* entries */
+    rx_rt_prof_entry *entries; /* n entries by total_ns descending, then kind, then name
+                                  (rx_rt_profile_free) */
+} rx_rt_profile;
+
+/* Turns profiling of m's calls on (nonzero) or off; returns the previous setting.
+ * Calls already running keep the setting they started with. Turning it off keeps the
+ * aggregate; rx_rt_profile_reset clears it. */
+int rx_rt_set_profiling(rx_rt_module *m, int on);
+
+/* Zeroes m's aggregate (exact when no profiled call of m is running). */
+void rx_rt_profile_reset(rx_rt_module *m);
+
+/* Copies m's aggregate into *out (entries allocated; free with rx_rt_profile_free).
+ * Returns 0, or -1 with err on out of memory (*out is then empty). */
+int rx_rt_profile_get(const rx_rt_module *m, rx_rt_profile *out, rx_rt_err *err);
+
+/* Frees out->entries and empties *out. NULL is a no-op. */
+void rx_rt_profile_free(rx_rt_profile *out);
+
 /* ---- benchmark (relax-run --bench) ---- */
 
 typedef struct rx_rt_bench_opts {
@@ -196,8 +248,13 @@ typedef struct rx_rt_bench_result {
  * measurements of `number` back-to-back calls each (number grows by 1.618x or to the
  * estimate needed until one measurement lasts min_repeat_ms); each measurement's mean
  * per-call time is one sample. stddev is the population standard deviation. kernels
- * and peak_bytes come from the first (warm-up or timed) call. Returns 0, or -1 with
- * err from a failing call. */
+ * and peak_bytes come from the first (warm-up or timed) call. When m's profiling is on
+ * (rx_rt_set_profiling), the benchmark profiles exactly its timed calls: profiling is
+ * off for the first call and the warm-up, the profile is reset before the first timed
+ * call, and every timed call counts (including measurements discarded while number
+ * grows; the profile's runs says how many); profiling is on again when it returns.
+ * Read the result with rx_rt_profile_get. Returns 0, or -1 with err from a failing
+ * call. */
 int rx_rt_bench(rx_rt_module *m, int fn, const rx_rt_arg *args, int nargs,
                 const rx_rt_bench_opts *opts, rx_rt_bench_result *res, rx_rt_err *err);
 

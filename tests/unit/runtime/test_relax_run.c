@@ -542,6 +542,72 @@ START_TEST(bench_json)
 }
 END_TEST
 
+/* The profile table's row for `name`: its calls and % of wall; fails when absent. */
+static void table_row(const char *table, const char *name, const char *kind, long long *calls,
+                      double *pct)
+{
+    const char *p = table;
+    size_t n = strlen(name);
+    while ((p = strstr(p, name)) != NULL && !((p == table || p[-1] == '\n') && p[n] == ' ')) p++;
+    ck_assert_msg(p != NULL, "no row %s in: %s", name, table);
+    char k[16];
+    double total;
+    ck_assert_int_eq(sscanf(p + n, " %15s %lld %lf %lf%%", k, calls, &total, pct), 4);
+    ck_assert_str_eq(k, kind);
+    ck_assert(total >= 0);
+}
+
+START_TEST(profile_table_and_json)
+{
+    /* Without --bench: the one call is profiled; stdout keeps its summary. */
+    result r = RUN(art, "--shape", "n=8", "--profile");
+    ck_assert_msg(r.status == 0, "stderr: %s", r.err);
+    ck_assert_msg(!strncmp(r.out, "out0: f32 (8, 4) [", 18), "%s", r.out);
+    ck_assert_msg(!strncmp(r.err, "profile of main: 1 call, wall ", 30), "%s", r.err);
+    ck_assert(strstr(r.err, "\nname ") && strstr(r.err, "calls") && strstr(r.err, "% wall"));
+    long long calls;
+    double pct, opct;
+    table_row(r.err, "scale_add", "kernel", &calls, &pct);
+    ck_assert_int_eq(calls, 1);
+    ck_assert(pct >= 0 && pct <= 100.05);
+    ck_assert(strstr(r.err, "\n(vm overhead) ") != NULL);
+    result_free(&r);
+
+    /* --bench --profile: the timed calls only (4 x 2), the usual keys first. */
+    r = RUN(art, "--shape", "n=8", "--bench", "--profile", "--repeat", "4", "--number", "2",
+            "--warmup", "3");
+    ck_assert_msg(r.status == 0, "stderr: %s", r.err);
+    size_t len = strlen(r.out);
+    ck_assert(len > 2 && r.out[len - 2] == '}' && strchr(r.out, '\n') == r.out + len - 1);
+    ck_assert(!strncmp(r.out, "{\"mean_ms\": ", 12));
+    const char *pk = strstr(r.out, ", \"peak_bytes\": "), *pp = strstr(r.out, ", \"profile\": [");
+    ck_assert(pk && pp && pk < pp);
+    ck_assert_int_eq((int)json_num(r.out, "repeat"), 4);
+    ck_assert_int_eq((int)json_num(r.out, "kernels"), 1);
+    ck_assert_msg(strstr(r.out, "\"profile\": [{\"name\": \"scale_add\", \"kind\": \"kernel\", "
+                                "\"calls\": 8, \"total_ms\": ") != NULL, "%s", r.out);
+    ck_assert_int_eq((int)json_num(r.out, "profile_runs"), 8);
+    double wall = json_num(r.out, "profile_wall_ms"), other = json_num(r.out, "profile_other_ms");
+    double total = json_num(pp, "total_ms");
+    ck_assert(wall > 0 && other >= 0 && total >= 0);
+    ck_assert(fabs(wall - other - total) < 1e-3 * wall + 1e-5);
+    ck_assert_msg(!strncmp(r.err, "profile of main: 8 calls, wall ", 31), "%s", r.err);
+    table_row(r.err, "scale_add", "kernel", &calls, &pct);
+    ck_assert_int_eq(calls, 8);
+    const char *ov = strstr(r.err, "\n(vm overhead) ");
+    ck_assert(ov && sscanf(ov + 16, " - - %*f %lf%%", &opct) == 1);
+    ck_assert(fabs(pct + opct - 100.0) < 0.15);
+    result_free(&r);
+
+    /* without --profile the line has no profile keys */
+    r = RUN(art, "--shape", "n=8", "--bench", "--repeat", "2");
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_null(strstr(r.out, "profile"));
+    ck_assert_ptr_null(strstr(r.err, "profile"));
+    result_free(&r);
+}
+END_TEST
+
 static Suite *relax_run_suite(void)
 {
     Suite *s = suite_create("relax_run");
@@ -555,6 +621,7 @@ static Suite *relax_run_suite(void)
     tcase_add_test(tc, user_errors);
     tcase_add_test(tc, usage_errors);
     tcase_add_test(tc, bench_json);
+    tcase_add_test(tc, profile_table_and_json);
     suite_add_tcase(s, tc);
     return s;
 }
