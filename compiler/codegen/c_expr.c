@@ -591,21 +591,26 @@ static const char PRELUDE_OMP[] =
     "#endif\n"
     "#endif\n";
 
-/* ISA versions of kernels holding a vectorized loop (c_kernel.c): gcc 12 or later on
-   x86-64 compiles them for x86-64-v4 (AVX-512) and x86-64-v3 (AVX2, FMA) besides the
-   baseline, and the kernel calls the best one this CPU runs. Those two versions may
-   contract a * b + c into one fused multiply-add (fp-contract=fast: one rounding
+/* ISA versions of kernels (c_kernel.c): gcc 12 or later on x86-64 compiles them for
+   x86-64-v4 (AVX-512) and x86-64-v3 (AVX2, FMA) besides the baseline, and the kernel
+   calls the best one this CPU runs. The versions of full mode (O3: RX_TARGET_V4/V3)
+   may contract a * b + c into one fused multiply-add (fp-contract=fast: one rounding
    instead of two, so never less accurate, and half the instructions of a tile's
-   update); the baseline, like every other kernel, keeps gcc's ISO C default of no
-   contraction. No reassociation anywhere (no -ffast-math): integer and f16/bf16
-   results (rounded after every operation, which leaves nothing to fuse) are the same
-   bits in every version. */
+   update); those of exact mode (O2: RX_TARGET_V4_EXACT/V3_EXACT) do not
+   (fp-contract=off, spelled out so that a build without -std=c11 keeps it), so they
+   only run the same operations in wider registers and write the baseline's bits. The
+   baseline, like every other kernel, keeps gcc's ISO C default of no contraction. No
+   reassociation anywhere (no -ffast-math): integer and f16/bf16 results (rounded
+   after every operation, which leaves nothing to fuse) are the same bits in every
+   version. */
 static const char PRELUDE_ISA[] =
     "#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12 && defined(__x86_64__) && \\\n"
     "    !defined(RX_NO_ISA_VERSIONS)\n"
     "#define RX_ISA_VERSIONS 1\n"
     "#define RX_TARGET_V4 __attribute__((target(\"arch=x86-64-v4\"), optimize(\"fp-contract=fast\")))\n"
     "#define RX_TARGET_V3 __attribute__((target(\"arch=x86-64-v3\"), optimize(\"fp-contract=fast\")))\n"
+    "#define RX_TARGET_V4_EXACT __attribute__((target(\"arch=x86-64-v4\"), optimize(\"fp-contract=off\")))\n"
+    "#define RX_TARGET_V3_EXACT __attribute__((target(\"arch=x86-64-v3\"), optimize(\"fp-contract=off\")))\n"
     "/* The best ISA level of this CPU (4, 3, else 1), set once when the object is loaded;\n"
     "   RX_KERNEL_ISA=base or v3 in the environment caps it. */\n"
     "static int rx_isa = 1;\n"

@@ -60,16 +60,29 @@
  * overflow proofs and x86-64 addressing gains nothing from them); index arithmetic
  * that does not change inside a loop is left to the C compiler's invariant motion.
  *
- * ISA versions (rx_codegen_opts.isa_versions; the driver asks at opt level 3, as they
- * triple the kernels' compile time): a kernel holding a vectorized loop (elementwise
- * rows, schedule_tile.c's register and row tiles, rx_expf loops) is emitted as three
- * static definitions, NAME_base, NAME_v4 (RX_TARGET_V4: x86-64-v4, AVX-512) and NAME_v3
- * (x86-64-v3, AVX2 + FMA), and the exported NAME calls the best one the CPU runs
- * (rx_isa, set when the object loads; RX_KERNEL_ISA=base|v3 caps it). The versions
- * exist only with gcc >= 12 on x86-64 (RX_ISA_VERSIONS; gcc's OpenMP outlining keeps
- * the target of the enclosing function), elsewhere NAME is the baseline alone. The
- * kernel ABI is unchanged, an artifact still runs on any x86-64, and kernels without a
- * vectorized loop are emitted once.
+ * ISA versions, full (rx_codegen_opts.isa_versions; the driver asks at opt level 3, as
+ * they triple the kernels' compile time): a kernel holding a vectorized loop
+ * (elementwise rows, schedule_tile.c's register and row tiles, rx_expf loops) is
+ * emitted as three static definitions, NAME_base, NAME_v4 (RX_TARGET_V4: x86-64-v4,
+ * AVX-512) and NAME_v3 (x86-64-v3, AVX2 + FMA), both contracting a * b + c into fused
+ * multiply-adds, and the exported NAME calls the best one the CPU runs (rx_isa, set
+ * when the object loads; RX_KERNEL_ISA=base|v3 caps it). The versions exist only with
+ * gcc >= 12 on x86-64 (RX_ISA_VERSIONS; gcc's OpenMP outlining keeps the target of the
+ * enclosing function), elsewhere NAME is the baseline alone. The kernel ABI is
+ * unchanged, an artifact still runs on any x86-64, and kernels without a vectorized
+ * loop are emitted once.
+ * ISA versions, exact (rx_codegen_opts.exact_isa_versions; the driver asks at opt level
+ * 2): the versions are RX_TARGET_V4_EXACT and RX_TARGET_V3_EXACT, which do not contract,
+ * so every version rounds every operation as the baseline does and writes its bits
+ * (what constant folding promises). They are made only where they pay: a top-level
+ * statement is hot when it computes exp in f32 (exp, sigmoid: rx_expf, ~30 vector
+ * instructions per element, which 4 SSE lanes leave compute-bound at a third of memory
+ * bandwidth) inside a vectorized loop; memory-bound loops gain nothing from wider
+ * vectors. A kernel whose top-level statements are all hot or all cold is versioned
+ * whole or not at all; otherwise each maximal run of hot or of cold statements becomes
+ * a static function NAME_pK with the kernel's parameters (hot runs versioned, so the
+ * tiled reductions around a softmax's exp are compiled once) and NAME calls them in
+ * order. A kernel with a top-level ALLOC (a buffer later statements use) stays whole.
  *
  * The text of all kernels is built first; the prelude (includes and the helpers the
  * kernels used, see c_expr.c) is written in front of it at the end.
@@ -656,6 +669,52 @@ static bool wants_isa(const rx_stmts *ss)
     return false;
 }
 
+/* Whether e computes exp in f32 (exp or sigmoid: an inlined rx_expf, some thirty
+ * vector instructions per element). */
+static bool expr_expf(const rx_expr *e)
+{
+    if (!e) return false;
+    if (e->kind == RX_E_CALL && (rx_dtype)e->dtype == RX_DT_F32 &&
+        (e->u.call.fn == RX_FN_EXP || e->u.call.fn == RX_FN_SIGMOID))
+        return true;
+    for (int i = 0; i < rx_expr_nchildren(e); i++)
+        if (expr_expf(rx_expr_child(e, i))) return true;
+    return false;
+}
+
+/* Whether ss computes exp in f32 inside a vectorized loop (in_simd: ss is in one):
+ * the rule for exact ISA versions (see "ISA versions" in the file essay). */
+static bool simd_expf(const rx_stmts *ss, bool in_simd)
+{
+    for (int i = 0; i < ss->n; i++) {
+        const rx_stmt *s = ss->items[i];
+        switch ((rx_skind)s->kind) {
+        case RX_S_FOR:
+            if (simd_expf(&s->u.for_.body, in_simd || s->u.for_.loop_kind == RX_LOOP_VECTORIZED))
+                return true;
+            break;
+        case RX_S_BLOCK:
+            if (simd_expf(&s->u.block.init, in_simd) || simd_expf(&s->u.block.body, in_simd))
+                return true;
+            break;
+        case RX_S_STORE:
+            if (in_simd && expr_expf(s->u.store.value)) return true;
+            break;
+        case RX_S_IF:
+            if ((in_simd && expr_expf(s->u.if_.cond)) || simd_expf(&s->u.if_.then_s, in_simd) ||
+                simd_expf(&s->u.if_.else_s, in_simd))
+                return true;
+            break;
+        case RX_S_LET:
+            if ((in_simd && expr_expf(s->u.let.value)) || simd_expf(&s->u.let.body, in_simd))
+                return true;
+            break;
+        default: break;
+        }
+    }
+    return false;
+}
+
 /* ---------------------------------------------------------------- functions */
 
 /* Loads symbolic variable j of the signature into a const local. */
@@ -684,9 +743,11 @@ static void emit_svar(cg *g, const rx_svar *v, int j)
     push_sym(g, v, name);
 }
 
-/* One C definition of f's body: `SPEC int32_t NAME(void *const *data, const int64_t
- * *ivars)`, SPEC being "" (an extern kernel, declared first) or "static ..." . */
-static void emit_def(cg *g, const rx_func *f, const char *spec, const char *name, bool restr)
+/* One C definition running body (f's, or a run of its top-level statements) with f's
+ * parameters: `SPEC int32_t NAME(void *const *data, const int64_t *ivars)`, SPEC being
+ * "" (an extern kernel, declared first) or "static ..." . */
+static void emit_def(cg *g, const rx_func *f, const rx_stmts *body, const char *spec,
+                     const char *name, bool restr)
 {
     g->counter = 0;
     if (!*spec) rx_sb_printf(g->out, "int32_t %s(void *const *data, const int64_t *ivars);\n", name);
@@ -711,45 +772,104 @@ static void emit_def(cg *g, const rx_func *f, const char *spec, const char *name
         rx_sb_printf(g->out, "(void)%s;\n", bs->name);
         declare_dims(g, bs, b);
     }
-    emit_stmts(g, &f->tbody);
+    emit_stmts(g, body);
     ind(g);
     rx_sb_puts(g->out, "return 0;\n}\n\n");
     pop_syms(g, 0);
 }
 
-/* f as the kernel `sym`: one definition, or, when asked for a function with a
- * vectorized loop, three ISA versions and a dispatcher ("ISA versions" above). */
-static void emit_func(cg *g, const rx_func *f, const char *sym)
+/* body as the C function NAME (SPEC as in emit_def): one definition, or, when
+ * versioned, the ISA versions NAME_base, NAME_v4 and NAME_v3 and a NAME that calls the
+ * best one this CPU runs ("ISA versions" above; exact or full ones by g's mode). */
+static void emit_versions(cg *g, const rx_func *f, const rx_stmts *body, const char *spec,
+                          const char *name, bool restr, bool versioned)
 {
-    g->f = f;
-    bool restr = may_restrict(g->m, f);
-    if (!g->isa_versions || !wants_isa(&f->tbody)) {
-        emit_def(g, f, "", sym, restr);
-        g->f = NULL;
+    if (!versioned) {
+        emit_def(g, f, body, spec, name, restr);
         return;
     }
     g->need[H_ISA] |= 1;
-    rx_sb name = {0};
-    rx_sb_printf(&name, "%s_base", sym);
-    emit_def(g, f, "static ", rx_sb_str(&name), restr);
+    rx_sb vname = {0};
+    rx_sb_printf(&vname, "%s_base", name);
+    emit_def(g, f, body, "static ", rx_sb_str(&vname), restr);
     if (g->ok) { /* diagnostics once, from the base version */
         rx_sb_puts(g->out, "#if RX_ISA_VERSIONS\n");
         for (int v = 4; v >= 3; v--) {
-            rx_sb_reset(&name);
-            rx_sb_printf(&name, "%s_v%d", sym, v);
-            emit_def(g, f, v == 4 ? "static RX_TARGET_V4 " : "static RX_TARGET_V3 ",
-                     rx_sb_str(&name), restr);
+            rx_sb_reset(&vname);
+            rx_sb_printf(&vname, "%s_v%d", name, v);
+            const char *vspec = g->isa_exact ? (v == 4 ? "static RX_TARGET_V4_EXACT "
+                                                       : "static RX_TARGET_V3_EXACT ")
+                                             : (v == 4 ? "static RX_TARGET_V4 "
+                                                       : "static RX_TARGET_V3 ");
+            emit_def(g, f, body, vspec, rx_sb_str(&vname), restr);
         }
         rx_sb_puts(g->out, "#endif\n");
     }
-    rx_sb_printf(g->out, "int32_t %s(void *const *data, const int64_t *ivars);\n", sym);
-    rx_sb_printf(g->out, "int32_t %s(void *const *data, const int64_t *ivars)\n{\n", sym);
+    if (!*spec) rx_sb_printf(g->out, "int32_t %s(void *const *data, const int64_t *ivars);\n", name);
+    rx_sb_printf(g->out, "%sint32_t %s(void *const *data, const int64_t *ivars)\n{\n", spec, name);
     rx_sb_printf(g->out, "#if RX_ISA_VERSIONS\n"
                          "    if (rx_isa >= 4) return %s_v4(data, ivars);\n"
                          "    if (rx_isa >= 3) return %s_v3(data, ivars);\n"
                          "#endif\n"
-                         "    return %s_base(data, ivars);\n}\n\n", sym, sym, sym);
-    rx_sb_free(&name);
+                         "    return %s_base(data, ivars);\n}\n\n", name, name, name);
+    rx_sb_free(&vname);
+}
+
+/* Whether top-level statement i of ss is hot for exact versions. */
+static bool part_hot(const rx_stmts *ss, int i)
+{
+    rx_stmts one = {ss->items + i, 1};
+    return simd_expf(&one, false);
+}
+
+/* Exact versions of f as the kernel `sym` ("ISA versions" above): each maximal run of
+ * top-level statements that are all hot or all cold becomes a static function
+ * sym_pK, versioned when hot, and sym calls them in order, returning the first
+ * nonzero code. A body with a single run, or with a top-level ALLOC (a buffer the
+ * later statements use), stays one function, versioned when hot. */
+static void emit_parts(cg *g, const rx_func *f, const char *sym, bool restr)
+{
+    const rx_stmts *ss = &f->tbody;
+    int runs = 0;
+    bool alloc = false;
+    for (int i = 0; i < ss->n; i++) {
+        alloc |= ss->items[i]->kind == RX_S_ALLOC;
+        if (i == 0 || part_hot(ss, i) != part_hot(ss, i - 1)) runs++;
+    }
+    if (alloc || runs <= 1) {
+        emit_versions(g, f, ss, "", sym, restr, simd_expf(ss, false));
+        return;
+    }
+    rx_sb pname = {0}, calls = {0};
+    for (int i = 0, k = 0; i < ss->n; k++) {
+        bool hot = part_hot(ss, i);
+        int j = i + 1;
+        while (j < ss->n && part_hot(ss, j) == hot) j++;
+        rx_stmts run = {ss->items + i, j - i};
+        rx_sb_reset(&pname);
+        rx_sb_printf(&pname, "%s_p%d", sym, k);
+        emit_versions(g, f, &run, "static ", rx_sb_str(&pname), restr, hot);
+        rx_sb_printf(&calls, "    rc = %s(data, ivars);\n    if (rc) return rc;\n",
+                     rx_sb_str(&pname));
+        i = j;
+    }
+    rx_sb_printf(g->out, "int32_t %s(void *const *data, const int64_t *ivars);\n", sym);
+    rx_sb_printf(g->out, "int32_t %s(void *const *data, const int64_t *ivars)\n{\n"
+                         "    int32_t rc;\n%s    return 0;\n}\n\n", sym, rx_sb_str(&calls));
+    rx_sb_free(&pname);
+    rx_sb_free(&calls);
+}
+
+/* f as the kernel `sym`: one definition; in full mode, when it holds a vectorized loop,
+ * ISA versions; in exact mode, parts with versions where hot ("ISA versions" above). */
+static void emit_func(cg *g, const rx_func *f, const char *sym)
+{
+    g->f = f;
+    bool restr = may_restrict(g->m, f);
+    if (g->isa_exact)
+        emit_parts(g, f, sym, restr);
+    else
+        emit_versions(g, f, &f->tbody, "", sym, restr, g->isa_versions && wants_isa(&f->tbody));
     g->f = NULL;
 }
 
@@ -791,6 +911,7 @@ bool rx_codegen_c_with(const rx_module *m, const rx_codegen_opts *o, rx_sb *out,
     g.out = &body;
     g.ok = true;
     g.isa_versions = o && o->isa_versions;
+    g.isa_exact = o && o->exact_isa_versions && !g.isa_versions;
     RX_VEC(char *) syms = {0};
     for (int i = 0; i < m->nfuncs; i++) {
         const rx_func *f = m->funcs[i];

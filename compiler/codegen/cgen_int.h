@@ -55,6 +55,7 @@ typedef struct cg {
     int indent;              /* current indentation level */
     bool ok;                 /* no error reported yet */
     bool isa_versions;       /* rx_codegen_opts.isa_versions */
+    bool isa_exact;          /* rx_codegen_opts.exact_isa_versions, isa_versions off */
 } cg;
 
 /* c_expr.c */

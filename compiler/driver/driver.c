@@ -152,7 +152,8 @@ static bool st_codegen(bstate *s)
     bool any = false;
     for (int i = 0; i < s->m->nfuncs && !any; i++) any = s->m->funcs[i]->kind == RX_F_TIR;
     if (!any) return true; /* no kernels, no object */
-    rx_codegen_opts co = {.isa_versions = s->o->opt_level >= 3}; /* AVX versions at O3 */
+    rx_codegen_opts co = {.isa_versions = s->o->opt_level >= 3, /* AVX versions at O3 */
+                          .exact_isa_versions = s->o->opt_level == 2}; /* exp kernels, no fma */
     if (!rx_codegen_c_with(s->m, &co, &s->csrc, s->d)) return false;
     return rx_cc_build(rx_sb_str(&s->csrc), s->csrc.n, s->o->cc, &s->so, &s->so_n, s->d);
 }

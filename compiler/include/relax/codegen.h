@@ -32,8 +32,9 @@
  * with -fopenmp (rx_cc_build's default), serially otherwise. With
  * rx_codegen_opts.isa_versions, kernels holding a vectorized loop come in AVX-512, AVX2
  * and baseline versions under gcc 12+ on x86-64, chosen when the
- * object loads (c_kernel.c, "ISA versions"); the ABI is the same and the object runs on
- * any x86-64. Building happens in a private temp directory through
+ * object loads (c_kernel.c, "ISA versions"); with exact_isa_versions only the parts
+ * computing exp in vectorized loops do, without contraction; the ABI is the same and
+ * the object runs on any x86-64. Building happens in a private temp directory through
  * posix_spawnp (no shell), under a time limit.
  */
 #ifndef RELAX_CODEGEN_H
@@ -64,6 +65,10 @@ typedef struct rx_codegen_opts {
                           versions, picked when the object loads (c_kernel.c, "ISA
                           versions"): faster kernels, about three times their compile
                           time. The driver sets it from opt level 3. */
+    bool exact_isa_versions; /* without isa_versions: only kernels computing exp in f32
+                                inside a vectorized loop get AVX-512 and AVX2 versions,
+                                compiled without contraction, so every version writes
+                                the baseline's bits. The driver sets it at opt level 2. */
 } rx_codegen_opts;
 
 /* rx_codegen_c with options; o may be NULL (all off). */

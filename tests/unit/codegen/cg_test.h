@@ -62,15 +62,17 @@ static inline cg_lib cg_dlopen_bytes(const uint8_t *so, size_t n)
     return lib;
 }
 
-/* Generates C for m and builds it with the strict flags plus `extra` (may be NULL). */
-static inline cg_lib cg_build_with(const rx_module *m, const char *const *extra)
+/* Generates C for m with codegen options co (may be NULL) and builds it with the strict
+ * flags plus `extra` (may be NULL). */
+static inline cg_lib cg_build_opts(const rx_module *m, const rx_codegen_opts *co,
+                                   const char *const *extra)
 {
     static const char *const strict[] = {"-std=c11", "-O2", "-fPIC", "-shared", "-Wall",
                                          "-Wextra", "-Werror", NULL};
     rx_sb c = {0};
     rx_diags d;
     rx_diags_init(&d);
-    if (!rx_codegen_c(m, &c, &d)) cg_dump(&d, "codegen failed");
+    if (!rx_codegen_c_with(m, co, &c, &d)) cg_dump(&d, "codegen failed");
     rx_cc_opts o = {0};
     o.flags = strict;
     o.extra = extra;
@@ -85,6 +87,12 @@ static inline cg_lib cg_build_with(const rx_module *m, const char *const *extra)
     cg_lib lib = cg_dlopen_bytes(so, n);
     free(so);
     return lib;
+}
+
+/* Generates C for m and builds it with the strict flags plus `extra` (may be NULL). */
+static inline cg_lib cg_build_with(const rx_module *m, const char *const *extra)
+{
+    return cg_build_opts(m, NULL, extra);
 }
 
 static inline cg_lib cg_build(const rx_module *m)
