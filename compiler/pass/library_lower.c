@@ -26,8 +26,15 @@
  *     b * M * N * K >= threshold (2^15 by default); a symbolic b, K or N counts as large;
  *   - M symbolic: the library. One artifact serves every M, and the rule cannot be
  *     decided at compile time; the library is the better choice for all but M = 1, where
- *     it costs a call with a thin sgemm (still correct).
- * Options (rx_lib_opts): mode NONE runs nothing, ALL ignores the cost rule, and a list
+ *     it costs a call with a thin sgemm (still correct);
+ *   - the chain stops before a gelu or silu: the library's epilogue is one serial pass
+ *     of libm calls over C, while the generated activation runs on every core with
+ *     vector code and FuseOps fuses it into its consumer (a Llama MLP's silu(gate) * up
+ *     becomes one kernel). Measured on 128 x 2048 x 5632: blas.matmul_silu is 3-4 ms
+ *     slower than blas.matmul, the fused silu-multiply kernel takes 0.5 ms. A relu
+ *     (one max per element) stays in the library call.
+ * Options (rx_lib_opts): mode NONE runs nothing, ALL ignores the cost rule (whole
+ * chains, gelu and silu included), and a list
  * of pattern names is never used — a disabled long pattern falls back to a shorter one
  * (matmul_bias_relu disabled: matmul_bias then a generated relu).
  *
@@ -177,6 +184,13 @@ static bool matmul_ok(const rx_node *call)
     return a->ndim == 3 && f32_tensor(b, 3) && rx_expr_same(a->dims[0], b->dims[0]);
 }
 
+/* The cost rule's second part: in auto mode a chain ends before a gelu or silu. */
+static bool pattern_worth(const ll_ctx *c, const lib_pattern *p)
+{
+    if (c->o && c->o->mode == RX_LIB_ALL) return true;
+    return !p->act || !strcmp(p->act, "nn.relu");
+}
+
 /* The cost rule of the essay for a matmul_ok call. */
 static bool worth_library(const ll_ctx *c, const rx_node *call)
 {
@@ -271,7 +285,8 @@ static void lower_block(ll_ctx *c, rx_block *b)
         if (drop[j] || bd->match_cast || !matmul_ok(bd->value) || !worth_library(c, bd->value))
             continue;
         for (int p = 0; p < RX_COUNTOF(patterns); p++)
-            if (c->enabled[p] && try_pattern(c, &patterns[p], b, j, drop)) {
+            if (c->enabled[p] && pattern_worth(c, &patterns[p]) &&
+                try_pattern(c, &patterns[p], b, j, drop)) {
                 any = true;
                 break;
             }

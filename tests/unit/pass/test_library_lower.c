@@ -240,7 +240,9 @@ START_TEST(activations)
         OP("y3", "nn.relu", "[\"h3\"]") "," OP("z", "matmul", "[\"y3\", \"W2\"]") ","
         OP("w", "add", "[\"y\", \"z\"]"), "w");
     int n;
-    rx_module *m = lower(acts, NULL, &n);
+    /* --lib all: whole chains, gelu and silu included */
+    rx_lib_opts all = {RX_LIB_ALL, NULL, 0};
+    rx_module *m = lower(acts, &all, &n);
     ck_assert_int_eq(n, 4);
     ck_assert_str_eq(lib_of(m, "g"), "blas.matmul_bias_gelu");
     ck_assert_str_eq(lib_of(m, "y"), "blas.matmul_bias_silu");
@@ -252,6 +254,19 @@ START_TEST(activations)
     ck_assert_str_eq(y->args[2]->u.var.name, "t");
     ck_assert_str_eq(bound(m, "g")->args[2]->u.var.name, "b1");
     ck_assert_int_eq(nbindings(m), 6); /* g t y y3 z w */
+    rx_module_free(m);
+    /* auto (the cost rule): the chains stop before gelu and silu, which stay ops for
+       FuseOps; the relu chain is still one call */
+    m = lower(acts, NULL, &n);
+    ck_assert_int_eq(n, 4);
+    ck_assert_str_eq(lib_of(m, "s"), "blas.matmul_bias");
+    ck_assert_str_eq(lib_of(m, "g"), "(op)");
+    ck_assert_str_eq(lib_of(m, "s2"), "blas.matmul_bias");
+    ck_assert_str_eq(lib_of(m, "y"), "(op)");
+    ck_assert_str_eq(lib_of(m, "y3"), "blas.matmul_relu");
+    ck_assert_str_eq(lib_of(m, "z"), "blas.matmul");
+    ck_assert_str_eq(bound(m, "s")->args[2]->u.var.name, "b1");
+    ck_assert_int_eq(nbindings(m), 8); /* s g t s2 y y3 z w */
     rx_module_free(m);
 }
 END_TEST
