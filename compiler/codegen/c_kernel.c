@@ -41,8 +41,10 @@
  *   STORE  `buf[flat] = value` with value encoded to the storage type
  *   ALLOC  global scope, or a size that is not a small constant: heap (rx_alloc),
  *          freed at the end of the enclosing statement list; on NULL the kernel frees
- *          every live allocation and returns RX_KERNEL_ENOMEM. Small constant local
- *          or shared buffers: a zeroed C array on the stack
+ *          every live allocation and returns RX_KERNEL_ENOMEM. Constant local or shared
+ *          buffers of at most 64 KiB (STACK_ALLOC_MAX; schedule_tile.c's packed panels
+ *          are the largest): a zeroed C array on the stack, used through a `T *const`
+ *          pointer above 4 KiB (GCC then keeps register tiles in registers)
  *   IF     if/else;  LET  a C block with a const local
  * Names: every variable and buffer gets `<sanitized name>_<k>` with k a per-function
  * counter, so names never collide with each other, C keywords or the rx_ helpers.
@@ -92,7 +94,10 @@
 
 #include "cgen_int.h"
 
-enum { STACK_ALLOC_MAX = 16384 }; /* bytes; larger or non-constant allocs go to the heap */
+enum {
+    STACK_ALLOC_MAX = 65536, /* bytes; larger or non-constant allocs go to the heap */
+    STACK_DIRECT_MAX = 4096  /* bytes; larger stack arrays are used through a pointer */
+};
 
 void rx_cg_err(cg *g, rx_loc loc, const char *fmt, ...)
 {
@@ -496,8 +501,16 @@ static void emit_alloc(cg *g, const rx_stmt *s)
     declare_dims(g, bs, b);
     bs = &g->syms.items[g->syms.n - 1]; /* declare_dims may not move it, but stay safe */
     ind(g);
-    if (stack) {
+    if (stack && total * (int64_t)rx_cg_ssize(t) > STACK_DIRECT_MAX) {
+        /* GCC 12 keeps a register tile's accumulator in registers across loads from
+         * a large array only when they go through a pointer (schedule_tile's panels) */
+        rx_sb_printf(g->out, "%s %s_s[%lld] = {0};\n", st, bs->name, (long long)total);
+        ind(g);
+        rx_sb_printf(g->out, "%s *const %s = %s_s;\n", st, bs->name, bs->name);
+    } else if (stack) {
         rx_sb_printf(g->out, "%s %s[%lld] = {0};\n", st, bs->name, (long long)(total ? total : 1));
+    }
+    if (stack) {
         ind(g);
         rx_sb_printf(g->out, "(void)%s;\n", bs->name);
         return;

@@ -70,10 +70,46 @@
  * shrinks the tile to it; one that the tile does not divide but MR = 6 (rows) or NR / 2
  * (contiguous columns) does takes that instead, so the tiles fit exactly. K is blocked
  * when q = 1, there is more than one row, the order is jo first, and K is not a
- * literal <= 2 * KC. The ii loop is unrolled when MR > 1 (a one-row tile has nothing
+ * literal <= 2 * KC (with packing, below: KC is the panel's depth and a literal K up
+ * to it stays unblocked). The ii loop is unrolled when MR > 1 (a one-row tile has nothing
  * to unroll). The sizes are fixed for every ISA: at O3 codegen compiles such kernels
  * for AVX-512, AVX2 and the baseline (c_kernel.c), and the AVX2 version then spills
  * part of the 8 x 32 tile.
+ *
+ * Packing (GotoBLAS's copy of B). A matmul's B[k, j0 : j0 + NR] rows lie N * e bytes
+ * apart: at N = 1024 f32 every row of a (jo, ko) panel falls in the same few L1 sets
+ * and in a different 4 KiB page, so the panel is fetched again from L2 (and the TLB)
+ * for each of the M / MR row tiles that use it. So when the nest is
+ *   - a contiguous register tile with I and more than one row, in the jo-first order,
+ *     with one reduce loop K,
+ *   - M a literal >= PACK_MIN_ROWS (32: each panel serves at least four row tiles; a
+ *     symbolic M may be 1, a decode step, where the copy would be pure overhead),
+ *   - K symbolic or a literal >= PACK_MIN_K (128; below that the panel is small and
+ *     packing measured no gain: the batched attention products, K = 64),
+ *   - and UPD has a load whose indices use K but not I and whose last index steps by
+ *     exactly 1 with J (B[k, j], B[b, k, j]; the first such load, left to right),
+ * that load is read from a panel instead: a local buffer (KC, NR) of its dtype,
+ * allocated in the jo loop's body (inside the parallel loop, or inside the parallel
+ * batch loop's iteration: one panel per thread, on its stack), filled right before the
+ * io loop for every (jo, ko):
+ *
+ *   for jo:  panel = alloc local (KC, NR)
+ *     for ko:
+ *       for kp in range(min(KC, K - ko * KC)): for jp in range(NR or the partial
+ *         width) (vectorized): panel[kp, jp] = B[ko * KC + kp, jo * NR + jp]
+ *       for io: ... UPD with B[k, j] := panel[kk, jj] ...
+ *
+ * The panel's depth is KC = PACK_BYTES / (NR * e_B) (512 rows of f32: 64 KiB, which
+ * codegen puts on the stack), and K is then blocked by it when it is longer (a
+ * literal K <= KC stays unblocked, the panel holding all of it, with the pack before
+ * the io loop). Measured here (Sapphire Rapids, 2 threads, GCC 12): at 1024^3 the
+ * deeper, packed K block takes the generated kernel from 0.6x to about 0.9-1.0x of
+ * OpenBLAS; at 32 x 128x128 @ 128x128 and 256^3 it is neutral, and a deeper K block
+ * without packing is slower (the panel's strided rows are the cost). Exactness is
+ * untouched: the panel holds copies of B's values, read at the same (k, j) as before,
+ * and the accumulation order of every element is the one described above. The panel
+ * costs one copy of B per jo (K * N elements in all) and PACK_BYTES of stack per
+ * thread.
  *
  * Cost: linear in the size of the nest; the new nest holds UPD three times at most
  * (full tile, partial tile).
@@ -90,7 +126,10 @@ enum {
     KC_TILE = 256,      /* reduce block */
     ROW_LANES = 8,      /* rows reduced side by side when J strides */
     FEW_TILES = 4,      /* fewer J tiles than this: io first, no K blocking */
-    WIDE_BYTES = 4096   /* most bytes of a one-row tile (it lives in L1, not registers) */
+    WIDE_BYTES = 4096,  /* most bytes of a one-row tile (it lives in L1, not registers) */
+    PACK_BYTES = 65536, /* bytes of a packed B panel (KC_pack x NR, on the thread's stack) */
+    PACK_MIN_ROWS = 32, /* literal M below which B is not packed (reused by < 4 row tiles) */
+    PACK_MIN_K = 128    /* literal K below which B is not packed */
 };
 
 /* One matched nest. */
@@ -113,6 +152,8 @@ typedef struct tplan {
     bool kblock;               /* K blocked by KC */
     bool io_first;             /* io outer, jo inner */
     bool contiguous;           /* J is the last index of a load in UPD */
+    const rx_expr *bload;      /* the load of UPD read from the packed panel, or NULL */
+    rx_buffer *panel;          /* the packed panel (kc or K, NR), when bload */
     int64_t mr, nr, kc;        /* tile sizes */
     rx_expr *M, *N, *K;        /* extents of I (or NULL), J, K (or NULL) */
     rx_svar *io, *jo, *ko, *ii, *jj, *kk; /* new loop variables (NULL when absent) */
@@ -147,26 +188,56 @@ static bool loads_buf(const rx_expr *e, const rx_buffer *b)
     return false;
 }
 
-/* True when some LOAD in e (of a buffer other than b) has a last index that steps by
- * exactly 1 when v does (v, v + k, k + v - 1, ...: consecutive elements). */
+/* True when load e (of a buffer other than b) has a last index that steps by exactly 1
+ * when v does (v, v + k, k + v - 1, ...: consecutive elements). */
+static bool unit_step(rx_arith *ar, rx_arena *a, const rx_expr *e, const rx_buffer *b,
+                      const rx_svar *v)
+{
+    if (e->kind != RX_E_LOAD || e->u.load.buf == b || e->u.load.nidx < 1) return false;
+    rx_expr *x = e->u.load.idx[e->u.load.nidx - 1];
+    if (!rx_expr_uses_var(x, v) || !rx_dtype_is_int((rx_dtype)x->dtype)) return false;
+    rx_vmap m = {0};
+    rx_vmap_set(&m, v, rx_e_binary(a, RX_E_ADD, rx_e_var(a, v), rx_e_int(a, 1)));
+    rx_expr *next = rx_expr_subst(a, x, &m);
+    rx_vmap_free(&m);
+    return rx_arith_prove_equal(ar, rx_e_binary(a, RX_E_SUB, next, x), rx_e_int(a, 1));
+}
+
+/* True when some LOAD in e passes unit_step. */
 static bool unit_stride_load(rx_arith *ar, rx_arena *a, const rx_expr *e, const rx_buffer *b,
                              const rx_svar *v)
 {
     if (!e) return false;
-    if (e->kind == RX_E_LOAD && e->u.load.buf != b && e->u.load.nidx > 0) {
-        rx_expr *x = e->u.load.idx[e->u.load.nidx - 1];
-        if (rx_expr_uses_var(x, v) && rx_dtype_is_int((rx_dtype)x->dtype)) {
-            rx_vmap m = {0};
-            rx_vmap_set(&m, v, rx_e_binary(a, RX_E_ADD, rx_e_var(a, v), rx_e_int(a, 1)));
-            rx_expr *next = rx_expr_subst(a, x, &m);
-            rx_vmap_free(&m);
-            if (rx_arith_prove_equal(ar, rx_e_binary(a, RX_E_SUB, next, x), rx_e_int(a, 1)))
-                return true;
-        }
-    }
+    if (unit_step(ar, a, e, b, v)) return true;
     for (int i = 0; i < rx_expr_nchildren(e); i++)
         if (unit_stride_load(ar, a, rx_expr_child(e, i), b, v)) return true;
     return false;
+}
+
+/* True when some index of load e uses x or y. */
+static bool idx_uses(const rx_expr *e, const rx_svar *x, const rx_svar *y)
+{
+    for (int k = 0; k < e->u.load.nidx; k++)
+        if (rx_expr_uses_var(e->u.load.idx[k], x) || rx_expr_uses_var(e->u.load.idx[k], y))
+            return true;
+    return false;
+}
+
+/* The first LOAD of e (outermost first, left to right) that can be packed: a buffer
+ * other than b of whole bytes, indices free of I (iv, il) but using K (kv, kl), the
+ * last one stepping by 1 with J (jv). NULL when there is none. */
+static const rx_expr *packable(rx_arith *ar, rx_arena *a, const rx_expr *e, const rx_buffer *b,
+                               const rx_svar *const v[5])
+{
+    if (!e) return NULL;
+    if (e->kind == RX_E_LOAD && rx_dtype_bits((rx_dtype)e->u.load.buf->dtype) >= 8 &&
+        !idx_uses(e, v[0], v[1]) && idx_uses(e, v[2], v[3]) && unit_step(ar, a, e, b, v[4]))
+        return e;
+    for (int i = 0; i < rx_expr_nchildren(e); i++) {
+        const rx_expr *r = packable(ar, a, rx_expr_child(e, i), b, v);
+        if (r) return r;
+    }
+    return NULL;
 }
 
 /* The single STORE of a statement list, or NULL. */
@@ -345,6 +416,26 @@ static rx_expr *to_acc(tplan *P, rx_expr *e, rx_expr **ai, int nai)
     return changed ? rx_expr_with_children(P->a, e, kids) : e;
 }
 
+/* e with the packed load (P->bload, by identity) replaced by panel[k, jj]: k the kk of
+ * the K block, or the K loop's own variable when K is not blocked. */
+static rx_expr *to_panel(tplan *P, rx_expr *e)
+{
+    if (e == P->bload) {
+        const rx_svar *kv = P->kblock ? P->kk : P->t->loops[P->t->p]->u.for_.var;
+        rx_expr *pi[2] = {var(P, kv), var(P, P->jj)};
+        return rx_e_load(P->a, P->panel, pi, 2);
+    }
+    int n = rx_expr_nchildren(e);
+    if (!n) return e;
+    rx_expr **kids = RX_NEWN(P->a, rx_expr *, n);
+    bool changed = false;
+    for (int i = 0; i < n; i++) {
+        kids[i] = to_panel(P, rx_expr_child(e, i));
+        changed |= kids[i] != rx_expr_child(e, i);
+    }
+    return changed ? rx_expr_with_children(P->a, e, kids) : e;
+}
+
 /* The loop over ii (when there is I) and jj around one statement. */
 static rx_stmt *tile_loops(tplan *P, bool full, rx_loopkind ik, rx_loopkind jk, rx_stmt *s)
 {
@@ -387,7 +478,7 @@ static rx_stmts tile_body(tplan *P, bool full)
         initv = rx_e_select(a, bin(P, RX_E_EQ, var(P, P->ko), lit(P, 0)), initv, cur);
     rx_stmt *s_init = tile_loops(P, full, RX_LOOP_SERIAL, RX_LOOP_VECTORIZED,
                                  mk_store(a, acc, ai, nai, initv));
-    rx_expr *upd = rx_expr_subst(a, to_acc(P, t->upd, ai, nai), &P->sub);
+    rx_expr *upd = rx_expr_subst(a, to_acc(P, to_panel(P, t->upd), ai, nai), &P->sub);
     rx_loopkind jk = P->contiguous ? RX_LOOP_VECTORIZED : RX_LOOP_UNROLLED;
     rx_loopkind ik = P->mr > 1 ? RX_LOOP_UNROLLED : RX_LOOP_SERIAL; /* one row: nothing to unroll */
     rx_stmt *red = tile_loops(P, full, ik, jk, mk_store(a, acc, ai, nai, upd));
@@ -437,6 +528,26 @@ static int64_t fit_tile(const rx_expr *x, int64_t t, int64_t alt)
     return v % t != 0 && v % alt == 0 ? alt : t;
 }
 
+/* Decides whether B is packed (file essay, "Packing") and picks the load; with packing
+ * the K block is the panel's depth, PACK_BYTES / (NR * e) rows. */
+static void plan_pack(tplan *P, bool one_row)
+{
+    const tnest *t = P->t;
+    int64_t v;
+    if (!P->contiguous || one_row || P->io_first || t->n - t->p != 1) return;
+    if (!rx_expr_is_const(P->M, &v) || v < PACK_MIN_ROWS) return;
+    if (rx_expr_is_const(P->K, &v) && v < PACK_MIN_K) return;
+    const rx_iter *its = t->blk->u.block.iters;
+    const rx_svar *vars[5] = {its[t->p - 2].var, t->loops[t->p - 2]->u.for_.var, its[t->p].var,
+                              t->loops[t->p]->u.for_.var, its[t->p - 1].var};
+    rx_arith *ar = rx_arith_new(P->a);
+    P->bload = packable(ar, P->a, t->upd, t->C, vars);
+    rx_arith_free(ar);
+    if (!P->bload) return;
+    int bits = rx_dtype_bits((rx_dtype)P->bload->u.load.buf->dtype);
+    P->kc = PACK_BYTES / (P->nr * (bits / 8));
+}
+
 /* Chooses the tile sizes and the order (file essay). */
 static void plan_sizes(tplan *P)
 {
@@ -464,8 +575,52 @@ static void plan_sizes(tplan *P)
     P->nr = fit_tile(P->N, P->nr, P->contiguous ? P->nr / 2 : P->nr);
     P->io_first = P->has_i && !one_row && rx_expr_is_const(P->N, &v) &&
                   (v + P->nr - 1) / P->nr < FEW_TILES;
+    plan_pack(P, one_row);
+    int64_t kmax = P->bload ? P->kc : 2 * KC_TILE; /* the longest K left unblocked */
     P->kblock = P->has_i && !one_row && !P->io_first && t->n - t->p == 1 &&
-                !(rx_expr_is_const(P->K, &v) && v <= 2 * KC_TILE);
+                !(rx_expr_is_const(P->K, &v) && v <= kmax);
+}
+
+/* The packed panel's buffer: (KC or the literal K, NR) of the packed load's dtype. */
+static rx_buffer *panel_buffer(tplan *P)
+{
+    const rx_buffer *x = P->bload->u.load.buf;
+    rx_buffer *b = RX_NEW(P->a, rx_buffer);
+    b->name = rx_arena_printf(P->a, "%s_pack", x->name);
+    b->dtype = x->dtype;
+    b->ndim = 2;
+    b->shape = RX_NEWN(P->a, rx_expr *, 2);
+    b->shape[0] = P->kblock ? lit(P, P->kc) : P->K; /* unblocked: a literal K <= kc */
+    b->shape[1] = lit(P, P->nr);
+    b->scope = RX_SCOPE_LOCAL;
+    b->id = rx_module_new_id(P->m);
+    return b;
+}
+
+/* The packing loops: panel[kp, jp] = the packed load at k = ko * KC + kp (or kp), j =
+ * jo * NR + jp, for the rows of this K block and the columns of this J tile. */
+static rx_stmt *pack_loops(tplan *P)
+{
+    const tnest *t = P->t;
+    const rx_stmt *lk = t->loops[t->p], *lj = t->loops[t->p - 1];
+    rx_svar *kp = new_var(P, lk->u.for_.var, "p"), *jp = new_var(P, lj->u.for_.var, "p");
+    rx_expr *kto = P->kblock ? tiled(P, P->ko, P->kc, kp) : var(P, kp);
+    rx_expr *jto = tiled(P, P->jo, P->nr, jp);
+    rx_vmap pm = {0};
+    for (int k = 0; k < t->n; k++) {
+        const rx_svar *lv = t->loops[k]->u.for_.var, *iv = t->blk->u.block.iters[k].var;
+        rx_expr *to = k == t->p ? kto : k == t->p - 1 ? jto : var(P, lv);
+        rx_vmap_set(&pm, lv, to);
+        if (iv != lv) rx_vmap_set(&pm, iv, to);
+    }
+    rx_expr *val = rx_expr_subst(P->a, (rx_expr *)P->bload, &pm);
+    rx_vmap_free(&pm);
+    rx_expr *pi[2] = {var(P, kp), var(P, jp)};
+    rx_stmt *st = mk_store(P->a, P->panel, pi, 2, val);
+    bool fj = always_full(P->N, P->nr);
+    rx_expr *ej = fj ? lit(P, P->nr) : part_extent(P, P->N, P->jo, P->nr);
+    rx_expr *ek = P->kblock ? part_extent(P, P->K, P->ko, P->kc) : P->K;
+    return mk_for(P->a, kp, ek, RX_LOOP_SERIAL, mk_for(P->a, jp, ej, RX_LOOP_VECTORIZED, st));
 }
 
 /* The tiled replacement of nest t. */
@@ -501,6 +656,7 @@ static rx_stmt *build(rx_module *m, const tnest *t)
         rx_vmap_set(&P.sub, lv, to);
         if (iv != lv) rx_vmap_set(&P.sub, iv, to);
     }
+    if (P.bload) P.panel = panel_buffer(&P);
     rx_stmts body = tile(&P);
     rx_stmt *s;
     rx_expr *nj = ceil_div(&P, P.N, P.nr, false), *ni = li ? ceil_div(&P, P.M, P.mr, false) : NULL;
@@ -508,6 +664,18 @@ static rx_stmt *build(rx_module *m, const tnest *t)
     if (P.io_first) {
         s = for_list(P.a, P.jo, nj, RX_LOOP_SERIAL, body);
         outer = s = mk_for(P.a, P.io, ni, RX_LOOP_SERIAL, s);
+    } else if (P.bload) { /* jo { alloc panel; [ko {] pack; io {..} [}] } (li, q = 1) */
+        rx_stmt *items[3] = {pack_loops(&P), for_list(P.a, P.io, ni, RX_LOOP_SERIAL, body)};
+        rx_stmts in = list_of(P.a, items, 2);
+        if (P.kblock) {
+            items[1] = for_list(P.a, P.ko, ceil_div(&P, P.K, P.kc, true), RX_LOOP_SERIAL, in);
+            in = list_of(P.a, items + 1, 1);
+        }
+        rx_stmt *al = new_stmt(P.a, RX_S_ALLOC);
+        al->u.alloc.buf = P.panel;
+        items[0] = al;
+        for (int k = 0; k < in.n; k++) items[k + 1] = in.items[k];
+        outer = s = for_list(P.a, P.jo, nj, RX_LOOP_SERIAL, list_of(P.a, items, in.n + 1));
     } else {
         s = li ? for_list(P.a, P.io, ni, RX_LOOP_SERIAL, body) : NULL;
         if (P.kblock) s = mk_for(P.a, P.ko, ceil_div(&P, P.K, P.kc, true), RX_LOOP_SERIAL, s);

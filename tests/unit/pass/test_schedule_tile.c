@@ -4,7 +4,8 @@
  * Structure: which legalized nests are tiled (matmul static and symbolic, batch
  * matmul, matrix-vector, row and column sums, row max, f16 and i32 sums, conv2d) and
  * which are not (a small matmul, argmax, a hand-written reduction with an if-init);
- * the tile sizes, the K blocking, the parallel loop, the full/partial tile split.
+ * the tile sizes, the K blocking, the parallel loop, the full/partial tile split (the
+ * packing of B is tested by test_schedule_pack.c; mm_static and the C text show it).
  * Numerics: every tiled kernel gives bit-identical results to the untiled kernel of
  * the same function, at symbolic values that leave partial tiles in every direction,
  * at 1, and with an empty reduction (K = 0, which must still store the init); and
@@ -74,7 +75,7 @@ static rx_func *callee(const rx_module *m, const char *gname)
 /* Facts about a function body: loops by kind, local allocations, ifs. */
 typedef struct facts {
     int loops, par, vec, unr;     /* FORs; parallel, vectorized, unrolled ones */
-    int allocs, ifs, blocks;      /* local ALLOCs, IFs, BLOCKs */
+    int allocs, ifs, blocks;      /* local ALLOCs (packed panels aside), IFs, BLOCKs */
     int64_t acc_shape[2];         /* the first local alloc's shape (0 if none) */
     int acc_ndim;
     const rx_stmt *first_par;     /* the first parallel loop */
@@ -102,7 +103,9 @@ static void walk(const rx_stmts *ss, facts *f)
             break;
         case RX_S_ALLOC: {
             const rx_buffer *b = s->u.alloc.buf;
-            if (b->scope != RX_SCOPE_LOCAL) break;
+            size_t nl = strlen(b->name);
+            if (b->scope != RX_SCOPE_LOCAL || (nl > 5 && !strcmp(b->name + nl - 5, "_pack")))
+                break;
             if (!f->allocs++) {
                 f->acc_ndim = b->ndim;
                 for (int k = 0; k < b->ndim && k < 2; k++)
@@ -137,8 +140,9 @@ START_TEST(structure)
     ck_assert(rx_schedule_tile(m, &n));
     ck_assert_int_eq(n, 13); /* all but small, amax, hand */
 
-    /* static matmul 50x600 @ 600x140: 8x32 register tile, K blocked by 256, jo parallel,
-     * full and partial tiles (50 % 8, 140 % 32 != 0): two accumulators, one if */
+    /* static matmul 50x600 @ 600x140: 8x32 register tile, B packed (M >= 32, K >= 128)
+     * so K blocked by the panel's 512 rows, jo parallel, full and partial tiles (50 % 8,
+     * 140 % 32 != 0): two accumulators, one if */
     facts f = facts_of(callee(m, "mm_static"));
     ck_assert_int_eq(f.acc_ndim, 2);
     ck_assert_int_eq(f.acc_shape[0], 8);
@@ -148,11 +152,13 @@ START_TEST(structure)
     ck_assert_int_eq(f.blocks, 0);
     ck_assert_int_eq(f.par, 1);
     ck_assert_str_eq(var_name(f.first_par), "i1_o");
-    const rx_stmt *ko = f.first_par->u.for_.body.items[0];
+    ck_assert_int_eq(f.first_par->u.for_.body.n, 2); /* alloc panel; ko loop */
+    ck_assert_int_eq(f.first_par->u.for_.body.items[0]->kind, RX_S_ALLOC);
+    const rx_stmt *ko = f.first_par->u.for_.body.items[1];
     ck_assert_str_eq(var_name(ko), "k0_o");
     int64_t e;
     ck_assert(rx_expr_is_const(ko->u.for_.extent, &e));
-    ck_assert_int_eq(e, 3); /* ceil(600 / 256) */
+    ck_assert_int_eq(e, 2); /* ceil(600 / 512) */
     ck_assert_int_eq(f.unr, 1); /* the ii loop of the full tile's update */
 
     /* N = 70: three J tiles only, so rows first (io parallel) and K not blocked */
@@ -345,6 +351,10 @@ START_TEST(codegen_text)
     ck_assert_ptr_nonnull(strstr(t, "if (rx_isa >= 4) return rxk_matmul"));
     ck_assert_ptr_null(strstr(t, "rxk_hand_v4"));   /* not tiled: one version */
     ck_assert_ptr_null(strstr(t, "rxk_argmax_v4")); /* likewise */
+    /* mm_static's packed panel (512 x 32 f32: 64 KiB): a stack array behind a pointer */
+    ck_assert_ptr_nonnull(strstr(t, "float B_pack_"));
+    ck_assert_ptr_nonnull(strstr(t, "_s[16384] = {0};"));
+    ck_assert_ptr_nonnull(strstr(t, "float *const B_pack_"));
     /* warning-free under gcc and clang, with and without OpenMP */
     static const char *const strict[] = {"-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra",
                                          "-Werror", NULL};

@@ -1,0 +1,249 @@
+/*
+ * test_schedule_pack.c — the packing of B into a per-thread panel by the matmul tiling
+ * (compiler/pass/schedule_tile.c, "Packing" in its file essay).
+ *
+ * Structure: which legalized matmuls pack (static with M, N and K all ragged; K short
+ * enough to stay unblocked; symbolic K and N with a literal M; a batch matmul) and
+ * which do not (fewer than 32 rows, a symbolic M, K below 128, the rows-first order of
+ * few J tiles, one row); the panel's shape, where its ALLOC stands (inside the
+ * parallel loop: one panel per thread), the packing loops ahead of the row tiles, and
+ * the K blocking that follows the panel's depth.
+ * Numerics: each kernel, packed or not, gives bit-identical results to the untiled
+ * kernel of the same function (the baseline ISA version, which fuses nothing), at
+ * symbolic values with partial tiles in every direction and two K blocks of 512 + 8,
+ * at 1, and with an empty reduction (K = 0 stores the init); the AVX-512 version
+ * agrees with the baseline within f32 rounding.
+ */
+#include <math.h>
+
+#include "kernel_run.h"
+#include "../rx_check.h"
+
+#include "relax/pass.h"
+
+#define TS(dt, ...) "{'tensor':{'shape':[" __VA_ARGS__ "],'dtype':'" dt "'}}"
+#define P(name, type) "{'name':'" name "','type':" type "}"
+#define FN(name, params, value)                                                             \
+    "'" name "':{'kind':'relax','params':[" params "],'body':{'blocks':[{'dataflow':true,"   \
+    "'bindings':[{'var':'r','value':" value "}]}],'result':'r'}}"
+#define MM(name, xs, ws) FN(name, P("x", TS("f32", xs)) "," P("w", TS("f32", ws)), \
+                            "{'op':'matmul','args':['x','w']}")
+
+static const char MODULE[] =
+    "{'format':'relax-json','version':1,'functions':{"
+    MM("ragged", "70,1000", "1000,100") ","
+    MM("unblocked", "40,300", "300,160") ","
+    MM("symk", "64,'k'", "'k','m'") ","
+    MM("batch", "2,48,200", "2,200,130") ","
+    MM("few_rows", "16,600", "600,140") ","
+    MM("sym_rows", "'n',300", "300,160") ","
+    MM("short_k", "64,64", "64,160") ","
+    MM("narrow", "64,300", "300,70") ","
+    MM("row", "1,600", "600,'m'")
+    "}}";
+
+static rx_module *legalized(void)
+{
+    rx_module *m = load_quoted(MODULE);
+    rx_diags d;
+    rx_diags_init(&d);
+    ck_assert_msg(rx_legalize(m, NULL, &d), "legalize: %s", diags_str(&d));
+    rx_diags_free(&d);
+    return m;
+}
+
+static rx_func *callee(const rx_module *m, const char *gname)
+{
+    const rx_func *g = rx_module_find(m, gname);
+    ck_assert_ptr_nonnull(g);
+    const rx_node *v = g->body->blocks[0]->bindings[0].value;
+    ck_assert_int_eq(v->call_kind, RX_CALL_TIR);
+    return v->u.call.callee->u.global.fn;
+}
+
+/* The packing facts of a function body. */
+typedef struct pfacts {
+    int packs;              /* local ALLOCs named *_pack */
+    int64_t shape[2];       /* the first one's shape */
+    int depth;              /* loops around it */
+    bool in_parallel;       /* some enclosing loop is parallel */
+    const rx_stmt *loop;    /* the loop whose body holds it */
+} pfacts;
+
+static void pwalk(const rx_stmts *ss, pfacts *f, int depth, bool par, const rx_stmt *loop)
+{
+    for (int i = 0; i < ss->n; i++) {
+        const rx_stmt *s = ss->items[i];
+        if (s->kind == RX_S_FOR) {
+            pwalk(&s->u.for_.body, f, depth + 1, par || s->u.for_.loop_kind == RX_LOOP_PARALLEL,
+                  s);
+        } else if (s->kind == RX_S_IF) {
+            pwalk(&s->u.if_.then_s, f, depth, par, loop);
+            pwalk(&s->u.if_.else_s, f, depth, par, loop);
+        } else if (s->kind == RX_S_ALLOC) {
+            const rx_buffer *b = s->u.alloc.buf;
+            size_t n = strlen(b->name);
+            if (b->scope != RX_SCOPE_LOCAL || n < 5 || strcmp(b->name + n - 5, "_pack")) continue;
+            if (!f->packs++) {
+                ck_assert_int_eq(b->ndim, 2);
+                for (int k = 0; k < 2; k++) ck_assert(rx_expr_is_const(b->shape[k], &f->shape[k]));
+                f->depth = depth;
+                f->in_parallel = par;
+                f->loop = loop;
+            }
+        }
+    }
+}
+
+static pfacts pfacts_of(const rx_module *m, const char *gname)
+{
+    pfacts f = {0};
+    pwalk(&callee(m, gname)->tbody, &f, 0, false, NULL);
+    return f;
+}
+
+static const char *var_name(const rx_stmt *s) { return s->u.for_.var->name; }
+
+static int64_t extent_of(const rx_stmt *s)
+{
+    int64_t e = -1;
+    ck_assert(rx_expr_is_const(s->u.for_.extent, &e));
+    return e;
+}
+
+START_TEST(which_pack)
+{
+    rx_module *m = legalized();
+    int n = -1;
+    ck_assert(rx_schedule_tile(m, &n));
+    ck_assert_int_eq(n, 9);
+
+    /* 70x1000 @ 1000x100: panels of 512 x 32, K blocked 512 + 488: jo (parallel) {
+     * alloc; ko { pack (k, j vectorized); io { tile } } } */
+    pfacts f = pfacts_of(m, "ragged");
+    ck_assert_int_eq(f.packs, 1);
+    ck_assert_int_eq(f.shape[0], 512);
+    ck_assert_int_eq(f.shape[1], 32);
+    ck_assert_int_eq(f.depth, 1);
+    ck_assert(f.in_parallel);
+    ck_assert_str_eq(var_name(f.loop), "i1_o");
+    ck_assert_int_eq(f.loop->u.for_.loop_kind, RX_LOOP_PARALLEL);
+    ck_assert_int_eq(f.loop->u.for_.body.n, 2);
+    const rx_stmt *ko = f.loop->u.for_.body.items[1];
+    ck_assert_str_eq(var_name(ko), "k0_o");
+    ck_assert_int_eq(extent_of(ko), 2);
+    ck_assert_int_eq(ko->u.for_.body.n, 2);
+    const rx_stmt *pk = ko->u.for_.body.items[0];
+    ck_assert_str_eq(var_name(pk), "k0_p");
+    ck_assert_str_eq(var_name(pk->u.for_.body.items[0]), "i1_p");
+    ck_assert_int_eq(pk->u.for_.body.items[0]->u.for_.loop_kind, RX_LOOP_VECTORIZED);
+    ck_assert_str_eq(var_name(ko->u.for_.body.items[1]), "i0_o");
+
+    /* K = 300 <= 512 stays unblocked; the panel holds all of it: jo { alloc; pack; io } */
+    f = pfacts_of(m, "unblocked");
+    ck_assert_int_eq(f.packs, 1);
+    ck_assert_int_eq(f.shape[0], 300);
+    ck_assert_int_eq(f.loop->u.for_.body.n, 3);
+    ck_assert_str_eq(var_name(f.loop->u.for_.body.items[1]), "k0_p");
+    ck_assert_str_eq(var_name(f.loop->u.for_.body.items[2]), "i0_o");
+
+    /* symbolic K and N, M = 64: packed, K blocked by 512 at run time */
+    f = pfacts_of(m, "symk");
+    ck_assert_int_eq(f.packs, 1);
+    ck_assert_int_eq(f.shape[0], 512);
+    ck_assert_str_eq(var_name(f.loop->u.for_.body.items[1]), "k0_o");
+
+    /* batch matmul: batch (parallel) { jo { alloc; .. } } */
+    f = pfacts_of(m, "batch");
+    ck_assert_int_eq(f.packs, 1);
+    ck_assert_int_eq(f.depth, 2);
+    ck_assert(f.in_parallel);
+    ck_assert_int_eq(f.loop->u.for_.loop_kind, RX_LOOP_SERIAL);
+
+    /* not packed: 16 rows, symbolic rows, K = 64, N = 70 (rows first), one row */
+    const char *const unpacked[] = {"few_rows", "sym_rows", "short_k", "narrow", "row"};
+    for (size_t u = 0; u < sizeof unpacked / sizeof unpacked[0]; u++)
+        ck_assert_msg(pfacts_of(m, unpacked[u]).packs == 0, "%s packed", unpacked[u]);
+    /* unpacked nests keep their K block of 256: 600 -> 3 blocks */
+    const rx_stmt *s = callee(m, "few_rows")->tbody.items[0];
+    ck_assert_str_eq(var_name(s), "i1_o");
+    ck_assert_str_eq(var_name(s->u.for_.body.items[0]), "k0_o");
+    ck_assert_int_eq(extent_of(s->u.for_.body.items[0]), 3);
+    rx_module_free(m);
+}
+END_TEST
+
+static const char *const GNAMES[] = {"ragged", "unblocked", "symk", "batch", "few_rows",
+                                     "sym_rows", "short_k", "narrow", "row"};
+
+START_TEST(bit_exact)
+{
+    rx_module *mu = legalized(), *mt = legalized();
+    ck_assert(rx_schedule_tile(mt, NULL));
+    ck_assert(rx_schedule_cpu(mt, NULL, NULL));
+    void *hu = kr_load(mu, NULL), *ht = kr_load(mt, "base");
+    const char *const names[] = {"n", "m", "k"};
+    /* ragged everywhere (k = 520: blocks of 512 + 8); ones; exact tiles; K = 0 */
+    static const int64_t vals[][3] = {{13, 37, 520}, {1, 1, 1}, {64, 64, 1024}, {9, 33, 0}};
+    for (size_t v = 0; v < sizeof vals / sizeof vals[0]; v++)
+        for (size_t g = 0; g < sizeof GNAMES / sizeof GNAMES[0]; g++) {
+            const rx_func *f = callee(mu, GNAMES[g]);
+            if (v > 0 && f->nsvars == 0) continue; /* static: once is enough */
+            kr_run ru, rt;
+            char what[96];
+            snprintf(what, sizeof what, "%s n=%lld m=%lld k=%lld", GNAMES[g],
+                     (long long)vals[v][0], (long long)vals[v][1], (long long)vals[v][2]);
+            kr_exec(hu, f, names, vals[v], 3, 99, &ru);
+            kr_exec(ht, callee(mt, GNAMES[g]), names, vals[v], 3, 99, &rt);
+            kr_same(&ru, &rt, what);
+            kr_free(&ru);
+            kr_free(&rt);
+        }
+    /* the empty packed reduction stored the init (0) */
+    kr_run r;
+    kr_exec(ht, callee(mt, "symk"), names, vals[3], 3, 7, &r);
+    int out = r.nbuf - 1;
+    for (size_t i = 0; i < r.bytes[out] / 4; i++) {
+        float x;
+        memcpy(&x, r.buf[out] + 4 * i, 4);
+        ck_assert_msg(x == 0.0f, "empty matmul element %zu is %g", i, (double)x);
+    }
+    kr_free(&r);
+    /* the best ISA version (AVX-512 here, fused multiply-adds) against the baseline */
+    void *hv = kr_load(mt, NULL);
+    for (size_t g = 0; g < 4; g++) { /* the packed ones */
+        const rx_func *f = callee(mt, GNAMES[g]);
+        kr_run rb, rv;
+        kr_exec(ht, f, names, vals[0], 3, 11, &rb);
+        kr_exec(hv, f, names, vals[0], 3, 11, &rv);
+        int k = rb.nbuf - 1;
+        for (size_t i = 0; i < rb.bytes[k] / 4; i++) { /* inputs in [-1, 1), <= 1000 terms */
+            float x, y;
+            memcpy(&x, rb.buf[k] + 4 * i, 4);
+            memcpy(&y, rv.buf[k] + 4 * i, 4);
+            ck_assert_msg(fabsf(x - y) <= 1e-5f * (1 + fabsf(x)) * 4, "%s[%zu]: %g vs %g",
+                          GNAMES[g], i, (double)x, (double)y);
+        }
+        kr_free(&rb);
+        kr_free(&rv);
+    }
+    dlclose(hu);
+    dlclose(ht);
+    dlclose(hv);
+    rx_module_free(mu);
+    rx_module_free(mt);
+}
+END_TEST
+
+static Suite *pack_suite(void)
+{
+    Suite *s = suite_create("schedule_pack");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 240);
+    tcase_add_test(tc, which_pack);
+    tcase_add_test(tc, bit_exact);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return rx_check_run(pack_suite()); }
