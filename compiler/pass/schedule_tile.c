@@ -111,6 +111,18 @@
  * costs one copy of B per jo (K * N elements in all) and PACK_BYTES of stack per
  * thread.
  *
+ * Transposing panels (attention's Q @ K^T). When no load of UPD steps by 1 with J but
+ * one, B, has indices free of I that use both K and J (scores[h, i, j] += q[h, i, k] *
+ * k[h, j, k]: K's rows are J), the nest has rows (I, and M not a literal below 2) and one
+ * reduce loop, B is packed whatever M and K are: the panel (KC or the literal K, NR)
+ * holds B transposed (for jp { for kp { panel[kp, jp] = B[.., j, k] } }, reading along
+ * B's rows), which makes the tile contiguous in J, so it is the 8 x 32 vectorized
+ * register tile instead of eight unrolled row chains; the order is jo first. The copy
+ * is K * NR elements per J tile against M * K * NR multiply-adds. Measured on one
+ * decoder block's prefill at s = 128 (32 heads, K = 64): the scores kernel 18 ms ->
+ * 1.1 ms at O3 (5.9 -> 1.5 ms at O2). Exactness is as above: copies of B's values, the
+ * same accumulation order.
+ *
  * Cost: linear in the size of the nest; the new nest holds UPD three times at most
  * (full tile, partial tile).
  */
@@ -151,7 +163,8 @@ typedef struct tplan {
     bool has_i;                /* p >= 2 */
     bool kblock;               /* K blocked by KC */
     bool io_first;             /* io outer, jo inner */
-    bool contiguous;           /* J is the last index of a load in UPD */
+    bool contiguous;           /* J is the last index of a load in UPD (or of the panel) */
+    bool transposed;           /* bload has J in another index: packing transposes it */
     const rx_expr *bload;      /* the load of UPD read from the packed panel, or NULL */
     rx_buffer *panel;          /* the packed panel (kc or K, NR), when bload */
     int64_t mr, nr, kc;        /* tile sizes */
@@ -235,6 +248,24 @@ static const rx_expr *packable(rx_arith *ar, rx_arena *a, const rx_expr *e, cons
         return e;
     for (int i = 0; i < rx_expr_nchildren(e); i++) {
         const rx_expr *r = packable(ar, a, rx_expr_child(e, i), b, v);
+        if (r) return r;
+    }
+    return NULL;
+}
+
+/* The first LOAD of e (outermost first, left to right) that a transposing pack can
+ * serve: a buffer other than b of whole bytes, indices free of I (v[0], v[1]) but
+ * using K (v[2], v[3]) and J (v[4], v[5]). NULL when there is none. */
+static const rx_expr *transposable(const rx_expr *e, const rx_buffer *b,
+                                   const rx_svar *const v[6])
+{
+    if (!e) return NULL;
+    if (e->kind == RX_E_LOAD && e->u.load.buf != b &&
+        rx_dtype_bits((rx_dtype)e->u.load.buf->dtype) >= 8 && !idx_uses(e, v[0], v[1]) &&
+        idx_uses(e, v[2], v[3]) && idx_uses(e, v[4], v[5]))
+        return e;
+    for (int i = 0; i < rx_expr_nchildren(e); i++) {
+        const rx_expr *r = transposable(rx_expr_child(e, i), b, v);
         if (r) return r;
     }
     return NULL;
@@ -534,6 +565,11 @@ static void plan_pack(tplan *P, bool one_row)
 {
     const tnest *t = P->t;
     int64_t v;
+    if (P->transposed) { /* plan_sizes chose the load; the panel is what vectorizes */
+        int bits = rx_dtype_bits((rx_dtype)P->bload->u.load.buf->dtype);
+        P->kc = PACK_BYTES / (P->nr * (bits / 8));
+        return;
+    }
     if (!P->contiguous || one_row || P->io_first || t->n - t->p != 1) return;
     if (!rx_expr_is_const(P->M, &v) || v < PACK_MIN_ROWS) return;
     if (rx_expr_is_const(P->K, &v) && v < PACK_MIN_K) return;
@@ -558,6 +594,15 @@ static void plan_sizes(tplan *P)
     rx_arith *ar = rx_arith_new(P->a);
     P->contiguous = unit_stride_load(ar, P->a, t->upd, t->C, jv);
     rx_arith_free(ar);
+    if (!P->contiguous && P->has_i && t->n - t->p == 1 &&
+        !(rx_expr_is_const(P->M, &v) && v < 2)) { /* Q @ K^T: a transposing panel */
+        const rx_iter *its = t->blk->u.block.iters;
+        const rx_svar *vars[6] = {its[t->p - 2].var, t->loops[t->p - 2]->u.for_.var,
+                                  its[t->p].var,     t->loops[t->p]->u.for_.var,
+                                  jv,                t->loops[t->p - 1]->u.for_.var};
+        P->bload = transposable(t->upd, t->C, vars);
+        P->transposed = P->contiguous = P->bload != NULL;
+    }
     P->nr = P->contiguous ? 128 / esz : ROW_LANES;
     if (P->nr > 64) P->nr = 64;
     P->mr = MR_TILE;
@@ -573,7 +618,7 @@ static void plan_sizes(tplan *P)
         P->nr = wide;
     }
     P->nr = fit_tile(P->N, P->nr, P->contiguous ? P->nr / 2 : P->nr);
-    P->io_first = P->has_i && !one_row && rx_expr_is_const(P->N, &v) &&
+    P->io_first = P->has_i && !one_row && !P->transposed && rx_expr_is_const(P->N, &v) &&
                   (v + P->nr - 1) / P->nr < FEW_TILES;
     plan_pack(P, one_row);
     int64_t kmax = P->bload ? P->kc : 2 * KC_TILE; /* the longest K left unblocked */
@@ -620,6 +665,8 @@ static rx_stmt *pack_loops(tplan *P)
     bool fj = always_full(P->N, P->nr);
     rx_expr *ej = fj ? lit(P, P->nr) : part_extent(P, P->N, P->jo, P->nr);
     rx_expr *ek = P->kblock ? part_extent(P, P->K, P->ko, P->kc) : P->K;
+    if (P->transposed) /* read along the source's rows (k), write the panel's columns */
+        return mk_for(P->a, jp, ej, RX_LOOP_SERIAL, mk_for(P->a, kp, ek, RX_LOOP_SERIAL, st));
     return mk_for(P->a, kp, ek, RX_LOOP_SERIAL, mk_for(P->a, jp, ej, RX_LOOP_VECTORIZED, st));
 }
 

@@ -2,7 +2,8 @@
  * test_schedule_pack.c — the packing of B into a per-thread panel by the matmul tiling
  * (compiler/pass/schedule_tile.c, "Packing" in its file essay).
  *
- * Structure: which legalized matmuls pack (static with M, N and K all ragged; K short
+ * Structure: which legalized matmuls pack (and the transposing panel of attention's
+ * Q @ K^T, a hand-written reduction, with a literal and a symbolic K) (static with M, N and K all ragged; K short
  * enough to stay unblocked; symbolic K and N with a literal M; a batch matmul) and
  * which do not (fewer than 32 rows, a symbolic M, K below 128, the rows-first order of
  * few J tiles, one row); the panel's shape, where its ALLOC stands (inside the
@@ -29,6 +30,20 @@
 #define MM(name, xs, ws) FN(name, P("x", TS("f32", xs)) "," P("w", TS("f32", ws)), \
                             "{'op':'matmul','args':['x','w']}")
 
+/* Attention's scores, C[h, i, j] = sum_k A[h, i, k] * B[h, j, k]: B's rows are J, so no
+ * load steps by 1 with J until the panel transposes them. A graph function gname calls
+ * the loop function gname_tir (a reduction grid, as te_build writes one). */
+#define QKT(name, kx)                                                                      \
+    "'" name "_tir':{'kind':'tir','params':["                                              \
+    "{'name':'A','buffer':{'shape':[2,'n'," kx "],'dtype':'f32'}},"                        \
+    "{'name':'B','buffer':{'shape':[2,'n'," kx "],'dtype':'f32'}},"                        \
+    "{'name':'C','buffer':{'shape':[2,'n','n'],'dtype':'f32'}}],'body':[{'grid':"          \
+    "['h','i','j','k'],'extents':[2,'n','n'," kx "],'body':[{'block':'qk','init':"          \
+    "[{'store':'C[h, i, j]','value':'0.0'}],'body':"                                       \
+    "[{'store':'C[h, i, j]','value':'C[h, i, j] + A[h, i, k] * B[h, j, k]'}]}]}]},"        \
+    FN(name, P("x", TS("f32", "2,'n'," kx)) "," P("w", TS("f32", "2,'n'," kx)),              \
+       "{'call_tir':'@" name "_tir','args':['x','w'],'out':" TS("f32", "2,'n','n'") "}")
+
 static const char MODULE[] =
     "{'format':'relax-json','version':1,'functions':{"
     MM("ragged", "70,1000", "1000,100") ","
@@ -39,7 +54,9 @@ static const char MODULE[] =
     MM("sym_rows", "'n',300", "300,160") ","
     MM("short_k", "64,64", "64,160") ","
     MM("narrow", "64,300", "300,70") ","
-    MM("row", "1,600", "600,'m'")
+    MM("row", "1,600", "600,'m'") ","
+    QKT("qkt", "64") ","
+    QKT("qkt_k", "'d'")
     "}}";
 
 static rx_module *legalized(void)
@@ -116,7 +133,7 @@ START_TEST(which_pack)
     rx_module *m = legalized();
     int n = -1;
     ck_assert(rx_schedule_tile(m, &n));
-    ck_assert_int_eq(n, 9);
+    ck_assert_int_eq(n, 11);
 
     /* 70x1000 @ 1000x100: panels of 512 x 32, K blocked 512 + 488: jo (parallel) {
      * alloc; ko { pack (k, j vectorized); io { tile } } } */
@@ -160,6 +177,26 @@ START_TEST(which_pack)
     ck_assert(f.in_parallel);
     ck_assert_int_eq(f.loop->u.for_.loop_kind, RX_LOOP_SERIAL);
 
+    /* Q @ K^T: a transposing panel of (64, 32), K = 64 whole, even with symbolic rows:
+     * h (parallel) { jo { alloc; for jp { for kp { panel[kp, jp] = B[h, j, k] } }; io } },
+     * and the register tile is vectorized along J (the panel's rows) */
+    f = pfacts_of(m, "qkt");
+    ck_assert_int_eq(f.packs, 1);
+    ck_assert_int_eq(f.shape[0], 64);
+    ck_assert_int_eq(f.shape[1], 32);
+    ck_assert(f.in_parallel);
+    ck_assert_int_eq(f.loop->u.for_.body.n, 3);
+    const rx_stmt *tp = f.loop->u.for_.body.items[1];
+    ck_assert_str_eq(var_name(tp), "j_p");
+    ck_assert_int_eq(tp->u.for_.loop_kind, RX_LOOP_SERIAL);
+    ck_assert_str_eq(var_name(tp->u.for_.body.items[0]), "k_p");
+    ck_assert_str_eq(var_name(f.loop->u.for_.body.items[2]), "i_o");
+    /* symbolic K: the panel's depth is 512 rows and K is blocked by it */
+    f = pfacts_of(m, "qkt_k");
+    ck_assert_int_eq(f.packs, 1);
+    ck_assert_int_eq(f.shape[0], 512);
+    ck_assert_str_eq(var_name(f.loop->u.for_.body.items[1]), "k_o");
+
     /* not packed: 16 rows, symbolic rows, K = 64, N = 70 (rows first), one row */
     const char *const unpacked[] = {"few_rows", "sym_rows", "short_k", "narrow", "row"};
     for (size_t u = 0; u < sizeof unpacked / sizeof unpacked[0]; u++)
@@ -173,8 +210,8 @@ START_TEST(which_pack)
 }
 END_TEST
 
-static const char *const GNAMES[] = {"ragged", "unblocked", "symk", "batch", "few_rows",
-                                     "sym_rows", "short_k", "narrow", "row"};
+static const char *const GNAMES[] = {"ragged", "unblocked", "symk", "batch", "qkt", "qkt_k",
+                                     "few_rows", "sym_rows", "short_k", "narrow", "row"};
 
 START_TEST(bit_exact)
 {
@@ -182,9 +219,10 @@ START_TEST(bit_exact)
     ck_assert(rx_schedule_tile(mt, NULL));
     ck_assert(rx_schedule_cpu(mt, NULL, NULL));
     void *hu = kr_load(mu, NULL), *ht = kr_load(mt, "base");
-    const char *const names[] = {"n", "m", "k"};
+    const char *const names[] = {"n", "m", "k", "d"};
     /* ragged everywhere (k = 520: blocks of 512 + 8); ones; exact tiles; K = 0 */
-    static const int64_t vals[][3] = {{13, 37, 520}, {1, 1, 1}, {64, 64, 1024}, {9, 33, 0}};
+    static const int64_t vals[][4] = {{13, 37, 520, 520}, {1, 1, 1, 1}, {64, 64, 1024, 1024},
+                                      {9, 33, 0, 0}};
     for (size_t v = 0; v < sizeof vals / sizeof vals[0]; v++)
         for (size_t g = 0; g < sizeof GNAMES / sizeof GNAMES[0]; g++) {
             const rx_func *f = callee(mu, GNAMES[g]);
@@ -193,15 +231,15 @@ START_TEST(bit_exact)
             char what[96];
             snprintf(what, sizeof what, "%s n=%lld m=%lld k=%lld", GNAMES[g],
                      (long long)vals[v][0], (long long)vals[v][1], (long long)vals[v][2]);
-            kr_exec(hu, f, names, vals[v], 3, 99, &ru);
-            kr_exec(ht, callee(mt, GNAMES[g]), names, vals[v], 3, 99, &rt);
+            kr_exec(hu, f, names, vals[v], 4, 99, &ru);
+            kr_exec(ht, callee(mt, GNAMES[g]), names, vals[v], 4, 99, &rt);
             kr_same(&ru, &rt, what);
             kr_free(&ru);
             kr_free(&rt);
         }
     /* the empty packed reduction stored the init (0) */
     kr_run r;
-    kr_exec(ht, callee(mt, "symk"), names, vals[3], 3, 7, &r);
+    kr_exec(ht, callee(mt, "symk"), names, vals[3], 4, 7, &r);
     int out = r.nbuf - 1;
     for (size_t i = 0; i < r.bytes[out] / 4; i++) {
         float x;
@@ -211,11 +249,11 @@ START_TEST(bit_exact)
     kr_free(&r);
     /* the best ISA version (AVX-512 here, fused multiply-adds) against the baseline */
     void *hv = kr_load(mt, NULL);
-    for (size_t g = 0; g < 4; g++) { /* the packed ones */
+    for (size_t g = 0; g < 6; g++) { /* the packed ones */
         const rx_func *f = callee(mt, GNAMES[g]);
         kr_run rb, rv;
-        kr_exec(ht, f, names, vals[0], 3, 11, &rb);
-        kr_exec(hv, f, names, vals[0], 3, 11, &rv);
+        kr_exec(ht, f, names, vals[0], 4, 11, &rb);
+        kr_exec(hv, f, names, vals[0], 4, 11, &rv);
         int k = rb.nbuf - 1;
         for (size_t i = 0; i < rb.bytes[k] / 4; i++) { /* inputs in [-1, 1), <= 1000 terms */
             float x, y;
