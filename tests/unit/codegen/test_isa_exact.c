@@ -6,11 +6,14 @@
  * The module: `sm`, a softmax in four top-level nests (row max, exp of the shifted
  * row in a vectorized loop, row sum, a vectorized divide); `sg`, sigmoid in one
  * vectorized nest; `exa`, a global scratch buffer then exp in a vectorized loop;
- * `add`, a vectorized add; `exs`, exp in a serial loop. The rule (c_kernel.c, "ISA
- * versions"): only statements computing exp in f32 inside a vectorized loop are
- * versioned, as parts of their kernel when the kernel has colder top-level statements
+ * `add`, a vectorized add; `exs`, exp in a serial loop; `mv`, a matrix-vector tile
+ * (multiply-adds into a local accumulator in a vectorized loop of literal extent);
+ * `rs`, the same accumulator summing without products. The rule (c_kernel.c, "ISA
+ * versions"): only statements computing exp in f32 inside a vectorized loop, or
+ * holding such a multiply-add tile (mv), are versioned, as parts of their kernel when the kernel has colder top-level statements
  * too (sm: its exp nest is sm_p1, the rest is not versioned); a kernel that is one
- * hot part (sg) or has a top-level ALLOC (exa) is versioned whole; add and exs never.
+ * hot part (sg) or has a top-level ALLOC (exa, mv) is versioned whole; add, exs and
+ * rs never.
  *
  * Bits: the module built without versions (what opt levels 0 and 1 build), and with
  * exact versions, loaded once under RX_KERNEL_ISA=base and once with the best ISA of
@@ -59,7 +62,18 @@ static const char MOD[] =
     "'add':{'kind':'tir','params':[" BUF("A", "['n']") "," BUF("B", "['n']") "],"
     "'body':[{'for':'i','extent':'n','kind':'vectorized','body':[{'store':'B[i]','value':'A[i] + 1.0'}]}]},"
     "'exs':{'kind':'tir','params':[" BUF("A", "['n']") "," BUF("B", "['n']") "],"
-    "'body':[{'for':'i','extent':'n','body':[{'store':'B[i]','value':'exp(A[i])'}]}]}}}";
+    "'body':[{'for':'i','extent':'n','body':[{'store':'B[i]','value':'exp(A[i])'}]}]},"
+    "'mv':{'kind':'tir','params':[" BUF("A", "['r','c']") "," BUF("X", "['r']") "," BUF("Y", "[16]") "],"
+    "'body':[{'alloc':'acc','shape':[16],'dtype':'f32','scope':'local'},"
+    " {'for':'j','extent':16,'kind':'vectorized','body':[{'store':'acc[j]','value':'0.0'}]},"
+    " {'for':'k','extent':'r','body':[{'for':'j','extent':16,'kind':'vectorized','body':["
+    "  {'store':'acc[j]','value':'acc[j] + A[k, j] * X[k]'}]}]},"
+    " {'for':'j','extent':16,'kind':'vectorized','body':[{'store':'Y[j]','value':'acc[j]'}]}]},"
+    "'rs':{'kind':'tir','params':[" BUF("A", "['r','c']") "," BUF("Y", "[16]") "],"
+    "'body':[{'alloc':'acc','shape':[16],'dtype':'f32','scope':'local'},"
+    " {'for':'k','extent':'r','body':[{'for':'j','extent':16,'kind':'vectorized','body':["
+    "  {'store':'acc[j]','value':'acc[j] + A[k, j]'}]}]},"
+    " {'for':'j','extent':16,'kind':'vectorized','body':[{'store':'Y[j]','value':'acc[j]'}]}]}}}";
 
 enum { R = 37, C = 1037, N = R * C };
 
@@ -68,6 +82,7 @@ typedef struct run {
     float a[N], m[R], e[N], s[R], b[N]; /* sm */
     float g[N];                        /* sg */
     float ex[N];                       /* exa */
+    float mv[16];                      /* mv */
 } run;
 
 static const char *const EXTRA[] = {"-fopenmp", NULL};
@@ -100,6 +115,10 @@ static void run_all(const rx_module *m, const rx_codegen_opts *co, const char *i
     ck_assert_int_eq(cg_get(lib, "sm")(d_sm, rc), 0);
     ck_assert_int_eq(cg_get(lib, "sg")(d_sg, rc), 0);
     ck_assert_int_eq(cg_get(lib, "exa")(d_ex, n), 0);
+    /* mv over rows 2 .. R - 2 of a (no infinities there), x from row 0 */
+    int64_t rc_mv[2] = {R - 3, C};
+    void *d_mv[] = {r->a + 2 * C, r->a + 5, r->mv};
+    ck_assert_int_eq(cg_get(lib, "mv")(d_mv, rc_mv), 0);
     cg_close(lib);
 }
 
@@ -138,6 +157,11 @@ START_TEST(which_kernels)
     ck_assert_ptr_null(strstr(t, "rxk_exa_p0"));
     ck_assert_ptr_null(strstr(t, "rxk_add_v"));
     ck_assert_ptr_null(strstr(t, "rxk_exs_v"));
+    /* a matrix-vector tile's multiply-adds: versioned whole (a top-level ALLOC); a
+       column sum into the same kind of accumulator multiplies nothing: not versioned */
+    ck_assert_ptr_nonnull(strstr(t, "static RX_TARGET_V4_EXACT int32_t rxk_mv_v4("));
+    ck_assert_ptr_nonnull(strstr(t, "static RX_TARGET_V3_EXACT int32_t rxk_mv_v3("));
+    ck_assert_ptr_null(strstr(t, "rxk_rs_v"));
     ck_assert_ptr_null(strstr(t, "static RX_TARGET_V4 ")); /* no contracting version */
     ck_assert_ptr_null(strstr(t, "static RX_TARGET_V3 "));
     /* full versions win over exact ones: whole kernels, every vectorized one */
