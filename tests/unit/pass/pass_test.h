@@ -1,6 +1,7 @@
 /*
- * pass_test.h — helpers shared by the pass tests: diagnostics as one string, and
- * reading a module that must read and deduce cleanly.
+ * pass_test.h — helpers shared by the pass tests: diagnostics as one string, reading a
+ * module that must read and deduce cleanly, legalizing it, and the loop function a
+ * one-binding graph function calls.
  */
 #ifndef RX_PASS_TEST_H
 #define RX_PASS_TEST_H
@@ -11,6 +12,7 @@
 
 #include "relax/deduce.h"
 #include "relax/json.h"
+#include "relax/pass.h"
 
 /* The diagnostics as "path: message\n" lines (heap; the caller frees). */
 static inline char *diags_str(const rx_diags *d)
@@ -41,6 +43,27 @@ static inline rx_module *load_quoted(const char *text)
     rx_module *m = load_text(s);
     free(s);
     return m;
+}
+
+/* load_quoted, then legalize; a failure fails the test. */
+static inline rx_module *load_legalized(const char *text)
+{
+    rx_module *m = load_quoted(text);
+    rx_diags d;
+    rx_diags_init(&d);
+    ck_assert_msg(rx_legalize(m, NULL, &d), "legalize: %s", diags_str(&d));
+    rx_diags_free(&d);
+    return m;
+}
+
+/* The loop function that graph function gname calls in its first binding. */
+static inline rx_func *tir_callee(const rx_module *m, const char *gname)
+{
+    const rx_func *g = rx_module_find(m, gname);
+    ck_assert_ptr_nonnull(g);
+    const rx_node *v = g->body->blocks[0]->bindings[0].value;
+    ck_assert_int_eq(v->call_kind, RX_CALL_TIR);
+    return v->u.call.callee->u.global.fn;
 }
 
 #endif

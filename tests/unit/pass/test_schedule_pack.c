@@ -59,24 +59,9 @@ static const char MODULE[] =
     QKT("qkt_k", "'d'")
     "}}";
 
-static rx_module *legalized(void)
-{
-    rx_module *m = load_quoted(MODULE);
-    rx_diags d;
-    rx_diags_init(&d);
-    ck_assert_msg(rx_legalize(m, NULL, &d), "legalize: %s", diags_str(&d));
-    rx_diags_free(&d);
-    return m;
-}
+static rx_module *legalized(void) { return load_legalized(MODULE); }
 
-static rx_func *callee(const rx_module *m, const char *gname)
-{
-    const rx_func *g = rx_module_find(m, gname);
-    ck_assert_ptr_nonnull(g);
-    const rx_node *v = g->body->blocks[0]->bindings[0].value;
-    ck_assert_int_eq(v->call_kind, RX_CALL_TIR);
-    return v->u.call.callee->u.global.fn;
-}
+static rx_func *callee(const rx_module *m, const char *gname) { return tir_callee(m, gname); }
 
 /* The packing facts of a function body. */
 typedef struct pfacts {
