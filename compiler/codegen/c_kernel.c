@@ -42,7 +42,7 @@
  *   ALLOC  global scope, or a size that is not a small constant: heap (rx_alloc),
  *          freed at the end of the enclosing statement list; on NULL the kernel frees
  *          every live allocation and returns RX_KERNEL_ENOMEM. Constant local or shared
- *          buffers of at most 64 KiB (STACK_ALLOC_MAX; schedule_tile.c's packed panels
+ *          buffers of at most 256 KiB (STACK_ALLOC_MAX; schedule_tile.c's packed panels
  *          are the largest): a zeroed C array on the stack, used through a `T *const`
  *          pointer above 4 KiB (GCC then keeps register tiles in registers)
  *   IF     if/else;  LET  a C block with a const local
@@ -100,7 +100,7 @@
 #include "cgen_int.h"
 
 enum {
-    STACK_ALLOC_MAX = 65536, /* bytes; larger or non-constant allocs go to the heap */
+    STACK_ALLOC_MAX = 262144, /* bytes; larger or non-constant allocs go to the heap */
     STACK_DIRECT_MAX = 4096  /* bytes; larger stack arrays are used through a pointer */
 };
 

@@ -70,11 +70,11 @@
  * shrinks the tile to it; one that the tile does not divide but MR = 6 (rows) or NR / 2
  * (contiguous columns) does takes that instead, so the tiles fit exactly. K is blocked
  * when q = 1, there is more than one row, the order is jo first, and K is not a
- * literal <= 2 * KC (with packing, below: KC is the panel's depth and a literal K up
- * to it stays unblocked). The ii loop is unrolled when MR > 1 (a one-row tile has nothing
- * to unroll). The sizes are fixed for every ISA: at O3 codegen compiles such kernels
- * for AVX-512, AVX2 and the baseline (c_kernel.c), and the AVX2 version then spills
- * part of the 8 x 32 tile.
+ * literal <= 2 * KC (with packing, below: KC is the panel's depth, 2048 f32 rows, and
+ * a literal K up to it stays unblocked). The ii loop is unrolled when MR > 1 (a
+ * one-row tile has nothing to unroll). The sizes are fixed for every ISA: at O3
+ * codegen compiles such kernels for AVX-512, AVX2 and the baseline (c_kernel.c), and
+ * the AVX2 version then spills part of the 8 x 32 tile.
  *
  * Packing (GotoBLAS's copy of B). A matmul's B[k, j0 : j0 + NR] rows lie N * e bytes
  * apart: at N = 1024 f32 every row of a (jo, ko) panel falls in the same few L1 sets
@@ -99,16 +99,27 @@
  *         width) (vectorized): panel[kp, jp] = B[ko * KC + kp, jo * NR + jp]
  *       for io: ... UPD with B[k, j] := panel[kk, jj] ...
  *
- * The panel's depth is KC = PACK_BYTES / (NR * e_B) (512 rows of f32: 64 KiB, which
+ * The panel's depth is KC = PACK_BYTES / (NR * e_B) (2048 rows of f32: 256 KiB, which
  * codegen puts on the stack), and K is then blocked by it when it is longer (a
  * literal K <= KC stays unblocked, the panel holding all of it, with the pack before
- * the io loop). Measured here (Sapphire Rapids, 2 threads, GCC 12): at 1024^3 the
- * deeper, packed K block takes the generated kernel from 0.6x to about 0.9-1.0x of
- * OpenBLAS; at 32 x 128x128 @ 128x128 and 256^3 it is neutral, and a deeper K block
- * without packing is slower (the panel's strided rows are the cost). Exactness is
- * untouched: the panel holds copies of B's values, read at the same (k, j) as before,
- * and the accumulation order of every element is the one described above. The panel
- * costs one copy of B per jo (K * N elements in all) and PACK_BYTES of stack per
+ * the io loop). A symbolic K gets PACK_SYM_BYTES (512 f32 rows, 64 KiB): codegen zeroes
+ * the panel at its full depth on every jo, which a short K would pay for. The panel
+ * outgrows L1 (48 KiB) on purpose: it streams from L2 in order, while every K block
+ * costs a reload and a store of each C tile (eight rows N * e apart, evicted to L3 by
+ * the stream of A in between), so fewer, deeper blocks win. Measured here (Sapphire
+ * Rapids, GCC 12, OpenBLAS / generated, medians of interleaved runs on one thread,
+ * the other core busy): 1024^3 0.7x at KC = 256, 0.82-0.88x at 512, 0.94-1.0x at 1024
+ * (unblocked); 256x4096x4096 0.87-0.92x at 512, 0.97-1.02x at 1024, 0.99-1.03x at
+ * 2048; 128x2048x5632 about 1.05-1.15x at every depth; and packing itself took 1024^3
+ * from 0.6x (a deeper K block without packing is slower: the strided rows are the
+ * cost). Tried and slower at 1024^3: K outermost (ko { jo (parallel) }: A's KC block
+ * stays in L2 across jo, but C makes K / KC round trips), blocks of 64-256 rows
+ * around jo (A's block in L2, but the panel is packed again per row block), and
+ * copying the tile's 8 x KC sliver of A (used once, so the copy is pure cost); not
+ * zeroing the panel was within the noise (about 1%). Exactness is untouched: the
+ * panel holds copies of B's values, read at the same (k, j) as before, and the
+ * accumulation order of every element is the one described above. The panel costs
+ * one copy of B per jo (K * N elements in all) and up to PACK_BYTES of stack per
  * thread.
  *
  * Transposing panels (attention's Q @ K^T). When no load of UPD steps by 1 with J but
@@ -139,9 +150,10 @@ enum {
     ROW_LANES = 8,      /* rows reduced side by side when J strides */
     FEW_TILES = 4,      /* fewer J tiles than this: io first, no K blocking */
     WIDE_BYTES = 4096,  /* most bytes of a one-row tile (it lives in L1, not registers) */
-    PACK_BYTES = 65536, /* bytes of a packed B panel (KC_pack x NR, on the thread's stack) */
-    PACK_MIN_ROWS = 32, /* literal M below which B is not packed (reused by < 4 row tiles) */
-    PACK_MIN_K = 128    /* literal K below which B is not packed */
+    PACK_BYTES = 262144,    /* most bytes of a packed B panel (KC_pack x NR, on the stack) */
+    PACK_SYM_BYTES = 65536, /* ... when K is symbolic (the panel is zeroed at full depth) */
+    PACK_MIN_ROWS = 32,     /* literal M below which B is not packed (< 4 row tiles use it) */
+    PACK_MIN_K = 128        /* literal K below which B is not packed */
 };
 
 /* One matched nest. */
@@ -559,15 +571,22 @@ static int64_t fit_tile(const rx_expr *x, int64_t t, int64_t alt)
     return v % t != 0 && v % alt == 0 ? alt : t;
 }
 
+/* The packed panel's depth in rows (file essay, "Packing"): PACK_BYTES / (NR * e) of
+ * the packed load's element size e, PACK_SYM_BYTES / (NR * e) when K is symbolic. */
+static int64_t pack_depth(const tplan *P)
+{
+    int64_t v, bytes = rx_expr_is_const(P->K, &v) ? PACK_BYTES : PACK_SYM_BYTES;
+    return bytes / (P->nr * (rx_dtype_bits((rx_dtype)P->bload->u.load.buf->dtype) / 8));
+}
+
 /* Decides whether B is packed (file essay, "Packing") and picks the load; with packing
- * the K block is the panel's depth, PACK_BYTES / (NR * e) rows. */
+ * the K block is the panel's depth (pack_depth). */
 static void plan_pack(tplan *P, bool one_row)
 {
     const tnest *t = P->t;
     int64_t v;
     if (P->transposed) { /* plan_sizes chose the load; the panel is what vectorizes */
-        int bits = rx_dtype_bits((rx_dtype)P->bload->u.load.buf->dtype);
-        P->kc = PACK_BYTES / (P->nr * (bits / 8));
+        P->kc = pack_depth(P);
         return;
     }
     if (!P->contiguous || one_row || P->io_first || t->n - t->p != 1) return;
@@ -579,9 +598,7 @@ static void plan_pack(tplan *P, bool one_row)
     rx_arith *ar = rx_arith_new(P->a);
     P->bload = packable(ar, P->a, t->upd, t->C, vars);
     rx_arith_free(ar);
-    if (!P->bload) return;
-    int bits = rx_dtype_bits((rx_dtype)P->bload->u.load.buf->dtype);
-    P->kc = PACK_BYTES / (P->nr * (bits / 8));
+    if (P->bload) P->kc = pack_depth(P);
 }
 
 /* Chooses the tile sizes and the order (file essay). */

@@ -3,15 +3,18 @@
  * (compiler/pass/schedule_tile.c, "Packing" in its file essay).
  *
  * Structure: which legalized matmuls pack (and the transposing panel of attention's
- * Q @ K^T, a hand-written reduction, with a literal and a symbolic K) (static with M, N and K all ragged; K short
- * enough to stay unblocked; symbolic K and N with a literal M; a batch matmul) and
+ * Q @ K^T, a hand-written reduction, with a literal and a symbolic K) (static with M, N
+ * and K all ragged, K past the panel's 2048 rows; K = 1000 short enough to stay
+ * unblocked; symbolic K and N with a literal M: 512 rows; a batch matmul) and
  * which do not (fewer than 32 rows, a symbolic M, K below 128, the rows-first order of
  * few J tiles, one row); the panel's shape, where its ALLOC stands (inside the
  * parallel loop: one panel per thread), the packing loops ahead of the row tiles, and
- * the K blocking that follows the panel's depth.
+ * the K blocking that follows the panel's depth (2048 f32 rows for a literal K, 512 for a
+ * symbolic one).
  * Numerics: each kernel, packed or not, gives bit-identical results to the untiled
  * kernel of the same function (the baseline ISA version, which fuses nothing), at
  * symbolic values with partial tiles in every direction and two K blocks of 512 + 8,
+ * with a literal K in two blocks of 2048 + 52,
  * at 1, and with an empty reduction (K = 0 stores the init); the AVX-512 version
  * agrees with the baseline within f32 rounding.
  */
@@ -46,8 +49,8 @@
 
 static const char MODULE[] =
     "{'format':'relax-json','version':1,'functions':{"
-    MM("ragged", "70,1000", "1000,100") ","
-    MM("unblocked", "40,300", "300,160") ","
+    MM("ragged", "70,2100", "2100,100") ","
+    MM("unblocked", "40,1000", "1000,160") ","
     MM("symk", "64,'k'", "'k','m'") ","
     MM("batch", "2,48,200", "2,200,130") ","
     MM("few_rows", "16,600", "600,140") ","
@@ -120,11 +123,11 @@ START_TEST(which_pack)
     ck_assert(rx_schedule_tile(m, &n));
     ck_assert_int_eq(n, 11);
 
-    /* 70x1000 @ 1000x100: panels of 512 x 32, K blocked 512 + 488: jo (parallel) {
-     * alloc; ko { pack (k, j vectorized); io { tile } } } */
+    /* 70x2100 @ 2100x100: panels of 2048 x 32 (256 KiB), K blocked 2048 + 52: jo
+     * (parallel) { alloc; ko { pack (k, j vectorized); io { tile } } } */
     pfacts f = pfacts_of(m, "ragged");
     ck_assert_int_eq(f.packs, 1);
-    ck_assert_int_eq(f.shape[0], 512);
+    ck_assert_int_eq(f.shape[0], 2048);
     ck_assert_int_eq(f.shape[1], 32);
     ck_assert_int_eq(f.depth, 1);
     ck_assert(f.in_parallel);
@@ -141,15 +144,16 @@ START_TEST(which_pack)
     ck_assert_int_eq(pk->u.for_.body.items[0]->u.for_.loop_kind, RX_LOOP_VECTORIZED);
     ck_assert_str_eq(var_name(ko->u.for_.body.items[1]), "i0_o");
 
-    /* K = 300 <= 512 stays unblocked; the panel holds all of it: jo { alloc; pack; io } */
+    /* K = 1000 <= 2048 stays unblocked; the panel holds all of it: jo { alloc; pack; io } */
     f = pfacts_of(m, "unblocked");
     ck_assert_int_eq(f.packs, 1);
-    ck_assert_int_eq(f.shape[0], 300);
+    ck_assert_int_eq(f.shape[0], 1000);
     ck_assert_int_eq(f.loop->u.for_.body.n, 3);
     ck_assert_str_eq(var_name(f.loop->u.for_.body.items[1]), "k0_p");
     ck_assert_str_eq(var_name(f.loop->u.for_.body.items[2]), "i0_o");
 
-    /* symbolic K and N, M = 64: packed, K blocked by 512 at run time */
+    /* symbolic K and N, M = 64: packed, K blocked by 512 at run time (the shallower
+     * panel of a symbolic K: zeroed at full depth whatever K turns out to be) */
     f = pfacts_of(m, "symk");
     ck_assert_int_eq(f.packs, 1);
     ck_assert_int_eq(f.shape[0], 512);
@@ -240,7 +244,7 @@ START_TEST(bit_exact)
         kr_exec(ht, f, names, vals[0], 4, 11, &rb);
         kr_exec(hv, f, names, vals[0], 4, 11, &rv);
         int k = rb.nbuf - 1;
-        for (size_t i = 0; i < rb.bytes[k] / 4; i++) { /* inputs in [-1, 1), <= 1000 terms */
+        for (size_t i = 0; i < rb.bytes[k] / 4; i++) { /* inputs in [-1, 1), <= 2100 terms */
             float x, y;
             memcpy(&x, rb.buf[k] + 4 * i, 4);
             memcpy(&y, rv.buf[k] + 4 * i, 4);
