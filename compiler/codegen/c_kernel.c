@@ -76,20 +76,13 @@
  * ISA versions, exact (rx_codegen_opts.exact_isa_versions; the driver asks at opt level
  * 2): the versions are RX_TARGET_V4_EXACT and RX_TARGET_V3_EXACT, which do not contract,
  * so every version rounds every operation as the baseline does and writes its bits
- * (what constant folding promises). They are made only where they pay: a top-level
- * statement is hot when it computes exp in f32 (exp, sigmoid: rx_expf, ~30 vector
- * instructions per element, which 4 SSE lanes leave compute-bound at a third of memory
- * bandwidth) inside a vectorized loop, or when it holds the full tile of a tiled matmul
- * or matrix-vector product (tile_simd: multiply-adds into a local accumulator in a
- * vectorized loop of literal extent), which SSE without fused multiply-adds leaves
- * compute-bound: measured on a decoder block at O2, decode (b = 1) 23-38 ms -> 16 ms
- * (the weights' memory bandwidth), prefill (s = 128) 122-131 -> 113-118 ms, for +35%
- * C compile time on the 32-layer Llama module (4.5 -> 6.1 s); memory-bound loops
- * (elementwise, row sums and maxima) gain nothing from wider vectors. A kernel whose top-level statements are all hot or all cold is versioned
- * whole or not at all; otherwise each maximal run of hot or of cold statements becomes
- * a static function NAME_pK with the kernel's parameters (hot runs versioned, so the
- * tiled reductions around a softmax's exp are compiled once) and NAME calls them in
- * order. A kernel with a top-level ALLOC (a buffer later statements use) stays whole.
+ * (what constant folding promises). They are made only for hot top-level statements
+ * (c_isa.c says which, and why). A kernel whose top-level statements are all hot or
+ * all cold is versioned whole or not at all; otherwise each maximal run of hot or of
+ * cold statements becomes a static function NAME_pK with the kernel's parameters (hot
+ * runs versioned, so the tiled reductions around a softmax's exp are compiled once)
+ * and NAME calls them in order. A kernel with a top-level ALLOC (a buffer later
+ * statements use) stays whole.
  *
  * The text of all kernels is built first; the prelude (includes and the helpers the
  * kernels used, see c_expr.c) is written in front of it at the end.
@@ -661,78 +654,6 @@ static bool may_restrict(const rx_module *m, const rx_func *f)
     return true;
 }
 
-/* Whether ss is worth ISA versions (see "ISA versions" in the file essay): it holds a
- * vectorized loop. */
-static bool wants_isa(const rx_stmts *ss)
-{
-    for (int i = 0; i < ss->n; i++) {
-        const rx_stmt *s = ss->items[i];
-        switch ((rx_skind)s->kind) {
-        case RX_S_FOR:
-            if (s->u.for_.loop_kind == RX_LOOP_VECTORIZED || wants_isa(&s->u.for_.body))
-                return true;
-            break;
-        case RX_S_BLOCK:
-            if (wants_isa(&s->u.block.init) || wants_isa(&s->u.block.body)) return true;
-            break;
-        case RX_S_IF:
-            if (wants_isa(&s->u.if_.then_s) || wants_isa(&s->u.if_.else_s)) return true;
-            break;
-        case RX_S_LET:
-            if (wants_isa(&s->u.let.body)) return true;
-            break;
-        default: break;
-        }
-    }
-    return false;
-}
-
-/* Whether e computes exp in f32 (exp or sigmoid: an inlined rx_expf, some thirty
- * vector instructions per element). */
-static bool expr_expf(const rx_expr *e)
-{
-    if (!e) return false;
-    if (e->kind == RX_E_CALL && (rx_dtype)e->dtype == RX_DT_F32 &&
-        (e->u.call.fn == RX_FN_EXP || e->u.call.fn == RX_FN_SIGMOID))
-        return true;
-    for (int i = 0; i < rx_expr_nchildren(e); i++)
-        if (expr_expf(rx_expr_child(e, i))) return true;
-    return false;
-}
-
-/* Whether ss computes exp in f32 inside a vectorized loop (in_simd: ss is in one):
- * the rule for exact ISA versions (see "ISA versions" in the file essay). */
-static bool simd_expf(const rx_stmts *ss, bool in_simd)
-{
-    for (int i = 0; i < ss->n; i++) {
-        const rx_stmt *s = ss->items[i];
-        switch ((rx_skind)s->kind) {
-        case RX_S_FOR:
-            if (simd_expf(&s->u.for_.body, in_simd || s->u.for_.loop_kind == RX_LOOP_VECTORIZED))
-                return true;
-            break;
-        case RX_S_BLOCK:
-            if (simd_expf(&s->u.block.init, in_simd) || simd_expf(&s->u.block.body, in_simd))
-                return true;
-            break;
-        case RX_S_STORE:
-            if (in_simd && expr_expf(s->u.store.value)) return true;
-            break;
-        case RX_S_IF:
-            if ((in_simd && expr_expf(s->u.if_.cond)) || simd_expf(&s->u.if_.then_s, in_simd) ||
-                simd_expf(&s->u.if_.else_s, in_simd))
-                return true;
-            break;
-        case RX_S_LET:
-            if ((in_simd && expr_expf(s->u.let.value)) || simd_expf(&s->u.let.body, in_simd))
-                return true;
-            break;
-        default: break;
-        }
-    }
-    return false;
-}
-
 /* ---------------------------------------------------------------- functions */
 
 /* Loads symbolic variable j of the signature into a const local. */
@@ -833,71 +754,6 @@ static void emit_versions(cg *g, const rx_func *f, const rx_stmts *body, const c
     rx_sb_free(&vname);
 }
 
-/* Whether e loads buffer b. */
-static bool loads_of(const rx_expr *e, const rx_buffer *b)
-{
-    if (e->kind == RX_E_LOAD && e->u.load.buf == b) return true;
-    for (int i = 0; i < rx_expr_nchildren(e); i++)
-        if (loads_of(rx_expr_child(e, i), b)) return true;
-    return false;
-}
-
-/* Whether e multiplies floats. */
-static bool float_mul(const rx_expr *e)
-{
-    if (e->kind == RX_E_MUL && rx_dtype_is_float((rx_dtype)e->dtype)) return true;
-    for (int i = 0; i < rx_expr_nchildren(e); i++)
-        if (float_mul(rx_expr_child(e, i))) return true;
-    return false;
-}
-
-/* Whether ss accumulates products into a local buffer inside a vectorized loop of
- * literal extent (in_simd: ss is in one): acc[..] = acc[..] + a * b in the full tile of
- * schedule_tile.c's register and one-row tiles (matmul, matrix-vector), whose
- * multiply-adds are the kernel's work. Row reductions (sum, max, sum of squares) are
- * not: their full tiles unroll rows instead of vectorizing (only a partial tile's
- * columns, of symbolic extent, are vectorized), and they are memory-bound. */
-static bool tile_simd(const rx_stmts *ss, bool in_simd)
-{
-    for (int i = 0; i < ss->n; i++) {
-        const rx_stmt *s = ss->items[i];
-        switch ((rx_skind)s->kind) {
-        case RX_S_FOR: {
-            int64_t e;
-            bool full = s->u.for_.loop_kind == RX_LOOP_VECTORIZED &&
-                        rx_expr_is_const(s->u.for_.extent, &e); /* a full tile's columns */
-            if (tile_simd(&s->u.for_.body, in_simd || full)) return true;
-            break;
-        }
-        case RX_S_STORE:
-            if (in_simd && s->u.store.buf->scope == RX_SCOPE_LOCAL &&
-                loads_of(s->u.store.value, s->u.store.buf) && float_mul(s->u.store.value))
-                return true;
-            break;
-        case RX_S_BLOCK:
-            if (tile_simd(&s->u.block.init, in_simd) || tile_simd(&s->u.block.body, in_simd))
-                return true;
-            break;
-        case RX_S_IF:
-            if (tile_simd(&s->u.if_.then_s, in_simd) || tile_simd(&s->u.if_.else_s, in_simd))
-                return true;
-            break;
-        case RX_S_LET:
-            if (tile_simd(&s->u.let.body, in_simd)) return true;
-            break;
-        default: break;
-        }
-    }
-    return false;
-}
-
-/* Whether top-level statement i of ss is hot for exact versions. */
-static bool part_hot(const rx_stmts *ss, int i)
-{
-    rx_stmts one = {ss->items + i, 1};
-    return simd_expf(&one, false) || tile_simd(&one, false);
-}
-
 /* Exact versions of f as the kernel `sym` ("ISA versions" above): each maximal run of
  * top-level statements that are all hot or all cold becomes a static function
  * sym_pK, versioned when hot, and sym calls them in order, returning the first
@@ -910,17 +766,17 @@ static void emit_parts(cg *g, const rx_func *f, const char *sym, bool restr)
     bool alloc = false;
     for (int i = 0; i < ss->n; i++) {
         alloc |= ss->items[i]->kind == RX_S_ALLOC;
-        if (i == 0 || part_hot(ss, i) != part_hot(ss, i - 1)) runs++;
+        if (i == 0 || rx_cg_hot_at(ss, i) != rx_cg_hot_at(ss, i - 1)) runs++;
     }
     if (alloc || runs <= 1) {
-        emit_versions(g, f, ss, "", sym, restr, simd_expf(ss, false) || tile_simd(ss, false));
+        emit_versions(g, f, ss, "", sym, restr, rx_cg_hot(ss));
         return;
     }
     rx_sb pname = {0}, calls = {0};
     for (int i = 0, k = 0; i < ss->n; k++) {
-        bool hot = part_hot(ss, i);
+        bool hot = rx_cg_hot_at(ss, i);
         int j = i + 1;
-        while (j < ss->n && part_hot(ss, j) == hot) j++;
+        while (j < ss->n && rx_cg_hot_at(ss, j) == hot) j++;
         rx_stmts run = {ss->items + i, j - i};
         rx_sb_reset(&pname);
         rx_sb_printf(&pname, "%s_p%d", sym, k);
@@ -945,7 +801,7 @@ static void emit_func(cg *g, const rx_func *f, const char *sym)
     if (g->isa_exact)
         emit_parts(g, f, sym, restr);
     else
-        emit_versions(g, f, &f->tbody, "", sym, restr, g->isa_versions && wants_isa(&f->tbody));
+        emit_versions(g, f, &f->tbody, "", sym, restr, g->isa_versions && rx_cg_wants_isa(&f->tbody));
     g->f = NULL;
 }
 

@@ -72,4 +72,9 @@ void rx_cg_prelude(const cg *g, rx_sb *out);
 const cg_sym *rx_cg_lookup(const cg *g, const void *key);
 void rx_cg_err(cg *g, rx_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* c_isa.c: which code gets ISA versions. */
+bool rx_cg_wants_isa(const rx_stmts *ss);       /* full versions: a vectorized loop */
+bool rx_cg_hot(const rx_stmts *ss);             /* exact versions: exp or a product tile */
+bool rx_cg_hot_at(const rx_stmts *ss, int i);   /* rx_cg_hot of top-level statement i */
+
 #endif

@@ -8,10 +8,11 @@
  * vectorized nest; `exa`, a global scratch buffer then exp in a vectorized loop;
  * `add`, a vectorized add; `exs`, exp in a serial loop; `mv`, a matrix-vector tile
  * (multiply-adds into a local accumulator in a vectorized loop of literal extent);
- * `rs`, the same accumulator summing without products. The rule (c_kernel.c, "ISA
- * versions"): only statements computing exp in f32 inside a vectorized loop, or
- * holding such a multiply-add tile (mv), are versioned, as parts of their kernel when the kernel has colder top-level statements
- * too (sm: its exp nest is sm_p1, the rest is not versioned); a kernel that is one
+ * `rs`, the same accumulator summing without products. The rule (c_isa.c, and "ISA
+ * versions" in c_kernel.c): only statements computing exp in f32 inside a vectorized
+ * loop, or holding such a multiply-add tile (mv), are versioned, as parts of their
+ * kernel when the kernel has colder top-level statements too (sm: its exp nest is
+ * sm_p1, the rest is not versioned); a kernel that is one
  * hot part (sg) or has a top-level ALLOC (exa, mv) is versioned whole; add, exs and
  * rs never.
  *
