@@ -13,10 +13,11 @@
  * kernels run on libgomp's threads: with the pthreads build two pools of busy-waiting
  * threads take turns on the same cores between a kernel and a BLAS call (measured on a
  * decoder block's prefill: 10-15% of its time in sched_yield and spinning).
- * rx_rt_blas_library() names the one that was loaded. The library ABI (int32_t fn(DLTensor *const *, int32_t))
- * has no context argument, so the built-ins keep the opened handle in one process-wide
- * slot initialised under pthread_once — the only global state of the runtime (the
- * handle is never closed; the library stays loaded for the process's life).
+ * rx_rt_blas_library() names the one that was loaded. The library ABI (int32_t
+ * fn(DLTensor *const *, int32_t)) has no context argument, so the built-ins keep the
+ * opened handle (and its name, copied) in one process-wide slot initialised under
+ * pthread_once — the only global state of the runtime (the handle is never closed; the
+ * library stays loaded for the process's life).
  *
  * blas.sgemm / blas.matmul: args A, B, C (C is the destination), f32, dense:
  *   A (m, k), B (k, n), C (m, n);  or batched A (b, m, k), B (b, k, n) or (k, n),
@@ -51,11 +52,12 @@ typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT; /* guards blas_sgemm, blas_name */
 static sgemm_fn blas_sgemm;                           /* process-wide, see the essay */
-static const char *blas_name;                         /* the library blas_sgemm is from */
+static char blas_name[512];                           /* the library blas_sgemm is from */
 
 /* cblas_sgemm from the library `name`, or false. */
 static bool blas_try(const char *name)
 {
+    if (strlen(name) >= sizeof blas_name) return false; /* no such library name */
     void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!h) return false;
     void *sym = dlsym(h, "cblas_sgemm");
@@ -64,7 +66,7 @@ static bool blas_try(const char *name)
         return false;
     }
     memcpy(&blas_sgemm, &sym, sizeof blas_sgemm);
-    blas_name = name;
+    memcpy(blas_name, name, strlen(name) + 1);
     return true;
 }
 
@@ -84,7 +86,7 @@ static void blas_open(void)
 const char *rx_rt_blas_library(void)
 {
     pthread_once(&blas_once, blas_open);
-    return blas_name;
+    return blas_sgemm ? blas_name : NULL;
 }
 
 static const char *blas_strerr(int32_t code)
