@@ -1,0 +1,107 @@
+"""test_blas_lib.py — which OpenBLAS the runtime's blas.* functions use, end to end.
+
+    /usr/bin/python3 tests/e2e/test_blas_lib.py BUILD_DIR
+
+A module `y = relu(x @ w)` built with `relaxc build --lib all` (one call of
+blas.matmul_relu) runs under relax-run on explicit inputs:
+  - as installed (the OpenMP build of OpenBLAS when present, else libopenblas.so.0);
+  - with RX_BLAS_LIB naming the pthreads build by path, when it is installed;
+  - with RX_BLAS_LIB naming a library that does not exist: exit status 1 and the
+    runtime's message naming $RX_BLAS_LIB, and no output written.
+Every successful run must equal NumPy's relu(x @ w) (rtol 1e-5); the two libraries
+must agree with each other within the same tolerance. Prints one line per check and
+`N passed, M failed`; exit 1 on a failure.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+PTHREAD_BUILD = "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0"
+
+
+def module(m, k, n):
+    def t(name, shape):
+        return {"name": name, "type": {"tensor": {"shape": shape, "dtype": "f32"}}}
+    bindings = [{"var": "h", "value": {"op": "matmul", "args": ["x", "w"]}},
+                {"var": "y", "value": {"op": "nn.relu", "args": ["h"]}}]
+    return {"format": "relax-json", "version": 1, "functions": {"main": {
+        "kind": "relax", "params": [t("x", [m, k]), t("w", [k, n])],
+        "body": {"blocks": [{"dataflow": True, "bindings": bindings}], "result": "y"}}}}
+
+
+def run(argv, env=None):
+    """(exit status, stdout, stderr) of argv, no shell."""
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300,
+                       env=env)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    bindir = os.path.join(sys.argv[1], "bin")
+    relaxc, relax_run = os.path.join(bindir, "relaxc"), os.path.join(bindir, "relax-run")
+    passed = failed = 0
+
+    def check(ok, what):
+        nonlocal passed, failed
+        print(("PASS " if ok else "FAIL ") + what)
+        passed, failed = passed + bool(ok), failed + (not ok)
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((37, 64)).astype(np.float32)
+    w = rng.standard_normal((64, 29)).astype(np.float32)
+    want = np.maximum(x @ w, 0)
+    with tempfile.TemporaryDirectory(prefix="rx_blas_lib.") as tmp:
+        src, rxa = os.path.join(tmp, "m.json"), os.path.join(tmp, "m.rxa")
+        with open(src, "w") as f:
+            json.dump(module(37, 64, 29), f)
+        rc, _, err = run([relaxc, "build", src, "--lib", "all", "-o", rxa])
+        check(rc == 0, "relaxc build --lib all" + ("" if rc == 0 else ": " + err))
+        if rc != 0:
+            print("%d passed, %d failed" % (passed, failed))
+            return 1
+        text = run([relaxc, "print", src, "--after", "lower_vm", "--lib", "all"])[1]
+        check("blas.matmul_relu" in text, "the module calls blas.matmul_relu")
+        np.save(os.path.join(tmp, "x.npy"), x)
+        np.save(os.path.join(tmp, "w.npy"), w)
+        ins = ["--in", "x=" + os.path.join(tmp, "x.npy"), "--in", "w=" + os.path.join(tmp, "w.npy")]
+
+        def run_with(lib, tag):
+            out = os.path.join(tmp, "out_" + tag)
+            os.makedirs(out)
+            env = dict(os.environ)
+            env.pop("RX_BLAS_LIB", None)
+            if lib is not None:
+                env["RX_BLAS_LIB"] = lib
+            rc, _, err = run([relax_run, rxa] + ins + ["--out-dir", out], env)
+            path = os.path.join(out, "out0.npy")
+            return rc, err, (np.load(path) if os.path.exists(path) else None)
+
+        rc, err, got = run_with(None, "default")
+        check(rc == 0 and got is not None and np.allclose(got, want, rtol=1e-5, atol=1e-5),
+              "default library: NumPy-equal" + ("" if rc == 0 else ": " + err.strip()))
+        if os.path.exists(PTHREAD_BUILD):
+            rc, err, got2 = run_with(PTHREAD_BUILD, "pthread")
+            check(rc == 0 and got2 is not None and np.allclose(got2, want, rtol=1e-5, atol=1e-5),
+                  "RX_BLAS_LIB=pthreads build: NumPy-equal" + ("" if rc == 0 else ": " + err.strip()))
+            check(got is not None and got2 is not None and
+                  np.allclose(got, got2, rtol=1e-5, atol=1e-5), "the two builds agree")
+        else:
+            print("note: %s not installed, the pthreads-build case is not run" % PTHREAD_BUILD)
+        rc, err, got3 = run_with(os.path.join(tmp, "no-such-libopenblas.so"), "missing")
+        check(rc == 1 and got3 is None, "RX_BLAS_LIB missing: exit 1, no output (got %d)" % rc)
+        check("blas.matmul_relu: OpenBLAS is not available (dlopen of $RX_BLAS_LIB failed)" in err,
+              "RX_BLAS_LIB missing: the message names it: " + err.strip()[:200])
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
