@@ -92,10 +92,11 @@ const char *rx_rt_blas_library(void)
 static const char *blas_strerr(int32_t code)
 {
     switch (code) {
-    case BLAS_NOLIB:
-        return getenv("RX_BLAS_LIB") && *getenv("RX_BLAS_LIB")
-                   ? "OpenBLAS is not available (dlopen of $RX_BLAS_LIB failed)"
-                   : "OpenBLAS is not available (dlopen libopenblas.so.0 failed)";
+    case BLAS_NOLIB: {
+        const char *env = getenv("RX_BLAS_LIB");
+        return env && *env ? "OpenBLAS is not available (dlopen of $RX_BLAS_LIB failed)"
+                           : "OpenBLAS is not available (dlopen libopenblas.so.0 failed)";
+    }
     case BLAS_ARGS: return "expects 3 tensors (A, B, C)";
     case BLAS_DTYPE: return "expects float32 tensors";
     case BLAS_SHAPE: return "shape mismatch (A (b?, m, k) @ B (b?, k, n) -> C (b?, m, n))";

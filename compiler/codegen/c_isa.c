@@ -11,7 +11,7 @@
  *     element, which 4 SSE lanes leave compute-bound at a third of memory bandwidth)
  *     inside a vectorized loop; or
  *   - it holds the full tile of a tiled matmul or matrix-vector product: multiply-adds
- *     into a local accumulator inside a vectorized loop of literal extent (tile_simd),
+ *     into a local accumulator inside a vectorized loop of literal extent (stmt_tile_update),
  *     which SSE without fused multiply-adds leaves compute-bound. Measured on a
  *     decoder block at O2: decode (b = 1) 23-38 ms -> 16 ms (the weights' memory
  *     bandwidth), prefill (s = 128) 122-131 -> 113-118 ms, for +35% C compile time on
@@ -20,32 +20,56 @@
  * vectors and are compiled once: versioning every kernel with a vectorized loop at O2
  * more than doubled that module's compile time.
  *
- * Cost: one walk of the statements per question, no allocation.
+ * Cost: one walk of the statements per question (any_in_simd), no allocation.
  */
 #include "cgen_int.h"
 
-bool rx_cg_wants_isa(const rx_stmts *ss)
+/* A test of one statement found inside a vectorized loop. */
+typedef bool (*simd_test)(const rx_stmt *s);
+
+/* Whether some statement of ss inside a vectorized loop passes test (in_simd: ss is in
+ * one already; literal: only loops of literal extent count). */
+static bool any_in_simd(const rx_stmts *ss, bool in_simd, bool literal, simd_test test)
 {
     for (int i = 0; i < ss->n; i++) {
         const rx_stmt *s = ss->items[i];
+        if (in_simd && test(s)) return true;
         switch ((rx_skind)s->kind) {
-        case RX_S_FOR:
-            if (s->u.for_.loop_kind == RX_LOOP_VECTORIZED || rx_cg_wants_isa(&s->u.for_.body))
+        case RX_S_FOR: {
+            int64_t e;
+            bool v = s->u.for_.loop_kind == RX_LOOP_VECTORIZED &&
+                     (!literal || rx_expr_is_const(s->u.for_.extent, &e));
+            if (any_in_simd(&s->u.for_.body, in_simd || v, literal, test)) return true;
+            break;
+        }
+        case RX_S_BLOCK:
+            if (any_in_simd(&s->u.block.init, in_simd, literal, test) ||
+                any_in_simd(&s->u.block.body, in_simd, literal, test))
                 return true;
             break;
-        case RX_S_BLOCK:
-            if (rx_cg_wants_isa(&s->u.block.init) || rx_cg_wants_isa(&s->u.block.body)) return true;
-            break;
         case RX_S_IF:
-            if (rx_cg_wants_isa(&s->u.if_.then_s) || rx_cg_wants_isa(&s->u.if_.else_s)) return true;
+            if (any_in_simd(&s->u.if_.then_s, in_simd, literal, test) ||
+                any_in_simd(&s->u.if_.else_s, in_simd, literal, test))
+                return true;
             break;
         case RX_S_LET:
-            if (rx_cg_wants_isa(&s->u.let.body)) return true;
+            if (any_in_simd(&s->u.let.body, in_simd, literal, test)) return true;
             break;
         default: break;
         }
     }
     return false;
+}
+
+static bool any_stmt(const rx_stmt *s)
+{
+    (void)s;
+    return true;
+}
+
+bool rx_cg_wants_isa(const rx_stmts *ss)
+{
+    return any_in_simd(ss, false, false, any_stmt);
 }
 
 /* Whether e computes exp in f32 (exp or sigmoid: an inlined rx_expf, some thirty
@@ -61,45 +85,15 @@ static bool expr_expf(const rx_expr *e)
     return false;
 }
 
-/* Whether ss computes exp in f32 inside a vectorized loop (in_simd: ss is in one). */
-static bool simd_expf(const rx_stmts *ss, bool in_simd)
+/* Whether statement s (its own expressions, not nested statements) computes exp. */
+static bool stmt_expf(const rx_stmt *s)
 {
-    for (int i = 0; i < ss->n; i++) {
-        const rx_stmt *s = ss->items[i];
-        switch ((rx_skind)s->kind) {
-        case RX_S_FOR:
-            if (simd_expf(&s->u.for_.body, in_simd || s->u.for_.loop_kind == RX_LOOP_VECTORIZED))
-                return true;
-            break;
-        case RX_S_BLOCK:
-            if (simd_expf(&s->u.block.init, in_simd) || simd_expf(&s->u.block.body, in_simd))
-                return true;
-            break;
-        case RX_S_STORE:
-            if (in_simd && expr_expf(s->u.store.value)) return true;
-            break;
-        case RX_S_IF:
-            if ((in_simd && expr_expf(s->u.if_.cond)) || simd_expf(&s->u.if_.then_s, in_simd) ||
-                simd_expf(&s->u.if_.else_s, in_simd))
-                return true;
-            break;
-        case RX_S_LET:
-            if ((in_simd && expr_expf(s->u.let.value)) || simd_expf(&s->u.let.body, in_simd))
-                return true;
-            break;
-        default: break;
-        }
+    switch ((rx_skind)s->kind) {
+    case RX_S_STORE: return expr_expf(s->u.store.value);
+    case RX_S_IF: return expr_expf(s->u.if_.cond);
+    case RX_S_LET: return expr_expf(s->u.let.value);
+    default: return false;
     }
-    return false;
-}
-
-/* Whether e loads buffer b. */
-static bool loads_of(const rx_expr *e, const rx_buffer *b)
-{
-    if (e->kind == RX_E_LOAD && e->u.load.buf == b) return true;
-    for (int i = 0; i < rx_expr_nchildren(e); i++)
-        if (loads_of(rx_expr_child(e, i), b)) return true;
-    return false;
 }
 
 /* Whether e multiplies floats. */
@@ -111,49 +105,22 @@ static bool float_mul(const rx_expr *e)
     return false;
 }
 
-/* Whether ss accumulates products into a local buffer inside a vectorized loop of
- * literal extent (in_simd: ss is in one): acc[..] = acc[..] + a * b in the full tile of
- * schedule_tile.c's register and one-row tiles (matmul, matrix-vector), whose
- * multiply-adds are the kernel's work. Row reductions (sum, max, sum of squares) are
- * not: their full tiles unroll rows instead of vectorizing (only a partial tile's
- * columns, of symbolic extent, are vectorized), and they are memory-bound. */
-static bool tile_simd(const rx_stmts *ss, bool in_simd)
+/* Whether s accumulates products into a local buffer: acc[..] = acc[..] + a * b, the
+ * update of schedule_tile.c's register and one-row tiles (matmul, matrix-vector),
+ * whose multiply-adds are the kernel's work. Asked only inside vectorized loops of
+ * literal extent, a full tile's columns: row reductions (sum, max, sum of squares)
+ * unroll rows in their full tiles instead (only a partial tile's columns, of symbolic
+ * extent, are vectorized), and they are memory-bound. */
+static bool stmt_tile_update(const rx_stmt *s)
 {
-    for (int i = 0; i < ss->n; i++) {
-        const rx_stmt *s = ss->items[i];
-        switch ((rx_skind)s->kind) {
-        case RX_S_FOR: {
-            int64_t e;
-            bool full = s->u.for_.loop_kind == RX_LOOP_VECTORIZED &&
-                        rx_expr_is_const(s->u.for_.extent, &e); /* a full tile's columns */
-            if (tile_simd(&s->u.for_.body, in_simd || full)) return true;
-            break;
-        }
-        case RX_S_STORE:
-            if (in_simd && s->u.store.buf->scope == RX_SCOPE_LOCAL &&
-                loads_of(s->u.store.value, s->u.store.buf) && float_mul(s->u.store.value))
-                return true;
-            break;
-        case RX_S_BLOCK:
-            if (tile_simd(&s->u.block.init, in_simd) || tile_simd(&s->u.block.body, in_simd))
-                return true;
-            break;
-        case RX_S_IF:
-            if (tile_simd(&s->u.if_.then_s, in_simd) || tile_simd(&s->u.if_.else_s, in_simd))
-                return true;
-            break;
-        case RX_S_LET:
-            if (tile_simd(&s->u.let.body, in_simd)) return true;
-            break;
-        default: break;
-        }
-    }
-    return false;
+    return s->kind == RX_S_STORE && s->u.store.buf->scope == RX_SCOPE_LOCAL &&
+           rx_expr_loads_buf(s->u.store.value, s->u.store.buf) && float_mul(s->u.store.value);
 }
 
 bool rx_cg_hot(const rx_stmts *ss)
 {
-    return simd_expf(ss, false) || tile_simd(ss, false);
+    return any_in_simd(ss, false, false, stmt_expf) ||
+           any_in_simd(ss, false, true, stmt_tile_update);
 }
 
 bool rx_cg_hot_at(const rx_stmts *ss, int i)

@@ -206,44 +206,36 @@ rx_stmts ft_copy_stmts(ft_copier *c, const rx_stmts *ss)
 
 /* ---------------------------------------------------------------- compute inline */
 
-static bool expr_loads(const rx_expr *e, const rx_buffer *b)
-{
-    if (!e) return false;
-    if (e->kind == RX_E_LOAD && e->u.load.buf == b) return true;
-    int k = rx_expr_nchildren(e);
-    for (int i = 0; i < k; i++)
-        if (expr_loads(rx_expr_child(e, i), b)) return true;
-    return false;
-}
-
 bool ft_stmts_touch(const rx_stmts *ss, const rx_buffer *b)
 {
     for (int i = 0; i < ss->n; i++) {
         const rx_stmt *s = ss->items[i];
         switch ((rx_skind)s->kind) {
         case RX_S_FOR:
-            if (expr_loads(s->u.for_.min, b) || expr_loads(s->u.for_.extent, b) ||
+            if (rx_expr_loads_buf(s->u.for_.min, b) || rx_expr_loads_buf(s->u.for_.extent, b) ||
                 ft_stmts_touch(&s->u.for_.body, b))
                 return true;
             break;
         case RX_S_BLOCK:
             for (int k = 0; k < s->u.block.niters; k++)
-                if (expr_loads(s->u.block.iters[k].bind, b) || expr_loads(s->u.block.iters[k].dom, b))
+                if (rx_expr_loads_buf(s->u.block.iters[k].bind, b) ||
+                    rx_expr_loads_buf(s->u.block.iters[k].dom, b))
                     return true;
             if (ft_stmts_touch(&s->u.block.init, b) || ft_stmts_touch(&s->u.block.body, b)) return true;
             break;
         case RX_S_STORE:
-            if (s->u.store.buf == b || expr_loads(s->u.store.value, b)) return true;
+            if (s->u.store.buf == b || rx_expr_loads_buf(s->u.store.value, b)) return true;
             for (int k = 0; k < s->u.store.nidx; k++)
-                if (expr_loads(s->u.store.idx[k], b)) return true;
+                if (rx_expr_loads_buf(s->u.store.idx[k], b)) return true;
             break;
         case RX_S_IF:
-            if (expr_loads(s->u.if_.cond, b) || ft_stmts_touch(&s->u.if_.then_s, b) ||
+            if (rx_expr_loads_buf(s->u.if_.cond, b) || ft_stmts_touch(&s->u.if_.then_s, b) ||
                 ft_stmts_touch(&s->u.if_.else_s, b))
                 return true;
             break;
         case RX_S_LET:
-            if (expr_loads(s->u.let.value, b) || ft_stmts_touch(&s->u.let.body, b)) return true;
+            if (rx_expr_loads_buf(s->u.let.value, b) || ft_stmts_touch(&s->u.let.body, b))
+                return true;
             break;
         default: break;
         }

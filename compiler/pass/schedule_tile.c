@@ -204,15 +204,6 @@ static bool loads_exact(const rx_expr *e, const rx_buffer *b, const rx_svar *con
     return true;
 }
 
-static bool loads_buf(const rx_expr *e, const rx_buffer *b)
-{
-    if (!e) return false;
-    if (e->kind == RX_E_LOAD && e->u.load.buf == b) return true;
-    for (int i = 0; i < rx_expr_nchildren(e); i++)
-        if (loads_buf(rx_expr_child(e, i), b)) return true;
-    return false;
-}
-
 /* True when load e (of a buffer other than b) has a last index that steps by exactly 1
  * when v does (v, v + k, k + v - 1, ...: consecutive elements). */
 static bool unit_step(rx_arith *ar, rx_arena *a, const rx_expr *e, const rx_buffer *b,
@@ -248,36 +239,33 @@ static bool idx_uses(const rx_expr *e, const rx_svar *x, const rx_svar *y)
     return false;
 }
 
-/* The first LOAD of e (outermost first, left to right) that can be packed: a buffer
- * other than b of whole bytes, indices free of I (iv, il) but using K (kv, kl), the
- * last one stepping by 1 with J (jv). NULL when there is none. */
-static const rx_expr *packable(rx_arith *ar, rx_arena *a, const rx_expr *e, const rx_buffer *b,
-                               const rx_svar *const v[5])
+/* The variables a panel's load is judged by: I's iterator and loop variable, then K's,
+ * then J's (v[0..5]; nest t has I). */
+static void ikj_vars(const tnest *t, const rx_svar *v[6])
 {
-    if (!e) return NULL;
-    if (e->kind == RX_E_LOAD && rx_dtype_bits((rx_dtype)e->u.load.buf->dtype) >= 8 &&
-        !idx_uses(e, v[0], v[1]) && idx_uses(e, v[2], v[3]) && unit_step(ar, a, e, b, v[4]))
-        return e;
-    for (int i = 0; i < rx_expr_nchildren(e); i++) {
-        const rx_expr *r = packable(ar, a, rx_expr_child(e, i), b, v);
-        if (r) return r;
+    const rx_iter *its = t->blk->u.block.iters;
+    for (int k = 0; k < 3; k++) {
+        int at = k == 0 ? t->p - 2 : k == 1 ? t->p : t->p - 1; /* I, K, J */
+        v[2 * k] = its[at].var;
+        v[2 * k + 1] = t->loops[at]->u.for_.var;
     }
-    return NULL;
 }
 
-/* The first LOAD of e (outermost first, left to right) that a transposing pack can
- * serve: a buffer other than b of whole bytes, indices free of I (v[0], v[1]) but
- * using K (v[2], v[3]) and J (v[4], v[5]). NULL when there is none. */
-static const rx_expr *transposable(const rx_expr *e, const rx_buffer *b,
-                                   const rx_svar *const v[6])
+/* The first LOAD of e (outermost first, left to right) that a panel can serve: a
+ * buffer other than b of whole bytes, indices free of I but using K (v: ikj_vars),
+ * and either the last one stepping by 1 with J (B[k, j]: a copying panel) or, when
+ * transposed, some index using J (k[h, j, k]: a transposing one). NULL when none. */
+static const rx_expr *panel_load(rx_arith *ar, rx_arena *a, const rx_expr *e,
+                                 const rx_buffer *b, const rx_svar *const v[6], bool transposed)
 {
     if (!e) return NULL;
     if (e->kind == RX_E_LOAD && e->u.load.buf != b &&
         rx_dtype_bits((rx_dtype)e->u.load.buf->dtype) >= 8 && !idx_uses(e, v[0], v[1]) &&
-        idx_uses(e, v[2], v[3]) && idx_uses(e, v[4], v[5]))
+        idx_uses(e, v[2], v[3]) &&
+        (transposed ? idx_uses(e, v[4], v[5]) : unit_step(ar, a, e, b, v[4])))
         return e;
     for (int i = 0; i < rx_expr_nchildren(e); i++) {
-        const rx_expr *r = transposable(rx_expr_child(e, i), b, v);
+        const rx_expr *r = panel_load(ar, a, rx_expr_child(e, i), b, v, transposed);
         if (r) return r;
     }
     return NULL;
@@ -340,7 +328,7 @@ static bool match(rx_stmt *s, tnest *t)
         return false;
     if (cur->u.block.init.n) {
         const rx_stmt *init = only_store(&cur->u.block.init);
-        if (!store_exact(init, t->C, vars, p) || loads_buf(init->u.store.value, t->C))
+        if (!store_exact(init, t->C, vars, p) || rx_expr_loads_buf(init->u.store.value, t->C))
             return false;
         for (int k = p; k < t->n; k++)
             if (rx_expr_uses_var(init->u.store.value, vars[k]) ||
@@ -592,11 +580,10 @@ static void plan_pack(tplan *P, bool one_row)
     if (!P->contiguous || one_row || P->io_first || t->n - t->p != 1) return;
     if (!rx_expr_is_const(P->M, &v) || v < PACK_MIN_ROWS) return;
     if (rx_expr_is_const(P->K, &v) && v < PACK_MIN_K) return;
-    const rx_iter *its = t->blk->u.block.iters;
-    const rx_svar *vars[5] = {its[t->p - 2].var, t->loops[t->p - 2]->u.for_.var, its[t->p].var,
-                              t->loops[t->p]->u.for_.var, its[t->p - 1].var};
+    const rx_svar *vars[6];
+    ikj_vars(t, vars);
     rx_arith *ar = rx_arith_new(P->a);
-    P->bload = packable(ar, P->a, t->upd, t->C, vars);
+    P->bload = panel_load(ar, P->a, t->upd, t->C, vars, false);
     rx_arith_free(ar);
     if (P->bload) P->kc = pack_depth(P);
 }
@@ -610,16 +597,14 @@ static void plan_sizes(tplan *P)
     const rx_svar *jv = t->blk->u.block.iters[t->p - 1].var;
     rx_arith *ar = rx_arith_new(P->a);
     P->contiguous = unit_stride_load(ar, P->a, t->upd, t->C, jv);
-    rx_arith_free(ar);
     if (!P->contiguous && P->has_i && t->n - t->p == 1 &&
         !(rx_expr_is_const(P->M, &v) && v < 2)) { /* Q @ K^T: a transposing panel */
-        const rx_iter *its = t->blk->u.block.iters;
-        const rx_svar *vars[6] = {its[t->p - 2].var, t->loops[t->p - 2]->u.for_.var,
-                                  its[t->p].var,     t->loops[t->p]->u.for_.var,
-                                  jv,                t->loops[t->p - 1]->u.for_.var};
-        P->bload = transposable(t->upd, t->C, vars);
+        const rx_svar *vars[6];
+        ikj_vars(t, vars);
+        P->bload = panel_load(ar, P->a, t->upd, t->C, vars, true);
         P->transposed = P->contiguous = P->bload != NULL;
     }
+    rx_arith_free(ar);
     P->nr = P->contiguous ? 128 / esz : ROW_LANES;
     if (P->nr > 64) P->nr = 64;
     P->mr = MR_TILE;
