@@ -15,11 +15,12 @@ must agree with each other within the same tolerance. Prints one line per check 
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
+
+from e2e_check import Checks, run_status, tools
 
 PTHREAD_BUILD = "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0"
 
@@ -34,25 +35,13 @@ def module(m, k, n):
         "body": {"blocks": [{"dataflow": True, "bindings": bindings}], "result": "y"}}}}
 
 
-def run(argv, env=None):
-    """(exit status, stdout, stderr) of argv, no shell."""
-    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300,
-                       env=env)
-    return p.returncode, p.stdout.decode(), p.stderr.decode()
-
-
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
         return 2
-    bindir = os.path.join(sys.argv[1], "bin")
-    relaxc, relax_run = os.path.join(bindir, "relaxc"), os.path.join(bindir, "relax-run")
-    passed = failed = 0
-
-    def check(ok, what):
-        nonlocal passed, failed
-        print(("PASS " if ok else "FAIL ") + what)
-        passed, failed = passed + bool(ok), failed + (not ok)
+    relaxc, relax_run = tools(sys.argv[1])
+    checks = Checks()
+    check = checks.check
 
     rng = np.random.default_rng(5)
     x = rng.standard_normal((37, 64)).astype(np.float32)
@@ -62,12 +51,11 @@ def main():
         src, rxa = os.path.join(tmp, "m.json"), os.path.join(tmp, "m.rxa")
         with open(src, "w") as f:
             json.dump(module(37, 64, 29), f)
-        rc, _, err = run([relaxc, "build", src, "--lib", "all", "-o", rxa])
+        rc, _, err = run_status([relaxc, "build", src, "--lib", "all", "-o", rxa])
         check(rc == 0, "relaxc build --lib all" + ("" if rc == 0 else ": " + err))
         if rc != 0:
-            print("%d passed, %d failed" % (passed, failed))
-            return 1
-        text = run([relaxc, "print", src, "--after", "lower_vm", "--lib", "all"])[1]
+            return checks.done()
+        text = run_status([relaxc, "print", src, "--after", "lower_vm", "--lib", "all"])[1]
         check("blas.matmul_relu" in text, "the module calls blas.matmul_relu")
         np.save(os.path.join(tmp, "x.npy"), x)
         np.save(os.path.join(tmp, "w.npy"), w)
@@ -80,7 +68,7 @@ def main():
             env.pop("RX_BLAS_LIB", None)
             if lib is not None:
                 env["RX_BLAS_LIB"] = lib
-            rc, _, err = run([relax_run, rxa] + ins + ["--out-dir", out], env)
+            rc, _, err = run_status([relax_run, rxa] + ins + ["--out-dir", out], env)
             path = os.path.join(out, "out0.npy")
             return rc, err, (np.load(path) if os.path.exists(path) else None)
 
@@ -99,8 +87,7 @@ def main():
         check(rc == 1 and got3 is None, "RX_BLAS_LIB missing: exit 1, no output (got %d)" % rc)
         check("blas.matmul_relu: OpenBLAS is not available (dlopen of $RX_BLAS_LIB failed)" in err,
               "RX_BLAS_LIB missing: the message names it: " + err.strip()[:200])
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return checks.done()
 
 
 if __name__ == "__main__":

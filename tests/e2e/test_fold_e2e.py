@@ -19,11 +19,12 @@ for them. Prints one line per check and `N passed, M failed`; exit 1 on a failur
 import base64
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
+
+from e2e_check import Checks, run, tools
 
 
 def const(a, dt):
@@ -73,25 +74,13 @@ FOLDED_OPS = ["nn.softmax", "nn.layer_norm", "permute_dims", "matmul", "exp", "f
               "sum", "astype", "argmax", "nn.gelu_tanh", "tanh"]
 
 
-def run(argv):
-    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
-    if p.returncode != 0:
-        raise RuntimeError("%s failed (%d): %s" % (argv[0], p.returncode, p.stderr.decode()[-2000:]))
-    return p.stdout.decode()
-
-
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
         return 2
-    bindir = os.path.join(sys.argv[1], "bin")
-    relaxc, relax_run = os.path.join(bindir, "relaxc"), os.path.join(bindir, "relax-run")
-    passed = failed = 0
-
-    def check(ok, what):
-        nonlocal passed, failed
-        print(("PASS " if ok else "FAIL ") + what)
-        passed, failed = passed + bool(ok), failed + (not ok)
+    relaxc, relax_run = tools(sys.argv[1])
+    checks = Checks()
+    check = checks.check
 
     with tempfile.TemporaryDirectory(prefix="rx_fold_e2e.") as tmp:
         src = os.path.join(tmp, "m.json")
@@ -119,8 +108,7 @@ def main():
                 same = a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
                 check(same, "%s out%d (%s %s): folded == unfolded, byte for byte" %
                       (label, i, a.dtype, a.shape))
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return checks.done()
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """test_isa_exact_e2e.py — opt level 2's exact ISA versions keep O0's bits, end to end.
 
-    /usr/bin/python3 tests/unit/codegen/test_isa_exact_e2e.py BUILD_DIR
+    /usr/bin/python3 tests/e2e/test_isa_exact_e2e.py BUILD_DIR
 
 A module computing softmax, silu, exp and sigmoid of its f32 parameter x (37 x 1037:
 rows that leave vector remainders; arguments over exp's whole range with infinities,
@@ -20,11 +20,12 @@ Prints one line per check and `N passed, M failed`; exit 1 on a failure.
 import base64
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
+
+from e2e_check import Checks, run, tools
 
 R, C = 37, 1037
 NOUT = 6
@@ -64,26 +65,13 @@ def module(k):
         "body": {"blocks": [{"dataflow": True, "bindings": bindings}], "result": "r"}}}}
 
 
-def run(argv, env=None):
-    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300,
-                       env=env)
-    if p.returncode != 0:
-        raise RuntimeError("%s failed (%d): %s" % (argv[0], p.returncode, p.stderr.decode()[-2000:]))
-    return p.stdout.decode()
-
-
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
         return 2
-    bindir = os.path.join(sys.argv[1], "bin")
-    relaxc, relax_run = os.path.join(bindir, "relaxc"), os.path.join(bindir, "relax-run")
-    passed = failed = 0
-
-    def check(ok, what):
-        nonlocal passed, failed
-        print(("PASS " if ok else "FAIL ") + what)
-        passed, failed = passed + bool(ok), failed + (not ok)
+    relaxc, relax_run = tools(sys.argv[1])
+    checks = Checks()
+    check = checks.check
 
     x, k = inputs()
     with tempfile.TemporaryDirectory(prefix="rx_isa_exact.") as tmp:
@@ -123,8 +111,7 @@ def main():
                     same = a.dtype == b.dtype and a.shape == b.shape and bool(np.all(
                         (a.view(np.uint32) == b.view(np.uint32)) | (np.isnan(a) & np.isnan(b))))
                     check(same, "%s RX_KERNEL_ISA=%s out%d: O0's bits" % (label, isa or "(best)", i))
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return checks.done()
 
 
 if __name__ == "__main__":

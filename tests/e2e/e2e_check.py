@@ -1,0 +1,44 @@
+"""e2e_check.py — what the small end-to-end scripts share (test_fold_e2e.py,
+test_isa_exact_e2e.py, test_blas_lib.py): the build's programs, running one without a
+shell, and PASS/FAIL lines with a final count.
+"""
+
+import os
+import subprocess
+
+
+def tools(build_dir):
+    """(relaxc, relax-run) of a build directory."""
+    bindir = os.path.join(build_dir, "bin")
+    return os.path.join(bindir, "relaxc"), os.path.join(bindir, "relax-run")
+
+
+def run_status(argv, env=None):
+    """(exit status, stdout, stderr) of argv, no shell, at most 300 s."""
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300,
+                       env=env)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def run(argv, env=None):
+    """stdout of argv; RuntimeError with the end of stderr when it fails."""
+    rc, out, err = run_status(argv, env)
+    if rc != 0:
+        raise RuntimeError("%s failed (%d): %s" % (argv[0], rc, err[-2000:]))
+    return out
+
+
+class Checks:
+    """PASS/FAIL lines and their count."""
+
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def check(self, ok, what):
+        print(("PASS " if ok else "FAIL ") + what)
+        self.passed, self.failed = self.passed + bool(ok), self.failed + (not ok)
+
+    def done(self):
+        """Prints `N passed, M failed`; the exit status (1 on a failure)."""
+        print("%d passed, %d failed" % (self.passed, self.failed))
+        return 1 if self.failed else 0
