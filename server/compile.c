@@ -67,6 +67,7 @@ struct rx_job {
     char key[65];          /* cache key */
     char target[16];
     int opt_level;
+    rx_compile_opts opts;  /* lib, lib_disable, disable_passes */
     char request_id[65];   /* the request that created it (logs) */
     char *module;          /* relax-json text (heap) until a worker is done with it */
     size_t module_n;
@@ -134,6 +135,7 @@ static rx_job *job_new(const char *key, const rx_compile_req *r, const char *req
     snprintf(j->target, sizeof j->target, "%s", r->target);
     snprintf(j->request_id, sizeof j->request_id, "%s", request_id ? request_id : "");
     j->opt_level = r->opt_level;
+    j->opts = r->opts;
     return j;
 }
 
@@ -324,6 +326,8 @@ static void run_job(rx_compiler *k, rx_job *j, json_t **result, json_t **error, 
     rx_build_opts bo = {0};
     bo.target = j->target;
     bo.opt_level = j->opt_level;
+    rx_compile_names names;
+    rx_compile_opts_apply(&j->opts, &bo, &names);
     bo.cc = &cc;
     rx_build_result br;
     rx_diags d;
@@ -541,6 +545,8 @@ static bool request_key(rx_compiler *k, const rx_compile_req *r, char key[65], r
     rx_build_opts bo = {0};
     bo.target = r->target;
     bo.opt_level = r->opt_level;
+    rx_compile_names names;
+    rx_compile_opts_apply(&r->opts, &bo, &names);
     rx_read_opts ro = {0};
     ro.max_bytes = (size_t)k->cfg->max_module_bytes;
     ro.max_depth = k->cfg->max_json_depth;

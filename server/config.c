@@ -23,6 +23,7 @@
 
 #include <jansson.h>
 
+#include "relax/json.h"
 #include "relax/support.h"
 #include "server_int.h"
 
@@ -59,14 +60,20 @@ static const option options[] = {
     {"--cache-max-bytes", "RELAXD_CACHE_MAX_BYTES", "cache_max_bytes", T_SIZE,
      OFF(cache_max_bytes), 0, INT64_MAX, "cache size cap, bytes (default 0: unlimited)"},
     {"--max-connections", "RELAXD_MAX_CONNECTIONS", "max_connections", T_INT,
-     OFF(max_connections), 1, 100000, "concurrent connections (default 256)"},
+     OFF(max_connections), 1, 100000, "concurrent connections; more get 503 (default 256)"},
+    {"--max-connections-per-ip", "RELAXD_MAX_CONNECTIONS_PER_IP", "max_connections_per_ip",
+     T_INT, OFF(max_connections_per_ip), 0, 100000,
+     "concurrent connections from one address; more get 503 (default 64, 0: no limit)"},
+    {"--header-timeout", "RELAXD_HEADER_TIMEOUT", "header_timeout", T_INT,
+     OFF(header_timeout_s), 1, 3600,
+     "seconds to send a whole header block, from connect or the last reply (default 10)"},
     {"--request-timeout", "RELAXD_REQUEST_TIMEOUT", "request_timeout", T_INT,
      OFF(request_timeout_s), 1, 86400, "idle connection timeout, seconds (default 60)"},
     {"--max-header-bytes", "RELAXD_MAX_HEADER_BYTES", "max_header_bytes", T_SIZE,
      OFF(max_header_bytes), 4096, 1 << 24,
      "request header block limit, bytes; larger is 431 (default 32KiB)"},
     {"--max-json-depth", "RELAXD_MAX_JSON_DEPTH", "max_json_depth", T_INT,
-     OFF(max_json_depth), 8, 4096, "module JSON nesting limit (default 256)"},
+     OFF(max_json_depth), 8, 4096, "module JSON nesting limit (default 512, as relaxc)"},
     {"--max-module-bytes", "RELAXD_MAX_MODULE_BYTES", "max_module_bytes", T_SIZE,
      OFF(max_module_bytes), 1024, 16 * GiB, "module size limit (default 64MiB)"},
     {"--max-jobs", "RELAXD_MAX_JOBS", "max_jobs", T_INT, OFF(max_jobs), 16, 1000000,
@@ -104,10 +111,12 @@ static const char help_text[] =
     "  --compile-timeout S       compile time limit (default 120)\n"
     "  --max-body BYTES          request body limit (default 64MiB)\n"
     "  --cache-max-bytes BYTES   cache cap (default 0: unlimited)\n"
-    "  --max-connections N       default 256\n"
+    "  --max-connections N       connections at once, more get 503 (default 256)\n"
+    "  --max-connections-per-ip N  of them from one address (default 64, 0: no limit)\n"
+    "  --header-timeout S        time to send a header block (default 10)\n"
     "  --request-timeout S       idle connection timeout (default 60)\n"
     "  --max-header-bytes BYTES  request header limit, larger is 431 (default 32KiB)\n"
-    "  --max-json-depth N        module nesting limit (default 256)\n"
+    "  --max-json-depth N        module nesting limit (default 512, as relaxc)\n"
     "  --max-module-bytes BYTES  module size limit (default 64MiB)\n"
     "  --max-jobs N              finished async jobs remembered (default 1024)\n"
     "  --agent-heartbeat-ms MS   agents' heartbeat period (default 1000)\n"
@@ -138,9 +147,11 @@ void rx_config_defaults(rx_config *c)
     c->max_body = 64 << 20;
     c->cache_max_bytes = 0;
     c->max_connections = 256;
+    c->max_connections_per_ip = 64;
+    c->header_timeout_s = 10;
     c->request_timeout_s = 60;
     c->max_header_bytes = 32 << 10;
-    c->max_json_depth = 256;
+    c->max_json_depth = RX_JSON_MAX_DEPTH;
     c->max_module_bytes = 64 << 20;
     c->max_jobs = 1024;
     c->agent_heartbeat_ms = 1000;
@@ -273,6 +284,11 @@ static bool parse_role(const char *s, rx_role *r)
     return true;
 }
 
+static const char *role_name(rx_role r)
+{
+    return r == RX_ROLE_CLIENT ? "client" : r == RX_ROLE_AGENT ? "agent" : "admin";
+}
+
 static bool load_tokens(json_t *arr, rx_config *c, char *err, size_t errlen)
 {
     if (!json_is_array(arr) || json_array_size(arr) > RX_CONFIG_MAX_TOKENS) {
@@ -303,6 +319,15 @@ static bool load_tokens(json_t *arr, rx_config *c, char *err, size_t errlen)
         if (!parse_role(role, &r)) {
             snprintf(err, errlen, "config: tokens[%zu].role \"%s\" is not client, agent or admin",
                      i, role);
+            return false;
+        }
+        for (int k = 0; k < c->ntokens; k++) {
+            if (strcmp(c->tokens[k].token, tok)) continue;
+            /* one token, one role: a token under two roles would silently get both */
+            snprintf(err, errlen,
+                     "config: tokens[%zu] (role %s) repeats the token of tokens[%d] (role %s); "
+                     "each token must be listed once, with one role",
+                     i, role, k, role_name(c->tokens[k].role));
             return false;
         }
         c->tokens[c->ntokens].token = strdup(tok);

@@ -65,6 +65,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -75,6 +76,7 @@
 #include "server_int.h"
 
 #define PATH_LOG_MAX 256 /* characters of the path kept for the log */
+#define RAW_PATH_MAX 320 /* longest request-target path routed (longer: 404) */
 #define HEADER_POOL_SLACK (16 << 10) /* pool bytes beyond twice the header limit */
 
 struct rx_request {
@@ -83,13 +85,14 @@ struct rx_request {
     struct MHD_Connection *conn;
     char method[16];       /* as received, truncated */
     char path[PATH_LOG_MAX + 1]; /* printable copy for logs */
+    char raw[RAW_PATH_MAX + 1]; /* the path as sent, before '?' ("" when too long) */
     char id[65];           /* request id */
     double t0;             /* monotonic ms at the first call */
     int route;             /* index in the routing table, -1: none (metrics: unmatched) */
     char params[RX_ROUTE_MAX_PARAMS][RX_ROUTE_PARAM_MAX];
     char *body;            /* request body (heap), NUL-terminated */
     size_t n, cap;
-    bool too_large;        /* the body passed max_body */
+    bool cut;              /* cut off in its body (cut_off): the connection is closing */
     bool begun;            /* the access handler's first call ran */
     bool replied;          /* a response was queued */
     int status;            /* the status queued */
@@ -104,6 +107,7 @@ struct rx_request {
 struct rx_http {
     struct MHD_Daemon *d;
     rx_server *srv;
+    rx_admit *admit;       /* connection limits and the header deadline (admit.c) */
     int unmatched;         /* metrics slot for requests that matched no route */
     atomic_int parked;     /* requests parked and not completed yet (rx_http_drain) */
 };
@@ -344,6 +348,51 @@ static size_t header_pool(int64_t max_header_bytes)
     return (size_t)max_header_bytes * 2 + HEADER_POOL_SLACK;
 }
 
+/* How the body's length is framed (RFC 9112, 6.3): one Content-Length, or
+ * Transfer-Encoding: chunked alone. Anything else could be read one way here and
+ * another way by a proxy in front (request smuggling), so it is a 400 and the
+ * connection is closed. */
+typedef struct framing {
+    int content_length, transfer_encoding;
+    bool chunked_only;     /* every Transfer-Encoding value is exactly "chunked" */
+} framing;
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    (void)kind;
+    framing *f = cls;
+    if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) f->content_length++;
+    if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+        f->transfer_encoding++;
+        if (!value || strcasecmp(value, "chunked")) f->chunked_only = false;
+    }
+    return MHD_YES;
+}
+
+static const char *framing_error(rx_request *q)
+{
+    framing f = {0, 0, true};
+    MHD_get_connection_values(q->conn, MHD_HEADER_KIND, count_framing, &f);
+    if (f.content_length > 1) return "more than one Content-Length header";
+    if (f.content_length && f.transfer_encoding)
+        return "Content-Length and Transfer-Encoding together";
+    if (f.transfer_encoding > 1 || !f.chunked_only)
+        return "Transfer-Encoding must be chunked, once (no other coding is accepted)";
+    return NULL;
+}
+
+/* Routes match the path exactly as sent. A percent-escape never names anything relaxd
+ * serves (ids are hex, names are plain words), and decoding one first would let
+ * "<id>%2fmeta" become another route or "<id>%00.txt" lose its tail at the NUL. */
+static bool routable(const char *raw)
+{
+    if (!raw[0]) return false;
+    for (const char *p = raw; *p; p++)
+        if (*p == '%' || *p <= ' ' || *p >= 0x7f) return false;
+    return true;
+}
+
 /* The first call: header size, route, authenticate, check the declared body size. */
 static void begin(rx_request *q, const char *url, const char *method, const char *version)
 {
@@ -356,6 +405,17 @@ static void begin(rx_request *q, const char *url, const char *method, const char
         rx_reply_error(q, 431, "headers_too_large", msg);
         return;
     }
+    const char *bad = framing_error(q);
+    if (bad) {
+        reply_error_headers(q, 400, rx_error_json("bad_request", bad), 0,
+                            MHD_HTTP_HEADER_CONNECTION, "close");
+        return;
+    }
+    if (!routable(q->raw)) {
+        rx_reply_error(q, 404, "not_found", "no such endpoint");
+        return;
+    }
+    url = q->raw;
     int n;
     const rx_route *routes = rx_routes(&n);
     const rx_route *r = NULL;
@@ -422,20 +482,35 @@ static void begin(rx_request *q, const char *url, const char *method, const char
     }
 }
 
-/* An upload chunk: append, counting against max_body. */
-static void upload(rx_request *q, const char *data, size_t n)
+/* Ends a request in the middle of its body: libmicrohttpd 0.9.75 takes a reply only
+ * before the body or after all of it, so the error is written onto the socket here and
+ * the connection closed (the access handler returns MHD_NO). */
+static void cut_off(rx_request *q, int status, const char *code, const char *msg)
 {
-    if (q->replied || q->too_large || q->route < 0) return;
+    free(q->body);
+    q->body = NULL;
+    q->n = q->cap = 0;
+    q->cut = true;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return;
+    if (rx_raw_reply(ci->connect_fd, status, q->id, code, msg, status == 503 ? 5 : 0) == 0) {
+        q->replied = true;
+        q->status = status;
+    }
+    rx_raw_close(ci->connect_fd);
+}
+
+/* An upload chunk: append, counting against max_body. False: the request was cut off. */
+static bool upload(rx_request *q, const char *data, size_t n)
+{
+    if (q->replied || q->route < 0) return true;
     const rx_route *r = &rx_routes(&(int){0})[q->route];
     size_t max = (size_t)rx_server_config(q->srv)->max_body;
-    if (!r->body) return; /* a body where none is expected is ignored */
+    if (!r->body) return true; /* a body where none is expected is ignored */
     if (n > max - q->n) {
-        q->too_large = true;
-        free(q->body);
-        q->body = NULL;
-        q->n = q->cap = 0;
-        rx_reply_error(q, 413, "body_too_large", "the request body is larger than max_body");
-        return;
+        cut_off(q, 413, "body_too_large", "the request body is larger than max_body");
+        return false;
     }
     if (q->n + n + 1 > q->cap) {
         size_t cap = q->cap ? q->cap : 4096;
@@ -443,9 +518,8 @@ static void upload(rx_request *q, const char *data, size_t n)
         if (cap > max + 1) cap = max + 1;
         char *b = realloc(q->body, cap);
         if (!b) {
-            q->too_large = true;
-            rx_reply_error(q, 503, "out_of_memory", "cannot hold the request body now");
-            return;
+            cut_off(q, 503, "out_of_memory", "cannot hold the request body now");
+            return false;
         }
         q->body = b;
         q->cap = cap;
@@ -453,6 +527,7 @@ static void upload(rx_request *q, const char *data, size_t n)
     memcpy(q->body + q->n, data, n);
     q->n += n;
     q->body[q->n] = '\0';
+    return true;
 }
 
 /* A request's state, made when its request line has been read (uri: the raw target,
@@ -471,13 +546,20 @@ static rx_request *request_new(rx_http *h, struct MHD_Connection *conn, const ch
     rx_hex(b, sizeof b, q->id);
     copy_printable(q->method, sizeof q->method, "-");
     copy_printable(q->path, sizeof q->path, uri ? uri : "");
+    size_t n = uri ? strcspn(uri, "?") : 0;
+    if (n <= RAW_PATH_MAX) {
+        memcpy(q->raw, uri, n);
+        q->raw[n] = '\0';
+    }
     return q;
 }
 
 /* MHD_OPTION_URI_LOG_CALLBACK: the return value becomes the request's *con_cls. */
 static void *uri_logged(void *cls, const char *uri, struct MHD_Connection *conn)
 {
-    return request_new(cls, conn, uri);
+    rx_http *h = cls;
+    rx_admit_request_line(h->admit, conn);
+    return request_new(h, conn, uri);
 }
 
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, const char *url,
@@ -496,14 +578,16 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         q->begun = true;
         copy_printable(q->method, sizeof q->method, method);
         copy_printable(q->path, sizeof q->path, url);
+        rx_admit_headers_done(h->admit, conn);
         request_id(q);
         begin(q, url, method, version);
         return MHD_YES;
     }
+    if (q->cut) return MHD_NO;
     if (*upload_data_size) {
-        upload(q, upload_data, *upload_data_size);
+        bool go_on = upload(q, upload_data, *upload_data_size);
         *upload_data_size = 0;
-        return MHD_YES;
+        return go_on ? MHD_YES : MHD_NO;
     }
     if (q->parked) { /* resumed: the wait ended (job done, assigned, deadline, shutdown) */
         q->parked = false;
@@ -513,10 +597,6 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     }
     if (q->replied) return MHD_YES;
     if (q->route < 0) return MHD_NO; /* begin() could not queue its reply: drop */
-    if (q->too_large) {
-        rx_reply_error(q, 413, "body_too_large", "the request body is larger than max_body");
-        return MHD_YES;
-    }
     int n;
     const rx_route *routes = rx_routes(&n);
     routes[q->route].fn(q->srv, q);
@@ -530,6 +610,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
     rx_http *h = cls;
     rx_request *q = *con_cls;
+    rx_admit_request_done(h->admit, conn);
     if (!q) return;
     *con_cls = NULL;
     double ms = rx_now_ms() - q->t0;
@@ -551,6 +632,13 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (q->counted) atomic_fetch_sub(&h->parked, 1);
     free(q->body);
     free(q);
+}
+
+static void notify_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                              enum MHD_ConnectionNotificationCode toe)
+{
+    rx_http *h = cls;
+    rx_admit_notify(h->admit, conn, socket_context, toe == MHD_CONNECTION_NOTIFY_STARTED);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -594,13 +682,16 @@ rx_http *rx_http_start(rx_server *s, const rx_config *c, int *port, char *err, s
         threads = cores > 0 ? (unsigned)cores : 1;
     }
     if (threads > (unsigned)c->max_connections) threads = (unsigned)c->max_connections;
+    h->admit = rx_admit_new(c, rx_server_log(s));
+    /* the logger first: options before it would make libmicrohttpd warn on stderr */
     h->d = MHD_start_daemon(
         flags, (uint16_t)c->port, NULL, NULL, access_handler, h,
-        MHD_OPTION_THREAD_POOL_SIZE, threads,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+        MHD_OPTION_THREAD_POOL_SIZE, threads,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
         MHD_OPTION_NOTIFY_COMPLETED, completed, h,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections,
+        MHD_OPTION_NOTIFY_CONNECTION, notify_connection, h,
+        MHD_OPTION_CONNECTION_LIMIT, rx_admit_mhd_limit(c, threads),
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)c->request_timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, header_pool(c->max_header_bytes),
         MHD_OPTION_URI_LOG_CALLBACK, uri_logged, h,
@@ -609,6 +700,7 @@ rx_http *rx_http_start(rx_server *s, const rx_config *c, int *port, char *err, s
     if (!h->d) {
         snprintf(err, errlen, "cannot listen on %s:%d (address in use or not permitted)",
                  c->host, c->port);
+        rx_admit_free(h->admit);
         free(h);
         return NULL;
     }
@@ -635,5 +727,6 @@ void rx_http_stop(rx_http *h)
 {
     if (!h) return;
     if (h->d) MHD_stop_daemon(h->d);
+    rx_admit_free(h->admit);
     free(h);
 }

@@ -105,8 +105,8 @@ static void h_metrics(rx_server *s, rx_request *q)
 static const char *parse_compile(json_t *root, rx_compile_req *r, json_t **module, char *msg,
                                  size_t cap)
 {
-    const char *key, *ok;
-    json_t *v, *ov;
+    const char *key;
+    json_t *v;
     if (!json_is_object(root)) return "the body must be a JSON object";
     json_object_foreach(root, key, v) {
         if (!strcmp(key, "module")) {
@@ -119,17 +119,8 @@ static const char *parse_compile(json_t *root, rx_compile_req *r, json_t **modul
             if (!json_is_boolean(v)) return "\"async\" must be true or false";
             r->async = json_is_true(v);
         } else if (!strcmp(key, "options")) {
-            if (!json_is_object(v)) return "\"options\" must be an object";
-            json_object_foreach(v, ok, ov) {
-                if (strcmp(ok, "opt_level")) {
-                    snprintf(msg, cap, "unknown option \"%.64s\" (known: opt_level)", ok);
-                    return msg;
-                }
-                if (!json_is_integer(ov) || json_integer_value(ov) < 0 ||
-                    json_integer_value(ov) > 3)
-                    return "\"opt_level\" must be an integer 0..3";
-                r->opt_level = (int)json_integer_value(ov);
-            }
+            const char *bad = rx_compile_opts_parse(v, &r->opt_level, &r->opts, msg, cap);
+            if (bad) return bad;
         } else {
             snprintf(msg, cap, "unknown key \"%.64s\" (known: module, target, options, async)",
                      key);

@@ -121,6 +121,36 @@ rx_role rx_auth_check(const rx_auth *a, const char *authorization);
 typedef struct rx_compiler rx_compiler;
 typedef struct rx_job rx_job;
 
+/* The build options of a compile request beyond opt_level (compile_opts.c), held by
+ * value: lib, lib_disable, disable_passes, as relaxc's flags. Zeroed: relaxc's defaults. */
+#define RX_COMPILE_NAMES 24     /* names in one list at most */
+#define RX_COMPILE_NAME_MAX 32  /* longest pass or pattern name + NUL */
+
+typedef struct rx_compile_opts {
+    int lib_mode;          /* rx_lib_mode: auto (0), none, all */
+    int nlib_disable, ndisable;
+    char lib_disable[RX_COMPILE_NAMES][RX_COMPILE_NAME_MAX]; /* in the order given */
+    char disable[RX_COMPILE_NAMES][RX_COMPILE_NAME_MAX];
+    /* target options go here (see compile_opts.c) */
+} rx_compile_opts;
+
+/* Pointer arrays rx_compile_opts_apply hands to rx_build_opts (live as long as it). */
+typedef struct rx_compile_names {
+    const char *lib_disable[RX_COMPILE_NAMES + 1];
+    const char *disable[RX_COMPILE_NAMES + 1];
+} rx_compile_names;
+
+struct rx_build_opts;
+
+/* Reads the request's "options" object into *opt_level and *o; NULL, or a message for
+ * a 400 bad_request (unknown option, wrong type, unknown pass or pattern name: the
+ * message lists the valid ones), possibly written into msg. */
+const char *rx_compile_opts_parse(const json_t *options, int *opt_level, rx_compile_opts *o,
+                                  char *msg, size_t cap);
+/* Sets bo's lib and disable from o, pointing into hold. */
+void rx_compile_opts_apply(const rx_compile_opts *o, struct rx_build_opts *bo,
+                           rx_compile_names *hold);
+
 typedef struct rx_compile_req {
     const char *module;    /* relax-json text, or NULL when module_json is set */
     size_t module_n;
@@ -128,6 +158,7 @@ typedef struct rx_compile_req {
                                   without a second parse; serialized only on a miss */
     const char *target;    /* "cpu" */
     int opt_level;         /* 0..3 */
+    rx_compile_opts opts;  /* lib, lib_disable, disable_passes (part of the key) */
     bool async;
 } rx_compile_req;
 
@@ -183,6 +214,31 @@ void rx_compiler_gauges(rx_compiler *k, rx_metrics_gauges *g);
  * joins the workers. Idempotent. */
 void rx_compiler_stop(rx_compiler *k);
 void rx_compiler_free(rx_compiler *k);
+
+/* ---- admit.c: connection limits, the header deadline, raw replies ---- */
+
+typedef struct rx_admit rx_admit;
+struct MHD_Connection;
+
+rx_admit *rx_admit_new(const rx_config *c, rx_log *log); /* starts the reaper thread */
+void rx_admit_free(rx_admit *a);                          /* after the daemon stopped */
+/* libmicrohttpd's own connection limit for `threads` event loops: never reached first. */
+unsigned rx_admit_mhd_limit(const rx_config *c, unsigned threads);
+/* From MHD_OPTION_NOTIFY_CONNECTION: a connection opened (counted or refused) or closed. */
+void rx_admit_notify(rx_admit *a, struct MHD_Connection *c, void **socket_context, bool opened);
+void rx_admit_request_line(rx_admit *a, struct MHD_Connection *c); /* URI callback */
+void rx_admit_headers_done(rx_admit *a, struct MHD_Connection *c); /* first access call */
+void rx_admit_request_done(rx_admit *a, struct MHD_Connection *c); /* completion */
+
+/* Writes a whole JSON error reply ({"error": {"code", "message"}}, Connection: close,
+ * X-Request-Id, Retry-After when > 0) straight onto a connection's socket, for replies
+ * libmicrohttpd cannot send (a connection refused as it opens, a body cut off midway).
+ * msg must need no JSON escaping. 0, or -1 when it did not fit the socket buffer. */
+int rx_raw_reply(int fd, int status, const char *request_id, const char *code, const char *msg,
+                 int retry_after);
+/* Ends the stream after a raw reply (FIN after the reply), reading and dropping what the
+ * client had already sent so the close is not a reset. libmicrohttpd then closes it. */
+void rx_raw_close(int fd);
 
 /* ---- http.c / routes.c ---- */
 

@@ -652,7 +652,7 @@ static rx_read_opts opts_or_defaults(const rx_read_opts *opts)
 {
     rx_read_opts o = opts ? *opts : (rx_read_opts){0};
     if (!o.max_bytes) o.max_bytes = (size_t)256 << 20;
-    if (o.max_depth <= 0) o.max_depth = 512;
+    if (o.max_depth <= 0) o.max_depth = RX_JSON_MAX_DEPTH;
     if (!o.max_expr_len) o.max_expr_len = 65536;
     if (o.max_expr_depth <= 0) o.max_expr_depth = 256;
     return o;

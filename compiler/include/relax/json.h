@@ -24,9 +24,13 @@
 
 #include "relax/ir.h"
 
+/* The JSON nesting limit by default, the same for relaxc and relaxd (max_json_depth), so
+ * a module one accepts the other accepts too. */
+#define RX_JSON_MAX_DEPTH 512
+
 typedef struct rx_read_opts {
     size_t max_bytes;      /* 0: 256 MiB */
-    int max_depth;         /* JSON nesting; 0: 512 */
+    int max_depth;         /* JSON nesting; 0: RX_JSON_MAX_DEPTH */
     size_t max_expr_len;   /* characters in one scalar expression; 0: 65536 */
     int max_expr_depth;    /* 0: 256 */
 } rx_read_opts;

@@ -49,7 +49,10 @@ typedef struct rx_config {
     int compile_timeout_s; /* C compiler limit and sync wait bound, seconds */
     int64_t max_body;      /* request body limit, bytes */
     int64_t cache_max_bytes; /* store cap; 0: unlimited */
-    int max_connections;   /* MHD_OPTION_CONNECTION_LIMIT */
+    int max_connections;   /* connections served at once (more: 503, admit.c) */
+    int max_connections_per_ip; /* of them from one address; 0: no limit */
+    int header_timeout_s;  /* a header block must be complete this long after the
+                              connection opened or its previous request ended */
     int request_timeout_s; /* per-connection idle timeout, seconds */
     int64_t max_header_bytes; /* request header block limit (431 past it), bytes */
     int max_json_depth;    /* module JSON nesting limit */
