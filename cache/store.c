@@ -156,6 +156,18 @@ int rx_store_info(rx_store *s, const char *id, rx_artifact_info *info, char **me
     return s->ops->info(s->impl, id, info ? info : &tmp, meta, err, errlen);
 }
 
+int rx_store_find_prefix(rx_store *s, const char *prefix, char (*ids)[65], int max, int *n,
+                         char *err, size_t errlen)
+{
+    *n = 0;
+    size_t len = strlen(prefix);
+    if (len < 1 || len > 64 || max < 1) return 0;
+    for (size_t i = 0; i < len; i++)
+        if (!((prefix[i] >= '0' && prefix[i] <= '9') || (prefix[i] >= 'a' && prefix[i] <= 'f')))
+            return 0;
+    return s->ops->find_prefix(s->impl, prefix, ids, max, n, err, errlen);
+}
+
 void rx_store_get_stats(rx_store *s, rx_store_stats *out)
 {
     memset(out, 0, sizeof *out);

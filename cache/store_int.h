@@ -62,6 +62,9 @@ typedef struct rx_store_ops {
                 size_t errlen);
     int (*info)(void *impl, const char *id, rx_artifact_info *info, char **meta, char *err,
                 size_t errlen);
+    /* As in store.h (rx_store_find_prefix); prefix already checked (1..64 hex digits). */
+    int (*find_prefix)(void *impl, const char *prefix, char (*ids)[65], int max, int *n,
+                       char *err, size_t errlen);
     /* Fills entries and bytes (the persistent part of the stats); 0 or -1. */
     int (*totals)(void *impl, int64_t *entries, int64_t *bytes);
 } rx_store_ops;

@@ -116,7 +116,7 @@ static const char *const migrations[SCHEMA_VERSION] = {
 
 enum {
     Q_BEGIN, Q_COMMIT, Q_ROLLBACK, Q_LOOKUP, Q_INFO, Q_SIZE, Q_TOUCH, Q_PUT_ART,
-    Q_ENTRY_ID, Q_PUT_ENTRY, Q_DEL_UNREF, Q_DEL_ART, Q_TOTALS, Q_LRU, Q_ALL, Q_COUNT
+    Q_ENTRY_ID, Q_PUT_ENTRY, Q_DEL_UNREF, Q_DEL_ART, Q_TOTALS, Q_LRU, Q_ALL, Q_PREFIX, Q_COUNT
 };
 
 static const char *const query_sql[Q_COUNT] = {
@@ -146,6 +146,9 @@ static const char *const query_sql[Q_COUNT] = {
     [Q_TOTALS] = "SELECT count(*), coalesce(sum(size), 0) FROM artifacts",
     [Q_LRU] = "SELECT id, size FROM artifacts WHERE id <> ?1 ORDER BY access_seq LIMIT 1",
     [Q_ALL] = "SELECT id, size FROM artifacts",
+    /* ids starting with a hex prefix p lie in [p, p || 'g'): the primary key's index */
+    [Q_PREFIX] = "SELECT id FROM artifacts WHERE id >= ?1 AND id < ?1 || 'g' ORDER BY id"
+                 " LIMIT ?2",
 };
 
 typedef struct conn {
@@ -730,6 +733,25 @@ static int sq_info(void *impl, const char *id, rx_artifact_info *info, char **me
     return r;
 }
 
+static int sq_find_prefix(void *impl, const char *prefix, char (*ids)[65], int max, int *n,
+                          char *err, size_t errlen)
+{
+    sq *s = impl;
+    *n = 0;
+    conn *c = checkout(s, err, errlen);
+    if (!c) return -1;
+    sqlite3_stmt *st = Q(c, Q_PREFIX);
+    bind_text(st, 1, prefix);
+    sqlite3_bind_int(st, 2, max);
+    int rc, r = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && *n < max)
+        copy_text(ids[(*n)++], 65, sqlite3_column_text(st, 0));
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) r = db_fail(c, "find_prefix", err, errlen);
+    done(st);
+    checkin(s, c);
+    return r;
+}
+
 static int sq_totals(void *impl, int64_t *entries, int64_t *bytes)
 {
     sq *s = impl;
@@ -920,4 +942,5 @@ const rx_store_ops rx_store_sqlite_ops = {
     .read = sq_read,
     .info = sq_info,
     .totals = sq_totals,
+    .find_prefix = sq_find_prefix,
 };

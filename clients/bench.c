@@ -2,7 +2,7 @@
  * bench.c — the remote-benchmark commands of `relax` (docs/agent.md, docs/rpc.md):
  *
  *   relax bench ARTIFACT|MODULE.json [--target cpu] [--fn main] [--shape n=128]...
- *               [--repeat R] [--number K] [--label L]... [--priority P] [--timeout S]
+ *               [--repeat R] [--number K] [--label L]... [--priority P] [--run-timeout S]
  *               [--queue-timeout S] [--in NAME=FILE.npy]... [--expect FILE.npy]...
  *               [--rtol R] [--atol A] [--json] [--no-wait]
  *   relax agents [--json]
@@ -11,8 +11,10 @@
  *
  * bench, step by step: Step 1 the artifact — a 64-hex id as given; a file ending in
  * .json is compiled on the server first (as `relax compile` would, a "compiled ..." note
- * on stderr); any other file is an .rxa whose SHA-256 is its id (the server must hold
- * it: artifacts reach the server by being compiled there). Step 2 the request —
+ * on stderr); any other existing file is an .rxa whose SHA-256 is its id: when the
+ * server lacks it (HEAD /v1/artifacts/<id> is 404) it is uploaded (PUT, where the server
+ * checks the hash and parses it; an "uploaded ..." note on stderr); anything else of 4+
+ * hex digits is a short id (resolve.c). Step 2 the request —
  * {artifact, target, function, shapes, repeat, number, labels, priority, timeout_s,
  * queue_timeout_s, inputs (base64 .npy), expected (base64 .npy), tolerance}, only what
  * was given (the server fills its defaults) — POSTed to /v1/benchmarks. Step 3 the wait
@@ -22,9 +24,10 @@
  * job object); a failed job prints its error ("error: <message> (<code>)") and exits 1,
  * after printing the statistics when a failed check still carries them.
  *
- * Limits: for bench, --timeout and --queue-timeout are the job's run and queue limits
+ * Limits: --run-timeout and --queue-timeout are the job's run and queue limits
  * (seconds, sent as timeout_s / queue_timeout_s); the wait itself has no client-side
- * deadline, since the server ends every job within its queue and run limits.
+ * deadline unless --timeout is given, since the server ends every job within its queue
+ * and run limits.
  */
 #include "client.h"
 
@@ -98,6 +101,33 @@ static int ends_with(const char *s, const char *suffix)
     return n >= k && !strcmp(s + n - k, suffix);
 }
 
+/* Step 1 for a file: HEAD the id; upload the bytes when the server lacks them. */
+static int upload_if_missing(rxc_conn *c, const char *file, const char *id,
+                             const unsigned char *b, size_t n)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/artifacts/%s", id);
+    rxc_resp r;
+    if (rxc_request(c, "HEAD", path, NULL, NULL, NULL, 0, &r)) return 1;
+    long st = r.status;
+    rxc_resp_free(&r);
+    if (st == 200) return 0;
+    if (st != 404) {
+        fprintf(stderr, "error: cannot tell whether relaxd holds %s (HTTP %ld on HEAD %s)\n",
+                file, st, path);
+        return 1;
+    }
+    if (rxc_put_bytes(c, path, b, n, &r)) return 1;
+    if (r.status != 201 && r.status != 200) {
+        rxc_http_error(&r);
+        rxc_resp_free(&r);
+        return 1;
+    }
+    rxc_resp_free(&r);
+    fprintf(stderr, "uploaded %s: artifact %s (%zu bytes)\n", file, id, n);
+    return 0;
+}
+
 /* Step 1: the artifact id into id[65]. */
 static int resolve_artifact(rxc_conn *c, const rxc_bench_opts *o, char *id)
 {
@@ -114,19 +144,23 @@ static int resolve_artifact(rxc_conn *c, const rxc_bench_opts *o, char *id)
         json_decref(res);
         return 0;
     }
+    struct stat sb;
+    if (stat(o->what, &sb) && rxc_id_prefix(o->what)) return rxc_resolve_id(c, o->what, id);
     size_t n;
     unsigned char *b = read_file(o->what, (off_t)RXC_ARTIFACT_CAP, &n);
     if (!b) return 1;
     unsigned char dig[EVP_MAX_MD_SIZE];
     unsigned int dlen = 0;
     int ok = EVP_Digest(b, n, dig, &dlen, EVP_sha256(), NULL) == 1 && dlen == 32;
-    free(b);
     if (!ok) {
+        free(b);
         fputs("error: SHA-256 failed (libcrypto)\n", stderr);
         return 1;
     }
     for (unsigned i = 0; i < 32; i++) snprintf(id + 2 * i, 3, "%02x", dig[i]);
-    return 0;
+    int rc = upload_if_missing(c, o->what, id, b, n);
+    free(b);
+    return rc;
 }
 
 /* ---- the request ---- */
@@ -205,22 +239,6 @@ static json_t *request_body(const rxc_bench_opts *o, const char *id)
 
 /* ---- the wait and the outcome ---- */
 
-/* GETs path and parses the object; NULL after printing the error. */
-static json_t *get_json(rxc_conn *c, const char *path, const char *what)
-{
-    rxc_resp r;
-    if (rxc_request(c, "GET", path, NULL, NULL, NULL, 0, &r)) return NULL;
-    if (r.status != 200) {
-        rxc_progress_clear(&c->progress);
-        rxc_http_error(&r);
-        rxc_resp_free(&r);
-        return NULL;
-    }
-    json_t *j = rxc_resp_json(&r, what);
-    rxc_resp_free(&r);
-    return j;
-}
-
 static const char *str_or(const json_t *o, const char *k, const char *def)
 {
     const char *s = json_string_value(json_object_get(o, k));
@@ -289,7 +307,7 @@ static int wait_bench(rxc_conn *c, const char *job, int json)
     snprintf(path, sizeof path, "/v1/benchmarks/%s", job);
     double delay = 0.05;
     for (;;) {
-        json_t *j = get_json(c, path, "benchmark");
+        json_t *j = rxc_get_json(c, path, "benchmark");
         if (!j) return 1;
         const char *st = str_or(j, "status", "");
         if (!strcmp(st, "queued") || !strcmp(st, "running")) {
@@ -345,10 +363,10 @@ int rxc_cmd_bench(rxc_conn *c, const rxc_bench_opts *o)
         json_t *e = r.body ? json_loadb(r.body, r.len, 0, NULL) : NULL;
         const char *code = json_string_value(json_object_get(json_object_get(e, "error"), "code"));
         rxc_http_error(&r);
-        if (r.status == 404 && code && !strcmp(code, "not_found") && !ends_with(o->what, ".json"))
+        if (r.status == 404 && code && !strcmp(code, "not_found") && rxc_valid_id(o->what))
             fprintf(stderr,
-                    "  (relaxd holds only artifacts it compiled: run `relax bench MODULE.json` or "
-                    "`relax compile` first)\n");
+                    "  (relaxd does not hold it: give the .rxa file, which is uploaded, or the "
+                    "module: `relax bench MODULE.json`)\n");
         json_decref(e);
         rxc_resp_free(&r);
         return 1;
@@ -409,7 +427,7 @@ static int print_json(const json_t *j)
 
 int rxc_cmd_agents(rxc_conn *c, int json)
 {
-    json_t *j = get_json(c, "/v1/agents", "agents");
+    json_t *j = rxc_get_json(c, "/v1/agents", "agents");
     if (!j) return 1;
     if (json) {
         int rc = print_json(j);
@@ -446,7 +464,7 @@ int rxc_cmd_jobs(rxc_conn *c, const char *status, int limit, int json)
         sep = '&';
     }
     if (limit > 0) snprintf(path + n, sizeof path - (size_t)n, "%climit=%d", sep, limit);
-    json_t *j = get_json(c, path, "jobs");
+    json_t *j = rxc_get_json(c, path, "jobs");
     if (!j) return 1;
     if (json) {
         int rc = print_json(j);

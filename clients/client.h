@@ -79,12 +79,19 @@ void rxc_conn_fini(rxc_conn *c);
 int rxc_request(rxc_conn *c, const char *method, const char *path, const char *json_body,
                 rxc_sink sink, void *ud, int64_t sink_cap, rxc_resp *r);
 
+/* PUT path with n raw bytes as an application/octet-stream body; as rxc_request. */
+int rxc_put_bytes(rxc_conn *c, const char *path, const void *bytes, size_t n, rxc_resp *r);
+
 /* Frees r's body (r stays valid and empty). */
 void rxc_resp_free(rxc_resp *r);
 
 /* Parses r->body as a JSON object. Returns a new reference, or NULL after printing
  * "error: bad response from relaxd (WHAT): ..." */
 json_t *rxc_resp_json(const rxc_resp *r, const char *what);
+
+/* GETs path and parses the 200 reply as a JSON object (new reference); NULL after
+ * printing the error (what names the reply in a parse error). */
+json_t *rxc_get_json(rxc_conn *c, const char *path, const char *what);
 
 /* Prints the error of a non-2xx response: "error: <message> (HTTP <status> <code>)" then
  * one "  path: message" line per located error. Bodies that are not relaxd's error JSON
@@ -122,6 +129,16 @@ int rxc_download(rxc_conn *c, const char *id, const char *out, int64_t *size);
 
 /* True when s is 64 lowercase hex digits (an artifact id). */
 int rxc_valid_id(const char *s);
+
+#define RXC_MIN_PREFIX 4 /* hex digits of the shortest id prefix the CLI resolves */
+
+/* True when s is RXC_MIN_PREFIX..63 lowercase hex digits: a short artifact id. */
+int rxc_id_prefix(const char *s);
+
+/* The full id (into id[65]) of what: a full id as is, or an unambiguous prefix resolved
+ * with GET /v1/artifacts?prefix=. 0, or 1 after printing the error: no artifact starts
+ * with it, or several do (listed). */
+int rxc_resolve_id(rxc_conn *c, const char *what, char *id);
 
 /* ---- metrics.c ---- */
 

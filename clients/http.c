@@ -233,8 +233,11 @@ static int transport_error(rxc_conn *c, const xfer *x, CURLcode rc, const char *
     }
 }
 
-int rxc_request(rxc_conn *c, const char *method, const char *path, const char *json_body,
-                rxc_sink sink, void *ud, int64_t sink_cap, rxc_resp *r)
+/* rxc_request with any body: n bytes at body (NULL: none), sent with the header line
+ * ctype ("Content-Type: ..."). */
+static int exchange(rxc_conn *c, const char *method, const char *path, const void *body,
+                    size_t n, const char *ctype, rxc_sink sink, void *ud, int64_t sink_cap,
+                    rxc_resp *r)
 {
     char url[2048], auth[4096], ebuf[CURL_ERROR_SIZE];
     memset(r, 0, sizeof *r);
@@ -265,7 +268,7 @@ int rxc_request(rxc_conn *c, const char *method, const char *path, const char *j
         }
         struct curl_slist *hdrs = curl_slist_append(NULL, "Expect:");
         struct curl_slist *t = hdrs;
-        if (t && json_body) t = curl_slist_append(t, "Content-Type: application/json");
+        if (t && body) t = curl_slist_append(t, ctype);
         if (t && c->token) t = curl_slist_append(t, auth);
         if (!t) {
             curl_slist_free_all(hdrs);
@@ -279,9 +282,9 @@ int rxc_request(rxc_conn *c, const char *method, const char *path, const char *j
         curl_easy_setopt(h, CURLOPT_URL, url);
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
         if (!strcmp(method, "HEAD")) curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-        if (json_body) {
-            curl_easy_setopt(h, CURLOPT_POSTFIELDS, json_body);
-            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(json_body));
+        if (body) {
+            curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
         }
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
         curl_easy_setopt(h, CURLOPT_USERAGENT, "relax/" RX_VERSION);
@@ -316,6 +319,34 @@ int rxc_request(rxc_conn *c, const char *method, const char *path, const char *j
         rxc_sleep(c, wait);
         c->progress.state = old;
     }
+}
+
+int rxc_request(rxc_conn *c, const char *method, const char *path, const char *json_body,
+                rxc_sink sink, void *ud, int64_t sink_cap, rxc_resp *r)
+{
+    return exchange(c, method, path, json_body, json_body ? strlen(json_body) : 0,
+                    "Content-Type: application/json", sink, ud, sink_cap, r);
+}
+
+int rxc_put_bytes(rxc_conn *c, const char *path, const void *bytes, size_t n, rxc_resp *r)
+{
+    return exchange(c, "PUT", path, bytes, n, "Content-Type: application/octet-stream", NULL,
+                    NULL, 0, r);
+}
+
+json_t *rxc_get_json(rxc_conn *c, const char *path, const char *what)
+{
+    rxc_resp r;
+    if (rxc_request(c, "GET", path, NULL, NULL, NULL, 0, &r)) return NULL;
+    if (r.status != 200) {
+        rxc_progress_clear(&c->progress);
+        rxc_http_error(&r);
+        rxc_resp_free(&r);
+        return NULL;
+    }
+    json_t *j = rxc_resp_json(&r, what);
+    rxc_resp_free(&r);
+    return j;
 }
 
 json_t *rxc_resp_json(const rxc_resp *r, const char *what)

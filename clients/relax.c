@@ -6,7 +6,7 @@
  *   relax meta ID
  *   relax status
  *   relax bench ARTIFACT|MODULE.json [--target cpu] [--fn F] [--shape n=128]... [--repeat R]
- *               [--number K] [--label L]... [--priority P] [--timeout S] [--queue-timeout S]
+ *               [--number K] [--label L]... [--priority P] [--run-timeout S] [--queue-timeout S]
  *               [--in NAME=FILE.npy]... [--expect FILE.npy]... [--rtol R] [--atol A]
  *               [--json] [--no-wait]                                    (bench.c)
  *   relax agents [--json]; relax jobs [--status S] [--limit N] [--json];
@@ -29,8 +29,10 @@
  * key or the size). With -o the artifact is then downloaded and verified (download.c).
  * fetch is that download alone; meta pretty-prints /v1/artifacts/<id>/meta; status checks
  * /healthz and summarizes /metrics (metrics.c). The benchmark commands live in bench.c;
- * for bench, --timeout is the job's run time limit rather than the command's (the wait
- * is bounded by the server's queue and run limits).
+ * --timeout is the command's own limit everywhere; bench has none unless it is given
+ * (the wait is bounded by the job's queue and run limits, --queue-timeout and
+ * --run-timeout, which the server enforces). An artifact id may be shortened to an
+ * unambiguous prefix of at least 4 hex digits (resolve.c).
  *
  * Output discipline: stdout carries only results (the id line, meta JSON, status lines);
  * stderr carries errors, "wrote OUT" notes, and the elapsed-time line when it is a
@@ -58,7 +60,6 @@ typedef struct cli {
     const char *server;       /* --server, else RELAX_SERVER, else DEFAULT_SERVER */
     const char *token;        /* --token, else RELAX_TOKEN, else NULL */
     double timeout;           /* --timeout seconds; 0: none */
-    const char *timeout_text; /* its text, for messages */
     int timeout_set;          /* --timeout was given */
     const char *target;       /* compile/bench --target */
     int opt_level;            /* compile/bench --opt-level; -1: the server's default */
@@ -85,13 +86,14 @@ static void usage(FILE *f)
           "  meta ID            print an artifact's metadata JSON\n"
           "  status             server health and cache/queue numbers from /metrics\n"
           "  bench ARTIFACT|MODULE.json [--target cpu] [--fn F] [--shape VAR=N]... [--repeat R]\n"
-          "        [--number K] [--label L]... [--priority P] [--timeout S] [--queue-timeout S]\n"
+          "        [--number K] [--label L]... [--priority P] [--run-timeout S] [--queue-timeout S]\n"
           "        [--in NAME=FILE.npy]... [--expect FILE.npy]... [--rtol R] [--atol A]\n"
           "        [--json] [--no-wait]\n"
-          "                     benchmark on a device agent: ARTIFACT is an id or an .rxa the\n"
-          "                     server holds; a .json module is compiled first. Waits, printing\n"
+          "                     benchmark on a device agent: ARTIFACT is an id or an .rxa file\n"
+          "                     (uploaded when the server lacks it); a .json module is compiled\n"
+          "                     first. Waits, printing\n"
           "                     progress on stderr, then the statistics; --expect checks the\n"
-          "                     outputs (NumPy allclose with --rtol/--atol); --timeout and\n"
+          "                     outputs (NumPy allclose with --rtol/--atol); --run-timeout and\n"
           "                     --queue-timeout are the job's limits; --no-wait prints the job id\n"
           "  agents [--json]    the registered agents\n"
           "  jobs [--status S] [--limit N] [--json]\n"
@@ -103,7 +105,9 @@ static void usage(FILE *f)
           "  --server URL       relaxd's address (env RELAX_SERVER; default " DEFAULT_SERVER ")\n"
           "  --token T          bearer token (env RELAX_TOKEN; prefer the variable: arguments\n"
           "                     are visible to other users in ps)\n"
-          "  --timeout S        give up after S seconds in all (default 600; 0: no limit)\n"
+          "  --timeout S        give up after S seconds in all (default 600, bench: none; 0: none)\n"
+          "\n"
+          "an artifact ID may be any unambiguous prefix of at least 4 hex digits\n"
           "  --help, --version\n"
           "\n"
           "exit status: 0 success, 1 failure (error: ... on stderr), 2 bad usage\n",
@@ -142,7 +146,8 @@ static int parse_bench_opt(cli *o, const char *name, const char *a, int argc, ch
                            const char *eq)
 {
     static const char *const valued[] = {"--fn", "--shape", "--repeat", "--number", "--label",
-                                         "--priority", "--queue-timeout", "--in", "--expect",
+                                         "--priority", "--queue-timeout", "--run-timeout", "--in",
+                                         "--expect",
                                          "--rtol", "--atol"};
     int known = 0;
     for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) known |= !strcmp(name, valued[k]);
@@ -192,6 +197,9 @@ static int parse_bench_opt(cli *o, const char *name, const char *a, int argc, ch
     } else if (!strcmp(name, "--queue-timeout")) {
         if (parse_int(val, 1, 30 * 86400, &b->queue_timeout_s))
             return bad_usage("--queue-timeout wants whole seconds 1..2592000, got '%s'", val);
+    } else if (!strcmp(name, "--run-timeout")) {
+        if (parse_int(val, 1, 86400, &b->timeout_s))
+            return bad_usage("--run-timeout wants whole seconds 1..86400, got '%s'", val);
     } else { /* --rtol, --atol */
         char *end;
         errno = 0;
@@ -286,7 +294,6 @@ static int parse_args(int argc, char **argv, cli *o)
                 return bad_usage("--timeout wants seconds >= 0, got '%s'", val);
             o->timeout = t;
             o->timeout_set = 1;
-            o->timeout_text = val;
         } else if (!strcmp(name, "--status")) {
             if (!*val) return bad_usage("%s needs a value", name);
             o->status = val;
@@ -344,14 +351,11 @@ static int parse_args(int argc, char **argv, cli *o)
     if (o->bench_opt && !is_bench) return bad_usage("%s is an option of bench", o->bench_opt);
     if (o->out && !is_compile && !is_fetch) return bad_usage("-o is not an option of %s", cmd);
     if (is_fetch && !o->out) return bad_usage("%s needs -o OUT.rxa", cmd);
-    if ((is_fetch || !strcmp(cmd, "meta")) && !rxc_valid_id(o->pos[1]))
-        return bad_usage("'%s' is not an artifact id (64 lowercase hex digits)", o->pos[1]);
-    if (is_bench && o->timeout_set) {
-        if (o->timeout < 1 || o->timeout > 86400 || o->timeout != (int)o->timeout)
-            return bad_usage("bench --timeout wants whole seconds 1..86400, got '%s'",
-                             o->timeout_text);
-        o->b.timeout_s = (int)o->timeout;
-    }
+    if ((is_fetch || !strcmp(cmd, "meta")) && !rxc_valid_id(o->pos[1]) &&
+        !rxc_id_prefix(o->pos[1]))
+        return bad_usage("'%s' is not an artifact id (64 lowercase hex digits, or an "
+                         "unambiguous prefix of at least 4)",
+                         o->pos[1]);
     return 0;
 }
 
@@ -540,8 +544,10 @@ static int cmd_compile(rxc_conn *c, const cli *o)
 static int cmd_fetch(rxc_conn *c, const cli *o)
 {
     int64_t n = 0;
+    char id[65];
+    if (rxc_resolve_id(c, o->pos[1], id)) return 1;
     rxc_progress_start(&c->progress, "fetching");
-    int rc = rxc_download(c, o->pos[1], o->out, &n);
+    int rc = rxc_download(c, id, o->out, &n);
     rxc_progress_clear(&c->progress);
     if (!rc) fprintf(stderr, "wrote %s (%lld bytes, SHA-256 verified)\n", o->out, (long long)n);
     return rc;
@@ -549,8 +555,9 @@ static int cmd_fetch(rxc_conn *c, const cli *o)
 
 static int cmd_meta(rxc_conn *c, const cli *o)
 {
-    char path[160];
-    snprintf(path, sizeof path, "/v1/artifacts/%s/meta", o->pos[1]);
+    char path[160], id[65];
+    if (rxc_resolve_id(c, o->pos[1], id)) return 1;
+    snprintf(path, sizeof path, "/v1/artifacts/%s/meta", id);
     rxc_resp r;
     if (rxc_request(c, "GET", path, NULL, NULL, NULL, 0, &r)) return 1;
     if (r.status != 200) {
@@ -598,15 +605,7 @@ static void put_bytes(double v)
 
 static int cmd_status(rxc_conn *c, const cli *o)
 {
-    rxc_resp r;
-    if (rxc_request(c, "GET", "/healthz", NULL, NULL, NULL, 0, &r)) return 1;
-    if (r.status != 200) {
-        rxc_http_error(&r);
-        rxc_resp_free(&r);
-        return 1;
-    }
-    json_t *h = rxc_resp_json(&r, "healthz");
-    rxc_resp_free(&r);
+    json_t *h = rxc_get_json(c, "/healthz", "healthz");
     if (!h) return 1;
     const char *st = json_string_value(json_object_get(h, "status"));
     printf("relaxd at %s: %s\n", c->base, st ? st : "?");
@@ -617,6 +616,7 @@ static int cmd_status(rxc_conn *c, const cli *o)
         fprintf(stderr, "error: relaxd at %s reports status '%s'\n", c->base, st ? st : "?");
         return 1;
     }
+    rxc_resp r;
     if (rxc_request(c, "GET", "/metrics", NULL, NULL, NULL, 0, &r)) return 1;
     if (r.status != 200) {
         printf("metrics: unavailable (HTTP %ld)\n", r.status);
@@ -648,8 +648,10 @@ int main(int argc, char **argv)
     rxc_conn c;
     const char *cmd = o.pos[0];
     int is_bench = !strcmp(cmd, "bench");
-    /* bench waits as long as the server's queue and run limits: no overall deadline */
-    if (rxc_conn_init(&c, o.server, o.token, is_bench ? 0 : o.timeout)) return 1;
+    /* bench waits as long as the server's queue and run limits: no overall deadline
+     * unless --timeout was given */
+    if (rxc_conn_init(&c, o.server, o.token, is_bench && !o.timeout_set ? 0 : o.timeout))
+        return 1;
     if (!strcmp(cmd, "compile")) {
         rc = cmd_compile(&c, &o);
     } else if (!strcmp(cmd, "fetch")) {

@@ -230,23 +230,6 @@ static int lookup_cached(rx_compiler *k, const char *key, const char *request_id
 }
 
 /* The artifact's embedded metadata JSON text (heap) or NULL. */
-static char *artifact_meta(const uint8_t *bytes, size_t n)
-{
-    rx_rxa *a = NULL;
-    char err[128];
-    if (rx_rxa_parse(bytes, n, "artifact", &a, err, sizeof err)) return NULL;
-    const rx_rxa_section *s = rx_rxa_section_get(a, RX_RXA_METADATA);
-    char *meta = NULL;
-    if (s) {
-        meta = malloc(s->size + 1);
-        RX_ASSERT(meta);
-        memcpy(meta, s->data, s->size);
-        meta[s->size] = '\0';
-    }
-    rx_rxa_free(a);
-    return meta;
-}
-
 /* ---- waiters ---- */
 
 static void waiter_unlink_locked(rx_compiler *k, rx_waiter *w)
@@ -341,7 +324,7 @@ static void run_job(rx_compiler *k, rx_job *j, json_t **result, json_t **error, 
     double ms = rx_now_ms() - t0;
     rx_metrics_compile(k->metrics, ok ? 1 : 2, ms / 1e3);
     if (ok) {
-        char *meta = artifact_meta(br.rxa, br.rxa_n);
+        char *meta = rx_meta_text(br.rxa, br.rxa_n);
         char err[256];
         if (rx_store_put(k->store, j->key, j->target, br.rxa, br.rxa_n, meta, &info, err,
                          sizeof err)) {

@@ -35,7 +35,7 @@
 #include "relax/support.h"
 #include "server_int.h"
 
-static const int statuses[] = {200, 202, 204, 304, 400, 401, 403, 404,
+static const int statuses[] = {200, 201, 202, 204, 304, 400, 401, 403, 404,
                                405, 409, 413, 431, 500, 503, 504};
 _Static_assert(sizeof statuses / sizeof statuses[0] < RX_METRICS_STATUSES,
                "one status slot is kept for \"other\"");

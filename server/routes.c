@@ -6,8 +6,10 @@
  *   GET  /metrics                  client   Prometheus text
  *   POST /v1/compile               client   compile (sync 200, async 202 + job)
  *   GET  /v1/jobs/{id}             client   a compile job's status and result
+ *   GET  /v1/artifacts?prefix=P    client   the ids starting with P (short ids in the CLI)
  *   GET  /v1/artifacts/{id}        client, agent   the .rxa bytes (ETag, If-None-Match, HEAD)
  *   GET  /v1/artifacts/{id}/meta   client   the artifact's metadata JSON
+ *   PUT  /v1/artifacts/{id}        client   store a client's artifact (upload.c)
  *   /v1/benchmarks*, /v1/agents*   benchmarks (client) and agents (agent): bench.c
  *
  * GET routes answer HEAD too (libmicrohttpd sends the headers only). "client" means a
@@ -33,14 +35,17 @@ static void h_compile(rx_server *s, rx_request *q);
 static void h_job(rx_server *s, rx_request *q);
 static void h_artifact(rx_server *s, rx_request *q);
 static void h_artifact_meta(rx_server *s, rx_request *q);
+static void h_artifacts_find(rx_server *s, rx_request *q);
 
 static const rx_route routes[] = {
     {"GET", "/healthz", h_healthz, RX_PERM_PUBLIC, false},
     {"GET", "/metrics", h_metrics, RX_PERM_CLIENT, false},
     {"POST", "/v1/compile", h_compile, RX_PERM_CLIENT, true},
     {"GET", "/v1/jobs/{id}", h_job, RX_PERM_CLIENT, false},
+    {"GET", "/v1/artifacts", h_artifacts_find, RX_PERM_CLIENT, false},
     {"GET", "/v1/artifacts/{id}", h_artifact, RX_PERM_CLIENT_OR_AGENT, false},
     {"GET", "/v1/artifacts/{id}/meta", h_artifact_meta, RX_PERM_CLIENT, false},
+    {"PUT", "/v1/artifacts/{id}", rx_h_artifact_put, RX_PERM_CLIENT, true},
     {"POST", "/v1/benchmarks", rx_h_bench_submit, RX_PERM_CLIENT, true},
     {"GET", "/v1/benchmarks", rx_h_bench_list, RX_PERM_CLIENT, false},
     {"GET", "/v1/benchmarks/{id}", rx_h_bench_get, RX_PERM_CLIENT, false},
@@ -267,6 +272,30 @@ static void h_artifact(rx_server *s, rx_request *q)
                               rx_req_id(q), "message", err));
         rx_reply_error(q, 500, "store_error", "the artifact store failed (see the log)");
     }
+}
+
+#define FIND_MAX 10 /* ids listed for a prefix */
+
+static void h_artifacts_find(rx_server *s, rx_request *q)
+{
+    const char *p = rx_req_query(q, "prefix");
+    size_t n = p ? strlen(p) : 0;
+    bool hex = n >= 1 && n <= 64;
+    for (size_t i = 0; hex && i < n; i++)
+        hex = (p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f');
+    if (!hex) {
+        rx_reply_error(q, 400, "bad_request", "?prefix= must be 1..64 lowercase hex digits");
+        return;
+    }
+    char ids[FIND_MAX + 1][65], err[256];
+    int found = 0;
+    if (rx_store_find_prefix(rx_server_store(s), p, ids, FIND_MAX + 1, &found, err, sizeof err)) {
+        rx_reply_error(q, 500, "store_error", "the artifact store failed (see the log)");
+        return;
+    }
+    json_t *list = json_array();
+    for (int i = 0; i < found && i < FIND_MAX; i++) json_array_append_new(list, json_string(ids[i]));
+    rx_reply_json(q, 200, json_pack("{s:o, s:b}", "artifacts", list, "more", found > FIND_MAX));
 }
 
 static void h_artifact_meta(rx_server *s, rx_request *q)

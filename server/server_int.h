@@ -341,6 +341,15 @@ void rx_h_bench_cancel(rx_server *s, rx_request *q);
  * settings, logging through log. NULL with a message in err. */
 rx_sched *rx_bench_open(const rx_config *c, rx_log *log, char *err, size_t errlen);
 
+/* ---- upload.c: PUT /v1/artifacts/{id}, artifact metadata ---- */
+
+struct rx_rxa;
+void rx_h_artifact_put(rx_server *s, rx_request *q);
+/* The METADATA section's text (heap, NUL-terminated) of an artifact, or NULL when it
+ * has none (or, for rx_meta_text, does not parse). */
+char *rx_meta_text(const uint8_t *bytes, size_t n);
+char *rx_meta_text_of(const struct rx_rxa *a);
+
 /* The daemon (http.c). */
 typedef struct rx_http rx_http;
 rx_http *rx_http_start(rx_server *s, const rx_config *c, int *port, char *err, size_t errlen);

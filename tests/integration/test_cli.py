@@ -219,6 +219,10 @@ class FakeHandler(http.server.BaseHTTPRequestHandler):
                                   headers=[("Retry-After", str(mode.get("retry_after", 1)))])
             return self.reply(200, {"artifact": FAKE_ID, "cached": False, "key": "0" * 64,
                                     "size": len(FAKE_BYTES), "target": "cpu", "compile_ms": 7})
+        if self.path.startswith("/v1/artifacts?prefix=") and "ids" in mode:
+            p = self.path.split("=", 1)[1]
+            return self.reply(200, {"artifacts": [i for i in mode["ids"] if i.startswith(p)],
+                                    "more": False})
         if self.path == "/v1/artifacts/" + FAKE_ID:
             data = FAKE_BYTES[:-1] + b"?" if mode.get("corrupt") else FAKE_BYTES
             return self.reply(200, data, "application/octet-stream", [("ETag", '"%s"' % FAKE_ID)])
@@ -398,6 +402,57 @@ def _():
     check(not os.path.exists(os.path.join(TMP, "none.rxa")), "a 404 wrote a file")
     p = relax("meta", "0" * 64, server=url)
     check(p.returncode == 1 and "(HTTP 404" in p.stderr, show(p))
+
+
+@case("short_id_prefixes")
+def _():
+    url = RELAXD_SERVER.need()
+    aid = STATE.get("id")
+    check(aid, "no artifact id (compile_then_cached failed)")
+    out = os.path.join(TMP, "short.rxa")
+    p = relax("fetch", aid[:8], "-o", out, server=url)
+    check(p.returncode == 0 and sha256_file(out) == aid, show(p))
+    p = relax("meta", aid[:5], server=url)
+    check(p.returncode == 0 and json.loads(p.stdout)["artifact"] == aid, show(p))
+    other = "0123" if not aid.startswith("0123") else "4567"
+    p = relax("meta", other, server=url)
+    check(p.returncode == 1 and "no artifact on the server has an id starting with " + other
+          in p.stderr, show(p))
+    p = relax("meta", "abc", server=url)
+    check(p.returncode == 2 and "prefix of at least 4" in p.stderr, show(p))
+    # two candidates (the fake server lists them): an error naming both
+    a, b = "abcd" + "1" * 60, "abcd" + "2" * 60
+    p = relax("fetch", "abcd", "-o", out, server=fake(ids=[a, b]))
+    check(p.returncode == 1 and "ambiguous" in p.stderr and a in p.stderr and b in p.stderr,
+          show(p))
+
+
+@case("bench_uploads_a_missing_rxa")
+def _():
+    url = RELAXD_SERVER.need()
+    # an artifact built offline with options the server never compiled with: it lacks it
+    rxa = os.path.join(TMP, "offline.rxa")
+    r = subprocess.run([os.path.join(BIN, "relaxc"), "build", VALID, "-o", rxa, "--opt-level",
+                        "1", "--lib", "none"], capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, r.stderr)
+    aid = sha256_file(rxa)
+    p = relax("meta", aid, server=url)
+    check(p.returncode == 1 and "(HTTP 404" in p.stderr, "the server already had it: " + show(p))
+    p = relax("bench", rxa, "--no-wait", "--run-timeout", "5", server=url)
+    check(p.returncode == 0 and ("uploaded %s: artifact %s" % (rxa, aid)) in p.stderr,
+          show(p))
+    check(re.fullmatch(r"[0-9a-f]{32}", p.stdout.strip()), "job id: " + show(p))
+    out = os.path.join(TMP, "roundtrip.rxa")
+    p = relax("fetch", aid, "-o", out, server=url)
+    check(p.returncode == 0 and open(out, "rb").read() == open(rxa, "rb").read(), show(p))
+    # the second time it is held: no upload
+    p = relax("bench", rxa, "--no-wait", server=url)
+    check(p.returncode == 0 and "uploaded" not in p.stderr, show(p))
+    p = relax("cancel", p.stdout.strip(), server=url)
+    # --timeout is the command's limit, never the job's: bench takes --run-timeout
+    p = relax("--help")
+    check("--run-timeout S" in p.stdout and "job's limits" in p.stdout and
+          "--timeout and" not in p.stdout, "help: " + p.stdout)
 
 
 @case("invalid_module_located_errors")

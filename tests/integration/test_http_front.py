@@ -11,6 +11,7 @@ never reach another resource, a chunked body is cut off with 413 as soon as it p
 max_body. Every loop is bounded, every socket is on 127.0.0.0/8. Python 3 standard
 library only.
 """
+import hashlib
 import json
 import os
 import socket
@@ -352,6 +353,64 @@ def test_compile_options_match_relaxc():
     expect(d.stop() == 0, "exit")
 
 
+def test_put_artifact():
+    client, agent = "client-token-0123456789abcdef", "agent-token-0123456789abcdef"
+    d = rxtest.Relaxd(config={"tokens": [{"token": client, "role": "client"},
+                                         {"token": agent, "role": "agent"}]})
+    rel = os.path.join(SRC, "tests", "modules", "valid", "fig08_sym_params.json")
+    rxa = os.path.join(TMP, "put.rxa")
+    r = subprocess.run([os.path.join(BIN, "relaxc"), "build", rel, "-o", rxa, "--opt-level", "1"],
+                       capture_output=True, timeout=120)
+    expect(r.returncode == 0, r.stderr.decode())
+    with open(rxa, "rb") as f:
+        data = f.read()
+    aid = hashlib.sha256(data).hexdigest()
+    path = "/v1/artifacts/" + aid
+    st, _, b = d.json("PUT", path, data)
+    expect_error(st, b, 401, "unauthorized")
+    st, _, b = d.json("PUT", path, data, token=agent)
+    expect_error(st, b, 403, "forbidden")
+    st, _, b = d.json("PUT", path, data[:-1], token=client)
+    expect_error(st, b, 400, "hash_mismatch", aid)
+    bad = bytearray(data)
+    bad[len(bad) // 2] ^= 0xFF               # the CRC no longer matches
+    st, _, b = d.json("PUT", "/v1/artifacts/" + hashlib.sha256(bad).hexdigest(), bytes(bad),
+                      token=client)
+    expect_error(st, b, 400, "invalid_artifact")
+    junk = b"not an artifact at all"
+    st, _, b = d.json("PUT", "/v1/artifacts/" + hashlib.sha256(junk).hexdigest(), junk,
+                      token=client)
+    expect_error(st, b, 400, "invalid_artifact")
+    st, _, b = d.json("PUT", "/v1/artifacts/" + aid.upper(), data, token=client)
+    expect(st == 404, "uppercase id %s" % st)
+    st, _, b = d.json("GET", path, token=client)
+    expect(st == 404, "stored after failures: %s" % st)
+    st, _, b = d.json("PUT", path, data, token=client)
+    expect(st == 201 and b == {"artifact": aid, "size": len(data), "stored": True},
+           "put %s %s" % (st, b))
+    st, _, b = d.json("PUT", path, data, token=client)
+    expect(st == 200 and b["stored"] is False, "again %s %s" % (st, b))
+    st, _, got = d.request("GET", path, token=agent)
+    expect(st == 200 and got == data, "agent fetch %s" % st)
+    st, _, meta = d.json("GET", path + "/meta", token=client)
+    expect(st == 200 and meta["key"] == aid and meta["target"] == "cpu" and
+           meta["metadata"]["target"] == "cpu", "meta %s %s" % (st, meta))
+    # an upload never answers a compile: the same module and options compile afresh
+    with open(rel) as f:
+        mod = json.load(f)
+    st, _, b = d.json("POST", "/v1/compile", {"module": mod, "options": {"opt_level": 1}},
+                      token=client)
+    expect(st == 200 and b["cached"] is False, "compile after upload %s %s" % (st, b))
+    # short ids: the ids starting with a prefix
+    st, _, b = d.json("GET", "/v1/artifacts?prefix=" + aid[:6], token=client)
+    expect(st == 200 and aid in b["artifacts"] and b["more"] is False, "prefix %s %s" % (st, b))
+    st, _, b = d.json("GET", "/v1/artifacts?prefix=", token=client)
+    expect_error(st, b, 400, "bad_request")
+    st, _, b = d.json("GET", "/v1/artifacts?prefix=XYZ", token=client)
+    expect_error(st, b, 400, "bad_request")
+    expect(d.stop() == 0, "exit")
+
+
 def main():
     if not os.access(RELAXD, os.X_OK):
         print("missing %s" % RELAXD)
@@ -361,7 +420,8 @@ def main():
     for fn in [test_quiet_start, test_slowloris_healthz_answers, test_burst_over_max_connections,
                test_ambiguous_framing_400_close, test_escaped_paths_404,
                test_chunked_cut_off_at_max_body, test_token_under_two_roles_refused,
-               test_limits_agree_with_docs, test_compile_options_match_relaxc]:
+               test_limits_agree_with_docs, test_compile_options_match_relaxc,
+               test_put_artifact]:
         case(fn)
     return rxtest.summary(t0)
 

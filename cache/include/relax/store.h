@@ -137,6 +137,13 @@ int rx_store_read(rx_store *s, const char *id, uint8_t **bytes, size_t *n, char 
 int rx_store_info(rx_store *s, const char *id, rx_artifact_info *info, char **meta,
                   char *err, size_t errlen);
 
+/* The ids of the artifacts held whose id starts with prefix (1..64 lowercase hex
+ * digits; anything else finds nothing), in id order, at most max of them into ids;
+ * *n gets how many. Ask for one more than you show to tell "exactly these" from "more".
+ * Returns 0 or -1. */
+int rx_store_find_prefix(rx_store *s, const char *prefix, char (*ids)[65], int max, int *n,
+                         char *err, size_t errlen);
+
 /* Current counters. */
 void rx_store_get_stats(rx_store *s, rx_store_stats *out);
 
