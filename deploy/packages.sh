@@ -2,7 +2,8 @@
 # deploy/packages.sh — installs the Debian packages relaxd needs that are missing.
 # Usage: deploy/packages.sh [build|test|bench]   (test adds what the test suite needs,
 # bench what the benchmarks compare against: wrk and nginx for bench_server.py, PyTorch
-# CPU for bench_decoder_torch.py)
+# CPU for bench_decoder_torch.py and bench_vs_ort.py, node for ONNX Runtime, which
+# tests/bench/setup_ort.sh then installs from npm)
 # As root it runs apt-get; otherwise it only reports what is missing and fails.
 set -euo pipefail
 
@@ -11,7 +12,7 @@ pkgs=(gcc make cmake ninja-build pkg-config libjansson-dev libdlpack-dev libopen
 case "${1:-build}" in
   test)  pkgs+=(clang libclang-rt-14-dev check libsubunit-dev python3-numpy python3-jsonschema) ;;
   bench) pkgs+=(clang libclang-rt-14-dev check libsubunit-dev python3-numpy python3-jsonschema
-                wrk nginx-light python3-torch) ;;
+                wrk nginx-light python3-torch nodejs) ;;
 esac
 
 missing=()

@@ -29,7 +29,6 @@ exits 77 (skip) when PyTorch is not installed (deploy/packages.sh bench installs
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -65,17 +64,6 @@ def torch_block(torch, cfg, W, x, cache=None, mask=True):
     n2 = rms(h, W["l0_mlp_norm"])
     y = h + (F.silu(n2 @ W["l0_w_gate"]) * (n2 @ W["l0_w_up"])) @ W["l0_w_down"]
     return rms(y, W["final_norm"]), k, v
-
-
-def torch_median_ms(fn, repeat):
-    fn()
-    fn()  # warm-up (allocator, thread pool)
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(samples)
 
 
 def main():
@@ -152,7 +140,7 @@ def main():
                                        for g, w in zip(got, want))
             if not ok:
                 failed.append("%s: relax and torch differ (max |diff| %.3g)" % (wname, err))
-            tms = torch_median_ms(tfn, repeat)
+            tms = rxbench.median_ms(tfn, repeat)
             ratio = r["median_ms"] / tms
             rows.append([wname, shapes, "%.3f" % r["median_ms"], "%.3f" % tms, "%.2f" % ratio,
                          "yes" if ratio <= GOAL else "no", "%.2g" % err,
@@ -174,11 +162,7 @@ def main():
           % (cfg["name"], a.opt_level, torch.__version__, torch.get_num_threads(), repeat))
     print(rxbench.table(["workload", "shapes", "relax", "torch", "relax/torch",
                          "<= %.1f" % GOAL, "max|diff|", "peak MiB", "calls"], rows))
-    for ln in lines:
-        print(json.dumps(ln), flush=True)
-    if failed:
-        sys.exit("bench_decoder_torch: " + "; ".join(failed))
-    return 0
+    return rxbench.finish("bench_decoder_torch", lines, failed)
 
 
 if __name__ == "__main__":

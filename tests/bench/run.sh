@@ -28,10 +28,15 @@
 #   bench_kernels.py generated f32 elementwise kernels (4 MB and 64 MB) at O2 and O3 vs
 #                   memcpy bandwidth (goal >= 0.7), and O3 matmuls (256^3, 512^3, 1024^3,
 #                   1x4096x4096) with --lib none vs OpenBLAS, 2 threads (goal >= 0.9x)
+#   bench_vs_ort.py a Llama-style decoder block (hidden 1024, 16 heads, intermediate 2816)
+#                   written five ways, decode b=1/16 over 512 cached and prefill s=128/512,
+#                   relax O2 and O3 vs ONNX Runtime 1.30 (npm, installed by setup_ort.sh)
+#                   and PyTorch, 2 threads each (goal: relax/ORT <= 1.0)
 # Every benchmark checks its result against its reference and fails loudly if they differ.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-./deploy/packages.sh bench  # the test set + wrk and nginx (bench_server.py)
+./deploy/packages.sh bench  # the test set + wrk and nginx (bench_server.py), torch, node
+./tests/bench/setup_ort.sh  # onnxruntime-node from npm, into $RX_ORT_DIR or ~/.cache
 cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DRX_SANITIZE=OFF >/dev/null
 ninja -C build-bench bench_frontend bench_vm bench_memory_run relaxc relax-run relaxd relax-agent >/dev/null
 ./build-bench/bin/bench_frontend --bindings 10000 --repeat 20
@@ -49,4 +54,6 @@ env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_
 /usr/bin/python3 tests/bench/bench_memory.py \
     --relaxc ./build-bench/bin/relaxc --runner ./build-bench/bin/bench_memory_run
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_kernels.py \
+    --threads 2 --repeat 10 --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_vs_ort.py \
     --threads 2 --repeat 10 --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run

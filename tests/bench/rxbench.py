@@ -5,12 +5,16 @@
 * llama_module(cfg): a gen_llama.py module (tests/models) for a config dict.
 * table(headers, rows): a plain-text table, columns right-aligned but the first.
 * relax_bench(...): relax-run --bench on given .npy inputs; the JSON line as a dict.
+* median_ms(fn, repeat, warmup): the median wall time of a Python callable, in ms.
+* finish(who, lines, failed): prints the JSON lines; exits 1 naming the failures.
 """
 import json
 import os
+import statistics
 import struct
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
@@ -85,6 +89,30 @@ def relax_bench(relax_run, rxa, fn, inputs, repeat, number=1, warmup=1, out_dir=
         argv += ["--out-dir", out_dir]
     out = run(argv)
     return json.loads(out.strip().splitlines()[-1])
+
+
+def median_ms(fn, repeat, warmup=2):
+    """The median of `repeat` timed calls of fn() after `warmup` untimed ones (allocator,
+    thread pools), in milliseconds."""
+    for _ in range(warmup):
+        fn()
+
+    def once():
+        t0 = time.perf_counter()
+        fn()
+        return (time.perf_counter() - t0) * 1e3
+
+    return statistics.median([once() for _ in range(repeat)])
+
+
+def finish(who, lines, failed, sep="; "):
+    """Prints each dict of lines as one JSON line, then exits with the failures (a
+    list of messages) when there are any; returns 0 otherwise."""
+    for ln in lines:
+        print(json.dumps(ln), flush=True)
+    if failed:
+        sys.exit("%s: %s" % (who, sep.join(failed)))
+    return 0
 
 
 def read_outputs(out_dir):
