@@ -185,7 +185,7 @@ static bool tolerance_field(const json_t *v, rx_sched_err *e)
 }
 
 static const char submit_keys[] =
-    "artifact, target, function, shapes, repeat, number, warmup, labels, priority, "
+    "artifact, target, function, shapes, repeat, number, warmup, threads, labels, priority, "
     "timeout_s, queue_timeout_s, max_attempts, inputs, expected, tolerance";
 
 sjob *sv_submit(const json_t *body, const sv_defaults *d, rx_sched_err *e)
@@ -231,6 +231,8 @@ sjob *sv_submit(const json_t *body, const sv_defaults *d, rx_sched_err *e)
             int64_t lo = strcmp(k, "warmup") ? 1 : 0;
             int64_t hi = !strcmp(k, "number") ? 1000000 : !strcmp(k, "repeat") ? 100000 : 10000;
             if ((ok = int_field(v, k, lo, hi, &n, e))) json_object_set(j->spec, k, v);
+        } else if (!strcmp(k, "threads")) { /* the agent's runtime caps it the same way */
+            if ((ok = int_field(v, k, 1, 1024, &n, e))) json_object_set(j->spec, k, v);
         } else if (!strcmp(k, "labels")) {
             json_decref(j->labels);
             j->labels = NULL;
@@ -324,7 +326,9 @@ static bool result_object(const json_t *r, rx_sched_err *e)
     static const char *const reals[] = {"mean_ms", "median_ms", "min_ms", "max_ms",
                                         "stddev_ms", "load_ms", "max_abs_error",
                                         "max_rel_error"};
-    static const char *const ints[] = {"repeat", "number", "kernels", "peak_bytes"};
+    static const char *const ints[] = {"repeat",         "number",         "kernels",
+                                       "peak_bytes",     "reserved_bytes", "resident_bytes",
+                                       "threads",        "blas_threads"};
     if (!json_is_object(r)) return BAD("result: expected an object");
     for (int i = 0; i < RX_COUNTOF(reals); i++) {
         json_t *v = json_object_get(r, reals[i]);

@@ -19,11 +19,36 @@
  * after each increase, so it is exact once the racing charges return.
  *
  * Under AddressSanitizer a cached block's payload is poisoned until it is handed out.
+ *
+ * Reserved blocks. A block of RX_RT_RESERVE_MIN (64 MiB) or more — in practice a memory
+ * plan's arena, sized for the function's upper bounds — is address space only: an
+ * anonymous private mmap with PROT_NONE, which costs no memory and no commit charge
+ * under any overcommit policy (Linux accounts only writable private mappings). Pages
+ * become usable per 1 MiB chunk when a tensor view of the block is made
+ * (rx_rt_block_commit, called by the view functions of tensor.c with the view's actual
+ * byte range): mprotect to read-write, which is where the kernel charges them — under
+ * the heuristic policy (vm.overcommit_memory=0) a range larger than RAM + swap is
+ * refused, under the strict one (2) anything past the commit limit — and a refusal is
+ * a clear error naming the bytes, not a crash. Pages are backed only when touched. So
+ * a call's memory is what its views at its actual shapes cover, not the bound: with
+ * upper bounds b <= 64, s <= 2048 a decoder block's prefill arena reserves 52 GB, and a
+ * call at b = 1, s = 7 commits about 10 MB of it. Committed chunks stay committed
+ * while the block is cached (the next call at the same shapes commits nothing);
+ * rx_rt_trim unmaps it.
+ *
+ * Two byte counts: live_bytes (and peak_bytes) count requested bytes of live storages,
+ * reserved or not — what a plan asks for; resident_bytes (and peak_resident) count what
+ * is backed: a malloc'ed block's requested bytes, a reserved block's committed chunks.
+ * The memory limit (rx_rt_set_memory_limit) caps resident_bytes, so whether a call
+ * runs depends on what it uses.
  */
+#define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS */
 #include "rt_int.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 int rx_rt_pool_class(size_t n, size_t *cap)
 {
@@ -43,6 +68,8 @@ void rx_rt_pool_init(rx_rt_pool *p)
     memset(p, 0, sizeof *p);
     atomic_init(&p->live_bytes, 0);
     atomic_init(&p->peak_bytes, 0);
+    atomic_init(&p->resident_bytes, 0);
+    atomic_init(&p->peak_resident, 0);
     atomic_init(&p->limit, 0);
     pthread_mutex_init(&p->mu, NULL);
 }
@@ -54,8 +81,13 @@ static void free_lists(rx_rt_pool *p)
             rx_rt_block *b = p->free_[c];
             p->free_[c] = b->next;
             p->pool_bytes -= (int64_t)b->cap;
-            RX_RT_UNPOISON(b->data, b->cap);
-            free(b->data);
+            rx_rt_block_unpoison(b);
+            if (b->reserved) {
+                munmap(b->data, b->cap);
+                free(b->chunks);
+            } else {
+                free(b->data);
+            }
             free(b);
         }
     }
@@ -74,32 +106,86 @@ void rx_rt_pool_trim(rx_rt_pool *p)
     pthread_mutex_unlock(&p->mu);
 }
 
-int rx_rt_pool_charge(rx_rt_pool *p, size_t nbytes)
+/* Raises *peak to at least v (compare-and-swap; exact once racing updates return). */
+static void raise_peak(_Atomic int64_t *peak, int64_t v)
 {
-    int64_t n = (int64_t)nbytes, live;
-    int64_t limit = atomic_load_explicit(&p->limit, memory_order_relaxed);
+    int64_t cur = atomic_load_explicit(peak, memory_order_relaxed);
+    while (v > cur && !atomic_compare_exchange_weak_explicit(peak, &cur, v, memory_order_relaxed,
+                                                             memory_order_relaxed))
+        ;
+}
+
+/* Adds n to resident_bytes unless that passes the limit (-1, nothing changed). */
+static int charge_resident(rx_rt_pool *p, int64_t n)
+{
+    int64_t limit = atomic_load_explicit(&p->limit, memory_order_relaxed), res;
     if (!limit) {
-        live = atomic_fetch_add_explicit(&p->live_bytes, n, memory_order_relaxed) + n;
+        res = atomic_fetch_add_explicit(&p->resident_bytes, n, memory_order_relaxed) + n;
     } else {
-        int64_t cur = atomic_load_explicit(&p->live_bytes, memory_order_relaxed);
+        int64_t cur = atomic_load_explicit(&p->resident_bytes, memory_order_relaxed);
         do {
             if (n > limit - cur) return -1;
-        } while (!atomic_compare_exchange_weak_explicit(&p->live_bytes, &cur, cur + n,
+        } while (!atomic_compare_exchange_weak_explicit(&p->resident_bytes, &cur, cur + n,
                                                         memory_order_relaxed,
                                                         memory_order_relaxed));
-        live = cur + n;
+        res = cur + n;
     }
-    int64_t peak = atomic_load_explicit(&p->peak_bytes, memory_order_relaxed);
-    while (live > peak &&
-           !atomic_compare_exchange_weak_explicit(&p->peak_bytes, &peak, live,
-                                                  memory_order_relaxed, memory_order_relaxed))
-        ;
+    raise_peak(&p->peak_resident, res);
     return 0;
 }
 
-void rx_rt_pool_uncharge(rx_rt_pool *p, size_t nbytes)
+int rx_rt_pool_charge(rx_rt_pool *p, size_t live, size_t resident)
 {
-    atomic_fetch_sub_explicit(&p->live_bytes, (int64_t)nbytes, memory_order_relaxed);
+    if (charge_resident(p, (int64_t)resident)) return -1;
+    int64_t n = (int64_t)live;
+    raise_peak(&p->peak_bytes, atomic_fetch_add_explicit(&p->live_bytes, n, memory_order_relaxed) + n);
+    return 0;
+}
+
+void rx_rt_pool_uncharge(rx_rt_pool *p, size_t live, size_t resident)
+{
+    atomic_fetch_sub_explicit(&p->live_bytes, (int64_t)live, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&p->resident_bytes, (int64_t)resident, memory_order_relaxed);
+}
+
+static bool chunk_on(const rx_rt_block *b, size_t c)
+{
+    return (b->chunks[c / 64] >> (c % 64)) & 1;
+}
+
+int rx_rt_block_commit(rx_rt_pool *p, rx_rt_block *b, size_t off, size_t len, rx_rt_err *err)
+{
+    if (!b->reserved || len == 0) return 0;
+    RX_RT_ASSERT(off <= b->cap && len <= b->cap - off);
+    size_t last = (off + len - 1) / RX_RT_COMMIT_CHUNK;
+    for (size_t c = off / RX_RT_COMMIT_CHUNK; c <= last; c++) {
+        if (chunk_on(b, c)) continue;
+        size_t e = c; /* the run of uncommitted chunks c..e */
+        while (e < last && !chunk_on(b, e + 1)) e++;
+        size_t start = c * RX_RT_COMMIT_CHUNK, end = (e + 1) * RX_RT_COMMIT_CHUNK;
+        if (end > b->cap) end = b->cap;
+        size_t n = end - start;
+        int64_t limit = atomic_load_explicit(&p->limit, memory_order_relaxed);
+        if (charge_resident(p, (int64_t)n))
+            return rx_rt_fail(err,
+                              "out of memory: committing %zu bytes of a %zu-byte storage would "
+                              "pass the memory limit of %lld resident bytes (%lld in use)",
+                              n, b->cap, (long long)limit,
+                              (long long)atomic_load(&p->resident_bytes));
+        if (mprotect((char *)b->data + start, n, PROT_READ | PROT_WRITE) != 0) {
+            int e_no = errno;
+            atomic_fetch_sub_explicit(&p->resident_bytes, (int64_t)n, memory_order_relaxed);
+            return rx_rt_fail(err,
+                              "out of memory: the system refused to commit %zu bytes of a "
+                              "%zu-byte storage (%s; %lld bytes resident)",
+                              n, b->cap, strerror(e_no),
+                              (long long)atomic_load(&p->resident_bytes));
+        }
+        for (size_t i = c; i <= e; i++) b->chunks[i / 64] |= (uint64_t)1 << (i % 64);
+        b->committed += n;
+        c = e;
+    }
+    return 0;
 }
 
 rx_rt_block *rx_rt_pool_take(rx_rt_pool *p, int cls, int max)
@@ -119,9 +205,22 @@ rx_rt_block *rx_rt_pool_take(rx_rt_pool *p, int cls, int max)
 
 rx_rt_block *rx_rt_pool_fresh(rx_rt_pool *p, int cls, size_t cap)
 {
-    rx_rt_block *b = malloc(sizeof *b);
+    rx_rt_block *b = calloc(1, sizeof *b);
     void *data = NULL;
-    if (!b || posix_memalign(&data, 64, cap) != 0) {
+    if (!b) return NULL;
+    if (cap >= RX_RT_RESERVE_MIN) {
+        size_t nchunks = (cap + RX_RT_COMMIT_CHUNK - 1) / RX_RT_COMMIT_CHUNK;
+        b->chunks = calloc((nchunks + 63) / 64, sizeof *b->chunks);
+        data = b->chunks ? mmap(NULL, cap, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+                                -1, 0)
+                         : MAP_FAILED;
+        if (data == MAP_FAILED) {
+            free(b->chunks);
+            free(b);
+            return NULL;
+        }
+        b->reserved = 1;
+    } else if (posix_memalign(&data, 64, cap) != 0) {
         free(b);
         return NULL;
     }
@@ -148,7 +247,8 @@ rx_rt_block *rx_rt_pool_get(rx_rt_pool *p, size_t nbytes)
     if (nbytes > ((size_t)1 << 60)) return NULL;
     int c = rx_rt_pool_class(nbytes, &cap);
     RX_RT_ASSERT(c >= 0 && c < RX_RT_NCLASS && cap >= nbytes);
-    if (rx_rt_pool_charge(p, nbytes)) return NULL;
+    /* A reserved block's resident bytes are charged below, when it is known. */
+    if (rx_rt_pool_charge(p, nbytes, cap >= RX_RT_RESERVE_MIN ? 0 : nbytes)) return NULL;
     pthread_mutex_lock(&p->mu);
     rx_rt_block *b = p->free_[c];
     if (b) {
@@ -158,32 +258,47 @@ rx_rt_block *rx_rt_pool_get(rx_rt_pool *p, size_t nbytes)
     p->allocs++;
     pthread_mutex_unlock(&p->mu);
     if (b) {
-        RX_RT_UNPOISON(b->data, b->cap);
-        return b;
-    }
-    b = rx_rt_pool_fresh(p, c, cap);
-    if (!b) {
+        rx_rt_block_unpoison(b);
+    } else if (!(b = rx_rt_pool_fresh(p, c, cap))) {
         pthread_mutex_lock(&p->mu);
         p->allocs--;
         pthread_mutex_unlock(&p->mu);
-        rx_rt_pool_uncharge(p, nbytes);
+        rx_rt_pool_uncharge(p, nbytes, cap >= RX_RT_RESERVE_MIN ? 0 : nbytes);
+        return NULL;
+    }
+    if (b->reserved) {
+        /* Its committed chunks count as resident now; then [0, nbytes) is committed (a
+         * failing commit keeps, and has charged, the chunks it did commit). */
+        if (charge_resident(p, (int64_t)b->committed) == 0) {
+            if (rx_rt_block_commit(p, b, 0, nbytes, NULL) == 0) return b;
+            rx_rt_pool_uncharge(p, 0, b->committed);
+        }
+        rx_rt_pool_uncharge(p, nbytes, 0);
+        pthread_mutex_lock(&p->mu);
+        rx_rt_pool_stash(p, b);
+        pthread_mutex_unlock(&p->mu);
+        return NULL;
     }
     return b;
 }
 
 void rx_rt_pool_put(rx_rt_pool *p, rx_rt_block *b, size_t requested)
 {
-    RX_RT_POISON(b->data, b->cap);
+    size_t resident = rx_rt_block_resident(b, requested);
+    rx_rt_block_poison(b);
     pthread_mutex_lock(&p->mu);
     rx_rt_pool_stash(p, b);
     pthread_mutex_unlock(&p->mu);
-    rx_rt_pool_uncharge(p, requested);
+    rx_rt_pool_uncharge(p, requested, resident);
 }
 
-int64_t rx_rt_pool_reset_peak(rx_rt_pool *p)
+int64_t rx_rt_pool_reset_peak(rx_rt_pool *p, int64_t *resident)
 {
     int64_t live = atomic_load_explicit(&p->live_bytes, memory_order_relaxed);
+    int64_t res = atomic_load_explicit(&p->resident_bytes, memory_order_relaxed);
     atomic_store_explicit(&p->peak_bytes, live, memory_order_relaxed);
+    atomic_store_explicit(&p->peak_resident, res, memory_order_relaxed);
+    if (resident) *resident = res;
     return live;
 }
 
@@ -247,6 +362,8 @@ void rx_rt_get_stats(rx_rt_ctx *ctx, rx_rt_stats *out)
 {
     out->live_bytes = atomic_load(&ctx->pool.live_bytes);
     out->peak_bytes = atomic_load(&ctx->pool.peak_bytes);
+    out->resident_bytes = atomic_load(&ctx->pool.resident_bytes);
+    out->peak_resident_bytes = atomic_load(&ctx->pool.peak_resident);
     pthread_mutex_lock(&ctx->pool.mu);
     out->pool_bytes = ctx->pool.pool_bytes;
     out->allocs = ctx->pool.allocs;

@@ -53,6 +53,7 @@ typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT; /* guards blas_sgemm, blas_name */
 static sgemm_fn blas_sgemm;                           /* process-wide, see the essay */
 static char blas_name[512];                           /* the library blas_sgemm is from */
+static void *blas_handle;                             /* its dlopen handle (threads.c) */
 
 /* cblas_sgemm from the library `name`, or false. */
 static bool blas_try(const char *name)
@@ -67,6 +68,7 @@ static bool blas_try(const char *name)
     }
     memcpy(&blas_sgemm, &sym, sizeof blas_sgemm);
     memcpy(blas_name, name, strlen(name) + 1);
+    blas_handle = h;
     return true;
 }
 
@@ -87,6 +89,12 @@ const char *rx_rt_blas_library(void)
 {
     pthread_once(&blas_once, blas_open);
     return blas_sgemm ? blas_name : NULL;
+}
+
+void *rx_rt_blas_handle(void)
+{
+    pthread_once(&blas_once, blas_open);
+    return blas_handle;
 }
 
 static const char *blas_strerr(int32_t code)

@@ -71,13 +71,36 @@ int rx_rt_fail(rx_rt_err *err, const char *fmt, ...) __attribute__((format(print
 /* ---- device memory (device_cpu.c) ---- */
 
 #define RX_RT_NCLASS 256 /* size classes: 4 per power of two */
+#define RX_RT_RESERVE_MIN ((size_t)64 << 20) /* blocks of this class size or more are
+                                                reserved, not committed (device_cpu.c) */
+#define RX_RT_COMMIT_CHUNK ((size_t)1 << 20) /* commit granularity of a reserved block */
 
 typedef struct rx_rt_block {
     struct rx_rt_block *next; /* free-list link (header lives in a side allocation) */
     void *data;               /* 64-byte aligned payload (poisoned while cached, ASan) */
     size_t cap;               /* class size */
     int cls;                  /* size class of cap */
+    int reserved;             /* address space only (mmap PROT_NONE): chunks are committed
+                                 by rx_rt_block_commit as views of them are made */
+    uint64_t *chunks;         /* reserved: bit i set = chunk i is committed */
+    size_t committed;         /* reserved: committed bytes (whole chunks) */
 } rx_rt_block;
+
+/* ASan poisoning of a block's payload; a reserved block is never poisoned (its shadow
+ * would be as large as the reservation, and uncommitted pages fault anyway). */
+static inline void rx_rt_block_poison(rx_rt_block *b)
+{
+    if (!b->reserved) RX_RT_POISON(b->data, b->cap);
+}
+static inline void rx_rt_block_unpoison(rx_rt_block *b)
+{
+    if (!b->reserved) RX_RT_UNPOISON(b->data, b->cap);
+}
+/* The resident bytes a live block holds for a storage of `requested` bytes. */
+static inline size_t rx_rt_block_resident(const rx_rt_block *b, size_t requested)
+{
+    return b->reserved ? b->committed : requested;
+}
 
 typedef struct rx_rt_pool {
     pthread_mutex_t mu;                 /* guards free_, pool_bytes, allocs, hits and the
@@ -85,32 +108,45 @@ typedef struct rx_rt_pool {
     rx_rt_block *free_[RX_RT_NCLASS];   /* cached free blocks per class */
     _Atomic int64_t live_bytes;         /* requested bytes of live storages (lock-free) */
     _Atomic int64_t peak_bytes;         /* max live_bytes since the last reset (lock-free) */
+    _Atomic int64_t resident_bytes;     /* bytes of live storages backed by memory: the
+                                           requested bytes of a malloc'ed block, the
+                                           committed chunks of a reserved one */
+    _Atomic int64_t peak_resident;      /* max resident_bytes since the last reset */
     int64_t pool_bytes;                 /* class bytes obtained from the system */
     int64_t allocs, hits;               /* counters */
-    _Atomic int64_t limit;              /* max live_bytes (0 = unlimited) */
+    _Atomic int64_t limit;              /* max resident_bytes (0 = unlimited) */
 } rx_rt_pool;
 
 void rx_rt_pool_init(rx_rt_pool *p);
 void rx_rt_pool_destroy(rx_rt_pool *p);
 /* Size class of nbytes (<= 2^60); *cap gets the class size. */
 int rx_rt_pool_class(size_t nbytes, size_t *cap);
-/* A block of at least nbytes (64-byte aligned), NULL on OOM. */
+/* A block of at least nbytes (64-byte aligned) whose first nbytes are usable (a
+ * reserved block is committed that far), NULL on OOM or past the limit. */
 rx_rt_block *rx_rt_pool_get(rx_rt_pool *p, size_t nbytes);
 /* Gives a block back (cached for reuse); `requested` is what was asked for. */
 void rx_rt_pool_put(rx_rt_pool *p, rx_rt_block *b, size_t requested);
 void rx_rt_pool_trim(rx_rt_pool *p);
-/* Sets peak to the current live bytes; returns the live bytes. */
-int64_t rx_rt_pool_reset_peak(rx_rt_pool *p);
-/* The pieces of get/put, for the per-call cache: charge adds nbytes to live_bytes
- * (raising peak) and returns -1, changing nothing, past the limit; uncharge subtracts.
+/* Sets both peaks to the current levels; returns the live bytes, *resident gets the
+ * resident bytes. */
+int64_t rx_rt_pool_reset_peak(rx_rt_pool *p, int64_t *resident);
+/* The pieces of get/put, for the per-call cache: charge adds `live` to live_bytes and
+ * `resident` to resident_bytes (raising the peaks) and returns -1, changing nothing,
+ * when resident_bytes would pass the limit; uncharge subtracts.
  * take unlinks up to max cached blocks of class cls (a list, poisoned, not counted);
- * fresh makes a new block of class cls from the system (NULL on OOM); stash pushes a
- * block on its class list (caller holds p->mu; b may be poisoned). */
-int rx_rt_pool_charge(rx_rt_pool *p, size_t nbytes);
-void rx_rt_pool_uncharge(rx_rt_pool *p, size_t nbytes);
+ * fresh makes a new block of class cls from the system (NULL on OOM; reserved when cap
+ * >= RX_RT_RESERVE_MIN); stash pushes a block on its class list (caller holds p->mu; b
+ * may be poisoned). */
+int rx_rt_pool_charge(rx_rt_pool *p, size_t live, size_t resident);
+void rx_rt_pool_uncharge(rx_rt_pool *p, size_t live, size_t resident);
 rx_rt_block *rx_rt_pool_take(rx_rt_pool *p, int cls, int max);
 rx_rt_block *rx_rt_pool_fresh(rx_rt_pool *p, int cls, size_t cap);
 void rx_rt_pool_stash(rx_rt_pool *p, rx_rt_block *b);
+/* Makes [off, off + len) of a live block usable: commits the reserved chunks it covers
+ * that are not yet committed (charging them as resident). A block that is not reserved
+ * is usable already. Returns 0, or -1 with err ("out of memory committing ...") when the
+ * system refuses the pages or they pass the context's memory limit. */
+int rx_rt_block_commit(rx_rt_pool *p, rx_rt_block *b, size_t off, size_t len, rx_rt_err *err);
 
 /* ---- the context ---- */
 
@@ -139,6 +175,9 @@ struct rx_rt_ctx {
 int rx_rt_lib_find(rx_rt_ctx *ctx, const char *name, rx_rt_libentry *out);
 /* Registers the built-ins (library.c). Returns 0 or -1 on OOM. */
 int rx_rt_lib_builtins(rx_rt_ctx *ctx);
+/* The dlopen handle of the BLAS library the blas.* built-ins use (opened on the first
+ * call), NULL when none could be opened (threads.c sets its thread count). */
+void *rx_rt_blas_handle(void);
 /* Closes libraries opened by the built-ins. */
 void rx_rt_lib_close(rx_rt_ctx *ctx);
 /* The runtime-native library functions "rt.*" and their messages (library_rt.c). */

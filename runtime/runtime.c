@@ -331,7 +331,7 @@ static int call_values(rx_rt_module *m, int fn, const rx_vm_value *args, int nar
 {
     int64_t kernels = 0, libcalls = 0;
     rx_vm_value ret;
-    int64_t base = rx_rt_pool_reset_peak(&m->ctx->pool);
+    int64_t rbase, base = rx_rt_pool_reset_peak(&m->ctx->pool, &rbase);
     if (fn < 0 || (uint32_t)fn >= m->a->nfuncs) return rx_rt_fail(err, "no function %d", fn);
     if (rx_vm_run(m, (uint32_t)fn, args, (uint32_t)nargs, &ret, &kernels, &libcalls, err))
         return -1;
@@ -341,6 +341,7 @@ static int call_values(rx_rt_module *m, int fn, const rx_vm_value *args, int nar
         stats->kernels = kernels + libcalls;
         stats->library_calls = libcalls;
         stats->peak_bytes = s.peak_bytes - base;
+        stats->peak_resident_bytes = s.peak_resident_bytes - rbase;
     }
     if (!out) {
         rx_vm_value_release(&ret);
@@ -496,6 +497,7 @@ int rx_rt_bench(rx_rt_module *m, int fn, const rx_rt_arg *args, int nargs,
     if (call_values(m, fn, v, nargs, NULL, &st, err)) goto out; /* first call: counters */
     res->kernels = st.kernels;
     res->peak_bytes = st.peak_bytes;
+    res->resident_bytes = st.peak_resident_bytes;
     for (int i = 1; i < warmup; i++)
         if (call_values(m, fn, v, nargs, NULL, NULL, err)) goto out;
     if (prof) {
@@ -531,6 +533,7 @@ int rx_rt_bench(rx_rt_module *m, int fn, const rx_rt_arg *args, int nargs,
                                 : (samples[repeat / 2 - 1] + samples[repeat / 2]) / 2;
     res->repeat = repeat;
     res->number = number;
+    rx_rt_get_threads(&res->threads, &res->blas_threads);
     rc = 0;
 out:
     rx_rt_set_profiling(m, prof);

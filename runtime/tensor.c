@@ -96,8 +96,8 @@ static bool valid_dtype(DLDataType t)
     return t.code <= kDLComplex && t.bits > 0 && t.lanes > 0;
 }
 
-/* Checks that a dense view fits in s; -1 with err otherwise. */
-static int view_check(const rx_rt_storage *s, size_t offset, DLDataType dtype, int32_t ndim,
+/* Checks that a dense view fits in s and commits its bytes; -1 with err otherwise. */
+static int view_check(rx_rt_storage *s, size_t offset, DLDataType dtype, int32_t ndim,
                       const int64_t *shape, rx_rt_err *err)
 {
     if (!valid_dtype(dtype) || ndim < 0 || ndim > RX_RXA_MAX_NDIM)
@@ -108,6 +108,10 @@ static int view_check(const rx_rt_storage *s, size_t offset, DLDataType dtype, i
         return rx_rt_fail(err,
                           "tensor of %lld bytes at offset %zu does not fit in storage of %zu bytes",
                           (long long)bytes, offset, s->nbytes);
+    /* A reserved block (device_cpu.c) becomes usable where its views are. */
+    if (s->kind == RX_STORAGE_POOL &&
+        rx_rt_block_commit(&s->ctx->pool, s->block, offset, (size_t)bytes, err))
+        return -1;
     return 0;
 }
 
@@ -313,7 +317,10 @@ rx_rt_storage *rx_rt_cache_storage(rx_rt_cache *c, size_t nbytes)
     rx_rt_pool *p = &c->ctx->pool;
     rx_rt_storage *s = pop_storage(c);
     if (!s) return NULL;
-    if (rx_rt_pool_charge(p, nbytes)) {
+    /* A reserved block (cap >= RX_RT_RESERVE_MIN) is resident only as far as its views
+     * commit it (rx_rt_cache_view); its already committed chunks are charged below. */
+    size_t resident = cap >= RX_RT_RESERVE_MIN ? 0 : nbytes;
+    if (rx_rt_pool_charge(p, nbytes, resident)) {
         park_storage(c, s);
         return NULL;
     }
@@ -327,10 +334,17 @@ rx_rt_storage *rx_rt_cache_storage(rx_rt_cache *c, size_t nbytes)
     if (b) {
         c->blocks[cls] = b->next;
         b->next = NULL;
-        RX_RT_UNPOISON(b->data, b->cap);
+        rx_rt_block_unpoison(b);
         c->hits++;
     } else if (!(b = rx_rt_pool_fresh(p, cls, cap))) {
-        rx_rt_pool_uncharge(p, nbytes);
+        rx_rt_pool_uncharge(p, nbytes, resident);
+        park_storage(c, s);
+        return NULL;
+    }
+    if (b->committed && rx_rt_pool_charge(p, 0, b->committed)) {
+        rx_rt_pool_uncharge(p, nbytes, resident);
+        b->next = c->blocks[cls];
+        c->blocks[cls] = b;
         park_storage(c, s);
         return NULL;
     }
@@ -374,13 +388,13 @@ static void cache_storage_release(rx_rt_cache *c, rx_rt_storage *s)
     }
     if (!rx_rt_ref_drop(&s->refs)) return;
     rx_rt_block *b = s->block;
-    rx_rt_pool_uncharge(&c->ctx->pool, s->nbytes);
+    rx_rt_pool_uncharge(&c->ctx->pool, s->nbytes, rx_rt_block_resident(b, s->nbytes));
     uint64_t bit = (uint64_t)1 << (b->cls % 64);
     if (!(c->have[b->cls / 64] & bit)) {
         c->have[b->cls / 64] |= bit;
         c->blocks[b->cls] = NULL;
     }
-    RX_RT_POISON(b->data, b->cap);
+    rx_rt_block_poison(b);
     b->next = c->blocks[b->cls];
     c->blocks[b->cls] = b;
     park_storage(c, s);

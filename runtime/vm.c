@@ -348,6 +348,10 @@ static int run(vm *V, rx_vm_value *result)
             if (dev != RX_DEV_CPU) FAIL("pc %zu: device type %" PRId64 " is not supported", at, dev);
             if (bytes < 0) FAIL("pc %zu: storage of %" PRId64 " bytes", at, bytes);
             rx_rt_storage *s = rx_rt_cache_storage(&V->cache, (size_t)bytes);
+            if (!s && (size_t)bytes >= RX_RT_RESERVE_MIN)
+                FAIL("out of memory reserving %" PRId64 " bytes of address space for a storage "
+                     "(a memory plan's arena is sized for the function's upper_bounds: lower "
+                     "them)", bytes);
             if (!s) FAIL("out of memory allocating %" PRId64 " bytes", bytes);
             set_reg(V, &R(a), (rx_vm_value){RX_V_STORAGE, {.st = s}});
             vmbreak;

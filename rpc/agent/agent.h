@@ -161,6 +161,7 @@ typedef struct rxag_job {
     int nshapes;                          /* symbolic variables given */
     rx_bench_kv shapes[RXAG_MAX_LIST];    /* name/value strings (owned) */
     int repeat, number, warmup;           /* timing loop */
+    int threads;                          /* kernels' and BLAS threads; 0: the agent's */
     int64_t timeout_ms;                   /* the run's time limit */
     int ninputs;                          /* given inputs */
     rx_bench_input inputs[RXAG_MAX_LIST]; /* decoded .npy images (owned) */

@@ -8,7 +8,8 @@
  * artifact; it forks, then waits.
  *
  * The child, step by step: Step 1 a CPU context and rx_rt_load_bytes (failure:
- * "load_error"; load_ms timed); Step 2 rx_bench_args_build with the job's shapes and
+ * "load_error"; load_ms timed), then the job's `threads` for the kernels and the BLAS
+ * library (rx_rt_set_threads; absent: the agent's environment decides); Step 2 rx_bench_args_build with the job's shapes and
  * inputs and seed 0 — the code relax-run uses, so a missing input gets the same random
  * data `relax-run --seed 0` would give it ("shape_error" / "input_error" by the error's
  * class); Step 3 when expected outputs came with the job, one call and the comparison
@@ -195,8 +196,9 @@ int rxag_job_parse(const json_t *spec, rxag_job *job, char *code, char *err, siz
     if (fn && strlen(fn) >= sizeof job->function)
         return bad(code, "bad_job", err, errlen, "too long", "function");
     snprintf(job->function, sizeof job->function, "%s", fn && *fn ? fn : "main");
-    int64_t repeat, number, warmup, timeout;
+    int64_t repeat, number, warmup, timeout, threads;
     if (int_field(spec, "repeat", 1, 1000000, 10, &repeat, code, err, errlen) ||
+        int_field(spec, "threads", 1, RX_RT_MAX_THREADS, 0, &threads, code, err, errlen) ||
         int_field(spec, "number", 1, 1000000, 1, &number, code, err, errlen) ||
         int_field(spec, "warmup", 0, 1000000, 1, &warmup, code, err, errlen) ||
         int_field(spec, "timeout_ms", 1, (int64_t)86400 * 1000 * 7, 60000, &timeout, code, err,
@@ -205,6 +207,7 @@ int rxag_job_parse(const json_t *spec, rxag_job *job, char *code, char *err, siz
     job->repeat = (int)repeat;
     job->number = (int)number;
     job->warmup = (int)warmup;
+    job->threads = (int)threads;
     job->timeout_ms = timeout;
     if (shapes(spec, job, code, err, errlen) || arrays(spec, job, code, err, errlen) ||
         tolerance(spec, job, code, err, errlen))
@@ -257,6 +260,12 @@ static json_t *child_run(const rxag_job *job, const uint8_t *bytes, size_t n)
     if (!m) {
         rx_rt_ctx_free(ctx);
         return rxag_failure("load_error", err.msg);
+    }
+    /* The job's thread count, for the kernels and the BLAS library alike (threads.c). */
+    if (job->threads && rx_rt_set_threads(job->threads, &err)) {
+        rx_rt_module_free(m);
+        rx_rt_ctx_free(ctx);
+        return rxag_failure("run_error", err.msg);
     }
     json_t *report = NULL, *check = NULL;
     /* Step 2: arguments. */

@@ -3,7 +3,7 @@
  *
  *   relax-run ARTIFACT.rxa [--fn main] [--in NAME=FILE.npy]... [--out-dir DIR]
  *             [--shape VAR=N]... [--seed S] [--bench] [--repeat R] [--number K]
- *             [--warmup W] [--min-repeat-ms MS] [--profile]
+ *             [--warmup W] [--min-repeat-ms MS] [--profile] [--threads N]
  *
  * The driver, step by step: Step 1 parse the command line (bad usage exits 2); Step 2
  * load the artifact and find the function; Step 3 bind symbolic variables — first from
@@ -22,6 +22,11 @@
  * the wall time, mean us; then the VM's own share) goes to stderr, so stdout keeps its
  * format; with --bench the JSON line also gets "profile", "profile_runs",
  * "profile_wall_ms" and "profile_other_ms" after the usual keys.
+ *
+ * --threads N (1..RX_RT_MAX_THREADS) sets the thread count of the generated kernels
+ * (OpenMP) and of the BLAS library together (rx_rt_set_threads, threads.c), overriding
+ * OMP_NUM_THREADS / OPENBLAS_NUM_THREADS; --bench's line reports the counts in effect
+ * ("threads", "blas_threads").
  *
  * Steps 2-4 and the JSON line live in bench.c, shared with relax-agent, so a benchmark
  * run on a device agent binds the same inputs (same seeded random data) and reports the
@@ -64,6 +69,7 @@ typedef struct opts {
     int profile;           /* --profile */
     int repeat, number, warmup; /* bench options */
     double min_repeat_ms;  /* --min-repeat-ms */
+    int threads;           /* --threads, 0 = leave the environment's counts */
     char *copies[2 * MAX_LIST]; /* strdup'ed NAME=VALUE strings */
     int ncopies;
 } opts;
@@ -90,6 +96,8 @@ static void usage(FILE *f)
           "  --profile            time every kernel and library call of the measured calls\n"
           "                       (the timed ones with --bench); table on stderr, and a\n"
           "                       \"profile\" array in the --bench JSON\n"
+          "  --threads N          threads for the kernels and the BLAS library, both\n"
+          "                       (1..1024; default: OMP_NUM_THREADS, else all cores)\n"
           "  --help, --version\n"
           "\n"
           "exit status: 0 success, 1 failure (error: ... on stderr), 2 bad usage\n",
@@ -186,7 +194,8 @@ static int parse_args(int argc, char **argv, opts *o)
         memcpy(name, a, n);
         name[n] = 0;
         static const char *const valued[] = {"--fn", "--in", "--out-dir", "--shape", "--seed",
-                                             "--repeat", "--number", "--warmup", "--min-repeat-ms"};
+                                             "--repeat", "--number", "--warmup", "--min-repeat-ms",
+                                             "--threads"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) known |= !strcmp(name, valued[k]);
         if (!known) {
@@ -227,6 +236,14 @@ static int parse_args(int argc, char **argv, opts *o)
             if (parse_int_opt(name, val, 1, &o->number)) return 2;
         } else if (!strcmp(name, "--warmup")) {
             if (parse_int_opt(name, val, 0, &o->warmup)) return 2;
+        } else if (!strcmp(name, "--threads")) {
+            int64_t t;
+            if (rx_bench_parse_i64(val, &t) || t < 1 || t > RX_RT_MAX_THREADS) {
+                fprintf(stderr, "error: --threads needs an integer from 1 to %d, got '%s'\n",
+                        RX_RT_MAX_THREADS, val);
+                return 2;
+            }
+            o->threads = (int)t;
         } else {
             char *end;
             errno = 0;
@@ -428,6 +445,9 @@ int main(int argc, char **argv)
     rx_rt_module *m = rx_rt_load_file(ctx, o.artifact, &err);
     if (!m) {
         rc = errorf("%s", err.msg);
+    } else if (o.threads && rx_rt_set_threads(o.threads, &err)) {
+        rc = errorf("%s", err.msg);
+        rx_rt_module_free(m);
     } else {
         rc = run(&o, m);
         rx_rt_module_free(m);

@@ -27,8 +27,8 @@ Workloads (--workloads): decode1 and decode16 (b = 1 / 16 new tokens over 512 ca
 positions, c + 1 = 513 after the append), prefill128 and prefill512 (b = 1, s = 128 /
 512). Upper bounds (--bounds): b <= 16, s <= 512, c <= 512 by default.
 
-Threads: 2 for all three (--threads): relax-run with OMP_NUM_THREADS and
-OPENBLAS_NUM_THREADS = N (its kernels and its BLAS share libgomp's pool), ONNX Runtime
+Threads: 2 for all three (--threads): relax-run --threads N (its kernels and its BLAS
+share libgomp's pool at that count; OMP_NUM_THREADS and OPENBLAS_NUM_THREADS say N too), ONNX Runtime
 with intraOpNumThreads = N, PyTorch with torch.set_num_threads(N) and
 OMP_WAIT_POLICY=PASSIVE (set for this process only, so its idle workers do not spin
 while the others run). Timing: the median of --repeat calls after warm-ups, each
@@ -167,10 +167,13 @@ def relax_fn(cfg, form, phase, bounds):
             "body": {"blocks": [{"dataflow": True, "bindings": bld.bindings}], "result": res}}
 
 
-def relax_module(cfg, form, bounds):
+def relax_module(cfg, forms, bounds):
+    """One module with prefill_<form> and decode_<form> for each formulation (one build
+    per opt level; kernels the formulations share are compiled once)."""
     return {"format": "relax-json", "version": 1,
-            "attrs": {"name": "decoder_block_" + form, "generator": "tests/bench/bench_vs_ort.py"},
-            "functions": {p: relax_fn(cfg, form, p, bounds) for p in ("prefill", "decode")}}
+            "attrs": {"name": "decoder_block", "generator": "tests/bench/bench_vs_ort.py"},
+            "functions": {"%s_%s" % (p, f): relax_fn(cfg, f, p, bounds)
+                          for f in forms for p in ("prefill", "decode")}}
 
 
 # ---------------------------------------------------------------- NumPy -----------
@@ -296,7 +299,7 @@ def run_env(threads):
 
 def relax_call(a, rxa, fn, ins, repeat, out_dir):
     argv = [a.relax_run, rxa, "--fn", fn, "--bench", "--repeat", str(repeat), "--number", "1",
-            "--warmup", "1", "--out-dir", out_dir]
+            "--warmup", "1", "--out-dir", out_dir, "--threads", str(a.threads)]
     for name, path in ins.items():
         argv += ["--in", "%s=%s" % (name, path)]
     p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -394,6 +397,15 @@ def main():
     os.makedirs(tmp, exist_ok=True)
     failed, rows, lines = [], [], []
     try:
+        rxas = {}
+        if "relax" in engines:
+            src = os.path.join(tmp, "block.json")
+            with open(src, "w") as f:
+                json.dump(relax_module(cfg, forms, bounds), f, indent=1)
+            for lv in levels:
+                rxas[lv] = os.path.join(tmp, "block_O%s.rxa" % lv)
+                rxbench.run([a.relaxc, "build", src, "--target", "cpu", "--opt-level", lv,
+                             "-o", rxas[lv]], what="bench_vs_ort (O%s)" % lv)
         for form in forms:
             W = {}
             for n, shp in weight_shapes(cfg, form).items():
@@ -403,15 +415,6 @@ def main():
             for n, arr in W.items():
                 wpaths[n] = os.path.join(tmp, "%s_%s.npy" % (form, n))
                 np.save(wpaths[n], arr)
-            rxas = {}
-            if "relax" in engines:
-                src = os.path.join(tmp, "block_%s.json" % form)
-                with open(src, "w") as f:
-                    json.dump(relax_module(cfg, form, bounds), f, indent=1)
-                for lv in levels:
-                    rxas[lv] = os.path.join(tmp, "block_%s_O%s.rxa" % (form, lv))
-                    rxbench.run([a.relaxc, "build", src, "--target", "cpu", "--opt-level", lv,
-                                 "-o", rxas[lv]], what="bench_vs_ort (%s O%s)" % (form, lv))
             for wl in workloads:
                 phase, B, n = wl_table[wl]
                 H = cfg["hidden"]
@@ -439,7 +442,7 @@ def main():
 
                 for lv, rxa in rxas.items():
                     out_dir = os.path.join(tmp, "out_%s_%s_O%s" % (form, wl, lv))
-                    r, err = relax_call(a, rxa, phase, {**wpaths, **ipaths}, repeat, out_dir)
+                    r, err = relax_call(a, rxa, "%s_%s" % (phase, form), {**wpaths, **ipaths}, repeat, out_dir)
                     if r is None:
                         failed.append("%s %s relax O%s: %s" % (form, wl, lv, err))
                         continue
@@ -479,7 +482,8 @@ def main():
                                   "relax_ms": ms, "ort_ms": ort_ms, "torch_ms": t_ms,
                                   "relax_over_ort": ms / ort_ms if ms and ort_ms else None,
                                   "relax_over_torch": ms / t_ms if ms and t_ms else None,
-                                  "relax_peak_bytes": r.get("peak_bytes") if r else None,
+                                  "relax_reserved_bytes": r.get("reserved_bytes") if r else None,
+                                  "relax_resident_bytes": r.get("resident_bytes") if r else None,
                                   "max_abs_err": errs, "bounds": bounds,
                                   "config": cfg, "quick": a.quick})
     finally:

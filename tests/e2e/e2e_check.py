@@ -13,6 +13,15 @@ def tools(build_dir):
     return os.path.join(bindir, "relaxc"), os.path.join(bindir, "relax-run")
 
 
+def start(argv, doc):
+    """(relaxc, relax-run, Checks) for a script run as `script.py BUILD_DIR`; None (after
+    printing doc, the usage) when the arguments are wrong."""
+    if len(argv) != 2:
+        print(doc)
+        return None
+    return tools(argv[1]) + (Checks(),)
+
+
 def run_status(argv, env=None):
     """(exit status, stdout, stderr) of argv, no shell, at most 300 s."""
     p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300,

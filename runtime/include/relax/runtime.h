@@ -60,6 +60,9 @@ typedef struct rx_rt_stats {
     int64_t library_calls; /* CALL_LIB executed, since context creation */
     int64_t allocs;        /* storages allocated */
     int64_t pool_hits;     /* of which served from a cached block */
+    int64_t resident_bytes;      /* of live_bytes, those backed by memory: a reserved
+                                    arena counts only the chunks its views committed */
+    int64_t peak_resident_bytes; /* max resident_bytes since the last reset */
 } rx_rt_stats;
 
 /* ---- context ---- */
@@ -75,8 +78,10 @@ void rx_rt_ctx_free(rx_rt_ctx *ctx);
 /* Sets the maximum number of nested VM frames (>= 1). */
 void rx_rt_set_max_depth(rx_rt_ctx *ctx, int depth);
 
-/* Caps the bytes of live storages (0 = unlimited, the default); an allocation past the
- * cap fails like out of memory ("main: out of memory allocating N bytes"). */
+/* Caps the resident bytes of live storages (0 = unlimited, the default): what the
+ * call's tensors really use, not what a memory plan reserved for the upper bounds
+ * (docs/memory.md). An allocation or commit past the cap fails like out of memory
+ * ("main: out of memory allocating N bytes", "... would pass the memory limit ..."). */
 void rx_rt_set_memory_limit(rx_rt_ctx *ctx, int64_t bytes);
 
 /* Registers (or replaces) the library function `name` (copied). Modules loaded later
@@ -95,6 +100,16 @@ const char *const *rx_rt_builtin_library_names(void);
    of them: $RX_BLAS_LIB, else OpenBLAS's OpenMP build, else libopenblas.so.0), or NULL
    when none could be opened. */
 const char *rx_rt_blas_library(void);
+
+/* Thread count of the calls made from the calling thread: the generated kernels'
+ * OpenMP regions (libgomp's nthreads ICV of this thread) and the blas.* built-ins
+ * (OpenBLAS, process-wide) use n, 1 <= n <= RX_RT_MAX_THREADS. Returns 0, or -1 with
+ * err (a bad n; libgomp not loadable). rx_rt_get_threads reads back what is in effect:
+ * *kernels from omp_get_max_threads() (0 when libgomp is not loaded), *blas from
+ * openblas_get_num_threads() (0 when the BLAS library has none or none is loaded). */
+#define RX_RT_MAX_THREADS 1024
+int rx_rt_set_threads(int n, rx_rt_err *err);
+void rx_rt_get_threads(int *kernels, int *blas);
 
 /* Current counters (see the header essay). */
 void rx_rt_get_stats(rx_rt_ctx *ctx, rx_rt_stats *out);
@@ -157,7 +172,10 @@ typedef struct rx_rt_arg {
 typedef struct rx_rt_call_stats {
     int64_t kernels;       /* kernel calls plus library calls made by this call */
     int64_t library_calls; /* of which library calls */
-    int64_t peak_bytes;    /* peak live bytes above the level at entry */
+    int64_t peak_bytes;    /* peak live bytes above the level at entry (reserved: a
+                              memory plan's arena counts whole, at the upper bounds) */
+    int64_t peak_resident_bytes; /* peak resident bytes above the level at entry (what
+                                    the call's tensors at its actual shapes committed) */
 } rx_rt_call_stats;
 
 /* Calls function `fn` (index) with nargs arguments (must equal its parameter count).
@@ -241,7 +259,10 @@ typedef struct rx_rt_bench_result {
     int repeat;         /* measurements taken */
     int number;         /* calls per measurement actually used */
     int64_t kernels;    /* kernel + library calls of one call */
-    int64_t peak_bytes; /* peak tensor bytes of one call, inputs excluded */
+    int64_t peak_bytes; /* peak tensor bytes of one call, inputs excluded (reserved) */
+    int64_t resident_bytes; /* peak resident tensor bytes of that call (committed) */
+    int threads;        /* the kernels' OpenMP thread count in effect (rx_rt_get_threads) */
+    int blas_threads;   /* OpenBLAS's thread count in effect (0: unknown) */
 } rx_rt_bench_result;
 
 /* Times function `fn` like TVM's time_evaluator: max(warmup, 1) untimed calls, then `repeat`

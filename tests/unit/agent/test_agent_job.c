@@ -145,11 +145,35 @@ START_TEST(bench_statistics)
     ck_assert(num(r, "min_ms") > 0 && num(r, "stddev_ms") >= 0 && num(r, "load_ms") > 0);
     ck_assert_ptr_null(json_object_get(r, "check")); /* no expected outputs: no check */
     /* the keys of relax-run --bench's line, in its order, then load_ms */
-    static const char *const keys[] = {"mean_ms", "median_ms", "min_ms",  "max_ms",     "stddev_ms",
-                                       "repeat",  "number",    "kernels", "peak_bytes", "load_ms"};
-    ck_assert_int_eq(json_object_size(r), 10);
-    for (int i = 0; i < 10; i++) ck_assert_ptr_nonnull(json_object_get(r, keys[i]));
+    static const char *const keys[] = {"mean_ms",        "median_ms",      "min_ms",
+                                       "max_ms",         "stddev_ms",      "repeat",
+                                       "number",         "kernels",        "peak_bytes",
+                                       "reserved_bytes", "resident_bytes", "threads",
+                                       "blas_threads",   "load_ms"};
+    ck_assert_int_eq(json_object_size(r), 14);
+    for (int i = 0; i < 14; i++) ck_assert_ptr_nonnull(json_object_get(r, keys[i]));
+    ck_assert_int_eq((int)num(r, "reserved_bytes"), 8 * 4 * 4);
+    ck_assert_int_eq((int)num(r, "resident_bytes"), 8 * 4 * 4); /* malloc'ed: all resident */
     json_decref(rep);
+}
+END_TEST
+
+/* A job's threads: the child runs the kernels and BLAS with that many (what the runtime
+ * reads back from libgomp and OpenBLAS after the timed calls). */
+START_TEST(threads_field)
+{
+    for (int n = 1; n <= 3; n += 2) {
+        char fmt[256];
+        snprintf(fmt, sizeof fmt,
+                 "{\"id\": \"j7\", \"artifact\": \"%%s\", \"shapes\": {\"n\": 8}, "
+                 "\"repeat\": 2, \"threads\": %d}", n);
+        json_t *rep = run_spec(spec_of(fmt), g_art, g_n);
+        ck_assert_str_eq(status_of(rep), "done");
+        const json_t *r = json_object_get(rep, "result");
+        ck_assert_int_eq((int)num(r, "threads"), n);
+        if (rx_rt_blas_library()) ck_assert_int_eq((int)num(r, "blas_threads"), n);
+        json_decref(rep);
+    }
 }
 END_TEST
 
@@ -301,6 +325,18 @@ START_TEST(spec_validation)
     ck_assert_str_eq(code, "shape_error");
     rxag_job_free(&job);
     json_decref(s);
+    static const char *const bad_threads[] = {"0", "1025", "\"2\"", "1.5"};
+    for (int i = 0; i < 4; i++) {
+        char fmt[128];
+        snprintf(fmt, sizeof fmt, "{\"id\": \"j4\", \"artifact\": \"%%s\", \"threads\": %s}",
+                 bad_threads[i]);
+        s = spec_of(fmt);
+        ck_assert_int_eq(rxag_job_parse(s, &job, code, err, sizeof err), -1);
+        ck_assert_str_eq(code, "bad_job");
+        ck_assert_msg(strstr(err, "threads: expected an integer in 1..1024") != NULL, "%s", err);
+        rxag_job_free(&job);
+        json_decref(s);
+    }
     /* defaults */
     s = spec_of("{\"id\": \"j4\", \"artifact\": \"%s\"}");
     ck_assert_int_eq(rxag_job_parse(s, &job, code, err, sizeof err), 0);
@@ -309,6 +345,7 @@ START_TEST(spec_validation)
     ck_assert_int_eq(job.number, 1);
     ck_assert_int_eq(job.warmup, 1);
     ck_assert_int_eq(job.timeout_ms, 60000);
+    ck_assert_int_eq(job.threads, 0); /* the agent's environment decides */
     rxag_job_free(&job);
     json_decref(s);
 }
@@ -375,6 +412,7 @@ static Suite *suite(void)
     tcase_set_timeout(t, 120);
     tcase_add_unchecked_fixture(t, setup, teardown);
     tcase_add_test(t, bench_statistics);
+    tcase_add_test(t, threads_field);
     tcase_add_test(t, check_passes_and_fails);
     tcase_add_test(t, failure_codes);
     tcase_add_test(t, spec_validation);

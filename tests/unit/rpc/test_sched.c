@@ -323,6 +323,10 @@ START_TEST(submit_validation)
     submit_fails(s, JOB_BODY ", \"tolerance\": {\"eps\": 1}}", 400, "bad_request",
                  "tolerance: unknown key");
     submit_fails(s, JOB_BODY ", \"priority\": 5000}", 400, "bad_request", "priority:");
+    submit_fails(s, JOB_BODY ", \"threads\": 0}", 400, "bad_request",
+                 "threads: expected an integer 1..1024");
+    submit_fails(s, JOB_BODY ", \"threads\": 1025}", 400, "bad_request", "threads:");
+    submit_fails(s, JOB_BODY ", \"threads\": \"2\"}", 400, "bad_request", "threads:");
     submit_fails(s, "{\"artifact\": \"" MISSING_ART "\"}", 404, "not_found", "artifact:");
     /* a valid one with every field; defaults show in the job object */
     rx_sb npy = {0};
@@ -331,7 +335,7 @@ START_TEST(submit_validation)
     char body[1024], id[33];
     snprintf(body, sizeof body,
              JOB_BODY ", \"target\": \"cpu\", \"function\": \"f\", \"shapes\": {\"n\": 128},"
-             " \"repeat\": 7, \"number\": 2, \"warmup\": 0, \"labels\": [\"x86\"],"
+             " \"repeat\": 7, \"number\": 2, \"warmup\": 0, \"threads\": 2, \"labels\": [\"x86\"],"
              " \"priority\": 3, \"timeout_s\": 9, \"queue_timeout_s\": 99, \"max_attempts\": 2,"
              " \"inputs\": {\"x\": \"%s\"}, \"expected\": [\"%s\"],"
              " \"tolerance\": {\"rtol\": 1e-5, \"atol\": 0}}",
@@ -370,6 +374,7 @@ START_TEST(submit_validation)
     ck_assert_int_eq(int_of(spec, "artifact_bytes"), 1234);
     ck_assert_int_eq(int_of(spec, "timeout_ms"), 9000);
     ck_assert_int_eq(int_of(spec, "warmup"), 0);
+    ck_assert_int_eq(int_of(spec, "threads"), 2); /* passed on to the agent */
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(spec, "inputs"), "x")),
                      rx_sb_str(&npy));
     ck_assert_int_eq(json_array_size(json_object_get(spec, "expected")), 1);

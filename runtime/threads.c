@@ -1,0 +1,81 @@
+/*
+ * threads.c — one thread count for the generated kernels and the BLAS library.
+ *
+ * The kernels' parallel loops are OpenMP regions without a num_threads clause, so they
+ * start as many threads as libgomp's nthreads ICV of the thread that calls them; the
+ * blas.* built-ins call OpenBLAS, whose OpenMP build (the one library.c prefers) runs
+ * its own regions on the same libgomp pool with its own count (blas_cpu_number, which
+ * it re-reads from omp_get_max_threads() of the calling thread on each call). Setting
+ * both to the same N is what `relax-run --threads N` and an agent job's `threads` do,
+ * so a kernel and a BLAS call never use different pool sizes, and neither depends on
+ * OMP_NUM_THREADS / OPENBLAS_NUM_THREADS being set before the process started.
+ *
+ * rxrt does not link libgomp (it runs on devices without it; DESIGN.md): the OpenMP
+ * entry points are found with dlopen("libgomp.so.1") — the same library the kernel
+ * objects link, so the ICV set here is the one their regions read. It is opened with
+ * RTLD_NODELETE (as the kernel objects pin it, c_expr.c): unloading libgomp under its
+ * idle pool would crash. OpenBLAS's setters are looked up in the library the built-ins
+ * opened (rx_rt_blas_handle); a BLAS without openblas_set_num_threads is left alone.
+ *
+ * Scope: the OpenMP ICV belongs to the calling thread (calls made from other threads
+ * keep their own), OpenBLAS's count is process-wide. rx_rt_get_threads reads both back:
+ * the test (tests/unit/runtime/test_threads.c) and --bench's "threads" and
+ * "blas_threads" keys report what is in effect, not what was asked for.
+ */
+#include "rt_int.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+typedef void (*set_fn)(int);
+typedef int (*get_fn)(void);
+
+/* A function from a library handle, NULL when the handle or the symbol is missing. */
+static void *sym(void *h, const char *name)
+{
+    return h ? dlsym(h, name) : NULL;
+}
+
+/* libgomp, loaded (and pinned) when load, else only when something already loaded it. */
+static void *gomp(int load)
+{
+    int flags = RTLD_NOW | RTLD_NODELETE | (load ? RTLD_GLOBAL : RTLD_NOLOAD);
+    return dlopen("libgomp.so.1", flags);
+}
+
+int rx_rt_set_threads(int n, rx_rt_err *err)
+{
+    if (n < 1 || n > RX_RT_MAX_THREADS)
+        return rx_rt_fail(err, "threads: expected 1..%d, got %d", RX_RT_MAX_THREADS, n);
+    void *g = gomp(1);
+    void *set = sym(g, "omp_set_num_threads");
+    if (!set)
+        return rx_rt_fail(err, "threads: cannot set the kernels' thread count (%s)",
+                          g ? "libgomp.so.1 has no omp_set_num_threads" : dlerror());
+    set_fn f;
+    memcpy(&f, &set, sizeof f);
+    f(n);
+    void *bset = sym(rx_rt_blas_handle(), "openblas_set_num_threads");
+    if (bset) {
+        memcpy(&f, &bset, sizeof f);
+        f(n);
+    }
+    return 0;
+}
+
+void rx_rt_get_threads(int *kernels, int *blas)
+{
+    get_fn f;
+    void *get = sym(gomp(0), "omp_get_max_threads");
+    *kernels = 0;
+    if (get) {
+        memcpy(&f, &get, sizeof f);
+        *kernels = f();
+    }
+    void *bget = sym(rx_rt_blas_handle(), "openblas_get_num_threads");
+    *blas = 0;
+    if (bget) {
+        memcpy(&f, &bget, sizeof f);
+        *blas = f();
+    }
+}
