@@ -333,6 +333,7 @@ static void run_job(rx_compiler *k, rx_job *j, json_t **result, json_t **error, 
             ok = false;
         } else {
             *result = result_json(&info, j->key, j->target, j->opt_level, false, ms);
+            json_object_set_new(*result, "passes", rx_build_times_json(&br)); /* not in the bytes */
         }
         free(meta);
     } else {
@@ -350,11 +351,11 @@ static void run_job(rx_compiler *k, rx_job *j, json_t **result, json_t **error, 
                              stage, &d);
     }
     rx_log_json(k->log, ok ? RX_LOG_INFO : RX_LOG_WARN,
-                json_pack("{s:s, s:s, s:s, s:s, s:b, s:f, s:s?, s:s?}", "event", "compile_end",
-                          "request_id", j->request_id, "job", j->id, "key", j->key, "ok", ok,
-                          "compile_ms", (double)(int64_t)(ms * 1000) / 1000, "stage",
-                          ok ? NULL : br.failed, "error",
-                          !ok && d.list.n ? d.list.items[0].msg : NULL));
+                json_pack("{s:s, s:s, s:s, s:s, s:b, s:f, s:o, s:s?, s:s?}", "event",
+                          "compile_end", "request_id", j->request_id, "job", j->id, "key",
+                          j->key, "ok", ok, "compile_ms", (double)(int64_t)(ms * 1000) / 1000,
+                          "passes", rx_build_times_json(&br), "stage", ok ? NULL : br.failed,
+                          "error", !ok && d.list.n ? d.list.items[0].msg : NULL));
     free(br.rxa);
     rx_diags_free(&d);
 }

@@ -12,12 +12,20 @@
  * O_CLOEXEC, so concurrent builds on other threads never inherit one another's
  * files. The directory and every file in it are removed before returning.
  *
+ * Reproducible objects: the compiler runs inside the private directory on the fixed
+ * names k.c and k.so (posix_spawn's chdir action), so no temporary path reaches its
+ * command line, and the default flags add -ffile-prefix-map=DIR=. (for any path a
+ * debug flag would record) and a content-hashed build id (-Wl,--build-id=sha1). With
+ * generated source that never reads __DATE__ or __TIME__, one source, compiler and flag
+ * set give the same bytes whatever the directory, host or time (artifact.md).
+ *
  * Kernels are built with -fopenmp by default, so the parallel loops of the generated
  * code run on OpenMP threads (the object then links libgomp); rx_cc_opts.no_openmp or
  * the environment variable RX_NO_OPENMP=1 builds them serially.
  *
  * Cost: one process tree per build; the poll sleeps 5 ms between checks.
  */
+#define _GNU_SOURCE 1 /* posix_spawn_file_actions_addchdir_np (glibc 2.29) */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +48,8 @@ enum { DEFAULT_TIMEOUT_S = 120, MAX_ERR_LINES = 6, MAX_LINE = 240 };
 static const char *const DEFAULT_FLAGS[] = {"-std=c11", "-O2", "-fPIC", "-shared", "-fopenmp",
                                             NULL};
 static const char *const SERIAL_FLAGS[] = {"-std=c11", "-O2", "-fPIC", "-shared", NULL};
+/* Added after the default flags (not after a caller's own): reproducible objects. */
+static const char *const REPRO_FLAGS[] = {"-Wl,--build-id=sha1", NULL};
 
 /* True when kernels are built without OpenMP: o->no_openmp, or RX_NO_OPENMP set to
  * anything but "" or "0" in the environment. */
@@ -176,10 +186,11 @@ bool rx_cc_build(const char *csrc, size_t n, const rx_cc_opts *o, uint8_t **so, 
         rx_sb_free(&dir);
         return false;
     }
-    rx_sb src = {0}, obj = {0}, log = {0};
+    rx_sb src = {0}, obj = {0}, log = {0}, prefix_map = {0}, cc_abs = {0};
     rx_sb_printf(&src, "%s/k.c", dir.p);
     rx_sb_printf(&obj, "%s/k.so", dir.p);
     rx_sb_printf(&log, "%s/cc.log", dir.p);
+    rx_sb_printf(&prefix_map, "-ffile-prefix-map=%s=.", dir.p);
     bool ok = false;
     RX_VEC(const char *) argv = {0};
     int fd = open(src.p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -190,15 +201,30 @@ bool rx_cc_build(const char *csrc, size_t n, const rx_cc_opts *o, uint8_t **so, 
     }
     close(fd);
 
-    /* Step 2: argv and the child's environment of descriptors and signals. */
+    /* Step 2: argv (fixed relative names: the child runs in dir) and the child's
+     * environment of directory, descriptors and signals. A relative compiler path with a
+     * slash is made absolute first, since the child resolves it in dir. */
+    if (strchr(cc, '/') && cc[0] != '/') {
+        char cwd[4096];
+        if (!getcwd(cwd, sizeof cwd)) {
+            rx_diag_add(d, "", "cannot run the C compiler \"%s\": %s", cc, strerror(errno));
+            goto out;
+        }
+        rx_sb_printf(&cc_abs, "%s/%s", cwd, cc);
+        cc = cc_abs.p;
+    }
     RX_VEC_PUSH(argv, cc);
     const char *const *flags = opts.flags ? opts.flags
                                           : no_openmp(&opts) ? SERIAL_FLAGS : DEFAULT_FLAGS;
     for (const char *const *f = flags; *f; f++) RX_VEC_PUSH(argv, *f);
+    if (!opts.flags) {
+        for (const char *const *f = REPRO_FLAGS; *f; f++) RX_VEC_PUSH(argv, *f);
+        RX_VEC_PUSH(argv, prefix_map.p);
+    }
     for (const char *const *f = opts.extra; f && *f; f++) RX_VEC_PUSH(argv, *f);
     RX_VEC_PUSH(argv, "-o");
-    RX_VEC_PUSH(argv, obj.p);
-    RX_VEC_PUSH(argv, src.p);
+    RX_VEC_PUSH(argv, "k.so");
+    RX_VEC_PUSH(argv, "k.c");
     RX_VEC_PUSH(argv, "-lm");
     RX_VEC_PUSH(argv, NULL);
 
@@ -206,6 +232,7 @@ bool rx_cc_build(const char *csrc, size_t n, const rx_cc_opts *o, uint8_t **so, 
     posix_spawnattr_t at;
     posix_spawn_file_actions_init(&fa);
     posix_spawnattr_init(&at);
+    posix_spawn_file_actions_addchdir_np(&fa, dir.p);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, log.p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
@@ -266,5 +293,7 @@ out:
     rx_sb_free(&src);
     rx_sb_free(&obj);
     rx_sb_free(&log);
+    rx_sb_free(&prefix_map);
+    rx_sb_free(&cc_abs);
     return ok;
 }

@@ -3,7 +3,9 @@
  *
  * A build is: check the options, parse the relax-json text, then run every pass of
  * `pipeline` in order, timing each, dumping the text form after each graph-level pass
- * when asked, and finally package the artifact (metadata + sections). A pass is either
+ * when asked, and finally package the artifact (metadata + sections). The times stay in
+ * rx_build_result (rx_build_times_json), never in the artifact: its bytes depend only on
+ * the module, target, options and compiler version. A pass is either
  * graph level (rx_pass_fn: module in, module out) or a lowering stage that fills the
  * build's artifact builder or kernel object. The first failing pass stops the build;
  * its diagnostics are already in d.
@@ -14,6 +16,7 @@
 #include "relax/driver.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,6 +245,15 @@ static bool run(bstate *s, const char *json, size_t n, int last)
         }
     }
     return true;
+}
+
+json_t *rx_build_times_json(const rx_build_result *r)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < r->ntimes; i++)
+        json_array_append_new(a, json_pack("{s:s, s:f}", "name", r->times[i].name, "ms",
+                                           (double)(int64_t)(r->times[i].ms * 1000) / 1000));
+    return a;
 }
 
 /* o with its defaults filled: NULL means cpu at the default opt level. */

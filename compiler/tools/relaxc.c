@@ -13,7 +13,11 @@
  *                                         relaxd uses and the artifact's module.hash
  *   relaxc build MODULE.json --target T -o OUT.rxa [--opt-level N] [--dump-ir DIR]
  *                [--lib none|auto|all] [--lib-disable PATTERN]... [--disable-pass P]...
- *                                         compile to an artifact (driver.h)
+ *                [--time-passes]
+ *                                         compile to an artifact (driver.h); the same
+ *                                         module and options give the same bytes, so
+ *                                         pass times are not in it: --time-passes
+ *                                         prints them to stderr as one JSON line
  *
  * --target defaults to cpu and --opt-level to RX_OPT_LEVEL_DEFAULT (2), the same
  * defaults as relaxd's POST /v1/compile, so `relaxc hash M.json` prints the key the
@@ -31,6 +35,7 @@
 #include "relax/text.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,8 +58,12 @@ static void usage(FILE *f)
           "                                   reports and the artifact's module hash\n"
           "  build MODULE.json [--target T] -o OUT.rxa [--opt-level 0..3] [--dump-ir DIR]\n"
           "        [--lib none|auto|all] [--lib-disable PATTERN]... [--disable-pass P]...\n"
-          "                                   compile to an artifact (target cpu; --dump-ir\n"
-          "                                   writes DIR/NN-PASS.txt after each graph pass)\n"
+          "        [--time-passes]            compile to an artifact (target cpu; --dump-ir\n"
+          "                                   writes DIR/NN-PASS.txt after each graph pass;\n"
+          "                                   --time-passes prints each pass's time to\n"
+          "                                   stderr as one JSON line: times are not in\n"
+          "                                   the artifact, whose bytes depend only on\n"
+          "                                   the module, target, options and compiler)\n"
           "\n"
           "MODULE.json may be - for standard input. --target defaults to cpu and\n"
           "--opt-level to 2, as in relaxd. --lib: library lowering of matmul chains to\n"
@@ -150,7 +159,21 @@ static void report_build(const char *path, const char *failed, const rx_diags *d
     rx_sb_free(&s);
 }
 
-static int cmd_build(const char *path, const rx_build_opts *o, const char *out_path)
+/* --time-passes: {"passes": [{"name": ..., "ms": ...}, ...], "total_ms": T} on stderr. */
+static void print_times(const rx_build_result *r)
+{
+    double total = 0;
+    for (int i = 0; i < r->ntimes; i++) total += r->times[i].ms;
+    json_t *o = json_pack("{s:o, s:f}", "passes", rx_build_times_json(r), "total_ms",
+                          (double)(int64_t)(total * 1000) / 1000);
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (text) fprintf(stderr, "%s\n", text);
+    free(text);
+    json_decref(o);
+}
+
+static int cmd_build(const char *path, const rx_build_opts *o, const char *out_path,
+                     bool time_passes)
 {
     rx_sb text = {0};
     if (!read_module(path, &text)) return 1;
@@ -160,6 +183,7 @@ static int cmd_build(const char *path, const rx_build_opts *o, const char *out_p
     bool ok = rx_build_run(rx_sb_str(&text), text.n, o, &r, &d);
     rx_sb_free(&text);
     int rc = 0;
+    if (time_passes) print_times(&r);
     if (!ok) {
         report_build(path, r.failed, &d);
         rc = 1;
@@ -213,7 +237,7 @@ int main(int argc, char **argv)
     const char *cmd = NULL, *path = NULL, *target = "cpu", *after = NULL, *out_path = NULL;
     const char *dump_dir = NULL;
     int opt_level = RX_OPT_LEVEL_DEFAULT;
-    bool json = false;
+    bool json = false, time_passes = false;
     rx_lib_opts lib = {0};
     const char *disabled[argc + 1]; /* --lib-disable values, NULL-terminated */
     int ndisabled = 0;
@@ -229,6 +253,8 @@ int main(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--json")) {
             json = true;
+        } else if (!strcmp(a, "--time-passes")) {
+            time_passes = true;
         } else if (!strcmp(a, "--target") || !strcmp(a, "--after") || !strcmp(a, "-o") ||
                    !strcmp(a, "--opt-level") || !strcmp(a, "--dump-ir") || !strcmp(a, "--lib") ||
                    !strcmp(a, "--lib-disable") || !strcmp(a, "--disable-pass")) {
@@ -310,7 +336,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "error: build needs -o OUT.rxa (see relaxc --help)\n");
             return 2;
         }
-        return cmd_build(path, &bo, out_path);
+        return cmd_build(path, &bo, out_path, time_passes);
     }
     if (!strcmp(cmd, "hash")) {
         rx_module *m = load(path, true);

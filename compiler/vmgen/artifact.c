@@ -6,11 +6,14 @@
  * description for people and the server: what was compiled (module name, and as
  * module.hash the cache key the driver computed with rx_build_key: the structural hash
  * salted with target, opt level and compiler version, equal to `relaxc hash` and to
- * relaxd's key), how (compiler version, target, opt level, per-pass wall times), and what the
- * artifact offers (functions with their signatures in relax-json annotation form and
- * in the text form, kernels, libraries and built-ins it needs at load time). The JSON
- * is compact with keys in a fixed insertion order, so only the pass times vary between
- * two builds of one module.
+ * relaxd's key), how (compiler version, target, opt level, the passes that ran), and what
+ * the artifact offers (functions with their signatures in relax-json annotation form and
+ * in the text form, kernels, libraries and built-ins it needs at load time).
+ *
+ * Reproducible bytes: the JSON is compact with keys in a fixed insertion order, and it
+ * holds nothing of the build's circumstances (no times, dates, paths or host names:
+ * pass times go to the compile response and `relaxc build --time-passes` instead), so
+ * two builds of one module with one target, options and compiler are byte-identical.
  */
 #include "relax/vmgen.h"
 
@@ -189,14 +192,9 @@ void rx_artifact_metadata(const rx_module *m, const rx_vmgen_info *info,
     json_object_set_new(root, "libraries", names_json(info->libs.items, info->libs.n));
     json_object_set_new(root, "builtins", names_json(info->builtins.items, info->builtins.n));
     json_t *ps = json_array();
-    for (int i = 0; i < meta->npasses; i++) {
-        json_t *o = json_object();
-        json_object_set_new(o, "name", json_string(meta->passes[i].name));
-        json_object_set_new(o, "ms", json_real(meta->passes[i].ms));
-        json_array_append_new(ps, o);
-    }
+    for (int i = 0; i < meta->npasses; i++) json_array_append_new(ps, json_string(meta->passes[i].name));
     json_object_set_new(root, "passes", ps);
-    char *text = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    char *text = json_dumps(root, JSON_COMPACT);
     if (text) rx_sb_puts(out, text);
     free(text);
     json_decref(root);

@@ -79,7 +79,7 @@ typedef struct rx_cc_opts {
     const char *cc;           /* compiler, looked up in PATH; NULL: "cc" */
     const char *const *flags; /* NULL-terminated; replaces the default flags
                                  {"-std=c11", "-O2", "-fPIC", "-shared", "-fopenmp"}
-                                 when non-NULL */
+                                 and the reproducibility flags when non-NULL */
     const char *const *extra; /* NULL-terminated flags added after them, or NULL */
     int timeout_s;            /* wall-clock limit in seconds; 0: 120 */
     const char *tmpdir;       /* parent of the private directory; NULL: $TMPDIR or /tmp */
@@ -88,7 +88,9 @@ typedef struct rx_cc_opts {
 } rx_cc_opts;
 
 /* Builds C source csrc[0..n) into a shared object: writes k.c into a fresh private
- * directory (mode 0700), runs `CC FLAGS EXTRA -o k.so k.c -lm` with posix_spawnp, and
+ * directory (mode 0700), runs `CC FLAGS EXTRA -o k.so k.c -lm` there with posix_spawnp
+ * (with the default flags, FLAGS ends with -Wl,--build-id=sha1 -ffile-prefix-map=DIR=.,
+ * so the object's bytes do not depend on the directory: reproducible artifacts), and
  * on success returns true with the object's bytes in *so (heap; the caller frees) and
  * its size in *so_n. On failure returns false with one diagnostic in d: the compiler's
  * first error lines, "C compiler timed out after N s" (the process is killed), or the

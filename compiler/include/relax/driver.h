@@ -63,6 +63,14 @@ typedef struct rx_build_result {
     char key[65];          /* the module's cache key (rx_build_key), "" before deduction */
 } rx_build_result;
 
+/* The pass times of r as a new JSON array (jansson; the caller owns the reference):
+ * [{"name": "deduce", "ms": 0.356}, ...] in the order the passes ran, ms rounded to the
+ * microsecond. Times are not in the artifact (its bytes depend only on the module,
+ * target, options and compiler version); this is where they go instead: relaxd's
+ * compile response and log, `relaxc build --time-passes`. */
+typedef struct json_t json_t;
+json_t *rx_build_times_json(const rx_build_result *r);
+
 /* Number of pipeline passes and the name of pass i (0 <= i < count), in order. */
 int rx_pipeline_count(void);
 const char *rx_pipeline_name(int i);

@@ -132,7 +132,7 @@ typedef struct rx_artifact_meta {
     const char *target;         /* "cpu" */
     int opt_level;              /* 0..3 */
     const char *module_hash;    /* lowercase hex cache key of the input module */
-    const rx_pass_time *passes; /* per-pass times, pipeline order */
+    const rx_pass_time *passes; /* the passes run, pipeline order (names only are written) */
     int npasses;
 } rx_artifact_meta;
 
@@ -140,7 +140,8 @@ typedef struct rx_artifact_meta {
  * format and version, compiler version, target, opt level, module name and hash, the
  * graph functions with their signatures (relax-json annotations and the text form),
  * the kernels (function name, symbol, buffers, ivars), libraries and built-ins used,
- * per-pass times. m is the module after lowering (its graph functions' signatures are
+ * the names of the passes that ran (never their times: the bytes must not depend on the
+ * build's circumstances). m is the module after lowering (its graph functions' signatures are
  * the input's). */
 void rx_artifact_metadata(const rx_module *m, const rx_vmgen_info *info,
                           const rx_artifact_meta *meta, rx_sb *out);

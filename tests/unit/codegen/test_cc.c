@@ -2,7 +2,8 @@
  * test_cc.c — building C with the system compiler, errors of the C target, symbols,
  * and the module corpus as smoke input.
  *
- * rx_cc_build: a clean diagnostic for a bad flag and for a syntax error, a timeout
+ * rx_cc_build: the same bytes whatever the private directory (with -g too), a clean
+ * diagnostic for a bad flag and for a syntax error, a timeout
  * that kills the whole process group (a shell running sleep stands in for a slow
  * compiler), a missing compiler; after every call the private directory is gone, no
  * child is left to reap and no descriptor leaked. The corpus test generates C for
@@ -86,6 +87,44 @@ START_TEST(cc_success_and_hygiene)
 {
     char *e = build_checked("int f(void); int f(void) { return 1; }\n", (rx_cc_opts){0}, NULL);
     ck_assert_ptr_null(e);
+}
+END_TEST
+
+/* The object built from src under a fresh parent directory named from prefix (heap). */
+static uint8_t *build_under(const char *prefix, const char *src, const rx_cc_opts *base, size_t *n)
+{
+    char parent[128];
+    snprintf(parent, sizeof parent, "%s.XXXXXX", prefix);
+    ck_assert_ptr_nonnull(mkdtemp(parent));
+    rx_cc_opts o = *base;
+    o.tmpdir = parent;
+    rx_diags d;
+    rx_diags_init(&d);
+    uint8_t *so = NULL;
+    ck_assert(rx_cc_build(src, strlen(src), &o, &so, n, &d));
+    rx_diags_free(&d);
+    ck_assert_int_eq(rmdir(parent), 0);
+    return so;
+}
+
+/* The object's bytes do not depend on the directory it was built in, even with debug
+ * information (which records the compile directory and the source path). */
+START_TEST(cc_reproducible)
+{
+    static const char src[] = "int f(int x); int f(int x) { return x * 3 + 1; }\n";
+    static const char *const debug[] = {"-g", NULL};
+    rx_cc_opts plain = {0}, dbg = {0};
+    dbg.extra = debug;
+    const rx_cc_opts *opts[] = {&plain, &dbg};
+    for (int i = 0; i < 2; i++) {
+        size_t n1, n2;
+        uint8_t *a = build_under("/tmp/rxcc_r", src, opts[i], &n1);
+        uint8_t *b = build_under("/tmp/rxcc_repro_with_a_much_longer_parent_name", src, opts[i], &n2);
+        ck_assert_msg(n1 == n2 && !memcmp(a, b, n1), "%s objects differ (%zu, %zu bytes)",
+                      i ? "-g" : "plain", n1, n2);
+        free(a);
+        free(b);
+    }
 }
 END_TEST
 
@@ -322,6 +361,7 @@ int main(void)
     TCase *tc = tcase_create("cc");
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, cc_success_and_hygiene);
+    tcase_add_test(tc, cc_reproducible);
     tcase_add_test(tc, cc_bad_flag);
     tcase_add_test(tc, cc_syntax_error);
     tcase_add_test(tc, cc_timeout_kills);

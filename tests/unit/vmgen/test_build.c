@@ -1,8 +1,10 @@
 /*
  * test_build.c — the driver: targets and options, --dump-ir files, the METADATA JSON
- * (signatures, kernels, pass times, the cache key), printing after every pipeline
- * pass, located lowering errors (among them a library function the target lacks, as
- * in Figure 2), the pass table, and concurrent builds on threads.
+ * (signatures, kernels, the passes that ran, the cache key), pass times in the build
+ * result only, reproducible bytes (two builds in different temporary directories at O0
+ * and O2), printing after every pipeline pass, located lowering errors (among them a
+ * library function the target lacks, as in Figure 2), the pass table, and concurrent
+ * builds on threads.
  */
 #include "vg_test.h"
 
@@ -98,8 +100,7 @@ static void passes_run(const uint8_t *bytes, size_t n, char *out, size_t cap)
     size_t i, k = 0;
     out[0] = 0;
     json_array_foreach(ps, i, p) {
-        k += (size_t)snprintf(out + k, cap - k, "%s%s", i ? "," : "",
-                              json_string_value(json_object_get(p, "name")));
+        k += (size_t)snprintf(out + k, cap - k, "%s%s", i ? "," : "", json_string_value(p));
         ck_assert(k < cap);
     }
     json_t *planned = json_object_get(json_object_get(json_array_get(json_object_get(root, "functions"), 0),
@@ -293,11 +294,8 @@ START_TEST(metadata_json)
 
     json_t *ps = json_object_get(root, "passes");
     ck_assert_int_eq(json_array_size(ps), rx_pipeline_count());
-    for (int i = 0; i < 5; i++) {
-        json_t *p = json_array_get(ps, (size_t)i);
-        ck_assert_str_eq(json_string_value(json_object_get(p, "name")), rx_pipeline_name(i));
-        ck_assert(json_real_value(json_object_get(p, "ms")) >= 0);
-    }
+    for (int i = 0; i < 5; i++)
+        ck_assert_str_eq(json_string_value(json_array_get(ps, (size_t)i)), rx_pipeline_name(i));
     json_decref(root);
 
     /* the signature descriptor relax-run uses for --shape */
@@ -419,6 +417,63 @@ START_TEST(library_not_on_target)
 }
 END_TEST
 
+/* The build in a fresh temporary directory under parent (its name's length varies
+ * with parent), for the C compiler; the bytes (heap) and, in *r, the times. */
+static uint8_t *build_in(const char *parent, int opt_level, size_t *n, rx_build_result *r)
+{
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/rxrepro.XXXXXX", parent);
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    rx_cc_opts cc = {0};
+    cc.tmpdir = dir;
+    rx_build_opts o = {"cpu", opt_level, NULL, &cc, {0}, NULL};
+    char *j = vt_json(mod);
+    rx_diags d;
+    rx_diags_init(&d);
+    ck_assert(rx_build_run(j, strlen(j), &o, r, &d));
+    rx_diags_free(&d);
+    free(j);
+    ck_assert_int_eq(rmdir(dir), 0); /* the C compiler's directory is gone */
+    *n = r->rxa_n;
+    return r->rxa;
+}
+
+/* Same module, target and options: the same bytes, whatever the temporary directory
+ * (of another length) and the times; the times are in the result, not the bytes. */
+START_TEST(reproducible_bytes)
+{
+    char deep[] = "/tmp/rx_repro_a_much_longer_parent_directory_name.XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(deep));
+    static const int levels[] = {0, 2};
+    for (int i = 0; i < 2; i++) {
+        size_t n1, n2;
+        rx_build_result r1, r2;
+        uint8_t *a = build_in("/tmp", levels[i], &n1, &r1);
+        uint8_t *b = build_in(deep, levels[i], &n2, &r2);
+        ck_assert_uint_eq(n1, n2);
+        size_t at = 0;
+        while (at < n1 && a[at] == b[at]) at++;
+        ck_assert_msg(at == n1, "O%d: the builds differ first at byte %zu of %zu", levels[i], at, n1);
+        /* the kernel object is there (the C compiler's output is part of what must match) */
+        rx_rxa *x;
+        char err[256];
+        ck_assert_msg(rx_rxa_parse(a, n1, "a.rxa", &x, err, sizeof err) == 0, "%s", err);
+        ck_assert_ptr_nonnull(rx_rxa_section_get(x, RX_RXA_KERNELS_CPU));
+        rx_rxa_free(x);
+        /* the times: one per pass that ran, in the result and its JSON form */
+        ck_assert_int_eq(r1.ntimes, levels[i] ? 13 : 6);
+        json_t *t = rx_build_times_json(&r1);
+        ck_assert_int_eq((int)json_array_size(t), r1.ntimes);
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(t, 0), "name")), "deduce");
+        ck_assert(json_real_value(json_object_get(json_array_get(t, 0), "ms")) >= 0);
+        json_decref(t);
+        free(a);
+        free(b);
+    }
+    ck_assert_int_eq(rmdir(deep), 0);
+}
+END_TEST
+
 static void *build_thread(void *arg)
 {
     char *j = arg;
@@ -456,6 +511,7 @@ static Suite *build_suite(void)
     tcase_add_test(tc, opt_levels_and_disable);
     tcase_add_test(tc, dump_ir_files);
     tcase_add_test(tc, metadata_json);
+    tcase_add_test(tc, reproducible_bytes);
     tcase_add_test(tc, print_after_each_pass);
     tcase_add_test(tc, lowering_errors_are_located);
     tcase_add_test(tc, library_not_on_target);
