@@ -5,8 +5,10 @@
  * rx_bench_args_build, step by step (the numbering of relax-run's driver): Step 2 find
  * the function; Step 3 bind symbolic variables from the shape list, then collect the
  * given inputs by parameter; Step 4 read the given inputs first (their dims bind lone
- * variables), then generate the missing ones. Every error returns its class and one
- * line in the caller's buffer; everything allocated so far is released.
+ * variables), then generate the missing ones, each checked against what is left of the
+ * generation cap before its memory is allocated (a tampered artifact's huge dims are an
+ * error, not minutes of page faults). Every error returns its class and one line in the
+ * caller's buffer; everything allocated so far is released.
  *
  * Each parameter's argument lives in an rx_bench_buf: the API argument, a DLTensor, its
  * dims and its data (64-byte aligned, owned). The runtime borrows them for the calls.
@@ -145,7 +147,6 @@ double rx_bench_elem(const void *data, uint32_t dtype, int64_t i)
 }
 
 /* ---- random inputs ---- */
-/* ---- random inputs ---- */
 
 static uint64_t splitmix(uint64_t *s)
 {
@@ -191,7 +192,6 @@ static int fill_random(void *data, uint32_t dtype, int64_t count, uint64_t seed)
     return 0;
 }
 
-/* ---- symbolic variables ---- */
 /* ---- symbolic variables ---- */
 
 typedef struct syms {
@@ -330,9 +330,15 @@ static void bind_from_input(syms *s, const rx_rxa_type *p, const rx_bench_buf *b
         bind_dim(s, &p->dims[0], b->arg.i);
 }
 
-/* Makes a random argument for parameter p of annotated shape. */
+/* The generation budget of one build: the cap, the bytes generated so far. */
+typedef struct budget {
+    uint64_t max, used;
+    const char *raise; /* appended to the over-cap error, or NULL */
+} budget;
+
+/* Makes a random argument for parameter p of annotated shape, within the budget. */
 static rx_bench_ekind input_random(errbuf *e, const rx_rxa_type *p, const char *pname,
-                                   const syms *s, uint64_t seed, rx_bench_buf *b)
+                                   const syms *s, uint64_t seed, budget *bg, rx_bench_buf *b)
 {
     rx_bench_ekind k;
     if (p->kind == RX_RXA_T_INT) {
@@ -380,6 +386,22 @@ static rx_bench_ekind input_random(errbuf *e, const rx_rxa_type *p, const char *
             return fail(e, RX_BENCH_E_SHAPE, "input %s: shape too large", pname);
     if (__builtin_mul_overflow((size_t)count, esize, &nbytes) || nbytes > ((size_t)1 << 40))
         return fail(e, RX_BENCH_E_SHAPE, "input %s: shape too large", pname);
+    if (nbytes > bg->max - bg->used) { /* before allocating: nothing is touched */
+        char shape[256], name[32];
+        size_t len = 0;
+        shape[0] = 0;
+        for (int32_t i = 0; i < p->ndim && len < sizeof shape - 32; i++)
+            len += (size_t)snprintf(shape + len, sizeof shape - len, "%s%lld", i ? ", " : "",
+                                    (long long)b->shape[i]);
+        return fail(e, RX_BENCH_E_SHAPE,
+                    "input %s: generating (%s%s) %s needs %zu bytes; generated inputs are "
+                    "limited to %llu bytes (%llu used so far)%s%s",
+                    pname, shape, p->ndim == 1 ? "," : "",
+                    rx_rxa_dtype_name(dtype, name, sizeof name), nbytes,
+                    (unsigned long long)bg->max, (unsigned long long)bg->used,
+                    bg->raise ? ": " : "", bg->raise ? bg->raise : "");
+    }
+    bg->used += nbytes;
     b->data = alloc_data(nbytes);
     if (!b->data)
         return fail(e, RX_BENCH_E_NOMEM, "input %s: out of memory for %zu bytes", pname, nbytes);
@@ -419,6 +441,7 @@ void rx_bench_args_free(rx_bench_args *a)
         for (uint32_t k = 0; k < a->nargs; k++) free(a->bufs[k].data);
     free(a->bufs);
     free(a->args);
+    free(a->random);
     memset(a, 0, sizeof *a);
 }
 
@@ -467,7 +490,20 @@ rx_bench_ekind rx_bench_args_build(rx_rt_module *m, const char *what, const char
                                    const rx_bench_input *ins, int nins, uint64_t seed,
                                    rx_bench_args *out, char *err, size_t errlen)
 {
+    rx_bench_gen g = {seed, 0, NULL};
+    return rx_bench_args_build_gen(m, what, fname, shapes, nshapes, ins, nins, &g, out, err,
+                                   errlen);
+}
+
+rx_bench_ekind rx_bench_args_build_gen(rx_rt_module *m, const char *what, const char *fname,
+                                       const rx_bench_kv *shapes, int nshapes,
+                                       const rx_bench_input *ins, int nins,
+                                       const rx_bench_gen *g, rx_bench_args *out, char *err,
+                                       size_t errlen)
+{
     errbuf e = {err, errlen};
+    budget bg = {g->max_bytes ? g->max_bytes : RX_BENCH_GEN_MAX_DEFAULT, 0, g->raise};
+    uint64_t seed = g->seed;
     memset(out, 0, sizeof *out);
     if (errlen) err[0] = 0;
     /* Step 2: the function. */
@@ -490,8 +526,9 @@ rx_bench_ekind rx_bench_args_build(rx_rt_module *m, const char *what, const char
     out->nargs = np;
     out->bufs = calloc(np + 1, sizeof *out->bufs);
     out->args = calloc(np + 1, sizeof *out->args);
+    out->random = calloc(np + 1, 1);
     rx_bench_ekind k = RX_BENCH_OK;
-    if (!s.vals || !s.known || !given || !out->bufs || !out->args) {
+    if (!s.vals || !s.known || !given || !out->bufs || !out->args || !out->random) {
         k = fail(&e, RX_BENCH_E_NOMEM, "out of memory");
         goto out;
     }
@@ -517,9 +554,10 @@ rx_bench_ekind rx_bench_args_build(rx_rt_module *m, const char *what, const char
             name = pname;
         }
         if (!given[i] && (k = input_random(&e, &f->params[i], name, &s,
-                                           seed * 0x100000001b3ull + i + 1, &out->bufs[i])))
+                                           seed * 0x100000001b3ull + i + 1, &bg, &out->bufs[i])))
             goto out;
         out->args[i] = out->bufs[i].arg;
+        out->random[i] = !given[i] && out->bufs[i].arg.kind == RX_RT_ARG_TENSOR;
     }
 out:
     free(given);

@@ -28,6 +28,10 @@
  * index (stream seed = seed * 0x100000001b3 + index + 1), so one input's values do not
  * depend on which others were given. Floats are uniform in [-1, 1) on a grid every float
  * type represents exactly; signed ints in [-8, 8), unsigned in [0, 16), bools fair coins.
+ * Generated tensors together may take at most a cap of bytes (default
+ * RX_BENCH_GEN_MAX_DEFAULT, 4 GiB), checked from the annotated shapes before anything is
+ * allocated: an artifact whose annotations (or --shape values) ask for more gets a clear
+ * error at once instead of minutes of filling memory.
  *
  * Only what is needed to build arguments is checked here (an input's dtype against the
  * annotation, with '<u2' data accepted for bf16); shapes are left to the VM, whose MATCH
@@ -73,17 +77,42 @@ typedef struct rx_bench_args {
     int fn;             /* function index in the module */
     uint32_t nargs;     /* = the function's parameter count */
     rx_rt_arg *args;    /* nargs arguments (point into bufs) */
+    uint8_t *random;    /* nargs flags: 1 where the argument is generated random data (a
+                           tensor not given); ints and shapes taken from symbolic
+                           variables are 0 */
     rx_bench_buf *bufs; /* private: the memory behind the arguments */
 } rx_bench_args;
+
+/* The default cap on the bytes of generated inputs (all of a call's together): 4 GiB. */
+#define RX_BENCH_GEN_MAX_DEFAULT ((uint64_t)1 << 32)
+
+/* How missing inputs are generated. */
+typedef struct rx_bench_gen {
+    uint64_t seed;       /* seed of the random data */
+    uint64_t max_bytes;  /* cap on the generated tensors' total bytes; 0: the default */
+    const char *raise;   /* how to raise the cap, appended to its error ("--max-input-bytes
+                            N raises it"); NULL: nothing */
+} rx_bench_gen;
 
 /* Builds the arguments of function `fn` of module m (see the header essay). `what`
  * names the artifact in messages. shapes/ins are borrowed for the call. On success
  * returns RX_BENCH_OK and *out (rx_bench_args_free). Otherwise returns the error's
- * kind with one line in err, and *out is empty. */
+ * kind with one line in err, and *out is empty. Generated inputs: seeded by seed, under
+ * the default cap. */
 rx_bench_ekind rx_bench_args_build(rx_rt_module *m, const char *what, const char *fn,
                                    const rx_bench_kv *shapes, int nshapes,
                                    const rx_bench_input *ins, int nins, uint64_t seed,
                                    rx_bench_args *out, char *err, size_t errlen);
+
+/* rx_bench_args_build with the generation settings g (seed, cap). Past the cap the
+ * error (RX_BENCH_E_SHAPE) reads "input w: generating (65536, 65536) f32 needs
+ * 17179869184 bytes; generated inputs are limited to 4294967296 bytes (0 used so far)"
+ * then ": " and g->raise when set. */
+rx_bench_ekind rx_bench_args_build_gen(rx_rt_module *m, const char *what, const char *fn,
+                                       const rx_bench_kv *shapes, int nshapes,
+                                       const rx_bench_input *ins, int nins,
+                                       const rx_bench_gen *g, rx_bench_args *out, char *err,
+                                       size_t errlen);
 
 /* Frees what rx_bench_args_build allocated; a zeroed or freed struct is a no-op. */
 void rx_bench_args_free(rx_bench_args *a);

@@ -2,8 +2,9 @@
  * relax-run — runs a function of an artifact with the C runtime (shared/spec/interfaces.md).
  *
  *   relax-run ARTIFACT.rxa [--fn main] [--in NAME=FILE.npy]... [--out-dir DIR]
- *             [--shape VAR=N]... [--seed S] [--bench] [--repeat R] [--number K]
- *             [--warmup W] [--min-repeat-ms MS] [--profile] [--threads N]
+ *             [--shape VAR=N]... [--seed S] [--random-missing] [--max-input-bytes N]
+ *             [--bench] [--repeat R] [--number K] [--warmup W] [--min-repeat-ms MS]
+ *             [--profile] [--threads N]
  *
  * The driver, step by step: Step 1 parse the command line (bad usage exits 2); Step 2
  * load the artifact and find the function; Step 3 bind symbolic variables — first from
@@ -11,9 +12,14 @@
  * variable (so `--in x=x.npy` alone fixes n for x: (n, 4)); Step 4 read the given
  * inputs and fill the missing ones with seeded random data of the annotated shape
  * (dims evaluated with rx_rxa_dim_eval: a needed variable without a value is an error
- * naming it); Step 5 call once, writing DIR/out<i>.npy for the flattened outputs (or
- * printing a summary when there is no --out-dir and no --bench); Step 6 with --bench,
- * time the function with rx_rt_bench and print one line of JSON.
+ * naming it; all generated inputs together are capped by --max-input-bytes, default
+ * 4 GiB, checked before anything is allocated). When some inputs are given and others
+ * are generated, a warning on stderr names the parameters filled with random data (a
+ * forgotten --in otherwise goes unnoticed); --random-missing says it is meant and
+ * silences it. With no --in at all nothing is printed: an all-random run (benchmarks)
+ * is the documented default. Step 5 call once, writing DIR/out<i>.npy for the flattened
+ * outputs (or printing a summary when there is no --out-dir and no --bench); Step 6 with
+ * --bench, time the function with rx_rt_bench and print one line of JSON.
  *
  * --profile turns the runtime's per-call profiler on (runtime.h, docs/runtime.md) for
  * the calls that are measured: the one call of Step 5 without --bench (a cold call:
@@ -65,6 +71,8 @@ typedef struct opts {
     rx_bench_kv shapes[MAX_LIST]; /* --shape VAR=N */
     int nshapes;
     uint64_t seed;         /* --seed */
+    uint64_t max_input_bytes; /* --max-input-bytes (0: the default cap) */
+    int random_missing;    /* --random-missing */
     int bench;             /* --bench */
     int profile;           /* --profile */
     int repeat, number, warmup; /* bench options */
@@ -86,6 +94,10 @@ static void usage(FILE *f)
           "                       get seeded random data of the annotated shape\n"
           "  --shape VAR=N        value of a symbolic variable, for generated inputs\n"
           "  --seed S             seed for generated inputs (default 0)\n"
+          "  --random-missing     generate the inputs not given without a warning (with\n"
+          "                       some --in given, the others are named on stderr)\n"
+          "  --max-input-bytes N  cap on the bytes of all generated inputs (default 4G;\n"
+          "                       suffixes K, M, G, T: powers of 1024)\n"
           "  --out-dir DIR        write outputs as DIR/out0.npy, out1.npy, ... (tuples\n"
           "                       flattened); without it a summary is printed\n"
           "  --bench              time the function; print one line of JSON\n"
@@ -125,6 +137,22 @@ static int parse_int_opt(const char *opt, const char *s, int lo, int *out)
         return -1;
     }
     *out = (int)v;
+    return 0;
+}
+
+/* A byte count: digits with an optional K, M, G or T (powers of 1024), 1 .. 2^50. */
+static int parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (*s < '0' || *s > '9') return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    static const char units[] = "KMGT";
+    const char *u = *end ? strchr(units, *end) : NULL;
+    int shift = u ? 10 * (int)(u - units + 1) : 0;
+    if (errno || end == s || (*end && (!u || end[1])) || v == 0 || v > (1ull << (50 - shift)))
+        return -1;
+    *out = (uint64_t)v << shift;
     return 0;
 }
 
@@ -179,6 +207,10 @@ static int parse_args(int argc, char **argv, opts *o)
             o->profile = 1;
             continue;
         }
+        if (!strcmp(a, "--random-missing")) {
+            o->random_missing = 1;
+            continue;
+        }
         if (a[0] != '-' || !a[1]) {
             if (o->artifact) {
                 fprintf(stderr, "error: unexpected argument '%s' (see relax-run --help)\n", a);
@@ -195,7 +227,7 @@ static int parse_args(int argc, char **argv, opts *o)
         name[n] = 0;
         static const char *const valued[] = {"--fn", "--in", "--out-dir", "--shape", "--seed",
                                              "--repeat", "--number", "--warmup", "--min-repeat-ms",
-                                             "--threads"};
+                                             "--threads", "--max-input-bytes"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) known |= !strcmp(name, valued[k]);
         if (!known) {
@@ -244,6 +276,12 @@ static int parse_args(int argc, char **argv, opts *o)
                 return 2;
             }
             o->threads = (int)t;
+        } else if (!strcmp(name, "--max-input-bytes")) {
+            if (parse_size(val, &o->max_input_bytes)) {
+                fprintf(stderr, "error: --max-input-bytes needs a size >= 1 (bytes, or with K, M, "
+                                "G or T), got '%s'\n", val);
+                return 2;
+            }
         } else {
             char *end;
             errno = 0;
@@ -352,6 +390,23 @@ static void print_outputs(rx_rt_outputs *out)
 
 /* ---- driver ---- */
 
+/* Some inputs given, others generated: names the generated ones on stderr (one line). */
+static void warn_random(const opts *o, rx_rt_module *m, const rx_bench_args *a)
+{
+    const rx_rxa_func *f = &rx_rt_module_artifact(m)->funcs[a->fn];
+    int n = 0;
+    for (uint32_t i = 0; i < a->nargs; i++) {
+        if (!a->random[i]) continue;
+        if (!n++) fprintf(stderr, "warning: %s: no --in for ", o->fn);
+        else fputs(", ", stderr);
+        if (f->params[i].name) fputs(f->params[i].name, stderr);
+        else fprintf(stderr, "#%u", i);
+    }
+    if (n)
+        fprintf(stderr, ": filled with random data (seed %llu; --random-missing silences this)\n",
+                (unsigned long long)o->seed);
+}
+
 /* Prints m's profile table on stderr; with r, the --bench line with the profile keys on
  * stdout. Returns 0 or 1 (an error printed). */
 static int report_profile(rx_rt_module *m, const char *fn, const rx_rt_bench_result *r)
@@ -385,9 +440,11 @@ static int run(const opts *o, rx_rt_module *m)
     for (int i = 0; i < o->nins; i++)
         ins[i] = (rx_bench_input){.name = o->ins[i].name, .file = o->ins[i].value};
     rx_bench_args a;
-    if (rx_bench_args_build(m, o->artifact, o->fn, o->shapes, o->nshapes, ins, o->nins, o->seed, &a,
-                            msg, sizeof msg))
+    rx_bench_gen g = {o->seed, o->max_input_bytes, "--max-input-bytes N raises it"};
+    if (rx_bench_args_build_gen(m, o->artifact, o->fn, o->shapes, o->nshapes, ins, o->nins, &g, &a,
+                                msg, sizeof msg))
         return errorf("%s", msg);
+    if (o->nins && !o->random_missing) warn_random(o, m, &a);
     int rc = 1;
     /* Step 5: one call for the outputs. */
     if (o->out_dir || !o->bench) {

@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <math.h>
+#include <time.h>
 
 #ifndef RX_BINARY_DIR
 #define RX_BINARY_DIR "."
@@ -33,7 +34,9 @@ static const char kernel_src[] =
 /* Functions:
  *   main(x: (n, 4) f32) -> (n, 4) f32           y = 2x + 1 (one kernel, 16n bytes)
  *   tup(x: (n, 4) f32) -> (y, (x, 7))            flattened: y, x, int 7
- *   echo(x: (n, 4) f32, k: int n) -> k           an INT parameter from --shape */
+ *   echo(x: (n, 4) f32, k: int n) -> k           an INT parameter from --shape
+ *   pair(x: (n, 4) f32, w: (n, 4) f32) -> w      two tensors (one given, one generated)
+ *   big(x: (536870912, 4) f32) -> x              a tampered annotation: 8 GiB of input */
 static void emit_main_prologue(rx_rxa_code *c, uint32_t msg, uint32_t k)
 {
     RX_EMIT(c, RX_OP_MATCH_TENSOR, 0, RX_RXA_F32, 2, msg, 2, RX_M_STORE, 0, RX_M_IMM, 4);
@@ -121,6 +124,22 @@ static void build_artifact(void)
             2, RX_M_STORE, 0, RX_M_IMM, 4);
     RX_EMIT(&c, RX_OP_MATCH_INT, 1, rx_rxa_add_string(b, "echo: k: expected n"), RX_M_SLOT, 0);
     RX_EMIT(&c, RX_OP_RET, 1);
+    rx_rxa_add_function(b, &f, c.w, c.n);
+    rx_rxa_code_free(&c);
+
+    rx_rxa_type two[2] = {rt_tensor("x", RX_RXA_F32, 2, dims), rt_tensor("w", RX_RXA_F32, 2, dims)};
+    f = rt_func("pair", 2, two, 2, 1);
+    f.nsym = 1;
+    f.syms = syms;
+    RX_EMIT(&c, RX_OP_RET, 1);
+    rx_rxa_add_function(b, &f, c.w, c.n);
+    rx_rxa_code_free(&c);
+
+    static const rx_rxa_tok huge_tok[] = {{RX_RXA_TOK_CONST, (int64_t)1 << 29}};
+    static const rx_rxa_dim huge[] = {{1, huge_tok}, {1, four}};
+    rx_rxa_type one = rt_tensor("x", RX_RXA_F32, 2, huge);
+    f = rt_func("big", 1, &one, 1, 0);
+    RX_EMIT(&c, RX_OP_RET, 0);
     rx_rxa_add_function(b, &f, c.w, c.n);
     rx_rxa_code_free(&c);
 
@@ -231,6 +250,14 @@ static void expect_error(result r, const char *want)
     ck_assert_msg(!strncmp(r.err, "error: ", 7), "stderr: %s", r.err);
     ck_assert_msg(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "not one line: %s", r.err);
     ck_assert_msg(strstr(r.err, want) != NULL, "wanted '%s' in: %s", want, r.err);
+    result_free(&r);
+}
+
+/* Expects exit 0 with nothing on stderr. */
+static void expect_quiet(result r)
+{
+    ck_assert_msg(r.status == 0, "status %d, stderr: %s", r.status, r.err);
+    ck_assert_str_eq(r.err, "");
     result_free(&r);
 }
 
@@ -418,7 +445,7 @@ START_TEST(user_errors)
 {
     expect_error(RUN(art), "input x needs symbolic variable n: pass --shape n=N");
     expect_error(RUN(art, "--shape", "m=3"), "main has no symbolic variable m (variables: n)");
-    expect_error(RUN(art, "--fn", "nope"), "no function 'nope' (functions: main, tup, echo)");
+    expect_error(RUN(art, "--fn", "nope"), "no function 'nope' (functions: main, tup, echo, pair, big)");
     expect_error(RUN(art, "--in", "y=foo.npy"), "main has no parameter y (parameters: x)");
     expect_error(RUN(sub("missing.rxa")), "missing.rxa");
     write_bytes("bad.npy", "junk, not an artifact", 21);
@@ -471,6 +498,56 @@ START_TEST(user_errors)
 }
 END_TEST
 
+/* Some inputs given, others generated: a warning names the generated ones, unless
+ * --random-missing; no --in at all stays quiet (an all-random run is the default). */
+START_TEST(missing_inputs_warned)
+{
+    write_f32("x.npy", 3, 4, 0.0f);
+    char xin[300];
+    snprintf(xin, sizeof xin, "x=%s", sub("x.npy"));
+    result r = RUN(art, "--fn", "pair", "--in", xin, "--seed", "7", "--out-dir", sub("o"));
+    ck_assert_msg(r.status == 0, "stderr: %s", r.err);
+    ck_assert_str_eq(r.err, "warning: pair: no --in for w: filled with random data (seed 7; "
+                            "--random-missing silences this)\n");
+    result_free(&r);
+    size_t n;
+    char *w = read_out("o/out0.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }", &n);
+    ck_assert(((float *)(void *)w)[0] >= -1.0f && ((float *)(void *)w)[0] < 1.0f); /* random */
+    free(w);
+    expect_quiet(RUN(art, "--fn", "pair", "--in", xin, "--random-missing"));
+    expect_quiet(RUN(art, "--fn", "pair", "--shape", "n=3"));
+    /* every tensor given, an int from its variable: nothing was random, nothing said */
+    expect_quiet(RUN(art, "--fn", "echo", "--in", xin));
+}
+END_TEST
+
+/* Generated inputs are capped (default 4 GiB in all) before anything is allocated: a
+ * tampered annotation asking for 8 GiB fails at once; --max-input-bytes moves the cap. */
+START_TEST(generated_inputs_capped)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    expect_error(RUN(art, "--fn", "big"),
+                 "error: input x: generating (536870912, 4) f32 needs 8589934592 bytes; generated "
+                 "inputs are limited to 4294967296 bytes (0 used so far): --max-input-bytes N "
+                 "raises it\n");
+    expect_error(RUN(art, "--shape", "n=300000000"), "needs 4800000000 bytes");
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ck_assert_msg(t1.tv_sec - t0.tv_sec < 20, "took %ld s", (long)(t1.tv_sec - t0.tv_sec));
+    /* the cap counts all generated inputs together: x (48 bytes) fits 64, w does not */
+    expect_error(RUN(art, "--fn", "pair", "--shape", "n=3", "--max-input-bytes", "64"),
+                 "input w: generating (3, 4) f32 needs 48 bytes; generated inputs are limited to "
+                 "64 bytes (48 used so far)");
+    expect_quiet(RUN(art, "--fn", "pair", "--shape", "n=3", "--max-input-bytes=96"));
+    expect_quiet(RUN(art, "--shape", "n=3", "--max-input-bytes", "1K"));
+    /* given inputs do not count */
+    write_f32("x.npy", 3, 4, 0.0f);
+    char xin[300];
+    snprintf(xin, sizeof xin, "x=%s", sub("x.npy"));
+    expect_quiet(RUN(art, "--in", xin, "--max-input-bytes", "1"));
+}
+END_TEST
+
 START_TEST(usage_errors)
 {
     result r = RUN("--help");
@@ -490,6 +567,11 @@ START_TEST(usage_errors)
         (const char *const[]){"m.rxa", "--shape", NULL},
         (const char *const[]){"m.rxa", "other.rxa", NULL},
         (const char *const[]){"m.rxa", "--min-repeat-ms", "-1", NULL},
+        (const char *const[]){"m.rxa", "--max-input-bytes", "0", NULL},
+        (const char *const[]){"m.rxa", "--max-input-bytes", "12Q", NULL},
+        (const char *const[]){"m.rxa", "--max-input-bytes", "4GB", NULL},
+        (const char *const[]){"m.rxa", "--max-input-bytes", "-5", NULL},
+        (const char *const[]){"m.rxa", "--max-input-bytes", "2000T", NULL},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         r = run_argv(bad[i]);
@@ -619,6 +701,8 @@ static Suite *relax_run_suite(void)
     tcase_add_test(tc, npy_round_trip_and_versions);
     tcase_add_test(tc, random_inputs_are_seeded);
     tcase_add_test(tc, user_errors);
+    tcase_add_test(tc, missing_inputs_warned);
+    tcase_add_test(tc, generated_inputs_capped);
     tcase_add_test(tc, usage_errors);
     tcase_add_test(tc, bench_json);
     tcase_add_test(tc, profile_table_and_json);
