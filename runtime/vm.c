@@ -12,7 +12,11 @@
  * Errors: any failing instruction formats one message and jumps to `fail`, which
  * releases the registers of every frame of the call; nothing escapes the call. Messages
  * are "<function>: <what>" except the MATCH and ASSERT_EQ failures, whose message string comes from
- * the compiler ("main: x: expected (n, 128)") and gets ", got (4, 64)" appended.
+ * the compiler ("main: x: expected (n, 128)") and gets ", got (4, 64)" appended. A
+ * failing library call names its binding when a NOTE instruction right before it says
+ * which one ("main: binding lv3 (functions.main...bindings[2]): blas.matmul: shape
+ * mismatch (...); arguments (2, 3) f32, (4, 5) f32, (2, 5) f32"): the NOTE records its string
+ * and where the next instruction starts, and CALL_LIB uses it only when it starts there.
  *
  * Dispatch hides behind vmcase/vmbreak and the operand macros ARG, R, H, DIM so the
  * loop reads like the opcode table.
@@ -132,6 +136,24 @@ static void append_shape(char *buf, size_t n, const int64_t *dims, int32_t ndim)
     if (k < n) snprintf(buf + k, n - k, ndim == 1 ? ",)" : ")");
 }
 
+/* A failed library call: "[note: ]lib: why; arguments (2, 3) f32, (4, 5) f32". */
+static void lib_fail(vm *V, const char *note, const char *lib, const char *why, DLTensor **args,
+                     int64_t n)
+{
+    vm_fail(V, "%s%s%s: %s; arguments ", note ? note : "", note ? ": " : "", lib, why);
+    char *b = V->err->msg;
+    size_t cap = sizeof V->err->msg;
+    for (int64_t i = 0; i < n; i++) {
+        char dn[32];
+        size_t k = strlen(b);
+        if (i && k < cap) snprintf(b + k, cap - k, ", ");
+        append_shape(b, cap, args[i]->shape, args[i]->ndim);
+        k = strlen(b);
+        if (k < cap)
+            snprintf(b + k, cap - k, " %s", rx_rxa_dtype_name(rx_rt_dtype_pack(args[i]->dtype), dn, sizeof dn));
+    }
+}
+
 /* Checks dims against match items starting at code[*pc]; stores STORE items. */
 static bool match_dims(const int64_t *code, size_t *pc, int64_t n, const int64_t *dims,
                        int64_t *heap)
@@ -218,6 +240,9 @@ static int run(vm *V, rx_vm_value *result)
     frame *fr;
     const int64_t *code;
     size_t pc;
+    const int64_t *note_code = NULL; /* the last NOTE: its code, where the next instruction */
+    size_t note_at = 0;              /* starts, and its string */
+    int64_t note = 0;
     LOAD_FRAME();
     for (;;) {
         size_t at = pc;
@@ -434,13 +459,23 @@ static int run(vm *V, rx_vm_value *result)
             } else {
                 rc = e->fn(args, (int32_t)n);
             }
-            if (args != small) free(args);
             V->libcalls++;
             if (rc != 0) {
                 const char *why = e->strerr ? e->strerr(rc) : NULL;
-                if (why) FAIL("%s: %s", e->name, why);
-                FAIL("%s failed with code %" PRId32, e->name, rc);
+                char codemsg[48];
+                snprintf(codemsg, sizeof codemsg, "failed with code %" PRId32, rc);
+                lib_fail(V, note_code == code && note_at == at ? V->a->strings[note] : NULL,
+                         e->name, why ? why : codemsg, args, n);
+                if (args != small) free(args);
+                goto fail;
             }
+            if (args != small) free(args);
+            vmbreak;
+        }
+        vmcase(NOTE) {
+            note = ARG();
+            note_code = code;
+            note_at = pc;
             vmbreak;
         }
         vmcase(CALL) vmcase(CALL_VALUE) {

@@ -276,6 +276,21 @@ static bool lib_available(vg_fn *F, const rx_node *n)
     return false;
 }
 
+/* NOTE "binding lv3 (functions.main.body.blocks[0].bindings[2])" before a library call,
+ * so a failure at run time (a shape the library refuses) names the binding and where it
+ * is in the source module (vm.c prefixes the function's name). */
+static void note_binding(vg_fn *F, const rx_node *n)
+{
+    const rx_binding *bd = F->cur_bind;
+    rx_sb path = {0}, s = {0};
+    rx_loc_render(&F->M->m->locs, bd ? bd->loc : n->loc, &path);
+    if (bd) rx_sb_printf(&s, "binding %s (%s)", bd->var->u.var.name, rx_sb_str(&path));
+    else rx_sb_printf(&s, "call at %s", rx_sb_str(&path));
+    RX_EMIT(&F->code, RX_OP_NOTE, rx_rxa_add_string(F->M->b, rx_sb_str(&s)));
+    rx_sb_free(&path);
+    rx_sb_free(&s);
+}
+
 static bool lower_call_lib(vg_fn *F, const rx_node *n, int64_t dest)
 {
     vg_regs temps = {0}, regs = {0}, outregs = {0};
@@ -286,6 +301,7 @@ static bool lower_call_lib(vg_fn *F, const rx_node *n, int64_t dest)
               alloc_outputs(F, n, what, dest, &outregs) && known;
     if (ok) {
         vg_note_lib(F->M, n->u.call.lib);
+        note_binding(F, n);
         vg_w(&w, RX_OP_CALL_LIB), vg_w(&w, rx_rxa_add_string(F->M->b, n->u.call.lib));
         vg_w(&w, regs.n + outregs.n);
         for (int i = 0; i < regs.n; i++) vg_w(&w, regs.items[i]);
@@ -506,8 +522,10 @@ static bool lower_binding(vg_fn *F, const rx_binding *bd)
     F->reg_of[bd->var->u.var.id] = (int32_t)dest;
     if (!bd->match_cast) {
         F->cur_var = bd->var->u.var.id;
+        F->cur_bind = bd;
         bool ok = lower_value(F, bd->value, dest);
         F->cur_var = -1;
+        F->cur_bind = NULL;
         return ok;
     }
     vg_regs temps = {0};

@@ -123,6 +123,7 @@ typedef struct vg_fn {
     int64_t nticks;        /* program points of the function */
     int32_t seq_serial;    /* bodies entered so far while lowering */
     int32_t cur_var;       /* VAR id of the binding being lowered, -1 */
+    const rx_binding *cur_bind; /* that binding (its name and location), NULL */
     vg_plan plan;          /* storages of the intermediate tensors */
     RX_VEC(vg_sym) syms;   /* scoped */
     RX_VEC(vg_cse) cse;    /* scoped */

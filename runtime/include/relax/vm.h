@@ -68,7 +68,10 @@
  *   "rt.rms_norm"                (x, y) y = x / sqrt(mean(x^2 over the last axis) + 1e-5),
  *                                f32 or f64, y of x's shape, x of rank >= 1
  * Return codes of the built-ins: 1 library missing (blas.*), 2 argument count, 3 dtype,
- * 4 shape — each reported with its message.
+ * 4 shape — each reported with its message, the actual arguments' shapes and dtypes,
+ * and the binding named by a NOTE right before the CALL_LIB: "main: binding proj
+ * (functions.main.body.blocks[0].bindings[1]): blas.matmul: shape mismatch (...);
+ * arguments (2, 3) f32, (4, 5) f32, (2, 5) f32".
  *
  * Built-in functions (CALL_BUILTIN, a fixed table in the runtime; an unknown name fails
  * verification): for data-dependent ops whose result shape only the data decides, so
@@ -122,7 +125,8 @@ extern "C" {
     X(JMPIFNOT,      "rt",     "if R[A] is false (int 0, or a one-element tensor equal to 0) goto t") \
     X(GOTO,          "t",      "goto t") \
     X(RET,           "r",      "return R[A] to the caller") \
-    X(CALL_BUILTIN,  "rl*r",   "R[A] := built-in function named l(R...), a new value (unique, nonzero)")
+    X(CALL_BUILTIN,  "rl*r",   "R[A] := built-in function named l(R...), a new value (unique, nonzero)") \
+    X(NOTE,          "s",      "nothing; s names the binding of the next instruction (CALL_LIB) in its errors")
 
 typedef enum rx_vm_op {
 #define RX_VM_X_ENUM(name, fmt, doc) RX_OP_##name,

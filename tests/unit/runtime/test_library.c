@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 /* mm(a, b) -> c with c: (b?, m, n) allocated from a shape argument, then CALL_LIB. */
-static rx_rt_module *mm_module(rx_rt_ctx *ctx, const char *lib, int batched)
+/* note: 0 no NOTE; 1 a NOTE right before the CALL_LIB (its message names the binding);
+ * 2 a NOTE with a NOP between (not about the call: ignored). */
+static rx_rt_module *mm_module_noted(rx_rt_ctx *ctx, const char *lib, int batched, int note)
 {
     rx_rxa_builder *b = rx_rxa_builder_new();
     rx_rxa_type params[2] = {rt_any("a"), rt_any("b")};
@@ -41,10 +43,18 @@ static rx_rt_module *mm_module(rx_rt_ctx *ctx, const char *lib, int batched)
         RX_EMIT(&c, RX_OP_ALLOC_STORAGE, 2, RX_D_SLOT, 4, RX_DEV_CPU);
         RX_EMIT(&c, RX_OP_ALLOC_TENSOR, 3, 2, RX_D_IMM, 0, RX_RXA_F32, 2, RX_D_SLOT, 1, RX_D_SLOT, 3);
     }
+    if (note) RX_EMIT(&c, RX_OP_NOTE, rx_rxa_add_string(b, "binding c (functions.mm.body.blocks[0].bindings[0])"));
+    if (note == 2) RX_EMIT(&c, RX_OP_NOP);
     RX_EMIT(&c, RX_OP_RELEASE, 2);
+    if (note == 1) RX_EMIT(&c, RX_OP_NOTE, rx_rxa_add_string(b, "binding c (functions.mm.body.blocks[0].bindings[0])"));
     RX_EMIT(&c, RX_OP_CALL_LIB, name, 3, 0, 1, 3);
     RX_EMIT(&c, RX_OP_RET, 3);
     return rt_load_func(ctx, b, &f, &c);
+}
+
+static rx_rt_module *mm_module(rx_rt_ctx *ctx, const char *lib, int batched)
+{
+    return mm_module_noted(ctx, lib, batched, 0);
 }
 
 static void fill(float *p, size_t n, unsigned seed)
@@ -147,11 +157,23 @@ START_TEST(library_errors)
     rx_rt_outputs *out;
     rx_rt_err err;
     ck_assert_int_eq(rx_rt_call(m, 0, args, 2, &out, NULL, &err), -1);
-    ck_assert_str_eq(err.msg, "mm: blas.sgemm: shape mismatch (A (b?, m, k) @ B (b?, k, n) -> C (b?, m, n))");
+    ck_assert_str_eq(err.msg, "mm: blas.sgemm: shape mismatch (A (b?, m, k) @ B (b?, k, n) -> C "
+                              "(b?, m, n)); arguments (2, 3) f32, (4, 2) f32, (2, 2) f32");
     rx_rt_stats s;
     rx_rt_get_stats(ctx, &s);
     ck_assert_int_eq(s.live_bytes, 0);
     rx_rt_module_free(m);
+    /* a NOTE right before the call names the binding; one further up does not */
+    for (int note = 1; note <= 2; note++) {
+        m = mm_module_noted(ctx, "blas.sgemm", 0, note);
+        ck_assert_int_eq(rx_rt_call(m, 0, args, 2, &out, NULL, &err), -1);
+        ck_assert_str_eq(err.msg, note == 1 ? "mm: binding c (functions.mm.body.blocks[0].bindings[0]): "
+                                              "blas.sgemm: shape mismatch (A (b?, m, k) @ B (b?, k, n) -> C "
+                                              "(b?, m, n)); arguments (2, 3) f32, (4, 2) f32, (2, 2) f32"
+                                            : "mm: blas.sgemm: shape mismatch (A (b?, m, k) @ B (b?, k, n) -> C "
+                                              "(b?, m, n)); arguments (2, 3) f32, (4, 2) f32, (2, 2) f32");
+        rx_rt_module_free(m);
+    }
 
     rx_rxa_builder *b = rx_rxa_builder_new();
     rx_rxa_func f = rt_func("f", 0, NULL, 1, 0);
@@ -249,16 +271,19 @@ START_TEST(rms_norm_errors)
     DLTensor X = rt_dl(xi, RX_RXA_I32, 2, s22);
     rx_rt_arg arg = rt_targ(&X);
     ck_assert_int_eq(rx_rt_call(m, 0, &arg, 1, &out, NULL, &err), -1);
-    ck_assert_str_eq(err.msg, "f: rt.rms_norm: expects float32 or float64 tensors of one dtype");
+    ck_assert_str_eq(err.msg, "f: rt.rms_norm: expects float32 or float64 tensors of one dtype; "
+                              "arguments (2, 2) i32, (2, 2) i32");
     rx_rt_module_free(m);
     m = rows_module(ctx, "rt.rms_norm", RX_RXA_F32, RX_RXA_F64, 8);
     X = rt_dl(x, RX_RXA_F32, 2, s22);
     ck_assert_int_eq(rx_rt_call(m, 0, &arg, 1, &out, NULL, &err), -1);
-    ck_assert_str_eq(err.msg, "f: rt.rms_norm: expects float32 or float64 tensors of one dtype");
+    ck_assert_str_eq(err.msg, "f: rt.rms_norm: expects float32 or float64 tensors of one dtype; "
+                              "arguments (2, 2) f32, (2, 2) f64");
     rx_rt_module_free(m);
     m = rows_module(ctx, "rt.matmul", RX_RXA_F32, RX_RXA_F32, 4);
     ck_assert_int_eq(rx_rt_call(m, 0, &arg, 1, &out, NULL, &err), -1);
-    ck_assert_str_eq(err.msg, "f: rt.matmul: expects 3 tensors (A, B, C)");
+    ck_assert_str_eq(err.msg, "f: rt.matmul: expects 3 tensors (A, B, C); arguments (2, 2) f32, "
+                              "(2, 2) f32");
     rx_rt_module_free(m);
     rx_rt_stats s;
     rx_rt_get_stats(ctx, &s);
@@ -347,7 +372,7 @@ START_TEST(user_registered_function)
     rx_rt_outputs *out;
     rx_rt_err err;
     ck_assert_int_eq(rx_rt_call(m, 0, &arg, 1, &out, NULL, &err), -1);
-    ck_assert_str_eq(err.msg, "neg: my.negate: wants two tensors");
+    ck_assert_str_eq(err.msg, "neg: my.negate: wants two tensors; arguments (3,) f32");
     rx_rt_module_free(m);
     rx_rt_ctx_free(ctx);
 }

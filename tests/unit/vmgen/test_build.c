@@ -2,7 +2,8 @@
  * test_build.c — the driver: targets and options, --dump-ir files, the METADATA JSON
  * (signatures, kernels, the passes that ran, the cache key), pass times in the build
  * result only, reproducible bytes (two builds in different temporary directories at O0
- * and O2), printing after every pipeline pass, located lowering errors (among them a
+ * and O2), a library call's run-time shape error naming its binding, printing after
+ * every pipeline pass, located lowering errors (among them a
  * library function the target lacks, as in Figure 2), the pass table, and concurrent
  * builds on threads.
  */
@@ -474,6 +475,35 @@ START_TEST(reproducible_bytes)
 }
 END_TEST
 
+/* A library call refusing its shapes at run time names the function, the binding, its
+ * place in the source module and the actual shapes (the NOTE lower_vm puts before it). */
+START_TEST(library_mismatch_names_binding)
+{
+    static const char lib[] =
+        "{'format':'relax-json','version':1,'functions':{'main':{'kind':'relax','params':["
+        "{'name':'x','type':{'tensor':{'shape':['m','k'],'dtype':'f32'}}},"
+        "{'name':'w','type':{'tensor':{'shape':['k2','n'],'dtype':'f32'}}}],"
+        "'body':{'blocks':[{'bindings':["
+        "{'var':'lv0','value':{'op':'exp','args':['x']}},"
+        "{'var':'proj','value':{'call_dps_library':'rt.matmul','args':['lv0','w'],"
+        "'out':{'tensor':{'shape':['m','n'],'dtype':'f32'}}}}]}],'result':'proj'}}}}";
+    rx_rt_ctx *ctx = rx_rt_ctx_new();
+    rx_rt_module *m = vt_load(ctx, lib);
+    float x[6] = {0}, w[20] = {0};
+    int64_t sx[2] = {2, 3}, sw[2] = {4, 5};
+    DLTensor X = vt_f32(x, 2, sx), W = vt_f32(w, 2, sw);
+    rx_rt_arg args[2] = {vt_t(&X), vt_t(&W)};
+    rx_rt_outputs *out;
+    rx_rt_err err;
+    ck_assert_int_eq(rx_rt_call(m, 0, args, 2, &out, NULL, &err), -1);
+    ck_assert_str_eq(err.msg, "main: binding proj (functions.main.body.blocks[0].bindings[1]): "
+                              "rt.matmul: shape mismatch (A (b?, m, k) @ B (b?, k, n) -> C (b?, m, n)); "
+                              "arguments (2, 3) f32, (4, 5) f32, (2, 5) f32");
+    rx_rt_module_free(m);
+    rx_rt_ctx_free(ctx);
+}
+END_TEST
+
 static void *build_thread(void *arg)
 {
     char *j = arg;
@@ -512,6 +542,7 @@ static Suite *build_suite(void)
     tcase_add_test(tc, dump_ir_files);
     tcase_add_test(tc, metadata_json);
     tcase_add_test(tc, reproducible_bytes);
+    tcase_add_test(tc, library_mismatch_names_binding);
     tcase_add_test(tc, print_after_each_pass);
     tcase_add_test(tc, lowering_errors_are_located);
     tcase_add_test(tc, library_not_on_target);
