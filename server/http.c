@@ -676,7 +676,10 @@ rx_http *rx_http_start(rx_server *s, const rx_config *c, int *port, char *err, s
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG;
-    unsigned threads = (unsigned)c->http_threads;
+    bool driven = c->http_threads < 0; /* the embedding program runs it (rx_http_run) */
+    if (driven) flags = MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+                        MHD_USE_NO_LISTEN_SOCKET;
+    unsigned threads = driven ? 1 : (unsigned)c->http_threads;
     if (!threads) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         threads = cores > 0 ? (unsigned)cores : 1;
@@ -687,7 +690,7 @@ rx_http *rx_http_start(rx_server *s, const rx_config *c, int *port, char *err, s
     h->d = MHD_start_daemon(
         flags, (uint16_t)c->port, NULL, NULL, access_handler, h,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
-        MHD_OPTION_THREAD_POOL_SIZE, threads,
+        MHD_OPTION_THREAD_POOL_SIZE, driven ? 0 : threads,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
         MHD_OPTION_NOTIFY_COMPLETED, completed, h,
         MHD_OPTION_NOTIFY_CONNECTION, notify_connection, h,
@@ -707,6 +710,17 @@ rx_http *rx_http_start(rx_server *s, const rx_config *c, int *port, char *err, s
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
     *port = info ? info->port : c->port;
     return h;
+}
+
+void rx_http_run(rx_http *h) { MHD_run(h->d); }
+
+int rx_http_add_socket(rx_http *h, int fd)
+{
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return MHD_add_connection(h->d, fd, (struct sockaddr *)&sa, sizeof sa) == MHD_YES ? 0 : -1;
 }
 
 void rx_http_quiesce(rx_http *h)

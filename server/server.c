@@ -50,6 +50,7 @@ rx_log *rx_server_log(rx_server *s) { return &s->log; }
 const rx_config *rx_server_config(const rx_server *s) { return &s->cfg; }
 const rx_auth *rx_server_auth(const rx_server *s) { return &s->auth; }
 int rx_server_port(const rx_server *s) { return s->port; }
+rx_http *rx_server_http(rx_server *s) { return s->http; }
 
 static char *dup_or_null(const char *p)
 {

@@ -358,5 +358,12 @@ void rx_http_quiesce(rx_http *h);
  * services they waited on have been stopped, so they are all being answered). */
 void rx_http_drain(rx_http *h, int timeout_ms);
 void rx_http_stop(rx_http *h);
+/* For the fuzz target (tests/fuzz/fuzz_http.c): with http_threads = -1 the daemon has
+ * no threads and no listening socket; rx_http_add_socket serves a connected socket as
+ * if accepted from 127.0.0.1 (takes fd; 0 or -1) and rx_http_run does the work that is
+ * ready, without blocking. The whole request path, without threads or TCP. */
+int rx_http_add_socket(rx_http *h, int fd);
+void rx_http_run(rx_http *h);
+rx_http *rx_server_http(rx_server *s);
 
 #endif

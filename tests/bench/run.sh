@@ -32,6 +32,10 @@
 #                   written five ways, decode b=1/16 over 512 cached and prefill s=128/512,
 #                   relax O2 and O3 vs ONNX Runtime 1.30 (npm, installed by setup_ort.sh)
 #                   and PyTorch, 2 threads each (goal: relax/ORT <= 1.0)
+#   bench_fuzz.py   the three libFuzzer targets (relax-json reader, .rxa parser, relaxd's
+#                   request path) to 1,000,000 executions each, with their counts; on its
+#                   own build, build-fuzz-bench (clang, RelWithDebInfo, ASan+UBSan,
+#                   -DRX_FUZZ=ON: ctest's Debug targets are several times slower), last
 # Every benchmark checks its result against its reference and fails loudly if they differ.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -57,3 +61,7 @@ env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_
     --threads 2 --repeat 10 --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_vs_ort.py \
     --threads 2 --repeat 10 --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run
+CC=clang cmake -S . -B build-fuzz-bench -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DRX_SANITIZE=ON -DRX_WERROR=ON -DRX_FUZZ=ON >/dev/null
+ninja -C build-fuzz-bench fuzz_reader fuzz_rxa fuzz_http relaxc >/dev/null
+/usr/bin/python3 tests/bench/bench_fuzz.py build-fuzz-bench

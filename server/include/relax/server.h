@@ -44,7 +44,9 @@ typedef struct rx_config {
     int port;              /* 0: ephemeral */
     char *data_dir;        /* heap; store directory */
     int workers;           /* compile worker threads, 1..64 */
-    int http_threads;      /* HTTP event-loop threads, 0..256 (0: one per online core) */
+    int http_threads;      /* HTTP event-loop threads, 0..256 (0: one per online core;
+                              -1, set only by code: none, the caller drives the daemon,
+                              see rx_http_run in server_int.h) */
     int queue;             /* bounded compile queue length, 1..100000 */
     int compile_timeout_s; /* C compiler limit and sync wait bound, seconds */
     int64_t max_body;      /* request body limit, bytes */
