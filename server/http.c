@@ -2,6 +2,9 @@
  * http.c — the libmicrohttpd daemon: per-request state, routing, authentication,
  * body limits, replies and access logs (server_int.h).
  *
+ * Connections are admitted, counted and given a header deadline by admit.c (its essay
+ * says why libmicrohttpd's own limit and timeout are not enough).
+ *
  * Threading: a pool of event-loop threads (MHD_OPTION_THREAD_POOL_SIZE: http_threads,
  * default one per core), each running its own epoll loop over its share of the
  * connections (MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO). Handlers run on those
@@ -28,13 +31,18 @@
  * line is read and before the headers, so that every request libmicrohttpd hands to us
  * or answers itself is logged and counted by the completion callback. Then it passes
  * through the access handler several times:
- *   first call   take or make the request id, check the header block against
- *                max_header_bytes (431 headers_too_large), match the route (404
+ *   first call   tell admit.c the headers are complete (its header deadline stops),
+ *                take or make the request id, check the header block against
+ *                max_header_bytes (431 headers_too_large), refuse ambiguous body
+ *                framing (framing_error: 400 and Connection: close), match the route
+ *                on the path as sent (routable: a percent-escape is a 404; 404
  *                unknown path, 405 known path with another method, with Allow),
  *                authenticate (401 / 403), and check Content-Length against max_body
  *                (413 at once, before any of the body is read);
- *   upload calls append the body, counting: past max_body the body is discarded and
- *                413 is queued (chunked uploads have no Content-Length to check);
+ *   upload calls append the body, counting: past max_body (a chunked upload has no
+ *                Content-Length to check) the request is cut off (cut_off: the 413 is
+ *                written onto the socket, since libmicrohttpd takes no reply in the
+ *                middle of a body, and the connection is closed);
  *   last call    run the route's handler, which queues exactly one reply or parks the
  *                request (then one more call, after the resume, runs its finish step).
  * The completion callback logs one line per request (ts, level, request_id, method,
