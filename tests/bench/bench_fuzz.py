@@ -9,8 +9,10 @@ Debug targets work too, several times slower). Each target runs with -runs=N (de
 over its ctest corpus directory plus its seeds (the .rxa seeds are built first with
 relaxc, as the ctest fixture does), on one core. Prints one JSON line per target:
 {"bench": "fuzz", "target", "runs" (libFuzzer's stat::number_of_executed_units),
-"seconds", "execs_per_s", "new_units" (corpus growth), "peak_rss_mb", "crashed"} and
-exits 1 when any target crashed, leaked or fell short of N executions. Not a ctest
+"seconds", "execs_per_s", "new_units" (corpus growth), "peak_rss_mb", "crashed" (a
+sanitizer report, a deadly signal or a leak: the log tail is added), "interrupted"
+(SIGINT: libFuzzer still prints its counts)} and exits 1 when any target crashed, was
+interrupted or fell short of N executions. Not a ctest
 test (minutes); ctest runs each target for RX_FUZZ_SECONDS.
 """
 import argparse
@@ -62,8 +64,10 @@ def run(build, name, runs):
     execs = stat("number_of_executed_units")
     o = {"bench": "fuzz", "target": name, "runs": execs, "seconds": round(dt, 1),
          "execs_per_s": round(execs / dt) if execs > 0 else 0, "new_units": stat("new_units_added"),
-         "peak_rss_mb": stat("peak_rss_mb"), "crashed": p.returncode != 0}
-    if p.returncode:
+         "peak_rss_mb": stat("peak_rss_mb"),
+         "crashed": bool(re.search(r"==ERROR|deadly signal|Test unit written to|-leak-", log)),
+         "interrupted": "run interrupted" in log}
+    if o["crashed"]:
         o["tail"] = log[-2000:]
     return o
 
@@ -78,7 +82,7 @@ def main():
     for name in a.targets.split(","):
         o = run(os.path.abspath(a.build), name, a.runs)
         print(json.dumps(o), flush=True)
-        bad += o["crashed"] or o["runs"] < a.runs
+        bad += o["crashed"] or o["interrupted"] or o["runs"] < a.runs
     return 1 if bad else 0
 
 
