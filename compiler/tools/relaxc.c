@@ -18,6 +18,12 @@
  *                                         module and options give the same bytes, so
  *                                         pass times are not in it: --time-passes
  *                                         prints them to stderr as one JSON line
+ *   relaxc import MODEL.onnx [-o OUT.json] [--weights inline|params]
+ *                                         ONNX -> relax-json (onnx.h); with params the
+ *                                         weights go to OUT.safetensors beside OUT.json
+ *
+ * Every command that reads MODULE.json also reads MODEL.onnx (a name ending in .onnx):
+ * the model is imported (weights inline) and handled as the relax-json it imports to.
  *
  * --target defaults to cpu and --opt-level to RX_OPT_LEVEL_DEFAULT (2), the same
  * defaults as relaxd's POST /v1/compile, so `relaxc hash M.json` prints the key the
@@ -32,6 +38,7 @@
 #include "relax/deduce.h"
 #include "relax/driver.h"
 #include "relax/json.h"
+#include "relax/onnx.h"
 #include "relax/text.h"
 
 #include <errno.h>
@@ -64,6 +71,11 @@ static void usage(FILE *f)
           "                                   stderr as one JSON line: times are not in\n"
           "                                   the artifact, whose bytes depend only on\n"
           "                                   the module, target, options and compiler)\n"
+          "  import MODEL.onnx [-o OUT.json] [--weights inline|params]\n"
+          "                                   ONNX model -> relax-json; params: weights as\n"
+          "                                   parameters, written to OUT.safetensors\n"
+          "\n"
+          "Every command also takes MODEL.onnx where it takes MODULE.json.\n"
           "\n"
           "MODULE.json may be - for standard input. --target defaults to cpu and\n"
           "--opt-level to 2, as in relaxd. --lib: library lowering of matmul chains to\n"
@@ -98,13 +110,23 @@ static void report(const char *path, const rx_diags *d)
     rx_sb_free(&s);
 }
 
+static bool read_module(const char *path, rx_sb *text);
+
 /* Loads and (when deduce) deduces a module; NULL after reporting. */
 static rx_module *load(const char *path, bool deduce)
 {
     rx_diags d;
     rx_diags_init(&d);
     rx_module *m = NULL;
-    if (!strcmp(path, "-")) {
+    if (rx_onnx_is_path(path)) {
+        rx_sb text = {0};
+        if (read_module(path, &text)) m = rx_json_read(rx_sb_str(&text), text.n, NULL, &d);
+        rx_sb_free(&text);
+        if (!m) {
+            rx_diags_free(&d);
+            return NULL;
+        }
+    } else if (!strcmp(path, "-")) {
         rx_sb text = {0};
         if (!read_all(stdin, &text)) {
             fprintf(stderr, "error: cannot read standard input: %s\n", strerror(errno));
@@ -126,9 +148,20 @@ static rx_module *load(const char *path, bool deduce)
     return m;
 }
 
-/* Reads the module text of path ("-": stdin); false after reporting. */
+/* Reads the module text of path ("-": stdin); an ONNX model is imported and its
+ * relax-json written to text. False after reporting. */
 static bool read_module(const char *path, rx_sb *text)
 {
+    if (rx_onnx_is_path(path)) {
+        rx_diags d;
+        rx_diags_init(&d);
+        rx_module *m = rx_onnx_read_file(path, NULL, NULL, &d);
+        if (m) rx_json_write(m, RX_JSON_COMPACT, text);
+        else report(path, &d);
+        rx_module_free(m);
+        rx_diags_free(&d);
+        return m != NULL;
+    }
     FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
     bool ok = f && read_all(f, text);
     if (!ok)
@@ -225,6 +258,55 @@ static int cmd_print(const char *path, const rx_build_opts *o, const char *after
     return ok ? 0 : 1;
 }
 
+/* relaxc import: the model as relax-json on out_path (stdout when NULL); with params,
+ * the weights to the same name with .safetensors (out_path required). */
+static int cmd_import(const char *path, const char *out_path, rx_onnx_weights mode)
+{
+    if (mode == RX_ONNX_WEIGHTS_PARAMS && !out_path) {
+        fprintf(stderr, "error: import --weights params needs -o OUT.json (the weights go "
+                        "beside it)\n");
+        return 2;
+    }
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_onnx_opts o = {mode, NULL, 0};
+    rx_onnx_weightset ws;
+    rx_module *m = rx_onnx_read_file(path, &o, &ws, &d);
+    if (!m) {
+        report(path, &d);
+        rx_diags_free(&d);
+        return 1;
+    }
+    rx_sb out = {0}, wpath = {0};
+    rx_json_write(m, 0, &out);
+    int rc = 0;
+    if (mode == RX_ONNX_WEIGHTS_PARAMS) {
+        size_t n = strlen(out_path);
+        bool js = n > 5 && !strcmp(out_path + n - 5, ".json");
+        rx_sb_printf(&wpath, "%.*s.safetensors", (int)(js ? n - 5 : n), out_path);
+        if (!rx_safetensors_write(rx_sb_str(&wpath), &ws, &d)) {
+            fprintf(stderr, "error: %s\n", d.list.n ? d.list.items[0].msg : "cannot write weights");
+            rc = 1;
+        }
+    }
+    if (!rc && out_path) {
+        FILE *f = fopen(out_path, "wb");
+        bool wok = f && fwrite(out.p, 1, out.n, f) == out.n;
+        if (f && fclose(f)) wok = false;
+        if (!wok) {
+            fprintf(stderr, "error: cannot write %s: %s\n", out_path, strerror(errno));
+            rc = 1;
+        }
+    } else if (!rc) {
+        fputs(rx_sb_str(&out), stdout);
+    }
+    rx_sb_free(&out);
+    rx_sb_free(&wpath);
+    rx_module_free(m);
+    rx_diags_free(&d);
+    return rc;
+}
+
 /* The valid --after names, for the usage error. */
 static void pass_names(rx_sb *out)
 {
@@ -238,6 +320,7 @@ int main(int argc, char **argv)
     const char *dump_dir = NULL;
     int opt_level = RX_OPT_LEVEL_DEFAULT;
     bool json = false, time_passes = false;
+    rx_onnx_weights weights = RX_ONNX_WEIGHTS_INLINE;
     rx_lib_opts lib = {0};
     const char *disabled[argc + 1]; /* --lib-disable values, NULL-terminated */
     int ndisabled = 0;
@@ -257,7 +340,8 @@ int main(int argc, char **argv)
             time_passes = true;
         } else if (!strcmp(a, "--target") || !strcmp(a, "--after") || !strcmp(a, "-o") ||
                    !strcmp(a, "--opt-level") || !strcmp(a, "--dump-ir") || !strcmp(a, "--lib") ||
-                   !strcmp(a, "--lib-disable") || !strcmp(a, "--disable-pass")) {
+                   !strcmp(a, "--lib-disable") || !strcmp(a, "--disable-pass") ||
+                   !strcmp(a, "--weights")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "error: %s needs a value\n", a);
                 return 2;
@@ -269,6 +353,14 @@ int main(int argc, char **argv)
             else if (!strcmp(a, "--dump-ir")) dump_dir = v;
             else if (!strcmp(a, "--lib-disable")) disabled[ndisabled++] = v;
             else if (!strcmp(a, "--disable-pass")) off[noff++] = v;
+            else if (!strcmp(a, "--weights")) {
+                if (!strcmp(v, "inline")) weights = RX_ONNX_WEIGHTS_INLINE;
+                else if (!strcmp(v, "params")) weights = RX_ONNX_WEIGHTS_PARAMS;
+                else {
+                    fprintf(stderr, "error: --weights must be inline or params, not %s\n", v);
+                    return 2;
+                }
+            }
             else if (!strcmp(a, "--lib")) {
                 if (!strcmp(v, "auto")) lib.mode = RX_LIB_AUTO;
                 else if (!strcmp(v, "none")) lib.mode = RX_LIB_NONE;
@@ -300,6 +392,7 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    if (!strcmp(cmd, "import")) return cmd_import(path, out_path, weights);
     if (!strcmp(cmd, "check")) {
         rx_module *m = load(path, true);
         if (!m) return 1;

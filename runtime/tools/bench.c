@@ -466,8 +466,17 @@ static rx_bench_ekind bind_given(errbuf *e, const rx_rxa_func *f, const char *fn
         s->vals[k] = v;
         s->known[k] = 1;
     }
+    uint32_t next = 0; /* positional inputs (no name) take the next parameter in order */
     for (int i = 0; i < nins; i++) {
         uint32_t k;
+        if (!ins[i].name) {
+            while (next < f->nparams && given[next]) next++;
+            if (next == f->nparams)
+                return fail(e, RX_BENCH_E_INPUT, "--in %s: %s has only %u parameters",
+                            ins[i].file ? ins[i].file : "?", fname, f->nparams);
+            given[next] = &ins[i];
+            continue;
+        }
         for (k = 0; k < f->nparams; k++)
             if (f->params[k].name && !strcmp(f->params[k].name, ins[i].name)) break;
         if (k == f->nparams) {

@@ -1,7 +1,7 @@
 /*
  * relax-run — runs a function of an artifact with the C runtime (shared/spec/interfaces.md).
  *
- *   relax-run ARTIFACT.rxa [--fn main] [--in NAME=FILE.npy]... [--out-dir DIR]
+ *   relax-run ARTIFACT.rxa [--fn main] [--in [NAME=]FILE.npy]... [--out-dir DIR]
  *             [--shape VAR=N]... [--seed S] [--random-missing] [--max-input-bytes N]
  *             [--bench] [--repeat R] [--number K] [--warmup W] [--min-repeat-ms MS]
  *             [--profile] [--threads N]
@@ -90,7 +90,8 @@ static void usage(FILE *f)
           "\n"
           "options:\n"
           "  --fn NAME            function to call (default main)\n"
-          "  --in NAME=FILE.npy   input for parameter NAME (repeatable); missing inputs\n"
+          "  --in NAME=FILE.npy   input for parameter NAME (repeatable); FILE.npy alone is\n"
+          "                       the next parameter not yet given, in order; missing inputs\n"
           "                       get seeded random data of the annotated shape\n"
           "  --shape VAR=N        value of a symbolic variable, for generated inputs\n"
           "  --seed S             seed for generated inputs (default 0)\n"
@@ -253,7 +254,11 @@ static int parse_args(int argc, char **argv, opts *o)
                 fprintf(stderr, "error: more than %d %s options\n", MAX_LIST, name);
                 return 2;
             }
-            if (parse_kv(o, name, val, is_in ? &o->ins[*cnt] : &o->shapes[*cnt])) return 2;
+            if (is_in && !strchr(val, '=')) { /* FILE.npy alone: the next parameter */
+                o->ins[*cnt] = (rx_bench_kv){NULL, val};
+            } else if (parse_kv(o, name, val, is_in ? &o->ins[*cnt] : &o->shapes[*cnt])) {
+                return 2;
+            }
             ++*cnt;
         } else if (!strcmp(name, "--seed")) {
             int64_t s;

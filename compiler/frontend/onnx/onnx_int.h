@@ -1,0 +1,136 @@
+/*
+ * onnx_int.h — internals of the ONNX importer (not public), shared by onnx_read.c
+ * (model, graph, values, tensors), onnx_ops.c (the op table and converters) and
+ * onnx_weights.c (safetensors).
+ *
+ * Every ONNX value name maps to one ox_val. A value is known in up to three forms:
+ *   node   the graph value (a VAR bound in the dataflow block, or a CONST), with its
+ *          annotation in node->sinfo; built lazily for constants (ox_node);
+ *   k      its data when constant (initializers, Constant, folded integer chains);
+ *   sym    its elements as symbolic integers when it is a 0-d or 1-d integer tensor
+ *          whose values are known at compile time up to symbolic dims (the output of
+ *          Shape and everything computed from it): nsym elements, scalar when rank 0.
+ * Shape-computing ops compute on `sym`; data ops read `node`. A sym value that is not
+ * all literals cannot become a graph value: using it as data is a located error.
+ */
+#ifndef RELAX_ONNX_INT_H
+#define RELAX_ONNX_INT_H
+
+#include "relax/deduce.h"
+#include "relax/onnx.h"
+#include "relax/op.h"
+#include "onnx.pb-c.h"
+
+typedef struct ox_val {
+    const char *name;  /* ONNX name (arena) */
+    rx_node *node;     /* graph value or NULL (not built yet) */
+    rx_const *k;       /* constant data or NULL */
+    rx_expr **sym;     /* known integer elements or NULL */
+    int32_t nsym;      /* element count of sym */
+    int8_t symrank;    /* 0 (scalar) or 1, when sym is set */
+    rx_dtype symdt;    /* dtype of the sym tensor */
+    bool absent;       /* the empty name: an omitted optional input */
+} ox_val;
+
+typedef struct ox_ctx {
+    rx_module *m;
+    rx_arena *a;
+    rx_diags *d;
+    rx_arith *ar;                 /* arithmetic for folding and deduction */
+    rx_dctx dc;                   /* deduction context for op rules */
+    rx_func *fn;                  /* @main */
+    const rx_onnx_opts *o;
+    int64_t opset;                /* default-domain opset */
+    RX_VEC(ox_val *) vals;        /* all values, hashed below */
+    int32_t *heads;               /* hash buckets: index + 1 */
+    int32_t *next;                /* chain per value: index + 1 */
+    int32_t nb, cap_next;
+    RX_VEC(rx_binding) binds;     /* the dataflow block being built */
+    RX_VEC(const rx_svar *) svars;/* symbolic variables of the signature */
+    RX_VEC(rx_node *) params;
+    RX_VEC(rx_const *) weights;   /* params mode: the weight parameters' data */
+    /* the node being converted, for messages */
+    const Onnx__NodeProto *node;
+    int node_index;
+    char where[48];               /* "graph.node[12]" */
+} ox_ctx;
+
+/* ---- onnx_read.c ---- */
+
+/* Reports an error about the current node: "<where>: <op_type> '<name>' (opset N): msg". */
+void ox_err(ox_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The value named name, or NULL. */
+ox_val *ox_find(ox_ctx *c, const char *name);
+/* A new value named name (must not exist). */
+ox_val *ox_define(ox_ctx *c, const char *name);
+/* Input i of the current node, or NULL when absent/omitted. */
+ox_val *ox_in(ox_ctx *c, int i);
+int ox_nin(ox_ctx *c);           /* inputs of the node, trailing omitted ones dropped */
+int ox_nout(ox_ctx *c);
+/* The graph value of v (builds constants; a symbolic-only value is an error). */
+rx_node *ox_node(ox_ctx *c, ox_val *v);
+/* Its annotation (tensor), NULL if unknown or after an error. */
+const rx_sinfo *ox_tensor(ox_ctx *c, ox_val *v);
+/* The constant of a v known at compile time, or NULL (sym values with all literals
+ * are turned into a constant). */
+rx_const *ox_const(ox_ctx *c, ox_val *v);
+/* Integer elements of a known value (constant or all-literal sym): arena array;
+ * returns false when not known. */
+bool ox_ints(ox_ctx *c, ox_val *v, int64_t **out, int *n);
+/* Symbolic elements of a known integer value (sym, or a constant): false when not known. */
+bool ox_syms(ox_ctx *c, ox_val *v, rx_expr ***out, int *n);
+
+/* Binds output i of the current node to the value of a call (deduced here). */
+bool ox_out_node(ox_ctx *c, int i, rx_node *call);
+/* Output i of the current node is known symbolically / as an existing value. */
+void ox_out_sym(ox_ctx *c, int i, rx_expr **sym, int n, int rank, rx_dtype dt);
+void ox_out_alias(ox_ctx *c, int i, ox_val *v);
+
+/* An op call: op name, args, attributes given as a map (NULL: defaults), deduced and
+ * bound to a fresh variable. NULL after an error. */
+rx_node *ox_call(ox_ctx *c, const char *op, rx_node **args, int nargs, rx_attr *attrs);
+/* Attribute maps for ox_call. */
+rx_attr *ox_amap(ox_ctx *c);
+void ox_aset(ox_ctx *c, rx_attr *map, const char *key, rx_attr *v);
+rx_attr *ox_aint(ox_ctx *c, int64_t v);
+rx_attr *ox_afloat(ox_ctx *c, double v);
+rx_attr *ox_abool(ox_ctx *c, bool v);
+rx_attr *ox_astr(ox_ctx *c, const char *s);
+rx_attr *ox_aints(ox_ctx *c, const int64_t *v, int n);
+rx_attr *ox_aexprs(ox_ctx *c, rx_expr **v, int n);
+
+/* A scalar constant node of dtype dt. */
+rx_node *ox_scalar(ox_ctx *c, rx_dtype dt, double v);
+/* A new constant of dtype dt and shape (arena), data zeroed. */
+rx_const *ox_new_const(ox_ctx *c, rx_dtype dt, int ndim, const int64_t *shape);
+
+/* Attributes of the current node. */
+const Onnx__AttributeProto *ox_attr(ox_ctx *c, const char *name);
+int64_t ox_attr_i(ox_ctx *c, const char *name, int64_t dflt);
+double ox_attr_f(ox_ctx *c, const char *name, double dflt);
+const char *ox_attr_s(ox_ctx *c, const char *name, const char *dflt);
+/* INTS attribute; *n = -1 when absent. */
+const int64_t *ox_attr_ints(ox_ctx *c, const char *name, int *n);
+/* TENSOR attribute converted to a constant; NULL when absent or after an error. */
+rx_const *ox_attr_tensor(ox_ctx *c, const char *name);
+
+/* The dtype of an ONNX TensorProto.DataType; RX_DT_UNKNOWN when unsupported. */
+rx_dtype ox_dtype(int32_t onnx_type);
+/* A TensorProto as a constant (payload checked against the dims). */
+rx_const *ox_tensor_const(ox_ctx *c, const Onnx__TensorProto *t, const char *where);
+/* Element i of a constant as i64 / double. */
+int64_t ox_ci(const rx_const *k, int64_t i);
+double ox_cf(const rx_const *k, int64_t i);
+int64_t ox_numel(const rx_const *k);
+
+/* ---- onnx_ops.c ---- */
+
+typedef bool (*ox_conv_fn)(ox_ctx *c);
+typedef struct ox_opdef {
+    const char *op_type;
+    ox_conv_fn conv;
+    const char *attrs;   /* supported attributes, comma-separated */
+} ox_opdef;
+const ox_opdef *ox_op_find(const char *op_type);
+
+#endif

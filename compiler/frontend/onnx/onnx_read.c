@@ -1,0 +1,1021 @@
+/*
+ * onnx_read.c — the ONNX importer's driver (contracts in relax/onnx.h): decoding, the
+ * value table, tensors, the signature and the node walk.
+ *
+ * Step 1: decode the ModelProto with protobuf-c (bounded by the input size; a payload
+ *         that does not decode is one error). Pick the default-domain opset (7..17);
+ *         another domain's node is reported when it is met.
+ * Step 2: graph inputs that are not initializers become parameters: the dtype from
+ *         elem_type, dims from dim_value (<= 2^40), dim_param (one symbolic variable
+ *         per name, made a relax-json identifier) or nothing (a fresh variable dN).
+ * Step 3: initializers become constants (inline) or, for floating-point weights with
+ *         RX_ONNX_WEIGHTS_PARAMS, parameters after the inputs; integer initializers
+ *         stay constants because they are usually shapes and axes. Payloads come from
+ *         raw_data, the typed fields, or an external-data file under base_dir; each is
+ *         checked against the dims.
+ * Step 4: nodes in order (ONNX requires a topological order, so an input not yet
+ *         produced is a dangling name or a cycle: an error naming it). Each node's op
+ *         type and attributes are checked against the table of onnx_ops.c, then its
+ *         converter binds the outputs: op calls are deduced as they are built (the op
+ *         rules of the registry), so converters see every value's annotation.
+ * Step 5: the graph outputs form the result; the function is `main` with one dataflow
+ *         block. The module is then ordinary IR: rx_onnx_to_json writes it as
+ *         relax-json for the driver and relaxd.
+ * Costs: O(model size) plus the deduction of each op; memory is the module's arena
+ * and the decoded protobuf (freed before returning).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "onnx_int.h"
+#include "relax/json.h"
+
+#define OX_MAX_DIM (INT64_C(1) << 40)
+#define OX_MAX_FILE ((size_t)1 << 31)
+
+/* ---------------------------------------------------------------- errors */
+
+void ox_err(ox_ctx *c, const char *fmt, ...)
+{
+    rx_sb msg = {0};
+    if (c->node)
+        rx_sb_printf(&msg, "%s '%s' (opset %lld): ", c->node->op_type ? c->node->op_type : "?",
+                     c->node->name ? c->node->name : "", (long long)c->opset);
+    va_list ap;
+    va_start(ap, fmt);
+    rx_sb_vprintf(&msg, fmt, ap);
+    va_end(ap);
+    rx_diag_add(c->d, c->where, "%s", rx_sb_str(&msg));
+    rx_sb_free(&msg);
+}
+
+/* ---------------------------------------------------------------- value table */
+
+static uint32_t hash_str(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+ox_val *ox_find(ox_ctx *c, const char *name)
+{
+    if (!c->nb) return NULL;
+    for (int32_t i = c->heads[hash_str(name) & (uint32_t)(c->nb - 1)]; i; i = c->next[i - 1])
+        if (!strcmp(c->vals.items[i - 1]->name, name)) return c->vals.items[i - 1];
+    return NULL;
+}
+
+static void rehash(ox_ctx *c, int nb)
+{
+    free(c->heads);
+    c->heads = rx_xcalloc((size_t)nb, sizeof *c->heads);
+    c->nb = nb;
+    for (int i = 0; i < c->vals.n; i++) {
+        uint32_t b = hash_str(c->vals.items[i]->name) & (uint32_t)(nb - 1);
+        c->next[i] = c->heads[b];
+        c->heads[b] = i + 1;
+    }
+}
+
+ox_val *ox_define(ox_ctx *c, const char *name)
+{
+    ox_val *v = RX_NEW(c->a, ox_val);
+    v->name = rx_arena_strdup(c->a, name);
+    RX_VEC_PUSH(c->vals, v);
+    if (c->vals.n > c->cap_next) {
+        c->cap_next = c->vals.n * 2;
+        c->next = rx_xrealloc(c->next, (size_t)c->cap_next * sizeof *c->next);
+    }
+    if (c->vals.n > c->nb) {
+        rehash(c, c->nb ? c->nb * 4 : 64);
+    } else {
+        uint32_t b = hash_str(v->name) & (uint32_t)(c->nb - 1);
+        c->next[c->vals.n - 1] = c->heads[b];
+        c->heads[b] = c->vals.n;
+    }
+    return v;
+}
+
+/* ---------------------------------------------------------------- names */
+
+/* A relax-json identifier made from an ONNX name: [A-Za-z0-9_] kept, anything else
+ * '_', a leading digit or an empty name prefixed with `prefix`. */
+static const char *ident(ox_ctx *c, const char *name, const char *prefix)
+{
+    rx_sb b = {0};
+    if (!name || !*name || !((*name >= 'A' && *name <= 'Z') || (*name >= 'a' && *name <= 'z') ||
+                             *name == '_'))
+        rx_sb_puts(&b, prefix);
+    for (const char *p = name ? name : ""; *p && b.n < 200; p++) {
+        char ch = *p;
+        bool ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+        rx_sb_putc(&b, ok ? ch : '_');
+    }
+    const char *s = rx_arena_strdup(c->a, rx_sb_str(&b));
+    rx_sb_free(&b);
+    return s;
+}
+
+/* ---------------------------------------------------------------- tensors */
+
+rx_dtype ox_dtype(int32_t t)
+{
+    switch (t) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: return RX_DT_F32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: return RX_DT_U8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: return RX_DT_I8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: return RX_DT_U16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: return RX_DT_I16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return RX_DT_I32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return RX_DT_I64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return RX_DT_BOOL;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: return RX_DT_F16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return RX_DT_F64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: return RX_DT_U32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: return RX_DT_U64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return RX_DT_BF16;
+    default: return RX_DT_UNKNOWN;
+    }
+}
+
+static size_t esize(rx_dtype dt) { return (size_t)(rx_dtype_bits(dt) + 7) / 8; }
+
+int64_t ox_numel(const rx_const *k)
+{
+    int64_t n = 1;
+    for (int i = 0; i < k->ndim; i++) n *= k->shape[i];
+    return n;
+}
+
+int64_t ox_ci(const rx_const *k, int64_t i)
+{
+    const uint8_t *p = k->data + (size_t)i * esize(k->dtype);
+    switch (k->dtype) {
+    case RX_DT_BOOL: case RX_DT_U8: return *p;
+    case RX_DT_I8: return (int8_t)*p;
+    case RX_DT_I16: { int16_t v; memcpy(&v, p, 2); return v; }
+    case RX_DT_U16: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case RX_DT_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+    case RX_DT_U32: { uint32_t v; memcpy(&v, p, 4); return v; }
+    case RX_DT_I64: case RX_DT_U64: { int64_t v; memcpy(&v, p, 8); return v; }
+    default: return (int64_t)ox_cf(k, i);
+    }
+}
+
+static double half_to_f64(uint16_t h)
+{
+    int e = (h >> 10) & 31, f = h & 1023;
+    double v = e == 0 ? ldexp(f, -24) : e == 31 ? (f ? NAN : INFINITY) : ldexp(f + 1024, e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+double ox_cf(const rx_const *k, int64_t i)
+{
+    const uint8_t *p = k->data + (size_t)i * esize(k->dtype);
+    switch (k->dtype) {
+    case RX_DT_F32: { float v; memcpy(&v, p, 4); return v; }
+    case RX_DT_F64: { double v; memcpy(&v, p, 8); return v; }
+    case RX_DT_F16: { uint16_t v; memcpy(&v, p, 2); return half_to_f64(v); }
+    case RX_DT_BF16: { uint16_t v; memcpy(&v, p, 2); uint32_t u = (uint32_t)v << 16; float f;
+                       memcpy(&f, &u, 4); return f; }
+    case RX_DT_U64: { uint64_t v; memcpy(&v, p, 8); return (double)v; }
+    default: return (double)ox_ci(k, i);
+    }
+}
+
+rx_const *ox_new_const(ox_ctx *c, rx_dtype dt, int ndim, const int64_t *shape)
+{
+    rx_const *k = RX_NEW(c->a, rx_const);
+    k->dtype = dt;
+    k->ndim = ndim;
+    k->shape = RX_NEWN(c->a, int64_t, ndim ? ndim : 1);
+    if (ndim) memcpy(k->shape, shape, (size_t)ndim * sizeof *shape);
+    k->nbytes = (size_t)ox_numel(k) * esize(dt);
+    k->data = RX_NEWN(c->a, uint8_t, k->nbytes ? k->nbytes : 1);
+    return k;
+}
+
+/* Reads an external-data payload: location under base_dir, offset, length. */
+static bool read_external(ox_ctx *c, const Onnx__TensorProto *t, const char *where, uint8_t *dst,
+                          size_t nbytes)
+{
+    const char *loc = NULL;
+    int64_t off = 0, len = -1;
+    for (size_t i = 0; i < t->n_external_data; i++) {
+        const Onnx__StringStringEntryProto *e = t->external_data[i];
+        if (!e->key || !e->value) continue;
+        if (!strcmp(e->key, "location")) loc = e->value;
+        else if (!strcmp(e->key, "offset")) off = strtoll(e->value, NULL, 10);
+        else if (!strcmp(e->key, "length")) len = strtoll(e->value, NULL, 10);
+    }
+    if (!c->o->base_dir) {
+        rx_diag_add(c->d, where, "tensor '%s' has external data but the model was not read "
+                    "from a file (no directory to read it from)", t->name ? t->name : "");
+        return false;
+    }
+    if (!loc || !*loc || loc[0] == '/' || strstr(loc, "..")) {
+        rx_diag_add(c->d, where, "tensor '%s': external data location '%s' must be a relative "
+                    "path below the model's directory", t->name ? t->name : "", loc ? loc : "");
+        return false;
+    }
+    if (off < 0 || (len >= 0 && (uint64_t)len != nbytes)) {
+        rx_diag_add(c->d, where, "tensor '%s': external data length %lld does not match its "
+                    "%zu bytes", t->name ? t->name : "", (long long)len, nbytes);
+        return false;
+    }
+    rx_sb path = {0};
+    rx_sb_printf(&path, "%s/%s", c->o->base_dir, loc);
+    FILE *f = fopen(rx_sb_str(&path), "rb");
+    bool ok = f && fseeko(f, (off_t)off, SEEK_SET) == 0 && fread(dst, 1, nbytes, f) == nbytes;
+    if (!ok)
+        rx_diag_add(c->d, where, "tensor '%s': cannot read %zu bytes at offset %lld of %s%s%s",
+                    t->name ? t->name : "", nbytes, (long long)off, rx_sb_str(&path),
+                    f ? "" : ": ", f ? "" : strerror(errno));
+    if (f) fclose(f);
+    rx_sb_free(&path);
+    return ok;
+}
+
+rx_const *ox_tensor_const(ox_ctx *c, const Onnx__TensorProto *t, const char *where)
+{
+    const char *nm = t->name ? t->name : "";
+    rx_dtype dt = ox_dtype(t->data_type);
+    if (dt == RX_DT_UNKNOWN) {
+        rx_diag_add(c->d, where, "tensor '%s': unsupported data type %d", nm, (int)t->data_type);
+        return NULL;
+    }
+    if (t->n_dims > 16) {
+        rx_diag_add(c->d, where, "tensor '%s': %zu dims (at most 16)", nm, t->n_dims);
+        return NULL;
+    }
+    int64_t numel = 1;
+    for (size_t i = 0; i < t->n_dims; i++) {
+        if (t->dims[i] < 0 || t->dims[i] > OX_MAX_DIM) {
+            rx_diag_add(c->d, where, "tensor '%s': dim %zu is %lld", nm, i, (long long)t->dims[i]);
+            return NULL;
+        }
+        numel *= t->dims[i];
+        if (numel > OX_MAX_DIM) {
+            rx_diag_add(c->d, where, "tensor '%s': more than 2^40 elements", nm);
+            return NULL;
+        }
+    }
+    size_t es = esize(dt), nbytes = (size_t)numel * es;
+    size_t have = 0;
+    bool external = t->has_data_location &&
+                    t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    if (!external) {
+        if (t->has_raw_data) have = t->raw_data.len;
+        else if (dt == RX_DT_F32) have = t->n_float_data * es;
+        else if (dt == RX_DT_F64) have = t->n_double_data * es;
+        else if (dt == RX_DT_I64) have = t->n_int64_data * es;
+        else if (dt == RX_DT_U32 || dt == RX_DT_U64) have = t->n_uint64_data * es;
+        else have = t->n_int32_data * es;
+        if (have != nbytes) {
+            rx_diag_add(c->d, where, "tensor '%s': payload has %zu bytes, its dims need %zu", nm,
+                        have, nbytes);
+            return NULL;
+        }
+    }
+    rx_const *k = RX_NEW(c->a, rx_const);
+    k->dtype = dt;
+    k->ndim = (int32_t)t->n_dims;
+    k->shape = RX_NEWN(c->a, int64_t, k->ndim ? k->ndim : 1);
+    for (int i = 0; i < k->ndim; i++) k->shape[i] = t->dims[i];
+    k->nbytes = nbytes;
+    k->data = RX_NEWN(c->a, uint8_t, nbytes ? nbytes : 1);
+    if (external) {
+        if (!read_external(c, t, where, k->data, nbytes)) return NULL;
+    } else if (t->has_raw_data) {
+        if (nbytes) memcpy(k->data, t->raw_data.data, nbytes);
+    } else {
+        for (int64_t i = 0; i < numel; i++) {
+            uint8_t *p = k->data + (size_t)i * es;
+            if (dt == RX_DT_F32) memcpy(p, &t->float_data[i], 4);
+            else if (dt == RX_DT_F64) memcpy(p, &t->double_data[i], 8);
+            else if (dt == RX_DT_I64) memcpy(p, &t->int64_data[i], 8);
+            else if (dt == RX_DT_U64) memcpy(p, &t->uint64_data[i], 8);
+            else if (dt == RX_DT_U32) { uint32_t v = (uint32_t)t->uint64_data[i]; memcpy(p, &v, 4); }
+            else { int32_t v = t->int32_data[i]; memcpy(p, &v, es); } /* little-endian narrowing */
+        }
+    }
+    return k;
+}
+
+/* ---------------------------------------------------------------- attributes */
+
+const Onnx__AttributeProto *ox_attr(ox_ctx *c, const char *name)
+{
+    for (size_t i = 0; i < c->node->n_attribute; i++)
+        if (c->node->attribute[i]->name && !strcmp(c->node->attribute[i]->name, name))
+            return c->node->attribute[i];
+    return NULL;
+}
+
+int64_t ox_attr_i(ox_ctx *c, const char *name, int64_t dflt)
+{
+    const Onnx__AttributeProto *a = ox_attr(c, name);
+    return a ? a->i : dflt;
+}
+
+double ox_attr_f(ox_ctx *c, const char *name, double dflt)
+{
+    const Onnx__AttributeProto *a = ox_attr(c, name);
+    return a ? a->f : dflt;
+}
+
+const char *ox_attr_s(ox_ctx *c, const char *name, const char *dflt)
+{
+    const Onnx__AttributeProto *a = ox_attr(c, name);
+    if (!a || !a->has_s) return dflt;
+    return rx_arena_strndup(c->a, (const char *)a->s.data, a->s.len);
+}
+
+const int64_t *ox_attr_ints(ox_ctx *c, const char *name, int *n)
+{
+    const Onnx__AttributeProto *a = ox_attr(c, name);
+    *n = a ? (int)a->n_ints : -1;
+    return a ? a->ints : NULL;
+}
+
+rx_const *ox_attr_tensor(ox_ctx *c, const char *name)
+{
+    const Onnx__AttributeProto *a = ox_attr(c, name);
+    if (!a || !a->t) return NULL;
+    return ox_tensor_const(c, a->t, c->where);
+}
+
+rx_attr *ox_amap(ox_ctx *c)
+{
+    rx_attr *m = RX_NEW(c->a, rx_attr);
+    m->kind = RX_A_MAP;
+    m->u.map.keys = RX_NEWN(c->a, const char *, 8);
+    m->u.map.vals = RX_NEWN(c->a, rx_attr *, 8);
+    return m;
+}
+
+void ox_aset(ox_ctx *c, rx_attr *map, const char *key, rx_attr *v)
+{
+    (void)c;
+    RX_ASSERT(map->u.map.n < 8);
+    map->u.map.keys[map->u.map.n] = key;
+    map->u.map.vals[map->u.map.n++] = v;
+}
+
+static rx_attr *new_attr(ox_ctx *c, rx_akind k)
+{
+    rx_attr *a = RX_NEW(c->a, rx_attr);
+    a->kind = k;
+    return a;
+}
+
+rx_attr *ox_aint(ox_ctx *c, int64_t v) { rx_attr *a = new_attr(c, RX_A_INT); a->u.i = v; return a; }
+rx_attr *ox_afloat(ox_ctx *c, double v) { rx_attr *a = new_attr(c, RX_A_FLOAT); a->u.f = v; return a; }
+rx_attr *ox_abool(ox_ctx *c, bool v) { rx_attr *a = new_attr(c, RX_A_BOOL); a->u.b = v; return a; }
+rx_attr *ox_astr(ox_ctx *c, const char *s) { rx_attr *a = new_attr(c, RX_A_STR); a->u.s = s; return a; }
+
+rx_attr *ox_aints(ox_ctx *c, const int64_t *v, int n)
+{
+    rx_attr *a = new_attr(c, RX_A_ARRAY);
+    a->u.arr.items = RX_NEWN(c->a, rx_attr *, n ? n : 1);
+    a->u.arr.n = n;
+    for (int i = 0; i < n; i++) a->u.arr.items[i] = ox_aint(c, v[i]);
+    return a;
+}
+
+rx_attr *ox_aexprs(ox_ctx *c, rx_expr **v, int n)
+{
+    rx_attr *a = new_attr(c, RX_A_ARRAY);
+    a->u.arr.items = RX_NEWN(c->a, rx_attr *, n ? n : 1);
+    a->u.arr.n = n;
+    for (int i = 0; i < n; i++) {
+        int64_t lit;
+        if (rx_expr_is_const(v[i], &lit)) {
+            a->u.arr.items[i] = ox_aint(c, lit);
+        } else {
+            a->u.arr.items[i] = new_attr(c, RX_A_EXPR);
+            a->u.arr.items[i]->u.e = v[i];
+        }
+    }
+    return a;
+}
+
+/* ---------------------------------------------------------------- values */
+
+static rx_sinfo *const_sinfo(ox_ctx *c, const rx_const *k)
+{
+    rx_expr **dims = RX_NEWN(c->a, rx_expr *, k->ndim ? k->ndim : 1);
+    for (int i = 0; i < k->ndim; i++) dims[i] = rx_e_int(c->a, k->shape[i]);
+    return rx_si_tensor(c->a, k->dtype, k->ndim, dims);
+}
+
+static rx_node *const_node(ox_ctx *c, rx_const *k)
+{
+    rx_node *n = rx_n_const(c->m, k);
+    n->sinfo = const_sinfo(c, k);
+    return n;
+}
+
+rx_node *ox_scalar(ox_ctx *c, rx_dtype dt, double v)
+{
+    rx_const *k = ox_new_const(c, dt, 0, NULL);
+    switch (dt) {
+    case RX_DT_F32: { float f = (float)v; memcpy(k->data, &f, 4); break; }
+    case RX_DT_F64: memcpy(k->data, &v, 8); break;
+    case RX_DT_F16: case RX_DT_BF16: {
+        float f = (float)v;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        uint16_t h;
+        if (dt == RX_DT_BF16) {
+            h = (uint16_t)(u >> 16);
+        } else { /* round to nearest half (normal range; enough for constants like 0.5) */
+            int e = (int)((u >> 23) & 255) - 127 + 15;
+            uint32_t m = u & 0x7fffff;
+            if (f == 0) h = 0;
+            else if (e <= 0) h = 0;
+            else if (e >= 31) h = 0x7c00;
+            else h = (uint16_t)((e << 10) | ((m + 0x1000) >> 13));
+            h |= (uint16_t)((u >> 16) & 0x8000);
+        }
+        memcpy(k->data, &h, 2);
+        break;
+    }
+    default: {
+        int64_t i = (int64_t)v;
+        memcpy(k->data, &i, esize(dt)); /* little-endian narrowing */
+    }
+    }
+    return const_node(c, k);
+}
+
+rx_const *ox_const(ox_ctx *c, ox_val *v)
+{
+    if (!v) return NULL;
+    if (v->k) return v->k;
+    if (!v->sym) return NULL;
+    int64_t *lits = RX_NEWN(c->a, int64_t, v->nsym ? v->nsym : 1);
+    for (int i = 0; i < v->nsym; i++)
+        if (!rx_expr_is_const(rx_arith_simplify(c->ar, v->sym[i]), &lits[i])) return NULL;
+    int64_t shape = v->nsym;
+    rx_const *k = ox_new_const(c, v->symdt, v->symrank, &shape);
+    for (int i = 0; i < v->nsym; i++) {
+        if (rx_dtype_is_float(v->symdt)) {
+            double f = (double)lits[i];
+            if (v->symdt == RX_DT_F32) { float g = (float)f; memcpy(k->data + 4 * i, &g, 4); }
+            else memcpy(k->data + 8 * i, &f, 8);
+        } else {
+            memcpy(k->data + (size_t)i * esize(v->symdt), &lits[i], esize(v->symdt));
+        }
+    }
+    v->k = k;
+    return k;
+}
+
+bool ox_syms(ox_ctx *c, ox_val *v, rx_expr ***out, int *n)
+{
+    if (!v) return false;
+    if (v->sym) {
+        *out = v->sym;
+        *n = v->nsym;
+        return true;
+    }
+    if (!v->k || v->k->ndim > 1 || rx_dtype_is_float(v->k->dtype) || ox_numel(v->k) > 4096)
+        return false;
+    int64_t cnt = ox_numel(v->k);
+    rx_expr **s = RX_NEWN(c->a, rx_expr *, cnt ? cnt : 1);
+    for (int64_t i = 0; i < cnt; i++) s[i] = rx_e_int(c->a, ox_ci(v->k, i));
+    v->sym = s;
+    v->nsym = (int32_t)cnt;
+    v->symrank = (int8_t)v->k->ndim;
+    v->symdt = v->k->dtype;
+    *out = s;
+    *n = (int)cnt;
+    return true;
+}
+
+bool ox_ints(ox_ctx *c, ox_val *v, int64_t **out, int *n)
+{
+    rx_const *k = ox_const(c, v);
+    if (!k || rx_dtype_is_float(k->dtype)) return false;
+    int64_t cnt = ox_numel(k);
+    int64_t *r = RX_NEWN(c->a, int64_t, cnt ? cnt : 1);
+    for (int64_t i = 0; i < cnt; i++) r[i] = ox_ci(k, i);
+    *out = r;
+    *n = (int)cnt;
+    return true;
+}
+
+rx_node *ox_node(ox_ctx *c, ox_val *v)
+{
+    if (!v) return NULL;
+    if (v->node) return v->node;
+    rx_const *k = ox_const(c, v);
+    if (!k) {
+        rx_sb s = {0};
+        for (int i = 0; i < v->nsym && i < 8; i++) {
+            if (i) rx_sb_puts(&s, ", ");
+            rx_expr_print(v->sym[i], &s);
+        }
+        ox_err(c, "value '%s' holds symbolic sizes [%s] and is used as a tensor; only shape "
+               "operands (Reshape, Expand, ConstantOfShape, Range, Slice...) may be symbolic",
+               v->name, rx_sb_str(&s));
+        rx_sb_free(&s);
+        return NULL;
+    }
+    if (!k->name && ox_numel(k) > 16) { /* big constants are named module constants */
+        k->name = ident(c, v->name, "c_");
+        for (int i = 0; rx_module_find_const(c->m, k->name); i++)
+            k->name = rx_arena_printf(c->a, "%s_%d", ident(c, v->name, "c_"), i + 1);
+        rx_const **cs = RX_NEWN(c->a, rx_const *, c->m->nconsts + 1);
+        if (c->m->nconsts) memcpy(cs, c->m->consts, sizeof *cs * (size_t)c->m->nconsts);
+        cs[c->m->nconsts++] = k;
+        c->m->consts = cs;
+    }
+    v->node = const_node(c, k);
+    return v->node;
+}
+
+const rx_sinfo *ox_tensor(ox_ctx *c, ox_val *v)
+{
+    rx_node *n = ox_node(c, v);
+    if (!n) return NULL;
+    if (!n->sinfo || n->sinfo->kind != RX_SI_TENSOR) {
+        ox_err(c, "value '%s' is not a tensor", v->name);
+        return NULL;
+    }
+    return n->sinfo;
+}
+
+/* ---------------------------------------------------------------- the node's I/O */
+
+ox_val *ox_in(ox_ctx *c, int i)
+{
+    if (i < 0 || (size_t)i >= c->node->n_input) return NULL;
+    const char *nm = c->node->input[i];
+    if (!nm || !*nm) return NULL;
+    return ox_find(c, nm); /* existence was checked before the converter ran */
+}
+
+int ox_nin(ox_ctx *c)
+{
+    int n = (int)c->node->n_input;
+    while (n > 0 && (!c->node->input[n - 1] || !*c->node->input[n - 1])) n--;
+    return n;
+}
+
+int ox_nout(ox_ctx *c) { return (int)c->node->n_output; }
+
+static ox_val *out_val(ox_ctx *c, int i)
+{
+    if (i < 0 || (size_t)i >= c->node->n_output || !*c->node->output[i]) return NULL;
+    const char *nm = c->node->output[i];
+    ox_val *v = ox_find(c, nm);
+    return v ? v : ox_define(c, nm);
+}
+
+static rx_node *bind(ox_ctx *c, const char *name, rx_node *value)
+{
+    rx_node *var = rx_n_var(c->m, ident(c, name, "v_"), value->sinfo, true);
+    var->loc = value->loc;
+    rx_binding b = {var, value, NULL, false, value->loc};
+    RX_VEC_PUSH(c->binds, b);
+    return var;
+}
+
+rx_node *ox_call(ox_ctx *c, const char *opname, rx_node **args, int nargs, rx_attr *attrs)
+{
+    const rx_op *op = rx_op_find(opname);
+    RX_ASSERT(op);
+    for (int i = 0; i < nargs; i++)
+        if (!args[i]) return NULL;
+    int e0 = rx_diags_count(c->d);
+    rx_loc loc = rx_loc_key(&c->m->locs, 0, rx_arena_strdup(c->a, c->where));
+    rx_attr **at = rx_op_bind_attrs(c->m, op, attrs, loc, NULL, NULL, c->d);
+    if (rx_diags_count(c->d) != e0) return NULL;
+    rx_node *call = rx_n_call_op(c->m, op, args, nargs, at);
+    call->loc = loc;
+    call->sinfo = op->deduce(&c->dc, call);
+    if (!call->sinfo) return NULL;
+    return bind(c, c->node && c->node->n_output ? c->node->output[0] : opname, call);
+}
+
+bool ox_out_node(ox_ctx *c, int i, rx_node *n)
+{
+    if (!n) return false;
+    ox_val *v = out_val(c, i);
+    if (v) v->node = n;
+    return true;
+}
+
+void ox_out_sym(ox_ctx *c, int i, rx_expr **sym, int n, int rank, rx_dtype dt)
+{
+    ox_val *v = out_val(c, i);
+    if (!v) return;
+    for (int k = 0; k < n; k++) sym[k] = rx_arith_simplify(c->ar, sym[k]);
+    v->sym = sym;
+    v->nsym = n;
+    v->symrank = (int8_t)rank;
+    v->symdt = dt;
+}
+
+void ox_out_alias(ox_ctx *c, int i, ox_val *src)
+{
+    ox_val *v = out_val(c, i);
+    if (!v || !src) return;
+    v->node = src->node;
+    v->k = src->k;
+    v->sym = src->sym;
+    v->nsym = src->nsym;
+    v->symrank = src->symrank;
+    v->symdt = src->symdt;
+}
+
+/* ---------------------------------------------------------------- signature */
+
+static const rx_svar *dim_var(ox_ctx *c, const char *name)
+{
+    for (int i = 0; i < c->svars.n; i++)
+        if (!strcmp(c->svars.items[i]->name, name)) return c->svars.items[i];
+    rx_svar *v = rx_svar_new(c->a, name, RX_DT_I64, RX_SV_SHAPE, rx_module_new_id(c->m));
+    RX_VEC_PUSH(c->svars, v);
+    return v;
+}
+
+static rx_sinfo *input_sinfo(ox_ctx *c, const Onnx__ValueInfoProto *vi, const char *where)
+{
+    const Onnx__TypeProto *tp = vi->type;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
+        rx_diag_add(c->d, where, "input '%s': only tensor inputs are supported", vi->name);
+        return NULL;
+    }
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    rx_dtype dt = ox_dtype(tt->elem_type);
+    if (dt == RX_DT_UNKNOWN) {
+        rx_diag_add(c->d, where, "input '%s': unsupported element type %d", vi->name,
+                    (int)tt->elem_type);
+        return NULL;
+    }
+    if (!tt->shape) return rx_si_tensor(c->a, dt, -1, NULL);
+    int nd = (int)tt->shape->n_dim;
+    if (nd > 16) {
+        rx_diag_add(c->d, where, "input '%s': %d dims (at most 16)", vi->name, nd);
+        return NULL;
+    }
+    rx_expr **dims = RX_NEWN(c->a, rx_expr *, nd ? nd : 1);
+    for (int i = 0; i < nd; i++) {
+        const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[i];
+        if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+            if (dm->dim_value < 0 || dm->dim_value > OX_MAX_DIM) {
+                rx_diag_add(c->d, where, "input '%s': dim %d is %lld", vi->name, i,
+                            (long long)dm->dim_value);
+                return NULL;
+            }
+            dims[i] = rx_e_int(c->a, dm->dim_value);
+        } else if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                   dm->dim_param && *dm->dim_param) {
+            dims[i] = rx_e_var(c->a, dim_var(c, ident(c, dm->dim_param, "d_")));
+        } else {
+            dims[i] = rx_e_var(c->a, dim_var(c, rx_arena_printf(c->a, "d%d", c->svars.n)));
+        }
+    }
+    return rx_si_tensor(c->a, dt, nd, dims);
+}
+
+static rx_node *add_param(ox_ctx *c, const char *name, rx_sinfo *si)
+{
+    rx_node *p = rx_n_var(c->m, ident(c, name, "p_"), si, false);
+    RX_VEC_PUSH(c->params, p);
+    return p;
+}
+
+/* ---------------------------------------------------------------- the walk */
+
+static bool attrs_supported(ox_ctx *c, const ox_opdef *od)
+{
+    bool ok = true;
+    for (size_t i = 0; i < c->node->n_attribute; i++) {
+        const char *an = c->node->attribute[i]->name ? c->node->attribute[i]->name : "";
+        size_t len = strlen(an);
+        const char *p = od->attrs;
+        bool found = false;
+        while (p && *p && !found) {
+            const char *e = strchr(p, ',');
+            size_t l = e ? (size_t)(e - p) : strlen(p);
+            found = l == len && !strncmp(p, an, l);
+            p = e ? e + 1 : NULL;
+        }
+        if (!found) {
+            ox_err(c, "attribute '%s' is not supported", an);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+static void convert_node(ox_ctx *c, const Onnx__NodeProto *n, int idx)
+{
+    c->node = n;
+    c->node_index = idx;
+    snprintf(c->where, sizeof c->where, "graph.node[%d]", idx);
+    if (!n->op_type) {
+        ox_err(c, "node has no op_type");
+        return;
+    }
+    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx")) {
+        ox_err(c, "domain '%s' is not supported (only the default domain)", n->domain);
+        return;
+    }
+    for (size_t i = 0; i < n->n_input; i++) {
+        if (!n->input[i] || !*n->input[i]) continue;
+        if (!ox_find(c, n->input[i])) {
+            ox_err(c, "input '%s' is not produced by an earlier node, an initializer or a graph "
+                   "input (a dangling name or a cycle)", n->input[i]);
+            return;
+        }
+    }
+    for (size_t i = 0; i < n->n_output; i++) {
+        if (n->output[i] && *n->output[i] && ox_find(c, n->output[i])) {
+            ox_err(c, "output '%s' is already defined", n->output[i]);
+            return;
+        }
+    }
+    const ox_opdef *od = ox_op_find(n->op_type);
+    if (!od) {
+        ox_err(c, "operator is not supported");
+        return;
+    }
+    if (!attrs_supported(c, od)) return;
+    int e0 = rx_diags_count(c->d);
+    bool ok = od->conv(c);
+    if (!ok && rx_diags_count(c->d) == e0) ox_err(c, "cannot convert this node");
+    if (!ok) return;
+    for (size_t i = 0; i < n->n_output; i++) {
+        if (!n->output[i] || !*n->output[i]) continue;
+        ox_val *v = ox_find(c, n->output[i]);
+        if (!v || (!v->node && !v->k && !v->sym)) {
+            ox_err(c, "output %zu ('%s') is not supported", i, n->output[i]);
+            return;
+        }
+    }
+}
+
+static void read_graph(ox_ctx *c, const Onnx__GraphProto *g)
+{
+    snprintf(c->where, sizeof c->where, "graph");
+    if ((int64_t)g->n_node > (c->o->max_nodes > 0 ? c->o->max_nodes : 1000000)) {
+        rx_diag_add(c->d, "graph", "%zu nodes (more than the limit)", g->n_node);
+        return;
+    }
+    /* Step 3 first for the names: initializers shadow inputs of the same name. */
+    for (size_t i = 0; i < g->n_initializer; i++) {
+        char where[64];
+        snprintf(where, sizeof where, "graph.initializer[%zu]", i);
+        const Onnx__TensorProto *t = g->initializer[i];
+        if (!t->name || !*t->name) {
+            rx_diag_add(c->d, where, "initializer without a name");
+            continue;
+        }
+        if (ox_find(c, t->name)) {
+            rx_diag_add(c->d, where, "initializer '%s' is defined twice", t->name);
+            continue;
+        }
+        rx_const *k = ox_tensor_const(c, t, where);
+        if (!k) continue;
+        ox_val *v = ox_define(c, t->name);
+        v->k = k;
+    }
+    /* Step 2: inputs */
+    for (size_t i = 0; i < g->n_input; i++) {
+        char where[64];
+        snprintf(where, sizeof where, "graph.input[%zu]", i);
+        const Onnx__ValueInfoProto *vi = g->input[i];
+        if (!vi->name || !*vi->name) {
+            rx_diag_add(c->d, where, "input without a name");
+            continue;
+        }
+        if (ox_find(c, vi->name)) continue; /* an initializer (its default value) */
+        rx_sinfo *si = input_sinfo(c, vi, where);
+        if (!si) continue;
+        ox_val *v = ox_define(c, vi->name);
+        v->node = add_param(c, vi->name, si);
+    }
+    /* weights as parameters, after the inputs */
+    if (c->o->weights == RX_ONNX_WEIGHTS_PARAMS) {
+        for (size_t i = 0; i < g->n_initializer; i++) {
+            ox_val *v = g->initializer[i]->name ? ox_find(c, g->initializer[i]->name) : NULL;
+            if (!v || !v->k || !rx_dtype_is_float(v->k->dtype) || v->node) continue;
+            v->node = add_param(c, v->name, const_sinfo(c, v->k));
+            v->k->name = v->node->u.var.name;
+            RX_VEC_PUSH(c->weights, v->k);
+            v->k = NULL; /* a parameter: its value is not known at compile time */
+        }
+    }
+    if (rx_diags_count(c->d)) return;
+    /* Step 4: nodes */
+    for (size_t i = 0; i < g->n_node; i++) {
+        int e0 = rx_diags_count(c->d);
+        convert_node(c, g->node[i], (int)i);
+        if (rx_diags_count(c->d) != e0) break; /* later nodes depend on this one */
+    }
+    c->node = NULL;
+    if (rx_diags_count(c->d)) return;
+    /* Step 5: outputs */
+    if (!g->n_output) {
+        rx_diag_add(c->d, "graph.output", "the graph has no outputs");
+        return;
+    }
+    rx_node **res = RX_NEWN(c->a, rx_node *, g->n_output);
+    for (size_t i = 0; i < g->n_output; i++) {
+        snprintf(c->where, sizeof c->where, "graph.output[%zu]", i);
+        ox_val *v = g->output[i]->name ? ox_find(c, g->output[i]->name) : NULL;
+        if (!v) {
+            rx_diag_add(c->d, c->where, "output '%s' is not produced by any node",
+                        g->output[i]->name ? g->output[i]->name : "");
+            return;
+        }
+        res[i] = ox_node(c, v);
+        if (!res[i]) return;
+        if (res[i]->kind != RX_N_VAR) res[i] = bind(c, v->name, res[i]);
+    }
+    rx_node *result = res[0];
+    if (g->n_output > 1) {
+        rx_sinfo **fs = RX_NEWN(c->a, rx_sinfo *, g->n_output);
+        for (size_t i = 0; i < g->n_output; i++) fs[i] = res[i]->sinfo;
+        result = rx_n_tuple(c->m, res, (int)g->n_output);
+        result->sinfo = rx_si_tuple(c->a, fs, (int)g->n_output);
+    }
+    /* the function */
+    rx_func *f = c->fn;
+    f->nsvars = c->svars.n;
+    f->svars = RX_NEWN(c->a, const rx_svar *, f->nsvars ? f->nsvars : 1);
+    for (int i = 0; i < f->nsvars; i++) f->svars[i] = c->svars.items[i];
+    f->nparams = c->params.n;
+    f->params = RX_NEWN(c->a, rx_node *, f->nparams ? f->nparams : 1);
+    for (int i = 0; i < f->nparams; i++) f->params[i] = c->params.items[i];
+    rx_block *b = RX_NEW(c->a, rx_block);
+    b->dataflow = true;
+    b->nbindings = c->binds.n;
+    b->bindings = RX_NEWN(c->a, rx_binding, c->binds.n ? c->binds.n : 1);
+    if (c->binds.n) memcpy(b->bindings, c->binds.items, sizeof *b->bindings * (size_t)c->binds.n);
+    f->body = RX_NEW(c->a, rx_seq);
+    f->body->nblocks = 1;
+    f->body->blocks = RX_NEWN(c->a, rx_block *, 1);
+    f->body->blocks[0] = b;
+    f->body->result = result;
+}
+
+static int64_t default_opset(const Onnx__ModelProto *mp)
+{
+    int64_t v = -1;
+    for (size_t i = 0; i < mp->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+        if (!o->domain || !*o->domain || !strcmp(o->domain, "ai.onnx")) v = o->version;
+    }
+    return v;
+}
+
+rx_module *rx_onnx_read(const uint8_t *buf, size_t n, const rx_onnx_opts *o,
+                        rx_onnx_weightset *ws, rx_diags *d)
+{
+    rx_onnx_opts dflt = {0};
+    if (!o) o = &dflt;
+    if (ws) *ws = (rx_onnx_weightset){0};
+    int e0 = rx_diags_count(d);
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, n, buf);
+    if (!mp) {
+        rx_diag_add(d, "", "not an ONNX model: the protobuf does not decode (truncated or "
+                    "not a ModelProto, %zu bytes)", n);
+        return NULL;
+    }
+    int64_t opset = default_opset(mp);
+    if (!mp->graph) {
+        rx_diag_add(d, "", "the model has no graph");
+        onnx__model_proto__free_unpacked(mp, NULL);
+        return NULL;
+    }
+    if (opset < 1 || opset > 18) {
+        rx_diag_add(d, "opset_import", "default-domain opset %lld is not supported (1..18)",
+                    (long long)opset);
+        onnx__model_proto__free_unpacked(mp, NULL);
+        return NULL;
+    }
+    rx_module *m = rx_module_new();
+    ox_ctx c = {0};
+    c.m = m;
+    c.a = m->arena;
+    c.d = d;
+    c.o = o;
+    c.opset = opset;
+    c.ar = rx_arith_new(m->arena);
+    c.fn = RX_NEW(c.a, rx_func);
+    c.fn->kind = RX_F_RELAX;
+    c.fn->name = "main";
+    c.fn->nouts = -1;
+    c.dc = (rx_dctx){m, m->arena, c.ar, d, c.fn};
+    read_graph(&c, mp->graph);
+    onnx__model_proto__free_unpacked(mp, NULL);
+    m->funcs = RX_NEWN(c.a, rx_func *, 1);
+    m->funcs[0] = c.fn;
+    m->nfuncs = 1;
+    bool ok = rx_diags_count(d) == e0;
+    if (ok && ws) {
+        ws->n = c.weights.n;
+        ws->w = RX_NEWN(c.a, rx_const *, c.weights.n ? c.weights.n : 1);
+        for (int i = 0; i < c.weights.n; i++) ws->w[i] = c.weights.items[i];
+    }
+    rx_arith_free(c.ar);
+    RX_VEC_FREE(c.vals);
+    RX_VEC_FREE(c.binds);
+    RX_VEC_FREE(c.svars);
+    RX_VEC_FREE(c.params);
+    RX_VEC_FREE(c.weights);
+    free(c.heads);
+    free(c.next);
+    if (!ok) {
+        rx_module_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* Reads a whole file (at most OX_MAX_FILE bytes) into a heap buffer. */
+static uint8_t *read_all(const char *path, size_t *n, rx_diags *d)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        rx_diag_add(d, "", "cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    RX_VEC(uint8_t) b = {0};
+    uint8_t chunk[65536];
+    size_t got;
+    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if ((size_t)b.n + got > OX_MAX_FILE) {
+            rx_diag_add(d, "", "%s is larger than 2 GiB (keep the weights as external data)",
+                        path);
+            fclose(f);
+            free(b.items);
+            return NULL;
+        }
+        RX_VEC_GROW(b, b.n + (int)got);
+        memcpy(b.items + b.n, chunk, got);
+        b.n += (int)got;
+    }
+    bool err = ferror(f);
+    fclose(f);
+    if (err) {
+        rx_diag_add(d, "", "cannot read %s", path);
+        free(b.items);
+        return NULL;
+    }
+    *n = (size_t)b.n;
+    return b.items ? b.items : rx_xmalloc(1);
+}
+
+rx_module *rx_onnx_read_file(const char *path, const rx_onnx_opts *o, rx_onnx_weightset *ws,
+                             rx_diags *d)
+{
+    size_t n = 0;
+    uint8_t *buf = read_all(path, &n, d);
+    if (!buf) return NULL;
+    rx_onnx_opts oo = {0};
+    if (o) oo = *o;
+    char *dir = NULL;
+    if (!oo.base_dir) {
+        const char *slash = strrchr(path, '/');
+        dir = slash ? rx_xstrdup(path) : rx_xstrdup(".");
+        if (slash) dir[slash - path] = '\0';
+        if (slash == path) strcpy(dir, "/");
+        oo.base_dir = dir;
+    }
+    rx_module *m = rx_onnx_read(buf, n, &oo, ws, d);
+    free(buf);
+    free(dir);
+    return m;
+}
+
+bool rx_onnx_to_json(const uint8_t *buf, size_t n, const rx_onnx_opts *o, rx_sb *out,
+                     rx_diags *d)
+{
+    rx_module *m = rx_onnx_read(buf, n, o, NULL, d);
+    if (!m) return false;
+    rx_json_write(m, RX_JSON_COMPACT, out);
+    rx_module_free(m);
+    return true;
+}
+
+bool rx_onnx_is_path(const char *path)
+{
+    size_t n = strlen(path);
+    return n >= 5 && !strcmp(path + n - 5, ".onnx");
+}

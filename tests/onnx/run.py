@@ -1,0 +1,176 @@
+#!/usr/bin/python3
+"""ONNX backend-test conformance runner (docs/onnx.md, "Conformance").
+
+For each test directory (model.onnx + test_data_set_*/input_*.pb, output_*.pb):
+import and build with relaxc, run every data set with relax-run (inputs given in
+order, --in FILE.npy), compare each output with the expected one: same dtype as the
+model declares, same shape, allclose(rtol=1e-3, atol=1e-5), NaNs equal. Status per
+test: pass, fail (wrong values, dtype or shape: the reason says which) or error
+(import / build / run failed: the first located message). Prints one line per test,
+a per-op table (op = the test model's first node's op_type; "expanded" tests count
+under their op with the suffix) and the totals; --json FILE writes it all.
+--min-pass N exits 1 when fewer than N tests pass (the CI sample's regression gate).
+
+Usage: run.py --bin DIR [--suite DIR] [--tests NAMES_FILE] [--jobs 2] [--json OUT]
+              [--min-pass N] [--filter SUBSTR] [--keep DIR]
+"""
+import argparse
+import collections
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+RTOL, ATOL = 1e-3, 1e-5
+
+
+def first_error(text):
+    lines = [l for l in text.strip().splitlines() if l.strip()]
+    for l in lines[1:]:
+        if not l.startswith("  "):
+            return l.strip()[:200]
+    return (lines[0] if lines else "no message")[:200]
+
+
+def op_of(model_path, name):
+    try:
+        m = onnx.load(model_path, load_external_data=False)
+        op = m.graph.node[0].op_type if m.graph.node else "?"
+    except Exception:
+        op = "?"
+    return op + (" (expanded)" if "expanded" in name else "")
+
+
+def compare(got, want):
+    if got.dtype != want.dtype:
+        return "dtype %s, expected %s" % (got.dtype, want.dtype)
+    if got.shape != want.shape:
+        return "shape %s, expected %s" % (got.shape, want.shape)
+    if got.dtype.kind in "fc":
+        ok = np.allclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True)
+        if not ok:
+            err = np.nanmax(np.abs(got.astype(np.float64) - want.astype(np.float64))) if got.size else 0
+            return "values differ (max abs error %.3g)" % err
+        return None
+    if not np.array_equal(got, want):
+        return "values differ (%d of %d elements)" % (int(np.sum(got != want)), got.size)
+    return None
+
+
+def run_test(args, tdir):
+    name = os.path.basename(tdir)
+    model = os.path.join(tdir, "model.onnx")
+    res = {"test": name, "op": op_of(model, name)}
+    relaxc = os.path.join(args.bin, "relaxc")
+    run = os.path.join(args.bin, "relax-run")
+    with tempfile.TemporaryDirectory(prefix="onnxconf-") as tmp:
+        rxa = os.path.join(tmp, "m.rxa")
+        try:
+            p = subprocess.run([relaxc, "build", model, "-o", rxa], capture_output=True,
+                               text=True, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            res.update(status="error", stage="build", reason="timeout")
+            return res
+        if p.returncode != 0:
+            stage = "import" if "invalid module" in p.stderr and "graph" in p.stderr else "build"
+            res.update(status="error", stage=stage, reason=first_error(p.stderr))
+            return res
+        sets = sorted(d for d in os.listdir(tdir) if d.startswith("test_data_set_"))
+        for s in sets:
+            sd = os.path.join(tdir, s)
+            ins = sorted((f for f in os.listdir(sd) if f.startswith("input_")),
+                         key=lambda f: int(f[6:-3]))
+            outs = sorted((f for f in os.listdir(sd) if f.startswith("output_")),
+                          key=lambda f: int(f[7:-3]))
+            cmd = [run, rxa]
+            for i, f in enumerate(ins):
+                t = onnx.TensorProto()
+                with open(os.path.join(sd, f), "rb") as fh:
+                    t.ParseFromString(fh.read())
+                path = os.path.join(tmp, "in%d.npy" % i)
+                np.save(path, numpy_helper.to_array(t))
+                cmd += ["--in", path]
+            od = os.path.join(tmp, "out_" + s)
+            cmd += ["--out-dir", od]
+            try:
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+            except subprocess.TimeoutExpired:
+                res.update(status="error", stage="run", reason="timeout")
+                return res
+            if p.returncode != 0:
+                res.update(status="error", stage="run", reason=first_error("x\n" + p.stderr))
+                return res
+            for i, f in enumerate(outs):
+                t = onnx.TensorProto()
+                with open(os.path.join(sd, f), "rb") as fh:
+                    t.ParseFromString(fh.read())
+                want = numpy_helper.to_array(t)
+                gp = os.path.join(od, "out%d.npy" % i)
+                if not os.path.exists(gp):
+                    res.update(status="fail", reason="output %d missing" % i)
+                    return res
+                why = compare(np.load(gp), want)
+                if why:
+                    res.update(status="fail", reason="%s output %d: %s" % (s, i, why))
+                    return res
+    res["status"] = "pass"
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--suite", default="/usr/share/libonnx-testdata/data/node")
+    ap.add_argument("--tests", help="file with one test name per line (a sample)")
+    ap.add_argument("--filter", default="")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--timeout", type=int, default=120)
+    ap.add_argument("--json")
+    ap.add_argument("--min-pass", type=int, default=-1)
+    args = ap.parse_args()
+    names = sorted(os.listdir(args.suite))
+    if args.tests:
+        with open(args.tests) as f:
+            want = [l.strip() for l in f if l.strip() and not l.startswith("#")]
+        missing = [n for n in want if n not in names]
+        if missing:
+            print("error: tests not in the suite: %s" % ", ".join(missing), file=sys.stderr)
+            return 2
+        names = want
+    names = [n for n in names if args.filter in n
+             and os.path.exists(os.path.join(args.suite, n, "model.onnx"))]
+    dirs = [os.path.join(args.suite, n) for n in names]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as ex:
+        results = list(ex.map(lambda d: run_test(args, d), dirs))
+    per_op = collections.OrderedDict()
+    for r in sorted(results, key=lambda r: r["op"]):
+        e = per_op.setdefault(r["op"], collections.Counter())
+        e[r["status"]] += 1
+    for r in results:
+        extra = (" [%s] %s" % (r.get("stage", ""), r["reason"])) if r["status"] == "error" else (
+            " " + r["reason"] if r["status"] == "fail" else "")
+        print("%-5s %s%s" % (r["status"], r["test"], extra))
+    print("\n%-28s %5s %5s %5s" % ("op", "pass", "fail", "error"))
+    for op, c in per_op.items():
+        print("%-28s %5d %5d %5d" % (op, c["pass"], c["fail"], c["error"]))
+    tot = collections.Counter(r["status"] for r in results)
+    print("\ntotal %d: pass %d, fail %d, error %d" % (len(results), tot["pass"], tot["fail"],
+                                                     tot["error"]))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"results": results, "totals": dict(tot)}, f, indent=1)
+    if args.min_pass >= 0 and tot["pass"] < args.min_pass:
+        print("error: %d passes, fewer than the required %d" % (tot["pass"], args.min_pass),
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
