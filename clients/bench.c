@@ -71,14 +71,15 @@ static unsigned char *read_file(const char *path, off_t cap, size_t *n)
     return b;
 }
 
-/* A .npy file as a JSON string of its base64. NULL (printed) when unreadable or not .npy. */
-static json_t *npy_b64(const char *path)
+/* A file as a JSON string of its base64, when it starts with magic (NULL: any). NULL
+ * (printed) when unreadable, too large or of another kind (`what` names it). */
+static json_t *file_b64(const char *path, off_t cap, const char *magic, const char *what)
 {
     size_t n;
-    unsigned char *b = read_file(path, NPY_CAP, &n);
+    unsigned char *b = read_file(path, cap, &n);
     if (!b) return NULL;
-    if (n < 10 || memcmp(b, "\x93NUMPY", 6)) {
-        fprintf(stderr, "error: %s: not a .npy file (bad magic)\n", path);
+    if (magic && (n < 10 || memcmp(b, magic, strlen(magic)))) {
+        fprintf(stderr, "error: %s: not a %s file (bad magic)\n", path, what);
         free(b);
         return NULL;
     }
@@ -94,6 +95,11 @@ static json_t *npy_b64(const char *path)
     free(enc);
     return s;
 }
+
+/* A .npy file as a JSON string of its base64. NULL (printed) when unreadable or not .npy. */
+static json_t *npy_b64(const char *path) { return file_b64(path, NPY_CAP, "\x93NUMPY", ".npy"); }
+
+json_t *rxc_onnx_b64(const char *path) { return file_b64(path, (off_t)1 << 30, NULL, "ONNX"); }
 
 static int ends_with(const char *s, const char *suffix)
 {

@@ -160,6 +160,10 @@ void rxc_metrics_parse(const char *text, rxc_metrics *m);
 /* Compiles the module file on the server (posting it as `relax compile` does and waiting
  * for a 202 job). Returns 0 with *result (new reference, the server's compile result with
  * a valid "artifact"), or 1 after printing the error. */
+/* An ONNX model file as a JSON string of its base64 (at most 1 GiB; bench.c), or NULL
+ * (printed). */
+json_t *rxc_onnx_b64(const char *path);
+
 int rxc_compile_file(rxc_conn *c, const char *file, const char *target, int opt_level, int async,
                      json_t **result);
 

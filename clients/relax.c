@@ -2,6 +2,7 @@
  * relax — the command-line client of relaxd (shared/spec/interfaces.md).
  *
  *   relax compile MODULE.json [--target cpu] [--opt-level N] [-o OUT.rxa] [--async] [--json]
+ *                 (MODEL.onnx too: sent as {"onnx": base64}, imported by relaxd)
  *   relax fetch ID -o OUT.rxa
  *   relax meta ID
  *   relax status
@@ -457,9 +458,12 @@ int rxc_compile_file(rxc_conn *c, const char *file, const char *target, int opt_
                      json_t **out)
 {
     *out = NULL;
-    json_t *module = read_module(file);
+    size_t fl = strlen(file);
+    int onnx = fl > 5 && !strcmp(file + fl - 5, ".onnx"); /* sent as {"onnx": base64} */
+    json_t *module = onnx ? rxc_onnx_b64(file) : read_module(file);
     if (!module) return 1;
-    json_t *req = json_pack("{s:o, s:s, s:b}", "module", module, "target", target, "async", async);
+    json_t *req = json_pack("{s:o, s:s, s:b}", onnx ? "onnx" : "module", module, "target", target,
+                            "async", async);
     if (req && opt_level >= 0)
         json_object_set_new(req, "options", json_pack("{s:i}", "opt_level", opt_level));
     char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;

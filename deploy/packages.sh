@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # deploy/packages.sh — installs the Debian packages relaxd needs that are missing.
 # Usage: deploy/packages.sh [build|test|bench]   (test adds what the test suite needs,
+# including PyTorch and ONNX with its node suite for tests/onnx;
 # bench what the benchmarks compare against: wrk and nginx for bench_server.py, PyTorch
 # CPU for bench_decoder_torch.py and bench_vs_ort.py, node for ONNX Runtime, which
 # tests/bench/setup_ort.sh then installs from npm)
@@ -8,11 +9,13 @@
 set -euo pipefail
 
 pkgs=(gcc make cmake ninja-build pkg-config libjansson-dev libdlpack-dev libopenblas-dev
-      libopenblas0-openmp libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libssl-dev)
+      libopenblas0-openmp libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libssl-dev
+      protobuf-c-compiler libprotobuf-c-dev libonnx-dev)
 case "${1:-build}" in
-  test)  pkgs+=(clang libclang-rt-14-dev check libsubunit-dev python3-numpy python3-jsonschema) ;;
+  test)  pkgs+=(clang libclang-rt-14-dev check libsubunit-dev python3-numpy python3-jsonschema
+                python3-onnx libonnx-testdata python3-torch) ;;
   bench) pkgs+=(clang libclang-rt-14-dev check libsubunit-dev python3-numpy python3-jsonschema
-                wrk nginx-light python3-torch nodejs) ;;
+                python3-onnx libonnx-testdata wrk nginx-light python3-torch nodejs) ;;
 esac
 
 missing=()

@@ -58,6 +58,7 @@
 #include "relax/deduce.h"
 #include "relax/driver.h"
 #include "relax/json.h"
+#include "relax/onnx.h"
 #include "relax/rxa.h"
 #include "relax/support.h"
 #include "server_int.h"
@@ -550,6 +551,30 @@ static bool request_key(rx_compiler *k, const rx_compile_req *r, char key[65], r
     bool ok = rx_deduce_module(m, d) && rx_build_key(m, &bo, key, d);
     rx_module_free(m);
     return ok;
+}
+
+json_t *rx_compile_onnx_module(const char *b64, size_t n, json_t **error)
+{
+    uint8_t *bytes = NULL;
+    size_t nb = 0;
+    *error = NULL;
+    if (!rx_base64_decode(b64, n, &bytes, &nb)) {
+        *error = rx_error_json("bad_request", "\"onnx\" must be a base64 ONNX model");
+        return NULL;
+    }
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_sb text = {0};
+    json_t *m = NULL;
+    if (rx_onnx_to_json(bytes, nb, NULL, &text, &d)) {
+        json_error_t je;
+        m = json_loadb(rx_sb_str(&text), text.n, 0, &je);
+    }
+    if (!m) *error = diags_error("invalid_module", "import", &d);
+    free(bytes);
+    rx_sb_free(&text);
+    rx_diags_free(&d);
+    return m;
 }
 
 void rx_compiler_submit(rx_compiler *k, const rx_compile_req *r, const char *request_id,

@@ -107,8 +107,8 @@ static void h_metrics(rx_server *s, rx_request *q)
 
 /* Reads the compile request's fields from root into r and *module; returns NULL or a
  * message for a 400 bad_request (written into msg). */
-static const char *parse_compile(json_t *root, rx_compile_req *r, json_t **module, char *msg,
-                                 size_t cap)
+static const char *parse_compile(json_t *root, rx_compile_req *r, json_t **module,
+                                 json_t **onnx, char *msg, size_t cap)
 {
     const char *key;
     json_t *v;
@@ -117,6 +117,9 @@ static const char *parse_compile(json_t *root, rx_compile_req *r, json_t **modul
         if (!strcmp(key, "module")) {
             if (!json_is_object(v)) return "\"module\" must be a relax-json object";
             *module = v;
+        } else if (!strcmp(key, "onnx")) {
+            if (!json_is_string(v)) return "\"onnx\" must be a base64 string";
+            *onnx = v;
         } else if (!strcmp(key, "target")) {
             if (!json_is_string(v)) return "\"target\" must be a string";
             r->target = json_string_value(v);
@@ -127,12 +130,13 @@ static const char *parse_compile(json_t *root, rx_compile_req *r, json_t **modul
             const char *bad = rx_compile_opts_parse(v, &r->opt_level, &r->opts, msg, cap);
             if (bad) return bad;
         } else {
-            snprintf(msg, cap, "unknown key \"%.64s\" (known: module, target, options, async)",
-                     key);
+            snprintf(msg, cap, "unknown key \"%.64s\" (known: module, onnx, target, options, "
+                     "async)", key);
             return msg;
         }
     }
-    if (!*module) return "\"module\" is required";
+    if (*module && *onnx) return "give \"module\" or \"onnx\", not both";
+    if (!*module && !*onnx) return "\"module\" (or \"onnx\") is required";
     return NULL;
 }
 
@@ -175,11 +179,20 @@ static void h_compile(rx_server *s, rx_request *q)
     rx_compile_req r = {0};
     r.target = "cpu";
     r.opt_level = RX_OPT_LEVEL_DEFAULT; /* as relaxc build and hash: one key for both */
-    json_t *module = NULL;
-    const char *bad = parse_compile(root, &r, &module, msg, sizeof msg);
+    json_t *module = NULL, *onnx = NULL, *imported = NULL;
+    const char *bad = parse_compile(root, &r, &module, &onnx, msg, sizeof msg);
     if (bad) {
         rx_reply_error(q, 400, "bad_request", bad);
         goto done;
+    }
+    if (onnx) {
+        json_t *err = NULL;
+        module = imported = rx_compile_onnx_module(json_string_value(onnx),
+                                                   json_string_length(onnx), &err);
+        if (!module) {
+            rx_reply_error_json(q, 400, err, 0);
+            goto done;
+        }
     }
     if (strcmp(r.target, "cpu")) {
         snprintf(msg, sizeof msg, "target \"%.32s\" is not supported (supported: cpu)", r.target);
@@ -195,6 +208,7 @@ static void h_compile(rx_server *s, rx_request *q)
     if (pending) rx_req_wait(q, pending, h_compile_done);
     else send_compile_reply(q, &out);
 done:
+    json_decref(imported);
     json_decref(root);
 }
 

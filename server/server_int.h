@@ -193,6 +193,12 @@ rx_compiler *rx_compiler_new(const rx_config *c, rx_store *store, rx_log *log,
 /* Handles one compile request (key, lookup, single-flight, queue) without blocking.
  * Fills *out, except for a synchronous request whose job is queued or running: then
  * out->status is 0 and *pending holds a reference to the job, for rx_compiler_wait. */
+/* POST /v1/compile's {"onnx": "<base64>"}: the ONNX model imported (onnx.h, weights
+ * inline) and returned as a parsed relax-json module (owned), or NULL with *error set
+ * to a 400 error object: "bad_request" for bad base64, "invalid_module" with the
+ * importer's located errors. */
+json_t *rx_compile_onnx_module(const char *b64, size_t n, json_t **error);
+
 void rx_compiler_submit(rx_compiler *k, const rx_compile_req *r, const char *request_id,
                         rx_compile_reply *out, rx_job **pending);
 

@@ -279,6 +279,7 @@ static int cmd_import(const char *path, const char *out_path, rx_onnx_weights mo
     }
     rx_sb out = {0}, wpath = {0};
     rx_json_write(m, 0, &out);
+    rx_sb_putc(&out, '\n');
     int rc = 0;
     if (mode == RX_ONNX_WEIGHTS_PARAMS) {
         size_t n = strlen(out_path);

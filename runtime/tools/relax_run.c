@@ -1,10 +1,10 @@
 /*
  * relax-run — runs a function of an artifact with the C runtime (shared/spec/interfaces.md).
  *
- *   relax-run ARTIFACT.rxa [--fn main] [--in [NAME=]FILE.npy]... [--out-dir DIR]
- *             [--shape VAR=N]... [--seed S] [--random-missing] [--max-input-bytes N]
- *             [--bench] [--repeat R] [--number K] [--warmup W] [--min-repeat-ms MS]
- *             [--profile] [--threads N]
+ *   relax-run ARTIFACT.rxa [--fn main] [--in [NAME=]FILE.npy]... [--weights F.safetensors]
+ *             [--out-dir DIR] [--shape VAR=N]... [--seed S] [--random-missing]
+ *             [--max-input-bytes N] [--bench] [--repeat R] [--number K] [--warmup W]
+ *             [--min-repeat-ms MS] [--profile] [--threads N]
  *
  * The driver, step by step: Step 1 parse the command line (bad usage exits 2); Step 2
  * load the artifact and find the function; Step 3 bind symbolic variables — first from
@@ -46,6 +46,7 @@
  */
 #include "bench.h"
 #include "npy.h"
+#include "safetensors.h"
 #include "relax/runtime.h"
 
 #include <errno.h>
@@ -65,6 +66,7 @@
 typedef struct opts {
     const char *artifact;  /* positional */
     const char *fn;        /* --fn, default "main" */
+    const char *weights;   /* --weights FILE.safetensors: parameters by name, or NULL */
     const char *out_dir;   /* --out-dir or NULL */
     rx_bench_kv ins[MAX_LIST];   /* --in NAME=FILE (strings in copies) */
     int nins;
@@ -93,6 +95,9 @@ static void usage(FILE *f)
           "  --in NAME=FILE.npy   input for parameter NAME (repeatable); FILE.npy alone is\n"
           "                       the next parameter not yet given, in order; missing inputs\n"
           "                       get seeded random data of the annotated shape\n"
+          "  --weights FILE.safetensors\n"
+          "                       parameters by name from a safetensors file (relaxc import\n"
+          "                       --weights params writes one)\n"
           "  --shape VAR=N        value of a symbolic variable, for generated inputs\n"
           "  --seed S             seed for generated inputs (default 0)\n"
           "  --random-missing     generate the inputs not given without a warning (with\n"
@@ -228,7 +233,7 @@ static int parse_args(int argc, char **argv, opts *o)
         name[n] = 0;
         static const char *const valued[] = {"--fn", "--in", "--out-dir", "--shape", "--seed",
                                              "--repeat", "--number", "--warmup", "--min-repeat-ms",
-                                             "--threads", "--max-input-bytes"};
+                                             "--threads", "--max-input-bytes", "--weights"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) known |= !strcmp(name, valued[k]);
         if (!known) {
@@ -245,6 +250,8 @@ static int parse_args(int argc, char **argv, opts *o)
         }
         if (!strcmp(name, "--fn")) {
             o->fn = val;
+        } else if (!strcmp(name, "--weights")) {
+            o->weights = val;
         } else if (!strcmp(name, "--out-dir")) {
             o->out_dir = val;
         } else if (!strcmp(name, "--in") || !strcmp(name, "--shape")) {
@@ -441,14 +448,28 @@ static int run(const opts *o, rx_rt_module *m)
     rx_rt_err err = {""};
     char msg[1024];
     /* Steps 2-4: the function and its arguments (bench.c, shared with relax-agent). */
-    rx_bench_input ins[MAX_LIST];
+    /* --weights first (by name), so positional --in files take the other parameters */
+    rx_st_file w = {0};
+    if (o->weights && rx_st_read(o->weights, &w, msg, sizeof msg))
+        return errorf("--weights %s: %s", o->weights, msg);
+    int nin = w.n + o->nins;
+    rx_bench_input *ins = calloc((size_t)(nin ? nin : 1), sizeof *ins);
+    if (!ins) {
+        rx_st_free(&w);
+        return errorf("out of memory");
+    }
+    for (int i = 0; i < w.n; i++)
+        ins[i] = (rx_bench_input){.name = w.t[i].name, .bytes = w.t[i].npy,
+                                  .nbytes = w.t[i].npy_n, .label = w.t[i].name};
     for (int i = 0; i < o->nins; i++)
-        ins[i] = (rx_bench_input){.name = o->ins[i].name, .file = o->ins[i].value};
+        ins[w.n + i] = (rx_bench_input){.name = o->ins[i].name, .file = o->ins[i].value};
     rx_bench_args a;
     rx_bench_gen g = {o->seed, o->max_input_bytes, "--max-input-bytes N raises it"};
-    if (rx_bench_args_build_gen(m, o->artifact, o->fn, o->shapes, o->nshapes, ins, o->nins, &g, &a,
-                                msg, sizeof msg))
-        return errorf("%s", msg);
+    rx_bench_ekind ek = rx_bench_args_build_gen(m, o->artifact, o->fn, o->shapes, o->nshapes, ins,
+                                                nin, &g, &a, msg, sizeof msg);
+    free(ins);
+    rx_st_free(&w);
+    if (ek) return errorf("%s", msg);
     if (o->nins && !o->random_missing) warn_random(o, m, &a);
     int rc = 1;
     /* Step 5: one call for the outputs. */

@@ -11,8 +11,13 @@ a per-op table (op = the test model's first node's op_type; "expanded" tests cou
 under their op with the suffix) and the totals; --json FILE writes it all.
 --min-pass N exits 1 when fewer than N tests pass (the CI sample's regression gate).
 
+With --freeze-shape-inputs, integer graph inputs that feed shape operands (Reshape's
+shape, Slice's starts, Unsqueeze's axes, ...: SHAPE_OPERANDS) are moved into the model
+as initializers holding each data set's values before the build, since the importer
+needs shapes at compile time; those tests are marked "frozen" in the JSON.
+
 Usage: run.py --bin DIR [--suite DIR] [--tests NAMES_FILE] [--jobs 2] [--json OUT]
-              [--min-pass N] [--filter SUBSTR] [--keep DIR]
+              [--min-pass N] [--filter SUBSTR] [--freeze-shape-inputs]
 """
 import argparse
 import collections
@@ -63,24 +68,66 @@ def compare(got, want):
     return None
 
 
+# Operands that must be known at compile time (shapes, axes, counts): input index sets
+# per op type ("*" every input). An integer graph input feeding one is frozen with
+# --freeze-shape-inputs (see shape_inputs).
+SHAPE_OPERANDS = {"Reshape": {1}, "Expand": {1}, "Tile": {1}, "Squeeze": {1},
+                  "Unsqueeze": {1}, "Slice": {1, 2, 3, 4}, "Split": {1},
+                  "ConstantOfShape": {0}, "Range": "*", "Trilu": {1}, "ReduceSum": {1},
+                  "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1}, "ReduceProd": {1},
+                  "ReduceL1": {1}, "ReduceL2": {1}, "ReduceLogSum": {1},
+                  "ReduceLogSumExp": {1}, "ReduceSumSquare": {1}}
+
+
+def shape_inputs(m):
+    """Graph inputs of integer type used as shape operands."""
+    ints = {i.name for i in m.graph.input
+            if i.type.tensor_type.elem_type in (onnx.TensorProto.INT64, onnx.TensorProto.INT32)}
+    found = []
+    for n in m.graph.node:
+        pos = SHAPE_OPERANDS.get(n.op_type)
+        if not pos:
+            continue
+        for k, name in enumerate(n.input):
+            if (pos == "*" or k in pos) and name in ints and name not in found:
+                found.append(name)
+    return found
+
+
+def build(args, model, rxa):
+    """relaxc build; None on success, else the error fields."""
+    try:
+        p = subprocess.run([os.path.join(args.bin, "relaxc"), "build", model, "-o", rxa],
+                           capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return {"status": "error", "stage": "build", "reason": "timeout"}
+    if p.returncode != 0:
+        stage = "import" if "invalid module" in p.stderr and "graph" in p.stderr else "build"
+        return {"status": "error", "stage": stage, "reason": first_error(p.stderr)}
+    return None
+
+
 def run_test(args, tdir):
     name = os.path.basename(tdir)
     model = os.path.join(tdir, "model.onnx")
     res = {"test": name, "op": op_of(model, name)}
-    relaxc = os.path.join(args.bin, "relaxc")
     run = os.path.join(args.bin, "relax-run")
+    frozen = []
+    if args.freeze_shape_inputs:
+        try:
+            mp = onnx.load(model, load_external_data=False)
+            frozen = shape_inputs(mp)
+        except Exception:
+            frozen = []
+    if frozen:
+        res["frozen"] = frozen
     with tempfile.TemporaryDirectory(prefix="onnxconf-") as tmp:
         rxa = os.path.join(tmp, "m.rxa")
-        try:
-            p = subprocess.run([relaxc, "build", model, "-o", rxa], capture_output=True,
-                               text=True, timeout=args.timeout)
-        except subprocess.TimeoutExpired:
-            res.update(status="error", stage="build", reason="timeout")
-            return res
-        if p.returncode != 0:
-            stage = "import" if "invalid module" in p.stderr and "graph" in p.stderr else "build"
-            res.update(status="error", stage=stage, reason=first_error(p.stderr))
-            return res
+        if not frozen:
+            err = build(args, model, rxa)
+            if err:
+                res.update(err)
+                return res
         sets = sorted(d for d in os.listdir(tdir) if d.startswith("test_data_set_"))
         for s in sets:
             sd = os.path.join(tdir, s)
@@ -88,11 +135,32 @@ def run_test(args, tdir):
                          key=lambda f: int(f[6:-3]))
             outs = sorted((f for f in os.listdir(sd) if f.startswith("output_")),
                           key=lambda f: int(f[7:-3]))
-            cmd = [run, rxa]
-            for i, f in enumerate(ins):
+            tensors = []
+            for f in ins:
                 t = onnx.TensorProto()
                 with open(os.path.join(sd, f), "rb") as fh:
                     t.ParseFromString(fh.read())
+                tensors.append(t)
+            real = [i.name for i in mp.graph.input] if frozen else []
+            if frozen:  # this data set's shape inputs become initializers
+                m2 = onnx.ModelProto()
+                m2.CopyFrom(mp)
+                for k, name in enumerate(real[:len(tensors)]):
+                    if name in frozen:
+                        t = onnx.TensorProto()
+                        t.CopyFrom(tensors[k])
+                        t.name = name
+                        m2.graph.initializer.append(t)
+                path = os.path.join(tmp, "frozen.onnx")
+                onnx.save(m2, path)
+                err = build(args, path, rxa)
+                if err:
+                    res.update(err)
+                    return res
+            cmd = [run, rxa]
+            for i, t in enumerate(tensors):
+                if frozen and i < len(real) and real[i] in frozen:
+                    continue
                 path = os.path.join(tmp, "in%d.npy" % i)
                 np.save(path, numpy_helper.to_array(t))
                 cmd += ["--in", path]
@@ -133,6 +201,9 @@ def main():
     ap.add_argument("--timeout", type=int, default=120)
     ap.add_argument("--json")
     ap.add_argument("--min-pass", type=int, default=-1)
+    ap.add_argument("--freeze-shape-inputs", action="store_true",
+                    help="integer graph inputs used as shapes/axes/counts become initializers "
+                         "holding the data set's values (relaxd needs them at compile time)")
     args = ap.parse_args()
     names = sorted(os.listdir(args.suite))
     if args.tests:
@@ -162,6 +233,9 @@ def main():
     tot = collections.Counter(r["status"] for r in results)
     print("\ntotal %d: pass %d, fail %d, error %d" % (len(results), tot["pass"], tot["fail"],
                                                      tot["error"]))
+    nf = sum(1 for r in results if r.get("frozen") and r["status"] == "pass")
+    if args.freeze_shape_inputs:
+        print("(%d of the passes ran with shape inputs frozen into the model)" % nf)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"results": results, "totals": dict(tot)}, f, indent=1)

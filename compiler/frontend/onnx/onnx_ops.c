@@ -162,6 +162,16 @@ static const struct { const char *onnx, *relax; } unary_map[] = {
 
 static bool c_unary(ox_ctx *c)
 {
+    ox_val *x = ox_in(c, 0);
+    rx_expr **xs;
+    int n;
+    rx_dtype dt = x && x->sym ? x->symdt : x && x->k ? x->k->dtype : RX_DT_UNKNOWN;
+    if (!strcmp(c->node->op_type, "Neg") && rx_dtype_is_int(dt) && ox_syms(c, x, &xs, &n)) {
+        rx_expr **r = RX_NEWN(c->a, rx_expr *, n ? n : 1); /* folded: shape arithmetic */
+        for (int i = 0; i < n; i++) r[i] = rx_e_unary(c->a, RX_E_NEG, xs[i]);
+        ox_out_sym(c, 0, r, n, x->symrank, dt);
+        return true;
+    }
     for (int i = 0; i < RX_COUNTOF(unary_map); i++)
         if (!strcmp(unary_map[i].onnx, c->node->op_type))
             return ox_out_node(c, 0, call1(c, unary_map[i].relax, in_node(c, 0), NULL));
