@@ -80,16 +80,18 @@ SHAPE_OPERANDS = {"Reshape": {1}, "Expand": {1}, "Tile": {1}, "Squeeze": {1},
 
 
 def shape_inputs(m):
-    """Graph inputs of integer type used as shape operands."""
+    """Graph inputs used as shape operands: integer ones, and any type for Range."""
     ints = {i.name for i in m.graph.input
             if i.type.tensor_type.elem_type in (onnx.TensorProto.INT64, onnx.TensorProto.INT32)}
+    inputs = {i.name for i in m.graph.input}
     found = []
     for n in m.graph.node:
         pos = SHAPE_OPERANDS.get(n.op_type)
         if not pos:
             continue
         for k, name in enumerate(n.input):
-            if (pos == "*" or k in pos) and name in ints and name not in found:
+            ok = name in inputs if pos == "*" else name in ints  # Range: any scalar type
+            if (pos == "*" or k in pos) and ok and name not in found:
                 found.append(name)
     return found
 

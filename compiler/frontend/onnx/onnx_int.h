@@ -55,7 +55,7 @@ typedef struct ox_ctx {
     char where[48];               /* "graph.node[12]" */
 } ox_ctx;
 
-/* ---- onnx_read.c ---- */
+/* ---- onnx_read.c (values, the node's I/O) and onnx_tensor.c (tensors, attributes) ---- */
 
 /* Reports an error about the current node: "<where>: <op_type> '<name>' (opset N): msg". */
 void ox_err(ox_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -85,6 +85,7 @@ bool ox_out_node(ox_ctx *c, int i, rx_node *call);
 /* Output i of the current node is known symbolically / as an existing value. */
 void ox_out_sym(ox_ctx *c, int i, rx_expr **sym, int n, int rank, rx_dtype dt);
 void ox_out_alias(ox_ctx *c, int i, ox_val *v);
+void ox_out_const(ox_ctx *c, int i, rx_const *k); /* a constant (folded) */
 
 /* An op call: op name, args, attributes given as a map (NULL: defaults), deduced and
  * bound to a fresh variable. NULL after an error. */
@@ -114,6 +115,8 @@ const int64_t *ox_attr_ints(ox_ctx *c, const char *name, int *n);
 /* TENSOR attribute converted to a constant; NULL when absent or after an error. */
 rx_const *ox_attr_tensor(ox_ctx *c, const char *name);
 
+/* Bytes per element (bool: 1). */
+size_t ox_esize(rx_dtype dt);
 /* The dtype of an ONNX TensorProto.DataType; RX_DT_UNKNOWN when unsupported. */
 rx_dtype ox_dtype(int32_t onnx_type);
 /* A TensorProto as a constant (payload checked against the dims). */
@@ -132,5 +135,63 @@ typedef struct ox_opdef {
     const char *attrs;   /* supported attributes, comma-separated */
 } ox_opdef;
 const ox_opdef *ox_op_find(const char *op_type);
+
+
+/* ---- onnx_ops.c: helpers shared by the converters ---- */
+
+rx_node *ox_in_node(ox_ctx *c, int i);
+rx_node *ox_call1(ox_ctx *c, const char *op, rx_node *x, rx_attr *at);
+rx_node *ox_call2(ox_ctx *c, const char *op, rx_node *x, rx_node *y);
+int ox_ndim(const rx_node *n);
+rx_dtype ox_dtype_of(const rx_node *n);
+rx_node *ox_shape_node(ox_ctx *c, rx_expr **dims, int n);
+rx_node *ox_reshape(ox_ctx *c, rx_node *x, rx_expr **dims, int n);
+rx_expr *ox_lit(ox_ctx *c, int64_t v);
+rx_expr *ox_simp(ox_ctx *c, rx_expr *e);
+rx_expr *ox_prod(ox_ctx *c, rx_expr **d, int lo, int hi);
+bool ox_need_dims(ox_ctx *c, const rx_node *x);
+int ox_norm_axis(ox_ctx *c, int64_t axis, int nd);
+bool ox_get_axes(ox_ctx *c, int idx, int64_t **ax, int *n);
+
+/* ---- the converters (onnx_elemwise.c, onnx_shape.c, onnx_nn.c) ---- */
+
+bool ox_c_activation(ox_ctx *c);
+bool ox_c_argreduce(ox_ctx *c);
+bool ox_c_batch_norm(ox_ctx *c);
+bool ox_c_binary(ox_ctx *c);
+bool ox_c_cast(ox_ctx *c);
+bool ox_c_clip(ox_ctx *c);
+bool ox_c_concat(ox_ctx *c);
+bool ox_c_constant(ox_ctx *c);
+bool ox_c_constant_of_shape(ox_ctx *c);
+bool ox_c_conv(ox_ctx *c);
+bool ox_c_expand(ox_ctx *c);
+bool ox_c_flatten(ox_ctx *c);
+bool ox_c_gather(ox_ctx *c);
+bool ox_c_gemm(ox_ctx *c);
+bool ox_c_global_pool(ox_ctx *c);
+bool ox_c_identity(ox_ctx *c);
+bool ox_c_layer_norm(ox_ctx *c);
+bool ox_c_matmul(ox_ctx *c);
+bool ox_c_mod(ox_ctx *c);
+bool ox_c_nll_loss(ox_ctx *c);
+bool ox_c_sce_loss(ox_ctx *c);
+bool ox_c_pool(ox_ctx *c);
+bool ox_c_range(ox_ctx *c);
+bool ox_c_reduce(ox_ctx *c);
+bool ox_c_reshape(ox_ctx *c);
+bool ox_c_shape(ox_ctx *c);
+bool ox_c_size(ox_ctx *c);
+bool ox_c_slice(ox_ctx *c);
+bool ox_c_softmax(ox_ctx *c);
+bool ox_c_split(ox_ctx *c);
+bool ox_c_squeeze(ox_ctx *c);
+bool ox_c_tile(ox_ctx *c);
+bool ox_c_transpose(ox_ctx *c);
+bool ox_c_trilu(ox_ctx *c);
+bool ox_c_unary(ox_ctx *c);
+bool ox_c_unsqueeze(ox_ctx *c);
+bool ox_c_variadic(ox_ctx *c);
+bool ox_c_where(ox_ctx *c);
 
 #endif

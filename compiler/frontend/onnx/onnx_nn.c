@@ -1,0 +1,335 @@
+/*
+ * onnx_nn.c — the ONNX importer's reductions and neural-network converters: Reduce*
+ * (the composite ones as a prologue/epilogue around sum), ArgMax ArgMin,
+ * LayerNormalization (with Mean and InvStdDev), BatchNormalization (inference), Conv,
+ * MaxPool AveragePool (2-d, explicit or auto pads), GlobalAveragePool GlobalMaxPool.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "onnx_int.h"
+
+/* ---------------------------------------------------------------- reductions */
+
+bool ox_c_reduce(ox_ctx *c)
+{
+    const char *t = c->node->op_type;
+    const char *op = !strcmp(t, "ReduceMean") ? "mean" : !strcmp(t, "ReduceMax") ? "max"
+                   : !strcmp(t, "ReduceMin") ? "min" : !strcmp(t, "ReduceProd") ? "prod" : "sum";
+    int64_t *ax;
+    int n;
+    if (!ox_get_axes(c, 1, &ax, &n)) return false;
+    rx_node *x = ox_in_node(c, 0);
+    if (!x) return false;
+    /* the composite reductions: a prologue before sum, an epilogue after */
+    const char *pre = !strcmp(t, "ReduceL1") ? "abs" : !strcmp(t, "ReduceLogSumExp") ? "exp" : NULL;
+    const char *post = !strcmp(t, "ReduceL2") ? "sqrt"
+                     : !strcmp(t, "ReduceLogSum") || !strcmp(t, "ReduceLogSumExp") ? "log" : NULL;
+    if (pre) x = ox_call1(c, pre, x, NULL);
+    if (!strcmp(t, "ReduceL2") || !strcmp(t, "ReduceSumSquare")) x = ox_call2(c, "multiply", x, x);
+    if (!x) return false;
+    if (n == 0 || n < 0) {
+        if (ox_attr_i(c, "noop_with_empty_axes", 0)) {
+            ox_out_alias(c, 0, ox_in(c, 0));
+            return true;
+        }
+        n = -1;
+    }
+    rx_attr *m = ox_amap(c);
+    if (n > 0) ox_aset(c, m, "axis", ox_aints(c, ax, n));
+    ox_aset(c, m, "keepdims", ox_abool(c, ox_attr_i(c, "keepdims", 1) != 0));
+    rx_node *y = ox_call1(c, op, x, m);
+    if (y && post) y = ox_call1(c, post, y, NULL);
+    return ox_out_node(c, 0, y);
+}
+
+bool ox_c_argreduce(ox_ctx *c)
+{
+    if (ox_attr_i(c, "select_last_index", 0)) {
+        ox_err(c, "select_last_index = 1 is not supported");
+        return false;
+    }
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axis", ox_aint(c, ox_attr_i(c, "axis", 0)));
+    ox_aset(c, m, "keepdims", ox_abool(c, ox_attr_i(c, "keepdims", 1) != 0));
+    return ox_out_node(c, 0, ox_call1(c, !strcmp(c->node->op_type, "ArgMax") ? "argmax" : "argmin",
+                                   ox_in_node(c, 0), m));
+}
+
+/* ---------------------------------------------------------------- nn */
+
+bool ox_c_layer_norm(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0), *g = ox_in_node(c, 1);
+    int nd = ox_ndim(x);
+    if (!x || !g) return false;
+    int ax = ox_norm_axis(c, ox_attr_i(c, "axis", -1), nd > 0 ? nd : 1);
+    if (ax < 0) return false;
+    int64_t *axes = RX_NEWN(c->a, int64_t, nd);
+    for (int i = ax; i < nd; i++) axes[i - ax] = i;
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axes", ox_aints(c, axes, nd - ax));
+    ox_aset(c, m, "epsilon", ox_afloat(c, ox_attr_f(c, "epsilon", 1e-5)));
+    rx_node *b = ox_in(c, 2) ? ox_in_node(c, 2) : g;
+    if (!ox_in(c, 2)) ox_aset(c, m, "center", ox_abool(c, false));
+    rx_node *a[3] = {x, g, b};
+    if (!ox_out_node(c, 0, ox_call(c, "nn.layer_norm", a, 3, m))) return false;
+    if (ox_nout(c) > 1) { /* Mean and InvStdDev, reduced dims kept as 1 */
+        rx_attr *r = ox_amap(c);
+        ox_aset(c, r, "axis", ox_aints(c, axes, nd - ax));
+        ox_aset(c, r, "keepdims", ox_abool(c, true));
+        rx_node *mean = ox_call1(c, "mean", x, r), *dx = ox_call2(c, "subtract", x, mean);
+        rx_node *var = ox_call1(c, "mean", ox_call2(c, "multiply", dx, dx), r);
+        rx_node *inv = ox_call1(c, "rsqrt", ox_call2(c, "add", var, ox_scalar(c, ox_dtype_of(x),
+                                                        ox_attr_f(c, "epsilon", 1e-5))), NULL);
+        if (*c->node->output[1] && !ox_out_node(c, 1, mean)) return false;
+        if (ox_nout(c) > 2 && *c->node->output[2] && !ox_out_node(c, 2, inv)) return false;
+    }
+    return true;
+}
+
+bool ox_c_batch_norm(ox_ctx *c)
+{
+    if (ox_nout(c) > 1 || ox_attr_i(c, "training_mode", 0)) {
+        ox_err(c, "training mode is not supported (inference only)");
+        return false;
+    }
+    rx_node *a[5];
+    for (int i = 0; i < 5; i++) a[i] = ox_in_node(c, i);
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axis", ox_aint(c, 1));
+    ox_aset(c, m, "epsilon", ox_afloat(c, ox_attr_f(c, "epsilon", 1e-5)));
+    rx_node *t = ox_call(c, "nn.batch_norm", a, 5, m);
+    if (!t) return false;
+    rx_node *g = rx_n_get_item(c->m, t, 0);
+    g->sinfo = t->sinfo->fields[0];
+    rx_node *v = rx_n_var(c->m, "bn", g->sinfo, true);
+    rx_binding b = {v, g, NULL, false, 0};
+    RX_VEC_PUSH(c->binds, b);
+    return ox_out_node(c, 0, v);
+}
+
+/* Pads of a 2-d window op: explicit pads, or auto_pad from literal input dims. */
+static bool window_pads(ox_ctx *c, const rx_node *x, const int64_t *k, const int64_t *s,
+                        const int64_t *dil, int64_t pads[4])
+{
+    int np;
+    const int64_t *p = ox_attr_ints(c, "pads", &np);
+    const char *ap = ox_attr_s(c, "auto_pad", "NOTSET");
+    memset(pads, 0, 4 * sizeof *pads);
+    if (np >= 0) {
+        if (np != 4) {
+            ox_err(c, "pads must have 4 values for a 2-d window");
+            return false;
+        }
+        memcpy(pads, p, 4 * sizeof *pads);
+    }
+    if (!strcmp(ap, "NOTSET") || !strcmp(ap, "VALID")) return true;
+    if (strcmp(ap, "SAME_UPPER") && strcmp(ap, "SAME_LOWER")) {
+        ox_err(c, "auto_pad '%s' is not supported", ap);
+        return false;
+    }
+    for (int i = 0; i < 2; i++) {
+        int64_t in;
+        if (!rx_expr_is_const(x->sinfo->dims[2 + i], &in)) {
+            ox_err(c, "auto_pad %s needs literal spatial dims", ap);
+            return false;
+        }
+        int64_t out = (in + s[i] - 1) / s[i];
+        int64_t total = (out - 1) * s[i] + (k[i] - 1) * dil[i] + 1 - in;
+        if (total < 0) total = 0;
+        int64_t small = total / 2, big = total - small;
+        bool upper = !strcmp(ap, "SAME_UPPER");
+        pads[i] = upper ? small : big;
+        pads[2 + i] = upper ? big : small;
+    }
+    return true;
+}
+
+static bool ints2(ox_ctx *c, const char *name, int64_t dflt, int64_t out[2])
+{
+    int n;
+    const int64_t *v = ox_attr_ints(c, name, &n);
+    if (n < 0) {
+        out[0] = out[1] = dflt;
+        return true;
+    }
+    if (n != 2) {
+        ox_err(c, "%s must have 2 values (only 2-d windows are supported)", name);
+        return false;
+    }
+    out[0] = v[0];
+    out[1] = v[1];
+    return true;
+}
+
+bool ox_c_conv(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0), *w = ox_in_node(c, 1);
+    if (!ox_need_dims(c, x) || !ox_need_dims(c, w)) return false;
+    if (x->sinfo->ndim != 4 || w->sinfo->ndim != 4) {
+        ox_err(c, "only 2-d convolution (4-d input and weight) is supported");
+        return false;
+    }
+    int64_t k[2], s[2], dil[2], pads[4];
+    k[0] = k[1] = 1;
+    rx_expr_is_const(w->sinfo->dims[2], &k[0]);
+    rx_expr_is_const(w->sinfo->dims[3], &k[1]);
+    if (!ints2(c, "strides", 1, s) || !ints2(c, "dilations", 1, dil) ||
+        !window_pads(c, x, k, s, dil, pads))
+        return false;
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "strides", ox_aints(c, s, 2));
+    ox_aset(c, m, "padding", ox_aints(c, pads, 4));
+    ox_aset(c, m, "dilation", ox_aints(c, dil, 2));
+    ox_aset(c, m, "groups", ox_aint(c, ox_attr_i(c, "group", 1)));
+    rx_node *a[2] = {x, w};
+    rx_node *y = ox_call(c, "nn.conv2d", a, 2, m);
+    if (y && ox_in(c, 2)) {
+        rx_expr *d[4] = {ox_lit(c, 1), w->sinfo->dims[0], ox_lit(c, 1), ox_lit(c, 1)};
+        y = ox_call2(c, "add", y, ox_reshape(c, ox_in_node(c, 2), d, 4));
+    }
+    return ox_out_node(c, 0, y);
+}
+
+bool ox_c_pool(ox_ctx *c)
+{
+    bool maxp = !strcmp(c->node->op_type, "MaxPool");
+    rx_node *x = ox_in_node(c, 0);
+    if (!ox_need_dims(c, x)) return false;
+    if (x->sinfo->ndim != 4) {
+        ox_err(c, "only 2-d pooling (4-d input) is supported");
+        return false;
+    }
+    if (ox_nout(c) > 1) {
+        ox_err(c, "the Indices output is not supported");
+        return false;
+    }
+    if (ox_attr_i(c, "storage_order", 0)) {
+        ox_err(c, "storage_order = 1 is not supported");
+        return false;
+    }
+    int64_t k[2], s[2], dil[2], pads[4];
+    if (!ints2(c, "kernel_shape", 0, k) || !ints2(c, "strides", 1, s) ||
+        !ints2(c, "dilations", 1, dil) || !window_pads(c, x, k, s, dil, pads))
+        return false;
+    if (k[0] <= 0 || k[1] <= 0) {
+        ox_err(c, "needs kernel_shape");
+        return false;
+    }
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "pool_size", ox_aints(c, k, 2));
+    ox_aset(c, m, "strides", ox_aints(c, s, 2));
+    ox_aset(c, m, "padding", ox_aints(c, pads, 4));
+    ox_aset(c, m, "dilation", ox_aints(c, dil, 2));
+    ox_aset(c, m, "ceil_mode", ox_abool(c, ox_attr_i(c, "ceil_mode", 0) != 0));
+    if (!maxp)
+        ox_aset(c, m, "count_include_pad", ox_abool(c, ox_attr_i(c, "count_include_pad", 0) != 0));
+    return ox_out_node(c, 0, ox_call1(c, maxp ? "nn.max_pool2d" : "nn.avg_pool2d", x, m));
+}
+
+bool ox_c_global_pool(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    int nd = ox_ndim(x);
+    if (!x) return false;
+    if (nd < 3) {
+        ox_err(c, "needs an input of rank 3 or more");
+        return false;
+    }
+    if (!strcmp(c->node->op_type, "GlobalAveragePool") && nd == 4) {
+        rx_attr *m = ox_amap(c);
+        int64_t one[2] = {1, 1};
+        ox_aset(c, m, "output_size", ox_aints(c, one, 2));
+        return ox_out_node(c, 0, ox_call1(c, "nn.adaptive_avg_pool2d", x, m));
+    }
+    int64_t *ax = RX_NEWN(c->a, int64_t, nd);
+    for (int i = 2; i < nd; i++) ax[i - 2] = i;
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axis", ox_aints(c, ax, nd - 2));
+    ox_aset(c, m, "keepdims", ox_abool(c, true));
+    return ox_out_node(c, 0, ox_call1(c, !strcmp(c->node->op_type, "GlobalMaxPool") ? "max" : "mean",
+                                   x, m));
+}
+
+
+/* ---------------------------------------------------------------- losses */
+
+/* NegativeLogLikelihoodLoss on log-probabilities x (N, C, d...) and targets t (N, d...):
+ * the class picked by a one-hot mask, equal(expand_dims(t, 1), arange(C) as (1, C, 1...)),
+ * so no gather is needed; weights (C) picked the same way, ignore_index zeroing them;
+ * loss = -x[t] * w, then reduction none / sum / mean (sum(loss) / sum(w)). */
+static rx_node *nll(ox_ctx *c, rx_node *x, rx_node *t, rx_node *w, int64_t ignore,
+                    bool has_ignore, const char *red)
+{
+    if (!ox_need_dims(c, x) || !t) return NULL;
+    int nd = x->sinfo->ndim;
+    if (nd < 2) {
+        ox_err(c, "the input needs rank 2 or more (N, C, ...)");
+        return NULL;
+    }
+    rx_dtype dt = ox_dtype_of(x);
+    rx_attr *am = ox_amap(c);
+    ox_aset(c, am, "end", ox_aexprs(c, &x->sinfo->dims[1], 1)->u.arr.items[0]);
+    ox_aset(c, am, "dtype", ox_astr(c, rx_dtype_name(ox_dtype_of(t))));
+    rx_node *cls = ox_call(c, "arange", NULL, 0, am);
+    rx_expr **cd = RX_NEWN(c->a, rx_expr *, nd);
+    for (int i = 0; i < nd; i++) cd[i] = i == 1 ? x->sinfo->dims[1] : ox_lit(c, 1);
+    cls = ox_reshape(c, cls, cd, nd);
+    rx_attr *ed = ox_amap(c);
+    int64_t one = 1;
+    ox_aset(c, ed, "axis", ox_aints(c, &one, 1));
+    rx_node *mask = ox_call2(c, "equal", ox_call1(c, "expand_dims", t, ed), cls);
+    rx_node *zero = ox_scalar(c, dt, 0);
+    rx_attr *sm = ox_amap(c);
+    ox_aset(c, sm, "axis", ox_aints(c, &one, 1));
+    rx_node *a3[3] = {mask, x, zero};
+    rx_node *picked = ox_call1(c, "sum", ox_call(c, "where", a3, 3, NULL), sm);
+    rx_node *wt = NULL; /* per-element weight, NULL for all ones */
+    if (w) {
+        rx_node *b3[3] = {mask, ox_reshape(c, w, cd, nd), zero};
+        wt = ox_call1(c, "sum", ox_call(c, "where", b3, 3, NULL), sm);
+    }
+    if (has_ignore) {
+        rx_node *valid = ox_call2(c, "not_equal", t, ox_scalar(c, ox_dtype_of(t), (double)ignore));
+        rx_node *c3[3] = {valid, wt ? wt : ox_scalar(c, dt, 1), zero};
+        wt = ox_call(c, "where", c3, 3, NULL);
+    }
+    rx_node *loss = ox_call1(c, "negative", wt ? ox_call2(c, "multiply", picked, wt) : picked, NULL);
+    if (!loss || !strcmp(red, "none")) return loss;
+    rx_node *total = ox_call1(c, "sum", loss, NULL);
+    if (!strcmp(red, "sum")) return total;
+    if (strcmp(red, "mean")) {
+        ox_err(c, "reduction '%s' is not supported (none, sum, mean)", red);
+        return NULL;
+    }
+    if (!wt) return ox_call1(c, "mean", loss, NULL);
+    return ox_call2(c, "divide", total, ox_call1(c, "sum", wt, NULL)); /* wt: loss's shape */
+}
+
+bool ox_c_nll_loss(ox_ctx *c)
+{
+    const Onnx__AttributeProto *ii = ox_attr(c, "ignore_index");
+    rx_node *w = ox_in(c, 2) ? ox_in_node(c, 2) : NULL;
+    if (ox_in(c, 2) && !w) return false;
+    return ox_out_node(c, 0, nll(c, ox_in_node(c, 0), ox_in_node(c, 1), w, ii ? ii->i : 0, ii != NULL,
+                                 ox_attr_s(c, "reduction", "mean")));
+}
+
+/* SoftmaxCrossEntropyLoss: log_softmax over the class axis, then the NLL above; the
+ * optional second output is the log-probabilities. */
+bool ox_c_sce_loss(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    if (!x) return false;
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axis", ox_aint(c, 1));
+    rx_node *lp = ox_call1(c, "nn.log_softmax", x, m);
+    const Onnx__AttributeProto *ii = ox_attr(c, "ignore_index");
+    rx_node *w = ox_in(c, 2) ? ox_in_node(c, 2) : NULL;
+    if (!lp || (ox_in(c, 2) && !w)) return false;
+    if (!ox_out_node(c, 0, nll(c, lp, ox_in_node(c, 1), w, ii ? ii->i : 0, ii != NULL,
+                               ox_attr_s(c, "reduction", "mean"))))
+        return false;
+    return ox_nout(c) < 2 || !*c->node->output[1] || ox_out_node(c, 1, lp);
+}

@@ -1,0 +1,543 @@
+/*
+ * onnx_shape.c — the ONNX importer's shape converters: Shape Size Constant Reshape
+ * Flatten Transpose Squeeze Unsqueeze Concat Gather Slice Split Expand Tile Trilu
+ * ConstantOfShape Range. Each first tries to fold on symbolic elements (ox_syms, the
+ * output of Shape and everything computed from it), so a chain from Shape to a Reshape
+ * becomes the reshape's symbolic target shape; otherwise it emits the Relax op.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "onnx_int.h"
+
+/* ---------------------------------------------------------------- shapes */
+
+bool ox_c_shape(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    if (!ox_need_dims(c, x)) return false;
+    int nd = x->sinfo->ndim;
+    int64_t s = ox_attr_i(c, "start", 0), e = ox_attr_i(c, "end", nd);
+    if (s < 0) s += nd;
+    if (e < 0) e += nd;
+    s = s < 0 ? 0 : s > nd ? nd : s;
+    e = e < 0 ? 0 : e > nd ? nd : e;
+    int n = e > s ? (int)(e - s) : 0;
+    rx_expr **sym = RX_NEWN(c->a, rx_expr *, n ? n : 1);
+    for (int i = 0; i < n; i++) sym[i] = x->sinfo->dims[s + i];
+    ox_out_sym(c, 0, sym, n, 1, RX_DT_I64);
+    return true;
+}
+
+bool ox_c_size(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    if (!ox_need_dims(c, x)) return false;
+    rx_expr **sym = RX_NEWN(c->a, rx_expr *, 1);
+    sym[0] = ox_prod(c, x->sinfo->dims, 0, x->sinfo->ndim);
+    ox_out_sym(c, 0, sym, 1, 0, RX_DT_I64);
+    return true;
+}
+
+bool ox_c_constant(ox_ctx *c)
+{
+    rx_const *k = NULL;
+    const Onnx__AttributeProto *a;
+    if ((a = ox_attr(c, "value"))) {
+        k = ox_attr_tensor(c, "value");
+        if (!k) return false;
+    } else if ((a = ox_attr(c, "value_float"))) {
+        k = ox_new_const(c, RX_DT_F32, 0, NULL);
+        memcpy(k->data, &a->f, 4);
+    } else if ((a = ox_attr(c, "value_int"))) {
+        k = ox_new_const(c, RX_DT_I64, 0, NULL);
+        memcpy(k->data, &a->i, 8);
+    } else if ((a = ox_attr(c, "value_floats"))) {
+        int64_t n = (int64_t)a->n_floats;
+        k = ox_new_const(c, RX_DT_F32, 1, &n);
+        if (n) memcpy(k->data, a->floats, 4 * (size_t)n);
+    } else if ((a = ox_attr(c, "value_ints"))) {
+        int64_t n = (int64_t)a->n_ints;
+        k = ox_new_const(c, RX_DT_I64, 1, &n);
+        if (n) memcpy(k->data, a->ints, 8 * (size_t)n);
+    } else {
+        ox_err(c, "needs a value attribute (value, value_float(s), value_int(s))");
+        return false;
+    }
+    ox_out_const(c, 0, k);
+    return true;
+}
+
+/* The target shape (input 1) of Reshape and Expand as symbolic dims. */
+static bool target_shape(ox_ctx *c, rx_expr ***t, int *n)
+{
+    if (ox_syms(c, ox_in(c, 1), t, n)) return true;
+    ox_err(c, "the target shape must be computable at compile time (a constant or a chain "
+           "from Shape)");
+    return false;
+}
+
+/* Target dims of Reshape: 0 copies the input dim (unless allowzero), -1 is inferred. */
+bool ox_c_reshape(ox_ctx *c)
+{
+    ox_val *xv = ox_in(c, 0);
+    rx_expr **t;
+    int n;
+    if (!target_shape(c, &t, &n)) return false;
+    if (xv && xv->sym && xv->symrank == 1 && n == 1) { /* a 1-d shape value stays symbolic */
+        ox_out_alias(c, 0, xv);
+        return true;
+    }
+    rx_node *x = ox_node(c, xv);
+    if (!ox_need_dims(c, x)) return false;
+    bool allowzero = ox_attr_i(c, "allowzero", 0) != 0;
+    rx_expr **d = RX_NEWN(c->a, rx_expr *, n ? n : 1);
+    int infer = -1;
+    for (int i = 0; i < n; i++) {
+        int64_t v;
+        d[i] = t[i];
+        if (!rx_expr_is_const(ox_simp(c, t[i]), &v)) continue;
+        if (v == 0 && !allowzero) {
+            if (i >= x->sinfo->ndim) {
+                ox_err(c, "dim %d is 0 (copy) but the input has rank %d", i, x->sinfo->ndim);
+                return false;
+            }
+            d[i] = x->sinfo->dims[i];
+        } else if (v == -1) {
+            if (infer >= 0) {
+                ox_err(c, "more than one -1 in the target shape");
+                return false;
+            }
+            infer = i;
+        } else if (v < 0) {
+            ox_err(c, "target dim %d is %lld", i, (long long)v);
+            return false;
+        }
+    }
+    if (infer >= 0) {
+        d[infer] = ox_lit(c, 1);
+        rx_expr *total = ox_prod(c, x->sinfo->dims, 0, x->sinfo->ndim);
+        rx_expr *rest = ox_prod(c, d, 0, n);
+        d[infer] = ox_simp(c, rx_e_binary(c->a, RX_E_FLOORDIV, total, rest));
+    }
+    for (int i = 0; i < n; i++) d[i] = ox_simp(c, d[i]);
+    return ox_out_node(c, 0, ox_reshape(c, x, d, n));
+}
+
+bool ox_c_flatten(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    if (!ox_need_dims(c, x)) return false;
+    int nd = x->sinfo->ndim;
+    int64_t axis = ox_attr_i(c, "axis", 1);
+    if (axis < 0) axis += nd;
+    if (axis < 0 || axis > nd) {
+        ox_err(c, "axis %lld is out of range for rank %d", (long long)ox_attr_i(c, "axis", 1), nd);
+        return false;
+    }
+    rx_expr *two[2] = {ox_prod(c, x->sinfo->dims, 0, (int)axis), ox_prod(c, x->sinfo->dims, (int)axis, nd)};
+    return ox_out_node(c, 0, ox_reshape(c, x, two, 2));
+}
+
+bool ox_c_transpose(ox_ctx *c)
+{
+    int n;
+    const int64_t *perm = ox_attr_ints(c, "perm", &n);
+    rx_attr *m = ox_amap(c);
+    if (n >= 0) ox_aset(c, m, "axes", ox_aints(c, perm, n));
+    return ox_out_node(c, 0, ox_call1(c, "permute_dims", ox_in_node(c, 0), m));
+}
+
+bool ox_c_squeeze(ox_ctx *c)
+{
+    int64_t *ax;
+    int n;
+    if (!ox_get_axes(c, 1, &ax, &n)) return false;
+    ox_val *xv = ox_in(c, 0);
+    if (xv && xv->sym && xv->symrank == 1 && xv->nsym == 1) { /* [n] -> n */
+        ox_out_sym(c, 0, xv->sym, 1, 0, xv->symdt);
+        return true;
+    }
+    rx_attr *m = ox_amap(c);
+    if (n >= 0) ox_aset(c, m, "axis", ox_aints(c, ax, n));
+    return ox_out_node(c, 0, ox_call1(c, "squeeze", ox_node(c, xv), m));
+}
+
+bool ox_c_unsqueeze(ox_ctx *c)
+{
+    int64_t *ax;
+    int n;
+    if (!ox_get_axes(c, 1, &ax, &n)) return false;
+    if (n < 0) {
+        ox_err(c, "needs axes");
+        return false;
+    }
+    ox_val *xv = ox_in(c, 0);
+    if (xv && xv->sym && xv->symrank == 0 && n == 1) { /* n -> [n] */
+        ox_out_sym(c, 0, xv->sym, 1, 1, xv->symdt);
+        return true;
+    }
+    rx_node *x = ox_node(c, xv);
+    int nd = ox_ndim(x);
+    if (nd < 0) {
+        if (x) ox_err(c, "the input's rank must be known");
+        return false;
+    }
+    /* ONNX axes index the output; expand_dims inserts in increasing order */
+    int64_t *s = RX_NEWN(c->a, int64_t, n ? n : 1);
+    for (int i = 0; i < n; i++) s[i] = ax[i] < 0 ? ax[i] + nd + n : ax[i];
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && s[j - 1] > s[j]; j--) {
+            int64_t t = s[j];
+            s[j] = s[j - 1];
+            s[j - 1] = t;
+        }
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axis", ox_aints(c, s, n));
+    return ox_out_node(c, 0, ox_call1(c, "expand_dims", x, m));
+}
+
+bool ox_c_concat(ox_ctx *c)
+{
+    int n = ox_nin(c);
+    int64_t axis = ox_attr_i(c, "axis", 0);
+    bool anysym = false, allsym = true;
+    for (int i = 0; i < n; i++) {
+        ox_val *v = ox_in(c, i);
+        rx_expr **s;
+        int k;
+        anysym |= v && v->sym;
+        allsym &= v && (v->sym || (v->k && v->k->ndim == 1)) && ox_syms(c, v, &s, &k);
+    }
+    if (anysym && allsym) {
+        int total = 0;
+        for (int i = 0; i < n; i++) total += ox_in(c, i)->nsym;
+        rx_expr **r = RX_NEWN(c->a, rx_expr *, total ? total : 1);
+        int at = 0;
+        for (int i = 0; i < n; i++) {
+            ox_val *v = ox_in(c, i);
+            for (int j = 0; j < v->nsym; j++) r[at++] = v->sym[j];
+        }
+        ox_out_sym(c, 0, r, total, 1, ox_in(c, 0)->symdt);
+        return true;
+    }
+    rx_node **fs = RX_NEWN(c->a, rx_node *, n ? n : 1);
+    rx_sinfo **si = RX_NEWN(c->a, rx_sinfo *, n ? n : 1);
+    for (int i = 0; i < n; i++) {
+        fs[i] = ox_in_node(c, i);
+        if (!fs[i]) return false;
+        si[i] = fs[i]->sinfo;
+    }
+    rx_node *t = rx_n_tuple(c->m, fs, n);
+    t->sinfo = rx_si_tuple(c->a, si, n);
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axis", ox_aint(c, axis));
+    return ox_out_node(c, 0, ox_call(c, "concat", &t, 1, m));
+}
+
+bool ox_c_gather(ox_ctx *c)
+{
+    ox_val *xv = ox_in(c, 0), *iv = ox_in(c, 1);
+    int64_t axis = ox_attr_i(c, "axis", 0);
+    int64_t *idx;
+    int ni;
+    if (xv && xv->sym && xv->symrank == 1 && axis == 0 && ox_ints(c, iv, &idx, &ni)) {
+        rx_const *ik = ox_const(c, iv);
+        if (ik->ndim <= 1) {
+            rx_expr **r = RX_NEWN(c->a, rx_expr *, ni ? ni : 1);
+            for (int i = 0; i < ni; i++) {
+                int64_t j = idx[i] < 0 ? idx[i] + xv->nsym : idx[i];
+                if (j < 0 || j >= xv->nsym) {
+                    ox_err(c, "index %lld is out of range for %d elements", (long long)idx[i],
+                           xv->nsym);
+                    return false;
+                }
+                r[i] = xv->sym[j];
+            }
+            ox_out_sym(c, 0, r, ni, ik->ndim, xv->symdt);
+            return true;
+        }
+    }
+    rx_node *x = ox_node(c, xv);
+    int nd = ox_ndim(x);
+    if (!x) return false;
+    if (nd < 0) {
+        ox_err(c, "the input's rank must be known");
+        return false;
+    }
+    int ax = ox_norm_axis(c, axis, nd);
+    if (ax < 0) return false;
+    rx_node *in = ox_node(c, iv);
+    if (!in) return false;
+    /* negative constant indices count from the end of a literal dim */
+    rx_const *ik = ox_const(c, iv);
+    int64_t dv;
+    if (ik && x->sinfo->dims && rx_expr_is_const(x->sinfo->dims[ax], &dv)) {
+        bool neg = false;
+        for (int64_t i = 0; i < ox_numel(ik); i++) neg |= ox_ci(ik, i) < 0;
+        if (neg) {
+            rx_const *k2 = ox_new_const(c, RX_DT_I64, ik->ndim, ik->shape);
+            for (int64_t i = 0; i < ox_numel(ik); i++) {
+                int64_t v = ox_ci(ik, i);
+                v = v < 0 ? v + dv : v;
+                memcpy(k2->data + 8 * i, &v, 8);
+            }
+            ox_val tmp = {.name = iv->name, .k = k2};
+            in = ox_node(c, &tmp);
+        }
+    }
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axis", ox_aint(c, ax));
+    rx_node *a[2] = {x, in};
+    return ox_out_node(c, 0, ox_call(c, "take", a, 2, m));
+}
+
+/* Slice: starts/ends/axes/steps as inputs (opset >= 10) or attributes. */
+bool ox_c_slice(ox_ctx *c)
+{
+    rx_expr **st, **en;
+    int ns, ne, na = -1, nst = -1;
+    int64_t *ax = NULL, *steps = NULL;
+    if (c->opset < 10) {
+        const int64_t *s = ox_attr_ints(c, "starts", &ns), *e = ox_attr_ints(c, "ends", &ne);
+        if (ns < 0 || ne < 0) {
+            ox_err(c, "needs starts and ends");
+            return false;
+        }
+        st = RX_NEWN(c->a, rx_expr *, ns ? ns : 1);
+        en = RX_NEWN(c->a, rx_expr *, ne ? ne : 1);
+        for (int i = 0; i < ns; i++) st[i] = ox_lit(c, s[i]);
+        for (int i = 0; i < ne; i++) en[i] = ox_lit(c, e[i]);
+        if (!ox_get_axes(c, 99, &ax, &na)) return false;
+    } else {
+        if (!ox_syms(c, ox_in(c, 1), &st, &ns) || !ox_syms(c, ox_in(c, 2), &en, &ne)) {
+            ox_err(c, "starts and ends must be computable at compile time");
+            return false;
+        }
+        if (ox_in(c, 3) && !ox_ints(c, ox_in(c, 3), &ax, &na)) {
+            ox_err(c, "axes must be a constant");
+            return false;
+        }
+        if (ox_in(c, 4) && !ox_ints(c, ox_in(c, 4), &steps, &nst)) {
+            ox_err(c, "steps must be a constant");
+            return false;
+        }
+    }
+    if (ns != ne || (na >= 0 && na != ns) || (nst >= 0 && nst != ns)) {
+        ox_err(c, "starts, ends, axes and steps differ in length");
+        return false;
+    }
+    ox_val *xv = ox_in(c, 0);
+    if (xv && xv->sym && xv->symrank == 1 && ns == 1 && (na < 0 || ax[0] == 0 || ax[0] == -1)) {
+        int64_t s, e, step = nst >= 0 ? steps[0] : 1, len = xv->nsym;
+        if (step == 1 && rx_expr_is_const(ox_simp(c, st[0]), &s) && rx_expr_is_const(ox_simp(c, en[0]), &e)) {
+            if (s < 0) s += len;
+            if (e < 0) e += len;
+            s = s < 0 ? 0 : s > len ? len : s;
+            e = e < 0 ? 0 : e > len ? len : e;
+            int n = e > s ? (int)(e - s) : 0;
+            ox_out_sym(c, 0, xv->sym + s, n, 1, xv->symdt);
+            return true;
+        }
+    }
+    rx_node *x = ox_node(c, xv);
+    if (!ox_need_dims(c, x)) return false;
+    int nd = x->sinfo->ndim;
+    int64_t *axes = RX_NEWN(c->a, int64_t, ns ? ns : 1);
+    rx_expr **b = RX_NEWN(c->a, rx_expr *, ns ? ns : 1), **e = RX_NEWN(c->a, rx_expr *, ns ? ns : 1);
+    rx_expr **sd = RX_NEWN(c->a, rx_expr *, ns ? ns : 1);
+    for (int i = 0; i < ns; i++) {
+        int a = ox_norm_axis(c, na >= 0 ? ax[i] : i, nd);
+        if (a < 0) return false;
+        axes[i] = a;
+        int64_t step = nst >= 0 ? steps[i] : 1, dv, bv, ev;
+        if (step == 0) {
+            ox_err(c, "step %d is 0", i);
+            return false;
+        }
+        sd[i] = ox_lit(c, step);
+        rx_expr *dim = x->sinfo->dims[a];
+        b[i] = ox_simp(c, st[i]);
+        e[i] = ox_simp(c, en[i]);
+        bool litdim = rx_expr_is_const(dim, &dv);
+        /* symbolic extent: negative bounds count from it, huge ends are the extent */
+        if (!litdim && rx_expr_is_const(b[i], &bv) && bv < 0 && step > 0)
+            b[i] = ox_simp(c, rx_e_binary(c->a, RX_E_ADD, dim, b[i]));
+        if (!litdim && rx_expr_is_const(e[i], &ev) && step > 0) {
+            if (ev >= (INT64_C(1) << 40)) e[i] = dim;
+            else if (ev < 0) e[i] = ox_simp(c, rx_e_binary(c->a, RX_E_ADD, dim, e[i]));
+        }
+        if (litdim && rx_expr_is_const(e[i], &ev) && ev > dv) e[i] = ox_lit(c, dv);
+        if (litdim && rx_expr_is_const(e[i], &ev) && ev < -dv - 1) e[i] = ox_lit(c, -dv - 1);
+        if (litdim && rx_expr_is_const(b[i], &bv) && bv > dv) b[i] = ox_lit(c, dv);
+        if (litdim && rx_expr_is_const(b[i], &bv) && bv < -dv - 1) b[i] = ox_lit(c, -dv - 1);
+    }
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axes", ox_aints(c, axes, ns));
+    ox_aset(c, m, "begin", ox_aexprs(c, b, ns));
+    ox_aset(c, m, "end", ox_aexprs(c, e, ns));
+    ox_aset(c, m, "strides", ox_aexprs(c, sd, ns));
+    return ox_out_node(c, 0, ox_call1(c, "strided_slice", x, m));
+}
+
+bool ox_c_split(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    if (!ox_need_dims(c, x)) return false;
+    int nd = x->sinfo->ndim, nout = ox_nout(c);
+    int ax = ox_norm_axis(c, ox_attr_i(c, "axis", 0), nd);
+    if (ax < 0) return false;
+    int64_t *sizes = NULL;
+    int nsz = -1;
+    const int64_t *as = ox_attr_ints(c, "split", &nsz);
+    if (nsz >= 0) {
+        sizes = RX_NEWN(c->a, int64_t, nsz ? nsz : 1);
+        if (nsz) memcpy(sizes, as, sizeof *sizes * (size_t)nsz);
+    } else if (ox_in(c, 1) && !ox_ints(c, ox_in(c, 1), &sizes, &nsz)) {
+        ox_err(c, "split sizes must be a constant");
+        return false;
+    }
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axis", ox_aint(c, ax));
+    if (nsz >= 0) {
+        if (nsz != nout) {
+            ox_err(c, "%d split sizes for %d outputs", nsz, nout);
+            return false;
+        }
+        int64_t *ind = RX_NEWN(c->a, int64_t, nsz ? nsz : 1), acc = 0;
+        for (int i = 0; i + 1 < nsz; i++) ind[i] = acc += sizes[i];
+        ox_aset(c, m, "indices_or_sections", ox_aints(c, ind, nsz - 1));
+    } else {
+        ox_aset(c, m, "indices_or_sections", ox_aint(c, nout));
+    }
+    rx_node *t = ox_call1(c, "split", x, m);
+    if (!t) return false;
+    for (int i = 0; i < nout; i++) {
+        rx_node *g = rx_n_get_item(c->m, t, i);
+        g->sinfo = t->sinfo->fields[i];
+        rx_node *v = rx_n_var(c->m, "split", g->sinfo, true);
+        rx_binding b = {v, g, NULL, false, 0};
+        RX_VEC_PUSH(c->binds, b);
+        ox_out_node(c, i, v);
+    }
+    return true;
+}
+
+bool ox_c_expand(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    rx_expr **t;
+    int n;
+    if (!target_shape(c, &t, &n)) return false;
+    if (!ox_need_dims(c, x)) return false;
+    int nd = x->sinfo->ndim, r = n > nd ? n : nd;
+    rx_expr **d = RX_NEWN(c->a, rx_expr *, r ? r : 1);
+    for (int i = 0; i < r; i++) { /* bidirectional: 1 on either side takes the other */
+        int xi = i - (r - nd), ti = i - (r - n);
+        rx_expr *a = xi >= 0 ? x->sinfo->dims[xi] : NULL, *b = ti >= 0 ? ox_simp(c, t[ti]) : NULL;
+        d[i] = !a ? b : !b ? a : rx_expr_is_int(b, 1) ? a : b;
+    }
+    return ox_out_node(c, 0, ox_call2(c, "broadcast_to", x, ox_shape_node(c, d, r)));
+}
+
+bool ox_c_tile(ox_ctx *c)
+{
+    int64_t *rep;
+    int n;
+    if (!ox_ints(c, ox_in(c, 1), &rep, &n)) {
+        ox_err(c, "repeats must be a constant");
+        return false;
+    }
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "repeats", ox_aints(c, rep, n));
+    return ox_out_node(c, 0, ox_call1(c, "tile", ox_in_node(c, 0), m));
+}
+
+bool ox_c_trilu(ox_ctx *c)
+{
+    int64_t *k = NULL;
+    int n = 0;
+    if (ox_in(c, 1) && (!ox_ints(c, ox_in(c, 1), &k, &n) || n != 1)) {
+        ox_err(c, "k must be a constant scalar");
+        return false;
+    }
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "k", ox_aint(c, k ? k[0] : 0));
+    return ox_out_node(c, 0, ox_call1(c, ox_attr_i(c, "upper", 1) ? "triu" : "tril", ox_in_node(c, 0), m));
+}
+
+bool ox_c_constant_of_shape(ox_ctx *c)
+{
+    rx_expr **t;
+    int n;
+    if (!ox_syms(c, ox_in(c, 0), &t, &n)) {
+        ox_err(c, "the shape must be computable at compile time");
+        return false;
+    }
+    rx_const *val = ox_attr(c, "value") ? ox_attr_tensor(c, "value") : NULL;
+    if (ox_attr(c, "value") && !val) return false;
+    rx_dtype dt = val ? val->dtype : RX_DT_F32;
+    int64_t *dims = RX_NEWN(c->a, int64_t, n ? n : 1), total = 1;
+    bool literal = true;
+    for (int i = 0; i < n && literal; i++) {
+        literal = rx_expr_is_const(ox_simp(c, t[i]), &dims[i]);
+        if (literal) total *= dims[i];
+        if (total > 4096) literal = false;
+    }
+    if (literal) { /* small and static: fold (it often feeds shape arithmetic) */
+        rx_const *k = ox_new_const(c, dt, n, dims);
+        size_t es = (size_t)(rx_dtype_bits(dt) + 7) / 8;
+        for (int64_t i = 0; val && i < total; i++) memcpy(k->data + (size_t)i * es, val->data, es);
+        ox_out_const(c, 0, k);
+        return true;
+    }
+    rx_node *fill = val ? ox_scalar(c, dt, ox_cf(val, 0)) : ox_scalar(c, dt, 0);
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "dtype", ox_astr(c, rx_dtype_name(dt)));
+    rx_node *a[2] = {ox_shape_node(c, t, n), fill};
+    return ox_out_node(c, 0, ox_call(c, "full", a, 2, m));
+}
+
+bool ox_c_range(ox_ctx *c)
+{
+    rx_const *k[3];
+    for (int i = 0; i < 3; i++) k[i] = ox_const(c, ox_in(c, i));
+    if (k[0] && k[1] && k[2] && ox_numel(k[0]) == 1 && ox_numel(k[1]) == 1 && ox_numel(k[2]) == 1) {
+        double st = ox_cf(k[0], 0), lim = ox_cf(k[1], 0), d = ox_cf(k[2], 0);
+        double cnt = d != 0 ? ceil((lim - st) / d) : -1;
+        if (d != 0 && cnt <= 4096) { /* small and static: a constant */
+            int64_t n = cnt > 0 ? (int64_t)cnt : 0;
+            rx_const *r = ox_new_const(c, k[0]->dtype, 1, &n);
+            for (int64_t i = 0; i < n; i++) {
+                double v = st + (double)i * d;
+                uint8_t *p = r->data + (size_t)i * ox_esize(r->dtype);
+                if (r->dtype == RX_DT_F32) { float f = (float)v; memcpy(p, &f, 4); }
+                else if (r->dtype == RX_DT_F64) memcpy(p, &v, 8);
+                else { int64_t iv = (int64_t)v; memcpy(p, &iv, ox_esize(r->dtype)); }
+            }
+            ox_out_const(c, 0, r);
+            return true;
+        }
+    }
+    rx_expr *v[3];
+    rx_dtype dt = RX_DT_UNKNOWN;
+    for (int i = 0; i < 3; i++) {
+        ox_val *x = ox_in(c, i);
+        rx_expr **s;
+        int n;
+        if (!x || !ox_syms(c, x, &s, &n) || n != 1) {
+            ox_err(c, "start, limit and delta must be integer scalars computable at compile "
+                   "time");
+            return false;
+        }
+        v[i] = ox_simp(c, s[0]);
+        dt = x->symdt;
+    }
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "start", ox_aexprs(c, &v[0], 1)->u.arr.items[0]);
+    ox_aset(c, m, "end", ox_aexprs(c, &v[1], 1)->u.arr.items[0]);
+    ox_aset(c, m, "step", ox_aexprs(c, &v[2], 1)->u.arr.items[0]);
+    ox_aset(c, m, "dtype", ox_astr(c, rx_dtype_name(dt)));
+    return ox_out_node(c, 0, ox_call(c, "arange", NULL, 0, m));
+}
+
