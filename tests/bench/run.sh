@@ -36,6 +36,9 @@
 #                   request path) to 1,000,000 executions each, with their counts; on its
 #                   own build, build-fuzz-bench (clang, RelWithDebInfo, ASan+UBSan,
 #                   -DRX_FUZZ=ON: ctest's Debug targets are several times slower), last
+#   bench_onnx_import.py  relaxc import --weights params of a 32-layer ONNX decoder
+#                   (hidden 1024, 1.6 GB of external-data weights) vs cp of the weights
+#                   file; relaxc's peak RSS (docs/onnx.md)
 # Every benchmark checks its result against its reference and fails loudly if they differ.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -65,3 +68,5 @@ CC=clang cmake -S . -B build-fuzz-bench -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebIn
     -DRX_SANITIZE=ON -DRX_WERROR=ON -DRX_FUZZ=ON >/dev/null
 ninja -C build-fuzz-bench fuzz_reader fuzz_rxa fuzz_http relaxc >/dev/null
 /usr/bin/python3 tests/bench/bench_fuzz.py build-fuzz-bench
+/usr/bin/python3 tests/bench/bench_onnx_import.py --relaxc ./build-bench/bin/relaxc \
+    --layers 32 --hidden 1024 --repeat 3

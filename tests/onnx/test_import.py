@@ -159,6 +159,16 @@ def main():
         got = np.load(os.path.join(tmp, "o2", "out0.npy")) if p.returncode == 0 else None
         check(r.returncode == 0 and got is not None and np.allclose(got, want, 1e-5, 1e-5),
               "external data is read", r.stderr + p.stderr)
+        out = os.path.join(ext, "mp.json")  # weights as params: copied from m.data
+        r = relaxc("import", os.path.join(ext, "m.onnx"), "-o", out, "--weights", "params")
+        raw = open(os.path.join(ext, "mp.safetensors"), "rb").read() if r.returncode == 0 else b""
+        ok = False
+        if raw:
+            n = struct.unpack("<Q", raw[:8])[0]
+            hdr = json.loads(raw[8:8 + n])
+            lo, hi = hdr["W"]["data_offsets"]
+            ok = np.array_equal(np.frombuffer(raw[8 + n + lo:8 + n + hi], np.float32).reshape(4, 3), big)
+        check(ok, "external weights stream into the safetensors file", r.stderr)
         m = onnx.load(os.path.join(ext, "m.onnx"), load_external_data=False)
         for e in m.graph.initializer[0].external_data:
             if e.key == "location":

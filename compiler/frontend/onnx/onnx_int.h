@@ -32,6 +32,13 @@ typedef struct ox_val {
     bool absent;       /* the empty name: an omitted optional input */
 } ox_val;
 
+/* A weight left in its external-data file (params mode): copied when written. */
+typedef struct ox_extref {
+    rx_const *k;       /* the weight (data NULL) */
+    const char *path;  /* file (arena) */
+    int64_t off;       /* byte offset */
+} ox_extref;
+
 typedef struct ox_ctx {
     rx_module *m;
     rx_arena *a;
@@ -49,6 +56,7 @@ typedef struct ox_ctx {
     RX_VEC(const rx_svar *) svars;/* symbolic variables of the signature */
     RX_VEC(rx_node *) params;
     RX_VEC(rx_const *) weights;   /* params mode: the weight parameters' data */
+    RX_VEC(ox_extref) ext;        /* params mode: weights still in external files */
     /* the node being converted, for messages */
     const Onnx__NodeProto *node;
     int node_index;

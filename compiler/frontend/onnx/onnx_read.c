@@ -653,7 +653,16 @@ rx_module *rx_onnx_read(const uint8_t *buf, size_t n, const rx_onnx_opts *o,
     if (ok && ws) {
         ws->n = c.weights.n;
         ws->w = RX_NEWN(c.a, rx_const *, c.weights.n ? c.weights.n : 1);
-        for (int i = 0; i < c.weights.n; i++) ws->w[i] = c.weights.items[i];
+        ws->ext_path = RX_NEWN(c.a, const char *, c.weights.n ? c.weights.n : 1);
+        ws->ext_off = RX_NEWN(c.a, int64_t, c.weights.n ? c.weights.n : 1);
+        for (int i = 0; i < c.weights.n; i++) {
+            ws->w[i] = c.weights.items[i];
+            for (int j = 0; j < c.ext.n; j++) /* O(weights x external): both are few */
+                if (c.ext.items[j].k == ws->w[i]) {
+                    ws->ext_path[i] = c.ext.items[j].path;
+                    ws->ext_off[i] = c.ext.items[j].off;
+                }
+        }
     }
     rx_arith_free(c.ar);
     RX_VEC_FREE(c.vals);
@@ -661,6 +670,7 @@ rx_module *rx_onnx_read(const uint8_t *buf, size_t n, const rx_onnx_opts *o,
     RX_VEC_FREE(c.svars);
     RX_VEC_FREE(c.params);
     RX_VEC_FREE(c.weights);
+    RX_VEC_FREE(c.ext);
     free(c.heads);
     free(c.next);
     if (!ok) {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "onnx_int.h"
@@ -95,11 +96,13 @@ rx_const *ox_new_const(ox_ctx *c, rx_dtype dt, int ndim, const int64_t *shape)
     return k;
 }
 
-/* Reads an external-data payload: location under base_dir, offset, length. */
-static bool read_external(ox_ctx *c, const Onnx__TensorProto *t, const char *where, uint8_t *dst,
-                          size_t nbytes)
+/* Checks an external-data reference (location under base_dir, offset, length against
+ * nbytes, the file long enough) and returns its path (arena) and offset; NULL after an
+ * error. */
+static const char *external_ref(ox_ctx *c, const Onnx__TensorProto *t, const char *where,
+                                size_t nbytes, int64_t *off_out)
 {
-    const char *loc = NULL;
+    const char *loc = NULL, *nm = t->name ? t->name : "";
     int64_t off = 0, len = -1;
     for (size_t i = 0; i < t->n_external_data; i++) {
         const Onnx__StringStringEntryProto *e = t->external_data[i];
@@ -110,29 +113,40 @@ static bool read_external(ox_ctx *c, const Onnx__TensorProto *t, const char *whe
     }
     if (!c->o->base_dir) {
         rx_diag_add(c->d, where, "tensor '%s' has external data but the model was not read "
-                    "from a file (no directory to read it from)", t->name ? t->name : "");
-        return false;
+                    "from a file (no directory to read it from)", nm);
+        return NULL;
     }
     if (!loc || !*loc || loc[0] == '/' || strstr(loc, "..")) {
         rx_diag_add(c->d, where, "tensor '%s': external data location '%s' must be a relative "
-                    "path below the model's directory", t->name ? t->name : "", loc ? loc : "");
-        return false;
+                    "path below the model's directory", nm, loc ? loc : "");
+        return NULL;
     }
     if (off < 0 || (len >= 0 && (uint64_t)len != nbytes)) {
         rx_diag_add(c->d, where, "tensor '%s': external data length %lld does not match its "
-                    "%zu bytes", t->name ? t->name : "", (long long)len, nbytes);
-        return false;
+                    "%zu bytes", nm, (long long)len, nbytes);
+        return NULL;
     }
-    rx_sb path = {0};
-    rx_sb_printf(&path, "%s/%s", c->o->base_dir, loc);
-    FILE *f = fopen(rx_sb_str(&path), "rb");
+    const char *path = rx_arena_printf(c->a, "%s/%s", c->o->base_dir, loc);
+    struct stat st;
+    if (stat(path, &st) || (uint64_t)st.st_size < (uint64_t)off + nbytes) {
+        rx_diag_add(c->d, where, "tensor '%s': %s does not hold %zu bytes at offset %lld", nm,
+                    path, nbytes, (long long)off);
+        return NULL;
+    }
+    *off_out = off;
+    return path;
+}
+
+/* Reads nbytes at off of path into dst; false after an error. */
+static bool read_at(ox_ctx *c, const char *where, const char *path, int64_t off, uint8_t *dst,
+                    size_t nbytes)
+{
+    FILE *f = fopen(path, "rb");
     bool ok = f && fseeko(f, (off_t)off, SEEK_SET) == 0 && fread(dst, 1, nbytes, f) == nbytes;
     if (!ok)
-        rx_diag_add(c->d, where, "tensor '%s': cannot read %zu bytes at offset %lld of %s%s%s",
-                    t->name ? t->name : "", nbytes, (long long)off, rx_sb_str(&path),
-                    f ? "" : ": ", f ? "" : strerror(errno));
+        rx_diag_add(c->d, where, "cannot read %zu bytes at offset %lld of %s%s%s", nbytes,
+                    (long long)off, path, f ? "" : ": ", f ? "" : strerror(errno));
     if (f) fclose(f);
-    rx_sb_free(&path);
     return ok;
 }
 
@@ -183,10 +197,21 @@ rx_const *ox_tensor_const(ox_ctx *c, const Onnx__TensorProto *t, const char *whe
     k->shape = RX_NEWN(c->a, int64_t, k->ndim ? k->ndim : 1);
     for (int i = 0; i < k->ndim; i++) k->shape[i] = t->dims[i];
     k->nbytes = nbytes;
-    k->data = RX_NEWN(c->a, uint8_t, nbytes ? nbytes : 1);
     if (external) {
-        if (!read_external(c, t, where, k->data, nbytes)) return NULL;
-    } else if (t->has_raw_data) {
+        int64_t off = 0;
+        const char *path = external_ref(c, t, where, nbytes, &off);
+        if (!path) return NULL;
+        if (c->o->weights == RX_ONNX_WEIGHTS_PARAMS && rx_dtype_is_float(dt)) {
+            ox_extref r = {k, path, off}; /* a weight parameter: copied when written */
+            RX_VEC_PUSH(c->ext, r);
+            return k;
+        }
+        k->data = RX_NEWN(c->a, uint8_t, nbytes ? nbytes : 1);
+        if (!read_at(c, where, path, off, k->data, nbytes)) return NULL;
+        return k;
+    }
+    k->data = RX_NEWN(c->a, uint8_t, nbytes ? nbytes : 1);
+    if (t->has_raw_data) {
         if (nbytes) memcpy(k->data, t->raw_data.data, nbytes);
     } else {
         for (int64_t i = 0; i < numel; i++) {

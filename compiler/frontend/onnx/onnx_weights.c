@@ -8,7 +8,9 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "onnx_int.h"
 
@@ -30,6 +32,25 @@ static const char *st_dtype(rx_dtype t)
     case RX_DT_BOOL: return "BOOL";
     default: return NULL;
     }
+}
+
+/* Appends nbytes at off of the file at path to out, 1 MiB at a time. */
+static bool copy_range(FILE *out, const char *path, int64_t off, size_t nbytes, rx_diags *d)
+{
+    FILE *in = path ? fopen(path, "rb") : NULL;
+    bool ok = in && fseeko(in, (off_t)off, SEEK_SET) == 0;
+    static const size_t chunk = (size_t)1 << 20;
+    uint8_t *buf = ok ? rx_xmalloc(chunk) : NULL;
+    for (size_t done = 0; ok && done < nbytes;) {
+        size_t n = nbytes - done < chunk ? nbytes - done : chunk;
+        ok = fread(buf, 1, n, in) == n && fwrite(buf, 1, n, out) == n;
+        done += n;
+    }
+    if (!ok) rx_diag_add(d, "", "cannot copy %zu bytes at offset %lld of %s", nbytes,
+                         (long long)off, path ? path : "?");
+    free(buf);
+    if (in) fclose(in);
+    return ok;
 }
 
 bool rx_safetensors_write(const char *path, const rx_onnx_weightset *ws, rx_diags *d)
@@ -58,8 +79,11 @@ bool rx_safetensors_write(const char *path, const rx_onnx_weightset *ws, rx_diag
     uint8_t len[8];
     for (int i = 0; i < 8; i++) len[i] = (uint8_t)((uint64_t)h.n >> (8 * i));
     ok = ok && fwrite(len, 1, 8, f) == 8 && fwrite(h.p, 1, h.n, f) == h.n;
-    for (int i = 0; ok && i < ws->n; i++)
-        ok = ws->w[i]->nbytes == 0 || fwrite(ws->w[i]->data, 1, ws->w[i]->nbytes, f) == ws->w[i]->nbytes;
+    for (int i = 0; ok && i < ws->n; i++) {
+        const rx_const *k = ws->w[i];
+        if (k->data) ok = k->nbytes == 0 || fwrite(k->data, 1, k->nbytes, f) == k->nbytes;
+        else ok = copy_range(f, ws->ext_path[i], ws->ext_off[i], k->nbytes, d);
+    }
     if (f && fclose(f)) ok = false;
     if (!ok) rx_diag_add(d, "", "cannot write %s: %s", path, strerror(errno));
     rx_sb_free(&h);

@@ -43,6 +43,10 @@ typedef struct rx_onnx_opts {
 typedef struct rx_onnx_weightset {
     rx_const **w;
     int32_t n;
+    const char **ext_path; /* per weight: its external-data file when w[i]->data is NULL
+                              (read only when written, so a model's weights are never all
+                              in memory), else NULL */
+    int64_t *ext_off;      /* per weight: offset in that file */
 } rx_onnx_weightset;
 
 /* Decodes and converts buf[0..n). Returns the module (not yet deduced by
