@@ -472,8 +472,8 @@ static rx_bench_ekind bind_given(errbuf *e, const rx_rxa_func *f, const char *fn
         if (!ins[i].name) {
             while (next < f->nparams && given[next]) next++;
             if (next == f->nparams)
-                return fail(e, RX_BENCH_E_INPUT, "--in %s: %s has only %u parameters",
-                            ins[i].file ? ins[i].file : "?", fname, f->nparams);
+                return fail(e, RX_BENCH_E_INPUT, "--in %s: every parameter of %s is already given",
+                            ins[i].file ? ins[i].file : "?", fname);
             given[next] = &ins[i];
             continue;
         }

@@ -413,9 +413,17 @@ static rx_sinfo *input_sinfo(ox_ctx *c, const Onnx__ValueInfoProto *vi, const ch
     return rx_si_tensor(c->a, dt, nd, dims);
 }
 
+/* A parameter named after the ONNX name, made unique: two ONNX names may become the
+ * same identifier ("a.b", "a_b"), and weights are bound by these names. */
 static rx_node *add_param(ox_ctx *c, const char *name, rx_sinfo *si)
 {
-    rx_node *p = rx_n_var(c->m, ident(c, name, "p_"), si, false);
+    const char *id = ident(c, name, "p_"), *base = id;
+    for (int k = 1, i = 0; i < c->params.n; i++)
+        if (!strcmp(c->params.items[i]->u.var.name, id)) {
+            id = rx_arena_printf(c->a, "%s_%d", base, k++);
+            i = -1; /* check the new name against all of them again */
+        }
+    rx_node *p = rx_n_var(c->m, id, si, false);
     RX_VEC_PUSH(c->params, p);
     return p;
 }

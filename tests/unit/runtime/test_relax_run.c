@@ -331,6 +331,13 @@ START_TEST(outputs_match_expected)
     ck_assert_int_eq(r.status, 0);
     ck_assert_str_eq(r.out, "out0: f32 (3, 4) [1, 3, 5, 7, 9, 11, 13, 15, ...]\n");
     result_free(&r);
+
+    /* FILE.npy without NAME= binds the next parameter (x) */
+    r = RUN(art, "--in", sub("x.npy"));
+    ck_assert_msg(r.status == 0, "stderr: %s", r.err);
+    ck_assert_str_eq(r.out, "out0: f32 (3, 4) [1, 3, 5, 7, 9, 11, 13, 15, ...]\n");
+    result_free(&r);
+    expect_error(RUN(art, "--in", sub("x.npy"), "--in", sub("x.npy")), "every parameter of main is already given");
 }
 END_TEST
 
@@ -563,7 +570,7 @@ START_TEST(usage_errors)
         (const char *const[]){"--frobnicate", NULL},
         (const char *const[]){"m.rxa", "--repeat", "0", NULL},
         (const char *const[]){"m.rxa", "--number", "x", NULL},
-        (const char *const[]){"m.rxa", "--in", "novalue", NULL},
+        (const char *const[]){"m.rxa", "--in", "=x.npy", NULL}, /* FILE alone is positional */
         (const char *const[]){"m.rxa", "--shape", NULL},
         (const char *const[]){"m.rxa", "other.rxa", NULL},
         (const char *const[]){"m.rxa", "--min-repeat-ms", "-1", NULL},
