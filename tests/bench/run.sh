@@ -32,6 +32,9 @@
 #                   written five ways, decode b=1/16 over 512 cached and prefill s=128/512,
 #                   relax O2 and O3 vs ONNX Runtime 1.30 (npm, installed by setup_ort.sh)
 #                   and PyTorch, 2 threads each (goal: relax/ORT <= 1.0)
+#   bench_attention.py attention's two products in nine formulations (s = 512, 16 heads
+#                   of 64) vs OpenBLAS sgemm of the same FLOPs, CPU time on 1 thread
+#                   (goal >= 0.5x sgemm's rate)
 # Every benchmark checks its result against its reference and fails loudly if they differ.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -57,3 +60,5 @@ env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_
     --threads 2 --repeat 10 --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_vs_ort.py \
     --threads 2 --repeat 10 --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_attention.py \
+    --threads 1 --cpu --rounds 3 --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run
