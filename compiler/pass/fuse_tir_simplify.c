@@ -17,7 +17,15 @@
  * variable that no loop binds (shape or scalar parameter) for itself. Anything else
  * has no bound and is left alone.
  * Rewrite: bottom-up, x // d becomes 0 and x % d becomes x when lo(x) >= 0 and
- * hi(x) < d are proved (rx_arith_prove on the canonical difference); then every
+ * hi(x) < d are proved (rx_arith_prove on the canonical difference). Else x is split by
+ * a unit c with d = c * m (m a literal; c = d itself, or a term's loop-free
+ * coefficient): the terms of x that are multiples of c (proved: t == q * c, q found by
+ * cancelling c's factors from t's) sum to A * c, the others to R, and when 0 <= R < c
+ * is proved, x // d = A // m and x % d = (A % m) * c + R. A batch loop over a symbolic
+ * dim b puts s * i0 * 1024 into a reshape's dividend (s * 1024), whose quotient is then
+ * i0 instead of a 64-bit division per multiply-add (an attention product at 2 GFLOP/s);
+ * a broadcast head axis reads (s * i1 * 64 + j * 64 + k) // (s * 256), which is i1 // 4.
+ * Then every
  * integer index is brought to the arithmetic's canonical form (folding s * 0 * 64),
  * with the constant ranges of constant-extent loops declared, so that (i * 4 + j) // 4
  * folds as in the builder; the variable of a loop of extent 1 is replaced by its only
@@ -133,6 +141,112 @@ static bool bounds(simp *s, rx_expr *e, rx_expr **lo, rx_expr **hi)
     }
 }
 
+/* Collects the additive terms of e (through + and -) into ts, signs into neg. */
+static bool terms(rx_expr *e, bool minus, rx_expr **ts, bool *neg, int *n, int max)
+{
+    if (e->kind == RX_E_ADD || e->kind == RX_E_SUB)
+        return terms(e->u.op.a, minus, ts, neg, n, max) &&
+               terms(e->u.op.b, e->kind == RX_E_SUB ? !minus : minus, ts, neg, n, max);
+    if (*n == max) return false;
+    ts[*n] = e;
+    neg[(*n)++] = minus;
+    return true;
+}
+
+/* Collects the factors of e (through *) into fs; false past max. */
+static bool factors(rx_expr *e, rx_expr **fs, int *n, int max)
+{
+    if (e->kind == RX_E_MUL)
+        return factors(e->u.op.a, fs, n, max) && factors(e->u.op.b, fs, n, max);
+    if (*n == max) return false;
+    fs[(*n)++] = e;
+    return true;
+}
+
+/* q with t == q * d proved, by cancelling d's factors from t's (s * i0 * 1024 over
+ * s * 1024 is i0); NULL when they do not cancel. */
+static rx_expr *exact_quot(simp *s, rx_expr *t, rx_expr *d)
+{
+    enum { MAXF = 16 };
+    rx_expr *tf[MAXF], *df[MAXF];
+    int nt = 0, nd = 0;
+    if (!factors(t, tf, &nt, MAXF) || !factors(d, df, &nd, MAXF)) return NULL;
+    int64_t ct = 1, cd = 1, v;
+    for (int i = 0; i < nd; i++) {
+        if (rx_expr_is_const(df[i], &v)) {
+            cd *= v;
+            continue;
+        }
+        int k = 0;
+        while (k < nt && !rx_expr_same(tf[k], df[i])) k++;
+        if (k == nt) return NULL;
+        tf[k] = tf[--nt]; /* cancelled */
+    }
+    rx_expr *q = NULL;
+    for (int i = 0; i < nt; i++) {
+        if (rx_expr_is_const(tf[i], &v)) ct *= v;
+        else q = q ? bin(s, RX_E_MUL, q, tf[i]) : tf[i];
+    }
+    if (cd <= 0 || ct % cd) return NULL;
+    rx_expr *c = rx_e_typed_int(s->a, ct / cd, (rx_dtype)t->dtype);
+    q = q ? (ct / cd == 1 ? q : bin(s, RX_E_MUL, q, c)) : c;
+    return rx_arith_prove_equal(s->ar, t, bin(s, RX_E_MUL, q, d)) ? q : NULL;
+}
+
+/* The loop-free factors of term t multiplied (s * 64 of s * i1 * 64), or NULL. */
+static rx_expr *coefficient(simp *s, rx_expr *t)
+{
+    enum { MAXF = 16 };
+    rx_expr *tf[MAXF], *c = NULL;
+    int nt = 0;
+    if (!factors(t, tf, &nt, MAXF)) return NULL;
+    for (int i = 0; i < nt; i++)
+        if (loop_free(s, tf[i])) c = c ? bin(s, RX_E_MUL, c, tf[i]) : tf[i];
+    return c;
+}
+
+/* x // d and x % d split by a unit c with d = c * m (m a literal >= 1): when x = A * c
+ * + R with 0 <= R < c proved (A: the sum of the quotients of x's terms that are
+ * multiples of c, R: the other terms), x // d = A // m and x % d = (A % m) * c + R
+ * (with m = 1: A and R). The units tried: d itself, then each term's loop-free
+ * coefficient. A batch loop over a symbolic dim puts s * i0 * 1024 into a reshape's
+ * dividend (s * 1024): the quotient is i0; a broadcast head axis of 4 repeats reads
+ * (s * i1 * 64 + j * 64 + k) // (s * 256): i1 // 4. NULL when no unit splits x. */
+static rx_expr *split_div(simp *s, rx_expr *r)
+{
+    enum { MAXT = 32 };
+    rx_expr *ts[MAXT], *d = r->u.op.b;
+    bool neg[MAXT];
+    int n = 0;
+    if (!terms(r->u.op.a, false, ts, neg, &n, MAXT)) return NULL;
+    rx_dtype dt = (rx_dtype)r->dtype;
+    for (int u = -1; u < n; u++) {
+        rx_expr *c = u < 0 ? d : coefficient(s, ts[u]), *mq;
+        int64_t m;
+        if (!c || (u >= 0 && rx_expr_same(c, d))) continue;
+        if (u >= 0 && (!(mq = exact_quot(s, d, c)) || !rx_expr_is_const(mq, &m) || m < 2)) continue;
+        if (u < 0) m = 1;
+        rx_expr *q = NULL, *rest = NULL;
+        for (int i = 0; i < n; i++) {
+            rx_expr *qi = exact_quot(s, ts[i], c);
+            rx_expr **acc = qi ? &q : &rest, *x = qi ? qi : ts[i];
+            *acc = *acc ? bin(s, neg[i] ? RX_E_SUB : RX_E_ADD, *acc, x)
+                        : (neg[i] ? bin(s, RX_E_SUB, rx_e_typed_int(s->a, 0, dt), x) : x);
+        }
+        if (!q) continue;
+        if (!rest) rest = rx_e_typed_int(s->a, 0, dt);
+        rx_expr *lo, *hi;
+        if (!bounds(s, rest, &lo, &hi) || !proved(s, RX_E_GE, lo, rx_e_int(s->a, 0)) ||
+            !proved(s, RX_E_LT, hi, c))
+            continue;
+        if (m == 1) return r->kind == RX_E_FLOORDIV ? q : rest;
+        rx_expr *lm = rx_e_typed_int(s->a, m, dt);
+        if (r->kind == RX_E_FLOORDIV) return bin(s, RX_E_FLOORDIV, q, lm);
+        return bin(s, RX_E_ADD, bin(s, RX_E_MUL, bin(s, RX_E_FLOORMOD, q, lm), c), rest);
+    }
+    return NULL;
+}
+
 /* e with provably trivial // and % removed, bottom-up. */
 static rx_expr *strip(simp *s, rx_expr *e)
 {
@@ -152,6 +266,8 @@ static rx_expr *strip(simp *s, rx_expr *e)
         if (bounds(s, r->u.op.a, &lo, &hi) && proved(s, RX_E_GE, lo, rx_e_int(s->a, 0)) &&
             proved(s, RX_E_LT, hi, r->u.op.b))
             return r->kind == RX_E_FLOORDIV ? rx_e_typed_int(s->a, 0, (rx_dtype)r->dtype) : r->u.op.a;
+        rx_expr *x = split_div(s, r);
+        if (x) return x;
     }
     return r;
 }

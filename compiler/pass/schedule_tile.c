@@ -34,7 +34,9 @@
  * compiler unrolls and keeps in registers), else the same statements with extents
  * min(MR, M - io * MR) and min(NR, N - jo * NR). Without I there is no io loop and acc
  * is (NR,). When few J tiles exist (N a literal below 4 * NR) the order is io, jo and
- * K is not blocked, so the parallel loop has iterations to share.
+ * K is not blocked, so the parallel loop has iterations to share, unless a batch loop
+ * of literal extent >= 2 will be the parallel one (attention's heads): then jo stays
+ * first, and B can be packed.
  *
  * Why it is exact: for every output element (i, j) the new code computes INIT, then
  * applies UPD for the reduce indices in the original lexicographic order (ko
@@ -82,8 +84,11 @@
  * for each of the M / MR row tiles that use it. So when the nest is
  *   - a contiguous register tile with I and more than one row, in the jo-first order,
  *     with one reduce loop K,
- *   - M a literal >= PACK_MIN_ROWS (32: each panel serves at least four row tiles; a
- *     symbolic M may be 1, a decode step, where the copy would be pure overhead),
+ *   - M a literal >= PACK_MIN_ROWS (32: each panel serves at least four row tiles), or
+ *     symbolic: then the nest is IF (M >= PACK_MIN_ROWS) the packed nest ELSE the
+ *     unpacked one (a symbolic M may be 1, a decode step, where the copy would be pure
+ *     overhead; attention's probs @ v over a symbolic s reads v's rows heads * d apart,
+ *     the strided case packing is for),
  *   - K symbolic or a literal >= PACK_MIN_K (128; below that the panel is small and
  *     packing measured no gain: the batched attention products, K = 64),
  *   - and UPD has a load whose indices use K but not I and whose last index steps by
@@ -177,6 +182,7 @@ typedef struct tplan {
     bool io_first;             /* io outer, jo inner */
     bool contiguous;           /* J is the last index of a load in UPD (or of the panel) */
     bool transposed;           /* bload has J in another index: packing transposes it */
+    bool pack_sym_rows;        /* B may be packed with a symbolic M (the M >= 32 branch) */
     const rx_expr *bload;      /* the load of UPD read from the packed panel, or NULL */
     rx_buffer *panel;          /* the packed panel (kc or K, NR), when bload */
     int64_t mr, nr, kc;        /* tile sizes */
@@ -578,7 +584,7 @@ static void plan_pack(tplan *P, bool one_row)
         return;
     }
     if (!P->contiguous || one_row || P->io_first || t->n - t->p != 1) return;
-    if (!rx_expr_is_const(P->M, &v) || v < PACK_MIN_ROWS) return;
+    if (rx_expr_is_const(P->M, &v) ? v < PACK_MIN_ROWS : !P->pack_sym_rows) return;
     if (rx_expr_is_const(P->K, &v) && v < PACK_MIN_K) return;
     const rx_svar *vars[6];
     ikj_vars(t, vars);
@@ -620,8 +626,11 @@ static void plan_sizes(tplan *P)
         P->nr = wide;
     }
     P->nr = fit_tile(P->N, P->nr, P->contiguous ? P->nr / 2 : P->nr);
-    P->io_first = P->has_i && !one_row && !P->transposed && rx_expr_is_const(P->N, &v) &&
-                  (v + P->nr - 1) / P->nr < FEW_TILES;
+    bool lit_batch = false; /* a batch loop that will be the parallel one (build) */
+    for (int k = 0; k + 2 < t->p; k++)
+        lit_batch |= rx_expr_is_const(t->loops[k]->u.for_.extent, &v) && v >= 2;
+    P->io_first = P->has_i && !one_row && !P->transposed && !lit_batch &&
+                  rx_expr_is_const(P->N, &v) && (v + P->nr - 1) / P->nr < FEW_TILES;
     plan_pack(P, one_row);
     int64_t kmax = P->bload ? P->kc : 2 * KC_TILE; /* the longest K left unblocked */
     P->kblock = P->has_i && !one_row && !P->io_first && t->n - t->p == 1 &&
@@ -672,13 +681,15 @@ static rx_stmt *pack_loops(tplan *P)
     return mk_for(P->a, kp, ek, RX_LOOP_SERIAL, mk_for(P->a, jp, ej, RX_LOOP_VECTORIZED, st));
 }
 
-/* The tiled replacement of nest t. */
-static rx_stmt *build(rx_module *m, const tnest *t)
+/* The tiled replacement of nest t; pack_sym_rows: B may be packed with a symbolic M
+ (*sym_packed then says whether it was). */
+static rx_stmt *build_one(rx_module *m, const tnest *t, bool pack_sym_rows, bool *sym_packed)
 {
     tplan P = {0};
     P.m = m;
     P.a = m->arena;
     P.t = t;
+    P.pack_sym_rows = pack_sym_rows;
     P.has_i = t->p >= 2;
     const rx_stmt *lj = t->loops[t->p - 1], *li = P.has_i ? t->loops[t->p - 2] : NULL;
     P.N = lj->u.for_.extent;
@@ -747,6 +758,24 @@ static rx_stmt *build(rx_module *m, const tnest *t)
     if (!par && !olit) par = outer;
     if (par) par->u.for_.loop_kind = RX_LOOP_PARALLEL;
     rx_vmap_free(&P.sub);
+    if (sym_packed) *sym_packed = P.bload && !P.transposed && li && !rx_expr_is_const(P.M, &e);
+    return s;
+}
+
+/* The tiled replacement of nest t: with a symbolic M that packing would serve, IF (M >=
+ * PACK_MIN_ROWS) the packed nest ELSE the unpacked one (file essay, "Packing"). */
+static rx_stmt *build(rx_module *m, const tnest *t)
+{
+    bool sym = false;
+    rx_stmt *packed = build_one(m, t, true, &sym);
+    if (!sym) return packed;
+    rx_arena *a = m->arena;
+    rx_stmt *s = new_stmt(a, RX_S_IF);
+    s->u.if_.cond = rx_e_binary(a, RX_E_GE, t->loops[t->p - 2]->u.for_.extent,
+                                rx_e_int(a, PACK_MIN_ROWS));
+    s->u.if_.then_s = list_of(a, &packed, 1);
+    rx_stmt *plain = build_one(m, t, false, NULL);
+    s->u.if_.else_s = list_of(a, &plain, 1);
     return s;
 }
 

@@ -39,6 +39,12 @@
 #   bench_onnx_import.py  relaxc import --weights params of a 32-layer ONNX decoder
 #                   (hidden 1024, 1.6 GB of external-data weights) vs cp of the weights
 #                   file; relaxc's peak RSS (docs/onnx.md)
+#   bench_attention.py attention's two products in nine formulations (s = 512, 16 heads
+#                   of 64) vs OpenBLAS sgemm of the same FLOPs, CPU time on 1 thread
+#                   (goal >= 0.5x sgemm's rate)
+#   bench_opt_levels.py every e2e case and the generators (a hidden-1024 decoder layer,
+#                   attention's formulations) at O2 and O3 side by side, per function
+#                   and per kernel (goal: O3 / O2 <= 1.05; above is a failure)
 # Every benchmark checks its result against its reference and fails loudly if they differ.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -64,6 +70,10 @@ env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_
     --threads 2 --repeat 10 --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_vs_ort.py \
     --threads 2 --repeat 10 --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_attention.py \
+    --threads 1 --cpu --rounds 3 --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run
+/usr/bin/python3 tests/bench/bench_opt_levels.py --rounds 3 \
+    --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run
 CC=clang cmake -S . -B build-fuzz-bench -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DRX_SANITIZE=ON -DRX_WERROR=ON -DRX_FUZZ=ON >/dev/null
 ninja -C build-fuzz-bench fuzz_reader fuzz_rxa fuzz_http relaxc >/dev/null

@@ -203,14 +203,18 @@ START_TEST(int_floor_wrap_shift)
         " {'name': 'S', 'buffer': {'shape': [9], 'dtype': 'i32'}},"
         " {'name': 'P', 'buffer': {'shape': [9], 'dtype': 'i8'}},"
         " {'name': 'U', 'buffer': {'shape': [9], 'dtype': 'u16'}},"
-        " {'name': 'L', 'buffer': {'shape': [9], 'dtype': 'i64'}}],"
+        " {'name': 'L', 'buffer': {'shape': [9], 'dtype': 'i64'}},"
+        " {'name': 'M', 'buffer': {'shape': [9], 'dtype': 'i32'}},"
+        " {'name': 'N', 'buffer': {'shape': [9], 'dtype': 'i64'}}],"
         " 'body': [{'for': 'i', 'extent': 9, 'body': ["
         "  {'store': 'Q[i]', 'value': 'A[i] // B[i]'},"
         "  {'store': 'R[i]', 'value': 'A[i] % B[i]'},"
         "  {'store': 'S[i]', 'value': '(A[i] >> 1) ^ (i32(i) << 2) | (~A[i] & 3)'},"
         "  {'store': 'P[i]', 'value': 'i8(A[i]) * 3 + i8(min(B[i], 5))'},"
         "  {'store': 'U[i]', 'value': 'u16(A[i]) * u16(B[i]) - u16(max(A[i], B[i]))'},"
-        "  {'store': 'L[i]', 'value': '(i - 4) // 3 * 100 + (i - 4) % 3 + i64(abs(B[i]))'}]}]}"));
+        "  {'store': 'L[i]', 'value': '(i - 4) // 3 * 100 + (i - 4) % 3 + i64(abs(B[i]))'},"
+        "  {'store': 'M[i]', 'value': 'A[i] // 4 + A[i] % 8'},"
+        "  {'store': 'N[i]', 'value': 'i64(A[i]) // 16 * 100 + i64(A[i]) % 16'}]}]}"));
     cg_lib lib = cg_build(m);
     cg_kernel k = cg_get(lib, "ints");
     int32_t a[9] = {7, -7, 7, -7, 0, 5, -6, INT32_MIN, 100000};
@@ -218,8 +222,9 @@ START_TEST(int_floor_wrap_shift)
     int32_t q[9], r[9], s[9];
     int8_t p[9];
     uint16_t u[9];
-    int64_t l[9];
-    void *data[] = {a, b, q, r, s, p, u, l};
+    int64_t l[9], n[9];
+    int32_t mm[9];
+    void *data[] = {a, b, q, r, s, p, u, l, mm, n};
     ck_assert_int_eq(k(data, NULL), 0);
     for (int i = 0; i < 9; i++) {
         int64_t eq = ref_floordiv(a[i], b[i]);
@@ -236,6 +241,10 @@ START_TEST(int_floor_wrap_shift)
         int64_t e_abs = b[i] < 0 ? -(int64_t)b[i] : b[i];
         int64_t el = ref_floordiv(i - 4, 3) * 100 + ((i - 4) - 3 * ref_floordiv(i - 4, 3)) + e_abs;
         ck_assert_int_eq(l[i], el);
+        /* by powers of two (a shift and a mask in C): floor semantics for negatives too */
+        int64_t d4 = ref_floordiv(a[i], 4), d8 = ref_floordiv(a[i], 8), d16 = ref_floordiv(a[i], 16);
+        ck_assert_int_eq(mm[i], (int32_t)(d4 + (a[i] - 8 * d8)));
+        ck_assert_int_eq(n[i], d16 * 100 + (a[i] - 16 * d16));
     }
     cg_close(lib);
     rx_module_free(m);

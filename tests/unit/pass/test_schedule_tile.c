@@ -164,11 +164,20 @@ START_TEST(structure)
     ck_assert_int_eq(f.acc_shape[0], 6);
     ck_assert_int_eq(f.acc_shape[1], 16);
 
-    /* symbolic matmul: partial tiles and K blocking decided at run time */
-    f = facts_of(callee(m, "mm_sym"));
-    ck_assert_int_eq(f.ifs, 1);
-    ck_assert_int_eq(f.par, 1);
-    ck_assert_str_eq(var_name(f.first_par->u.for_.body.items[0]), "k0_o");
+    /* symbolic matmul: partial tiles and K blocking decided at run time; IF (n >= 32)
+     * the nest with B packed (test_schedule_pack.c) ELSE the one without, whose
+     * partial tiles are one more IF */
+    const rx_func *sym = callee(m, "mm_sym");
+    ck_assert_int_eq(sym->tbody.n, 1);
+    ck_assert_int_eq(sym->tbody.items[0]->kind, RX_S_IF);
+    f = facts_of(sym);
+    ck_assert_int_eq(f.ifs, 3);
+    ck_assert_int_eq(f.par, 2);
+    const rx_stmts *plain = &sym->tbody.items[0]->u.if_.else_s;
+    ck_assert_int_eq(plain->n, 1);
+    ck_assert_str_eq(var_name(plain->items[0]), "i1_o");
+    ck_assert_int_eq(plain->items[0]->u.for_.loop_kind, RX_LOOP_PARALLEL);
+    ck_assert_str_eq(var_name(plain->items[0]->u.for_.body.items[0]), "k0_o");
 
     /* batch matmul: the batch loop (3) is the parallel one */
     f = facts_of(callee(m, "bmm"));
