@@ -10,11 +10,12 @@
  *       C[v_1, .., v_n] = VALUE      (VALUE loads no C)
  *
  * where VALUE holds a load X of another buffer whose last index steps by exactly 1
- * with some v_p, p < n, and not with v_n (proved with the arithmetic, as schedule_tile.c
- * judges contiguity). Written as it is, the innermost loop writes C contiguously but
- * reads X with the stride of one of X's rows: for a 4096 x 4104 f32 transpose, every
- * read is in a different 4 KiB page, so every element costs a TLB and a cache miss
- * (0.05 GB/s measured). The nest becomes
+ * with some v_p, p < n, and not with v_n, while some index of X does use v_n (proved
+ * with the arithmetic, as schedule_tile.c judges contiguity; a load free of v_n, such
+ * as softmax's row maximum, is a broadcast, not a transpose). Written as it is, the
+ * innermost loop writes C contiguously but reads X with the stride of one of X's
+ * rows: for a 4096 x 4104 f32 transpose, every read is in a different 4 KiB page, so
+ * every element costs a TLB and a cache miss (0.05 GB/s measured). The nest becomes
  *
  *   for v_1 .. v_{p-1}
  *     for po in range(ceil(E_p / T))
@@ -87,9 +88,16 @@ static int read_axis(rx_arith *ar, rx_arena *a, const rx_expr *e, const cnest *c
     if (e->kind == RX_E_LOAD && e->u.load.buf != out && e->u.load.nidx >= 1) {
         const rx_iter *its = c->blk->u.block.iters;
         if (rx_load_unit_step(ar, a, e, its[c->n - 1].var)) return -1;
+        /* A load that does not move with the innermost iterator (softmax's row
+         * maximum, a broadcast bias) reads one element per inner sweep: no transpose. */
+        bool inner = false;
+        for (int d = 0; d < e->u.load.nidx && !inner; d++)
+            inner = rx_expr_uses_var(e->u.load.idx[d], its[c->n - 1].var);
+        if (!inner) goto children;
         for (int k = c->n - 2; k >= 0; k--)
             if (rx_load_unit_step(ar, a, e, its[k].var)) return k;
     }
+children:
     for (int i = 0; i < rx_expr_nchildren(e); i++) {
         int r = read_axis(ar, a, rx_expr_child(e, i), c, out);
         if (r >= 0) return r;
