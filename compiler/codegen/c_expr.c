@@ -288,14 +288,23 @@ static void emit_intrin(cg *g, const rx_expr *e, rx_loc loc)
     }
     const char *f = t == RX_DT_F64 ? "" : "f";     /* libm suffix */
     const char *one = t == RX_DT_F64 ? "1.0" : "1.0f";
-    /* exp in float: the prelude's vectorizable rx_expf, else libm */
+    /* exp, erf, tanh, log in float: the prelude's vectorizable versions
+       (relax/codegen_math.h), else libm */
     const char *ex = t == RX_DT_F64 ? "exp" : "rx_expf";
-    if (t != RX_DT_F64 && (fn == RX_FN_EXP || fn == RX_FN_SIGMOID)) use(g, H_EXPF, 0);
+    bool own = t != RX_DT_F64 && (fn == RX_FN_EXP || fn == RX_FN_SIGMOID || fn == RX_FN_ERF ||
+                                  fn == RX_FN_TANH || fn == RX_FN_LOG);
+    if (own && fn != RX_FN_LOG) use(g, H_EXPF, 0); /* erf and tanh call rx_expf */
+    if (own && fn == RX_FN_ERF) use(g, H_ERFF, 0);
+    if (own && fn == RX_FN_TANH) use(g, H_TANHF, 0);
+    if (own && fn == RX_FN_LOG) use(g, H_LOGF, 0);
     round_open(g, t);
     switch (fn) {
     case RX_FN_RSQRT: rx_sb_printf(o, "(%s / sqrt%s(", one, f); break;
     case RX_FN_SIGMOID: rx_sb_printf(o, "(%s / (%s + %s(-(", one, one, ex); break;
     case RX_FN_EXP: rx_sb_printf(o, "%s(", ex); break;
+    case RX_FN_ERF: case RX_FN_TANH: case RX_FN_LOG:
+        rx_sb_printf(o, "%s%s%s(", own ? "rx_" : "", rx_intrin_name(fn), f);
+        break;
     case RX_FN_ABS: rx_sb_printf(o, "fabs%s(", f); break;
     case RX_FN_ROUND: rx_sb_printf(o, "nearbyint%s(", f); break;
     default: rx_sb_printf(o, "%s%s(", rx_intrin_name(fn), f); break;
@@ -508,9 +517,13 @@ static const char PRELUDE_HEAD[] =
     "#if defined(__GNUC__)\n"
     "#define RX_UNROLL _Pragma(\"GCC unroll 8\")\n"
     "#define RX_HELPER static inline __attribute__((unused))\n"
+    "/* the math functions: inlined into simd loops whatever their size, or the loop\n"
+    "   stays scalar around a call (gcc's early inliner declines erf's body) */\n"
+    "#define RX_MATH_HELPER static inline __attribute__((unused, always_inline))\n"
     "#else\n"
     "#define RX_UNROLL\n"
     "#define RX_HELPER static inline\n"
+    "#define RX_MATH_HELPER static inline\n"
     "#endif\n"
     "\n";
 
@@ -654,7 +667,10 @@ static const char PRELUDE_ISA[] =
 
 /* exp in float: relax/codegen_math.h's rx_expf_ref as text (one source for the kernels
    and the compiler's loop-function evaluator; the header says how and how accurate). */
-static const char PRELUDE_EXPF[] = RX_MATH_STR(RX_EXPF_SOURCE(RX_HELPER, rx_expf)) "\n";
+static const char PRELUDE_EXPF[] = RX_MATH_STR(RX_EXPF_SOURCE(RX_MATH_HELPER, rx_expf)) "\n";
+static const char PRELUDE_ERFF[] = RX_MATH_STR(RX_ERFF_SOURCE(RX_MATH_HELPER, rx_erff, rx_expf)) "\n";
+static const char PRELUDE_TANHF[] = RX_MATH_STR(RX_TANHF_SOURCE(RX_MATH_HELPER, rx_tanhf, rx_expf)) "\n";
+static const char PRELUDE_LOGF[] = RX_MATH_STR(RX_LOGF_SOURCE(RX_MATH_HELPER, rx_logf)) "\n";
 
 static bool needs(const cg *g, cg_helper h, rx_dtype t)
 {
@@ -673,6 +689,9 @@ void rx_cg_prelude(const cg *g, rx_sb *out)
     if (g->need[H_OMP]) rx_sb_puts(out, PRELUDE_OMP);
     if (g->need[H_ISA]) rx_sb_puts(out, PRELUDE_ISA);
     if (g->need[H_EXPF]) rx_sb_puts(out, PRELUDE_EXPF);
+    if (g->need[H_ERFF]) rx_sb_puts(out, PRELUDE_ERFF);
+    if (g->need[H_TANHF]) rx_sb_puts(out, PRELUDE_TANHF);
+    if (g->need[H_LOGF]) rx_sb_puts(out, PRELUDE_LOGF);
     bool signed_floor = false;
     for (int t = RX_DT_I8; t <= RX_DT_I64; t++)
         if (needs(g, H_FLOORDIV, (rx_dtype)t) || needs(g, H_FLOORMOD, (rx_dtype)t))

@@ -7,9 +7,10 @@
  * Exact versions (opt level 2, no contraction, so every version writes the baseline's
  * bits, which constant folding promises): only code where wider vectors pay, the hot
  * top-level statements (rx_cg_hot_at). A statement is hot when
- *   - it computes exp in f32 (exp, sigmoid: rx_expf, ~30 vector instructions per
- *     element, which 4 SSE lanes leave compute-bound at a third of memory bandwidth)
- *     inside a vectorized loop; or
+ *   - it computes exp, erf, tanh or log in f32 (exp, sigmoid, gelu: rx_expf and the
+ *     other functions of relax/codegen_math.h, 30-70 vector instructions per element,
+ *     which 4 SSE lanes leave compute-bound at a third of memory bandwidth) inside a
+ *     vectorized loop; or
  *   - it holds the full tile of a tiled matmul or matrix-vector product: multiply-adds
  *     into a local accumulator inside a vectorized loop of literal extent (stmt_tile_update),
  *     which SSE without fused multiply-adds leaves compute-bound. Measured on a
@@ -72,13 +73,15 @@ bool rx_cg_wants_isa(const rx_stmts *ss)
     return any_in_simd(ss, false, false, any_stmt);
 }
 
-/* Whether e computes exp in f32 (exp or sigmoid: an inlined rx_expf, some thirty
- * vector instructions per element). */
+/* Whether e computes exp, erf, tanh or log in f32 (exp or sigmoid: an inlined rx_expf,
+ * some thirty vector instructions per element; erf, tanh, log: codegen_math.h's others,
+ * thirty to seventy). */
 static bool expr_expf(const rx_expr *e)
 {
     if (!e) return false;
     if (e->kind == RX_E_CALL && (rx_dtype)e->dtype == RX_DT_F32 &&
-        (e->u.call.fn == RX_FN_EXP || e->u.call.fn == RX_FN_SIGMOID))
+        (e->u.call.fn == RX_FN_EXP || e->u.call.fn == RX_FN_SIGMOID ||
+         e->u.call.fn == RX_FN_ERF || e->u.call.fn == RX_FN_TANH || e->u.call.fn == RX_FN_LOG))
         return true;
     for (int i = 0; i < rx_expr_nchildren(e); i++)
         if (expr_expf(rx_expr_child(e, i))) return true;

@@ -19,11 +19,12 @@
 /* Helpers the prelude can define; cg.need[h] has bit (1 << dtype) set when the
  * helper for that dtype was used (the helpers defined once use bit 0: H_F16, H_BF16,
  * H_BITS, H_ALLOC; H_OMP: a parallel loop, which pins the OpenMP runtime; H_ISA: a
- * kernel with ISA versions, which needs the CPU check; H_EXPF: exp in float; see
+ * kernel with ISA versions, which needs the CPU check; H_EXPF, H_ERFF, H_TANHF, H_LOGF:
+ * exp, erf, tanh, log in float (relax/codegen_math.h); see
  * c_expr.c and c_kernel.c). */
 typedef enum cg_helper {
     H_FLOORDIV, H_FLOORMOD, H_MIN, H_MAX, H_ABS, /* per dtype */
-    H_F16, H_BF16, H_BITS, H_ALLOC, H_OMP, H_ISA, H_EXPF, /* once */
+    H_F16, H_BF16, H_BITS, H_ALLOC, H_OMP, H_ISA, H_EXPF, H_ERFF, H_TANHF, H_LOGF, /* once */
     H_COUNT
 } cg_helper;
 

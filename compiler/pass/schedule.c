@@ -37,7 +37,8 @@
  * A nest's single loop may be both outermost and innermost; it is then parallel only.
  * Vectorization is a hint: codegen emits it only where OpenMP simd applies.
  *
- * The pass (rx_pass_schedule_cpu) first tiles reduction nests (schedule_tile.c), which
+ * The pass (rx_pass_schedule_cpu) first tiles reduction nests (schedule_tile.c) and
+ * transposing copies (schedule_copy.c), which
  * marks the parallel loop of each tiled nest itself; the parallel rule here then finds
  * nothing more in those nests (they hold a parallel loop), while their innermost loops
  * still left serial (a partial tile's) may be vectorized by the rule above.
@@ -344,5 +345,5 @@ bool rx_schedule_cpu(rx_module *m, int *nparallel, int *nvectorized)
 bool rx_pass_schedule_cpu(rx_module *m, rx_diags *d)
 {
     (void)d;
-    return rx_schedule_tile(m, NULL) && rx_schedule_cpu(m, NULL, NULL);
+    return rx_schedule_tile(m, NULL) && rx_schedule_copy(m, NULL) && rx_schedule_cpu(m, NULL, NULL);
 }

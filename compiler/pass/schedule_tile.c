@@ -216,13 +216,7 @@ static bool unit_step(rx_arith *ar, rx_arena *a, const rx_expr *e, const rx_buff
                       const rx_svar *v)
 {
     if (e->kind != RX_E_LOAD || e->u.load.buf == b || e->u.load.nidx < 1) return false;
-    rx_expr *x = e->u.load.idx[e->u.load.nidx - 1];
-    if (!rx_expr_uses_var(x, v) || !rx_dtype_is_int((rx_dtype)x->dtype)) return false;
-    rx_vmap m = {0};
-    rx_vmap_set(&m, v, rx_e_binary(a, RX_E_ADD, rx_e_var(a, v), rx_e_int(a, 1)));
-    rx_expr *next = rx_expr_subst(a, x, &m);
-    rx_vmap_free(&m);
-    return rx_arith_prove_equal(ar, rx_e_binary(a, RX_E_SUB, next, x), rx_e_int(a, 1));
+    return rx_load_unit_step(ar, a, e, v);
 }
 
 /* True when some LOAD in e passes unit_step. */

@@ -21,8 +21,9 @@
  *   load store    flat row-major index checked against the buffer; f16/bf16 stored as
  *                 bits (the prelude's rx_f2h / rx_f2bf), bool as one byte
  *   intrinsics    libm in float (expf, ...) or double; rsqrt 1/sqrt, sigmoid
- *                 1/(1+exp(-x)), round nearbyint; integer abs wraps; exp (and sigmoid's)
- *                 in float is the kernels' own rx_expf_ref (relax/codegen_math.h)
+ *                 1/(1+exp(-x)), round nearbyint; integer abs wraps; exp (and sigmoid's),
+ *                 erf, tanh and log in float are the kernels' own rx_expf_ref,
+ *                 rx_erff_ref, rx_tanhf_ref, rx_logf_ref (relax/codegen_math.h)
  * What C leaves undefined fails the run: integer / by 0 or INT_MIN / -1, a shift count
  * outside the operand's width, a float converted to an integer that cannot hold it, an
  * access outside a buffer. Signed overflow of + - * wraps, as the kernels do. Cost:
@@ -661,12 +662,12 @@ static tv intrin(tev *t, const rx_expr *e)
     float a = x.f;
     switch (fn) {
     case RX_FN_EXP: r.f = rx_expf_ref(a); break; /* the kernels' exp (codegen_math.h) */
-    case RX_FN_LOG: r.f = logf(a); break;
+    case RX_FN_LOG: r.f = rx_logf_ref(a); break;
     case RX_FN_SQRT: r.f = sqrtf(a); break;
     case RX_FN_RSQRT: r.f = 1.0f / sqrtf(a); break;
-    case RX_FN_TANH: r.f = tanhf(a); break;
+    case RX_FN_TANH: r.f = rx_tanhf_ref(a); break;
     case RX_FN_SIGMOID: r.f = 1.0f / (1.0f + rx_expf_ref(-(a))); break;
-    case RX_FN_ERF: r.f = erff(a); break;
+    case RX_FN_ERF: r.f = rx_erff_ref(a); break;
     case RX_FN_POW: r.f = powf(a, y.f); break;
     case RX_FN_ABS: r.f = fabsf(a); break;
     case RX_FN_FLOOR: r.f = floorf(a); break;

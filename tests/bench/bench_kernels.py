@@ -10,6 +10,22 @@ copyto (one thread, glibc memcpy) and libc memcpy on two threads (ctypes release
 GIL, each thread copies half), bytes = 2 x copied (read + write). `ratio` = achieved /
 the better of the two (goal >= 0.70).
 
+Also in (a): the vectorized transcendental functions (erf, nn.gelu, nn.gelu_tanh, tanh,
+sigmoid, log: relax/codegen_math.h), checked against float64 references within rtol 1e-5.
+
+(c) Copies (f32, batch 1 and 16, at O0..O3): the KV-cache append (concat of a (b, 16,
+512, 64) cache and one new step on axis 2), permutes keeping (0, 2, 1, 3) and moving
+(0, 1, 3, 2) the innermost axis, a 4096 x 4104 transpose, and the attention output's
+permute + reshape. Bandwidth = 2 x output bytes / time against memcpy of the output's
+bytes measured just before (goal >= 0.70); results must equal NumPy's exactly.
+
+(d) Matrix-vector (decode's products): x (m, k) times a weight stored (k, n) (matmul(x,
+w)) or (n, k) (matmul(x, permute_dims(w))), m = 1 and 16, k x n = 1024 x 2816, 2816 x
+1024, 1024 x 1024, at O2 and O3 with the default library rule. Bandwidth = weight
+bytes / time against a STREAM-like read of the same bytes in this run (libc memchr on
+two threads for a byte that is not there; goal >= 0.80); results within 1e-5 *
+sqrt(k) * max|ref| of float64.
+
 (b) Matmul: M x K @ K x N f32 (256^3, 512^3, 1024^3 and 1 x 4096 x 4096), built at O3
 with `--lib none` (generated, tiled loops: schedule_tile.c) and with `--lib all` (the
 runtime's blas.matmul, OpenBLAS, same VM and artifact path), both timed by relax-run;
@@ -26,7 +42,8 @@ size, one repeat: a ctest that checks results, not timings.
 
 Programs are spawned without a shell. Output: one JSON object per line.
   bench_kernels.py [--smoke] [--threads T] [--repeat R] [--relaxc P] [--relax-run P]
-                   [--elem-sizes N,N] [--mm-sizes MxKxN,...]
+                   [--elem-sizes N,N] [--mm-sizes MxKxN,...] [--sections elem,copy,...]
+                   [--ops NAME,...]
 """
 import argparse
 import ctypes
@@ -50,6 +67,9 @@ def parse_args():
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--elem-sizes", default="1048576,16777216", help="element counts")
     ap.add_argument("--mm-sizes", default="256x256x256,512x512x512,1024x1024x1024,1x4096x4096")
+    ap.add_argument("--ops", default="", help="only these elementwise ops and copies (comma list)")
+    ap.add_argument("--sections", default="elem,copy,matvec,matmul",
+                    help="which parts run (comma list of elem, copy, matvec, matmul)")
     ap.add_argument("--relaxc", default=os.path.join(ROOT, "build-bench", "bin", "relaxc"))
     ap.add_argument("--relax-run", dest="relax_run",
                     default=os.path.join(ROOT, "build-bench", "bin", "relax-run"))
@@ -178,6 +198,25 @@ def elem_cases(n):
         ("mul_bcast", module([tensor("x", x2), tensor("y", [cols])],
                              {"op": "multiply", "args": ["x", "y"]}),
          {"x": a, "y": row}, lambda: a * row, 2 * nb + cols * 4, 1e-6),
+    ] + [(op, module([tensor("x", x2)], {"op": op, "args": ["x"]}), {"x": xin}, ref,
+          2 * nb, 1e-5) for op, xin, ref in transcendental_cases(a)]
+
+
+def transcendental_cases(a):
+    """(op, input, reference fn) of the vectorized transcendental functions (float64
+    references rounded to f32: the bound is the kernels' documented accuracy)."""
+    from math import erf as merf
+    verf = np.vectorize(merf, otypes=[np.float64])
+    d = a.astype(np.float64)
+    pos = (np.abs(a) + np.float32(1e-3)).astype(np.float32)
+    return [
+        ("erf", a, lambda: verf(d)),
+        ("nn.gelu", a, lambda: 0.5 * d * (1 + verf(d / np.sqrt(2.0)))),
+        ("nn.gelu_tanh", a,
+         lambda: 0.5 * d * (1 + np.tanh(0.7978845608028654 * (d + 0.044715 * d ** 3)))),
+        ("tanh", a, lambda: np.tanh(d)),
+        ("sigmoid", a, lambda: 1 / (1 + np.exp(-d))),
+        ("log", pos, lambda: np.log(pos.astype(np.float64))),
     ]
 
 
@@ -189,10 +228,12 @@ def bench_elementwise(tmp, sizes, levels, repeat):
         np_ms, mc2_ms = memcpy_ms(nb, repeat)
         copy_gbs = max(2 * nb / np_ms / 1e6, 2 * nb / mc2_ms / 1e6)
         for name, mod, inputs, ref, moved, rtol in cases:
+            if ARGS.ops and name not in ARGS.ops.split(","):
+                continue
+            want = ref()
             for opt in levels:
                 rxa, build_ms = build(tmp, "%s_%d" % (name, n), mod, opt)
                 got = run_outputs(tmp, rxa, inputs)
-                want = ref()
                 ok = got.shape == want.shape and bool(np.allclose(got, want, rtol=rtol, atol=1e-6))
                 failed |= not ok
                 med, mn = bench(rxa, repeat)
@@ -205,6 +246,136 @@ def bench_elementwise(tmp, sizes, levels, repeat):
                     "memcpy_2t_gbs": round(2 * nb / mc2_ms / 1e6, 2),
                     "ratio": round(gbs / copy_gbs, 2), "goal": 0.7,
                     "threads": ARGS.threads, "build_ms": round(build_ms, 1)}), flush=True)
+    return failed
+
+
+# ---------------------------------------------------------------- (c) copies
+
+def copy_cases(b, smoke):
+    """(name, module, inputs, reference fn) of data movement: the KV-cache append
+    (concat on the sequence axis), permutes that keep and that move the innermost
+    axis, and the attention output's permute + reshape materialization."""
+    rng = np.random.default_rng(3)
+    h, s, d = (4, 40, 24) if smoke else (16, 512, 64)
+    big = 512 if smoke else 4096
+    cache = rng.standard_normal((b, h, s, d)).astype(np.float32)
+    new = rng.standard_normal((b, h, 1, d)).astype(np.float32)
+    bshd = rng.standard_normal((b, s, h, d)).astype(np.float32)
+    sq = rng.standard_normal((big, big + 8)).astype(np.float32)
+    x = "x"
+
+    def perm(axes):
+        return {"op": "permute_dims", "args": [x], "attrs": {"axes": axes}}
+    return [
+        ("concat_kv", module([tensor("k", [b, h, s, d]), tensor("kn", [b, h, 1, d])],
+                             {"op": "concat", "args": [{"tuple": ["k", "kn"]}],
+                              "attrs": {"axis": 2}}),
+         {"k": cache, "kn": new}, lambda: np.concatenate([cache, new], axis=2)),
+        ("permute_0213", module([tensor(x, [b, s, h, d])], perm([0, 2, 1, 3])),
+         {x: bshd}, lambda: bshd.transpose(0, 2, 1, 3)),
+        ("permute_0132", module([tensor(x, [b, s, h, d])], perm([0, 1, 3, 2])),
+         {x: bshd}, lambda: bshd.transpose(0, 1, 3, 2)),
+        ("transpose_2d", module([tensor(x, list(sq.shape))], perm([1, 0])),
+         {x: sq}, lambda: sq.T),
+        ("permute_reshape", module([tensor(x, [b, h, s, d])],
+                                   {"op": "reshape", "args": [perm([0, 2, 1, 3]),
+                                                              {"shape": [b, s, h * d]}]}),
+         {x: cache}, lambda: cache.transpose(0, 2, 1, 3).reshape(b, s, h * d)),
+    ]
+
+
+def bench_copies(tmp, batches, levels, repeat, smoke):
+    failed = False
+    for b in batches:
+        for name, mod, inputs, ref in copy_cases(b, smoke):
+            if ARGS.ops and name not in ARGS.ops.split(","):
+                continue
+            want = ref()
+            nb = want.size * 4
+            np_ms, mc2_ms = memcpy_ms(nb, repeat)
+            copy_gbs = max(2 * nb / np_ms / 1e6, 2 * nb / mc2_ms / 1e6)
+            moved = 2 * nb
+            for opt in levels:
+                rxa, build_ms = build(tmp, "%s_%d" % (name, b), mod, opt)
+                got = run_outputs(tmp, rxa, inputs)
+                ok = got.shape == want.shape and bool(np.array_equal(got, want))
+                failed |= not ok
+                med, mn = bench(rxa, repeat)
+                gbs = moved / med / 1e6
+                print(json.dumps({
+                    "bench": "copy", "op": name, "batch": b, "shape": list(want.shape),
+                    "opt_level": opt, "ok": ok, "median_ms": round(med, 4),
+                    "gbytes_per_s": round(gbs, 2), "memcpy_gbs": round(copy_gbs, 2),
+                    "ratio": round(gbs / copy_gbs, 2), "goal": 0.7,
+                    "threads": ARGS.threads, "build_ms": round(build_ms, 1)}), flush=True)
+    return failed
+
+
+# ---------------------------------------------------------------- (d) matrix-vector
+
+def read_ms(nbytes, repeat):
+    """A STREAM-like read of nbytes on two threads: libc memchr for a byte that is not
+    there (a vectorized full read; ctypes releases the GIL)."""
+    buf = np.ones(nbytes, dtype=np.uint8)
+    half = (nbytes // 2) & ~63
+
+    def part(off, n):
+        LIBC.memchr(buf.ctypes.data + off, 0, n)
+
+    def two():
+        th = threading.Thread(target=part, args=(half, nbytes - half))
+        th.start()
+        part(0, half)
+        th.join()
+    return timed_median(two, repeat)
+
+
+LIBC.memchr.restype = ctypes.c_void_p
+LIBC.memchr.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+
+
+def bench_matvec(tmp, ms, shapes, repeat):
+    """Decode's products: x (m, k) times a (k, n) weight, stored (k, n) (matmul(x, w))
+    or (n, k) (matmul(x, permute_dims(w))), at O2 and O3 with the default library
+    rule. Bandwidth = weight bytes / time (x and the result are small)."""
+    failed = False
+    rng = np.random.default_rng(4)
+    for (k, n) in shapes:
+        wbytes = k * n * 4
+        rd_ms = read_ms(wbytes, repeat)
+        read_gbs = wbytes / rd_ms / 1e6
+        w_kn = rng.standard_normal((k, n)).astype(np.float32)
+        w_nk = np.ascontiguousarray(w_kn.T)
+        for m in ms:
+            x = rng.standard_normal((m, k)).astype(np.float32)
+            want = x.astype(np.float64) @ w_kn.astype(np.float64)
+            bound = 1e-5 * np.sqrt(k) * float(np.max(np.abs(want)) or 1.0)
+            for layout in ("kn", "nk"):
+                if layout == "kn":
+                    mod = module([tensor("x", [m, k]), tensor("w", [k, n])],
+                                 {"op": "matmul", "args": ["x", "w"]})
+                    win = w_kn
+                else:
+                    mod = module([tensor("x", [m, k]), tensor("w", [n, k])],
+                                 {"op": "matmul", "args": [
+                                     "x", {"op": "permute_dims", "args": ["w"]}]})
+                    win = w_nk
+                for opt in (2, 3):
+                    rxa, build_ms = build(tmp, "mv_%d_%dx%d_%s" % (m, k, n, layout), mod, opt)
+                    got = run_outputs(tmp, rxa, {"x": x, "w": win})
+                    err = float(np.max(np.abs(got - want))) if got.shape == want.shape \
+                        else float("inf")
+                    ok = bool(err <= bound)
+                    failed |= not ok
+                    med, mn = bench(rxa, repeat)
+                    gbs = wbytes / med / 1e6
+                    print(json.dumps({
+                        "bench": "matvec", "m": m, "k": k, "n": n, "weight": layout,
+                        "opt_level": opt, "ok": ok, "max_abs_err": err,
+                        "median_ms": round(med, 4), "gbytes_per_s": round(gbs, 2),
+                        "stream_read_gbs": round(read_gbs, 2), "ratio": round(gbs / read_gbs, 2),
+                        "goal": 0.8, "threads": ARGS.threads,
+                        "build_ms": round(build_ms, 1)}), flush=True)
     return failed
 
 
@@ -250,9 +421,19 @@ def main():
         elem_sizes = [int(s) for s in ARGS.elem_sizes.split(",")]
         levels, repeat = [2, 3], ARGS.repeat
         mm_sizes = [tuple(int(v) for v in s.split("x")) for s in ARGS.mm_sizes.split(",")]
+    sections = ARGS.sections.split(",")
+    failed = False
     with tempfile.TemporaryDirectory(prefix="bench_kernels_") as tmp:
-        failed = bench_elementwise(tmp, elem_sizes, levels, repeat)
-        failed |= bench_matmul(tmp, mm_sizes, repeat)
+        if "elem" in sections:
+            failed |= bench_elementwise(tmp, elem_sizes, levels, repeat)
+        if "copy" in sections:
+            failed |= bench_copies(tmp, [1] if ARGS.smoke else [1, 16],
+                                   [0, 2] if ARGS.smoke else [0, 1, 2, 3], repeat, ARGS.smoke)
+        if "matvec" in sections:
+            mv = [(96, 80)] if ARGS.smoke else [(1024, 2816), (2816, 1024), (1024, 1024)]
+            failed |= bench_matvec(tmp, [1, 3] if ARGS.smoke else [1, 16], mv, repeat)
+        if "matmul" in sections:
+            failed |= bench_matmul(tmp, mm_sizes, repeat)
     if failed:
         sys.exit("bench_kernels: a result differs from NumPy (see \"ok\": false above)")
 

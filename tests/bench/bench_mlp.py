@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""bench_mlp.py — a two-layer MLP through relaxc + relax-run, against NumPy in the same run.
+"""bench_mlp.py — a two-layer MLP through relaxc + relax-run, against NumPy (and PyTorch
+CPU when it imports) in the same run.
 
 The module: main(x: (n, 512) f32, W1: (512, 2048) f32, W2: (2048, 512) f32) =
 matmul(relu(matmul(x, W1)), W2), the weights passed as parameters so one artifact
@@ -10,6 +11,13 @@ time.perf_counter over the same number of repeats after one warm-up call (median
 np.maximum(x @ W1, 0) @ W2 on f32 arrays of the same shapes. `ratio` = relax / numpy.
 NumPy runs with its BLAS's default thread count (recorded); `numpy_1t_ms` is the same
 reference with OpenBLAS limited to one thread, since the generated kernels run on one.
+
+`--act gelu` makes the activation nn.gelu (exact, erf form) instead of nn.relu; NumPy
+has no erf, so its reference then applies math.erf elementwise (timed too, but the
+comparison that matters is PyTorch's). PyTorch: /usr/bin/python3's torch, with
+torch.set_num_threads(--threads, 2) and OMP_WAIT_POLICY=PASSIVE (set before it is
+imported), timed the same way on torch tensors sharing the arrays' memory:
+F.gelu(x @ W1) @ W2 or relu; `ratio_torch` = relax / torch (goal <= 1.0 for gelu).
 
 Correctness, for every n: relax-run is also given explicit inputs (.npy files written
 here) and its output is compared with NumPy's (max |diff| <= 1e-4 * max |ref|, the
@@ -29,6 +37,7 @@ object per line, one per n.
 import argparse
 import ctypes
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -42,13 +51,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 D_IN, D_HID = 512, 2048
 
 
-def module_json():
-    """The MLP module as relax-json v1."""
+def module_json(act="relu"):
+    """The MLP module as relax-json v1 (act: relu or gelu)."""
     def tensor(name, shape):
         return {"name": name, "type": {"tensor": {"shape": shape, "dtype": "f32"}}}
     bindings = [
         {"var": "h", "value": {"op": "matmul", "args": ["x", "W1"]}},
-        {"var": "r", "value": {"op": "nn.relu", "args": ["h"]}},
+        {"var": "r", "value": {"op": "nn." + act, "args": ["h"]}},
         {"var": "y", "value": {"op": "matmul", "args": ["r", "W2"]}},
     ]
     main = {"kind": "relax",
@@ -122,14 +131,49 @@ def set_blas_threads(n):
     return bool(libs)
 
 
-def numpy_median_ms(x, w1, w2, repeat):
-    np.maximum(x @ w1, 0) @ w2  # warm-up
+VERF = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def numpy_mlp(x, w1, w2, act):
+    h = x @ w1
+    if act == "gelu":
+        h = (0.5 * h * (1.0 + VERF(h / np.sqrt(2.0)))).astype(np.float32)
+    else:
+        h = np.maximum(h, 0)
+    return h @ w2
+
+
+def median_ms(fn, repeat):
+    fn()  # warm-up
     samples = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        np.maximum(x @ w1, 0) @ w2
+        fn()
         samples.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(samples)
+
+
+def numpy_median_ms(x, w1, w2, repeat, act="relu"):
+    return median_ms(lambda: numpy_mlp(x, w1, w2, act), repeat)
+
+
+def torch_module(threads):
+    """PyTorch with `threads` threads, or None when it does not import."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(threads)
+    return torch
+
+
+def torch_median_ms(torch, x, w1, w2, repeat, act):
+    import torch.nn.functional as F
+    tx, t1, t2 = (torch.from_numpy(v) for v in (x, w1, w2))
+    f = F.gelu if act == "gelu" else F.relu
+    with torch.no_grad():
+        return median_ms(lambda: f(tx @ t1) @ t2, repeat)
 
 
 def main():
@@ -138,6 +182,8 @@ def main():
     ap.add_argument("--sizes", default="1,32,256")
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--opt-level", default="2")
+    ap.add_argument("--act", default="relu", choices=["relu", "gelu"])
+    ap.add_argument("--threads", type=int, default=2, help="PyTorch's thread count")
     ap.add_argument("--relaxc", default=os.path.join(ROOT, "build-bench", "bin", "relaxc"))
     ap.add_argument("--relax-run", dest="relax_run",
                     default=os.path.join(ROOT, "build-bench", "bin", "relax-run"))
@@ -146,13 +192,14 @@ def main():
     repeat = 1 if a.smoke else a.repeat
 
     blas, threads = blas_info()
+    torch = None if a.smoke else torch_module(a.threads)
     env_note = {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory(prefix="bench_mlp_") as tmp:
         src = os.path.join(tmp, "mlp.json")
         rxa = os.path.join(tmp, "mlp.rxa")
         with open(src, "w") as f:
-            json.dump(module_json(), f)
+            json.dump(module_json(a.act), f)
         t0 = time.perf_counter()
         run([a.relaxc, "build", src, "--target", "cpu", "-o", rxa, "--opt-level", a.opt_level])
         build_ms = (time.perf_counter() - t0) * 1e3
@@ -172,7 +219,7 @@ def main():
             run([a.relax_run, rxa, "--in", "x=" + xpath, "--in", "W1=" + os.path.join(tmp, "W1.npy"),
                  "--in", "W2=" + os.path.join(tmp, "W2.npy"), "--out-dir", outdir])
             got = np.load(os.path.join(outdir, "out0.npy"))
-            ref = np.maximum(x @ w1, 0) @ w2
+            ref = numpy_mlp(x, w1, w2, a.act)
             err = float(np.max(np.abs(got.astype(np.float64) - ref))) if got.shape == ref.shape else float("inf")
             scale = float(np.max(np.abs(ref))) or 1.0
             ok = got.shape == ref.shape and got.dtype == np.float32 and err <= 1e-4 * scale
@@ -182,16 +229,19 @@ def main():
             out = run([a.relax_run, rxa, "--shape", "n=%d" % n, "--bench",
                        "--repeat", str(repeat), "--number", "1", "--warmup", "1"])
             rb = json.loads(out.strip().splitlines()[-1])
-            np_ms = numpy_median_ms(x, w1, w2, repeat)
+            np_ms = numpy_median_ms(x, w1, w2, repeat, a.act)
             np1_ms = None
             if set_blas_threads(1):
-                np1_ms = numpy_median_ms(x, w1, w2, repeat)
+                np1_ms = numpy_median_ms(x, w1, w2, repeat, a.act)
                 set_blas_threads(threads or os.cpu_count() or 1)
+            torch_ms = torch_median_ms(torch, x, w1, w2, repeat, a.act) if torch else None
             flops = 2.0 * n * D_IN * D_HID * 2
             print(json.dumps({
-                "bench": "mlp", "n": n, "repeat": repeat, "build_ms": round(build_ms, 1),
+                "bench": "mlp", "act": a.act, "n": n, "repeat": repeat, "build_ms": round(build_ms, 1),
                 "relax_ms": round(rb["median_ms"], 4), "numpy_ms": round(np_ms, 4),
                 "ratio": round(rb["median_ms"] / np_ms, 2),
+                "torch_ms": None if torch_ms is None else round(torch_ms, 4),
+                "ratio_torch": None if torch_ms is None else round(rb["median_ms"] / torch_ms, 2),
                 "numpy_1t_ms": None if np1_ms is None else round(np1_ms, 4),
                 "ratio_1t": None if np1_ms is None else round(rb["median_ms"] / np1_ms, 2),
                 "relax_gflops": round(flops / rb["median_ms"] / 1e6, 3),

@@ -171,7 +171,19 @@ bool rx_schedule_cpu(rx_module *m, int *nparallel, int *nvectorized);
  * nests tiled. Never fails. */
 bool rx_schedule_tile(rx_module *m, int *ntiled);
 
-/* rx_schedule_tile then rx_schedule_cpu, as an rx_pass_fn. */
+/* Tiles, in every loop function of m, each top-level copy nest (spatial loops around
+ * one store at exactly their variables, reading no stored buffer) whose reads step
+ * along another axis than the innermost one — a permute that moves the innermost axis
+ * — into T x T tiles (64 bytes of elements), its outermost loop parallel and the
+ * innermost vectorized (schedule_copy.c's essay). Results are the same elements.
+ * *ntiled (may be NULL) gets the number of nests tiled. Never fails. */
+bool rx_schedule_copy(rx_module *m, int *ntiled);
+
+/* True when load x (nidx >= 1) has a last index that steps by exactly 1 when v does
+ * (v, v + k, k + v - 1, ...: consecutive elements), proved with ar. */
+bool rx_load_unit_step(rx_arith *ar, rx_arena *a, const rx_expr *x, const rx_svar *v);
+
+/* rx_schedule_tile, rx_schedule_copy, then rx_schedule_cpu, as an rx_pass_fn. */
 bool rx_pass_schedule_cpu(rx_module *m, rx_diags *d);
 
 /* ---- operator fusion (compiler/pass/fuse_ops.c, compiler/pass/fuse_tir.c) ---- */

@@ -10,6 +10,7 @@
 
 #include <check.h>
 #include <dlfcn.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,23 @@ static inline cg_kernel cg_get(cg_lib lib, const char *fname)
     cg_kernel k;
     memcpy(&k, &p, sizeof k);
     return k;
+}
+
+/* The float with bit pattern b. */
+static inline float cg_from_bits(uint32_t b)
+{
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+/* |y - want| in units in the last place of the float nearest want (accuracy tests of
+ * the kernels' own math functions). */
+static inline double cg_ulps(float y, double want)
+{
+    float wf = (float)want;
+    double ulp = fabsf(wf) < 0x1p-126f ? 0x1p-149 : ldexp(1.0, ilogb(wf) - 23);
+    return fabs((double)y - want) / ulp;
 }
 
 static inline void cg_close(cg_lib lib)

@@ -25,21 +25,6 @@ static const char MOD[] =
     "{'name':'B','buffer':{'shape':['n'],'dtype':'f32'}}],"
     "'body':[{'grid':['i'],'extents':['n'],'body':{'store':'B[i]','value':'sigmoid(A[i])'}}]}}}";
 
-static float from_bits(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-}
-
-/* |y - want| in units in the last place of the float nearest want. */
-static double ulps(float y, double want)
-{
-    float wf = (float)want;
-    double ulp = fabsf(wf) < 0x1p-126f ? 0x1p-149 : ldexp(1.0, ilogb(wf) - 23);
-    return fabs((double)y - want) / ulp;
-}
-
 START_TEST(exp_accuracy)
 {
     rx_module *m = cg_read(MOD);
@@ -51,7 +36,7 @@ START_TEST(exp_accuracy)
                                  0x1p-149f, 1.0f, -1.0f, 0.5f, 20.0f, -20.0f};
     enum { NE = sizeof edge / sizeof edge[0], N = (1 << 20) + NE };
     float *a = malloc(sizeof(float) * N), *b = malloc(sizeof(float) * N);
-    for (uint32_t i = 0; i < (1u << 20); i++) a[i] = from_bits(i * 4096u + (i & 4095u));
+    for (uint32_t i = 0; i < (1u << 20); i++) a[i] = cg_from_bits(i * 4096u + (i & 4095u));
     memcpy(a + (1 << 20), edge, sizeof edge);
     void *data[2] = {a, b};
     int64_t iv[1] = {N};
@@ -65,7 +50,7 @@ START_TEST(exp_accuracy)
         } else if (isinf(wf) || wf == 0.0f) {
             ck_assert_msg(b[i] == wf, "exp(%a) = %a, want %a", (double)a[i], (double)b[i], (double)wf);
         } else {
-            double u = ulps(b[i], want);
+            double u = cg_ulps(b[i], want);
             ck_assert_msg(u <= 1.0, "exp(%a) = %a: %.3f ulp", (double)a[i], (double)b[i], u);
             if (u > worst) worst = u;
         }
@@ -76,7 +61,7 @@ START_TEST(exp_accuracy)
         if (isnan(a[i])) continue;
         double want = 1.0 / (1.0 + exp(-(double)a[i]));
         if ((float)want == 0.0f || fabs(want) < 0x1p-100) continue; /* underflowed tails */
-        ck_assert_msg(ulps(b[i], want) <= 2.0, "sigmoid(%a) = %a", (double)a[i], (double)b[i]);
+        ck_assert_msg(cg_ulps(b[i], want) <= 2.0, "sigmoid(%a) = %a", (double)a[i], (double)b[i]);
     }
     free(a);
     free(b);
@@ -93,7 +78,7 @@ START_TEST(exp_in_text)
     rx_diags_init(&d);
     ck_assert(rx_codegen_c(m, &c, &d));
     ck_assert_ptr_nonnull(strstr(rx_sb_str(&c), "= rx_expf(A_"));
-    ck_assert_ptr_nonnull(strstr(rx_sb_str(&c), "RX_HELPER float rx_expf(float x)"));
+    ck_assert_ptr_nonnull(strstr(rx_sb_str(&c), "RX_MATH_HELPER float rx_expf(float x)"));
     ck_assert_ptr_nonnull(strstr(rx_sb_str(&c), "(1.0f + rx_expf(-(")); /* sigmoid uses it too */
     ck_assert_ptr_null(strstr(rx_sb_str(&c), "+ expf("));
     rx_sb_free(&c);
