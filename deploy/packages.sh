@@ -8,11 +8,13 @@
 set -euo pipefail
 
 pkgs=(gcc make cmake ninja-build pkg-config libjansson-dev libdlpack-dev libopenblas-dev
-      libopenblas0-openmp libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libssl-dev)
+      libopenblas0-openmp libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libssl-dev
+      opencl-headers)
 case "${1:-build}" in
-  test)  pkgs+=(clang libclang-rt-14-dev check libsubunit-dev python3-numpy python3-jsonschema) ;;
+  test)  pkgs+=(clang libclang-rt-14-dev check libsubunit-dev python3-numpy python3-jsonschema
+                ocl-icd-opencl-dev pocl-opencl-icd clinfo) ;;
   bench) pkgs+=(clang libclang-rt-14-dev check libsubunit-dev python3-numpy python3-jsonschema
-                wrk nginx-light python3-torch nodejs) ;;
+                ocl-icd-opencl-dev pocl-opencl-icd clinfo wrk nginx-light python3-torch nodejs) ;;
 esac
 
 missing=()

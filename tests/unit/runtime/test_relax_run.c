@@ -419,6 +419,7 @@ START_TEST(user_errors)
     expect_error(RUN(art), "input x needs symbolic variable n: pass --shape n=N");
     expect_error(RUN(art, "--shape", "m=3"), "main has no symbolic variable m (variables: n)");
     expect_error(RUN(art, "--fn", "nope"), "no function 'nope' (functions: main, tup, echo)");
+    expect_error(RUN(art, "--device-id", "1", "--shape", "n=2"), "no CPU device 1: ");
     expect_error(RUN(art, "--in", "y=foo.npy"), "main has no parameter y (parameters: x)");
     expect_error(RUN(sub("missing.rxa")), "missing.rxa");
     write_bytes("bad.npy", "junk, not an artifact", 21);
@@ -490,6 +491,7 @@ START_TEST(usage_errors)
         (const char *const[]){"m.rxa", "--shape", NULL},
         (const char *const[]){"m.rxa", "other.rxa", NULL},
         (const char *const[]){"m.rxa", "--min-repeat-ms", "-1", NULL},
+        (const char *const[]){"m.rxa", "--device-id", "-1", NULL},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         r = run_argv(bad[i]);
