@@ -14,7 +14,7 @@ static const char *norm(const char *text, rx_target *t)
     rx_diags d;
     rx_diags_init(&d);
     bool ok = rx_target_parse(text, t, &d);
-    ck_assert_msg(ok, "%s: %s", text, d.list.n ? d.list.items[0].msg : "?");
+    ck_assert_msg(ok, "%s: %s", text ? text : "(null)", d.list.n ? d.list.items[0].msg : "?");
     rx_diags_free(&d);
     return t->norm;
 }
