@@ -10,12 +10,13 @@ set -euo pipefail
 
 pkgs=(gcc make cmake ninja-build pkg-config libjansson-dev libdlpack-dev libopenblas-dev
       libopenblas0-openmp libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libssl-dev
-      protobuf-c-compiler libprotobuf-c-dev libonnx-dev)
+      protobuf-c-compiler libprotobuf-c-dev libonnx-dev opencl-headers)
 case "${1:-build}" in
   test)  pkgs+=(clang libclang-rt-14-dev check libsubunit-dev python3-numpy python3-jsonschema
-                python3-onnx libonnx-testdata python3-torch) ;;
+                python3-onnx libonnx-testdata python3-torch ocl-icd-opencl-dev pocl-opencl-icd clinfo) ;;
   bench) pkgs+=(clang libclang-rt-14-dev check libsubunit-dev python3-numpy python3-jsonschema
-                python3-onnx libonnx-testdata wrk nginx-light python3-torch nodejs) ;;
+                python3-onnx libonnx-testdata wrk nginx-light python3-torch nodejs
+                ocl-icd-opencl-dev pocl-opencl-icd clinfo) ;;
 esac
 
 missing=()

@@ -66,7 +66,7 @@
 struct rx_job {
     char id[33];           /* random hex */
     char key[65];          /* cache key */
-    char target[16];
+    char target[RX_TARGET_STR_MAX]; /* normalized */
     int opt_level;
     rx_compile_opts opts;  /* lib, lib_disable, disable_passes */
     char request_id[65];   /* the request that created it (logs) */

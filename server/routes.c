@@ -7,6 +7,7 @@
  *   POST /v1/compile               client   compile (sync 200, async 202 + job)
  *   GET  /v1/jobs/{id}             client   a compile job's status and result
  *   GET  /v1/artifacts?prefix=P    client   the ids starting with P (short ids in the CLI)
+ *   GET  /v1/targets               client   target kinds, options, availability (targets.c)
  *   GET  /v1/artifacts/{id}        client, agent   the .rxa bytes (ETag, If-None-Match, HEAD)
  *   GET  /v1/artifacts/{id}/meta   client   the artifact's metadata JSON
  *   PUT  /v1/artifacts/{id}        client   store a client's artifact (upload.c)
@@ -43,6 +44,7 @@ static const rx_route routes[] = {
     {"POST", "/v1/compile", h_compile, RX_PERM_CLIENT, true},
     {"GET", "/v1/jobs/{id}", h_job, RX_PERM_CLIENT, false},
     {"GET", "/v1/artifacts", h_artifacts_find, RX_PERM_CLIENT, false},
+    {"GET", "/v1/targets", rx_h_targets, RX_PERM_CLIENT, false},
     {"GET", "/v1/artifacts/{id}", h_artifact, RX_PERM_CLIENT_OR_AGENT, false},
     {"GET", "/v1/artifacts/{id}/meta", h_artifact_meta, RX_PERM_CLIENT, false},
     {"PUT", "/v1/artifacts/{id}", rx_h_artifact_put, RX_PERM_CLIENT, true},
@@ -194,11 +196,13 @@ static void h_compile(rx_server *s, rx_request *q)
             goto done;
         }
     }
-    if (strcmp(r.target, "cpu")) {
-        snprintf(msg, sizeof msg, "target \"%.32s\" is not supported (supported: cpu)", r.target);
-        rx_reply_error(q, 400, "unsupported_target", msg);
+    rx_target tgt;
+    const char *code;
+    if (!rx_target_check(r.target, &tgt, &code, msg, sizeof msg)) {
+        rx_reply_error(q, 400, code, msg);
         goto done;
     }
+    r.target = tgt.norm;
     /* the module goes on as the parsed tree: read once, serialized only for a compile */
     r.module_json = module;
     r.module_n = n;

@@ -26,6 +26,7 @@
 #include "relax/sched.h"
 #include "relax/server.h"
 #include "relax/store.h"
+#include "relax/target.h"
 
 /* ---- log.c ---- */
 
@@ -156,7 +157,7 @@ typedef struct rx_compile_req {
     size_t module_n;
     const json_t *module_json; /* the module already parsed (borrowed), or NULL: read
                                   without a second parse; serialized only on a miss */
-    const char *target;    /* "cpu" */
+    const char *target;    /* normalized (rx_target_check): "cpu", "opencl,tile=8" */
     int opt_level;         /* 0..3 */
     rx_compile_opts opts;  /* lib, lib_disable, disable_passes (part of the key) */
     bool async;
@@ -342,6 +343,19 @@ void rx_h_bench_submit(rx_server *s, rx_request *q);
 void rx_h_bench_list(rx_server *s, rx_request *q);
 void rx_h_bench_get(rx_server *s, rx_request *q);
 void rx_h_bench_cancel(rx_server *s, rx_request *q);
+
+/* ---- targets.c: GET /v1/targets, and the compile request's target ---- */
+
+/* {"targets": [{"kind", "available", "reason" (when not), "options": [...]}, ...]}: every
+ * target kind, its options with defaults and ranges, and whether this server compiles
+ * for it (new reference). */
+json_t *rx_targets_json(void);
+void rx_h_targets(rx_server *s, rx_request *q);
+
+/* Parses and normalizes a compile request's target text into *t. False with the error
+ * code ("unsupported_target": an unknown kind or one this server cannot compile for;
+ * "bad_request": bad options) and a message written into msg[0..cap). */
+bool rx_target_check(const char *text, rx_target *t, const char **code, char *msg, size_t cap);
 
 /* Opens the scheduler on <data>/jobs.db with the configuration's agent and bench
  * settings, logging through log. NULL with a message in err. */

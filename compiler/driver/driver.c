@@ -26,6 +26,7 @@
 #include "relax/deduce.h"
 #include "relax/json.h"
 #include "relax/pass.h"
+#include "relax/target.h"
 #include "relax/text.h"
 #include "relax/vm.h"
 
@@ -39,6 +40,7 @@ typedef struct bstate {
     uint8_t *so;             /* the kernel object (codegen; heap) */
     size_t so_n;
     rx_build_result *r;      /* times, key, failed stage */
+    rx_target tgt;           /* the parsed target (check_options) */
 } bstate;
 
 static bool st_library_lower(bstate *s);
@@ -163,16 +165,15 @@ static bool st_codegen(bstate *s)
 
 /* ---- the run ---- */
 
-static bool check_options(const rx_build_opts *o, rx_diags *d)
+/* Checks o (target, opt level, disabled steps, library options); the parsed target goes
+ * to *t. With build set, a valid target of a kind this compiler cannot generate code for
+ * is refused with the reason (rx_target_available); a key needs no code generator. */
+static bool check_options(const rx_build_opts *o, bool build, rx_target *t, rx_diags *d)
 {
-    static const char *const later[] = {"cuda", "opencl", "vulkan"};
-    if (strcmp(o->target, "cpu")) {
-        for (int i = 0; i < RX_COUNTOF(later); i++)
-            if (!strcmp(o->target, later[i])) {
-                rx_diag_add(d, "", "target %s is not supported yet", o->target);
-                return false;
-            }
-        rx_diag_add(d, "", "unknown target %s (known: cpu, cuda, opencl, vulkan)", o->target);
+    if (!rx_target_parse(o->target, t, d)) return false;
+    char why[256];
+    if (build && !rx_target_available(t->kind, why, sizeof why)) {
+        rx_diag_add(d, "target", "target %s is not supported yet: %s", t->norm, why);
         return false;
     }
     if (o->opt_level < 0 || o->opt_level > 3) {
@@ -215,7 +216,7 @@ static bool dump(bstate *s, int idx)
 static bool run(bstate *s, const char *json, size_t n, int last)
 {
     rx_build_result *r = s->r;
-    if (!check_options(s->o, s->d)) {
+    if (!check_options(s->o, true, &s->tgt, s->d)) {
         r->failed = "options";
         return false;
     }
@@ -293,7 +294,7 @@ bool rx_build_run(const char *json, size_t n, const rx_build_opts *o, rx_build_r
     state_init(&s, &opts, o, r, d);
     bool ok = run(&s, json, n, RX_COUNTOF(pipeline) - 1);
     if (ok) {
-        rx_artifact_meta meta = {opts.target, opts.opt_level, r->key, r->times, r->ntimes};
+        rx_artifact_meta meta = {s.tgt.norm, opts.opt_level, r->key, r->times, r->ntimes, &s.tgt};
         ok = rx_artifact_write(s.b, s.m, &s.info, &meta, s.so, s.so_n, &r->rxa, &r->rxa_n, d);
         if (!ok) r->failed = "write";
     }
@@ -420,12 +421,13 @@ bool rx_build_module(const char *json, size_t n, const rx_build_opts *o, const c
 bool rx_build_key(const rx_module *m, const rx_build_opts *o, char key[65], rx_diags *d)
 {
     rx_build_opts opts;
+    rx_target t;
     key[0] = '\0';
     fill_defaults(o, &opts);
-    if (!check_options(&opts, d)) return false;
+    if (!check_options(&opts, false, &t, d)) return false;
     uint8_t h[32];
     rx_sb salt = {0};
-    rx_sb_printf(&salt, "target=%s;opt=%d;compiler=%s", opts.target, opts.opt_level, RX_VERSION);
+    rx_sb_printf(&salt, "target=%s;opt=%d;compiler=%s", t.norm, opts.opt_level, RX_VERSION);
     if (opts.lib.mode != RX_LIB_AUTO)
         rx_sb_printf(&salt, ";lib=%s", opts.lib.mode == RX_LIB_NONE ? "none" : "all");
     for (int i = 0; opts.lib.disable && opts.lib.disable[i]; i++)
@@ -450,9 +452,10 @@ bool rx_module_key(const char *json, size_t n, const rx_build_opts *o,
                    const rx_read_opts *ro, char key[65], rx_diags *d)
 {
     rx_build_opts opts;
+    rx_target t;
     key[0] = '\0';
     fill_defaults(o, &opts);
-    if (!check_options(&opts, d)) return false;
+    if (!check_options(&opts, false, &t, d)) return false;
     rx_module *m = rx_json_read(json, n, ro, d);
     if (!m) return false;
     bool ok = rx_deduce_module(m, d) && rx_build_key(m, &opts, key, d);

@@ -127,6 +127,17 @@ static json_t *typed_json(const char *name, const rx_sinfo *s)
     return o;
 }
 
+/* {"option": value, ...} of every option of t's kind, defaults included, table order. */
+static json_t *target_options_json(const rx_target *t)
+{
+    json_t *o = json_object();
+    for (int i = 0; i < rx_target_nopts(t->kind); i++) {
+        const rx_target_opt *d = rx_target_opt_at(t->kind, i);
+        json_object_set_new(o, d->name, d->sdef ? json_string(t->s[i]) : json_integer(t->v[i]));
+    }
+    return o;
+}
+
 static json_t *names_json(const char *const *v, int n)
 {
     json_t *a = json_array();
@@ -142,6 +153,7 @@ void rx_artifact_metadata(const rx_module *m, const rx_vmgen_info *info,
     json_object_set_new(root, "format_version", json_integer(RX_RXA_VERSION));
     json_object_set_new(root, "compiler", json_string("relaxc " RX_VERSION));
     json_object_set_new(root, "target", json_string(meta->target ? meta->target : "cpu"));
+    if (meta->tgt) json_object_set_new(root, "target_options", target_options_json(meta->tgt));
     json_object_set_new(root, "opt_level", json_integer(meta->opt_level));
     json_t *mod = json_object();
     const rx_attr *name = m->attrs ? rx_attr_map_get(m->attrs, "name") : NULL;

@@ -4,7 +4,7 @@
  *   relax-run ARTIFACT.rxa [--fn main] [--in [NAME=]FILE.npy]... [--weights F.safetensors]
  *             [--out-dir DIR] [--shape VAR=N]... [--seed S] [--random-missing]
  *             [--max-input-bytes N] [--bench] [--repeat R] [--number K] [--warmup W]
- *             [--min-repeat-ms MS] [--profile] [--threads N]
+ *             [--min-repeat-ms MS] [--profile] [--threads N] [--device-id N]
  *
  * The driver, step by step: Step 1 parse the command line (bad usage exits 2); Step 2
  * load the artifact and find the function; Step 3 bind symbolic variables — first from
@@ -78,6 +78,7 @@ typedef struct opts {
     int bench;             /* --bench */
     int profile;           /* --profile */
     int repeat, number, warmup; /* bench options */
+    int device_id;         /* --device-id: the device of the artifact's target (0) */
     double min_repeat_ms;  /* --min-repeat-ms */
     int threads;           /* --threads, 0 = leave the environment's counts */
     char *copies[2 * MAX_LIST]; /* strdup'ed NAME=VALUE strings */
@@ -111,6 +112,8 @@ static void usage(FILE *f)
           "  --number K           calls per measurement (default 1)\n"
           "  --warmup W           untimed calls first (default 1)\n"
           "  --min-repeat-ms MS   grow --number until a measurement lasts MS (default 0)\n"
+          "  --device-id N        the device to run on, among those of the artifact's\n"
+          "                       target (default 0; a cpu artifact has device 0 only)\n"
           "  --profile            time every kernel and library call of the measured calls\n"
           "                       (the timed ones with --bench); table on stderr, and a\n"
           "                       \"profile\" array in the --bench JSON\n"
@@ -233,7 +236,8 @@ static int parse_args(int argc, char **argv, opts *o)
         name[n] = 0;
         static const char *const valued[] = {"--fn", "--in", "--out-dir", "--shape", "--seed",
                                              "--repeat", "--number", "--warmup", "--min-repeat-ms",
-                                             "--threads", "--max-input-bytes", "--weights"};
+                                             "--threads", "--max-input-bytes", "--weights",
+                                             "--device-id"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) known |= !strcmp(name, valued[k]);
         if (!known) {
@@ -294,6 +298,8 @@ static int parse_args(int argc, char **argv, opts *o)
                                 "G or T), got '%s'\n", val);
                 return 2;
             }
+        } else if (!strcmp(name, "--device-id")) {
+            if (parse_int_opt(name, val, 0, &o->device_id)) return 2;
         } else {
             char *end;
             errno = 0;
@@ -530,6 +536,9 @@ int main(int argc, char **argv)
         rc = errorf("%s", err.msg);
     } else if (o.threads && rx_rt_set_threads(o.threads, &err)) {
         rc = errorf("%s", err.msg);
+        rx_rt_module_free(m);
+    } else if (o.device_id != 0) { /* the runtime runs kernels on the CPU only (docs/gpu.md) */
+        rc = errorf("no CPU device %d: %s runs on the CPU, device 0", o.device_id, o.artifact);
         rx_rt_module_free(m);
     } else {
         rc = run(&o, m);

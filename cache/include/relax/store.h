@@ -77,7 +77,7 @@ typedef struct rx_store_tuning {
 typedef struct rx_artifact_info {
     char id[65];            /* content address: hex SHA-256 of the artifact bytes */
     char key[65];           /* the cache key it was stored under */
-    char target[32];        /* "cpu", ... */
+    char target[128];       /* the normalized target: "cpu", "opencl,tile=8" (RX_TARGET_STR_MAX) */
     int64_t size;           /* bytes */
     int64_t created_ms;     /* Unix time in milliseconds */
     int64_t last_access_ms; /* Unix time in milliseconds (LRU order) */

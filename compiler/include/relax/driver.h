@@ -40,7 +40,8 @@
 #include "relax/vmgen.h"
 
 typedef struct rx_build_opts {
-    const char *target;    /* "cpu" (NULL: "cpu"); "cuda" "opencl" "vulkan": not yet */
+    const char *target;    /* KIND[,key=value]... (target.h; NULL: "cpu"); a kind that
+                              rx_target_available refuses fails with its reason */
     int opt_level;         /* 0..3: which passes run (driver.c's table), in the cache
                               key and the metadata; RX_OPT_LEVEL_DEFAULT when o is NULL */
     const char *dump_dir;  /* write the text form after each graph-level pass; NULL: no */
@@ -84,7 +85,7 @@ const char *rx_pipeline_optional(int i);
 
 /* Compiles the relax-json module json[0..n) into an artifact (*rxa, heap, caller
  * frees; *rxa_n bytes). o may be NULL (cpu, RX_OPT_LEVEL_DEFAULT, no dump). Returns false after
- * adding diagnostics to d: located module errors, "target cuda is not supported yet",
+ * adding diagnostics to d: located module errors, "target cuda is not supported yet: ...",
  * a C compiler failure, an unwritable dump directory. Thread-safe. */
 bool rx_build(const char *json, size_t n, const rx_build_opts *o, uint8_t **rxa,
               size_t *rxa_n, rx_diags *d);
@@ -124,11 +125,13 @@ bool rx_build_module(const char *json, size_t n, const rx_build_opts *o, const c
  * lowering options are not the default (so default keys never change)
  *
  * so a module built for another target, at another opt level or by another compiler
- * version never shares a key. This is the only place the salt is written: relaxc hash,
+ * version never shares a key. T is the normalized target (target.h: "opencl,tile=8"), so
+ * two spellings of one target share a key; a key can be taken for any valid target,
+ * also one this compiler cannot build for yet. This is the only place the salt is written: relaxc hash,
  * relaxd's key (rx_module_key), rx_build_result.key and the artifact metadata's
  * module.hash all come from here (docs/relax-json.md, "Structural hash"). Checks the
- * options first; returns false with a diagnostic in d (unknown or unsupported target,
- * opt level outside 0..3) and key "". Thread-safe. */
+ * options first; returns false with a diagnostic in d (unknown target or bad target
+ * option, opt level outside 0..3) and key "". Thread-safe. */
 bool rx_build_key(const rx_module *m, const rx_build_opts *o, char key[65], rx_diags *d);
 
 /* The cache key (rx_build_key) of a module given as relax-json text, cheaply: parse +

@@ -57,6 +57,7 @@
 
 #include "relax/ir.h"
 #include "relax/rxa.h"
+#include "relax/target.h"
 
 /* Memory of one graph function with and without static planning (plan.c). Bytes are
  * the sum of the storages' sizes: an expression over the function's symbolic
@@ -134,10 +135,13 @@ typedef struct rx_artifact_meta {
     const char *module_hash;    /* lowercase hex cache key of the input module */
     const rx_pass_time *passes; /* the passes run, pipeline order (names only are written) */
     int npasses;
+    const rx_target *tgt;       /* the parsed target: "target_options" lists its values
+                                   (NULL: none written) */
 } rx_artifact_meta;
 
 /* Appends the METADATA JSON of the artifact (compact, deterministic key order):
- * format and version, compiler version, target, opt level, module name and hash, the
+ * format and version, compiler version, target (normalized) and every target option's
+ * value ("target_options", defaults included), opt level, module name and hash, the
  * graph functions with their signatures (relax-json annotations and the text form),
  * the kernels (function name, symbol, buffers, ivars), libraries and built-ins used,
  * the names of the passes that ran (never their times: the bytes must not depend on the

@@ -453,6 +453,7 @@ START_TEST(user_errors)
     expect_error(RUN(art), "input x needs symbolic variable n: pass --shape n=N");
     expect_error(RUN(art, "--shape", "m=3"), "main has no symbolic variable m (variables: n)");
     expect_error(RUN(art, "--fn", "nope"), "no function 'nope' (functions: main, tup, echo, pair, big)");
+    expect_error(RUN(art, "--device-id", "1", "--shape", "n=2"), "no CPU device 1: ");
     expect_error(RUN(art, "--in", "y=foo.npy"), "main has no parameter y (parameters: x)");
     expect_error(RUN(sub("missing.rxa")), "missing.rxa");
     write_bytes("bad.npy", "junk, not an artifact", 21);
@@ -579,6 +580,7 @@ START_TEST(usage_errors)
         (const char *const[]){"m.rxa", "--max-input-bytes", "4GB", NULL},
         (const char *const[]){"m.rxa", "--max-input-bytes", "-5", NULL},
         (const char *const[]){"m.rxa", "--max-input-bytes", "2000T", NULL},
+        (const char *const[]){"m.rxa", "--device-id", "-1", NULL},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         r = run_argv(bad[i]);

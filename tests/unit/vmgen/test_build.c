@@ -35,16 +35,22 @@ static const char mod[] =
 START_TEST(targets_and_options)
 {
     static const char *const later[] = {"cuda", "opencl", "vulkan"};
+    char *e;
     for (int i = 0; i < 3; i++) {
         rx_build_opts o = {later[i], 2, NULL, NULL, {0}, NULL};
-        char *e = vt_build_error(mod, &o);
-        char want[64];
-        snprintf(want, sizeof want, "target %s is not supported yet\n", later[i]);
+        e = vt_build_error(mod, &o);
+        char want[128];
+        snprintf(want, sizeof want, "target %s is not supported yet: code generation for %s",
+                 later[i], later[i]);
         ck_assert_msg(strstr(e, want), "%s", e);
         free(e);
     }
+    rx_build_opts bad = {"opencl,tile=3", 2, NULL, NULL, {0}, NULL};
+    e = vt_build_error(mod, &bad);
+    ck_assert_msg(strstr(e, "opencl option tile=3 is not a power of two"), "%s", e);
+    free(e);
     rx_build_opts o = {"tpu", 2, NULL, NULL, {0}, NULL};
-    char *e = vt_build_error(mod, &o);
+    e = vt_build_error(mod, &o);
     ck_assert_msg(strstr(e, "unknown target tpu (known: cpu, cuda, opencl, vulkan)"), "%s", e);
     free(e);
     rx_build_opts lvl = {"cpu", 7, NULL, NULL, {0}, NULL};
@@ -232,6 +238,7 @@ START_TEST(metadata_json)
     ck_assert_int_eq(json_integer_value(json_object_get(root, "format_version")), 1);
     ck_assert_str_eq(json_string_value(json_object_get(root, "compiler")), "relaxc " RX_VERSION);
     ck_assert_str_eq(json_string_value(json_object_get(root, "target")), "cpu");
+    ck_assert_int_eq(json_object_size(json_object_get(root, "target_options")), 0);
     ck_assert_int_eq(json_integer_value(json_object_get(root, "opt_level")), 3);
     json_t *module = json_object_get(root, "module");
     ck_assert_str_eq(json_string_value(json_object_get(module, "name")), "tiny");
@@ -265,7 +272,21 @@ START_TEST(metadata_json)
     ck_assert(rx_build_key(m, NULL, tkey, &d));
     ck_assert_str_eq(tkey, key);
     ck_assert_int_eq(RX_OPT_LEVEL_DEFAULT, 2);
-    rx_build_opts cuda = {"cuda", 3, NULL, NULL, {0}, NULL};
+    /* the normalized target salts the key: spellings of one target share it, other
+     * targets (also ones not buildable yet) differ; a bad target has none */
+    rx_build_opts cl = {"opencl", 3, NULL, NULL, {0}, NULL};
+    rx_build_opts cl2 = {"opencl,tile=16,max_threads=256", 3, NULL, NULL, {0}, NULL};
+    rx_build_opts cl8 = {"opencl,tile=8", 3, NULL, NULL, {0}, NULL};
+    char kcl[65], kcl2[65], kcl8[65];
+    ck_assert(rx_build_key(m, &cl, kcl, &d) && rx_build_key(m, &cl2, kcl2, &d) &&
+              rx_build_key(m, &cl8, kcl8, &d));
+    ck_assert_str_eq(kcl, kcl2);
+    ck_assert_str_ne(kcl, hex);
+    ck_assert_str_ne(kcl, kcl8);
+    rx_struct_hash(m, "target=opencl,tile=8;opt=3;compiler=" RX_VERSION, h);
+    rx_hex(h, 32, tkey);
+    ck_assert_str_eq(kcl8, tkey);
+    rx_build_opts cuda = {"cuda,arch=90", 3, NULL, NULL, {0}, NULL};
     ck_assert(!rx_build_key(m, &cuda, key, &d));
     ck_assert_str_eq(key, "");
     rx_module_free(m);
