@@ -13,6 +13,7 @@
  *                                         relaxd uses and the artifact's module.hash
  *   relaxc build MODULE.json --target T -o OUT.rxa [--opt-level N] [--dump-ir DIR]
  *                [--lib none|auto|all] [--lib-disable PATTERN]... [--disable-pass P]...
+ *                [--max-compile-memory BYTES]
  *                                         compile to an artifact (driver.h)
  *
  * --target defaults to cpu and --opt-level to RX_OPT_LEVEL_DEFAULT (2), the same
@@ -21,6 +22,8 @@
  * and --lib-disable (repeatable) set library lowering (pass.h, rx_lib_opts) for build,
  * print and hash; non-default values are part of the cache key. --opt-level picks the
  * passes (driver.h); --disable-pass (repeatable) turns one optional step off.
+ * --max-compile-memory bounds the compiler's memory (rx_build_opts.max_memory, as
+ * relaxd's setting of the same name; default: no limit).
  *
  * Exit status: 0 success; 1 a user-facing failure (one `error:` line, then the
  * located details, on stderr); 2 bad usage. "-" reads the module from stdin.
@@ -53,6 +56,7 @@ static void usage(FILE *f)
           "                                   reports and the artifact's module hash\n"
           "  build MODULE.json [--target T] -o OUT.rxa [--opt-level 0..3] [--dump-ir DIR]\n"
           "        [--lib none|auto|all] [--lib-disable PATTERN]... [--disable-pass P]...\n"
+          "        [--max-compile-memory BYTES]\n"
           "                                   compile to an artifact (target cpu; --dump-ir\n"
           "                                   writes DIR/NN-PASS.txt after each graph pass)\n"
           "\n"
@@ -65,7 +69,8 @@ static void usage(FILE *f)
           "2 + library lowering, fusion, workspace lifting, 3 + static-shape\n"
           "specialization. --disable-pass turns one optional step off (canonicalize, dce,\n"
           "library_lower, fuse_ops, fuse_tir, lift_workspace, specialize, schedule,\n"
-          "memory_plan).\n"
+          "memory_plan). --max-compile-memory: the compiler's memory budget (bytes, or\n"
+          "with K, M, G; default no limit): past it the build fails at stage memory.\n"
           "options: --help, --version\n",
           f);
 }
@@ -213,6 +218,7 @@ int main(int argc, char **argv)
     const char *cmd = NULL, *path = NULL, *target = "cpu", *after = NULL, *out_path = NULL;
     const char *dump_dir = NULL;
     int opt_level = RX_OPT_LEVEL_DEFAULT;
+    size_t max_memory = 0;
     bool json = false;
     rx_lib_opts lib = {0};
     const char *disabled[argc + 1]; /* --lib-disable values, NULL-terminated */
@@ -231,7 +237,8 @@ int main(int argc, char **argv)
             json = true;
         } else if (!strcmp(a, "--target") || !strcmp(a, "--after") || !strcmp(a, "-o") ||
                    !strcmp(a, "--opt-level") || !strcmp(a, "--dump-ir") || !strcmp(a, "--lib") ||
-                   !strcmp(a, "--lib-disable") || !strcmp(a, "--disable-pass")) {
+                   !strcmp(a, "--lib-disable") || !strcmp(a, "--disable-pass") ||
+                   !strcmp(a, "--max-compile-memory")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "error: %s needs a value\n", a);
                 return 2;
@@ -243,6 +250,15 @@ int main(int argc, char **argv)
             else if (!strcmp(a, "--dump-ir")) dump_dir = v;
             else if (!strcmp(a, "--lib-disable")) disabled[ndisabled++] = v;
             else if (!strcmp(a, "--disable-pass")) off[noff++] = v;
+            else if (!strcmp(a, "--max-compile-memory")) {
+                int64_t bytes;
+                if (!rx_parse_size(v, &bytes)) {
+                    fprintf(stderr, "error: --max-compile-memory must be a byte count (4096, "
+                                    "512MiB, 2G), not %s\n", v);
+                    return 2;
+                }
+                max_memory = (size_t)bytes;
+            }
             else if (!strcmp(a, "--lib")) {
                 if (!strcmp(v, "auto")) lib.mode = RX_LIB_AUTO;
                 else if (!strcmp(v, "none")) lib.mode = RX_LIB_NONE;
@@ -288,7 +304,7 @@ int main(int argc, char **argv)
     disabled[ndisabled] = NULL;
     if (ndisabled) lib.disable = disabled;
     off[noff] = NULL;
-    rx_build_opts bo = {target, opt_level, dump_dir, NULL, lib, noff ? off : NULL};
+    rx_build_opts bo = {target, opt_level, dump_dir, NULL, lib, noff ? off : NULL, max_memory};
     if (!strcmp(cmd, "print")) {
         bool known = after && !strcmp(after, "parse");
         for (int i = 0; after && i < rx_pipeline_count(); i++) known = known || !strcmp(after, rx_pipeline_name(i));
