@@ -227,6 +227,14 @@ void lg_attr_ints(const rx_attr *a, int64_t *out, int max, int *n)
     }
 }
 
+void lg_check_count(lg_ctx *c, rx_expr *have, rx_expr *want)
+{
+    rx_expr *diff = rx_te_simplify(c->te, rx_e_binary(c->a, RX_E_SUB, have, want));
+    if (rx_expr_is_int(diff, 0)) return;
+    c->count_have = have;
+    c->count_want = want;
+}
+
 /* ---------------------------------------------------------------- the driver */
 
 typedef struct gen {
@@ -239,6 +247,8 @@ typedef struct lg_pass {
     rx_diags *d;
     rx_legalize_report *rep;
     RX_VEC(gen) gens;      /* functions generated in this run */
+    rx_expr *count_have, *count_want; /* the last call's lg_check_count, for walk_seq */
+    const char *count_op;  /* and its op's name */
     bool ok;
 } lg_pass;
 
@@ -335,6 +345,9 @@ static rx_node *legalize_call(lg_pass *p, rx_node *call)
     res->loc = call->loc;
     res->sinfo = call->sinfo;
     p->rep->legalized++;
+    p->count_have = c.count_have;
+    p->count_want = c.count_want;
+    p->count_op = op->name;
 out:
     rx_te_free(c.te);
     RX_VEC_FREE(c.args);
@@ -369,12 +382,36 @@ static void walk_node(lg_pass *p, rx_node **slot)
     }
 }
 
+/* Puts `VAR_OP_elements = match_cast(R.shape([have]), R.Shape([want]))` before binding j
+ * of block b (lg_check_count). */
+static void insert_count_check(lg_pass *p, rx_block *b, int j)
+{
+    rx_module *m = p->m;
+    rx_binding *old = b->bindings, *bd = &old[j];
+    rx_binding *nb = RX_NEWN(m->arena, rx_binding, (size_t)b->nbindings + 1);
+    memcpy(nb, old, sizeof *nb * (size_t)j);
+    memcpy(nb + j + 1, old + j, sizeof *nb * (size_t)(b->nbindings - j));
+    rx_sinfo *want = rx_si_shape(m->arena, 1, &p->count_want);
+    const char *name = rx_arena_printf(m->arena, "%s_%s_elements", nb[j + 1].var->u.var.name,
+                                       p->count_op);
+    nb[j] = (rx_binding){rx_n_var(m, name, want, b->dataflow), rx_n_shape(m, &p->count_have, 1),
+                         want, true, bd->loc};
+    nb[j].var->loc = bd->loc;
+    nb[j].value->loc = bd->loc;
+    b->bindings = nb;
+    b->nbindings++;
+}
+
 static void walk_seq(lg_pass *p, rx_seq *s)
 {
     if (!s) return;
     for (int i = 0; i < s->nblocks; i++)
-        for (int j = 0; j < s->blocks[i]->nbindings; j++)
+        for (int j = 0; j < s->blocks[i]->nbindings; j++) {
+            p->count_have = p->count_want = NULL;
             walk_node(p, &s->blocks[i]->bindings[j].value);
+            if (p->count_have) insert_count_check(p, s->blocks[i], j++);
+        }
+    p->count_have = p->count_want = NULL;
     walk_node(p, &s->result);
 }
 

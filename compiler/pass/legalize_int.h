@@ -34,6 +34,8 @@ typedef struct lg_ctx {
     RX_VEC(rx_node *) args;  /* call_tir arguments, one per lg_input */
     RX_VEC(rx_te_tensor *) ins;
     RX_VEC(rx_te_tensor *) outs;
+    rx_expr *count_have;     /* when set: element counts (caller's variables) that must */
+    rx_expr *count_want;     /* be equal at run time (lg_check_count) */
 } lg_ctx;
 
 typedef bool (*lg_rule)(lg_ctx *c);
@@ -44,6 +46,12 @@ typedef struct lg_rule_entry {
 } lg_rule_entry;
 
 /* ---- for rules (legalize.c) ---- */
+/* Asks for a run-time check that the element counts have == want (expressions in the
+ * caller's variables), unless they are provably equal: the driver puts a binding
+ * `VAR_OP_elements = match_cast(R.shape([have]), R.Shape([want]))` before the binding
+ * VAR = OP(...), so the VM stops with "match_cast VAR_OP_elements: expected (want,),
+ * got (have,)". */
+void lg_check_count(lg_ctx *c, rx_expr *have, rx_expr *want);
 /* A placeholder for operand i of the call (a tensor of known dims and dtype), named
  * `name`; NULL after an error. Each call adds one call_tir argument. */
 rx_te_tensor *lg_input(lg_ctx *c, int i, const char *name);
