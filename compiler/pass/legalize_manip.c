@@ -5,7 +5,7 @@
  * the operand at a remapped index (or a constant):
  *   reshape flatten   the result position is raveled row-major over the result dims
  *                     (a run-time check that the element counts agree when deduction
- *                     could not prove it: lg_check_count)
+ *                     could not prove it: lg_require_equal)
  *                     and unraveled over x's: x[f // s0, f // s1 % d1, ..., f % dk],
  *                     simplified with the loop ranges (flatten of (n, 4) reads
  *                     x[i0 // 4, i0 % 4]); identical dims copy index for index
@@ -147,7 +147,7 @@ static bool rule_reshape(lg_ctx *c)
 {
     mctx m;
     if (!setup(c, &m, true)) return false;
-    lg_check_count(c, numel(c, c->call->args[0]->sinfo), numel(c, lg_out(c, 0)));
+    lg_require_equal(c, numel(c, c->call->args[0]->sinfo), numel(c, lg_out(c, 0)), "elements");
     return emit(c, &m, reshape_cb);
 }
 

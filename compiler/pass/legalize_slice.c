@@ -16,14 +16,16 @@
  *                   boundary normalized as NumPy's d[lo:hi] (a negative literal counts
  *                   from the end when d is literal; otherwise min(lo, d), as deduction
  *                   clamped it). A negative index against a symbolic extent is
- *                   reported (deduction cannot size it either).
+ *                   reported (deduction cannot size it either); a symbolic index is
+ *                   checked nonnegative at run time (lg_require_nonneg).
  *   strided_slice   per sliced axis, out index i reads begin' + i * stride, begin'
  *                   normalized as deduction's slice_index: a negative literal begin
  *                   is max(d + begin, lo), anything else min(begin, hi), with [lo, hi]
  *                   = [0, d] for a positive stride and [-1, d - 1] for a negative one
  *                   (so begin=-1, stride=-1 starts at d - 1 and walks down). Strides
  *                   must be literals (deduction gives no dims otherwise). A symbolic
- *                   begin is assumed nonnegative, as in deduction.
+ *                   begin is assumed nonnegative, as in deduction, and checked at run
+ *                   time (lg_require_nonneg: it could read before x otherwise).
  *   take            out[pre, j..., post] = x[pre, fix(ind[j...]), post] along `axis`;
  *                   `axis` null indexes the raveled x (the result has ind's shape).
  *                   By `mode`: "error" (default) fix(v) = v + d when v < 0 (NumPy's
@@ -182,6 +184,8 @@ static bool rule_split(lg_ctx *c)
         } else {
             RX_ASSERT(ios->kind == RX_A_ARRAY && ios->u.arr.n == os->nfields - 1);
             rx_expr *lo = j == 0 ? lit(c, 0) : lg_attr_size(c, ios->u.arr.items[j - 1]);
+            int64_t lv;
+            if (!rx_expr_is_const(lo, &lv)) lg_require_nonneg(c, lo, "index");
             if (!(s.shift = split_start(c, lo, d))) return false;
         }
         const rx_sinfo *o = lg_out(c, j);
@@ -237,6 +241,9 @@ static bool rule_strided_slice(lg_ctx *c)
             if (!rx_expr_is_const(se, &st) || st == 0)
                 return lg_fail(c, "strides must be nonzero integer literals");
         }
+        int64_t bv;
+        rx_expr *be = lg_attr_size(c, ba->u.arr.items[i]);
+        if (!rx_expr_is_const(be, &bv)) lg_require_nonneg(c, be, "begin");
         s.sliced[p] = true;
         s.step[p] = st;
         s.off[p] = slice_begin(c, rx_te_dim(s.x, p), lg_attr_size(c, ba->u.arr.items[i]), st);

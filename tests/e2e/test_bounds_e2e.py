@@ -25,7 +25,9 @@ Indices (defect 2):
   - take with mode "clip" and "wrap": np.take(mode="clip"/"wrap") on the same bad
     indices;
   - a loop function gathering X[I[i], j] and one scattering O[I[i]] = 1: an index from
-    I outside X / O fails the same way.
+    I outside X / O fails the same way;
+  - strided_slice of x: (n,) from the symbolic begin n - 10: at n = 3 a run-time error
+    (it used to read before x), at n = 12 x[2:].
 Prints one line per check and `N passed, M failed`; exit 1 on a failure.
 """
 
@@ -200,6 +202,14 @@ def indices(r, level):
     rc, err, _ = r.build(take({"axis": 0, "mode": "fast"}), level)
     r.checks.check(rc == 1 and 'mode "fast" is not supported' in err,
                    "O%d take mode \"fast\" is a clear error" % level)
+    rc, err, rxa = r.build(module([tensor("x", ["n"])], [call("r", "strided_slice", ["x"], {
+        "axes": [0], "begin": ["n - 10"], "end": ["n"]})], "r"), level)
+    r.checks.check(rc == 0, "O%d strided_slice from n - 10 builds" % level + ("" if rc == 0 else ": " + err))
+    if rc == 0:
+        xs = np.arange(12, dtype=np.float32)
+        r.fails(rxa, "O%d strided_slice from n - 10 at n = 3" % level,
+                ["match_cast r_strided_slice_begin", "got (-7,)"], {"x": xs[:3]})
+        r.equals(rxa, "O%d strided_slice from n - 10 at n = 12" % level, xs[2:], {"x": xs})
     rc, err, rxa = r.build(loop_module(GATHER, [{"name": "x", "shape": [5, 3]},
                                                 {"name": "i", "shape": [4], "dtype": "i64"}],
                                        {"shape": [4, 3], "dtype": "f32"}), level)
