@@ -400,7 +400,8 @@ static int run(vm *V, rx_vm_value *result)
             const rx_rxa_kernel *k = &V->a->kernels[ARG()];
             int64_t kidx = code[pc - 1];
             int64_t nb = ARG();
-            void *small[16], **data = nb <= 16 ? small : malloc(sizeof(void *) * (size_t)nb);
+            void *small[16], **data = nb < 16 ? small : malloc(sizeof(void *) * (size_t)(nb + 1));
+            rx_vm_kernel_err kerr = {0, 0, 0, 0, NULL};
             int64_t ismall[16], *iv;
             if (!data) FAIL("out of memory");
             for (int64_t i = 0; i < nb; i++) {
@@ -412,6 +413,7 @@ static int run(vm *V, rx_vm_value *result)
                 data[i] = (char *)v->u.t->dl.data + v->u.t->dl.byte_offset;
             }
             pc += (size_t)nb;
+            data[nb] = &kerr; /* where a failing index check leaves its details */
             int64_t ni = ARG();
             iv = ni <= 16 ? ismall : malloc(sizeof(int64_t) * (size_t)ni);
             if (!iv) {
@@ -434,6 +436,11 @@ static int run(vm *V, rx_vm_value *result)
             if (data != small) free(data);
             if (iv != ismall) free(iv);
             V->kernels++;
+            if (rc == RX_VM_KERNEL_EINDEX && kerr.state)
+                FAIL("kernel %s: index %" PRId64 " out of range for axis %" PRId32 " of %s (extent %" PRId64 ")",
+                     k->name, kerr.index, kerr.axis, kerr.buf ? kerr.buf : "?", kerr.extent);
+            if (rc == RX_VM_KERNEL_EOVERFLOW)
+                FAIL("kernel %s: a size overflows int64 (a shape of more than 2^63 - 1 elements)", k->name);
             if (rc != 0) FAIL("kernel %s failed with code %" PRId32, k->name, rc);
             vmbreak;
         }

@@ -47,6 +47,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -313,6 +316,7 @@ static void run_job(rx_compiler *k, rx_job *j, json_t **result, json_t **error, 
     rx_compile_names names;
     rx_compile_opts_apply(&j->opts, &bo, &names);
     bo.cc = &cc;
+    bo.max_memory = (size_t)k->cfg->max_compile_memory;
     rx_build_result br;
     rx_diags d;
     rx_diags_init(&d);
@@ -342,7 +346,7 @@ static void run_job(rx_compiler *k, rx_job *j, json_t **result, json_t **error, 
         bool timeout = d.list.n && strstr(d.list.items[0].msg, "timed out");
         bool user = !strcmp(stage, "options") || !strcmp(stage, "parse") ||
                     !strcmp(stage, "deduce") || !strcmp(stage, "legalize") ||
-                    !strcmp(stage, "lower_vm");
+                    !strcmp(stage, "lower_vm") || !strcmp(stage, "memory");
         *status = timeout ? 503 : user ? 400 : 500;
         if (timeout) *retry_after = 60;
         *error = diags_error(timeout ? "compile_timeout"
@@ -359,6 +363,12 @@ static void run_job(rx_compiler *k, rx_job *j, json_t **result, json_t **error, 
                           "error", !ok && d.list.n ? d.list.items[0].msg : NULL));
     free(br.rxa);
     rx_diags_free(&d);
+    /* The build's arenas are freed; hand the pages back to the system so a large
+     * compile does not stay in the server's resident size (glibc keeps freed heap
+     * otherwise). */
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
 }
 
 static void *worker_main(void *arg)

@@ -76,6 +76,9 @@ static const option options[] = {
      OFF(max_json_depth), 8, 4096, "module JSON nesting limit (default 512, as relaxc)"},
     {"--max-module-bytes", "RELAXD_MAX_MODULE_BYTES", "max_module_bytes", T_SIZE,
      OFF(max_module_bytes), 1024, 16 * GiB, "module size limit (default 64MiB)"},
+    {"--max-compile-memory", "RELAXD_MAX_COMPILE_MEMORY", "max_compile_memory", T_SIZE,
+     OFF(max_compile_memory), 0, INT64_MAX,
+     "compiler memory per compile, bytes; past it 400 compile_failed (default 2GiB; 0: none)"},
     {"--max-jobs", "RELAXD_MAX_JOBS", "max_jobs", T_INT, OFF(max_jobs), 16, 1000000,
      "finished async jobs remembered (default 1024)"},
     {"--agent-heartbeat-ms", "RELAXD_AGENT_HEARTBEAT_MS", "agent_heartbeat_ms", T_INT,
@@ -118,6 +121,8 @@ static const char help_text[] =
     "  --max-header-bytes BYTES  request header limit, larger is 431 (default 32KiB)\n"
     "  --max-json-depth N        module nesting limit (default 512, as relaxc)\n"
     "  --max-module-bytes BYTES  module size limit (default 64MiB)\n"
+    "  --max-compile-memory BYTES compiler memory per compile; past it the compile fails\n"
+    "                            with 400 compile_failed (default 2GiB; 0: no limit)\n"
     "  --max-jobs N              finished async jobs remembered (default 1024)\n"
     "  --agent-heartbeat-ms MS   agents' heartbeat period (default 1000)\n"
     "  --agent-lease-ms MS       an agent silent this long is offline (default 5000)\n"
@@ -153,6 +158,7 @@ void rx_config_defaults(rx_config *c)
     c->max_header_bytes = 32 << 10;
     c->max_json_depth = RX_JSON_MAX_DEPTH;
     c->max_module_bytes = 64 << 20;
+    c->max_compile_memory = 2 * GiB;
     c->max_jobs = 1024;
     c->agent_heartbeat_ms = 1000;
     c->agent_lease_ms = 5000;
@@ -218,23 +224,6 @@ static bool parse_listen(const char *v, rx_config *c, char *err, size_t errlen)
     return true;
 }
 
-static bool parse_size(const char *v, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    long long n = strtoll(v, &end, 10);
-    if (end == v || errno || n < 0) return false;
-    int64_t mul = 1;
-    if (!strcmp(end, "") || !strcmp(end, "B")) mul = 1;
-    else if (!strcmp(end, "K") || !strcmp(end, "k") || !strcmp(end, "KiB")) mul = 1 << 10;
-    else if (!strcmp(end, "M") || !strcmp(end, "MiB")) mul = 1 << 20;
-    else if (!strcmp(end, "G") || !strcmp(end, "GiB")) mul = GiB;
-    else return false;
-    if (n > INT64_MAX / mul) return false;
-    *out = (int64_t)n * mul;
-    return true;
-}
-
 /* Applies one string value from a flag or the environment (or a file string). */
 static bool apply(const option *o, const char *v, const char *src, rx_config *c, char *err,
                   size_t errlen)
@@ -257,7 +246,7 @@ static bool apply(const option *o, const char *v, const char *src, rx_config *c,
     case T_INT:
     case T_SIZE: {
         int64_t n;
-        if (!parse_size(v, &n) || (o->type == T_INT && strpbrk(v, "KkMGB"))) {
+        if (!rx_parse_size(v, &n) || (o->type == T_INT && strpbrk(v, "KkMGB"))) {
             snprintf(err, errlen, "%s: \"%s\" is not a %s", src, v,
                      o->type == T_INT ? "number" : "size");
             return false;

@@ -182,7 +182,7 @@ bool rx_expr_uses_var(const rx_expr *e, const rx_svar *v)
 bool rx_expr_loads_buf(const rx_expr *e, const struct rx_buffer *b)
 {
     if (!e) return false;
-    if (e->kind == RX_E_LOAD && e->u.load.buf == b) return true;
+    if (e->kind == RX_E_LOAD && (!b || e->u.load.buf == b)) return true;
     int n = rx_expr_nchildren(e);
     for (int i = 0; i < n; i++)
         if (rx_expr_loads_buf(rx_expr_child(e, i), b)) return true;

@@ -20,6 +20,7 @@
  * x86-64) and exact software conversions otherwise (clang 14); defining RX_NO_FLOAT16
  * when building forces the software path.
  */
+#include <ctype.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -176,6 +177,14 @@ static void emit_arith(cg *g, rx_ekind k, const rx_expr *a, const rx_expr *b, rx
         rx_sb_printf(o, " %s (%s)", tok, w);
         rx_cg_expr_as(g, b, k == RX_E_SHL || k == RX_E_SHR ? (rx_dtype)b->dtype : t, loc);
         rx_sb_puts(o, "))");
+        return;
+    }
+    if (g->checked_arith && t == RX_DT_I64 && (k == RX_E_ADD || k == RX_E_SUB || k == RX_E_MUL)) {
+        rx_sb_printf(o, "rx_ck%s(", k == RX_E_ADD ? "add" : k == RX_E_SUB ? "sub" : "mul");
+        rx_cg_expr_as(g, a, t, loc);
+        rx_sb_puts(o, ", ");
+        rx_cg_expr_as(g, b, t, loc);
+        rx_sb_puts(o, ", &rx_ovf)");
         return;
     }
     round_open(g, t);
@@ -435,6 +444,27 @@ void rx_cg_expr_as(cg *g, const rx_expr *e, rx_dtype t, rx_loc loc)
     else emit_cast(g, t, e, loc);
 }
 
+/* Index k of an access to buffer b. An index read from data (a LOAD inside it: take,
+ * a gather written as a loop function) is checked against the extent: rx_chk records
+ * the first one outside [0, extent) in the kernel's rx_ke, gives 0 in its place, and
+ * the kernel returns RX_KERNEL_EINDEX at its end (c_kernel.c, vm.h). Indices made of
+ * loop variables and sizes are in range by construction and stay unchecked. */
+static void index_at(cg *g, const cg_sym *b, rx_expr *const *idx, int k, rx_loc loc)
+{
+    if (!rx_expr_loads_buf(idx[k], NULL)) {
+        rx_cg_expr_as(g, idx[k], RX_DT_I64, loc);
+        return;
+    }
+    use(g, H_CHECK, 0);
+    g->nchecks++;
+    rx_sb_puts(g->out, "rx_chk(");
+    rx_cg_expr_as(g, idx[k], RX_DT_I64, loc);
+    rx_sb_printf(g->out, ", %s, &rx_ke, \"", b->dims[k]);
+    for (const char *c = ((const rx_buffer *)b->key)->name; *c; c++) /* a C string literal */
+        rx_sb_putc(g->out, isalnum((unsigned char)*c) || *c == '_' || *c == '.' ? *c : '?');
+    rx_sb_printf(g->out, "\", %d)", k);
+}
+
 void rx_cg_index(cg *g, const cg_sym *b, rx_expr *const *idx, int nidx, rx_loc loc)
 {
     rx_sb *o = g->out;
@@ -449,10 +479,10 @@ void rx_cg_index(cg *g, const cg_sym *b, rx_expr *const *idx, int nidx, rx_loc l
     }
     /* Horner form: ((i0 * d1 + i1) * d2 + i2) */
     for (int k = 1; k < nidx; k++) rx_sb_putc(o, '(');
-    rx_cg_expr_as(g, idx[0], RX_DT_I64, loc);
+    index_at(g, b, idx, 0, loc);
     for (int k = 1; k < nidx; k++) {
         rx_sb_printf(o, " * %s + ", b->dims[k]);
-        rx_cg_expr_as(g, idx[k], RX_DT_I64, loc);
+        index_at(g, b, idx, k, loc);
         rx_sb_putc(o, ')');
     }
 }
@@ -600,6 +630,40 @@ static const char PRELUDE_ALLOC[] =
     "    return malloc(n ? (size_t)n * esz : 1);\n"
     "}\n";
 
+/* The index check (c_expr.c index_at; the record is vm.h's rx_vm_kernel_err): the
+ * first index outside [0, extent) wins the record, the access reads 0 instead, and
+ * the kernel returns RX_KERNEL_EINDEX at its end with the record copied to
+ * data[nbufs] when the caller passed one there. */
+static const char PRELUDE_CHECK[] =
+    "typedef struct rx_kerr { int32_t state, axis; int64_t index, extent; const char *buf; } rx_kerr;\n"
+    "RX_HELPER int64_t rx_chk(int64_t v, int64_t d, rx_kerr *e, const char *buf, int32_t axis)\n"
+    "{\n"
+    "    if (__builtin_expect((uint64_t)v < (uint64_t)d, 1)) return v;\n"
+    "    int32_t z = 0;\n"
+    "    if (__atomic_compare_exchange_n(&e->state, &z, 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {\n"
+    "        e->axis = axis;\n"
+    "        e->index = v;\n"
+    "        e->extent = d;\n"
+    "        e->buf = buf;\n"
+    "    }\n"
+    "    return 0;\n"
+    "}\n"
+    "RX_HELPER int32_t rx_kfail(void *const *data, int nbufs, const rx_kerr *e)\n"
+    "{\n"
+    "    rx_kerr *out = (rx_kerr *)data[nbufs];\n"
+    "    if (out) *out = *e;\n"
+    "    return 2; /* RX_KERNEL_EINDEX */\n"
+    "}\n";
+
+/* Overflow-checked size arithmetic (c_check.c): sets *o and gives 0 on overflow. */
+static const char PRELUDE_CKARITH[] =
+    "RX_HELPER int64_t rx_ckadd(int64_t a, int64_t b, int32_t *o)\n"
+    "{ int64_t r; if (__builtin_add_overflow(a, b, &r)) { *o = 1; return 0; } return r; }\n"
+    "RX_HELPER int64_t rx_cksub(int64_t a, int64_t b, int32_t *o)\n"
+    "{ int64_t r; if (__builtin_sub_overflow(a, b, &r)) { *o = 1; return 0; } return r; }\n"
+    "RX_HELPER int64_t rx_ckmul(int64_t a, int64_t b, int32_t *o)\n"
+    "{ int64_t r; if (__builtin_mul_overflow(a, b, &r)) { *o = 1; return 0; } return r; }\n";
+
 static const char PRELUDE_FLOOR_I64[] =
     "RX_HELPER int64_t rx_floordiv_i64(int64_t a, int64_t b)\n"
     "{\n"
@@ -692,6 +756,8 @@ void rx_cg_prelude(const cg *g, rx_sb *out)
     if (g->need[H_ERFF]) rx_sb_puts(out, PRELUDE_ERFF);
     if (g->need[H_TANHF]) rx_sb_puts(out, PRELUDE_TANHF);
     if (g->need[H_LOGF]) rx_sb_puts(out, PRELUDE_LOGF);
+    if (g->need[H_CHECK]) rx_sb_puts(out, PRELUDE_CHECK);
+    if (g->need[H_CKARITH]) rx_sb_puts(out, PRELUDE_CKARITH);
     bool signed_floor = false;
     for (int t = RX_DT_I8; t <= RX_DT_I64; t++)
         if (needs(g, H_FLOORDIV, (rx_dtype)t) || needs(g, H_FLOORMOD, (rx_dtype)t))

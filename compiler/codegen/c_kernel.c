@@ -697,6 +697,7 @@ static void emit_def(cg *g, const rx_func *f, const rx_stmts *body, const char *
     ind(g);
     rx_sb_puts(g->out, "(void)ivars;\n");
     for (int j = 0; j < f->nsvars; j++) emit_svar(g, f->svars[j], j);
+    rx_cg_size_checks(g, body);
     int ib = 0;
     for (int i = 0; i < f->ntparams; i++) {
         const rx_buffer *b = f->tparams[i].buf;
@@ -711,8 +712,22 @@ static void emit_def(cg *g, const rx_func *f, const rx_stmts *body, const char *
         rx_sb_printf(g->out, "(void)%s;\n", bs->name);
         declare_dims(g, bs, b);
     }
+    /* the body first, to know whether it checks an index (rx_chk needs rx_ke) */
+    rx_sb *out = g->out, text = {0};
+    int checks = g->nchecks;
+    g->out = &text;
     emit_stmts(g, body);
+    g->out = out;
+    if (g->nchecks > checks) {
+        ind(g);
+        rx_sb_puts(g->out, "rx_kerr rx_ke = {0, 0, 0, 0, 0};\n");
+    }
+    rx_sb_puts(g->out, rx_sb_str(&text));
+    rx_sb_free(&text);
     ind(g);
+    if (g->nchecks > checks)
+        rx_sb_printf(g->out, "if (__atomic_load_n(&rx_ke.state, __ATOMIC_RELAXED)) return "
+                             "rx_kfail(data, %d, &rx_ke);\n", ib), ind(g);
     rx_sb_puts(g->out, "return 0;\n}\n\n");
     pop_syms(g, 0);
 }

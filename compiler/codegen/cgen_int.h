@@ -20,11 +20,13 @@
  * helper for that dtype was used (the helpers defined once use bit 0: H_F16, H_BF16,
  * H_BITS, H_ALLOC; H_OMP: a parallel loop, which pins the OpenMP runtime; H_ISA: a
  * kernel with ISA versions, which needs the CPU check; H_EXPF, H_ERFF, H_TANHF, H_LOGF:
- * exp, erf, tanh, log in float (relax/codegen_math.h); see
+ * exp, erf, tanh, log in float (relax/codegen_math.h); H_CHECK: an index read from
+ * data, checked (rx_chk); H_CKARITH: overflow-checked size arithmetic (c_check.c); see
  * c_expr.c and c_kernel.c). */
 typedef enum cg_helper {
     H_FLOORDIV, H_FLOORMOD, H_MIN, H_MAX, H_ABS, /* per dtype */
-    H_F16, H_BF16, H_BITS, H_ALLOC, H_OMP, H_ISA, H_EXPF, H_ERFF, H_TANHF, H_LOGF, /* once */
+    H_F16, H_BF16, H_BITS, H_ALLOC, H_OMP, H_ISA, H_EXPF, H_ERFF, H_TANHF, H_LOGF, H_CHECK,
+    H_CKARITH, /* once */
     H_COUNT
 } cg_helper;
 
@@ -53,6 +55,8 @@ typedef struct cg {
     RX_VEC(cg_loop) loops;   /* enclosing FORs, innermost last */
     RX_VEC(const rx_stmt *) hoisted; /* blocks whose init was emitted before their reduce loops */
     int counter;             /* suffix of fresh names, per function */
+    int nchecks;             /* checked indices emitted so far (rx_chk) */
+    bool checked_arith;      /* i64 + - * as rx_ckadd/rx_cksub/rx_ckmul (c_check.c) */
     int indent;              /* current indentation level */
     bool ok;                 /* no error reported yet */
     bool isa_versions;       /* rx_codegen_opts.isa_versions */
@@ -72,6 +76,11 @@ void rx_cg_prelude(const cg *g, rx_sb *out);
 /* c_kernel.c */
 const cg_sym *rx_cg_lookup(const cg *g, const void *key);
 void rx_cg_err(cg *g, rx_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* c_check.c: emits the size checks of body at the top of a kernel (after its symbolic
+ * variables): `int32_t rx_ovf`, the checks, `if (rx_ovf) return RX_KERNEL_EOVERFLOW`.
+ * Returns whether there were any. */
+bool rx_cg_size_checks(cg *g, const rx_stmts *body);
 
 /* c_isa.c: which code gets ISA versions. */
 bool rx_cg_wants_isa(const rx_stmts *ss);       /* full versions: a vectorized loop */

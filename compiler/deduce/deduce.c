@@ -220,11 +220,46 @@ static rx_sinfo *deduce_call_tir(walk *w, rx_node *n)
     return ok ? si_simplify(w, out) : NULL;
 }
 
+/* Whether a tensor of sinfo s provably has more than INT64_MAX bytes (elements when
+ * the dtype is unknown): the product of its constant dims overflows. A dim with no
+ * variable that did not fold to a literal is a constant the simplifier could not fold,
+ * i.e. one that overflows by itself. Sizes with variables are checked at run time (the
+ * VM's arithmetic, the kernels' size checks). */
+static bool too_big(const rx_sinfo *s)
+{
+    if (s->kind == RX_SI_TUPLE) {
+        for (int i = 0; i < s->nfields; i++)
+            if (too_big(s->fields[i])) return true;
+        return false;
+    }
+    if (s->kind != RX_SI_TENSOR || !s->dims) return false;
+    int bits = rx_dtype_bits((rx_dtype)s->dtype);
+    int64_t p = bits > 8 ? bits / 8 : 1, v;
+    bool zero = false, over = false;
+    for (int i = 0; i < s->ndim; i++) {
+        if (rx_expr_is_const(s->dims[i], &v)) {
+            zero |= v == 0;
+            over |= v > 0 && __builtin_mul_overflow(p, v, &p);
+            continue;
+        }
+        rx_svar_vec vars = {0};
+        rx_expr_vars(s->dims[i], &vars);
+        over |= vars.n == 0;
+        RX_VEC_FREE(vars);
+    }
+    return over && !zero;
+}
+
 static rx_sinfo *deduce_call(walk *w, rx_node *n)
 {
     switch (n->call_kind) {
     case RX_CALL_OP: {
         rx_sinfo *s = n->u.call.op->deduce(&w->c, n);
+        if (s && too_big(s)) {
+            err(w, n->loc, "%s: the result %s has more than 2^63 - 1 bytes", n->u.call.op->name,
+                si_str(w, s));
+            return NULL;
+        }
         return s;
     }
     case RX_CALL_TIR:

@@ -41,6 +41,8 @@ typedef struct bstate {
     size_t so_n;
     rx_build_result *r;      /* times, key, failed stage */
     rx_target tgt;           /* the parsed target (check_options) */
+    size_t mem;              /* bytes the module's arena holds (its hook counts them) */
+    bool mem_over;           /* mem went past o->max_memory */
 } bstate;
 
 static bool st_library_lower(bstate *s);
@@ -212,6 +214,31 @@ static bool dump(bstate *s, int idx)
     return ok;
 }
 
+/* ---- the memory budget ---- */
+
+/* The module arena's hook: counts its bytes and the peak, notes a crossing of the
+ * budget. Never refuses (the arena would abort): the driver stops the build at the
+ * next check instead, so a pass may overshoot by what it allocates itself. */
+static bool count_bytes(void *ud, ptrdiff_t size)
+{
+    bstate *s = ud;
+    s->mem += (size_t)size;
+    if (s->mem > s->r->memory_peak) s->r->memory_peak = s->mem;
+    if (s->o->max_memory && s->mem > s->o->max_memory) s->mem_over = true;
+    return true;
+}
+
+/* False (with the diagnostic, stage "memory") once the budget was crossed. */
+static bool within_budget(bstate *s, const char *after)
+{
+    if (!s->mem_over) return true;
+    rx_diag_add(s->d, "", "compile memory budget exceeded: the compiler held %.1f MiB by the "
+                "end of %s, over the budget of %.1f MiB (max_compile_memory)",
+                (double)s->r->memory_peak / 1048576.0, after, (double)s->o->max_memory / 1048576.0);
+    s->r->failed = "memory";
+    return false;
+}
+
 /* Runs options, parse and passes 0..last (last -1: parse only). */
 static bool run(bstate *s, const char *json, size_t n, int last)
 {
@@ -225,6 +252,10 @@ static bool run(bstate *s, const char *json, size_t n, int last)
         r->failed = "parse";
         return false;
     }
+    s->mem = r->memory_peak = rx_arena_bytes(s->m->arena);
+    s->mem_over = s->o->max_memory && s->mem > s->o->max_memory;
+    rx_arena_set_hook(s->m->arena, count_bytes, s);
+    if (!within_budget(s, "parse")) return false;
     for (int i = 0; i <= last; i++) {
         const stage *p = &pipeline[i];
         if (!enabled(s->o, p->name, p->min_opt)) continue;
@@ -235,6 +266,7 @@ static bool run(bstate *s, const char *json, size_t n, int last)
             r->failed = p->name;
             return false;
         }
+        if (!within_budget(s, p->name)) return false;
         if (p->key_after && !rx_build_key(s->m, s->o, r->key, s->d)) {
             r->failed = "options";
             return false;
@@ -410,6 +442,7 @@ bool rx_build_module(const char *json, size_t n, const rx_build_opts *o, const c
     partial p;
     bool ok = run_partial(&p, json, n, o, last, d);
     if (ok) {
+        rx_arena_set_hook(p.s.m->arena, NULL, NULL); /* the hook's state dies here */
         *out = p.s.m;
         p.s.m = NULL;
     }

@@ -550,6 +550,10 @@ static rx_sinfo *d_take(rx_dctx *c, const rx_node *call)
     if (!x || !ind) return NULL;
     if (ind->dtype != RX_DT_UNKNOWN && !rx_dtype_is_int((rx_dtype)ind->dtype))
         return rx_op_fail(c, call, "indices must be integers, found %s", sstr(c, ind));
+    const char *mode = rx_call_attr(call, "mode")->u.s;
+    if (strcmp(mode, "error") && strcmp(mode, "clip") && strcmp(mode, "wrap"))
+        return rx_op_fail(c, call, "mode \"%s\" is not supported (known: \"error\", \"clip\", "
+                          "\"wrap\")", mode);
     const rx_attr *axis = rx_call_attr(call, "axis");
     if (is_null(axis)) /* x is flattened: the result has the shape of indices */
         return tensor(c, x->dtype, ind->ndim, ind->dims);
@@ -662,7 +666,8 @@ static const rx_attr_spec slice_attrs[] = {
     {"end", RX_AT_SIZES, false, NULL},
     {"strides", RX_AT_SIZES, true, "null"},
 };
-static const rx_attr_spec take_attrs[] = {{"axis", RX_AT_INT, true, "null"}};
+static const rx_attr_spec take_attrs[] = {{"axis", RX_AT_INT, true, "null"},
+                                          {"mode", RX_AT_STR, false, "\"error\""}};
 static const rx_attr_spec repeat_attrs[] = {
     {"repeats", RX_AT_INT, false, NULL},
     {"axis", RX_AT_INT, true, "null"},

@@ -227,6 +227,20 @@ void lg_attr_ints(const rx_attr *a, int64_t *out, int max, int *n)
     }
 }
 
+void lg_require_equal(lg_ctx *c, rx_expr *have, rx_expr *want, const char *what)
+{
+    rx_expr *diff = rx_te_simplify(c->te, rx_e_binary(c->a, RX_E_SUB, have, want));
+    if (rx_expr_is_int(diff, 0)) return;
+    lg_check k = {have, want, what};
+    RX_VEC_PUSH(c->checks, k);
+}
+
+void lg_require_nonneg(lg_ctx *c, rx_expr *e, const char *what)
+{
+    lg_require_equal(c, e, rx_te_simplify(c->te, rx_e_binary(c->a, RX_E_MAX, e, rx_e_int(c->a, 0))),
+                     what);
+}
+
 /* ---------------------------------------------------------------- the driver */
 
 typedef struct gen {
@@ -239,6 +253,8 @@ typedef struct lg_pass {
     rx_diags *d;
     rx_legalize_report *rep;
     RX_VEC(gen) gens;      /* functions generated in this run */
+    RX_VEC(lg_check) checks; /* the last call's lg_require_*, for walk_seq */
+    const char *check_op;  /* and its op's name */
     bool ok;
 } lg_pass;
 
@@ -335,11 +351,14 @@ static rx_node *legalize_call(lg_pass *p, rx_node *call)
     res->loc = call->loc;
     res->sinfo = call->sinfo;
     p->rep->legalized++;
+    for (int i = 0; i < c.checks.n; i++) RX_VEC_PUSH(p->checks, c.checks.items[i]);
+    p->check_op = op->name;
 out:
     rx_te_free(c.te);
     RX_VEC_FREE(c.args);
     RX_VEC_FREE(c.ins);
     RX_VEC_FREE(c.outs);
+    RX_VEC_FREE(c.checks);
     return res;
 }
 
@@ -369,12 +388,37 @@ static void walk_node(lg_pass *p, rx_node **slot)
     }
 }
 
+/* Puts `VAR_OP_WHAT = match_cast(R.shape([have]), R.Shape([want]))` before binding j
+ * of block b (lg_require_equal). */
+static void insert_check(lg_pass *p, rx_block *b, int j, const lg_check *k)
+{
+    rx_module *m = p->m;
+    rx_binding *old = b->bindings, *bd = &old[j];
+    rx_binding *nb = RX_NEWN(m->arena, rx_binding, (size_t)b->nbindings + 1);
+    memcpy(nb, old, sizeof *nb * (size_t)j);
+    memcpy(nb + j + 1, old + j, sizeof *nb * (size_t)(b->nbindings - j));
+    rx_expr *have_e = k->have, *want_e = k->want;
+    rx_sinfo *want = rx_si_shape(m->arena, 1, &want_e);
+    const char *name = rx_arena_printf(m->arena, "%s_%s_%s", nb[j + 1].var->u.var.name,
+                                       p->check_op, k->what);
+    nb[j] = (rx_binding){rx_n_var(m, name, want, b->dataflow), rx_n_shape(m, &have_e, 1),
+                         want, true, bd->loc};
+    nb[j].var->loc = bd->loc;
+    nb[j].value->loc = bd->loc;
+    b->bindings = nb;
+    b->nbindings++;
+}
+
 static void walk_seq(lg_pass *p, rx_seq *s)
 {
     if (!s) return;
     for (int i = 0; i < s->nblocks; i++)
-        for (int j = 0; j < s->blocks[i]->nbindings; j++)
+        for (int j = 0; j < s->blocks[i]->nbindings; j++) {
+            p->checks.n = 0;
             walk_node(p, &s->blocks[i]->bindings[j].value);
+            for (int k = 0; k < p->checks.n; k++) insert_check(p, s->blocks[i], j++, &p->checks.items[k]);
+        }
+    p->checks.n = 0;
     walk_node(p, &s->result);
 }
 
@@ -391,6 +435,7 @@ bool rx_legalize(rx_module *m, rx_legalize_report *rep, rx_diags *d)
     for (int i = 0; i < nf; i++)
         if (m->funcs[i]->kind == RX_F_RELAX) walk_seq(&p, m->funcs[i]->body);
     RX_VEC_FREE(p.gens);
+    RX_VEC_FREE(p.checks);
     if (!p.ok) return false;
     return rx_deduce_module(m, d);
 }

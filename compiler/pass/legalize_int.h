@@ -25,6 +25,11 @@
 #include "relax/pass.h"
 #include "relax/te.h"
 
+typedef struct lg_check { /* have == want at run time, else the call must not run */
+    rx_expr *have, *want;    /* in the caller's variables */
+    const char *what;        /* names the check's variable: VAR_OP_WHAT */
+} lg_check;
+
 typedef struct lg_ctx {
     rx_module *m;
     rx_arena *a;             /* m->arena */
@@ -34,6 +39,7 @@ typedef struct lg_ctx {
     RX_VEC(rx_node *) args;  /* call_tir arguments, one per lg_input */
     RX_VEC(rx_te_tensor *) ins;
     RX_VEC(rx_te_tensor *) outs;
+    RX_VEC(lg_check) checks; /* run-time checks asked for (lg_require_equal) */
 } lg_ctx;
 
 typedef bool (*lg_rule)(lg_ctx *c);
@@ -44,6 +50,15 @@ typedef struct lg_rule_entry {
 } lg_rule_entry;
 
 /* ---- for rules (legalize.c) ---- */
+/* Asks for a run-time check that have == want (expressions in the caller's
+ * variables), unless they are provably equal: the driver puts a binding
+ * `VAR_OP_WHAT = match_cast(R.shape([have]), R.Shape([want]))` before the binding
+ * VAR = OP(...), so the VM stops with "match_cast VAR_OP_WHAT: expected (want,), got
+ * (have,)" before the kernel could read outside its operand. */
+void lg_require_equal(lg_ctx *c, rx_expr *have, rx_expr *want, const char *what);
+/* The same for e >= 0 (e == max(e, 0)): a symbolic slice start deduction assumed
+ * nonnegative. */
+void lg_require_nonneg(lg_ctx *c, rx_expr *e, const char *what);
 /* A placeholder for operand i of the call (a tensor of known dims and dtype), named
  * `name`; NULL after an error. Each call adds one call_tir argument. */
 rx_te_tensor *lg_input(lg_ctx *c, int i, const char *name);

@@ -4,6 +4,8 @@
  * Every rule is one compute over the deduced result dims whose element is a load of
  * the operand at a remapped index (or a constant):
  *   reshape flatten   the result position is raveled row-major over the result dims
+ *                     (a run-time check that the element counts agree when deduction
+ *                     could not prove it: lg_require_equal)
  *                     and unraveled over x's: x[f // s0, f // s1 % d1, ..., f % dk],
  *                     simplified with the loop ranges (flatten of (n, 4) reads
  *                     x[i0 // 4, i0 % 4]); identical dims copy index for index
@@ -132,10 +134,21 @@ static bool emit(lg_ctx *c, mctx *m, rx_te_fcompute f)
     return true;
 }
 
+static rx_expr *numel(lg_ctx *c, const rx_sinfo *s)
+{
+    rx_expr *n = rx_e_int(c->a, 1);
+    for (int i = 0; i < s->ndim; i++) n = rx_e_binary(c->a, RX_E_MUL, n, s->dims[i]);
+    return rx_te_simplify(c->te, n);
+}
+
+/* Reading x raveled is in bounds only when the counts agree: deduction proved it or
+ * found it possible (symbolic sizes), so the latter is checked at run time. */
 static bool rule_reshape(lg_ctx *c)
 {
     mctx m;
-    return setup(c, &m, true) && emit(c, &m, reshape_cb);
+    if (!setup(c, &m, true)) return false;
+    lg_require_equal(c, numel(c, c->call->args[0]->sinfo), numel(c, lg_out(c, 0)), "elements");
+    return emit(c, &m, reshape_cb);
 }
 
 static bool rule_permute(lg_ctx *c)

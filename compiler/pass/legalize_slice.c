@@ -16,20 +16,25 @@
  *                   boundary normalized as NumPy's d[lo:hi] (a negative literal counts
  *                   from the end when d is literal; otherwise min(lo, d), as deduction
  *                   clamped it). A negative index against a symbolic extent is
- *                   reported (deduction cannot size it either).
+ *                   reported (deduction cannot size it either); a symbolic index is
+ *                   checked nonnegative at run time (lg_require_nonneg).
  *   strided_slice   per sliced axis, out index i reads begin' + i * stride, begin'
  *                   normalized as deduction's slice_index: a negative literal begin
  *                   is max(d + begin, lo), anything else min(begin, hi), with [lo, hi]
  *                   = [0, d] for a positive stride and [-1, d - 1] for a negative one
  *                   (so begin=-1, stride=-1 starts at d - 1 and walks down). Strides
  *                   must be literals (deduction gives no dims otherwise). A symbolic
- *                   begin is assumed nonnegative, as in deduction.
+ *                   begin is assumed nonnegative, as in deduction, and checked at run
+ *                   time (lg_require_nonneg: it could read before x otherwise).
  *   take            out[pre, j..., post] = x[pre, fix(ind[j...]), post] along `axis`;
  *                   `axis` null indexes the raveled x (the result has ind's shape).
- *                   fix(v) = v + d when v < 0 (NumPy's negative indices), then clamped
- *                   into [0, d - 1]: an index outside [-d, d) reads the nearest end
- *                   (TVM's mode "clip") instead of faulting; NumPy would raise. i32 and
- *                   i64 indices are widened to i64 first. (docs/ops.md)
+ *                   By `mode`: "error" (default) fix(v) = v + d when v < 0 (NumPy's
+ *                   negative indices), and a v still outside [0, d) is left for the
+ *                   kernel's index check (codegen: a load at a data-dependent index is
+ *                   checked, the kernel fails naming buffer, axis, index and extent);
+ *                   "clip" then clamps into [0, d - 1] (TVM's mode "clip"); "wrap" is
+ *                   v mod d (floor). i32 and i64 indices are widened to i64 first.
+ *                   (docs/ops.md)
  * Cost: one pass over the output; concat's select chain is O(fields) per element.
  */
 #include <string.h>
@@ -49,7 +54,10 @@ typedef struct sctx {
     rx_expr *shift;          /* split: this output's offset */
     bool sliced[MAXD];       /* strided_slice: the axis is sliced */
     int64_t step[MAXD];      /* strided_slice: stride per axis */
+    int mode;                /* take: TAKE_ERROR, TAKE_CLIP, TAKE_WRAP */
 } sctx;
+
+enum { TAKE_ERROR, TAKE_CLIP, TAKE_WRAP }; /* take's `mode` */
 
 static rx_expr *lit(lg_ctx *c, int64_t v) { return rx_e_int(c->a, v); }
 static rx_expr *bin(lg_ctx *c, rx_ekind k, rx_expr *x, rx_expr *y)
@@ -176,6 +184,8 @@ static bool rule_split(lg_ctx *c)
         } else {
             RX_ASSERT(ios->kind == RX_A_ARRAY && ios->u.arr.n == os->nfields - 1);
             rx_expr *lo = j == 0 ? lit(c, 0) : lg_attr_size(c, ios->u.arr.items[j - 1]);
+            int64_t lv;
+            if (!rx_expr_is_const(lo, &lv)) lg_require_nonneg(c, lo, "index");
             if (!(s.shift = split_start(c, lo, d))) return false;
         }
         const rx_sinfo *o = lg_out(c, j);
@@ -231,6 +241,9 @@ static bool rule_strided_slice(lg_ctx *c)
             if (!rx_expr_is_const(se, &st) || st == 0)
                 return lg_fail(c, "strides must be nonzero integer literals");
         }
+        int64_t bv;
+        rx_expr *be = lg_attr_size(c, ba->u.arr.items[i]);
+        if (!rx_expr_is_const(be, &bv)) lg_require_nonneg(c, be, "begin");
         s.sliced[p] = true;
         s.step[p] = st;
         s.off[p] = slice_begin(c, rx_te_dim(s.x, p), lg_attr_size(c, ba->u.arr.items[i]), st);
@@ -249,10 +262,15 @@ static rx_expr *take_cb(rx_te *te, rx_expr *const *idx, void *ud)
     int ni = rx_te_ndim(s->ind), xn = rx_te_ndim(s->x), a = s->ax < 0 ? 0 : s->ax;
     rx_expr *v = rx_te_cast(te, RX_DT_I64, rx_te_at(te, s->ind, idx + a));
     rx_expr *d = s->ax < 0 ? numel(c, s->x) : rx_te_dim(s->x, s->ax);
-    if (!rx_dtype_is_uint(rx_te_dtype(s->ind)))
-        v = rx_e_select(c->a, bin(c, RX_E_LT, v, lit(c, 0)), bin(c, RX_E_ADD, v, d), v);
-    v = bin(c, RX_E_MAX, bin(c, RX_E_MIN, v, rx_te_simplify(te, bin(c, RX_E_SUB, d, lit(c, 1)))),
-            lit(c, 0));
+    if (s->mode == TAKE_WRAP) { /* d > 0: v mod d; d == 0 keeps v, which the check rejects */
+        v = rx_e_select(c->a, bin(c, RX_E_GT, d, lit(c, 0)), bin(c, RX_E_FLOORMOD, v, d), v);
+    } else {
+        if (!rx_dtype_is_uint(rx_te_dtype(s->ind)))
+            v = rx_e_select(c->a, bin(c, RX_E_LT, v, lit(c, 0)), bin(c, RX_E_ADD, v, d), v);
+        if (s->mode == TAKE_CLIP)
+            v = bin(c, RX_E_MAX,
+                    bin(c, RX_E_MIN, v, rx_te_simplify(te, bin(c, RX_E_SUB, d, lit(c, 1)))), lit(c, 0));
+    }
     if (s->ax < 0) return rx_te_at(te, s->x, lg_unravel(c, s->x, v));
     rx_expr **xi = RX_NEWN(c->a, rx_expr *, xn);
     for (int k = 0; k < xn; k++) xi[k] = k < a ? idx[k] : k == a ? v : idx[k - 1 + ni];
@@ -268,6 +286,8 @@ static bool rule_take(lg_ctx *c)
     const rx_attr *axis = rx_call_attr(c->call, "axis");
     s.ax = -1;
     if (axis->kind != RX_A_NULL && !lg_axis(c, axis->u.i, rx_te_ndim(s.x), &s.ax)) return false;
+    const char *mode = rx_call_attr(c->call, "mode")->u.s;
+    s.mode = !strcmp(mode, "clip") ? TAKE_CLIP : !strcmp(mode, "wrap") ? TAKE_WRAP : TAKE_ERROR;
     const rx_sinfo *o = lg_out(c, 0);
     lg_output(c, rx_te_compute(c->te, lg_tname(c), (rx_dtype)o->dtype, o->ndim, o->dims,
                                take_cb, &s));

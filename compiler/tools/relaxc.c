@@ -13,7 +13,7 @@
  *                                         relaxd uses and the artifact's module.hash
  *   relaxc build MODULE.json --target T -o OUT.rxa [--opt-level N] [--dump-ir DIR]
  *                [--lib none|auto|all] [--lib-disable PATTERN]... [--disable-pass P]...
- *                [--time-passes]
+ *                [--time-passes] [--max-compile-memory BYTES]
  *                                         compile to an artifact (driver.h); the same
  *                                         module and options give the same bytes, so
  *                                         pass times are not in it: --time-passes
@@ -31,6 +31,8 @@
  * and --lib-disable (repeatable) set library lowering (pass.h, rx_lib_opts) for build,
  * print and hash; non-default values are part of the cache key. --opt-level picks the
  * passes (driver.h); --disable-pass (repeatable) turns one optional step off.
+ * --max-compile-memory bounds the compiler's memory (rx_build_opts.max_memory, as
+ * relaxd's setting of the same name; default: no limit).
  *
  * Exit status: 0 success; 1 a user-facing failure (one `error:` line, then the
  * located details, on stderr); 2 bad usage. "-" reads the module from stdin.
@@ -65,7 +67,8 @@ static void usage(FILE *f)
           "                                   reports and the artifact's module hash\n"
           "  build MODULE.json [--target T] -o OUT.rxa [--opt-level 0..3] [--dump-ir DIR]\n"
           "        [--lib none|auto|all] [--lib-disable PATTERN]... [--disable-pass P]...\n"
-          "        [--time-passes]            compile to an artifact (--dump-ir writes\n"
+          "        [--time-passes] [--max-compile-memory BYTES]\n"
+          "                                   compile to an artifact (--dump-ir writes\n"
           "                                   DIR/NN-PASS.txt after each graph pass;\n"
           "                                   --time-passes prints each pass's time to\n"
           "                                   stderr as one JSON line: times are not in\n"
@@ -87,7 +90,8 @@ static void usage(FILE *f)
           "2 + library lowering, fusion, workspace lifting, 3 + static-shape\n"
           "specialization. --disable-pass turns one optional step off (canonicalize, dce,\n"
           "library_lower, fuse_ops, fuse_tir, lift_workspace, specialize, schedule,\n"
-          "memory_plan).\n"
+          "memory_plan). --max-compile-memory: the compiler's memory budget (bytes, or\n"
+          "with K, M, G; default no limit): past it the build fails at stage memory.\n"
           "options: --help, --version\n",
           f);
 }
@@ -323,6 +327,7 @@ int main(int argc, char **argv)
     int opt_level = RX_OPT_LEVEL_DEFAULT;
     bool json = false, time_passes = false;
     rx_onnx_weights weights = RX_ONNX_WEIGHTS_INLINE;
+    size_t max_memory = 0;
     rx_lib_opts lib = {0};
     const char *disabled[argc + 1]; /* --lib-disable values, NULL-terminated */
     int ndisabled = 0;
@@ -343,7 +348,8 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--target") || !strcmp(a, "--after") || !strcmp(a, "-o") ||
                    !strcmp(a, "--opt-level") || !strcmp(a, "--dump-ir") || !strcmp(a, "--lib") ||
                    !strcmp(a, "--lib-disable") || !strcmp(a, "--disable-pass") ||
-                   !strcmp(a, "--weights")) {
+                   !strcmp(a, "--weights") ||
+                   !strcmp(a, "--max-compile-memory")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "error: %s needs a value\n", a);
                 return 2;
@@ -362,6 +368,14 @@ int main(int argc, char **argv)
                     fprintf(stderr, "error: --weights must be inline or params, not %s\n", v);
                     return 2;
                 }
+            } else if (!strcmp(a, "--max-compile-memory")) {
+                int64_t bytes;
+                if (!rx_parse_size(v, &bytes)) {
+                    fprintf(stderr, "error: --max-compile-memory must be a byte count (4096, "
+                                    "512MiB, 2G), not %s\n", v);
+                    return 2;
+                }
+                max_memory = (size_t)bytes;
             }
             else if (!strcmp(a, "--lib")) {
                 if (!strcmp(v, "auto")) lib.mode = RX_LIB_AUTO;
@@ -409,7 +423,7 @@ int main(int argc, char **argv)
     disabled[ndisabled] = NULL;
     if (ndisabled) lib.disable = disabled;
     off[noff] = NULL;
-    rx_build_opts bo = {target, opt_level, dump_dir, NULL, lib, noff ? off : NULL};
+    rx_build_opts bo = {target, opt_level, dump_dir, NULL, lib, noff ? off : NULL, max_memory};
     if (!strcmp(cmd, "print")) {
         bool known = after && !strcmp(after, "parse");
         for (int i = 0; after && i < rx_pipeline_count(); i++) known = known || !strcmp(after, rx_pipeline_name(i));

@@ -32,15 +32,21 @@
  * which planning places) the maximum over program points is what any plan of them must
  * hold at once: the lower bound its storages are measured against. Over every tensor,
  * escaping ones included, it is what a call's live bytes must reach (the runtime's
- * peak without planning meets it exactly, RELEASE being exact). The maximum is attained where some tensor
- * starts, so the candidates are those points; their sums are simplified, duplicates
- * dropped, and a candidate proved <= another (rx_arith_prove, variables >= 0 and
- * within upper_bounds) dropped too. The result is max(candidate, ...) over the
- * symbolic variables, and its constant bound under upper_bounds. Callees' tensors are
- * counted in their own functions, not in their callers'.
+ * peak without planning meets it exactly, RELEASE being exact). The maximum is
+ * attained where some tensor starts, and of two starts with no death between them the
+ * later dominates (the live set only grew), so the candidates are the starts a death
+ * follows and the last one. A sweep in tick order keeps the live bytes as a constant
+ * plus a count per distinct symbolic size, so a candidate's sum has as many terms as
+ * there are distinct sizes, not live tensors (a function returning N tensors must not
+ * cost N² nodes). The sums are simplified, duplicates dropped, and a candidate proved
+ * <= another (rx_arith_prove, variables >= 0 and within upper_bounds) dropped too. The
+ * result is max(candidate, ...) over the symbolic variables, and its constant bound
+ * under upper_bounds. Callees' tensors are counted in their own functions, not in
+ * their callers'.
  *
- * Cost: linear walks, plus (allocs × candidates) for the sums and (candidates ×
- * frontier) proofs, where the frontier of undominated sums is small in practice.
+ * Cost: linear walks, a sort of the allocs by tick, (candidates × distinct sizes) for
+ * the sums and (candidates × frontier) proofs, where the frontier of undominated sums
+ * is small in practice.
  */
 #include "vg_int.h"
 
@@ -322,24 +328,91 @@ static bool counted(const vg_alloc *a, bool all)
     return a->bytes && (all || (!a->escapes && a->var >= 0));
 }
 
+/* The live bytes of the sweep: a constant plus a count of each distinct symbolic
+ * size, so a point's sum costs the distinct sizes, not the live tensors. */
+typedef struct live_term {
+    rx_expr *bytes; /* a symbolic size */
+    int64_t count;  /* live tensors of that size */
+} live_term;
+
+typedef struct live_sum {
+    int64_t konst;            /* the constant sizes' sum */
+    RX_VEC(live_term) terms;  /* the symbolic ones */
+    int8_t *in_konst;         /* alloc -> 1 when its size went into konst */
+} live_sum;
+
+static void live_change(live_sum *L, const vg_alloc *a, int32_t i, int64_t sign)
+{
+    int64_t v, r;
+    if (sign > 0) L->in_konst[i] = rx_expr_is_const(a->bytes, &v) && !__builtin_add_overflow(L->konst, v, &r);
+    if (L->in_konst[i]) {
+        RX_ASSERT(rx_expr_is_const(a->bytes, &v));
+        L->konst += sign * v;
+        return;
+    }
+    for (int k = 0; k < L->terms.n; k++)
+        if (rx_expr_same(L->terms.items[k].bytes, a->bytes)) {
+            L->terms.items[k].count += sign;
+            return;
+        }
+    RX_ASSERT(sign > 0);
+    live_term t = {a->bytes, 1};
+    RX_VEC_PUSH(L->terms, t);
+}
+
+static rx_expr *live_expr(rx_arith *ar, rx_arena *a, const live_sum *L)
+{
+    rx_expr *sum = L->konst ? rx_e_int(a, L->konst) : NULL;
+    for (int k = 0; k < L->terms.n; k++) {
+        const live_term *t = &L->terms.items[k];
+        if (t->count)
+            sum = add(a, sum, t->count == 1 ? t->bytes : rx_e_binary(a, RX_E_MUL, rx_e_int(a, t->count), t->bytes));
+    }
+    return rx_arith_simplify(ar, sum ? sum : rx_e_int(a, 0));
+}
+
+typedef struct tick_ref { /* an alloc at one of its ticks, for sorting */
+    int64_t tick;
+    int32_t alloc;
+} tick_ref;
+
+static int by_tick(const void *x, const void *y)
+{
+    const tick_ref *a = x, *b = y;
+    if (a->tick != b->tick) return a->tick < b->tick ? -1 : 1;
+    return a->alloc < b->alloc ? -1 : a->alloc > b->alloc;
+}
+
 /* The maximum over program points of the counted tensors' live bytes (NULL: none),
- * and its constant bound in *max (-1 unbounded). */
+ * and its constant bound in *max (-1 unbounded). A sweep over the starts in tick
+ * order, dropping the tensors dead before each: a start followed by another with no
+ * death in between is dominated by the later one (its live set only grows), so sums
+ * are made only at the starts a death follows and at the last start. */
 static rx_expr *lower_bound(lctx *c, bool all, int64_t *max)
 {
     vg_plan *P = c->P;
     rx_arena *ar = c->F->M->m->arena;
-    RX_VEC(rx_expr *) front = {0};
-    int64_t last = -1;
-    for (int i = 0; i < P->allocs.n; i++) {
-        const vg_alloc *s = &P->allocs.items[i];
-        if (!counted(s, all) || s->tick0 == last) continue;
-        last = s->tick0;
-        rx_expr *sum = NULL;
-        for (int j = 0; j < P->allocs.n; j++) {
-            const vg_alloc *a = &P->allocs.items[j];
-            if (counted(a, all) && a->tick0 <= s->tick0 && s->tick0 <= a->tick1) sum = add(ar, sum, a->bytes);
+    int32_t n = 0;
+    tick_ref *start = rx_xmalloc(sizeof(tick_ref) * 2 * ((size_t)P->allocs.n + 1));
+    tick_ref *death = start + P->allocs.n + 1;
+    for (int32_t i = 0; i < P->allocs.n; i++)
+        if (counted(&P->allocs.items[i], all)) {
+            start[n] = (tick_ref){P->allocs.items[i].tick0, i};
+            death[n++] = (tick_ref){P->allocs.items[i].tick1, i};
         }
-        sum = rx_arith_simplify(P->ar, sum);
+    qsort(start, (size_t)n, sizeof *start, by_tick);
+    qsort(death, (size_t)n, sizeof *death, by_tick);
+    live_sum L = {0, {0}, rx_xcalloc((size_t)P->allocs.n + 1, 1)};
+    RX_VEC(rx_expr *) front = {0};
+    for (int32_t i = 0, d = 0; i < n;) {
+        int64_t t = start[i].tick;
+        for (; d < n && death[d].tick < t; d++)
+            live_change(&L, &P->allocs.items[death[d].alloc], death[d].alloc, -1);
+        for (; i < n && start[i].tick == t; i++)
+            live_change(&L, &P->allocs.items[start[i].alloc], start[i].alloc, 1);
+        if (i < n && (d >= n || death[d].tick >= start[i].tick))
+            continue; /* nothing dies before the next start: that one dominates */
+        rx_expr *sum = live_expr(P->ar, ar, &L);
         bool dominated = false;
         for (int k = 0; k < front.n && !dominated; k++)
             dominated = rx_expr_same(front.items[k], sum) ||
@@ -352,6 +425,9 @@ static rx_expr *lower_bound(lctx *c, bool all, int64_t *max)
         front.n = kept;
         RX_VEC_PUSH(front, sum);
     }
+    free(start);
+    free(L.in_konst);
+    RX_VEC_FREE(L.terms);
     rx_expr *lb = NULL;
     *max = 0;
     for (int k = 0; k < front.n; k++) {

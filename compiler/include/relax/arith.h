@@ -116,7 +116,8 @@ const char *rx_ekind_symbol(rx_ekind k);
 rx_expr *rx_expr_with_children(rx_arena *a, const rx_expr *e, rx_expr **kids);
 bool rx_expr_is_const(const rx_expr *e, int64_t *v);       /* integer literal */
 bool rx_expr_uses_var(const rx_expr *e, const rx_svar *v);
-bool rx_expr_loads_buf(const rx_expr *e, const struct rx_buffer *b); /* a LOAD of b in e */
+bool rx_expr_loads_buf(const rx_expr *e, const struct rx_buffer *b); /* a LOAD of b (NULL:
+                                                                      any) in e */
 
 /* Generic walk over the expression operands of e, in the order of the node table:
  * rx_expr_nchildren is 0 for INT, FLOAT and VAR, 1 for NOT NEG BITNOT CAST, 3 for

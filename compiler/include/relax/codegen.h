@@ -45,7 +45,10 @@
 /* Return codes of a kernel. */
 enum {
     RX_KERNEL_OK = 0,
-    RX_KERNEL_ENOMEM = 1 /* an intermediate buffer could not be allocated */
+    RX_KERNEL_ENOMEM = 1,   /* an intermediate buffer could not be allocated */
+    RX_KERNEL_EINDEX = 2,   /* an index read from data is out of range: the details in
+                               the record at data[nbufs] (vm.h, rx_vm_kernel_err) */
+    RX_KERNEL_EOVERFLOW = 3 /* a size computed in the kernel overflows int64 */
 };
 
 /* Appends the C symbol of the kernel for loop function `fname` to out. Deterministic

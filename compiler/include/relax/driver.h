@@ -50,6 +50,10 @@ typedef struct rx_build_opts {
                               Anything else is part of the cache key's salt */
     const char *const *disable; /* NULL-terminated names of optional steps not to run
                               (rx_pipeline_optional), in the cache key; NULL: none */
+    size_t max_memory;     /* memory budget: bytes the module's arena (the IR and every
+                              pass's results) may hold; checked after parsing and after
+                              each pass, the build failing at stage "memory" past it.
+                              0: no limit. Not in the cache key */
 } rx_build_opts;
 
 #define RX_PIPELINE_MAX 24
@@ -62,6 +66,7 @@ typedef struct rx_build_result {
     rx_pass_time times[RX_PIPELINE_MAX]; /* wall time of each pass run, in order */
     int ntimes;
     char key[65];          /* the module's cache key (rx_build_key), "" before deduction */
+    size_t memory_peak;    /* most bytes the module's arena held (what max_memory bounds) */
 } rx_build_result;
 
 /* The pass times of r as a new JSON array (jansson; the caller owns the reference):

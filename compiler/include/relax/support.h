@@ -161,6 +161,10 @@ void rx_sha256_update(rx_sha256 *s, const void *p, size_t n);
 void rx_sha256_final(rx_sha256 *s, uint8_t out[32]);
 void rx_hex(const uint8_t *p, size_t n, char *out); /* out holds 2n+1 bytes */
 
+/* A byte count: digits, then nothing or B, K/k/KiB, M/MiB, G/GiB (powers of 1024).
+ * False for anything else, a negative value or one past INT64_MAX. (size.c) */
+bool rx_parse_size(const char *v, int64_t *out);
+
 /* ---- base64 (standard alphabet, padding required) ---- */
 /* Decodes into *out (heap, caller frees); returns false on bad input. */
 bool rx_base64_decode(const char *s, size_t n, uint8_t **out, size_t *outn);

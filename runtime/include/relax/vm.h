@@ -43,9 +43,21 @@
  * parameter order (inputs then outputs: destination passing), ivars[j] the value of the
  * kernel's j-th symbolic variable in the order the kernel table lists them (ivars may
  * be NULL when there are none). Buffers are dense row-major, 64-byte aligned when
- * allocated by the VM. Return 0, or a nonzero code which the VM reports as
- * "kernel NAME failed with code N". The object must not have a DT_SONAME and must
- * not keep global state between calls (several modules may load copies).
+ * allocated by the VM. data[nbufs] (one past the buffers) points to an
+ * rx_vm_kernel_err the VM zeroed, or is NULL (a caller without one). Return 0, or a
+ * nonzero code:
+ *   1 RX_VM_KERNEL_ENOMEM     an intermediate buffer could not be allocated
+ *   2 RX_VM_KERNEL_EINDEX     an index read from data is outside its axis; the kernel
+ *                             filled the record: "kernel NAME: index I out of range
+ *                             for axis A of BUF (extent E)"
+ *   3 RX_VM_KERNEL_EOVERFLOW  a size the kernel computes (a loop nest's extent
+ *                             product, a buffer's element count) overflows int64:
+ *                             "kernel NAME: a size overflows int64 (...)"
+ * any other code is reported as "kernel NAME failed with code N". The generated
+ * kernels check before their first loop (sizes) and at each load or store whose
+ * index is read from a tensor (take, gathers), one unsigned compare per access.
+ * The object must not have a DT_SONAME and must not keep global state between calls
+ * (several modules may load copies).
  *
  * Library ABI (registered by name in the context; rx_rt_register_library):
  *
@@ -92,6 +104,17 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Kernel return codes and the index-check record (the kernel ABI above). The record
+ * is written only by a kernel returning RX_VM_KERNEL_EINDEX. */
+enum { RX_VM_KERNEL_ENOMEM = 1, RX_VM_KERNEL_EINDEX = 2, RX_VM_KERNEL_EOVERFLOW = 3 };
+typedef struct rx_vm_kernel_err {
+    int32_t state;     /* nonzero once an index failed */
+    int32_t axis;      /* the axis of buf it indexed */
+    int64_t index;     /* the index */
+    int64_t extent;    /* the axis' extent */
+    const char *buf;   /* the buffer's name (a string in the kernel object) */
+} rx_vm_kernel_err;
 
 /* Opcodes:  X(name, operand format, semantics) — one line per opcode. */
 #define RX_VM_OPCODES(X) \

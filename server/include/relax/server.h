@@ -59,6 +59,8 @@ typedef struct rx_config {
     int64_t max_header_bytes; /* request header block limit (431 past it), bytes */
     int max_json_depth;    /* module JSON nesting limit */
     int64_t max_module_bytes; /* serialized module size limit */
+    int64_t max_compile_memory; /* compiler arena budget per compile (rx_build_opts
+                              max_memory), bytes; 0: none */
     int max_jobs;          /* finished async jobs remembered */
     int agent_heartbeat_ms; /* told to agents: heartbeat period while running a job */
     int agent_lease_ms;    /* an agent silent this long is offline (its job re-queued) */

@@ -8,8 +8,10 @@
  * implementations written from the definitions (explicit windows, np.pad), not from
  * the rules' formulas: conv2d (groups, dilation, 4-sided padding), pool2d (max; avg
  * counting valid elements or the written padding; ceil_mode extents) and the
- * adaptive average pool's floor/ceil windows. take's reference applies the documented
- * out-of-range rule (negative indices from the end, then clipped). Spatial dims such
+ * adaptive average pool's floor/ceil windows. take's random indices go out of range,
+ * so its cases use mode "clip" (take_ref: negative indices from the end, then clipped)
+ * and "wrap" (np.take's mode="wrap"); the default mode's error is tested end to end
+ * (tests/e2e/test_bounds_e2e.py). Spatial dims such
  * as `n + 4` make n a scalar parameter of the kernel (tir_vars).
  */
 #include "numeric_harness.h"
@@ -205,13 +207,17 @@ static const ncase CASES[] = {
      "x[:, 100:-8:-3]", R_ANY},
     /* take */
     {P("x", TS("f32", "\"n\", 4")) "," P("i", TS("i32", "\"m\"")),
-     "{\"op\": \"take\", \"args\": [\"x\", \"i\"], \"attrs\": {\"axis\": 0}}", "take_ref(x, i, 0)", R_INT},
+     "{\"op\": \"take\", \"args\": [\"x\", \"i\"], \"attrs\": {\"axis\": 0, \"mode\": \"clip\"}}", "take_ref(x, i, 0)", R_INT},
     {P("x", TS("f32", "\"n\", \"m\", 3")) "," P("i", TS("i64", "2, 2")),
-     "{\"op\": \"take\", \"args\": [\"x\", \"i\"], \"attrs\": {\"axis\": -2}}", "take_ref(x, i, -2)", R_INT},
-    {P("x", TS("f32", "\"n\", 3")) "," P("i", TS("i64", "\"m\"")), OP2("take", "x", "i"),
-     "take_ref(x, i)", R_INT},
+     "{\"op\": \"take\", \"args\": [\"x\", \"i\"], \"attrs\": {\"axis\": -2, \"mode\": \"clip\"}}", "take_ref(x, i, -2)", R_INT},
+    {P("x", TS("f32", "\"n\", 3")) "," P("i", TS("i64", "\"m\"")),
+     "{\"op\": \"take\", \"args\": [\"x\", \"i\"], \"attrs\": {\"mode\": \"clip\"}}", "take_ref(x, i)", R_INT},
+    {P("x", TS("f32", "\"n\", 3")) "," P("i", TS("i64", "\"m\"")),
+     "{\"op\": \"take\", \"args\": [\"x\", \"i\"], \"attrs\": {\"mode\": \"wrap\"}}", "np.take(x, i, mode='wrap')", R_INT},
+    {P("x", TS("f32", "\"n\", 4")) "," P("i", TS("i32", "\"m\"")),
+     "{\"op\": \"take\", \"args\": [\"x\", \"i\"], \"attrs\": {\"axis\": 1, \"mode\": \"wrap\"}}", "np.take(x, i, axis=1, mode='wrap')", R_INT},
     {P("x", TS("f32", "1, \"m\"")) "," P("i", TS("i32", "\"n\"")),
-     "{\"op\": \"take\", \"args\": [\"x\", \"i\"], \"attrs\": {\"axis\": -1}}", "take_ref(x, i, 1)", R_INT},
+     "{\"op\": \"take\", \"args\": [\"x\", \"i\"], \"attrs\": {\"axis\": -1, \"mode\": \"clip\"}}", "take_ref(x, i, 1)", R_INT},
     /* repeat, tile, tril, triu */
     {XNM, OP1A("repeat", "x", "{\"repeats\": 2, \"axis\": 1}"), "np.repeat(x, 2, axis=1)", R_ANY},
     {P("x", TS("f32", "\"n\", 2")), OP1A("repeat", "x", "{\"repeats\": 3}"), "np.repeat(x, 3)", R_ANY},

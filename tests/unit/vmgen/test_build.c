@@ -53,7 +53,7 @@ START_TEST(targets_and_options)
     e = vt_build_error(mod, &o);
     ck_assert_msg(strstr(e, "unknown target tpu (known: cpu, cuda, opencl, vulkan)"), "%s", e);
     free(e);
-    rx_build_opts lvl = {"cpu", 7, NULL, NULL, {0}, NULL};
+    rx_build_opts lvl = {"cpu", 7, NULL, NULL, {0}, NULL, 0};
     e = vt_build_error(mod, &lvl);
     ck_assert_msg(strstr(e, "opt level 7 out of range (0..3)"), "%s", e);
     free(e);
@@ -61,7 +61,7 @@ START_TEST(targets_and_options)
     rx_diags d;
     rx_diags_init(&d);
     rx_build_result r;
-    rx_build_opts cuda = {"cuda", 2, NULL, NULL, {0}, NULL};
+    rx_build_opts cuda = {"cuda", 2, NULL, NULL, {0}, NULL, 0};
     ck_assert(!rx_build_run(j, strlen(j), &cuda, &r, &d));
     ck_assert_str_eq(r.failed, "options");
     rx_diags_free(&d);
@@ -130,7 +130,7 @@ START_TEST(opt_levels_and_disable)
         "lift_workspace,specialize,schedule,lower_vm,codegen;planned=1"};
     char got[512];
     for (int lv = 0; lv <= 3; lv++) {
-        rx_build_opts o = {"cpu", lv, NULL, NULL, {0}, NULL};
+        rx_build_opts o = {"cpu", lv, NULL, NULL, {0}, NULL, 0};
         size_t n;
         uint8_t *b = vt_build(mod, &o, &n);
         passes_run(b, n, got, sizeof got);
@@ -139,7 +139,7 @@ START_TEST(opt_levels_and_disable)
     }
     static const char *const off[] = {"memory_plan", "fuse_ops", NULL};
     static const char *const off2[] = {"fuse_ops", "memory_plan", NULL};
-    rx_build_opts o = {"cpu", 2, NULL, NULL, {0}, off};
+    rx_build_opts o = {"cpu", 2, NULL, NULL, {0}, off, 0};
     size_t n;
     uint8_t *b = vt_build(mod, &o, &n);
     passes_run(b, n, got, sizeof got);
@@ -153,7 +153,7 @@ START_TEST(opt_levels_and_disable)
     rx_module *m = rx_json_read(j, strlen(j), NULL, &d);
     ck_assert(m && rx_deduce_module(m, &d));
     char k0[65], k1[65], k2[65];
-    rx_build_opts plain = {"cpu", 2, NULL, NULL, {0}, NULL}, o2 = o;
+    rx_build_opts plain = {"cpu", 2, NULL, NULL, {0}, NULL, 0}, o2 = o;
     o2.disable = off2;
     ck_assert(rx_build_key(m, &plain, k0, &d));
     ck_assert(rx_build_key(m, &o, k1, &d));
@@ -165,7 +165,7 @@ START_TEST(opt_levels_and_disable)
     free(j);
 
     static const char *const bad[] = {"legalize", NULL};
-    rx_build_opts ob = {"cpu", 2, NULL, NULL, {0}, bad};
+    rx_build_opts ob = {"cpu", 2, NULL, NULL, {0}, bad, 0};
     char *e = vt_build_error(mod, &ob);
     ck_assert_msg(strstr(e, "pass legalize cannot be disabled (passes that can: canonicalize, dce, "
                             "library_lower, fuse_ops, fuse_tir, lift_workspace, specialize, "
@@ -180,7 +180,7 @@ START_TEST(dump_ir_files)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     char sub[64];
     snprintf(sub, sizeof sub, "%s/ir", dir);
-    rx_build_opts o = {"cpu", 1, sub, NULL, {0}, NULL};
+    rx_build_opts o = {"cpu", 1, sub, NULL, {0}, NULL, 0};
     size_t n;
     free(vt_build(mod, &o, &n));
     const char *files[] = {"01-deduce.txt", "05-legalize.txt"};
@@ -214,7 +214,7 @@ START_TEST(dump_ir_files)
     rmdir(sub);
     rmdir(dir);
     /* an unwritable dump directory is an error */
-    rx_build_opts bad = {"cpu", 1, "/proc/definitely/not/here", NULL, {0}, NULL};
+    rx_build_opts bad = {"cpu", 1, "/proc/definitely/not/here", NULL, {0}, NULL, 0};
     char *e = vt_build_error(mod, &bad);
     ck_assert_msg(strstr(e, "cannot create /proc/definitely/not/here"), "%s", e);
     free(e);
@@ -223,7 +223,7 @@ END_TEST
 
 START_TEST(metadata_json)
 {
-    rx_build_opts o = {"cpu", 3, NULL, NULL, {0}, NULL};
+    rx_build_opts o = {"cpu", 3, NULL, NULL, {0}, NULL, 0};
     size_t n;
     uint8_t *bytes = vt_build(mod, &o, &n);
     rx_rxa *a;
@@ -266,7 +266,7 @@ START_TEST(metadata_json)
     ck_assert_str_eq(br.key, hex);
     free(br.rxa);
     /* another opt level or target is another key; NULL options mean cpu at the default */
-    rx_build_opts o2 = {"cpu", 2, NULL, NULL, {0}, NULL};
+    rx_build_opts o2 = {"cpu", 2, NULL, NULL, {0}, NULL, 0};
     ck_assert(rx_build_key(m, &o2, key, &d));
     ck_assert_str_ne(key, hex);
     ck_assert(rx_build_key(m, NULL, tkey, &d));
@@ -409,7 +409,7 @@ START_TEST(library_not_on_target)
     rx_diags_init(&d);
     uint8_t *rxa = NULL;
     size_t n = 0;
-    rx_build_opts o = {"cpu", 2, NULL, NULL, {0}, NULL};
+    rx_build_opts o = {"cpu", 2, NULL, NULL, {0}, NULL, 0};
     ck_assert(!rx_build(rx_sb_str(&text), text.n, &o, &rxa, &n, &d));
     ck_assert_ptr_null(rxa);
     rx_sb msg = {0};
