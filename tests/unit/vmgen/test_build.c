@@ -37,7 +37,7 @@ START_TEST(targets_and_options)
     static const char *const later[] = {"cuda", "opencl", "vulkan"};
     char *e;
     for (int i = 0; i < 3; i++) {
-        rx_build_opts o = {later[i], 2, NULL, NULL, {0}, NULL};
+        rx_build_opts o = {later[i], 2, NULL, NULL, {0}, NULL, 0};
         e = vt_build_error(mod, &o);
         char want[128];
         snprintf(want, sizeof want, "target %s is not supported yet: code generation for %s",
@@ -45,11 +45,11 @@ START_TEST(targets_and_options)
         ck_assert_msg(strstr(e, want), "%s", e);
         free(e);
     }
-    rx_build_opts bad = {"opencl,tile=3", 2, NULL, NULL, {0}, NULL};
+    rx_build_opts bad = {"opencl,tile=3", 2, NULL, NULL, {0}, NULL, 0};
     e = vt_build_error(mod, &bad);
     ck_assert_msg(strstr(e, "opencl option tile=3 is not a power of two"), "%s", e);
     free(e);
-    rx_build_opts o = {"tpu", 2, NULL, NULL, {0}, NULL};
+    rx_build_opts o = {"tpu", 2, NULL, NULL, {0}, NULL, 0};
     e = vt_build_error(mod, &o);
     ck_assert_msg(strstr(e, "unknown target tpu (known: cpu, cuda, opencl, vulkan)"), "%s", e);
     free(e);
@@ -274,9 +274,9 @@ START_TEST(metadata_json)
     ck_assert_int_eq(RX_OPT_LEVEL_DEFAULT, 2);
     /* the normalized target salts the key: spellings of one target share it, other
      * targets (also ones not buildable yet) differ; a bad target has none */
-    rx_build_opts cl = {"opencl", 3, NULL, NULL, {0}, NULL};
-    rx_build_opts cl2 = {"opencl,tile=16,max_threads=256", 3, NULL, NULL, {0}, NULL};
-    rx_build_opts cl8 = {"opencl,tile=8", 3, NULL, NULL, {0}, NULL};
+    rx_build_opts cl = {"opencl", 3, NULL, NULL, {0}, NULL, 0};
+    rx_build_opts cl2 = {"opencl,tile=16,max_threads=256", 3, NULL, NULL, {0}, NULL, 0};
+    rx_build_opts cl8 = {"opencl,tile=8", 3, NULL, NULL, {0}, NULL, 0};
     char kcl[65], kcl2[65], kcl8[65];
     ck_assert(rx_build_key(m, &cl, kcl, &d) && rx_build_key(m, &cl2, kcl2, &d) &&
               rx_build_key(m, &cl8, kcl8, &d));
@@ -286,7 +286,7 @@ START_TEST(metadata_json)
     rx_struct_hash(m, "target=opencl,tile=8;opt=3;compiler=" RX_VERSION, h);
     rx_hex(h, 32, tkey);
     ck_assert_str_eq(kcl8, tkey);
-    rx_build_opts cuda = {"cuda,arch=90", 3, NULL, NULL, {0}, NULL};
+    rx_build_opts cuda = {"cuda,arch=90", 3, NULL, NULL, {0}, NULL, 0};
     ck_assert(!rx_build_key(m, &cuda, key, &d));
     ck_assert_str_eq(key, "");
     rx_module_free(m);
@@ -448,7 +448,7 @@ static uint8_t *build_in(const char *parent, int opt_level, size_t *n, rx_build_
     ck_assert_ptr_nonnull(mkdtemp(dir));
     rx_cc_opts cc = {0};
     cc.tmpdir = dir;
-    rx_build_opts o = {"cpu", opt_level, NULL, &cc, {0}, NULL};
+    rx_build_opts o = {"cpu", opt_level, NULL, &cc, {0}, NULL, 0};
     char *j = vt_json(mod);
     rx_diags d;
     rx_diags_init(&d);
