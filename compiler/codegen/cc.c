@@ -32,6 +32,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -185,6 +186,21 @@ bool rx_cc_build(const char *csrc, size_t n, const rx_cc_opts *o, uint8_t **so, 
                     strerror(errno));
         rx_sb_free(&dir);
         return false;
+    }
+    if (dir.p[0] != '/') {
+        /* The child changes into dir before its file actions open cc.log: a relative
+         * parent (relaxd --data ./var) must be made absolute first. */
+        char *abs = realpath(dir.p, NULL);
+        if (!abs) {
+            rx_diag_add(d, "", "cannot resolve the temporary directory %s: %s", dir.p,
+                        strerror(errno));
+            rmdir(dir.p);
+            rx_sb_free(&dir);
+            return false;
+        }
+        rx_sb_reset(&dir);
+        rx_sb_puts(&dir, abs);
+        free(abs);
     }
     rx_sb src = {0}, obj = {0}, log = {0}, prefix_map = {0}, cc_abs = {0};
     rx_sb_printf(&src, "%s/k.c", dir.p);

@@ -109,6 +109,36 @@ static uint8_t *build_under(const char *prefix, const char *src, const rx_cc_opt
 
 /* The object's bytes do not depend on the directory it was built in, even with debug
  * information (which records the compile directory and the source path). */
+/* A relative parent directory (relaxd --data ./var) builds: the child changes into the
+ * private directory before its file actions open the log, so the path must not stay
+ * relative. */
+START_TEST(cc_relative_tmpdir)
+{
+    char parent[] = "/tmp/rxcg_rel.XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(parent));
+    char old[4096];
+    ck_assert_ptr_nonnull(getcwd(old, sizeof old));
+    ck_assert_int_eq(chdir(parent), 0);
+    ck_assert_int_eq(mkdir("var", 0700), 0);
+    rx_cc_opts o = {0};
+    o.tmpdir = "var";
+    rx_diags d;
+    rx_diags_init(&d);
+    uint8_t *so = NULL;
+    size_t n = 0;
+    const char *src = "int rx_one(void) { return 1; }\n";
+    bool ok = rx_cc_build(src, strlen(src), &o, &so, &n, &d);
+    ck_assert_msg(ok, "relative tmpdir: %d diagnostics", rx_diags_count(&d));
+    ck_assert(n > 0 && so && !memcmp(so, "\177ELF", 4));
+    ck_assert_int_eq(count_entries("var"), 0);
+    free(so);
+    rx_diags_free(&d);
+    ck_assert_int_eq(rmdir("var"), 0);
+    ck_assert_int_eq(chdir(old), 0);
+    ck_assert_int_eq(rmdir(parent), 0);
+}
+END_TEST
+
 START_TEST(cc_reproducible)
 {
     static const char src[] = "int f(int x); int f(int x) { return x * 3 + 1; }\n";
@@ -362,6 +392,7 @@ int main(void)
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, cc_success_and_hygiene);
     tcase_add_test(tc, cc_reproducible);
+    tcase_add_test(tc, cc_relative_tmpdir);
     tcase_add_test(tc, cc_bad_flag);
     tcase_add_test(tc, cc_syntax_error);
     tcase_add_test(tc, cc_timeout_kills);
