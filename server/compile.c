@@ -481,15 +481,20 @@ rx_compiler *rx_compiler_new(const rx_config *c, rx_store *store, rx_log *log,
         rx_compiler_free(k);
         return NULL;
     }
+    pthread_attr_t ta;
+    pthread_attr_init(&ta);
+    pthread_attr_setstacksize(&ta, RX_SERVER_THREAD_STACK);
     for (int i = 0; i < c->workers; i++) {
-        int e = pthread_create(&k->threads[i], NULL, worker_main, k);
+        int e = pthread_create(&k->threads[i], &ta, worker_main, k);
         if (e) {
+            pthread_attr_destroy(&ta);
             snprintf(err, errlen, "cannot start compile worker: %s", strerror(e));
             rx_compiler_free(k);
             return NULL;
         }
         k->nthreads++;
     }
+    pthread_attr_destroy(&ta);
     int e = pthread_create(&k->timer, NULL, timer_main, k);
     if (e) {
         snprintf(err, errlen, "cannot start the compile timer: %s", strerror(e));

@@ -699,6 +699,7 @@ rx_http *rx_http_start(rx_server *s, const rx_config *c, int *port, char *err, s
         flags, (uint16_t)c->port, NULL, NULL, access_handler, h,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
         MHD_OPTION_THREAD_POOL_SIZE, driven ? 0 : threads,
+        MHD_OPTION_THREAD_STACK_SIZE, RX_SERVER_THREAD_STACK,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
         MHD_OPTION_NOTIFY_COMPLETED, completed, h,
         MHD_OPTION_NOTIFY_CONNECTION, notify_connection, h,

@@ -28,6 +28,12 @@
 #include "relax/store.h"
 #include "relax/target.h"
 
+/* Stack of every thread relaxd starts (HTTP pool, compile workers): modules are read and
+ * compiled by recursive code whose depth the JSON nesting limit (512) bounds, so the
+ * stack is set here rather than inherited from whatever `ulimit -s` the server started
+ * under (glibc gives threads 2 MiB when it is unlimited, ASan frames are large). */
+#define RX_SERVER_THREAD_STACK ((size_t)16 << 20)
+
 /* ---- log.c ---- */
 
 typedef enum rx_log_level { RX_LOG_DEBUG, RX_LOG_INFO, RX_LOG_WARN, RX_LOG_ERROR } rx_log_level;

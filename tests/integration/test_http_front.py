@@ -69,6 +69,11 @@ def body_of(reply):
     return json.loads(reply.split(b"\r\n\r\n", 1)[1].split(b"<open>")[0])
 
 
+def expect_clean_exit(d):
+    rc = d.stop()
+    d.reader.join(5)
+    expect(rc == 0, "relaxd exit status %s; its log ends:\n%s" % (rc, d.stderr_text()))
+
 def test_quiet_start():
     # no libmicrohttpd warning at every start (it used to complain about the order of
     # its options: an "mhd" warning line before "listening")
@@ -76,7 +81,7 @@ def test_quiet_start():
     i = next(i for i, o in enumerate(d.lines) if o.get("event") == "listening")
     noise = [o for o in d.lines[:i + 1] if o.get("event") == "mhd" or "raw" in o]
     expect(not noise, "start-up warnings: %s" % noise)
-    expect(d.stop() == 0, "exit")
+    expect_clean_exit(d)
 
 
 def test_slowloris_healthz_answers():
@@ -130,7 +135,7 @@ def test_slowloris_healthz_answers():
         for s in socks:
             s.close()
     # every dribbler's request is in the access log (status 0, terminated)
-    expect(d.stop() == 0, "exit")
+    expect_clean_exit(d)
 
 
 def test_burst_over_max_connections():
@@ -171,7 +176,7 @@ def test_burst_over_max_connections():
         s.close()
     st = rxtest.wait_for(lambda: healthz_raw(d.port) == 200, 5, "a slot after the holders left")
     expect(st, "healthz after")
-    expect(d.stop() == 0, "exit")
+    expect_clean_exit(d)
 
 
 def one_exchange(port, raw):
@@ -212,7 +217,7 @@ def test_ambiguous_framing_400_close():
                                 b"Transfer-Encoding: chunked\r\n\r\n8\r\n" + body +
                         b"\r\n0\r\n\r\n")
     expect(b"unknown key" in data, "chunked: %r" % data[:300])
-    expect(d.stop() == 0, "exit")
+    expect_clean_exit(d)
 
 
 def test_escaped_paths_404():
@@ -236,7 +241,7 @@ def test_escaped_paths_404():
     # a query string is not part of the path
     st, _, _ = d.request("GET", "/v1/benchmarks?limit=1")
     expect(st == 200, "query string %d" % st)
-    expect(d.stop() == 0, "exit")
+    expect_clean_exit(d)
 
 
 def test_chunked_cut_off_at_max_body():
@@ -271,7 +276,7 @@ def test_chunked_cut_off_at_max_body():
     expect(line and line["status"] == 413, "log %s" % line)
     st = healthz_raw(d.port)
     expect(st == 200, "healthz after %s" % st)
-    expect(d.stop() == 0, "exit")
+    expect_clean_exit(d)
 
 
 def load_module(rel):
@@ -317,7 +322,7 @@ def test_limits_agree_with_docs():
     st, _, b = d.json("POST", "/v1/compile", {"module": mod})
     expect_error(st, b, 400, "invalid_module")
     expect("512" in json.dumps(b["error"].get("errors")), "depth error %s" % b)
-    expect(d.stop() == 0, "exit")
+    expect_clean_exit(d)
 
 
 def test_compile_options_match_relaxc():
@@ -350,7 +355,7 @@ def test_compile_options_match_relaxc():
                                ({"lib_disable": ["nope"]}, "bad_request", "matmul_bias")]:
         st, _, b = d.json("POST", "/v1/compile", {"module": mod, "options": opts})
         expect_error(st, b, 400, code, needle)
-    expect(d.stop() == 0, "exit")
+    expect_clean_exit(d)
 
 
 def test_put_artifact():
@@ -408,7 +413,7 @@ def test_put_artifact():
     expect_error(st, b, 400, "bad_request")
     st, _, b = d.json("GET", "/v1/artifacts?prefix=XYZ", token=client)
     expect_error(st, b, 400, "bad_request")
-    expect(d.stop() == 0, "exit")
+    expect_clean_exit(d)
 
 
 def main():
