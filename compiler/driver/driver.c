@@ -30,6 +30,13 @@
 #include "relax/text.h"
 #include "relax/vm.h"
 
+/* Debug builds (the test build) verify the module after every graph-level stage. */
+#ifdef NDEBUG
+#define RX_VERIFY_DEFAULT false
+#else
+#define RX_VERIFY_DEFAULT true
+#endif
+
 typedef struct bstate {
     const rx_build_opts *o;  /* options (defaults filled) */
     rx_module *m;            /* the module, from parse on */
@@ -43,48 +50,80 @@ typedef struct bstate {
     rx_target tgt;           /* the parsed target (check_options) */
     size_t mem;              /* bytes the module's arena holds (its hook counts them) */
     bool mem_over;           /* mem went past o->max_memory */
+    bool plan;               /* memory_plan ran: lower_vm plans */
 } bstate;
 
 static bool st_library_lower(bstate *s);
+static bool st_memory_plan(bstate *s);
 static bool st_lower_vm(bstate *s);
 static bool st_codegen(bstate *s);
 
+/* What a stage is: how the driver runs it and what can be looked at after it. */
+typedef enum stage_kind {
+    ST_GRAPH,   /* module -> module: verified, dumped (--dump-ir), printable as text or
+                   relax-json (relaxc print --after), where rx_build_module may stop */
+    ST_SWITCH,  /* turns on what a later lowering stage does (memory_plan: planning
+                   inside lower_vm); not a pass: untimed, not in the metadata's
+                   "passes" (whether planning ran is the metadata's "planned") */
+    ST_LOWER,   /* module -> VM bytecode in the artifact builder (--after: the listing) */
+    ST_CODEGEN, /* loop functions -> kernel object (--after: the kernels' source) */
+} stage_kind;
+
+static const char *const kind_names[] = {"graph", "switch", "lower", "codegen"};
+
 typedef struct stage {
-    const char *name;        /* what --dump-ir, --after and the timings say */
+    const char *name;        /* what --dump-ir, --after, --disable-pass and timings say */
+    const char *step;        /* its number in the paper's pipeline (Figure 13) */
     int min_opt;             /* runs at this opt level and above (0: always) */
-    rx_pass_fn graph;        /* a graph-level pass, or NULL */
-    bool (*lower)(bstate *); /* a lowering stage, or NULL */
+    stage_kind kind;
+    rx_pass_fn graph;        /* ST_GRAPH: the pass, or NULL when lower takes options */
+    bool (*lower)(bstate *); /* every other stage, and graph passes that take options */
     bool key_after;          /* the cache key is the module's hash after this pass */
+    const char *paper;       /* where the paper describes it ("" for none) */
+    const char *what;        /* one line: `relaxc passes` prints it */
 } stage;
 
-/* The pipeline (DESIGN.md "The compiler", paper Figure 13), and the opt levels:
+/* The pipeline (paper §4.7, Figure 13): the one list of stages. `relaxc passes` prints
+ * it, docs/passes.md's table is checked against it (tests/integration), and the opt
+ * levels are its min_opt column:
  *   0  what is needed to run: deduce, legalize, lower, codegen; no planning
- *   1  + clean-ups (canonicalize, dce), CPU loop scheduling, static memory planning
+ *   1  + clean-ups (canonicalize, dce), CPU loop scheduling and tiling, memory planning
  *   2  + library lowering, FuseOps + FuseTIR, workspace lifting (the default)
- *   3  + static-shape specialization and tiling
- * A pass with min_opt > 0 can also be turned off by name (rx_build_opts.disable), as can
- * "memory_plan" (planning inside lower_vm): that is how the ablation benchmark runs. */
+ *   3  + static-shape specialization
+ * A stage with min_opt > 0 can also be turned off by name (rx_build_opts.disable): that
+ * is how the ablation benchmark runs. */
 static const stage pipeline[] = {
-    {"deduce", 0, rx_deduce_module, NULL, true},         /* 1  normal form + deduction (§4.1) */
-    {"canonicalize", 1, rx_pass_canonicalize, NULL, false}, /* 1b copies, tuples, constant folding */
-    {"dce", 1, rx_pass_dce, NULL, false},                /* 1c unused pure bindings */
-    {"library_lower", 2, NULL, st_library_lower, false}, /* 2  (pattern, library) pairs (§4.6) */
-    {"legalize", 0, rx_pass_legalize, NULL, false},      /* 3  ops -> call_tir of loop functions */
-    {"dce_post", 0, rx_pass_dce, NULL, false},           /* 3b ... and uncalled loop functions */
-    {"analysis", 0, rx_pass_annotate_patterns, NULL, false}, /* 4 compute patterns (Algorithm 1) */
-    {"fuse_ops", 2, rx_pass_fuse_ops, NULL, false},      /* 5  grouping (Algorithm 2, Figure 8) */
-    {"fuse_tir", 2, rx_pass_fuse_tir, NULL, false},      /* 5b one loop function per group (Fig 9) */
-    {"lift_workspace", 2, rx_pass_lift_workspace, NULL, false}, /* 6 (§4.4, Figure 11) */
-    {"specialize", 3, rx_pass_specialize, NULL, false},  /* 7a static shapes, tiling */
-    {"schedule", 1, rx_pass_schedule_cpu, NULL, false},  /* 7  CPU loop kinds: parallel, vectorized */
+    {"deduce", "1", 0, ST_GRAPH, rx_deduce_module, NULL, true, "§4.1, Figures 6-7",
+     "A-normal form and forward deduction of every annotation; the cache key is taken here"},
+    {"canonicalize", "1b", 1, ST_GRAPH, rx_pass_canonicalize, NULL, false, "",
+     "var-to-var copies, tuple get_item, tuple rebuilds, constant folding"},
+    {"dce", "1c", 1, ST_GRAPH, rx_pass_dce, NULL, false, "", "unused pure bindings"},
+    {"library_lower", "2", 2, ST_GRAPH, NULL, st_library_lower, false, "§4.6, Figure 12",
+     "matmul [+ bias] [+ activation] chains -> call_dps_library of BLAS, by a cost rule"},
+    {"legalize", "3", 0, ST_GRAPH, rx_pass_legalize, NULL, false, "§4.7",
+     "op calls -> call_tir of generated loop functions (symbolic shapes kept)"},
+    {"dce_post", "3b", 0, ST_GRAPH, rx_pass_dce, NULL, false, "",
+     "unused bindings and loop functions no longer called"},
+    {"analysis", "4", 0, ST_GRAPH, rx_pass_annotate_patterns, NULL, false, "§4.2, Algorithm 1",
+     "compute pattern of every loop function"},
+    {"fuse_ops", "5", 2, ST_GRAPH, rx_pass_fuse_ops, NULL, false, "§4.2, Algorithm 2, Figure 8",
+     "groups call_tirs by compute pattern into primitive graph functions"},
+    {"fuse_tir", "5b", 2, ST_GRAPH, rx_pass_fuse_tir, NULL, false, "§4.2, Figure 9",
+     "one loop function per group; intermediates inlined or allocated"},
+    {"lift_workspace", "6", 2, ST_GRAPH, rx_pass_lift_workspace, NULL, false, "§4.4, Figure 11",
+     "kernel workspaces -> outputs planned by the graph"},
+    {"specialize", "7a", 3, ST_GRAPH, rx_pass_specialize, NULL, false, "",
+     "static-shape copies of loop functions per call"},
+    {"schedule", "7", 1, ST_GRAPH, rx_pass_schedule_cpu, NULL, false, "§4.6",
+     "CPU tiling of reductions and transposes, then loop kinds: parallel, vectorized"},
     /* 9  cuda_graph offloading (§4.5)                                           later */
-    {"lower_vm", 0, NULL, st_lower_vm, false},           /* 8+10 memory planning (Algorithm 3),
-                                                            allocations, shape heap, VM code */
-    {"codegen", 0, NULL, st_codegen, false},             /* 11 loop functions -> C -> .so */
+    {"memory_plan", "8", 1, ST_SWITCH, NULL, st_memory_plan, false, "§4.3, Algorithm 3, Figure 10",
+     "static memory planning of intermediates (done by lower_vm)"},
+    {"lower_vm", "10", 0, ST_LOWER, NULL, st_lower_vm, false, "§4.7",
+     "explicit allocations, DPS calls, shape heap, VM bytecode"},
+    {"codegen", "11", 0, ST_CODEGEN, NULL, st_codegen, false, "",
+     "loop functions -> C -> shared object with the system compiler"},
 };
-
-#define PLAN_NAME "memory_plan" /* the planning step inside lower_vm, for disable */
-#define PLAN_MIN_OPT 1
 
 int rx_pipeline_count(void) { return RX_COUNTOF(pipeline); }
 
@@ -112,7 +151,6 @@ static bool enabled(const rx_build_opts *o, const char *name, int min_opt)
 /* Whether name can be given to rx_build_opts.disable. */
 static bool can_disable(const char *name)
 {
-    if (!strcmp(name, PLAN_NAME)) return true;
     for (int i = 0; i < RX_COUNTOF(pipeline); i++)
         if (!strcmp(name, pipeline[i].name)) return pipeline[i].min_opt > 0;
     return false;
@@ -121,11 +159,17 @@ static bool can_disable(const char *name)
 const char *rx_pipeline_optional(int i)
 {
     int k = 0;
-    for (int j = 0; j < RX_COUNTOF(pipeline); j++) {
-        if (!strcmp(pipeline[j].name, "lower_vm") && k++ == i) return PLAN_NAME;
+    for (int j = 0; j < RX_COUNTOF(pipeline); j++)
         if (pipeline[j].min_opt > 0 && k++ == i) return pipeline[j].name;
-    }
     return NULL;
+}
+
+bool rx_pipeline_stage(int i, rx_stage_info *out)
+{
+    if (i < 0 || i >= RX_COUNTOF(pipeline)) return false;
+    const stage *p = &pipeline[i];
+    *out = (rx_stage_info){p->name, p->step, p->min_opt, kind_names[p->kind], p->paper, p->what};
+    return true;
 }
 
 int rx_pipeline_min_opt(int i)
@@ -143,6 +187,13 @@ static bool st_library_lower(bstate *s)
 
 /* ---- lowering stages ---- */
 
+/* memory_plan: a switch lower_vm reads. */
+static bool st_memory_plan(bstate *s)
+{
+    s->plan = true;
+    return true;
+}
+
 static bool st_lower_vm(bstate *s)
 {
     s->b = rx_rxa_builder_new();
@@ -150,7 +201,7 @@ static bool st_lower_vm(bstate *s)
         rx_diag_add(s->d, "", "out of memory");
         return false;
     }
-    rx_vmgen_opts vo = {.no_plan = !enabled(s->o, PLAN_NAME, PLAN_MIN_OPT)};
+    rx_vmgen_opts vo = {.no_plan = !s->plan};
     return rx_vmgen_with(s->m, s->b, &vo, &s->info, s->d);
 }
 
@@ -261,18 +312,24 @@ static bool run(bstate *s, const char *json, size_t n, int last)
         if (!enabled(s->o, p->name, p->min_opt)) continue;
         double t0 = now_ms();
         bool ok = p->graph ? p->graph(s->m, s->d) : p->lower(s);
-        r->times[r->ntimes++] = (rx_pass_time){p->name, now_ms() - t0};
+        if (p->kind != ST_SWITCH) r->times[r->ntimes++] = (rx_pass_time){p->name, now_ms() - t0};
         if (!ok) {
             r->failed = p->name;
             return false;
         }
         if (!within_budget(s, p->name)) return false;
+        if (p->kind == ST_GRAPH && s->o->instrument)
+            s->o->instrument(p->name, s->m, s->o->instrument_ud);
+        if (p->kind == ST_GRAPH && (s->o->verify_each || RX_VERIFY_DEFAULT) &&
+            !rx_verify_module(s->m, p->name, s->d)) {
+            r->failed = p->name;
+            return false;
+        }
         if (p->key_after && !rx_build_key(s->m, s->o, r->key, s->d)) {
             r->failed = "options";
             return false;
         }
-        bool graph_level = p->graph || p->lower == st_library_lower;
-        if (graph_level && s->o->dump_dir && !dump(s, i)) {
+        if (p->kind == ST_GRAPH && s->o->dump_dir && !dump(s, i)) {
             r->failed = p->name;
             return false;
         }
@@ -384,8 +441,7 @@ static int step_named(const char *after, bool graph_only)
     int last = -2;
     if (after && !strcmp(after, "parse")) last = -1;
     for (int i = 0; after && i < RX_COUNTOF(pipeline); i++)
-        if (!strcmp(after, pipeline[i].name) &&
-            (!graph_only || pipeline[i].graph || pipeline[i].lower == st_library_lower))
+        if (!strcmp(after, pipeline[i].name) && (!graph_only || pipeline[i].kind == ST_GRAPH))
             last = i;
     return last;
 }
@@ -419,8 +475,8 @@ bool rx_build_print(const char *json, size_t n, const rx_build_opts *o, const ch
     partial p;
     bool ok = run_partial(&p, json, n, o, last, d);
     if (ok) {
-        if (last >= 0 && pipeline[last].lower == st_lower_vm) ok = disassemble(&p.s, out);
-        else if (last >= 0 && pipeline[last].lower == st_codegen) rx_sb_puts(out, rx_sb_str(&p.s.csrc));
+        if (last >= 0 && pipeline[last].kind == ST_LOWER) ok = disassemble(&p.s, out);
+        else if (last >= 0 && pipeline[last].kind == ST_CODEGEN) rx_sb_puts(out, rx_sb_str(&p.s.csrc));
         else rx_print_module(p.s.m, out);
     }
     if (failed) *failed = p.r.failed;

@@ -21,6 +21,11 @@
  *   relaxc import MODEL.onnx [-o OUT.json] [--weights inline|params]
  *                                         ONNX -> relax-json (onnx.h); with params the
  *                                         weights go to OUT.safetensors beside OUT.json
+ *   relaxc passes [--json]                the pipeline table (driver.c): every stage's
+ *                                         step, name, opt level, kind, paper section
+ *
+ * build and print take --verify-each: the module is checked (rx_verify_module) after
+ * every graph-level stage; builds without NDEBUG (the test build) always do.
  *
  * Every command that reads MODULE.json also reads MODEL.onnx (a name ending in .onnx):
  * the model is imported (weights inline) and handled as the relax-json it imports to.
@@ -67,7 +72,7 @@ static void usage(FILE *f)
           "                                   reports and the artifact's module hash\n"
           "  build MODULE.json [--target T] -o OUT.rxa [--opt-level 0..3] [--dump-ir DIR]\n"
           "        [--lib none|auto|all] [--lib-disable PATTERN]... [--disable-pass P]...\n"
-          "        [--time-passes] [--max-compile-memory BYTES]\n"
+          "        [--time-passes] [--max-compile-memory BYTES] [--verify-each]\n"
           "                                   compile to an artifact (--dump-ir writes\n"
           "                                   DIR/NN-PASS.txt after each graph pass;\n"
           "                                   --time-passes prints each pass's time to\n"
@@ -77,6 +82,8 @@ static void usage(FILE *f)
           "  import MODEL.onnx [-o OUT.json] [--weights inline|params]\n"
           "                                   ONNX model -> relax-json; params: weights as\n"
           "                                   parameters, written to OUT.safetensors\n"
+          "  passes [--json]                  the pipeline: each stage's paper step, name,\n"
+          "                                   opt level, kind, paper section, what it does\n"
           "\n"
           "Every command also takes MODEL.onnx where it takes MODULE.json.\n"
           "\n"
@@ -92,6 +99,8 @@ static void usage(FILE *f)
           "library_lower, fuse_ops, fuse_tir, lift_workspace, specialize, schedule,\n"
           "memory_plan). --max-compile-memory: the compiler's memory budget (bytes, or\n"
           "with K, M, G; default no limit): past it the build fails at stage memory.\n"
+          "--verify-each checks the module's well-formedness after every graph-level\n"
+          "stage (build, print), naming the stage that broke it.\n"
           "options: --help, --version\n",
           f);
 }
@@ -144,7 +153,7 @@ static rx_module *load(const char *path, bool deduce)
     } else {
         m = rx_json_read_file(path, NULL, &d);
     }
-    if (m && deduce && !rx_deduce_module(m, &d)) {
+    if (m && deduce && !(rx_deduce_module(m, &d) && rx_verify_module(m, "deduce", &d))) {
         rx_module_free(m);
         m = NULL;
     }
@@ -313,6 +322,34 @@ static int cmd_import(const char *path, const char *out_path, rx_onnx_weights mo
     return rc;
 }
 
+/* relaxc passes: the pipeline table, as text columns or a JSON array. */
+static int cmd_passes(bool json)
+{
+    rx_stage_info st;
+    if (json) {
+        json_t *a = json_array();
+        for (int i = 0; rx_pipeline_stage(i, &st); i++)
+            json_array_append_new(a, json_pack("{s:s, s:s, s:i, s:s, s:s, s:s}", "step", st.step,
+                                               "name", st.name, "min_opt", st.min_opt, "kind",
+                                               st.kind, "paper", st.paper, "what", st.what));
+        char *text = json_dumps(a, JSON_INDENT(1));
+        json_decref(a);
+        if (!text) return 1;
+        puts(text);
+        free(text);
+        return 0;
+    }
+    printf("%-5s %-15s %-3s %-8s %-29s %s\n", "step", "name", "opt", "kind", "paper", "what");
+    for (int i = 0; rx_pipeline_stage(i, &st); i++)
+    {
+        int extra = 0; /* UTF-8 continuation bytes (the section sign) take no column */
+        for (const char *c = st.paper; *c; c++) extra += ((unsigned char)*c & 0xC0) == 0x80;
+        printf("%-5s %-15s O%d+ %-8s %-*s %s\n", st.step, st.name, st.min_opt, st.kind,
+               29 + extra, *st.paper ? st.paper : "-", st.what);
+    }
+    return 0;
+}
+
 /* The valid --after names, for the usage error. */
 static void pass_names(rx_sb *out)
 {
@@ -325,7 +362,7 @@ int main(int argc, char **argv)
     const char *cmd = NULL, *path = NULL, *target = "cpu", *after = NULL, *out_path = NULL;
     const char *dump_dir = NULL;
     int opt_level = RX_OPT_LEVEL_DEFAULT;
-    bool json = false, time_passes = false;
+    bool json = false, time_passes = false, verify_each = false;
     rx_onnx_weights weights = RX_ONNX_WEIGHTS_INLINE;
     size_t max_memory = 0;
     rx_lib_opts lib = {0};
@@ -345,6 +382,8 @@ int main(int argc, char **argv)
             json = true;
         } else if (!strcmp(a, "--time-passes")) {
             time_passes = true;
+        } else if (!strcmp(a, "--verify-each")) {
+            verify_each = true;
         } else if (!strcmp(a, "--target") || !strcmp(a, "--after") || !strcmp(a, "-o") ||
                    !strcmp(a, "--opt-level") || !strcmp(a, "--dump-ir") || !strcmp(a, "--lib") ||
                    !strcmp(a, "--lib-disable") || !strcmp(a, "--disable-pass") ||
@@ -403,6 +442,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (cmd && !strcmp(cmd, "passes") && !path) return cmd_passes(json);
     if (!cmd || !path) {
         usage(stderr);
         return 2;
@@ -423,7 +463,9 @@ int main(int argc, char **argv)
     disabled[ndisabled] = NULL;
     if (ndisabled) lib.disable = disabled;
     off[noff] = NULL;
-    rx_build_opts bo = {target, opt_level, dump_dir, NULL, lib, noff ? off : NULL, max_memory};
+    rx_build_opts bo = {.target = target, .opt_level = opt_level, .dump_dir = dump_dir,
+                        .lib = lib, .disable = noff ? off : NULL, .max_memory = max_memory,
+                        .verify_each = verify_each};
     if (!strcmp(cmd, "print")) {
         bool known = after && !strcmp(after, "parse");
         for (int i = 0; after && i < rx_pipeline_count(); i++) known = known || !strcmp(after, rx_pipeline_name(i));

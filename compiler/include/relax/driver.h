@@ -1,26 +1,18 @@
 /*
  * driver.h — the compiler pipeline and the build entry point (library rxdriver).
  *
- * The pipeline is one visible list of passes in compiler/driver/driver.c (paper §4.7,
- * Figure 13; DESIGN.md "The compiler"), run in order, each timed:
+ * The pipeline is one table of stages in compiler/driver/driver.c (paper §4.7, Figure
+ * 13), run in order, each timed: its name, paper step, minimum opt level, kind (graph
+ * pass, switch, lowering, code generation), paper section and a one-line description.
+ * It is the only list: `relaxc passes` prints it (rx_pipeline_stage), docs/passes.md's
+ * table is checked against it by a test, and every optional stage (min_opt > 0,
+ * memory_plan included) can be turned off by name (rx_build_opts.disable, relaxc
+ * --disable-pass): the ablation benchmark.
  *
- *   deduce          annotation deduction (§4.1); the cache key is taken after it
- *   canonicalize    copies, tuples, constant folding              (O1+)
- *   dce             unused pure bindings                          (O1+)
- *   library_lower   matmul chains -> call_dps_library (§4.6)      (O2+; rx_build_opts.lib)
- *   legalize        op calls -> call_tir of generated loop functions
- *   dce_post        ... and loop functions no longer called
- *   analysis        compute patterns (Algorithm 1)
- *   fuse_ops        grouping by patterns (Algorithm 2, Figure 8)  (O2+)
- *   fuse_tir        one loop function per group (Figure 9)        (O2+)
- *   lift_workspace  kernel workspaces -> graph allocations (Fig 11) (O2+)
- *   specialize      static-shape copies, tiling                   (O3)
- *   schedule        CPU loop kinds: parallel, vectorized          (O1+)
- *   lower_vm        graph functions -> VM bytecode, with static memory planning
- *                   (Algorithm 3; O1+, step name "memory_plan") (vmgen.h)
- *   codegen         loop functions -> C -> shared object with the system compiler
- * (later: CUDA Graph offloading). Every step marked O1+ or above can also be turned
- * off by name (rx_build_opts.disable, relaxc --disable-pass): the ablation benchmark.
+ * After every graph-level stage the module is checked by rx_verify_module (ir.h) when
+ * rx_build_opts.verify_each is set (relaxc --verify-each) and always in builds without
+ * NDEBUG (the test build): a pass that leaves a malformed module fails the build naming
+ * itself.
  *
  * Graph-level passes (deduce, legalize) leave a module that prints in the text form:
  * that is what --dump-ir writes after each of them (DIR/01-deduce.txt, ...) and what
@@ -54,6 +46,13 @@ typedef struct rx_build_opts {
                               pass's results) may hold; checked after parsing and after
                               each pass, the build failing at stage "memory" past it.
                               0: no limit. Not in the cache key */
+    bool verify_each;      /* rx_verify_module after every graph-level stage (always
+                              on without NDEBUG). Not in the cache key */
+    /* Called after every graph-level stage that ran, before the verifier, with the
+       stage's name and the module (pass instrumentation: tools inspect the module,
+       tests plant a malformed one to see the verifier name the stage). NULL: none */
+    void (*instrument)(const char *stage, rx_module *m, void *ud);
+    void *instrument_ud;
 } rx_build_opts;
 
 #define RX_PIPELINE_MAX 24
@@ -84,9 +83,23 @@ const char *rx_pipeline_name(int i);
 /* The lowest opt level at which pass i runs; -1 out of range. */
 int rx_pipeline_min_opt(int i);
 
-/* Name i (0, 1, ...) of the steps rx_build_opts.disable accepts: every pass with a
- * minimum opt level above 0, and "memory_plan"; NULL past the end. */
+/* Name i (0, 1, ...) of the steps rx_build_opts.disable accepts: every stage with a
+ * minimum opt level above 0 (memory_plan included), in order; NULL past the end. */
 const char *rx_pipeline_optional(int i);
+
+/* One row of the pipeline table, as `relaxc passes` prints it. */
+typedef struct rx_stage_info {
+    const char *name;  /* "fuse_ops" */
+    const char *step;  /* its number in the paper's pipeline: "5" */
+    int min_opt;       /* the lowest opt level that runs it */
+    const char *kind;  /* "graph" (module -> module), "switch" (turns on part of a later
+                          stage: memory_plan), "lower" (-> VM bytecode), "codegen" */
+    const char *paper; /* "§4.2, Algorithm 2, Figure 8"; "" for none */
+    const char *what;  /* one line */
+} rx_stage_info;
+
+/* Row i of the pipeline into *out; false past the end. */
+bool rx_pipeline_stage(int i, rx_stage_info *out);
 
 /* Compiles the relax-json module json[0..n) into an artifact (*rxa, heap, caller
  * frees; *rxa_n bytes). o may be NULL (cpu, RX_OPT_LEVEL_DEFAULT, no dump). Returns false after

@@ -326,4 +326,13 @@ rx_node *rx_n_call_lib(rx_module *m, const char *lib, rx_node **args, int nargs,
 rx_node *rx_n_call_fn(rx_module *m, rx_node *callee, rx_node **args, int nargs);
 rx_node *rx_n_if(rx_module *m, rx_node *cond, rx_seq *then_body, rx_seq *else_body);
 
+/* ---------------------------------------------------------------- verification */
+
+/* Checks that m is well formed (compiler/ir/verify.c lists the rules: scopes, single
+ * assignment, dataflow variables kept inside their blocks, annotations present, calls
+ * resolving to functions of m, loop-level buffers and variables in scope). Returns false
+ * after one diagnostic per malformed function, "malformed module after AFTER: @f: ...";
+ * after names the stage that produced m (NULL or "": none). Linear in m's size. */
+bool rx_verify_module(const rx_module *m, const char *after, rx_diags *d);
+
 #endif

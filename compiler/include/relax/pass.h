@@ -3,28 +3,11 @@
  *
  * Every pass has one signature, rx_pass_fn: it transforms a module in place (new
  * nodes in the module's arena; replaced nodes are simply dropped) and returns false
- * after adding located diagnostics to d. A pipeline is a list of rx_pass entries
- * (name + function), run in order with a verifier in between; the list itself lives
- * with the pipeline, not here. Each pass states its precondition and what it leaves
- * for later passes.
- *
- * Passes, one line each:
- *   legalize   every op call with a legalization rule becomes call_tir of a generated
- *              loop function (pipeline step 3); needs a deduced module, leaves it
- *              deduced
- *   analysis   the compute_pattern of every loop function (Algorithm 1, step 4)
- *   canonicalize  var-to-var bindings, get_item of tuples, tuple rebuilds, constant
- *              folding (any op call or call_tir on constants, by interpreting its
- *              loop function)
- *   dce        unused pure bindings and loop functions no longer called
- *   library_lower  matmul [+ bias] [+ relu|gelu|silu] chains -> call_dps_library of
- *              runtime BLAS functions, by a cost rule (pipeline step 2, before legalize)
- *   specialize static-shape copies of loop functions per call (opt level 3, step 7a)
- *   schedule   CPU loop tiling of reductions and matmuls (exact), then loop kinds:
- *              provably independent outer loops parallel, contiguous innermost
- *              spatial loops vectorized (pipeline step 7, after analysis)
- *   fuse_tir   each "primitive" graph function FuseOps made -> one loop function,
- *              its calls -> call_tir (Figure 9, step 5b, after fuse_ops)
+ * after adding located diagnostics to d. Each pass states its precondition and what it
+ * leaves for later passes. Which passes run, in which order, at which opt level, is
+ * the pipeline table in compiler/driver/driver.c, the only list of them (`relaxc
+ * passes` prints it; docs/passes.md describes each); the driver checks the module with
+ * rx_verify_module (ir.h) after each one in the test build and with --verify-each.
  */
 #ifndef RELAX_PASS_H
 #define RELAX_PASS_H
@@ -32,11 +15,6 @@
 #include "relax/ir.h"
 
 typedef bool (*rx_pass_fn)(rx_module *m, rx_diags *d);
-
-typedef struct rx_pass {
-    const char *name; /* "legalize": what --dump-ir and timings print */
-    rx_pass_fn run;
-} rx_pass;
 
 /* ---- legalize (compiler/pass/legalize*.c) ---- */
 

@@ -243,7 +243,7 @@ static rx_rt_module *build(rx_rt_ctx *ctx, const char *text, bool fuse_tir)
 {
     static const char *const off_tir[] = {"fuse_ops", "fuse_tir", "lift_workspace", NULL};
     static const char *const on_tir[] = {"fuse_ops", "lift_workspace", NULL};
-    rx_build_opts o = {"cpu", 2, NULL, NULL, {0}, fuse_tir ? on_tir : off_tir, 0};
+    rx_build_opts o = {.target = "cpu", .opt_level = 2, .disable = fuse_tir ? on_tir : off_tir};
     rx_diags d;
     rx_diags_init(&d);
     uint8_t *rxa = NULL;
@@ -565,7 +565,7 @@ START_TEST(llama_after_fuse_ops)
     char *text = malloc((size_t)len + 1);
     ck_assert(fread(text, 1, (size_t)len, fp) == (size_t)len);
     fclose(fp);
-    rx_build_opts o = {"cpu", 2, NULL, NULL, {0}, NULL, 0};
+    rx_build_opts o = {.target = "cpu", .opt_level = 2};
     rx_diags d;
     rx_diags_init(&d);
     rx_module *m = NULL;

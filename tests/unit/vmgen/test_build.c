@@ -37,7 +37,7 @@ START_TEST(targets_and_options)
     static const char *const later[] = {"cuda", "opencl", "vulkan"};
     char *e;
     for (int i = 0; i < 3; i++) {
-        rx_build_opts o = {later[i], 2, NULL, NULL, {0}, NULL, 0};
+        rx_build_opts o = {.target = later[i], .opt_level = 2};
         e = vt_build_error(mod, &o);
         char want[128];
         snprintf(want, sizeof want, "target %s is not supported yet: code generation for %s",
@@ -45,15 +45,15 @@ START_TEST(targets_and_options)
         ck_assert_msg(strstr(e, want), "%s", e);
         free(e);
     }
-    rx_build_opts bad = {"opencl,tile=3", 2, NULL, NULL, {0}, NULL, 0};
+    rx_build_opts bad = {.target = "opencl,tile=3", .opt_level = 2};
     e = vt_build_error(mod, &bad);
     ck_assert_msg(strstr(e, "opencl option tile=3 is not a power of two"), "%s", e);
     free(e);
-    rx_build_opts o = {"tpu", 2, NULL, NULL, {0}, NULL, 0};
+    rx_build_opts o = {.target = "tpu", .opt_level = 2};
     e = vt_build_error(mod, &o);
     ck_assert_msg(strstr(e, "unknown target tpu (known: cpu, cuda, opencl, vulkan)"), "%s", e);
     free(e);
-    rx_build_opts lvl = {"cpu", 7, NULL, NULL, {0}, NULL, 0};
+    rx_build_opts lvl = {.target = "cpu", .opt_level = 7};
     e = vt_build_error(mod, &lvl);
     ck_assert_msg(strstr(e, "opt level 7 out of range (0..3)"), "%s", e);
     free(e);
@@ -61,7 +61,7 @@ START_TEST(targets_and_options)
     rx_diags d;
     rx_diags_init(&d);
     rx_build_result r;
-    rx_build_opts cuda = {"cuda", 2, NULL, NULL, {0}, NULL, 0};
+    rx_build_opts cuda = {.target = "cuda", .opt_level = 2};
     ck_assert(!rx_build_run(j, strlen(j), &cuda, &r, &d));
     ck_assert_str_eq(r.failed, "options");
     rx_diags_free(&d);
@@ -77,8 +77,8 @@ START_TEST(pipeline_table)
 {
     const char *want[] = {"deduce", "canonicalize", "dce", "library_lower", "legalize",
                           "dce_post", "analysis", "fuse_ops", "fuse_tir", "lift_workspace",
-                          "specialize", "schedule", "lower_vm", "codegen"};
-    const int level[] = {0, 1, 1, 2, 0, 0, 0, 2, 2, 2, 3, 1, 0, 0};
+                          "specialize", "schedule", "memory_plan", "lower_vm", "codegen"};
+    const int level[] = {0, 1, 1, 2, 0, 0, 0, 2, 2, 2, 3, 1, 1, 0, 0};
     ck_assert_int_eq(rx_pipeline_count(), RX_COUNTOF(want));
     for (int i = 0; i < RX_COUNTOF(want); i++) {
         ck_assert_str_eq(rx_pipeline_name(i), want[i]);
@@ -86,7 +86,7 @@ START_TEST(pipeline_table)
     }
     ck_assert_ptr_null(rx_pipeline_name(RX_COUNTOF(want)));
     ck_assert_int_eq(rx_pipeline_min_opt(RX_COUNTOF(want)), -1);
-    /* the optional steps: every pass above level 0, and memory_plan in lower_vm's place */
+    /* the optional steps: every stage above level 0, memory_plan included */
     const char *opt[] = {"canonicalize", "dce", "library_lower", "fuse_ops", "fuse_tir",
                          "lift_workspace", "specialize", "schedule", "memory_plan"};
     for (int i = 0; i < RX_COUNTOF(opt); i++) ck_assert_str_eq(rx_pipeline_optional(i), opt[i]);
@@ -130,7 +130,7 @@ START_TEST(opt_levels_and_disable)
         "lift_workspace,specialize,schedule,lower_vm,codegen;planned=1"};
     char got[512];
     for (int lv = 0; lv <= 3; lv++) {
-        rx_build_opts o = {"cpu", lv, NULL, NULL, {0}, NULL, 0};
+        rx_build_opts o = {.target = "cpu", .opt_level = lv};
         size_t n;
         uint8_t *b = vt_build(mod, &o, &n);
         passes_run(b, n, got, sizeof got);
@@ -139,7 +139,7 @@ START_TEST(opt_levels_and_disable)
     }
     static const char *const off[] = {"memory_plan", "fuse_ops", NULL};
     static const char *const off2[] = {"fuse_ops", "memory_plan", NULL};
-    rx_build_opts o = {"cpu", 2, NULL, NULL, {0}, off, 0};
+    rx_build_opts o = {.target = "cpu", .opt_level = 2, .disable = off};
     size_t n;
     uint8_t *b = vt_build(mod, &o, &n);
     passes_run(b, n, got, sizeof got);
@@ -153,7 +153,7 @@ START_TEST(opt_levels_and_disable)
     rx_module *m = rx_json_read(j, strlen(j), NULL, &d);
     ck_assert(m && rx_deduce_module(m, &d));
     char k0[65], k1[65], k2[65];
-    rx_build_opts plain = {"cpu", 2, NULL, NULL, {0}, NULL, 0}, o2 = o;
+    rx_build_opts plain = {.target = "cpu", .opt_level = 2}, o2 = o;
     o2.disable = off2;
     ck_assert(rx_build_key(m, &plain, k0, &d));
     ck_assert(rx_build_key(m, &o, k1, &d));
@@ -165,7 +165,7 @@ START_TEST(opt_levels_and_disable)
     free(j);
 
     static const char *const bad[] = {"legalize", NULL};
-    rx_build_opts ob = {"cpu", 2, NULL, NULL, {0}, bad, 0};
+    rx_build_opts ob = {.target = "cpu", .opt_level = 2, .disable = bad};
     char *e = vt_build_error(mod, &ob);
     ck_assert_msg(strstr(e, "pass legalize cannot be disabled (passes that can: canonicalize, dce, "
                             "library_lower, fuse_ops, fuse_tir, lift_workspace, specialize, "
@@ -180,7 +180,7 @@ START_TEST(dump_ir_files)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     char sub[64];
     snprintf(sub, sizeof sub, "%s/ir", dir);
-    rx_build_opts o = {"cpu", 1, sub, NULL, {0}, NULL, 0};
+    rx_build_opts o = {.target = "cpu", .opt_level = 1, .dump_dir = sub};
     size_t n;
     free(vt_build(mod, &o, &n));
     const char *files[] = {"01-deduce.txt", "05-legalize.txt"};
@@ -206,6 +206,7 @@ START_TEST(dump_ir_files)
         const char *name = rx_pipeline_name(i);
         snprintf(extra, sizeof extra, "%s/%02d-%s.txt", sub, i + 1, name);
         bool graph = strcmp(name, "lower_vm") && strcmp(name, "codegen") &&
+                     strcmp(name, "memory_plan") && /* a switch, not a pass */
                      rx_pipeline_min_opt(i) <= o.opt_level; /* others did not run at O1 */
         if (i == 0 || !strcmp(name, "legalize")) continue; /* checked and removed above */
         if (graph) ck_assert_msg(unlink(extra) == 0, "%s missing", extra);
@@ -214,7 +215,7 @@ START_TEST(dump_ir_files)
     rmdir(sub);
     rmdir(dir);
     /* an unwritable dump directory is an error */
-    rx_build_opts bad = {"cpu", 1, "/proc/definitely/not/here", NULL, {0}, NULL, 0};
+    rx_build_opts bad = {.target = "cpu", .opt_level = 1, .dump_dir = "/proc/definitely/not/here"};
     char *e = vt_build_error(mod, &bad);
     ck_assert_msg(strstr(e, "cannot create /proc/definitely/not/here"), "%s", e);
     free(e);
@@ -223,7 +224,7 @@ END_TEST
 
 START_TEST(metadata_json)
 {
-    rx_build_opts o = {"cpu", 3, NULL, NULL, {0}, NULL, 0};
+    rx_build_opts o = {.target = "cpu", .opt_level = 3};
     size_t n;
     uint8_t *bytes = vt_build(mod, &o, &n);
     rx_rxa *a;
@@ -266,7 +267,7 @@ START_TEST(metadata_json)
     ck_assert_str_eq(br.key, hex);
     free(br.rxa);
     /* another opt level or target is another key; NULL options mean cpu at the default */
-    rx_build_opts o2 = {"cpu", 2, NULL, NULL, {0}, NULL, 0};
+    rx_build_opts o2 = {.target = "cpu", .opt_level = 2};
     ck_assert(rx_build_key(m, &o2, key, &d));
     ck_assert_str_ne(key, hex);
     ck_assert(rx_build_key(m, NULL, tkey, &d));
@@ -274,9 +275,9 @@ START_TEST(metadata_json)
     ck_assert_int_eq(RX_OPT_LEVEL_DEFAULT, 2);
     /* the normalized target salts the key: spellings of one target share it, other
      * targets (also ones not buildable yet) differ; a bad target has none */
-    rx_build_opts cl = {"opencl", 3, NULL, NULL, {0}, NULL, 0};
-    rx_build_opts cl2 = {"opencl,tile=16,max_threads=256", 3, NULL, NULL, {0}, NULL, 0};
-    rx_build_opts cl8 = {"opencl,tile=8", 3, NULL, NULL, {0}, NULL, 0};
+    rx_build_opts cl = {.target = "opencl", .opt_level = 3};
+    rx_build_opts cl2 = {.target = "opencl,tile=16,max_threads=256", .opt_level = 3};
+    rx_build_opts cl8 = {.target = "opencl,tile=8", .opt_level = 3};
     char kcl[65], kcl2[65], kcl8[65];
     ck_assert(rx_build_key(m, &cl, kcl, &d) && rx_build_key(m, &cl2, kcl2, &d) &&
               rx_build_key(m, &cl8, kcl8, &d));
@@ -286,7 +287,7 @@ START_TEST(metadata_json)
     rx_struct_hash(m, "target=opencl,tile=8;opt=3;compiler=" RX_VERSION, h);
     rx_hex(h, 32, tkey);
     ck_assert_str_eq(kcl8, tkey);
-    rx_build_opts cuda = {"cuda,arch=90", 3, NULL, NULL, {0}, NULL, 0};
+    rx_build_opts cuda = {.target = "cuda,arch=90", .opt_level = 3};
     ck_assert(!rx_build_key(m, &cuda, key, &d));
     ck_assert_str_eq(key, "");
     rx_module_free(m);
@@ -315,7 +316,7 @@ START_TEST(metadata_json)
     ck_assert_int_eq(json_array_size(json_object_get(root, "libraries")), 0);
 
     json_t *ps = json_object_get(root, "passes");
-    ck_assert_int_eq(json_array_size(ps), rx_pipeline_count());
+    ck_assert_int_eq(json_array_size(ps), rx_pipeline_count() - 1); /* memory_plan: a switch */
     for (int i = 0; i < 5; i++)
         ck_assert_str_eq(json_string_value(json_array_get(ps, (size_t)i)), rx_pipeline_name(i));
     json_decref(root);
@@ -409,7 +410,7 @@ START_TEST(library_not_on_target)
     rx_diags_init(&d);
     uint8_t *rxa = NULL;
     size_t n = 0;
-    rx_build_opts o = {"cpu", 2, NULL, NULL, {0}, NULL, 0};
+    rx_build_opts o = {.target = "cpu", .opt_level = 2};
     ck_assert(!rx_build(rx_sb_str(&text), text.n, &o, &rxa, &n, &d));
     ck_assert_ptr_null(rxa);
     rx_sb msg = {0};
@@ -448,7 +449,7 @@ static uint8_t *build_in(const char *parent, int opt_level, size_t *n, rx_build_
     ck_assert_ptr_nonnull(mkdtemp(dir));
     rx_cc_opts cc = {0};
     cc.tmpdir = dir;
-    rx_build_opts o = {"cpu", opt_level, NULL, &cc, {0}, NULL, 0};
+    rx_build_opts o = {.target = "cpu", .opt_level = opt_level, .cc = &cc};
     char *j = vt_json(mod);
     rx_diags d;
     rx_diags_init(&d);
