@@ -26,12 +26,11 @@
  * (+ SHA-256 unless vouched for) per read.
  */
 #include "store_int.h"
-#include "relax/support.h"
+#include "relax/base.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,24 +66,7 @@ static int fsync_dir(const char *path)
     return r;
 }
 
-static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
-static EVP_MD *sha256_md; /* fetched once, never freed (process lifetime) */
-
-static void fetch_sha256(void) { sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL); }
-
-void rx_blob_hash(const uint8_t *p, size_t n, char out[65])
-{
-    uint8_t d[32];
-    unsigned len = 0;
-    pthread_once(&sha256_once, fetch_sha256);
-    if (!sha256_md || !EVP_Digest(p, n, d, &len, sha256_md, NULL) || len != 32) {
-        rx_sha256 s;
-        rx_sha256_init(&s);
-        rx_sha256_update(&s, p, n);
-        rx_sha256_final(&s, d);
-    }
-    rx_hex(d, 32, out);
-}
+void rx_blob_hash(const uint8_t *p, size_t n, char out[65]) { rx_sha256_hex(p, n, out); }
 
 /* Writes all of p[0..n) to fd; 0 or -1 with errno. */
 static int write_all(int fd, const uint8_t *p, size_t n)

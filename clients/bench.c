@@ -32,7 +32,6 @@
 #include "client.h"
 
 #include <errno.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,16 +82,11 @@ static json_t *file_b64(const char *path, off_t cap, const char *magic, const ch
         free(b);
         return NULL;
     }
-    char *enc = malloc((n + 2) / 3 * 4 + 1);
-    if (!enc) {
-        free(b);
-        fputs("error: out of memory\n", stderr);
-        return NULL;
-    }
-    int len = EVP_EncodeBlock((unsigned char *)enc, b, (int)n);
+    rx_sb enc = {0};
+    rx_base64_encode(b, n, &enc);
     free(b);
-    json_t *s = json_stringn(enc, (size_t)len);
-    free(enc);
+    json_t *s = json_stringn(rx_sb_str(&enc), enc.n);
+    rx_sb_free(&enc);
     return s;
 }
 
@@ -155,15 +149,7 @@ static int resolve_artifact(rxc_conn *c, const rxc_bench_opts *o, char *id)
     size_t n;
     unsigned char *b = read_file(o->what, (off_t)RXC_ARTIFACT_CAP, &n);
     if (!b) return 1;
-    unsigned char dig[EVP_MAX_MD_SIZE];
-    unsigned int dlen = 0;
-    int ok = EVP_Digest(b, n, dig, &dlen, EVP_sha256(), NULL) == 1 && dlen == 32;
-    if (!ok) {
-        free(b);
-        fputs("error: SHA-256 failed (libcrypto)\n", stderr);
-        return 1;
-    }
-    for (unsigned i = 0; i < 32; i++) snprintf(id + 2 * i, 3, "%02x", dig[i]);
+    rx_sha256_hex(b, n, id);
     int rc = upload_if_missing(c, o->what, id, b, n);
     free(b);
     return rc;
@@ -401,14 +387,6 @@ int rxc_cmd_bench(rxc_conn *c, const rxc_bench_opts *o)
 
 /* ---- agents, jobs, cancel ---- */
 
-static void human_bytes(double v, char *buf, size_t n)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (v >= 1024 && u < 4) v /= 1024, u++;
-    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-}
-
 /* "a,b,c" of a string array into buf. */
 static const char *joined(const json_t *arr, char *buf, size_t n)
 {
@@ -446,7 +424,7 @@ int rxc_cmd_agents(rxc_conn *c, int json)
     for (size_t i = 0; i < json_array_size(agents); i++) {
         const json_t *a = json_array_get(agents, i);
         char t[128], l[256], mem[32], seen[32];
-        human_bytes(json_number_value(json_object_get(a, "memory_bytes")), mem, sizeof mem);
+        rx_format_bytes(json_number_value(json_object_get(a, "memory_bytes")), mem, sizeof mem);
         snprintf(seen, sizeof seen, "%.1fs ago",
                  json_number_value(json_object_get(a, "last_seen_ms_ago")) / 1000);
         printf("%-20s %-8s %-10s %-28s %5.0f %10s %9s %6.0f %s\n", str_or(a, "name", "?"),

@@ -20,6 +20,8 @@
 #define RELAX_CLIENT_H
 
 #include <jansson.h>
+
+#include "relax/base.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -101,9 +103,6 @@ int rxc_http_error(const rxc_resp *r);
 /* Prints an error object {"code","message","errors"} (as in a failed job), `status` > 0
  * adding "HTTP <status> " before the code. Returns 1. */
 int rxc_print_error_obj(const json_t *err, long status);
-
-/* Seconds on the monotonic clock. */
-double rxc_now(void);
 
 /* Sleeps s seconds (fractions allowed), redrawing progress meanwhile. */
 void rxc_sleep(rxc_conn *c, double s);

@@ -172,7 +172,7 @@ int rxc_conn_init(rxc_conn *c, const char *server, const char *token, double tim
     c->base[n] = 0;
     c->token = token && *token ? token : NULL;
     c->timeout_s = timeout_s;
-    c->deadline = timeout_s > 0 ? rxc_now() + timeout_s : 0;
+    c->deadline = timeout_s > 0 ? rx_now_s() + timeout_s : 0;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         fputs("error: cannot initialize libcurl\n", stderr);
         return 1;
@@ -195,9 +195,9 @@ void rxc_resp_free(rxc_resp *r)
 
 void rxc_sleep(rxc_conn *c, double s)
 {
-    double end = rxc_now() + s;
+    double end = rx_now_s() + s;
     for (;;) {
-        double left = end - rxc_now();
+        double left = end - rx_now_s();
         if (left <= 0) break;
         if (left > 0.1) left = 0.1;
         struct timespec ts = {0, (long)(left * 1e9)};
@@ -253,7 +253,7 @@ static int exchange(rxc_conn *c, const char *method, const char *path, const voi
     for (int attempt = 0;; attempt++) {
         double left = 0;
         if (c->deadline > 0) {
-            left = c->deadline - rxc_now();
+            left = c->deadline - rx_now_s();
             if (left <= 0) {
                 rxc_progress_clear(&c->progress);
                 fprintf(stderr, "error: relaxd at %s did not answer within %g s (--timeout)\n",
@@ -312,7 +312,7 @@ static int exchange(rxc_conn *c, const char *method, const char *path, const voi
         }
         if (r->status != 503 || x.retry_after < 0 || attempt >= RXC_MAX_RETRIES) return 0;
         double wait = x.retry_after < RXC_RETRY_CAP_S ? x.retry_after : RXC_RETRY_CAP_S;
-        if (c->deadline > 0 && rxc_now() + wait >= c->deadline) return 0;
+        if (c->deadline > 0 && rx_now_s() + wait >= c->deadline) return 0;
         rxc_resp_free(r);
         const char *old = c->progress.state;
         c->progress.state = "server busy, retrying";

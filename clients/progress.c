@@ -12,27 +12,20 @@
 #include <time.h>
 #include <unistd.h>
 
-double rxc_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 void rxc_progress_start(rxc_progress *p, const char *label)
 {
     p->enabled = isatty(STDERR_FILENO);
     p->drawn = 0;
     p->label = label;
     p->state = NULL;
-    p->t0 = rxc_now();
+    p->t0 = rx_now_s();
     p->last = 0;
 }
 
 void rxc_progress_tick(rxc_progress *p)
 {
     if (!p->enabled || !p->label) return;
-    double t = rxc_now();
+    double t = rx_now_s();
     if (p->drawn && t - p->last < 0.1) return;
     p->last = t;
     fprintf(stderr, "\r%s... %.1f s%s%s%s\033[K", p->label, t - p->t0, p->state ? " (" : "",

@@ -596,15 +596,13 @@ static void put_num(double v)
 
 static void put_bytes(double v)
 {
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
+    char buf[32];
     if (v < 0) {
         fputs("? bytes", stdout);
         return;
     }
-    while (v >= 1024 && u < 4) v /= 1024, u++;
-    if (u == 0) printf("%.0f B", v);
-    else printf("%.1f %s", v, units[u]);
+    rx_format_bytes(v, buf, sizeof buf);
+    fputs(buf, stdout);
 }
 
 static int cmd_status(rxc_conn *c, const cli *o)

@@ -41,7 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "relax/support.h"
+#include "relax/base.h"
 #include "sched_int.h"
 
 #define SCHEMA_VERSION 1

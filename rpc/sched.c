@@ -45,7 +45,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "relax/support.h"
+#include "relax/base.h"
 #include "sched_int.h"
 
 #define PRUNE_EVERY_MS 10000
@@ -57,21 +57,14 @@ const double rx_sched_dispatch_bounds[RX_SCHED_DISPATCH_BUCKETS] = {
 
 /* ---- clocks and logs ---- */
 
-static int64_t clock_ms(clockid_t id)
-{
-    struct timespec t;
-    clock_gettime(id, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 int64_t sc_now_ms(const rx_sched *s)
 {
-    return s->o.now_ms ? s->o.now_ms(s->o.clock_ctx) : clock_ms(CLOCK_MONOTONIC);
+    return s->o.now_ms ? s->o.now_ms(s->o.clock_ctx) : rx_now_ms_int();
 }
 
 static int64_t wall_ms(const rx_sched *s)
 {
-    return s->o.wall_ms ? s->o.wall_ms(s->o.clock_ctx) : clock_ms(CLOCK_REALTIME);
+    return s->o.wall_ms ? s->o.wall_ms(s->o.clock_ctx) : rx_wall_ms();
 }
 
 void sc_slog(rx_sched *s, int level, json_t *obj)

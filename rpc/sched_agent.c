@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "relax/support.h"
+#include "relax/base.h"
 #include "sched_int.h"
 
 /* Makes room for one more agent: forgets the longest-registered offline agent without

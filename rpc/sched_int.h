@@ -15,7 +15,7 @@
 #include <sqlite3.h>
 
 #include "relax/sched.h"
-#include "relax/support.h"
+#include "relax/base.h"
 
 /* Job states; the names are the API's and the database's. */
 typedef enum sj_state {

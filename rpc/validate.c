@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "relax/support.h"
+#include "relax/base.h"
 #include "sched_int.h"
 
 #define FUNCTION_MAX 128

@@ -34,20 +34,6 @@ void rx_log_init(rx_log *l, int fd)
 
 void rx_log_destroy(rx_log *l) { pthread_mutex_destroy(&l->mu); }
 
-double rx_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-int64_t rx_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void timestamp(char out[64])
 {
     struct timespec ts;

@@ -61,8 +61,6 @@ void rx_log_request(rx_log *l, rx_log_level lv, const char *request_id, const ch
 void rx_log_event(rx_log *l, rx_log_level lv, const char *event, const char *msg);
 
 /* Milliseconds on the monotonic and the wall clock. */
-double rx_now_ms(void);
-int64_t rx_wall_ms(void);
 
 /* ---- metrics.c ---- */
 

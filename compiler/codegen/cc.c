@@ -138,25 +138,18 @@ static void first_errors(const char *log, rx_sb *msg)
     }
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Waits for pid under the limit; kills its process group at the deadline. Returns
  * the wait status, -1 on timeout (the group is killed and reaped), or -2 when pid
  * cannot be waited for (SIGCHLD ignored by the embedding program: errno says why). */
 static int wait_limited(pid_t pid, int timeout_s)
 {
-    double deadline = now_s() + timeout_s;
+    double deadline = rx_now_s() + timeout_s;
     for (;;) {
         int st = 0;
         pid_t r = waitpid(pid, &st, WNOHANG);
         if (r == pid) return st;
         if (r < 0 && errno != EINTR) return -2;
-        if (now_s() >= deadline) {
+        if (rx_now_s() >= deadline) {
             kill(-pid, SIGKILL);
             kill(pid, SIGKILL);
             while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}

@@ -132,13 +132,6 @@ const char *rx_pipeline_name(int i)
     return i >= 0 && i < RX_COUNTOF(pipeline) ? pipeline[i].name : NULL;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* Whether the step `name` of minimum level min_opt runs under o. */
 static bool enabled(const rx_build_opts *o, const char *name, int min_opt)
 {
@@ -310,9 +303,9 @@ static bool run(bstate *s, const char *json, size_t n, int last)
     for (int i = 0; i <= last; i++) {
         const stage *p = &pipeline[i];
         if (!enabled(s->o, p->name, p->min_opt)) continue;
-        double t0 = now_ms();
+        double t0 = rx_now_ms();
         bool ok = p->graph ? p->graph(s->m, s->d) : p->lower(s);
-        if (p->kind != ST_SWITCH) r->times[r->ntimes++] = (rx_pass_time){p->name, now_ms() - t0};
+        if (p->kind != ST_SWITCH) r->times[r->ntimes++] = (rx_pass_time){p->name, rx_now_ms() - t0};
         if (!ok) {
             r->failed = p->name;
             return false;

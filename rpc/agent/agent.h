@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "bench.h"
+#include "relax/base.h"
 
 #define RXAG_PROTOCOL 1                      /* agent protocol version spoken */
 #define RXAG_JSON_CAP ((size_t)64 << 20)     /* largest JSON body accepted (job specs) */
@@ -52,17 +53,6 @@ void rxag_log_level(int level);
 void rxag_log(int level, const char *event, json_t *fields);
 
 /* ---- util.c ---- */
-
-/* Seconds / milliseconds on the monotonic clock. */
-double rxag_now(void);
-int64_t rxag_now_ms(void);
-
-/* Decodes standard base64 (padding optional, whitespace refused) into a malloc'ed
- * buffer. Returns 0 with *out, *n (caller frees), or -1 when s is not base64. */
-int rxag_b64_decode(const char *s, size_t len, uint8_t **out, size_t *n);
-
-/* Lowercase hex SHA-256 of p[0..n) into hex[65] (libcrypto). Returns 0, -1 on failure. */
-int rxag_sha256_hex(const void *p, size_t n, char hex[65]);
 
 /* True when s is 64 lowercase hex digits (an artifact id). */
 int rxag_valid_artifact_id(const char *s);

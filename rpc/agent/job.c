@@ -144,7 +144,7 @@ static int arrays(const json_t *spec, rxag_job *job, char *code, char *err, size
             char label[160];
             snprintf(label, sizeof label, "inputs.%.100s", k);
             if (!json_is_string(v) ||
-                rxag_b64_decode(json_string_value(v), json_string_length(v), &bytes, &n)) {
+                !rx_base64_decode_unpadded(json_string_value(v), json_string_length(v), &bytes, &n)) {
                 snprintf(code, 32, "input_error");
                 snprintf(err, errlen, "%s: expected a base64 string (an .npy file)", label);
                 return -1;
@@ -166,8 +166,8 @@ static int arrays(const json_t *spec, rxag_job *job, char *code, char *err, size
             return bad(code, "input_error", err, errlen, "too many arrays", "expected");
         for (size_t i = 0; i < json_array_size(ex); i++) {
             const json_t *v = json_array_get(ex, i);
-            if (!json_is_string(v) || rxag_b64_decode(json_string_value(v), json_string_length(v),
-                                                      &job->expected[i], &job->expected_len[i])) {
+            if (!json_is_string(v) || !rx_base64_decode_unpadded(json_string_value(v), json_string_length(v),
+                                                                &job->expected[i], &job->expected_len[i])) {
                 snprintf(code, 32, "input_error");
                 snprintf(err, errlen, "expected[%zu]: expected a base64 string (an .npy file)", i);
                 return -1;
@@ -254,9 +254,9 @@ static json_t *child_run(const rxag_job *job, const uint8_t *bytes, size_t n)
     /* Step 1: load. */
     rx_rt_ctx *ctx = rx_rt_ctx_new();
     if (!ctx) return rxag_failure("run_error", "out of memory creating the runtime context");
-    double t0 = rxag_now();
+    double t0 = rx_now_s();
     rx_rt_module *m = rx_rt_load_bytes(ctx, bytes, n, what, &err);
-    double load_ms = (rxag_now() - t0) * 1e3;
+    double load_ms = (rx_now_s() - t0) * 1e3;
     if (!m) {
         rx_rt_ctx_free(ctx);
         return rxag_failure("load_error", err.msg);
@@ -402,10 +402,10 @@ int rxag_job_run(const rxag_job *job, const uint8_t *bytes, size_t n, int wake_f
     close(p[1]);
     char *buf = malloc(REPORT_CAP + 1);
     size_t len = 0;
-    int64_t deadline = rxag_now_ms() + job->timeout_ms;
+    int64_t deadline = rx_now_ms_int() + job->timeout_ms;
     int timed_out = 0, aborted = 0, too_large = 0;
     for (;;) {
-        int64_t left = deadline - rxag_now_ms();
+        int64_t left = deadline - rx_now_ms_int();
         if (left <= 0) {
             timed_out = 1;
             break;

@@ -81,26 +81,6 @@ static int bad_usage(const char *fmt, const char *arg)
     return 2;
 }
 
-/* "1G", "512M", "0" into bytes; -1 when malformed. */
-static int64_t parse_size(const char *s)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || v < 0) return -1;
-    int64_t mul = 1;
-    if (!strcmp(end, "K") || !strcmp(end, "k") || !strcmp(end, "KiB"))
-        mul = 1 << 10;
-    else if (!strcmp(end, "M") || !strcmp(end, "MiB"))
-        mul = 1 << 20;
-    else if (!strcmp(end, "G") || !strcmp(end, "GiB"))
-        mul = (int64_t)1 << 30;
-    else if (*end && strcmp(end, "B"))
-        return -1;
-    if (v > INT64_MAX / mul) return -1;
-    return (int64_t)v * mul;
-}
-
 /* A label or target: 1..64 characters of [A-Za-z0-9._-]. */
 static int valid_word(const char *s)
 {
@@ -192,7 +172,7 @@ static int parse_args(int argc, char **argv, rxag_opts *o)
                 return bad_usage("bad --cache-dir '%s'", val);
             snprintf(o->cache_dir, sizeof o->cache_dir, "%s", val);
         } else {
-            if ((o->cache_max_bytes = parse_size(val)) < 0)
+            if (!rx_parse_size(val, &o->cache_max_bytes))
                 return bad_usage("--cache-max-bytes wants a size (bytes, or K/M/G), got '%s'", val);
         }
     }

@@ -40,9 +40,9 @@
 /* Sleeps s seconds or until the stop pipe is readable. Returns 1 when stopping. */
 static int nap(rxag_agent *ag, double s)
 {
-    double end = rxag_now() + s;
+    double end = rx_now_s() + s;
     while (!*ag->stop) {
-        double left = end - rxag_now();
+        double left = end - rx_now_s();
         if (left <= 0) return 0;
         struct pollfd p = {.fd = ag->wake_rd, .events = POLLIN};
         poll(&p, 1, (int)(left * 1000) + 1);
@@ -302,7 +302,7 @@ static void report(rxag_agent *ag, const char *job, json_t *body, int interrupti
     pthread_mutex_lock(&ag->mu);
     snprintf(path, sizeof path, "/v1/agents/%s/jobs/%s/result", ag->id, job);
     pthread_mutex_unlock(&ag->mu);
-    double give_up = rxag_now() + (interruptible ? REPORT_RETRY_S : 3.0);
+    double give_up = rx_now_s() + (interruptible ? REPORT_RETRY_S : 3.0);
     for (int attempt = 0;; attempt++) {
         rxag_resp r;
         int hr = rxag_request(&ag->conn, "POST", path, text, interruptible ? 30000 : 3000,
@@ -329,7 +329,7 @@ static void report(rxag_agent *ag, const char *job, json_t *body, int interrupti
             snprintf(err, sizeof err, "%s", msg);
         }
         double wait = rxag_backoff(attempt, BACKOFF_BASE_S, BACKOFF_CAP_S);
-        if (rxag_now() + wait > give_up) {
+        if (rx_now_s() + wait > give_up) {
             rxag_log(RXAG_ERROR, "result_lost",
                      json_pack("{s:s, s:s}", "job", job, "message", err));
             break;
@@ -352,7 +352,7 @@ static void log_end(const char *job, const json_t *rep, double t0)
     const char *st = json_string_value(json_object_get(rep, "status"));
     const json_t *e = json_object_get(rep, "error"), *res = json_object_get(rep, "result");
     json_t *f = json_pack("{s:s, s:s, s:f}", "job", job, "status", st ? st : "?", "ms",
-                          (rxag_now() - t0) * 1e3);
+                          (rx_now_s() - t0) * 1e3);
     if (e) {
         json_object_set(f, "code", json_object_get(e, "code"));
         json_object_set(f, "message", json_object_get(e, "message"));
@@ -366,7 +366,7 @@ static void run_job(rxag_agent *ag, const json_t *spec)
 {
     rxag_job job;
     char code[32], err[RXAG_ERR];
-    double t0 = rxag_now();
+    double t0 = rx_now_s();
     const char *jid = json_string_value(json_object_get(spec, "id"));
     int perr = rxag_job_parse(spec, &job, code, err, sizeof err);
     if (!jid || strlen(jid) >= sizeof ag->job) {
@@ -390,7 +390,7 @@ static void run_job(rxag_agent *ag, const json_t *spec)
         /* the artifact, through the verified cache */
         fetch_ctx f = {.ag = ag, .id = job.artifact};
         rxag_blob blob;
-        double td = rxag_now();
+        double td = rx_now_s();
         if (rxag_cache_get(&ag->cache, job.artifact, fetch_artifact, &f, &blob, code, err,
                            sizeof err)) {
             if (*ag->stop || should_abort(ag))
@@ -400,7 +400,7 @@ static void run_job(rxag_agent *ag, const json_t *spec)
         } else {
             rxag_log(RXAG_INFO, blob.hit ? "artifact_cached" : "artifact_downloaded",
                      json_pack("{s:s, s:s, s:I, s:f}", "job", job.id, "artifact", job.artifact,
-                               "bytes", (json_int_t)blob.n, "ms", (rxag_now() - td) * 1e3));
+                               "bytes", (json_int_t)blob.n, "ms", (rx_now_s() - td) * 1e3));
             if (rxag_job_run(&job, blob.bytes, blob.n, ag->wake_rd, should_abort, ag, &rep) ==
                 RXAG_RUN_ABORTED)
                 aborted = 1;

@@ -15,7 +15,7 @@
  * each string and, for verified code, the disassembly of every function are walked.
  */
 #include "relax/rxa.h"
-#include "relax/support.h"
+#include "relax/base.h"
 #include "relax/vm.h"
 
 #include <stdlib.h>

@@ -40,7 +40,7 @@ static int fake_fetch(void *ud, int fd, char *err, size_t errlen)
 
 static void id_of(const uint8_t *b, size_t n, char id[65])
 {
-    ck_assert_int_eq(rxag_sha256_hex(b, n, id), 0);
+    rx_sha256_hex(b, n, id);
 }
 
 START_TEST(miss_then_hit)

@@ -7,7 +7,7 @@
 #define CACHE_TEST_H
 
 #include "relax/store.h"
-#include "relax/support.h"
+#include "relax/base.h"
 
 #include <check.h>
 #include <dirent.h>
@@ -68,15 +68,7 @@ static inline rx_store *ct_open_tuned(const char *dir, int64_t max_bytes,
     return s;
 }
 
-static inline void ct_hash(const void *p, size_t n, char out[65])
-{
-    rx_sha256 s;
-    uint8_t d[32];
-    rx_sha256_init(&s);
-    rx_sha256_update(&s, p, n);
-    rx_sha256_final(&s, d);
-    rx_hex(d, 32, out);
-}
+static inline void ct_hash(const void *p, size_t n, char out[65]) { rx_sha256_hex(p, n, out); }
 
 static inline void ct_blob_path(const char *dir, const char *id, char *out, size_t n)
 {

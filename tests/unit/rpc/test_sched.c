@@ -20,7 +20,7 @@
 
 #include "../rx_check.h"
 #include "relax/sched.h"
-#include "relax/support.h"
+#include "relax/base.h"
 
 /* ---- fixtures ---- */
 

@@ -1,10 +1,12 @@
 /*
- * base64.c — RFC 4648 base64 with the standard alphabet, padding required,
- * whitespace rejected: the payload encoding of relax-json constants.
+ * base64.c — RFC 4648 base64 with the standard alphabet, padding required (or, for the
+ * agent's job inputs, optional), whitespace rejected: the payload encoding of
+ * relax-json constants, job inputs and uploads.
  */
-#include "relax/support.h"
+#include "relax/base.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static int val(unsigned char c)
 {
@@ -45,6 +47,21 @@ bool rx_base64_decode(const char *s, size_t n, uint8_t **out, size_t *outn)
     *out = buf;
     *outn = len;
     return true;
+}
+
+bool rx_base64_decode_unpadded(const char *s, size_t n, uint8_t **out, size_t *outn)
+{
+    if (n % 4 == 0) return rx_base64_decode(s, n, out, outn);
+    *out = NULL;
+    *outn = 0;
+    if (n % 4 == 1) return false;
+    char *p = rx_xmalloc(n + 3);
+    memcpy(p, s, n);
+    size_t m = n;
+    while (m % 4) p[m++] = '=';
+    bool ok = rx_base64_decode(p, m, out, outn);
+    free(p);
+    return ok;
 }
 
 void rx_base64_encode(const uint8_t *p, size_t n, rx_sb *out)

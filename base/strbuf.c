@@ -2,7 +2,7 @@
  * strbuf.c — rx_sb, a growable NUL-terminated heap string.
  * Appends are amortized O(1); the contents are always NUL-terminated once non-empty.
  */
-#include "relax/support.h"
+#include "relax/base.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  * Diagnostics are collected, never printed here; past `limit` they are counted only,
  * so hostile input that produces millions of errors costs bounded memory.
  */
-#include "relax/support.h"
+#include "relax/base.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
  * (support.h), which lets tests count bytes and refuse allocations.
  * Cost: O(1) per allocation; one malloc per chunk (64 KiB, doubling up to 1 MiB).
  */
-#include "relax/support.h"
+#include "relax/base.h"
 
 #include <stdio.h>
 #include <stdlib.h>

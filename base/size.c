@@ -2,11 +2,21 @@
  * size.c — byte counts as users write them: "4096", "64MiB", "2G" (relaxc's and
  * relaxd's size options share this one syntax).
  */
-#include "relax/support.h"
+#include "relax/base.h"
+
+#include <stdio.h>
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+void rx_format_bytes(double v, char *buf, size_t n)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (v >= 1024 && u < 4) v /= 1024, u++;
+    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
 
 bool rx_parse_size(const char *v, int64_t *out)
 {
