@@ -823,5 +823,5 @@ bool rx_pass_fuse_ops(rx_module *m, rx_diags *d)
     free(c.ext);
     RX_VEC_FREE(c.shared);
     RX_VEC_FREE(c.added);
-    return c.fused ? rx_deduce_module(m, d) : true;
+    return true;
 }

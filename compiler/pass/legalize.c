@@ -436,8 +436,7 @@ bool rx_legalize(rx_module *m, rx_legalize_report *rep, rx_diags *d)
         if (m->funcs[i]->kind == RX_F_RELAX) walk_seq(&p, m->funcs[i]->body);
     RX_VEC_FREE(p.gens);
     RX_VEC_FREE(p.checks);
-    if (!p.ok) return false;
-    return rx_deduce_module(m, d);
+    return p.ok;
 }
 
 bool rx_pass_legalize(rx_module *m, rx_diags *d) { return rx_legalize(m, NULL, d); }

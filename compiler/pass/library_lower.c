@@ -336,7 +336,7 @@ bool rx_library_lower(rx_module *m, const rx_lib_opts *o, int *rewritten, rx_dia
     free(c.user_block);
     free(c.user_idx);
     if (rewritten) *rewritten = c.rewritten;
-    return c.rewritten ? rx_deduce_module(m, d) : true;
+    return true;
 }
 
 bool rx_pass_library_lower(rx_module *m, const rx_lib_opts *o, rx_diags *d)

@@ -407,16 +407,12 @@ bool rx_specialize(rx_module *m, int *ncalls, int *ncopies, rx_diags *d)
     memcpy(funcs, m->funcs, sizeof(rx_func *) * (size_t)nf);
     for (int i = 0; i < nf; i++)
         if (funcs[i]->kind == RX_F_RELAX) spec_seq(&c, funcs[i]->body);
-    bool ok = true;
-    if (c.copies.n) {
-        drop_unnamed(&c);
-        ok = rx_deduce_module(m, d);
-    }
+    if (c.copies.n) drop_unnamed(&c);
     if (ncalls) *ncalls = c.ncalls;
     if (ncopies) *ncopies = c.copies.n;
     RX_VEC_FREE(c.copies);
     rx_arith_free(c.ar);
-    return ok;
+    return true;
 }
 
 bool rx_pass_specialize(rx_module *m, rx_diags *d)

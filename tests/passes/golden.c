@@ -224,9 +224,11 @@ static bool run_isolated(const char *pass, rx_module *m, const case_opts *o, rx_
         {"specialize", rx_pass_specialize},     {"schedule", rx_pass_schedule_cpu},
     };
     if (!rx_deduce_module(m, d)) return false;
-    if (!strcmp(pass, "library_lower")) return rx_pass_library_lower(m, &o->lib, d);
+    /* the driver deduces after the passes that rewrite bindings; so does this */
+    if (!strcmp(pass, "library_lower"))
+        return rx_pass_library_lower(m, &o->lib, d) && rx_deduce_module(m, d);
     for (int i = 0; i < RX_COUNTOF(fns); i++)
-        if (!strcmp(pass, fns[i].name)) return fns[i].fn(m, d);
+        if (!strcmp(pass, fns[i].name)) return fns[i].fn(m, d) && rx_deduce_module(m, d);
     rx_diag_add(d, "", "%s cannot run isolated", pass);
     return false;
 }

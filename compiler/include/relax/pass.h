@@ -4,7 +4,9 @@
  * Every pass has one signature, rx_pass_fn: it transforms a module in place (new
  * nodes in the module's arena; replaced nodes are simply dropped) and returns false
  * after adding located diagnostics to d. Each pass states its precondition and what it
- * leaves for later passes. Which passes run, in which order, at which opt level, is
+ * leaves for later passes. A pass that rewrites bindings leaves their annotations to
+ * be deduced again: the driver runs deduction after every stage marked so in its table
+ * (rx_deduce_module; callers outside the driver do the same). Which passes run, in which order, at which opt level, is
  * the pipeline table in compiler/driver/driver.c, the only list of them (`relaxc
  * passes` prints it; docs/passes.md describes each); the driver checks the module with
  * rx_verify_module (ir.h) after each one in the test build and with --verify-each.
@@ -36,9 +38,9 @@ typedef struct rx_legalize_report {
  * annotations. Ops without a rule (data-dependent unique and nonzero, and shape_of:
  * the VM runs those) are left in place and counted in rep. A call whose result
  * or tensor operands have unknown dims or dtype cannot be legalized: a located error
- * ("cannot legalize add with unknown output dims"). Finally the module is deduced
- * again (a strong check: call_tir arity and buffer matching). Returns false after
- * errors in d (m may then be partly rewritten). rep may be NULL. */
+ * ("cannot legalize add with unknown output dims"). The new bindings' annotations
+ * are the driver's to deduce (see the top of this file). Returns false after errors in
+ * d (m may then be partly rewritten). rep may be NULL. */
 bool rx_legalize(rx_module *m, rx_legalize_report *rep, rx_diags *d);
 
 /* rx_legalize as an rx_pass_fn. */
@@ -79,15 +81,15 @@ bool rx_pass_annotate_patterns(rx_module *m, rx_diags *d);
  * whose tensor operands are all constants (and whose results are static and small, as
  * canonicalize.c's essay says) becomes a new constant, computed by running the loop
  * function in the interpreter of compiler/pass/tir_eval.h, which gives the bytes the
- * compiled kernel would. The dropped bindings are left for dce.
- * Re-deduces the module; false after errors in d. */
+ * compiled kernel would. The dropped bindings are left for dce. False after errors
+ * in d. */
 bool rx_pass_canonicalize(rx_module *m, rx_diags *d);
 
 /* Removes bindings whose variable is unused and whose value is pure (everything but
  * calls of graph functions, callables, library functions and the ops listed in dce.c),
  * match_cast bindings that define symbolic variables kept; then loop functions no
  * longer called from any graph function. Every graph function is kept (v1 has no
- * export marker). Re-deduces the module; false after errors in d. */
+ * export marker). Always true. */
 bool rx_pass_dce(rx_module *m, rx_diags *d);
 
 /* ---- partial library lowering (compiler/pass/library_lower.c) ---- */
@@ -178,8 +180,7 @@ bool rx_pass_schedule_cpu(rx_module *m, rx_diags *d);
  * identical groups share one function. Never looks inside primitive functions (a second
  * run changes nothing); never groups op calls, library calls, graph calls, bindings
  * outside dataflow blocks or Opaque loop functions. Runs after analysis (a missing
- * compute_pattern is computed). Re-deduces the module when it changed; false only after
- * deduction errors in d. */
+ * compute_pattern is computed). Always true. */
 bool rx_pass_fuse_ops(rx_module *m, rx_diags *d);
 
 /* What one FuseTIR run did. */
@@ -205,8 +206,8 @@ typedef struct rx_fuse_tir_report {
  * args, out=<the call's annotation, a tuple for several outputs>, tir_vars=...);
  * attrs.compute_pattern is the maximum of the constituents'. P and the loop functions
  * no longer called are removed. A primitive function that cannot be fused (fuse_tir.c
- * lists why) loses its mark and stays a graph function. Re-deduces the module; false
- * after deduction errors in d. rep may be NULL. */
+ * lists why) loses its mark and stays a graph function. Always true. rep may be
+ * NULL. */
 bool rx_fuse_tir(rx_module *m, rx_fuse_tir_report *rep, rx_diags *d);
 
 /* rx_fuse_tir as an rx_pass_fn. */
@@ -219,8 +220,7 @@ bool rx_pass_fuse_tir(rx_module *m, rx_diags *d);
  * `v = call_tir(@k, args, out=O)` becomes `v_ws = call_tir(@k, args, out=(O, W...));
  * v = v_ws[0]` (a tuple O is extended in place when v is only used through get_item),
  * so memory planning sees the workspaces and reuses their bytes right after the call.
- * A function some call site cannot express an extent for is left alone. Re-deduces the
- * module when it changed anything. */
+ * A function some call site cannot express an extent for is left alone. Always true. */
 bool rx_pass_lift_workspace(rx_module *m, rx_diags *d);
 
 /* ---- static-shape specialization (compiler/pass/specialize.c) ---- */
@@ -232,7 +232,7 @@ bool rx_pass_lift_workspace(rx_module *m, rx_diags *d);
  * essay). Calls with the same static values share one copy, named NAME_static[K];
  * variables that are symbolic at the call stay dynamic in the copy, so the kernel ABI
  * is the callee's minus the static slots. Originals no call names any more are
- * removed, and the module is deduced again (false with diagnostics if that fails).
+ * removed. Always true.
  * *ncalls and *ncopies (each may be NULL) get the calls rewritten and the copies made. */
 bool rx_specialize(rx_module *m, int *ncalls, int *ncopies, rx_diags *d);
 

@@ -51,7 +51,7 @@ static inline rx_module *load_legalized(const char *text)
     rx_module *m = load_quoted(text);
     rx_diags d;
     rx_diags_init(&d);
-    ck_assert_msg(rx_legalize(m, NULL, &d), "legalize: %s", diags_str(&d));
+    ck_assert_msg((rx_legalize(m, NULL, &d) && rx_deduce_module(m, &d)), "legalize: %s", diags_str(&d));
     rx_diags_free(&d);
     return m;
 }

@@ -27,7 +27,7 @@ static rx_module *load_path(const char *rel, bool legalize)
     rx_module *m = rx_json_read_file(path, NULL, &d);
     ck_assert_msg(m != NULL, "read %s: %s", rel, diags_str(&d));
     ck_assert_msg(rx_deduce_module(m, &d), "deduce %s: %s", rel, diags_str(&d));
-    if (legalize) ck_assert_msg(rx_pass_legalize(m, &d), "legalize %s: %s", rel, diags_str(&d));
+    if (legalize) ck_assert_msg((rx_pass_legalize(m, &d) && rx_deduce_module(m, &d)), "legalize %s: %s", rel, diags_str(&d));
     rx_diags_free(&d);
     return m;
 }

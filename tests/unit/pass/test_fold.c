@@ -63,7 +63,7 @@ static void canonicalize(rx_module *m)
 {
     rx_diags d;
     rx_diags_init(&d);
-    ck_assert_msg(rx_pass_canonicalize(m, &d), "canonicalize: %s", diags_str(&d));
+    ck_assert_msg((rx_pass_canonicalize(m, &d) && rx_deduce_module(m, &d)), "canonicalize: %s", diags_str(&d));
     rx_diags_free(&d);
 }
 

@@ -39,11 +39,11 @@ static void fuse(rx_module *m)
 {
     rx_diags d;
     rx_diags_init(&d);
-    ok_or_fail(rx_pass_fuse_ops(m, &d), "fuse_ops", &d);
+    ok_or_fail((rx_pass_fuse_ops(m, &d) && rx_deduce_module(m, &d)), "fuse_ops", &d);
     uint8_t h1[32], h2[32];
     rx_struct_hash(m, "", h1);
     int nf = m->nfuncs;
-    ok_or_fail(rx_pass_fuse_ops(m, &d), "fuse_ops (second run)", &d);
+    ok_or_fail((rx_pass_fuse_ops(m, &d) && rx_deduce_module(m, &d)), "fuse_ops (second run)", &d);
     rx_struct_hash(m, "", h2);
     ck_assert_int_eq(m->nfuncs, nf);
     ck_assert_msg(!memcmp(h1, h2, sizeof h1), "a second fuse_ops run changed the module");
@@ -56,7 +56,7 @@ static rx_module *run_quoted(const char *text, bool legalize)
     rx_module *m = load_quoted(text);
     rx_diags d;
     rx_diags_init(&d);
-    if (legalize) ok_or_fail(rx_pass_legalize(m, &d), "legalize", &d);
+    if (legalize) ok_or_fail((rx_pass_legalize(m, &d) && rx_deduce_module(m, &d)), "legalize", &d);
     ok_or_fail(rx_pass_annotate_patterns(m, &d), "analysis", &d);
     rx_diags_free(&d);
     fuse(m);
@@ -550,9 +550,9 @@ static rx_module *llama_after_fuse(void)
     rx_module *m = load_file("tests/models/llama_tiny.json");
     rx_diags d;
     rx_diags_init(&d);
-    ok_or_fail(rx_pass_library_lower(m, NULL, &d), "library_lower", &d);
-    ok_or_fail(rx_pass_legalize(m, &d), "legalize", &d);
-    ok_or_fail(rx_pass_dce(m, &d), "dce", &d);
+    ok_or_fail((rx_pass_library_lower(m, NULL, &d) && rx_deduce_module(m, &d)), "library_lower", &d);
+    ok_or_fail((rx_pass_legalize(m, &d) && rx_deduce_module(m, &d)), "legalize", &d);
+    ok_or_fail((rx_pass_dce(m, &d) && rx_deduce_module(m, &d)), "dce", &d);
     ok_or_fail(rx_pass_annotate_patterns(m, &d), "analysis", &d);
     rx_diags_free(&d);
     fuse(m);

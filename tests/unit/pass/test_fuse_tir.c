@@ -65,7 +65,7 @@ static rx_fuse_tir_report fuse(rx_module *m)
     rx_diags d;
     rx_diags_init(&d);
     rx_fuse_tir_report rep;
-    ck_assert_msg(rx_fuse_tir(m, &rep, &d), "fuse_tir: %s", diags_str(&d));
+    ck_assert_msg((rx_fuse_tir(m, &rep, &d) && rx_deduce_module(m, &d)), "fuse_tir: %s", diags_str(&d));
     ck_assert_msg(rep.kept == 0 || rep.why_kept, "a kept function without a reason");
     rx_sb out = {0};
     rx_json_write(m, 0, &out);

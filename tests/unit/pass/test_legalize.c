@@ -106,7 +106,7 @@ START_TEST(corpus_modules)
         rx_diags d;
         rx_diags_init(&d);
         rx_legalize_report rep;
-        bool ok = rx_legalize(m, &rep, &d);
+        bool ok = rx_legalize(m, &rep, &d) && rx_deduce_module(m, &d);
         ck_assert_msg(ok, "%s: %s", files[i], diags_str(&d));
         ck_assert_int_eq(count_tir(m) - before, rep.generated);
         ck_assert_int_eq(rep.legalized, rep.generated + rep.shared);
@@ -172,7 +172,7 @@ START_TEST(shared_functions)
     rx_diags d;
     rx_diags_init(&d);
     rx_legalize_report rep;
-    ck_assert_msg(rx_legalize(m, &rep, &d), "%s", diags_str(&d));
+    ck_assert_msg((rx_legalize(m, &rep, &d) && rx_deduce_module(m, &d)), "%s", diags_str(&d));
     ck_assert_int_eq(rep.legalized, 6);
     ck_assert_int_eq(rep.generated, 3); /* add f32, add f16, relu f32 */
     ck_assert_int_eq(rep.shared, 3);
@@ -187,7 +187,7 @@ START_TEST(shared_functions)
     ck_assert_int_eq(a->u.call.ntir_vars, 0);
     roundtrip(m);
     /* A second run finds nothing to do. */
-    ck_assert(rx_legalize(m, &rep, &d));
+    ck_assert((rx_legalize(m, &rep, &d) && rx_deduce_module(m, &d)));
     ck_assert_int_eq(rep.legalized, 0);
     ck_assert_int_eq(count_tir(m), 3);
     rx_diags_free(&d);
@@ -201,7 +201,7 @@ START_TEST(tir_vars_for_expressions)
     rx_module *m = load_file("fig08_sym_params.json");
     rx_diags d;
     rx_diags_init(&d);
-    ck_assert_msg(rx_legalize(m, NULL, &d), "%s", diags_str(&d));
+    ck_assert_msg((rx_legalize(m, NULL, &d) && rx_deduce_module(m, &d)), "%s", diags_str(&d));
     rx_func *f = rx_module_find(m, "fused_add_relu");
     rx_node *v = binding_value(f, "lv0");
     ck_assert_int_eq(v->call_kind, RX_CALL_TIR);
@@ -236,7 +236,7 @@ START_TEST(annotations_kept)
         "a"));
     rx_diags d;
     rx_diags_init(&d);
-    ck_assert_msg(rx_legalize(m, NULL, &d), "%s", diags_str(&d));
+    ck_assert_msg((rx_legalize(m, NULL, &d) && rx_deduce_module(m, &d)), "%s", diags_str(&d));
     rx_func *f = rx_module_find(m, "main");
     rx_binding *b = &f->body->blocks[0]->bindings[0];
     ck_assert_int_eq(b->value->call_kind, RX_CALL_TIR);
@@ -296,7 +296,7 @@ START_TEST(nested_calls_and_pass_entry)
     rx_pass_fn run = rx_pass_legalize;
     rx_diags d;
     rx_diags_init(&d);
-    ck_assert_msg(run(m, &d), "%s", diags_str(&d));
+    ck_assert_msg(run(m, &d) && rx_deduce_module(m, &d), "%s", diags_str(&d));
     rx_func *f = rx_module_find(m, "main");
     ck_assert(!seq_has_rule_call(f->body));
     ck_assert_int_eq(count_tir(m), 3);
@@ -342,7 +342,7 @@ START_TEST(tuples_and_sharing)
     rx_diags d;
     rx_diags_init(&d);
     rx_legalize_report rep;
-    ck_assert_msg(rx_legalize(m, &rep, &d), "%s", diags_str(&d));
+    ck_assert_msg((rx_legalize(m, &rep, &d) && rx_deduce_module(m, &d)), "%s", diags_str(&d));
     ck_assert_int_eq(rep.legalized, 5);
     ck_assert_int_eq(rep.shared, 1); /* split of (n, 3, 4) and (m, 3, 4) */
     ck_assert_int_eq(rep.left, 0);

@@ -104,7 +104,7 @@ static rx_module *lifted(const char *sq)
     rx_module *m = load_quoted(sq);
     rx_diags d;
     rx_diags_init(&d);
-    ck_assert_msg(rx_pass_lift_workspace(m, &d), "lift: %s", diags_str(&d));
+    ck_assert_msg((rx_pass_lift_workspace(m, &d) && rx_deduce_module(m, &d)), "lift: %s", diags_str(&d));
     rx_diags_free(&d);
     return m;
 }

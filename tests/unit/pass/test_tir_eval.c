@@ -89,7 +89,7 @@ static rx_module *legalize_one(const char *params, const char *value, rx_node **
     rx_sb_free(&js);
     rx_diags d;
     rx_diags_init(&d);
-    ck_assert_msg(rx_pass_legalize(m, &d), "%s: %s", value, diags_str(&d));
+    ck_assert_msg((rx_pass_legalize(m, &d) && rx_deduce_module(m, &d)), "%s: %s", value, diags_str(&d));
     rx_diags_free(&d);
     *call = rx_module_find(m, "main")->body->blocks[0]->bindings[0].value;
     ck_assert_int_eq((*call)->call_kind, RX_CALL_TIR);

@@ -337,7 +337,7 @@ START_TEST(interpreter_matches_compiled_kernels)
     rx_sb_free(&js);
     rx_diags d;
     rx_diags_init(&d);
-    ck_assert_msg(rx_pass_legalize(m, &d), "legalize: %s", diags_str(&d));
+    ck_assert_msg((rx_pass_legalize(m, &d) && rx_deduce_module(m, &d)), "legalize: %s", diags_str(&d));
     rx_sb c = {0};
     ck_assert_msg(rx_codegen_c(m, &c, &d), "codegen: %s", diags_str(&d));
     uint8_t *so = NULL;
