@@ -363,6 +363,83 @@ rx_node *rx_n_if(rx_module *m, rx_node *cond, rx_seq *then_body, rx_seq *else_bo
     return n;
 }
 
+/* ---- statement constructors (ir.h) ---- */
+
+static rx_stmt *stmt(rx_arena *a, rx_skind k)
+{
+    rx_stmt *s = RX_NEW(a, rx_stmt);
+    s->kind = (uint8_t)k;
+    return s;
+}
+
+rx_stmt *rx_s_for(rx_arena *a, const rx_svar *var, rx_expr *min, rx_expr *extent,
+                  rx_loopkind kind, rx_stmts body)
+{
+    rx_stmt *s = stmt(a, RX_S_FOR);
+    s->u.for_.var = var;
+    s->u.for_.min = min;
+    s->u.for_.extent = extent;
+    s->u.for_.loop_kind = (uint8_t)kind;
+    s->u.for_.body = body;
+    return s;
+}
+
+rx_stmt *rx_s_block(rx_arena *a, const char *name, rx_iter *iters, int niters, rx_stmts init,
+                    rx_stmts body)
+{
+    rx_stmt *s = stmt(a, RX_S_BLOCK);
+    s->u.block.name = name;
+    s->u.block.iters = iters;
+    s->u.block.niters = niters;
+    s->u.block.init = init;
+    s->u.block.body = body;
+    return s;
+}
+
+rx_stmt *rx_s_store(rx_arena *a, rx_buffer *buf, rx_expr **idx, int nidx, rx_expr *value)
+{
+    rx_stmt *s = stmt(a, RX_S_STORE);
+    s->u.store.buf = buf;
+    s->u.store.idx = idx;
+    s->u.store.nidx = nidx;
+    s->u.store.value = value;
+    return s;
+}
+
+rx_stmt *rx_s_alloc(rx_arena *a, rx_buffer *buf)
+{
+    rx_stmt *s = stmt(a, RX_S_ALLOC);
+    s->u.alloc.buf = buf;
+    return s;
+}
+
+rx_stmt *rx_s_if(rx_arena *a, rx_expr *cond, rx_stmts then_s, rx_stmts else_s)
+{
+    rx_stmt *s = stmt(a, RX_S_IF);
+    s->u.if_.cond = cond;
+    s->u.if_.then_s = then_s;
+    s->u.if_.else_s = else_s;
+    return s;
+}
+
+rx_stmt *rx_s_let(rx_arena *a, const rx_svar *var, rx_expr *value, rx_stmts body)
+{
+    rx_stmt *s = stmt(a, RX_S_LET);
+    s->u.let.var = var;
+    s->u.let.value = value;
+    s->u.let.body = body;
+    return s;
+}
+
+rx_stmts rx_stmts_of(rx_arena *a, rx_stmt *const *items, int n)
+{
+    rx_stmts l = {RX_NEWN(a, rx_stmt *, n > 0 ? n : 1), n};
+    for (int i = 0; i < n; i++) l.items[i] = items[i];
+    return l;
+}
+
+rx_stmts rx_stmts_one(rx_arena *a, rx_stmt *s) { return rx_stmts_of(a, &s, 1); }
+
 /* Whether v occurs anywhere in ss (see ir.h). */
 bool rx_stmts_use_var(const rx_stmts *ss, const rx_svar *v)
 {

@@ -424,11 +424,8 @@ static rx_stmt *alloc_stmt(group *g, rx_buffer *b)
         else bytes *= v;
     }
     b->scope = bytes <= LOCAL_ALLOC_MAX ? RX_SCOPE_LOCAL : RX_SCOPE_GLOBAL;
-    rx_stmt *s = RX_NEW(g->a, rx_stmt);
-    s->kind = RX_S_ALLOC;
-    s->u.alloc.buf = b;
     g->nallocs++;
-    return s;
+    return rx_s_alloc(g->a, b);
 }
 
 static void copy_call(group *g, int k, stmt_vec *allocs, stmt_vec *body)

@@ -122,26 +122,10 @@ static void sub_buf(bctx *c, rx_buffer *b)
 }
 
 /* ---------------------------------------------------------------- step 5: statements */
-static rx_stmt *stmt(rx_arena *a, rx_skind k)
-{
-    rx_stmt *s = RX_NEW(a, rx_stmt);
-    s->kind = (uint8_t)k;
-    return s;
-}
-
-static rx_stmts one(rx_arena *a, rx_stmt *s)
-{
-    rx_stmts l = {RX_NEWN(a, rx_stmt *, 1), 1};
-    l.items[0] = s;
-    return l;
-}
-
 static rx_stmts two(rx_arena *a, rx_stmt *s, rx_stmt *t)
 {
-    rx_stmts l = {RX_NEWN(a, rx_stmt *, 2), 2};
-    l.items[0] = s;
-    l.items[1] = t;
-    return l;
+    rx_stmt *both[2] = {s, t};
+    return rx_stmts_of(a, both, 2);
 }
 
 static rx_expr **ivar_exprs(rx_arena *a, rx_svar **v, int n)
@@ -153,12 +137,7 @@ static rx_expr **ivar_exprs(rx_arena *a, rx_svar **v, int n)
 
 static rx_stmt *store(rx_arena *a, rx_buffer *b, rx_expr **idx, rx_expr *v)
 {
-    rx_stmt *s = stmt(a, RX_S_STORE);
-    s->u.store.buf = b;
-    s->u.store.idx = idx;
-    s->u.store.nidx = b->ndim;
-    s->u.store.value = v;
-    return s;
+    return rx_s_store(a, b, idx, b->ndim, v);
 }
 
 /* The row-major position of rvars over rdom. */
@@ -175,11 +154,9 @@ static rx_expr *flat_index(rx_arena *a, const rx_te_tensor *t)
 /* The block of a materialized tensor (its formulas already substituted). */
 static rx_stmt *block(rx_arena *a, rx_te_tensor *t)
 {
-    rx_stmt *s = stmt(a, RX_S_BLOCK);
     int nd = t->buf->ndim, n = nd + t->nred;
-    s->u.block.name = t->name;
-    s->u.block.niters = n;
-    s->u.block.iters = RX_NEWN(a, rx_iter, n > 0 ? n : 1);
+    rx_stmt *s = rx_s_block(a, t->name, RX_NEWN(a, rx_iter, n > 0 ? n : 1), n, (rx_stmts){0},
+                            (rx_stmts){0});
     for (int i = 0; i < n; i++) {
         rx_iter *it = &s->u.block.iters[i];
         it->var = i < nd ? t->ivars[i] : t->rvars[i - nd];
@@ -191,13 +168,13 @@ static rx_stmt *block(rx_arena *a, rx_te_tensor *t)
     rx_expr *cur = rx_e_load(a, t->buf, idx, nd);
     switch (t->kind) {
     case TE_COMPUTE:
-        s->u.block.body = one(a, store(a, t->buf, idx, t->body));
+        s->u.block.body = rx_stmts_one(a, store(a, t->buf, idx, t->body));
         break;
     case TE_REDUCE: {
         static const rx_ekind comb[] = {RX_E_ADD, RX_E_MUL, RX_E_MAX, RX_E_MIN};
-        s->u.block.init = one(a, store(a, t->buf, idx, t->init));
+        s->u.block.init = rx_stmts_one(a, store(a, t->buf, idx, t->init));
         s->u.block.body =
-            one(a, store(a, t->buf, idx, rx_e_binary(a, comb[t->op], cur, t->body)));
+            rx_stmts_one(a, store(a, t->buf, idx, rx_e_binary(a, comb[t->op], cur, t->body)));
         break;
     }
     case TE_ARGREDUCE: {
@@ -221,21 +198,11 @@ static rx_stmt *nest(rx_arena *a, rx_te_tensor *t)
     rx_stmt *inner = block(a, t);
     int nd = t->buf->ndim;
     for (int i = nd + t->nred - 1; i >= 0; i--) {
-        rx_stmt *f = stmt(a, RX_S_FOR);
-        f->u.for_.var = i < nd ? t->ivars[i] : t->rvars[i - nd];
-        f->u.for_.min = rx_e_int(a, 0);
-        f->u.for_.extent = i < nd ? t->buf->shape[i] : t->rdom[i - nd];
-        f->u.for_.body = one(a, inner);
-        inner = f;
+        inner = rx_s_for(a, i < nd ? t->ivars[i] : t->rvars[i - nd], rx_e_int(a, 0),
+                         i < nd ? t->buf->shape[i] : t->rdom[i - nd], RX_LOOP_SERIAL,
+                         rx_stmts_one(a, inner));
     }
     return inner;
-}
-
-static rx_stmt *alloc(rx_arena *a, rx_buffer *b)
-{
-    rx_stmt *s = stmt(a, RX_S_ALLOC);
-    s->u.alloc.buf = b;
-    return s;
 }
 
 /* ---------------------------------------------------------------- the build */
@@ -312,8 +279,8 @@ void rx_te_build(rx_te *te, const char *name, rx_te_tensor *const *ins, int nin,
     for (int i = 0; i < nt; i++) {
         rx_te_tensor *t = te->tensors.items[i];
         if (t->kind == TE_PLACEHOLDER || t->inlined) continue;
-        if (!is_output[i]) RX_VEC_PUSH(body, alloc(a, t->buf));
-        if (t->vbuf) RX_VEC_PUSH(body, alloc(a, t->vbuf));
+        if (!is_output[i]) RX_VEC_PUSH(body, rx_s_alloc(a, t->buf));
+        if (t->vbuf) RX_VEC_PUSH(body, rx_s_alloc(a, t->vbuf));
         RX_VEC_PUSH(body, nest(a, t));
     }
 

@@ -245,6 +245,20 @@ typedef struct rx_tparam { /* one of the two is set */
     const rx_svar *var;   /* scalar parameter (receives a tir_var) */
 } rx_tparam;
 
+/* Statement constructors (arena a; loc 0; kind-specific fields as given, the rest
+ * zero). Lists: rx_stmts_of copies items; rx_stmts_one is a list of one. A BLOCK's
+ * iters array is used as given (arena memory). */
+rx_stmt *rx_s_for(rx_arena *a, const rx_svar *var, rx_expr *min, rx_expr *extent,
+                  rx_loopkind kind, rx_stmts body);
+rx_stmt *rx_s_block(rx_arena *a, const char *name, rx_iter *iters, int niters, rx_stmts init,
+                    rx_stmts body);
+rx_stmt *rx_s_store(rx_arena *a, rx_buffer *buf, rx_expr **idx, int nidx, rx_expr *value);
+rx_stmt *rx_s_alloc(rx_arena *a, rx_buffer *buf);
+rx_stmt *rx_s_if(rx_arena *a, rx_expr *cond, rx_stmts then_s, rx_stmts else_s);
+rx_stmt *rx_s_let(rx_arena *a, const rx_svar *var, rx_expr *value, rx_stmts body);
+rx_stmts rx_stmts_of(rx_arena *a, rx_stmt *const *items, int n);
+rx_stmts rx_stmts_one(rx_arena *a, rx_stmt *s);
+
 /* True when v occurs in an index of a STORE anywhere in ss, nested statements
  * included: relax-json's rule for the kind of an implicit block iterator (spatial
  * when stored with, else reduce). O(size of ss). */
