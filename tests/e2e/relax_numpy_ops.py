@@ -307,6 +307,32 @@ def op_conv2d(c, x, w):
     return _from_nchw(out.reshape(n, co, oh, ow).astype(out_dtype), layout)
 
 
+def op_conv2d_transpose(c, x, w):
+    """The scatter form: every input element adds x * w[ic, :, kh, kw] at its strided
+    position, then the padding is cropped (an independent formulation from the
+    compiler's gather)."""
+    if c.raw("data_layout", "NCHW") != "NCHW" or c.raw("kernel_layout", "IOHW") != "IOHW":
+        raise OracleError("%s: only NCHW / IOHW" % c.name)
+    sh, sw = _pair(c, "strides", [1, 1])
+    dh, dw = _pair(c, "dilation", [1, 1])
+    oph, opw = _pair(c, "output_padding", [0, 0])
+    pt, pl, pb, pr = _pads(c, "padding", [0, 0])
+    g = c.int("groups", 1)
+    out_dtype = c.dtype("out_dtype") or x.dtype
+    n, ci, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    fh, fw = (h - 1) * sh + dh * (kh - 1) + 1 + oph, (wd - 1) * sw + dw * (kw - 1) + 1 + opw
+    full = np.zeros((n, og * g, fh, fw))
+    xf, wf = _f64(x), _f64(w)
+    for ic in range(ci):
+        gi = ic // (ci // g)
+        for i in range(kh):
+            for j in range(kw):
+                full[:, gi * og:(gi + 1) * og, i * dh: i * dh + (h - 1) * sh + 1: sh,
+                     j * dw: j * dw + (wd - 1) * sw + 1: sw] += np.einsum("nhw,o->nohw", xf[:, ic], wf[ic, :, i, j])
+    return full[:, :, pt: fh - pb, pl: fw - pr].astype(out_dtype)
+
+
 def _pool(c, x, kind):
     layout = c.raw("layout", "NCHW")
     x = _to_nchw(x, layout, c)
@@ -595,6 +621,82 @@ def op_nonzero(c, x):
     return np.array(np.nonzero(x), dtype=np.int64).reshape(x.ndim, -1)
 
 
+def op_gather_elements(c, x, idx):
+    if not is_int(idx.dtype):
+        raise OracleError("gather_elements: indices must be integers")
+    ax = _axis(c.int("axis", 0), x.ndim, c)
+    if np.any(idx < -x.shape[ax]) or np.any(idx >= x.shape[ax]):
+        raise OracleError("gather_elements: index out of range")
+    return np.take_along_axis(x, np.where(idx < 0, idx + x.shape[ax], idx).astype(np.int64), ax)
+
+
+def op_gather_nd(c, x, idx):
+    b, m = c.int("batch_dims", 0), idx.shape[-1]
+    out = np.zeros(idx.shape[:-1] + x.shape[b + m:], dtype=x.dtype)
+    for p in np.ndindex(*idx.shape[:-1]):
+        out[p] = x[tuple(p[:b]) + tuple(int(v) for v in idx[p])]
+    return out
+
+
+_SCATTER = {"update": lambda a, b: b, "add": lambda a, b: a + b, "mul": lambda a, b: a * b,
+            "max": np.maximum, "min": np.minimum}
+
+
+def op_scatter_elements(c, x, idx, upd):
+    """Updates applied one by one in row-major order (so the last of duplicates wins)."""
+    ax, f = _axis(c.int("axis", 0), x.ndim, c), _SCATTER[c.raw("reduction", "update")]
+    out = x.copy()
+    for p in np.ndindex(*idx.shape):
+        q = list(p)
+        q[ax] = int(idx[p]) % x.shape[ax]
+        out[tuple(q)] = f(out[tuple(q)], upd[p])
+    return out
+
+
+def op_scatter_nd(c, x, idx, upd):
+    f = _SCATTER[c.raw("reduction", "update")]
+    out = x.copy()
+    for p in np.ndindex(*idx.shape[:-1]):
+        q = tuple(int(v) % x.shape[t] for t, v in enumerate(idx[p]))
+        out[q] = f(out[q], upd[p])
+    return out
+
+
+def op_pad(c, x):
+    pw = c.ints("pad_width")
+    mode = {"constant": "constant", "edge": "edge", "reflect": "reflect"}[c.raw("pad_mode", "constant")]
+    pairs = [(pw[2 * i], pw[2 * i + 1]) for i in range(x.ndim)]
+    crop = tuple(slice(-min(b, 0), x.shape[i] - (-min(a, 0))) for i, (b, a) in enumerate(pairs))
+    grow = [(max(b, 0), max(a, 0)) for b, a in pairs]
+    y = x[crop]
+    if mode == "constant":
+        return np.pad(y, grow, mode="constant", constant_values=c.float("pad_value", 0.0)).astype(x.dtype)
+    return np.pad(y, grow, mode=mode)
+
+
+def op_cumsum(c, x):
+    ax = c.int("axis")
+    dt = c.dtype("dtype") or x.dtype
+    v = x.reshape(-1) if ax is None else x
+    a = 0 if ax is None else _axis(ax, x.ndim, c)
+    r = np.cumsum(v.astype(np.float64 if is_float(dt) else dt), axis=a)
+    if c.bool("exclusive", False):
+        r = r - v.astype(r.dtype)
+    return r.astype(dt)
+
+
+def _shift(left):
+    def op(c, a, b):
+        bits = a.dtype.itemsize * 8
+        a, b = np.broadcast_arrays(a, b)
+        ok = (b >= 0) & (b < bits)
+        bs = np.where(ok, b, 0).astype(a.dtype)
+        r = np.left_shift(a, bs) if left else np.right_shift(a, bs)
+        fill = np.where(a < 0, -1, 0).astype(a.dtype) if not left else np.zeros_like(a)
+        return np.where(ok, r, fill).astype(a.dtype)
+    return op
+
+
 def op_shape_of(c, x):
     return Shape(int(d) for d in x.shape)
 
@@ -615,7 +717,10 @@ OPS = {
     "zeros": op_zeros, "ones": op_ones, "full": op_full, "zeros_like": op_zeros_like,
     "ones_like": op_ones_like, "full_like": op_full_like, "arange": op_arange,
     "tril": op_tril, "triu": op_triu, "unique": op_unique, "nonzero": op_nonzero,
-    "shape_of": op_shape_of,
+    "shape_of": op_shape_of, "gather_elements": op_gather_elements,
+    "nn.conv2d_transpose": op_conv2d_transpose, "gather_nd": op_gather_nd,
+    "scatter_elements": op_scatter_elements, "scatter_nd": op_scatter_nd, "nn.pad": op_pad, "cumsum": op_cumsum,
+    "left_shift": _shift(True), "right_shift": _shift(False),
 }
 for _k, _f in UNARY.items():
     OPS[_k] = _f

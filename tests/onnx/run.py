@@ -16,7 +16,7 @@ shape, Slice's starts, Unsqueeze's axes, ...: SHAPE_OPERANDS) are moved into the
 as initializers holding each data set's values before the build, since the importer
 needs shapes at compile time; those tests are marked "frozen" in the JSON.
 
-Usage: run.py --bin DIR [--suite DIR] [--tests NAMES_FILE] [--jobs 2] [--json OUT]
+Usage: run.py --bin DIR [--suite DIR|NAME] [--tests NAMES_FILE] [--jobs 2] [--json OUT]
               [--min-pass N] [--filter SUBSTR] [--freeze-shape-inputs]
 """
 import argparse
@@ -76,7 +76,13 @@ SHAPE_OPERANDS = {"Reshape": {1}, "Expand": {1}, "Tile": {1}, "Squeeze": {1},
                   "ConstantOfShape": {0}, "Range": "*", "Trilu": {1}, "ReduceSum": {1},
                   "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1}, "ReduceProd": {1},
                   "ReduceL1": {1}, "ReduceL2": {1}, "ReduceLogSum": {1},
-                  "ReduceLogSumExp": {1}, "ReduceSumSquare": {1}}
+                  "ReduceLogSumExp": {1}, "ReduceSumSquare": {1}, "OneHot": {1}, "CumSum": {1}, "Pad": {1, 2},
+                  "RNN": {4}, "GRU": {4}, "LSTM": {4}, "TopK": {1}, "Compress": {1},
+                  "Dropout": {1, 2},
+                  "Resize": {1, 2, 3}, "Upsample": {1},
+                  "HannWindow": {0}, "HammingWindow": {0}, "BlackmanWindow": {0}}
+# Ops whose shape operands may have any numeric dtype (OneHot's depth is often float).
+ANY_DTYPE = {"Range", "OneHot", "Resize", "Upsample", "Pad", "Compress", "Dropout"}
 
 
 def shape_inputs(m):
@@ -90,7 +96,7 @@ def shape_inputs(m):
         if not pos:
             continue
         for k, name in enumerate(n.input):
-            ok = name in inputs if pos == "*" else name in ints  # Range: any scalar type
+            ok = name in inputs if n.op_type in ANY_DTYPE else name in ints
             if (pos == "*" or k in pos) and ok and name not in found:
                 found.append(name)
     return found
@@ -196,7 +202,9 @@ def run_test(args, tdir):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
-    ap.add_argument("--suite", default="/usr/share/libonnx-testdata/data/node")
+    ap.add_argument("--suite", default="node",
+                    help="a directory of tests, or the name of a libonnx-testdata suite: "
+                         "node (default), pytorch-converted, pytorch-operator, simple")
     ap.add_argument("--tests", help="file with one test name per line (a sample)")
     ap.add_argument("--filter", default="")
     ap.add_argument("--jobs", type=int, default=2)
@@ -207,6 +215,8 @@ def main():
                     help="integer graph inputs used as shapes/axes/counts become initializers "
                          "holding the data set's values (relaxd needs them at compile time)")
     args = ap.parse_args()
+    if not os.path.isdir(args.suite):
+        args.suite = os.path.join("/usr/share/libonnx-testdata/data", args.suite)
     names = sorted(os.listdir(args.suite))
     if args.tests:
         with open(args.tests) as f:

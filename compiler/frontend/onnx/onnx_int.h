@@ -107,7 +107,10 @@ rx_attr *ox_abool(ox_ctx *c, bool v);
 rx_attr *ox_astr(ox_ctx *c, const char *s);
 rx_attr *ox_aints(ox_ctx *c, const int64_t *v, int n);
 rx_attr *ox_aexprs(ox_ctx *c, rx_expr **v, int n);
+rx_attr *ox_afloats(ox_ctx *c, const double *v, int n);
 
+/* The graph value of constant k. */
+rx_node *ox_const_node(ox_ctx *c, rx_const *k);
 /* A scalar constant node of dtype dt. */
 rx_node *ox_scalar(ox_ctx *c, rx_dtype dt, double v);
 /* A new constant of dtype dt and shape (arena), data zeroed. */
@@ -160,10 +163,48 @@ rx_expr *ox_prod(ox_ctx *c, rx_expr **d, int lo, int hi);
 bool ox_need_dims(ox_ctx *c, const rx_node *x);
 int ox_norm_axis(ox_ctx *c, int64_t axis, int nd);
 bool ox_get_axes(ox_ctx *c, int idx, int64_t **ax, int *n);
+/* x converted to dt (x itself when it has dt already; NULL stays NULL). */
+rx_node *ox_astype(ox_ctx *c, rx_node *x, rx_dtype dt);
+/* arange(extent) of dtype dt shaped as rank nd with the extent at `axis` and 1s
+ * elsewhere: compared with a tensor broadcast along axis it gives one-hot masks. */
+rx_node *ox_iota(ox_ctx *c, rx_expr *extent, int axis, int nd, rx_dtype dt);
+/* Field i of tuple value t bound to a fresh variable (onnx_nn.c). */
+rx_node *ox_field(ox_ctx *c, rx_node *t, int i, const char *name);
+/* concat of v[0..n) along axis (NULL if any is NULL). */
+rx_node *ox_concat(ox_ctx *c, rx_node **v, int n, int64_t axis);
+/* x reversed along axis ax (onnx_nn.c). */
+rx_node *ox_flip(ox_ctx *c, rx_node *x, int ax);
 
 /* ---- the converters (onnx_elemwise.c, onnx_shape.c, onnx_nn.c) ---- */
 
 bool ox_c_activation(ox_ctx *c);
+bool ox_c_math(ox_ctx *c);
+bool ox_c_gather_elements(ox_ctx *c);
+bool ox_c_cumsum(ox_ctx *c);
+bool ox_c_gather_nd(ox_ctx *c);
+bool ox_c_scatter(ox_ctx *c);
+bool ox_c_pad(ox_ctx *c);
+bool ox_c_compress(ox_ctx *c);
+bool ox_c_top_k(ox_ctx *c);
+bool ox_c_nonzero(ox_ctx *c);
+bool ox_c_bit_shift(ox_ctx *c);
+bool ox_c_resize(ox_ctx *c);
+bool ox_c_unique(ox_ctx *c);
+bool ox_c_grid_sample(ox_ctx *c);
+bool ox_c_quantize(ox_ctx *c);
+bool ox_c_dynamic_quantize(ox_ctx *c);
+bool ox_c_matmul_integer(ox_ctx *c);
+bool ox_c_hardmax(ox_ctx *c);
+bool ox_c_einsum(ox_ctx *c);
+bool ox_c_rnn(ox_ctx *c);
+bool ox_c_atan(ox_ctx *c);
+bool ox_c_one_hot(ox_ctx *c);
+bool ox_c_eye_like(ox_ctx *c);
+bool ox_c_window(ox_ctx *c);
+bool ox_c_depth_space(ox_ctx *c);
+bool ox_c_instance_norm(ox_ctx *c);
+bool ox_c_mvn(ox_ctx *c);
+bool ox_c_lrn(ox_ctx *c);
 bool ox_c_argreduce(ox_ctx *c);
 bool ox_c_batch_norm(ox_ctx *c);
 bool ox_c_binary(ox_ctx *c);
@@ -173,6 +214,7 @@ bool ox_c_concat(ox_ctx *c);
 bool ox_c_constant(ox_ctx *c);
 bool ox_c_constant_of_shape(ox_ctx *c);
 bool ox_c_conv(ox_ctx *c);
+bool ox_c_conv_transpose(ox_ctx *c);
 bool ox_c_expand(ox_ctx *c);
 bool ox_c_flatten(ox_ctx *c);
 bool ox_c_gather(ox_ctx *c);

@@ -28,10 +28,23 @@
  *   ReduceMean/Sum/Max/Min/Prod -> mean sum max min prod; ArgMax ArgMin -> argmax argmin
  *   LayerNormalization -> nn.layer_norm; BatchNormalization -> nn.batch_norm
  *   Conv MaxPool AveragePool GlobalAveragePool GlobalMaxPool (2-d) -> nn.conv2d (+ add),
- *                     nn.max_pool2d, nn.avg_pool2d, nn.adaptive_avg_pool2d, max
+ *                     nn.max_pool2d, nn.avg_pool2d, nn.adaptive_avg_pool2d, max;
+ *                     ConvTranspose -> nn.conv2d_transpose (1-d ops through 2-d)
  *   Clip LeakyRelu PRelu Elu Selu HardSigmoid HardSwish Softplus Softsign Reciprocal
  *   ThresholdedRelu   -> compositions of the elementwise ops
  *   Identity Dropout  -> the input value
+ *   Atan Asin Acos Sinh Cosh Asinh Acosh Atanh Celu Shrink IsInf Hardmax OneHot EyeLike, the window
+ *   functions, DepthToSpace SpaceToDepth InstanceNormalization
+ *   MeanVarianceNormalization LRN Einsum -> compositions (onnx_compose.c's essay)
+ *   GatherElements GatherND CumSum BitShift -> gather_elements gather_nd cumsum
+ *                     left_shift right_shift; ScatterElements Scatter ScatterND ->
+ *                     scatter_elements scatter_nd; Pad -> nn.pad; Compress (constant
+ *                     condition) -> take; TopK (constant k) -> k rounds of argmax
+ *   RNN GRU LSTM      -> unrolled steps of matmul and elementwise ops (onnx_rnn.c)
+ *   Resize Upsample   -> image.resize2d; GridSample -> image.grid_sample; Unique -> unique;
+ *                     NonZero -> nonzero
+ *   QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger QLinearMatMul
+ *                     -> compositions (onnx_quant.c's essay)
  *   NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss -> a one-hot mask of the targets
  *                     (equal with arange), where, sum; log_softmax for the latter
  */
@@ -127,10 +140,44 @@ bool ox_get_axes(ox_ctx *c, int idx, int64_t **ax, int *n)
 }
 
 
+rx_node *ox_astype(ox_ctx *c, rx_node *x, rx_dtype dt)
+{
+    if (!x || ox_dtype_of(x) == dt) return x;
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "dtype", ox_astr(c, rx_dtype_name(dt)));
+    return ox_call1(c, "astype", x, m);
+}
+
+rx_node *ox_concat(ox_ctx *c, rx_node **v, int n, int64_t axis)
+{
+    rx_sinfo **si = RX_NEWN(c->a, rx_sinfo *, n > 0 ? n : 1);
+    for (int i = 0; i < n; i++) {
+        if (!v[i]) return NULL;
+        si[i] = v[i]->sinfo;
+    }
+    rx_node *t = rx_n_tuple(c->m, v, n);
+    t->sinfo = rx_si_tuple(c->a, si, n);
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axis", ox_aint(c, axis));
+    return ox_call(c, "concat", &t, 1, m);
+}
+
+rx_node *ox_iota(ox_ctx *c, rx_expr *extent, int axis, int nd, rx_dtype dt)
+{
+    rx_attr *am = ox_amap(c);
+    ox_aset(c, am, "end", ox_aexprs(c, &extent, 1)->u.arr.items[0]);
+    ox_aset(c, am, "dtype", ox_astr(c, rx_dtype_name(dt)));
+    rx_node *r = ox_call(c, "arange", NULL, 0, am);
+    if (!r || nd == 1) return r;
+    rx_expr **d = RX_NEWN(c->a, rx_expr *, nd);
+    for (int i = 0; i < nd; i++) d[i] = i == axis ? extent : ox_lit(c, 1);
+    return ox_reshape(c, r, d, nd);
+}
+
 /* ---------------------------------------------------------------- the table */
 
 #define UNARY(t) {t, ox_c_unary, ""}
-#define BINARY(t) {t, ox_c_binary, ""}
+#define BINARY(t) {t, ox_c_binary, "axis,broadcast"} /* both: opsets before 7 */
 #define REDUCE(t) {t, ox_c_reduce, "axes,keepdims,noop_with_empty_axes"}
 
 static const ox_opdef ops[] = {
@@ -149,7 +196,7 @@ static const ox_opdef ops[] = {
     {"HardSigmoid", ox_c_activation, "alpha,beta"}, {"HardSwish", ox_c_activation, ""},
     {"Softplus", ox_c_activation, ""}, {"Softsign", ox_c_activation, ""},
     {"Reciprocal", ox_c_activation, ""}, {"ThresholdedRelu", ox_c_activation, "alpha"},
-    {"MatMul", ox_c_matmul, ""}, {"Gemm", ox_c_gemm, "alpha,beta,transA,transB"},
+    {"MatMul", ox_c_matmul, ""}, {"Gemm", ox_c_gemm, "alpha,beta,broadcast,transA,transB"},
     {"Softmax", ox_c_softmax, "axis"}, {"LogSoftmax", ox_c_softmax, "axis"},
     {"Shape", ox_c_shape, "start,end"}, {"Size", ox_c_size, ""},
     {"Constant", ox_c_constant, "value,value_float,value_int,value_floats,value_ints"},
@@ -172,16 +219,48 @@ static const ox_opdef ops[] = {
     REDUCE("ReduceLogSum"),
     REDUCE("ReduceLogSumExp"),
     REDUCE("ReduceSumSquare"),
-    {"Xor", ox_c_binary, ""}, {"Tan", ox_c_activation, ""}, {"Mod", ox_c_mod, "fmod"},
+    {"Xor", ox_c_binary, "axis,broadcast"}, {"Tan", ox_c_activation, ""}, {"Mod", ox_c_mod, "fmod"},
     {"CastLike", ox_c_cast, "saturate"}, {"IsNaN", ox_c_activation, ""},
     {"ArgMax", ox_c_argreduce, "axis,keepdims,select_last_index"},
     {"ArgMin", ox_c_argreduce, "axis,keepdims,select_last_index"},
     {"LayerNormalization", ox_c_layer_norm, "axis,epsilon,stash_type"},
-    {"BatchNormalization", ox_c_batch_norm, "epsilon,momentum,training_mode,spatial"},
+    {"BatchNormalization", ox_c_batch_norm, "epsilon,is_test,momentum,training_mode,spatial"},
     {"Conv", ox_c_conv, "auto_pad,dilations,group,kernel_shape,pads,strides"},
+    {"ConvInteger", ox_c_conv, "auto_pad,dilations,group,kernel_shape,pads,strides"},
+    {"ConvTranspose", ox_c_conv_transpose,
+     "auto_pad,dilations,group,kernel_shape,output_padding,output_shape,pads,strides"},
     {"MaxPool", ox_c_pool, "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides"},
     {"AveragePool", ox_c_pool, "auto_pad,ceil_mode,count_include_pad,kernel_shape,pads,strides"},
     {"GlobalAveragePool", ox_c_global_pool, ""}, {"GlobalMaxPool", ox_c_global_pool, ""},
+    {"Sinh", ox_c_math, ""}, {"Cosh", ox_c_math, ""}, {"Asinh", ox_c_math, ""},
+    {"Acosh", ox_c_math, ""}, {"Atanh", ox_c_math, ""}, {"Celu", ox_c_math, "alpha"},
+    {"Shrink", ox_c_math, "bias,lambd"}, {"IsInf", ox_c_math, "detect_negative,detect_positive"},
+    {"Atan", ox_c_atan, ""}, {"Asin", ox_c_atan, ""}, {"Acos", ox_c_atan, ""},
+    {"Hardmax", ox_c_hardmax, "axis"}, {"Einsum", ox_c_einsum, "equation"},
+#define RNN_ATTRS "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout"
+    {"RNN", ox_c_rnn, RNN_ATTRS}, {"GRU", ox_c_rnn, RNN_ATTRS ",linear_before_reset"},
+    {"LSTM", ox_c_rnn, RNN_ATTRS ",input_forget"}, {"OneHot", ox_c_one_hot, "axis"},
+    {"EyeLike", ox_c_eye_like, "dtype,k"},
+    {"HannWindow", ox_c_window, "output_datatype,periodic"},
+    {"HammingWindow", ox_c_window, "output_datatype,periodic"},
+    {"BlackmanWindow", ox_c_window, "output_datatype,periodic"},
+    {"DepthToSpace", ox_c_depth_space, "blocksize,mode"},
+    {"SpaceToDepth", ox_c_depth_space, "blocksize"},
+    {"InstanceNormalization", ox_c_instance_norm, "epsilon"},
+    {"MeanVarianceNormalization", ox_c_mvn, "axes"},
+    {"LRN", ox_c_lrn, "alpha,beta,bias,size"},
+    {"GatherElements", ox_c_gather_elements, "axis"}, {"GatherND", ox_c_gather_nd, "batch_dims"},
+    {"ScatterElements", ox_c_scatter, "axis,reduction"}, {"Scatter", ox_c_scatter, "axis"},
+    {"ScatterND", ox_c_scatter, "reduction"}, {"Pad", ox_c_pad, "mode,pads,paddings,value"},
+    {"NonZero", ox_c_nonzero, ""}, {"Compress", ox_c_compress, "axis"}, {"TopK", ox_c_top_k, "axis,k,largest,sorted"},
+    {"CumSum", ox_c_cumsum, "exclusive,reverse"}, {"BitShift", ox_c_bit_shift, "direction"},
+    {"Resize", ox_c_resize, "coordinate_transformation_mode,cubic_coeff_a,exclude_outside,"
+                            "extrapolation_value,mode,nearest_mode"},
+    {"Upsample", ox_c_resize, "mode,scales"}, {"Unique", ox_c_unique, "axis,sorted"},
+    {"GridSample", ox_c_grid_sample, "align_corners,mode,padding_mode"},
+    {"QuantizeLinear", ox_c_quantize, "axis"}, {"DequantizeLinear", ox_c_quantize, "axis"},
+    {"DynamicQuantizeLinear", ox_c_dynamic_quantize, ""},
+    {"MatMulInteger", ox_c_matmul_integer, ""}, {"QLinearMatMul", ox_c_matmul_integer, ""},
 };
 
 const ox_opdef *ox_op_find(const char *op_type)

@@ -1,0 +1,344 @@
+/*
+ * onnx_axis.c — the ONNX importer's converters onto the axis ops and the shifts:
+ * GatherElements -> gather_elements; CumSum -> cumsum (reverse: on the input reversed
+ * along the axis, the result reversed back; the axis a constant input); BitShift ->
+ * left_shift / right_shift by `direction`.
+ */
+#include <string.h>
+
+#include "onnx_int.h"
+
+bool ox_c_gather_elements(ox_ctx *c)
+{
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axis", ox_aint(c, ox_attr_i(c, "axis", 0)));
+    rx_node *a[2] = {ox_in_node(c, 0), ox_in_node(c, 1)};
+    if (!a[0] || !a[1]) return false;
+    return ox_out_node(c, 0, ox_call(c, "gather_elements", a, 2, m));
+}
+
+bool ox_c_gather_nd(ox_ctx *c)
+{
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "batch_dims", ox_aint(c, ox_attr_i(c, "batch_dims", 0)));
+    rx_node *a[2] = {ox_in_node(c, 0), ox_in_node(c, 1)};
+    if (!a[0] || !a[1]) return false;
+    return ox_out_node(c, 0, ox_call(c, "gather_nd", a, 2, m));
+}
+
+/* ScatterElements, Scatter (its older name) and ScatterND -> scatter_elements,
+ * scatter_nd; reduction none is "update". */
+bool ox_c_scatter(ox_ctx *c)
+{
+    bool nd = !strcmp(c->node->op_type, "ScatterND");
+    const char *red = ox_attr_s(c, "reduction", "none");
+    rx_attr *m = ox_amap(c);
+    if (!nd) ox_aset(c, m, "axis", ox_aint(c, ox_attr_i(c, "axis", 0)));
+    ox_aset(c, m, "reduction", ox_astr(c, !strcmp(red, "none") ? "update" : red));
+    rx_node *a[3] = {ox_in_node(c, 0), ox_in_node(c, 1), ox_in_node(c, 2)};
+    if (!a[0] || !a[1] || !a[2]) return false;
+    return ox_out_node(c, 0, ox_call(c, nd ? "scatter_nd" : "scatter_elements", a, 3, m));
+}
+
+bool ox_c_cumsum(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    int64_t *ax;
+    int n;
+    if (!x) return false;
+    if (!ox_ints(c, ox_in(c, 1), &ax, &n) || n != 1) {
+        ox_err(c, "the axis must be a constant scalar");
+        return false;
+    }
+    int nd = ox_ndim(x), a = ox_norm_axis(c, ax[0], nd > 0 ? nd : 1);
+    if (a < 0) return false;
+    bool rev = ox_attr_i(c, "reverse", 0) != 0;
+    if (rev) x = ox_flip(c, x, a);
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axis", ox_aint(c, a));
+    ox_aset(c, m, "exclusive", ox_abool(c, ox_attr_i(c, "exclusive", 0) != 0));
+    rx_node *y = ox_call1(c, "cumsum", x, m);
+    if (y && rev) y = ox_flip(c, y, a);
+    return ox_out_node(c, 0, y);
+}
+
+bool ox_c_bit_shift(ox_ctx *c)
+{
+    const char *dir = ox_attr_s(c, "direction", "");
+    if (strcmp(dir, "LEFT") && strcmp(dir, "RIGHT")) {
+        ox_err(c, "direction must be \"LEFT\" or \"RIGHT\", found \"%s\"", dir);
+        return false;
+    }
+    return ox_out_node(c, 0, ox_call2(c, !strcmp(dir, "LEFT") ? "left_shift" : "right_shift",
+                                      ox_in_node(c, 0), ox_in_node(c, 1)));
+}
+
+/* Resize (opsets 10-17) and Upsample onto image.resize2d: a 4-d NCHW input whose N and
+ * C are kept; sizes (the output's H and W) or scales (H and W from the literal input
+ * extents, floor(D * s), or D * s for an integer s); roi for tf_crop_and_resize. Before
+ * opset 11 (and for Upsample) the coordinates are asymmetric and nearest rounds down. */
+bool ox_c_resize(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    if (!x || !ox_need_dims(c, x)) return false;
+    if (x->sinfo->ndim != 4) {
+        ox_err(c, "only 4-d (NCHW) inputs are supported");
+        return false;
+    }
+    bool old = c->opset < 11 || !strcmp(c->node->op_type, "Upsample");
+    int si = old ? 1 : 2, zi = old ? -1 : 3;
+    double sc[4] = {1, 1, 1, 1}, roi[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+    rx_expr **d = x->sinfo->dims, *size[2];
+    rx_const *k;
+    if (zi >= 0 && ox_in(c, zi)) {
+        int64_t *sz;
+        int n;
+        if (!ox_ints(c, ox_in(c, zi), &sz, &n) || n != 4) {
+            ox_err(c, "sizes must be a constant of 4 values");
+            return false;
+        }
+        for (int i = 0; i < 2; i++) {
+            int64_t v;
+            if (!rx_expr_is_const(ox_simp(c, d[i]), &v) || v != sz[i]) {
+                ox_err(c, "only H and W can be resized (sizes must keep N and C)");
+                return false;
+            }
+        }
+        size[0] = ox_lit(c, sz[2]);
+        size[1] = ox_lit(c, sz[3]);
+        for (int i = 2; i < 4; i++) {
+            int64_t v;
+            if (!rx_expr_is_const(ox_simp(c, d[i]), &v) || v < 1) {
+                ox_err(c, "sizes need literal input extents");
+                return false;
+            }
+            sc[i] = (double)sz[i] / (double)v;
+        }
+    } else {
+        k = si < ox_nin(c) ? ox_const(c, ox_in(c, si)) : NULL;
+        int na;
+        const float *fs = NULL;
+        if (!k && c->opset < 9 && ox_attr(c, "scales")) {
+            fs = ox_attr(c, "scales")->floats;
+            na = (int)ox_attr(c, "scales")->n_floats;
+        } else if (k) {
+            na = (int)ox_numel(k);
+        } else {
+            ox_err(c, "scales (or sizes) must be constants");
+            return false;
+        }
+        if (na != 4) {
+            ox_err(c, "scales must have 4 values");
+            return false;
+        }
+        for (int i = 0; i < 4; i++) sc[i] = fs ? fs[i] : ox_cf(k, i);
+        if (sc[0] != 1 || sc[1] != 1 || !(sc[2] > 0) || !(sc[3] > 0)) {
+            ox_err(c, "only H and W can be resized (scales must be 1 for N and C, positive)");
+            return false;
+        }
+        for (int i = 0; i < 2; i++) {
+            int64_t v;
+            double s = sc[2 + i];
+            if (rx_expr_is_const(ox_simp(c, d[2 + i]), &v)) {
+                size[i] = ox_lit(c, (int64_t)((double)v * s));
+            } else if (s == (double)(int64_t)s) {
+                size[i] = ox_simp(c, rx_e_binary(c->a, RX_E_MUL, d[2 + i], ox_lit(c, (int64_t)s)));
+            } else {
+                ox_err(c, "a non-integer scale needs a literal input extent");
+                return false;
+            }
+        }
+    }
+    const char *mode = ox_attr_s(c, "coordinate_transformation_mode", old ? "asymmetric" : "half_pixel");
+    if (!strcmp(mode, "tf_crop_and_resize")) {
+        k = ox_const(c, ox_in(c, 1));
+        if (!k || ox_numel(k) != 8) {
+            ox_err(c, "roi must be a constant of 8 values");
+            return false;
+        }
+        for (int i = 0; i < 8; i++) roi[i] = ox_cf(k, i);
+    }
+    const char *m = ox_attr_s(c, "mode", "nearest");
+    const char *method = !strcmp(m, "nearest") ? "nearest_neighbor" : !strcmp(m, "linear") ||
+                         !strcmp(m, "bilinear") ? "linear" : !strcmp(m, "cubic") ? "cubic" : NULL;
+    if (!method) {
+        ox_err(c, "mode '%s' is not supported (nearest, linear, cubic)", m);
+        return false;
+    }
+    rx_attr *a = ox_amap(c);
+    double r4[4] = {roi[2], roi[3], roi[6], roi[7]};
+    ox_aset(c, a, "roi", ox_afloats(c, r4, 4));
+    ox_aset(c, a, "method", ox_astr(c, method));
+    ox_aset(c, a, "coordinate_transformation_mode", ox_astr(c, mode));
+    ox_aset(c, a, "rounding_method", ox_astr(c, old ? "floor" : ox_attr_s(c, "nearest_mode",
+                                                                           "round_prefer_floor")));
+    ox_aset(c, a, "cubic_alpha", ox_afloat(c, ox_attr_f(c, "cubic_coeff_a", -0.75)));
+    ox_aset(c, a, "cubic_exclude", ox_aint(c, ox_attr_i(c, "exclude_outside", 0)));
+    ox_aset(c, a, "extrapolation_value", ox_afloat(c, ox_attr_f(c, "extrapolation_value", 0)));
+    ox_aset(c, a, "scales", ox_afloats(c, sc + 2, 2));
+    rx_node *args[2] = {x, ox_shape_node(c, size, 2)};
+    return ox_out_node(c, 0, ox_call(c, "image.resize2d", args, 2, a));
+}
+
+/* Unique -> unique with every extra result asked for when the node has more outputs:
+ * Y, indices, inverse_indices, counts in ONNX's order (the op's). */
+bool ox_c_unique(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    if (!x) return false;
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "sorted", ox_abool(c, ox_attr_i(c, "sorted", 1) != 0));
+    if (ox_attr(c, "axis")) ox_aset(c, m, "axis", ox_aint(c, ox_attr_i(c, "axis", 0)));
+    bool extra = ox_nout(c) > 1;
+    if (!extra) return ox_out_node(c, 0, ox_call1(c, "unique", x, m));
+    ox_aset(c, m, "return_index", ox_abool(c, true));
+    ox_aset(c, m, "return_inverse", ox_abool(c, true));
+    ox_aset(c, m, "return_counts", ox_abool(c, true));
+    rx_node *t = ox_call1(c, "unique", x, m);
+    if (!t) return false;
+    for (int i = 0; i < ox_nout(c) && i < 4; i++)
+        if (*c->node->output[i] && !ox_out_node(c, i, ox_field(c, t, i, "uq"))) return false;
+    return true;
+}
+
+/* GridSample (opset 16) -> image.grid_sample: mode bilinear / nearest / bicubic. */
+bool ox_c_grid_sample(ox_ctx *c)
+{
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "method", ox_astr(c, ox_attr_s(c, "mode", "bilinear")));
+    ox_aset(c, m, "padding_mode", ox_astr(c, ox_attr_s(c, "padding_mode", "zeros")));
+    ox_aset(c, m, "align_corners", ox_abool(c, ox_attr_i(c, "align_corners", 0) != 0));
+    rx_node *a[2] = {ox_in_node(c, 0), ox_in_node(c, 1)};
+    if (!a[0] || !a[1]) return false;
+    return ox_out_node(c, 0, ox_call(c, "image.grid_sample", a, 2, m));
+}
+
+/* Pad: pads [x1_begin, ..., x1_end, ...] (an attribute before opset 11, a constant
+ * input after), the constant value, mode constant / edge / reflect -> nn.pad. */
+bool ox_c_pad(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    int nd = ox_ndim(x), np = -1;
+    if (!x) return false;
+    const int64_t *p = NULL;
+    int64_t *pi = NULL;
+    double value = 0;
+    if (c->opset < 11) {
+        p = ox_attr_ints(c, ox_attr(c, "paddings") ? "paddings" : "pads", &np);
+        value = ox_attr_f(c, "value", 0);
+    } else {
+        if (!ox_ints(c, ox_in(c, 1), &pi, &np)) np = -1;
+        p = pi;
+        if (ox_in(c, 2)) {
+            rx_const *k = ox_const(c, ox_in(c, 2));
+            if (!k || ox_numel(k) != 1) {
+                ox_err(c, "constant_value must be a constant scalar");
+                return false;
+            }
+            value = ox_cf(k, 0);
+        }
+    }
+    if (nd < 0 || np != 2 * nd || nd > 64) {
+        ox_err(c, "pads must be a constant of 2 values per axis of the input (rank %d)", nd);
+        return false;
+    }
+    int64_t pw[128];
+    for (int i = 0; i < nd; i++) {
+        pw[2 * i] = p[i];
+        pw[2 * i + 1] = p[nd + i];
+    }
+    const char *mode = ox_attr_s(c, "mode", "constant");
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "pad_width", ox_aints(c, pw, 2 * nd));
+    ox_aset(c, m, "pad_mode", ox_astr(c, mode));
+    ox_aset(c, m, "pad_value", ox_afloat(c, value));
+    return ox_out_node(c, 0, ox_call1(c, "nn.pad", x, m));
+}
+
+/* Compress with a condition known at import: take of the indices where it is true
+ * (along axis, or of the raveled input without one). */
+bool ox_c_compress(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    rx_const *k = ox_const(c, ox_in(c, 1));
+    if (!x) return false;
+    if (!k || k->ndim != 1) {
+        ox_err(c, "the condition must be a 1-d constant (the result's size depends on it)");
+        return false;
+    }
+    int64_t n = ox_numel(k), cnt = 0;
+    for (int64_t i = 0; i < n; i++) cnt += ox_ci(k, i) != 0;
+    rx_const *ix = ox_new_const(c, RX_DT_I64, 1, &cnt);
+    for (int64_t i = 0, j = 0; i < n; i++)
+        if (ox_ci(k, i)) {
+            memcpy(ix->data + 8 * j, &i, 8);
+            j++;
+        }
+    rx_attr *m = ox_amap(c);
+    if (ox_attr(c, "axis")) {
+        int nd = ox_ndim(x), ax = ox_norm_axis(c, ox_attr_i(c, "axis", 0), nd > 0 ? nd : 1);
+        if (ax < 0) return false;
+        ox_aset(c, m, "axis", ox_aint(c, ax));
+    }
+    rx_node *a[2] = {x, ox_const_node(c, ix)};
+    return ox_out_node(c, 0, ox_call(c, "take", a, 2, m));
+}
+
+/* TopK with a constant k: k rounds of argmax (argmin for largest = 0) along the axis,
+ * each pick masked out of the next round (the lowest / highest value written where
+ * the index was taken); ties go to the lower index, as ONNX's sorted order. The values
+ * are gathered with gather_elements. O(k * n) per row: for the small k of models. The
+ * mask is -inf (+inf): a row holding infinities of the masked sign can pick an index
+ * twice. */
+bool ox_c_top_k(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    int64_t *kv;
+    int nk;
+    if (!x || !ox_need_dims(c, x)) return false;
+    if (c->opset < 10) {
+        kv = RX_NEWN(c->a, int64_t, 1);
+        kv[0] = ox_attr_i(c, "k", 0);
+        nk = 1;
+    } else if (!ox_ints(c, ox_in(c, 1), &kv, &nk) || nk != 1) {
+        ox_err(c, "k must be a constant");
+        return false;
+    }
+    int nd = x->sinfo->ndim, ax = ox_norm_axis(c, ox_attr_i(c, "axis", -1), nd > 0 ? nd : 1);
+    if (ax < 0) return false;
+    int64_t d, k = kv[0];
+    if (!rx_expr_is_const(ox_simp(c, x->sinfo->dims[ax]), &d) || k < 0 || k > d || k > 256) {
+        ox_err(c, "k must be at most the axis extent (a literal) and 256");
+        return false;
+    }
+    bool largest = ox_attr_i(c, "largest", 1) != 0;
+    rx_dtype dt = ox_dtype_of(x);
+    rx_node *iota = ox_iota(c, ox_lit(c, d), ax, nd, RX_DT_I64), *cur = x;
+    rx_node *fill = ox_scalar(c, dt, largest ? -1e300 : 1e300);
+    if (!rx_dtype_is_float(dt)) {
+        ox_err(c, "only float inputs are supported");
+        return false;
+    }
+    rx_node **picks = RX_NEWN(c->a, rx_node *, k > 0 ? k : 1);
+    for (int64_t i = 0; i < k; i++) {
+        rx_attr *m = ox_amap(c);
+        ox_aset(c, m, "axis", ox_aint(c, ax));
+        ox_aset(c, m, "keepdims", ox_abool(c, true));
+        picks[i] = ox_call1(c, largest ? "argmax" : "argmin", cur, m);
+        if (!picks[i]) return false;
+        rx_node *w[3] = {ox_call2(c, "equal", iota, picks[i]), fill, cur};
+        cur = ox_call(c, "where", w, 3, NULL);
+    }
+    rx_node *ind = ox_concat(c, picks, (int)k, ax);
+    rx_attr *g = ox_amap(c);
+    ox_aset(c, g, "axis", ox_aint(c, ax));
+    rx_node *a[2] = {x, ind};
+    rx_node *vals = ind ? ox_call(c, "gather_elements", a, 2, g) : NULL;
+    return ox_out_node(c, 0, vals) && (ox_nout(c) < 2 || ox_out_node(c, 1, ind));
+}
+
+/* NonZero -> nonzero (i64 [rank, count], the count known at run time). */
+bool ox_c_nonzero(ox_ctx *c)
+{
+    return ox_out_node(c, 0, ox_call1(c, "nonzero", ox_in_node(c, 0), NULL));
+}
