@@ -146,9 +146,10 @@
  * reduce loop, I is a literal 1, and the batch loop L right outside I is not a literal
  * below 2 and some load using K and J does not use L (W is shared by all of L's
  * iterations), L and I trade places: L's iterations are the rows of the register tile
- * (packed from 16 rows), the extent-1 loop a batch loop, and J's tiles the parallel
- * loop, so W is read once, in one parallel region. A symbolic L gets IF (L >= 2) that
- * nest ELSE the one-row plan (b = 1 keeps the streaming rows). Exactness as above: the
+ * (W packed whatever their count: the panel is filled from W's one read, and the
+ * unpacked variant would double the kernel's code), the extent-1 loop a batch loop, and
+ * J's tiles the parallel loop, so W is read once, in one parallel region. A symbolic L
+ * gets IF (L >= 2) that nest ELSE the one-row plan (b = 1 keeps the streaming rows). Exactness as above: the
  * loops only change roles, every element still reduces in K's order. Measured here on
  * x (16, 1, 1024) @ (1024, 2816), one thread, medians beside NumPy's sgemm of the same
  * product in the same run on a loaded machine: 0.27x -> 0.52x of sgemm without the
@@ -156,7 +157,7 @@
  * parallel regions cost far more (0.04x -> 0.23x).
  *
  * Cost: linear in the size of the nest; the new nest holds UPD three times at most
- * (full tile, partial tile), six times under rows from the batch.
+ * (full tile, partial tile), four times under rows from the batch.
  */
 #include <string.h>
 
@@ -830,7 +831,7 @@ static rx_stmt *build(rx_module *m, const tnest *t)
 {
     tnest r;
     if (!rows_from_batch(t, &r)) return build_nest(m, t);
-    rx_stmt *rows = build_nest(m, &r);
+    rx_stmt *rows = build_one(m, &r, true, NULL); /* packed at any row count: no IF */
     rx_expr *ext = r.loops[r.p - 2]->u.for_.extent;
     if (rx_expr_is_const(ext, NULL)) return rows;
     rx_arena *a = m->arena;
