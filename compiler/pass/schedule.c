@@ -37,8 +37,9 @@
  * A nest's single loop may be both outermost and innermost; it is then parallel only.
  * Vectorization is a hint: codegen emits it only where OpenMP simd applies.
  *
- * The pass (rx_pass_schedule_cpu) first tiles reduction nests (schedule_tile.c) and
- * transposing copies (schedule_copy.c), which
+ * The pass (rx_pass_schedule_cpu) first tiles reduction nests (schedule_tile.c), splits
+ * concat nests by field (schedule_concat.c) and tiles transposing copies
+ * (schedule_copy.c), each of which
  * marks the parallel loop of each tiled nest itself; the parallel rule here then finds
  * nothing more in those nests (they hold a parallel loop), while their innermost loops
  * still left serial (a partial tile's) may be vectorized by the rule above.
@@ -342,8 +343,45 @@ bool rx_schedule_cpu(rx_module *m, int *nparallel, int *nvectorized)
     return true;
 }
 
+/* rx_schedule_nests over the statements of ss (looking through non-FOR containers). */
+static int nests_list(rx_module *m, rx_stmts *ss, rx_stmt *(*fn)(rx_module *, rx_stmt *))
+{
+    int n = 0;
+    for (int i = 0; i < ss->n; i++) {
+        rx_stmt *s = ss->items[i], *r;
+        switch ((rx_skind)s->kind) {
+        case RX_S_FOR:
+            if ((r = fn(m, s))) {
+                ss->items[i] = r;
+                n++;
+            }
+            break;
+        case RX_S_BLOCK:
+            n += nests_list(m, &s->u.block.init, fn);
+            n += nests_list(m, &s->u.block.body, fn);
+            break;
+        case RX_S_IF:
+            n += nests_list(m, &s->u.if_.then_s, fn);
+            n += nests_list(m, &s->u.if_.else_s, fn);
+            break;
+        case RX_S_LET: n += nests_list(m, &s->u.let.body, fn); break;
+        default: break;
+        }
+    }
+    return n;
+}
+
+int rx_schedule_nests(rx_module *m, rx_stmt *(*fn)(rx_module *, rx_stmt *))
+{
+    int n = 0;
+    for (int i = 0; i < m->nfuncs; i++)
+        if (m->funcs[i]->kind == RX_F_TIR) n += nests_list(m, &m->funcs[i]->tbody, fn);
+    return n;
+}
+
 bool rx_pass_schedule_cpu(rx_module *m, rx_diags *d)
 {
     (void)d;
-    return rx_schedule_tile(m, NULL) && rx_schedule_copy(m, NULL) && rx_schedule_cpu(m, NULL, NULL);
+    return rx_schedule_tile(m, NULL) && rx_schedule_concat(m, NULL) && rx_schedule_copy(m, NULL) &&
+           rx_schedule_cpu(m, NULL, NULL);
 }

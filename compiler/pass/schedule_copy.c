@@ -37,34 +37,32 @@
  * extent is not a literal below 2 becomes RX_LOOP_PARALLEL and ni RX_LOOP_VECTORIZED
  * (schedule.c's rule then finds no other parallel loop in the nest).
  *
- * Copies whose innermost axis stays innermost (a permute of outer axes, concat, a
- * reshape of a contiguous tensor) are left to schedule.c: their inner loops already
- * read and write consecutive elements and are vectorized there.
+ * Copies whose innermost axis stays innermost (a permute of outer axes, a reshape of a
+ * contiguous tensor) are left to schedule.c: their inner loops already read and write
+ * consecutive elements and are vectorized there; concat nests, split by field first
+ * (schedule_concat.c, which starts from rx_copy_nest_match too), no longer match.
  *
  * Cost: linear in the size of the nest; the block is shared, not copied.
  */
 #include <string.h>
 
-#include "relax/pass.h"
+#include "schedule_int.h"
 
-enum { MAX_COPY_LOOPS = 16, TILE_BYTES = 64, MIN_COPY_VOLUME = 4096 };
+enum { TILE_BYTES = 64 };
 
 /* One matched nest. */
 typedef struct cnest {
-    rx_stmt *loops[MAX_COPY_LOOPS]; /* the chain, outermost first */
-    int n;
-    rx_stmt *blk;                   /* the block */
+    rx_copy_nest k;                 /* the copy nest */
     int p;                          /* the loop X's last index steps with */
     int64_t t;                      /* tile edge */
 } cnest;
 
-/* True when some load in e is of b. */
-static bool loads_buf(const rx_expr *e, const rx_buffer *b)
+bool rx_expr_loads(const rx_expr *e, const rx_buffer *b)
 {
     if (!e) return false;
     if (e->kind == RX_E_LOAD && e->u.load.buf == b) return true;
     for (int i = 0; i < rx_expr_nchildren(e); i++)
-        if (loads_buf(rx_expr_child(e, i), b)) return true;
+        if (rx_expr_loads(rx_expr_child(e, i), b)) return true;
     return false;
 }
 
@@ -86,15 +84,15 @@ static int read_axis(rx_arith *ar, rx_arena *a, const rx_expr *e, const cnest *c
 {
     if (!e) return -1;
     if (e->kind == RX_E_LOAD && e->u.load.buf != out && e->u.load.nidx >= 1) {
-        const rx_iter *its = c->blk->u.block.iters;
-        if (rx_load_unit_step(ar, a, e, its[c->n - 1].var)) return -1;
+        const rx_iter *its = c->k.blk->u.block.iters;
+        if (rx_load_unit_step(ar, a, e, its[c->k.n - 1].var)) return -1;
         /* A load that does not move with the innermost iterator (softmax's row
          * maximum, a broadcast bias) reads one element per inner sweep: no transpose. */
         bool inner = false;
         for (int d = 0; d < e->u.load.nidx && !inner; d++)
-            inner = rx_expr_uses_var(e->u.load.idx[d], its[c->n - 1].var);
+            inner = rx_expr_uses_var(e->u.load.idx[d], its[c->k.n - 1].var);
         if (!inner) goto children;
-        for (int k = c->n - 2; k >= 0; k--)
+        for (int k = c->k.n - 2; k >= 0; k--)
             if (rx_load_unit_step(ar, a, e, its[k].var)) return k;
     }
 children:
@@ -105,13 +103,12 @@ children:
     return -1;
 }
 
-/* Matches FOR s against the nest shape of the file essay. */
-static bool match(rx_module *m, rx_stmt *s, cnest *c)
+bool rx_copy_nest_match(rx_stmt *s, rx_copy_nest *c)
 {
     memset(c, 0, sizeof *c);
     rx_stmt *cur = s;
     while (cur->kind == RX_S_FOR) {
-        if (c->n == MAX_COPY_LOOPS || cur->u.for_.body.n != 1) return false;
+        if (c->n == RX_COPY_MAX_LOOPS || cur->u.for_.body.n != 1) return false;
         if (cur->u.for_.loop_kind != RX_LOOP_SERIAL || cur->u.for_.thread) return false;
         if (!rx_expr_is_int(cur->u.for_.min, 0)) return false;
         c->loops[c->n++] = cur;
@@ -123,6 +120,7 @@ static bool match(rx_module *m, rx_stmt *s, cnest *c)
     c->blk = cur;
     const rx_stmt *st = cur->u.block.body.items[0];
     if (st->kind != RX_S_STORE || st->u.store.nidx != c->n) return false;
+    c->st = st;
     int64_t vol = 1, e;
     bool lit = true;
     for (int k = 0; k < c->n; k++) {
@@ -138,14 +136,22 @@ static bool match(rx_module *m, rx_stmt *s, cnest *c)
                 rx_expr_uses_var(l->u.for_.extent, cur->u.block.iters[j].var))
                 return false;
         if (!rx_expr_is_const(l->u.for_.extent, &e)) lit = false;
-        else if (vol < MIN_COPY_VOLUME) vol *= e < 0 ? 0 : e;
+        else if (vol < RX_COPY_MIN_VOLUME) vol *= e < 0 ? 0 : e;
     }
-    const rx_buffer *out = st->u.store.buf;
+    return !rx_expr_loads(st->u.store.value, st->u.store.buf) &&
+           !(lit && vol < RX_COPY_MIN_VOLUME);
+}
+
+/* Matches FOR s against the nest shape of the file essay. */
+static bool match(rx_module *m, rx_stmt *s, cnest *c)
+{
+    memset(c, 0, sizeof *c);
+    if (!rx_copy_nest_match(s, &c->k)) return false;
+    const rx_buffer *out = c->k.st->u.store.buf;
     int bits = rx_dtype_bits((rx_dtype)out->dtype);
-    if (bits < 8 || loads_buf(st->u.store.value, out) || (lit && vol < MIN_COPY_VOLUME))
-        return false;
+    if (bits < 8) return false;
     rx_arith *ar = rx_arith_new(m->arena);
-    c->p = read_axis(ar, m->arena, st->u.store.value, c, out);
+    c->p = read_axis(ar, m->arena, c->k.st->u.store.value, c, out);
     rx_arith_free(ar);
     c->t = TILE_BYTES / (bits / 8);
     if (c->t < 4) c->t = 4;
@@ -198,7 +204,7 @@ static rx_svar *fresh(rx_module *m, const rx_svar *base, const char *suffix)
 static rx_stmt *build(rx_module *m, const cnest *c)
 {
     rx_arena *a = m->arena;
-    const rx_stmt *lp = c->loops[c->p], *ln = c->loops[c->n - 1];
+    const rx_stmt *lp = c->k.loops[c->p], *ln = c->k.loops[c->k.n - 1];
     rx_svar *po = fresh(m, lp->u.for_.var, "o"), *pi = fresh(m, lp->u.for_.var, "i");
     rx_svar *no = fresh(m, ln->u.for_.var, "o"), *ni = fresh(m, ln->u.for_.var, "i");
     rx_expr *pcount, *pin, *ncount, *nin;
@@ -206,21 +212,21 @@ static rx_stmt *build(rx_module *m, const cnest *c)
     split(a, ln, c->t, no, &ncount, &nin);
     /* the block, its two tiled iterators rebound */
     rx_stmt *blk = RX_NEW(a, rx_stmt);
-    *blk = *c->blk;
-    blk->u.block.iters = RX_NEWN(a, rx_iter, c->n);
-    memcpy(blk->u.block.iters, c->blk->u.block.iters, sizeof(rx_iter) * (size_t)c->n);
+    *blk = *c->k.blk;
+    blk->u.block.iters = RX_NEWN(a, rx_iter, c->k.n);
+    memcpy(blk->u.block.iters, c->k.blk->u.block.iters, sizeof(rx_iter) * (size_t)c->k.n);
     blk->u.block.iters[c->p].bind = rx_e_binary(
         a, RX_E_ADD, rx_e_binary(a, RX_E_MUL, rx_e_var(a, po), rx_e_int(a, c->t)), rx_e_var(a, pi));
-    blk->u.block.iters[c->n - 1].bind = rx_e_binary(
+    blk->u.block.iters[c->k.n - 1].bind = rx_e_binary(
         a, RX_E_ADD, rx_e_binary(a, RX_E_MUL, rx_e_var(a, no), rx_e_int(a, c->t)), rx_e_var(a, ni));
     rx_stmt *s = loop(a, ni, nin, RX_LOOP_VECTORIZED, blk);
     s = loop(a, pi, pin, RX_LOOP_SERIAL, s);
     s = loop(a, no, ncount, RX_LOOP_SERIAL, s);
-    for (int k = c->n - 2; k > c->p; k--)
-        s = loop(a, c->loops[k]->u.for_.var, c->loops[k]->u.for_.extent, RX_LOOP_SERIAL, s);
+    for (int k = c->k.n - 2; k > c->p; k--)
+        s = loop(a, c->k.loops[k]->u.for_.var, c->k.loops[k]->u.for_.extent, RX_LOOP_SERIAL, s);
     s = loop(a, po, pcount, RX_LOOP_SERIAL, s);
     for (int k = c->p - 1; k >= 0; k--)
-        s = loop(a, c->loops[k]->u.for_.var, c->loops[k]->u.for_.extent, RX_LOOP_SERIAL, s);
+        s = loop(a, c->k.loops[k]->u.for_.var, c->k.loops[k]->u.for_.extent, RX_LOOP_SERIAL, s);
     /* the parallel loop: the outermost one not a literal below 2 (never ni) */
     int64_t e;
     for (rx_stmt *l = s; l->kind == RX_S_FOR && l->u.for_.var != ni;
@@ -233,40 +239,16 @@ static rx_stmt *build(rx_module *m, const cnest *c)
     return s;
 }
 
-/* Tiles the matching nests among the statements of ss (looking through non-FOR
- * containers, as schedule.c finds top-level nests). */
-static void copy_list(rx_module *m, rx_stmts *ss, int *n)
+/* The tiled replacement of FOR s, or NULL when it is not a transposing copy nest. */
+static rx_stmt *copy_nest(rx_module *m, rx_stmt *s)
 {
-    for (int i = 0; i < ss->n; i++) {
-        rx_stmt *s = ss->items[i];
-        cnest c;
-        switch ((rx_skind)s->kind) {
-        case RX_S_FOR:
-            if (match(m, s, &c)) {
-                ss->items[i] = build(m, &c);
-                (*n)++;
-            }
-            break;
-        case RX_S_BLOCK:
-            copy_list(m, &s->u.block.body, n);
-            break;
-        case RX_S_IF:
-            copy_list(m, &s->u.if_.then_s, n);
-            copy_list(m, &s->u.if_.else_s, n);
-            break;
-        case RX_S_LET: copy_list(m, &s->u.let.body, n); break;
-        default: break;
-        }
-    }
+    cnest c;
+    return match(m, s, &c) ? build(m, &c) : NULL;
 }
 
 bool rx_schedule_copy(rx_module *m, int *ntiled)
 {
-    int n = 0;
-    for (int i = 0; i < m->nfuncs; i++) {
-        rx_func *f = m->funcs[i];
-        if (f->kind == RX_F_TIR) copy_list(m, &f->tbody, &n);
-    }
+    int n = rx_schedule_nests(m, copy_nest);
     if (ntiled) *ntiled = n;
     return true;
 }

@@ -19,8 +19,9 @@ sigmoid, log: relax/codegen_math.h), checked against float64 references within r
 permute + reshape. Bandwidth = 2 x output bytes / time against memcpy of the output's
 bytes measured just before (goal >= 0.70); results must equal NumPy's exactly.
 
-(d) Matrix-vector (decode's products): x (m, k) times a weight stored (k, n) (matmul(x,
-w)) or (n, k) (matmul(x, permute_dims(w))), m = 1 and 16, k x n = 1024 x 2816, 2816 x
+(d) Matrix-vector (decode's products): x (m, k), or (b, 1, k) with a symbolic b = m (a
+decode step's rows), times a weight stored (k, n) (matmul(x, w)) or (n, k) (matmul(x,
+permute_dims(w))), m = 1 and 16, k x n = 1024 x 2816, 2816 x
 1024, 1024 x 1024, at O2 and O3 with the default library rule. Bandwidth = weight
 bytes / time against a STREAM-like read of the same bytes in this run (libc memchr on
 two threads for a byte that is not there; goal >= 0.80); results within 1e-5 *
@@ -131,10 +132,14 @@ def run_outputs(tmp, rxa, inputs):
     return np.load(os.path.join(out, "out0.npy"))
 
 
-def bench(rxa, repeat):
-    """relax-run --bench on its own seeded inputs: (median_ms, min_ms)."""
-    out = run([ARGS.relax_run, rxa, "--bench", "--repeat", str(repeat), "--number", "1",
-               "--warmup", "1"])
+def bench(rxa, repeat, shapes=()):
+    """relax-run --bench on its own seeded inputs (symbolic sizes from shapes, a list of
+    "VAR=N"): (median_ms, min_ms)."""
+    argv = [ARGS.relax_run, rxa, "--bench", "--repeat", str(repeat), "--number", "1",
+            "--warmup", "1"]
+    for sv in shapes:
+        argv += ["--shape", sv]
+    out = run(argv)
     r = json.loads(out.strip().splitlines()[-1])
     return r["median_ms"], r["min_ms"]
 
@@ -350,27 +355,27 @@ def bench_matvec(tmp, ms, shapes, repeat):
             x = rng.standard_normal((m, k)).astype(np.float32)
             want = x.astype(np.float64) @ w_kn.astype(np.float64)
             bound = 1e-5 * np.sqrt(k) * float(np.max(np.abs(want)) or 1.0)
-            for layout in ("kn", "nk"):
-                if layout == "kn":
-                    mod = module([tensor("x", [m, k]), tensor("w", [k, n])],
-                                 {"op": "matmul", "args": ["x", "w"]})
-                    win = w_kn
-                else:
-                    mod = module([tensor("x", [m, k]), tensor("w", [n, k])],
-                                 {"op": "matmul", "args": [
-                                     "x", {"op": "permute_dims", "args": ["w"]}]})
-                    win = w_nk
+            # x (m, k) as written, or (b, 1, k) with a symbolic b = m: a decode step's
+            # projection, one row per sequence (the library rule leaves it generated)
+            for xform, layout in [(f, l) for f in ("mk", "b1k") for l in ("kn", "nk")]:
+                xs, xin = ([m, k], x) if xform == "mk" else (["b", 1, k], x.reshape(m, 1, k))
+                wv = "w" if layout == "kn" else {"op": "permute_dims", "args": ["w"]}
+                wshape, win = ([k, n], w_kn) if layout == "kn" else ([n, k], w_nk)
+                mod = module([tensor("x", xs), tensor("w", wshape)],
+                             {"op": "matmul", "args": ["x", wv]})
+                shapes = [] if xform == "mk" else ["b=%d" % m]
                 for opt in (2, 3):
-                    rxa, build_ms = build(tmp, "mv_%d_%dx%d_%s" % (m, k, n, layout), mod, opt)
-                    got = run_outputs(tmp, rxa, {"x": x, "w": win})
+                    rxa, build_ms = build(tmp, "mv_%d_%dx%d_%s_%s" % (m, k, n, xform, layout),
+                                          mod, opt)
+                    got = run_outputs(tmp, rxa, {"x": xin, "w": win}).reshape(-1, n)
                     err = float(np.max(np.abs(got - want))) if got.shape == want.shape \
                         else float("inf")
                     ok = bool(err <= bound)
                     failed |= not ok
-                    med, mn = bench(rxa, repeat)
+                    med, mn = bench(rxa, repeat, shapes)
                     gbs = wbytes / med / 1e6
                     print(json.dumps({
-                        "bench": "matvec", "m": m, "k": k, "n": n, "weight": layout,
+                        "bench": "matvec", "m": m, "k": k, "n": n, "x": xform, "weight": layout,
                         "opt_level": opt, "ok": ok, "max_abs_err": err,
                         "median_ms": round(med, 4), "gbytes_per_s": round(gbs, 2),
                         "stream_read_gbs": round(read_gbs, 2), "ratio": round(gbs / read_gbs, 2),

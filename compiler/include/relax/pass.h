@@ -159,11 +159,25 @@ bool rx_schedule_tile(rx_module *m, int *ntiled);
  * *ntiled (may be NULL) gets the number of nests tiled. Never fails. */
 bool rx_schedule_copy(rx_module *m, int *ntiled);
 
+/* Splits, in every loop function of m, each top-level concat nest (spatial loops around
+ * one store of a select chain on one axis p >= 1 against bounds free of the nest) into
+ * one copy loop per field under one parallel loop over the axes before p, flattened
+ * (schedule_concat.c's essay). Results are the same elements. *nsplit (may be NULL)
+ * gets the number of nests split. Never fails. */
+bool rx_schedule_concat(rx_module *m, int *nsplit);
+
 /* True when load x (nidx >= 1) has a last index that steps by exactly 1 when v does
  * (v, v + k, k + v - 1, ...: consecutive elements), proved with ar. */
 bool rx_load_unit_step(rx_arith *ar, rx_arena *a, const rx_expr *x, const rx_svar *v);
 
-/* rx_schedule_tile, rx_schedule_copy, then rx_schedule_cpu, as an rx_pass_fn. */
+/* Calls fn on each top-level loop nest (a FOR found in a loop function's body looking
+ * through BLOCK, IF and LET bodies, never through a FOR) of every loop function of m and
+ * puts fn's result in its place when it is not NULL; returns how many were replaced
+ * (the walk the schedule steps share). */
+int rx_schedule_nests(rx_module *m, rx_stmt *(*fn)(rx_module *, rx_stmt *));
+
+/* rx_schedule_tile, rx_schedule_concat, rx_schedule_copy, then rx_schedule_cpu, as an
+ * rx_pass_fn. */
 bool rx_pass_schedule_cpu(rx_module *m, rx_diags *d);
 
 /* ---- operator fusion (compiler/pass/fuse_ops.c, compiler/pass/fuse_tir.c) ---- */

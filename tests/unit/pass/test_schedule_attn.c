@@ -13,7 +13,7 @@
  * lift_workspace (legalize, FuseOps, FuseTIR at opt level 2, no library), then tiled.
  * For every formulation the product's kernel must have: a *_pack panel (transposing for
  * the scores, copying for the context, which a symbolic row count puts under IF (s >=
- * 32)), the 8 x 32 accumulator, its update vectorized along J, and no // or % by a
+ * 16)), the 8 x 32 accumulator, its update vectorized along J, and no // or % by a
  * symbolic divisor left in any load of the update (the reshape's index split by the
  * batch loop).
  * Numerics: every kernel tiled (baseline ISA version) is bit-identical to the same
@@ -126,7 +126,7 @@ static rx_func *product(const rx_module *m, const char *gname)
 /* Facts of a tiled kernel. */
 typedef struct afacts {
     int packs, accs, vec_updates, divmods; /* accs: 8 x 32 (or 8 x 16) accumulators */
-    bool sym_if;      /* a top-level IF on s >= 32 */
+    bool sym_if;      /* a top-level IF on s >= 16 */
 } afacts;
 
 /* Whether e divides by a non-literal (a division per multiply-add: a literal divisor is
@@ -203,7 +203,7 @@ static afacts afacts_of(const rx_func *f)
         const rx_stmt *s = f->tbody.items[i];
         if (s->kind == RX_S_IF && s->u.if_.cond->kind == RX_E_GE) {
             int64_t v;
-            a.sym_if |= rx_expr_is_const(s->u.if_.cond->u.op.b, &v) && v == 32;
+            a.sym_if |= rx_expr_is_const(s->u.if_.cond->u.op.b, &v) && v == 16;
         }
     }
     return a;
@@ -220,7 +220,7 @@ START_TEST(every_form_tiled)
         bool scores = i < NSCORES;
         /* scores: one transposing panel; context: the packed branch and the plain one */
         ck_assert_msg(a.packs == 1, "%s: %d panels", FORMS[i], a.packs);
-        ck_assert_msg(scores ? !a.sym_if : a.sym_if, "%s: IF (s >= 32) %d", FORMS[i], a.sym_if);
+        ck_assert_msg(scores ? !a.sym_if : a.sym_if, "%s: IF (s >= 16) %d", FORMS[i], a.sym_if);
         ck_assert_msg(a.accs >= (scores ? 2 : 4), "%s: %d 8-row tiles", FORMS[i], a.accs);
         ck_assert_msg(a.vec_updates >= 2, "%s: %d vectorized updates", FORMS[i], a.vec_updates);
         ck_assert_msg(a.divmods == 0, "%s: %d // or %% in the update's loads", FORMS[i], a.divmods);

@@ -6,8 +6,8 @@
  * Q @ K^T, a hand-written reduction, with a literal and a symbolic K) (static with M, N
  * and K all ragged, K past the panel's 2048 rows; K = 1000 short enough to stay
  * unblocked; symbolic K and N with a literal M: 512 rows; a batch matmul; a symbolic M,
- * under IF (M >= 32) with the unpacked nest in the ELSE) and which do not (fewer than
- * 32 rows, K below 128, the rows-first order of few J tiles, one row); the panel's shape, where its ALLOC stands (inside the
+ * under IF (M >= 16) with the unpacked nest in the ELSE) and which do not (fewer than
+ * 16 rows, K below 128, the rows-first order of few J tiles, one row); the panel's shape, where its ALLOC stands (inside the
  * parallel loop: one panel per thread), the packing loops ahead of the row tiles, and
  * the K blocking that follows the panel's depth (2048 f32 rows for a literal K, 512 for a
  * symbolic one).
@@ -53,7 +53,7 @@ static const char MODULE[] =
     MM("unblocked", "40,1000", "1000,160") ","
     MM("symk", "64,'k'", "'k','m'") ","
     MM("batch", "2,48,200", "2,200,130") ","
-    MM("few_rows", "16,600", "600,140") ","
+    MM("few_rows", "12,600", "600,140") ","
     MM("sym_rows", "'n',300", "300,160") ","
     MM("short_k", "64,64", "64,160") ","
     MM("narrow", "64,300", "300,70") ","
@@ -186,19 +186,19 @@ START_TEST(which_pack)
     ck_assert_int_eq(f.shape[0], 512);
     ck_assert_str_eq(var_name(f.loop->u.for_.body.items[1]), "k_o");
 
-    /* symbolic rows: IF (n >= 32) packed ELSE not: one panel, in the THEN branch */
+    /* symbolic rows: IF (n >= 16) packed ELSE not: one panel, in the THEN branch */
     const rx_func *sr = callee(m, "sym_rows");
     ck_assert_int_eq(sr->tbody.n, 1);
     const rx_stmt *sif = sr->tbody.items[0];
     ck_assert_int_eq(sif->kind, RX_S_IF);
     ck_assert_int_eq(sif->u.if_.cond->kind, RX_E_GE);
-    ck_assert(rx_expr_is_int(sif->u.if_.cond->u.op.b, 32));
+    ck_assert(rx_expr_is_int(sif->u.if_.cond->u.op.b, 16));
     ck_assert_int_eq(pfacts_of(m, "sym_rows").packs, 1);
     pfacts ef = {0};
     pwalk(&sif->u.if_.else_s, &ef, 0, false, NULL);
     ck_assert_int_eq(ef.packs, 0);
 
-    /* not packed: 16 rows, K = 64, N = 70 (rows first), one row */
+    /* not packed: 12 rows, K = 64, N = 70 (rows first), one row */
     const char *const unpacked[] = {"few_rows", "short_k", "narrow", "row"};
     for (size_t u = 0; u < sizeof unpacked / sizeof unpacked[0]; u++)
         ck_assert_msg(pfacts_of(m, unpacked[u]).packs == 0, "%s packed", unpacked[u]);

@@ -1,0 +1,29 @@
+/*
+ * schedule_int.h — what the schedule steps share inside compiler/pass: the copy nest
+ * matcher of schedule_copy.c, which schedule_concat.c starts from too.
+ */
+#ifndef RX_SCHEDULE_INT_H
+#define RX_SCHEDULE_INT_H
+
+#include "relax/pass.h"
+
+enum { RX_COPY_MAX_LOOPS = 16, RX_COPY_MIN_VOLUME = 4096 };
+
+/* A copy nest: for v_0 .. for v_{n-1} (n >= 2; serial, unbound, from 0, extents free
+ * of the nest) { block (n spatial iterators bound to exactly v_0 .. v_{n-1}, no init) {
+ * C[x_0, .., x_{n-1}] = VALUE } } with VALUE loading no C, and at least
+ * RX_COPY_MIN_VOLUME iterations when every extent is a literal. */
+typedef struct rx_copy_nest {
+    rx_stmt *loops[RX_COPY_MAX_LOOPS]; /* the chain, outermost first */
+    int n;                             /* loops */
+    rx_stmt *blk;                      /* the block */
+    const rx_stmt *st;                 /* its one store */
+} rx_copy_nest;
+
+/* True (and *c filled) when FOR s is a copy nest. */
+bool rx_copy_nest_match(rx_stmt *s, rx_copy_nest *c);
+
+/* True when some load in e is of b. */
+bool rx_expr_loads(const rx_expr *e, const rx_buffer *b);
+
+#endif
