@@ -1,0 +1,187 @@
+"""test_opencl_e2e.py — OpenCL artifacts end to end: the device, its limits, bad input.
+
+    /usr/bin/python3 tests/e2e/test_opencl_e2e.py BUILD_DIR
+
+Modules are built with `relaxc build --target opencl` and run by relax-run on this
+host's OpenCL (PoCL, deploy/packages.sh test; docs/gpu.md). Every failure must be a
+clear error (exit status 1, one `error:` line naming what failed), never a crash:
+  - the artifact: a KERNELS_OPENCL section (OpenCL C source with one kernel per loop
+    nest) and a LAUNCH section; a damaged LAUNCH section (a wrong count, a record cut
+    short; the CRC fixed up) is a located load error;
+  - one artifact, several n: exp of a gather equals NumPy at n = 1, 5, 300;
+  - an index read from a tensor out of range (take; a gather loop function) names
+    the kernel, index, axis and extent; in range equals np.take;
+  - a tensor larger than the device's largest buffer (an output of 40000 x 40000 f32,
+    6.4 GB > PoCL's 4 GiB) is refused naming both sizes;
+  - a device allowing fewer work-items per group than the target's max_threads
+    (POCL_MAX_WORK_GROUP_SIZE=64 against the default 256) is refused at load naming the
+    limit, and the same module built with opencl,max_threads=64 runs there;
+  - a missing driver (RX_OPENCL_LIB pointing nowhere) and a device id the host lacks;
+  - --bench names the device ("device": "OpenCL: ...") and reports the peak bytes;
+    a cpu artifact says "cpu";
+  - library calls are refused for GPU targets at compile time.
+Prints one line per check and `N passed, M failed`; exit 1 on a failure.
+"""
+
+import json
+import os
+import struct
+import sys
+import tempfile
+import zlib
+
+import numpy as np
+
+from e2e_check import Checks, run_status, tools
+from test_bounds_e2e import Run, call, module, tensor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+LAUNCH, OPENCL = 10, 8  # section kinds (docs/artifact.md)
+
+
+def sections(data):
+    """{kind: (offset, size)} of an artifact's section table."""
+    n = struct.unpack_from("<I", data, 16)[0]
+    out = {}
+    for i in range(n):
+        kind, _, off, size = struct.unpack_from("<IIQQ", data, 40 + 24 * i)
+        out[kind] = (off, size)
+    return out
+
+
+class Env(Run):
+    """test_bounds_e2e's runner, building for a given target."""
+
+    def build(self, mod, target="opencl", level=2):
+        self.n += 1
+        src = os.path.join(self.tmp, "m%d.json" % self.n)
+        rxa = os.path.join(self.tmp, "m%d.rxa" % self.n)
+        with open(src, "w") as f:
+            json.dump(mod, f)
+        rc, _, err = run_status([self.relaxc, "build", src, "--target", target,
+                                 "--opt-level", str(level), "-o", rxa])
+        self.checks.check(rc == 0, "build m%d for %s" % (self.n, target) + ("" if rc == 0 else ": " + err))
+        return rxa if rc == 0 else None
+
+
+def artifact_checks(e, rxa):
+    data = open(rxa, "rb").read()
+    secs = sections(data)
+    c = e.checks
+    c.check(OPENCL in secs and LAUNCH in secs and 6 not in secs,
+            "artifact has KERNELS_OPENCL and LAUNCH, no KERNELS_CPU (%s)" % sorted(secs))
+    off, size = secs[OPENCL]
+    src = data[off:off + size].decode()
+    c.check("__kernel void rxk_" in src and "get_global_id(0)" in src,
+            "KERNELS_OPENCL is OpenCL C with grid kernels")
+    # a LAUNCH section claiming one kernel more than the table has: a located error
+    off, size = secs[LAUNCH]
+    nk = struct.unpack_from("<I", data, off)[0]
+    bad = bytearray(data)
+    struct.pack_into("<I", bad, off, nk + 1)
+    struct.pack_into("<I", bad, 32, zlib.crc32(bytes(bad[40:])) & 0xffffffff)
+    path = os.path.join(e.tmp, "bad_launch.rxa")
+    open(path, "wb").write(bytes(bad))
+    e.fails(path, "LAUNCH with %d entries for %d kernels" % (nk + 1, nk),
+            ["LAUNCH: %d entries for %d kernels" % (nk + 1, nk)], shapes={"n": 3})
+    # truncated: the first launch record's name runs past the section's end
+    if size < 12 + 255:
+        trunc = bytearray(data)
+        struct.pack_into("<I", trunc, off + 8, 255)
+        struct.pack_into("<I", trunc, 32, zlib.crc32(bytes(trunc[40:])) & 0xffffffff)
+        path = os.path.join(e.tmp, "trunc_launch.rxa")
+        open(path, "wb").write(bytes(trunc))
+        e.fails(path, "LAUNCH record cut short", ["LAUNCH: truncated at byte 12 of the section"],
+                shapes={"n": 3})
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(__doc__)
+        return 2
+    checks = Checks()
+    tmp = tempfile.mkdtemp(prefix="rx-opencl-")
+    e = Env(argv[1], tmp, checks)
+    x = (np.arange(15, dtype=np.float32).reshape(5, 3) - 7) / 4
+    good = np.array([0, 4, -1, -5], dtype=np.int64)
+    past = np.array([0, 7, 1, 2], dtype=np.int64)
+
+    # take along axis 0 then exp: indices checked on the device
+    take = module([tensor("x", [5, 3]), tensor("i", ["n"], "i64")],
+                  [call("t", "take", ["x", "i"], {"axis": 0}), call("y", "exp", ["t"])], "y")
+    rxa = e.build(take)
+    if rxa:
+        artifact_checks(e, rxa)
+        for n in (1, 5, 300):
+            idx = np.resize(good, n)
+            e.equals(rxa, "take + exp, n = %d, equals NumPy" % n, np.exp(np.take(x, idx, 0)),
+                     inputs={"x": x, "i": idx})
+        e.fails(rxa, "take index 7 of 5", ["kernel rxk_", "index 7 out of range for axis 0 (extent 5)"],
+                inputs={"x": x, "i": past})
+        # the next call of the same module starts clean: the status was reset
+        e.equals(rxa, "a good call after a failed one", np.exp(np.take(x, good, 0)),
+                 inputs={"x": x, "i": good})
+        e.fails(rxa, "missing driver", ["no OpenCL device: cannot load"],
+                inputs={"x": x, "i": good}, env={"RX_OPENCL_LIB": "/nonexistent/libOpenCL.so.1"})
+        e.fails(rxa, "device id 7", ["no OpenCL device 7"], inputs={"x": x, "i": good},
+                extra=["--device-id", "7"])
+        rc, err, _ = e.run(rxa, {"x": x, "i": good}, extra=["--bench", "--repeat", "2", "--number", "1"])
+        r = json.loads(e.stdout.strip().splitlines()[-1]) if rc == 0 and e.stdout.strip() else {}
+        checks.check(r.get("device", "").startswith("OpenCL: ") and r.get("peak_bytes", 0) > 0 and
+                     r.get("kernels", 0) >= 1,
+                     "--bench names the device: %s" % {k: r.get(k) for k in ("device", "peak_bytes", "kernels")}
+                     + ("" if rc == 0 else err[:160]))
+        e.fails(rxa, "a device with 64 work-items per group",
+                ["needs 256 work-items per group", "max_threads=N"],
+                inputs={"x": x, "i": good}, env={"POCL_MAX_WORK_GROUP_SIZE": "64"})
+    cpu = e.build(take, "cpu")
+    if cpu:
+        rc, err, _ = e.run(cpu, {"x": x, "i": good}, extra=["--bench", "--repeat", "1"])
+        r = json.loads(e.stdout.strip().splitlines()[-1]) if rc == 0 and e.stdout.strip() else {}
+        checks.check(r.get("device") == "cpu", "--bench of a cpu artifact: device %s" % r.get("device"))
+    small = e.build(take, "opencl,max_threads=64")
+    if small:
+        e.equals(small, "opencl,max_threads=64 on that device", np.exp(np.take(x, good, 0)),
+                 inputs={"x": x, "i": good}, env={"POCL_MAX_WORK_GROUP_SIZE": "64"})
+
+    # a gather loop function X[I[i], j]
+    gather = {"kind": "tir",
+              "params": [{"name": "X", "buffer": {"shape": [5, 3], "dtype": "f32"}},
+                         {"name": "I", "buffer": {"shape": [4], "dtype": "i64"}},
+                         {"name": "O", "buffer": {"shape": [4, 3], "dtype": "f32"}}],
+              "body": [{"grid": ["i", "j"], "extents": [4, 3], "body": [
+                  {"block": "g", "body": [{"store": "O[i, j]", "value": "X[I[i], j]"}]}]}]}
+    gm = module([tensor("x", [5, 3]), tensor("i", [4], "i64")],
+                [{"var": "y", "value": {"call_tir": "@f", "args": ["x", "i"],
+                                        "out": {"tensor": {"shape": [4, 3], "dtype": "f32"}}}}],
+                "y", {"f": gather})
+    rxa = e.build(gm)
+    if rxa:
+        pos = np.array([0, 4, 1, 3], dtype=np.int64)  # raw loop functions do not wrap negatives
+        e.equals(rxa, "gather loop function equals NumPy", x[pos], inputs={"x": x, "i": pos})
+        e.fails(rxa, "gather index 7 of 5", ["kernel rxk_f", "index 7 out of range for axis 0 (extent 5)"],
+                inputs={"x": x, "i": past})
+
+    # a tensor larger than the device's largest buffer
+    big = module([tensor("x", ["n"])],
+                 [call("y", "broadcast_to", ["x", {"shape": ["n", "n"]}])], "y")
+    rxa = e.build(big)
+    if rxa:
+        e.fails(rxa, "a 40000 x 40000 f32 output", ["cannot allocate 6400000000 bytes",
+                                                   "the device's largest buffer is"],
+                inputs={"x": np.ones(40000, dtype=np.float32)})
+        e.equals(rxa, "the same module at n = 3", np.ones((3, 3), dtype=np.float32),
+                 inputs={"x": np.ones(3, dtype=np.float32)})
+
+    # library calls are CPU functions: refused for GPU targets when compiling
+    lib = os.path.join(ROOT, "tests", "e2e", "modules", "e2e_mlp_small.json")
+    rc, _, err = run_status([e.relaxc, "build", lib, "--target", "opencl", "-o",
+                             os.path.join(tmp, "lib.rxa")])
+    checks.check(rc == 1 and "is not available on a GPU target" in err,
+                 "library call refused for opencl: exit %d, %s" % (rc, err.strip()[-160:]))
+    return checks.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
