@@ -407,7 +407,7 @@ static bool parse_launch(cursor *c, const rx_rxa_kernel *k, rx_rxa_launch *l)
     l->local_bytes = rd32(c);
     l->max_groups = rd32(c);
     if (c->bad) return false;
-    if (l->sched > RX_RXA_SCHED_GRID)
+    if (l->sched > RX_RXA_SCHED_ROWS)
         return cfail(c, "launch %s: unknown schedule %" PRIu32, name, l->sched);
     if (l->local == 0 || l->local > 65536)
         return cfail(c, "launch %s: %" PRIu32 " work-items per group", name, l->local);

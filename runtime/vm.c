@@ -683,7 +683,7 @@ int rx_vm_run(rx_rt_module *m, uint32_t fn, const rx_vm_value *args, uint32_t na
             rx_rt_err e;
             int frc = rx_rt_gpu_finish(m, &e);
             if (rc == 0 && (frc || rx_rt_gpu_move(m, ret, false, &e))) {
-                snprintf(V.err->msg, sizeof V.err->msg, "%s: %s", f->name, e.msg);
+                snprintf(V.err->msg, sizeof V.err->msg, "%.100s: %.400s", f->name, e.msg);
                 rx_vm_value_release(ret);
                 rc = -1;
             }

@@ -261,7 +261,8 @@ int rx_rt_gpu_launch(rx_rt_module *m, uint32_t kidx, rx_vm_value *const *bufs, i
                 break;
             }
             if (items <= 0) continue; /* nothing to do */
-            int64_t need = items / L->local + (items % L->local != 0);
+            int64_t need = L->sched == RX_RXA_SCHED_ROWS ? items /* a group per row */
+                                                         : items / L->local + (items % L->local != 0);
             if (need < groups) groups = need;
         }
         size_t global = (size_t)groups * L->local, local = L->local;

@@ -899,3 +899,4 @@ cg_sym *rx_cg_push_sym(cg *g, const void *key, char *name) { return push_sym(g, 
 void rx_cg_pop_syms(cg *g, int mark) { pop_syms(g, mark); }
 void rx_cg_declare_dims(cg *g, cg_sym *s, const rx_buffer *b) { declare_dims(g, s, b); }
 bool rx_cg_alloc_on_stack(const rx_buffer *b) { return alloc_on_stack(b); }
+void rx_cg_iters(cg *g, const rx_stmt *s, bool spatial_only) { emit_iters(g, s, spatial_only); }

@@ -86,6 +86,8 @@ cg_sym *rx_cg_push_sym(cg *g, const void *key, char *name);
 void rx_cg_pop_syms(cg *g, int mark);
 void rx_cg_declare_dims(cg *g, cg_sym *s, const rx_buffer *b);
 bool rx_cg_alloc_on_stack(const rx_buffer *b);
+/* Binds block s's iterators (the spatial ones only when spatial_only) as const locals. */
+void rx_cg_iters(cg *g, const rx_stmt *s, bool spatial_only);
 
 /* c_expr.c: the per-dtype operation helpers (floor division and modulo, min, max, abs)
  * the kernels used, as RX_HELPER definitions: plain C that OpenCL C also compiles. */

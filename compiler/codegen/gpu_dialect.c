@@ -101,6 +101,7 @@ static const rx_gpu_dialect OPENCL = {
     .local_id = "(long)get_local_id(0)",
     .group_id = "(long)get_group_id(0)",
     .local_size = "(long)get_local_size(0)",
+    .num_groups = "(long)get_num_groups(0)",
     .barrier = "barrier(CLK_LOCAL_MEM_FENCE)",
     .local_decl = "__local",
     .atomic_cas = "atomic_cmpxchg(&%s[%d], %d, %d)",

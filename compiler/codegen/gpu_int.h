@@ -25,6 +25,7 @@ typedef struct rx_gpu_dialect {
     const char *local_id;     /* index in the work-group */
     const char *group_id;     /* the work-group's index */
     const char *local_size;   /* work-items per work-group */
+    const char *num_groups;   /* work-groups in the grid */
     const char *barrier;      /* work-group barrier with local memory fence */
     const char *local_decl;   /* qualifier of work-group memory: "__local" */
     const char *atomic_cas;   /* printf format of a 32-bit compare-and-swap on a buffer
@@ -39,5 +40,45 @@ typedef struct rx_gpu_dialect {
 
 /* The dialect of target kind k, NULL when the generator has none yet (with *why). */
 const rx_gpu_dialect *rx_gpu_dialect_of(rx_target_kind k, const char **why);
+
+/* ---- gpu_kernel.c: the generator's state and the grid chain ---- */
+
+enum { RX_GPU_MAX_CHAIN = 8 }; /* loops flattened into the grid index, at most */
+
+typedef struct gk {
+    cg *g;
+    const rx_gpu_dialect *dl;
+    const rx_target *t;
+    int kidx;       /* the loop function's index in the kernel table */
+    rx_sb *launch;  /* the LAUNCH section being built */
+} gk;
+
+void rx_gpu_ind(cg *g); /* the current indentation */
+/* `const long rx_eI = extent;` per chain loop and `const long rx_n = rx_e0 * ...;` (1 for
+ * an empty chain). */
+void rx_gpu_chain_count(cg *g, const rx_stmt *const *chain, int n);
+/* Binds the chain's variables from the flat index `rx_g` (pushed on the scope and as
+ * enclosing loops; the caller pops them). */
+void rx_gpu_chain_bind(cg *g, const rx_stmt *const *chain, int n);
+
+/* ---- gpu_reduce.c: the rows schedule ---- */
+
+/* A row reduction (gpu_reduce.c's essay): `for r: block { init: C[idx] = init;
+ * body: C[idx] = C[idx] OP val }` under the grid chain. */
+typedef struct rx_gpu_red {
+    const rx_stmt *loop;    /* the reduce FOR */
+    const rx_stmt *block;   /* its block */
+    const rx_stmt *store;   /* the body's store C[idx] = C[idx] OP val */
+    const rx_expr *init;    /* the init's value */
+    const rx_expr *val;     /* what is combined */
+    int op;                 /* RX_E_ADD, RX_E_MAX, RX_E_MIN */
+    uint32_t local_bytes;   /* the tree's __local array */
+} rx_gpu_red;
+
+/* Whether the statements under a grid chain are one row reduction the rows schedule
+ * runs (*r filled), for k's target. */
+bool rx_gpu_match_rows(const gk *k, const rx_stmts *under, rx_gpu_red *r);
+/* The rows schedule's body for chain[0..n) and r. */
+void rx_gpu_emit_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r);
 
 #endif

@@ -37,8 +37,11 @@
  *           work-item: correct for everything, parallel for nothing. A launch record
  *           says which schedule each kernel got (relaxc print --after codegen shows
  *           the source).
- * Work-group tree reductions (one group per row, partial sums in local memory) and
- * tiled matmuls staged in local memory are not generated yet (docs/gpu.md, "State").
+ *   Rows.   A row reduction under the chain (one reduce loop, one block C[i] = C[i] OP
+ *           val) whose row is long enough gets a work-group per row and a tree
+ *           reduction in local memory instead of a work-item per row (gpu_reduce.c).
+ * Tiled matmuls staged in local memory and matrix-vector rules are not generated yet
+ * (docs/gpu.md, "State of the backends").
  *
  * Statements and expressions are the CPU target's (c_kernel.c, c_expr.c) written in
  * the target's dialect (gpu_dialect.c): buffers are indexed as arrays, symbolic
@@ -58,7 +61,7 @@
  *
  * The LAUNCH section (docs/artifact.md): u32 nkernels, then per kernel of the kernel
  * table u32 nlaunch and per launch: u32 name length, the name, u32 schedule (0 single,
- * 1 grid), u32 work-items per group, u32 local-memory bytes, u32 maximum groups, and
+ * 1 grid, 2 rows), u32 work-items per group, u32 local-memory bytes, u32 maximum groups, and
  * the iteration count as a dim expression over the kernel's symbolic variables (0
  * tokens: unknown, the runtime launches the maximum grid).
  */
@@ -71,10 +74,7 @@
 #include "relax/rxa.h"
 
 enum {
-    MAX_CHAIN = 8,         /* loops flattened into the grid index, at most */
-    MAX_GROUPS = 65536,    /* work-groups of one launch, at most (grid-stride beyond) */
-    SCHED_SINGLE = 0,
-    SCHED_GRID = 1
+    MAX_GROUPS = 65536 /* work-groups of one launch, at most (grid-stride beyond) */
 };
 
 /* ---------------------------------------------------------------- launch records */
@@ -134,14 +134,14 @@ static bool dim_tokens(const rx_func *f, const rx_expr *e, rx_sb *toks, uint32_t
 
 /* One launch record (format above). */
 static void put_launch(rx_sb *o, const char *name, uint32_t sched, uint32_t local,
-                       uint32_t ntok, const rx_sb *toks)
+                       uint32_t local_bytes, uint32_t ntok, const rx_sb *toks)
 {
     put_u32(o, (uint32_t)strlen(name));
     rx_sb_puts(o, name);
     put_u32(o, sched);
     put_u32(o, local);
-    put_u32(o, 0); /* local-memory bytes: none of today's schedules uses any */
-    put_u32(o, sched == SCHED_GRID ? MAX_GROUPS : 1);
+    put_u32(o, local_bytes);
+    put_u32(o, sched == RX_RXA_SCHED_SINGLE ? 1 : MAX_GROUPS);
     put_u32(o, ntok);
     if (ntok) rx_sb_putn(o, toks->p, toks->n);
 }
@@ -163,7 +163,7 @@ static const rx_stmts *top_stmts(const rx_func *f)
 static int grid_chain(const rx_stmt *s, const rx_stmt **chain)
 {
     int n = 0;
-    while (s && s->kind == RX_S_FOR && n < MAX_CHAIN && !s->u.for_.thread) {
+    while (s && s->kind == RX_S_FOR && n < RX_GPU_MAX_CHAIN && !s->u.for_.thread) {
         int64_t ext;
         bool unit = rx_expr_is_const(s->u.for_.extent, &ext) && ext < 2;
         if (unit ? rx_init_hoist_target(s) != NULL : !rx_loop_independent(s)) break;
@@ -214,18 +214,12 @@ static const rx_stmt *device_unfit(const rx_stmts *ss)
 
 /* ---------------------------------------------------------------- emission */
 
-typedef struct gk {
-    cg *g;
-    const rx_gpu_dialect *dl;
-    const rx_target *t;
-    int kidx;       /* the loop function's index in the kernel table */
-    rx_sb *launch;  /* the LAUNCH section being built */
-} gk;
-
-static void ind(cg *g)
+void rx_gpu_ind(cg *g)
 {
     for (int i = 0; i < g->indent; i++) rx_sb_puts(g->out, "    ");
 }
+
+#define ind rx_gpu_ind
 
 /* `KERNEL NAME(params)\n{\n` with the buffer views, symbolic variables and extents in
  * scope (pushed on g's scope stack). */
@@ -272,10 +266,55 @@ static void emit_head(gk *k, const rx_func *f, const char *name)
     rx_sb_puts(g->out, "(void)rx_st;\n");
 }
 
+void rx_gpu_chain_count(cg *g, const rx_stmt *const *chain, int n)
+{
+    for (int i = 0; i < n; i++) {
+        ind(g);
+        rx_sb_printf(g->out, "const long rx_e%d = ", i);
+        rx_cg_expr_as(g, chain[i]->u.for_.extent, RX_DT_I64, chain[i]->loc);
+        rx_sb_puts(g->out, ";\n");
+    }
+    ind(g);
+    rx_sb_puts(g->out, "const long rx_n = ");
+    for (int i = 0; i < n; i++) rx_sb_printf(g->out, "%srx_e%d", i ? " * " : "", i);
+    rx_sb_puts(g->out, n ? ";\n" : "1;\n");
+}
+
+void rx_gpu_chain_bind(cg *g, const rx_stmt *const *chain, int n)
+{
+    ind(g);
+    rx_sb_puts(g->out, "long rx_r = rx_g;\n");
+    ind(g);
+    rx_sb_puts(g->out, "(void)rx_r;\n");
+    for (int i = n - 1; i >= 0; i--) {
+        const rx_svar *v = chain[i]->u.for_.var;
+        const char *ct = rx_cg_ctype((rx_dtype)v->dtype);
+        char *nm = rx_cg_fresh(g, v->name);
+        rx_sb start = {0};
+        rx_sb *save = g->out;
+        g->out = &start;
+        rx_cg_expr_as(g, chain[i]->u.for_.min, (rx_dtype)v->dtype, chain[i]->loc);
+        g->out = save;
+        ind(g);
+        rx_sb_printf(g->out, "const %s %s = (%s)(%s + rx_r %% rx_e%d);\n", ct, nm, ct,
+                     rx_sb_str(&start), i);
+        ind(g);
+        rx_sb_printf(g->out, "(void)%s;\n", nm);
+        if (i) {
+            ind(g);
+            rx_sb_printf(g->out, "rx_r /= rx_e%d;\n", i);
+        }
+        cg_loop lp = {v, rx_sb_take(&start)};
+        RX_VEC_PUSH(g->loops, lp);
+        rx_cg_push_sym(g, v, nm);
+    }
+}
+
 /* The body of kernel `name` running statements ss with schedule chain[0..n) (n 0:
- * single work-item), wrapped with the index-check record when the body checks one. */
+ * single work-item; red: the rows schedule of that reduction), wrapped with the
+ * index-check record when the body checks one. */
 static void emit_kernel(gk *k, const rx_func *f, const rx_stmts *ss, const rx_stmt *const *chain,
-                        int n, const char *name)
+                        int n, const rx_gpu_red *red, const char *name)
 {
     cg *g = k->g;
     g->counter = 0;
@@ -284,52 +323,19 @@ static void emit_kernel(gk *k, const rx_func *f, const rx_stmts *ss, const rx_st
     rx_sb *out = g->out, body = {0};
     g->out = &body;
     int checks = g->nchecks;
-    if (n == 0) {
+    if (red) {
+        rx_gpu_emit_rows(k, chain, n, red);
+    } else if (n == 0) {
         ind(g);
         rx_sb_printf(g->out, "if (%s != 0) return; /* one work-item runs it all */\n", k->dl->global_id);
         rx_cg_stmts(g, ss);
-    } else {
-        /* extents, the count, then the grid-stride loop decomposing the flat index */
-        for (int i = 0; i < n; i++) {
-            ind(g);
-            rx_sb_printf(g->out, "const long rx_e%d = ", i);
-            rx_cg_expr_as(g, chain[i]->u.for_.extent, RX_DT_I64, chain[i]->loc);
-            rx_sb_puts(g->out, ";\n");
-        }
-        ind(g);
-        rx_sb_puts(g->out, "const long rx_n = ");
-        for (int i = 0; i < n; i++) rx_sb_printf(g->out, "%srx_e%d", i ? " * " : "", i);
-        rx_sb_puts(g->out, ";\n");
+    } else { /* the grid-stride loop over the chain's iterations */
+        rx_gpu_chain_count(g, chain, n);
         ind(g);
         rx_sb_printf(g->out, "for (long rx_g = %s; rx_g < rx_n; rx_g += %s) {\n", k->dl->global_id,
                      k->dl->global_size);
         g->indent++;
-        ind(g);
-        rx_sb_puts(g->out, "long rx_r = rx_g;\n");
-        ind(g);
-        rx_sb_puts(g->out, "(void)rx_r;\n");
-        for (int i = n - 1; i >= 0; i--) {
-            const rx_svar *v = chain[i]->u.for_.var;
-            const char *ct = rx_cg_ctype((rx_dtype)v->dtype);
-            char *nm = rx_cg_fresh(g, v->name);
-            rx_sb start = {0};
-            rx_sb *save = g->out;
-            g->out = &start;
-            rx_cg_expr_as(g, chain[i]->u.for_.min, (rx_dtype)v->dtype, chain[i]->loc);
-            g->out = save;
-            ind(g);
-            rx_sb_printf(g->out, "const %s %s = (%s)(%s + rx_r %% rx_e%d);\n", ct, nm, ct,
-                         rx_sb_str(&start), i);
-            ind(g);
-            rx_sb_printf(g->out, "(void)%s;\n", nm);
-            if (i) {
-                ind(g);
-                rx_sb_printf(g->out, "rx_r /= rx_e%d;\n", i);
-            }
-            cg_loop lp = {v, rx_sb_take(&start)};
-            RX_VEC_PUSH(g->loops, lp);
-            rx_cg_push_sym(g, v, nm);
-        }
+        rx_gpu_chain_bind(g, chain, n);
         rx_cg_stmts(g, &chain[n - 1]->u.for_.body);
         g->indent--;
         ind(g);
@@ -362,8 +368,9 @@ static void emit_kernel(gk *k, const rx_func *f, const rx_stmts *ss, const rx_st
     rx_cg_pop_syms(g, 0);
 }
 
-/* Kernel `name`'s launch record for chain[0..n). */
-static void record(gk *k, const rx_func *f, const rx_stmt *const *chain, int n, const char *name)
+/* Kernel `name`'s launch record for chain[0..n) (red: the rows schedule). */
+static void record(gk *k, const rx_func *f, const rx_stmt *const *chain, int n,
+                   const rx_gpu_red *red, const char *name)
 {
     rx_sb toks = {0};
     uint32_t ntok = 0;
@@ -381,8 +388,9 @@ static void record(gk *k, const rx_func *f, const rx_stmt *const *chain, int n, 
         put_i64(&toks, 1);
         ntok = 1;
     }
-    uint32_t threads = n ? (uint32_t)rx_target_int(k->t, "max_threads") : 1;
-    put_launch(k->launch, name, n ? SCHED_GRID : SCHED_SINGLE, threads, known ? ntok : 0, &toks);
+    uint32_t threads = n || red ? (uint32_t)rx_target_int(k->t, "max_threads") : 1;
+    uint32_t sched = red ? RX_RXA_SCHED_ROWS : n ? RX_RXA_SCHED_GRID : RX_RXA_SCHED_SINGLE;
+    put_launch(k->launch, name, sched, threads, red ? red->local_bytes : 0, known ? ntok : 0, &toks);
     rx_sb_free(&toks);
 }
 
@@ -420,14 +428,18 @@ static void emit_func(gk *k, const rx_func *f, const char *sym)
     put_u32(k->launch, (uint32_t)(nk ? nk : 1));
     rx_sb name = {0};
     for (int i = 0; i < (nk ? nk : 1); i++) {
-        const rx_stmt *chain[MAX_CHAIN];
+        const rx_stmt *chain[RX_GPU_MAX_CHAIN];
         const rx_stmt *s = split ? ss->items[i] : ss->n == 1 ? ss->items[0] : NULL;
         int n = s ? grid_chain(s, chain) : 0;
         rx_stmts one = {split ? &ss->items[i] : ss->items, split ? 1 : ss->n};
+        /* the statements under the chain: a row reduction gets the rows schedule */
+        rx_gpu_red red;
+        const rx_stmts *under = n ? &chain[n - 1]->u.for_.body : &one;
+        bool rows = s && rx_gpu_match_rows(k, under, &red);
         rx_sb_reset(&name);
         rx_sb_printf(&name, "%s_s%d", sym, i);
-        emit_kernel(k, f, n ? NULL : &one, chain, n, rx_sb_str(&name));
-        record(k, f, chain, n, rx_sb_str(&name));
+        emit_kernel(k, f, n || rows ? NULL : &one, chain, n, rows ? &red : NULL, rx_sb_str(&name));
+        record(k, f, chain, n, rows ? &red : NULL, rx_sb_str(&name));
     }
     rx_sb_free(&name);
     g->f = NULL;

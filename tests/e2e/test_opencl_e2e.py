@@ -19,6 +19,10 @@ clear error (exit status 1, one `error:` line naming what failed), never a crash
   - a missing driver (RX_OPENCL_LIB pointing nowhere) and a device id the host lacks;
   - --bench names the device ("device": "OpenCL: ...") and reports the peak bytes;
     a cpu artifact says "cpu";
+  - the rows schedule: softmax and max over rows of 1 to 4099 elements equal NumPy;
+    a kernel needing more local memory than the device has (a launch record patched to
+    512 MiB) is refused at load naming the limit, and more than max_local_bytes at
+    compile time naming the option;
   - library calls are refused for GPU targets at compile time.
 Prints one line per check and `N passed, M failed`; exit 1 on a failure.
 """
@@ -65,6 +69,73 @@ class Env(Run):
         return rxa if rc == 0 else None
 
 
+def launch_records(data, off):
+    """[(offset of the record's local_bytes field, schedule)] of a LAUNCH section."""
+    pos, out = off + 4, []
+    for _ in range(struct.unpack_from("<I", data, off)[0]):
+        n = struct.unpack_from("<I", data, pos)[0]
+        pos += 4
+        for _ in range(n):
+            ln = struct.unpack_from("<I", data, pos)[0]
+            pos += 4 + ln
+            out.append((pos + 8, struct.unpack_from("<I", data, pos)[0]))
+            pos += 16
+            for _ in range(struct.unpack_from("<I", data, pos)[0]):
+                op = struct.unpack_from("<I", data, pos + 4)[0]
+                pos += 4 + (8 if op == 0 else 4 if op == 1 else 0)
+            pos += 4
+    return out
+
+
+def patched(e, data, name, edits):
+    """data with (offset, u32 value) edits and its CRC fixed, written to tmp/name."""
+    bad = bytearray(data)
+    for at, v in edits:
+        struct.pack_into("<I", bad, at, v)
+    struct.pack_into("<I", bad, 32, zlib.crc32(bytes(bad[40:])) & 0xffffffff)
+    path = os.path.join(e.tmp, name)
+    open(path, "wb").write(bytes(bad))
+    return path
+
+
+def rows_checks(e):
+    """The rows schedule (a work-group per row, a tree in local memory): softmax and max
+    over long symbolic rows equal NumPy; its local memory is checked at compile time
+    against max_local_bytes and at load against the device's."""
+    mod = module([tensor("x", ["r", "n"])],
+                 [call("s", "nn.softmax", ["x"]), call("m", "max", ["x"], {"axis": [1]}),
+                  call("t", "sum", ["s"], {"axis": [1]})], "m")
+    sm = module([tensor("x", ["r", "n"])], [call("s", "nn.softmax", ["x"])], "s")
+    rxa, srxa = e.build(mod), e.build(sm)
+    rng = np.random.default_rng(3)
+    for r, n in ((3, 1), (2, 255), (5, 1000), (1, 4099)):
+        x = (rng.standard_normal((r, n)) * 4).astype(np.float32)
+        if rxa:
+            e.equals(rxa, "max over rows of %d, r = %d" % (n, r), x.max(1), inputs={"x": x})
+        if srxa:
+            z = np.exp(x - x.max(1, keepdims=True))
+            e.equals(srxa, "softmax over rows of %d, r = %d" % (n, r), z / z.sum(1, keepdims=True),
+                     inputs={"x": x})
+    if srxa:
+        data = open(srxa, "rb").read()
+        recs = launch_records(data, sections(data)[LAUNCH][0])
+        rows = [at for at, sched in recs if sched == 2]
+        e.checks.check(len(rows) >= 2, "softmax: %d of %d kernels get the rows schedule" % (len(rows), len(recs)))
+        if rows:
+            big = patched(e, data, "big_local.rxa", [(rows[0], 1 << 29)])
+            e.fails(big, "a kernel needing 512 MiB of local memory",
+                    ["needs 536870912 bytes of local memory, more than device"],
+                    inputs={"x": np.ones((2, 3), dtype=np.float32)})
+    src = os.path.join(e.tmp, "sm.json")
+    with open(src, "w") as f:
+        json.dump(sm, f)
+    rc, _, err = run_status([e.relaxc, "build", src, "--target",
+                             "opencl,max_threads=4096,max_local_bytes=8192", "-o",
+                             os.path.join(e.tmp, "sm_big.rxa")])
+    e.checks.check(rc == 1 and "needs 16384 bytes of local memory" in err and
+                   "max_local_bytes=8192" in err, "max_local_bytes at compile time: %s" % err.strip()[-160:])
+
+
 def artifact_checks(e, rxa):
     data = open(rxa, "rb").read()
     secs = sections(data)
@@ -78,20 +149,12 @@ def artifact_checks(e, rxa):
     # a LAUNCH section claiming one kernel more than the table has: a located error
     off, size = secs[LAUNCH]
     nk = struct.unpack_from("<I", data, off)[0]
-    bad = bytearray(data)
-    struct.pack_into("<I", bad, off, nk + 1)
-    struct.pack_into("<I", bad, 32, zlib.crc32(bytes(bad[40:])) & 0xffffffff)
-    path = os.path.join(e.tmp, "bad_launch.rxa")
-    open(path, "wb").write(bytes(bad))
+    path = patched(e, data, "bad_launch.rxa", [(off, nk + 1)])
     e.fails(path, "LAUNCH with %d entries for %d kernels" % (nk + 1, nk),
             ["LAUNCH: %d entries for %d kernels" % (nk + 1, nk)], shapes={"n": 3})
     # truncated: the first launch record's name runs past the section's end
     if size < 12 + 255:
-        trunc = bytearray(data)
-        struct.pack_into("<I", trunc, off + 8, 255)
-        struct.pack_into("<I", trunc, 32, zlib.crc32(bytes(trunc[40:])) & 0xffffffff)
-        path = os.path.join(e.tmp, "trunc_launch.rxa")
-        open(path, "wb").write(bytes(trunc))
+        path = patched(e, data, "trunc_launch.rxa", [(off + 8, 255)])
         e.fails(path, "LAUNCH record cut short", ["LAUNCH: truncated at byte 12 of the section"],
                 shapes={"n": 3})
 
@@ -173,6 +236,8 @@ def main(argv):
                 inputs={"x": np.ones(40000, dtype=np.float32)})
         e.equals(rxa, "the same module at n = 3", np.ones((3, 3), dtype=np.float32),
                  inputs={"x": np.ones(3, dtype=np.float32)})
+
+    rows_checks(e)
 
     # library calls are CPU functions: refused for GPU targets when compiling
     lib = os.path.join(ROOT, "tests", "e2e", "modules", "e2e_mlp_small.json")

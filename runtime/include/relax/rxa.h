@@ -150,7 +150,7 @@ typedef struct rx_rxa_func {
 /* How one device kernel of a GPU loop function is launched (LAUNCH section). */
 typedef struct rx_rxa_launch {
     const char *name;     /* the kernel's name in the source */
-    uint32_t sched;       /* RX_RXA_SCHED_SINGLE or RX_RXA_SCHED_GRID */
+    uint32_t sched;       /* RX_RXA_SCHED_SINGLE, _GRID or _ROWS */
     uint32_t local;       /* work-items per work-group, 1..65536 */
     uint32_t local_bytes; /* local (shared) memory it declares */
     uint32_t max_groups;  /* work-groups at most, >= 1 */
@@ -159,6 +159,7 @@ typedef struct rx_rxa_launch {
 
 #define RX_RXA_SCHED_SINGLE 0u /* one work-item runs the statement */
 #define RX_RXA_SCHED_GRID 1u   /* a grid-stride loop over `items` iterations */
+#define RX_RXA_SCHED_ROWS 2u   /* one work-group per item (row), grid-stride over them */
 #define RX_RXA_MAX_LAUNCHES 1024u
 
 typedef struct rx_rxa_kernel {
