@@ -72,13 +72,37 @@ typedef struct rx_gpu_red {
     const rx_expr *init;    /* the init's value */
     const rx_expr *val;     /* what is combined */
     int op;                 /* RX_E_ADD, RX_E_MAX, RX_E_MIN */
-    uint32_t local_bytes;   /* the tree's __local array */
+    uint32_t local_bytes;   /* the tree's __local array (tiles: both tiles) */
+    int tile;               /* 0: the rows schedule; else the matmul tiles' edge
+                               (gpu_matmul.c): val = x * y */
+    const rx_expr *x, *y;   /* tiles: x free of the chain's last loop, y of the one before */
 } rx_gpu_red;
 
+/* Whether the statements under a grid chain are one fold C[idx] = C[idx] OP val over one
+ * reduce loop (the shape above; *r filled, schedule fields zero). */
+bool rx_gpu_match_fold(const rx_stmts *under, rx_gpu_red *r);
+/* Whether `bytes` of local memory fit the target's max_local_bytes (*out = bytes); else
+ * a located error naming `what`, the bytes and the option. */
+bool rx_gpu_local_fits(const gk *k, const rx_stmt *at, int64_t bytes, const char *what,
+                       uint32_t *out);
 /* Whether the statements under a grid chain are one row reduction the rows schedule
  * runs (*r filled), for k's target. */
 bool rx_gpu_match_rows(const gk *k, const rx_stmts *under, rx_gpu_red *r);
 /* The rows schedule's body for chain[0..n) and r. */
 void rx_gpu_emit_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r);
+
+/* ---- gpu_matmul.c: the tiles schedule ---- */
+
+/* Whether the nest chain[0..n) over under is a matmul the tiles schedule runs (*r
+ * filled, r->tile set). */
+bool rx_gpu_match_tiles(const gk *k, const rx_stmt *const *chain, int n, const rx_stmts *under,
+                        rx_gpu_red *r);
+/* The tiles schedule's body. */
+void rx_gpu_emit_tiles(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r);
+/* Emits `a OP b` for r's OP (placeholders a and b named by C text). */
+void rx_gpu_combine(cg *g, const rx_gpu_red *r, const char *a, const char *b);
+/* Emits r's final store: C[idx] = init OP total (total: C text), the block's spatial
+ * iterators bound from the variables in scope. */
+void rx_gpu_final_store(cg *g, const rx_gpu_red *r, const char *total);
 
 #endif

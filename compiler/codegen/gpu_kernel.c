@@ -40,8 +40,10 @@
  *   Rows.   A row reduction under the chain (one reduce loop, one block C[i] = C[i] OP
  *           val) whose row is long enough gets a work-group per row and a tree
  *           reduction in local memory instead of a work-item per row (gpu_reduce.c).
- * Tiled matmuls staged in local memory and matrix-vector rules are not generated yet
- * (docs/gpu.md, "State of the backends").
+ *   Tiles.  A matmul under the chain (its last two loops the output's rows and columns,
+ *           one fold C += x * y) gets tile x tile work-groups with x and y staged in
+ *           local memory (gpu_matmul.c).
+ * Matrix-vector rules and register micro-tiles are not generated yet (docs/gpu.md).
  *
  * Statements and expressions are the CPU target's (c_kernel.c, c_expr.c) written in
  * the target's dialect (gpu_dialect.c): buffers are indexed as arrays, symbolic
@@ -61,7 +63,7 @@
  *
  * The LAUNCH section (docs/artifact.md): u32 nkernels, then per kernel of the kernel
  * table u32 nlaunch and per launch: u32 name length, the name, u32 schedule (0 single,
- * 1 grid, 2 rows), u32 work-items per group, u32 local-memory bytes, u32 maximum groups, and
+ * 1 grid, 2 rows and tiles: a work-group per item), u32 work-items per group, u32 local-memory bytes, u32 maximum groups, and
  * the iteration count as a dim expression over the kernel's symbolic variables (0
  * tokens: unknown, the runtime launches the maximum grid).
  */
@@ -323,7 +325,9 @@ static void emit_kernel(gk *k, const rx_func *f, const rx_stmts *ss, const rx_st
     rx_sb *out = g->out, body = {0};
     g->out = &body;
     int checks = g->nchecks;
-    if (red) {
+    if (red && red->tile) {
+        rx_gpu_emit_tiles(k, chain, n, red);
+    } else if (red) {
         rx_gpu_emit_rows(k, chain, n, red);
     } else if (n == 0) {
         ind(g);
@@ -375,8 +379,19 @@ static void record(gk *k, const rx_func *f, const rx_stmt *const *chain, int n,
     rx_sb toks = {0};
     uint32_t ntok = 0;
     bool known = true;
+    int tile = red ? red->tile : 0;
     for (int i = 0; i < n && known; i++) {
         known = dim_tokens(f, chain[i]->u.for_.extent, &toks, &ntok);
+        if (known && tile && i >= n - 2) { /* tiles: ceil(extent / tile) blocks */
+            known = ntok + 5 <= RX_RXA_MAX_TOKENS;
+            put_u32(&toks, RX_RXA_TOK_CONST);
+            put_i64(&toks, tile - 1);
+            put_u32(&toks, RX_RXA_TOK_ADD);
+            put_u32(&toks, RX_RXA_TOK_CONST);
+            put_i64(&toks, tile);
+            put_u32(&toks, RX_RXA_TOK_FLOORDIV);
+            ntok += 4;
+        }
         if (known && i) {
             known = ntok + 1 <= RX_RXA_MAX_TOKENS;
             put_u32(&toks, RX_RXA_TOK_MUL);
@@ -388,7 +403,8 @@ static void record(gk *k, const rx_func *f, const rx_stmt *const *chain, int n,
         put_i64(&toks, 1);
         ntok = 1;
     }
-    uint32_t threads = n || red ? (uint32_t)rx_target_int(k->t, "max_threads") : 1;
+    uint32_t threads = tile ? (uint32_t)(tile * tile)
+                     : n || red ? (uint32_t)rx_target_int(k->t, "max_threads") : 1;
     uint32_t sched = red ? RX_RXA_SCHED_ROWS : n ? RX_RXA_SCHED_GRID : RX_RXA_SCHED_SINGLE;
     put_launch(k->launch, name, sched, threads, red ? red->local_bytes : 0, known ? ntok : 0, &toks);
     rx_sb_free(&toks);
@@ -435,7 +451,8 @@ static void emit_func(gk *k, const rx_func *f, const char *sym)
         /* the statements under the chain: a row reduction gets the rows schedule */
         rx_gpu_red red;
         const rx_stmts *under = n ? &chain[n - 1]->u.for_.body : &one;
-        bool rows = s && rx_gpu_match_rows(k, under, &red);
+        bool rows = s && (rx_gpu_match_tiles(k, chain, n, under, &red) ||
+                          rx_gpu_match_rows(k, under, &red));
         rx_sb_reset(&name);
         rx_sb_printf(&name, "%s_s%d", sym, i);
         emit_kernel(k, f, n || rows ? NULL : &one, chain, n, rows ? &red : NULL, rx_sb_str(&name));

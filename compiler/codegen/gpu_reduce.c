@@ -69,13 +69,11 @@ static bool uses_reduce(const rx_expr *e, const rx_stmt *b, const rx_svar *v)
     return false;
 }
 
-bool rx_gpu_match_rows(const gk *k, const rx_stmts *under, rx_gpu_red *r)
+bool rx_gpu_match_fold(const rx_stmts *under, rx_gpu_red *r)
 {
     if (under->n != 1 || under->items[0]->kind != RX_S_FOR) return false;
     const rx_stmt *L = under->items[0];
-    int64_t ext;
-    if (L->u.for_.thread || L->u.for_.body.n != 1 || L->u.for_.body.items[0]->kind != RX_S_BLOCK ||
-        (rx_expr_is_const(L->u.for_.extent, &ext) && ext < ROWS_MIN))
+    if (L->u.for_.thread || L->u.for_.body.n != 1 || L->u.for_.body.items[0]->kind != RX_S_BLOCK)
         return false;
     const rx_stmt *b = L->u.for_.body.items[0];
     if (b->u.block.init.n != 1 || b->u.block.body.n != 1) return false;
@@ -102,17 +100,34 @@ bool rx_gpu_match_rows(const gk *k, const rx_stmts *under, rx_gpu_red *r)
     const rx_expr *val = loads_target(e->u.op.a, st) ? e->u.op.b
                        : loads_target(e->u.op.b, st) ? e->u.op.a : NULL;
     if (!val || rx_expr_loads_buf(val, st->u.store.buf)) return false;
+    *r = (rx_gpu_red){L, b, st, in->u.store.value, val, e->kind, 0, 0, NULL, NULL};
+    return true;
+}
+
+bool rx_gpu_match_rows(const gk *k, const rx_stmts *under, rx_gpu_red *r)
+{
+    int64_t ext;
+    if (!rx_gpu_match_fold(under, r) ||
+        (rx_expr_is_const(r->loop->u.for_.extent, &ext) && ext < ROWS_MIN))
+        return false;
+    rx_dtype t = (rx_dtype)r->store->u.store.buf->dtype;
     int64_t threads = rx_target_int(k->t, "max_threads");
     int64_t bytes = threads * (int64_t)rx_dtype_bits(t) / 8;
+    return rx_gpu_local_fits(k, r->loop, bytes, "the rows schedule of this reduction", &r->local_bytes);
+}
+
+bool rx_gpu_local_fits(const gk *k, const rx_stmt *at, int64_t bytes, const char *what,
+                       uint32_t *out)
+{
     int64_t limit = rx_target_int(k->t, "max_local_bytes");
     if (bytes > limit) {
-        rx_cg_err(k->g, L->loc, "the rows schedule of this reduction needs %lld bytes of local "
-                  "memory (max_threads=%lld elements of %s), more than the target's "
-                  "max_local_bytes=%lld", (long long)bytes, (long long)threads,
-                  rx_dtype_name(t), (long long)limit);
+        rx_cg_err(k->g, at->loc, "%s needs %lld bytes of local memory, more than the target's "
+                  "max_local_bytes=%lld (max_threads=%lld, tile=%lld)", what, (long long)bytes,
+                  (long long)limit, (long long)rx_target_int(k->t, "max_threads"),
+                  (long long)rx_target_int(k->t, "tile"));
         return false;
     }
-    *r = (rx_gpu_red){L, b, st, in->u.store.value, val, e->kind, (uint32_t)bytes};
+    *out = (uint32_t)bytes;
     return true;
 }
 
@@ -140,6 +155,47 @@ static void combine_emit(cg *g, const combine *c, const char *a, const char *b, 
     rx_cg_push_sym(g, c->b, rx_xstrdup(b));
     rx_cg_expr(g, c->e, loc);
     rx_cg_pop_syms(g, mark);
+}
+
+void rx_gpu_combine(cg *g, const rx_gpu_red *r, const char *a, const char *b)
+{
+    combine c;
+    combine_init(&c, r);
+    combine_emit(g, &c, a, b, r->loop->loc);
+    rx_arena_free(c.ar);
+}
+
+void rx_gpu_final_store(cg *g, const rx_gpu_red *r, const char *total)
+{
+    rx_dtype t = (rx_dtype)r->store->u.store.buf->dtype;
+    int smark = g->syms.n;
+    rx_cg_iters(g, r->block, true);
+    const rx_buffer *buf = r->store->u.store.buf;
+    const cg_sym *bs = rx_cg_lookup(g, buf);
+    rx_sb init = {0};
+    rx_sb *save = g->out;
+    g->out = &init;
+    rx_cg_expr_as(g, r->init, t, r->store->loc);
+    g->out = save;
+    combine c;
+    combine_init(&c, r);
+    rx_gpu_ind(g);
+    if (bs && bs->dims) {
+        rx_sb_printf(g->out, "%s[", bs->name);
+        rx_cg_index(g, bs, r->store->u.store.idx, r->store->u.store.nidx, r->store->loc);
+        rx_sb_puts(g->out, "] = ");
+        int m2 = g->syms.n;
+        rx_cg_push_sym(g, c.a, rx_xstrdup(rx_sb_str(&init)));
+        rx_cg_push_sym(g, c.b, rx_xstrdup(total));
+        rx_cg_encode(g, t, c.e, r->loop->loc);
+        rx_cg_pop_syms(g, m2);
+        rx_sb_puts(g->out, ";\n");
+    } else {
+        rx_cg_err(g, r->loop->loc, "buffer \"%s\" is not in scope", buf->name);
+    }
+    rx_arena_free(c.ar);
+    rx_sb_free(&init);
+    rx_cg_pop_syms(g, smark);
 }
 
 void rx_gpu_emit_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r)
@@ -201,7 +257,7 @@ void rx_gpu_emit_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_re
     g->out = save;
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "rx_acc = ");
-    combine_emit(g, &c, "rx_acc", rx_sb_str(&val), loc);
+    rx_gpu_combine(g, r, "rx_acc", rx_sb_str(&val));
     rx_sb_puts(g->out, ";\n");
     rx_sb_free(&val);
     rx_cg_pop_syms(g, imark);
@@ -220,7 +276,7 @@ void rx_gpu_emit_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_re
     rx_sb_printf(g->out, "for (long rx_s = %s / 2; rx_s > 0; rx_s /= 2) {\n", dl->local_size);
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "    if (rx_t < rx_s) rx_red[rx_t] = ");
-    combine_emit(g, &c, "rx_red[rx_t]", "rx_red[rx_t + rx_s]", loc);
+    rx_gpu_combine(g, r, "rx_red[rx_t]", "rx_red[rx_t + rx_s]");
     rx_sb_puts(g->out, ";\n");
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "    %s;\n", dl->barrier);
@@ -230,31 +286,7 @@ void rx_gpu_emit_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_re
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "if (rx_t == 0) {\n");
     g->indent++;
-    int smark = g->syms.n;
-    rx_cg_iters(g, r->block, true);
-    const rx_buffer *buf = r->store->u.store.buf;
-    const cg_sym *bs = rx_cg_lookup(g, buf);
-    rx_sb init = {0};
-    g->out = &init;
-    rx_cg_expr_as(g, r->init, t, r->store->loc);
-    g->out = save;
-    rx_expr *tot = rx_e_binary(c.ar, (rx_ekind)r->op, rx_e_var(c.ar, c.a), rx_e_var(c.ar, c.b));
-    rx_gpu_ind(g);
-    if (bs && bs->dims) {
-        rx_sb_printf(g->out, "%s[", bs->name);
-        rx_cg_index(g, bs, r->store->u.store.idx, r->store->u.store.nidx, r->store->loc);
-        rx_sb_puts(g->out, "] = ");
-        int m2 = g->syms.n;
-        rx_cg_push_sym(g, c.a, rx_xstrdup(rx_sb_str(&init)));
-        rx_cg_push_sym(g, c.b, rx_xstrdup("rx_red[0]"));
-        rx_cg_encode(g, t, tot, loc);
-        rx_cg_pop_syms(g, m2);
-        rx_sb_puts(g->out, ";\n");
-    } else {
-        rx_cg_err(g, loc, "buffer \"%s\" is not in scope", buf->name);
-    }
-    rx_sb_free(&init);
-    rx_cg_pop_syms(g, smark);
+    rx_gpu_final_store(g, r, "rx_red[0]");
     g->indent--;
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "}\n");

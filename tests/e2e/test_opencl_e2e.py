@@ -23,12 +23,16 @@ clear error (exit status 1, one `error:` line naming what failed), never a crash
     a kernel needing more local memory than the device has (a launch record patched to
     512 MiB) is refused at load naming the limit, and more than max_local_bytes at
     compile time naming the option;
+  - the tiles schedule: a batched matmul read through a fused permute equals NumPy at
+    sizes on and off the tile (tile 16 and 8); more local memory than max_local_bytes
+    is a compile-time error;
   - library calls are refused for GPU targets at compile time.
 Prints one line per check and `N passed, M failed`; exit 1 on a failure.
 """
 
 import json
 import os
+import shutil
 import struct
 import sys
 import tempfile
@@ -136,6 +140,44 @@ def rows_checks(e):
                    "max_local_bytes=8192" in err, "max_local_bytes at compile time: %s" % err.strip()[-160:])
 
 
+def tiles_checks(e):
+    """The tiles schedule: a batched matmul whose second operand is read through a fused
+    permute equals NumPy at sizes that are and are not multiples of the tile, for tile
+    16 and 8; its local memory is checked against max_local_bytes at compile time."""
+    mod = module([tensor("x", ["b", "m", "k"]), tensor("w", ["b", "n", "k"])],
+                 [call("wt", "permute_dims", ["w"], {"axes": [0, 2, 1]}),
+                  call("y", "matmul", ["x", "wt"])], "y")
+    mod["functions"]["main"]["body"]["blocks"][0]["dataflow"] = True  # FuseOps fuses dataflow
+    rng = np.random.default_rng(5)
+    for target in ("opencl", "opencl,tile=8"):
+        rxa = e.build(mod, target)
+        if not rxa:
+            continue
+        data = open(rxa, "rb").read()
+        off, size = sections(data)[OPENCL]
+        src = data[off:off + size].decode()
+        tile = 8 if "tile=8" in target else 16
+        e.checks.check("__local float rx_As[%d]" % (tile * tile) in src and
+                       src.count("__kernel void") == 1 and "fused_permute_dims_matmul" in src,
+                       "%s: one kernel, the permute fused, the matmul in %dx%d tiles" % (target, tile, tile))
+        for b, m, n, k in ((1, 1, 1, 1), (2, 16, 16, 16), (3, 17, 33, 65), (1, 40, 7, 300)):
+            x = rng.standard_normal((b, m, k)).astype(np.float32)
+            w = rng.standard_normal((b, n, k)).astype(np.float32)
+            rc, err, out = e.run(rxa, {"x": x, "w": w})
+            want = x @ w.transpose(0, 2, 1)
+            ok = rc == 0 and out is not None and out.shape == want.shape and \
+                np.allclose(out, want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+            e.checks.check(ok, "%s: (%d, %d, %d) @ (%d, %d, %d)^T equals NumPy" % (target, b, m, k, b, n, k)
+                           + ("" if rc == 0 else ": " + err.strip()[:160]))
+    src = os.path.join(e.tmp, "mm.json")
+    with open(src, "w") as f:
+        json.dump(mod, f)
+    rc, _, err = run_status([e.relaxc, "build", src, "--target", "opencl,max_local_bytes=1024",
+                             "-o", os.path.join(e.tmp, "mm_small.rxa")])
+    e.checks.check(rc == 1 and "the tiles schedule of this matmul needs 2048 bytes of local memory" in err
+                   and "max_local_bytes=1024" in err, "tiles vs max_local_bytes: %s" % err.strip()[-200:])
+
+
 def artifact_checks(e, rxa):
     data = open(rxa, "rb").read()
     secs = sections(data)
@@ -238,6 +280,7 @@ def main(argv):
                  inputs={"x": np.ones(3, dtype=np.float32)})
 
     rows_checks(e)
+    tiles_checks(e)
 
     # library calls are CPU functions: refused for GPU targets when compiling
     lib = os.path.join(ROOT, "tests", "e2e", "modules", "e2e_mlp_small.json")
@@ -245,6 +288,7 @@ def main(argv):
                              os.path.join(tmp, "lib.rxa")])
     checks.check(rc == 1 and "is not available on a GPU target" in err,
                  "library call refused for opencl: exit %d, %s" % (rc, err.strip()[-160:]))
+    shutil.rmtree(tmp, ignore_errors=True)
     return checks.done()
 
 

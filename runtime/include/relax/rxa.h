@@ -159,7 +159,7 @@ typedef struct rx_rxa_launch {
 
 #define RX_RXA_SCHED_SINGLE 0u /* one work-item runs the statement */
 #define RX_RXA_SCHED_GRID 1u   /* a grid-stride loop over `items` iterations */
-#define RX_RXA_SCHED_ROWS 2u   /* one work-group per item (row), grid-stride over them */
+#define RX_RXA_SCHED_ROWS 2u   /* one work-group per item (a row, a matmul block), grid-stride over them */
 #define RX_RXA_MAX_LAUNCHES 1024u
 
 typedef struct rx_rxa_kernel {
