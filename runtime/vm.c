@@ -29,6 +29,14 @@
  * kernel and library call counts go to the context once per call, not per instruction.
  * CALL_BUILTIN targets were resolved at load (rx_rt_module.builtins).
  *
+ * GPU artifacts (vm_device.c's essay): ALLOC_STORAGE of device type 4 is a device
+ * buffer, CALL_KERNEL of an OpenCL kernel queues its launches (profiled: and waits, so
+ * the time is the kernel's), JMPIFNOT reads a device condition through a host copy,
+ * CALL_BUILTIN gets host copies of its arguments and puts its result on the device, and
+ * CALL_LIB refuses device tensors. rx_vm_run moves the arguments to the device before
+ * the code runs and, after waiting once and reading the index-check status, the result
+ * back to the host.
+ *
  * Profiling: a call reads the module's switch once at entry; `V->prof` is then the
  * module's aggregate or NULL. CALL_KERNEL and CALL_LIB test it once (a branch that
  * always goes the same way within a call) and, when set, read CLOCK_MONOTONIC before
@@ -672,13 +680,12 @@ int rx_vm_run(rx_rt_module *m, uint32_t fn, const rx_vm_value *args, uint32_t na
             V.frames[0].regs[i] = args[i];
             rx_vm_value_retain(&args[i]);
         }
-        if (m->gpu) /* a GPU artifact: CPU tensors among the arguments go to the device */
-            for (uint32_t i = 0; i < nargs && rc == -1; i++)
-                if (rx_rt_gpu_move(m, &V.frames[0].regs[i], true, V.err)) {
-                    while (V.nframes) pop_frame(&V);
-                    rc = -2;
-                }
-        rc = rc == -2 ? -1 : run(&V, ret);
+        bool moved = true; /* a GPU artifact: CPU tensors among the arguments go to the device */
+        for (uint32_t i = 0; m->gpu && i < nargs && moved; i++)
+            moved = rx_rt_gpu_move(m, &V.frames[0].regs[i], true, V.err) == 0;
+        if (moved) rc = run(&V, ret);
+        else
+            while (V.nframes) pop_frame(&V);
         if (m->gpu) { /* wait once; index errors; results to the host */
             rx_rt_err e;
             int frc = rx_rt_gpu_finish(m, &e);
