@@ -353,6 +353,11 @@ void rx_rt_set_max_depth(rx_rt_ctx *ctx, int depth)
     ctx->max_depth = depth < 1 ? 1 : depth;
 }
 
+void rx_rt_set_device_id(rx_rt_ctx *ctx, int32_t id)
+{
+    ctx->device_id = id < 0 ? 0 : id;
+}
+
 void rx_rt_set_memory_limit(rx_rt_ctx *ctx, int64_t bytes)
 {
     atomic_store(&ctx->pool.limit, bytes > 0 ? bytes : 0);

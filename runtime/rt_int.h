@@ -167,6 +167,7 @@ struct rx_rt_ctx {
     rx_rt_libentry *libs;         /* library registry */
     size_t nlibs, clibs;
     int max_depth;                /* VM frame limit */
+    int32_t device_id;            /* GPU artifacts: the device modules open (rx_rt_set_device_id) */
     _Atomic int64_t kernel_calls; /* totals */
     _Atomic int64_t library_calls;
 };
@@ -188,7 +189,9 @@ const char *rx_rt_matmul_strerr(int32_t code);
 
 /* ---- storage and tensors (tensor.c) ---- */
 
-typedef enum { RX_STORAGE_POOL, RX_STORAGE_BLOB } rx_rt_storage_kind;
+typedef enum { RX_STORAGE_POOL, RX_STORAGE_BLOB, RX_STORAGE_DEV } rx_rt_storage_kind;
+struct rx_dev;
+struct rx_dev_buf;
 
 typedef struct rx_rt_storage {
     struct rx_rt_storage *next_free; /* free-list link while recycled (first: stays
@@ -197,7 +200,8 @@ typedef struct rx_rt_storage {
     int kind;              /* rx_rt_storage_kind */
     rx_rt_ctx *ctx;        /* owning context (POOL) */
     rx_rt_block *block;    /* POOL: the block */
-    void *data;            /* first byte */
+    struct rx_dev *dev;    /* DEV: the device holding the buffer (ctx: charged to its pool) */
+    void *data;            /* first byte; DEV: the buffer (struct rx_dev_buf *) */
     size_t nbytes;         /* usable (requested) bytes */
 } rx_rt_storage;
 
@@ -211,6 +215,10 @@ struct rx_rt_tensor {
 };
 
 rx_rt_storage *rx_rt_storage_new(rx_rt_ctx *ctx, size_t nbytes);
+/* A DEV storage: a buffer of nbytes on dev, counted in ctx's pool statistics (live and
+ * peak bytes) like CPU storages. NULL with err (the device's message: a buffer larger
+ * than the device allows, out of device memory). */
+rx_rt_storage *rx_rt_storage_dev(rx_rt_ctx *ctx, struct rx_dev *dev, size_t nbytes, rx_rt_err *err);
 /* A BLOB storage owning `buf` (freed with free() by the last release). */
 rx_rt_storage *rx_rt_storage_blob(void *buf, size_t nbytes);
 void rx_rt_storage_retain(rx_rt_storage *s);
@@ -345,7 +353,32 @@ struct rx_rt_module {
     rx_rt_libentry *libs;         /* by string index: CALL_LIB targets (fn NULL: unused) */
     int *builtins;                /* by string index: CALL_BUILTIN targets (-1: unused) */
     rx_rt_prof prof;              /* the profiler's aggregate and switch */
+    struct rx_rt_gpu *gpu;        /* GPU artifacts: device, program, kernels (vm_device.c) */
 };
+
+/* ---- GPU artifacts (vm_device.c) ---- */
+
+/* Opens the device of a GPU artifact (one with KERNELS_OPENCL), builds its kernels,
+ * checks them against the device's limits and moves the constants there. A CPU
+ * artifact is left alone. 0, or -1 with err. */
+int rx_rt_gpu_load(rx_rt_module *m, rx_rt_err *err);
+void rx_rt_gpu_unload(rx_rt_module *m);
+/* The module's device; waiting for it (0, or -1 with err). */
+struct rx_dev *rx_rt_gpu_dev(const rx_rt_module *m);
+int rx_rt_gpu_sync(rx_rt_module *m, rx_rt_err *err);
+/* Whether v is a tensor in device memory. */
+bool rx_rt_on_device(const rx_vm_value *v);
+/* Replaces every CPU tensor in *v (tuples included) by a copy on m's device (to_dev)
+ * or every device tensor by a CPU copy (to host); values of other kinds are kept.
+ * 0, or -1 with err (c may be NULL: objects come from malloc). */
+int rx_rt_gpu_move(rx_rt_module *m, rx_vm_value *v, bool to_dev, rx_rt_err *err);
+/* Launches the device kernels of kernel kidx with buffers bufs[0..nb) and symbolic
+ * values iv[0..ni) (queued; nothing waits). 0, or -1 with err. */
+int rx_rt_gpu_launch(rx_rt_module *m, uint32_t kidx, rx_vm_value *const *bufs, int64_t nb,
+                     const int64_t *iv, int64_t ni, rx_rt_err *err);
+/* Waits for the device and reports a failed index check of a kernel since the last
+ * call ("kernel K: index I out of range for axis A (extent E)"). 0, or -1 with err. */
+int rx_rt_gpu_finish(rx_rt_module *m, rx_rt_err *err);
 
 /* Loads the KERNELS_CPU object of m and resolves every kernel (kernels.c). */
 int rx_rt_kernels_load(rx_rt_module *m, rx_rt_err *err);

@@ -9,7 +9,9 @@
  * context's registry and CALL_BUILTIN names against the built-in table (builtin.h), so
  * the interpreter never looks a name up, and allocate the profiler's slots (one per
  * kernel and per string, so turning profiling on never allocates); Step 5 make the
- * constant tensors; Step 6 load the CPU kernel object (kernels.c). Any failure unwinds
+ * constant tensors; Step 6 load the CPU kernel object (kernels.c), or, for a GPU
+ * artifact, open its device, build its kernels and move the constants there
+ * (vm_device.c). Any failure unwinds
  * what was built and reports one line.
  *
  * Calls convert the API arguments into VM values (input tensors are borrowed, not
@@ -39,6 +41,7 @@ void rx_rt_module_free(rx_rt_module *m)
     if (m->consts)
         for (uint32_t i = 0; i < m->a->nconsts; i++) rx_rt_tensor_release(m->consts[i]);
     free(m->consts);
+    rx_rt_gpu_unload(m); /* after the constants: they may be device buffers */
     free(m->libs);
     free(m->builtins);
     free(m->prof.kernels);
@@ -138,7 +141,7 @@ static rx_rt_module *load_owned(rx_rt_ctx *ctx, void *buf, size_t n, const char 
     }
     /* Step 6: kernels. */
     rx_rt_err e;
-    if (rx_rt_kernels_load(m, &e)) {
+    if (rx_rt_kernels_load(m, &e) || rx_rt_gpu_load(m, &e)) {
         rx_rt_fail(err, "%s: %s", what, e.msg);
         goto fail;
     }
@@ -485,6 +488,7 @@ int rx_rt_bench(rx_rt_module *m, int fn, const rx_rt_arg *args, int nargs,
     int number = opts->number > 0 ? opts->number : 1;
     int warmup = opts->warmup > 0 ? opts->warmup : 0;
     memset(res, 0, sizeof *res);
+    rx_rt_module_device(m, res->device, sizeof res->device);
     if (nargs < 0 || make_args(args, nargs, &v, err)) return -1;
     int prof = rx_rt_set_profiling(m, 0); /* profile the timed calls only (runtime.h) */
     double *samples = calloc((size_t)repeat, sizeof *samples);

@@ -88,7 +88,7 @@ const char *rx_rxa_kind_name(uint32_t kind)
 {
     static const char *const names[] = {
         "UNKNOWN", "METADATA", "STRINGS", "FUNCS", "CODE", "CONSTS",
-        "KERNELS_CPU", "KERNELS_PTX", "KERNELS_OPENCL", "KERNELS_SPIRV",
+        "KERNELS_CPU", "KERNELS_PTX", "KERNELS_OPENCL", "KERNELS_SPIRV", "LAUNCH",
     };
     return kind <= RX_RXA_KIND_LAST ? names[kind] : "UNKNOWN";
 }
@@ -366,8 +366,10 @@ static bool parse_funcs(parser *P, const rx_rxa_section *s, size_t ncode)
         const char **iv = palloc(&c, sizeof *iv * ks[i].nivars);
         for (uint32_t k = 0; k < ks[i].nivars && !c.bad; k++) iv[k] = rdstr(&c, false);
         ks[i].ivar_names = iv;
+        ks[i].nlaunch = 0;
+        ks[i].launches = NULL;
         if (c.bad) return false;
-        if (ks[i].section < RX_RXA_KERNELS_CPU || ks[i].section > RX_RXA_KIND_LAST)
+        if (ks[i].section < RX_RXA_KERNELS_CPU || ks[i].section > RX_RXA_KERNELS_SPIRV)
             return cfail(&c, "kernel %s: bad section kind %" PRIu32, ks[i].name, ks[i].section);
         if (!rx_rxa_section_get(a, ks[i].section))
             return cfail(&c, "kernel %s: no %s section", ks[i].name, rx_rxa_kind_name(ks[i].section));
@@ -375,6 +377,65 @@ static bool parse_funcs(parser *P, const rx_rxa_section *s, size_t ncode)
     }
     a->nkernels = nk;
     a->kernels = ks;
+    if (!c.bad && c.pos != c.end) return cfail(&c, "%zu trailing bytes", c.end - c.pos);
+    return !c.bad;
+}
+
+/* ---- LAUNCH ---- */
+
+/* One launch record into *l (kernel k's ivars are its symbols). */
+static bool parse_launch(cursor *c, const rx_rxa_kernel *k, rx_rxa_launch *l)
+{
+    uint32_t n = rd32(c);
+    if (c->bad) return false;
+    if (n == 0 || n > 255) return cfail(c, "kernel %s: launch name of %" PRIu32 " bytes", k->name, n);
+    if (!need(c, n)) return false;
+    char *name = palloc(c, n + 1);
+    if (!name) return false;
+    memcpy(name, c->base + c->pos, n);
+    name[n] = 0;
+    c->pos += n;
+    for (uint32_t i = 0; i < n; i++) {
+        char ch = name[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_'))
+            return cfail(c, "kernel %s: launch name is not an identifier", k->name);
+    }
+    l->name = name;
+    l->sched = rd32(c);
+    l->local = rd32(c);
+    l->local_bytes = rd32(c);
+    l->max_groups = rd32(c);
+    if (c->bad) return false;
+    if (l->sched > RX_RXA_SCHED_ROWS)
+        return cfail(c, "launch %s: unknown schedule %" PRIu32, name, l->sched);
+    if (l->local == 0 || l->local > 65536)
+        return cfail(c, "launch %s: %" PRIu32 " work-items per group", name, l->local);
+    if (l->local_bytes > (1u << 30))
+        return cfail(c, "launch %s: %" PRIu32 " bytes of local memory", name, l->local_bytes);
+    if (l->max_groups == 0) return cfail(c, "launch %s: no work-groups", name);
+    return parse_dim(c, &l->items, k->nivars);
+}
+
+/* The LAUNCH section: a record list for every kernel of the table, in order. */
+static bool parse_launches(parser *P, const rx_rxa_section *s)
+{
+    cursor c = {s->data, 0, s->size, "LAUNCH", P, false};
+    rx_rxa *a = P->a;
+    uint32_t nk = rd32(&c);
+    if (!c.bad && nk != a->nkernels)
+        return cfail(&c, "%" PRIu32 " entries for %" PRIu32 " kernels", nk, a->nkernels);
+    rx_rxa_kernel *ks = (rx_rxa_kernel *)a->kernels;
+    for (uint32_t i = 0; i < nk && !c.bad; i++) {
+        uint32_t n = rdcount(&c, 24, "launch");
+        if (c.bad) return false;
+        if (n == 0 || n > RX_RXA_MAX_LAUNCHES)
+            return cfail(&c, "kernel %s: %" PRIu32 " launches", ks[i].name, n);
+        rx_rxa_launch *ls = palloc(&c, sizeof *ls * n);
+        for (uint32_t k = 0; k < n && !c.bad; k++) parse_launch(&c, &ks[i], &ls[k]);
+        ks[i].nlaunch = n;
+        ks[i].launches = ls;
+    }
     if (!c.bad && c.pos != c.end) return cfail(&c, "%zu trailing bytes", c.end - c.pos);
     return !c.bad;
 }
@@ -588,6 +649,8 @@ int rx_rxa_parse(const uint8_t *bytes, size_t n, const char *what, rx_rxa **out,
     if (!parse_funcs(&P, rx_rxa_section_get(a, RX_RXA_FUNCS), a->ncode)) goto fail;
     const rx_rxa_section *cs = rx_rxa_section_get(a, RX_RXA_CONSTS);
     if (cs && !parse_consts(&P, cs)) goto fail;
+    const rx_rxa_section *ls = rx_rxa_section_get(a, RX_RXA_LAUNCH);
+    if (ls && !parse_launches(&P, ls)) goto fail;
     *out = a;
     return 0;
 fail:

@@ -25,6 +25,8 @@
  */
 #include "rt_int.h"
 
+#include "relax/device.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +67,29 @@ rx_rt_storage *rx_rt_storage_new(rx_rt_ctx *ctx, size_t nbytes)
     return s;
 }
 
+rx_rt_storage *rx_rt_storage_dev(rx_rt_ctx *ctx, rx_dev *dev, size_t nbytes, rx_rt_err *err)
+{
+    rx_rt_storage *s = calloc(1, sizeof *s);
+    rx_dev_buf *b = NULL;
+    if (!s) {
+        rx_rt_fail(err, "out of memory");
+        return NULL;
+    }
+    if (dev->ops->alloc(dev, nbytes, &b, err)) {
+        free(s);
+        return NULL;
+    }
+    atomic_init(&s->refs, 1);
+    s->kind = RX_STORAGE_DEV;
+    s->ctx = ctx;
+    s->dev = dev;
+    s->data = b;
+    s->nbytes = nbytes;
+    /* device bytes count as live (peak_bytes), not as resident host memory */
+    (void)rx_rt_pool_charge(&ctx->pool, nbytes, 0);
+    return s;
+}
+
 rx_rt_storage *rx_rt_storage_blob(void *buf, size_t nbytes)
 {
     rx_rt_storage *s = calloc(1, sizeof *s);
@@ -84,10 +109,14 @@ void rx_rt_storage_retain(rx_rt_storage *s)
 void rx_rt_storage_release(rx_rt_storage *s)
 {
     if (!s || !rx_rt_ref_drop(&s->refs)) return;
-    if (s->kind == RX_STORAGE_POOL)
+    if (s->kind == RX_STORAGE_POOL) {
         rx_rt_pool_put(&s->ctx->pool, s->block, s->nbytes);
-    else
+    } else if (s->kind == RX_STORAGE_DEV) {
+        s->dev->ops->free(s->dev, s->data);
+        rx_rt_pool_uncharge(&s->ctx->pool, s->nbytes, 0);
+    } else {
         free(s->data);
+    }
     free(s);
 }
 
@@ -125,8 +154,8 @@ static void view_fill(rx_rt_tensor *t, rx_rt_storage *s, size_t offset, DLDataTy
     for (int32_t i = 0; i < ndim; i++) t->shape_[i] = shape[i];
     t->dl.data = s->data;
     t->dl.byte_offset = offset;
-    t->dl.device.device_type = kDLCPU;
-    t->dl.device.device_id = 0;
+    t->dl.device.device_type = s->kind == RX_STORAGE_DEV ? (DLDeviceType)s->dev->info.dl_type : kDLCPU;
+    t->dl.device.device_id = s->kind == RX_STORAGE_DEV ? s->dev->info.id : 0;
     t->dl.ndim = ndim;
     t->dl.dtype = dtype;
     t->dl.shape = t->shape_;

@@ -29,6 +29,14 @@
  * kernel and library call counts go to the context once per call, not per instruction.
  * CALL_BUILTIN targets were resolved at load (rx_rt_module.builtins).
  *
+ * GPU artifacts (vm_device.c's essay): ALLOC_STORAGE of device type 4 is a device
+ * buffer, CALL_KERNEL of an OpenCL kernel queues its launches (profiled: and waits, so
+ * the time is the kernel's), JMPIFNOT reads a device condition through a host copy,
+ * CALL_BUILTIN gets host copies of its arguments and puts its result on the device, and
+ * CALL_LIB refuses device tensors. rx_vm_run moves the arguments to the device before
+ * the code runs and, after waiting once and reading the index-check status, the result
+ * back to the host.
+ *
  * Profiling: a call reads the module's switch once at entry; `V->prof` is then the
  * module's aggregate or NULL. CALL_KERNEL and CALL_LIB test it once (a branch that
  * always goes the same way within a call) and, when set, read CLOCK_MONOTONIC before
@@ -229,6 +237,7 @@ static int64_t floordiv64(int64_t a, int64_t b)
 #define R(i) (fr->regs[(i)])
 #define H(i) (fr->heap[(i)])
 #define DIM() (pc += 2, code[pc - 2] == RX_D_SLOT ? H(code[pc - 1]) : code[pc - 1])
+#define RX_GPU_MAX_IVARS 64 /* symbolic arguments of one GPU kernel */
 #define FAIL(...) do { vm_fail(V, __VA_ARGS__); goto fail; } while (0)
 #define vmcase(name) case RX_OP_##name:
 #define vmbreak break
@@ -370,8 +379,17 @@ static int run(vm *V, rx_vm_value *result)
         }
         vmcase(ALLOC_STORAGE) {
             int64_t a = ARG(), bytes = DIM(), dev = ARG();
-            if (dev != RX_DEV_CPU) FAIL("pc %zu: device type %" PRId64 " is not supported", at, dev);
+            if (dev != RX_DEV_CPU && (dev != RX_DEV_OPENCL || !V->m->gpu))
+                FAIL("pc %zu: device type %" PRId64 " is not supported%s", at, dev,
+                     dev == RX_DEV_OPENCL ? " (OpenCL storage in an artifact without OpenCL kernels)" : "");
             if (bytes < 0) FAIL("pc %zu: storage of %" PRId64 " bytes", at, bytes);
+            if (dev == RX_DEV_OPENCL) {
+                rx_rt_err e;
+                rx_rt_storage *s = rx_rt_storage_dev(V->m->ctx, rx_rt_gpu_dev(V->m), (size_t)bytes, &e);
+                if (!s) FAIL("pc %zu: %s", at, e.msg);
+                set_reg(V, &R(a), (rx_vm_value){RX_V_STORAGE, {.st = s}});
+                vmbreak;
+            }
             rx_rt_storage *s = rx_rt_cache_storage(&V->cache, (size_t)bytes);
             if (!s && (size_t)bytes >= RX_RT_RESERVE_MIN)
                 FAIL("out of memory reserving %" PRId64 " bytes of address space for a storage "
@@ -400,6 +418,32 @@ static int run(vm *V, rx_vm_value *result)
             const rx_rxa_kernel *k = &V->a->kernels[ARG()];
             int64_t kidx = code[pc - 1];
             int64_t nb = ARG();
+            if (k->section == RX_RXA_KERNELS_OPENCL) { /* queued on the device (vm_device.c) */
+                rx_vm_value *bsmall[16], **bufs = nb <= 16 ? bsmall : malloc(sizeof *bufs * (size_t)nb);
+                int64_t ivs[RX_GPU_MAX_IVARS];
+                if (!bufs) FAIL("out of memory");
+                for (int64_t i = 0; i < nb; i++) bufs[i] = &R(code[pc + i]);
+                pc += (size_t)nb;
+                int64_t ni = ARG();
+                for (int64_t i = 0; i < ni; i++) {
+                    int64_t v = DIM();
+                    if (i < RX_GPU_MAX_IVARS) ivs[i] = v;
+                }
+                rx_rt_err e;
+                int64_t t0 = V->prof ? rx_rt_now_ns() : 0;
+                int rc = ni > RX_GPU_MAX_IVARS
+                             ? rx_rt_fail(&e, "kernel %s: %" PRId64 " symbolic variables (at most %d)",
+                                          k->name, ni, RX_GPU_MAX_IVARS)
+                             : rx_rt_gpu_launch(V->m, (uint32_t)kidx, bufs, nb, ivs, ni, &e);
+                if (!rc && V->prof) { /* profiled: the kernel's time, not its queueing */
+                    rc = rx_rt_gpu_sync(V->m, &e);
+                    rx_rt_prof_add(&V->prof->kernels[kidx], rx_rt_now_ns() - t0);
+                }
+                if (bufs != bsmall) free(bufs);
+                V->kernels++;
+                if (rc) FAIL("%s", e.msg);
+                vmbreak;
+            }
             void *small[16], **data = nb < 16 ? small : malloc(sizeof(void *) * (size_t)(nb + 1));
             rx_vm_kernel_err kerr = {0, 0, 0, 0, NULL};
             int64_t ismall[16], *iv;
@@ -456,6 +500,11 @@ static int run(vm *V, rx_vm_value *result)
                     FAIL("%s: argument %" PRId64 " is %s", e->name, i, rx_vm_kind_desc(v->kind));
                 }
                 args[i] = &v->u.t->dl;
+                if (rx_rt_on_device(v)) {
+                    if (args != small) free(args);
+                    FAIL("%s: argument %" PRId64 " is in device memory; library functions run on "
+                         "the CPU", e->name, i);
+                }
             }
             pc += (size_t)n;
             int32_t rc;
@@ -535,7 +584,21 @@ static int run(vm *V, rx_vm_value *result)
         vmcase(JMPIFNOT) {
             int64_t a = ARG(), t = ARG();
             bool c;
-            if (!truthy(&R(a), &c))
+            bool ok;
+            if (rx_rt_on_device(&R(a))) { /* the condition is read on the host, from a copy */
+                rx_vm_value hv = R(a);
+                rx_rt_err e;
+                rx_vm_value_retain(&hv);
+                if (rx_rt_gpu_move(V->m, &hv, false, &e)) {
+                    rx_vm_value_release(&hv);
+                    FAIL("pc %zu: %s", at, e.msg);
+                }
+                ok = truthy(&hv, &c);
+                rx_vm_value_release(&hv);
+            } else {
+                ok = truthy(&R(a), &c);
+            }
+            if (!ok)
                 FAIL("pc %zu: condition is %s, not an int or a one-element tensor", at,
                      rx_vm_kind_desc(R(a).kind));
             if (!c) pc = (size_t)t;
@@ -561,11 +624,21 @@ static int run(vm *V, rx_vm_value *result)
             RX_RT_ASSERT(bi >= 0); /* resolved at load */
             rx_vm_value small[8], *args = n <= 8 ? small : malloc(sizeof(rx_vm_value) * (size_t)n);
             if (!args) FAIL("out of memory");
-            for (int64_t i = 0; i < n; i++) args[i] = R(code[pc + i]);
-            pc += (size_t)n;
-            rx_vm_value res;
             rx_rt_err e;
-            int rc = rx_vm_builtin_call(bi, V->m->ctx, args, n, &res, &e);
+            int rc = 0;
+            for (int64_t i = 0; i < n; i++) {
+                args[i] = R(code[pc + i]);
+                rx_vm_value_retain(&args[i]);
+                if (!rc && V->m->gpu) rc = rx_rt_gpu_move(V->m, &args[i], false, &e); /* on the host */
+            }
+            pc += (size_t)n;
+            rx_vm_value res = {RX_V_NONE, {0}};
+            if (!rc) rc = rx_vm_builtin_call(bi, V->m->ctx, args, n, &res, &e);
+            if (!rc && V->m->gpu && rx_rt_gpu_move(V->m, &res, true, &e)) {
+                rx_vm_value_release(&res);
+                rc = -1;
+            }
+            for (int64_t i = 0; i < n; i++) rx_vm_value_release(&args[i]);
             if (args != small) free(args);
             if (rc) FAIL("%s", e.msg);
             set_reg(V, &R(a), res);
@@ -607,7 +680,21 @@ int rx_vm_run(rx_rt_module *m, uint32_t fn, const rx_vm_value *args, uint32_t na
             V.frames[0].regs[i] = args[i];
             rx_vm_value_retain(&args[i]);
         }
-        rc = run(&V, ret);
+        bool moved = true; /* a GPU artifact: CPU tensors among the arguments go to the device */
+        for (uint32_t i = 0; m->gpu && i < nargs && moved; i++)
+            moved = rx_rt_gpu_move(m, &V.frames[0].regs[i], true, V.err) == 0;
+        if (moved) rc = run(&V, ret);
+        else
+            while (V.nframes) pop_frame(&V);
+        if (m->gpu) { /* wait once; index errors; results to the host */
+            rx_rt_err e;
+            int frc = rx_rt_gpu_finish(m, &e);
+            if (rc == 0 && (frc || rx_rt_gpu_move(m, ret, false, &e))) {
+                snprintf(V.err->msg, sizeof V.err->msg, "%.100s: %.400s", f->name, e.msg);
+                rx_vm_value_release(ret);
+                rc = -1;
+            }
+        }
     }
     free(V.frames);
     rx_rt_cache_flush(&V.cache);

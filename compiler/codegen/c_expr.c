@@ -758,6 +758,11 @@ void rx_cg_prelude(const cg *g, rx_sb *out)
     if (g->need[H_LOGF]) rx_sb_puts(out, PRELUDE_LOGF);
     if (g->need[H_CHECK]) rx_sb_puts(out, PRELUDE_CHECK);
     if (g->need[H_CKARITH]) rx_sb_puts(out, PRELUDE_CKARITH);
+    rx_cg_prelude_ops(g, out);
+}
+
+void rx_cg_prelude_ops(const cg *g, rx_sb *out)
+{
     bool signed_floor = false;
     for (int t = RX_DT_I8; t <= RX_DT_I64; t++)
         if (needs(g, H_FLOORDIV, (rx_dtype)t) || needs(g, H_FLOORMOD, (rx_dtype)t))

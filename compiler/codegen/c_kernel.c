@@ -888,3 +888,15 @@ bool rx_codegen_c_with(const rx_module *m, const rx_codegen_opts *o, rx_sb *out,
     rx_sb_free(&body);
     return g.ok;
 }
+
+/* ---------------------------------------------------------------- for the GPU generator */
+
+/* gpu_kernel.c emits kernel signatures and schedules itself and the statements inside
+ * them with this file's emitter (cgen_int.h). */
+void rx_cg_stmts(cg *g, const rx_stmts *ss) { emit_stmts(g, ss); }
+char *rx_cg_fresh(cg *g, const char *base) { return fresh(g, base); }
+cg_sym *rx_cg_push_sym(cg *g, const void *key, char *name) { return push_sym(g, key, name); }
+void rx_cg_pop_syms(cg *g, int mark) { pop_syms(g, mark); }
+void rx_cg_declare_dims(cg *g, cg_sym *s, const rx_buffer *b) { declare_dims(g, s, b); }
+bool rx_cg_alloc_on_stack(const rx_buffer *b) { return alloc_on_stack(b); }
+void rx_cg_iters(cg *g, const rx_stmt *s, bool spatial_only) { emit_iters(g, s, spatial_only); }

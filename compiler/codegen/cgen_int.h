@@ -77,6 +77,22 @@ void rx_cg_prelude(const cg *g, rx_sb *out);
 const cg_sym *rx_cg_lookup(const cg *g, const void *key);
 void rx_cg_err(cg *g, rx_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* c_kernel.c, for the GPU generator (gpu_kernel.c): the statement emitter, fresh
+ * names, the scope stack, a buffer's extents as C text, and whether an ALLOC lands on
+ * the stack (a private array) rather than the heap. */
+void rx_cg_stmts(cg *g, const rx_stmts *ss);
+char *rx_cg_fresh(cg *g, const char *base);
+cg_sym *rx_cg_push_sym(cg *g, const void *key, char *name);
+void rx_cg_pop_syms(cg *g, int mark);
+void rx_cg_declare_dims(cg *g, cg_sym *s, const rx_buffer *b);
+bool rx_cg_alloc_on_stack(const rx_buffer *b);
+/* Binds block s's iterators (the spatial ones only when spatial_only) as const locals. */
+void rx_cg_iters(cg *g, const rx_stmt *s, bool spatial_only);
+
+/* c_expr.c: the per-dtype operation helpers (floor division and modulo, min, max, abs)
+ * the kernels used, as RX_HELPER definitions: plain C that OpenCL C also compiles. */
+void rx_cg_prelude_ops(const cg *g, rx_sb *out);
+
 /* c_check.c: emits the size checks of body at the top of a kernel (after its symbolic
  * variables): `int32_t rx_ovf`, the checks, `if (rx_ovf) return RX_KERNEL_EOVERFLOW`.
  * Returns whether there were any. */

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "relax/codegen.h"
 #include "relax/deduce.h"
 #include "relax/json.h"
 #include "relax/pass.h"
@@ -43,7 +44,8 @@ typedef struct bstate {
     rx_diags *d;             /* where errors go */
     rx_rxa_builder *b;       /* the artifact being built (lower_vm on) */
     rx_vmgen_info info;      /* what lower_vm used */
-    rx_sb csrc;              /* the kernels' C source (codegen) */
+    rx_sb csrc;              /* the kernels' C (or GPU) source (codegen) */
+    rx_sb launch;            /* GPU targets: the LAUNCH section (codegen) */
     uint8_t *so;             /* the kernel object (codegen; heap) */
     size_t so_n;
     rx_build_result *r;      /* times, key, failed stage */
@@ -135,10 +137,20 @@ const char *rx_pipeline_name(int i)
     return i >= 0 && i < RX_COUNTOF(pipeline) ? pipeline[i].name : NULL;
 }
 
-/* Whether the step `name` of minimum level min_opt runs under o. */
-static bool enabled(const rx_build_opts *o, const char *name, int min_opt)
+/* Steps that are for the CPU only: library lowering calls CPU libraries (BLAS; CLBlast
+ * for OpenCL is later work), schedule and specialize write OpenMP loop kinds and CPU
+ * tiles. A GPU build skips them; its kernels are scheduled by codegen (gpu_kernel.c). */
+static bool cpu_only(const char *name)
+{
+    return !strcmp(name, "library_lower") || !strcmp(name, "schedule") ||
+           !strcmp(name, "specialize");
+}
+
+/* Whether the step `name` of minimum level min_opt runs under o for target kind k. */
+static bool enabled(const rx_build_opts *o, rx_target_kind k, const char *name, int min_opt)
 {
     if (o->opt_level < min_opt) return false;
+    if (k != RX_TARGET_CPU && cpu_only(name)) return false;
     for (int i = 0; o->disable && o->disable[i]; i++)
         if (!strcmp(o->disable[i], name)) return false;
     return true;
@@ -197,7 +209,10 @@ static bool st_lower_vm(bstate *s)
         rx_diag_add(s->d, "", "out of memory");
         return false;
     }
-    rx_vmgen_opts vo = {.no_plan = !s->plan};
+    bool gpu = s->tgt.kind != RX_TARGET_CPU;
+    rx_vmgen_opts vo = {.no_plan = !s->plan,
+                        .dev_type = gpu ? RX_DEV_OPENCL : RX_DEV_CPU,
+                        .kernel_section = gpu ? RX_RXA_KERNELS_OPENCL : RX_RXA_KERNELS_CPU};
     return rx_vmgen_with(s->m, s->b, &vo, &s->info, s->d);
 }
 
@@ -206,6 +221,12 @@ static bool st_codegen(bstate *s)
     bool any = false;
     for (int i = 0; i < s->m->nfuncs && !any; i++) any = s->m->funcs[i]->kind == RX_F_TIR;
     if (!any) return true; /* no kernels, no object */
+    if (s->tgt.kind != RX_TARGET_CPU) {
+        if (!rx_codegen_gpu(s->m, &s->tgt, &s->csrc, &s->launch, s->d)) return false;
+        rx_rxa_set_section(s->b, RX_RXA_KERNELS_OPENCL, rx_sb_str(&s->csrc), s->csrc.n);
+        rx_rxa_set_section(s->b, RX_RXA_LAUNCH, s->launch.p, s->launch.n);
+        return true;
+    }
     rx_codegen_opts co = {.isa_versions = s->o->opt_level >= 3, /* AVX versions at O3 */
                           .exact_isa_versions = s->o->opt_level == 2}; /* exp kernels, no fma */
     if (!rx_codegen_c_with(s->m, &co, &s->csrc, s->d)) return false;
@@ -305,7 +326,7 @@ static bool run(bstate *s, const char *json, size_t n, int last)
     if (!within_budget(s, "parse")) return false;
     for (int i = 0; i <= last; i++) {
         const stage *p = &pipeline[i];
-        if (!enabled(s->o, p->name, p->min_opt)) continue;
+        if (!enabled(s->o, s->tgt.kind, p->name, p->min_opt)) continue;
         double t0 = rx_now_ms();
         bool ok = p->graph ? p->graph(s->m, s->d) : p->lower(s);
         if (ok && p->deduce_after) ok = rx_deduce_module(s->m, s->d);
@@ -368,6 +389,7 @@ static void state_free(bstate *s)
     rx_rxa_builder_free(s->b);
     rx_vmgen_info_free(&s->info);
     rx_sb_free(&s->csrc);
+    rx_sb_free(&s->launch);
     free(s->so);
     rx_module_free(s->m);
 }
@@ -406,7 +428,8 @@ static bool disassemble(bstate *s, rx_sb *out)
     rx_rxa *a = NULL;
     char err[256];
     static const uint8_t placeholder[1] = {0}; /* parse needs a kernel section to name */
-    rx_rxa_set_section(s->b, RX_RXA_KERNELS_CPU, placeholder, sizeof placeholder);
+    rx_rxa_set_section(s->b, s->tgt.kind == RX_TARGET_CPU ? RX_RXA_KERNELS_CPU : RX_RXA_KERNELS_OPENCL,
+                       placeholder, sizeof placeholder);
     if (rx_rxa_serialize(s->b, &bytes, &n)) {
         rx_diag_add(s->d, "", "out of memory");
         return false;

@@ -385,3 +385,8 @@ bool rx_pass_schedule_cpu(rx_module *m, rx_diags *d)
     return rx_schedule_tile(m, NULL) && rx_schedule_concat(m, NULL) && rx_schedule_copy(m, NULL) &&
            rx_schedule_cpu(m, NULL, NULL);
 }
+
+bool rx_loop_independent(const rx_stmt *s)
+{
+    return s && s->kind == RX_S_FOR && loop_ok(s, false);
+}

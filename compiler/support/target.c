@@ -68,7 +68,7 @@ const rx_target_opt *rx_target_opt_at(rx_target_kind k, int i)
 
 bool rx_target_available(rx_target_kind k, char *why, size_t cap)
 {
-    if (k == RX_TARGET_CPU) return true;
+    if (k == RX_TARGET_CPU || k == RX_TARGET_OPENCL) return true;
     const char *name = rx_target_kind_name(k);
     snprintf(why, cap,
              "code generation for %s is not implemented yet (the target and its options "

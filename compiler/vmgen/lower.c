@@ -97,7 +97,7 @@ static bool alloc_tensor(vg_fn *F, rx_loc loc, const char *what, const rx_sinfo 
         vg_wd(&w, d);
     }
     if (ok) {
-        if (fresh) RX_EMIT(&F->code, RX_OP_ALLOC_STORAGE, st, nb.tag, nb.val, RX_DEV_CPU);
+        if (fresh) RX_EMIT(&F->code, RX_OP_ALLOC_STORAGE, st, nb.tag, nb.val, F->M->dev_type);
         vg_emit_words(F, &w);
         if (!plan) RX_EMIT(&F->code, RX_OP_RELEASE, st);
     }
@@ -265,6 +265,12 @@ static bool lower_call_tir(vg_fn *F, const rx_node *n, int64_t dest)
  * listing what it has. */
 static bool lib_available(vg_fn *F, const rx_node *n)
 {
+    if (F->M->dev_type != RX_DEV_CPU) { /* library functions run on CPU tensors */
+        vg_error(F->M, n->loc, "library function %s is not available on a GPU target (library "
+                 "calls run on the CPU; GPU libraries such as CLBlast are not wired yet)",
+                 n->u.call.lib);
+        return false;
+    }
     const char *const *names = rx_rt_builtin_library_names();
     for (int i = 0; names[i]; i++)
         if (!strcmp(names[i], n->u.call.lib)) return true;
@@ -652,7 +658,7 @@ bool vg_lower_function(vg_fn *F)
         vg_storage *st = &F->plan.st.items[k];
         if (st->size < 0) continue;
         st->reg = vg_new_reg(F);
-        RX_EMIT(&F->code, RX_OP_ALLOC_STORAGE, st->reg, RX_D_IMM, st->size, RX_DEV_CPU);
+        RX_EMIT(&F->code, RX_OP_ALLOC_STORAGE, st->reg, RX_D_IMM, st->size, F->M->dev_type);
     }
     return ok && lower_seq(F, f->body, -1);
 }

@@ -58,6 +58,8 @@ typedef struct vg_module {
     RX_VEC(const rx_const *) consts; /* constants added, index = CONSTS index */
     bool ok;                         /* false after any error */
     bool no_plan;                    /* rx_vmgen_opts.no_plan: no function is planned */
+    int64_t dev_type;                /* rx_vmgen_opts.dev_type (RX_DEV_CPU when 0) */
+    uint32_t kernel_section;         /* rx_vmgen_opts.kernel_section (KERNELS_CPU when 0) */
 } vg_module;
 
 typedef struct vg_storage { /* a planned storage (plan.c) */

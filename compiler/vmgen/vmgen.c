@@ -98,7 +98,7 @@ static void add_kernels(vg_module *M)
         for (int j = 0; j < k->nsvars; j++) names[j] = k->svars[j]->name;
         rx_sb_reset(&sym);
         rx_codegen_symbol(k->name, &sym);
-        uint32_t idx = rx_rxa_add_kernel(M->b, rx_sb_str(&sym), RX_RXA_KERNELS_CPU,
+        uint32_t idx = rx_rxa_add_kernel(M->b, rx_sb_str(&sym), M->kernel_section,
                                          (uint32_t)nbufs, (uint32_t)k->nsvars, names);
         RX_ASSERT((int)idx == i);
     }
@@ -169,6 +169,8 @@ bool rx_vmgen_with(rx_module *m, rx_rxa_builder *b, const rx_vmgen_opts *o,
 {
     vg_module M = {0};
     M.no_plan = o && o->no_plan;
+    M.dev_type = o && o->dev_type ? o->dev_type : RX_DEV_CPU;
+    M.kernel_section = o && o->kernel_section ? o->kernel_section : RX_RXA_KERNELS_CPU;
     M.m = m;
     M.b = b;
     M.d = d;

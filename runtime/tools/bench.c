@@ -617,6 +617,9 @@ static void out_result(out *o, const rx_rt_bench_result *r)
          r->mean_ms, r->median_ms, r->min_ms, r->max_ms, r->stddev_ms, r->repeat, r->number,
          (long long)r->kernels, (long long)r->peak_bytes, (long long)r->peak_bytes,
          (long long)r->resident_bytes, r->threads, r->blas_threads);
+    outf(o, ", \"device\": \"");
+    out_json_str(o, r->device);
+    outf(o, "\"");
 }
 
 static const char *kind_name(int kind)

@@ -113,7 +113,8 @@ static void usage(FILE *f)
           "  --warmup W           untimed calls first (default 1)\n"
           "  --min-repeat-ms MS   grow --number until a measurement lasts MS (default 0)\n"
           "  --device-id N        the device to run on, among those of the artifact's\n"
-          "                       target (default 0; a cpu artifact has device 0 only)\n"
+          "                       target (default 0; a cpu artifact has device 0 only,\n"
+          "                       an opencl one the OpenCL devices of all platforms)\n"
           "  --profile            time every kernel and library call of the measured calls\n"
           "                       (the timed ones with --bench); table on stderr, and a\n"
           "                       \"profile\" array in the --bench JSON\n"
@@ -531,13 +532,15 @@ int main(int argc, char **argv)
         return errorf("out of memory");
     }
     rx_rt_err err = {""};
+    rx_rt_set_device_id(ctx, o.device_id); /* the device a GPU artifact opens */
     rx_rt_module *m = rx_rt_load_file(ctx, o.artifact, &err);
+    char dev[160];
     if (!m) {
         rc = errorf("%s", err.msg);
     } else if (o.threads && rx_rt_set_threads(o.threads, &err)) {
         rc = errorf("%s", err.msg);
         rx_rt_module_free(m);
-    } else if (o.device_id != 0) { /* the runtime runs kernels on the CPU only (docs/gpu.md) */
+    } else if (o.device_id != 0 && !strcmp(rx_rt_module_device(m, dev, sizeof dev), "cpu")) {
         rc = errorf("no CPU device %d: %s runs on the CPU, device 0", o.device_id, o.artifact);
         rx_rt_module_free(m);
     } else {

@@ -40,6 +40,7 @@ cases.json:
               "rtol": 1e-4, "atol": 1e-5,                      (optional, with why)
               "why": "reason for a tolerance",
               "build_error": ["located diagnostic line", ...], (instead of running)
+              "gpu_skip": "reason",                            (not built for GPU targets)
               "seed": 0, "skip": "reason"}]}                   (optional)
 
 relaxc build is being written: when `relaxc --help` does not list `build`, the script
@@ -48,7 +49,14 @@ with --require (for CI once it exists). --oracle-only evaluates every case with 
 oracle alone (validates cases.json and the oracle; needs no build).
 
 Usage: /usr/bin/python3 tests/e2e/run_e2e.py BUILD_DIR [--cases FILE] [--only SUBSTR]
-           [--opt-levels 0,2,3] [--require] [--oracle-only] [--keep] [-v]
+           [--opt-levels 0,2,3] [--targets cpu,opencl] [--require] [--oracle-only]
+           [--keep] [-v]
+
+--targets builds each opt level for each target (default cpu; docs/gpu.md): the
+variants are named O<L> for cpu and <target>-O<L> otherwise, every variant is checked
+against the oracle and all of them agree with the first (Step 5), so `--targets
+cpu,opencl --opt-levels 2` checks that the cpu and opencl builds of a module agree.
+Cases with build_error are checked for cpu only.
 """
 
 import json
@@ -70,6 +78,12 @@ import relax_numpy as rn  # noqa: E402
 TOL = {"float16": (2e-2, 2e-2), "float32": (1e-4, 1e-5), "float64": (1e-9, 1e-12)}
 SKIP = 77
 LEVELS = (0, 2, 3)  # no optimization, the default, everything
+
+
+def variants(opts):
+    """The (label, target, opt level) of every build, in order."""
+    return [("O%d" % lvl if t == "cpu" else "%s-O%d" % (t, lvl), t, lvl)
+            for t in opts["targets"] for lvl in opts["levels"]]
 
 
 def run(argv, timeout=600):
@@ -216,22 +230,26 @@ def run_case(case, tools, tmp, opts, counts):
     if not opts["oracle_only"]:
         # Step 1: build once per opt level.
         stem = os.path.splitext(os.path.basename(path))[0]
-        for lvl in opts["levels"]:
-            art = os.path.join(tmp, "%s.O%d.rxa" % (stem, lvl))
+        for vl, tgt, lvl in variants(opts):
+            if tgt != "cpu" and case.get("gpu_skip"):
+                for env in shapes:
+                    print("SKIP %s %s: %s" % (label(case, fname, env), vl, case["gpu_skip"]))
+                continue
+            art = os.path.join(tmp, "%s.%s.rxa" % (stem, vl))
             if not os.path.exists(art):
                 t0 = time.time()
-                rc, out, err = run([tools["relaxc"], "build", path, "--target", "cpu",
+                rc, out, err = run([tools["relaxc"], "build", path, "--target", tgt,
                                     "--opt-level", str(lvl), "-o", art])
                 if rc != 0:
                     for env in shapes:
-                        report(False, "%s O%d" % (label(case, fname, env), lvl),
-                               "relaxc build failed (%d): %s" % (rc, first_line(err)), counts, lvl)
+                        report(False, "%s %s" % (label(case, fname, env), vl),
+                               "relaxc build failed (%d): %s" % (rc, first_line(err)), counts, vl)
                     if os.path.exists(art):
                         os.unlink(art)
                     continue
                 if opts["verbose"]:
-                    print("built %s at O%d in %.1fs" % (case["module"], lvl, time.time() - t0))
-            arts[lvl] = art
+                    print("built %s for %s in %.1fs" % (case["module"], vl, time.time() - t0))
+            arts[vl] = art
         if not arts:
             return
     from check_oracle import signature_vars  # the lone variables relax-run knows
@@ -261,12 +279,12 @@ def run_case(case, tools, tmp, opts, counts):
             for v in sig:
                 if v in env:
                     inputs += ["--shape", "%s=%d" % (v, env[v])]
-            got = {}  # opt level -> outputs (index -> array), for the levels that passed
-            for lvl, art in arts.items():
-                outs = run_level(tools, art, fname, inputs, os.path.join(d, "out-O%d" % lvl),
-                                 want, case, "%s O%d" % (tag, lvl), counts, lvl)
+            got = {}  # variant -> outputs (index -> array), for the variants that passed
+            for vl, art in arts.items():
+                outs = run_level(tools, art, fname, inputs, os.path.join(d, "out-" + vl),
+                                 want, case, "%s %s" % (tag, vl), counts, vl)
                 if outs is not None:
-                    got[lvl] = outs
+                    got[vl] = outs
             # Step 5: the levels agree with each other.
             if len(got) > 1:
                 agree(got, case, tag, counts)
@@ -305,15 +323,15 @@ def run_level(tools, art, fname, inputs, out_dir, want, case, tag, counts, lvl):
 
 def agree(got, case, tag, counts):
     """Step 5: the first level's outputs against every other level's (twice the tolerance)."""
-    levels = sorted(got)
+    levels = list(got)  # in variant order: the first is the reference
     base, problems = got[levels[0]], []
     for lvl in levels[1:]:
         for i in sorted(base):
-            why = compare(got[lvl][i], base[i], case, "O%d vs O%d out%d" % (lvl, levels[0], i),
+            why = compare(got[lvl][i], base[i], case, "%s vs %s out%d" % (lvl, levels[0], i),
                           widen=2)
             if why:
                 problems.append(why)
-    report(not problems, "%s %s" % (tag, "=".join("O%d" % v for v in levels)),
+    report(not problems, "%s %s" % (tag, "=".join(levels)),
            "; ".join(problems[:3]), counts, "agree")
 
 
@@ -328,6 +346,9 @@ def expect_build_error(case, path, tools, tmp, opts, counts):
     if opts["oracle_only"]:
         report(True, tag, "(not built: oracle only)", counts)
         return
+    if "cpu" not in opts["targets"]:
+        print("SKIP %s: build errors are checked for the cpu target" % tag)
+        return
     for lvl in opts["levels"]:
         art = os.path.join(tmp, "%s.O%d.build-error.rxa" % (mod, lvl))
         rc, out, err = run([tools["relaxc"], "build", path, "--target", "cpu",
@@ -335,13 +356,13 @@ def expect_build_error(case, path, tools, tmp, opts, counts):
         lines = [ln.strip() for ln in err.splitlines()]
         ltag = "%s O%d" % (tag, lvl)
         if rc == 0:
-            report(False, ltag, "relaxc build succeeded; expected: %s" % want[0], counts, lvl)
+            report(False, ltag, "relaxc build succeeded; expected: %s" % want[0], counts, "O%d" % lvl)
         elif os.path.exists(art):
-            report(False, ltag, "relaxc build failed but wrote %s" % art, counts, lvl)
+            report(False, ltag, "relaxc build failed but wrote %s" % art, counts, "O%d" % lvl)
         else:
             missing = [x for x in want if x not in lines]
             report(not missing, ltag, "missing diagnostic: %s (got: %s)" % (
-                missing[0], " | ".join(lines[:4])) if missing else "", counts, lvl)
+                missing[0], " | ".join(lines[:4])) if missing else "", counts, "O%d" % lvl)
 
 
 def report(ok, tag, why, counts, kind=None):
@@ -356,7 +377,7 @@ def report(ok, tag, why, counts, kind=None):
 
 def main(argv):
     opts = {"oracle_only": False, "keep": False, "verbose": False, "require": False,
-            "levels": list(LEVELS)}
+            "levels": list(LEVELS), "targets": ["cpu"]}
     cases_path, only, build_dir = os.path.join(HERE, "cases.json"), None, None
     i = 0
     while i < len(argv):
@@ -371,6 +392,12 @@ def main(argv):
                 opts["levels"] = []
             if not opts["levels"] or any(v not in (0, 1, 2, 3) for v in opts["levels"]):
                 print("error: --opt-levels takes levels 0..3, comma-separated", file=sys.stderr)
+                return 2
+            i += 1
+        elif a == "--targets" and i + 1 < len(argv):
+            opts["targets"] = [t for t in argv[i + 1].split(",") if t]
+            if not opts["targets"]:
+                print("error: --targets takes target names, comma-separated", file=sys.stderr)
                 return 2
             i += 1
         elif a == "--only" and i + 1 < len(argv):
@@ -419,10 +446,11 @@ def main(argv):
             shutil.rmtree(tmp, ignore_errors=True)
     per = counts[2]
     if not opts["oracle_only"]:
-        print("per opt level: %s; %s agree: %d passed, %d failed" % (
-            ", ".join("O%d %d passed, %d failed" % (lvl, per.get(lvl, [0, 0])[0], per.get(lvl, [0, 0])[1])
-                      for lvl in opts["levels"]),
-            "=".join("O%d" % v for v in opts["levels"]), per.get("agree", [0, 0])[0],
+        vls = [v[0] for v in variants(opts)]
+        print("per variant: %s; %s agree: %d passed, %d failed" % (
+            ", ".join("%s %d passed, %d failed" % (vl, per.get(vl, [0, 0])[0], per.get(vl, [0, 0])[1])
+                      for vl in vls),
+            "=".join(vls), per.get("agree", [0, 0])[0],
             per.get("agree", [0, 0])[1]))
     print("%d passed, %d failed" % (counts[0], counts[1]))
     return 1 if counts[1] else 0

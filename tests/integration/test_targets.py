@@ -80,6 +80,20 @@ def test_compile_targets():
     # the server's key is relaxc's, salted with the normalized target
     r = relaxc("hash", FIG03, "--target", "cpu")
     expect(r.returncode == 0 and r.stdout.strip() == b["key"], "hash %s %s" % (r.stdout, b["key"]))
+    # the same module for opencl: another key and artifact, built once, then cached
+    expect(t["opencl"]["available"] is True, "opencl %s" % t["opencl"])
+    st, _, c1 = D.json("POST", "/v1/compile", {"module": mod, "target": "opencl"})
+    expect(st == 200 and c1["target"] == "opencl" and c1["cached"] is False, "opencl %s %s" % (st, c1))
+    expect(c1["key"] != b["key"] and c1["artifact"] != b["artifact"], "keys %s %s" % (c1, b))
+    st, _, c2 = D.json("POST", "/v1/compile", {"module": mod, "target": "opencl"})
+    expect(st == 200 and c2["cached"] is True and c2["artifact"] == c1["artifact"], "again %s" % c2)
+    st, _, b2 = D.json("POST", "/v1/compile", {"module": mod, "target": "cpu"})
+    expect(st == 200 and b2["cached"] is True and b2["artifact"] == b["artifact"], "cpu again %s" % b2)
+    st, _, m = D.json("GET", "/v1/artifacts/%s/meta" % c1["artifact"])
+    expect(st == 200 and m["metadata"]["target"] == "opencl" and
+           m["metadata"]["target_options"]["max_threads"] == 256, "opencl meta %s" % m)
+    r = relaxc("hash", FIG03, "--target", "opencl")
+    expect(r.returncode == 0 and r.stdout.strip() == c1["key"], "hash %s %s" % (r.stdout, c1["key"]))
 
 
 def test_relaxc_target():

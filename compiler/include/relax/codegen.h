@@ -102,4 +102,17 @@ typedef struct rx_cc_opts {
 bool rx_cc_build(const char *csrc, size_t n, const rx_cc_opts *o, uint8_t **so, size_t *so_n,
                  rx_diags *d);
 
+/* ---- GPU kernels (gpu_kernel.c, gpu_dialect.c; docs/gpu.md) ---- */
+
+struct rx_target;
+
+/* Appends to src the kernel source of every loop-level function of m for GPU target t
+ * (OpenCL C for opencl; gpu_kernel.c's essay: the split into kernels, the schedules,
+ * the launch ABI) and to launch the bytes of the artifact's LAUNCH section (one entry
+ * per loop function, in module order: the kernel table's order). Returns false after
+ * adding a located diagnostic for each construct a device kernel cannot run, or when
+ * the target has no dialect yet. */
+bool rx_codegen_gpu(const rx_module *m, const struct rx_target *t, rx_sb *src, rx_sb *launch,
+                    rx_diags *d);
+
 #endif

@@ -140,6 +140,12 @@ const char *rx_lib_pattern_name(int i);
  * Never fails; builds no nodes. */
 bool rx_schedule_cpu(rx_module *m, int *nparallel, int *nvectorized);
 
+/* True when FOR s satisfies the parallel rule above (rules 1-5): its iterations write
+ * disjoint elements and read none another iteration writes, so they may run in any
+ * order or at once. The GPU generator (codegen/gpu_kernel.c) spreads such loops over
+ * work-items. */
+bool rx_loop_independent(const rx_stmt *s);
+
 /* Tiles, in every loop function of m, each top-level reduction nest of the shape the
  * tensor-expression builder gives (schedule_tile.c's essay: matmul, batch matmul,
  * sums/max/min over any axes, conv2d and pooling windows) for registers and caches:

@@ -112,6 +112,8 @@ bool rx_vmgen(rx_module *m, rx_rxa_builder *b, rx_vmgen_info *info, rx_diags *d)
 typedef struct rx_vmgen_opts {
     bool no_plan;             /* no static memory planning: one storage per tensor (opt
                                  level 0, --disable-pass memory_plan) */
+    int64_t dev_type;         /* device type of ALLOC_STORAGE (vm.h RX_DEV_*; 0: CPU) */
+    uint32_t kernel_section;  /* section of the kernel entries (0: KERNELS_CPU) */
 } rx_vmgen_opts;
 
 bool rx_vmgen_with(rx_module *m, rx_rxa_builder *b, const rx_vmgen_opts *o,

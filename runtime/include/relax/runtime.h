@@ -78,6 +78,16 @@ void rx_rt_ctx_free(rx_rt_ctx *ctx);
 /* Sets the maximum number of nested VM frames (>= 1). */
 void rx_rt_set_max_depth(rx_rt_ctx *ctx, int depth);
 
+/* Sets the device that modules of GPU artifacts (an OpenCL artifact: docs/gpu.md)
+ * loaded into ctx from now on open: an index among the devices of the artifact's API,
+ * all platforms counted in order (default 0; relax-run --device-id). A module of a
+ * CPU artifact ignores it. */
+void rx_rt_set_device_id(rx_rt_ctx *ctx, int32_t id);
+
+/* Writes what m runs on into buf (n bytes, NUL-terminated) and returns buf: "cpu" for
+ * a CPU artifact, else the API and the device's name ("OpenCL: pthread-znver4"). */
+const char *rx_rt_module_device(const rx_rt_module *m, char *buf, size_t n);
+
 /* Caps the resident bytes of live storages (0 = unlimited, the default): what the
  * call's tensors really use, not what a memory plan reserved for the upper bounds
  * (docs/memory.md). An allocation or commit past the cap fails like out of memory
@@ -263,6 +273,7 @@ typedef struct rx_rt_bench_result {
     int64_t resident_bytes; /* peak resident tensor bytes of that call (committed) */
     int threads;        /* the kernels' OpenMP thread count in effect (rx_rt_get_threads) */
     int blas_threads;   /* OpenBLAS's thread count in effect (0: unknown) */
+    char device[160];   /* what ran it (rx_rt_module_device): "cpu", "OpenCL: NAME" */
 } rx_rt_bench_result;
 
 /* Times function `fn` like TVM's time_evaluator: max(warmup, 1) untimed calls, then `repeat`

@@ -79,7 +79,8 @@ typedef enum rx_rxa_kind {
     RX_RXA_KERNELS_PTX = 7,    /* reserved: PTX text */
     RX_RXA_KERNELS_OPENCL = 8, /* reserved: OpenCL C source */
     RX_RXA_KERNELS_SPIRV = 9,  /* reserved: SPIR-V modules */
-    RX_RXA_KIND_LAST = 9
+    RX_RXA_LAUNCH = 10,        /* GPU kernels' launch records (with KERNELS_OPENCL) */
+    RX_RXA_KIND_LAST = 10
 } rx_rxa_kind;
 
 /* Packed dtype: DLPack code | bits << 8 | lanes << 16 (lanes 0 is read as 1).
@@ -146,12 +147,29 @@ typedef struct rx_rxa_func {
     uint32_t code_words;       /* number of words */
 } rx_rxa_func;
 
+/* How one device kernel of a GPU loop function is launched (LAUNCH section). */
+typedef struct rx_rxa_launch {
+    const char *name;     /* the kernel's name in the source */
+    uint32_t sched;       /* RX_RXA_SCHED_SINGLE, _GRID or _ROWS */
+    uint32_t local;       /* work-items per work-group, 1..65536 */
+    uint32_t local_bytes; /* local (shared) memory it declares */
+    uint32_t max_groups;  /* work-groups at most, >= 1 */
+    rx_rxa_dim items;     /* iterations over the kernel's ivars; 0 tokens: unknown */
+} rx_rxa_launch;
+
+#define RX_RXA_SCHED_SINGLE 0u /* one work-item runs the statement */
+#define RX_RXA_SCHED_GRID 1u   /* a grid-stride loop over `items` iterations */
+#define RX_RXA_SCHED_ROWS 2u   /* one work-group per item (a row, a matmul block), grid-stride over them */
+#define RX_RXA_MAX_LAUNCHES 1024u
+
 typedef struct rx_rxa_kernel {
     const char *name;              /* symbol in the kernel object */
     uint32_t section;              /* rx_rxa_kind holding the object */
     uint32_t nbufs;                /* data pointers passed */
     uint32_t nivars;               /* int64 symbolic arguments passed */
     const char *const *ivar_names; /* their names, in argument order */
+    uint32_t nlaunch;              /* GPU kernels: launches, in order (LAUNCH); else 0 */
+    const rx_rxa_launch *launches;
 } rx_rxa_kernel;
 
 typedef struct rx_rxa_const {

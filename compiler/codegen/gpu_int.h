@@ -1,0 +1,108 @@
+/*
+ * gpu_int.h — internals of the GPU kernel generator (gpu_kernel.c, gpu_dialect.c).
+ *
+ * One generator, several source dialects: everything that differs between OpenCL C,
+ * GLSL 450 compute and CUDA C is a field of rx_gpu_dialect, so the schedules and the
+ * statement emitter (c_kernel.c, shared with the CPU target) never test which dialect
+ * they write. Kernels index buffers as arrays (buf[i], no pointer arithmetic in the
+ * statements), declare work-group memory at kernel scope, and take symbolic values as
+ * scalar arguments (push constants where the API has no scalar arguments).
+ */
+#ifndef RELAX_GPU_INT_H
+#define RELAX_GPU_INT_H
+
+#include "cgen_int.h"
+#include "relax/target.h"
+
+typedef struct rx_gpu_dialect {
+    const char *name;         /* "OpenCL C 1.2" */
+    rx_target_kind kind;      /* the target kind it serves */
+    const char *kernel;       /* what precedes the kernel's name: "__kernel void" */
+    const char *buf_qual;     /* qualifier of a buffer parameter: "__global" */
+    const char *i64;          /* the 64-bit integer of scalar arguments: "long" */
+    const char *global_id;    /* this work-item's index in the 1-D grid */
+    const char *global_size;  /* work-items in the grid */
+    const char *local_id;     /* index in the work-group */
+    const char *group_id;     /* the work-group's index */
+    const char *local_size;   /* work-items per work-group */
+    const char *num_groups;   /* work-groups in the grid */
+    const char *barrier;      /* work-group barrier with local memory fence */
+    const char *local_decl;   /* qualifier of work-group memory: "__local" */
+    const char *atomic_cas;   /* printf format of a 32-bit compare-and-swap on a buffer
+                                 element: (buffer, index, expected, new) */
+    /* A buffer parameter as the emitter sees it: printf format taking (qualifier,
+     * storage type, name, name, name) that declares NAME over the parameter pair
+     * NAME_b, NAME_o (the buffer and the tensor's element offset in it). */
+    const char *buf_view;
+    const char *prelude;      /* types, math names and helpers the expressions use */
+    const char *prelude_f16;  /* f16/bf16 conversions (rx_h2f, rx_f2h, ...) */
+} rx_gpu_dialect;
+
+/* The dialect of target kind k, NULL when the generator has none yet (with *why). */
+const rx_gpu_dialect *rx_gpu_dialect_of(rx_target_kind k, const char **why);
+
+/* ---- gpu_kernel.c: the generator's state and the grid chain ---- */
+
+enum { RX_GPU_MAX_CHAIN = 8 }; /* loops flattened into the grid index, at most */
+
+typedef struct gk {
+    cg *g;
+    const rx_gpu_dialect *dl;
+    const rx_target *t;
+    int kidx;       /* the loop function's index in the kernel table */
+    rx_sb *launch;  /* the LAUNCH section being built */
+} gk;
+
+void rx_gpu_ind(cg *g); /* the current indentation */
+/* `const long rx_eI = extent;` per chain loop and `const long rx_n = rx_e0 * ...;` (1 for
+ * an empty chain). */
+void rx_gpu_chain_count(cg *g, const rx_stmt *const *chain, int n);
+/* Binds the chain's variables from the flat index `rx_g` (pushed on the scope and as
+ * enclosing loops; the caller pops them). */
+void rx_gpu_chain_bind(cg *g, const rx_stmt *const *chain, int n);
+
+/* ---- gpu_reduce.c: the rows schedule ---- */
+
+/* A row reduction (gpu_reduce.c's essay): `for r: block { init: C[idx] = init;
+ * body: C[idx] = C[idx] OP val }` under the grid chain. */
+typedef struct rx_gpu_red {
+    const rx_stmt *loop;    /* the reduce FOR */
+    const rx_stmt *block;   /* its block */
+    const rx_stmt *store;   /* the body's store C[idx] = C[idx] OP val */
+    const rx_expr *init;    /* the init's value */
+    const rx_expr *val;     /* what is combined */
+    int op;                 /* RX_E_ADD, RX_E_MAX, RX_E_MIN */
+    uint32_t local_bytes;   /* the tree's __local array (tiles: both tiles) */
+    int tile;               /* 0: the rows schedule; else the matmul tiles' edge
+                               (gpu_matmul.c): val = x * y */
+    const rx_expr *x, *y;   /* tiles: x free of the chain's last loop, y of the one before */
+} rx_gpu_red;
+
+/* Whether the statements under a grid chain are one fold C[idx] = C[idx] OP val over one
+ * reduce loop (the shape above; *r filled, schedule fields zero). */
+bool rx_gpu_match_fold(const rx_stmts *under, rx_gpu_red *r);
+/* Whether `bytes` of local memory fit the target's max_local_bytes (*out = bytes); else
+ * a located error naming `what`, the bytes and the option. */
+bool rx_gpu_local_fits(const gk *k, const rx_stmt *at, int64_t bytes, const char *what,
+                       uint32_t *out);
+/* Whether the statements under a grid chain are one row reduction the rows schedule
+ * runs (*r filled), for k's target. */
+bool rx_gpu_match_rows(const gk *k, const rx_stmts *under, rx_gpu_red *r);
+/* The rows schedule's body for chain[0..n) and r. */
+void rx_gpu_emit_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r);
+
+/* ---- gpu_matmul.c: the tiles schedule ---- */
+
+/* Whether the nest chain[0..n) over under is a matmul the tiles schedule runs (*r
+ * filled, r->tile set). */
+bool rx_gpu_match_tiles(const gk *k, const rx_stmt *const *chain, int n, const rx_stmts *under,
+                        rx_gpu_red *r);
+/* The tiles schedule's body. */
+void rx_gpu_emit_tiles(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r);
+/* Emits `a OP b` for r's OP (placeholders a and b named by C text). */
+void rx_gpu_combine(cg *g, const rx_gpu_red *r, const char *a, const char *b);
+/* Emits r's final store: C[idx] = init OP total (total: C text), the block's spatial
+ * iterators bound from the variables in scope. */
+void rx_gpu_final_store(cg *g, const rx_gpu_red *r, const char *total);
+
+#endif

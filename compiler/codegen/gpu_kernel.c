@@ -1,0 +1,500 @@
+/*
+ * gpu_kernel.c — loop functions as GPU kernels: the host/device split, the schedules,
+ * the launch records.
+ *
+ * A loop function of a module built for a GPU target runs as one or more device
+ * kernels, launched in order by the VM (runtime/vm.c) on the device's in-order queue:
+ *
+ *   Split.  Each top-level statement of the function's body (looking through a root
+ *           block without iterators) becomes its own kernel NAME_s0, NAME_s1, ... .
+ *           FuseTIR's functions are sequences of loop nests, each writing a tensor the
+ *           next ones read (softmax: max, exp, sum, divide); one kernel per nest gives
+ *           every nest its own grid and the queue's order is the barrier between them
+ *           (a global barrier inside one kernel does not exist). A body with a
+ *           top-level ALLOC (a private buffer later statements read) stays one
+ *           kernel: the buffer would not survive the kernel boundary.
+ *   Grid.   A nest whose outer loops are independent (rx_loop_independent: each
+ *           iteration writes its own elements; schedule.c's parallel rule, the one
+ *           the CPU target uses for its OpenMP loops) is spread over the grid: the
+ *           longest chain of such perfectly nested loops (each the only statement of
+ *           the one before, its extent free of the chain's variables) is flattened to
+ *           one index, and work-item g runs iterations g, g + G, g + 2G, ... (G the
+ *           grid's size: a grid-stride loop, so any grid size is correct and huge
+ *           tensors need no huge grid). The rest of the nest, reduction loops
+ *           included, runs inside the work-item. Loops of extent one join the chain
+ *           (they run once wherever they are) unless a block's init is hoisted above
+ *           them. This is TVM dlight's fallback rule with an elementwise rule's
+ *           flattening: injective and elementwise functions get one work-item per
+ *           element; a row reduction (softmax, rms_norm, layer_norm, sum/max over the
+ *           last axis) gets one work-item per row and reads its row once per nest;
+ *           a matmul gets one work-item per output element with its dot product in
+ *           registers. The host computes the grid from the symbolic values: the
+ *           chain's iteration count is written as a dim expression over the kernel's
+ *           symbolic arguments (the launch record), rounded up to whole work-groups
+ *           of max_threads and capped at MAX_GROUPS groups.
+ *   Single. Anything else (a nest whose outer loop carries a dependence, a scan,
+ *           an if at the top level, a body with a top-level ALLOC) runs in one
+ *           work-item: correct for everything, parallel for nothing. A launch record
+ *           says which schedule each kernel got (relaxc print --after codegen shows
+ *           the source).
+ *   Rows.   A row reduction under the chain (one reduce loop, one block C[i] = C[i] OP
+ *           val) whose row is long enough gets a work-group per row and a tree
+ *           reduction in local memory instead of a work-item per row (gpu_reduce.c).
+ *   Tiles.  A matmul under the chain (its last two loops the output's rows and columns,
+ *           one fold C += x * y) gets tile x tile work-groups with x and y staged in
+ *           local memory (gpu_matmul.c).
+ * Matrix-vector rules and register micro-tiles are not generated yet (docs/gpu.md).
+ *
+ * Statements and expressions are the CPU target's (c_kernel.c, c_expr.c) written in
+ * the target's dialect (gpu_dialect.c): buffers are indexed as arrays, symbolic
+ * variables are kernel arguments, loops inside a work-item are C loops. What the
+ * device cannot do is refused with a located error at compile time: a heap
+ * allocation inside a loop function (workspaces are lifted to parameters by
+ * lift_workspace; what is left must be a small private array), a thread-bound loop,
+ * a float symbolic variable.
+ *
+ * Launch ABI (docs/gpu.md): every kernel of a loop function takes the same
+ * arguments: per buffer parameter `__global T *NAME_b, long NAME_o` (the storage's
+ * buffer and the tensor's element offset in it: memory planning places tensors at
+ * byte offsets that need no sub-buffer alignment), then each symbolic variable, then
+ * `__global int *rx_st`, the module's status record: a work-item whose index check
+ * failed writes state 1, its kernel's index, axis, index and extent there (the first
+ * one wins, by compare-and-swap) and the VM reports it after the call.
+ *
+ * The LAUNCH section (docs/artifact.md): u32 nkernels, then per kernel of the kernel
+ * table u32 nlaunch and per launch: u32 name length, the name, u32 schedule (0 single,
+ * 1 grid, 2 rows and tiles: a work-group per item), u32 work-items per group, u32 local-memory bytes, u32 maximum groups, and
+ * the iteration count as a dim expression over the kernel's symbolic variables (0
+ * tokens: unknown, the runtime launches the maximum grid).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "gpu_int.h"
+#include "relax/codegen.h"
+#include "relax/pass.h"
+#include "relax/rxa.h"
+
+enum {
+    MAX_GROUPS = 65536 /* work-groups of one launch, at most (grid-stride beyond) */
+};
+
+/* ---------------------------------------------------------------- launch records */
+
+static void put_u32(rx_sb *o, uint32_t v)
+{
+    uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    rx_sb_putn(o, (const char *)b, 4);
+}
+
+static void put_i64(rx_sb *o, int64_t v)
+{
+    put_u32(o, (uint32_t)((uint64_t)v & 0xffffffffu));
+    put_u32(o, (uint32_t)((uint64_t)v >> 32));
+}
+
+/* Appends e as postfix tokens over f's symbolic variables to toks (*n counts them);
+ * false when e is not a dim expression (then toks is garbage). */
+static bool dim_tokens(const rx_func *f, const rx_expr *e, rx_sb *toks, uint32_t *n)
+{
+    if (*n + 1 > RX_RXA_MAX_TOKENS) return false;
+    switch ((rx_ekind)e->kind) {
+    case RX_E_INT:
+        put_u32(toks, RX_RXA_TOK_CONST);
+        put_i64(toks, e->u.ival);
+        (*n)++;
+        return true;
+    case RX_E_VAR:
+        for (int j = 0; j < f->nsvars; j++)
+            if (f->svars[j] == e->u.var) {
+                put_u32(toks, RX_RXA_TOK_VAR);
+                put_u32(toks, (uint32_t)j);
+                (*n)++;
+                return true;
+            }
+        return false;
+    case RX_E_CAST:
+        return rx_dtype_is_int((rx_dtype)e->u.op.a->dtype) && dim_tokens(f, e->u.op.a, toks, n);
+    default: break;
+    }
+    static const struct { int k; uint32_t op; } ops[] = {
+        {RX_E_ADD, RX_RXA_TOK_ADD},           {RX_E_SUB, RX_RXA_TOK_SUB},
+        {RX_E_MUL, RX_RXA_TOK_MUL},           {RX_E_FLOORDIV, RX_RXA_TOK_FLOORDIV},
+        {RX_E_FLOORMOD, RX_RXA_TOK_FLOORMOD}, {RX_E_MIN, RX_RXA_TOK_MIN},
+        {RX_E_MAX, RX_RXA_TOK_MAX}};
+    for (int i = 0; i < RX_COUNTOF(ops); i++)
+        if (ops[i].k == e->kind) {
+            if (!dim_tokens(f, e->u.op.a, toks, n) || !dim_tokens(f, e->u.op.b, toks, n) ||
+                *n + 1 > RX_RXA_MAX_TOKENS)
+                return false;
+            put_u32(toks, ops[i].op);
+            (*n)++;
+            return true;
+        }
+    return false;
+}
+
+/* One launch record (format above). */
+static void put_launch(rx_sb *o, const char *name, uint32_t sched, uint32_t local,
+                       uint32_t local_bytes, uint32_t ntok, const rx_sb *toks)
+{
+    put_u32(o, (uint32_t)strlen(name));
+    rx_sb_puts(o, name);
+    put_u32(o, sched);
+    put_u32(o, local);
+    put_u32(o, local_bytes);
+    put_u32(o, sched == RX_RXA_SCHED_SINGLE ? 1 : MAX_GROUPS);
+    put_u32(o, ntok);
+    if (ntok) rx_sb_putn(o, toks->p, toks->n);
+}
+
+/* ---------------------------------------------------------------- analysis */
+
+/* The statements the split works on: f's body, looking through a root block without
+ * iterators or init. */
+static const rx_stmts *top_stmts(const rx_func *f)
+{
+    const rx_stmts *ss = &f->tbody;
+    while (ss->n == 1 && ss->items[0]->kind == RX_S_BLOCK && ss->items[0]->u.block.niters == 0 &&
+           ss->items[0]->u.block.init.n == 0)
+        ss = &ss->items[0]->u.block.body;
+    return ss;
+}
+
+/* The grid chain of nest s (see the essay): its loops into chain, their count. */
+static int grid_chain(const rx_stmt *s, const rx_stmt **chain)
+{
+    int n = 0;
+    while (s && s->kind == RX_S_FOR && n < RX_GPU_MAX_CHAIN && !s->u.for_.thread) {
+        int64_t ext;
+        bool unit = rx_expr_is_const(s->u.for_.extent, &ext) && ext < 2;
+        if (unit ? rx_init_hoist_target(s) != NULL : !rx_loop_independent(s)) break;
+        bool free_of_chain = true;
+        for (int k = 0; k < n; k++)
+            free_of_chain &= !rx_expr_uses_var(s->u.for_.extent, chain[k]->u.for_.var) &&
+                             !rx_expr_uses_var(s->u.for_.min, chain[k]->u.for_.var);
+        if (!free_of_chain) break;
+        chain[n++] = s;
+        s = s->u.for_.body.n == 1 ? s->u.for_.body.items[0] : NULL;
+    }
+    while (n > 0) { /* a chain of unit loops alone shares nothing: keep what helps */
+        int64_t ext;
+        if (!rx_expr_is_const(chain[n - 1]->u.for_.extent, &ext) || ext >= 2) break;
+        n--;
+    }
+    return n;
+}
+
+/* First heap allocation or thread-bound loop in ss: what no device kernel can run. */
+static const rx_stmt *device_unfit(const rx_stmts *ss)
+{
+    for (int i = 0; i < ss->n; i++) {
+        const rx_stmt *s = ss->items[i], *r = NULL;
+        switch ((rx_skind)s->kind) {
+        case RX_S_FOR:
+            if (s->u.for_.thread) return s;
+            r = device_unfit(&s->u.for_.body);
+            break;
+        case RX_S_BLOCK:
+            r = device_unfit(&s->u.block.init);
+            if (!r) r = device_unfit(&s->u.block.body);
+            break;
+        case RX_S_ALLOC:
+            if (!rx_cg_alloc_on_stack(s->u.alloc.buf)) return s;
+            break;
+        case RX_S_IF:
+            r = device_unfit(&s->u.if_.then_s);
+            if (!r) r = device_unfit(&s->u.if_.else_s);
+            break;
+        case RX_S_LET: r = device_unfit(&s->u.let.body); break;
+        default: break;
+        }
+        if (r) return r;
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- emission */
+
+void rx_gpu_ind(cg *g)
+{
+    for (int i = 0; i < g->indent; i++) rx_sb_puts(g->out, "    ");
+}
+
+#define ind rx_gpu_ind
+
+/* `KERNEL NAME(params)\n{\n` with the buffer views, symbolic variables and extents in
+ * scope (pushed on g's scope stack). */
+static void emit_head(gk *k, const rx_func *f, const char *name)
+{
+    cg *g = k->g;
+    rx_sb sig = {0}, views = {0};
+    rx_sb_printf(&sig, "%s %s(", k->dl->kernel, name);
+    int np = 0;
+    for (int i = 0; i < f->ntparams; i++) {
+        const rx_buffer *b = f->tparams[i].buf;
+        if (!b) continue;
+        char *nm = rx_cg_fresh(g, b->name);
+        const char *st = rx_cg_stype((rx_dtype)b->dtype);
+        rx_sb_printf(&sig, "%s%s %s *%s_b, %s %s_o", np++ ? ",\n        " : "", k->dl->buf_qual,
+                     st, nm, k->dl->i64, nm);
+        rx_sb_puts(&views, "    ");
+        rx_sb_printf(&views, k->dl->buf_view, k->dl->buf_qual, st, nm, nm, nm);
+        rx_cg_push_sym(g, b, nm);
+    }
+    for (int j = 0; j < f->nsvars; j++) {
+        const rx_svar *v = f->svars[j];
+        char *nm = rx_cg_fresh(g, v->name);
+        rx_sb_printf(&sig, "%s%s %s", np++ ? ",\n        " : "", rx_cg_ctype((rx_dtype)v->dtype), nm);
+        rx_cg_push_sym(g, v, nm);
+    }
+    rx_sb_printf(&sig, "%s%s int *rx_st)\n{\n", np ? ",\n        " : "", k->dl->buf_qual);
+    rx_sb_puts(g->out, rx_sb_str(&sig));
+    rx_sb_puts(g->out, rx_sb_str(&views));
+    rx_sb_free(&sig);
+    rx_sb_free(&views);
+    g->indent = 1;
+    for (int i = 0; i < f->ntparams; i++) { /* extents: after every view is declared */
+        const rx_buffer *b = f->tparams[i].buf;
+        if (!b) continue;
+        cg_sym *s = NULL;
+        for (int j = g->syms.n - 1; j >= 0 && !s; j--)
+            if (g->syms.items[j].key == b) s = &g->syms.items[j];
+        ind(g);
+        rx_sb_printf(g->out, "(void)%s;\n", s->name);
+        rx_cg_declare_dims(g, s, b);
+    }
+    ind(g);
+    rx_sb_puts(g->out, "(void)rx_st;\n");
+}
+
+void rx_gpu_chain_count(cg *g, const rx_stmt *const *chain, int n)
+{
+    for (int i = 0; i < n; i++) {
+        ind(g);
+        rx_sb_printf(g->out, "const long rx_e%d = ", i);
+        rx_cg_expr_as(g, chain[i]->u.for_.extent, RX_DT_I64, chain[i]->loc);
+        rx_sb_puts(g->out, ";\n");
+    }
+    ind(g);
+    rx_sb_puts(g->out, "const long rx_n = ");
+    for (int i = 0; i < n; i++) rx_sb_printf(g->out, "%srx_e%d", i ? " * " : "", i);
+    rx_sb_puts(g->out, n ? ";\n" : "1;\n");
+}
+
+void rx_gpu_chain_bind(cg *g, const rx_stmt *const *chain, int n)
+{
+    ind(g);
+    rx_sb_puts(g->out, "long rx_r = rx_g;\n");
+    ind(g);
+    rx_sb_puts(g->out, "(void)rx_r;\n");
+    for (int i = n - 1; i >= 0; i--) {
+        const rx_svar *v = chain[i]->u.for_.var;
+        const char *ct = rx_cg_ctype((rx_dtype)v->dtype);
+        char *nm = rx_cg_fresh(g, v->name);
+        rx_sb start = {0};
+        rx_sb *save = g->out;
+        g->out = &start;
+        rx_cg_expr_as(g, chain[i]->u.for_.min, (rx_dtype)v->dtype, chain[i]->loc);
+        g->out = save;
+        ind(g);
+        rx_sb_printf(g->out, "const %s %s = (%s)(%s + rx_r %% rx_e%d);\n", ct, nm, ct,
+                     rx_sb_str(&start), i);
+        ind(g);
+        rx_sb_printf(g->out, "(void)%s;\n", nm);
+        if (i) {
+            ind(g);
+            rx_sb_printf(g->out, "rx_r /= rx_e%d;\n", i);
+        }
+        cg_loop lp = {v, rx_sb_take(&start)};
+        RX_VEC_PUSH(g->loops, lp);
+        rx_cg_push_sym(g, v, nm);
+    }
+}
+
+/* The body of kernel `name` running statements ss with schedule chain[0..n) (n 0:
+ * single work-item; red: the rows schedule of that reduction), wrapped with the
+ * index-check record when the body checks one. */
+static void emit_kernel(gk *k, const rx_func *f, const rx_stmts *ss, const rx_stmt *const *chain,
+                        int n, const rx_gpu_red *red, const char *name)
+{
+    cg *g = k->g;
+    g->counter = 0;
+    emit_head(k, f, name);
+    int mark = g->syms.n, lmark = g->loops.n;
+    rx_sb *out = g->out, body = {0};
+    g->out = &body;
+    int checks = g->nchecks;
+    if (red && red->tile) {
+        rx_gpu_emit_tiles(k, chain, n, red);
+    } else if (red) {
+        rx_gpu_emit_rows(k, chain, n, red);
+    } else if (n == 0) {
+        ind(g);
+        rx_sb_printf(g->out, "if (%s != 0) return; /* one work-item runs it all */\n", k->dl->global_id);
+        rx_cg_stmts(g, ss);
+    } else { /* the grid-stride loop over the chain's iterations */
+        rx_gpu_chain_count(g, chain, n);
+        ind(g);
+        rx_sb_printf(g->out, "for (long rx_g = %s; rx_g < rx_n; rx_g += %s) {\n", k->dl->global_id,
+                     k->dl->global_size);
+        g->indent++;
+        rx_gpu_chain_bind(g, chain, n);
+        rx_cg_stmts(g, &chain[n - 1]->u.for_.body);
+        g->indent--;
+        ind(g);
+        rx_sb_puts(g->out, "}\n");
+    }
+    while (g->loops.n > lmark) free(g->loops.items[--g->loops.n].start);
+    rx_cg_pop_syms(g, mark);
+    g->out = out;
+    bool checked = g->nchecks > checks;
+    if (checked) {
+        ind(g);
+        rx_sb_puts(g->out, "rx_kerr rx_ke = {0, 0, 0, 0};\n");
+    }
+    rx_sb_putn(g->out, body.p ? body.p : "", body.n);
+    rx_sb_free(&body);
+    if (checked) {
+        ind(g);
+        rx_sb_puts(g->out, "if (rx_ke.state && ");
+        rx_sb_printf(g->out, k->dl->atomic_cas, "rx_st", 0, 0, 1);
+        rx_sb_printf(g->out, " == 0) {\n"
+                             "        rx_st[1] = %d;\n"
+                             "        rx_st[2] = rx_ke.axis;\n"
+                             "        rx_st[3] = (int)(rx_ke.index & 0xffffffff);\n"
+                             "        rx_st[4] = (int)(rx_ke.index >> 32);\n"
+                             "        rx_st[5] = (int)(rx_ke.extent & 0xffffffff);\n"
+                             "        rx_st[6] = (int)(rx_ke.extent >> 32);\n"
+                             "    }\n", k->kidx);
+    }
+    rx_sb_puts(g->out, "}\n\n");
+    rx_cg_pop_syms(g, 0);
+}
+
+/* Kernel `name`'s launch record for chain[0..n) (red: the rows schedule). */
+static void record(gk *k, const rx_func *f, const rx_stmt *const *chain, int n,
+                   const rx_gpu_red *red, const char *name)
+{
+    rx_sb toks = {0};
+    uint32_t ntok = 0;
+    bool known = true;
+    int tile = red ? red->tile : 0;
+    for (int i = 0; i < n && known; i++) {
+        known = dim_tokens(f, chain[i]->u.for_.extent, &toks, &ntok);
+        if (known && tile && i >= n - 2) { /* tiles: ceil(extent / tile) blocks */
+            known = ntok + 5 <= RX_RXA_MAX_TOKENS;
+            put_u32(&toks, RX_RXA_TOK_CONST);
+            put_i64(&toks, tile - 1);
+            put_u32(&toks, RX_RXA_TOK_ADD);
+            put_u32(&toks, RX_RXA_TOK_CONST);
+            put_i64(&toks, tile);
+            put_u32(&toks, RX_RXA_TOK_FLOORDIV);
+            ntok += 4;
+        }
+        if (known && i) {
+            known = ntok + 1 <= RX_RXA_MAX_TOKENS;
+            put_u32(&toks, RX_RXA_TOK_MUL);
+            ntok++;
+        }
+    }
+    if (n == 0) {
+        put_u32(&toks, RX_RXA_TOK_CONST);
+        put_i64(&toks, 1);
+        ntok = 1;
+    }
+    uint32_t threads = tile ? (uint32_t)(tile * tile)
+                     : n || red ? (uint32_t)rx_target_int(k->t, "max_threads") : 1;
+    uint32_t sched = red ? RX_RXA_SCHED_ROWS : n ? RX_RXA_SCHED_GRID : RX_RXA_SCHED_SINGLE;
+    put_launch(k->launch, name, sched, threads, red ? red->local_bytes : 0, known ? ntok : 0, &toks);
+    rx_sb_free(&toks);
+}
+
+/* f as kernels SYM_s0, SYM_s1, ... with their launch records. */
+static void emit_func(gk *k, const rx_func *f, const char *sym)
+{
+    cg *g = k->g;
+    g->f = f;
+    const rx_stmt *bad = device_unfit(&f->tbody);
+    for (int j = 0; j < f->nsvars && !bad; j++)
+        if (!rx_dtype_is_int((rx_dtype)f->svars[j]->dtype) && f->svars[j]->dtype != RX_DT_BOOL) {
+            rx_cg_err(g, f->loc, "symbolic variable %s is %s: a %s kernel takes integer symbolic "
+                      "variables only", f->svars[j]->name, rx_dtype_name((rx_dtype)f->svars[j]->dtype),
+                      rx_target_kind_name(k->t->kind));
+            g->f = NULL;
+            return;
+        }
+    if (bad) {
+        if (bad->kind == RX_S_FOR)
+            rx_cg_err(g, bad->loc, "thread-bound loop \"%s\" (%s): %s kernels are scheduled by the "
+                      "compiler, not by thread bindings", bad->u.for_.var->name, bad->u.for_.thread,
+                      rx_target_kind_name(k->t->kind));
+        else
+            rx_cg_err(g, bad->loc, "buffer \"%s\" of %s scope would be allocated inside a %s kernel "
+                      "(only constant private arrays of at most 256 KiB can be; a global buffer "
+                      "must be a parameter: a workspace)", bad->u.alloc.buf->name,
+                      rx_scope_name((rx_scope)bad->u.alloc.buf->scope), rx_target_kind_name(k->t->kind));
+        g->f = NULL;
+        return;
+    }
+    const rx_stmts *ss = top_stmts(f);
+    bool split = ss->n > 1;
+    for (int i = 0; i < ss->n && split; i++) split = ss->items[i]->kind != RX_S_ALLOC;
+    int nk = split ? ss->n : 1;
+    put_u32(k->launch, (uint32_t)(nk ? nk : 1));
+    rx_sb name = {0};
+    for (int i = 0; i < (nk ? nk : 1); i++) {
+        const rx_stmt *chain[RX_GPU_MAX_CHAIN];
+        const rx_stmt *s = split ? ss->items[i] : ss->n == 1 ? ss->items[0] : NULL;
+        int n = s ? grid_chain(s, chain) : 0;
+        rx_stmts one = {split ? &ss->items[i] : ss->items, split ? 1 : ss->n};
+        /* the statements under the chain: a row reduction gets the rows schedule */
+        rx_gpu_red red;
+        const rx_stmts *under = n ? &chain[n - 1]->u.for_.body : &one;
+        bool rows = s && (rx_gpu_match_tiles(k, chain, n, under, &red) ||
+                          rx_gpu_match_rows(k, under, &red));
+        rx_sb_reset(&name);
+        rx_sb_printf(&name, "%s_s%d", sym, i);
+        emit_kernel(k, f, n || rows ? NULL : &one, chain, n, rows ? &red : NULL, rx_sb_str(&name));
+        record(k, f, chain, n, rows ? &red : NULL, rx_sb_str(&name));
+    }
+    rx_sb_free(&name);
+    g->f = NULL;
+}
+
+bool rx_codegen_gpu(const rx_module *m, const rx_target *t, rx_sb *src, rx_sb *launch,
+                    rx_diags *d)
+{
+    const char *why = "";
+    const rx_gpu_dialect *dl = rx_gpu_dialect_of(t->kind, &why);
+    if (!dl) {
+        rx_diag_add(d, "target", "no code generator for %s: %s", t->norm, why);
+        return false;
+    }
+    rx_sb body = {0};
+    cg g = {.m = m, .d = d, .out = &body, .ok = true};
+    gk k = {&g, dl, t, 0, launch};
+    int nk = 0;
+    for (int i = 0; i < m->nfuncs; i++) nk += m->funcs[i]->kind == RX_F_TIR;
+    put_u32(launch, (uint32_t)nk);
+    rx_sb sym = {0};
+    for (int i = 0; i < m->nfuncs; i++) {
+        const rx_func *f = m->funcs[i];
+        if (f->kind != RX_F_TIR) continue;
+        rx_sb_reset(&sym);
+        rx_codegen_symbol(f->name, &sym);
+        emit_func(&k, f, rx_sb_str(&sym));
+        k.kidx++;
+    }
+    rx_sb_puts(src, dl->prelude);
+    if (g.need[H_F16] || g.need[H_BF16]) rx_sb_puts(src, dl->prelude_f16);
+    rx_cg_prelude_ops(&g, src);
+    rx_sb_putn(src, body.p ? body.p : "", body.n);
+    rx_sb_free(&sym);
+    rx_sb_free(&body);
+    RX_VEC_FREE(g.syms);
+    RX_VEC_FREE(g.heap);
+    RX_VEC_FREE(g.loops);
+    RX_VEC_FREE(g.hoisted);
+    return g.ok;
+}

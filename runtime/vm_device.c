@@ -1,0 +1,298 @@
+/*
+ * vm_device.c — running a GPU artifact: its device, kernels, tensors and launches.
+ *
+ * A GPU artifact (one with a KERNELS_OPENCL section; docs/artifact.md) keeps its host
+ * side in the VM: shape arithmetic, checks, allocations and the order of launches are
+ * bytecode as on the CPU. What changes is where tensors live and how kernels run:
+ *
+ *   Load.    rx_rt_gpu_load opens device ctx->device_id of the artifact's API
+ *            (rx_dev_open: the driver is dlopen'ed, a host without it gets "no OpenCL
+ *            device: ..."), builds the kernel source once (PoCL caches the binary),
+ *            creates every launch's kernel, and checks each against the device's
+ *            limits: work-items per group (a launch record asks for the target's
+ *            max_threads) and local memory (the device op refuses a kernel needing
+ *            more than CL_DEVICE_LOCAL_MEM_SIZE). The constants are copied to device
+ *            buffers once; a 32-byte status buffer is made for index checks.
+ *   Memory.  ALLOC_STORAGE with device type 4 (OpenCL) is a device buffer
+ *            (rx_rt_storage_dev): a storage of a static memory plan is one buffer and
+ *            its tensors are views at byte offsets, passed to kernels as the buffer
+ *            plus an element offset, so plans need no sub-buffer alignment. Device
+ *            bytes count in the context's live and peak bytes (peak_bytes of --bench)
+ *            and not as resident host memory. A buffer larger than the device allows
+ *            fails the call with the device's message.
+ *   Calls.   rx_vm_run uploads the CPU tensors among the arguments, runs the code
+ *            (launches are queued, nothing waits), then waits once, reads the status
+ *            buffer (an index check that failed in a kernel becomes the call's
+ *            error) and downloads the result's tensors: callers see CPU tensors in
+ *            and out, as with a CPU artifact. A condition tensor (JMPIFNOT) and the
+ *            arguments of built-in functions (unique, nonzero: data-dependent
+ *            shapes, computed on the host) are copied down, a built-in's result up.
+ *   Launch.  Each kernel of the table is one or more device kernels (launch records,
+ *            gpu_kernel.c); each gets the same arguments: per buffer the buffer and
+ *            the element offset, the symbolic values, the status buffer. The grid is
+ *            the record's iteration count evaluated from the symbolic values, in
+ *            whole work-groups, capped at its maximum number of groups (the kernels
+ *            loop with a grid stride); a count of zero launches nothing.
+ *
+ * The status buffer is shared by the calls of one module; concurrent calls of a GPU
+ * module may see each other's index errors (the first wins).
+ */
+#include "relax/device.h"
+
+#include "rt_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { STATUS_INTS = 8 }; /* state, kernel, axis, index lo/hi, extent lo/hi, spare */
+
+typedef struct rx_rt_gpu {
+    rx_dev *dev;
+    rx_dev_program *prog;
+    rx_dev_kernel ***kern; /* by kernel index: one per launch record */
+    rx_dev_buf *status;    /* STATUS_INTS ints */
+} rx_rt_gpu;
+
+bool rx_rt_on_device(const rx_vm_value *v)
+{
+    return v->kind == RX_V_TENSOR && v->u.t->storage && v->u.t->storage->kind == RX_STORAGE_DEV;
+}
+
+rx_dev *rx_rt_gpu_dev(const rx_rt_module *m)
+{
+    return m->gpu->dev;
+}
+
+int rx_rt_gpu_sync(rx_rt_module *m, rx_rt_err *err)
+{
+    return m->gpu->dev->ops->sync(m->gpu->dev, err);
+}
+
+/* ---- loading ---- */
+
+void rx_rt_gpu_unload(rx_rt_module *m)
+{
+    rx_rt_gpu *g = m->gpu;
+    if (!g) return;
+    if (g->kern) {
+        for (uint32_t i = 0; i < m->a->nkernels; i++) {
+            for (uint32_t k = 0; g->kern[i] && k < m->a->kernels[i].nlaunch; k++)
+                g->dev->ops->kernel_free(g->dev, g->kern[i][k]);
+            free(g->kern[i]);
+        }
+        free(g->kern);
+    }
+    if (g->prog) g->dev->ops->program_free(g->dev, g->prog);
+    if (g->status) g->dev->ops->free(g->dev, g->status);
+    rx_dev_close(g->dev);
+    free(g);
+    m->gpu = NULL;
+}
+
+/* The kernels of every launch record, checked against the device's limits. */
+static int load_kernels(rx_rt_module *m, rx_rt_gpu *g, rx_rt_err *err)
+{
+    const rx_rxa *a = m->a;
+    const rx_dev_info *in = &g->dev->info;
+    g->kern = calloc(a->nkernels ? a->nkernels : 1, sizeof *g->kern);
+    if (!g->kern) return rx_rt_fail(err, "out of memory");
+    for (uint32_t i = 0; i < a->nkernels; i++) {
+        const rx_rxa_kernel *k = &a->kernels[i];
+        if (k->section != RX_RXA_KERNELS_OPENCL)
+            return rx_rt_fail(err, "kernel %s is for %s, this artifact's kernels are OpenCL C",
+                              k->name, rx_rxa_kind_name(k->section));
+        if (!k->nlaunch)
+            return rx_rt_fail(err, "kernel %s has no launch records (no LAUNCH section)", k->name);
+        g->kern[i] = calloc(k->nlaunch, sizeof *g->kern[i]);
+        if (!g->kern[i]) return rx_rt_fail(err, "out of memory");
+        for (uint32_t j = 0; j < k->nlaunch; j++) {
+            const rx_rxa_launch *l = &k->launches[j];
+            if ((int64_t)l->local > in->max_threads)
+                return rx_rt_fail(err, "kernel %s needs %" PRIu32 " work-items per group, more than "
+                                  "device %s allows (%lld): build for --target opencl,max_threads=N "
+                                  "with N <= %lld", l->name, l->local, in->name,
+                                  (long long)in->max_threads, (long long)in->max_threads);
+            if ((int64_t)l->local_bytes > in->max_local_bytes)
+                return rx_rt_fail(err, "kernel %s needs %" PRIu32 " bytes of local memory, more than "
+                                  "device %s has (%lld)", l->name, l->local_bytes, in->name,
+                                  (long long)in->max_local_bytes);
+            if (g->dev->ops->kernel(g->dev, g->prog, l->name, &g->kern[i][j], err)) return -1;
+        }
+    }
+    return 0;
+}
+
+/* Replaces the constants (CPU views of the artifact) by device copies. */
+static int load_consts(rx_rt_module *m, rx_rt_err *err)
+{
+    for (uint32_t i = 0; i < m->a->nconsts; i++) {
+        rx_vm_value v = {RX_V_TENSOR, {.t = m->consts[i]}};
+        if (rx_rt_gpu_move(m, &v, true, err)) return -1;
+        m->consts[i] = v.u.t;
+    }
+    return 0;
+}
+
+int rx_rt_gpu_load(rx_rt_module *m, rx_rt_err *err)
+{
+    const rx_rxa_section *src = rx_rxa_section_get(m->a, RX_RXA_KERNELS_OPENCL);
+    if (!src) return 0; /* a CPU artifact */
+    rx_rt_gpu *g = calloc(1, sizeof *g);
+    if (!g) return rx_rt_fail(err, "out of memory");
+    m->gpu = g;
+    g->dev = rx_dev_open(kDLOpenCL, m->ctx->device_id, err);
+    if (!g->dev) {
+        free(g);
+        m->gpu = NULL;
+        return -1;
+    }
+    int32_t zero[STATUS_INTS] = {0};
+    if (g->dev->ops->alloc(g->dev, sizeof zero, &g->status, err) ||
+        g->dev->ops->upload(g->dev, g->status, 0, zero, sizeof zero, err))
+        return -1;
+    if (m->a->nkernels) {
+        if (g->dev->ops->build(g->dev, (const char *)src->data, (size_t)src->size, &g->prog, err))
+            return -1;
+        if (load_kernels(m, g, err)) return -1;
+    }
+    return load_consts(m, err);
+}
+
+/* ---- tensors between host and device ---- */
+
+/* A copy of tensor t on the device (to_dev) or the host, as a new value in *out. */
+static int move_tensor(rx_rt_module *m, const rx_rt_tensor *t, bool to_dev, rx_vm_value *out,
+                       rx_rt_err *err)
+{
+    const DLTensor *dl = &t->dl;
+    int64_t bytes = rx_rt_dense_bytes(dl->dtype, dl->ndim, dl->shape);
+    if (bytes < 0) return rx_rt_fail(err, "bad tensor shape");
+    rx_dev *dev = m->gpu->dev;
+    rx_rt_storage *s;
+    if (to_dev) {
+        s = rx_rt_storage_dev(m->ctx, dev, (size_t)bytes, err);
+    } else {
+        s = rx_rt_storage_new(m->ctx, (size_t)bytes);
+        if (!s) rx_rt_fail(err, "out of memory allocating %" PRId64 " bytes for an output", bytes);
+    }
+    if (!s) return -1;
+    int rc = to_dev ? dev->ops->upload(dev, s->data, 0, (const char *)dl->data + dl->byte_offset,
+                                       (size_t)bytes, err)
+                    : dev->ops->download(dev, s->data, t->storage->data, dl->byte_offset,
+                                         (size_t)bytes, err);
+    rx_rt_tensor *nt = rc ? NULL : rx_rt_tensor_view(s, 0, dl->dtype, dl->ndim, dl->shape, err);
+    rx_rt_storage_release(s);
+    if (!nt) return -1;
+    *out = (rx_vm_value){RX_V_TENSOR, {.t = nt}};
+    return 0;
+}
+
+int rx_rt_gpu_move(rx_rt_module *m, rx_vm_value *v, bool to_dev, rx_rt_err *err)
+{
+    if (v->kind == RX_V_TENSOR) {
+        if (rx_rt_on_device(v) == to_dev) return 0;
+        rx_vm_value nv;
+        if (move_tensor(m, v->u.t, to_dev, &nv, err)) return -1;
+        rx_vm_value_release(v);
+        *v = nv;
+        return 0;
+    }
+    if (v->kind != RX_V_TUPLE) return 0;
+    rx_vm_tuple *old = v->u.tu, *nt = rx_vm_tuple_new(old->n);
+    if (!nt) return rx_rt_fail(err, "out of memory");
+    int rc = 0;
+    for (uint32_t i = 0; i < old->n; i++) {
+        nt->v[i] = old->v[i];
+        rx_vm_value_retain(&nt->v[i]);
+        if (!rc) rc = rx_rt_gpu_move(m, &nt->v[i], to_dev, err);
+    }
+    rx_vm_value nv = {RX_V_TUPLE, {.tu = nt}};
+    if (rc) {
+        rx_vm_value_release(&nv);
+        return -1;
+    }
+    rx_vm_value_release(v);
+    *v = nv;
+    return 0;
+}
+
+/* ---- launches ---- */
+
+/* Bytes of one element as the kernels address them (bool: one byte). */
+static size_t elem_bytes(DLDataType t)
+{
+    size_t b = ((size_t)t.bits * t.lanes + 7) / 8;
+    return b ? b : 1;
+}
+
+int rx_rt_gpu_launch(rx_rt_module *m, uint32_t kidx, rx_vm_value *const *bufs, int64_t nb,
+                     const int64_t *iv, int64_t ni, rx_rt_err *err)
+{
+    rx_rt_gpu *g = m->gpu;
+    const rx_rxa_kernel *k = &m->a->kernels[kidx];
+    if (!g) return rx_rt_fail(err, "kernel %s: no device (not a GPU artifact)", k->name);
+    int64_t nargs = 2 * nb + ni + 1;
+    rx_dev_arg small[48], *args = nargs <= 48 ? small : malloc(sizeof *args * (size_t)nargs);
+    if (!args) return rx_rt_fail(err, "out of memory");
+    int rc = 0;
+    for (int64_t i = 0; i < nb && !rc; i++) {
+        if (!rx_rt_on_device(bufs[i])) {
+            rc = rx_rt_fail(err, "kernel %s: buffer %" PRId64 " is not in device memory", k->name, i);
+            break;
+        }
+        const DLTensor *dl = &bufs[i]->u.t->dl;
+        args[2 * i] = (rx_dev_arg){RX_DEV_ARG_BUF, bufs[i]->u.t->storage->data, 0, 0};
+        args[2 * i + 1] = (rx_dev_arg){RX_DEV_ARG_I64, NULL, (int64_t)(dl->byte_offset / elem_bytes(dl->dtype)), 0};
+        if (dl->byte_offset % elem_bytes(dl->dtype))
+            rc = rx_rt_fail(err, "kernel %s: buffer %" PRId64 " at byte offset %" PRIu64
+                            " is not aligned to its elements", k->name, i, dl->byte_offset);
+    }
+    for (int64_t j = 0; j < ni; j++) args[2 * nb + j] = (rx_dev_arg){RX_DEV_ARG_I64, NULL, iv[j], 0};
+    args[nargs - 1] = (rx_dev_arg){RX_DEV_ARG_BUF, g->status, 0, 0};
+    for (uint32_t l = 0; l < k->nlaunch && !rc; l++) {
+        const rx_rxa_launch *L = &k->launches[l];
+        int64_t items = 0, groups = L->max_groups;
+        char why[96];
+        if (L->items.ntok) {
+            if (rx_rxa_dim_eval(&L->items, iv, NULL, (uint32_t)ni, &items, why, sizeof why)) {
+                rc = rx_rt_fail(err, "kernel %s: grid size: %s", L->name, why);
+                break;
+            }
+            if (items <= 0) continue; /* nothing to do */
+            int64_t need = L->sched == RX_RXA_SCHED_ROWS ? items /* a group per row */
+                                                         : items / L->local + (items % L->local != 0);
+            if (need < groups) groups = need;
+        }
+        size_t global = (size_t)groups * L->local, local = L->local;
+        rc = g->dev->ops->launch(g->dev, g->kern[kidx][l], args, (int)nargs, 1, &global, &local, err);
+    }
+    if (args != small) free(args);
+    return rc;
+}
+
+int rx_rt_gpu_finish(rx_rt_module *m, rx_rt_err *err)
+{
+    rx_rt_gpu *g = m->gpu;
+    int32_t st[STATUS_INTS];
+    if (g->dev->ops->sync(g->dev, err) ||
+        g->dev->ops->download(g->dev, st, g->status, 0, sizeof st, err))
+        return -1;
+    if (!st[0]) return 0;
+    int32_t zero[STATUS_INTS] = {0};
+    if (g->dev->ops->upload(g->dev, g->status, 0, zero, sizeof zero, err)) return -1;
+    uint32_t kidx = (uint32_t)st[1];
+    int64_t index = (int64_t)(((uint64_t)(uint32_t)st[4] << 32) | (uint32_t)st[3]);
+    int64_t extent = (int64_t)(((uint64_t)(uint32_t)st[6] << 32) | (uint32_t)st[5]);
+    return rx_rt_fail(err, "kernel %s: index %" PRId64 " out of range for axis %" PRId32
+                      " (extent %" PRId64 ")", kidx < m->a->nkernels ? m->a->kernels[kidx].name : "?",
+                      index, st[2], extent);
+}
+
+const char *rx_rt_module_device(const rx_rt_module *m, char *buf, size_t n)
+{
+    if (m->gpu) snprintf(buf, n, "%s: %s", m->gpu->dev->ops->api, m->gpu->dev->info.name);
+    else snprintf(buf, n, "cpu");
+    return buf;
+}

@@ -1,0 +1,296 @@
+"""test_opencl_e2e.py — OpenCL artifacts end to end: the device, its limits, bad input.
+
+    /usr/bin/python3 tests/e2e/test_opencl_e2e.py BUILD_DIR
+
+Modules are built with `relaxc build --target opencl` and run by relax-run on this
+host's OpenCL (PoCL, deploy/packages.sh test; docs/gpu.md). Every failure must be a
+clear error (exit status 1, one `error:` line naming what failed), never a crash:
+  - the artifact: a KERNELS_OPENCL section (OpenCL C source with one kernel per loop
+    nest) and a LAUNCH section; a damaged LAUNCH section (a wrong count, a record cut
+    short; the CRC fixed up) is a located load error;
+  - one artifact, several n: exp of a gather equals NumPy at n = 1, 5, 300;
+  - an index read from a tensor out of range (take; a gather loop function) names
+    the kernel, index, axis and extent; in range equals np.take;
+  - a tensor larger than the device's largest buffer (an output of 40000 x 40000 f32,
+    6.4 GB > PoCL's 4 GiB) is refused naming both sizes;
+  - a device allowing fewer work-items per group than the target's max_threads
+    (POCL_MAX_WORK_GROUP_SIZE=64 against the default 256) is refused at load naming the
+    limit, and the same module built with opencl,max_threads=64 runs there;
+  - a missing driver (RX_OPENCL_LIB pointing nowhere) and a device id the host lacks;
+  - --bench names the device ("device": "OpenCL: ...") and reports the peak bytes;
+    a cpu artifact says "cpu";
+  - the rows schedule: softmax and max over rows of 1 to 4099 elements equal NumPy;
+    a kernel needing more local memory than the device has (a launch record patched to
+    512 MiB) is refused at load naming the limit, and more than max_local_bytes at
+    compile time naming the option;
+  - the tiles schedule: a batched matmul read through a fused permute equals NumPy at
+    sizes on and off the tile (tile 16 and 8); more local memory than max_local_bytes
+    is a compile-time error;
+  - library calls are refused for GPU targets at compile time.
+Prints one line per check and `N passed, M failed`; exit 1 on a failure.
+"""
+
+import json
+import os
+import shutil
+import struct
+import sys
+import tempfile
+import zlib
+
+import numpy as np
+
+from e2e_check import Checks, run_status, tools
+from test_bounds_e2e import Run, call, module, tensor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+LAUNCH, OPENCL = 10, 8  # section kinds (docs/artifact.md)
+
+
+def sections(data):
+    """{kind: (offset, size)} of an artifact's section table."""
+    n = struct.unpack_from("<I", data, 16)[0]
+    out = {}
+    for i in range(n):
+        kind, _, off, size = struct.unpack_from("<IIQQ", data, 40 + 24 * i)
+        out[kind] = (off, size)
+    return out
+
+
+class Env(Run):
+    """test_bounds_e2e's runner, building for a given target."""
+
+    def build(self, mod, target="opencl", level=2):
+        self.n += 1
+        src = os.path.join(self.tmp, "m%d.json" % self.n)
+        rxa = os.path.join(self.tmp, "m%d.rxa" % self.n)
+        with open(src, "w") as f:
+            json.dump(mod, f)
+        rc, _, err = run_status([self.relaxc, "build", src, "--target", target,
+                                 "--opt-level", str(level), "-o", rxa])
+        self.checks.check(rc == 0, "build m%d for %s" % (self.n, target) + ("" if rc == 0 else ": " + err))
+        return rxa if rc == 0 else None
+
+
+def launch_records(data, off):
+    """[(offset of the record's local_bytes field, schedule)] of a LAUNCH section."""
+    pos, out = off + 4, []
+    for _ in range(struct.unpack_from("<I", data, off)[0]):
+        n = struct.unpack_from("<I", data, pos)[0]
+        pos += 4
+        for _ in range(n):
+            ln = struct.unpack_from("<I", data, pos)[0]
+            pos += 4 + ln
+            out.append((pos + 8, struct.unpack_from("<I", data, pos)[0]))
+            pos += 16
+            for _ in range(struct.unpack_from("<I", data, pos)[0]):
+                op = struct.unpack_from("<I", data, pos + 4)[0]
+                pos += 4 + (8 if op == 0 else 4 if op == 1 else 0)
+            pos += 4
+    return out
+
+
+def patched(e, data, name, edits):
+    """data with (offset, u32 value) edits and its CRC fixed, written to tmp/name."""
+    bad = bytearray(data)
+    for at, v in edits:
+        struct.pack_into("<I", bad, at, v)
+    struct.pack_into("<I", bad, 32, zlib.crc32(bytes(bad[40:])) & 0xffffffff)
+    path = os.path.join(e.tmp, name)
+    open(path, "wb").write(bytes(bad))
+    return path
+
+
+def rows_checks(e):
+    """The rows schedule (a work-group per row, a tree in local memory): softmax and max
+    over long symbolic rows equal NumPy; its local memory is checked at compile time
+    against max_local_bytes and at load against the device's."""
+    mod = module([tensor("x", ["r", "n"])],
+                 [call("s", "nn.softmax", ["x"]), call("m", "max", ["x"], {"axis": [1]}),
+                  call("t", "sum", ["s"], {"axis": [1]})], "m")
+    sm = module([tensor("x", ["r", "n"])], [call("s", "nn.softmax", ["x"])], "s")
+    rxa, srxa = e.build(mod), e.build(sm)
+    rng = np.random.default_rng(3)
+    for r, n in ((3, 1), (2, 255), (5, 1000), (1, 4099)):
+        x = (rng.standard_normal((r, n)) * 4).astype(np.float32)
+        if rxa:
+            e.equals(rxa, "max over rows of %d, r = %d" % (n, r), x.max(1), inputs={"x": x})
+        if srxa:
+            z = np.exp(x - x.max(1, keepdims=True))
+            e.equals(srxa, "softmax over rows of %d, r = %d" % (n, r), z / z.sum(1, keepdims=True),
+                     inputs={"x": x})
+    if srxa:
+        data = open(srxa, "rb").read()
+        recs = launch_records(data, sections(data)[LAUNCH][0])
+        rows = [at for at, sched in recs if sched == 2]
+        e.checks.check(len(rows) >= 2, "softmax: %d of %d kernels get the rows schedule" % (len(rows), len(recs)))
+        if rows:
+            big = patched(e, data, "big_local.rxa", [(rows[0], 1 << 29)])
+            e.fails(big, "a kernel needing 512 MiB of local memory",
+                    ["needs 536870912 bytes of local memory, more than device"],
+                    inputs={"x": np.ones((2, 3), dtype=np.float32)})
+    src = os.path.join(e.tmp, "sm.json")
+    with open(src, "w") as f:
+        json.dump(sm, f)
+    rc, _, err = run_status([e.relaxc, "build", src, "--target",
+                             "opencl,max_threads=4096,max_local_bytes=8192", "-o",
+                             os.path.join(e.tmp, "sm_big.rxa")])
+    e.checks.check(rc == 1 and "needs 16384 bytes of local memory" in err and
+                   "max_local_bytes=8192" in err, "max_local_bytes at compile time: %s" % err.strip()[-160:])
+
+
+def tiles_checks(e):
+    """The tiles schedule: a batched matmul whose second operand is read through a fused
+    permute equals NumPy at sizes that are and are not multiples of the tile, for tile
+    16 and 8; its local memory is checked against max_local_bytes at compile time."""
+    mod = module([tensor("x", ["b", "m", "k"]), tensor("w", ["b", "n", "k"])],
+                 [call("wt", "permute_dims", ["w"], {"axes": [0, 2, 1]}),
+                  call("y", "matmul", ["x", "wt"])], "y")
+    mod["functions"]["main"]["body"]["blocks"][0]["dataflow"] = True  # FuseOps fuses dataflow
+    rng = np.random.default_rng(5)
+    for target in ("opencl", "opencl,tile=8"):
+        rxa = e.build(mod, target)
+        if not rxa:
+            continue
+        data = open(rxa, "rb").read()
+        off, size = sections(data)[OPENCL]
+        src = data[off:off + size].decode()
+        tile = 8 if "tile=8" in target else 16
+        e.checks.check("__local float rx_As[%d]" % (tile * tile) in src and
+                       src.count("__kernel void") == 1 and "fused_permute_dims_matmul" in src,
+                       "%s: one kernel, the permute fused, the matmul in %dx%d tiles" % (target, tile, tile))
+        for b, m, n, k in ((1, 1, 1, 1), (2, 16, 16, 16), (3, 17, 33, 65), (1, 40, 7, 300)):
+            x = rng.standard_normal((b, m, k)).astype(np.float32)
+            w = rng.standard_normal((b, n, k)).astype(np.float32)
+            rc, err, out = e.run(rxa, {"x": x, "w": w})
+            want = x @ w.transpose(0, 2, 1)
+            ok = rc == 0 and out is not None and out.shape == want.shape and \
+                np.allclose(out, want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+            e.checks.check(ok, "%s: (%d, %d, %d) @ (%d, %d, %d)^T equals NumPy" % (target, b, m, k, b, n, k)
+                           + ("" if rc == 0 else ": " + err.strip()[:160]))
+    src = os.path.join(e.tmp, "mm.json")
+    with open(src, "w") as f:
+        json.dump(mod, f)
+    rc, _, err = run_status([e.relaxc, "build", src, "--target", "opencl,max_local_bytes=1024",
+                             "-o", os.path.join(e.tmp, "mm_small.rxa")])
+    e.checks.check(rc == 1 and "the tiles schedule of this matmul needs 2048 bytes of local memory" in err
+                   and "max_local_bytes=1024" in err, "tiles vs max_local_bytes: %s" % err.strip()[-200:])
+
+
+def artifact_checks(e, rxa):
+    data = open(rxa, "rb").read()
+    secs = sections(data)
+    c = e.checks
+    c.check(OPENCL in secs and LAUNCH in secs and 6 not in secs,
+            "artifact has KERNELS_OPENCL and LAUNCH, no KERNELS_CPU (%s)" % sorted(secs))
+    off, size = secs[OPENCL]
+    src = data[off:off + size].decode()
+    c.check("__kernel void rxk_" in src and "get_global_id(0)" in src,
+            "KERNELS_OPENCL is OpenCL C with grid kernels")
+    # a LAUNCH section claiming one kernel more than the table has: a located error
+    off, size = secs[LAUNCH]
+    nk = struct.unpack_from("<I", data, off)[0]
+    path = patched(e, data, "bad_launch.rxa", [(off, nk + 1)])
+    e.fails(path, "LAUNCH with %d entries for %d kernels" % (nk + 1, nk),
+            ["LAUNCH: %d entries for %d kernels" % (nk + 1, nk)], shapes={"n": 3})
+    # truncated: the first launch record's name runs past the section's end
+    if size < 12 + 255:
+        path = patched(e, data, "trunc_launch.rxa", [(off + 8, 255)])
+        e.fails(path, "LAUNCH record cut short", ["LAUNCH: truncated at byte 12 of the section"],
+                shapes={"n": 3})
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(__doc__)
+        return 2
+    checks = Checks()
+    tmp = tempfile.mkdtemp(prefix="rx-opencl-")
+    e = Env(argv[1], tmp, checks)
+    x = (np.arange(15, dtype=np.float32).reshape(5, 3) - 7) / 4
+    good = np.array([0, 4, -1, -5], dtype=np.int64)
+    past = np.array([0, 7, 1, 2], dtype=np.int64)
+
+    # take along axis 0 then exp: indices checked on the device
+    take = module([tensor("x", [5, 3]), tensor("i", ["n"], "i64")],
+                  [call("t", "take", ["x", "i"], {"axis": 0}), call("y", "exp", ["t"])], "y")
+    rxa = e.build(take)
+    if rxa:
+        artifact_checks(e, rxa)
+        for n in (1, 5, 300):
+            idx = np.resize(good, n)
+            e.equals(rxa, "take + exp, n = %d, equals NumPy" % n, np.exp(np.take(x, idx, 0)),
+                     inputs={"x": x, "i": idx})
+        e.fails(rxa, "take index 7 of 5", ["kernel rxk_", "index 7 out of range for axis 0 (extent 5)"],
+                inputs={"x": x, "i": past})
+        # the next call of the same module starts clean: the status was reset
+        e.equals(rxa, "a good call after a failed one", np.exp(np.take(x, good, 0)),
+                 inputs={"x": x, "i": good})
+        e.fails(rxa, "missing driver", ["no OpenCL device: cannot load"],
+                inputs={"x": x, "i": good}, env={"RX_OPENCL_LIB": "/nonexistent/libOpenCL.so.1"})
+        e.fails(rxa, "device id 7", ["no OpenCL device 7"], inputs={"x": x, "i": good},
+                extra=["--device-id", "7"])
+        rc, err, _ = e.run(rxa, {"x": x, "i": good}, extra=["--bench", "--repeat", "2", "--number", "1"])
+        r = json.loads(e.stdout.strip().splitlines()[-1]) if rc == 0 and e.stdout.strip() else {}
+        checks.check(r.get("device", "").startswith("OpenCL: ") and r.get("peak_bytes", 0) > 0 and
+                     r.get("kernels", 0) >= 1,
+                     "--bench names the device: %s" % {k: r.get(k) for k in ("device", "peak_bytes", "kernels")}
+                     + ("" if rc == 0 else err[:160]))
+        e.fails(rxa, "a device with 64 work-items per group",
+                ["needs 256 work-items per group", "max_threads=N"],
+                inputs={"x": x, "i": good}, env={"POCL_MAX_WORK_GROUP_SIZE": "64"})
+    cpu = e.build(take, "cpu")
+    if cpu:
+        rc, err, _ = e.run(cpu, {"x": x, "i": good}, extra=["--bench", "--repeat", "1"])
+        r = json.loads(e.stdout.strip().splitlines()[-1]) if rc == 0 and e.stdout.strip() else {}
+        checks.check(r.get("device") == "cpu", "--bench of a cpu artifact: device %s" % r.get("device"))
+    small = e.build(take, "opencl,max_threads=64")
+    if small:
+        e.equals(small, "opencl,max_threads=64 on that device", np.exp(np.take(x, good, 0)),
+                 inputs={"x": x, "i": good}, env={"POCL_MAX_WORK_GROUP_SIZE": "64"})
+
+    # a gather loop function X[I[i], j]
+    gather = {"kind": "tir",
+              "params": [{"name": "X", "buffer": {"shape": [5, 3], "dtype": "f32"}},
+                         {"name": "I", "buffer": {"shape": [4], "dtype": "i64"}},
+                         {"name": "O", "buffer": {"shape": [4, 3], "dtype": "f32"}}],
+              "body": [{"grid": ["i", "j"], "extents": [4, 3], "body": [
+                  {"block": "g", "body": [{"store": "O[i, j]", "value": "X[I[i], j]"}]}]}]}
+    gm = module([tensor("x", [5, 3]), tensor("i", [4], "i64")],
+                [{"var": "y", "value": {"call_tir": "@f", "args": ["x", "i"],
+                                        "out": {"tensor": {"shape": [4, 3], "dtype": "f32"}}}}],
+                "y", {"f": gather})
+    rxa = e.build(gm)
+    if rxa:
+        pos = np.array([0, 4, 1, 3], dtype=np.int64)  # raw loop functions do not wrap negatives
+        e.equals(rxa, "gather loop function equals NumPy", x[pos], inputs={"x": x, "i": pos})
+        e.fails(rxa, "gather index 7 of 5", ["kernel rxk_f", "index 7 out of range for axis 0 (extent 5)"],
+                inputs={"x": x, "i": past})
+
+    # a tensor larger than the device's largest buffer
+    big = module([tensor("x", ["n"])],
+                 [call("y", "broadcast_to", ["x", {"shape": ["n", "n"]}])], "y")
+    rxa = e.build(big)
+    if rxa:
+        e.fails(rxa, "a 40000 x 40000 f32 output", ["cannot allocate 6400000000 bytes",
+                                                   "the device's largest buffer is"],
+                inputs={"x": np.ones(40000, dtype=np.float32)})
+        e.equals(rxa, "the same module at n = 3", np.ones((3, 3), dtype=np.float32),
+                 inputs={"x": np.ones(3, dtype=np.float32)})
+
+    rows_checks(e)
+    tiles_checks(e)
+
+    # library calls are CPU functions: refused for GPU targets when compiling
+    lib = os.path.join(ROOT, "tests", "e2e", "modules", "e2e_mlp_small.json")
+    rc, _, err = run_status([e.relaxc, "build", lib, "--target", "opencl", "-o",
+                             os.path.join(tmp, "lib.rxa")])
+    checks.check(rc == 1 and "is not available on a GPU target" in err,
+                 "library call refused for opencl: exit %d, %s" % (rc, err.strip()[-160:]))
+    shutil.rmtree(tmp, ignore_errors=True)
+    return checks.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
