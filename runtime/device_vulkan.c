@@ -53,6 +53,7 @@
  * Built without <vulkan/vulkan.h>, rx_dev_vulkan_open always fails with "Vulkan support
  * was not built".
  */
+#define _GNU_SOURCE 1 /* dl_iterate_phdr, RTLD_NODELETE */
 #include "relax/device.h"
 
 #include "rt_int.h"
@@ -81,6 +82,7 @@ rx_dev *rx_dev_vulkan_open(int32_t id, rx_rt_err *err)
 
 #define VK_NO_PROTOTYPES 1
 #include <dlfcn.h>
+#include <link.h>
 #include <vulkan/vulkan.h>
 
 #define VK_INST_FUNCS(X)                                                                    \
@@ -223,6 +225,50 @@ static int load_device(vk_api *a, VkDevice dev, rx_rt_err *err)
     return 0;
 }
 
+/* ---- keeping drivers loaded ----
+ * The loader unloads a driver when its last instance goes. Mesa's drivers keep
+ * process-wide state (lavapipe its LLVM JIT) that then dangles, and loading one again
+ * initializes it again, so every shared object that vkCreateInstance brought in is
+ * pinned (RTLD_NODELETE): drivers stay loaded for the process, as the OpenCL ICD
+ * loader does. */
+
+#define VK_MAX_OBJS 512
+
+typedef struct obj_list {
+    char *names[VK_MAX_OBJS];
+    int n;
+} obj_list;
+
+static int note_obj(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    obj_list *l = arg;
+    if (info->dlpi_name && info->dlpi_name[0] && l->n < VK_MAX_OBJS) l->names[l->n++] = strdup(info->dlpi_name);
+    return 0;
+}
+
+static void drop_objs(obj_list *l)
+{
+    for (int i = 0; i < l->n; i++) free(l->names[i]);
+    l->n = 0;
+}
+
+/* Pins the objects loaded now that `before` did not list. */
+static void pin_new_objs(obj_list *before)
+{
+    obj_list *now = calloc(1, sizeof *now);
+    if (!now) return;
+    dl_iterate_phdr(note_obj, now);
+    for (int i = 0; i < now->n; i++) {
+        bool old = false;
+        for (int j = 0; j < before->n && !old; j++) old = before->names[j] && !strcmp(now->names[i], before->names[j]);
+        void *h = old ? NULL : dlopen(now->names[i], RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+        if (h) dlclose(h); /* the reference goes; RTLD_NODELETE stays */
+    }
+    drop_objs(now);
+    free(now);
+}
+
 static int make_instance(vk_dev *c, rx_rt_err *err)
 {
     uint32_t v = VK_API_VERSION_1_0;
@@ -231,7 +277,13 @@ static int make_instance(vk_dev *c, rx_rt_err *err)
     c->api = v;
     VkApplicationInfo app = {VK_STRUCTURE_TYPE_APPLICATION_INFO, NULL, "relax", 1, "relax", 1, v};
     VkInstanceCreateInfo ci = {VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, NULL, 0, &app, 0, NULL, 0, NULL};
+    obj_list *before = calloc(1, sizeof *before);
+    if (!before) return rx_rt_fail(err, "out of memory");
+    dl_iterate_phdr(note_obj, before);
     VkResult rc = c->vk.vkCreateInstance(&ci, NULL, &c->inst);
+    if (rc == VK_SUCCESS) pin_new_objs(before);
+    drop_objs(before);
+    free(before);
     if (rc != VK_SUCCESS) {
         c->inst = VK_NULL_HANDLE;
         return rx_rt_fail(err, "no Vulkan device: no driver (vkCreateInstance: %d)", (int)rc);

@@ -14,7 +14,6 @@
 #include "relax/spirv.h"
 
 #include <check.h>
-#include <dlfcn.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -433,11 +432,6 @@ END_TEST
 
 int main(void)
 {
-    /* The loader unloads the driver with each instance; lavapipe then leaves a few
-     * allocations behind that LeakSanitizer can no longer name. Kept loaded, they are
-     * lavapipe's, which lsan_gpu_drivers.supp names. */
-    void *lvp = dlopen("libvulkan_lvp.so", RTLD_NOW | RTLD_NODELETE);
-    (void)lvp;
     Suite *s = suite_create("device_vulkan");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 240);
