@@ -149,9 +149,10 @@ START_TEST(bench_statistics)
                                        "max_ms",         "stddev_ms",      "repeat",
                                        "number",         "kernels",        "peak_bytes",
                                        "reserved_bytes", "resident_bytes", "threads",
-                                       "blas_threads",   "load_ms"};
-    ck_assert_int_eq(json_object_size(r), 14);
-    for (int i = 0; i < 14; i++) ck_assert_ptr_nonnull(json_object_get(r, keys[i]));
+                                       "blas_threads",   "device",         "load_ms"};
+    ck_assert_int_eq(json_object_size(r), RX_COUNTOF(keys));
+    for (int i = 0; i < RX_COUNTOF(keys); i++) ck_assert_ptr_nonnull(json_object_get(r, keys[i]));
+    ck_assert(json_is_string(json_object_get(r, "device"))); /* the device the job ran on */
     ck_assert_int_eq((int)num(r, "reserved_bytes"), 8 * 4 * 4);
     ck_assert_int_eq((int)num(r, "resident_bytes"), 8 * 4 * 4); /* malloc'ed: all resident */
     json_decref(rep);
