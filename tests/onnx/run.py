@@ -76,7 +76,10 @@ SHAPE_OPERANDS = {"Reshape": {1}, "Expand": {1}, "Tile": {1}, "Squeeze": {1},
                   "ConstantOfShape": {0}, "Range": "*", "Trilu": {1}, "ReduceSum": {1},
                   "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1}, "ReduceProd": {1},
                   "ReduceL1": {1}, "ReduceL2": {1}, "ReduceLogSum": {1},
-                  "ReduceLogSumExp": {1}, "ReduceSumSquare": {1}}
+                  "ReduceLogSumExp": {1}, "ReduceSumSquare": {1}, "OneHot": {1},
+                  "HannWindow": {0}, "HammingWindow": {0}, "BlackmanWindow": {0}}
+# Ops whose shape operands may have any numeric dtype (OneHot's depth is often float).
+ANY_DTYPE = {"Range", "OneHot"}
 
 
 def shape_inputs(m):
@@ -90,7 +93,7 @@ def shape_inputs(m):
         if not pos:
             continue
         for k, name in enumerate(n.input):
-            ok = name in inputs if pos == "*" else name in ints  # Range: any scalar type
+            ok = name in inputs if n.op_type in ANY_DTYPE else name in ints
             if (pos == "*" or k in pos) and ok and name not in found:
                 found.append(name)
     return found

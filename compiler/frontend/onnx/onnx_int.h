@@ -108,6 +108,8 @@ rx_attr *ox_astr(ox_ctx *c, const char *s);
 rx_attr *ox_aints(ox_ctx *c, const int64_t *v, int n);
 rx_attr *ox_aexprs(ox_ctx *c, rx_expr **v, int n);
 
+/* The graph value of constant k. */
+rx_node *ox_const_node(ox_ctx *c, rx_const *k);
 /* A scalar constant node of dtype dt. */
 rx_node *ox_scalar(ox_ctx *c, rx_dtype dt, double v);
 /* A new constant of dtype dt and shape (arena), data zeroed. */
@@ -160,10 +162,26 @@ rx_expr *ox_prod(ox_ctx *c, rx_expr **d, int lo, int hi);
 bool ox_need_dims(ox_ctx *c, const rx_node *x);
 int ox_norm_axis(ox_ctx *c, int64_t axis, int nd);
 bool ox_get_axes(ox_ctx *c, int idx, int64_t **ax, int *n);
+/* x converted to dt (x itself when it has dt already; NULL stays NULL). */
+rx_node *ox_astype(ox_ctx *c, rx_node *x, rx_dtype dt);
+/* arange(extent) of dtype dt shaped as rank nd with the extent at `axis` and 1s
+ * elsewhere: compared with a tensor broadcast along axis it gives one-hot masks. */
+rx_node *ox_iota(ox_ctx *c, rx_expr *extent, int axis, int nd, rx_dtype dt);
+/* x reversed along axis ax (onnx_nn.c). */
+rx_node *ox_flip(ox_ctx *c, rx_node *x, int ax);
 
 /* ---- the converters (onnx_elemwise.c, onnx_shape.c, onnx_nn.c) ---- */
 
 bool ox_c_activation(ox_ctx *c);
+bool ox_c_math(ox_ctx *c);
+bool ox_c_hardmax(ox_ctx *c);
+bool ox_c_one_hot(ox_ctx *c);
+bool ox_c_eye_like(ox_ctx *c);
+bool ox_c_window(ox_ctx *c);
+bool ox_c_depth_space(ox_ctx *c);
+bool ox_c_instance_norm(ox_ctx *c);
+bool ox_c_mvn(ox_ctx *c);
+bool ox_c_lrn(ox_ctx *c);
 bool ox_c_argreduce(ox_ctx *c);
 bool ox_c_batch_norm(ox_ctx *c);
 bool ox_c_binary(ox_ctx *c);

@@ -43,17 +43,41 @@ bool ox_c_reduce(ox_ctx *c)
     return ox_out_node(c, 0, y);
 }
 
+/* x reversed along axis ax: strided_slice from the last element down, stride -1. */
+rx_node *ox_flip(ox_ctx *c, rx_node *x, int ax)
+{
+    int64_t axis = ax, begin = -1, end = -((int64_t)1 << 62), step = -1;
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axes", ox_aints(c, &axis, 1));
+    ox_aset(c, m, "begin", ox_aints(c, &begin, 1));
+    ox_aset(c, m, "end", ox_aints(c, &end, 1));
+    ox_aset(c, m, "strides", ox_aints(c, &step, 1));
+    return ox_call1(c, "strided_slice", x, m);
+}
+
+/* ArgMax ArgMin; select_last_index = 1 runs on x reversed along the axis and maps the
+ * first index i found there back to d - 1 - i (the axis extent d must be a literal). */
 bool ox_c_argreduce(ox_ctx *c)
 {
-    if (ox_attr_i(c, "select_last_index", 0)) {
-        ox_err(c, "select_last_index = 1 is not supported");
-        return false;
+    rx_node *x = ox_in_node(c, 0);
+    if (!x) return false;
+    int64_t axis = ox_attr_i(c, "axis", 0), d = 0;
+    bool last = ox_attr_i(c, "select_last_index", 0) != 0;
+    if (last) {
+        int nd = ox_ndim(x), ax = ox_norm_axis(c, axis, nd > 0 ? nd : 1);
+        if (ax < 0 || !ox_need_dims(c, x)) return false;
+        if (!rx_expr_is_const(ox_simp(c, x->sinfo->dims[ax]), &d)) {
+            ox_err(c, "select_last_index = 1 needs a static extent along axis %d", ax);
+            return false;
+        }
+        x = ox_flip(c, x, ax);
     }
     rx_attr *m = ox_amap(c);
-    ox_aset(c, m, "axis", ox_aint(c, ox_attr_i(c, "axis", 0)));
+    ox_aset(c, m, "axis", ox_aint(c, axis));
     ox_aset(c, m, "keepdims", ox_abool(c, ox_attr_i(c, "keepdims", 1) != 0));
-    return ox_out_node(c, 0, ox_call1(c, !strcmp(c->node->op_type, "ArgMax") ? "argmax" : "argmin",
-                                   ox_in_node(c, 0), m));
+    rx_node *r = ox_call1(c, !strcmp(c->node->op_type, "ArgMax") ? "argmax" : "argmin", x, m);
+    if (r && last) r = ox_call2(c, "subtract", ox_scalar(c, ox_dtype_of(r), (double)(d - 1)), r);
+    return ox_out_node(c, 0, r);
 }
 
 /* ---------------------------------------------------------------- nn */
@@ -269,13 +293,9 @@ static rx_node *nll(ox_ctx *c, rx_node *x, rx_node *t, rx_node *w, int64_t ignor
         return NULL;
     }
     rx_dtype dt = ox_dtype_of(x);
-    rx_attr *am = ox_amap(c);
-    ox_aset(c, am, "end", ox_aexprs(c, &x->sinfo->dims[1], 1)->u.arr.items[0]);
-    ox_aset(c, am, "dtype", ox_astr(c, rx_dtype_name(ox_dtype_of(t))));
-    rx_node *cls = ox_call(c, "arange", NULL, 0, am);
+    rx_node *cls = ox_iota(c, x->sinfo->dims[1], 1, nd, ox_dtype_of(t));
     rx_expr **cd = RX_NEWN(c->a, rx_expr *, nd);
     for (int i = 0; i < nd; i++) cd[i] = i == 1 ? x->sinfo->dims[1] : ox_lit(c, 1);
-    cls = ox_reshape(c, cls, cd, nd);
     rx_attr *ed = ox_amap(c);
     int64_t one = 1;
     ox_aset(c, ed, "axis", ox_aints(c, &one, 1));

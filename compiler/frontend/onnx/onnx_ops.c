@@ -32,6 +32,9 @@
  *   Clip LeakyRelu PRelu Elu Selu HardSigmoid HardSwish Softplus Softsign Reciprocal
  *   ThresholdedRelu   -> compositions of the elementwise ops
  *   Identity Dropout  -> the input value
+ *   Sinh Cosh Asinh Acosh Atanh Celu Shrink IsInf Hardmax OneHot EyeLike, the window
+ *   functions, DepthToSpace SpaceToDepth InstanceNormalization
+ *   MeanVarianceNormalization LRN -> compositions (onnx_compose.c's essay)
  *   NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss -> a one-hot mask of the targets
  *                     (equal with arange), where, sum; log_softmax for the latter
  */
@@ -127,6 +130,26 @@ bool ox_get_axes(ox_ctx *c, int idx, int64_t **ax, int *n)
 }
 
 
+rx_node *ox_astype(ox_ctx *c, rx_node *x, rx_dtype dt)
+{
+    if (!x || ox_dtype_of(x) == dt) return x;
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "dtype", ox_astr(c, rx_dtype_name(dt)));
+    return ox_call1(c, "astype", x, m);
+}
+
+rx_node *ox_iota(ox_ctx *c, rx_expr *extent, int axis, int nd, rx_dtype dt)
+{
+    rx_attr *am = ox_amap(c);
+    ox_aset(c, am, "end", ox_aexprs(c, &extent, 1)->u.arr.items[0]);
+    ox_aset(c, am, "dtype", ox_astr(c, rx_dtype_name(dt)));
+    rx_node *r = ox_call(c, "arange", NULL, 0, am);
+    if (!r || nd == 1) return r;
+    rx_expr **d = RX_NEWN(c->a, rx_expr *, nd);
+    for (int i = 0; i < nd; i++) d[i] = i == axis ? extent : ox_lit(c, 1);
+    return ox_reshape(c, r, d, nd);
+}
+
 /* ---------------------------------------------------------------- the table */
 
 #define UNARY(t) {t, ox_c_unary, ""}
@@ -182,6 +205,19 @@ static const ox_opdef ops[] = {
     {"MaxPool", ox_c_pool, "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides"},
     {"AveragePool", ox_c_pool, "auto_pad,ceil_mode,count_include_pad,kernel_shape,pads,strides"},
     {"GlobalAveragePool", ox_c_global_pool, ""}, {"GlobalMaxPool", ox_c_global_pool, ""},
+    {"Sinh", ox_c_math, ""}, {"Cosh", ox_c_math, ""}, {"Asinh", ox_c_math, ""},
+    {"Acosh", ox_c_math, ""}, {"Atanh", ox_c_math, ""}, {"Celu", ox_c_math, "alpha"},
+    {"Shrink", ox_c_math, "bias,lambd"}, {"IsInf", ox_c_math, "detect_negative,detect_positive"},
+    {"Hardmax", ox_c_hardmax, "axis"}, {"OneHot", ox_c_one_hot, "axis"},
+    {"EyeLike", ox_c_eye_like, "dtype,k"},
+    {"HannWindow", ox_c_window, "output_datatype,periodic"},
+    {"HammingWindow", ox_c_window, "output_datatype,periodic"},
+    {"BlackmanWindow", ox_c_window, "output_datatype,periodic"},
+    {"DepthToSpace", ox_c_depth_space, "blocksize,mode"},
+    {"SpaceToDepth", ox_c_depth_space, "blocksize"},
+    {"InstanceNormalization", ox_c_instance_norm, "epsilon"},
+    {"MeanVarianceNormalization", ox_c_mvn, "axes"},
+    {"LRN", ox_c_lrn, "alpha,beta,bias,size"},
 };
 
 const ox_opdef *ox_op_find(const char *op_type)

@@ -141,6 +141,8 @@ static rx_node *const_node(ox_ctx *c, rx_const *k)
     return n;
 }
 
+rx_node *ox_const_node(ox_ctx *c, rx_const *k) { return const_node(c, k); }
+
 rx_node *ox_scalar(ox_ctx *c, rx_dtype dt, double v)
 {
     rx_const *k = ox_new_const(c, dt, 0, NULL);

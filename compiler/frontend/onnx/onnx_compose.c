@@ -1,0 +1,322 @@
+/*
+ * onnx_compose.c — ONNX ops the importer writes as compositions of existing Relax ops
+ * (no op of their own: each is a few elementwise, reduction or layout calls).
+ *
+ *   Sinh Cosh          (exp(x) -+ exp(-x)) / 2
+ *   Asinh Acosh        log(x + sqrt(x * x +- 1))
+ *   Atanh              log((1 + x) / (1 - x)) / 2
+ *   Celu               max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+ *   Shrink             where(x < -lambd, x + bias, where(x > lambd, x - bias, 0))
+ *   IsInf              x - x is NaN exactly for +-inf and NaN: isnan(x - x) and not
+ *                      isnan(x), and'ed with the sign for detect_positive/negative
+ *   Hardmax            equal(argmax(x, axis, keepdims), iota along axis) as x's dtype
+ *                      (opset < 13: over x seen as 2-d at axis, as Softmax)
+ *   OneHot             where(equal(expand_dims(idx, axis), iota(depth)), on, off);
+ *                      negative indices count from depth; depth a constant
+ *   EyeLike            equal(iota(rows)[:, None] + k, iota(cols)[None, :]) as dtype
+ *   HannWindow HammingWindow BlackmanWindow
+ *                      constants: the size must be known at import (computed in f64)
+ *   DepthToSpace SpaceToDepth
+ *                      reshape, permute_dims, reshape (DCR and CRD modes)
+ *   InstanceNormalization MeanVarianceNormalization
+ *                      mean / variance over the spatial (given) axes, then scale, bias
+ *   LRN                the square sum over the channel window as a matmul with a 0/1
+ *                      band matrix (C x C), x / (bias + alpha / size * sum) ^ beta
+ */
+#include <math.h>
+#include <string.h>
+
+#include "onnx_int.h"
+
+static rx_node *mul(ox_ctx *c, rx_node *x, rx_node *y) { return ox_call2(c, "multiply", x, y); }
+static rx_node *add(ox_ctx *c, rx_node *x, rx_node *y) { return ox_call2(c, "add", x, y); }
+static rx_node *sub(ox_ctx *c, rx_node *x, rx_node *y) { return ox_call2(c, "subtract", x, y); }
+static rx_node *where(ox_ctx *c, rx_node *cond, rx_node *x, rx_node *y)
+{
+    rx_node *a[3] = {cond, x, y};
+    return ox_call(c, "where", a, 3, NULL);
+}
+static rx_node *f1(ox_ctx *c, const char *op, rx_node *x) { return ox_call1(c, op, x, NULL); }
+
+/* Sinh Cosh Asinh Acosh Atanh Celu Shrink IsInf. */
+bool ox_c_math(ox_ctx *c)
+{
+    const char *t = c->node->op_type;
+    rx_node *x = ox_in_node(c, 0);
+    if (!x) return false;
+    rx_dtype dt = ox_dtype_of(x);
+    rx_node *one = ox_scalar(c, dt, 1), *half = ox_scalar(c, dt, 0.5), *zero = ox_scalar(c, dt, 0);
+    rx_node *r = NULL;
+    if (!strcmp(t, "Sinh") || !strcmp(t, "Cosh")) {
+        rx_node *e = f1(c, "exp", x), *en = f1(c, "exp", f1(c, "negative", x));
+        r = mul(c, !strcmp(t, "Sinh") ? sub(c, e, en) : add(c, e, en), half);
+    } else if (!strcmp(t, "Asinh") || !strcmp(t, "Acosh")) {
+        rx_node *sq = mul(c, x, x);
+        sq = !strcmp(t, "Asinh") ? add(c, sq, one) : sub(c, sq, one);
+        r = f1(c, "log", add(c, x, f1(c, "sqrt", sq)));
+    } else if (!strcmp(t, "Atanh")) {
+        r = mul(c, f1(c, "log", ox_call2(c, "divide", add(c, one, x), sub(c, one, x))), half);
+    } else if (!strcmp(t, "Celu")) {
+        rx_node *al = ox_scalar(c, dt, ox_attr_f(c, "alpha", 1.0));
+        rx_node *neg = mul(c, al, sub(c, f1(c, "exp", ox_call2(c, "divide", x, al)), one));
+        r = add(c, ox_call2(c, "maximum", x, zero), ox_call2(c, "minimum", neg, zero));
+    } else if (!strcmp(t, "Shrink")) {
+        double l = ox_attr_f(c, "lambd", 0.5), b = ox_attr_f(c, "bias", 0.0);
+        rx_node *hi = where(c, ox_call2(c, "greater", x, ox_scalar(c, dt, l)),
+                            sub(c, x, ox_scalar(c, dt, b)), zero);
+        r = where(c, ox_call2(c, "less", x, ox_scalar(c, dt, -l)), add(c, x, ox_scalar(c, dt, b)), hi);
+    } else if (!strcmp(t, "IsInf")) {
+        rx_node *d = sub(c, x, x);
+        r = ox_call2(c, "logical_and", ox_call2(c, "not_equal", d, d), ox_call2(c, "equal", x, x));
+        bool pos = ox_attr_i(c, "detect_positive", 1) != 0, neg = ox_attr_i(c, "detect_negative", 1) != 0;
+        if (!pos) r = ox_call2(c, "logical_and", r, ox_call2(c, "less", x, zero));
+        if (!neg) r = ox_call2(c, "logical_and", r, ox_call2(c, "greater", x, zero));
+    }
+    return ox_out_node(c, 0, r);
+}
+
+/* Hardmax: the one-hot of the first maximum along the axis. */
+bool ox_c_hardmax(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    if (!x || !ox_need_dims(c, x)) return false;
+    int nd = x->sinfo->ndim;
+    if (nd == 0) {
+        ox_err(c, "needs an input of rank 1 or more");
+        return false;
+    }
+    int ax = ox_norm_axis(c, ox_attr_i(c, "axis", c->opset >= 13 ? -1 : 1), nd);
+    if (ax < 0) return false;
+    rx_expr **d = x->sinfo->dims;
+    rx_node *v = x;
+    int vn = nd, vax = ax;
+    if (c->opset < 13) { /* over x seen as 2-d [prod(:axis), prod(axis:)] */
+        rx_expr *two[2] = {ox_prod(c, d, 0, ax), ox_prod(c, d, ax, nd)};
+        v = ox_reshape(c, x, two, 2);
+        vn = 2;
+        vax = 1;
+    }
+    if (!v) return false;
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axis", ox_aint(c, vax));
+    ox_aset(c, m, "keepdims", ox_abool(c, true));
+    rx_node *am = ox_call1(c, "argmax", v, m);
+    if (!am) return false;
+    rx_node *hot = ox_call2(c, "equal", am, ox_iota(c, v->sinfo->dims[vax], vax, vn, RX_DT_I64));
+    rx_node *r = ox_astype(c, hot, ox_dtype_of(x));
+    if (r && vn != nd) r = ox_reshape(c, r, d, nd);
+    return ox_out_node(c, 0, r);
+}
+
+/* A scalar element of a 1-d value: take(v, i) with a 0-d index. */
+static rx_node *element(ox_ctx *c, rx_node *v, int64_t i)
+{
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axis", ox_aint(c, 0));
+    rx_node *a[2] = {v, ox_scalar(c, RX_DT_I64, (double)i)};
+    return ox_call(c, "take", a, 2, m);
+}
+
+bool ox_c_one_hot(ox_ctx *c)
+{
+    rx_node *ind = ox_in_node(c, 0), *vals = ox_in_node(c, 2);
+    rx_const *dk = ox_const(c, ox_in(c, 1));
+    if (!ind || !vals) return false;
+    if (!dk || ox_numel(dk) != 1) {
+        ox_err(c, "depth must be a constant scalar");
+        return false;
+    }
+    int64_t depth = (int64_t)ox_cf(dk, 0);
+    int nd = ox_ndim(ind);
+    if (depth < 1 || depth > ((int64_t)1 << 40) || nd < 0) {
+        ox_err(c, depth < 1 || depth > ((int64_t)1 << 40) ? "depth %lld is out of range"
+                                                         : "the indices' rank must be known",
+               (long long)depth);
+        return false;
+    }
+    int ax = ox_norm_axis(c, ox_attr_i(c, "axis", -1), nd + 1);
+    if (ax < 0) return false;
+    rx_node *i = ox_astype(c, ind, RX_DT_I64), *dn = ox_scalar(c, RX_DT_I64, (double)depth);
+    i = where(c, ox_call2(c, "less", i, ox_scalar(c, RX_DT_I64, 0)), add(c, i, dn), i);
+    rx_attr *em = ox_amap(c);
+    int64_t a64 = ax;
+    ox_aset(c, em, "axis", ox_aints(c, &a64, 1));
+    rx_node *hot = ox_call2(c, "equal", ox_call1(c, "expand_dims", i, em),
+                            ox_iota(c, ox_lit(c, depth), ax, nd + 1, RX_DT_I64));
+    return ox_out_node(c, 0, where(c, hot, element(c, vals, 1), element(c, vals, 0)));
+}
+
+bool ox_c_eye_like(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    if (!x || !ox_need_dims(c, x)) return false;
+    if (x->sinfo->ndim != 2) {
+        ox_err(c, "the input must be 2-d");
+        return false;
+    }
+    rx_dtype dt = ox_attr(c, "dtype") ? ox_dtype((int32_t)ox_attr_i(c, "dtype", 0)) : ox_dtype_of(x);
+    if (dt == RX_DT_UNKNOWN) {
+        ox_err(c, "unsupported dtype %lld", (long long)ox_attr_i(c, "dtype", 0));
+        return false;
+    }
+    rx_node *rows = ox_iota(c, x->sinfo->dims[0], 0, 2, RX_DT_I64);
+    rx_node *cols = ox_iota(c, x->sinfo->dims[1], 1, 2, RX_DT_I64);
+    rx_node *k = ox_scalar(c, RX_DT_I64, (double)ox_attr_i(c, "k", 0));
+    return ox_out_node(c, 0, ox_astype(c, ox_call2(c, "equal", add(c, rows, k), cols), dt));
+}
+
+/* HannWindow HammingWindow BlackmanWindow of a size known at import. */
+bool ox_c_window(ox_ctx *c)
+{
+    rx_const *sk = ox_const(c, ox_in(c, 0));
+    if (!sk || ox_numel(sk) != 1) {
+        ox_err(c, "the size must be a constant scalar");
+        return false;
+    }
+    int64_t n = ox_ci(sk, 0);
+    rx_dtype dt = ox_dtype((int32_t)ox_attr_i(c, "output_datatype", 1));
+    if (n < 0 || n > ((int64_t)1 << 24) || dt == RX_DT_UNKNOWN) {
+        ox_err(c, n < 0 || n > ((int64_t)1 << 24) ? "size %lld is out of range"
+                                                : "unsupported output_datatype", (long long)n);
+        return false;
+    }
+    double den = (double)(ox_attr_i(c, "periodic", 1) ? n : n - 1);
+    const char *t = c->node->op_type;
+    double a0 = !strcmp(t, "HannWindow") ? 0.5 : !strcmp(t, "HammingWindow") ? 25.0 / 46 : 0.42;
+    double a1 = !strcmp(t, "BlackmanWindow") ? 0.5 : 1 - a0, a2 = !strcmp(t, "BlackmanWindow") ? 0.08 : 0;
+    rx_const *k = ox_new_const(c, RX_DT_F64, 1, &n);
+    for (int64_t i = 0; i < n; i++) {
+        double w = 2 * 3.14159265358979323846 * (double)i / den;
+        double v = a0 - a1 * cos(w) + a2 * cos(2 * w);
+        memcpy(k->data + 8 * i, &v, 8);
+    }
+    return ox_out_node(c, 0, ox_astype(c, ox_const_node(c, k), dt));
+}
+
+/* DepthToSpace (DCR, CRD) and SpaceToDepth on 4-d NCHW with block size b. */
+bool ox_c_depth_space(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    if (!x || !ox_need_dims(c, x)) return false;
+    if (x->sinfo->ndim != 4) {
+        ox_err(c, "the input must be 4-d (NCHW)");
+        return false;
+    }
+    int64_t b = ox_attr_i(c, "blocksize", 0);
+    if (b < 1 || b > 4096) {
+        ox_err(c, "blocksize %lld is out of range", (long long)b);
+        return false;
+    }
+    rx_expr **d = x->sinfo->dims, *bb = ox_lit(c, b), *b2 = ox_lit(c, b * b);
+    rx_expr *n = d[0], *ch = d[1], *h = d[2], *w = d[3];
+    rx_expr *six[6], *four[4];
+    int64_t perm[6];
+    if (!strcmp(c->node->op_type, "DepthToSpace")) {
+        rx_expr *cc = ox_simp(c, rx_e_binary(c->a, RX_E_FLOORDIV, ch, b2));
+        bool crd = !strcmp(ox_attr_s(c, "mode", "DCR"), "CRD");
+        rx_expr *s_dcr[6] = {n, bb, bb, cc, h, w}, *s_crd[6] = {n, cc, bb, bb, h, w};
+        int64_t p_dcr[6] = {0, 3, 4, 1, 5, 2}, p_crd[6] = {0, 1, 4, 2, 5, 3};
+        memcpy(six, crd ? s_crd : s_dcr, sizeof six);
+        memcpy(perm, crd ? p_crd : p_dcr, sizeof perm);
+        rx_expr *o[4] = {n, cc, ox_simp(c, rx_e_binary(c->a, RX_E_MUL, h, bb)),
+                         ox_simp(c, rx_e_binary(c->a, RX_E_MUL, w, bb))};
+        memcpy(four, o, sizeof four);
+    } else {
+        rx_expr *hb = ox_simp(c, rx_e_binary(c->a, RX_E_FLOORDIV, h, bb));
+        rx_expr *wb = ox_simp(c, rx_e_binary(c->a, RX_E_FLOORDIV, w, bb));
+        rx_expr *s[6] = {n, ch, hb, bb, wb, bb};
+        int64_t p[6] = {0, 3, 5, 1, 2, 4};
+        memcpy(six, s, sizeof six);
+        memcpy(perm, p, sizeof perm);
+        rx_expr *o[4] = {n, ox_simp(c, rx_e_binary(c->a, RX_E_MUL, ch, b2)), hb, wb};
+        memcpy(four, o, sizeof four);
+    }
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axes", ox_aints(c, perm, 6));
+    rx_node *t = ox_call1(c, "permute_dims", ox_reshape(c, x, six, 6), m);
+    return ox_out_node(c, 0, t ? ox_reshape(c, t, four, 4) : NULL);
+}
+
+/* (x - mean) / sqrt(var + eps) over axes ax[0..n), reductions keeping dims. */
+static rx_node *normalize(ox_ctx *c, rx_node *x, const int64_t *ax, int n, double eps)
+{
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axis", ox_aints(c, ax, n));
+    ox_aset(c, m, "keepdims", ox_abool(c, true));
+    rx_node *dx = sub(c, x, ox_call1(c, "mean", x, m));
+    rx_node *var = ox_call1(c, "mean", mul(c, dx, dx), m);
+    return ox_call2(c, "divide", dx, f1(c, "sqrt", add(c, var, ox_scalar(c, ox_dtype_of(x), eps))));
+}
+
+/* A per-channel vector (C) shaped to broadcast along axis 1 of a rank-nd tensor. */
+static rx_node *per_channel(ox_ctx *c, rx_node *v, int nd)
+{
+    if (!ox_need_dims(c, v) || v->sinfo->ndim != 1) {
+        if (v && v->sinfo && v->sinfo->ndim != 1) ox_err(c, "scale and bias must be 1-d");
+        return NULL;
+    }
+    rx_expr **d = RX_NEWN(c->a, rx_expr *, nd);
+    for (int i = 0; i < nd; i++) d[i] = i == 1 ? v->sinfo->dims[0] : ox_lit(c, 1);
+    return ox_reshape(c, v, d, nd);
+}
+
+bool ox_c_instance_norm(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0), *s = ox_in_node(c, 1), *b = ox_in_node(c, 2);
+    int nd = ox_ndim(x);
+    if (!x || !s || !b) return false;
+    if (nd < 3 || nd > 66) {
+        ox_err(c, "needs an input of rank 3 to 66 (N, C, D...)");
+        return false;
+    }
+    int64_t ax[64];
+    for (int i = 2; i < nd; i++) ax[i - 2] = i;
+    rx_node *y = normalize(c, x, ax, nd - 2, ox_attr_f(c, "epsilon", 1e-5));
+    return ox_out_node(c, 0, add(c, mul(c, y, per_channel(c, s, nd)), per_channel(c, b, nd)));
+}
+
+bool ox_c_mvn(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    if (!x) return false;
+    int na;
+    const int64_t *a = ox_attr_ints(c, "axes", &na);
+    static const int64_t dflt[3] = {0, 2, 3};
+    if (na < 0) {
+        a = dflt;
+        na = 3;
+    }
+    return ox_out_node(c, 0, normalize(c, x, a, na, 1e-9));
+}
+
+/* LRN over the channels of NC... with a band matrix: sum[n, i] = sum over channels j in
+ * [i - floor((size-1)/2), i + ceil((size-1)/2)] of x[n, j]^2. */
+bool ox_c_lrn(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    if (!x || !ox_need_dims(c, x)) return false;
+    int nd = x->sinfo->ndim;
+    int64_t ch, size = ox_attr_i(c, "size", 0);
+    if (nd < 3 || !rx_expr_is_const(ox_simp(c, x->sinfo->dims[1]), &ch) || ch > 4096 || size < 1) {
+        ox_err(c, "needs rank 3 or more, a static channel count up to 4096 and size >= 1");
+        return false;
+    }
+    rx_dtype dt = ox_dtype_of(x);
+    int64_t shape[2] = {ch, ch}, lo = (size - 1) / 2, hi = size - 1 - lo;
+    rx_const *band = ox_new_const(c, RX_DT_F64, 2, shape);
+    for (int64_t i = 0; i < ch; i++)
+        for (int64_t j = 0; j < ch; j++) {
+            double v = j >= i - lo && j <= i + hi;
+            memcpy(band->data + 8 * (i * ch + j), &v, 8);
+        }
+    rx_expr **d = x->sinfo->dims;
+    rx_expr *three[3] = {d[0], d[1], ox_prod(c, d, 2, nd)};
+    rx_node *sq = ox_reshape(c, mul(c, x, x), three, 3);
+    rx_node *sum = ox_call2(c, "matmul", ox_astype(c, ox_const_node(c, band), dt), sq);
+    if (!sum) return false;
+    sum = ox_reshape(c, sum, d, nd);
+    double alpha = ox_attr_f(c, "alpha", 1e-4), beta = ox_attr_f(c, "beta", 0.75);
+    rx_node *den = add(c, ox_scalar(c, dt, ox_attr_f(c, "bias", 1.0)),
+                       mul(c, ox_scalar(c, dt, alpha / (double)size), sum));
+    return ox_out_node(c, 0, ox_call2(c, "divide", x, ox_call2(c, "power", den, ox_scalar(c, dt, beta))));
+}
