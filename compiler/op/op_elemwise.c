@@ -100,6 +100,17 @@ static rx_sinfo *deduce_binary(rx_dctx *c, const rx_node *call) {
     return bcast(c, call, x, y, dt);
 }
 
+/* left_shift right_shift: integer operands (bits shifted out are lost; a shift by the
+ * width or more gives 0, or -1 for a negative x shifted right). */
+static rx_sinfo *deduce_shift(rx_dctx *c, const rx_node *call) {
+    const rx_sinfo *x, *y;
+    rx_dtype dt;
+    if (!binary_args(c, call, &x, &y, &dt)) return NULL;
+    if (dt != RX_DT_UNKNOWN && !rx_dtype_is_int(dt))
+        return rx_op_fail(c, call, "operands must be integers, found %s", rx_dtype_name(dt));
+    return bcast(c, call, x, y, dt);
+}
+
 static rx_sinfo *deduce_compare(rx_dctx *c, const rx_node *call) {
     const rx_sinfo *x, *y;
     rx_dtype dt;
@@ -171,6 +182,8 @@ const rx_op rx_ops_elemwise[] = {
     BINARY("power", deduce_binary),
     BINARY("maximum", deduce_binary),
     BINARY("minimum", deduce_binary),
+    BINARY("left_shift", deduce_shift),
+    BINARY("right_shift", deduce_shift),
     BINARY("equal", deduce_compare),
     BINARY("not_equal", deduce_compare),
     BINARY("less", deduce_compare),

@@ -25,6 +25,8 @@ extern const rx_op rx_ops_create[];   /* op_create.c: zeros, full, arange, ... *
 extern const int rx_ops_create_count;
 extern const rx_op rx_ops_misc[];     /* op_misc.c: unique, nonzero, shape_of, ... */
 extern const int rx_ops_misc_count;
+extern const rx_op rx_ops_axis[];     /* op_axis.c: gather_elements, cumsum */
+extern const int rx_ops_axis_count;
 
 /* The groups in registry order: X(array, count). */
 #define RX_OP_GROUPS(X)                           \
@@ -34,7 +36,8 @@ extern const int rx_ops_misc_count;
     X(rx_ops_manip, rx_ops_manip_count)           \
     X(rx_ops_reduce, rx_ops_reduce_count)         \
     X(rx_ops_create, rx_ops_create_count)         \
-    X(rx_ops_misc, rx_ops_misc_count)
+    X(rx_ops_misc, rx_ops_misc_count)             \
+    X(rx_ops_axis, rx_ops_axis_count)
 
 /* Schema entry shorthands for the group files. */
 #define RX_ATTR_REQ(nm, k) { (nm), (k), false, NULL }          /* required */

@@ -222,6 +222,21 @@ static rx_expr *b_pow(rx_te *te, rx_expr *x, rx_expr *y)
     rx_expr *fx = rx_te_cast(te, RX_DT_F64, x), *fy = rx_te_cast(te, RX_DT_F64, y);
     return rx_te_cast(te, dt, rx_e_call(a, RX_FN_POW, (rx_expr *[]){fx, fy}, 2, RX_DT_F64));
 }
+/* Shifts: C leaves a count outside [0, width) undefined, so such a count gives what
+ * shifting one bit at a time would: 0 (left, or right of a nonnegative x), -1 (right
+ * of a negative x). */
+static rx_expr *shift(rx_te *te, rx_ekind k, rx_expr *x, rx_expr *y)
+{
+    rx_dtype dt = (rx_dtype)x->dtype;
+    rx_expr *ok = bin(te, RX_E_LT, y, lit(te, rx_dtype_bits(dt), dt));
+    if (!rx_dtype_is_uint(dt)) ok = bin(te, RX_E_AND, bin(te, RX_E_GE, y, lit(te, 0, dt)), ok);
+    rx_expr *out = lit(te, 0, dt);
+    if (k == RX_E_SHR && !rx_dtype_is_uint(dt))
+        out = rx_e_select(rx_te_arena(te), bin(te, RX_E_LT, x, lit(te, 0, dt)), lit(te, -1, dt), out);
+    return rx_e_select(rx_te_arena(te), ok, bin(te, k, x, y), out);
+}
+static rx_expr *b_shl(rx_te *te, rx_expr *x, rx_expr *y) { return shift(te, RX_E_SHL, x, y); }
+static rx_expr *b_shr(rx_te *te, rx_expr *x, rx_expr *y) { return shift(te, RX_E_SHR, x, y); }
 static rx_expr *b_eq(rx_te *te, rx_expr *x, rx_expr *y) { return bin(te, RX_E_EQ, x, y); }
 static rx_expr *b_ne(rx_te *te, rx_expr *x, rx_expr *y) { return bin(te, RX_E_NE, x, y); }
 static rx_expr *b_lt(rx_te *te, rx_expr *x, rx_expr *y) { return bin(te, RX_E_LT, x, y); }
@@ -242,6 +257,7 @@ static const struct {
     {"equal", b_eq, true},          {"not_equal", b_ne, true},      {"less", b_lt, true},
     {"less_equal", b_le, true},     {"greater", b_gt, true},        {"greater_equal", b_ge, true},
     {"logical_and", b_and, true},   {"logical_or", b_or, true},
+    {"left_shift", b_shl, false},   {"right_shift", b_shr, false},
 };
 
 typedef struct bctx {
@@ -314,6 +330,7 @@ const lg_rule_entry rx_lg_elemwise[] = {
     {"not_equal", rule_binary}, {"less", rule_binary},       {"less_equal", rule_binary},
     {"greater", rule_binary},   {"greater_equal", rule_binary},
     {"logical_and", rule_binary}, {"logical_or", rule_binary},
+    {"left_shift", rule_binary}, {"right_shift", rule_binary},
     {"where", rule_where},
 };
 const int rx_lg_elemwise_count = RX_COUNTOF(rx_lg_elemwise);

@@ -109,6 +109,8 @@ extern const lg_rule_entry rx_lg_slice[];    /* legalize_slice.c: concat split s
 extern const int rx_lg_slice_count;
 extern const lg_rule_entry rx_lg_index[];    /* legalize_index.c: repeat tile tril triu arange */
 extern const int rx_lg_index_count;
+extern const lg_rule_entry rx_lg_axis[];     /* legalize_axis.c: gather_elements cumsum */
+extern const int rx_lg_axis_count;
 
 #define LG_GROUPS(X)                          \
     X(rx_lg_elemwise, rx_lg_elemwise_count)   \
@@ -118,6 +120,7 @@ extern const int rx_lg_index_count;
     X(rx_lg_norm, rx_lg_norm_count)           \
     X(rx_lg_nn, rx_lg_nn_count)               \
     X(rx_lg_slice, rx_lg_slice_count)         \
-    X(rx_lg_index, rx_lg_index_count)
+    X(rx_lg_index, rx_lg_index_count)         \
+    X(rx_lg_axis, rx_lg_axis_count)
 
 #endif

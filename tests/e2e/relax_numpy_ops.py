@@ -595,6 +595,38 @@ def op_nonzero(c, x):
     return np.array(np.nonzero(x), dtype=np.int64).reshape(x.ndim, -1)
 
 
+def op_gather_elements(c, x, idx):
+    if not is_int(idx.dtype):
+        raise OracleError("gather_elements: indices must be integers")
+    ax = _axis(c.int("axis", 0), x.ndim, c)
+    if np.any(idx < -x.shape[ax]) or np.any(idx >= x.shape[ax]):
+        raise OracleError("gather_elements: index out of range")
+    return np.take_along_axis(x, np.where(idx < 0, idx + x.shape[ax], idx).astype(np.int64), ax)
+
+
+def op_cumsum(c, x):
+    ax = c.int("axis")
+    dt = c.dtype("dtype") or x.dtype
+    v = x.reshape(-1) if ax is None else x
+    a = 0 if ax is None else _axis(ax, x.ndim, c)
+    r = np.cumsum(v.astype(np.float64 if is_float(dt) else dt), axis=a)
+    if c.bool("exclusive", False):
+        r = r - v.astype(r.dtype)
+    return r.astype(dt)
+
+
+def _shift(left):
+    def op(c, a, b):
+        bits = a.dtype.itemsize * 8
+        a, b = np.broadcast_arrays(a, b)
+        ok = (b >= 0) & (b < bits)
+        bs = np.where(ok, b, 0).astype(a.dtype)
+        r = np.left_shift(a, bs) if left else np.right_shift(a, bs)
+        fill = np.where(a < 0, -1, 0).astype(a.dtype) if not left else np.zeros_like(a)
+        return np.where(ok, r, fill).astype(a.dtype)
+    return op
+
+
 def op_shape_of(c, x):
     return Shape(int(d) for d in x.shape)
 
@@ -615,7 +647,8 @@ OPS = {
     "zeros": op_zeros, "ones": op_ones, "full": op_full, "zeros_like": op_zeros_like,
     "ones_like": op_ones_like, "full_like": op_full_like, "arange": op_arange,
     "tril": op_tril, "triu": op_triu, "unique": op_unique, "nonzero": op_nonzero,
-    "shape_of": op_shape_of,
+    "shape_of": op_shape_of, "gather_elements": op_gather_elements, "cumsum": op_cumsum,
+    "left_shift": _shift(True), "right_shift": _shift(False),
 }
 for _k, _f in UNARY.items():
     OPS[_k] = _f

@@ -174,6 +174,9 @@ rx_node *ox_flip(ox_ctx *c, rx_node *x, int ax);
 
 bool ox_c_activation(ox_ctx *c);
 bool ox_c_math(ox_ctx *c);
+bool ox_c_gather_elements(ox_ctx *c);
+bool ox_c_cumsum(ox_ctx *c);
+bool ox_c_bit_shift(ox_ctx *c);
 bool ox_c_hardmax(ox_ctx *c);
 bool ox_c_one_hot(ox_ctx *c);
 bool ox_c_eye_like(ox_ctx *c);

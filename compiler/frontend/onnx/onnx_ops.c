@@ -35,6 +35,7 @@
  *   Sinh Cosh Asinh Acosh Atanh Celu Shrink IsInf Hardmax OneHot EyeLike, the window
  *   functions, DepthToSpace SpaceToDepth InstanceNormalization
  *   MeanVarianceNormalization LRN -> compositions (onnx_compose.c's essay)
+ *   GatherElements CumSum BitShift -> gather_elements cumsum left_shift right_shift
  *   NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss -> a one-hot mask of the targets
  *                     (equal with arange), where, sum; log_softmax for the latter
  */
@@ -218,6 +219,8 @@ static const ox_opdef ops[] = {
     {"InstanceNormalization", ox_c_instance_norm, "epsilon"},
     {"MeanVarianceNormalization", ox_c_mvn, "axes"},
     {"LRN", ox_c_lrn, "alpha,beta,bias,size"},
+    {"GatherElements", ox_c_gather_elements, "axis"},
+    {"CumSum", ox_c_cumsum, "exclusive,reverse"}, {"BitShift", ox_c_bit_shift, "direction"},
 };
 
 const ox_opdef *ox_op_find(const char *op_type)

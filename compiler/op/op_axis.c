@@ -1,0 +1,76 @@
+/*
+ * op_axis.c — ops that index or accumulate along one axis: gather_elements and
+ * cumsum (TVM's relax.op.gather_elements and relax.op.cumsum; NumPy's
+ * np.take_along_axis and np.cumsum).
+ *
+ *   gather_elements(x, indices; axis = 0): x and indices have the same rank; the
+ *       result has indices' dims and x's dtype, out[i] = x[i with i[axis] replaced by
+ *       indices[i]] (negative indices count from the end). Every dim of indices but
+ *       the axis must be provably at most x's (the kernel indexes x with the loop
+ *       variable there: nothing checks it at run time); indices are integers.
+ *   cumsum(x; axis = null, dtype = null, exclusive = false): running sums along axis
+ *       (null: over the raveled x, a 1-d result); `dtype` null keeps x's, and the sums
+ *       are computed in the result dtype; `exclusive` leaves each element out of its
+ *       own sum (the first is 0).
+ * Each rule costs O(ndim).
+ */
+#include "op_int.h"
+
+static rx_sinfo *d_gather_elements(rx_dctx *c, const rx_node *call)
+{
+    const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
+    const rx_sinfo *ind = rx_d_tensor_arg(c, call, 1);
+    if (!x || !ind) return NULL;
+    if (ind->dtype != RX_DT_UNKNOWN && !rx_dtype_is_int((rx_dtype)ind->dtype))
+        return rx_op_fail(c, call, "indices must be integers, found %s",
+                          rx_dtype_name((rx_dtype)ind->dtype));
+    if (x->ndim >= 0 && ind->ndim >= 0 && x->ndim != ind->ndim)
+        return rx_op_fail(c, call, "x and indices must have the same rank, found %d and %d",
+                          x->ndim, ind->ndim);
+    int nd = x->ndim >= 0 ? x->ndim : ind->ndim, ax = 0;
+    if (nd == 0) return rx_op_fail(c, call, "cannot gather along an axis of a 0-d tensor");
+    if (nd > 0 && !rx_d_axis(c, call, rx_call_attr(call, "axis")->u.i, nd, &ax)) return NULL;
+    if (x->dims && ind->dims)
+        for (int i = 0; i < nd; i++) {
+            if (i == ax) continue;
+            rx_expr *le = rx_e_binary(c->a, RX_E_LE, ind->dims[i], x->dims[i]);
+            if (!rx_arith_prove(c->ar, le))
+                return rx_op_fail(c, call, "dimension %d of indices (%s) must be at most x's (%s)",
+                                  i, rx_op_dims_str(c->a, ind->dims, nd),
+                                  rx_op_dims_str(c->a, x->dims, nd));
+        }
+    return rx_op_like(c, ind, (rx_dtype)x->dtype);
+}
+
+static rx_sinfo *d_cumsum(rx_dctx *c, const rx_node *call)
+{
+    const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
+    if (!x) return NULL;
+    const rx_attr *dta = rx_call_attr(call, "dtype"), *axis = rx_call_attr(call, "axis");
+    rx_dtype dt = (rx_dtype)x->dtype;
+    if (dta->kind != RX_A_NULL) rx_dtype_parse(dta->u.s, &dt);
+    if (dt == RX_DT_BOOL) return rx_op_fail(c, call, "cannot sum in bool");
+    if (axis->kind == RX_A_NULL) {
+        if (!x->dims) return rx_si_tensor(c->a, dt, 1, NULL);
+        rx_expr *n = rx_d_numel(c, x->dims, x->ndim);
+        return rx_si_tensor(c->a, dt, 1, &n);
+    }
+    int ax;
+    if (x->ndim == 0) return rx_op_fail(c, call, "cannot accumulate along an axis of a 0-d tensor");
+    if (x->ndim > 0 && !rx_d_axis(c, call, axis->u.i, x->ndim, &ax)) return NULL;
+    return rx_op_like(c, x, dt);
+}
+
+static const rx_attr_spec gather_attrs[] = {RX_ATTR_DEF("axis", RX_AT_INT, "0")};
+static const rx_attr_spec cumsum_attrs[] = {
+    RX_ATTR_NUL("axis", RX_AT_INT, "null"),
+    RX_ATTR_NUL("dtype", RX_AT_DTYPE, "null"),
+    RX_ATTR_DEF("exclusive", RX_AT_BOOL, "false"),
+};
+
+/* The axis ops (registered by op/registry.c). */
+const rx_op rx_ops_axis[] = {
+    {"gather_elements", 2, 2, RX_ATTRS(gather_attrs), d_gather_elements, 0},
+    {"cumsum", 1, 1, RX_ATTRS(cumsum_attrs), d_cumsum, 0},
+};
+const int rx_ops_axis_count = RX_COUNTOF(rx_ops_axis);
