@@ -27,6 +27,8 @@ extern const rx_op rx_ops_misc[];     /* op_misc.c: unique, nonzero, shape_of, .
 extern const int rx_ops_misc_count;
 extern const rx_op rx_ops_axis[];     /* op_axis.c: gather_elements, cumsum */
 extern const int rx_ops_axis_count;
+extern const rx_op rx_ops_image[];    /* op_image.c: image.resize2d */
+extern const int rx_ops_image_count;
 
 /* The groups in registry order: X(array, count). */
 #define RX_OP_GROUPS(X)                           \
@@ -37,7 +39,8 @@ extern const int rx_ops_axis_count;
     X(rx_ops_reduce, rx_ops_reduce_count)         \
     X(rx_ops_create, rx_ops_create_count)         \
     X(rx_ops_misc, rx_ops_misc_count)             \
-    X(rx_ops_axis, rx_ops_axis_count)
+    X(rx_ops_axis, rx_ops_axis_count)             \
+    X(rx_ops_image, rx_ops_image_count)
 
 /* Schema entry shorthands for the group files. */
 #define RX_ATTR_REQ(nm, k) { (nm), (k), false, NULL }          /* required */
@@ -59,6 +62,9 @@ char *rx_op_dims_str(rx_arena *a, rx_expr **dims, int ndim);
  * a null value gives *n = -1. */
 bool rx_op_int_list(rx_dctx *c, const rx_node *call, const char *name, int64_t *out,
                     int max, int *n);
+/* The dims of shape operand i (a SHAPE node or anything annotated Shape; op_manip.c);
+ * *dims is NULL when unknown. False after an error. */
+bool rx_op_shape_arg(rx_dctx *c, const rx_node *call, int i, int *ndim, rx_expr ***dims);
 /* A tensor annotation with x's ndim and dims (simplified) and dtype dt. */
 rx_sinfo *rx_op_like(rx_dctx *c, const rx_sinfo *x, rx_dtype dt);
 

@@ -112,9 +112,7 @@ static bool prove_ge(rx_dctx *c, rx_expr *x, rx_expr *y)
     return rx_arith_prove(c->ar, bin(c, RX_E_GE, x, y));
 }
 
-/* The dims of a shape operand (a SHAPE node or anything annotated Shape); *dims is
- * NULL when unknown. False after an error. */
-static bool shape_arg(rx_dctx *c, const rx_node *call, int i, int *ndim, rx_expr ***dims)
+bool rx_op_shape_arg(rx_dctx *c, const rx_node *call, int i, int *ndim, rx_expr ***dims)
 {
     const rx_node *a = call->args[i];
     const rx_sinfo *s = a->sinfo;
@@ -171,7 +169,7 @@ static rx_sinfo *d_reshape(rx_dctx *c, const rx_node *call)
     const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
     int tn;
     rx_expr **td;
-    if (!x || !shape_arg(c, call, 1, &tn, &td)) return NULL;
+    if (!x || !rx_op_shape_arg(c, call, 1, &tn, &td)) return NULL;
     if (!td) return tensor(c, x->dtype, tn, NULL);
 
     int infer = -1;
@@ -578,7 +576,7 @@ static rx_sinfo *d_broadcast_to(rx_dctx *c, const rx_node *call)
     const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
     int tn;
     rx_expr **td;
-    if (!x || !shape_arg(c, call, 1, &tn, &td)) return NULL;
+    if (!x || !rx_op_shape_arg(c, call, 1, &tn, &td)) return NULL;
     if (tn >= 0 && x->ndim > tn)
         return rx_op_fail(c, call, "cannot broadcast %s to a shape of rank %d", sstr(c, x), tn);
     if (td && x->dims) {

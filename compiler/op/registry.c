@@ -187,6 +187,7 @@ static const char *kind_expect(const rx_attr_spec *s) {
     case RX_AT_AXES: return s->nullable ? "an integer, a list of integers or null"
                                         : "an integer or a list of integers";
     case RX_AT_SCALAR: return s->nullable ? "a number, a boolean or null" : "a number or a boolean";
+    case RX_AT_FLOATS: return s->nullable ? "a list of numbers or null" : "a list of numbers";
     case RX_AT_SPLIT: return s->nullable ? "an integer, a list of sizes or null"
                                          : "an integer or a list of sizes";
     default: RX_UNREACHABLE();
@@ -285,6 +286,24 @@ static rx_attr *conv_list(rx_binder *b, const rx_attr_spec *s, rx_attr *v, bool 
     return ok ? r : NULL;
 }
 
+/* A list of numbers, each stored as FLOAT (an INT element is converted); a lone
+ * number is a list of one. */
+static rx_attr *conv_floats(rx_binder *b, const rx_attr_spec *s, rx_attr *v) {
+    bool lone = v->kind != RX_A_ARRAY;
+    int n = lone ? 1 : v->u.arr.n;
+    rx_attr *r = new_attr(b, RX_A_ARRAY, v->loc);
+    r->u.arr.n = n;
+    r->u.arr.items = RX_NEWN(b->m->arena, rx_attr *, n > 0 ? n : 1);
+    for (int i = 0; i < n; i++) {
+        rx_attr *e = lone ? v : v->u.arr.items[i];
+        if (e->kind != RX_A_INT && e->kind != RX_A_FLOAT) return wrong(b, s, e, lone ? -1 : i);
+        rx_attr *f = new_attr(b, RX_A_FLOAT, e->loc);
+        f->u.f = e->kind == RX_A_INT ? (double)e->u.i : e->u.f;
+        r->u.arr.items[i] = f;
+    }
+    return r;
+}
+
 /* Converts one written (or default) value to the stored form of its kind; NULL after
  * an error. */
 static rx_attr *conv(rx_binder *b, const rx_attr_spec *s, rx_attr *v) {
@@ -317,6 +336,7 @@ static rx_attr *conv(rx_binder *b, const rx_attr_spec *s, rx_attr *v) {
     case RX_AT_SCALAR:
         return (v->kind == RX_A_INT || v->kind == RX_A_FLOAT || v->kind == RX_A_BOOL)
                    ? v : wrong(b, s, v, -1);
+    case RX_AT_FLOATS: return conv_floats(b, s, v);
     case RX_AT_SPLIT:
         if (v->kind == RX_A_INT) return v;
         return v->kind == RX_A_ARRAY ? conv_list(b, s, v, true) : wrong(b, s, v, -1);

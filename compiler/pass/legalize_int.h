@@ -111,6 +111,8 @@ extern const lg_rule_entry rx_lg_index[];    /* legalize_index.c: repeat tile tr
 extern const int rx_lg_index_count;
 extern const lg_rule_entry rx_lg_axis[];     /* legalize_axis.c: gather_elements cumsum */
 extern const int rx_lg_axis_count;
+extern const lg_rule_entry rx_lg_image[];    /* legalize_image.c: image.resize2d */
+extern const int rx_lg_image_count;
 
 #define LG_GROUPS(X)                          \
     X(rx_lg_elemwise, rx_lg_elemwise_count)   \
@@ -121,6 +123,7 @@ extern const int rx_lg_axis_count;
     X(rx_lg_nn, rx_lg_nn_count)               \
     X(rx_lg_slice, rx_lg_slice_count)         \
     X(rx_lg_index, rx_lg_index_count)         \
-    X(rx_lg_axis, rx_lg_axis_count)
+    X(rx_lg_axis, rx_lg_axis_count)           \
+    X(rx_lg_image, rx_lg_image_count)
 
 #endif

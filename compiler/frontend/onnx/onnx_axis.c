@@ -49,3 +49,110 @@ bool ox_c_bit_shift(ox_ctx *c)
     return ox_out_node(c, 0, ox_call2(c, !strcmp(dir, "LEFT") ? "left_shift" : "right_shift",
                                       ox_in_node(c, 0), ox_in_node(c, 1)));
 }
+
+/* Resize (opsets 10-17) and Upsample onto image.resize2d: a 4-d NCHW input whose N and
+ * C are kept; sizes (the output's H and W) or scales (H and W from the literal input
+ * extents, floor(D * s), or D * s for an integer s); roi for tf_crop_and_resize. Before
+ * opset 11 (and for Upsample) the coordinates are asymmetric and nearest rounds down. */
+bool ox_c_resize(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    if (!x || !ox_need_dims(c, x)) return false;
+    if (x->sinfo->ndim != 4) {
+        ox_err(c, "only 4-d (NCHW) inputs are supported");
+        return false;
+    }
+    bool old = c->opset < 11 || !strcmp(c->node->op_type, "Upsample");
+    int si = old ? 1 : 2, zi = old ? -1 : 3;
+    double sc[4] = {1, 1, 1, 1}, roi[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+    rx_expr **d = x->sinfo->dims, *size[2];
+    rx_const *k;
+    if (zi >= 0 && ox_in(c, zi)) {
+        int64_t *sz;
+        int n;
+        if (!ox_ints(c, ox_in(c, zi), &sz, &n) || n != 4) {
+            ox_err(c, "sizes must be a constant of 4 values");
+            return false;
+        }
+        for (int i = 0; i < 2; i++) {
+            int64_t v;
+            if (!rx_expr_is_const(ox_simp(c, d[i]), &v) || v != sz[i]) {
+                ox_err(c, "only H and W can be resized (sizes must keep N and C)");
+                return false;
+            }
+        }
+        size[0] = ox_lit(c, sz[2]);
+        size[1] = ox_lit(c, sz[3]);
+        for (int i = 2; i < 4; i++) {
+            int64_t v;
+            if (!rx_expr_is_const(ox_simp(c, d[i]), &v) || v < 1) {
+                ox_err(c, "sizes need literal input extents");
+                return false;
+            }
+            sc[i] = (double)sz[i] / (double)v;
+        }
+    } else {
+        k = si < ox_nin(c) ? ox_const(c, ox_in(c, si)) : NULL;
+        int na;
+        const float *fs = NULL;
+        if (!k && c->opset < 9 && ox_attr(c, "scales")) {
+            fs = ox_attr(c, "scales")->floats;
+            na = (int)ox_attr(c, "scales")->n_floats;
+        } else if (k) {
+            na = (int)ox_numel(k);
+        } else {
+            ox_err(c, "scales (or sizes) must be constants");
+            return false;
+        }
+        if (na != 4) {
+            ox_err(c, "scales must have 4 values");
+            return false;
+        }
+        for (int i = 0; i < 4; i++) sc[i] = fs ? fs[i] : ox_cf(k, i);
+        if (sc[0] != 1 || sc[1] != 1 || !(sc[2] > 0) || !(sc[3] > 0)) {
+            ox_err(c, "only H and W can be resized (scales must be 1 for N and C, positive)");
+            return false;
+        }
+        for (int i = 0; i < 2; i++) {
+            int64_t v;
+            double s = sc[2 + i];
+            if (rx_expr_is_const(ox_simp(c, d[2 + i]), &v)) {
+                size[i] = ox_lit(c, (int64_t)((double)v * s));
+            } else if (s == (double)(int64_t)s) {
+                size[i] = ox_simp(c, rx_e_binary(c->a, RX_E_MUL, d[2 + i], ox_lit(c, (int64_t)s)));
+            } else {
+                ox_err(c, "a non-integer scale needs a literal input extent");
+                return false;
+            }
+        }
+    }
+    const char *mode = ox_attr_s(c, "coordinate_transformation_mode", old ? "asymmetric" : "half_pixel");
+    if (!strcmp(mode, "tf_crop_and_resize")) {
+        k = ox_const(c, ox_in(c, 1));
+        if (!k || ox_numel(k) != 8) {
+            ox_err(c, "roi must be a constant of 8 values");
+            return false;
+        }
+        for (int i = 0; i < 8; i++) roi[i] = ox_cf(k, i);
+    }
+    const char *m = ox_attr_s(c, "mode", "nearest");
+    const char *method = !strcmp(m, "nearest") ? "nearest_neighbor" : !strcmp(m, "linear") ||
+                         !strcmp(m, "bilinear") ? "linear" : !strcmp(m, "cubic") ? "cubic" : NULL;
+    if (!method) {
+        ox_err(c, "mode '%s' is not supported (nearest, linear, cubic)", m);
+        return false;
+    }
+    rx_attr *a = ox_amap(c);
+    double r4[4] = {roi[2], roi[3], roi[6], roi[7]};
+    ox_aset(c, a, "roi", ox_afloats(c, r4, 4));
+    ox_aset(c, a, "method", ox_astr(c, method));
+    ox_aset(c, a, "coordinate_transformation_mode", ox_astr(c, mode));
+    ox_aset(c, a, "rounding_method", ox_astr(c, old ? "floor" : ox_attr_s(c, "nearest_mode",
+                                                                           "round_prefer_floor")));
+    ox_aset(c, a, "cubic_alpha", ox_afloat(c, ox_attr_f(c, "cubic_coeff_a", -0.75)));
+    ox_aset(c, a, "cubic_exclude", ox_aint(c, ox_attr_i(c, "exclude_outside", 0)));
+    ox_aset(c, a, "extrapolation_value", ox_afloat(c, ox_attr_f(c, "extrapolation_value", 0)));
+    ox_aset(c, a, "scales", ox_afloats(c, sc + 2, 2));
+    rx_node *args[2] = {x, ox_shape_node(c, size, 2)};
+    return ox_out_node(c, 0, ox_call(c, "image.resize2d", args, 2, a));
+}

@@ -107,6 +107,7 @@ rx_attr *ox_abool(ox_ctx *c, bool v);
 rx_attr *ox_astr(ox_ctx *c, const char *s);
 rx_attr *ox_aints(ox_ctx *c, const int64_t *v, int n);
 rx_attr *ox_aexprs(ox_ctx *c, rx_expr **v, int n);
+rx_attr *ox_afloats(ox_ctx *c, const double *v, int n);
 
 /* The graph value of constant k. */
 rx_node *ox_const_node(ox_ctx *c, rx_const *k);
@@ -177,6 +178,7 @@ bool ox_c_math(ox_ctx *c);
 bool ox_c_gather_elements(ox_ctx *c);
 bool ox_c_cumsum(ox_ctx *c);
 bool ox_c_bit_shift(ox_ctx *c);
+bool ox_c_resize(ox_ctx *c);
 bool ox_c_hardmax(ox_ctx *c);
 bool ox_c_one_hot(ox_ctx *c);
 bool ox_c_eye_like(ox_ctx *c);

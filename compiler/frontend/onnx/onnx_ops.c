@@ -36,6 +36,7 @@
  *   functions, DepthToSpace SpaceToDepth InstanceNormalization
  *   MeanVarianceNormalization LRN -> compositions (onnx_compose.c's essay)
  *   GatherElements CumSum BitShift -> gather_elements cumsum left_shift right_shift
+ *   Resize Upsample   -> image.resize2d
  *   NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss -> a one-hot mask of the targets
  *                     (equal with arange), where, sum; log_softmax for the latter
  */
@@ -221,6 +222,9 @@ static const ox_opdef ops[] = {
     {"LRN", ox_c_lrn, "alpha,beta,bias,size"},
     {"GatherElements", ox_c_gather_elements, "axis"},
     {"CumSum", ox_c_cumsum, "exclusive,reverse"}, {"BitShift", ox_c_bit_shift, "direction"},
+    {"Resize", ox_c_resize, "coordinate_transformation_mode,cubic_coeff_a,exclude_outside,"
+                            "extrapolation_value,mode,nearest_mode"},
+    {"Upsample", ox_c_resize, "mode,scales"},
 };
 
 const ox_opdef *ox_op_find(const char *op_type)

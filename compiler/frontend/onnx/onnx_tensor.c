@@ -308,6 +308,15 @@ rx_attr *ox_aints(ox_ctx *c, const int64_t *v, int n)
     return a;
 }
 
+rx_attr *ox_afloats(ox_ctx *c, const double *v, int n)
+{
+    rx_attr *a = new_attr(c, RX_A_ARRAY);
+    a->u.arr.n = n;
+    a->u.arr.items = RX_NEWN(c->a, rx_attr *, n ? n : 1);
+    for (int i = 0; i < n; i++) a->u.arr.items[i] = ox_afloat(c, v[i]);
+    return a;
+}
+
 rx_attr *ox_aexprs(ox_ctx *c, rx_expr **v, int n)
 {
     rx_attr *a = new_attr(c, RX_A_ARRAY);

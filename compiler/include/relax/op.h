@@ -21,6 +21,7 @@
  *   AXES    an integer or a list of integers [INT or ARRAY of INT]
  *   SCALAR  a number or bool (clip bounds)   [INT, FLOAT or BOOL]
  *   SPLIT   integer or list of sizes         [INT or ARRAY of INT/EXPR]
+ *   FLOATS  list of numbers (resize's roi)   [ARRAY of FLOAT]
  */
 #ifndef RELAX_OP_H
 #define RELAX_OP_H
@@ -29,7 +30,7 @@
 
 typedef enum rx_atkind {
     RX_AT_BOOL, RX_AT_INT, RX_AT_FLOAT, RX_AT_STR, RX_AT_DTYPE, RX_AT_SIZE, RX_AT_INTS,
-    RX_AT_SIZES, RX_AT_AXES, RX_AT_SCALAR, RX_AT_SPLIT
+    RX_AT_SIZES, RX_AT_AXES, RX_AT_SCALAR, RX_AT_SPLIT, RX_AT_FLOATS
 } rx_atkind;
 
 typedef struct rx_attr_spec {
