@@ -156,3 +156,24 @@ bool ox_c_resize(ox_ctx *c)
     rx_node *args[2] = {x, ox_shape_node(c, size, 2)};
     return ox_out_node(c, 0, ox_call(c, "image.resize2d", args, 2, a));
 }
+
+/* Unique -> unique with every extra result asked for when the node has more outputs:
+ * Y, indices, inverse_indices, counts in ONNX's order (the op's). */
+bool ox_c_unique(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    if (!x) return false;
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "sorted", ox_abool(c, ox_attr_i(c, "sorted", 1) != 0));
+    if (ox_attr(c, "axis")) ox_aset(c, m, "axis", ox_aint(c, ox_attr_i(c, "axis", 0)));
+    bool extra = ox_nout(c) > 1;
+    if (!extra) return ox_out_node(c, 0, ox_call1(c, "unique", x, m));
+    ox_aset(c, m, "return_index", ox_abool(c, true));
+    ox_aset(c, m, "return_inverse", ox_abool(c, true));
+    ox_aset(c, m, "return_counts", ox_abool(c, true));
+    rx_node *t = ox_call1(c, "unique", x, m);
+    if (!t) return false;
+    for (int i = 0; i < ox_nout(c) && i < 4; i++)
+        if (*c->node->output[i] && !ox_out_node(c, i, ox_field(c, t, i, "uq"))) return false;
+    return true;
+}

@@ -168,6 +168,8 @@ rx_node *ox_astype(ox_ctx *c, rx_node *x, rx_dtype dt);
 /* arange(extent) of dtype dt shaped as rank nd with the extent at `axis` and 1s
  * elsewhere: compared with a tensor broadcast along axis it gives one-hot masks. */
 rx_node *ox_iota(ox_ctx *c, rx_expr *extent, int axis, int nd, rx_dtype dt);
+/* Field i of tuple value t bound to a fresh variable (onnx_nn.c). */
+rx_node *ox_field(ox_ctx *c, rx_node *t, int i, const char *name);
 /* x reversed along axis ax (onnx_nn.c). */
 rx_node *ox_flip(ox_ctx *c, rx_node *x, int ax);
 
@@ -179,6 +181,10 @@ bool ox_c_gather_elements(ox_ctx *c);
 bool ox_c_cumsum(ox_ctx *c);
 bool ox_c_bit_shift(ox_ctx *c);
 bool ox_c_resize(ox_ctx *c);
+bool ox_c_unique(ox_ctx *c);
+bool ox_c_quantize(ox_ctx *c);
+bool ox_c_dynamic_quantize(ox_ctx *c);
+bool ox_c_matmul_integer(ox_ctx *c);
 bool ox_c_hardmax(ox_ctx *c);
 bool ox_c_one_hot(ox_ctx *c);
 bool ox_c_eye_like(ox_ctx *c);

@@ -124,13 +124,17 @@ bool ox_c_batch_norm(ox_ctx *c)
     ox_aset(c, m, "axis", ox_aint(c, 1));
     ox_aset(c, m, "epsilon", ox_afloat(c, ox_attr_f(c, "epsilon", 1e-5)));
     rx_node *t = ox_call(c, "nn.batch_norm", a, 5, m);
-    if (!t) return false;
-    rx_node *g = rx_n_get_item(c->m, t, 0);
-    g->sinfo = t->sinfo->fields[0];
-    rx_node *v = rx_n_var(c->m, "bn", g->sinfo, true);
+    return t && ox_out_node(c, 0, ox_field(c, t, 0, "bn"));
+}
+
+rx_node *ox_field(ox_ctx *c, rx_node *t, int i, const char *name)
+{
+    rx_node *g = rx_n_get_item(c->m, t, i);
+    g->sinfo = t->sinfo->fields[i];
+    rx_node *v = rx_n_var(c->m, name, g->sinfo, true);
     rx_binding b = {v, g, NULL, false, 0};
     RX_VEC_PUSH(c->binds, b);
-    return ox_out_node(c, 0, v);
+    return v;
 }
 
 /* Pads of a 2-d window op: explicit pads, or auto_pad from literal input dims. */

@@ -36,7 +36,9 @@
  *   functions, DepthToSpace SpaceToDepth InstanceNormalization
  *   MeanVarianceNormalization LRN -> compositions (onnx_compose.c's essay)
  *   GatherElements CumSum BitShift -> gather_elements cumsum left_shift right_shift
- *   Resize Upsample   -> image.resize2d
+ *   Resize Upsample   -> image.resize2d; Unique -> unique
+ *   QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger QLinearMatMul
+ *                     -> compositions (onnx_quant.c's essay)
  *   NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss -> a one-hot mask of the targets
  *                     (equal with arange), where, sum; log_softmax for the latter
  */
@@ -224,7 +226,10 @@ static const ox_opdef ops[] = {
     {"CumSum", ox_c_cumsum, "exclusive,reverse"}, {"BitShift", ox_c_bit_shift, "direction"},
     {"Resize", ox_c_resize, "coordinate_transformation_mode,cubic_coeff_a,exclude_outside,"
                             "extrapolation_value,mode,nearest_mode"},
-    {"Upsample", ox_c_resize, "mode,scales"},
+    {"Upsample", ox_c_resize, "mode,scales"}, {"Unique", ox_c_unique, "axis,sorted"},
+    {"QuantizeLinear", ox_c_quantize, "axis"}, {"DequantizeLinear", ox_c_quantize, "axis"},
+    {"DynamicQuantizeLinear", ox_c_dynamic_quantize, ""},
+    {"MatMulInteger", ox_c_matmul_integer, ""}, {"QLinearMatMul", ox_c_matmul_integer, ""},
 };
 
 const ox_opdef *ox_op_find(const char *op_type)
