@@ -251,22 +251,31 @@ static rx_sinfo *nchw(rx_dctx *c, rx_dtype dt, rx_expr *n, rx_expr *ch, rx_expr 
 }
 
 /* ---------------------------------------------------------------- conv2d */
-static rx_sinfo *deduce_conv2d(rx_dctx *c, const rx_node *call) {
+/* The operands of a convolution (4-d x and w), the layouts checked, the result dtype
+ * (out_dtype or the operands'); false after an error. */
+static bool conv_args(rx_dctx *c, const rx_node *call, const char *kernel_layout,
+                      const rx_sinfo **x, const rx_sinfo **w, rx_dtype *dt) {
     const rx_sinfo *args[2] = { rx_d_tensor_arg(c, call, 0), rx_d_tensor_arg(c, call, 1) };
-    if (!args[0] || !args[1]) return NULL;
-    const rx_sinfo *x = args[0], *w = args[1];
+    if (!args[0] || !args[1]) return false;
+    *x = args[0];
+    *w = args[1];
     if (!check_layout(c, call, "data_layout", "NCHW") ||
-        !check_layout(c, call, "kernel_layout", "OIHW"))
-        return NULL;
-    rx_dtype dt;
+        !check_layout(c, call, "kernel_layout", kernel_layout))
+        return false;
     const rx_attr *od = rx_call_attr(call, "out_dtype");
     if (od->kind == RX_A_STR) {
-        bool ok = rx_dtype_parse(od->u.s, &dt);
+        bool ok = rx_dtype_parse(od->u.s, dt);
         RX_ASSERT(ok);
-    } else if (!common_dtype(c, call, args, 2, &dt)) {
-        return NULL;
+    } else if (!common_dtype(c, call, args, 2, dt)) {
+        return false;
     }
-    if (!check_ndim(c, call, x, 0, 4) || !check_ndim(c, call, w, 1, 4)) return NULL;
+    return check_ndim(c, call, *x, 0, 4) && check_ndim(c, call, *w, 1, 4);
+}
+
+static rx_sinfo *deduce_conv2d(rx_dctx *c, const rx_node *call) {
+    const rx_sinfo *x, *w;
+    rx_dtype dt;
+    if (!conv_args(c, call, "OIHW", &x, &w, &dt)) return NULL;
     int64_t groups = rx_call_attr(call, "groups")->u.i;
     if (groups < 1)
         return rx_op_fail(c, call, "groups must be at least 1, found %lld", (long long)groups);
@@ -294,6 +303,46 @@ static rx_sinfo *deduce_conv2d(rx_dctx *c, const rx_node *call) {
     }
     if (!spatial(c, call, x, w->dims[2], w->dims[3], false, sp)) return NULL;
     return nchw(c, dt, x->dims ? x->dims[0] : NULL, o, sp);
+}
+
+/* ---------------------------------------------------------------- conv2d_transpose */
+/* x (N, C, H, W), w (C, O / groups, KH, KW) in "IOHW": per spatial dim the output is
+ * (in - 1) * stride - pad_before - pad_after + dilation * (k - 1) + output_padding + 1
+ * (an output_padding below the stride or the dilation, as TVM). */
+static rx_sinfo *deduce_conv2d_transpose(rx_dctx *c, const rx_node *call) {
+    const rx_sinfo *x, *w;
+    rx_dtype dt;
+    if (!conv_args(c, call, "IOHW", &x, &w, &dt)) return NULL;
+    int64_t groups = rx_call_attr(call, "groups")->u.i, st[2], dl[2], pd[4], op[2];
+    if (groups < 1)
+        return rx_op_fail(c, call, "groups must be at least 1, found %lld", (long long)groups);
+    if (!pair_attr(c, call, "strides", 1, st) || !pair_attr(c, call, "dilation", 1, dl) ||
+        !pair_attr(c, call, "output_padding", 0, op) || !pad_attr(c, call, pd))
+        return NULL;
+    for (int i = 0; i < 2; i++)
+        if (op[i] >= st[i] && op[i] >= dl[i])
+            return rx_op_fail(c, call, "output_padding %lld must be smaller than the stride or "
+                              "the dilation", (long long)op[i]);
+    if (!x->dims || !w->dims) return rx_si_tensor(c->a, dt, 4, NULL);
+    if (proved_ne(c, x->dims[1], w->dims[0]))
+        return rx_op_fail(c, call, "input channels %s do not match the weight's %s (input %s, "
+                          "weight %s)", rx_expr_str(c->a, x->dims[1]), rx_expr_str(c->a, w->dims[0]),
+                          rx_op_dims_str(c->a, x->dims, 4), rx_op_dims_str(c->a, w->dims, 4));
+    rx_arena *a = c->a;
+    rx_expr *sp[2];
+    for (int i = 0; i < 2; i++) {
+        rx_expr *e = rx_e_binary(a, RX_E_MUL, rx_e_binary(a, RX_E_SUB, x->dims[2 + i], rx_e_int(a, 1)),
+                                 rx_e_int(a, st[i]));
+        e = rx_e_binary(a, RX_E_ADD, e, rx_e_binary(a, RX_E_MUL, rx_e_int(a, dl[i]),
+                                                    rx_e_binary(a, RX_E_SUB, w->dims[2 + i], rx_e_int(a, 1))));
+        e = rx_e_binary(a, RX_E_ADD, e, rx_e_int(a, op[i] + 1 - pd[i] - pd[2 + i]));
+        sp[i] = rx_d_simplify(c, e);
+        int64_t v;
+        if (rx_expr_is_const(sp[i], &v) && v < 1)
+            return rx_op_fail(c, call, "the padding leaves no output (extent %lld)", (long long)v);
+    }
+    rx_expr *o = rx_e_binary(a, RX_E_MUL, w->dims[1], rx_e_int(a, groups));
+    return nchw(c, dt, x->dims[0], o, sp);
 }
 
 /* ---------------------------------------------------------------- pooling */
@@ -353,6 +402,16 @@ static const rx_attr_spec conv2d_attrs[] = {
     RX_ATTR_DEF("kernel_layout", RX_AT_STR, "\"OIHW\""),
     RX_ATTR_NUL("out_dtype", RX_AT_DTYPE, "null"),
 };
+static const rx_attr_spec conv2d_transpose_attrs[] = {
+    RX_ATTR_DEF("strides", RX_AT_INTS, "[1, 1]"),
+    RX_ATTR_DEF("padding", RX_AT_INTS, "[0, 0]"),
+    RX_ATTR_DEF("output_padding", RX_AT_INTS, "[0, 0]"),
+    RX_ATTR_DEF("dilation", RX_AT_INTS, "[1, 1]"),
+    RX_ATTR_DEF("groups", RX_AT_INT, "1"),
+    RX_ATTR_DEF("data_layout", RX_AT_STR, "\"NCHW\""),
+    RX_ATTR_DEF("kernel_layout", RX_AT_STR, "\"IOHW\""),
+    RX_ATTR_NUL("out_dtype", RX_AT_DTYPE, "null"),
+};
 static const rx_attr_spec max_pool2d_attrs[] = {
     RX_ATTR_REQ("pool_size", RX_AT_INTS),
     RX_ATTR_DEF("strides", RX_AT_INTS, "[1, 1]"),
@@ -384,6 +443,7 @@ const rx_op rx_ops_nn[] = {
     OP("nn.rms_norm", 2, 2, rms_norm_attrs, deduce_norm),
     OP("nn.batch_norm", 5, 5, batch_norm_attrs, deduce_batch_norm),
     OP("nn.conv2d", 2, 2, conv2d_attrs, deduce_conv2d),
+    OP("nn.conv2d_transpose", 2, 2, conv2d_transpose_attrs, deduce_conv2d_transpose),
     OP("nn.max_pool2d", 1, 1, max_pool2d_attrs, deduce_pool2d),
     OP("nn.avg_pool2d", 1, 1, avg_pool2d_attrs, deduce_pool2d),
     OP("nn.adaptive_avg_pool2d", 1, 1, adaptive_pool2d_attrs, deduce_adaptive_pool2d),

@@ -35,6 +35,8 @@
  *                   otherwise) with the taps beyond the window's own extent masked by
  *                   select, then divides by the window's element count. output_size
  *                   null (OH = H) is the identity window.
+ *   nn.conv2d_transpose  the gather form of the transposed convolution (at
+ *                   rule_conv2d_transpose), taps that land between strides masked.
  * Cost: conv2d is the direct O(N * O * OH * OW * Ig * KH * KW) loop nest; pools
  * O(out * window). No im2col, no Winograd, no tiling: those are schedules (later).
  */
@@ -51,6 +53,7 @@ typedef struct wctx {
     bool ceil_mode, cip, is_max;
     int64_t groups;
     rx_expr *og;             /* conv: output channels per group */
+    rx_expr *ig;             /* conv2d_transpose: input channels per group */
     rx_dtype dt;             /* result dtype */
     bool amask[2];           /* adaptive: the dim's taps need a mask */
 } wctx;
@@ -159,6 +162,63 @@ static bool rule_conv2d(lg_ctx *c)
     const rx_sinfo *o = lg_out(c, 0);
     lg_output(c, rx_te_reduce(c->te, lg_tname(c), w.dt, 4, o->dims, RX_TE_SUM, 3, rdom, NULL,
                               conv_cb, &w));
+    return true;
+}
+
+/* ---------------------------------------------------------------- conv2d_transpose */
+/* out[b, o, y, x] = sum over (ic in o's group, kh, kw) of x[b, ic, iy, ix] *
+ * w[ic, o % Og, kh, kw] where t = y + pad_top - kh * dilation is a multiple of the
+ * stride and iy = t / stride lies in [0, H) (likewise ix): the scatter of the forward
+ * definition read as a gather. The read indices are clamped into x so the unselected
+ * operand of the select stays inside it. */
+static rx_expr *tap(wctx *w, int d, rx_expr *o, rx_expr *k, rx_expr **ok)
+{
+    lg_ctx *c = w->c;
+    rx_expr *t = rx_te_simplify(c->te, bin(c, RX_E_SUB, bin(c, RX_E_ADD, o, lit(c, w->pd[d])),
+                                           bin(c, RX_E_MUL, k, lit(c, w->dl[d]))));
+    rx_expr *q = w->st[d] == 1 ? t : bin(c, RX_E_FLOORDIV, t, lit(c, w->st[d]));
+    rx_expr *cond = bin(c, RX_E_AND, bin(c, RX_E_GE, t, lit(c, 0)),
+                        bin(c, RX_E_LT, q, rx_te_dim(w->x, 2 + d)));
+    if (w->st[d] != 1)
+        cond = bin(c, RX_E_AND, cond, bin(c, RX_E_EQ, bin(c, RX_E_FLOORMOD, t, lit(c, w->st[d])), lit(c, 0)));
+    *ok = *ok ? bin(c, RX_E_AND, *ok, cond) : cond;
+    rx_expr *hi = rx_te_simplify(c->te, bin(c, RX_E_SUB, rx_te_dim(w->x, 2 + d), lit(c, 1)));
+    return bin(c, RX_E_MAX, bin(c, RX_E_MIN, q, hi), lit(c, 0));
+}
+
+static rx_expr *convt_cb(rx_te *te, rx_expr *const *idx, rx_expr *const *r, void *ud)
+{
+    wctx *w = ud;
+    lg_ctx *c = w->c;
+    rx_expr *ocl = idx[1], *ch = r[0];
+    if (w->groups > 1) {
+        rx_expr *g = bin(c, RX_E_FLOORDIV, idx[1], w->og);
+        ocl = rx_te_simplify(te, bin(c, RX_E_FLOORMOD, idx[1], w->og));
+        ch = rx_te_simplify(te, bin(c, RX_E_ADD, bin(c, RX_E_MUL, g, w->ig), r[0]));
+    }
+    rx_expr *ok = NULL;
+    rx_expr *xi[4] = {idx[0], ch, tap(w, 0, idx[2], r[1], &ok), tap(w, 1, idx[3], r[2], &ok)};
+    rx_expr *wi[4] = {ch, ocl, r[1], r[2]};
+    rx_expr *v = bin(c, RX_E_MUL, rx_te_cast(te, w->dt, rx_te_at(te, w->x, xi)),
+                     rx_te_cast(te, w->dt, rx_te_at(te, w->w, wi)));
+    return rx_e_select(c->a, ok, v, rx_te_const(te, 0, w->dt));
+}
+
+static bool rule_conv2d_transpose(lg_ctx *c)
+{
+    wctx w = {0};
+    w.c = c;
+    if (!read_window(c, &w)) return false;
+    if (!(w.w = lg_input(c, 1, "w"))) return false;
+    if (rx_te_ndim(w.w) != 4) return lg_fail(c, "needs a 4-D IOHW weight");
+    if (w.dt == RX_DT_BOOL) return lg_fail(c, "not defined on bool tensors");
+    w.groups = rx_call_attr(c->call, "groups")->u.i;
+    w.og = rx_te_dim(w.w, 1);
+    w.ig = rx_te_simplify(c->te, bin(c, RX_E_FLOORDIV, rx_te_dim(w.w, 0), lit(c, w.groups)));
+    rx_expr *rdom[3] = {w.ig, rx_te_dim(w.w, 2), rx_te_dim(w.w, 3)};
+    const rx_sinfo *o = lg_out(c, 0);
+    lg_output(c, rx_te_reduce(c->te, lg_tname(c), w.dt, 4, o->dims, RX_TE_SUM, 3, rdom, NULL,
+                              convt_cb, &w));
     return true;
 }
 
@@ -319,6 +379,7 @@ static bool rule_adaptive_pool2d(lg_ctx *c)
 
 const lg_rule_entry rx_lg_nn[] = {
     {"nn.conv2d", rule_conv2d},
+    {"nn.conv2d_transpose", rule_conv2d_transpose},
     {"nn.max_pool2d", rule_pool2d},
     {"nn.avg_pool2d", rule_pool2d},
     {"nn.adaptive_avg_pool2d", rule_adaptive_pool2d},

@@ -307,6 +307,32 @@ def op_conv2d(c, x, w):
     return _from_nchw(out.reshape(n, co, oh, ow).astype(out_dtype), layout)
 
 
+def op_conv2d_transpose(c, x, w):
+    """The scatter form: every input element adds x * w[ic, :, kh, kw] at its strided
+    position, then the padding is cropped (an independent formulation from the
+    compiler's gather)."""
+    if c.raw("data_layout", "NCHW") != "NCHW" or c.raw("kernel_layout", "IOHW") != "IOHW":
+        raise OracleError("%s: only NCHW / IOHW" % c.name)
+    sh, sw = _pair(c, "strides", [1, 1])
+    dh, dw = _pair(c, "dilation", [1, 1])
+    oph, opw = _pair(c, "output_padding", [0, 0])
+    pt, pl, pb, pr = _pads(c, "padding", [0, 0])
+    g = c.int("groups", 1)
+    out_dtype = c.dtype("out_dtype") or x.dtype
+    n, ci, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    fh, fw = (h - 1) * sh + dh * (kh - 1) + 1 + oph, (wd - 1) * sw + dw * (kw - 1) + 1 + opw
+    full = np.zeros((n, og * g, fh, fw))
+    xf, wf = _f64(x), _f64(w)
+    for ic in range(ci):
+        gi = ic // (ci // g)
+        for i in range(kh):
+            for j in range(kw):
+                full[:, gi * og:(gi + 1) * og, i * dh: i * dh + (h - 1) * sh + 1: sh,
+                     j * dw: j * dw + (wd - 1) * sw + 1: sw] += np.einsum("nhw,o->nohw", xf[:, ic], wf[ic, :, i, j])
+    return full[:, :, pt: fh - pb, pl: fw - pr].astype(out_dtype)
+
+
 def _pool(c, x, kind):
     layout = c.raw("layout", "NCHW")
     x = _to_nchw(x, layout, c)
@@ -647,7 +673,8 @@ OPS = {
     "zeros": op_zeros, "ones": op_ones, "full": op_full, "zeros_like": op_zeros_like,
     "ones_like": op_ones_like, "full_like": op_full_like, "arange": op_arange,
     "tril": op_tril, "triu": op_triu, "unique": op_unique, "nonzero": op_nonzero,
-    "shape_of": op_shape_of, "gather_elements": op_gather_elements, "cumsum": op_cumsum,
+    "shape_of": op_shape_of, "gather_elements": op_gather_elements,
+    "nn.conv2d_transpose": op_conv2d_transpose, "cumsum": op_cumsum,
     "left_shift": _shift(True), "right_shift": _shift(False),
 }
 for _k, _f in UNARY.items():

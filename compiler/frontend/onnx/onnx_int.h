@@ -202,6 +202,7 @@ bool ox_c_concat(ox_ctx *c);
 bool ox_c_constant(ox_ctx *c);
 bool ox_c_constant_of_shape(ox_ctx *c);
 bool ox_c_conv(ox_ctx *c);
+bool ox_c_conv_transpose(ox_ctx *c);
 bool ox_c_expand(ox_ctx *c);
 bool ox_c_flatten(ox_ctx *c);
 bool ox_c_gather(ox_ctx *c);

@@ -137,27 +137,33 @@ rx_node *ox_field(ox_ctx *c, rx_node *t, int i, const char *name)
     return v;
 }
 
-/* Pads of a 2-d window op: explicit pads, or auto_pad from literal input dims. */
+/* Pads of a 2-d window op (a 1-d one lifted to 2-d when sr = 1: x is the lifted
+ * input): explicit pads, or auto_pad from literal input dims. */
 static bool window_pads(ox_ctx *c, const rx_node *x, const int64_t *k, const int64_t *s,
-                        const int64_t *dil, int64_t pads[4])
+                        const int64_t *dil, int64_t pads[4], int sr)
 {
     int np;
     const int64_t *p = ox_attr_ints(c, "pads", &np);
     const char *ap = ox_attr_s(c, "auto_pad", "NOTSET");
     memset(pads, 0, 4 * sizeof *pads);
     if (np >= 0) {
-        if (np != 4) {
-            ox_err(c, "pads must have 4 values for a 2-d window");
+        if (np != 2 * sr) {
+            ox_err(c, "pads must have %d values for a %d-d window", 2 * sr, sr);
             return false;
         }
-        memcpy(pads, p, 4 * sizeof *pads);
+        if (sr == 1) { /* the lifted H axis is not padded */
+            pads[1] = p[0];
+            pads[3] = p[1];
+        } else {
+            memcpy(pads, p, 4 * sizeof *pads);
+        }
     }
     if (!strcmp(ap, "NOTSET") || !strcmp(ap, "VALID")) return true;
     if (strcmp(ap, "SAME_UPPER") && strcmp(ap, "SAME_LOWER")) {
         ox_err(c, "auto_pad '%s' is not supported", ap);
         return false;
     }
-    for (int i = 0; i < 2; i++) {
+    for (int i = 2 - sr; i < 2; i++) {
         int64_t in;
         if (!rx_expr_is_const(x->sinfo->dims[2 + i], &in)) {
             ox_err(c, "auto_pad %s needs literal spatial dims", ap);
@@ -174,50 +180,133 @@ static bool window_pads(ox_ctx *c, const rx_node *x, const int64_t *k, const int
     return true;
 }
 
-static bool ints2(ox_ctx *c, const char *name, int64_t dflt, int64_t out[2])
+/* A window attribute for sr spatial dims (1: the lifted H axis gets 1). */
+static bool ints2(ox_ctx *c, const char *name, int64_t dflt, int64_t out[2], int sr)
 {
     int n;
     const int64_t *v = ox_attr_ints(c, name, &n);
+    out[0] = sr == 1 ? 1 : dflt;
     if (n < 0) {
-        out[0] = out[1] = dflt;
+        out[1] = dflt;
+        if (sr == 2) out[0] = dflt;
         return true;
     }
-    if (n != 2) {
-        ox_err(c, "%s must have 2 values (only 2-d windows are supported)", name);
+    if (n != sr) {
+        ox_err(c, "%s must have %d values (1-d and 2-d windows are supported)", name, sr);
         return false;
     }
-    out[0] = v[0];
-    out[1] = v[1];
+    if (sr == 2) out[0] = v[0];
+    out[1] = v[sr - 1];
     return true;
+}
+
+/* A 3-d (N, C, L) value as 4-d (N, C, 1, L); 4-d stays. NULL for other ranks. */
+static rx_node *lift(ox_ctx *c, rx_node *x)
+{
+    if (!x || ox_ndim(x) == 4) return x;
+    if (ox_ndim(x) != 3) return NULL;
+    rx_expr **d = x->sinfo->dims, *f[4] = {d[0], d[1], ox_lit(c, 1), d[2]};
+    return ox_reshape(c, x, f, 4);
+}
+
+/* The result of a lifted window op back to 3-d (sr = 1). */
+static rx_node *unlift(ox_ctx *c, rx_node *y, int sr)
+{
+    if (!y || sr == 2 || !ox_need_dims(c, y)) return y;
+    rx_expr **d = y->sinfo->dims, *f[3] = {d[0], d[1], d[3]};
+    return ox_reshape(c, y, f, 3);
+}
+
+/* The conv op call with the window attributes (output_padding when op is given), the
+ * bias (input 2) added per output channel, the result unlifted; binds output 0. */
+static bool conv_out(ox_ctx *c, const char *name, rx_node *x, rx_node *w, const int64_t s[2],
+                     const int64_t pads[4], const int64_t dil[2], const int64_t *op, int sr)
+{
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "strides", ox_aints(c, s, 2));
+    ox_aset(c, m, "padding", ox_aints(c, pads, 4));
+    if (op) ox_aset(c, m, "output_padding", ox_aints(c, op, 2));
+    ox_aset(c, m, "dilation", ox_aints(c, dil, 2));
+    ox_aset(c, m, "groups", ox_aint(c, ox_attr_i(c, "group", 1)));
+    rx_node *a[2] = {x, w};
+    rx_node *y = ox_call(c, name, a, 2, m);
+    if (y && ox_in(c, 2)) {
+        rx_expr *d[4] = {ox_lit(c, 1), y->sinfo->dims[1], ox_lit(c, 1), ox_lit(c, 1)};
+        y = ox_call2(c, "add", y, ox_reshape(c, ox_in_node(c, 2), d, 4));
+    }
+    return ox_out_node(c, 0, unlift(c, y, sr));
 }
 
 bool ox_c_conv(ox_ctx *c)
 {
     rx_node *x = ox_in_node(c, 0), *w = ox_in_node(c, 1);
     if (!ox_need_dims(c, x) || !ox_need_dims(c, w)) return false;
-    if (x->sinfo->ndim != 4 || w->sinfo->ndim != 4) {
-        ox_err(c, "only 2-d convolution (4-d input and weight) is supported");
+    int sr = x->sinfo->ndim - 2;
+    if ((sr != 1 && sr != 2) || w->sinfo->ndim != x->sinfo->ndim) {
+        ox_err(c, "only 1-d and 2-d convolution (3-d or 4-d input and weight) is supported");
         return false;
     }
+    x = lift(c, x);
+    w = lift(c, w);
+    if (!x || !w) return false;
     int64_t k[2], s[2], dil[2], pads[4];
     k[0] = k[1] = 1;
     rx_expr_is_const(w->sinfo->dims[2], &k[0]);
     rx_expr_is_const(w->sinfo->dims[3], &k[1]);
-    if (!ints2(c, "strides", 1, s) || !ints2(c, "dilations", 1, dil) ||
-        !window_pads(c, x, k, s, dil, pads))
+    if (!ints2(c, "strides", 1, s, sr) || !ints2(c, "dilations", 1, dil, sr) ||
+        !window_pads(c, x, k, s, dil, pads, sr))
         return false;
-    rx_attr *m = ox_amap(c);
-    ox_aset(c, m, "strides", ox_aints(c, s, 2));
-    ox_aset(c, m, "padding", ox_aints(c, pads, 4));
-    ox_aset(c, m, "dilation", ox_aints(c, dil, 2));
-    ox_aset(c, m, "groups", ox_aint(c, ox_attr_i(c, "group", 1)));
-    rx_node *a[2] = {x, w};
-    rx_node *y = ox_call(c, "nn.conv2d", a, 2, m);
-    if (y && ox_in(c, 2)) {
-        rx_expr *d[4] = {ox_lit(c, 1), w->sinfo->dims[0], ox_lit(c, 1), ox_lit(c, 1)};
-        y = ox_call2(c, "add", y, ox_reshape(c, ox_in_node(c, 2), d, 4));
+    return conv_out(c, "nn.conv2d", x, w, s, pads, dil, NULL, sr);
+}
+
+/* ConvTranspose (1-d lifted to 2-d, 2-d) -> nn.conv2d_transpose (+ bias). output_shape
+ * and auto_pad SAME_* set the pads from the total padding
+ * stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - out (out = in * stride
+ * for auto_pad), the odd one at the end for SAME_UPPER and output_shape, at the start for
+ * SAME_LOWER; a negative total grows output_padding. Literal spatial dims needed then. */
+bool ox_c_conv_transpose(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0), *w = ox_in_node(c, 1);
+    if (!ox_need_dims(c, x) || !ox_need_dims(c, w)) return false;
+    int sr = x->sinfo->ndim - 2;
+    if ((sr != 1 && sr != 2) || w->sinfo->ndim != x->sinfo->ndim) {
+        ox_err(c, "only 1-d and 2-d transposed convolution (3-d or 4-d input and weight) is "
+               "supported");
+        return false;
     }
-    return ox_out_node(c, 0, y);
+    x = lift(c, x);
+    w = lift(c, w);
+    if (!x || !w) return false;
+    int64_t k[2] = {1, 1}, s[2], dil[2], op[2], pads[4] = {0, 0, 0, 0}, os[2];
+    rx_expr_is_const(w->sinfo->dims[2], &k[0]);
+    rx_expr_is_const(w->sinfo->dims[3], &k[1]);
+    if (!ints2(c, "strides", 1, s, sr) || !ints2(c, "dilations", 1, dil, sr) ||
+        !ints2(c, "output_padding", 0, op, sr) || !window_pads(c, x, k, s, dil, pads, sr))
+        return false;
+    if (sr == 1) op[0] = 0;
+    const char *ap = ox_attr_s(c, "auto_pad", "NOTSET");
+    bool shaped = ox_attr(c, "output_shape") != NULL, same = !strncmp(ap, "SAME_", 5);
+    if (shaped && !ints2(c, "output_shape", 0, os, sr)) return false;
+    if (shaped || same) {
+        for (int i = 2 - sr; i < 2; i++) {
+            int64_t in;
+            if (!rx_expr_is_const(x->sinfo->dims[2 + i], &in)) {
+                ox_err(c, "output_shape and auto_pad need literal spatial dims");
+                return false;
+            }
+            int64_t out = shaped ? os[i] : in * s[i];
+            int64_t total = s[i] * (in - 1) + op[i] + (k[i] - 1) * dil[i] + 1 - out;
+            if (total < 0) {
+                op[i] -= total;
+                total = 0;
+            }
+            int64_t small = total / 2, big = total - small;
+            bool lower = !strcmp(ap, "SAME_LOWER");
+            pads[i] = lower ? big : small;
+            pads[2 + i] = lower ? small : big;
+        }
+    }
+    return conv_out(c, "nn.conv2d_transpose", x, w, s, pads, dil, op, sr);
 }
 
 bool ox_c_pool(ox_ctx *c)
@@ -225,10 +314,12 @@ bool ox_c_pool(ox_ctx *c)
     bool maxp = !strcmp(c->node->op_type, "MaxPool");
     rx_node *x = ox_in_node(c, 0);
     if (!ox_need_dims(c, x)) return false;
-    if (x->sinfo->ndim != 4) {
-        ox_err(c, "only 2-d pooling (4-d input) is supported");
+    int sr = x->sinfo->ndim - 2;
+    if (sr != 1 && sr != 2) {
+        ox_err(c, "only 1-d and 2-d pooling (3-d or 4-d input) is supported");
         return false;
     }
+    if (!(x = lift(c, x))) return false;
     if (ox_nout(c) > 1) {
         ox_err(c, "the Indices output is not supported");
         return false;
@@ -238,8 +329,8 @@ bool ox_c_pool(ox_ctx *c)
         return false;
     }
     int64_t k[2], s[2], dil[2], pads[4];
-    if (!ints2(c, "kernel_shape", 0, k) || !ints2(c, "strides", 1, s) ||
-        !ints2(c, "dilations", 1, dil) || !window_pads(c, x, k, s, dil, pads))
+    if (!ints2(c, "kernel_shape", 0, k, sr) || !ints2(c, "strides", 1, s, sr) ||
+        !ints2(c, "dilations", 1, dil, sr) || !window_pads(c, x, k, s, dil, pads, sr))
         return false;
     if (k[0] <= 0 || k[1] <= 0) {
         ox_err(c, "needs kernel_shape");
@@ -253,7 +344,7 @@ bool ox_c_pool(ox_ctx *c)
     ox_aset(c, m, "ceil_mode", ox_abool(c, ox_attr_i(c, "ceil_mode", 0) != 0));
     if (!maxp)
         ox_aset(c, m, "count_include_pad", ox_abool(c, ox_attr_i(c, "count_include_pad", 0) != 0));
-    return ox_out_node(c, 0, ox_call1(c, maxp ? "nn.max_pool2d" : "nn.avg_pool2d", x, m));
+    return ox_out_node(c, 0, unlift(c, ox_call1(c, maxp ? "nn.max_pool2d" : "nn.avg_pool2d", x, m), sr));
 }
 
 bool ox_c_global_pool(ox_ctx *c)

@@ -28,7 +28,8 @@
  *   ReduceMean/Sum/Max/Min/Prod -> mean sum max min prod; ArgMax ArgMin -> argmax argmin
  *   LayerNormalization -> nn.layer_norm; BatchNormalization -> nn.batch_norm
  *   Conv MaxPool AveragePool GlobalAveragePool GlobalMaxPool (2-d) -> nn.conv2d (+ add),
- *                     nn.max_pool2d, nn.avg_pool2d, nn.adaptive_avg_pool2d, max
+ *                     nn.max_pool2d, nn.avg_pool2d, nn.adaptive_avg_pool2d, max;
+ *                     ConvTranspose -> nn.conv2d_transpose (1-d ops through 2-d)
  *   Clip LeakyRelu PRelu Elu Selu HardSigmoid HardSwish Softplus Softsign Reciprocal
  *   ThresholdedRelu   -> compositions of the elementwise ops
  *   Identity Dropout  -> the input value
@@ -206,6 +207,8 @@ static const ox_opdef ops[] = {
     {"LayerNormalization", ox_c_layer_norm, "axis,epsilon,stash_type"},
     {"BatchNormalization", ox_c_batch_norm, "epsilon,momentum,training_mode,spatial"},
     {"Conv", ox_c_conv, "auto_pad,dilations,group,kernel_shape,pads,strides"},
+    {"ConvTranspose", ox_c_conv_transpose,
+     "auto_pad,dilations,group,kernel_shape,output_padding,output_shape,pads,strides"},
     {"MaxPool", ox_c_pool, "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides"},
     {"AveragePool", ox_c_pool, "auto_pad,ceil_mode,count_include_pad,kernel_shape,pads,strides"},
     {"GlobalAveragePool", ox_c_global_pool, ""}, {"GlobalMaxPool", ox_c_global_pool, ""},
