@@ -1,6 +1,6 @@
 /*
  * op_image.c — image.resize2d (TVM's relax.op.image.resize2d), the resampling of the
- * two spatial dims of an NCHW tensor to `size`.
+ * two spatial dims of an NCHW tensor to `size`, and image.grid_sample (at its rule).
  *
  *   image.resize2d(x, size; roi = [0, 0, 0, 0], layout = "NCHW",
  *       method = "linear", coordinate_transformation_mode = "half_pixel",
@@ -79,6 +79,50 @@ static rx_sinfo *d_resize2d(rx_dctx *c, const rx_node *call)
     return rx_si_tensor(c->a, dt, 4, d);
 }
 
+/* image.grid_sample(x, grid; method = "bilinear", layout = "NCHW", padding_mode =
+ * "zeros", align_corners = false): x (N, C, H, W) float, grid (N, H', W', 2) of
+ * normalized (x, y) positions in [-1, 1]; the result (N, C, H', W') of x's dtype
+ * (PyTorch's grid_sample, ONNX GridSample-16; legalize_image.c). */
+static rx_sinfo *d_grid_sample(rx_dctx *c, const rx_node *call)
+{
+    static const char *const methods[] = {"bilinear", "nearest", "bicubic"};
+    static const char *const pads[] = {"zeros", "border", "reflection"};
+    const rx_sinfo *x = rx_d_tensor_arg(c, call, 0), *g = rx_d_tensor_arg(c, call, 1);
+    if (!x || !g) return NULL;
+    const char *method = rx_call_attr(call, "method")->u.s;
+    const char *pm = rx_call_attr(call, "padding_mode")->u.s;
+    const char *layout = rx_call_attr(call, "layout")->u.s;
+    if (strcmp(layout, "NCHW"))
+        return rx_op_fail(c, call, "layout \"%s\" is not supported (v1 supports \"NCHW\" only)", layout);
+    if (!one_of(method, methods, RX_COUNTOF(methods)))
+        return rx_op_fail(c, call, "method \"%s\" is not supported (bilinear, nearest, bicubic)", method);
+    if (!one_of(pm, pads, RX_COUNTOF(pads)))
+        return rx_op_fail(c, call, "padding_mode \"%s\" is not supported (zeros, border, reflection)", pm);
+    if (x->ndim >= 0 && x->ndim != 4) return rx_op_fail(c, call, "x must be 4-d (NCHW), found %d-d", x->ndim);
+    if (g->ndim >= 0 && g->ndim != 4) return rx_op_fail(c, call, "grid must be 4-d (N, H, W, 2), found %d-d", g->ndim);
+    rx_dtype dt;
+    if (!rx_d_same_dtype(c, call, (rx_dtype)x->dtype, (rx_dtype)g->dtype, &dt)) return NULL;
+    if (dt != RX_DT_UNKNOWN && !rx_dtype_is_float(dt))
+        return rx_op_fail(c, call, "needs float tensors, found %s", rx_dtype_name(dt));
+    if (!x->dims || !g->dims) return rx_si_tensor(c->a, dt, 4, NULL);
+    int64_t two;
+    if (!rx_expr_is_const(g->dims[3], &two) || two != 2)
+        return rx_op_fail(c, call, "the grid's last dim must be 2, found %s", rx_expr_str(c->a, g->dims[3]));
+    if (!rx_arith_prove_equal(c->ar, x->dims[0], g->dims[0]))
+        return rx_op_fail(c, call, "x and grid must have the same batch, found %s and %s",
+                          rx_expr_str(c->a, x->dims[0]), rx_expr_str(c->a, g->dims[0]));
+    rx_expr *d[4] = {rx_d_simplify(c, x->dims[0]), rx_d_simplify(c, x->dims[1]),
+                     rx_d_simplify(c, g->dims[1]), rx_d_simplify(c, g->dims[2])};
+    return rx_si_tensor(c->a, dt, 4, d);
+}
+
+static const rx_attr_spec grid_attrs[] = {
+    RX_ATTR_DEF("method", RX_AT_STR, "\"bilinear\""),
+    RX_ATTR_DEF("layout", RX_AT_STR, "\"NCHW\""),
+    RX_ATTR_DEF("padding_mode", RX_AT_STR, "\"zeros\""),
+    RX_ATTR_DEF("align_corners", RX_AT_BOOL, "false"),
+};
+
 static const rx_attr_spec resize_attrs[] = {
     RX_ATTR_DEF("roi", RX_AT_FLOATS, "[0.0, 0.0, 0.0, 0.0]"),
     RX_ATTR_DEF("layout", RX_AT_STR, "\"NCHW\""),
@@ -95,5 +139,6 @@ static const rx_attr_spec resize_attrs[] = {
 /* The image ops (registered by op/registry.c). */
 const rx_op rx_ops_image[] = {
     {"image.resize2d", 2, 2, RX_ATTRS(resize_attrs), d_resize2d, 0},
+    {"image.grid_sample", 2, 2, RX_ATTRS(grid_attrs), d_grid_sample, 0},
 };
 const int rx_ops_image_count = RX_COUNTOF(rx_ops_image);

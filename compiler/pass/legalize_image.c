@@ -1,6 +1,7 @@
 /*
- * legalize_image.c — the legalization rule of image.resize2d (op/op_image.c), with
- * ONNX Resize's semantics (the reference of onnx/backend/test/case/node/resize.py).
+ * legalize_image.c — the legalization rules of image.resize2d (op/op_image.c), with
+ * ONNX Resize's semantics (the reference of onnx/backend/test/case/node/resize.py), and
+ * of image.grid_sample (PyTorch's grid_sampler_2d; at rule_grid_sample).
  *
  * One compute over (N, C, H', W'); per spatial axis of input extent D, output extent O
  * and scale s (the `scales` attribute, or O / D) the output index x maps to the input
@@ -201,7 +202,140 @@ static bool rule_resize2d(lg_ctx *c)
     return true;
 }
 
+/* ---------------------------------------------------------------- grid_sample */
+/* PyTorch's grid_sampler_2d: a grid value g in [-1, 1] maps to the pixel coordinate
+ * ((g + 1) / 2) * (D - 1) with align_corners, ((g + 1) * D - 1) / 2 without. Bilinear
+ * and nearest first bound the coordinate by padding_mode (border: clip to [0, D - 1];
+ * reflection: reflect about [0, D - 1] (align_corners) or [-0.5, D - 0.5], then clip);
+ * nearest rounds half to even. Bicubic (Keys, a = -0.75) bounds each of its four tap
+ * positions instead. A tap outside x reads 0 (what zeros padding means; the bounded
+ * coordinates of the other modes only reach outside with a zero weight). */
+typedef struct gctx {
+    rctx r;
+    rx_te_tensor *grid;
+    int pad;        /* 0 zeros, 1 border, 2 reflection */
+    bool align;
+} gctx;
+
+/* |v| mod span, v >= 0 known: v - floor(v / span) * span. */
+static rx_expr *reflect(rctx *s, rx_expr *u, double lo2, rx_expr *hi2)
+{
+    rx_expr *mn = bin(s, RX_E_DIV, fl(s, lo2), fl(s, 2));
+    rx_expr *span = bin(s, RX_E_DIV, bin(s, RX_E_SUB, hi2, fl(s, lo2)), fl(s, 2));
+    rx_expr *v = fn1(s, RX_FN_ABS, bin(s, RX_E_SUB, u, mn));
+    rx_expr *flips = fn1(s, RX_FN_FLOOR, bin(s, RX_E_DIV, v, span));
+    rx_expr *extra = bin(s, RX_E_SUB, v, bin(s, RX_E_MUL, flips, span));
+    rx_expr *even = bin(s, RX_E_EQ, bin(s, RX_E_MUL, fn1(s, RX_FN_FLOOR, bin(s, RX_E_DIV, flips, fl(s, 2))),
+                                        fl(s, 2)), flips);
+    rx_expr *r = sel(s, even, bin(s, RX_E_ADD, extra, mn), bin(s, RX_E_ADD, bin(s, RX_E_SUB, span, extra), mn));
+    return sel(s, bin(s, RX_E_LE, span, fl(s, 0)), fl(s, 0), r);
+}
+
+static rx_expr *bound(gctx *g, rx_expr *u, rx_expr *d)
+{
+    rctx *s = &g->r;
+    rx_expr *dm1 = bin(s, RX_E_SUB, d, fl(s, 1));
+    if (g->pad == 2)
+        u = g->align ? reflect(s, u, 0, bin(s, RX_E_MUL, fl(s, 2), dm1))
+                     : reflect(s, u, -1, bin(s, RX_E_SUB, bin(s, RX_E_MUL, fl(s, 2), d), fl(s, 1)));
+    if (g->pad >= 1) u = bin(s, RX_E_MAX, bin(s, RX_E_MIN, u, dm1), fl(s, 0));
+    return u;
+}
+
+/* x[b, ch, iy, ix] (i64 positions) in the compute dtype, 0 outside x. */
+static rx_expr *tap_at(gctx *g, rx_expr *const *idx, rx_expr *iy, rx_expr *ix)
+{
+    rctx *s = &g->r;
+    lg_ctx *c = s->c;
+    rx_expr *in = NULL, *p[2] = {iy, ix}, *q[2];
+    for (int k = 0; k < 2; k++) {
+        rx_expr *d = rx_te_dim(s->x, 2 + k), *dm1 = rx_te_simplify(c->te, rx_e_binary(c->a, RX_E_SUB, d, rx_e_int(c->a, 1)));
+        rx_expr *ok = bin(s, RX_E_AND, bin(s, RX_E_GE, p[k], rx_e_int(c->a, 0)), bin(s, RX_E_LT, p[k], d));
+        in = in ? bin(s, RX_E_AND, in, ok) : ok;
+        q[k] = rx_e_binary(c->a, RX_E_MAX, rx_e_binary(c->a, RX_E_MIN, p[k], dm1), rx_e_int(c->a, 0));
+    }
+    rx_expr *xi[4] = {idx[0], idx[1], q[0], q[1]};
+    return sel(s, in, rx_te_cast(c->te, s->cdt, rx_te_at(c->te, s->x, xi)), fl(s, 0));
+}
+
+static rx_expr *grid_cb(rx_te *te, rx_expr *const *idx, void *ud)
+{
+    gctx *g = ud;
+    rctx *s = &g->r;
+    lg_ctx *c = s->c;
+    rx_expr *u[2], *d[2];
+    for (int k = 0; k < 2; k++) { /* k = 0: y from grid[..., 1]; k = 1: x from grid[..., 0] */
+        rx_expr *gi[4] = {idx[0], idx[2], idx[3], rx_e_int(c->a, 1 - k)};
+        rx_expr *v = rx_te_cast(te, s->cdt, rx_te_at(te, g->grid, gi));
+        d[k] = rx_te_cast(te, s->cdt, rx_te_dim(s->x, 2 + k));
+        rx_expr *v1 = bin(s, RX_E_ADD, v, fl(s, 1));
+        u[k] = g->align ? bin(s, RX_E_MUL, bin(s, RX_E_DIV, v1, fl(s, 2)), bin(s, RX_E_SUB, d[k], fl(s, 1)))
+                        : bin(s, RX_E_DIV, bin(s, RX_E_SUB, bin(s, RX_E_MUL, v1, d[k]), fl(s, 1)), fl(s, 2));
+    }
+    rx_expr *acc = NULL;
+    if (s->method == NEAREST) {
+        rx_expr *p[2];
+        for (int k = 0; k < 2; k++) p[k] = rx_te_cast(te, RX_DT_I64, fn1(s, RX_FN_ROUND, bound(g, u[k], d[k])));
+        acc = tap_at(g, idx, p[0], p[1]);
+    } else if (s->method == LINEAR) {
+        rx_expr *f[2], *r[2];
+        for (int k = 0; k < 2; k++) {
+            u[k] = bound(g, u[k], d[k]);
+            rx_expr *fk = fn1(s, RX_FN_FLOOR, u[k]);
+            r[k] = bin(s, RX_E_SUB, u[k], fk);
+            f[k] = rx_te_cast(te, RX_DT_I64, fk);
+        }
+        for (int a = 0; a < 2; a++)
+            for (int b = 0; b < 2; b++) {
+                rx_expr *wa = a ? r[0] : bin(s, RX_E_SUB, fl(s, 1), r[0]);
+                rx_expr *wb = b ? r[1] : bin(s, RX_E_SUB, fl(s, 1), r[1]);
+                rx_expr *v = tap_at(g, idx, rx_e_binary(c->a, RX_E_ADD, f[0], rx_e_int(c->a, a)),
+                                    rx_e_binary(c->a, RX_E_ADD, f[1], rx_e_int(c->a, b)));
+                v = bin(s, RX_E_MUL, bin(s, RX_E_MUL, wa, wb), v);
+                acc = acc ? bin(s, RX_E_ADD, acc, v) : v;
+            }
+    } else {
+        rx_expr *f[2], *w[2][4];
+        for (int k = 0; k < 2; k++) {
+            f[k] = fn1(s, RX_FN_FLOOR, u[k]);
+            rx_expr *t = bin(s, RX_E_SUB, u[k], f[k]), *q = bin(s, RX_E_SUB, fl(s, 1), t);
+            w[k][0] = keys(s, bin(s, RX_E_ADD, t, fl(s, 1)), true);
+            w[k][1] = keys(s, t, false);
+            w[k][2] = keys(s, q, false);
+            w[k][3] = keys(s, bin(s, RX_E_ADD, q, fl(s, 1)), true);
+        }
+        for (int a = 0; a < 4; a++)
+            for (int b = 0; b < 4; b++) {
+                rx_expr *py = bound(g, bin(s, RX_E_ADD, f[0], fl(s, a - 1)), d[0]);
+                rx_expr *px = bound(g, bin(s, RX_E_ADD, f[1], fl(s, b - 1)), d[1]);
+                rx_expr *v = tap_at(g, idx, rx_te_cast(te, RX_DT_I64, py), rx_te_cast(te, RX_DT_I64, px));
+                v = bin(s, RX_E_MUL, bin(s, RX_E_MUL, w[0][a], w[1][b]), v);
+                acc = acc ? bin(s, RX_E_ADD, acc, v) : v;
+            }
+    }
+    return rx_te_cast(te, (rx_dtype)lg_out(c, 0)->dtype, acc);
+}
+
+static bool rule_grid_sample(lg_ctx *c)
+{
+    gctx g = {0};
+    g.r.c = c;
+    if (!(g.r.x = lg_input(c, 0, "x")) || !(g.grid = lg_input(c, 1, "grid"))) return false;
+    const char *m = rx_call_attr(c->call, "method")->u.s;
+    const char *pm = rx_call_attr(c->call, "padding_mode")->u.s;
+    g.r.method = !strcmp(m, "nearest") ? NEAREST : !strcmp(m, "bilinear") ? LINEAR : CUBIC;
+    g.r.alpha = -0.75;
+    g.pad = !strcmp(pm, "zeros") ? 0 : !strcmp(pm, "border") ? 1 : 2;
+    g.align = rx_call_attr(c->call, "align_corners")->u.b;
+    g.r.cdt = rx_te_dtype(g.r.x) == RX_DT_F64 ? RX_DT_F64 : RX_DT_F32;
+    const rx_sinfo *o = lg_out(c, 0);
+    lg_output(c, rx_te_compute(c->te, lg_tname(c), (rx_dtype)o->dtype, o->ndim, o->dims,
+                               grid_cb, &g));
+    return true;
+}
+
 const lg_rule_entry rx_lg_image[] = {
     {"image.resize2d", rule_resize2d},
+    {"image.grid_sample", rule_grid_sample},
 };
 const int rx_lg_image_count = RX_COUNTOF(rx_lg_image);

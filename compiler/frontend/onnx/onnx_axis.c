@@ -177,3 +177,15 @@ bool ox_c_unique(ox_ctx *c)
         if (*c->node->output[i] && !ox_out_node(c, i, ox_field(c, t, i, "uq"))) return false;
     return true;
 }
+
+/* GridSample (opset 16) -> image.grid_sample: mode bilinear / nearest / bicubic. */
+bool ox_c_grid_sample(ox_ctx *c)
+{
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "method", ox_astr(c, ox_attr_s(c, "mode", "bilinear")));
+    ox_aset(c, m, "padding_mode", ox_astr(c, ox_attr_s(c, "padding_mode", "zeros")));
+    ox_aset(c, m, "align_corners", ox_abool(c, ox_attr_i(c, "align_corners", 0) != 0));
+    rx_node *a[2] = {ox_in_node(c, 0), ox_in_node(c, 1)};
+    if (!a[0] || !a[1]) return false;
+    return ox_out_node(c, 0, ox_call(c, "image.grid_sample", a, 2, m));
+}

@@ -37,7 +37,7 @@
  *   functions, DepthToSpace SpaceToDepth InstanceNormalization
  *   MeanVarianceNormalization LRN -> compositions (onnx_compose.c's essay)
  *   GatherElements CumSum BitShift -> gather_elements cumsum left_shift right_shift
- *   Resize Upsample   -> image.resize2d; Unique -> unique
+ *   Resize Upsample   -> image.resize2d; GridSample -> image.grid_sample; Unique -> unique
  *   QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger QLinearMatMul
  *                     -> compositions (onnx_quant.c's essay)
  *   NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss -> a one-hot mask of the targets
@@ -230,6 +230,7 @@ static const ox_opdef ops[] = {
     {"Resize", ox_c_resize, "coordinate_transformation_mode,cubic_coeff_a,exclude_outside,"
                             "extrapolation_value,mode,nearest_mode"},
     {"Upsample", ox_c_resize, "mode,scales"}, {"Unique", ox_c_unique, "axis,sorted"},
+    {"GridSample", ox_c_grid_sample, "align_corners,mode,padding_mode"},
     {"QuantizeLinear", ox_c_quantize, "axis"}, {"DequantizeLinear", ox_c_quantize, "axis"},
     {"DynamicQuantizeLinear", ox_c_dynamic_quantize, ""},
     {"MatMulInteger", ox_c_matmul_integer, ""}, {"QLinearMatMul", ox_c_matmul_integer, ""},
