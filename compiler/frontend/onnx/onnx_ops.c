@@ -33,7 +33,7 @@
  *   Clip LeakyRelu PRelu Elu Selu HardSigmoid HardSwish Softplus Softsign Reciprocal
  *   ThresholdedRelu   -> compositions of the elementwise ops
  *   Identity Dropout  -> the input value
- *   Sinh Cosh Asinh Acosh Atanh Celu Shrink IsInf Hardmax OneHot EyeLike, the window
+ *   Atan Asin Acos Sinh Cosh Asinh Acosh Atanh Celu Shrink IsInf Hardmax OneHot EyeLike, the window
  *   functions, DepthToSpace SpaceToDepth InstanceNormalization
  *   MeanVarianceNormalization LRN -> compositions (onnx_compose.c's essay)
  *   GatherElements CumSum BitShift -> gather_elements cumsum left_shift right_shift
@@ -215,6 +215,7 @@ static const ox_opdef ops[] = {
     {"Sinh", ox_c_math, ""}, {"Cosh", ox_c_math, ""}, {"Asinh", ox_c_math, ""},
     {"Acosh", ox_c_math, ""}, {"Atanh", ox_c_math, ""}, {"Celu", ox_c_math, "alpha"},
     {"Shrink", ox_c_math, "bias,lambd"}, {"IsInf", ox_c_math, "detect_negative,detect_positive"},
+    {"Atan", ox_c_atan, ""}, {"Asin", ox_c_atan, ""}, {"Acos", ox_c_atan, ""},
     {"Hardmax", ox_c_hardmax, "axis"}, {"OneHot", ox_c_one_hot, "axis"},
     {"EyeLike", ox_c_eye_like, "dtype,k"},
     {"HannWindow", ox_c_window, "output_datatype,periodic"},
