@@ -1,5 +1,5 @@
 /*
- * op_axis.c — ops that index or accumulate along one axis: gather_elements and
+ * op_axis.c — ops that index or accumulate along axes: gather_elements, gather_nd and
  * cumsum (TVM's relax.op.gather_elements and relax.op.cumsum; NumPy's
  * np.take_along_axis and np.cumsum).
  *
@@ -12,6 +12,9 @@
  *       (null: over the raveled x, a 1-d result); `dtype` null keeps x's, and the sums
  *       are computed in the result dtype; `exclusive` leaves each element out of its
  *       own sum (the first is 0).
+ *   gather_nd(x, indices; batch_dims = 0): indices (..., m), m literal: out[i, r] =
+ *       x[i[:batch_dims], indices[i, 0..m), r] (negative indices count from the end),
+ *       shaped indices' dims but the last, then x's dims after batch_dims + m.
  * Each rule costs O(ndim).
  */
 #include "op_int.h"
@@ -61,7 +64,36 @@ static rx_sinfo *d_cumsum(rx_dctx *c, const rx_node *call)
     return rx_op_like(c, x, dt);
 }
 
+/* gather_nd(x, indices; batch_dims = 0): indices (..., m) with a literal m; the result
+ * is indices' dims but the last, then x's dims after batch_dims + m. */
+static rx_sinfo *d_gather_nd(rx_dctx *c, const rx_node *call)
+{
+    const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
+    const rx_sinfo *ind = rx_d_tensor_arg(c, call, 1);
+    if (!x || !ind) return NULL;
+    if (ind->dtype != RX_DT_UNKNOWN && !rx_dtype_is_int((rx_dtype)ind->dtype))
+        return rx_op_fail(c, call, "indices must be integers, found %s",
+                          rx_dtype_name((rx_dtype)ind->dtype));
+    int64_t b = rx_call_attr(call, "batch_dims")->u.i, m;
+    if (!x->dims || !ind->dims) return rx_si_tensor(c->a, (rx_dtype)x->dtype, -1, NULL);
+    if (ind->ndim < 1 || !rx_expr_is_const(ind->dims[ind->ndim - 1], &m))
+        return rx_op_fail(c, call, "the last dim of indices must be a literal");
+    if (b < 0 || b >= ind->ndim || b + m > x->ndim || m < 1)
+        return rx_op_fail(c, call, "batch_dims %lld and an index depth %lld do not fit x of rank %d "
+                          "and indices of rank %d", (long long)b, (long long)m, x->ndim, ind->ndim);
+    for (int i = 0; i < b; i++)
+        if (!rx_arith_prove_equal(c->ar, x->dims[i], ind->dims[i]))
+            return rx_op_fail(c, call, "batch dimension %d differs between x and indices", i);
+    int rn = ind->ndim - 1 + x->ndim - (int)(b + m);
+    rx_expr **d = RX_NEWN(c->a, rx_expr *, rn > 0 ? rn : 1);
+    int k = 0;
+    for (int i = 0; i < ind->ndim - 1; i++) d[k++] = rx_d_simplify(c, ind->dims[i]);
+    for (int i = (int)(b + m); i < x->ndim; i++) d[k++] = rx_d_simplify(c, x->dims[i]);
+    return rx_si_tensor(c->a, (rx_dtype)x->dtype, rn, d);
+}
+
 static const rx_attr_spec gather_attrs[] = {RX_ATTR_DEF("axis", RX_AT_INT, "0")};
+static const rx_attr_spec gather_nd_attrs[] = {RX_ATTR_DEF("batch_dims", RX_AT_INT, "0")};
 static const rx_attr_spec cumsum_attrs[] = {
     RX_ATTR_NUL("axis", RX_AT_INT, "null"),
     RX_ATTR_NUL("dtype", RX_AT_DTYPE, "null"),
@@ -72,5 +104,6 @@ static const rx_attr_spec cumsum_attrs[] = {
 const rx_op rx_ops_axis[] = {
     {"gather_elements", 2, 2, RX_ATTRS(gather_attrs), d_gather_elements, 0},
     {"cumsum", 1, 1, RX_ATTRS(cumsum_attrs), d_cumsum, 0},
+    {"gather_nd", 2, 2, RX_ATTRS(gather_nd_attrs), d_gather_nd, 0},
 };
 const int rx_ops_axis_count = RX_COUNTOF(rx_ops_axis);

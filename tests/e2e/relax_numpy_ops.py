@@ -630,6 +630,14 @@ def op_gather_elements(c, x, idx):
     return np.take_along_axis(x, np.where(idx < 0, idx + x.shape[ax], idx).astype(np.int64), ax)
 
 
+def op_gather_nd(c, x, idx):
+    b, m = c.int("batch_dims", 0), idx.shape[-1]
+    out = np.zeros(idx.shape[:-1] + x.shape[b + m:], dtype=x.dtype)
+    for p in np.ndindex(*idx.shape[:-1]):
+        out[p] = x[tuple(p[:b]) + tuple(int(v) for v in idx[p])]
+    return out
+
+
 def op_cumsum(c, x):
     ax = c.int("axis")
     dt = c.dtype("dtype") or x.dtype
@@ -674,7 +682,7 @@ OPS = {
     "ones_like": op_ones_like, "full_like": op_full_like, "arange": op_arange,
     "tril": op_tril, "triu": op_triu, "unique": op_unique, "nonzero": op_nonzero,
     "shape_of": op_shape_of, "gather_elements": op_gather_elements,
-    "nn.conv2d_transpose": op_conv2d_transpose, "cumsum": op_cumsum,
+    "nn.conv2d_transpose": op_conv2d_transpose, "gather_nd": op_gather_nd, "cumsum": op_cumsum,
     "left_shift": _shift(True), "right_shift": _shift(False),
 }
 for _k, _f in UNARY.items():

@@ -17,6 +17,15 @@ bool ox_c_gather_elements(ox_ctx *c)
     return ox_out_node(c, 0, ox_call(c, "gather_elements", a, 2, m));
 }
 
+bool ox_c_gather_nd(ox_ctx *c)
+{
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "batch_dims", ox_aint(c, ox_attr_i(c, "batch_dims", 0)));
+    rx_node *a[2] = {ox_in_node(c, 0), ox_in_node(c, 1)};
+    if (!a[0] || !a[1]) return false;
+    return ox_out_node(c, 0, ox_call(c, "gather_nd", a, 2, m));
+}
+
 bool ox_c_cumsum(ox_ctx *c)
 {
     rx_node *x = ox_in_node(c, 0);

@@ -36,7 +36,8 @@
  *   Atan Asin Acos Sinh Cosh Asinh Acosh Atanh Celu Shrink IsInf Hardmax OneHot EyeLike, the window
  *   functions, DepthToSpace SpaceToDepth InstanceNormalization
  *   MeanVarianceNormalization LRN -> compositions (onnx_compose.c's essay)
- *   GatherElements CumSum BitShift -> gather_elements cumsum left_shift right_shift
+ *   GatherElements GatherND CumSum BitShift -> gather_elements gather_nd cumsum
+ *                     left_shift right_shift
  *   Resize Upsample   -> image.resize2d; GridSample -> image.grid_sample; Unique -> unique
  *   QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger QLinearMatMul
  *                     -> compositions (onnx_quant.c's essay)
@@ -226,7 +227,7 @@ static const ox_opdef ops[] = {
     {"InstanceNormalization", ox_c_instance_norm, "epsilon"},
     {"MeanVarianceNormalization", ox_c_mvn, "axes"},
     {"LRN", ox_c_lrn, "alpha,beta,bias,size"},
-    {"GatherElements", ox_c_gather_elements, "axis"},
+    {"GatherElements", ox_c_gather_elements, "axis"}, {"GatherND", ox_c_gather_nd, "batch_dims"},
     {"CumSum", ox_c_cumsum, "exclusive,reverse"}, {"BitShift", ox_c_bit_shift, "direction"},
     {"Resize", ox_c_resize, "coordinate_transformation_mode,cubic_coeff_a,exclude_outside,"
                             "extrapolation_value,mode,nearest_mode"},
