@@ -19,14 +19,23 @@
  */
 #include "op_int.h"
 
+/* x and integer indices (operands 0 and 1); false after an error. */
+static bool index_args(rx_dctx *c, const rx_node *call, const rx_sinfo **x, const rx_sinfo **ind)
+{
+    *x = rx_d_tensor_arg(c, call, 0);
+    *ind = rx_d_tensor_arg(c, call, 1);
+    if (!*x || !*ind) return false;
+    if ((*ind)->dtype != RX_DT_UNKNOWN && !rx_dtype_is_int((rx_dtype)(*ind)->dtype)) {
+        rx_op_fail(c, call, "indices must be integers, found %s", rx_dtype_name((rx_dtype)(*ind)->dtype));
+        return false;
+    }
+    return true;
+}
+
 static rx_sinfo *d_gather_elements(rx_dctx *c, const rx_node *call)
 {
-    const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
-    const rx_sinfo *ind = rx_d_tensor_arg(c, call, 1);
-    if (!x || !ind) return NULL;
-    if (ind->dtype != RX_DT_UNKNOWN && !rx_dtype_is_int((rx_dtype)ind->dtype))
-        return rx_op_fail(c, call, "indices must be integers, found %s",
-                          rx_dtype_name((rx_dtype)ind->dtype));
+    const rx_sinfo *x, *ind;
+    if (!index_args(c, call, &x, &ind)) return NULL;
     if (x->ndim >= 0 && ind->ndim >= 0 && x->ndim != ind->ndim)
         return rx_op_fail(c, call, "x and indices must have the same rank, found %d and %d",
                           x->ndim, ind->ndim);
@@ -68,12 +77,8 @@ static rx_sinfo *d_cumsum(rx_dctx *c, const rx_node *call)
  * is indices' dims but the last, then x's dims after batch_dims + m. */
 static rx_sinfo *d_gather_nd(rx_dctx *c, const rx_node *call)
 {
-    const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
-    const rx_sinfo *ind = rx_d_tensor_arg(c, call, 1);
-    if (!x || !ind) return NULL;
-    if (ind->dtype != RX_DT_UNKNOWN && !rx_dtype_is_int((rx_dtype)ind->dtype))
-        return rx_op_fail(c, call, "indices must be integers, found %s",
-                          rx_dtype_name((rx_dtype)ind->dtype));
+    const rx_sinfo *x, *ind;
+    if (!index_args(c, call, &x, &ind)) return NULL;
     int64_t b = rx_call_attr(call, "batch_dims")->u.i, m;
     if (!x->dims || !ind->dims) return rx_si_tensor(c->a, (rx_dtype)x->dtype, -1, NULL);
     if (ind->ndim < 1 || !rx_expr_is_const(ind->dims[ind->ndim - 1], &m))
