@@ -1,6 +1,6 @@
 /*
- * op_axis.c — ops that index or accumulate along axes: gather_elements, gather_nd and
- * cumsum (TVM's relax.op.gather_elements and relax.op.cumsum; NumPy's
+ * op_axis.c — ops that index or accumulate along axes: gather_elements, gather_nd,
+ * scatter_elements, scatter_nd and cumsum (TVM's relax.op.gather_elements and relax.op.cumsum; NumPy's
  * np.take_along_axis and np.cumsum).
  *
  *   gather_elements(x, indices; axis = 0): x and indices have the same rank; the
@@ -15,8 +15,15 @@
  *   gather_nd(x, indices; batch_dims = 0): indices (..., m), m literal: out[i, r] =
  *       x[i[:batch_dims], indices[i, 0..m), r] (negative indices count from the end),
  *       shaped indices' dims but the last, then x's dims after batch_dims + m.
+ *   scatter_elements(data, indices, updates; axis = 0, reduction = "update") and
+ *   scatter_nd(data, indices, updates; reduction = "update"): data with the updates
+ *       written at the indexed positions (ONNX ScatterElements / ScatterND, TVM's
+ *       scatter_elements / scatter_nd); reduction "update" (the last update of a
+ *       position wins), "add", "mul", "max", "min" combine with data's element.
  * Each rule costs O(ndim).
  */
+#include <string.h>
+
 #include "op_int.h"
 
 /* x and integer indices (operands 0 and 1); false after an error. */
@@ -97,7 +104,69 @@ static rx_sinfo *d_gather_nd(rx_dctx *c, const rx_node *call)
     return rx_si_tensor(c->a, (rx_dtype)x->dtype, rn, d);
 }
 
+static bool reduction_ok(rx_dctx *c, const rx_node *call)
+{
+    static const char *const known[] = {"update", "add", "mul", "max", "min"};
+    const char *r = rx_call_attr(call, "reduction")->u.s;
+    for (int i = 0; i < RX_COUNTOF(known); i++)
+        if (!strcmp(r, known[i])) return true;
+    rx_op_fail(c, call, "reduction \"%s\" is not supported (update, add, mul, max, min)", r);
+    return false;
+}
+
+/* scatter_elements(data, indices, updates; axis = 0, reduction = "update"): indices and
+ * updates have one shape, data's rank, each dim but axis provably at most data's. */
+static rx_sinfo *d_scatter_elements(rx_dctx *c, const rx_node *call)
+{
+    const rx_sinfo *x, *ind, *u = rx_d_tensor_arg(c, call, 2);
+    if (!index_args(c, call, &x, &ind) || !u || !reduction_ok(c, call)) return NULL;
+    rx_dtype dt;
+    if (!rx_d_same_dtype(c, call, (rx_dtype)x->dtype, (rx_dtype)u->dtype, &dt)) return NULL;
+    if (x->ndim >= 0 && ((ind->ndim >= 0 && ind->ndim != x->ndim) || (u->ndim >= 0 && u->ndim != x->ndim)))
+        return rx_op_fail(c, call, "data, indices and updates must have the same rank");
+    int ax = 0;
+    if (x->ndim == 0) return rx_op_fail(c, call, "cannot scatter along an axis of a 0-d tensor");
+    if (x->ndim > 0 && !rx_d_axis(c, call, rx_call_attr(call, "axis")->u.i, x->ndim, &ax)) return NULL;
+    if (x->dims && ind->dims && u->dims)
+        for (int i = 0; i < x->ndim; i++) {
+            if (!rx_arith_prove_equal(c->ar, ind->dims[i], u->dims[i]))
+                return rx_op_fail(c, call, "indices and updates must have the same shape");
+            rx_expr *le = rx_e_binary(c->a, RX_E_LE, ind->dims[i], x->dims[i]);
+            if (i != ax && !rx_arith_prove(c->ar, le))
+                return rx_op_fail(c, call, "dimension %d of indices must be at most data's", i);
+        }
+    return rx_op_like(c, x, dt);
+}
+
+/* scatter_nd(data, indices (..., m), updates; reduction = "update"): updates has
+ * indices' dims but the last, then data's dims after m. */
+static rx_sinfo *d_scatter_nd(rx_dctx *c, const rx_node *call)
+{
+    const rx_sinfo *x, *ind, *u = rx_d_tensor_arg(c, call, 2);
+    if (!index_args(c, call, &x, &ind) || !u || !reduction_ok(c, call)) return NULL;
+    rx_dtype dt;
+    if (!rx_d_same_dtype(c, call, (rx_dtype)x->dtype, (rx_dtype)u->dtype, &dt)) return NULL;
+    int64_t m;
+    if (x->dims && ind->dims && u->dims) {
+        if (ind->ndim < 1 || !rx_expr_is_const(ind->dims[ind->ndim - 1], &m) || m < 1 || m > x->ndim)
+            return rx_op_fail(c, call, "the last dim of indices must be a literal from 1 to data's rank");
+        int want = ind->ndim - 1 + x->ndim - (int)m;
+        bool ok = u->ndim == want;
+        for (int i = 0; ok && i < want; i++)
+            ok = rx_arith_prove_equal(c->ar, u->dims[i], i < ind->ndim - 1 ? ind->dims[i]
+                                                                      : x->dims[i - (ind->ndim - 1) + m]);
+        if (!ok) return rx_op_fail(c, call, "updates must have indices' dims but the last, then data's after %lld",
+                                   (long long)m);
+    }
+    return rx_op_like(c, x, dt);
+}
+
 static const rx_attr_spec gather_attrs[] = {RX_ATTR_DEF("axis", RX_AT_INT, "0")};
+static const rx_attr_spec scatter_attrs[] = {
+    RX_ATTR_DEF("axis", RX_AT_INT, "0"),
+    RX_ATTR_DEF("reduction", RX_AT_STR, "\"update\""),
+};
+static const rx_attr_spec scatter_nd_attrs[] = {RX_ATTR_DEF("reduction", RX_AT_STR, "\"update\"")};
 static const rx_attr_spec gather_nd_attrs[] = {RX_ATTR_DEF("batch_dims", RX_AT_INT, "0")};
 static const rx_attr_spec cumsum_attrs[] = {
     RX_ATTR_NUL("axis", RX_AT_INT, "null"),
@@ -110,5 +179,7 @@ const rx_op rx_ops_axis[] = {
     {"gather_elements", 2, 2, RX_ATTRS(gather_attrs), d_gather_elements, 0},
     {"cumsum", 1, 1, RX_ATTRS(cumsum_attrs), d_cumsum, 0},
     {"gather_nd", 2, 2, RX_ATTRS(gather_nd_attrs), d_gather_nd, 0},
+    {"scatter_elements", 3, 3, RX_ATTRS(scatter_attrs), d_scatter_elements, 0},
+    {"scatter_nd", 3, 3, RX_ATTRS(scatter_nd_attrs), d_scatter_nd, 0},
 };
 const int rx_ops_axis_count = RX_COUNTOF(rx_ops_axis);

@@ -11,6 +11,16 @@
  *   gather_nd        one compute over the result: the m index components of indices'
  *                    row each fixed as gather_elements' (negative from the end; the
  *                    kernel's check catches the rest), batch dims shared.
+ *   scatter_elements, scatter_nd
+ *                    the scatter read as a gather: per output position a reduction
+ *                    over the updates (along axis; over indices' leading dims for nd)
+ *                    of the ones that land there (their index, fixed as above, equals
+ *                    the position; for elements also every other coordinate inside
+ *                    indices' extent). "update": T_last = the max flat update position
+ *                    that lands (-1: none), out = updates at T_last or x; "add" / "mul":
+ *                    x + / * the sum / product of the landing updates; "max" / "min":
+ *                    combined with x when any lands. O(K) per output element (K the
+ *                    updates per axis row, or indices' leading element count for nd).
  *   cumsum           one reduction per output element over r in [0, d): out[i] = sum
  *                    of select(r <= i[axis], x[.., r, ..], 0) (r < i[axis] when
  *                    exclusive), in the result dtype; axis null runs over the raveled
@@ -18,6 +28,8 @@
  *                    extents of model graphs (positions, sequence lengths), not as a
  *                    scan kernel.
  */
+#include <string.h>
+
 #include "legalize_int.h"
 
 typedef struct actx {
@@ -137,7 +149,151 @@ static bool rule_cumsum(lg_ctx *c)
     return true;
 }
 
+/* ---------------------------------------------------------------- scatter */
+enum { RED_UPDATE, RED_ADD, RED_MUL, RED_MAX, RED_MIN };
+
+typedef struct scat {
+    lg_ctx *c;
+    rx_te_tensor *x, *ind, *upd, *last, *acc;
+    int ax;        /* scatter_elements: the axis; scatter_nd: -1 */
+    int nr, m;     /* scatter_nd: indices' rank - 1, the index depth */
+    int red;
+} scat;
+
+/* fix(v) for a position along an extent d (negative counts from the end). */
+static rx_expr *fix_index(lg_ctx *c, rx_te_tensor *ind, rx_expr *v, rx_expr *d)
+{
+    v = rx_te_cast(c->te, RX_DT_I64, v);
+    if (rx_dtype_is_uint(rx_te_dtype(ind))) return v;
+    return rx_e_select(c->a, bin(c, RX_E_LT, v, rx_e_int(c->a, 0)), bin(c, RX_E_ADD, v, d), v);
+}
+
+/* Does update r land on output position idx? *up (x's rank for elements, the updates'
+ * rank for nd) gets the update's position, clamped inside the updates. */
+static rx_expr *lands(scat *s, rx_expr *const *idx, rx_expr *const *r, rx_expr **up)
+{
+    lg_ctx *c = s->c;
+    rx_te *te = c->te;
+    rx_expr *cond = NULL;
+    if (s->ax >= 0) {
+        int nd = rx_te_ndim(s->x);
+        for (int j = 0; j < nd; j++) {
+            if (j == s->ax) {
+                up[j] = r[0];
+                continue;
+            }
+            rx_expr *dj = rx_te_dim(s->ind, j);
+            rx_expr *in = bin(c, RX_E_LT, idx[j], dj);
+            cond = cond ? bin(c, RX_E_AND, cond, in) : in;
+            up[j] = bin(c, RX_E_MIN, idx[j], rx_te_simplify(te, bin(c, RX_E_SUB, dj, rx_e_int(c->a, 1))));
+        }
+        rx_expr *v = fix_index(c, s->ind, rx_te_at(te, s->ind, up), rx_te_dim(s->x, s->ax));
+        rx_expr *hit = bin(c, RX_E_EQ, v, idx[s->ax]);
+        return cond ? bin(c, RX_E_AND, cond, hit) : hit;
+    }
+    rx_expr **ii = RX_NEWN(c->a, rx_expr *, s->nr + 1);
+    for (int k = 0; k < s->nr; k++) ii[k] = up[k] = r[k];
+    for (int k = s->m; k < rx_te_ndim(s->x); k++) up[s->nr + k - s->m] = idx[k];
+    for (int t = 0; t < s->m; t++) {
+        ii[s->nr] = rx_e_int(c->a, t);
+        rx_expr *v = fix_index(c, s->ind, rx_te_at(te, s->ind, ii), rx_te_dim(s->x, t));
+        rx_expr *hit = bin(c, RX_E_EQ, v, idx[t]);
+        cond = cond ? bin(c, RX_E_AND, cond, hit) : hit;
+    }
+    return cond;
+}
+
+static rx_expr *last_cb(rx_te *te, rx_expr *const *idx, rx_expr *const *r, void *ud)
+{
+    scat *s = ud;
+    lg_ctx *c = s->c;
+    rx_expr *up[64];
+    rx_expr *flat = r[0];
+    for (int k = 1; s->ax < 0 && k < s->nr; k++)
+        flat = bin(c, RX_E_ADD, bin(c, RX_E_MUL, flat, rx_te_dim(s->ind, k)), r[k]);
+    return rx_e_select(c->a, lands(s, idx, r, up), rx_te_simplify(te, flat), rx_e_int(c->a, -1));
+}
+
+static rx_expr *acc_cb(rx_te *te, rx_expr *const *idx, rx_expr *const *r, void *ud)
+{
+    scat *s = ud;
+    rx_expr *up[64];
+    rx_dtype dt = rx_te_dtype(s->x);
+    rx_expr *id = s->red == RED_ADD ? rx_te_const(te, 0, dt) : s->red == RED_MUL ? rx_te_const(te, 1, dt)
+                : s->red == RED_MAX ? rx_te_min_value(te, dt) : rx_te_max_value(te, dt);
+    rx_expr *hit = lands(s, idx, r, up);
+    return rx_e_select(s->c->a, hit, rx_te_at(te, s->upd, up), id);
+}
+
+static rx_expr *scatter_out_cb(rx_te *te, rx_expr *const *idx, void *ud)
+{
+    scat *s = ud;
+    lg_ctx *c = s->c;
+    rx_expr *xv = rx_te_at(te, s->x, idx);
+    if (s->red == RED_ADD) return bin(c, RX_E_ADD, xv, rx_te_at(te, s->acc, idx));
+    if (s->red == RED_MUL) return bin(c, RX_E_MUL, xv, rx_te_at(te, s->acc, idx));
+    rx_expr *l = rx_te_at(te, s->last, idx), *any = bin(c, RX_E_GE, l, rx_e_int(c->a, 0));
+    if (s->red != RED_UPDATE) {
+        rx_expr *a = rx_te_at(te, s->acc, idx);
+        return rx_e_select(c->a, any, bin(c, s->red == RED_MAX ? RX_E_MAX : RX_E_MIN, xv, a), xv);
+    }
+    rx_expr *lc = bin(c, RX_E_MAX, l, rx_e_int(c->a, 0)), *up[64], *r[64];
+    if (s->ax >= 0) {
+        r[0] = lc;
+    } else { /* unravel the flat position over indices' leading dims */
+        for (int k = s->nr - 1; k >= 0; k--) {
+            rx_expr *d = rx_te_dim(s->ind, k);
+            r[k] = k ? bin(c, RX_E_FLOORMOD, lc, d) : lc;
+            lc = bin(c, RX_E_FLOORDIV, lc, d);
+        }
+    }
+    lands(s, idx, r, up);
+    return rx_e_select(c->a, any, rx_te_at(te, s->upd, up), xv);
+}
+
+static bool rule_scatter(lg_ctx *c)
+{
+    scat s = {0};
+    s.c = c;
+    if (!(s.x = lg_input(c, 0, "x")) || !(s.ind = lg_input(c, 1, "indices")) ||
+        !(s.upd = lg_input(c, 2, "updates")))
+        return false;
+    if (rx_te_ndim(s.x) > 32 || rx_te_ndim(s.upd) > 32) return lg_fail(c, "more than 32 dimensions");
+    const char *red = rx_call_attr(c->call, "reduction")->u.s;
+    s.red = !strcmp(red, "add") ? RED_ADD : !strcmp(red, "mul") ? RED_MUL : !strcmp(red, "max") ? RED_MAX
+          : !strcmp(red, "min") ? RED_MIN : RED_UPDATE;
+    rx_expr *rdom[32];
+    int nred;
+    s.ax = -1;
+    if (!strcmp(lg_opname(c), "scatter_elements")) {
+        if (!lg_axis(c, rx_call_attr(c->call, "axis")->u.i, rx_te_ndim(s.x), &s.ax)) return false;
+        rdom[0] = rx_te_dim(s.ind, s.ax);
+        nred = 1;
+    } else {
+        s.nr = rx_te_ndim(s.ind) - 1;
+        int64_t m;
+        if (s.nr < 1 || !rx_expr_is_const(rx_te_dim(s.ind, s.nr), &m)) return lg_fail(c, "bad indices");
+        s.m = (int)m;
+        for (int k = 0; k < s.nr; k++) rdom[k] = rx_te_dim(s.ind, k);
+        nred = s.nr;
+    }
+    const rx_sinfo *o = lg_out(c, 0);
+    rx_dtype dt = (rx_dtype)o->dtype;
+    if (s.red == RED_UPDATE || s.red == RED_MAX || s.red == RED_MIN)
+        s.last = rx_te_reduce(c->te, "T_last", RX_DT_I64, o->ndim, o->dims, RX_TE_MAX, nred, rdom,
+                              rx_e_int(c->a, -1), last_cb, &s);
+    if (s.red != RED_UPDATE) {
+        rx_te_redop op = s.red == RED_ADD ? RX_TE_SUM : s.red == RED_MUL ? RX_TE_PROD
+                       : s.red == RED_MAX ? RX_TE_MAX : RX_TE_MIN;
+        s.acc = rx_te_reduce(c->te, "T_acc", dt, o->ndim, o->dims, op, nred, rdom, NULL, acc_cb, &s);
+    }
+    lg_output(c, rx_te_compute(c->te, lg_tname(c), dt, o->ndim, o->dims, scatter_out_cb, &s));
+    return true;
+}
+
 const lg_rule_entry rx_lg_axis[] = {
+    {"scatter_elements", rule_scatter},
+    {"scatter_nd", rule_scatter},
     {"gather_elements", rule_gather_elements},
     {"cumsum", rule_cumsum},
     {"gather_nd", rule_gather_nd},

@@ -638,6 +638,30 @@ def op_gather_nd(c, x, idx):
     return out
 
 
+_SCATTER = {"update": lambda a, b: b, "add": lambda a, b: a + b, "mul": lambda a, b: a * b,
+            "max": np.maximum, "min": np.minimum}
+
+
+def op_scatter_elements(c, x, idx, upd):
+    """Updates applied one by one in row-major order (so the last of duplicates wins)."""
+    ax, f = _axis(c.int("axis", 0), x.ndim, c), _SCATTER[c.raw("reduction", "update")]
+    out = x.copy()
+    for p in np.ndindex(*idx.shape):
+        q = list(p)
+        q[ax] = int(idx[p]) % x.shape[ax]
+        out[tuple(q)] = f(out[tuple(q)], upd[p])
+    return out
+
+
+def op_scatter_nd(c, x, idx, upd):
+    f = _SCATTER[c.raw("reduction", "update")]
+    out = x.copy()
+    for p in np.ndindex(*idx.shape[:-1]):
+        q = tuple(int(v) % x.shape[t] for t, v in enumerate(idx[p]))
+        out[q] = f(out[q], upd[p])
+    return out
+
+
 def op_cumsum(c, x):
     ax = c.int("axis")
     dt = c.dtype("dtype") or x.dtype
@@ -682,7 +706,8 @@ OPS = {
     "ones_like": op_ones_like, "full_like": op_full_like, "arange": op_arange,
     "tril": op_tril, "triu": op_triu, "unique": op_unique, "nonzero": op_nonzero,
     "shape_of": op_shape_of, "gather_elements": op_gather_elements,
-    "nn.conv2d_transpose": op_conv2d_transpose, "gather_nd": op_gather_nd, "cumsum": op_cumsum,
+    "nn.conv2d_transpose": op_conv2d_transpose, "gather_nd": op_gather_nd,
+    "scatter_elements": op_scatter_elements, "scatter_nd": op_scatter_nd, "cumsum": op_cumsum,
     "left_shift": _shift(True), "right_shift": _shift(False),
 }
 for _k, _f in UNARY.items():

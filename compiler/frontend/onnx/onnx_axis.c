@@ -26,6 +26,20 @@ bool ox_c_gather_nd(ox_ctx *c)
     return ox_out_node(c, 0, ox_call(c, "gather_nd", a, 2, m));
 }
 
+/* ScatterElements, Scatter (its older name) and ScatterND -> scatter_elements,
+ * scatter_nd; reduction none is "update". */
+bool ox_c_scatter(ox_ctx *c)
+{
+    bool nd = !strcmp(c->node->op_type, "ScatterND");
+    const char *red = ox_attr_s(c, "reduction", "none");
+    rx_attr *m = ox_amap(c);
+    if (!nd) ox_aset(c, m, "axis", ox_aint(c, ox_attr_i(c, "axis", 0)));
+    ox_aset(c, m, "reduction", ox_astr(c, !strcmp(red, "none") ? "update" : red));
+    rx_node *a[3] = {ox_in_node(c, 0), ox_in_node(c, 1), ox_in_node(c, 2)};
+    if (!a[0] || !a[1] || !a[2]) return false;
+    return ox_out_node(c, 0, ox_call(c, nd ? "scatter_nd" : "scatter_elements", a, 3, m));
+}
+
 bool ox_c_cumsum(ox_ctx *c)
 {
     rx_node *x = ox_in_node(c, 0);
