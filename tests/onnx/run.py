@@ -16,7 +16,7 @@ shape, Slice's starts, Unsqueeze's axes, ...: SHAPE_OPERANDS) are moved into the
 as initializers holding each data set's values before the build, since the importer
 needs shapes at compile time; those tests are marked "frozen" in the JSON.
 
-Usage: run.py --bin DIR [--suite DIR] [--tests NAMES_FILE] [--jobs 2] [--json OUT]
+Usage: run.py --bin DIR [--suite DIR|NAME] [--tests NAMES_FILE] [--jobs 2] [--json OUT]
               [--min-pass N] [--filter SUBSTR] [--freeze-shape-inputs]
 """
 import argparse
@@ -200,7 +200,9 @@ def run_test(args, tdir):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
-    ap.add_argument("--suite", default="/usr/share/libonnx-testdata/data/node")
+    ap.add_argument("--suite", default="node",
+                    help="a directory of tests, or the name of a libonnx-testdata suite: "
+                         "node (default), pytorch-converted, pytorch-operator, simple")
     ap.add_argument("--tests", help="file with one test name per line (a sample)")
     ap.add_argument("--filter", default="")
     ap.add_argument("--jobs", type=int, default=2)
@@ -211,6 +213,8 @@ def main():
                     help="integer graph inputs used as shapes/axes/counts become initializers "
                          "holding the data set's values (relaxd needs them at compile time)")
     args = ap.parse_args()
+    if not os.path.isdir(args.suite):
+        args.suite = os.path.join("/usr/share/libonnx-testdata/data", args.suite)
     names = sorted(os.listdir(args.suite))
     if args.tests:
         with open(args.tests) as f:

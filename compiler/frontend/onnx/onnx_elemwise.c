@@ -73,6 +73,24 @@ static const struct { const char *onnx, *relax; rx_ekind fold; } binary_map[] = 
     {"Xor", "not_equal", RX_E_KIND_COUNT},
 };
 
+/* Opsets before 7: with broadcast = 1 and `axis`, b's dims line up with a's from axis
+ * on; trailing 1s make that NumPy's right-aligned broadcasting. */
+static rx_node *legacy_broadcast(ox_ctx *c, rx_node *a, rx_node *b)
+{
+    int na = ox_ndim(a), nb = ox_ndim(b);
+    if (!ox_need_dims(c, b) || na < 0) return NULL;
+    int ax = ox_norm_axis(c, ox_attr_i(c, "axis", 0), na > 0 ? na : 1);
+    if (ax < 0) return NULL;
+    if (ax + nb > na) {
+        ox_err(c, "axis %d and the second input's rank %d do not fit the first's rank %d", ax, nb, na);
+        return NULL;
+    }
+    if (ax + nb == na) return b;
+    rx_expr **d = RX_NEWN(c->a, rx_expr *, na - ax);
+    for (int i = 0; i < na - ax; i++) d[i] = i < nb ? b->sinfo->dims[i] : ox_lit(c, 1);
+    return ox_reshape(c, b, d, na - ax);
+}
+
 bool ox_c_binary(ox_ctx *c)
 {
     int i = 0;
@@ -90,6 +108,8 @@ bool ox_c_binary(ox_ctx *c)
     }
     rx_node *a = ox_node(c, x), *b = ox_node(c, y);
     if (!a || !b) return false;
+    if (ox_attr_i(c, "broadcast", 0) && ox_attr(c, "axis") && !(b = legacy_broadcast(c, a, b)))
+        return false;
     if (!strcmp(c->node->op_type, "Pow") && ox_dtype_of(a) != ox_dtype_of(b)) {
         rx_attr *m = ox_amap(c);
         ox_aset(c, m, "dtype", ox_astr(c, rx_dtype_name(ox_dtype_of(a))));
@@ -252,7 +272,17 @@ bool ox_c_activation(ox_ctx *c)
                          ox_call2(c, "multiply", x, ox_scalar(c, dt, ox_attr_f(c, "alpha", 0.01)))};
         r = ox_call(c, "where", w, 3, NULL);
     } else if (!strcmp(t, "PRelu")) {
-        rx_node *w[3] = {ox_call2(c, "less", x, zero), ox_call2(c, "multiply", x, ox_in_node(c, 1)), x};
+        rx_node *slope = ox_in_node(c, 1);
+        int nd = ox_ndim(x);
+        if (!slope) return false;
+        if (nd > 2 && ox_ndim(slope) == 1 && x->sinfo->dims && slope->sinfo->dims &&
+            rx_arith_prove_equal(c->ar, slope->sinfo->dims[0], x->sinfo->dims[1]) &&
+            !rx_arith_prove_equal(c->ar, slope->sinfo->dims[0], x->sinfo->dims[nd - 1])) {
+            rx_expr **d = RX_NEWN(c->a, rx_expr *, nd - 1); /* a per-channel slope (C,) */
+            for (int i = 0; i < nd - 1; i++) d[i] = i ? ox_lit(c, 1) : slope->sinfo->dims[0];
+            slope = ox_reshape(c, slope, d, nd - 1);
+        }
+        rx_node *w[3] = {ox_call2(c, "less", x, zero), ox_call2(c, "multiply", x, slope), x};
         r = ox_call(c, "where", w, 3, NULL);
     } else if (!strcmp(t, "Elu") || !strcmp(t, "Selu")) {
         bool selu = !strcmp(t, "Selu");

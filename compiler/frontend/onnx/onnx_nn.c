@@ -114,7 +114,7 @@ bool ox_c_layer_norm(ox_ctx *c)
 
 bool ox_c_batch_norm(ox_ctx *c)
 {
-    if (ox_nout(c) > 1 || ox_attr_i(c, "training_mode", 0)) {
+    if (ox_nout(c) > 1 || ox_attr_i(c, "training_mode", 0) || !ox_attr_i(c, "is_test", 1)) {
         ox_err(c, "training mode is not supported (inference only)");
         return false;
     }

@@ -160,7 +160,7 @@ rx_node *ox_iota(ox_ctx *c, rx_expr *extent, int axis, int nd, rx_dtype dt)
 /* ---------------------------------------------------------------- the table */
 
 #define UNARY(t) {t, ox_c_unary, ""}
-#define BINARY(t) {t, ox_c_binary, ""}
+#define BINARY(t) {t, ox_c_binary, "axis,broadcast"} /* both: opsets before 7 */
 #define REDUCE(t) {t, ox_c_reduce, "axes,keepdims,noop_with_empty_axes"}
 
 static const ox_opdef ops[] = {
@@ -179,7 +179,7 @@ static const ox_opdef ops[] = {
     {"HardSigmoid", ox_c_activation, "alpha,beta"}, {"HardSwish", ox_c_activation, ""},
     {"Softplus", ox_c_activation, ""}, {"Softsign", ox_c_activation, ""},
     {"Reciprocal", ox_c_activation, ""}, {"ThresholdedRelu", ox_c_activation, "alpha"},
-    {"MatMul", ox_c_matmul, ""}, {"Gemm", ox_c_gemm, "alpha,beta,transA,transB"},
+    {"MatMul", ox_c_matmul, ""}, {"Gemm", ox_c_gemm, "alpha,beta,broadcast,transA,transB"},
     {"Softmax", ox_c_softmax, "axis"}, {"LogSoftmax", ox_c_softmax, "axis"},
     {"Shape", ox_c_shape, "start,end"}, {"Size", ox_c_size, ""},
     {"Constant", ox_c_constant, "value,value_float,value_int,value_floats,value_ints"},
@@ -202,12 +202,12 @@ static const ox_opdef ops[] = {
     REDUCE("ReduceLogSum"),
     REDUCE("ReduceLogSumExp"),
     REDUCE("ReduceSumSquare"),
-    {"Xor", ox_c_binary, ""}, {"Tan", ox_c_activation, ""}, {"Mod", ox_c_mod, "fmod"},
+    {"Xor", ox_c_binary, "axis,broadcast"}, {"Tan", ox_c_activation, ""}, {"Mod", ox_c_mod, "fmod"},
     {"CastLike", ox_c_cast, "saturate"}, {"IsNaN", ox_c_activation, ""},
     {"ArgMax", ox_c_argreduce, "axis,keepdims,select_last_index"},
     {"ArgMin", ox_c_argreduce, "axis,keepdims,select_last_index"},
     {"LayerNormalization", ox_c_layer_norm, "axis,epsilon,stash_type"},
-    {"BatchNormalization", ox_c_batch_norm, "epsilon,momentum,training_mode,spatial"},
+    {"BatchNormalization", ox_c_batch_norm, "epsilon,is_test,momentum,training_mode,spatial"},
     {"Conv", ox_c_conv, "auto_pad,dilations,group,kernel_shape,pads,strides"},
     {"ConvTranspose", ox_c_conv_transpose,
      "auto_pad,dilations,group,kernel_shape,output_padding,output_shape,pads,strides"},
