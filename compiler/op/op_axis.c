@@ -1,6 +1,6 @@
 /*
- * op_axis.c — ops that index or accumulate along axes: gather_elements, gather_nd,
- * scatter_elements, scatter_nd and cumsum (TVM's relax.op.gather_elements and relax.op.cumsum; NumPy's
+ * op_axis.c — ops that index, accumulate or pad along axes: gather_elements, gather_nd,
+ * scatter_elements, scatter_nd, cumsum and nn.pad (at its rule) (TVM's relax.op.gather_elements and relax.op.cumsum; NumPy's
  * np.take_along_axis and np.cumsum).
  *
  *   gather_elements(x, indices; axis = 0): x and indices have the same rank; the
@@ -161,7 +161,48 @@ static rx_sinfo *d_scatter_nd(rx_dctx *c, const rx_node *call)
     return rx_op_like(c, x, dt);
 }
 
+/* nn.pad(x; pad_width, pad_mode = "constant", pad_value = 0.0): pad_width holds
+ * (before, after) per axis, 2 * rank values; a dim becomes d + before + after. Negative
+ * widths crop ("constant" only); "edge" and "reflect" need widths below the extent
+ * ("reflect": at most d - 1) when it is a literal. */
+static rx_sinfo *d_pad(rx_dctx *c, const rx_node *call)
+{
+    const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
+    if (!x) return NULL;
+    const char *mode = rx_call_attr(call, "pad_mode")->u.s;
+    bool constant = !strcmp(mode, "constant");
+    if (!constant && strcmp(mode, "edge") && strcmp(mode, "reflect"))
+        return rx_op_fail(c, call, "pad_mode \"%s\" is not supported (constant, edge, reflect)", mode);
+    if (x->ndim < 0) return rx_si_tensor(c->a, (rx_dtype)x->dtype, -1, NULL);
+    int64_t pw[128];
+    int n;
+    if (x->ndim > 64) return rx_op_fail(c, call, "more than 64 dimensions");
+    if (!rx_op_int_list(c, call, "pad_width", pw, 128, &n)) return NULL;
+    if (n != 2 * x->ndim)
+        return rx_op_fail(c, call, "pad_width needs 2 values per axis (%d), found %d", 2 * x->ndim, n);
+    if (!x->dims) return rx_si_tensor(c->a, (rx_dtype)x->dtype, x->ndim, NULL);
+    rx_expr **d = RX_NEWN(c->a, rx_expr *, x->ndim > 0 ? x->ndim : 1);
+    for (int i = 0; i < x->ndim; i++) {
+        int64_t b = pw[2 * i], a = pw[2 * i + 1], v;
+        bool lit = rx_expr_is_const(x->dims[i], &v);
+        if (!constant && (b < 0 || a < 0))
+            return rx_op_fail(c, call, "negative pad widths need pad_mode \"constant\"");
+        if (!constant && lit && (b || a) && (v == 0 || (!strcmp(mode, "reflect") && (b >= v || a >= v))))
+            return rx_op_fail(c, call, "pad widths %lld, %lld do not fit %s padding of extent %lld",
+                              (long long)b, (long long)a, mode, (long long)v);
+        d[i] = rx_d_simplify(c, rx_e_binary(c->a, RX_E_ADD, x->dims[i], rx_e_int(c->a, a + b)));
+        if (rx_expr_is_const(d[i], &v) && v < 0)
+            return rx_op_fail(c, call, "padding axis %d leaves a negative extent", i);
+    }
+    return rx_si_tensor(c->a, (rx_dtype)x->dtype, x->ndim, d);
+}
+
 static const rx_attr_spec gather_attrs[] = {RX_ATTR_DEF("axis", RX_AT_INT, "0")};
+static const rx_attr_spec pad_attrs[] = {
+    RX_ATTR_REQ("pad_width", RX_AT_INTS),
+    RX_ATTR_DEF("pad_mode", RX_AT_STR, "\"constant\""),
+    RX_ATTR_DEF("pad_value", RX_AT_FLOAT, "0.0"),
+};
 static const rx_attr_spec scatter_attrs[] = {
     RX_ATTR_DEF("axis", RX_AT_INT, "0"),
     RX_ATTR_DEF("reduction", RX_AT_STR, "\"update\""),
@@ -181,5 +222,6 @@ const rx_op rx_ops_axis[] = {
     {"gather_nd", 2, 2, RX_ATTRS(gather_nd_attrs), d_gather_nd, 0},
     {"scatter_elements", 3, 3, RX_ATTRS(scatter_attrs), d_scatter_elements, 0},
     {"scatter_nd", 3, 3, RX_ATTRS(scatter_nd_attrs), d_scatter_nd, 0},
+    {"nn.pad", 1, 1, RX_ATTRS(pad_attrs), d_pad, 0},
 };
 const int rx_ops_axis_count = RX_COUNTOF(rx_ops_axis);

@@ -1,6 +1,6 @@
 /*
  * legalize_axis.c — legalization rules of the axis ops (op/op_axis.c): gather_elements,
- * gather_nd and cumsum.
+ * gather_nd, scatter_elements, scatter_nd, cumsum, and nn.pad (at rule_pad).
  *
  *   gather_elements  one compute over indices' dims: out[i] = x[i[:axis], fix(ind[i]),
  *                    i[axis+1:]] with fix(v) = v + d for v < 0 (d = x's extent along
@@ -291,7 +291,64 @@ static bool rule_scatter(lg_ctx *c)
     return true;
 }
 
+/* ---------------------------------------------------------------- pad */
+/* Per axis the output index i reads j = i - before: "constant" x[j] when j is inside,
+ * else pad_value; "edge" x[clamp(j)]; "reflect" x[-j] below, x[2 (d - 1) - j] above
+ * (widths below d, as deduction checked). Indices are clamped so every load is inside. */
+typedef struct pctx {
+    lg_ctx *c;
+    rx_te_tensor *x;
+    int64_t pw[128];
+    int mode;      /* 0 constant, 1 edge, 2 reflect */
+    double value;
+} pctx;
+
+static rx_expr *pad_cb(rx_te *te, rx_expr *const *idx, void *ud)
+{
+    pctx *s = ud;
+    lg_ctx *c = s->c;
+    int nd = rx_te_ndim(s->x);
+    rx_expr **xi = RX_NEWN(c->a, rx_expr *, nd > 0 ? nd : 1), *in = NULL;
+    for (int k = 0; k < nd; k++) {
+        rx_expr *d = rx_te_dim(s->x, k), *zero = rx_e_int(c->a, 0);
+        rx_expr *dm1 = rx_te_simplify(te, bin(c, RX_E_SUB, d, rx_e_int(c->a, 1)));
+        rx_expr *j = rx_te_simplify(te, bin(c, RX_E_SUB, idx[k], rx_e_int(c->a, s->pw[2 * k])));
+        if (s->pw[2 * k] == 0 && s->pw[2 * k + 1] == 0) {
+            xi[k] = idx[k];
+            continue;
+        }
+        if (s->mode == 0) {
+            rx_expr *ok = bin(c, RX_E_AND, bin(c, RX_E_GE, j, zero), bin(c, RX_E_LT, j, d));
+            in = in ? bin(c, RX_E_AND, in, ok) : ok;
+        } else if (s->mode == 2) {
+            j = rx_e_select(c->a, bin(c, RX_E_LT, j, zero), rx_e_unary(c->a, RX_E_NEG, j), j);
+            j = rx_e_select(c->a, bin(c, RX_E_GT, j, dm1),
+                            bin(c, RX_E_SUB, bin(c, RX_E_MUL, rx_e_int(c->a, 2), dm1), j), j);
+        }
+        xi[k] = bin(c, RX_E_MAX, bin(c, RX_E_MIN, j, dm1), zero);
+    }
+    rx_expr *v = rx_te_at(te, s->x, xi);
+    return in ? rx_e_select(c->a, in, v, rx_te_const(te, s->value, rx_te_dtype(s->x))) : v;
+}
+
+static bool rule_pad(lg_ctx *c)
+{
+    pctx s = {0};
+    s.c = c;
+    if (!(s.x = lg_input(c, 0, "x"))) return false;
+    int n;
+    lg_attr_ints(rx_call_attr(c->call, "pad_width"), s.pw, 128, &n);
+    if (n != 2 * rx_te_ndim(s.x)) return lg_fail(c, "pad_width does not fit the rank");
+    const char *mode = rx_call_attr(c->call, "pad_mode")->u.s;
+    s.mode = !strcmp(mode, "edge") ? 1 : !strcmp(mode, "reflect") ? 2 : 0;
+    s.value = rx_call_attr(c->call, "pad_value")->u.f;
+    const rx_sinfo *o = lg_out(c, 0);
+    lg_output(c, rx_te_compute(c->te, lg_tname(c), (rx_dtype)o->dtype, o->ndim, o->dims, pad_cb, &s));
+    return true;
+}
+
 const lg_rule_entry rx_lg_axis[] = {
+    {"nn.pad", rule_pad},
     {"scatter_elements", rule_scatter},
     {"scatter_nd", rule_scatter},
     {"gather_elements", rule_gather_elements},

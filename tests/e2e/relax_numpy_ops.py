@@ -662,6 +662,18 @@ def op_scatter_nd(c, x, idx, upd):
     return out
 
 
+def op_pad(c, x):
+    pw = c.ints("pad_width")
+    mode = {"constant": "constant", "edge": "edge", "reflect": "reflect"}[c.raw("pad_mode", "constant")]
+    pairs = [(pw[2 * i], pw[2 * i + 1]) for i in range(x.ndim)]
+    crop = tuple(slice(-min(b, 0), x.shape[i] - (-min(a, 0))) for i, (b, a) in enumerate(pairs))
+    grow = [(max(b, 0), max(a, 0)) for b, a in pairs]
+    y = x[crop]
+    if mode == "constant":
+        return np.pad(y, grow, mode="constant", constant_values=c.float("pad_value", 0.0)).astype(x.dtype)
+    return np.pad(y, grow, mode=mode)
+
+
 def op_cumsum(c, x):
     ax = c.int("axis")
     dt = c.dtype("dtype") or x.dtype
@@ -707,7 +719,7 @@ OPS = {
     "tril": op_tril, "triu": op_triu, "unique": op_unique, "nonzero": op_nonzero,
     "shape_of": op_shape_of, "gather_elements": op_gather_elements,
     "nn.conv2d_transpose": op_conv2d_transpose, "gather_nd": op_gather_nd,
-    "scatter_elements": op_scatter_elements, "scatter_nd": op_scatter_nd, "cumsum": op_cumsum,
+    "scatter_elements": op_scatter_elements, "scatter_nd": op_scatter_nd, "nn.pad": op_pad, "cumsum": op_cumsum,
     "left_shift": _shift(True), "right_shift": _shift(False),
 }
 for _k, _f in UNARY.items():

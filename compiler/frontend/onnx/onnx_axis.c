@@ -212,3 +212,45 @@ bool ox_c_grid_sample(ox_ctx *c)
     if (!a[0] || !a[1]) return false;
     return ox_out_node(c, 0, ox_call(c, "image.grid_sample", a, 2, m));
 }
+
+/* Pad: pads [x1_begin, ..., x1_end, ...] (an attribute before opset 11, a constant
+ * input after), the constant value, mode constant / edge / reflect -> nn.pad. */
+bool ox_c_pad(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    int nd = ox_ndim(x), np = -1;
+    if (!x) return false;
+    const int64_t *p = NULL;
+    int64_t *pi = NULL;
+    double value = 0;
+    if (c->opset < 11) {
+        p = ox_attr_ints(c, ox_attr(c, "paddings") ? "paddings" : "pads", &np);
+        value = ox_attr_f(c, "value", 0);
+    } else {
+        if (!ox_ints(c, ox_in(c, 1), &pi, &np)) np = -1;
+        p = pi;
+        if (ox_in(c, 2)) {
+            rx_const *k = ox_const(c, ox_in(c, 2));
+            if (!k || ox_numel(k) != 1) {
+                ox_err(c, "constant_value must be a constant scalar");
+                return false;
+            }
+            value = ox_cf(k, 0);
+        }
+    }
+    if (nd < 0 || np != 2 * nd || nd > 64) {
+        ox_err(c, "pads must be a constant of 2 values per axis of the input (rank %d)", nd);
+        return false;
+    }
+    int64_t pw[128];
+    for (int i = 0; i < nd; i++) {
+        pw[2 * i] = p[i];
+        pw[2 * i + 1] = p[nd + i];
+    }
+    const char *mode = ox_attr_s(c, "mode", "constant");
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "pad_width", ox_aints(c, pw, 2 * nd));
+    ox_aset(c, m, "pad_mode", ox_astr(c, mode));
+    ox_aset(c, m, "pad_value", ox_afloat(c, value));
+    return ox_out_node(c, 0, ox_call1(c, "nn.pad", x, m));
+}

@@ -38,7 +38,7 @@
  *   MeanVarianceNormalization LRN -> compositions (onnx_compose.c's essay)
  *   GatherElements GatherND CumSum BitShift -> gather_elements gather_nd cumsum
  *                     left_shift right_shift; ScatterElements Scatter ScatterND ->
- *                     scatter_elements scatter_nd
+ *                     scatter_elements scatter_nd; Pad -> nn.pad
  *   Resize Upsample   -> image.resize2d; GridSample -> image.grid_sample; Unique -> unique
  *   QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger QLinearMatMul
  *                     -> compositions (onnx_quant.c's essay)
@@ -230,7 +230,7 @@ static const ox_opdef ops[] = {
     {"LRN", ox_c_lrn, "alpha,beta,bias,size"},
     {"GatherElements", ox_c_gather_elements, "axis"}, {"GatherND", ox_c_gather_nd, "batch_dims"},
     {"ScatterElements", ox_c_scatter, "axis,reduction"}, {"Scatter", ox_c_scatter, "axis"},
-    {"ScatterND", ox_c_scatter, "reduction"},
+    {"ScatterND", ox_c_scatter, "reduction"}, {"Pad", ox_c_pad, "mode,pads,paddings,value"},
     {"CumSum", ox_c_cumsum, "exclusive,reverse"}, {"BitShift", ox_c_bit_shift, "direction"},
     {"Resize", ox_c_resize, "coordinate_transformation_mode,cubic_coeff_a,exclude_outside,"
                             "extrapolation_value,mode,nearest_mode"},
