@@ -218,9 +218,11 @@ static rx_node *unlift(ox_ctx *c, rx_node *y, int sr)
 }
 
 /* The conv op call with the window attributes (output_padding when op is given), the
- * bias (input 2) added per output channel, the result unlifted; binds output 0. */
+ * bias (input 2, when `bias`) added per output channel, the result unlifted; binds
+ * output 0. */
 static bool conv_out(ox_ctx *c, const char *name, rx_node *x, rx_node *w, const int64_t s[2],
-                     const int64_t pads[4], const int64_t dil[2], const int64_t *op, int sr)
+                     const int64_t pads[4], const int64_t dil[2], const int64_t *op, int sr,
+                     bool bias)
 {
     rx_attr *m = ox_amap(c);
     ox_aset(c, m, "strides", ox_aints(c, s, 2));
@@ -230,16 +232,35 @@ static bool conv_out(ox_ctx *c, const char *name, rx_node *x, rx_node *w, const 
     ox_aset(c, m, "groups", ox_aint(c, ox_attr_i(c, "group", 1)));
     rx_node *a[2] = {x, w};
     rx_node *y = ox_call(c, name, a, 2, m);
-    if (y && ox_in(c, 2)) {
+    if (y && bias && ox_in(c, 2)) {
         rx_expr *d[4] = {ox_lit(c, 1), y->sinfo->dims[1], ox_lit(c, 1), ox_lit(c, 1)};
         y = ox_call2(c, "add", y, ox_reshape(c, ox_in_node(c, 2), d, 4));
     }
     return ox_out_node(c, 0, unlift(c, y, sr));
 }
 
+/* ConvInteger's operand i in i32 less its zero point (input zi; a 1-d one per output
+ * channel for the weight). */
+static rx_node *int_operand(ox_ctx *c, int i, int zi)
+{
+    rx_node *v = ox_astype(c, ox_in_node(c, i), RX_DT_I32);
+    if (!v || !ox_in(c, zi)) return v;
+    rx_node *zp = ox_astype(c, ox_in_node(c, zi), RX_DT_I32);
+    int nd = ox_ndim(v);
+    if (zp && ox_ndim(zp) == 1 && nd > 1 && ox_need_dims(c, zp)) {
+        rx_expr **d = RX_NEWN(c->a, rx_expr *, nd);
+        for (int k = 0; k < nd; k++) d[k] = k ? ox_lit(c, 1) : zp->sinfo->dims[0];
+        zp = ox_reshape(c, zp, d, nd);
+    }
+    return ox_call2(c, "subtract", v, zp);
+}
+
+/* Conv, and ConvInteger (i32 operands less their zero points, no bias). */
 bool ox_c_conv(ox_ctx *c)
 {
-    rx_node *x = ox_in_node(c, 0), *w = ox_in_node(c, 1);
+    bool integer = !strcmp(c->node->op_type, "ConvInteger");
+    rx_node *x = integer ? int_operand(c, 0, 2) : ox_in_node(c, 0);
+    rx_node *w = integer ? int_operand(c, 1, 3) : ox_in_node(c, 1);
     if (!ox_need_dims(c, x) || !ox_need_dims(c, w)) return false;
     int sr = x->sinfo->ndim - 2;
     if ((sr != 1 && sr != 2) || w->sinfo->ndim != x->sinfo->ndim) {
@@ -256,7 +277,7 @@ bool ox_c_conv(ox_ctx *c)
     if (!ints2(c, "strides", 1, s, sr) || !ints2(c, "dilations", 1, dil, sr) ||
         !window_pads(c, x, k, s, dil, pads, sr))
         return false;
-    return conv_out(c, "nn.conv2d", x, w, s, pads, dil, NULL, sr);
+    return conv_out(c, "nn.conv2d", x, w, s, pads, dil, NULL, sr, !integer);
 }
 
 /* ConvTranspose (1-d lifted to 2-d, 2-d) -> nn.conv2d_transpose (+ bias). output_shape
@@ -306,7 +327,7 @@ bool ox_c_conv_transpose(ox_ctx *c)
             pads[2 + i] = lower ? small : big;
         }
     }
-    return conv_out(c, "nn.conv2d_transpose", x, w, s, pads, dil, op, sr);
+    return conv_out(c, "nn.conv2d_transpose", x, w, s, pads, dil, op, sr, true);
 }
 
 bool ox_c_pool(ox_ctx *c)

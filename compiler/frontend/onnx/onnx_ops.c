@@ -209,6 +209,7 @@ static const ox_opdef ops[] = {
     {"LayerNormalization", ox_c_layer_norm, "axis,epsilon,stash_type"},
     {"BatchNormalization", ox_c_batch_norm, "epsilon,is_test,momentum,training_mode,spatial"},
     {"Conv", ox_c_conv, "auto_pad,dilations,group,kernel_shape,pads,strides"},
+    {"ConvInteger", ox_c_conv, "auto_pad,dilations,group,kernel_shape,pads,strides"},
     {"ConvTranspose", ox_c_conv_transpose,
      "auto_pad,dilations,group,kernel_shape,output_padding,output_shape,pads,strides"},
     {"MaxPool", ox_c_pool, "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides"},
