@@ -24,6 +24,7 @@
  *                      mean / variance over the spatial (given) axes, then scale, bias
  *   LRN                the square sum over the channel window as a matmul with a 0/1
  *                      band matrix (C x C), x / (bias + alpha / size * sum) ^ beta
+ *   Einsum             diagonals, permute_dims, broadcast multiply, sum (at ox_c_einsum)
  */
 #include <math.h>
 #include <string.h>
@@ -358,4 +359,155 @@ bool ox_c_lrn(ox_ctx *c)
     rx_node *den = add(c, ox_scalar(c, dt, ox_attr_f(c, "bias", 1.0)),
                        mul(c, ox_scalar(c, dt, alpha / (double)size), sum));
     return ox_out_node(c, 0, ox_call2(c, "divide", x, ox_call2(c, "power", den, ox_scalar(c, dt, beta))));
+}
+
+/* ---------------------------------------------------------------- Einsum */
+/* Einsum as broadcasting: each operand's repeated labels are first reduced to their
+ * diagonal (where(equal(iota, iota), x, 0) summed over the second occurrence), its axes
+ * permuted to the order of all labels (the output's first, then the summed ones) with
+ * 1s for the labels it lacks; the operands are multiplied and the summed labels
+ * reduced. Ellipsis dims are labels of their own, right-aligned across operands. Memory
+ * is the broadcast product's: fine for the small contractions of model graphs, no
+ * substitute for matmul on large ones. */
+enum { EIN_MAX = 52 + 16 };
+
+typedef struct ein_term {
+    int lab[EIN_MAX]; /* label per axis: letters 0..51, ellipsis dims 52.. */
+    int n;
+} ein_term;
+
+static int ein_label(char ch)
+{
+    return ch >= 'a' && ch <= 'z' ? ch - 'a' : ch >= 'A' && ch <= 'Z' ? 26 + ch - 'A' : -1;
+}
+
+/* Parses one term of rank nd (nd < 0: the output, whose ellipsis has `ell` dims). */
+static bool ein_term_parse(ox_ctx *c, const char *s, const char *e, int nd, int *ell, ein_term *t)
+{
+    int letters = 0;
+    bool dots = false;
+    for (const char *p = s; p < e; p++) {
+        if (*p == '.') {
+            if (dots || e - p < 3 || p[1] != '.' || p[2] != '.') goto bad;
+            dots = true;
+            p += 2;
+        } else if (*p != ' ') {
+            if (ein_label(*p) < 0) goto bad;
+            letters++;
+        }
+    }
+    int ne = dots ? (nd >= 0 ? nd - letters : *ell) : 0;
+    if (ne < 0 || (nd >= 0 && !dots && letters != nd) || letters + ne > EIN_MAX) goto bad;
+    if (nd >= 0 && dots && ne > *ell) *ell = ne; /* the ellipses broadcast: the widest */
+    t->n = 0;
+    for (const char *p = s; p < e; p++) {
+        if (*p == '.') {
+            for (int k = 0; k < ne; k++) t->lab[t->n++] = 52 + (16 - ne + k); /* right-aligned */
+            p += 2;
+        } else if (*p != ' ') {
+            t->lab[t->n++] = ein_label(*p);
+        }
+    }
+    return true;
+bad:
+    ox_err(c, "equation term '%.*s' does not fit its operand", (int)(e - s), s);
+    return false;
+}
+
+/* Operand v with labels t reduced to distinct labels (diagonals taken). */
+static rx_node *ein_diag(ox_ctx *c, rx_node *v, ein_term *t)
+{
+    for (int i = 0; v && i < t->n; i++)
+        for (int j = i + 1; v && j < t->n; j++) {
+            if (t->lab[i] != t->lab[j]) continue;
+            int nd = t->n;
+            rx_node *mask = ox_call2(c, "equal", ox_iota(c, v->sinfo->dims[i], i, nd, RX_DT_I64),
+                                     ox_iota(c, v->sinfo->dims[j], j, nd, RX_DT_I64));
+            v = where(c, mask, v, ox_scalar(c, ox_dtype_of(v), 0));
+            rx_attr *m = ox_amap(c);
+            int64_t ax = j;
+            ox_aset(c, m, "axis", ox_aints(c, &ax, 1));
+            v = ox_call1(c, "sum", v, m);
+            memmove(&t->lab[j], &t->lab[j + 1], sizeof(int) * (size_t)(t->n - j - 1));
+            t->n--;
+            j--;
+        }
+    return v;
+}
+
+bool ox_c_einsum(ox_ctx *c)
+{
+    const char *eq = ox_attr_s(c, "equation", "");
+    int nin = ox_nin(c), ell = -1;
+    const char *arrow = strstr(eq, "->");
+    const char *end = arrow ? arrow : eq + strlen(eq);
+    ein_term in[8], out;
+    rx_node *v[8];
+    if (nin < 1 || nin > 8) {
+        ox_err(c, "needs 1 to 8 inputs");
+        return false;
+    }
+    const char *s = eq;
+    for (int i = 0; i < nin; i++) {
+        const char *e = memchr(s, ',', (size_t)(end - s));
+        if (!e) e = end;
+        if ((i < nin - 1) != (e != end)) {
+            ox_err(c, "equation '%s' does not have %d terms", eq, nin);
+            return false;
+        }
+        v[i] = ox_in_node(c, i);
+        if (!v[i] || !ox_need_dims(c, v[i])) return false;
+        if (!ein_term_parse(c, s, e, v[i]->sinfo->ndim, &ell, &in[i])) return false;
+        s = e + 1;
+    }
+    if (ell < 0) ell = 0;
+    int count[EIN_MAX] = {0};
+    for (int i = 0; i < nin; i++)
+        for (int k = 0; k < in[i].n; k++) count[in[i].lab[k]]++;
+    if (arrow) {
+        if (!ein_term_parse(c, arrow + 2, eq + strlen(eq), -1, &ell, &out)) return false;
+    } else { /* implicit: the ellipsis, then the labels seen once, alphabetically */
+        out.n = 0;
+        for (int k = 0; k < ell; k++) out.lab[out.n++] = 52 + 16 - ell + k;
+        for (int l = 0; l < 52; l++)
+            if (count[l] == 1) out.lab[out.n++] = l;
+    }
+    int order[EIN_MAX], no = 0; /* all labels: the output's, then the summed ones */
+    bool placed[EIN_MAX] = {false};
+    for (int k = 0; k < out.n; k++) {
+        order[no++] = out.lab[k];
+        placed[out.lab[k]] = true;
+    }
+    for (int l = 0; l < EIN_MAX; l++)
+        if (count[l] && !placed[l]) order[no++] = l;
+    rx_node *prod = NULL;
+    for (int i = 0; i < nin; i++) {
+        rx_node *x = ein_diag(c, v[i], &in[i]);
+        if (!x) return false;
+        int64_t perm[EIN_MAX];
+        rx_expr *dims[EIN_MAX];
+        int np = 0;
+        for (int o = 0; o < no; o++) {
+            dims[o] = ox_lit(c, 1);
+            for (int k = 0; k < in[i].n; k++)
+                if (in[i].lab[k] == order[o]) {
+                    perm[np++] = k;
+                    dims[o] = x->sinfo->dims[k];
+                }
+        }
+        rx_attr *m = ox_amap(c);
+        ox_aset(c, m, "axes", ox_aints(c, perm, np));
+        x = ox_call1(c, "permute_dims", x, m);
+        x = x ? ox_reshape(c, x, dims, no) : NULL;
+        prod = prod && x ? ox_call2(c, "multiply", prod, x) : x;
+        if (!prod) return false;
+    }
+    if (no > out.n) {
+        int64_t ax[EIN_MAX];
+        for (int k = out.n; k < no; k++) ax[k - out.n] = k;
+        rx_attr *m = ox_amap(c);
+        ox_aset(c, m, "axis", ox_aints(c, ax, no - out.n));
+        prod = ox_call1(c, "sum", prod, m);
+    }
+    return ox_out_node(c, 0, prod);
 }

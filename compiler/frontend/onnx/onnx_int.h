@@ -190,6 +190,7 @@ bool ox_c_quantize(ox_ctx *c);
 bool ox_c_dynamic_quantize(ox_ctx *c);
 bool ox_c_matmul_integer(ox_ctx *c);
 bool ox_c_hardmax(ox_ctx *c);
+bool ox_c_einsum(ox_ctx *c);
 bool ox_c_atan(ox_ctx *c);
 bool ox_c_one_hot(ox_ctx *c);
 bool ox_c_eye_like(ox_ctx *c);

@@ -35,7 +35,7 @@
  *   Identity Dropout  -> the input value
  *   Atan Asin Acos Sinh Cosh Asinh Acosh Atanh Celu Shrink IsInf Hardmax OneHot EyeLike, the window
  *   functions, DepthToSpace SpaceToDepth InstanceNormalization
- *   MeanVarianceNormalization LRN -> compositions (onnx_compose.c's essay)
+ *   MeanVarianceNormalization LRN Einsum -> compositions (onnx_compose.c's essay)
  *   GatherElements GatherND CumSum BitShift -> gather_elements gather_nd cumsum
  *                     left_shift right_shift; ScatterElements Scatter ScatterND ->
  *                     scatter_elements scatter_nd; Pad -> nn.pad
@@ -219,7 +219,7 @@ static const ox_opdef ops[] = {
     {"Acosh", ox_c_math, ""}, {"Atanh", ox_c_math, ""}, {"Celu", ox_c_math, "alpha"},
     {"Shrink", ox_c_math, "bias,lambd"}, {"IsInf", ox_c_math, "detect_negative,detect_positive"},
     {"Atan", ox_c_atan, ""}, {"Asin", ox_c_atan, ""}, {"Acos", ox_c_atan, ""},
-    {"Hardmax", ox_c_hardmax, "axis"}, {"OneHot", ox_c_one_hot, "axis"},
+    {"Hardmax", ox_c_hardmax, "axis"}, {"Einsum", ox_c_einsum, "equation"}, {"OneHot", ox_c_one_hot, "axis"},
     {"EyeLike", ox_c_eye_like, "dtype,k"},
     {"HannWindow", ox_c_window, "output_datatype,periodic"},
     {"HammingWindow", ox_c_window, "output_datatype,periodic"},
