@@ -170,6 +170,8 @@ rx_node *ox_astype(ox_ctx *c, rx_node *x, rx_dtype dt);
 rx_node *ox_iota(ox_ctx *c, rx_expr *extent, int axis, int nd, rx_dtype dt);
 /* Field i of tuple value t bound to a fresh variable (onnx_nn.c). */
 rx_node *ox_field(ox_ctx *c, rx_node *t, int i, const char *name);
+/* concat of v[0..n) along axis (NULL if any is NULL). */
+rx_node *ox_concat(ox_ctx *c, rx_node **v, int n, int64_t axis);
 /* x reversed along axis ax (onnx_nn.c). */
 rx_node *ox_flip(ox_ctx *c, rx_node *x, int ax);
 
@@ -191,6 +193,7 @@ bool ox_c_dynamic_quantize(ox_ctx *c);
 bool ox_c_matmul_integer(ox_ctx *c);
 bool ox_c_hardmax(ox_ctx *c);
 bool ox_c_einsum(ox_ctx *c);
+bool ox_c_rnn(ox_ctx *c);
 bool ox_c_atan(ox_ctx *c);
 bool ox_c_one_hot(ox_ctx *c);
 bool ox_c_eye_like(ox_ctx *c);

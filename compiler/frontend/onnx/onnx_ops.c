@@ -39,6 +39,7 @@
  *   GatherElements GatherND CumSum BitShift -> gather_elements gather_nd cumsum
  *                     left_shift right_shift; ScatterElements Scatter ScatterND ->
  *                     scatter_elements scatter_nd; Pad -> nn.pad
+ *   RNN GRU LSTM      -> unrolled steps of matmul and elementwise ops (onnx_rnn.c)
  *   Resize Upsample   -> image.resize2d; GridSample -> image.grid_sample; Unique -> unique
  *   QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger QLinearMatMul
  *                     -> compositions (onnx_quant.c's essay)
@@ -145,6 +146,20 @@ rx_node *ox_astype(ox_ctx *c, rx_node *x, rx_dtype dt)
     return ox_call1(c, "astype", x, m);
 }
 
+rx_node *ox_concat(ox_ctx *c, rx_node **v, int n, int64_t axis)
+{
+    rx_sinfo **si = RX_NEWN(c->a, rx_sinfo *, n > 0 ? n : 1);
+    for (int i = 0; i < n; i++) {
+        if (!v[i]) return NULL;
+        si[i] = v[i]->sinfo;
+    }
+    rx_node *t = rx_n_tuple(c->m, v, n);
+    t->sinfo = rx_si_tuple(c->a, si, n);
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axis", ox_aint(c, axis));
+    return ox_call(c, "concat", &t, 1, m);
+}
+
 rx_node *ox_iota(ox_ctx *c, rx_expr *extent, int axis, int nd, rx_dtype dt)
 {
     rx_attr *am = ox_amap(c);
@@ -219,7 +234,10 @@ static const ox_opdef ops[] = {
     {"Acosh", ox_c_math, ""}, {"Atanh", ox_c_math, ""}, {"Celu", ox_c_math, "alpha"},
     {"Shrink", ox_c_math, "bias,lambd"}, {"IsInf", ox_c_math, "detect_negative,detect_positive"},
     {"Atan", ox_c_atan, ""}, {"Asin", ox_c_atan, ""}, {"Acos", ox_c_atan, ""},
-    {"Hardmax", ox_c_hardmax, "axis"}, {"Einsum", ox_c_einsum, "equation"}, {"OneHot", ox_c_one_hot, "axis"},
+    {"Hardmax", ox_c_hardmax, "axis"}, {"Einsum", ox_c_einsum, "equation"},
+#define RNN_ATTRS "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout"
+    {"RNN", ox_c_rnn, RNN_ATTRS}, {"GRU", ox_c_rnn, RNN_ATTRS ",linear_before_reset"},
+    {"LSTM", ox_c_rnn, RNN_ATTRS ",input_forget"}, {"OneHot", ox_c_one_hot, "axis"},
     {"EyeLike", ox_c_eye_like, "dtype,k"},
     {"HannWindow", ox_c_window, "output_datatype,periodic"},
     {"HammingWindow", ox_c_window, "output_datatype,periodic"},

@@ -222,17 +222,9 @@ bool ox_c_concat(ox_ctx *c)
         return true;
     }
     rx_node **fs = RX_NEWN(c->a, rx_node *, n ? n : 1);
-    rx_sinfo **si = RX_NEWN(c->a, rx_sinfo *, n ? n : 1);
-    for (int i = 0; i < n; i++) {
-        fs[i] = ox_in_node(c, i);
-        if (!fs[i]) return false;
-        si[i] = fs[i]->sinfo;
-    }
-    rx_node *t = rx_n_tuple(c->m, fs, n);
-    t->sinfo = rx_si_tuple(c->a, si, n);
-    rx_attr *m = ox_amap(c);
-    ox_aset(c, m, "axis", ox_aint(c, axis));
-    return ox_out_node(c, 0, ox_call(c, "concat", &t, 1, m));
+    for (int i = 0; i < n; i++)
+        if (!(fs[i] = ox_in_node(c, i))) return false;
+    return ox_out_node(c, 0, ox_concat(c, fs, n, axis));
 }
 
 bool ox_c_gather(ox_ctx *c)
