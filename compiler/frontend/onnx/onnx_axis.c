@@ -254,3 +254,85 @@ bool ox_c_pad(ox_ctx *c)
     ox_aset(c, m, "pad_value", ox_afloat(c, value));
     return ox_out_node(c, 0, ox_call1(c, "nn.pad", x, m));
 }
+
+/* Compress with a condition known at import: take of the indices where it is true
+ * (along axis, or of the raveled input without one). */
+bool ox_c_compress(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    rx_const *k = ox_const(c, ox_in(c, 1));
+    if (!x) return false;
+    if (!k || k->ndim != 1) {
+        ox_err(c, "the condition must be a 1-d constant (the result's size depends on it)");
+        return false;
+    }
+    int64_t n = ox_numel(k), cnt = 0;
+    for (int64_t i = 0; i < n; i++) cnt += ox_ci(k, i) != 0;
+    rx_const *ix = ox_new_const(c, RX_DT_I64, 1, &cnt);
+    for (int64_t i = 0, j = 0; i < n; i++)
+        if (ox_ci(k, i)) {
+            memcpy(ix->data + 8 * j, &i, 8);
+            j++;
+        }
+    rx_attr *m = ox_amap(c);
+    if (ox_attr(c, "axis")) {
+        int nd = ox_ndim(x), ax = ox_norm_axis(c, ox_attr_i(c, "axis", 0), nd > 0 ? nd : 1);
+        if (ax < 0) return false;
+        ox_aset(c, m, "axis", ox_aint(c, ax));
+    }
+    rx_node *a[2] = {x, ox_const_node(c, ix)};
+    return ox_out_node(c, 0, ox_call(c, "take", a, 2, m));
+}
+
+/* TopK with a constant k: k rounds of argmax (argmin for largest = 0) along the axis,
+ * each pick masked out of the next round (the lowest / highest value written where
+ * the index was taken); ties go to the lower index, as ONNX's sorted order. The values
+ * are gathered with gather_elements. O(k * n) per row: for the small k of models. The
+ * mask is -inf (+inf): a row holding infinities of the masked sign can pick an index
+ * twice. */
+bool ox_c_top_k(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    int64_t *kv;
+    int nk;
+    if (!x || !ox_need_dims(c, x)) return false;
+    if (c->opset < 10) {
+        kv = RX_NEWN(c->a, int64_t, 1);
+        kv[0] = ox_attr_i(c, "k", 0);
+        nk = 1;
+    } else if (!ox_ints(c, ox_in(c, 1), &kv, &nk) || nk != 1) {
+        ox_err(c, "k must be a constant");
+        return false;
+    }
+    int nd = x->sinfo->ndim, ax = ox_norm_axis(c, ox_attr_i(c, "axis", -1), nd > 0 ? nd : 1);
+    if (ax < 0) return false;
+    int64_t d, k = kv[0];
+    if (!rx_expr_is_const(ox_simp(c, x->sinfo->dims[ax]), &d) || k < 0 || k > d || k > 256) {
+        ox_err(c, "k must be at most the axis extent (a literal) and 256");
+        return false;
+    }
+    bool largest = ox_attr_i(c, "largest", 1) != 0;
+    rx_dtype dt = ox_dtype_of(x);
+    rx_node *iota = ox_iota(c, ox_lit(c, d), ax, nd, RX_DT_I64), *cur = x;
+    rx_node *fill = ox_scalar(c, dt, largest ? -1e300 : 1e300);
+    if (!rx_dtype_is_float(dt)) {
+        ox_err(c, "only float inputs are supported");
+        return false;
+    }
+    rx_node **picks = RX_NEWN(c->a, rx_node *, k > 0 ? k : 1);
+    for (int64_t i = 0; i < k; i++) {
+        rx_attr *m = ox_amap(c);
+        ox_aset(c, m, "axis", ox_aint(c, ax));
+        ox_aset(c, m, "keepdims", ox_abool(c, true));
+        picks[i] = ox_call1(c, largest ? "argmax" : "argmin", cur, m);
+        if (!picks[i]) return false;
+        rx_node *w[3] = {ox_call2(c, "equal", iota, picks[i]), fill, cur};
+        cur = ox_call(c, "where", w, 3, NULL);
+    }
+    rx_node *ind = ox_concat(c, picks, (int)k, ax);
+    rx_attr *g = ox_amap(c);
+    ox_aset(c, g, "axis", ox_aint(c, ax));
+    rx_node *a[2] = {x, ind};
+    rx_node *vals = ind ? ox_call(c, "gather_elements", a, 2, g) : NULL;
+    return ox_out_node(c, 0, vals) && (ox_nout(c) < 2 || ox_out_node(c, 1, ind));
+}

@@ -184,6 +184,8 @@ bool ox_c_cumsum(ox_ctx *c);
 bool ox_c_gather_nd(ox_ctx *c);
 bool ox_c_scatter(ox_ctx *c);
 bool ox_c_pad(ox_ctx *c);
+bool ox_c_compress(ox_ctx *c);
+bool ox_c_top_k(ox_ctx *c);
 bool ox_c_bit_shift(ox_ctx *c);
 bool ox_c_resize(ox_ctx *c);
 bool ox_c_unique(ox_ctx *c);
