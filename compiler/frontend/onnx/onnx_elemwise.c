@@ -138,11 +138,14 @@ bool ox_c_variadic(ox_ctx *c)
 bool ox_c_identity(ox_ctx *c)
 {
     bool drop = !strcmp(c->node->op_type, "Dropout");
-    if (drop && ox_in(c, 2)) { /* training_mode: only a constant false is inference */
+    if (drop && ox_in(c, 2)) { /* training_mode: a constant false, or a ratio of 0 */
         int64_t *tm;
         int n;
-        if (!ox_ints(c, ox_in(c, 2), &tm, &n) || n != 1 || tm[0]) {
-            ox_err(c, "training_mode must be a constant false (inference only)");
+        rx_const *r = ox_in(c, 1) ? ox_const(c, ox_in(c, 1)) : NULL;
+        bool keep_all = r && ox_numel(r) == 1 && ox_cf(r, 0) == 0;
+        if (!ox_ints(c, ox_in(c, 2), &tm, &n) || n != 1 || (tm[0] && !keep_all)) {
+            ox_err(c, "training_mode must be a constant false, or the ratio a constant 0 "
+                   "(random masks are not supported)");
             return false;
         }
     }
