@@ -336,3 +336,9 @@ bool ox_c_top_k(ox_ctx *c)
     rx_node *vals = ind ? ox_call(c, "gather_elements", a, 2, g) : NULL;
     return ox_out_node(c, 0, vals) && (ox_nout(c) < 2 || ox_out_node(c, 1, ind));
 }
+
+/* NonZero -> nonzero (i64 [rank, count], the count known at run time). */
+bool ox_c_nonzero(ox_ctx *c)
+{
+    return ox_out_node(c, 0, ox_call1(c, "nonzero", ox_in_node(c, 0), NULL));
+}

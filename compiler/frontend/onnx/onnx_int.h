@@ -186,6 +186,7 @@ bool ox_c_scatter(ox_ctx *c);
 bool ox_c_pad(ox_ctx *c);
 bool ox_c_compress(ox_ctx *c);
 bool ox_c_top_k(ox_ctx *c);
+bool ox_c_nonzero(ox_ctx *c);
 bool ox_c_bit_shift(ox_ctx *c);
 bool ox_c_resize(ox_ctx *c);
 bool ox_c_unique(ox_ctx *c);

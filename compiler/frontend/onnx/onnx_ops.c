@@ -41,7 +41,8 @@
  *                     scatter_elements scatter_nd; Pad -> nn.pad; Compress (constant
  *                     condition) -> take; TopK (constant k) -> k rounds of argmax
  *   RNN GRU LSTM      -> unrolled steps of matmul and elementwise ops (onnx_rnn.c)
- *   Resize Upsample   -> image.resize2d; GridSample -> image.grid_sample; Unique -> unique
+ *   Resize Upsample   -> image.resize2d; GridSample -> image.grid_sample; Unique -> unique;
+ *                     NonZero -> nonzero
  *   QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger QLinearMatMul
  *                     -> compositions (onnx_quant.c's essay)
  *   NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss -> a one-hot mask of the targets
@@ -251,7 +252,7 @@ static const ox_opdef ops[] = {
     {"GatherElements", ox_c_gather_elements, "axis"}, {"GatherND", ox_c_gather_nd, "batch_dims"},
     {"ScatterElements", ox_c_scatter, "axis,reduction"}, {"Scatter", ox_c_scatter, "axis"},
     {"ScatterND", ox_c_scatter, "reduction"}, {"Pad", ox_c_pad, "mode,pads,paddings,value"},
-    {"Compress", ox_c_compress, "axis"}, {"TopK", ox_c_top_k, "axis,k,largest,sorted"},
+    {"NonZero", ox_c_nonzero, ""}, {"Compress", ox_c_compress, "axis"}, {"TopK", ox_c_top_k, "axis,k,largest,sorted"},
     {"CumSum", ox_c_cumsum, "exclusive,reverse"}, {"BitShift", ox_c_bit_shift, "direction"},
     {"Resize", ox_c_resize, "coordinate_transformation_mode,cubic_coeff_a,exclude_outside,"
                             "extrapolation_value,mode,nearest_mode"},
