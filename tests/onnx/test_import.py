@@ -98,9 +98,9 @@ def main():
               "small model equals NumPy", r.stderr + p.stderr)
 
         # 3. located errors: unsupported op and attribute name the node, op_type and opset
-        bad = small_model(op="Hardmax")
+        bad = small_model(op="Det")
         r = relaxc("build", save(bad, "bad_op.onnx"), "-o", rxa)
-        check(r.returncode == 1 and "graph.node[2]: Hardmax 'act' (opset 13): operator is not "
+        check(r.returncode == 1 and "graph.node[2]: Det 'act' (opset 13): operator is not "
               "supported" in r.stderr, "unsupported op is a located error", r.stderr)
         m = small_model()
         m.graph.node[2].attribute.append(helper.make_attribute("bogus", 3))
