@@ -8,7 +8,8 @@
  *
  *   Load.    rx_rt_gpu_load opens device ctx->device_id of the artifact's API
  *            (rx_dev_open: the driver is dlopen'ed, a host without it gets "no OpenCL
- *            device: ..."), builds the kernel source once (PoCL caches the binary),
+ *            device: ..." or "no CUDA driver ..."), builds the kernel source once
+ *            (OpenCL C by the driver, PoCL caches the binary; PTX JIT'ed by CUDA's),
  *            creates every launch's kernel, and checks each against the device's
  *            limits: work-items per group (a launch record asks for the target's
  *            max_threads) and local memory (the device op refuses a kernel needing

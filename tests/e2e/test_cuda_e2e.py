@@ -13,8 +13,9 @@ Checks (one line each, then `N passed, M failed`; exit 1 on a failure):
     library function (as for opencl) or fails for cpu too; each artifact has a
     KERNELS_PTX section of PTX text (an `.entry` per launch record) and a LAUNCH
     section, and no KERNELS_CPU;
-  - every PTX assembles with `ptxas -arch=sm_80`, the Llama modules' with `-arch=sm_90`
-    too (the JIT-forward case; the toolkit's
+  - every PTX assembles with `ptxas -O0 -arch=sm_80` (-O0: the same checks in half the
+    time), the Llama modules' with `ptxas -arch=sm_80` and `-arch=sm_90` (the
+    JIT-forward case; the toolkit's
     assembler from /usr/local/cuda/bin, run from here without a shell; skipped with
     the reason printed when ptxas is missing); a module built for cuda,arch=sm_90
     assembles for sm_90;
@@ -23,7 +24,11 @@ Checks (one line each, then `N passed, M failed`; exit 1 on a failure):
     cpu builds still work;
   - relax-run of a cuda artifact without a driver exits 1 with
     `no CUDA driver (libcuda.so.1 not found)`; with the toolkit's link stub as the
-    driver (RX_CUDA_LIB) it exits 1 naming CUDA_ERROR_STUB_LIBRARY; never a crash.
+    driver (RX_CUDA_LIB) it exits 1 naming CUDA_ERROR_STUB_LIBRARY; never a crash;
+  - over tests/unit/runtime/mock_cuda.c as the driver ($RX_MOCK_CUDA), relax-run --bench
+    of the Llama decode loads every kernel of the PTX, allocates device storage, launches
+    and names the device "CUDA: Mock GPU" (the mock runs no PTX: no numbers checked);
+    --device-id 1 is refused naming the host's devices.
 """
 
 import glob
@@ -91,14 +96,16 @@ class Cuda:
                                  "-o", out], env)
         return rc, err, out
 
-    def assemble(self, name, ptx, archs):
-        """ptxas accepts ptx for every arch of archs."""
+    def assemble(self, name, ptx, archs, quick=False):
+        """ptxas accepts ptx for every arch of archs (quick: -O0, half the time, for
+        the corpus; the same parsing and checks, no optimization)."""
         src = os.path.join(self.tmp, "k.ptx")
         with open(src, "wb") as f:
             f.write(ptx)
         for arch in archs:
-            rc, _, err = run_status([self.ptxas, "-arch=" + arch, src, "-o", os.devnull])
-            self.c.check(rc == 0, "%s: ptxas -arch=%s accepts the PTX" % (name, arch) +
+            argv = [self.ptxas] + (["-O0"] if quick else []) + ["-arch=" + arch, src, "-o", os.devnull]
+            rc, _, err = run_status(argv)
+            self.c.check(rc == 0, "%s: ptxas%s -arch=%s accepts the PTX" % (name, " -O0" if quick else "", arch) +
                          ("" if rc == 0 else ": " + err[-1500:]))
 
     def module(self, mod):
@@ -121,7 +128,10 @@ class Cuda:
                      "%s: KERNELS_PTX with %d entries for %d launch records, LAUNCH, no KERNELS_CPU"
                      % (name, entries, nlaunch))
         if self.ptxas and ptx:  # sm_90 too for the Llama modules (time: CI's budget)
-            self.assemble(name, ptx, ["sm_80", "sm_90"] if "llama" in name else ["sm_80"])
+            if "llama" in name:
+                self.assemble(name, ptx, ["sm_80", "sm_90"])
+            else:
+                self.assemble(name, ptx, ["sm_80"], quick=True)
         return rxa
 
     @staticmethod
@@ -195,6 +205,22 @@ def errors(c, cu, mods, rxa):
         rc, out, err = run_status([cu.relax_run, rxa, "--shape", "s=3"], env)
         c.check(rc == 1 and "no CUDA driver: cuInit failed (CUDA_ERROR_STUB_LIBRARY" in err,
                 "relax-run with the link stub as driver: exit %d, %s" % (rc, err.strip()))
+    mock = os.environ.get("RX_MOCK_CUDA")
+    if mock and os.path.exists(mock):  # the whole GPU path of the VM over a stand-in driver
+        env["RX_CUDA_LIB"] = mock
+        rc, out, err = run_status([cu.relax_run, rxa, "--fn", "decode", "--shape", "b=2", "--shape",
+                                   "c=5", "--random-missing", "--bench", "--repeat", "2"], env)
+        line = json.loads(out) if rc == 0 else {}
+        c.check(rc == 0 and line.get("device") == "CUDA: Mock GPU" and line.get("kernels", 0) > 10
+                and line.get("peak_bytes", 0) > 0,
+                "relax-run --bench over the mock driver: loads the PTX's kernels, allocates, "
+                "launches, names the device (exit %d) %s" % (rc, (out + err).strip()[-300:]))
+        rc, out, err = run_status([cu.relax_run, rxa, "--fn", "decode", "--device-id", "1",
+                                   "--random-missing"], env)
+        c.check(rc == 1 and "no CUDA device 1 (this host has 1: 0..0)" in err,
+                "--device-id 1 over the mock driver: %s" % err.strip())
+    else:
+        print("SKIP mock driver runs: $RX_MOCK_CUDA not set (ctest sets it)")
     env["RX_CUDA_LIB"] = os.path.join(cu.tmp, "libcuda-missing.so.1")
     rc, out, err = run_status([cu.relax_run, rxa, "--bench", "--device-id", "1"], env)
     c.check(rc == 1 and "no CUDA driver (cannot load" in err,
