@@ -123,7 +123,8 @@ static const rx_gpu_dialect OPENCL = {
  *   types     int64_t & co. are typedefs of long long, int, unsigned char... (NVRTC
  *             includes no <stdint.h>); long is 64-bit on the device as on the host
  *   math      CUDA's device libm has the C names (sqrtf, nearbyintf, erff...):
- *             only the rx_ spellings of c_expr.c are macros
+ *             only the rx_ spellings of c_expr.c are macros; INFINITY and NAN
+ *             (no <math.h>) are bit patterns
  *   f16/bf16  stored as unsigned short bits: f16 converts with the PTX cvt
  *             instructions (round to nearest even; no cuda_fp16.h needed), bf16 is the
  *             top half of a float's bits as on the other targets
@@ -148,6 +149,8 @@ static const char CUDA_PRELUDE[] =
     "#define INT64_C(x) x##LL\n"
     "#define UINT64_C(x) x##ULL\n"
     "#define INT64_MIN (-0x7fffffffffffffffLL - 1)\n"
+    "#define INFINITY __int_as_float(0x7f800000)\n"
+    "#define NAN __int_as_float(0x7fc00000)\n"
     "#define RX_PARALLEL\n"
     "#define RX_SIMD\n"
     "#define RX_IVDEP\n"
@@ -192,6 +195,7 @@ static const rx_gpu_dialect CUDA = {
     .local_id = "(long)threadIdx.x",
     .group_id = "(long)blockIdx.x",
     .local_size = "(long)blockDim.x",
+    .num_groups = "(long)gridDim.x",
     .barrier = "__syncthreads()",
     .local_decl = "__shared__",
     .atomic_cas = "atomicCAS(&%s[%d], %d, %d)",

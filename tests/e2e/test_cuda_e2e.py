@@ -6,7 +6,8 @@ and the runtime's clean failure without a driver.
 Checks (one line each, then `N passed, M failed`; exit 1 on a failure):
   - the CUDA C of a module with bf16, f16 and an index check (take): launch bounds
     from max_threads, __restrict__ views, the PTX cvt conversions, atomicCAS on the
-    status record; NVRTC and ptxas accept it;
+    status record; NVRTC and ptxas accept it; llama_tiny's rows and tiles schedules
+    use __shared__ arrays and __syncthreads;
   - every module of the corpus (tests/modules/valid, tests/e2e/modules) and the Llama
     generator's modules (tests/models/llama_tiny.json, and one layer at Llama-2-7B
     shapes from gen_llama.py) builds for `cuda` at O2, or is refused for calling a CPU
@@ -172,6 +173,12 @@ def dialect(c, cu):
             "CUDA C: launch bounds, __restrict__ views, f16/bf16 conversions, index check" +
             ("" if rc == 0 else ": " + err))
     cu.module(src)
+    llama = os.path.join(ROOT, "tests/models/llama_tiny.json")
+    rc, out, err = run_status([cu.relaxc, "print", llama, "--target", "cuda", "--after", "codegen"])
+    c.check(rc == 0 and "__shared__ float rx_" in out and "__syncthreads();" in out and
+            "INFINITY" in out,
+            "CUDA C of llama_tiny: the rows and tiles schedules in shared memory with barriers" +
+            ("" if rc == 0 else ": " + err[-500:]))
 
 
 def errors(c, cu, mods, rxa):

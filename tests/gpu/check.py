@@ -44,6 +44,68 @@ def compare(got, want, tol):
         int((~ok).sum()), ok.size, tuple(int(x) for x in i), got[i].item(), want[i].item())
 
 
+def torch_layer_ms(cfg, fn, shapes):
+    """(compute-only ms, ms with the inputs uploaded from host memory each call) of one
+    decoder layer of gen_llama.py's graph (f32) in PyTorch eager on this GPU, medians of
+    10 calls; None when PyTorch has no CUDA. The second figure matches what relax-run
+    --bench times on a GPU artifact: whole calls, every input (weights included) copied
+    up and the outputs down."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    H, A, D, inter = cfg["hidden"], cfg["heads"], cfg["head_dim"], cfg["intermediate"]
+    b, seq, c = (shapes["b"], 1, shapes["c"]) if fn == "decode" else (1, shapes["s"], 0)
+    g = torch.Generator().manual_seed(0)
+    host = {"x": torch.randn(b, seq, H, generator=g),
+            "wq": torch.randn(H, A * D, generator=g) * 0.02, "wk": torch.randn(H, A * D, generator=g) * 0.02,
+            "wv": torch.randn(H, A * D, generator=g) * 0.02, "wo": torch.randn(A * D, H, generator=g) * 0.02,
+            "wg": torch.randn(H, inter, generator=g) * 0.02, "wu": torch.randn(H, inter, generator=g) * 0.02,
+            "wd": torch.randn(inter, H, generator=g) * 0.02, "an": torch.ones(H), "mn": torch.ones(H),
+            "fn": torch.ones(H)}
+    if c:
+        host["kc"] = torch.randn(b, A, c, D, generator=g)
+        host["vc"] = torch.randn(b, A, c, D, generator=g)
+
+    def rms(x, w):
+        return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-5) * w
+
+    def layer(t):
+        x = t["x"]
+        n = rms(x, t["an"])
+        q, k, v = ((n @ t[w]).view(b, seq, A, D).permute(0, 2, 1, 3) for w in ("wq", "wk", "wv"))
+        if c:
+            k, v = torch.cat((t["kc"], k), 2), torch.cat((t["vc"], v), 2)
+        sc = q @ k.transpose(-1, -2) * (1.0 / D ** 0.5)
+        if not c:
+            sc = sc + torch.triu(torch.full((seq, seq), -1e9, device=x.device), 1)
+        o = (torch.softmax(sc, -1) @ v).permute(0, 2, 1, 3).reshape(b, seq, A * D)
+        h = x + o @ t["wo"]
+        n2 = rms(h, t["mn"])
+        y = h + (torch.nn.functional.silu(n2 @ t["wg"]) * (n2 @ t["wu"])) @ t["wd"]
+        return rms(y, t["fn"]), k, v
+
+    def timed(upload):
+        dev = {k: v.cuda() for k, v in host.items()}
+        out = []
+        with torch.no_grad():
+            for i in range(13):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                t = {k: v.cuda() for k, v in host.items()} if upload else dev
+                r = layer(t)
+                if upload:
+                    r = [x.cpu() for x in r]
+                torch.cuda.synchronize()
+                if i >= 3:
+                    out.append((time.perf_counter() - t0) * 1e3)
+        return sorted(out)[len(out) // 2]
+
+    return timed(False), timed(True)
+
+
 def run(argv):
     p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
     return p.returncode, p.stdout.decode(), p.stderr.decode()
@@ -107,6 +169,12 @@ def main(argv):
             print(("BENCH " if ok else "FAIL ") + b["name"] + ": " +
                   (out.strip() if ok else err.strip()[-500:]))
             passed, failed = passed + ok, failed + (not ok)
+            ref = torch_layer_ms(b["config"], b["fn"], b["shapes"]) if ok and b.get("config") else None
+            if ref:
+                ms = json.loads(out)["median_ms"]
+                print("  relax-run median %.3f ms (whole call, inputs uploaded) vs PyTorch eager "
+                      "%.3f ms with the same uploads (ratio %.2fx), %.3f ms compute only"
+                      % (ms, ref[1], ms / ref[1], ref[0]))
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

@@ -38,9 +38,18 @@ from run_e2e import case_inputs, expected_array, float_tol, to_npy_value  # noqa
 
 CASES = ["tests/e2e/cases.json", "tests/models/cases.json"]
 DLPACK = "/usr/include/dlpack/dlpack.h"
-# Decode and prefill timings of the Llama generator's module (tests/models/llama_tiny):
-# relax-run --bench on the device, random inputs; they report, they do not gate.
+# Decode and prefill timings (relax-run --bench on the device, random inputs; they
+# report, they do not gate): the Llama generator's tiny module, and one decoder layer at
+# Llama-2-7B shapes (hidden 4096, 32 heads, intermediate 11008, f32), generated here,
+# which check.py also times in PyTorch eager on the same GPU when PyTorch has CUDA.
+LLAMA7B = {"name": "llama7b_1layer", "module": "gen:llama7b_1layer",
+           "gen": ["--preset", "llama32", "--layers", "1"],
+           "config": {"hidden": 4096, "heads": 32, "head_dim": 128, "intermediate": 11008}}
 BENCHES = [
+    dict(LLAMA7B, name="llama7b layer decode b=1 c=512", fn="decode", shapes={"b": 1, "c": 512}),
+    dict(LLAMA7B, name="llama7b layer decode b=16 c=512", fn="decode", shapes={"b": 16, "c": 512}),
+    dict(LLAMA7B, name="llama7b layer prefill s=128", fn="prefill", shapes={"s": 128}),
+    dict(LLAMA7B, name="llama7b layer prefill s=512", fn="prefill", shapes={"s": 512}),
     {"name": "llama_tiny decode b=1 c=512", "module": "tests/models/llama_tiny.json",
      "fn": "decode", "shapes": {"b": 1, "c": 512}},
     {"name": "llama_tiny decode b=16 c=512", "module": "tests/models/llama_tiny.json",
@@ -51,7 +60,7 @@ BENCHES = [
 
 
 def build(relaxc, module, target, out):
-    p = subprocess.run([relaxc, "build", os.path.join(ROOT, module), "--target", target,
+    p = subprocess.run([relaxc, "build", module, "--target", target,
                         "--opt-level", "2", "-o", out], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=600)
     if p.returncode != 0:
@@ -119,7 +128,7 @@ def main(argv):
                 continue
             if case["module"] not in built:
                 art = os.path.join("rxa", "%d.rxa" % len(built))
-                build(relaxc, case["module"], a.target, os.path.join(out, art))
+                build(relaxc, os.path.join(ROOT, case["module"]), a.target, os.path.join(out, art))
                 built[case["module"]] = art
             prepare_case(case, built[case["module"]], fname, out, runs)
     benches = []
@@ -127,8 +136,14 @@ def main(argv):
         if a.only not in b["module"]:
             continue
         if b["module"] not in built:
+            src = os.path.join(ROOT, b["module"])
+            if b["module"].startswith("gen:"):  # a module gen_llama.py writes
+                src = os.path.join(out, b["module"][4:] + ".json")
+                subprocess.run([sys.executable, os.path.join(ROOT, "tests/models/gen_llama.py")] +
+                               b["gen"] + ["--name", b["module"][4:], "--out", src], check=True,
+                               timeout=120)
             art = os.path.join("rxa", "%d.rxa" % len(built))
-            build(relaxc, b["module"], a.target, os.path.join(out, art))
+            build(relaxc, src, a.target, os.path.join(out, art))
             built[b["module"]] = art
         benches.append(dict(b, artifact=built[b["module"]]))
     with open(os.path.join(out, "manifest.json"), "w") as f:
