@@ -9,7 +9,8 @@
  *   Load.    rx_rt_gpu_load opens device ctx->device_id of the artifact's API
  *            (rx_dev_open: the driver is dlopen'ed, a host without it gets "no OpenCL
  *            device: ..." or "no CUDA driver ..."), builds the kernel source once
- *            (OpenCL C by the driver, PoCL caches the binary; PTX JIT'ed by CUDA's),
+ *            (OpenCL C by the driver, PoCL caches the binary; for CUDA the cubin when
+ *            the driver takes it, a GPU of the target's arch, else the PTX, JIT'ed),
  *            creates every launch's kernel, and checks each against the device's
  *            limits: work-items per group (a launch record asks for the target's
  *            max_threads) and local memory (the device op refuses a kernel needing
@@ -160,7 +161,13 @@ int rx_rt_gpu_load(rx_rt_module *m, rx_rt_err *err)
         g->dev->ops->upload(g->dev, g->status, 0, zero, sizeof zero, err))
         return -1;
     if (m->a->nkernels) {
-        if (g->dev->ops->build(g->dev, (const char *)src->data, (size_t)src->size, &g->prog, err))
+        /* CUDA: the cubin when the GPU is of its arch, else the PTX (JIT'ed) */
+        const rx_rxa_section *bin = ptx ? rx_rxa_section_get(m->a, RX_RXA_KERNELS_CUBIN) : NULL;
+        rx_rt_err ignored;
+        if (bin && g->dev->ops->build(g->dev, (const char *)bin->data, (size_t)bin->size, &g->prog,
+                                      &ignored))
+            bin = NULL;
+        if (!bin && g->dev->ops->build(g->dev, (const char *)src->data, (size_t)src->size, &g->prog, err))
             return -1;
         if (load_kernels(m, g, err)) return -1;
     }

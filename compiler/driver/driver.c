@@ -232,11 +232,13 @@ static bool st_codegen(bstate *s)
     if (s->tgt.kind != RX_TARGET_CPU) {
         if (!rx_codegen_gpu(s->m, &s->tgt, &s->csrc, &s->launch, s->d)) return false;
         if (s->tgt.kind == RX_TARGET_CUDA) { /* PTX text, uncompressed (docs/gpu.md) */
-            rx_sb ptx = {0};
+            rx_sb ptx = {0}, cubin = {0};
             bool ok = rx_nvrtc_ptx(rx_sb_str(&s->csrc), s->csrc.n, rx_target_str(&s->tgt, "arch"),
-                                   &ptx, s->d);
+                                   &ptx, &cubin, s->d);
             if (ok) rx_rxa_set_section(s->b, RX_RXA_KERNELS_PTX, ptx.p, ptx.n);
+            if (ok && cubin.n) rx_rxa_set_section(s->b, RX_RXA_KERNELS_CUBIN, cubin.p, cubin.n);
             rx_sb_free(&ptx);
+            rx_sb_free(&cubin);
             if (!ok) return false;
         } else {
             rx_rxa_set_section(s->b, RX_RXA_KERNELS_OPENCL, rx_sb_str(&s->csrc), s->csrc.n);

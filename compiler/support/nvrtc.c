@@ -9,9 +9,10 @@
  * process-lifetime state; tests suppress its allocations in LeakSanitizer, see
  * tests/unit/runtime/lsan_gpu_drivers.supp), so the loaded functions never dangle.
  *
- * A compile targets the virtual architecture of the target's arch (sm_80 ->
- * --gpu-architecture=compute_80): the PTX is what the artifact stores, and any driver
- * at least as new JITs it for its GPU. The arch is checked first against the list
+ * A compile targets the target's arch (--gpu-architecture=sm_80): NVRTC then gives both
+ * the PTX (for the virtual architecture compute_80; any driver at least as new JITs it
+ * for its GPU, newer GPUs included) and a cubin for sm_80 exactly (what a GPU of that
+ * architecture loads without a JIT), from one compile. The arch is checked first against the list
  * NVRTC supports (nvrtcGetSupportedArchs), so `cuda,arch=sm_10` is refused naming
  * the supported range rather than with NVRTC's option error. Each compile creates and
  * destroys its own nvrtcProgram: NVRTC allows concurrent compiles of distinct programs,
@@ -44,6 +45,8 @@ static struct nvrtc_api {
     nvrtc_res (*log)(nvrtc_prog, char *);
     nvrtc_res (*ptx_size)(nvrtc_prog, size_t *);
     nvrtc_res (*ptx)(nvrtc_prog, char *);
+    nvrtc_res (*cubin_size)(nvrtc_prog, size_t *);
+    nvrtc_res (*cubin)(nvrtc_prog, char *);
     const char *(*err)(nvrtc_res);
     nvrtc_res (*ver)(int *, int *);
     nvrtc_res (*narchs)(int *);
@@ -83,6 +86,7 @@ static void load(void)
         SYM(destroy, nvrtcDestroyProgram),   SYM(log_size, nvrtcGetProgramLogSize),
         SYM(log, nvrtcGetProgramLog),        SYM(ptx_size, nvrtcGetPTXSize),
         SYM(ptx, nvrtcGetPTX),               SYM(err, nvrtcGetErrorString),
+        SYM(cubin_size, nvrtcGetCUBINSize),  SYM(cubin, nvrtcGetCUBIN),
         SYM(ver, nvrtcVersion),              SYM(narchs, nvrtcGetNumSupportedArchs),
         SYM(archs, nvrtcGetSupportedArchs),
 #undef SYM
@@ -143,7 +147,22 @@ static bool arch_supported(int cc, const char *arch, rx_diags *d)
     return false;
 }
 
-bool rx_nvrtc_ptx(const char *src, size_t n, const char *arch, rx_sb *ptx, rx_diags *d)
+/* Appends program p's output (PTX or cubin, by the get functions) to *out; false when
+ * NVRTC has none. The PTX's size counts its NUL, which is left out. */
+static bool output(nvrtc_prog p, nvrtc_res (*size)(nvrtc_prog, size_t *),
+                   nvrtc_res (*get)(nvrtc_prog, char *), bool text, rx_sb *out)
+{
+    size_t n = 0;
+    if (size(p, &n) || n == 0) return false;
+    char *b = malloc(n);
+    bool ok = b && get(p, b) == 0;
+    if (ok) rx_sb_putn(out, b, text ? strnlen(b, n) : n);
+    free(b);
+    return ok;
+}
+
+bool rx_nvrtc_ptx(const char *src, size_t n, const char *arch, rx_sb *ptx, rx_sb *cubin,
+                  rx_diags *d)
 {
     (void)n;
     if (!loaded()) {
@@ -163,7 +182,7 @@ bool rx_nvrtc_ptx(const char *src, size_t n, const char *arch, rx_sb *ptx, rx_di
         return false;
     }
     char opt_arch[48];
-    snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=compute_%d", cc);
+    snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=sm_%d", cc);
     const char *const opts[] = {opt_arch, "--std=c++17"};
     r = N.compile(p, RX_COUNTOF(opts), opts);
     bool ok = r == 0;
@@ -176,13 +195,9 @@ bool rx_nvrtc_ptx(const char *src, size_t n, const char *arch, rx_sb *ptx, rx_di
                     arch, N.err(r), log && *log ? log : "(no log)");
         free(log);
     } else {
-        size_t pn = 0;
-        ok = N.ptx_size(p, &pn) == 0 && pn > 0;
-        char *text = ok ? malloc(pn) : NULL;
-        ok = text && N.ptx(p, text) == 0;
-        if (ok) rx_sb_putn(ptx, text, strnlen(text, pn));
-        else rx_diag_add(d, "codegen", "NVRTC: no PTX for %s", arch);
-        free(text);
+        ok = output(p, N.ptx_size, N.ptx, true, ptx);
+        if (!ok) rx_diag_add(d, "codegen", "NVRTC: no PTX for %s", arch);
+        if (ok && cubin && !output(p, N.cubin_size, N.cubin, false, cubin)) cubin->n = 0;
     }
     N.destroy(&p);
     return ok;

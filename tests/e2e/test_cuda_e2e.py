@@ -13,8 +13,8 @@ when this host has no NVRTC: no CUDA toolkit):
     generator's modules (tests/models/llama_tiny.json, and one layer at Llama-2-7B
     shapes from gen_llama.py) builds for `cuda` at O2, or is refused for calling a CPU
     library function (as for opencl) or fails for cpu too; each artifact has a
-    KERNELS_PTX section of PTX text (an `.entry` per launch record) and a LAUNCH
-    section, and no KERNELS_CPU;
+    KERNELS_PTX section of PTX text (an `.entry` per launch record), a KERNELS_CUBIN
+    section (an ELF for EM_CUDA), a LAUNCH section, and no KERNELS_CPU;
   - every PTX assembles with `ptxas -O0 -arch=sm_80` (-O0: the same checks in half the
     time), the Llama modules' with `ptxas -arch=sm_80` and `-arch=sm_90` (the
     JIT-forward case; the toolkit's
@@ -46,7 +46,7 @@ from test_bounds_e2e import call, module, tensor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-CPU, PTX, LAUNCH = 6, 7, 10  # section kinds (docs/artifact.md)
+CPU, PTX, LAUNCH, CUBIN = 6, 7, 10, 11  # section kinds (docs/artifact.md)
 STUB = "/usr/local/cuda/lib64/stubs/libcuda.so"
 GPU_REFUSED = "not available on a GPU target"
 
@@ -125,9 +125,13 @@ class Cuda:
         ptx = secs.get(PTX, b"")
         entries = ptx.count(b".entry rxk_")
         nlaunch = self.launches(secs.get(LAUNCH, b"\0\0\0\0"))
+        cubin = secs.get(CUBIN, b"")
         self.c.check(CPU not in secs and entries == nlaunch and
-                     (nlaunch == 0 or (LAUNCH in secs and ptx.startswith(b"//") and b".version" in ptx)),
-                     "%s: KERNELS_PTX with %d entries for %d launch records, LAUNCH, no KERNELS_CPU"
+                     (nlaunch == 0 or (LAUNCH in secs and ptx.startswith(b"//") and b".version" in ptx
+                                       and cubin[:4] == b"\x7fELF"
+                                       and struct.unpack_from("<H", cubin, 18)[0] == 190)),
+                     "%s: KERNELS_PTX with %d entries for %d launch records, a CUDA ELF cubin, LAUNCH, "
+                     "no KERNELS_CPU"
                      % (name, entries, nlaunch))
         if self.ptxas and ptx:  # sm_90 too for the Llama modules (time: CI's budget)
             if "llama" in name:

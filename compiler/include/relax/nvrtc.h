@@ -22,9 +22,11 @@ bool rx_nvrtc_available(char *why, size_t cap);
 const char *rx_nvrtc_version(void);
 
 /* Compiles CUDA C src[0..n) (NUL-terminated) for arch ("sm_80") to PTX text, appended
- * to *ptx (no trailing NUL). false with a diagnostic in d: NVRTC missing, an arch this
- * NVRTC does not support (listing those it does), or a compile error carrying NVRTC's
- * log (which names the kernel and line). */
-bool rx_nvrtc_ptx(const char *src, size_t n, const char *arch, rx_sb *ptx, rx_diags *d);
+ * to *ptx (no trailing NUL), and, when cubin is not NULL, the cubin for arch to *cubin
+ * (left empty when NVRTC gives none). false with a diagnostic in d: NVRTC missing, an
+ * arch this NVRTC does not support (listing those it does), or a compile error carrying
+ * NVRTC's log (which names the kernel and line). */
+bool rx_nvrtc_ptx(const char *src, size_t n, const char *arch, rx_sb *ptx, rx_sb *cubin,
+                  rx_diags *d);
 
 #endif

@@ -26,7 +26,7 @@ typedef int CUresult;
 
 enum {
     OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, INVALID_DEVICE = 101, INVALID_PTX = 218,
-    NOT_FOUND = 500, MEM_BYTES = 64 << 20
+    NO_BINARY_FOR_GPU = 209, NOT_FOUND = 500, MEM_BYTES = 64 << 20
 };
 
 typedef struct mock_mod {
@@ -186,6 +186,7 @@ CUresult cuMemcpyDtoDAsync_v2(uint64_t dst, uint64_t src, size_t n, void *s)
 CUresult cuModuleLoadDataEx(mock_mod **m, const void *image, unsigned n, int *opts, void **vals)
 {
     const char *text = image;
+    if (!memcmp(text, "\x7f" "ELF", 4)) return NO_BINARY_FOR_GPU; /* a cubin: not for this mock */
     if (!strstr(text, ".entry ")) {
         for (unsigned i = 0; i + 1 < n; i++)
             if (opts[i] == 5 && opts[i + 1] == 6) { /* the error log buffer and its size */
