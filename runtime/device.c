@@ -18,8 +18,9 @@ rx_dev *rx_dev_open(int32_t dl_type, int32_t id, rx_rt_err *err)
 {
     if (dl_type == kDLOpenCL) return rx_dev_opencl_open(id, err);
     if (dl_type == kDLVulkan) return rx_dev_vulkan_open(id, err);
+    if (dl_type == kDLCUDA) return rx_dev_cuda_open(id, err);
     rx_rt_fail(err, "device type %d (%s) is not supported by this runtime (supported: "
-               "OpenCL, Vulkan)",
+               "OpenCL, Vulkan, CUDA)",
                (int)dl_type, rx_dev_type_name(dl_type));
     return NULL;
 }

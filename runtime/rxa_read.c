@@ -89,6 +89,7 @@ const char *rx_rxa_kind_name(uint32_t kind)
     static const char *const names[] = {
         "UNKNOWN", "METADATA", "STRINGS", "FUNCS", "CODE", "CONSTS",
         "KERNELS_CPU", "KERNELS_PTX", "KERNELS_OPENCL", "KERNELS_SPIRV", "LAUNCH",
+        "KERNELS_CUBIN",
     };
     return kind <= RX_RXA_KIND_LAST ? names[kind] : "UNKNOWN";
 }

@@ -1,13 +1,16 @@
 /*
  * vm_device.c — running a GPU artifact: its device, kernels, tensors and launches.
  *
- * A GPU artifact (one with a KERNELS_OPENCL section; docs/artifact.md) keeps its host
+ * A GPU artifact (one with a KERNELS_OPENCL or KERNELS_PTX section; docs/artifact.md:
+ * OpenCL C source built by the OpenCL driver, or PTX loaded by the CUDA driver) keeps its host
  * side in the VM: shape arithmetic, checks, allocations and the order of launches are
  * bytecode as on the CPU. What changes is where tensors live and how kernels run:
  *
  *   Load.    rx_rt_gpu_load opens device ctx->device_id of the artifact's API
  *            (rx_dev_open: the driver is dlopen'ed, a host without it gets "no OpenCL
- *            device: ..."), builds the kernel source once (PoCL caches the binary),
+ *            device: ..." or "no CUDA driver ..."), builds the kernel source once
+ *            (OpenCL C by the driver, PoCL caches the binary; for CUDA the cubin when
+ *            the driver takes it, a GPU of the target's arch, else the PTX, JIT'ed),
  *            creates every launch's kernel, and checks each against the device's
  *            limits: work-items per group (a launch record asks for the target's
  *            max_threads) and local memory (the device op refuses a kernel needing
@@ -53,6 +56,7 @@ typedef struct rx_rt_gpu {
     rx_dev_program *prog;
     rx_dev_kernel ***kern; /* by kernel index: one per launch record */
     rx_dev_buf *status;    /* STATUS_INTS ints */
+    uint32_t section;      /* the kernels' section: KERNELS_OPENCL or KERNELS_PTX */
 } rx_rt_gpu;
 
 bool rx_rt_on_device(const rx_vm_value *v)
@@ -100,9 +104,9 @@ static int load_kernels(rx_rt_module *m, rx_rt_gpu *g, rx_rt_err *err)
     if (!g->kern) return rx_rt_fail(err, "out of memory");
     for (uint32_t i = 0; i < a->nkernels; i++) {
         const rx_rxa_kernel *k = &a->kernels[i];
-        if (k->section != RX_RXA_KERNELS_OPENCL)
-            return rx_rt_fail(err, "kernel %s is for %s, this artifact's kernels are OpenCL C",
-                              k->name, rx_rxa_kind_name(k->section));
+        if (k->section != g->section)
+            return rx_rt_fail(err, "kernel %s is for %s, this artifact's kernels are in %s",
+                              k->name, rx_rxa_kind_name(k->section), rx_rxa_kind_name(g->section));
         if (!k->nlaunch)
             return rx_rt_fail(err, "kernel %s has no launch records (no LAUNCH section)", k->name);
         g->kern[i] = calloc(k->nlaunch, sizeof *g->kern[i]);
@@ -111,9 +115,11 @@ static int load_kernels(rx_rt_module *m, rx_rt_gpu *g, rx_rt_err *err)
             const rx_rxa_launch *l = &k->launches[j];
             if ((int64_t)l->local > in->max_threads)
                 return rx_rt_fail(err, "kernel %s needs %" PRIu32 " work-items per group, more than "
-                                  "device %s allows (%lld): build for --target opencl,max_threads=N "
+                                  "device %s allows (%lld): build for --target %s,max_threads=N "
                                   "with N <= %lld", l->name, l->local, in->name,
-                                  (long long)in->max_threads, (long long)in->max_threads);
+                                  (long long)in->max_threads,
+                                  g->section == RX_RXA_KERNELS_PTX ? "cuda" : "opencl",
+                                  (long long)in->max_threads);
             if ((int64_t)l->local_bytes > in->max_local_bytes)
                 return rx_rt_fail(err, "kernel %s needs %" PRIu32 " bytes of local memory, more than "
                                   "device %s has (%lld)", l->name, l->local_bytes, in->name,
@@ -138,11 +144,13 @@ static int load_consts(rx_rt_module *m, rx_rt_err *err)
 int rx_rt_gpu_load(rx_rt_module *m, rx_rt_err *err)
 {
     const rx_rxa_section *src = rx_rxa_section_get(m->a, RX_RXA_KERNELS_OPENCL);
+    bool ptx = !src && (src = rx_rxa_section_get(m->a, RX_RXA_KERNELS_PTX)) != NULL;
     if (!src) return 0; /* a CPU artifact */
     rx_rt_gpu *g = calloc(1, sizeof *g);
     if (!g) return rx_rt_fail(err, "out of memory");
     m->gpu = g;
-    g->dev = rx_dev_open(kDLOpenCL, m->ctx->device_id, err);
+    g->section = ptx ? RX_RXA_KERNELS_PTX : RX_RXA_KERNELS_OPENCL;
+    g->dev = rx_dev_open(ptx ? kDLCUDA : kDLOpenCL, m->ctx->device_id, err);
     if (!g->dev) {
         free(g);
         m->gpu = NULL;
@@ -153,7 +161,13 @@ int rx_rt_gpu_load(rx_rt_module *m, rx_rt_err *err)
         g->dev->ops->upload(g->dev, g->status, 0, zero, sizeof zero, err))
         return -1;
     if (m->a->nkernels) {
-        if (g->dev->ops->build(g->dev, (const char *)src->data, (size_t)src->size, &g->prog, err))
+        /* CUDA: the cubin when the GPU is of its arch, else the PTX (JIT'ed) */
+        const rx_rxa_section *bin = ptx ? rx_rxa_section_get(m->a, RX_RXA_KERNELS_CUBIN) : NULL;
+        rx_rt_err ignored;
+        if (bin && g->dev->ops->build(g->dev, (const char *)bin->data, (size_t)bin->size, &g->prog,
+                                      &ignored))
+            bin = NULL;
+        if (!bin && g->dev->ops->build(g->dev, (const char *)src->data, (size_t)src->size, &g->prog, err))
             return -1;
         if (load_kernels(m, g, err)) return -1;
     }

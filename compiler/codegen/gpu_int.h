@@ -18,6 +18,8 @@ typedef struct rx_gpu_dialect {
     const char *name;         /* "OpenCL C 1.2" */
     rx_target_kind kind;      /* the target kind it serves */
     const char *kernel;       /* what precedes the kernel's name: "__kernel void" */
+    const char *bounds;       /* NULL, or printf format of the kernel's work-group size
+                                 bound (max_threads), written after `kernel` */
     const char *buf_qual;     /* qualifier of a buffer parameter: "__global" */
     const char *i64;          /* the 64-bit integer of scalar arguments: "long" */
     const char *global_id;    /* this work-item's index in the 1-D grid */

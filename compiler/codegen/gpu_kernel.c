@@ -229,7 +229,9 @@ static void emit_head(gk *k, const rx_func *f, const char *name)
 {
     cg *g = k->g;
     rx_sb sig = {0}, views = {0};
-    rx_sb_printf(&sig, "%s %s(", k->dl->kernel, name);
+    rx_sb_puts(&sig, k->dl->kernel);
+    if (k->dl->bounds) rx_sb_printf(&sig, k->dl->bounds, (int)rx_target_int(k->t, "max_threads"));
+    rx_sb_printf(&sig, " %s(", name);
     int np = 0;
     for (int i = 0; i < f->ntparams; i++) {
         const rx_buffer *b = f->tparams[i].buf;

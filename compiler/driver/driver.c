@@ -26,6 +26,7 @@
 #include "relax/codegen.h"
 #include "relax/deduce.h"
 #include "relax/json.h"
+#include "relax/nvrtc.h"
 #include "relax/pass.h"
 #include "relax/target.h"
 #include "relax/text.h"
@@ -202,6 +203,13 @@ static bool st_memory_plan(bstate *s)
     return true;
 }
 
+/* The artifact section holding target kind k's kernels. */
+static uint32_t kernel_section(rx_target_kind k)
+{
+    return k == RX_TARGET_CPU ? RX_RXA_KERNELS_CPU : k == RX_TARGET_CUDA ? RX_RXA_KERNELS_PTX
+                                                                         : RX_RXA_KERNELS_OPENCL;
+}
+
 static bool st_lower_vm(bstate *s)
 {
     s->b = rx_rxa_builder_new();
@@ -209,10 +217,10 @@ static bool st_lower_vm(bstate *s)
         rx_diag_add(s->d, "", "out of memory");
         return false;
     }
-    bool gpu = s->tgt.kind != RX_TARGET_CPU;
+    bool gpu = s->tgt.kind != RX_TARGET_CPU, cuda = s->tgt.kind == RX_TARGET_CUDA;
     rx_vmgen_opts vo = {.no_plan = !s->plan,
-                        .dev_type = gpu ? RX_DEV_OPENCL : RX_DEV_CPU,
-                        .kernel_section = gpu ? RX_RXA_KERNELS_OPENCL : RX_RXA_KERNELS_CPU};
+                        .dev_type = cuda ? RX_DEV_CUDA : gpu ? RX_DEV_OPENCL : RX_DEV_CPU,
+                        .kernel_section = kernel_section(s->tgt.kind)};
     return rx_vmgen_with(s->m, s->b, &vo, &s->info, s->d);
 }
 
@@ -223,7 +231,18 @@ static bool st_codegen(bstate *s)
     if (!any) return true; /* no kernels, no object */
     if (s->tgt.kind != RX_TARGET_CPU) {
         if (!rx_codegen_gpu(s->m, &s->tgt, &s->csrc, &s->launch, s->d)) return false;
-        rx_rxa_set_section(s->b, RX_RXA_KERNELS_OPENCL, rx_sb_str(&s->csrc), s->csrc.n);
+        if (s->tgt.kind == RX_TARGET_CUDA) { /* PTX text, uncompressed (docs/gpu.md) */
+            rx_sb ptx = {0}, cubin = {0};
+            bool ok = rx_nvrtc_ptx(rx_sb_str(&s->csrc), s->csrc.n, rx_target_str(&s->tgt, "arch"),
+                                   &ptx, &cubin, s->d);
+            if (ok) rx_rxa_set_section(s->b, RX_RXA_KERNELS_PTX, ptx.p, ptx.n);
+            if (ok && cubin.n) rx_rxa_set_section(s->b, RX_RXA_KERNELS_CUBIN, cubin.p, cubin.n);
+            rx_sb_free(&ptx);
+            rx_sb_free(&cubin);
+            if (!ok) return false;
+        } else {
+            rx_rxa_set_section(s->b, RX_RXA_KERNELS_OPENCL, rx_sb_str(&s->csrc), s->csrc.n);
+        }
         rx_rxa_set_section(s->b, RX_RXA_LAUNCH, s->launch.p, s->launch.n);
         return true;
     }
@@ -428,8 +447,7 @@ static bool disassemble(bstate *s, rx_sb *out)
     rx_rxa *a = NULL;
     char err[256];
     static const uint8_t placeholder[1] = {0}; /* parse needs a kernel section to name */
-    rx_rxa_set_section(s->b, s->tgt.kind == RX_TARGET_CPU ? RX_RXA_KERNELS_CPU : RX_RXA_KERNELS_OPENCL,
-                       placeholder, sizeof placeholder);
+    rx_rxa_set_section(s->b, kernel_section(s->tgt.kind), placeholder, sizeof placeholder);
     if (rx_rxa_serialize(s->b, &bytes, &n)) {
         rx_diag_add(s->d, "", "out of memory");
         return false;

@@ -12,6 +12,8 @@
  */
 #include "relax/target.h"
 
+#include "relax/nvrtc.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +71,7 @@ const rx_target_opt *rx_target_opt_at(rx_target_kind k, int i)
 bool rx_target_available(rx_target_kind k, char *why, size_t cap)
 {
     if (k == RX_TARGET_CPU || k == RX_TARGET_OPENCL) return true;
+    if (k == RX_TARGET_CUDA) return rx_nvrtc_available(why, cap);
 #ifndef RX_HAVE_SHADERC
     if (k == RX_TARGET_VULKAN) {
         snprintf(why, cap, "this compiler was built without libshaderc (GLSL -> SPIR-V): "

@@ -307,7 +307,7 @@ def test_bad_requests():
     expect_error(st, b, 400, "bad_request")
     st, _, b = MAIN.compile(FIG03, options={"opt_level": 9})
     expect_error(st, b, 400, "bad_request")
-    st, _, b = MAIN.compile(FIG03, target="cuda")
+    st, _, b = MAIN.compile(FIG03, target="tpu")
     expect_error(st, b, 400, "unsupported_target")
     st, _, b = MAIN.compile(load_module("invalid/add_bad_broadcast.json"))
     expect_error(st, b, 400, "invalid_module")

@@ -118,10 +118,41 @@ def test_relaxc_target():
                    "build %s: %s %s" % (kind, r.returncode, r.stderr))
 
 
+def test_cuda():
+    """With NVRTC (the CUDA toolkit on this host) relaxd compiles for cuda: PTX in the
+    artifact's KERNELS_PTX section; a relaxd whose NVRTC cannot be loaded lists cuda as
+    unavailable with the reason and refuses it, and still compiles for cpu."""
+    t = targets()
+    if not t["cuda"]["available"]:
+        print("SKIP cuda compile: %s" % t["cuda"]["reason"])
+    else:
+        st, _, b = D.json("POST", "/v1/compile", {"module": module(), "target": "cuda,arch=sm_90"})
+        expect(st == 200 and b["target"] == "cuda,arch=sm_90", "cuda compile %s %s" % (st, b))
+        st, _, m = D.json("GET", "/v1/artifacts/%s/meta" % b.get("artifact"))
+        expect(st == 200 and m["metadata"]["target_options"]["arch"] == "sm_90", "cuda meta %s" % m)
+        st, _, raw = D.request("GET", "/v1/artifacts/%s" % b.get("artifact"))
+        expect(st == 200 and b".entry rxk_" in raw and b".target sm_90" in raw,
+               "cuda artifact holds PTX for sm_90 (%s, %d bytes)" % (st, len(raw or b"")))
+    env = dict(os.environ, RX_NVRTC_LIB=os.path.join(TMP, "no-libnvrtc.so"))
+    d2 = rxtest.Relaxd(env=env)
+    try:
+        st, _, b = d2.json("GET", "/v1/targets")
+        cu = {x["kind"]: x for x in b["targets"]}["cuda"]
+        expect(st == 200 and cu["available"] is False and "no NVRTC for cuda" in cu["reason"],
+               "cuda without NVRTC %s" % cu)
+        st, _, b = d2.json("POST", "/v1/compile", {"module": module(), "target": "cuda"})
+        expect_error(st, b, 400, "unsupported_target", "no NVRTC for cuda")
+        st, _, b = d2.json("POST", "/v1/compile", {"module": module(), "target": "cpu"})
+        expect(st == 200, "cpu without NVRTC %s %s" % (st, b))
+    finally:
+        rc = d2.stop()
+        expect(rc == 0, "second relaxd exit %s" % rc)
+
+
 def main():
     global D
     D = rxtest.Relaxd()
-    for fn in [test_list, test_compile_targets, test_relaxc_target]:
+    for fn in [test_list, test_compile_targets, test_relaxc_target, test_cuda]:
         case(fn)
     rc = D.stop()
     rxtest.record("daemon_exit", rc == 0, "exit %s" % rc)

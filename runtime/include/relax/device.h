@@ -183,6 +183,11 @@ rx_dev *rx_dev_opencl_open(int32_t id, rx_rt_err *err);
  * kDLVulkan. */
 rx_dev *rx_dev_vulkan_open(int32_t id, rx_rt_err *err);
 
+/* Opens CUDA device id (device_cuda.c, the driver API by dlopen("libcuda.so.1") or
+ * $RX_CUDA_LIB); what rx_dev_open calls for kDLCUDA. Without a driver: "no CUDA driver
+ * (libcuda.so.1 not found)". */
+rx_dev *rx_dev_cuda_open(int32_t id, rx_rt_err *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -80,7 +80,9 @@ typedef enum rx_rxa_kind {
     RX_RXA_KERNELS_OPENCL = 8, /* reserved: OpenCL C source */
     RX_RXA_KERNELS_SPIRV = 9,  /* reserved: SPIR-V modules */
     RX_RXA_LAUNCH = 10,        /* GPU kernels' launch records (with KERNELS_OPENCL) */
-    RX_RXA_KIND_LAST = 10
+    RX_RXA_KERNELS_CUBIN = 11, /* with KERNELS_PTX: the same kernels as a cubin (ELF) for
+                                  the target's arch; the runtime tries it first */
+    RX_RXA_KIND_LAST = 11
 } rx_rxa_kind;
 
 /* Packed dtype: DLPack code | bits << 8 | lanes << 16 (lanes 0 is read as 1).

@@ -1,0 +1,268 @@
+"""test_cuda_e2e.py — the cuda target on a host without a GPU: CUDA C, NVRTC, PTX, ptxas,
+and the runtime's clean failure without a driver.
+
+    /usr/bin/python3 tests/e2e/test_cuda_e2e.py BUILD_DIR
+
+Checks (one line each, then `N passed, M failed`; exit 1 on a failure; 77, ctest's skip,
+when this host has no NVRTC: no CUDA toolkit):
+  - the CUDA C of a module with bf16, f16 and an index check (take): launch bounds
+    from max_threads, __restrict__ views, the PTX cvt conversions, atomicCAS on the
+    status record; NVRTC and ptxas accept it; llama_tiny's rows and tiles schedules
+    use __shared__ arrays and __syncthreads;
+  - every module of the corpus (tests/modules/valid, tests/e2e/modules) and the Llama
+    generator's modules (tests/models/llama_tiny.json, and one layer at Llama-2-7B
+    shapes from gen_llama.py) builds for `cuda` at O2, or is refused for calling a CPU
+    library function (as for opencl) or fails for cpu too; each artifact has a
+    KERNELS_PTX section of PTX text (an `.entry` per launch record), a KERNELS_CUBIN
+    section (an ELF for EM_CUDA), a LAUNCH section, and no KERNELS_CPU;
+  - every PTX assembles with `ptxas -O0 -arch=sm_80` (-O0: the same checks in half the
+    time), the Llama modules' with `ptxas -arch=sm_80` and `-arch=sm_90` (the
+    JIT-forward case; the toolkit's
+    assembler from /usr/local/cuda/bin, run from here without a shell; skipped with
+    the reason printed when ptxas is missing); a module built for cuda,arch=sm_90
+    assembles for sm_90;
+  - a bad arch (cuda,arch=sm_10) is a clear error naming NVRTC's supported range;
+  - without NVRTC (RX_NVRTC_LIB pointing nowhere) cuda builds are refused naming it,
+    cpu builds still work;
+  - relax-run of a cuda artifact without a driver exits 1 with
+    `no CUDA driver (libcuda.so.1 not found)`; with the toolkit's link stub as the
+    driver (RX_CUDA_LIB) it exits 1 naming CUDA_ERROR_STUB_LIBRARY; never a crash;
+  - over tests/unit/runtime/mock_cuda.c as the driver ($RX_MOCK_CUDA), relax-run --bench
+    of the Llama decode loads every kernel of the PTX, allocates device storage, launches
+    and names the device "CUDA: Mock GPU" (the mock runs no PTX: no numbers checked);
+    --device-id 1 is refused naming the host's devices.
+"""
+
+import glob
+import json
+import os
+import shutil
+import struct
+import sys
+import tempfile
+
+from e2e_check import Checks, run_status, tools
+from test_bounds_e2e import call, module, tensor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+CPU, PTX, LAUNCH, CUBIN = 6, 7, 10, 11  # section kinds (docs/artifact.md)
+STUB = "/usr/local/cuda/lib64/stubs/libcuda.so"
+GPU_REFUSED = "not available on a GPU target"
+
+
+def sections(data):
+    """{kind: bytes} of an artifact's sections."""
+    n = struct.unpack_from("<I", data, 16)[0]
+    out = {}
+    for i in range(n):
+        kind, _, off, size = struct.unpack_from("<IIQQ", data, 40 + 24 * i)
+        out[kind] = data[off:off + size]
+    return out
+
+
+def find_ptxas():
+    for p in (os.environ.get("RX_PTXAS"), "/usr/local/cuda/bin/ptxas", shutil.which("ptxas")):
+        if p and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def corpus(tmp):
+    """The modules to build: the corpus and the Llama generator's."""
+    mods = sorted(glob.glob(os.path.join(ROOT, "tests/modules/valid/*.json")))
+    mods += sorted(glob.glob(os.path.join(ROOT, "tests/e2e/modules/*.json")))
+    mods.append(os.path.join(ROOT, "tests/models/llama_tiny.json"))
+    big = os.path.join(tmp, "llama7b_1layer.json")
+    rc, _, err = run_status(["/usr/bin/python3", os.path.join(ROOT, "tests/models/gen_llama.py"),
+                             "--preset", "llama32", "--layers", "1", "--name", "llama7b_1layer",
+                             "--out", big])
+    if rc != 0:
+        raise RuntimeError("gen_llama.py failed: " + err)
+    mods.append(big)
+    return mods
+
+
+class Cuda:
+    def __init__(self, build, tmp, checks):
+        self.relaxc, self.relax_run = tools(build)
+        self.tmp, self.c = tmp, checks
+        self.ptxas = find_ptxas()
+        self.n = 0
+
+    def build(self, mod, target="cuda", env=None):
+        """(exit status, stderr, artifact path)."""
+        self.n += 1
+        out = os.path.join(self.tmp, "m%d.rxa" % self.n)
+        rc, _, err = run_status([self.relaxc, "build", mod, "--target", target, "--opt-level", "2",
+                                 "-o", out], env)
+        return rc, err, out
+
+    def assemble(self, name, ptx, archs, quick=False):
+        """ptxas accepts ptx for every arch of archs (quick: -O0, half the time, for
+        the corpus; the same parsing and checks, no optimization)."""
+        src = os.path.join(self.tmp, "k.ptx")
+        with open(src, "wb") as f:
+            f.write(ptx)
+        for arch in archs:
+            argv = [self.ptxas] + (["-O0"] if quick else []) + ["-arch=" + arch, src, "-o", os.devnull]
+            rc, _, err = run_status(argv)
+            self.c.check(rc == 0, "%s: ptxas%s -arch=%s accepts the PTX" % (name, " -O0" if quick else "", arch) +
+                         ("" if rc == 0 else ": " + err[-1500:]))
+
+    def module(self, mod):
+        name = os.path.relpath(mod, ROOT) if mod.startswith(ROOT) else os.path.basename(mod)
+        rc, err, rxa = self.build(mod)
+        if rc != 0:
+            if GPU_REFUSED in err:
+                print("SKIP %s: calls a CPU library function (refused for GPU targets)" % name)
+                return None
+            crc, _, _ = self.build(mod, "cpu")
+            self.c.check(crc != 0, "%s: cuda build fails only where the cpu build does: %s" %
+                         (name, err.strip()[-300:]))
+            return None
+        secs = sections(open(rxa, "rb").read())
+        ptx = secs.get(PTX, b"")
+        entries = ptx.count(b".entry rxk_")
+        nlaunch = self.launches(secs.get(LAUNCH, b"\0\0\0\0"))
+        cubin = secs.get(CUBIN, b"")
+        self.c.check(CPU not in secs and entries == nlaunch and
+                     (nlaunch == 0 or (LAUNCH in secs and ptx.startswith(b"//") and b".version" in ptx
+                                       and cubin[:4] == b"\x7fELF"
+                                       and struct.unpack_from("<H", cubin, 18)[0] == 190)),
+                     "%s: KERNELS_PTX with %d entries for %d launch records, a CUDA ELF cubin, LAUNCH, "
+                     "no KERNELS_CPU"
+                     % (name, entries, nlaunch))
+        if self.ptxas and ptx:  # sm_90 too for the Llama modules (time: CI's budget)
+            if "llama" in name:
+                self.assemble(name, ptx, ["sm_80", "sm_90"])
+            else:
+                self.assemble(name, ptx, ["sm_80"], quick=True)
+        return rxa
+
+    @staticmethod
+    def launches(data):
+        """The number of launch records of a LAUNCH section (docs/artifact.md)."""
+        nk, pos, total = struct.unpack_from("<I", data, 0)[0], 4, 0
+        for _ in range(nk):
+            nl = struct.unpack_from("<I", data, pos)[0]
+            pos += 4
+            total += nl
+            for _ in range(nl):
+                ln = struct.unpack_from("<I", data, pos)[0]
+                pos += 4 + ln + 16
+                ntok = struct.unpack_from("<I", data, pos)[0]
+                pos += 4
+                for _ in range(ntok):
+                    tok = struct.unpack_from("<I", data, pos)[0]
+                    pos += 4 + (8 if tok == 0 else 4 if tok == 1 else 0)
+        return total
+
+
+def dialect(c, cu):
+    """bf16 and f16 through their bit conversions, an index check (take) and the
+    kernel declaration: CUDA C that NVRTC compiles and ptxas accepts."""
+    m = module([tensor("x", ["n"], "bf16"), tensor("y", ["n"], "f16"), tensor("i", ["m"], "i64")],
+               [call("a", "astype", ["x"], {"dtype": "f32"}),
+                call("b", "astype", ["y"], {"dtype": "f32"}), call("c", "add", ["a", "b"]),
+                call("t", "take", ["c", "i"], {"axis": 0}),
+                call("d", "astype", ["t"], {"dtype": "bf16"})], "d")
+    src = os.path.join(cu.tmp, "dtypes.json")
+    with open(src, "w") as f:
+        json.dump(m, f)
+    rc, out, err = run_status([cu.relaxc, "print", src, "--target", "cuda,max_threads=128",
+                               "--after", "codegen"])
+    c.check(rc == 0 and 'extern "C" __global__ void __launch_bounds__(128) rxk_' in out and
+            "*__restrict__ const" in out and "rx_bf2f(" in out and "rx_h2f(" in out and
+            "cvt.rn.f16.f32" in out and "atomicCAS(&rx_st[0], 0, 1)" in out,
+            "CUDA C: launch bounds, __restrict__ views, f16/bf16 conversions, index check" +
+            ("" if rc == 0 else ": " + err))
+    cu.module(src)
+    llama = os.path.join(ROOT, "tests/models/llama_tiny.json")
+    rc, out, err = run_status([cu.relaxc, "print", llama, "--target", "cuda", "--after", "codegen"])
+    c.check(rc == 0 and "__shared__ float rx_" in out and "__syncthreads();" in out and
+            "INFINITY" in out,
+            "CUDA C of llama_tiny: the rows and tiles schedules in shared memory with barriers" +
+            ("" if rc == 0 else ": " + err[-500:]))
+
+
+def errors(c, cu, mods, rxa):
+    llama = mods[-2]
+    rc, err, out = cu.build(llama, "cuda,arch=sm_90")
+    c.check(rc == 0, "llama_tiny builds for cuda,arch=sm_90" + ("" if rc == 0 else ": " + err))
+    if rc == 0 and cu.ptxas:
+        cu.assemble("llama_tiny (arch=sm_90)", sections(open(out, "rb").read())[PTX], ["sm_90"])
+    rc, err, _ = cu.build(llama, "cuda,arch=sm_10")
+    c.check(rc == 1 and "arch: sm_10 is not supported by NVRTC" in err and "supported: sm_" in err,
+            "cuda,arch=sm_10 refused naming NVRTC's range: " + err.strip().splitlines()[-1])
+    rc, err, _ = cu.build(llama, "cuda,arch=90")
+    c.check(rc == 1 and "is not of the form sm_NN" in err, "cuda,arch=90 refused: " + err.strip())
+    env = dict(os.environ, RX_NVRTC_LIB=os.path.join(cu.tmp, "no-libnvrtc.so"))
+    rc, err, _ = cu.build(llama, "cuda", env)
+    c.check(rc == 1 and "no NVRTC for cuda: cannot load" in err and "RX_NVRTC_LIB" in err,
+            "without NVRTC cuda builds are refused: " + err.strip())
+    rc, err, _ = cu.build(llama, "cpu", env)
+    c.check(rc == 0, "without NVRTC cpu builds still work")
+    if not rxa:
+        c.check(False, "a cuda artifact to run")
+        return
+    env = dict(os.environ)
+    env.pop("RX_CUDA_LIB", None)
+    rc, out, err = run_status([cu.relax_run, rxa, "--shape", "s=3"], env)
+    c.check(rc == 1 and err.strip().endswith("no CUDA driver (libcuda.so.1 not found)")
+            and err.startswith("error: ") and len(err.strip().splitlines()) == 1,
+            "relax-run without a driver: exit %d, %s" % (rc, err.strip()))
+    if os.path.exists(STUB):
+        env["RX_CUDA_LIB"] = STUB
+        rc, out, err = run_status([cu.relax_run, rxa, "--shape", "s=3"], env)
+        c.check(rc == 1 and "no CUDA driver: cuInit failed (CUDA_ERROR_STUB_LIBRARY" in err,
+                "relax-run with the link stub as driver: exit %d, %s" % (rc, err.strip()))
+    mock = os.environ.get("RX_MOCK_CUDA")
+    if mock and os.path.exists(mock):  # the whole GPU path of the VM over a stand-in driver
+        env["RX_CUDA_LIB"] = mock
+        rc, out, err = run_status([cu.relax_run, rxa, "--fn", "decode", "--shape", "b=2", "--shape",
+                                   "c=5", "--random-missing", "--bench", "--repeat", "2"], env)
+        line = json.loads(out) if rc == 0 else {}
+        c.check(rc == 0 and line.get("device") == "CUDA: Mock GPU" and line.get("kernels", 0) > 10
+                and line.get("peak_bytes", 0) > 0,
+                "relax-run --bench over the mock driver: loads the PTX's kernels, allocates, "
+                "launches, names the device (exit %d) %s" % (rc, (out + err).strip()[-300:]))
+        rc, out, err = run_status([cu.relax_run, rxa, "--fn", "decode", "--device-id", "1",
+                                   "--random-missing"], env)
+        c.check(rc == 1 and "no CUDA device 1 (this host has 1: 0..0)" in err,
+                "--device-id 1 over the mock driver: %s" % err.strip())
+    else:
+        print("SKIP mock driver runs: $RX_MOCK_CUDA not set (ctest sets it)")
+    env["RX_CUDA_LIB"] = os.path.join(cu.tmp, "libcuda-missing.so.1")
+    rc, out, err = run_status([cu.relax_run, rxa, "--bench", "--device-id", "1"], env)
+    c.check(rc == 1 and "no CUDA driver (cannot load" in err,
+            "relax-run --bench --device-id 1 with RX_CUDA_LIB missing: exit %d, %s" % (rc, err.strip()))
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(__doc__)
+        return 2
+    checks = Checks()
+    tmp = tempfile.mkdtemp(prefix="rx-cuda-")
+    cu = Cuda(argv[1], tmp, checks)
+    rc, err, _ = cu.build(os.path.join(ROOT, "tests/modules/valid/fig03_symbolic_shape.json"))
+    if rc != 0 and "no NVRTC for cuda" in err:  # a host without the CUDA toolkit
+        print("skipped: %s" % err.strip())
+        return 77
+    if not cu.ptxas:
+        print("SKIP ptxas checks: no ptxas (neither $RX_PTXAS, /usr/local/cuda/bin/ptxas nor PATH)")
+    mods = corpus(tmp)
+    built = {}
+    for mod in mods:
+        built[mod] = cu.module(mod)
+    checks.check(sum(1 for v in built.values() if v) >= len(mods) * 3 // 4,
+                 "%d of %d modules built for cuda" % (sum(1 for v in built.values() if v), len(mods)))
+    dialect(checks, cu)
+    errors(checks, cu, mods, built.get(mods[-2]))
+    shutil.rmtree(tmp, ignore_errors=True)
+    return checks.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
