@@ -151,10 +151,10 @@
  * J's tiles the parallel loop, so W is read once, in one parallel region. A symbolic L
  * gets IF (L >= 2) that nest ELSE the one-row plan (b = 1 keeps the streaming rows). Exactness as above: the
  * loops only change roles, every element still reduces in K's order. Measured here on
- * x (16, 1, 1024) @ (1024, 2816), one thread, medians beside NumPy's sgemm of the same
- * product in the same run on a loaded machine: 0.27x -> 0.52x of sgemm without the
- * panel, 0.69x with it (hence PACK_MIN_ROWS = 16); at two threads under load the 16
- * parallel regions cost far more (0.04x -> 0.23x).
+ * x (16, 1, 1024) @ (1024, 2816), medians beside NumPy's sgemm of the same product in
+ * the same run on a loaded machine: one thread 0.27x -> 0.52x of sgemm with the rows
+ * unpacked, 0.69x packed (hence PACK_MIN_ROWS = 16; 0.29x -> 0.93x in a later run); two
+ * threads 0.07x -> 0.45x (the 16 parallel regions cost most).
  *
  * Cost: linear in the size of the nest; the new nest holds UPD three times at most
  * (full tile, partial tile), four times under rows from the batch.
