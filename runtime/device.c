@@ -48,6 +48,8 @@ const char *rx_dev_type_name(int32_t dl_type)
     case kDLOpenCL: return "OpenCL";
     case kDLVulkan: return "Vulkan";
     case kDLCUDA: return "CUDA";
+    case kDLMetal: return "Metal";
+    case kDLROCM: return "ROCm";
     default: return "?";
     }
 }

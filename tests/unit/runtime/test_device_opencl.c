@@ -171,8 +171,8 @@ START_TEST(missing_driver_platform_or_device)
     ck_assert_msg(strstr(e.msg, "no OpenCL device 99 (this host has"), "%s", e.msg);
     ck_assert_ptr_null(rx_dev_open(kDLOpenCL, -1, &e));
     ck_assert_msg(strstr(e.msg, "no OpenCL device -1"), "%s", e.msg);
-    ck_assert_ptr_null(rx_dev_open(kDLCUDA, 0, &e));
-    ck_assert_msg(strstr(e.msg, "device type 2 (CUDA) is not supported by this runtime"), "%s", e.msg);
+    ck_assert_ptr_null(rx_dev_open(kDLMetal, 0, &e));
+    ck_assert_msg(strstr(e.msg, "device type 8 (Metal) is not supported by this runtime"), "%s", e.msg);
     setenv("RX_OPENCL_LIB", "/nonexistent/libOpenCL.so.1", 1);
     ck_assert_ptr_null(rx_dev_open(kDLOpenCL, 0, &e));
     ck_assert_msg(strstr(e.msg, "no OpenCL device: cannot load /nonexistent/libOpenCL.so.1"), "%s", e.msg);

@@ -34,9 +34,9 @@ static const char mod[] =
 
 START_TEST(targets_and_options)
 {
-    static const char *const later[] = {"cuda", "vulkan"};
+    static const char *const later[] = {"vulkan"};
     char *e;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < RX_COUNTOF(later); i++) {
         rx_build_opts o = {.target = later[i], .opt_level = 2};
         e = vt_build_error(mod, &o);
         char want[128];
@@ -61,8 +61,8 @@ START_TEST(targets_and_options)
     rx_diags d;
     rx_diags_init(&d);
     rx_build_result r;
-    rx_build_opts cuda = {.target = "cuda", .opt_level = 2};
-    ck_assert(!rx_build_run(j, strlen(j), &cuda, &r, &d));
+    rx_build_opts vk = {.target = "vulkan", .opt_level = 2};
+    ck_assert(!rx_build_run(j, strlen(j), &vk, &r, &d));
     ck_assert_str_eq(r.failed, "options");
     rx_diags_free(&d);
     rx_diags_init(&d);
