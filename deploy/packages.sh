@@ -4,19 +4,24 @@
 # including PyTorch and ONNX with its node suite for tests/onnx;
 # bench what the benchmarks compare against: wrk and nginx for bench_server.py, PyTorch
 # CPU for bench_decoder_torch.py and bench_vs_ort.py, node for ONNX Runtime, which
-# tests/bench/setup_ort.sh then installs from npm)
+# tests/bench/setup_ort.sh then installs from npm). Vulkan: the build needs the headers
+# and the static shaderc/glslang/SPIRV-Tools libraries (GLSL -> SPIR-V in relaxc); test and
+# bench add the loader with Mesa's lavapipe (Vulkan on the CPU), spirv-val and vulkaninfo)
 # As root it runs apt-get; otherwise it only reports what is missing and fails.
 set -euo pipefail
 
 pkgs=(gcc make cmake ninja-build pkg-config libjansson-dev libdlpack-dev libopenblas-dev
       libopenblas0-openmp libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libssl-dev
-      protobuf-c-compiler libprotobuf-c-dev libonnx-dev opencl-headers)
+      protobuf-c-compiler libprotobuf-c-dev libonnx-dev opencl-headers
+      libvulkan-dev libshaderc-dev glslang-dev spirv-tools)
 case "${1:-build}" in
   test)  pkgs+=(clang libclang-rt-14-dev check libsubunit-dev python3-numpy python3-jsonschema
-                python3-onnx libonnx-testdata python3-torch ocl-icd-opencl-dev pocl-opencl-icd clinfo) ;;
+                python3-onnx libonnx-testdata python3-torch ocl-icd-opencl-dev pocl-opencl-icd clinfo
+                libvulkan1 mesa-vulkan-drivers vulkan-tools) ;;
   bench) pkgs+=(clang libclang-rt-14-dev check libsubunit-dev python3-numpy python3-jsonschema
                 python3-onnx libonnx-testdata wrk nginx-light python3-torch nodejs
-                ocl-icd-opencl-dev pocl-opencl-icd clinfo) ;;
+                ocl-icd-opencl-dev pocl-opencl-icd clinfo libvulkan1 mesa-vulkan-drivers
+                vulkan-tools) ;;
 esac
 
 missing=()

@@ -10,13 +10,16 @@
 
 #include "rt_int.h"
 
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
 rx_dev *rx_dev_open(int32_t dl_type, int32_t id, rx_rt_err *err)
 {
     if (dl_type == kDLOpenCL) return rx_dev_opencl_open(id, err);
-    rx_rt_fail(err, "device type %d (%s) is not supported by this runtime (supported: OpenCL)",
+    if (dl_type == kDLVulkan) return rx_dev_vulkan_open(id, err);
+    rx_rt_fail(err, "device type %d (%s) is not supported by this runtime (supported: "
+               "OpenCL, Vulkan)",
                (int)dl_type, rx_dev_type_name(dl_type));
     return NULL;
 }
@@ -46,6 +49,63 @@ const char *rx_dev_type_name(int32_t dl_type)
     case kDLCUDA: return "CUDA";
     default: return "?";
     }
+}
+
+/* ---- what the backends share ---- */
+
+rx_dev *rx_dev_alloc(const char *api, int32_t id, size_t impl_size, rx_rt_err *err)
+{
+    if (id < 0) {
+        rx_rt_fail(err, "no %s device %d (device ids start at 0)", api, (int)id);
+        return NULL;
+    }
+    rx_dev *d = calloc(1, sizeof *d);
+    void *impl = calloc(1, impl_size);
+    if (!d || !impl) {
+        free(d);
+        free(impl);
+        rx_rt_fail(err, "out of memory");
+        return NULL;
+    }
+    d->impl = impl;
+    return d;
+}
+
+void rx_dev_free_shell(rx_dev *d)
+{
+    free(d->impl);
+    free(d);
+}
+
+void *rx_dev_load_lib(const char *api, const char *env, const char *deflt, const char **used,
+                      rx_rt_err *err)
+{
+    const char *name = getenv(env);
+    if (!name || !*name) name = deflt;
+    *used = name;
+    void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) rx_rt_fail(err, "no %s device: cannot load %s (%s)", api, name, dlerror());
+    return lib;
+}
+
+int rx_dev_launch_shape(const rx_dev *d, const char *kernel, int ndim, const size_t *global,
+                        const size_t *local, rx_rt_err *err)
+{
+    const char *api = d->ops->api;
+    if (ndim < 1 || ndim > 3) return rx_rt_fail(err, "%s: kernel %s: %d grid dimensions", api, kernel, ndim);
+    size_t threads = 1;
+    bool empty = false;
+    for (int i = 0; i < ndim; i++) {
+        if (local && (local[i] == 0 || global[i] % local[i]))
+            return rx_rt_fail(err, "%s: kernel %s: global size %zu is not a multiple of the "
+                              "group size %zu (dimension %d)", api, kernel, global[i], local[i], i);
+        if (local) threads *= local[i];
+        if (global[i] == 0) empty = true;
+    }
+    if (!empty && (int64_t)threads > d->info.max_threads)
+        return rx_rt_fail(err, "%s: kernel %s: %zu work-items per group, more than the device's "
+                          "limit of %lld", api, kernel, threads, (long long)d->info.max_threads);
+    return empty ? 1 : 0;
 }
 
 /* ---- tensors ---- */

@@ -106,10 +106,9 @@ struct rx_dev_kernel {
 
 static int load_api(cl_api *a, rx_rt_err *err)
 {
-    const char *name = getenv("RX_OPENCL_LIB");
-    if (!name || !*name) name = "libOpenCL.so.1";
-    a->lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (!a->lib) return rx_rt_fail(err, "no OpenCL device: cannot load %s (%s)", name, dlerror());
+    const char *name;
+    a->lib = rx_dev_load_lib("OpenCL", "RX_OPENCL_LIB", "libOpenCL.so.1", &name, err);
+    if (!a->lib) return -1;
 #define CL_SYM(fn, ret, args)                                                               \
     *(void **)&a->fn = dlsym(a->lib, #fn);                                                  \
     if (!a->fn) {                                                                           \
@@ -327,18 +326,8 @@ static int cl_launch(rx_dev *d, rx_dev_kernel *k, const rx_dev_arg *args, int na
                      const size_t *global, const size_t *local, rx_rt_err *err)
 {
     cl_dev *c = C(d);
-    if (ndim < 1 || ndim > 3) return rx_rt_fail(err, "OpenCL: kernel %s: %d grid dimensions", k->name, ndim);
-    size_t threads = 1;
-    for (int i = 0; i < ndim; i++) {
-        if (local && (local[i] == 0 || global[i] % local[i]))
-            return rx_rt_fail(err, "OpenCL: kernel %s: global size %zu is not a multiple of the "
-                              "group size %zu (dimension %d)", k->name, global[i], local[i], i);
-        if (local) threads *= local[i];
-        if (global[i] == 0) return 0; /* an empty grid runs nothing */
-    }
-    if ((int64_t)threads > d->info.max_threads)
-        return rx_rt_fail(err, "OpenCL: kernel %s: %zu work-items per group, more than the device's "
-                          "limit of %lld", k->name, threads, (long long)d->info.max_threads);
+    int shape = rx_dev_launch_shape(d, k->name, ndim, global, local, err);
+    if (shape) return shape < 0 ? -1 : 0; /* an empty grid runs nothing */
     pthread_mutex_lock(&c->mu);
     cl_int rc = CL_SUCCESS;
     int bad = -1;
@@ -369,8 +358,7 @@ static void cl_close(rx_dev *d)
     if (c->ctx) c->cl.clReleaseContext(c->ctx);
     pthread_mutex_destroy(&c->mu);
     /* the ICD loader stays loaded: vendor libraries do not all survive dlclose */
-    free(c);
-    free(d);
+    rx_dev_free_shell(d);
 }
 
 static const rx_dev_ops cl_ops = {
@@ -380,26 +368,15 @@ static const rx_dev_ops cl_ops = {
 
 rx_dev *rx_dev_opencl_open(int32_t id, rx_rt_err *err)
 {
-    if (id < 0) {
-        rx_rt_fail(err, "no OpenCL device %d (device ids start at 0)", (int)id);
-        return NULL;
-    }
-    rx_dev *d = calloc(1, sizeof *d);
-    cl_dev *c = calloc(1, sizeof *c);
-    if (!d || !c) {
-        free(d);
-        free(c);
-        rx_rt_fail(err, "out of memory");
-        return NULL;
-    }
+    rx_dev *d = rx_dev_alloc("OpenCL", id, sizeof(cl_dev), err);
+    if (!d) return NULL;
+    cl_dev *c = d->impl;
     cl_platform_id plat;
     if (load_api(&c->cl, err) || find_device(&c->cl, id, &c->dev, &plat, err)) {
-        free(d);
-        free(c);
+        rx_dev_free_shell(d);
         return NULL;
     }
     pthread_mutex_init(&c->mu, NULL);
-    d->impl = c;
     d->ops = &cl_ops;
     cl_int rc;
     c->ctx = c->cl.clCreateContext(NULL, 1, &c->dev, NULL, NULL, &rc);

@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "relax/device.h"
 #include "relax/runtime.h"
 
 /* Broken invariants (never user input): file:line and abort. */
@@ -389,5 +390,25 @@ void rx_rt_kernels_unload(rx_rt_module *m);
  * returns 0; on failure -1 with err. Adds the calls it made to *kernels and *libcalls. */
 int rx_vm_run(rx_rt_module *m, uint32_t fn, const rx_vm_value *args, uint32_t nargs,
               rx_vm_value *ret, int64_t *kernels, int64_t *libcalls, rx_rt_err *err);
+
+/* ---- devices (device.c): what the device backends share ---- */
+
+/* A zeroed rx_dev with a zeroed impl of impl_size bytes, for opening device id of api;
+ * NULL with err "no API device -1 (device ids start at 0)" or "out of memory". */
+rx_dev *rx_dev_alloc(const char *api, int32_t id, size_t impl_size, rx_rt_err *err);
+
+/* Frees d->impl and d (what a backend's close does last). */
+void rx_dev_free_shell(rx_dev *d);
+/* dlopen(RTLD_NOW | RTLD_LOCAL) of $env when set and not empty, else of deflt: the
+ * handle, or NULL with err "no API device: cannot load NAME (dlerror)". *used is the
+ * name tried. */
+void *rx_dev_load_lib(const char *api, const char *env, const char *deflt, const char **used,
+                      rx_rt_err *err);
+
+/* The launch checks every backend makes: 1 to 3 dimensions, each global size a multiple
+ * of its group size, at most d->info.max_threads work-items per group. Returns 0 to go
+ * on, 1 when the grid is empty (nothing to run), -1 with err "API: kernel K: ...". */
+int rx_dev_launch_shape(const rx_dev *d, const char *kernel, int ndim, const size_t *global,
+                        const size_t *local, rx_rt_err *err);
 
 #endif

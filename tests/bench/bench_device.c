@@ -1,7 +1,8 @@
 /*
- * bench_device.c — launch overhead and copy cost of the OpenCL device (device.h).
+ * bench_device.c — launch overhead and copy cost of a GPU device (device.h): OpenCL, or
+ * Vulkan with --api vulkan (its kernel compiled from GLSL by the compiler's spirv.c).
  *
- * On this machine the OpenCL device is PoCL on the CPU, so what is meaningful is the
+ * On this machine the devices are PoCL and lavapipe on the CPU, so what is meaningful is the
  * runtime's cost per kernel launch and per copy, not kernel speed. Measured, each as the
  * median of `repeat` samples of `number` operations (per operation):
  *
@@ -18,10 +19,11 @@
  * Correctness: the kernel writes its group count into a buffer that is read back and
  * checked, and the round trip's bytes must come back equal, so the smoke run is a test.
  *
- *   bench_device [--device-id N] [--repeat R] [--number K] [--bytes B]
+ *   bench_device [--api opencl|vulkan] [--device-id N] [--repeat R] [--number K] [--bytes B]
  * Output: one JSON object on one line; exit 1 with "error: ..." when no device opens.
  */
 #include "relax/device.h"
+#include "relax/spirv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +61,24 @@ static const char src[] =
     "  if (get_global_id(0) == 0) out[0] = (int)get_num_groups(0);\n"
     "}\n";
 
+static const char glsl[] =
+    "#version 450\n"
+    "layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;\n"
+    "layout(std430, binding = 0) writeonly buffer O { int o[]; };\n"
+    "void main() { if (gl_GlobalInvocationID.x == 0u) o[0] = int(gl_NumWorkGroups.x); }\n";
+
+/* The program of the "mark" kernel for d: OpenCL C source, or a SPIR-V bundle. */
+static int build_mark(rx_dev *d, rx_dev_program **p, rx_rt_err *e)
+{
+    if (d->info.dl_type != kDLVulkan) return d->ops->build(d, src, strlen(src), p, e);
+    const char *name = "mark", *text = glsl;
+    rx_sb b = {0};
+    int rc = rx_spirv_bundle(&name, &text, 1, &b, e->msg, sizeof e->msg);
+    if (!rc) rc = d->ops->build(d, b.p, b.n, p, e);
+    rx_sb_free(&b);
+    return rc;
+}
+
 static int fail(const char *msg)
 {
     fprintf(stderr, "error: %s\n", msg);
@@ -68,18 +88,22 @@ static int fail(const char *msg)
 int main(int argc, char **argv)
 {
     int id = 0, repeat = 7, number = 200;
+    int32_t api = kDLOpenCL;
     long bytes = 1 << 20;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--device-id")) id = atoi(argv[i + 1]);
+        if (!strcmp(argv[i], "--api") && (!strcmp(argv[i + 1], "opencl") || !strcmp(argv[i + 1], "vulkan")))
+            api = rx_dev_type_of_target(argv[i + 1]);
+        else if (!strcmp(argv[i], "--device-id")) id = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--repeat")) repeat = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--number")) number = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--bytes")) bytes = atol(argv[i + 1]);
-        else return fail("usage: bench_device [--device-id N] [--repeat R] [--number K] [--bytes B]");
+        else return fail("usage: bench_device [--api opencl|vulkan] [--device-id N] [--repeat R] "
+                         "[--number K] [--bytes B]");
     }
     if (repeat < 1 || repeat > 1000 || number < 1 || number > 1000000 || bytes < 1 || bytes > (1L << 30))
         return fail("bad --repeat, --number or --bytes");
     rx_rt_err e = {{0}};
-    rx_dev *d = rx_dev_open(kDLOpenCL, id, &e);
+    rx_dev *d = rx_dev_open(api, id, &e);
     if (!d) return fail(e.msg);
     rx_dev_program *p = NULL;
     rx_dev_kernel *k = NULL;
@@ -91,7 +115,7 @@ int main(int argc, char **argv)
         fail("out of memory");
         goto done;
     }
-    if (d->ops->build(d, src, strlen(src), &p, &e) || d->ops->kernel(d, p, "mark", &k, &e) ||
+    if (build_mark(d, &p, &e) || d->ops->kernel(d, p, "mark", &k, &e) ||
         d->ops->alloc(d, sizeof(int), &out, &e) || d->ops->alloc(d, (size_t)bytes, &buf, &e)) {
         fail(e.msg);
         goto done;
@@ -171,11 +195,11 @@ int main(int argc, char **argv)
         s[r] = (now_us() - t0) / nrt;
     }
     mc_us = median(s, repeat);
-    printf("{\"device\": \"%s\", \"platform\": \"%s\", \"launch_sync_us\": %.3f, "
+    printf("{\"api\": \"%s\", \"device\": \"%s\", \"platform\": \"%s\", \"launch_sync_us\": %.3f, "
            "\"launch_queued_us\": %.3f, \"cpu_call_us\": %.5f, \"launch_sync_vs_cpu_call\": %.1f, "
            "\"launch_queued_vs_cpu_call\": %.1f, \"bytes\": %ld, \"roundtrip_us\": %.1f, "
            "\"memcpy_us\": %.1f, \"roundtrip_vs_memcpy\": %.2f, \"repeat\": %d, \"number\": %d}\n",
-           d->info.name, d->info.platform, sync_us, queued_us, call_us, sync_us / call_us,
+           d->ops->api, d->info.name, d->info.platform, sync_us, queued_us, call_us, sync_us / call_us,
            queued_us / call_us, bytes, rt_us, mc_us, rt_us / mc_us, repeat, number);
     rc = 0;
 done:

@@ -25,11 +25,12 @@
 #   bench_memory.py paper Table 2 on CPU: a 4-layer Llama decoder (hidden 1024), activation
 #                   memory of successive prefills (s = 128..1024) and decodes (b = 1..64)
 #                   with and without static memory planning, against the lower bound
+#   bench_device    OpenCL and Vulkan launch overhead per kernel (launch + sync, queued
+#                   launches) vs a CPU kernel call, and a 1 MiB upload + download vs two
+#                   memcpy (PoCL and lavapipe here)
 #   bench_gpu.py    the OpenCL target through the VM: the cost of one more kernel in a call
 #                   (32 unfused vs 1 fused adds) vs the same on cpu, and the global loads
 #                   and stores per output of the generated fused softmax vs the minimum
-#   bench_device    OpenCL launch overhead per kernel (launch + sync, queued launches) vs a
-#                   CPU kernel call, and a 1 MiB upload + download vs two memcpy (PoCL here)
 #   bench_kernels.py generated f32 elementwise kernels (4 MB and 64 MB) at O2 and O3 vs
 #                   memcpy bandwidth (goal >= 0.7), and O3 matmuls (256^3, 512^3, 1024^3,
 #                   1x4096x4096) with --lib none vs OpenBLAS, 2 threads (goal >= 0.9x)
@@ -60,6 +61,7 @@ ninja -C build-bench bench_frontend bench_vm bench_device bench_memory_run relax
 ./build-bench/bin/bench_frontend --bindings 10000 --repeat 20
 ./build-bench/bin/bench_vm --ops 1000 --repeat 25 --number 200
 ./build-bench/bin/bench_device --repeat 9 --number 500
+./build-bench/bin/bench_device --api vulkan --repeat 9 --number 500
 /usr/bin/python3 tests/bench/bench_gpu.py --repeat 9 \
     --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_mlp.py \

@@ -16,10 +16,16 @@
  *   launch    kernel, arguments, grid and group sizes      clSetKernelArg + clEnqueueNDRangeKernel
  *   sync      wait for everything queued                   clFinish
  *
+ * Vulkan (device_vulkan.c) fills the same table: buffers are VkBuffers, `build` takes
+ * SPIR-V (one module or a bundle, below) instead of source, `kernel` makes a compute
+ * pipeline layout from what the module declares, and `launch` records a dispatch that
+ * runs at the next sync, download or upload (the file's essay has the details).
+ *
  * Each implementation loads its driver at run time with dlopen (OpenCL:
- * "libOpenCL.so.1", or $RX_OPENCL_LIB): the runtime links no GPU library, and a host
- * without the driver, a platform or a device gets rx_dev_open's error "no OpenCL
- * device: ..." naming what is missing.
+ * "libOpenCL.so.1", or $RX_OPENCL_LIB; Vulkan: "libvulkan.so.1", or $RX_VULKAN_LIB):
+ * the runtime links no GPU library, and a host without the driver, a platform or a
+ * device gets rx_dev_open's error "no OpenCL device: ..." (or Vulkan) naming what is
+ * missing.
  *
  * Launch ABI (what generated kernels expect; docs/gpu.md "Launch ABI"): arguments are
  * passed in order, each a buffer (its device handle) or a scalar (64-bit or 32-bit
@@ -27,6 +33,23 @@
  * storage's buffer plus its element offset as a scalar, so planning needs no
  * sub-buffer alignment. Grids have 1 to 3 dimensions; global sizes are multiples of
  * the group sizes (the kernels guard their edges).
+ *
+ * Vulkan launch ABI (docs/gpu.md "Vulkan"): the buffer arguments, in order, are the
+ * storage buffers of descriptor set 0 at bindings 0, 1, 2, ... (each bound whole); the
+ * scalar arguments, in order, are the members of the shader's one push-constant block,
+ * each at its natural alignment (I64 8 bytes, I32 and F32 4), so the block declares
+ * exactly those members in that order (std430 gives the same offsets). The work-group
+ * size is the launch's `local`: a shader declares it with `layout(local_size_x_id = 0,
+ * local_size_y_id = 1, local_size_z_id = 2) in;` and the pipeline is specialized per
+ * size; a shader with a fixed local_size runs only with that size.
+ *
+ * SPIR-V bundle (what `build` takes on Vulkan; written by the compiler, spirv.h): a
+ * sequence of little-endian 32-bit words
+ *   RX_SPIRV_BUNDLE_MAGIC, RX_SPIRV_BUNDLE_VERSION, count,
+ *   then per kernel: w, the kernel's name (NUL-terminated, zero-padded) in w words,
+ *                    m, its SPIR-V module (entry point "main") in m words.
+ * A single bare SPIR-V module (first word 0x07230203) is also accepted; its kernels
+ * are then its GLCompute entry points, by their own names.
  *
  * Tensors: a device tensor is a DLPack DLTensor whose device is {kDLOpenCL, id} and
  * whose data is the buffer handle (byte_offset 0), as TVM does; rx_dev_tensor_new makes
@@ -80,7 +103,12 @@ typedef struct rx_dev_info {
     int64_t max_alloc_bytes; /* largest one buffer */
     int64_t global_bytes;    /* device memory */
     int64_t align_bytes;     /* base address alignment of buffers */
+    int64_t max_push_bytes;  /* bytes of scalar arguments per launch (Vulkan push
+                                constants); 0: no limit of that kind (OpenCL) */
 } rx_dev_info;
+
+#define RX_SPIRV_BUNDLE_MAGIC 0x42535852u /* "RXSB": a SPIR-V bundle (above) */
+#define RX_SPIRV_BUNDLE_VERSION 1u
 
 typedef struct rx_dev_ops {
     const char *api; /* "OpenCL" */
@@ -108,10 +136,11 @@ struct rx_dev {
     void *impl;            /* the implementation's state */
 };
 
-/* Opens device `id` of DLPack type dl_type (kDLOpenCL). Returns it, or NULL with err:
- * "no OpenCL device: cannot load libOpenCL.so.1 (...)", "no OpenCL device: no
+/* Opens device `id` of DLPack type dl_type (kDLOpenCL, kDLVulkan). Returns it, or NULL
+ * with err: "no OpenCL device: cannot load libOpenCL.so.1 (...)", "no OpenCL device: no
  * platform (clGetPlatformIDs: -1001)", "no OpenCL device 3 (this host has 1: 0..0)",
- * "device type 2 is not supported by this runtime (supported: OpenCL)". */
+ * "no Vulkan device: no physical device", "device type 2 (CUDA) is not supported by
+ * this runtime (supported: OpenCL, Vulkan)". */
 rx_dev *rx_dev_open(int32_t dl_type, int32_t id, rx_rt_err *err);
 
 /* Closes d after waiting for its queue; every buffer, program and kernel made from it
@@ -149,6 +178,10 @@ int rx_dev_tensor_download(rx_dev *d, DLTensor *dst, const DLTensor *src, rx_rt_
 
 /* Opens OpenCL device id (device_opencl.c); what rx_dev_open calls for kDLOpenCL. */
 rx_dev *rx_dev_opencl_open(int32_t id, rx_rt_err *err);
+
+/* Opens Vulkan physical device id (device_vulkan.c); what rx_dev_open calls for
+ * kDLVulkan. */
+rx_dev *rx_dev_vulkan_open(int32_t id, rx_rt_err *err);
 
 #ifdef __cplusplus
 }
