@@ -1,7 +1,8 @@
 /*
  * vm_device.c — running a GPU artifact: its device, kernels, tensors and launches.
  *
- * A GPU artifact (one with a KERNELS_OPENCL section; docs/artifact.md) keeps its host
+ * A GPU artifact (one with a KERNELS_OPENCL section, OpenCL C, or KERNELS_SPIRV, a
+ * SPIR-V bundle for Vulkan; docs/artifact.md) keeps its host
  * side in the VM: shape arithmetic, checks, allocations and the order of launches are
  * bytecode as on the CPU. What changes is where tensors live and how kernels run:
  *
@@ -50,6 +51,7 @@ enum { STATUS_INTS = 8 }; /* state, kernel, axis, index lo/hi, extent lo/hi, spa
 
 typedef struct rx_rt_gpu {
     rx_dev *dev;
+    uint32_t section;      /* RX_RXA_KERNELS_OPENCL or RX_RXA_KERNELS_SPIRV */
     rx_dev_program *prog;
     rx_dev_kernel ***kern; /* by kernel index: one per launch record */
     rx_dev_buf *status;    /* STATUS_INTS ints */
@@ -58,6 +60,11 @@ typedef struct rx_rt_gpu {
 bool rx_rt_on_device(const rx_vm_value *v)
 {
     return v->kind == RX_V_TENSOR && v->u.t->storage && v->u.t->storage->kind == RX_STORAGE_DEV;
+}
+
+int64_t rx_rt_gpu_dev_type(const rx_rt_module *m)
+{
+    return m->gpu->section == RX_RXA_KERNELS_SPIRV ? RX_DEV_VULKAN : RX_DEV_OPENCL;
 }
 
 rx_dev *rx_rt_gpu_dev(const rx_rt_module *m)
@@ -96,13 +103,14 @@ static int load_kernels(rx_rt_module *m, rx_rt_gpu *g, rx_rt_err *err)
 {
     const rx_rxa *a = m->a;
     const rx_dev_info *in = &g->dev->info;
+    const char *target = g->section == RX_RXA_KERNELS_SPIRV ? "vulkan" : "opencl";
     g->kern = calloc(a->nkernels ? a->nkernels : 1, sizeof *g->kern);
     if (!g->kern) return rx_rt_fail(err, "out of memory");
     for (uint32_t i = 0; i < a->nkernels; i++) {
         const rx_rxa_kernel *k = &a->kernels[i];
-        if (k->section != RX_RXA_KERNELS_OPENCL)
-            return rx_rt_fail(err, "kernel %s is for %s, this artifact's kernels are OpenCL C",
-                              k->name, rx_rxa_kind_name(k->section));
+        if (k->section != g->section)
+            return rx_rt_fail(err, "kernel %s is in %s, this artifact's device kernels are in %s",
+                              k->name, rx_rxa_kind_name(k->section), rx_rxa_kind_name(g->section));
         if (!k->nlaunch)
             return rx_rt_fail(err, "kernel %s has no launch records (no LAUNCH section)", k->name);
         g->kern[i] = calloc(k->nlaunch, sizeof *g->kern[i]);
@@ -111,9 +119,9 @@ static int load_kernels(rx_rt_module *m, rx_rt_gpu *g, rx_rt_err *err)
             const rx_rxa_launch *l = &k->launches[j];
             if ((int64_t)l->local > in->max_threads)
                 return rx_rt_fail(err, "kernel %s needs %" PRIu32 " work-items per group, more than "
-                                  "device %s allows (%lld): build for --target opencl,max_threads=N "
+                                  "device %s allows (%lld): build for --target %s,max_threads=N "
                                   "with N <= %lld", l->name, l->local, in->name,
-                                  (long long)in->max_threads, (long long)in->max_threads);
+                                  (long long)in->max_threads, target, (long long)in->max_threads);
             if ((int64_t)l->local_bytes > in->max_local_bytes)
                 return rx_rt_fail(err, "kernel %s needs %" PRIu32 " bytes of local memory, more than "
                                   "device %s has (%lld)", l->name, l->local_bytes, in->name,
@@ -138,11 +146,15 @@ static int load_consts(rx_rt_module *m, rx_rt_err *err)
 int rx_rt_gpu_load(rx_rt_module *m, rx_rt_err *err)
 {
     const rx_rxa_section *src = rx_rxa_section_get(m->a, RX_RXA_KERNELS_OPENCL);
-    if (!src) return 0; /* a CPU artifact */
+    const rx_rxa_section *spv = rx_rxa_section_get(m->a, RX_RXA_KERNELS_SPIRV);
+    if (!src && !spv) return 0; /* a CPU artifact */
+    if (src && spv) return rx_rt_fail(err, "artifact has both KERNELS_OPENCL and KERNELS_SPIRV");
     rx_rt_gpu *g = calloc(1, sizeof *g);
     if (!g) return rx_rt_fail(err, "out of memory");
     m->gpu = g;
-    g->dev = rx_dev_open(kDLOpenCL, m->ctx->device_id, err);
+    g->section = spv ? RX_RXA_KERNELS_SPIRV : RX_RXA_KERNELS_OPENCL;
+    if (spv) src = spv;
+    g->dev = rx_dev_open(spv ? kDLVulkan : kDLOpenCL, m->ctx->device_id, err);
     if (!g->dev) {
         free(g);
         m->gpu = NULL;

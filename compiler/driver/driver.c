@@ -46,6 +46,7 @@ typedef struct bstate {
     rx_vmgen_info info;      /* what lower_vm used */
     rx_sb csrc;              /* the kernels' C (or GPU) source (codegen) */
     rx_sb launch;            /* GPU targets: the LAUNCH section (codegen) */
+    rx_sb spirv;             /* vulkan: the SPIR-V bundle (codegen) */
     uint8_t *so;             /* the kernel object (codegen; heap) */
     size_t so_n;
     rx_build_result *r;      /* times, key, failed stage */
@@ -202,6 +203,19 @@ static bool st_memory_plan(bstate *s)
     return true;
 }
 
+/* The VM's device type (ALLOC_STORAGE) and the kernel section of target kind k. */
+static int64_t dev_type(rx_target_kind k)
+{
+    return k == RX_TARGET_CPU ? RX_DEV_CPU : k == RX_TARGET_VULKAN ? RX_DEV_VULKAN : RX_DEV_OPENCL;
+}
+
+static uint32_t kernel_section(rx_target_kind k)
+{
+    return k == RX_TARGET_CPU      ? RX_RXA_KERNELS_CPU
+           : k == RX_TARGET_VULKAN ? RX_RXA_KERNELS_SPIRV
+                                   : RX_RXA_KERNELS_OPENCL;
+}
+
 static bool st_lower_vm(bstate *s)
 {
     s->b = rx_rxa_builder_new();
@@ -209,10 +223,9 @@ static bool st_lower_vm(bstate *s)
         rx_diag_add(s->d, "", "out of memory");
         return false;
     }
-    bool gpu = s->tgt.kind != RX_TARGET_CPU;
     rx_vmgen_opts vo = {.no_plan = !s->plan,
-                        .dev_type = gpu ? RX_DEV_OPENCL : RX_DEV_CPU,
-                        .kernel_section = gpu ? RX_RXA_KERNELS_OPENCL : RX_RXA_KERNELS_CPU};
+                        .dev_type = dev_type(s->tgt.kind),
+                        .kernel_section = kernel_section(s->tgt.kind)};
     return rx_vmgen_with(s->m, s->b, &vo, &s->info, s->d);
 }
 
@@ -222,8 +235,11 @@ static bool st_codegen(bstate *s)
     for (int i = 0; i < s->m->nfuncs && !any; i++) any = s->m->funcs[i]->kind == RX_F_TIR;
     if (!any) return true; /* no kernels, no object */
     if (s->tgt.kind != RX_TARGET_CPU) {
-        if (!rx_codegen_gpu(s->m, &s->tgt, &s->csrc, &s->launch, s->d)) return false;
-        rx_rxa_set_section(s->b, RX_RXA_KERNELS_OPENCL, rx_sb_str(&s->csrc), s->csrc.n);
+        if (!rx_codegen_gpu(s->m, &s->tgt, &s->csrc, &s->spirv, &s->launch, s->d)) return false;
+        if (s->tgt.kind == RX_TARGET_VULKAN)
+            rx_rxa_set_section(s->b, RX_RXA_KERNELS_SPIRV, s->spirv.p, s->spirv.n);
+        else
+            rx_rxa_set_section(s->b, RX_RXA_KERNELS_OPENCL, rx_sb_str(&s->csrc), s->csrc.n);
         rx_rxa_set_section(s->b, RX_RXA_LAUNCH, s->launch.p, s->launch.n);
         return true;
     }
@@ -390,6 +406,7 @@ static void state_free(bstate *s)
     rx_vmgen_info_free(&s->info);
     rx_sb_free(&s->csrc);
     rx_sb_free(&s->launch);
+    rx_sb_free(&s->spirv);
     free(s->so);
     rx_module_free(s->m);
 }
@@ -428,8 +445,7 @@ static bool disassemble(bstate *s, rx_sb *out)
     rx_rxa *a = NULL;
     char err[256];
     static const uint8_t placeholder[1] = {0}; /* parse needs a kernel section to name */
-    rx_rxa_set_section(s->b, s->tgt.kind == RX_TARGET_CPU ? RX_RXA_KERNELS_CPU : RX_RXA_KERNELS_OPENCL,
-                       placeholder, sizeof placeholder);
+    rx_rxa_set_section(s->b, kernel_section(s->tgt.kind), placeholder, sizeof placeholder);
     if (rx_rxa_serialize(s->b, &bytes, &n)) {
         rx_diag_add(s->d, "", "out of memory");
         return false;
