@@ -21,7 +21,8 @@ deploy/packages.sh test; docs/gpu.md). Every failure must be a clear error (exit
   - push constants: a kernel of 18 buffers (18 element offsets, 144 bytes) is refused
     at compile time naming max_push_bytes=128; built with max_push_bytes=256 it is
     refused at load by a device whose maxPushConstantsSize is 128 (lavapipe);
-  - the same module for cpu and vulkan: the outputs agree.
+  - the loop function of the push-constant case on cpu equals NumPy too;
+  - a kernel named with 127 characters runs (the bundle keeps whole names).
 Prints one line per check and `N passed, M failed`; exit 1 on a failure.
 """
 
@@ -112,6 +113,25 @@ def push_checks(e):
                  inputs=xs)
 
 
+def long_name_checks(e):
+    """A loop function named with 120 characters: its kernel (rxk_NAME_s0) is found in
+    the bundle by its whole name (the device kept 63 bytes of it once)."""
+    name = "f" + "_long" * 20 + "x" * 19
+    f = {"kind": "tir",
+         "params": [{"name": "X", "buffer": {"shape": [4], "dtype": "f32"}},
+                    {"name": "O", "buffer": {"shape": [4], "dtype": "f32"}}],
+         "body": [{"grid": ["i"], "extents": [4], "body": [
+             {"block": "s", "body": [{"store": "O[i]", "value": "X[i] * 2.0"}]}]}]}
+    mod = module([tensor("x", [4])],
+                 [{"var": "y", "value": {"call_tir": "@" + name, "args": ["x"],
+                                         "out": {"tensor": {"shape": [4], "dtype": "f32"}}}}],
+                 "y", {name: f})
+    rxa = e.build(mod, "vulkan")
+    if rxa:
+        x = np.arange(4, dtype=np.float32)
+        e.equals(rxa, "a kernel named with %d characters" % (len(name) + 7), 2 * x, inputs={"x": x})
+
+
 def main(argv):
     if len(argv) != 2:
         print(__doc__)
@@ -122,6 +142,7 @@ def main(argv):
     take_checks(e, "vulkan", "Vulkan", "RX_VULKAN_LIB", artifact_checks)
     rows_checks(e, "vulkan", ("vulkan,max_threads=1024,max_local_bytes=2048", 4096))
     push_checks(e)
+    long_name_checks(e)
     return checks.done()
 
 
