@@ -153,8 +153,10 @@ struct rx_dev_buf {
     size_t size; /* bytes asked for */
 };
 
+enum { VK_NAME_MAX = 256 }; /* a kernel's name with its NUL (the artifact allows 255 bytes) */
+
 typedef struct vk_module {
-    char name[64]; /* the kernel's name */
+    char name[VK_NAME_MAX]; /* the kernel's name */
     char entry[64]; /* its entry point in the module */
     uint32_t *w;   /* the module, nw words */
     size_t nw;
@@ -166,7 +168,7 @@ struct rx_dev_program {
 };
 
 struct rx_dev_kernel {
-    char name[64];
+    char name[VK_NAME_MAX];
     vk_module mod;              /* a copy: the kernel outlives its program */
     rx_spv_info info;           /* what the module declares, at its default size */
     VkShaderModule sm;
@@ -644,7 +646,7 @@ static int read_bundle(const uint32_t *p, size_t nw, rx_dev_program *pr, rx_rt_e
     for (uint32_t i = 0; i < p[2]; i++) {
         vk_module *m = &pr->mods[pr->n];
         size_t wn = at < nw ? p[at] : 0;
-        if (wn == 0 || wn > 16 || wn >= nw - at)
+        if (wn == 0 || wn > VK_NAME_MAX / 4 || wn >= nw - at)
             return rx_rt_fail(err, "Vulkan: malformed SPIR-V bundle: kernel %u's name", (unsigned)i);
         memcpy(m->name, p + at + 1, wn * 4 < sizeof m->name ? wn * 4 : sizeof m->name);
         m->name[sizeof m->name - 1] = '\0';

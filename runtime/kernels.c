@@ -88,7 +88,8 @@ int rx_rt_kernels_load(rx_rt_module *m, rx_rt_err *err)
     const rx_rxa *a = m->a;
     m->kernel_fd = -1;
     if (a->nkernels == 0) return 0;
-    if (rx_rxa_section_get(a, RX_RXA_KERNELS_OPENCL) || rx_rxa_section_get(a, RX_RXA_KERNELS_PTX))
+    if (rx_rxa_section_get(a, RX_RXA_KERNELS_OPENCL) || rx_rxa_section_get(a, RX_RXA_KERNELS_PTX) ||
+        rx_rxa_section_get(a, RX_RXA_KERNELS_SPIRV))
         return 0; /* GPU kernels: vm_device.c */
     m->kernel_fn = calloc(a->nkernels, sizeof *m->kernel_fn);
     if (!m->kernel_fn) return rx_rt_fail(err, "out of memory");

@@ -359,11 +359,13 @@ struct rx_rt_module {
 
 /* ---- GPU artifacts (vm_device.c) ---- */
 
-/* Opens the device of a GPU artifact (one with KERNELS_OPENCL), builds its kernels,
- * checks them against the device's limits and moves the constants there. A CPU
- * artifact is left alone. 0, or -1 with err. */
+/* Opens the device of a GPU artifact (one with KERNELS_OPENCL: OpenCL, or
+ * KERNELS_SPIRV: Vulkan), builds its kernels, checks them against the device's limits
+ * and moves the constants there. A CPU artifact is left alone. 0, or -1 with err. */
 int rx_rt_gpu_load(rx_rt_module *m, rx_rt_err *err);
 void rx_rt_gpu_unload(rx_rt_module *m);
+/* The VM device type of a GPU module's device (RX_DEV_OPENCL, RX_DEV_VULKAN). */
+int64_t rx_rt_gpu_dev_type(const rx_rt_module *m);
 /* The module's device; waiting for it (0, or -1 with err). */
 struct rx_dev *rx_rt_gpu_dev(const rx_rt_module *m);
 int rx_rt_gpu_sync(rx_rt_module *m, rx_rt_err *err);

@@ -441,6 +441,57 @@ static bool parse_launches(parser *P, const rx_rxa_section *s)
     return !c.bad;
 }
 
+/* ---- KERNELS_SPIRV ---- */
+
+enum { SPIRV_MAGIC = 0x07230203u, SPIRV_HEADER_WORDS = 5 };
+
+/* Whether the bundle's entry names has the launch name `want` (n entries from base). */
+static bool bundle_has(const uint8_t *base, uint32_t n, const char *want)
+{
+    size_t pos = 12;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t w = le32(base + pos);
+        if (!strcmp((const char *)base + pos + 4, want)) return true;
+        pos += 4 + 4 * (size_t)w;
+        pos += 4 + 4 * (size_t)le32(base + pos);
+    }
+    return false;
+}
+
+/* The SPIR-V bundle (runtime/include/relax/device.h): header, then per kernel a
+ * NUL-terminated name in whole words and a SPIR-V module (its magic and header);
+ * nothing after the last; every launch record of a KERNELS_SPIRV kernel names one. */
+static bool parse_spirv(parser *P, const rx_rxa_section *s)
+{
+    cursor c = {s->data, 0, s->size, "KERNELS_SPIRV", P, false};
+    if (rd32(&c) != RX_RXA_SPIRV_BUNDLE_MAGIC && !c.bad)
+        return cfail(&c, "not a SPIR-V bundle (magic)");
+    uint32_t version = rd32(&c);
+    if (!c.bad && version != 1) return cfail(&c, "bundle version %" PRIu32 " (1 expected)", version);
+    uint32_t n = rdcount(&c, 8 + 4 * SPIRV_HEADER_WORDS, "kernel");
+    for (uint32_t i = 0; i < n && !c.bad; i++) {
+        uint32_t w = rdcount(&c, 4, "name word");
+        if (c.bad) break;
+        if (w == 0 || c.base[c.pos + 4 * (size_t)w - 1] != 0 || c.base[c.pos] == 0)
+            return cfail(&c, "kernel %" PRIu32 ": bad name", i);
+        c.pos += 4 * (size_t)w;
+        uint32_t m = rdcount(&c, 4, "module word");
+        if (c.bad) break;
+        if (m < SPIRV_HEADER_WORDS || le32(c.base + c.pos) != SPIRV_MAGIC)
+            return cfail(&c, "kernel %" PRIu32 ": not a SPIR-V module", i);
+        c.pos += 4 * (size_t)m;
+    }
+    if (!c.bad && c.pos != c.end) return cfail(&c, "%zu trailing bytes", c.end - c.pos);
+    for (uint32_t k = 0; k < P->a->nkernels && !c.bad; k++) {
+        const rx_rxa_kernel *kk = &P->a->kernels[k];
+        if (kk->section != RX_RXA_KERNELS_SPIRV) continue;
+        for (uint32_t l = 0; l < kk->nlaunch && !c.bad; l++)
+            if (!bundle_has(c.base, n, kk->launches[l].name))
+                cfail(&c, "kernel %s: no module for launch %s", kk->name, kk->launches[l].name);
+    }
+    return !c.bad;
+}
+
 /* ---- CONSTS ---- */
 
 static bool parse_consts(parser *P, const rx_rxa_section *s)
@@ -652,6 +703,8 @@ int rx_rxa_parse(const uint8_t *bytes, size_t n, const char *what, rx_rxa **out,
     if (cs && !parse_consts(&P, cs)) goto fail;
     const rx_rxa_section *ls = rx_rxa_section_get(a, RX_RXA_LAUNCH);
     if (ls && !parse_launches(&P, ls)) goto fail;
+    const rx_rxa_section *sv = rx_rxa_section_get(a, RX_RXA_KERNELS_SPIRV);
+    if (sv && !parse_spirv(&P, sv)) goto fail;
     *out = a;
     return 0;
 fail:

@@ -381,12 +381,12 @@ static int run(vm *V, rx_vm_value *result)
         }
         vmcase(ALLOC_STORAGE) {
             int64_t a = ARG(), bytes = DIM(), dev = ARG();
-            if (dev != RX_DEV_CPU && (!V->m->gpu || dev != rx_rt_gpu_dev(V->m)->info.dl_type))
+            bool on_dev = dev == RX_DEV_OPENCL || dev == RX_DEV_VULKAN || dev == RX_DEV_CUDA;
+            if (dev != RX_DEV_CPU && (!on_dev || !V->m->gpu || rx_rt_gpu_dev_type(V->m) != dev))
                 FAIL("pc %zu: device type %" PRId64 " is not supported%s", at, dev,
-                     dev == RX_DEV_OPENCL || dev == RX_DEV_CUDA
-                         ? " (storage on a device this artifact's kernels are not for)" : "");
+                     on_dev ? " (storage on a device the artifact's kernels are not for)" : "");
             if (bytes < 0) FAIL("pc %zu: storage of %" PRId64 " bytes", at, bytes);
-            if (dev != RX_DEV_CPU) {
+            if (on_dev) {
                 rx_rt_err e;
                 rx_rt_storage *s = rx_rt_storage_dev(V->m->ctx, rx_rt_gpu_dev(V->m), (size_t)bytes, &e);
                 if (!s) FAIL("pc %zu: %s", at, e.msg);
@@ -421,7 +421,9 @@ static int run(vm *V, rx_vm_value *result)
             const rx_rxa_kernel *k = &V->a->kernels[ARG()];
             int64_t kidx = code[pc - 1];
             int64_t nb = ARG();
-            if (k->section == RX_RXA_KERNELS_OPENCL || k->section == RX_RXA_KERNELS_PTX) { /* queued on the device (vm_device.c) */
+            if (k->section == RX_RXA_KERNELS_OPENCL || k->section == RX_RXA_KERNELS_PTX ||
+                k->section == RX_RXA_KERNELS_SPIRV) {
+                /* queued on the device (vm_device.c) */
                 rx_vm_value *bsmall[16], **bufs = nb <= 16 ? bsmall : malloc(sizeof *bufs * (size_t)nb);
                 int64_t ivs[RX_GPU_MAX_IVARS];
                 if (!bufs) FAIL("out of memory");

@@ -1,8 +1,9 @@
 /*
  * vm_device.c — running a GPU artifact: its device, kernels, tensors and launches.
  *
- * A GPU artifact (one with a KERNELS_OPENCL or KERNELS_PTX section; docs/artifact.md:
- * OpenCL C source built by the OpenCL driver, or PTX loaded by the CUDA driver) keeps its host
+ * A GPU artifact (one with a KERNELS_OPENCL section, OpenCL C; KERNELS_PTX, PTX loaded
+ * by the CUDA driver; or KERNELS_SPIRV, a SPIR-V bundle for Vulkan; docs/artifact.md)
+ * keeps its host
  * side in the VM: shape arithmetic, checks, allocations and the order of launches are
  * bytecode as on the CPU. What changes is where tensors live and how kernels run:
  *
@@ -53,15 +54,22 @@ enum { STATUS_INTS = 8 }; /* state, kernel, axis, index lo/hi, extent lo/hi, spa
 
 typedef struct rx_rt_gpu {
     rx_dev *dev;
+    uint32_t section;      /* the kernels' section: KERNELS_OPENCL, KERNELS_PTX or KERNELS_SPIRV */
     rx_dev_program *prog;
     rx_dev_kernel ***kern; /* by kernel index: one per launch record */
     rx_dev_buf *status;    /* STATUS_INTS ints */
-    uint32_t section;      /* the kernels' section: KERNELS_OPENCL or KERNELS_PTX */
 } rx_rt_gpu;
 
 bool rx_rt_on_device(const rx_vm_value *v)
 {
     return v->kind == RX_V_TENSOR && v->u.t->storage && v->u.t->storage->kind == RX_STORAGE_DEV;
+}
+
+int64_t rx_rt_gpu_dev_type(const rx_rt_module *m)
+{
+    return m->gpu->section == RX_RXA_KERNELS_SPIRV ? RX_DEV_VULKAN
+           : m->gpu->section == RX_RXA_KERNELS_PTX ? RX_DEV_CUDA
+                                                   : RX_DEV_OPENCL;
 }
 
 rx_dev *rx_rt_gpu_dev(const rx_rt_module *m)
@@ -100,12 +108,15 @@ static int load_kernels(rx_rt_module *m, rx_rt_gpu *g, rx_rt_err *err)
 {
     const rx_rxa *a = m->a;
     const rx_dev_info *in = &g->dev->info;
+    const char *target = g->section == RX_RXA_KERNELS_SPIRV ? "vulkan"
+                         : g->section == RX_RXA_KERNELS_PTX ? "cuda"
+                                                             : "opencl";
     g->kern = calloc(a->nkernels ? a->nkernels : 1, sizeof *g->kern);
     if (!g->kern) return rx_rt_fail(err, "out of memory");
     for (uint32_t i = 0; i < a->nkernels; i++) {
         const rx_rxa_kernel *k = &a->kernels[i];
         if (k->section != g->section)
-            return rx_rt_fail(err, "kernel %s is for %s, this artifact's kernels are in %s",
+            return rx_rt_fail(err, "kernel %s is in %s, this artifact's device kernels are in %s",
                               k->name, rx_rxa_kind_name(k->section), rx_rxa_kind_name(g->section));
         if (!k->nlaunch)
             return rx_rt_fail(err, "kernel %s has no launch records (no LAUNCH section)", k->name);
@@ -117,9 +128,7 @@ static int load_kernels(rx_rt_module *m, rx_rt_gpu *g, rx_rt_err *err)
                 return rx_rt_fail(err, "kernel %s needs %" PRIu32 " work-items per group, more than "
                                   "device %s allows (%lld): build for --target %s,max_threads=N "
                                   "with N <= %lld", l->name, l->local, in->name,
-                                  (long long)in->max_threads,
-                                  g->section == RX_RXA_KERNELS_PTX ? "cuda" : "opencl",
-                                  (long long)in->max_threads);
+                                  (long long)in->max_threads, target, (long long)in->max_threads);
             if ((int64_t)l->local_bytes > in->max_local_bytes)
                 return rx_rt_fail(err, "kernel %s needs %" PRIu32 " bytes of local memory, more than "
                                   "device %s has (%lld)", l->name, l->local_bytes, in->name,
@@ -144,13 +153,20 @@ static int load_consts(rx_rt_module *m, rx_rt_err *err)
 int rx_rt_gpu_load(rx_rt_module *m, rx_rt_err *err)
 {
     const rx_rxa_section *src = rx_rxa_section_get(m->a, RX_RXA_KERNELS_OPENCL);
-    bool ptx = !src && (src = rx_rxa_section_get(m->a, RX_RXA_KERNELS_PTX)) != NULL;
-    if (!src) return 0; /* a CPU artifact */
+    const rx_rxa_section *ptxs = rx_rxa_section_get(m->a, RX_RXA_KERNELS_PTX);
+    const rx_rxa_section *spv = rx_rxa_section_get(m->a, RX_RXA_KERNELS_SPIRV);
+    if ((src != NULL) + (ptxs != NULL) + (spv != NULL) == 0) return 0; /* a CPU artifact */
+    if ((src != NULL) + (ptxs != NULL) + (spv != NULL) > 1)
+        return rx_rt_fail(err, "artifact has kernels for more than one device (KERNELS_OPENCL, "
+                               "KERNELS_PTX, KERNELS_SPIRV: one at most)");
+    bool ptx = ptxs != NULL;
     rx_rt_gpu *g = calloc(1, sizeof *g);
     if (!g) return rx_rt_fail(err, "out of memory");
     m->gpu = g;
-    g->section = ptx ? RX_RXA_KERNELS_PTX : RX_RXA_KERNELS_OPENCL;
-    g->dev = rx_dev_open(ptx ? kDLCUDA : kDLOpenCL, m->ctx->device_id, err);
+    g->section = spv ? RX_RXA_KERNELS_SPIRV : ptx ? RX_RXA_KERNELS_PTX : RX_RXA_KERNELS_OPENCL;
+    if (spv) src = spv;
+    if (ptx) src = ptxs;
+    g->dev = rx_dev_open(spv ? kDLVulkan : ptx ? kDLCUDA : kDLOpenCL, m->ctx->device_id, err);
     if (!g->dev) {
         free(g);
         m->gpu = NULL;

@@ -119,20 +119,23 @@ static void emit_float_lit(cg *g, double v, rx_dtype t)
     rx_sb *o = g->out;
     bool dbl = t == RX_DT_F64;
     if (isnan(v)) {
-        rx_sb_puts(o, dbl ? "((double)NAN)" : "NAN");
+        rx_sb_puts(o, dbl ? (g->glsl ? "double(NAN)" : "((double)NAN)") : "NAN");
         return;
     }
     if (!dbl && !isinf(v) && fabs(v) >= 0x1.ffffffp127) v = v < 0 ? -INFINITY : INFINITY;
     if (isinf(v)) {
-        rx_sb_printf(o, "(%s%sINFINITY)", dbl ? "(double)" : "", v < 0 ? "-" : "");
+        if (g->glsl) rx_sb_printf(o, "(%s%s)", v < 0 ? "-" : "", dbl ? "double(INFINITY)" : "INFINITY");
+        else rx_sb_printf(o, "(%s%sINFINITY)", dbl ? "(double)" : "", v < 0 ? "-" : "");
         return;
     }
     if (t == RX_DT_F16 || t == RX_DT_BF16) {
         use(g, t == RX_DT_F16 ? H_F16 : H_BF16, 0);
-        rx_sb_printf(o, "%s(%a)", t == RX_DT_F16 ? "rx_f16r" : "rx_bf16r", v);
+        rx_sb_printf(o, g->glsl ? "%s(%.17e)" : "%s(%a)", t == RX_DT_F16 ? "rx_f16r" : "rx_bf16r", v);
         return;
     }
-    if (dbl) rx_sb_printf(o, "(%a)", v);
+    if (g->glsl) /* no hexadecimal floats: decimal digits that round-trip */
+        rx_sb_printf(o, dbl ? "(%.17elf)" : "(%.9e)", dbl ? v : (double)(float)v);
+    else if (dbl) rx_sb_printf(o, "(%a)", v);
     else rx_sb_printf(o, "(%af)", (double)(float)v);
 }
 
@@ -145,18 +148,22 @@ static void emit_int_lit(cg *g, int64_t v, rx_dtype t)
     }
     switch (t) {
     case RX_DT_BOOL: rx_sb_puts(o, v ? "1" : "0"); return;
-    case RX_DT_U64: rx_sb_printf(o, "UINT64_C(%llu)", (unsigned long long)v); return;
-    case RX_DT_U32: rx_sb_printf(o, "((uint32_t)%lluu)", (unsigned long long)(uint32_t)v); return;
+    case RX_DT_U64:
+        rx_sb_printf(o, g->glsl ? "%lluul" : "UINT64_C(%llu)", (unsigned long long)v);
+        return;
+    case RX_DT_U32:
+        rx_sb_printf(o, g->glsl ? "%lluu" : "((uint32_t)%lluu)", (unsigned long long)(uint32_t)v);
+        return;
     case RX_DT_I32:
     case RX_DT_I16:
     case RX_DT_I8:
     case RX_DT_U16:
     case RX_DT_U8:
-        rx_sb_printf(o, "((%s)%lld)", rx_cg_ctype(t), (long long)v);
+        rx_sb_printf(o, g->glsl ? "%s(%lld)" : "((%s)%lld)", rx_cg_ctype(t), (long long)v);
         return;
     default:
         if (v == INT64_MIN) rx_sb_puts(o, "INT64_MIN");
-        else rx_sb_printf(o, "INT64_C(%lld)", (long long)v);
+        else rx_cg_i64_lit(g, o, v);
         return;
     }
 }
@@ -172,11 +179,13 @@ static void emit_arith(cg *g, rx_ekind k, const rx_expr *a, const rx_expr *b, rx
     RX_ASSERT(tok != NULL && k != RX_E_FLOORDIV && k != RX_E_FLOORMOD);
     if (is_narrow_int(t)) {
         const char *w = wide(t);
-        rx_sb_printf(o, "((%s)((%s)", rx_cg_ctype(t), w);
+        rx_cg_cast_open(g, rx_cg_ctype(t));
+        rx_cg_cast_open(g, w);
         rx_cg_expr_as(g, a, t, loc);
-        rx_sb_printf(o, " %s (%s)", tok, w);
+        rx_sb_printf(o, ")) %s ", tok);
+        rx_cg_cast_open(g, w);
         rx_cg_expr_as(g, b, k == RX_E_SHL || k == RX_E_SHR ? (rx_dtype)b->dtype : t, loc);
-        rx_sb_puts(o, "))");
+        rx_sb_puts(o, "))))");
         return;
     }
     if (g->checked_arith && t == RX_DT_I64 && (k == RX_E_ADD || k == RX_E_SUB || k == RX_E_MUL)) {
@@ -227,7 +236,11 @@ static bool emit_pow2_divmod(cg *g, rx_ekind k, const rx_expr *a, const rx_expr 
     rx_sb_putc(g->out, '(');
     rx_cg_expr_as(g, a, t, loc);
     if (k == RX_E_FLOORDIV) rx_sb_printf(g->out, " >> %d)", n);
-    else if (t == RX_DT_I64) rx_sb_printf(g->out, " & INT64_C(%lld))", (long long)(v - 1));
+    else if (t == RX_DT_I64) {
+        rx_sb_puts(g->out, " & ");
+        rx_cg_i64_lit(g, g->out, v - 1);
+        rx_sb_putc(g->out, ')');
+    }
     else rx_sb_printf(g->out, " & %lld)", (long long)(v - 1));
     return true;
 }
@@ -241,7 +254,7 @@ static void emit_cast(cg *g, rx_dtype to, const rx_expr *x, rx_loc loc)
         return;
     }
     if (to == RX_DT_BOOL) {
-        rx_sb_puts(o, "((");
+        rx_sb_puts(o, g->glsl ? "int((" : "((");
         rx_cg_expr(g, x, loc);
         rx_sb_puts(o, ") != 0)");
         return;
@@ -251,16 +264,16 @@ static void emit_cast(cg *g, rx_dtype to, const rx_expr *x, rx_loc loc)
                      from == RX_DT_BOOL || is_narrow_int(from);
         if (to == RX_DT_F16) {
             use(g, H_F16, 0);
-            rx_sb_puts(o, "rx_f16r((double)(");
+            rx_sb_puts(o, g->glsl ? "rx_f16r(float(" : "rx_f16r((double)(");
         } else {
             use(g, H_BF16, 0);
-            rx_sb_puts(o, exact ? "rx_bf16r_f((float)(" : "rx_bf16r((double)(");
+            rx_sb_puts(o, g->glsl ? "rx_bf16r(float(" : exact ? "rx_bf16r_f((float)(" : "rx_bf16r((double)(");
         }
         rx_cg_expr(g, x, loc);
         rx_sb_puts(o, "))");
         return;
     }
-    rx_sb_printf(o, "((%s)(", rx_cg_ctype(to));
+    rx_cg_cast_open(g, rx_cg_ctype(to));
     rx_cg_expr(g, x, loc);
     rx_sb_puts(o, "))");
 }
@@ -340,9 +353,11 @@ static void emit_load(cg *g, const rx_expr *e, rx_loc loc)
     const char *dec = t == RX_DT_F16 ? "rx_h2f(" : t == RX_DT_BF16 ? "rx_bf2f(" : "";
     if (t == RX_DT_F16) use(g, H_F16, 0);
     if (t == RX_DT_BF16) use(g, H_BF16, 0);
-    rx_sb_printf(g->out, "%s%s[", dec, s->name);
+    rx_sb_puts(g->out, dec);
+    rx_cg_sub_open(g, s);
     rx_cg_index(g, s, e->u.load.idx, e->u.load.nidx, loc);
-    rx_sb_puts(g->out, *dec ? "])" : "]");
+    rx_cg_sub_close(g, s);
+    if (*dec) rx_sb_putc(g->out, ')');
 }
 
 /* ---------------------------------------------------------------- expressions */
@@ -388,16 +403,19 @@ void rx_cg_expr(cg *g, const rx_expr *e, rx_loc loc)
     case RX_E_EQ: case RX_E_NE: case RX_E_LT: case RX_E_LE: case RX_E_GT: case RX_E_GE:
     case RX_E_AND: case RX_E_OR: {
         rx_dtype ot = (rx_dtype)a->dtype;
-        if (e->kind == RX_E_AND || e->kind == RX_E_OR) ot = RX_DT_BOOL;
-        rx_sb_putc(o, '(');
+        bool logic = e->kind == RX_E_AND || e->kind == RX_E_OR;
+        if (logic) ot = RX_DT_BOOL;
+        rx_sb_puts(o, g->glsl ? "int(" : "(");
         rx_cg_expr_as(g, a, ot, loc);
+        if (g->glsl && logic) rx_sb_puts(o, " != 0");
         rx_sb_printf(o, " %s ", rx_ekind_symbol((rx_ekind)e->kind));
         rx_cg_expr_as(g, b, ot, loc);
+        if (g->glsl && logic) rx_sb_puts(o, " != 0");
         rx_sb_putc(o, ')');
         return;
     }
     case RX_E_NOT:
-        rx_sb_puts(o, "(!");
+        rx_sb_puts(o, g->glsl ? "int(0 == " : "(!");
         rx_cg_expr_as(g, a, RX_DT_BOOL, loc);
         rx_sb_putc(o, ')');
         return;
@@ -405,13 +423,19 @@ void rx_cg_expr(cg *g, const rx_expr *e, rx_loc loc)
     case RX_E_BITNOT: {
         const char *tok = e->kind == RX_E_NEG ? "-" : "~";
         if (t == RX_DT_BOOL) { /* -b == b and ~b == !b modulo 2 */
-            rx_sb_puts(o, e->kind == RX_E_NEG ? "(" : "(!");
+            rx_sb_puts(o, e->kind == RX_E_NEG ? "(" : g->glsl ? "int(0 == " : "(!");
             rx_cg_expr_as(g, a, t, loc);
             rx_sb_putc(o, ')');
         } else if (is_narrow_int(t)) {
-            rx_sb_printf(o, "((%s)%s(%s)", rx_cg_ctype(t), tok, wide(t));
-            rx_cg_expr_as(g, a, t, loc);
-            rx_sb_putc(o, ')');
+            if (g->glsl) {
+                rx_sb_printf(o, "%s(%s%s(", rx_cg_ctype(t), tok, wide(t));
+                rx_cg_expr_as(g, a, t, loc);
+                rx_sb_puts(o, ")))");
+            } else {
+                rx_sb_printf(o, "((%s)%s(%s)", rx_cg_ctype(t), tok, wide(t));
+                rx_cg_expr_as(g, a, t, loc);
+                rx_sb_putc(o, ')');
+            }
         } else {
             rx_sb_printf(o, "(%s", tok);
             rx_cg_expr_as(g, a, t, loc);
@@ -422,7 +446,7 @@ void rx_cg_expr(cg *g, const rx_expr *e, rx_loc loc)
     case RX_E_SELECT:
         rx_sb_putc(o, '(');
         rx_cg_expr_as(g, a, RX_DT_BOOL, loc);
-        rx_sb_puts(o, " ? ");
+        rx_sb_puts(o, g->glsl ? " != 0 ? " : " ? ");
         rx_cg_expr_as(g, b, t, loc);
         rx_sb_puts(o, " : ");
         rx_cg_expr_as(g, e->u.op.c, t, loc);
@@ -436,6 +460,29 @@ void rx_cg_expr(cg *g, const rx_expr *e, rx_loc loc)
         rx_sb_putc(o, '0');
         return;
     }
+}
+
+/* ---------------------------------------------------------------- GLSL spellings */
+
+void rx_cg_cast_open(cg *g, const char *type)
+{
+    rx_sb_printf(g->out, g->glsl ? "%s((" : "((%s)(", type);
+}
+
+void rx_cg_i64_lit(const cg *g, rx_sb *o, int64_t v)
+{
+    rx_sb_printf(o, g->glsl ? "%lldl" : "INT64_C(%lld)", (long long)v);
+}
+
+void rx_cg_sub_open(cg *g, const cg_sym *s)
+{
+    if (s->view) rx_sb_printf(g->out, "%s_b[uint(%s_o + ", s->name, s->name);
+    else rx_sb_printf(g->out, g->glsl ? "%s[uint(" : "%s[", s->name);
+}
+
+void rx_cg_sub_close(cg *g, const cg_sym *s)
+{
+    rx_sb_puts(g->out, g->glsl || s->view ? ")]" : "]");
 }
 
 void rx_cg_expr_as(cg *g, const rx_expr *e, rx_dtype t, rx_loc loc)
@@ -496,8 +543,9 @@ void rx_cg_encode(cg *g, rx_dtype t, const rx_expr *e, rx_loc loc)
         rx_cg_expr_as(g, e, t, loc);
         rx_sb_putc(o, ')');
     } else if (t == RX_DT_BOOL) {
-        rx_sb_puts(o, "(uint8_t)");
+        rx_cg_cast_open(g, "uint8_t");
         rx_cg_expr_as(g, e, t, loc);
+        rx_sb_puts(o, "))");
     } else {
         rx_cg_expr_as(g, e, t, loc);
     }
@@ -664,6 +712,22 @@ static const char PRELUDE_CKARITH[] =
     "RX_HELPER int64_t rx_ckmul(int64_t a, int64_t b, int32_t *o)\n"
     "{ int64_t r; if (__builtin_mul_overflow(a, b, &r)) { *o = 1; return 0; } return r; }\n";
 
+/* The same in GLSL, whose % of negative operands is undefined: the remainder is
+ * a - q * b (q truncated, as / is); - wraps. */
+static const char PRELUDE_FLOOR_I64_GLSL[] =
+    "RX_HELPER int64_t rx_floordiv_i64(int64_t a, int64_t b)\n"
+    "{\n"
+    "    if (b == 0l) return 0l;\n"
+    "    if (b == -1l) return -a;\n"
+    "    int64_t q = a / b;\n"
+    "    return (a - q * b != 0l && ((a < 0l) != (b < 0l))) ? q - 1l : q;\n"
+    "}\n"
+    "RX_HELPER int64_t rx_floormod_i64(int64_t a, int64_t b)\n"
+    "{\n"
+    "    if (b == 0l || b == -1l) return 0l;\n"
+    "    return a - rx_floordiv_i64(a, b) * b;\n"
+    "}\n";
+
 static const char PRELUDE_FLOOR_I64[] =
     "RX_HELPER int64_t rx_floordiv_i64(int64_t a, int64_t b)\n"
     "{\n"
@@ -767,16 +831,29 @@ void rx_cg_prelude_ops(const cg *g, rx_sb *out)
     for (int t = RX_DT_I8; t <= RX_DT_I64; t++)
         if (needs(g, H_FLOORDIV, (rx_dtype)t) || needs(g, H_FLOORMOD, (rx_dtype)t))
             signed_floor = true;
-    if (signed_floor) rx_sb_puts(out, PRELUDE_FLOOR_I64);
+    if (signed_floor) rx_sb_puts(out, g->glsl ? PRELUDE_FLOOR_I64_GLSL : PRELUDE_FLOOR_I64);
     for (int ti = 1; ti < RX_DT_COUNT; ti++) {
         rx_dtype t = (rx_dtype)ti;
         const char *ct = rx_cg_ctype(t), *sf = hsuffix(t);
         for (int h = H_FLOORDIV; h <= H_FLOORMOD; h++) {
             if (!needs(g, (cg_helper)h, t)) continue;
             const char *nm = h == H_FLOORDIV ? "floordiv" : "floormod";
-            if (rx_dtype_is_uint(t))
+            if (rx_dtype_is_uint(t) && g->glsl)
+                rx_sb_printf(out, "RX_HELPER %s rx_%s_%s(%s a, %s b) { return b != %s(0) ? a %c b : %s(0); }\n",
+                             ct, nm, sf, ct, ct, ct, h == H_FLOORDIV ? '/' : '%', ct);
+            else if (rx_dtype_is_uint(t))
                 rx_sb_printf(out, "RX_HELPER %s rx_%s_%s(%s a, %s b) { return (%s)(b ? a %c b : 0); }\n",
                              ct, nm, sf, ct, ct, ct, h == H_FLOORDIV ? '/' : '%');
+            else if (t != RX_DT_I64 && g->glsl) /* in 32 bits (lavapipe's 64-bit path
+                                                    from int32 gave truncated quotients) */
+                rx_sb_printf(out, "RX_HELPER %s rx_%s_%s(%s a, %s b)\n{\n"
+                             "    int x = int(a), y = int(b);\n"
+                             "    if (y == 0 || y == -1) return %s(y == 0 ? 0 : %s);\n"
+                             "    int q = x / y, r = x - q * y;\n"
+                             "    bool fix = r != 0 && ((x < 0) != (y < 0));\n"
+                             "    return %s(%s);\n}\n",
+                             ct, nm, sf, ct, ct, ct, h == H_FLOORDIV ? "-x" : "0", ct,
+                             h == H_FLOORDIV ? "fix ? q - 1 : q" : "fix ? r + y : r");
             else if (t != RX_DT_I64)
                 rx_sb_printf(out, "RX_HELPER %s rx_%s_%s(%s a, %s b) { return (%s)rx_%s_i64(a, b); }\n",
                              ct, nm, sf, ct, ct, ct, nm);
@@ -791,7 +868,10 @@ void rx_cg_prelude_ops(const cg *g, rx_sb *out)
                 rx_sb_printf(out, "RX_HELPER %s rx_%s_%s(%s a, %s b) { return a %s b ? a : b; }\n",
                              ct, nm, sf, ct, ct, op);
         }
-        if (needs(g, H_ABS, t))
+        if (needs(g, H_ABS, t) && g->glsl) /* - wraps in GLSL */
+            rx_sb_printf(out, "RX_HELPER %s rx_abs_%s(%s a) { return a < %s(0) ? -a : a; }\n",
+                         ct, sf, ct, ct);
+        else if (needs(g, H_ABS, t))
             rx_sb_printf(out, "RX_HELPER %s rx_abs_%s(%s a) { return a < 0 ? (%s)(0u - (uint64_t)a) : a; }\n",
                          ct, sf, ct, ct);
     }

@@ -136,7 +136,7 @@ static char *fresh(cg *g, const char *base)
 
 static cg_sym *push_sym(cg *g, const void *key, char *name)
 {
-    cg_sym s = {key, name, NULL, 0};
+    cg_sym s = {key, name, NULL, 0, false};
     RX_VEC_PUSH(g->syms, s);
     return &g->syms.items[g->syms.n - 1];
 }
@@ -166,15 +166,14 @@ static void declare_dims(cg *g, cg_sym *s, const rx_buffer *b)
         int64_t v;
         rx_sb sb = {0};
         if (rx_expr_is_const(b->shape[k], &v)) {
-            rx_sb_printf(&sb, "INT64_C(%lld)", (long long)v);
+            rx_cg_i64_lit(g, &sb, v);
         } else {
             rx_sb_printf(&sb, "%s_d%d", s->name, k);
             ind(g);
             rx_sb_printf(g->out, "const int64_t %s = ", rx_sb_str(&sb));
             rx_cg_expr_as(g, b->shape[k], RX_DT_I64, b->loc);
             rx_sb_printf(g->out, ";\n");
-            ind(g);
-            rx_sb_printf(g->out, "(void)%s;\n", rx_sb_str(&sb));
+            rx_cg_unused(g, rx_sb_str(&sb));
         }
         s->dims[k] = rx_sb_take(&sb);
     }
@@ -200,7 +199,8 @@ static void emit_if_head(cg *g, const rx_expr *cond, rx_loc loc)
         if (depth == 0 && i + 1 < n) outer = false;
     }
     rx_sb_puts(g->out, "if (");
-    if (outer) rx_sb_putn(g->out, p + 1, n - 2);
+    if (g->glsl) rx_sb_printf(g->out, "%s != 0", p); /* bools are int values */
+    else if (outer) rx_sb_putn(g->out, p + 1, n - 2);
     else rx_sb_puts(g->out, p);
     rx_sb_puts(g->out, ") ");
     rx_sb_free(&c);
@@ -304,8 +304,7 @@ static void emit_iters(cg *g, const rx_stmt *s, bool spatial_only)
         ind(g);
         rx_sb_printf(g->out, "const %s %s = %s;\n", rx_cg_ctype((rx_dtype)it->var->dtype), name,
                      rx_sb_str(&val));
-        ind(g);
-        rx_sb_printf(g->out, "(void)%s;\n", name);
+        rx_cg_unused(g, name);
         rx_sb_free(&val);
         push_sym(g, it->var, name);
     }
@@ -465,9 +464,10 @@ static void emit_store(cg *g, const rx_stmt *s)
         return;
     }
     ind(g);
-    rx_sb_printf(g->out, "%s[", bs->name);
+    rx_cg_sub_open(g, bs);
     rx_cg_index(g, bs, s->u.store.idx, s->u.store.nidx, s->loc);
-    rx_sb_puts(g->out, "] = ");
+    rx_cg_sub_close(g, bs);
+    rx_sb_puts(g->out, " = ");
     rx_cg_encode(g, (rx_dtype)b->dtype, s->u.store.value, s->loc);
     rx_sb_puts(g->out, ";\n");
 }
@@ -509,8 +509,7 @@ static void emit_alloc(cg *g, const rx_stmt *s)
         rx_sb_printf(g->out, "%s %s[%lld] = {0};\n", st, bs->name, (long long)(total ? total : 1));
     }
     if (stack) {
-        ind(g);
-        rx_sb_printf(g->out, "(void)%s;\n", bs->name);
+        rx_cg_unused(g, bs->name);
         return;
     }
     g->need[H_ALLOC] |= 1;
@@ -553,8 +552,7 @@ static void emit_stmt(cg *g, const rx_stmt *s)
         rx_sb_printf(g->out, "const %s %s = ", rx_cg_ctype(t), name);
         rx_cg_expr_as(g, s->u.let.value, t, s->loc);
         rx_sb_puts(g->out, ";\n");
-        ind(g);
-        rx_sb_printf(g->out, "(void)%s;\n", name);
+        rx_cg_unused(g, name);
         int mark = g->syms.n;
         push_sym(g, v, name);
         emit_stmts(g, &s->u.let.body);
@@ -677,8 +675,7 @@ static void emit_svar(cg *g, const rx_svar *v, int j)
         rx_sb_printf(g->out, "(%s)ivars[%d]", rx_cg_ctype(t), j);
     }
     rx_sb_puts(g->out, ";\n");
-    ind(g);
-    rx_sb_printf(g->out, "(void)%s;\n", name);
+    rx_cg_unused(g, name);
     push_sym(g, v, name);
 }
 
@@ -708,8 +705,7 @@ static void emit_def(cg *g, const rx_func *f, const rx_stmts *body, const char *
         ind(g);
         rx_sb_printf(g->out, "%s%s *%s%s = (%s%s *)data[%d];\n", cq, st, restr ? "restrict " : "",
                      bs->name, cq, st, ib++);
-        ind(g);
-        rx_sb_printf(g->out, "(void)%s;\n", bs->name);
+        rx_cg_unused(g, bs->name);
         declare_dims(g, bs, b);
     }
     /* the body first, to know whether it checks an index (rx_chk needs rx_ke) */
@@ -894,6 +890,12 @@ bool rx_codegen_c_with(const rx_module *m, const rx_codegen_opts *o, rx_sb *out,
 /* gpu_kernel.c emits kernel signatures and schedules itself and the statements inside
  * them with this file's emitter (cgen_int.h). */
 void rx_cg_stmts(cg *g, const rx_stmts *ss) { emit_stmts(g, ss); }
+void rx_cg_unused(cg *g, const char *name)
+{
+    if (g->glsl) return;
+    ind(g);
+    rx_sb_printf(g->out, "(void)%s;\n", name);
+}
 char *rx_cg_fresh(cg *g, const char *base) { return fresh(g, base); }
 cg_sym *rx_cg_push_sym(cg *g, const void *key, char *name) { return push_sym(g, key, name); }
 void rx_cg_pop_syms(cg *g, int mark) { pop_syms(g, mark); }

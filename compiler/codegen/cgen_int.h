@@ -36,6 +36,7 @@ typedef struct cg_sym {
     char *name;      /* C identifier (heap) */
     char **dims;     /* buffers: ndim extents as C text (heap each), else NULL */
     int ndim;        /* buffers: rank */
+    bool view;       /* GLSL buffer parameter: subscripts are NAME_b[uint(NAME_o + i)] */
 } cg_sym;
 
 /* An enclosing FOR while its body is emitted. */
@@ -61,6 +62,9 @@ typedef struct cg {
     bool ok;                 /* no error reported yet */
     bool isa_versions;       /* rx_codegen_opts.isa_versions */
     bool isa_exact;          /* rx_codegen_opts.exact_isa_versions, isa_versions off */
+    bool glsl;               /* GLSL 450 spelling (gpu_dialect.c): casts T(x), 64-bit literals
+                                Nl, no (void) statements, 32-bit subscripts, bools as int
+                                values tested with != 0 */
 } cg;
 
 /* c_expr.c */
@@ -73,7 +77,18 @@ void rx_cg_index(cg *g, const cg_sym *b, rx_expr *const *idx, int nidx, rx_loc l
 void rx_cg_encode(cg *g, rx_dtype t, const rx_expr *e, rx_loc loc); /* stored form */
 void rx_cg_prelude(const cg *g, rx_sb *out);
 
+/* c_expr.c: the spellings that differ in GLSL (cg.glsl). `rx_cg_cast_open(g, T)`, the
+ * operand, then "))": a conversion to T, `((T)(x))` in C and `T((x))` in GLSL. */
+void rx_cg_cast_open(cg *g, const char *type);
+void rx_cg_i64_lit(const cg *g, rx_sb *o, int64_t v); /* INT64_C(v) or vl */
+/* `NAME[` and `]` around a subscript of buffer s: `NAME_b[uint(NAME_o + ` and `)]` for
+ * a GLSL buffer parameter, `NAME[uint(` and `)]` for another GLSL array. */
+void rx_cg_sub_open(cg *g, const cg_sym *s);
+void rx_cg_sub_close(cg *g, const cg_sym *s);
+
 /* c_kernel.c */
+/* `(void)NAME;` at the current indentation (nothing in GLSL, which has no such cast). */
+void rx_cg_unused(cg *g, const char *name);
 const cg_sym *rx_cg_lookup(const cg *g, const void *key);
 void rx_cg_err(cg *g, rx_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

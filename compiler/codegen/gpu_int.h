@@ -36,6 +36,9 @@ typedef struct rx_gpu_dialect {
      * storage type, name, name, name) that declares NAME over the parameter pair
      * NAME_b, NAME_o (the buffer and the tensor's element offset in it). */
     const char *buf_view;
+    const char *lidx;         /* type of indices into work-group memory: "long" (GLSL: int) */
+    bool shader_per_kernel;   /* GLSL: each kernel is its own shader, parameters are
+                                 bindings and push constants (gpu_glsl.c), cg.glsl */
     const char *prelude;      /* types, math names and helpers the expressions use */
     const char *prelude_f16;  /* f16/bf16 conversions (rx_h2f, rx_f2h, ...) */
 } rx_gpu_dialect;
@@ -47,13 +50,29 @@ const rx_gpu_dialect *rx_gpu_dialect_of(rx_target_kind k, const char **why);
 
 enum { RX_GPU_MAX_CHAIN = 8 }; /* loops flattened into the grid index, at most */
 
+/* One kernel's text in the generator's output: [at, end). */
+typedef struct gk_shader {
+    char *name; /* the kernel's name (heap) */
+    size_t at, end;
+} gk_shader;
+
 typedef struct gk {
     cg *g;
     const rx_gpu_dialect *dl;
     const rx_target *t;
     int kidx;       /* the loop function's index in the kernel table */
     rx_sb *launch;  /* the LAUNCH section being built */
+    RX_VEC(gk_shader) shaders; /* every kernel emitted, in order */
 } gk;
+
+/* ---- gpu_glsl.c: kernels as GLSL compute shaders (shader_per_kernel) ---- */
+
+/* The head of kernel `name` of f as a shader: bindings, push constants, `void main()`,
+ * with the parameters in scope (emit_head's contract). */
+void rx_gpu_glsl_head(gk *k, const rx_func *f, const char *name);
+/* Each kernel of body (k->shaders) as one shader with the prelude, appended to src;
+ * their SPIR-V bundle to bin. Errors go to k->g. */
+void rx_gpu_glsl_shaders(gk *k, const rx_sb *body, rx_sb *src, rx_sb *bin);
 
 void rx_gpu_ind(cg *g); /* the current indentation */
 /* `const long rx_eI = extent;` per chain loop and `const long rx_n = rx_e0 * ...;` (1 for

@@ -228,6 +228,10 @@ void rx_gpu_ind(cg *g)
 static void emit_head(gk *k, const rx_func *f, const char *name)
 {
     cg *g = k->g;
+    if (k->dl->shader_per_kernel) {
+        rx_gpu_glsl_head(k, f, name);
+        return;
+    }
     rx_sb sig = {0}, views = {0};
     rx_sb_puts(&sig, k->dl->kernel);
     if (k->dl->bounds) rx_sb_printf(&sig, k->dl->bounds, (int)rx_target_int(k->t, "max_threads"));
@@ -262,12 +266,10 @@ static void emit_head(gk *k, const rx_func *f, const char *name)
         cg_sym *s = NULL;
         for (int j = g->syms.n - 1; j >= 0 && !s; j--)
             if (g->syms.items[j].key == b) s = &g->syms.items[j];
-        ind(g);
-        rx_sb_printf(g->out, "(void)%s;\n", s->name);
+        rx_cg_unused(g, s->name);
         rx_cg_declare_dims(g, s, b);
     }
-    ind(g);
-    rx_sb_puts(g->out, "(void)rx_st;\n");
+    rx_cg_unused(g, "rx_st");
 }
 
 void rx_gpu_chain_count(cg *g, const rx_stmt *const *chain, int n)
@@ -288,8 +290,7 @@ void rx_gpu_chain_bind(cg *g, const rx_stmt *const *chain, int n)
 {
     ind(g);
     rx_sb_puts(g->out, "long rx_r = rx_g;\n");
-    ind(g);
-    rx_sb_puts(g->out, "(void)rx_r;\n");
+    rx_cg_unused(g, "rx_r");
     for (int i = n - 1; i >= 0; i--) {
         const rx_svar *v = chain[i]->u.for_.var;
         const char *ct = rx_cg_ctype((rx_dtype)v->dtype);
@@ -300,10 +301,10 @@ void rx_gpu_chain_bind(cg *g, const rx_stmt *const *chain, int n)
         rx_cg_expr_as(g, chain[i]->u.for_.min, (rx_dtype)v->dtype, chain[i]->loc);
         g->out = save;
         ind(g);
-        rx_sb_printf(g->out, "const %s %s = (%s)(%s + rx_r %% rx_e%d);\n", ct, nm, ct,
-                     rx_sb_str(&start), i);
-        ind(g);
-        rx_sb_printf(g->out, "(void)%s;\n", nm);
+        rx_sb_printf(g->out, "const %s %s = ", ct, nm);
+        rx_cg_cast_open(g, ct);
+        rx_sb_printf(g->out, "%s + rx_r %% rx_e%d));\n", rx_sb_str(&start), i);
+        rx_cg_unused(g, nm);
         if (i) {
             ind(g);
             rx_sb_printf(g->out, "rx_r /= rx_e%d;\n", i);
@@ -322,6 +323,7 @@ static void emit_kernel(gk *k, const rx_func *f, const rx_stmts *ss, const rx_st
 {
     cg *g = k->g;
     g->counter = 0;
+    gk_shader sh = {rx_xstrdup(name), g->out->n, 0};
     emit_head(k, f, name);
     int mark = g->syms.n, lmark = g->loops.n;
     rx_sb *out = g->out, body = {0};
@@ -359,19 +361,24 @@ static void emit_kernel(gk *k, const rx_func *f, const rx_stmts *ss, const rx_st
     rx_sb_free(&body);
     if (checked) {
         ind(g);
-        rx_sb_puts(g->out, "if (rx_ke.state && ");
+        rx_sb_puts(g->out, "if (rx_ke.state != 0 && ");
         rx_sb_printf(g->out, k->dl->atomic_cas, "rx_st", 0, 0, 1);
         rx_sb_printf(g->out, " == 0) {\n"
                              "        rx_st[1] = %d;\n"
-                             "        rx_st[2] = rx_ke.axis;\n"
-                             "        rx_st[3] = (int)(rx_ke.index & 0xffffffff);\n"
-                             "        rx_st[4] = (int)(rx_ke.index >> 32);\n"
-                             "        rx_st[5] = (int)(rx_ke.extent & 0xffffffff);\n"
-                             "        rx_st[6] = (int)(rx_ke.extent >> 32);\n"
-                             "    }\n", k->kidx);
+                             "        rx_st[2] = rx_ke.axis;\n", k->kidx);
+        static const char *const word[] = {"rx_ke.index & 0xffffffff", "rx_ke.index >> 32",
+                                           "rx_ke.extent & 0xffffffff", "rx_ke.extent >> 32"};
+        for (int w = 0; w < 4; w++) {
+            rx_sb_printf(g->out, "        rx_st[%d] = ", 3 + w);
+            rx_cg_cast_open(g, "int");
+            rx_sb_printf(g->out, "%s));\n", word[w]);
+        }
+        rx_sb_puts(g->out, "    }\n");
     }
     rx_sb_puts(g->out, "}\n\n");
     rx_cg_pop_syms(g, 0);
+    sh.end = g->out->n;
+    RX_VEC_PUSH(k->shaders, sh);
 }
 
 /* Kernel `name`'s launch record for chain[0..n) (red: the rows schedule). */
@@ -464,8 +471,8 @@ static void emit_func(gk *k, const rx_func *f, const char *sym)
     g->f = NULL;
 }
 
-bool rx_codegen_gpu(const rx_module *m, const rx_target *t, rx_sb *src, rx_sb *launch,
-                    rx_diags *d)
+bool rx_codegen_gpu(const rx_module *m, const rx_target *t, rx_sb *src, rx_sb *bin,
+                    rx_sb *launch, rx_diags *d)
 {
     const char *why = "";
     const rx_gpu_dialect *dl = rx_gpu_dialect_of(t->kind, &why);
@@ -474,8 +481,8 @@ bool rx_codegen_gpu(const rx_module *m, const rx_target *t, rx_sb *src, rx_sb *l
         return false;
     }
     rx_sb body = {0};
-    cg g = {.m = m, .d = d, .out = &body, .ok = true};
-    gk k = {&g, dl, t, 0, launch};
+    cg g = {.m = m, .d = d, .out = &body, .ok = true, .glsl = dl->shader_per_kernel};
+    gk k = {&g, dl, t, 0, launch, {0}};
     int nk = 0;
     for (int i = 0; i < m->nfuncs; i++) nk += m->funcs[i]->kind == RX_F_TIR;
     put_u32(launch, (uint32_t)nk);
@@ -488,10 +495,16 @@ bool rx_codegen_gpu(const rx_module *m, const rx_target *t, rx_sb *src, rx_sb *l
         emit_func(&k, f, rx_sb_str(&sym));
         k.kidx++;
     }
-    rx_sb_puts(src, dl->prelude);
-    if (g.need[H_F16] || g.need[H_BF16]) rx_sb_puts(src, dl->prelude_f16);
-    rx_cg_prelude_ops(&g, src);
-    rx_sb_putn(src, body.p ? body.p : "", body.n);
+    if (dl->shader_per_kernel) {
+        if (g.ok) rx_gpu_glsl_shaders(&k, &body, src, bin);
+    } else {
+        rx_sb_puts(src, dl->prelude);
+        if (g.need[H_F16] || g.need[H_BF16]) rx_sb_puts(src, dl->prelude_f16);
+        rx_cg_prelude_ops(&g, src);
+        rx_sb_putn(src, body.p ? body.p : "", body.n);
+    }
+    for (int i = 0; i < k.shaders.n; i++) free(k.shaders.items[i].name);
+    RX_VEC_FREE(k.shaders);
     rx_sb_free(&sym);
     rx_sb_free(&body);
     RX_VEC_FREE(g.syms);

@@ -54,6 +54,7 @@ bool rx_gpu_match_tiles(const gk *k, const rx_stmt *const *chain, int n, const r
                         rx_gpu_red *r)
 {
     int64_t v;
+    if (k->dl->shader_per_kernel) return false; /* not written for GLSL yet: the grid */
     if (n < 2 || !rx_gpu_match_fold(under, r) || r->op != RX_E_ADD) return false;
     rx_dtype t = (rx_dtype)r->store->u.store.buf->dtype;
     if (t != RX_DT_F32 || r->val->kind != RX_E_MUL || (rx_dtype)r->val->dtype != t) return false;

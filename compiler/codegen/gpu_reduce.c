@@ -181,9 +181,10 @@ void rx_gpu_final_store(cg *g, const rx_gpu_red *r, const char *total)
     combine_init(&c, r);
     rx_gpu_ind(g);
     if (bs && bs->dims) {
-        rx_sb_printf(g->out, "%s[", bs->name);
+        rx_cg_sub_open(g, bs);
         rx_cg_index(g, bs, r->store->u.store.idx, r->store->u.store.nidx, r->store->loc);
-        rx_sb_puts(g->out, "] = ");
+        rx_cg_sub_close(g, bs);
+        rx_sb_puts(g->out, " = ");
         int m2 = g->syms.n;
         rx_cg_push_sym(g, c.a, rx_xstrdup(rx_sb_str(&init)));
         rx_cg_push_sym(g, c.b, rx_xstrdup(total));
@@ -211,7 +212,7 @@ void rx_gpu_emit_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_re
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "%s %s rx_red[%lld];\n", dl->local_decl, ct, (long long)threads);
     rx_gpu_ind(g);
-    rx_sb_printf(g->out, "const long rx_t = %s;\n", dl->local_id);
+    rx_sb_printf(g->out, "const %s rx_t = %s;\n", dl->lidx, dl->local_id);
     rx_gpu_chain_count(g, chain, n);
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "for (long rx_g = %s; rx_g < rx_n; rx_g += %s) {\n", dl->group_id,
@@ -246,8 +247,9 @@ void rx_gpu_emit_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_re
     int imark = g->syms.n;
     char *vn = rx_cg_fresh(g, v->name);
     rx_gpu_ind(g);
-    rx_sb_printf(g->out, "const %s %s = (%s)(rx_lo + rx_k);\n", rx_cg_ctype((rx_dtype)v->dtype), vn,
-                 rx_cg_ctype((rx_dtype)v->dtype));
+    rx_sb_printf(g->out, "const %s %s = ", rx_cg_ctype((rx_dtype)v->dtype), vn);
+    rx_cg_cast_open(g, rx_cg_ctype((rx_dtype)v->dtype));
+    rx_sb_puts(g->out, "rx_lo + rx_k));\n");
     rx_cg_push_sym(g, v, vn);
     rx_cg_iters(g, r->block, false);
     rx_sb val = {0};
@@ -273,7 +275,7 @@ void rx_gpu_emit_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_re
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "%s;\n", dl->barrier);
     rx_gpu_ind(g);
-    rx_sb_printf(g->out, "for (long rx_s = %s / 2; rx_s > 0; rx_s /= 2) {\n", dl->local_size);
+    rx_sb_printf(g->out, "for (%s rx_s = %s / 2; rx_s > 0; rx_s /= 2) {\n", dl->lidx, dl->local_size);
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "    if (rx_t < rx_s) rx_red[rx_t] = ");
     rx_gpu_combine(g, r, "rx_red[rx_t]", "rx_red[rx_t + rx_s]");

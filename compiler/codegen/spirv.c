@@ -5,7 +5,8 @@
  * One compile: a shaderc compiler and options object per call (so calls on several
  * threads share nothing), the Vulkan 1.2 environment (SPIR-V 1.5: before 1.4 a 64-bit
  * conversion of the work-group size is no valid specialization constant, and index
- * arithmetic is 64-bit), optimization for performance, and the kernel's name as the
+ * arithmetic is 64-bit), no optimization (the driver optimizes; spirv-opt would drop an
+ * unused binding, which the launch ABI binds anyway), and the kernel's name as the
  * input file name so shaderc's log says `NAME:LINE: error: ...`. The log is folded to
  * one line (newlines become "; ") and cut at the message capacity.
  *
@@ -65,7 +66,7 @@ int rx_spirv_compile(const char *name, const char *glsl, size_t n, uint32_t **wo
     shaderc_compile_options_set_source_language(o, shaderc_source_language_glsl);
     shaderc_compile_options_set_target_env(o, shaderc_target_env_vulkan,
                                            shaderc_env_version_vulkan_1_2);
-    shaderc_compile_options_set_optimization_level(o, shaderc_optimization_level_performance);
+    shaderc_compile_options_set_optimization_level(o, shaderc_optimization_level_zero);
     shaderc_compilation_result_t r =
         shaderc_compile_into_spv(c, glsl, n, shaderc_glsl_compute_shader, name, "main", o);
     int rc = -1;

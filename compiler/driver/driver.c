@@ -47,6 +47,7 @@ typedef struct bstate {
     rx_vmgen_info info;      /* what lower_vm used */
     rx_sb csrc;              /* the kernels' C (or GPU) source (codegen) */
     rx_sb launch;            /* GPU targets: the LAUNCH section (codegen) */
+    rx_sb spirv;             /* vulkan: the SPIR-V bundle (codegen) */
     uint8_t *so;             /* the kernel object (codegen; heap) */
     size_t so_n;
     rx_build_result *r;      /* times, key, failed stage */
@@ -203,11 +204,25 @@ static bool st_memory_plan(bstate *s)
     return true;
 }
 
-/* The artifact section holding target kind k's kernels. */
+/* The VM's device type (ALLOC_STORAGE) and the kernel section of target kind k. */
+static int64_t dev_type(rx_target_kind k)
+{
+    switch (k) {
+    case RX_TARGET_CPU: return RX_DEV_CPU;
+    case RX_TARGET_CUDA: return RX_DEV_CUDA;
+    case RX_TARGET_VULKAN: return RX_DEV_VULKAN;
+    default: return RX_DEV_OPENCL;
+    }
+}
+
 static uint32_t kernel_section(rx_target_kind k)
 {
-    return k == RX_TARGET_CPU ? RX_RXA_KERNELS_CPU : k == RX_TARGET_CUDA ? RX_RXA_KERNELS_PTX
-                                                                         : RX_RXA_KERNELS_OPENCL;
+    switch (k) {
+    case RX_TARGET_CPU: return RX_RXA_KERNELS_CPU;
+    case RX_TARGET_CUDA: return RX_RXA_KERNELS_PTX;
+    case RX_TARGET_VULKAN: return RX_RXA_KERNELS_SPIRV;
+    default: return RX_RXA_KERNELS_OPENCL;
+    }
 }
 
 static bool st_lower_vm(bstate *s)
@@ -217,9 +232,8 @@ static bool st_lower_vm(bstate *s)
         rx_diag_add(s->d, "", "out of memory");
         return false;
     }
-    bool gpu = s->tgt.kind != RX_TARGET_CPU, cuda = s->tgt.kind == RX_TARGET_CUDA;
     rx_vmgen_opts vo = {.no_plan = !s->plan,
-                        .dev_type = cuda ? RX_DEV_CUDA : gpu ? RX_DEV_OPENCL : RX_DEV_CPU,
+                        .dev_type = dev_type(s->tgt.kind),
                         .kernel_section = kernel_section(s->tgt.kind)};
     return rx_vmgen_with(s->m, s->b, &vo, &s->info, s->d);
 }
@@ -230,7 +244,7 @@ static bool st_codegen(bstate *s)
     for (int i = 0; i < s->m->nfuncs && !any; i++) any = s->m->funcs[i]->kind == RX_F_TIR;
     if (!any) return true; /* no kernels, no object */
     if (s->tgt.kind != RX_TARGET_CPU) {
-        if (!rx_codegen_gpu(s->m, &s->tgt, &s->csrc, &s->launch, s->d)) return false;
+        if (!rx_codegen_gpu(s->m, &s->tgt, &s->csrc, &s->spirv, &s->launch, s->d)) return false;
         if (s->tgt.kind == RX_TARGET_CUDA) { /* PTX text, uncompressed (docs/gpu.md) */
             rx_sb ptx = {0}, cubin = {0};
             bool ok = rx_nvrtc_ptx(rx_sb_str(&s->csrc), s->csrc.n, rx_target_str(&s->tgt, "arch"),
@@ -240,6 +254,8 @@ static bool st_codegen(bstate *s)
             rx_sb_free(&ptx);
             rx_sb_free(&cubin);
             if (!ok) return false;
+        } else if (s->tgt.kind == RX_TARGET_VULKAN) {
+            rx_rxa_set_section(s->b, RX_RXA_KERNELS_SPIRV, s->spirv.p, s->spirv.n);
         } else {
             rx_rxa_set_section(s->b, RX_RXA_KERNELS_OPENCL, rx_sb_str(&s->csrc), s->csrc.n);
         }
@@ -409,6 +425,7 @@ static void state_free(bstate *s)
     rx_vmgen_info_free(&s->info);
     rx_sb_free(&s->csrc);
     rx_sb_free(&s->launch);
+    rx_sb_free(&s->spirv);
     free(s->so);
     rx_module_free(s->m);
 }

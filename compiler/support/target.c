@@ -79,6 +79,7 @@ bool rx_target_available(rx_target_kind k, char *why, size_t cap)
         return false;
     }
 #endif
+    if (k == RX_TARGET_VULKAN) return true;
     const char *name = rx_target_kind_name(k);
     snprintf(why, cap,
              "code generation for %s is not implemented yet (the target and its options "

@@ -41,6 +41,7 @@ cases.json:
               "why": "reason for a tolerance",
               "build_error": ["located diagnostic line", ...], (instead of running)
               "gpu_skip": "reason",                            (not built for GPU targets)
+              "vulkan_skip": "reason",                         (not built for that target)
               "seed": 0, "skip": "reason"}]}                   (optional)
 
 relaxc build is being written: when `relaxc --help` does not list `build`, the script
@@ -239,9 +240,11 @@ def run_case(case, tools, tmp, opts, counts):
         # Step 1: build once per opt level.
         stem = os.path.splitext(os.path.basename(path))[0]
         for vl, tgt, lvl in variants(opts):
-            if tgt != "cpu" and case.get("gpu_skip"):
+            why = case.get("gpu_skip") if tgt != "cpu" else None
+            why = why or case.get("%s_skip" % tgt.split(",")[0])
+            if why:
                 for env in shapes:
-                    print("SKIP %s %s: %s" % (label(case, fname, env), vl, case["gpu_skip"]))
+                    print("SKIP %s %s: %s" % (label(case, fname, env), vl, why))
                 continue
             art = os.path.join(tmp, "%s.%s.rxa" % (stem, vl))
             if not os.path.exists(art):

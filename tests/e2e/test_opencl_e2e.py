@@ -102,15 +102,16 @@ def patched(e, data, name, edits):
     return path
 
 
-def rows_checks(e):
+def rows_checks(e, target="opencl", too_big=("opencl,max_threads=4096,max_local_bytes=8192", 16384)):
     """The rows schedule (a work-group per row, a tree in local memory): softmax and max
     over long symbolic rows equal NumPy; its local memory is checked at compile time
-    against max_local_bytes and at load against the device's."""
+    against max_local_bytes (too_big: a target whose tree needs more, and its bytes) and
+    at load against the device's."""
     mod = module([tensor("x", ["r", "n"])],
                  [call("s", "nn.softmax", ["x"]), call("m", "max", ["x"], {"axis": [1]}),
                   call("t", "sum", ["s"], {"axis": [1]})], "m")
     sm = module([tensor("x", ["r", "n"])], [call("s", "nn.softmax", ["x"])], "s")
-    rxa, srxa = e.build(mod), e.build(sm)
+    rxa, srxa = e.build(mod, target), e.build(sm, target)
     rng = np.random.default_rng(3)
     for r, n in ((3, 1), (2, 255), (5, 1000), (1, 4099)):
         x = (rng.standard_normal((r, n)) * 4).astype(np.float32)
@@ -133,11 +134,11 @@ def rows_checks(e):
     src = os.path.join(e.tmp, "sm.json")
     with open(src, "w") as f:
         json.dump(sm, f)
-    rc, _, err = run_status([e.relaxc, "build", src, "--target",
-                             "opencl,max_threads=4096,max_local_bytes=8192", "-o",
+    rc, _, err = run_status([e.relaxc, "build", src, "--target", too_big[0], "-o",
                              os.path.join(e.tmp, "sm_big.rxa")])
-    e.checks.check(rc == 1 and "needs 16384 bytes of local memory" in err and
-                   "max_local_bytes=8192" in err, "max_local_bytes at compile time: %s" % err.strip()[-160:])
+    limit = too_big[0].split("max_local_bytes=")[1]
+    e.checks.check(rc == 1 and "needs %d bytes of local memory" % too_big[1] in err and
+                   "max_local_bytes=" + limit in err, "max_local_bytes at compile time: %s" % err.strip()[-160:])
 
 
 def tiles_checks(e):
@@ -201,6 +202,44 @@ def artifact_checks(e, rxa):
                 shapes={"n": 3})
 
 
+TAKE = module([tensor("x", [5, 3]), tensor("i", ["n"], "i64")],
+              [call("t", "take", ["x", "i"], {"axis": 0}), call("y", "exp", ["t"])], "y")
+
+
+def take_checks(e, target, api, lib_var, artifact_checks):
+    """take along axis 0 then exp, indices checked on the device, built for target (its
+    runtime device named api, its driver library by $lib_var): the artifact, NumPy at
+    several n, an index error and a clean call after it, a missing driver, a device id
+    the host lacks, --bench's device. The artifact, or None when it did not build."""
+    x = (np.arange(15, dtype=np.float32).reshape(5, 3) - 7) / 4
+    good = np.array([0, 4, -1, -5], dtype=np.int64)
+    past = np.array([0, 7, 1, 2], dtype=np.int64)
+    rxa = e.build(TAKE, target)
+    if not rxa:
+        return None
+    artifact_checks(e, rxa)
+    for n in (1, 5, 300):
+        idx = np.resize(good, n)
+        e.equals(rxa, "take + exp, n = %d, equals NumPy" % n, np.exp(np.take(x, idx, 0)),
+                 inputs={"x": x, "i": idx})
+    e.fails(rxa, "take index 7 of 5", ["kernel rxk_", "index 7 out of range for axis 0 (extent 5)"],
+            inputs={"x": x, "i": past})
+    # the next call of the same module starts clean: the status was reset
+    e.equals(rxa, "a good call after a failed one", np.exp(np.take(x, good, 0)),
+             inputs={"x": x, "i": good})
+    e.fails(rxa, "missing driver", ["no %s device: cannot load" % api],
+            inputs={"x": x, "i": good}, env={lib_var: "/nonexistent/lib.so.1"})
+    e.fails(rxa, "device id 7", ["no %s device 7" % api], inputs={"x": x, "i": good},
+            extra=["--device-id", "7"])
+    rc, err, _ = e.run(rxa, {"x": x, "i": good}, extra=["--bench", "--repeat", "2", "--number", "1"])
+    r = json.loads(e.stdout.strip().splitlines()[-1]) if rc == 0 and e.stdout.strip() else {}
+    e.checks.check(r.get("device", "").startswith(api + ": ") and r.get("peak_bytes", 0) > 0 and
+                   r.get("kernels", 0) >= 1,
+                   "--bench names the device: %s" % {k: r.get(k) for k in ("device", "peak_bytes", "kernels")}
+                   + ("" if rc == 0 else err[:160]))
+    return rxa
+
+
 def main(argv):
     if len(argv) != 2:
         print(__doc__)
@@ -212,31 +251,9 @@ def main(argv):
     good = np.array([0, 4, -1, -5], dtype=np.int64)
     past = np.array([0, 7, 1, 2], dtype=np.int64)
 
-    # take along axis 0 then exp: indices checked on the device
-    take = module([tensor("x", [5, 3]), tensor("i", ["n"], "i64")],
-                  [call("t", "take", ["x", "i"], {"axis": 0}), call("y", "exp", ["t"])], "y")
-    rxa = e.build(take)
+    rxa = take_checks(e, "opencl", "OpenCL", "RX_OPENCL_LIB", artifact_checks)
+    take = TAKE
     if rxa:
-        artifact_checks(e, rxa)
-        for n in (1, 5, 300):
-            idx = np.resize(good, n)
-            e.equals(rxa, "take + exp, n = %d, equals NumPy" % n, np.exp(np.take(x, idx, 0)),
-                     inputs={"x": x, "i": idx})
-        e.fails(rxa, "take index 7 of 5", ["kernel rxk_", "index 7 out of range for axis 0 (extent 5)"],
-                inputs={"x": x, "i": past})
-        # the next call of the same module starts clean: the status was reset
-        e.equals(rxa, "a good call after a failed one", np.exp(np.take(x, good, 0)),
-                 inputs={"x": x, "i": good})
-        e.fails(rxa, "missing driver", ["no OpenCL device: cannot load"],
-                inputs={"x": x, "i": good}, env={"RX_OPENCL_LIB": "/nonexistent/libOpenCL.so.1"})
-        e.fails(rxa, "device id 7", ["no OpenCL device 7"], inputs={"x": x, "i": good},
-                extra=["--device-id", "7"])
-        rc, err, _ = e.run(rxa, {"x": x, "i": good}, extra=["--bench", "--repeat", "2", "--number", "1"])
-        r = json.loads(e.stdout.strip().splitlines()[-1]) if rc == 0 and e.stdout.strip() else {}
-        checks.check(r.get("device", "").startswith("OpenCL: ") and r.get("peak_bytes", 0) > 0 and
-                     r.get("kernels", 0) >= 1,
-                     "--bench names the device: %s" % {k: r.get(k) for k in ("device", "peak_bytes", "kernels")}
-                     + ("" if rc == 0 else err[:160]))
         e.fails(rxa, "a device with 64 work-items per group",
                 ["needs 256 work-items per group", "max_threads=N"],
                 inputs={"x": x, "i": good}, env={"POCL_MAX_WORK_GROUP_SIZE": "64"})

@@ -80,20 +80,29 @@ def test_compile_targets():
     # the server's key is relaxc's, salted with the normalized target
     r = relaxc("hash", FIG03, "--target", "cpu")
     expect(r.returncode == 0 and r.stdout.strip() == b["key"], "hash %s %s" % (r.stdout, b["key"]))
-    # the same module for opencl: another key and artifact, built once, then cached
-    expect(t["opencl"]["available"] is True, "opencl %s" % t["opencl"])
-    st, _, c1 = D.json("POST", "/v1/compile", {"module": mod, "target": "opencl"})
-    expect(st == 200 and c1["target"] == "opencl" and c1["cached"] is False, "opencl %s %s" % (st, c1))
-    expect(c1["key"] != b["key"] and c1["artifact"] != b["artifact"], "keys %s %s" % (c1, b))
-    st, _, c2 = D.json("POST", "/v1/compile", {"module": mod, "target": "opencl"})
-    expect(st == 200 and c2["cached"] is True and c2["artifact"] == c1["artifact"], "again %s" % c2)
+    # the same module for opencl and vulkan: other keys and artifacts, each built once,
+    # then cached
+    c1 = compiled_once(mod, t, "opencl", "max_threads", 256)
     st, _, b2 = D.json("POST", "/v1/compile", {"module": mod, "target": "cpu"})
     expect(st == 200 and b2["cached"] is True and b2["artifact"] == b["artifact"], "cpu again %s" % b2)
+    v1 = compiled_once(mod, t, "vulkan", "max_push_bytes", 128)
+    expect(len({v1["key"], c1["key"], b["key"]}) == 3 and
+           len({v1["artifact"], c1["artifact"], b["artifact"]}) == 3, "keys %s %s %s" % (v1, c1, b))
+
+
+def compiled_once(mod, t, kind, opt, default):
+    """POST /v1/compile of mod for kind twice: built, then cached; its metadata and key."""
+    expect(t[kind]["available"] is True, "%s %s" % (kind, t[kind]))
+    st, _, c1 = D.json("POST", "/v1/compile", {"module": mod, "target": kind})
+    expect(st == 200 and c1["target"] == kind and c1["cached"] is False, "%s %s %s" % (kind, st, c1))
+    st, _, c2 = D.json("POST", "/v1/compile", {"module": mod, "target": kind})
+    expect(st == 200 and c2["cached"] is True and c2["artifact"] == c1["artifact"], "again %s" % c2)
     st, _, m = D.json("GET", "/v1/artifacts/%s/meta" % c1["artifact"])
-    expect(st == 200 and m["metadata"]["target"] == "opencl" and
-           m["metadata"]["target_options"]["max_threads"] == 256, "opencl meta %s" % m)
-    r = relaxc("hash", FIG03, "--target", "opencl")
+    expect(st == 200 and m["metadata"]["target"] == kind and
+           m["metadata"]["target_options"][opt] == default, "%s meta %s" % (kind, m))
+    r = relaxc("hash", FIG03, "--target", kind)
     expect(r.returncode == 0 and r.stdout.strip() == c1["key"], "hash %s %s" % (r.stdout, c1["key"]))
+    return c1
 
 
 def test_relaxc_target():

@@ -109,10 +109,12 @@ struct rx_target;
 /* Appends to src the kernel source of every loop-level function of m for GPU target t
  * (OpenCL C for opencl; gpu_kernel.c's essay: the split into kernels, the schedules,
  * the launch ABI) and to launch the bytes of the artifact's LAUNCH section (one entry
- * per loop function, in module order: the kernel table's order). Returns false after
+ * per loop function, in module order: the kernel table's order). For vulkan, src gets
+ * the GLSL shaders (one per kernel, one after the other) and bin their SPIR-V bundle
+ * (the KERNELS_SPIRV section); bin is untouched for other targets. Returns false after
  * adding a located diagnostic for each construct a device kernel cannot run, or when
  * the target has no dialect yet. */
-bool rx_codegen_gpu(const rx_module *m, const struct rx_target *t, rx_sb *src, rx_sb *launch,
-                    rx_diags *d);
+bool rx_codegen_gpu(const rx_module *m, const struct rx_target *t, rx_sb *src, rx_sb *bin,
+                    rx_sb *launch, rx_diags *d);
 
 #endif

@@ -24,7 +24,10 @@
  *   CODE         VM bytecode: int64 words (vm.h), functions index into it
  *   CONSTS       u32 count; count x const entry; data blocks at 64-aligned offsets
  *   KERNELS_CPU  bytes of an ELF shared object holding the CPU kernels (vm.h ABI)
- *   KERNELS_PTX, KERNELS_OPENCL, KERNELS_SPIRV  reserved: accepted, kept, not used
+ *   KERNELS_OPENCL  OpenCL C source of a GPU artifact's kernels (with LAUNCH)
+ *   KERNELS_SPIRV   a SPIR-V bundle of a Vulkan artifact's kernels (with LAUNCH; the
+ *                   bundle format is relax/device.h's, checked when read)
+ *   KERNELS_PTX  reserved: accepted, kept, not used
  *
  * Value descriptors ("types", used for parameters and results), all fields u32 unless
  * noted: name (string index or RX_RXA_NONE), kind; then by kind
@@ -64,6 +67,7 @@ extern "C" {
 #define RX_RXA_SECTION_ENTRY_SIZE 24u
 #define RX_RXA_ALIGN 64u
 #define RX_RXA_MAX_SECTIONS 16u
+#define RX_RXA_SPIRV_BUNDLE_MAGIC 0x42535852u /* "RXSB" (relax/device.h's bundle) */
 #define RX_RXA_MAX_DEPTH 8u      /* tuple nesting in descriptors */
 #define RX_RXA_MAX_TOKENS 64u    /* tokens in one dim expression */
 #define RX_RXA_MAX_NDIM 32       /* dims of a tensor or shape */
@@ -78,7 +82,7 @@ typedef enum rx_rxa_kind {
     RX_RXA_KERNELS_CPU = 6,    /* ELF shared object */
     RX_RXA_KERNELS_PTX = 7,    /* reserved: PTX text */
     RX_RXA_KERNELS_OPENCL = 8, /* reserved: OpenCL C source */
-    RX_RXA_KERNELS_SPIRV = 9,  /* reserved: SPIR-V modules */
+    RX_RXA_KERNELS_SPIRV = 9,  /* SPIR-V bundle (vulkan; with LAUNCH) */
     RX_RXA_LAUNCH = 10,        /* GPU kernels' launch records (with KERNELS_OPENCL) */
     RX_RXA_KERNELS_CUBIN = 11, /* with KERNELS_PTX: the same kernels as a cubin (ELF) for
                                   the target's arch; the runtime tries it first */

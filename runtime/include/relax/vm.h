@@ -168,7 +168,7 @@ enum {
     RX_M_ANY = 3    /* any dim (operand word ignored, write 0) */
 };
 /* Device types for ALLOC_STORAGE (DLPack's DLDeviceType values). */
-enum { RX_DEV_CPU = 1, RX_DEV_CUDA = 2, RX_DEV_OPENCL = 4 }; /* DLPack device types */
+enum { RX_DEV_CPU = 1, RX_DEV_CUDA = 2, RX_DEV_OPENCL = 4, RX_DEV_VULKAN = 7 }; /* DLPack device types */
 
 /* Operand format of an opcode ("rr"), or NULL when op is out of range. */
 const char *rx_vm_op_format(int64_t op);

@@ -1,0 +1,127 @@
+/*
+ * gpu_glsl.c — GPU kernels as GLSL 4.50 compute shaders, compiled to one SPIR-V bundle.
+ *
+ * The generator (gpu_kernel.c) writes every kernel of a module into one text, as it
+ * does for OpenCL C. A Vulkan shader has one entry point and takes its parameters as
+ * module-level declarations, so for a dialect with shader_per_kernel:
+ *
+ *   Head.     Kernel NAME's parameters become, in the launch ABI's order (docs/gpu.md,
+ *             "Vulkan launch ABI"): per buffer parameter a storage buffer of set 0 at
+ *             the next binding, `buffer NAME_B { T NAME_b[]; }`, then the status
+ *             record `rx_st` at the last binding; one push-constant block holding per
+ *             buffer its element offset `int64_t NAME_o`, then each symbolic variable,
+ *             all 8 bytes (std430 packs them at natural alignment, as the device
+ *             expects). The body sees NAME through subscripts NAME_b[uint(NAME_o + i)]
+ *             (cg_sym.view) and the symbolic variables as const locals of their type.
+ *             A kernel whose scalars need more push-constant bytes than the target's
+ *             max_push_bytes is refused here, naming both; the device's own limit
+ *             (maxPushConstantsSize) is checked again when the runtime loads it.
+ *   Shaders.  Each kernel's text [at, end) becomes a shader: the dialect's prelude, the
+ *             operation helpers the module used (the same for every kernel: a helper
+ *             a shader does not call costs nothing), the kernel's work-group arrays
+ *             (`shared` lines, which GLSL wants at module scope: hoisted from the
+ *             body), the head and body. The shaders are appended to src one after
+ *             the other (what `relaxc print --after codegen` shows) and compiled by
+ *             spirv.c into the bundle, in kernel order, under the kernels' names.
+ *
+ * Cost: one shaderc compile per kernel (a few ms each); the texts are linear.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "gpu_int.h"
+#include "relax/spirv.h"
+
+enum { PUSH_BYTES_PER_SCALAR = 8 }; /* every scalar argument is an int64_t */
+
+void rx_gpu_glsl_head(gk *k, const rx_func *f, const char *name)
+{
+    cg *g = k->g;
+    rx_sb *o = g->out;
+    int nb = 0, nscalar = 0;
+    rx_sb push = {0};
+    rx_sb_printf(o, "/* kernel %s */\n", name);
+    for (int i = 0; i < f->ntparams; i++) {
+        const rx_buffer *b = f->tparams[i].buf;
+        if (!b) continue;
+        char *nm = rx_cg_fresh(g, b->name);
+        rx_sb_printf(o, "layout(std430, set = 0, binding = %d) buffer %s_B { %s %s_b[]; };\n", nb++,
+                     nm, rx_cg_stype((rx_dtype)b->dtype), nm);
+        rx_sb_printf(&push, " int64_t %s_o;", nm);
+        nscalar++;
+        rx_cg_push_sym(g, b, nm)->view = true;
+    }
+    rx_sb_printf(o, "layout(std430, set = 0, binding = %d) buffer rx_st_B { int rx_st[]; };\n", nb);
+    for (int j = 0; j < f->nsvars; j++) {
+        rx_sb_printf(&push, " int64_t rx_v%d;", j);
+        nscalar++;
+    }
+    int64_t max_push = rx_target_int(k->t, "max_push_bytes");
+    if ((int64_t)nscalar * PUSH_BYTES_PER_SCALAR > max_push)
+        rx_cg_err(g, f->loc, "kernel %s takes %d scalar arguments (%d element offsets, %d "
+                  "symbolic variables), %d bytes of push constants, more than max_push_bytes=%lld "
+                  "of target %s", name, nscalar, nscalar - f->nsvars, f->nsvars,
+                  nscalar * PUSH_BYTES_PER_SCALAR, (long long)max_push, k->t->norm);
+    if (nscalar) rx_sb_printf(o, "layout(push_constant) uniform rx_P {%s };\n", rx_sb_str(&push));
+    rx_sb_free(&push);
+    rx_sb_puts(o, "void main()\n{\n");
+    g->indent = 1;
+    for (int j = 0; j < f->nsvars; j++) {
+        const rx_svar *v = f->svars[j];
+        char *nm = rx_cg_fresh(g, v->name);
+        const char *ct = rx_cg_ctype((rx_dtype)v->dtype);
+        rx_sb_printf(o, "    const %s %s = %s(rx_v%d);\n", ct, nm, ct, j);
+        rx_cg_push_sym(g, v, nm);
+    }
+    for (int i = 0; i < g->syms.n; i++) { /* extents: after every parameter is in scope */
+        cg_sym *s = &g->syms.items[i];
+        if (s->view) rx_cg_declare_dims(g, s, (const rx_buffer *)s->key);
+    }
+}
+
+/* Appends text[0..n) to src without its `shared` lines, which go to hoist. */
+static void split_shared(const char *text, size_t n, rx_sb *body, rx_sb *hoist)
+{
+    for (size_t at = 0; at < n;) {
+        const char *nl = memchr(text + at, '\n', n - at);
+        size_t end = nl ? (size_t)(nl - text) + 1 : n, s = at;
+        while (s < end && text[s] == ' ') s++;
+        bool shared = end - s > 7 && !strncmp(text + s, "shared ", 7);
+        rx_sb_putn(shared ? hoist : body, text + (shared ? s : at), end - (shared ? s : at));
+        at = end;
+    }
+}
+
+void rx_gpu_glsl_shaders(gk *k, const rx_sb *body, rx_sb *src, rx_sb *bin)
+{
+    cg *g = k->g;
+    int n = k->shaders.n;
+    rx_sb ops = {0};
+    rx_cg_prelude_ops(g, &ops);
+    const char **names = rx_xcalloc((size_t)(n ? n : 1), sizeof *names);
+    char **texts = rx_xcalloc((size_t)(n ? n : 1), sizeof *texts);
+    for (int i = 0; i < n; i++) {
+        const gk_shader *sh = &k->shaders.items[i];
+        rx_sb one = {0}, kernel = {0}, hoist = {0};
+        split_shared(body->p + sh->at, sh->end - sh->at, &kernel, &hoist);
+        rx_sb_puts(&one, k->dl->prelude);
+        if (g->need[H_F16] || g->need[H_BF16]) rx_sb_puts(&one, k->dl->prelude_f16);
+        rx_sb_putn(&one, ops.p ? ops.p : "", ops.n);
+        rx_sb_putn(&one, hoist.p ? hoist.p : "", hoist.n);
+        rx_sb_putn(&one, kernel.p ? kernel.p : "", kernel.n);
+        rx_sb_putn(src, one.p, one.n);
+        names[i] = sh->name;
+        texts[i] = rx_sb_take(&one);
+        rx_sb_free(&kernel);
+        rx_sb_free(&hoist);
+    }
+    char msg[1024];
+    if (rx_spirv_bundle(names, (const char *const *)texts, n, bin, msg, sizeof msg)) {
+        rx_diag_add(g->d, "", "%s", msg);
+        g->ok = false;
+    }
+    for (int i = 0; i < n; i++) free(texts[i]);
+    free(texts);
+    free(names);
+    rx_sb_free(&ops);
+}

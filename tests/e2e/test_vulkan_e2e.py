@@ -1,0 +1,150 @@
+"""test_vulkan_e2e.py — Vulkan artifacts end to end: SPIR-V, the device, its limits, bad input.
+
+    /usr/bin/python3 tests/e2e/test_vulkan_e2e.py BUILD_DIR
+
+Modules are built with `relaxc build --target vulkan` (GLSL 4.50 compute shaders compiled
+to SPIR-V in the compiler) and run by relax-run on this host's Vulkan (Mesa's lavapipe,
+deploy/packages.sh test; docs/gpu.md). Every failure must be a clear error (exit status
+1, one `error:` line naming what failed), never a crash:
+  - the artifact: a KERNELS_SPIRV section (a SPIR-V bundle, "RXSB", one module per
+    kernel) and a LAUNCH section, no OpenCL or CPU kernels; every module of the bundle
+    passes `spirv-val --target-env vulkan1.2`;
+  - one artifact, several n: exp of a gather equals NumPy at n = 1, 5, 300;
+  - an index read from a tensor out of range names the kernel, index, axis and
+    extent, and the next call starts clean;
+  - a missing loader (RX_VULKAN_LIB pointing nowhere) and a device id the host lacks;
+  - --bench names the device ("device": "Vulkan: ...");
+  - the rows schedule (test_opencl_e2e's checks for vulkan): softmax and max over rows
+    of 1 to 4099 elements equal NumPy; a kernel needing more shared memory than the
+    device has (a launch record patched to 512 MiB) is refused at load naming the
+    limit, more than max_local_bytes at compile time naming the option;
+  - push constants: a kernel of 18 buffers (18 element offsets, 144 bytes) is refused
+    at compile time naming max_push_bytes=128; built with max_push_bytes=256 it is
+    refused at load by a device whose maxPushConstantsSize is 128 (lavapipe);
+  - the loop function of the push-constant case on cpu equals NumPy too;
+  - a kernel named with 127 characters runs (the bundle keeps whole names).
+Prints one line per check and `N passed, M failed`; exit 1 on a failure.
+"""
+
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from e2e_check import Checks, run_status
+from test_bounds_e2e import module, tensor
+from test_opencl_e2e import LAUNCH, Env, rows_checks, sections, take_checks
+
+SPIRV = 9  # section kind (docs/artifact.md)
+
+
+def write(e, mod):
+    """The path of mod written as JSON in e's directory."""
+    e.n += 1
+    path = os.path.join(e.tmp, "w%d.json" % e.n)
+    with open(path, "w") as f:
+        json.dump(mod, f)
+    return path
+
+
+def bundle_modules(data):
+    """[(name, module bytes)] of a SPIR-V bundle (runtime/include/relax/device.h)."""
+    magic, version, n = struct.unpack_from("<III", data, 0)
+    if magic != 0x42535852 or version != 1:
+        return None
+    pos, out = 12, []
+    for _ in range(n):
+        nn = struct.unpack_from("<I", data, pos)[0]
+        name = data[pos + 4:pos + 4 + 4 * nn].split(b"\0")[0].decode()
+        pos += 4 + 4 * nn
+        nw = struct.unpack_from("<I", data, pos)[0]
+        out.append((name, data[pos + 4:pos + 4 + 4 * nw]))
+        pos += 4 + 4 * nw
+    return out
+
+
+def artifact_checks(e, rxa):
+    data = open(rxa, "rb").read()
+    secs = sections(data)
+    c = e.checks
+    c.check(SPIRV in secs and LAUNCH in secs and 6 not in secs and 8 not in secs,
+            "artifact has KERNELS_SPIRV and LAUNCH, no KERNELS_CPU or KERNELS_OPENCL (%s)" % sorted(secs))
+    if SPIRV not in secs:
+        return
+    off, size = secs[SPIRV]
+    mods = bundle_modules(data[off:off + size])
+    c.check(bool(mods) and all(n.startswith("rxk_") for n, _ in mods),
+            "KERNELS_SPIRV is a bundle of %s" % ([n for n, _ in mods] if mods else "nothing"))
+    for name, words in mods or []:
+        path = os.path.join(e.tmp, name + ".spv")
+        open(path, "wb").write(words)
+        p = subprocess.run(["spirv-val", "--target-env", "vulkan1.2", path], capture_output=True, text=True)
+        c.check(p.returncode == 0, "spirv-val %s%s" % (name, "" if p.returncode == 0 else ": " + p.stderr[:200]))
+
+
+def push_checks(e):
+    """A loop function of 16 inputs and 1 output: 17 element offsets, 136 bytes."""
+    names = ["x%d" % i for i in range(16)]
+    f = {"kind": "tir",
+         "params": [{"name": nm.upper(), "buffer": {"shape": [4], "dtype": "f32"}} for nm in names] +
+                   [{"name": "O", "buffer": {"shape": [4], "dtype": "f32"}}],
+         "body": [{"grid": ["i"], "extents": [4], "body": [
+             {"block": "s", "body": [{"store": "O[i]",
+                                      "value": " + ".join("%s[i]" % nm.upper() for nm in names)}]}]}]}
+    mod = module([tensor(nm, [4]) for nm in names],
+                 [{"var": "y", "value": {"call_tir": "@f", "args": names,
+                                         "out": {"tensor": {"shape": [4], "dtype": "f32"}}}}],
+                 "y", {"f": f})
+    rc, _, err = run_status([e.relaxc, "build", write(e, mod), "--target", "vulkan", "-o",
+                             os.path.join(e.tmp, "push.rxa")])
+    e.checks.check(rc == 1 and "136 bytes of push constants, more than max_push_bytes=128" in err,
+                   "too many scalar arguments at compile time: %s" % err.strip()[-200:])
+    rxa = e.build(mod, "vulkan,max_push_bytes=256")
+    if rxa:
+        xs = {nm: np.full(4, i, dtype=np.float32) for i, nm in enumerate(names)}
+        e.fails(rxa, "136 bytes of push constants on lavapipe",
+                ["has 136 bytes of push constants, more than the device's limit of 128 "
+                 "(maxPushConstantsSize)"], inputs=xs)
+        e.equals(e.build(mod, "cpu"), "the same loop function on cpu", np.full(4, 120, dtype=np.float32),
+                 inputs=xs)
+
+
+def long_name_checks(e):
+    """A loop function named with 120 characters: its kernel (rxk_NAME_s0) is found in
+    the bundle by its whole name (the device kept 63 bytes of it once)."""
+    name = "f" + "_long" * 20 + "x" * 19
+    f = {"kind": "tir",
+         "params": [{"name": "X", "buffer": {"shape": [4], "dtype": "f32"}},
+                    {"name": "O", "buffer": {"shape": [4], "dtype": "f32"}}],
+         "body": [{"grid": ["i"], "extents": [4], "body": [
+             {"block": "s", "body": [{"store": "O[i]", "value": "X[i] * 2.0"}]}]}]}
+    mod = module([tensor("x", [4])],
+                 [{"var": "y", "value": {"call_tir": "@" + name, "args": ["x"],
+                                         "out": {"tensor": {"shape": [4], "dtype": "f32"}}}}],
+                 "y", {name: f})
+    rxa = e.build(mod, "vulkan")
+    if rxa:
+        x = np.arange(4, dtype=np.float32)
+        e.equals(rxa, "a kernel named with %d characters" % (len(name) + 7), 2 * x, inputs={"x": x})
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(__doc__)
+        return 2
+    checks = Checks()
+    tmp = tempfile.mkdtemp(prefix="rx-vulkan-")
+    e = Env(argv[1], tmp, checks)
+    take_checks(e, "vulkan", "Vulkan", "RX_VULKAN_LIB", artifact_checks)
+    rows_checks(e, "vulkan", ("vulkan,max_threads=1024,max_local_bytes=2048", 4096))
+    push_checks(e)
+    long_name_checks(e)
+    return checks.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
