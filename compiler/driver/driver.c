@@ -363,8 +363,9 @@ static bool run(bstate *s, const char *json, size_t n, int last)
         const stage *p = &pipeline[i];
         if (!enabled(s->o, s->tgt.kind, p->name, p->min_opt)) continue;
         double t0 = rx_now_ms();
+        s->m->unchanged = false;
         bool ok = p->graph ? p->graph(s->m, s->d) : p->lower(s);
-        if (ok && p->deduce_after) ok = rx_deduce_module(s->m, s->d);
+        if (ok && p->deduce_after && !s->m->unchanged) ok = rx_deduce_module(s->m, s->d);
         if (p->kind != ST_SWITCH) r->times[r->ntimes++] = (rx_pass_time){p->name, rx_now_ms() - t0};
         if (!ok) {
             r->failed = p->name;

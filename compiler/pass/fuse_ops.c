@@ -823,5 +823,6 @@ bool rx_pass_fuse_ops(rx_module *m, rx_diags *d)
     free(c.ext);
     RX_VEC_FREE(c.shared);
     RX_VEC_FREE(c.added);
+    if (!c.fused) m->unchanged = true;
     return true;
 }

@@ -336,6 +336,7 @@ bool rx_library_lower(rx_module *m, const rx_lib_opts *o, int *rewritten, rx_dia
     free(c.user_block);
     free(c.user_idx);
     if (rewritten) *rewritten = c.rewritten;
+    if (!c.rewritten) m->unchanged = true;
     return true;
 }
 

@@ -352,6 +352,6 @@ bool rx_pass_lift_workspace(rx_module *m, rx_diags *d)
     for (int i = 0; i < c.ks.n; i++) RX_VEC_FREE(c.ks.items[i].ws), RX_VEC_FREE(c.ks.items[i].calls);
     RX_VEC_FREE(c.ks);
     rx_arith_free(c.ar);
-    (void)changed;
+    if (!changed) m->unchanged = true;
     return true;
 }

@@ -408,6 +408,7 @@ bool rx_specialize(rx_module *m, int *ncalls, int *ncopies, rx_diags *d)
     for (int i = 0; i < nf; i++)
         if (funcs[i]->kind == RX_F_RELAX) spec_seq(&c, funcs[i]->body);
     if (c.copies.n) drop_unnamed(&c);
+    else m->unchanged = true;
     if (ncalls) *ncalls = c.ncalls;
     if (ncopies) *ncopies = c.copies.n;
     RX_VEC_FREE(c.copies);

@@ -317,6 +317,8 @@ struct rx_module {
     rx_const **consts;    /* named constants, in input order */
     int32_t nconsts;
     int32_t next_id;      /* ids for variables and buffers */
+    bool unchanged;       /* set by a pass that rewrote nothing: the driver then skips
+                             the deduction it runs after passes that rewrite bindings */
 };
 
 rx_module *rx_module_new(void);
