@@ -5,8 +5,9 @@
  * nodes in the module's arena; replaced nodes are simply dropped) and returns false
  * after adding located diagnostics to d. Each pass states its precondition and what it
  * leaves for later passes. A pass that rewrites bindings leaves their annotations to
- * be deduced again: the driver runs deduction after every stage marked so in its table
- * (rx_deduce_module; callers outside the driver do the same). Which passes run, in which order, at which opt level, is
+ * be deduced again: the driver runs deduction after every stage marked so in its table,
+ * unless the pass set m->unchanged (it rewrote nothing) (rx_deduce_module; callers
+ * outside the driver do the same). Which passes run, in which order, at which opt level, is
  * the pipeline table in compiler/driver/driver.c, the only list of them (`relaxc
  * passes` prints it; docs/passes.md describes each); the driver checks the module with
  * rx_verify_module (ir.h) after each one in the test build and with --verify-each.
