@@ -98,7 +98,8 @@ int64_t rx_target_int(const rx_target *t, const char *name);
 const char *rx_target_str(const rx_target *t, const char *name);
 
 /* Whether this compiler can generate code for kind k. When not, writes why into
- * why[0..cap) ("code generation for cuda is not implemented yet ..."). */
+ * why[0..cap): the toolchain it lacks ("no NVRTC for cuda: cannot load ...", "built
+ * without libshaderc") or, for a kind out of range, that it is unknown. */
 bool rx_target_available(rx_target_kind k, char *why, size_t cap);
 
 #endif

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "relax/codegen.h"
+#include "relax/driver.h"
 
 enum { KR_MAXBUF = 16 };
 
@@ -151,6 +152,24 @@ static void kr_free(kr_run *r)
 {
     for (int k = 0; k < r->nbuf; k++) free(r->buf[k]);
     r->nbuf = 0;
+}
+
+/* The module sq (relax-json with single quotes) after FuseTIR and workspace lifting:
+ * opt level 2, no library calls, the pipeline run up to lift_workspace. */
+static inline rx_module *fused_module(const char *sq)
+{
+    char *s = strdup(sq);
+    for (char *p = s; *p; p++)
+        if (*p == '\'') *p = '"';
+    rx_build_opts o = {.opt_level = 2, .lib = {.mode = RX_LIB_NONE}};
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_module *m = NULL;
+    ck_assert_msg(rx_build_module(s, strlen(s), &o, "lift_workspace", &m, NULL, &d), "build: %s",
+                  diags_str(&d));
+    rx_diags_free(&d);
+    free(s);
+    return m;
 }
 
 #endif

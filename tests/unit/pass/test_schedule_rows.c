@@ -47,18 +47,7 @@ static const char MODULE[] =
 /* The module after FuseTIR and workspace lifting (opt level 2, no library calls). */
 static rx_module *fused(void)
 {
-    char *s = strdup(MODULE);
-    for (char *p = s; *p; p++)
-        if (*p == '\'') *p = '"';
-    rx_build_opts o = {.opt_level = 2, .lib = {.mode = RX_LIB_NONE}};
-    rx_diags d;
-    rx_diags_init(&d);
-    rx_module *m = NULL;
-    ck_assert_msg(rx_build_module(s, strlen(s), &o, "lift_workspace", &m, NULL, &d), "build: %s",
-                  diags_str(&d));
-    rx_diags_free(&d);
-    free(s);
-    return m;
+    return fused_module(MODULE);
 }
 
 /* The loop function the graph function gname calls (its one call_tir). */
