@@ -132,7 +132,28 @@ def main():
         m = small_model()
         m.graph.initializer[0].dims[0] = 400  # payload does not match the dims
         hostile["short_payload"] = m.SerializeToString()
-        expect = {"truncated": "does not decode", "garbage": "does not decode",
+        def one_node(node, ins, out, opset=17, inits=(), domains=()):
+            g = helper.make_graph([node], "g", ins, [out], list(inits))
+            ops = [helper.make_opsetid(d, v) for d, v in domains] or [helper.make_opsetid("", opset)]
+            return helper.make_model(g, opset_imports=ops).SerializeToString()
+        f32 = lambda n, s: helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+        hostile["dft_absurd_length"] = one_node(
+            helper.make_node("DFT", ["x", "L"], ["y"], name="dft"), [f32("x", [1, 8, 1])],
+            f32("y", None), inits=[numpy_helper.from_array(np.array(1 << 40, np.int64), "L")])
+        mel = [numpy_helper.from_array(np.array(v, t), n) for n, v, t in
+               [("nm", 8, np.int32), ("dl", 16, np.int32), ("sr", 8192, np.int32),
+                ("lo", 0, np.float32), ("hi", 1e9, np.float32)]]
+        hostile["mel_edges_out_of_range"] = one_node(
+            helper.make_node("MelWeightMatrix", ["nm", "dl", "sr", "lo", "hi"], ["y"]), [],
+            f32("y", None), inits=mel)
+        hostile["training_op_bad_arity"] = one_node(
+            helper.make_node("Adam", ["R", "T", "X"], ["Y"], domain="ai.onnx.preview.training"),
+            [f32("R", []), helper.make_tensor_value_info("T", TensorProto.INT64, []),
+             f32("X", [2])], f32("Y", [2]), domains=[("ai.onnx.preview.training", 1)])
+        expect = {"dft_absurd_length": "dft_length 1099511627776 is out of range",
+                  "mel_edges_out_of_range": "outside 0..8",
+                  "training_op_bad_arity": "Adam '' (opset 0): expects R, T, then 4 groups",
+                  "truncated": "does not decode", "garbage": "does not decode",
                   "empty": "no graph", "dangling": "'nowhere' is not produced",
                   "cycle": "'y' is not produced", "absurd_dim": "dim 1 is 1125899906842624",
                   "huge_attr_tensor": "more than 2^40 elements",

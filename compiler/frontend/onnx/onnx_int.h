@@ -146,6 +146,8 @@ typedef struct ox_opdef {
     const char *attrs;   /* supported attributes, comma-separated */
 } ox_opdef;
 const ox_opdef *ox_op_find(const char *op_type);
+/* The op of another domain (ai.onnx.preview.training), or NULL. */
+const ox_opdef *ox_op_find_in(const char *domain, const char *op_type);
 
 
 /* ---- onnx_ops.c: helpers shared by the converters ---- */
@@ -243,5 +245,9 @@ bool ox_c_unary(ox_ctx *c);
 bool ox_c_unsqueeze(ox_ctx *c);
 bool ox_c_variadic(ox_ctx *c);
 bool ox_c_where(ox_ctx *c);
+bool ox_c_optimizer(ox_ctx *c);   /* onnx_train.c */
+bool ox_c_dft(ox_ctx *c);         /* onnx_signal.c */
+bool ox_c_stft(ox_ctx *c);
+bool ox_c_mel_weight_matrix(ox_ctx *c);
 
 #endif

@@ -45,6 +45,9 @@
  *                     NonZero -> nonzero
  *   QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger QLinearMatMul
  *                     -> compositions (onnx_quant.c's essay)
+ *   DFT STFT MelWeightMatrix -> matmul with constant cos/sin matrices, a constant
+ *                     (onnx_signal.c's essay); Momentum Adagrad Adam of
+ *                     ai.onnx.preview.training -> elementwise ops (onnx_train.c)
  *   NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss -> a one-hot mask of the targets
  *                     (equal with arange), where, sum; log_softmax for the latter
  */
@@ -261,11 +264,28 @@ static const ox_opdef ops[] = {
     {"QuantizeLinear", ox_c_quantize, "axis"}, {"DequantizeLinear", ox_c_quantize, "axis"},
     {"DynamicQuantizeLinear", ox_c_dynamic_quantize, ""},
     {"MatMulInteger", ox_c_matmul_integer, ""}, {"QLinearMatMul", ox_c_matmul_integer, ""},
+    {"DFT", ox_c_dft, "axis,inverse,onesided"}, {"STFT", ox_c_stft, "onesided"},
+    {"MelWeightMatrix", ox_c_mel_weight_matrix, "output_datatype"},
 };
 
 const ox_opdef *ox_op_find(const char *op_type)
 {
     for (int i = 0; i < RX_COUNTOF(ops); i++)
         if (!strcmp(ops[i].op_type, op_type)) return &ops[i];
+    return NULL;
+}
+
+/* ai.onnx.preview.training (onnx_train.c). */
+static const ox_opdef training_ops[] = {
+    {"Momentum", ox_c_optimizer, "alpha,beta,mode,norm_coefficient"},
+    {"Adagrad", ox_c_optimizer, "decay_factor,epsilon,norm_coefficient"},
+    {"Adam", ox_c_optimizer, "alpha,beta,epsilon,norm_coefficient,norm_coefficient_post"},
+};
+
+const ox_opdef *ox_op_find_in(const char *domain, const char *op_type)
+{
+    if (strcmp(domain, "ai.onnx.preview.training")) return NULL;
+    for (int i = 0; i < RX_COUNTOF(training_ops); i++)
+        if (!strcmp(training_ops[i].op_type, op_type)) return &training_ops[i];
     return NULL;
 }

@@ -463,8 +463,15 @@ static void convert_node(ox_ctx *c, const Onnx__NodeProto *n, int idx)
         ox_err(c, "node has no op_type");
         return;
     }
-    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx")) {
-        ox_err(c, "domain '%s' is not supported (only the default domain)", n->domain);
+    bool dflt = !n->domain || !*n->domain || !strcmp(n->domain, "ai.onnx");
+    const ox_opdef *od = dflt ? ox_op_find(n->op_type) : ox_op_find_in(n->domain, n->op_type);
+    if (!dflt && !od) {
+        ox_err(c, "domain '%s' is not supported (only the default domain and "
+               "ai.onnx.preview.training's optimizers)", n->domain);
+        return;
+    }
+    if (dflt && c->opset < 1) {
+        ox_err(c, "the model imports no default-domain opset");
         return;
     }
     for (size_t i = 0; i < n->n_input; i++) {
@@ -481,7 +488,6 @@ static void convert_node(ox_ctx *c, const Onnx__NodeProto *n, int idx)
             return;
         }
     }
-    const ox_opdef *od = ox_op_find(n->op_type);
     if (!od) {
         ox_err(c, "operator is not supported");
         return;
@@ -635,7 +641,8 @@ rx_module *rx_onnx_read(const uint8_t *buf, size_t n, const rx_onnx_opts *o,
         onnx__model_proto__free_unpacked(mp, NULL);
         return NULL;
     }
-    if (opset < 1 || opset > 18) {
+    if (opset == -1 && mp->n_opset_import) opset = 0; /* other domains only: checked per node */
+    if ((opset < 1 && opset != 0) || opset > 18) {
         rx_diag_add(d, "opset_import", "default-domain opset %lld is not supported (1..18)",
                     (long long)opset);
         onnx__model_proto__free_unpacked(mp, NULL);
