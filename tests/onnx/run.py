@@ -81,10 +81,11 @@ SHAPE_OPERANDS = {"Reshape": {1}, "Expand": {1}, "Tile": {1}, "Squeeze": {1},
                   "Dropout": {1, 2},
                   "Resize": {1, 2, 3}, "Upsample": {1},
                   "HannWindow": {0}, "HammingWindow": {0}, "BlackmanWindow": {0},
-                  "DFT": {1}, "STFT": {1, 3}, "MelWeightMatrix": "*"}
+                  "DFT": {1}, "STFT": {1, 3}, "MelWeightMatrix": "*", "If": {0},
+                  "Loop": {0, 1}}
 # Ops whose shape operands may have any numeric dtype (OneHot's depth is often float).
 ANY_DTYPE = {"Range", "OneHot", "Resize", "Upsample", "Pad", "Compress", "Dropout",
-             "MelWeightMatrix"}
+             "MelWeightMatrix", "If", "Loop"}
 
 
 def shape_inputs(m):

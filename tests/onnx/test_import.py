@@ -150,7 +150,38 @@ def main():
             helper.make_node("Adam", ["R", "T", "X"], ["Y"], domain="ai.onnx.preview.training"),
             [f32("R", []), helper.make_tensor_value_info("T", TensorProto.INT64, []),
              f32("X", [2])], f32("Y", [2]), domains=[("ai.onnx.preview.training", 1)])
-        expect = {"dft_absurd_length": "dft_length 1099511627776 is out of range",
+        b1 = helper.make_tensor_value_info("b", TensorProto.BOOL, [])
+        i64 = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)
+        body = helper.make_graph([helper.make_node("Identity", ["c_in"], ["c_out"]),
+                                  helper.make_node("Identity", ["v_in"], ["v_out"])], "body",
+                                 [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                                  helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+                                  f32("v_in", [2])], [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), f32("v_out", [2])])
+        loop = lambda m, body: helper.make_node("Loop", [m, "", "x"], ["y"], body=body, name="lp")
+        hostile["loop_huge_trip_count"] = one_node(loop("M", body), [f32("x", [2])], f32("y", [2]),
+                                                   inits=[i64("M", 1 << 40)])
+        outer = helper.make_graph([helper.make_node("Constant", [], ["c_out"], value=numpy_helper.from_array(np.array(True))),
+                                   loop("M", body)], "outer",
+                                  [helper.make_tensor_value_info("j", TensorProto.INT64, []),
+                                   helper.make_tensor_value_info("c2", TensorProto.BOOL, []), f32("v2", [2])],
+                                  [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), f32("y", [2])])
+        hostile["nested_loops_blowup"] = one_node(loop("M", outer), [f32("x", [2])], f32("y", [2]),
+                                                  inits=[i64("M", 4000)])
+        leaf = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "leaf", [], [f32("y", [2])])
+        g = leaf
+        for _ in range(20):  # If inside If, 20 deep (the else branches are leaves)
+            g = helper.make_graph([helper.make_node("If", ["k"], ["y"], then_branch=g, else_branch=leaf)],
+                                  "lvl", [], [f32("y", [2])])
+        hostile["deeply_nested_if"] = one_node(g.node[0], [f32("x", [2])], f32("y", [2]),
+                                               inits=[numpy_helper.from_array(np.array(True), "k")])
+        hostile["if_runtime_condition"] = one_node(
+            helper.make_node("If", ["b"], ["y"], then_branch=leaf, else_branch=leaf, name="iff"),
+            [b1, f32("x", [2])], f32("y", [2]))
+        expect = {"loop_huge_trip_count": "Loop 'lp' (opset 17): more than 4096 iterations",
+                  "nested_loops_blowup": "unrolling control flow exceeds 262144 nodes",
+                  "deeply_nested_if": "subgraphs are nested deeper than 16",
+                  "if_runtime_condition": "If 'iff' (opset 17): the condition must be known at import",
+                  "dft_absurd_length": "dft_length 1099511627776 is out of range",
                   "mel_edges_out_of_range": "outside 0..8",
                   "training_op_bad_arity": "Adam '' (opset 0): expects R, T, then 4 groups",
                   "truncated": "does not decode", "garbage": "does not decode",

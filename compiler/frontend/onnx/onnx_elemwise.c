@@ -14,7 +14,11 @@
 static bool fold_binary(ox_ctx *c, rx_ekind k, rx_dtype dt)
 {
     ox_val *x = ox_in(c, 0), *y = ox_in(c, 1);
-    if (!x || !y || (!x->sym && !y->sym)) return false;
+    if (!x || !y) return false;
+    /* two constants fold when the result is exact (Add Sub Mul of small integer tensors:
+     * a loop's iteration number + 1 as a Slice bound) */
+    bool consts = x->k && y->k && (k == RX_E_ADD || k == RX_E_SUB || k == RX_E_MUL);
+    if (!x->sym && !y->sym && !consts) return false;
     rx_expr **xs, **ys;
     int nx, ny;
     if (!ox_syms(c, x, &xs, &nx) || !ox_syms(c, y, &ys, &ny)) return false;

@@ -30,6 +30,7 @@ typedef struct ox_val {
     int8_t symrank;    /* 0 (scalar) or 1, when sym is set */
     rx_dtype symdt;    /* dtype of the sym tensor */
     bool absent;       /* the empty name: an omitted optional input */
+    int8_t depth;      /* subgraph nesting depth that defined it (0: the main graph) */
 } ox_val;
 
 /* A weight left in its external-data file (params mode): copied when written. */
@@ -60,7 +61,10 @@ typedef struct ox_ctx {
     /* the node being converted, for messages */
     const Onnx__NodeProto *node;
     int node_index;
-    char where[48];               /* "graph.node[12]" */
+    char where[160];              /* "graph.node[12]", "graph.node[3].body.node[1]" */
+    char path[128];               /* the prefix of where: "graph." */
+    int depth;                    /* subgraph nesting (onnx_control.c) */
+    int64_t unrolled;             /* subgraph nodes converted so far (bounded) */
 } ox_ctx;
 
 /* ---- onnx_read.c (values, the node's I/O) and onnx_tensor.c (tensors, attributes) ---- */
@@ -71,6 +75,16 @@ void ox_err(ox_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 ox_val *ox_find(ox_ctx *c, const char *name);
 /* A new value named name (must not exist). */
 ox_val *ox_define(ox_ctx *c, const char *name);
+/* Subgraph scopes (onnx_control.c): a value defined in a subgraph shadows an outer one
+ * of the same name until ox_scope_pop(c, mark) drops every value defined since
+ * mark = c->vals.n. */
+void ox_scope_pop(ox_ctx *c, int mark);
+/* Converts the graph attribute `attr` of the current node in a new scope, its inputs
+ * bound to ins[0..nins); copies of its outputs in *outs (*nouts). False after an error
+ * (onnx_control.c). */
+bool ox_subgraph(ox_ctx *c, const char *attr, ox_val **ins, int nins, ox_val ***outs, int *nouts);
+/* Converts node n (index idx of the graph at c->path): checks and its converter. */
+void ox_convert_node(ox_ctx *c, const Onnx__NodeProto *n, int idx);
 /* Input i of the current node, or NULL when absent/omitted. */
 ox_val *ox_in(ox_ctx *c, int i);
 int ox_nin(ox_ctx *c);           /* inputs of the node, trailing omitted ones dropped */
@@ -249,5 +263,8 @@ bool ox_c_optimizer(ox_ctx *c);   /* onnx_train.c */
 bool ox_c_dft(ox_ctx *c);         /* onnx_signal.c */
 bool ox_c_stft(ox_ctx *c);
 bool ox_c_mel_weight_matrix(ox_ctx *c);
+bool ox_c_if(ox_ctx *c);          /* onnx_control.c */
+bool ox_c_loop(ox_ctx *c);
+bool ox_c_scan(ox_ctx *c);
 
 #endif

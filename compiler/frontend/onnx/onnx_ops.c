@@ -48,6 +48,8 @@
  *   DFT STFT MelWeightMatrix -> matmul with constant cos/sin matrices, a constant
  *                     (onnx_signal.c's essay); Momentum Adagrad Adam of
  *                     ai.onnx.preview.training -> elementwise ops (onnx_train.c)
+ *   If Loop Scan      -> the taken branch / unrolled bodies, resolved at import
+ *                     (onnx_control.c's essay)
  *   NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss -> a one-hot mask of the targets
  *                     (equal with arange), where, sum; log_softmax for the latter
  */
@@ -266,6 +268,9 @@ static const ox_opdef ops[] = {
     {"MatMulInteger", ox_c_matmul_integer, ""}, {"QLinearMatMul", ox_c_matmul_integer, ""},
     {"DFT", ox_c_dft, "axis,inverse,onesided"}, {"STFT", ox_c_stft, "onesided"},
     {"MelWeightMatrix", ox_c_mel_weight_matrix, "output_datatype"},
+    {"If", ox_c_if, "then_branch,else_branch"}, {"Loop", ox_c_loop, "body"},
+    {"Scan", ox_c_scan, "body,directions,num_scan_inputs,scan_input_axes,scan_input_directions,"
+                        "scan_output_axes,scan_output_directions"},
 };
 
 const ox_opdef *ox_op_find(const char *op_type)

@@ -90,6 +90,7 @@ ox_val *ox_define(ox_ctx *c, const char *name)
 {
     ox_val *v = RX_NEW(c->a, ox_val);
     v->name = rx_arena_strdup(c->a, name);
+    v->depth = (int8_t)c->depth;
     RX_VEC_PUSH(c->vals, v);
     if (c->vals.n > c->cap_next) {
         c->cap_next = c->vals.n * 2;
@@ -103,6 +104,16 @@ ox_val *ox_define(ox_ctx *c, const char *name)
         c->heads[b] = c->vals.n;
     }
     return v;
+}
+
+void ox_scope_pop(ox_ctx *c, int mark)
+{
+    for (int i = c->vals.n - 1; i >= mark; i--) { /* the newest value heads its chain */
+        uint32_t b = hash_str(c->vals.items[i]->name) & (uint32_t)(c->nb - 1);
+        RX_ASSERT(c->heads[b] == i + 1);
+        c->heads[b] = c->next[i];
+    }
+    if (mark < c->vals.n) c->vals.n = mark;
 }
 
 /* ---------------------------------------------------------------- names */
@@ -298,7 +309,7 @@ static ox_val *out_val(ox_ctx *c, int i)
     if (i < 0 || (size_t)i >= c->node->n_output || !*c->node->output[i]) return NULL;
     const char *nm = c->node->output[i];
     ox_val *v = ox_find(c, nm);
-    return v ? v : ox_define(c, nm);
+    return v && v->depth == c->depth ? v : ox_define(c, nm); /* an outer one is shadowed */
 }
 
 static rx_node *bind(ox_ctx *c, const char *name, rx_node *value)
@@ -356,12 +367,11 @@ void ox_out_alias(ox_ctx *c, int i, ox_val *src)
 {
     ox_val *v = out_val(c, i);
     if (!v || !src) return;
-    v->node = src->node;
-    v->k = src->k;
-    v->sym = src->sym;
-    v->nsym = src->nsym;
-    v->symrank = src->symrank;
-    v->symdt = src->symdt;
+    const char *nm = v->name;
+    int8_t d = v->depth;
+    *v = *src; /* every form of the value */
+    v->name = nm;
+    v->depth = d;
 }
 
 /* ---------------------------------------------------------------- signature */
@@ -454,11 +464,11 @@ static bool attrs_supported(ox_ctx *c, const ox_opdef *od)
     return ok;
 }
 
-static void convert_node(ox_ctx *c, const Onnx__NodeProto *n, int idx)
+void ox_convert_node(ox_ctx *c, const Onnx__NodeProto *n, int idx)
 {
     c->node = n;
     c->node_index = idx;
-    snprintf(c->where, sizeof c->where, "graph.node[%d]", idx);
+    snprintf(c->where, sizeof c->where, "%snode[%d]", c->path, idx);
     if (!n->op_type) {
         ox_err(c, "node has no op_type");
         return;
@@ -483,7 +493,8 @@ static void convert_node(ox_ctx *c, const Onnx__NodeProto *n, int idx)
         }
     }
     for (size_t i = 0; i < n->n_output; i++) {
-        if (n->output[i] && *n->output[i] && ox_find(c, n->output[i])) {
+        ox_val *o = n->output[i] && *n->output[i] ? ox_find(c, n->output[i]) : NULL;
+        if (o && o->depth == c->depth) {
             ox_err(c, "output '%s' is already defined", n->output[i]);
             return;
         }
@@ -562,7 +573,7 @@ static void read_graph(ox_ctx *c, const Onnx__GraphProto *g)
     /* Step 4: nodes */
     for (size_t i = 0; i < g->n_node; i++) {
         int e0 = rx_diags_count(c->d);
-        convert_node(c, g->node[i], (int)i);
+        ox_convert_node(c, g->node[i], (int)i);
         if (rx_diags_count(c->d) != e0) break; /* later nodes depend on this one */
     }
     c->node = NULL;
@@ -655,6 +666,7 @@ rx_module *rx_onnx_read(const uint8_t *buf, size_t n, const rx_onnx_opts *o,
     c.d = d;
     c.o = o;
     c.opset = opset;
+    snprintf(c.path, sizeof c.path, "graph.");
     c.ar = rx_arith_new(m->arena);
     c.fn = RX_NEW(c.a, rx_func);
     c.fn->kind = RX_F_RELAX;

@@ -173,7 +173,9 @@ bool ox_c_unsqueeze(ox_ctx *c)
         return false;
     }
     ox_val *xv = ox_in(c, 0);
-    if (xv && xv->sym && xv->symrank == 0 && n == 1) { /* n -> [n] */
+    rx_expr **xs;
+    int nxs;
+    if (n == 1 && ox_syms(c, xv, &xs, &nxs) && xv->symrank == 0) { /* n -> [n] */
         ox_out_sym(c, 0, xv->sym, 1, 1, xv->symdt);
         return true;
     }
