@@ -14,7 +14,11 @@ under their op with the suffix) and the totals; --json FILE writes it all.
 With --freeze-shape-inputs, integer graph inputs that feed shape operands (Reshape's
 shape, Slice's starts, Unsqueeze's axes, ...: SHAPE_OPERANDS) are moved into the model
 as initializers holding each data set's values before the build, since the importer
-needs shapes at compile time; those tests are marked "frozen" in the JSON.
+needs shapes at compile time; those tests are marked "frozen" in the JSON. Sequence and
+optional graph inputs are rebuilt per data set from one tensor input per element and
+SequenceConstruct / SequenceEmpty / Optional nodes (expand_input). Expected outputs are
+read as the model declares them and flattened like the importer's outputs (a sequence's
+tensors in place); a missing or extra tensor, or an unreadable value, is a fail.
 
 Usage: run.py --bin DIR [--suite DIR|NAME] [--tests NAMES_FILE] [--jobs 2] [--json OUT]
               [--min-pass N] [--filter SUBSTR] [--freeze-shape-inputs]
@@ -82,7 +86,8 @@ SHAPE_OPERANDS = {"Reshape": {1}, "Expand": {1}, "Tile": {1}, "Squeeze": {1},
                   "Resize": {1, 2, 3}, "Upsample": {1},
                   "HannWindow": {0}, "HammingWindow": {0}, "BlackmanWindow": {0},
                   "DFT": {1}, "STFT": {1, 3}, "MelWeightMatrix": "*", "If": {0},
-                  "Loop": {0, 1}}
+                  "Loop": {0, 1}, "SequenceAt": {1}, "SequenceInsert": {2},
+                  "SequenceErase": {1}, "SplitToSequence": {1}}
 # Ops whose shape operands may have any numeric dtype (OneHot's depth is often float).
 ANY_DTYPE = {"Range", "OneHot", "Resize", "Upsample", "Pad", "Compress", "Dropout",
              "MelWeightMatrix", "If", "Loop"}
@@ -118,18 +123,89 @@ def build(args, model, rxa):
     return None
 
 
+def load_value(path, tp):
+    """A test data file read as the graph's type declares it: an array (tensor), a list
+    (sequence) or None / a value (optional). Raises on anything else (maps, strings)."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    kind = tp.WhichOneof("value")
+    if kind == "tensor_type":
+        t = onnx.TensorProto()
+        t.ParseFromString(data)
+        a = numpy_helper.to_array(t)
+        if a.dtype.kind in "OSU":
+            raise ValueError("string tensors are not supported")
+        return a
+    if kind == "sequence_type":
+        q = onnx.SequenceProto()
+        q.ParseFromString(data)
+        if q.elem_type != onnx.SequenceProto.TENSOR:
+            raise ValueError("only sequences of tensors are supported")
+        v = numpy_helper.to_list(q)
+        if any(not isinstance(e, np.ndarray) or e.dtype.kind in "OSU" for e in v):
+            raise ValueError("only sequences of numeric tensors are supported")
+        return v
+    if kind == "optional_type":
+        o = onnx.OptionalProto()
+        o.ParseFromString(data)
+        if o.elem_type == onnx.OptionalProto.UNDEFINED:
+            return None
+        if o.elem_type == onnx.OptionalProto.TENSOR:
+            return numpy_helper.to_array(o.tensor_value)
+        if o.elem_type == onnx.OptionalProto.SEQUENCE:
+            return numpy_helper.to_list(o.sequence_value)
+        raise ValueError("unsupported optional element")
+    raise ValueError("unsupported value type %s" % kind)
+
+
+def flatten(v):
+    """The tensors of a value in order, as the importer returns a sequence or optional
+    graph output: its elements in place (docs/onnx.md)."""
+    if v is None:
+        return []
+    if isinstance(v, list):
+        return [a for e in v for a in flatten(e)]
+    return [v]
+
+
+def expand_input(name, value, tp, nodes, inputs, feed):
+    """A sequence / optional graph input (type tp) rebuilt from tensor inputs (one per
+    element of this data set, with its static shape) and SequenceConstruct / SequenceEmpty
+    / Optional nodes; returns the name that holds it."""
+    kind = tp.WhichOneof("value")
+    if kind == "tensor_type":
+        inputs.append(onnx.helper.make_tensor_value_info(
+            name, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[value.dtype], list(value.shape)))
+        feed.append(value)
+        return name
+    out = name + "__s"
+    if kind == "sequence_type":
+        elems = [expand_input("%s__%d" % (name, i), e, tp.sequence_type.elem_type, nodes,
+                              inputs, feed) for i, e in enumerate(value)]
+        nodes.append(onnx.helper.make_node("SequenceConstruct", elems, [out]) if elems else
+                     onnx.helper.make_node("SequenceEmpty", [], [out]))
+    else:  # an optional: None (empty) or its element
+        inner = [] if value is None else [expand_input(name + "__v", value,
+                                                       tp.optional_type.elem_type, nodes,
+                                                       inputs, feed)]
+        nodes.append(onnx.helper.make_node("Optional", inner, [out]))
+    return out
+
+
 def run_test(args, tdir):
     name = os.path.basename(tdir)
     model = os.path.join(tdir, "model.onnx")
     res = {"test": name, "op": op_of(model, name)}
     run = os.path.join(args.bin, "relax-run")
     frozen = []
+    try:
+        mp = onnx.load(model, load_external_data=False)
+    except Exception as e:
+        res.update(status="error", stage="import", reason="onnx cannot load the model: %s" % e)
+        return res
+    structured = [i.name for i in mp.graph.input if i.type.WhichOneof("value") != "tensor_type"]
     if args.freeze_shape_inputs:
-        try:
-            mp = onnx.load(model, load_external_data=False)
-            frozen = shape_inputs(mp)
-        except Exception:
-            frozen = []
+        frozen = shape_inputs(mp) + structured
     if frozen:
         res["frozen"] = frozen
     with tempfile.TemporaryDirectory(prefix="onnxconf-") as tmp:
@@ -146,34 +222,52 @@ def run_test(args, tdir):
                          key=lambda f: int(f[6:-3]))
             outs = sorted((f for f in os.listdir(sd) if f.startswith("output_")),
                           key=lambda f: int(f[7:-3]))
-            tensors = []
-            for f in ins:
-                t = onnx.TensorProto()
-                with open(os.path.join(sd, f), "rb") as fh:
-                    t.ParseFromString(fh.read())
-                tensors.append(t)
-            real = [i.name for i in mp.graph.input] if frozen else []
-            if frozen:  # this data set's shape inputs become initializers
+            try:
+                values = [load_value(os.path.join(sd, f), mp.graph.input[k].type)
+                          for k, f in enumerate(ins)]
+                want = [a for k, f in enumerate(outs)
+                        for a in flatten(load_value(os.path.join(sd, f), mp.graph.output[k].type))]
+            except Exception as e:  # a value we cannot feed or compare is never a pass
+                res.update(status="fail", reason="%s: cannot compare: %s" % (s, e))
+                return res
+            feed = []
+            if frozen:  # this data set's shape inputs become initializers, sequences inputs
                 m2 = onnx.ModelProto()
                 m2.CopyFrom(mp)
-                for k, name in enumerate(real[:len(tensors)]):
-                    if name in frozen:
-                        t = onnx.TensorProto()
-                        t.CopyFrom(tensors[k])
-                        t.name = name
+                del m2.graph.input[:]
+                pre = []
+                for k, vi in enumerate(mp.graph.input):
+                    if k >= len(values):
+                        m2.graph.input.append(vi)
+                    elif vi.name in structured:
+                        src = expand_input(vi.name, values[k], vi.type, pre, m2.graph.input,
+                                           feed)
+                        pre.append(onnx.helper.make_node("Identity", [src], [vi.name]))
+                    elif vi.name in frozen:
+                        t = numpy_helper.from_array(values[k], vi.name)
                         m2.graph.initializer.append(t)
+                    elif structured:  # the data set's static shape, as for the elements
+                        m2.graph.input.append(onnx.helper.make_tensor_value_info(
+                            vi.name, vi.type.tensor_type.elem_type, list(values[k].shape)))
+                        feed.append(values[k])
+                    else:
+                        m2.graph.input.append(vi)
+                        feed.append(values[k])
+                nodes = list(m2.graph.node)
+                del m2.graph.node[:]
+                m2.graph.node.extend(pre + nodes)
                 path = os.path.join(tmp, "frozen.onnx")
                 onnx.save(m2, path)
                 err = build(args, path, rxa)
                 if err:
                     res.update(err)
                     return res
+            else:
+                feed = values
             cmd = [run, rxa]
-            for i, t in enumerate(tensors):
-                if frozen and i < len(real) and real[i] in frozen:
-                    continue
+            for i, a in enumerate(feed):
                 path = os.path.join(tmp, "in%d.npy" % i)
-                np.save(path, numpy_helper.to_array(t))
+                np.save(path, a)
                 cmd += ["--in", path]
             od = os.path.join(tmp, "out_" + s)
             cmd += ["--out-dir", od]
@@ -185,19 +279,19 @@ def run_test(args, tdir):
             if p.returncode != 0:
                 res.update(status="error", stage="run", reason=first_error("x\n" + p.stderr))
                 return res
-            for i, f in enumerate(outs):
-                t = onnx.TensorProto()
-                with open(os.path.join(sd, f), "rb") as fh:
-                    t.ParseFromString(fh.read())
-                want = numpy_helper.to_array(t)
+            for i, w in enumerate(want):
                 gp = os.path.join(od, "out%d.npy" % i)
                 if not os.path.exists(gp):
                     res.update(status="fail", reason="output %d missing" % i)
                     return res
-                why = compare(np.load(gp), want)
+                why = compare(np.load(gp), w)
                 if why:
                     res.update(status="fail", reason="%s output %d: %s" % (s, i, why))
                     return res
+            if os.path.exists(os.path.join(od, "out%d.npy" % len(want))):
+                res.update(status="fail", reason="%s: more outputs than the %d expected tensors"
+                           % (s, len(want)))
+                return res
     res["status"] = "pass"
     return res
 

@@ -177,7 +177,18 @@ def main():
         hostile["if_runtime_condition"] = one_node(
             helper.make_node("If", ["b"], ["y"], then_branch=leaf, else_branch=leaf, name="iff"),
             [b1, f32("x", [2])], f32("y", [2]))
-        expect = {"loop_huge_trip_count": "Loop 'lp' (opset 17): more than 4096 iterations",
+        hostile["sequence_index_out_of_range"] = helper.make_model(helper.make_graph(
+            [helper.make_node("SequenceConstruct", ["x", "x"], ["s"]),
+             helper.make_node("SequenceAt", ["s", "p"], ["y"], name="at")], "g", [f32("x", [2])],
+            [f32("y", [2])], [i64("p", 5)]), opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+        hostile["sequence_as_tensor"] = helper.make_model(helper.make_graph(
+            [helper.make_node("SequenceConstruct", ["x"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y"], name="r")], "g", [f32("x", [2])],
+            [f32("y", [2])]), opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+        expect = {"sequence_index_out_of_range":
+                  "SequenceAt 'at' (opset 17): position 5 is out of range for a sequence of 2",
+                  "sequence_as_tensor": "value 's' is a sequence, used as a tensor",
+                  "loop_huge_trip_count": "Loop 'lp' (opset 17): more than 4096 iterations",
                   "nested_loops_blowup": "unrolling control flow exceeds 262144 nodes",
                   "deeply_nested_if": "subgraphs are nested deeper than 16",
                   "if_runtime_condition": "If 'iff' (opset 17): the condition must be known at import",

@@ -31,7 +31,12 @@ typedef struct ox_val {
     rx_dtype symdt;    /* dtype of the sym tensor */
     bool absent;       /* the empty name: an omitted optional input */
     int8_t depth;      /* subgraph nesting depth that defined it (0: the main graph) */
+    int8_t kind;       /* OX_TENSOR, or a sequence / optional resolved at import: */
+    int32_t nelems;    /* its elements (an optional: 0 or 1) */
+    struct ox_val **elems;
+    rx_dtype elemdt;   /* an empty sequence's element dtype (SequenceEmpty) */
 } ox_val;
+enum { OX_TENSOR, OX_SEQ, OX_OPT };
 
 /* A weight left in its external-data file (params mode): copied when written. */
 typedef struct ox_extref {
@@ -266,5 +271,11 @@ bool ox_c_mel_weight_matrix(ox_ctx *c);
 bool ox_c_if(ox_ctx *c);          /* onnx_control.c */
 bool ox_c_loop(ox_ctx *c);
 bool ox_c_scan(ox_ctx *c);
+bool ox_c_sequence(ox_ctx *c);    /* onnx_seq.c */
+bool ox_c_optional(ox_ctx *c);
+bool ox_c_sequence_map(ox_ctx *c);
+/* The tensors of a graph output in order: a sequence's elements, an optional's element
+ * (none when empty), or the value itself (onnx_seq.c). */
+bool ox_flatten(ox_ctx *c, ox_val *v, rx_node ***out, int *n);
 
 #endif

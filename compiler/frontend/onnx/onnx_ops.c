@@ -50,6 +50,8 @@
  *                     ai.onnx.preview.training -> elementwise ops (onnx_train.c)
  *   If Loop Scan      -> the taken branch / unrolled bodies, resolved at import
  *                     (onnx_control.c's essay)
+ *   Sequence* ConcatFromSequence SplitToSequence SequenceMap Optional* -> lists of
+ *                     values resolved at import (onnx_seq.c's essay)
  *   NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss -> a one-hot mask of the targets
  *                     (equal with arange), where, sum; log_softmax for the latter
  */
@@ -271,6 +273,13 @@ static const ox_opdef ops[] = {
     {"If", ox_c_if, "then_branch,else_branch"}, {"Loop", ox_c_loop, "body"},
     {"Scan", ox_c_scan, "body,directions,num_scan_inputs,scan_input_axes,scan_input_directions,"
                         "scan_output_axes,scan_output_directions"},
+    {"SequenceConstruct", ox_c_sequence, ""}, {"SequenceEmpty", ox_c_sequence, "dtype"},
+    {"SequenceAt", ox_c_sequence, ""}, {"SequenceInsert", ox_c_sequence, ""},
+    {"SequenceErase", ox_c_sequence, ""}, {"SequenceLength", ox_c_sequence, ""},
+    {"ConcatFromSequence", ox_c_sequence, "axis,new_axis"},
+    {"SplitToSequence", ox_c_sequence, "axis,keepdims"}, {"SequenceMap", ox_c_sequence_map, "body"},
+    {"Optional", ox_c_optional, "type"}, {"OptionalHasElement", ox_c_optional, ""},
+    {"OptionalGetElement", ox_c_optional, ""},
 };
 
 const ox_opdef *ox_op_find(const char *op_type)

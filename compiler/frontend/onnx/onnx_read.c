@@ -248,6 +248,11 @@ rx_node *ox_node(ox_ctx *c, ox_val *v)
 {
     if (!v) return NULL;
     if (v->node) return v->node;
+    if (v->kind != OX_TENSOR) {
+        ox_err(c, "value '%s' is %s, used as a tensor", v->name,
+               v->kind == OX_SEQ ? "a sequence" : "an optional");
+        return NULL;
+    }
     rx_const *k = ox_const(c, v);
     if (!k) {
         rx_sb s = {0};
@@ -511,7 +516,7 @@ void ox_convert_node(ox_ctx *c, const Onnx__NodeProto *n, int idx)
     for (size_t i = 0; i < n->n_output; i++) {
         if (!n->output[i] || !*n->output[i]) continue;
         ox_val *v = ox_find(c, n->output[i]);
-        if (!v || (!v->node && !v->k && !v->sym)) {
+        if (!v || (!v->node && !v->k && !v->sym && v->kind == OX_TENSOR)) {
             ox_err(c, "output %zu ('%s') is not supported", i, n->output[i]);
             return;
         }
@@ -583,26 +588,38 @@ static void read_graph(ox_ctx *c, const Onnx__GraphProto *g)
         rx_diag_add(c->d, "graph.output", "the graph has no outputs");
         return;
     }
-    rx_node **res = RX_NEWN(c->a, rx_node *, g->n_output);
+    /* a sequence or optional output contributes its tensors in place (docs/onnx.md) */
+    RX_VEC(rx_node *) res = {0};
     for (size_t i = 0; i < g->n_output; i++) {
         snprintf(c->where, sizeof c->where, "graph.output[%zu]", i);
         ox_val *v = g->output[i]->name ? ox_find(c, g->output[i]->name) : NULL;
         if (!v) {
             rx_diag_add(c->d, c->where, "output '%s' is not produced by any node",
                         g->output[i]->name ? g->output[i]->name : "");
-            return;
+            break;
         }
-        res[i] = ox_node(c, v);
-        if (!res[i]) return;
-        if (res[i]->kind != RX_N_VAR) res[i] = bind(c, v->name, res[i]);
+        rx_node **t;
+        int nt;
+        if (!ox_flatten(c, v, &t, &nt)) break;
+        for (int j = 0; j < nt; j++)
+            RX_VEC_PUSH(res, t[j]->kind != RX_N_VAR ? bind(c, v->name, t[j]) : t[j]);
     }
-    rx_node *result = res[0];
-    if (g->n_output > 1) {
-        rx_sinfo **fs = RX_NEWN(c->a, rx_sinfo *, g->n_output);
-        for (size_t i = 0; i < g->n_output; i++) fs[i] = res[i]->sinfo;
-        result = rx_n_tuple(c->m, res, (int)g->n_output);
-        result->sinfo = rx_si_tuple(c->a, fs, (int)g->n_output);
+    if (!rx_diags_count(c->d) && !res.n)
+        rx_diag_add(c->d, "graph.output", "the outputs hold no tensor (empty sequences or "
+                    "optionals)");
+    if (rx_diags_count(c->d)) {
+        RX_VEC_FREE(res);
+        return;
     }
+    rx_node *result = res.items[0];
+    if (res.n > 1) {
+        rx_sinfo **fs = RX_NEWN(c->a, rx_sinfo *, res.n);
+        rx_node **rs = RX_NEWN(c->a, rx_node *, res.n);
+        for (int i = 0; i < res.n; i++) fs[i] = res.items[i]->sinfo, rs[i] = res.items[i];
+        result = rx_n_tuple(c->m, rs, res.n);
+        result->sinfo = rx_si_tuple(c->a, fs, res.n);
+    }
+    RX_VEC_FREE(res);
     /* the function */
     rx_func *f = c->fn;
     f->nsvars = c->svars.n;
