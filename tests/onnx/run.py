@@ -93,6 +93,28 @@ ANY_DTYPE = {"Range", "OneHot", "Resize", "Upsample", "Pad", "Compress", "Dropou
              "MelWeightMatrix", "If", "Loop"}
 
 
+# Operands whose whole computation must be known at import (control flow): every graph
+# input they are computed from is frozen, of any dtype.
+COMPUTED_FROM = {"Loop": {0, 1}, "If": {0}, "Range": {0, 1, 2}}
+
+
+def ancestors(m, names):
+    """The graph inputs that the values `names` are computed from (main graph)."""
+    producer = {o: n for n in m.graph.node for o in n.output}
+    inputs = {i.name for i in m.graph.input}
+    seen, todo, found = set(), list(names), []
+    while todo:
+        v = todo.pop()
+        if v in seen or not v:
+            continue
+        seen.add(v)
+        if v in inputs:
+            found.append(v)
+        elif v in producer:
+            todo.extend(producer[v].input)
+    return found
+
+
 def shape_inputs(m):
     """Graph inputs used as shape operands: integer ones, and any type for Range."""
     ints = {i.name for i in m.graph.input
@@ -106,6 +128,11 @@ def shape_inputs(m):
         for k, name in enumerate(n.input):
             ok = name in inputs if n.op_type in ANY_DTYPE else name in ints
             if (pos == "*" or k in pos) and ok and name not in found:
+                found.append(name)
+    for n in m.graph.node:
+        pos = COMPUTED_FROM.get(n.op_type, ())
+        for name in ancestors(m, [x for k, x in enumerate(n.input) if k in pos]):
+            if name not in found:
                 found.append(name)
     return found
 

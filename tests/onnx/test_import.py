@@ -208,6 +208,33 @@ def main():
             check(r.returncode == 1 and expect[name] in r.stderr, "hostile %s: clear error" % name,
                   "rc %d: %s" % (r.returncode, r.stderr))
 
+        # 4b. sequence ops the node suite does not cover, against NumPy: SplitToSequence
+        # (sizes; keepdims 0), SequenceLength, SequenceErase, ConcatFromSequence (new_axis
+        # or not), and a sequence graph output returned as its tensors in place
+        X = np.arange(24, dtype=np.float32).reshape(6, 4) / 7
+        nodes = [helper.make_node("SplitToSequence", ["X", "sz"], ["S"], axis=0),
+                 helper.make_node("SplitToSequence", ["X"], ["S2"], axis=1, keepdims=0),
+                 helper.make_node("SequenceLength", ["S2"], ["L"]),
+                 helper.make_node("SequenceErase", ["S2"], ["E"]),
+                 helper.make_node("ConcatFromSequence", ["E"], ["C"], axis=1, new_axis=1),
+                 helper.make_node("ConcatFromSequence", ["S"], ["C2"], axis=0)]
+        seq_t = helper.make_tensor_sequence_value_info("S", TensorProto.FLOAT, None)
+        g = helper.make_graph(nodes, "g", [f32("X", [6, 4])],
+                              [helper.make_tensor_value_info("L", TensorProto.INT64, []),
+                               f32("C", None), f32("C2", None), seq_t],
+                              [i64("sz", [2, 4])])
+        p = save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "seq.onnx")
+        np.save(os.path.join(tmp, "X.npy"), X)
+        r = relaxc("build", p, "-o", rxa)
+        q = subprocess.run([RUN, rxa, "--in", os.path.join(tmp, "X.npy"), "--out-dir",
+                            os.path.join(tmp, "oseq")], capture_output=True, text=True)
+        outs = [np.load(os.path.join(tmp, "oseq", "out%d.npy" % i)) if q.returncode == 0 and
+                os.path.exists(os.path.join(tmp, "oseq", "out%d.npy" % i)) else None for i in range(6)]
+        want = [np.array(4), X[:, :3], X, X[:2], X[2:], None]
+        check(r.returncode == 0 and all((w is None and o is None) or (o is not None and w is not None
+              and o.shape == w.shape and np.allclose(o, w)) for o, w in zip(outs, want)),
+              "sequence ops equal NumPy; a sequence output is its tensors", r.stderr + q.stderr)
+
         # 5. external data next to the model is read; a path escaping the directory is not
         ext = os.path.join(tmp, "ext")
         os.makedirs(ext)

@@ -272,6 +272,9 @@ bool ox_c_if(ox_ctx *c);          /* onnx_control.c */
 bool ox_c_loop(ox_ctx *c);
 bool ox_c_scan(ox_ctx *c);
 bool ox_c_sequence(ox_ctx *c);    /* onnx_seq.c */
+/* Evaluates the current node when it is an elementwise op on constant scalars (its output
+ * becomes a constant); false when it is not (onnx_fold.c). */
+bool ox_fold_scalar(ox_ctx *c);
 bool ox_c_optional(ox_ctx *c);
 bool ox_c_sequence_map(ox_ctx *c);
 /* The tensors of a graph output in order: a sequence's elements, an optional's element

@@ -509,6 +509,7 @@ void ox_convert_node(ox_ctx *c, const Onnx__NodeProto *n, int idx)
         return;
     }
     if (!attrs_supported(c, od)) return;
+    if (ox_fold_scalar(c)) return;
     int e0 = rx_diags_count(c->d);
     bool ok = od->conv(c);
     if (!ok && rx_diags_count(c->d) == e0) ox_err(c, "cannot convert this node");
