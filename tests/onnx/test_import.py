@@ -185,7 +185,33 @@ def main():
             [helper.make_node("SequenceConstruct", ["x"], ["s"]),
              helper.make_node("Relu", ["s"], ["y"], name="r")], "g", [f32("x", [2])],
             [f32("y", [2])]), opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
-        expect = {"sequence_index_out_of_range":
+        def deep_if_bytes(levels):
+            """If inside If `levels` deep, written as raw protobuf (the python protobuf
+            refuses such depth): each level is a header followed by its child."""
+            def varint(n):
+                out = bytearray()
+                while True:
+                    out.append((n & 0x7f) | (0x80 if n >> 7 else 0))
+                    n >>= 7
+                    if not n:
+                        return bytes(out)
+            key = lambda f, wt: varint((f << 3) | wt)
+            core = key(4, 2) + varint(8) + b"Identity"
+            size, heads = len(core), []
+            attr = key(1, 2) + varint(11) + b"then_branch" + key(20, 0) + varint(5)
+            for _ in range(levels):  # graph{node: child}, attribute{g: graph}, node{If, attr}
+                g = key(1, 2) + varint(size)
+                a = attr + key(6, 2) + varint(size + len(g))
+                n = key(4, 2) + varint(2) + b"If" + key(5, 2) + varint(size + len(g) + len(a))
+                size += len(g) + len(a) + len(n)
+                heads.append(n + a + g)
+            body = b"".join(reversed(heads)) + core
+            graph = key(1, 2) + varint(len(body)) + body
+            return (key(1, 0) + varint(8) + key(7, 2) + varint(len(graph)) + graph +
+                    key(8, 2) + varint(2) + key(2, 0) + varint(13))
+        hostile["protobuf_nesting_100000"] = deep_if_bytes(100000)
+        expect = {"protobuf_nesting_100000": "nests subgraphs or types deeper than 100",
+                  "sequence_index_out_of_range":
                   "SequenceAt 'at' (opset 17): position 5 is out of range for a sequence of 2",
                   "sequence_as_tensor": "value 's' is a sequence, used as a tensor",
                   "loop_huge_trip_count": "Loop 'lp' (opset 17): more than 4096 iterations",

@@ -156,6 +156,10 @@ int64_t ox_ci(const rx_const *k, int64_t i);
 double ox_cf(const rx_const *k, int64_t i);
 int64_t ox_numel(const rx_const *k);
 
+/* False (and an error) when the raw model nests messages beyond what protobuf-c's
+ * recursive decoder may be given (onnx_wire.c). */
+bool ox_wire_nesting_ok(const uint8_t *buf, size_t n, rx_diags *d);
+
 /* ---- onnx_ops.c ---- */
 
 typedef bool (*ox_conv_fn)(ox_ctx *c);

@@ -658,6 +658,7 @@ rx_module *rx_onnx_read(const uint8_t *buf, size_t n, const rx_onnx_opts *o,
     if (!o) o = &dflt;
     if (ws) *ws = (rx_onnx_weightset){0};
     int e0 = rx_diags_count(d);
+    if (!ox_wire_nesting_ok(buf, n, d)) return NULL;
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, n, buf);
     if (!mp) {
         rx_diag_add(d, "", "not an ONNX model: the protobuf does not decode (truncated or "
