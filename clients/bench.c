@@ -171,7 +171,11 @@ static const char *split_kv(const char *s, char *name, size_t cap)
 /* Step 2: the body of POST /v1/benchmarks; NULL (printed) on a bad file. */
 static json_t *request_body(const rxc_bench_opts *o, const char *id)
 {
-    json_t *b = json_pack("{s:s, s:s}", "artifact", id, "target", o->target);
+    /* The job's target is the kind ("vulkan,max_threads=64" compiles for those options,
+     * and any agent offering vulkan runs it). */
+    char kind[65];
+    snprintf(kind, sizeof kind, "%.*s", (int)strcspn(o->target, ","), o->target);
+    json_t *b = json_pack("{s:s, s:s}", "artifact", id, "target", kind);
     if (!b) return NULL;
     if (o->fn) json_object_set_new(b, "function", json_string(o->fn));
     if (o->nshapes) {
