@@ -101,7 +101,7 @@ static int report_ok(const json_t *r)
 
 json_t *rxag_devices_detect(int wake_fd, int64_t timeout_ms)
 {
-    char msg[RXAG_ERR], err[RXAG_ERR];
+    char msg[RXAG_ERR], err[256];
     int fd;
     pid_t pid = rxag_fork_pipe(&fd, err, sizeof err);
     if (pid < 0) {

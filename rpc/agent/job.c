@@ -369,7 +369,7 @@ static void reap(pid_t pid, int *sig, int *status)
 int rxag_job_run(const rxag_job *job, const uint8_t *bytes, size_t n, int wake_fd,
                  rxag_abort_fn abort_fn, void *ud, json_t **report)
 {
-    char msg[RXAG_ERR], why[RXAG_ERR];
+    char msg[RXAG_ERR], why[256];
     int fd;
     *report = NULL;
     pid_t pid = rxag_fork_pipe(&fd, why, sizeof why);
