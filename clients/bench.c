@@ -436,6 +436,15 @@ int rxc_cmd_agents(rxc_conn *c, int json)
                joined(json_object_get(a, "labels"), l, sizeof l),
                json_number_value(json_object_get(a, "cores")), mem, seen,
                json_number_value(json_object_get(a, "jobs_done")), str_or(a, "job", "-"));
+        const json_t *devs = json_object_get(a, "devices"); /* one line per GPU device */
+        for (size_t k = 0; k < json_array_size(devs); k++) {
+            const json_t *d = json_array_get(devs, k);
+            rx_format_bytes(json_number_value(json_object_get(d, "global_bytes")), mem, sizeof mem);
+            printf("  %s device %.0f: %s (%s, %s, %.0f threads per group)\n",
+                   str_or(d, "target", "?"), json_number_value(json_object_get(d, "id")),
+                   str_or(d, "name", "?"), str_or(d, "platform", "?"), mem,
+                   json_number_value(json_object_get(d, "max_threads")));
+        }
     }
     if (!json_array_size(agents)) printf("(no agents registered)\n");
     json_decref(j);

@@ -262,6 +262,7 @@ typedef struct rxag_opts {
     int auto_labels;         /* add machine and SIMD labels (--no-auto-labels) */
     int probe_devices;       /* detect GPU devices (--no-devices: 0) */
     int device_id;           /* --device-id: the device of each GPU kind jobs run on */
+    int threads;             /* --threads: for jobs that name none (0: the environment) */
     char cache_dir[4096];    /* --cache-dir */
     int64_t cache_max_bytes; /* --cache-max-bytes */
     int once;                /* --once: exit after one job */

@@ -4,7 +4,8 @@
  * guide docs/agent.md).
  *
  *   relax-agent --server URL [--token T] [--name N] [--target T]... [--label L]...
- *               [--device-id N] [--no-devices] [--cache-dir D] [--cache-max-bytes B]
+ *               [--device-id N] [--threads N] [--no-devices] [--cache-dir D]
+ *               [--cache-max-bytes B]
  *               [--once] [--verbose]
  *
  * The driver: Step 1 parse the command line (bad usage exits 2), install the signal
@@ -67,6 +68,8 @@ static void usage(FILE *f)
           "                        cuda when such a device was found (default: cpu and\n"
           "                        every GPU kind found)\n"
           "  --device-id N         the device of each GPU kind that jobs run on (default 0)\n"
+          "  --threads N           threads for jobs that name none (default: the environment,\n"
+          "                        OMP_NUM_THREADS)\n"
           "  --no-devices          do not probe GPU devices (offer cpu only)\n"
           "  --label L             a label jobs may ask for (repeatable)\n"
           "  --no-auto-labels      do not add the machine (x86_64) and SIMD (avx2, avx512f,\n"
@@ -101,6 +104,16 @@ static int valid_word(const char *s)
         if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') ||
               (s[i] >= 'A' && s[i] <= 'Z') || s[i] == '.' || s[i] == '_' || s[i] == '-'))
             return 0;
+    return 1;
+}
+
+/* A decimal integer lo..hi into *out; false when s is not one. */
+static int int_in(const char *s, long lo, long hi, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi) return 0;
+    *out = (int)v;
     return 1;
 }
 
@@ -152,7 +165,7 @@ static int parse_args(int argc, char **argv, rxag_opts *o)
         name[n] = 0;
         static const char *const valued[] = {"--server",          "--token",   "--name",
                                              "--target",          "--label",   "--cache-dir",
-                                             "--cache-max-bytes", "--device-id"};
+                                             "--cache-max-bytes", "--device-id", "--threads"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             known |= !strcmp(name, valued[k]);
@@ -182,12 +195,12 @@ static int parse_args(int argc, char **argv, rxag_opts *o)
                 o->targets[o->ntargets++] = val;
             else
                 o->labels[o->nlabels++] = val;
+        } else if (!strcmp(name, "--threads")) {
+            if (!int_in(val, 1, RX_RT_MAX_THREADS, &o->threads))
+                return bad_usage("--threads wants an integer 1..1024, got '%s'", val);
         } else if (!strcmp(name, "--device-id")) {
-            char *end;
-            long id = strtol(val, &end, 10);
-            if (!*val || *end || id < 0 || id >= RXAG_MAX_DEVICES)
+            if (!int_in(val, 0, RXAG_MAX_DEVICES - 1, &o->device_id))
                 return bad_usage("--device-id wants an integer 0..15, got '%s'", val);
-            o->device_id = (int)id;
         } else if (!strcmp(name, "--cache-dir")) {
             if (!*val || strlen(val) >= sizeof o->cache_dir - 200)
                 return bad_usage("bad --cache-dir '%s'", val);

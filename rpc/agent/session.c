@@ -404,6 +404,7 @@ static void run_job(rxag_agent *ag, const json_t *spec)
                      json_pack("{s:s, s:s, s:I, s:f}", "job", job.id, "artifact", job.artifact,
                                "bytes", (json_int_t)blob.n, "ms", (rx_now_s() - td) * 1e3));
             job.device_id = ag->o.device_id;
+            if (!job.threads) job.threads = ag->o.threads; /* --threads, when the job has none */
             if (rxag_job_run(&job, blob.bytes, blob.n, ag->wake_rd, should_abort, ag, &rep) ==
                 RXAG_RUN_ABORTED)
                 aborted = 1;

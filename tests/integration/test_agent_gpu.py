@@ -14,8 +14,9 @@ limits in GET /v1/agents; cpu-b offers cpu only and logs why each kind is missin
 names a target the agent does not offer (400); a vulkan job while only cpu-b is
 registered (never dispatched to it: queue_timeout naming the target and cpu-b); `relax
 bench M.json --target vulkan` end to end with both agents up (runs on gpu-a, the result
-names the Vulkan device, the check against NumPy passes, cpu-b ran nothing); the same
-for opencl through the API.
+names the Vulkan device, the check against NumPy passes, the agent's --threads applies
+to a job that names none, cpu-b ran nothing); the same for opencl through the API;
+`relax agents` listing the devices.
 
 One line per case, then "N passed, M failed"; exit 1 on any failure. Python 3 standard
 library and NumPy (/usr/bin/python3).
@@ -149,7 +150,7 @@ def test_vulkan_job_not_given_to_cpu_agent():
 
 @case
 def test_gpu_agent_registers_devices():
-    S["a"] = a = Agent(S["d"].url, "gpu-a")
+    S["a"] = a = Agent(S["d"].url, "gpu-a", extra=["--threads", "1"])
     a.registered()
     info = agents()["gpu-a"]
     expect("vulkan" in info["targets"] and "opencl" in info["targets"] and info["targets"][0] == "cpu",
@@ -161,6 +162,9 @@ def test_gpu_agent_registers_devices():
            "vulkan device %s" % vk)
     expect(cl.get("api") == "OpenCL" and cl["name"] and cl["max_local_bytes"] > 0 and
            "Portable Computing Language" in cl["platform"], "opencl device %s" % cl)
+    p = relax("agents")
+    expect(p.returncode == 0 and "vulkan device 0: llvmpipe" in p.stdout and
+           "opencl device 0: " in p.stdout, "relax agents: %s %s" % (p.stdout, p.stderr))
 
 
 def expect_data():
@@ -190,6 +194,7 @@ def test_relax_bench_target_vulkan():
     expect(r["check"] == "passed" and r["max_abs_error"] <= 1e-3 and r["repeat"] == 3 and
            r["median_ms"] > 0 and r["kernels"] >= 1, "result %s" % r)
     expect(r["device"].startswith("Vulkan") and "llvmpipe" in r["device"], "device %r" % r["device"])
+    expect(r["threads"] == 1, "the agent's --threads 1 for a job without threads: %s" % r)
     expect(S["b"].jobs_started() == 0, "cpu-b started a job")
 
 
