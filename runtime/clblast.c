@@ -59,11 +59,11 @@ typedef int (*sgemm_fn)(int layout, int ta, int tb, size_t m, size_t n, size_t k
                         cl_mem a, size_t aoff, size_t lda, cl_mem b, size_t boff, size_t ldb,
                         float beta, cl_mem c, size_t coff, size_t ldc, cl_command_queue *q,
                         cl_event *ev);
-typedef int (*sgemm_sb_fn)(int layout, int ta, int tb, size_t m, size_t n, size_t k,
-                           float alpha, cl_mem a, size_t aoff, size_t lda, size_t astride,
-                           cl_mem b, size_t boff, size_t ldb, size_t bstride, float beta,
-                           cl_mem c, size_t coff, size_t ldc, size_t cstride, size_t batch,
-                           cl_command_queue *q, cl_event *ev);
+typedef int (*sgemm_sb_fn)(int layout, int ta, int tb, size_t m, size_t n, size_t k, float alpha,
+                           cl_mem a, size_t aoff, size_t lda, size_t astride, cl_mem b, size_t boff,
+                           size_t ldb, size_t bstride, float beta, cl_mem c, size_t coff,
+                           size_t ldc, size_t cstride, size_t batch, cl_command_queue *q,
+                           cl_event *ev);
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static int g_state; /* 0 not tried, 1 loaded, -1 failed (g_why) */
@@ -79,8 +79,10 @@ int rx_clblast_available(rx_rt_err *err)
         if (!name || !*name) name = "libclblast.so.1";
         void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
         if (!lib) {
-            snprintf(g_why, sizeof g_why, "CLBlast is not available: cannot load %s (%s): "
-                     "install libclblast1 (Debian) or set RX_CLBLAST_LIB", name, dlerror());
+            snprintf(g_why, sizeof g_why,
+                     "CLBlast is not available: cannot load %s (%s): "
+                     "install libclblast1 (Debian) or set RX_CLBLAST_LIB",
+                     name, dlerror());
             g_state = -1;
         } else {
             *(void **)&g_sgemm = dlsym(lib, "CLBlastSgemm");
@@ -132,9 +134,11 @@ static int check_mat(const char *what, const rx_clblast_mat *x, int64_t cols, rx
 {
     if (!x || !x->buf) return rx_rt_fail(err, "CLBlast: sgemm: no buffer for %s", what);
     if (x->off < 0 || x->stride < 0 || x->ld < cols || x->ld < 1)
-        return rx_rt_fail(err, "CLBlast: sgemm: %s has offset %lld, leading dimension %lld and "
-                          "stride %lld (rows of %lld elements)", what, (long long)x->off,
-                          (long long)x->ld, (long long)x->stride, (long long)cols);
+        return rx_rt_fail(err,
+                          "CLBlast: sgemm: %s has offset %lld, leading dimension %lld and "
+                          "stride %lld (rows of %lld elements)",
+                          what, (long long)x->off, (long long)x->ld, (long long)x->stride,
+                          (long long)cols);
     return 0;
 }
 
@@ -148,9 +152,10 @@ int rx_clblast_sgemm(rx_dev *d, int64_t batch, int64_t m, int64_t n, int64_t k, 
         return rx_rt_fail(err, "CLBlast: sgemm needs an OpenCL device (got %s)",
                           d ? d->ops->api : "none");
     if (batch < 1 || m < 1 || n < 1 || k < 1)
-        return rx_rt_fail(err, "CLBlast: sgemm: sizes must be positive (batch %lld, m %lld, n "
-                          "%lld, k %lld)", (long long)batch, (long long)m, (long long)n,
-                          (long long)k);
+        return rx_rt_fail(err,
+                          "CLBlast: sgemm: sizes must be positive (batch %lld, m %lld, n "
+                          "%lld, k %lld)",
+                          (long long)batch, (long long)m, (long long)n, (long long)k);
     if (check_mat("A", a, a->trans ? m : k, err) || check_mat("B", b, b->trans ? k : n, err) ||
         check_mat("C", c, n, err))
         return -1;
@@ -166,9 +171,11 @@ int rx_clblast_sgemm(rx_dev *d, int64_t batch, int64_t m, int64_t n, int64_t k, 
                        (size_t)b->ld, (size_t)b->stride, beta, cb, (size_t)c->off, (size_t)c->ld,
                        (size_t)c->stride, (size_t)batch, q, NULL);
     if (s != 0)
-        return rx_rt_fail(err, "CLBlast: sgemm failed: %s (%d) (batch %lld, m %lld, n %lld, k "
-                          "%lld)", status_name(s), s, (long long)batch, (long long)m,
-                          (long long)n, (long long)k);
+        return rx_rt_fail(err,
+                          "CLBlast: sgemm failed: %s (%d) (batch %lld, m %lld, n %lld, k "
+                          "%lld)",
+                          status_name(s), s, (long long)batch, (long long)m, (long long)n,
+                          (long long)k);
     return 0;
 }
 

@@ -59,15 +59,15 @@ static json_t *probe_all(void)
             }
             const rx_dev_info *i = &d->info;
             json_array_append_new(
-                devs, json_pack("{s:s, s:i, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "target",
-                                KINDS[k].target, "id", (int)id, "api",
-                                rx_dev_type_name(KINDS[k].dl_type), "name", i->name, "platform",
-                                i->platform, "max_threads", (json_int_t)i->max_threads,
-                                "max_local_bytes", (json_int_t)i->max_local_bytes,
-                                "max_alloc_bytes", (json_int_t)i->max_alloc_bytes,
-                                "global_bytes", (json_int_t)i->global_bytes, "align_bytes",
-                                (json_int_t)i->align_bytes, "max_push_bytes",
-                                (json_int_t)i->max_push_bytes));
+                devs,
+                json_pack("{s:s, s:i, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "target",
+                          KINDS[k].target, "id", (int)id, "api", rx_dev_type_name(KINDS[k].dl_type),
+                          "name", i->name, "platform", i->platform, "max_threads",
+                          (json_int_t)i->max_threads, "max_local_bytes",
+                          (json_int_t)i->max_local_bytes, "max_alloc_bytes",
+                          (json_int_t)i->max_alloc_bytes, "global_bytes",
+                          (json_int_t)i->global_bytes, "align_bytes", (json_int_t)i->align_bytes,
+                          "max_push_bytes", (json_int_t)i->max_push_bytes));
             rx_dev_close(d);
         }
     }
@@ -90,7 +90,8 @@ static int report_ok(const json_t *r)
     const json_t *devs = json_object_get(r, "devices"), *v;
     size_t i;
     if (!json_is_array(devs) || !json_is_object(json_object_get(r, "absent"))) return 0;
-    json_array_foreach(devs, i, v) {
+    json_array_foreach(devs, i, v)
+    {
         if (!json_is_string(json_object_get(v, "target")) ||
             !json_is_integer(json_object_get(v, "id")) ||
             !json_is_string(json_object_get(v, "name")))
@@ -147,8 +148,7 @@ json_t *rxag_devices_detect(int wake_fd, int64_t timeout_ms)
     close(fd);
     if (why) kill(pid, SIGKILL);
     int ws = 0;
-    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {}
     json_t *r = NULL;
     if (!why && !(WIFEXITED(ws) && WEXITSTATUS(ws) == 0)) why = "died";
     if (!why) {
@@ -170,7 +170,8 @@ int rxag_devices_has(const json_t *found, const char *target, int32_t id)
 {
     const json_t *v;
     size_t i;
-    json_array_foreach(json_object_get(found, "devices"), i, v) {
+    json_array_foreach(json_object_get(found, "devices"), i, v)
+    {
         if (!strcmp(json_string_value(json_object_get(v, "target")), target) &&
             json_integer_value(json_object_get(v, "id")) == id)
             return 1;

@@ -63,9 +63,9 @@ typedef struct gemm {
 
 static int run_tiles(gemm *g, rx_rt_err *e)
 {
-    rx_dev_arg args[] = {{RX_DEV_ARG_BUF, g->a, 0, 0},  {RX_DEV_ARG_I64, NULL, 0, 0},
-                         {RX_DEV_ARG_BUF, g->b, 0, 0},  {RX_DEV_ARG_I64, NULL, 0, 0},
-                         {RX_DEV_ARG_BUF, g->c1, 0, 0}, {RX_DEV_ARG_I64, NULL, 0, 0},
+    rx_dev_arg args[] = {{RX_DEV_ARG_BUF, g->a, 0, 0},    {RX_DEV_ARG_I64, NULL, 0, 0},
+                         {RX_DEV_ARG_BUF, g->b, 0, 0},    {RX_DEV_ARG_I64, NULL, 0, 0},
+                         {RX_DEV_ARG_BUF, g->c1, 0, 0},   {RX_DEV_ARG_I64, NULL, 0, 0},
                          {RX_DEV_ARG_I64, NULL, g->m, 0}, {RX_DEV_ARG_BUF, g->st, 0, 0}};
     size_t groups = (size_t)(((g->m + g->tile - 1) / g->tile) * ((g->n + g->tile - 1) / g->tile));
     size_t local = (size_t)(g->tile * g->tile), global = groups * local;
@@ -74,7 +74,8 @@ static int run_tiles(gemm *g, rx_rt_err *e)
 
 static int run_clblast(gemm *g, rx_rt_err *e)
 {
-    rx_clblast_mat a = {g->a, 0, g->kk, 0, 0}, b = {g->b, 0, g->n, 0, 0}, c = {g->c2, 0, g->n, 0, 0};
+    rx_clblast_mat a = {g->a, 0, g->kk, 0, 0}, b = {g->b, 0, g->n, 0, 0},
+                   c = {g->c2, 0, g->n, 0, 0};
     return rx_clblast_sgemm(g->d, 1, g->m, g->n, g->kk, 1.0f, &a, &b, 0.0f, &c, e);
 }
 
@@ -90,8 +91,8 @@ static int sample(gemm *g, int (*fn)(gemm *, rx_rt_err *), int number, double *o
     return 0;
 }
 
-static int check(gemm *g, rx_dev_buf *c, const float *a, const float *b, const char *who, double *maxerr,
-                 rx_rt_err *e)
+static int check(gemm *g, rx_dev_buf *c, const float *a, const float *b, const char *who,
+                 double *maxerr, rx_rt_err *e)
 {
     size_t nc = (size_t)(g->m * g->n);
     float *got = malloc(nc * sizeof *got);
@@ -124,16 +125,26 @@ int main(int argc, char **argv)
     g.m = 256, g.n = 256, g.kk = 256, g.tile = 16;
     int repeat = 7, number = 5, id = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--src")) src_path = argv[i + 1];
-        else if (!strcmp(argv[i], "--kernel")) kname = argv[i + 1];
-        else if (!strcmp(argv[i], "--m")) g.m = atoll(argv[i + 1]);
-        else if (!strcmp(argv[i], "--n")) g.n = atoll(argv[i + 1]);
-        else if (!strcmp(argv[i], "--k")) g.kk = atoll(argv[i + 1]);
-        else if (!strcmp(argv[i], "--tile")) g.tile = atoll(argv[i + 1]);
-        else if (!strcmp(argv[i], "--repeat")) repeat = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--number")) number = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--device-id")) id = atoi(argv[i + 1]);
-        else return fail("usage", argv[i]);
+        if (!strcmp(argv[i], "--src"))
+            src_path = argv[i + 1];
+        else if (!strcmp(argv[i], "--kernel"))
+            kname = argv[i + 1];
+        else if (!strcmp(argv[i], "--m"))
+            g.m = atoll(argv[i + 1]);
+        else if (!strcmp(argv[i], "--n"))
+            g.n = atoll(argv[i + 1]);
+        else if (!strcmp(argv[i], "--k"))
+            g.kk = atoll(argv[i + 1]);
+        else if (!strcmp(argv[i], "--tile"))
+            g.tile = atoll(argv[i + 1]);
+        else if (!strcmp(argv[i], "--repeat"))
+            repeat = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--number"))
+            number = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--device-id"))
+            id = atoi(argv[i + 1]);
+        else
+            return fail("usage", argv[i]);
     }
     if (!src_path || g.m < 1 || g.n < 1 || g.kk < 1 || g.tile < 1 || repeat < 1 || repeat > 1000 ||
         number < 1)
@@ -153,7 +164,8 @@ int main(int argc, char **argv)
     double tiles[1000], blas[1000], err_tiles = 0, err_blas = 0;
     int rc = 1;
     const char *stage = "build";
-    if (g.d->ops->build(g.d, src, srclen, &prog, &e) || g.d->ops->kernel(g.d, prog, kname, &g.k, &e))
+    if (g.d->ops->build(g.d, src, srclen, &prog, &e) ||
+        g.d->ops->kernel(g.d, prog, kname, &g.k, &e))
         goto out;
     stage = "buffers";
     if (g.d->ops->alloc(g.d, na * 4, &g.a, &e) || g.d->ops->alloc(g.d, nb * 4, &g.b, &e) ||
@@ -167,21 +179,25 @@ int main(int argc, char **argv)
         run_clblast(&g, &e) || g.d->ops->sync(g.d, &e))
         goto out;
     stage = "check";
-    if (check(&g, g.c1, a, b, "tiles", &err_tiles, &e) || check(&g, g.c2, a, b, "CLBlast", &err_blas, &e))
+    if (check(&g, g.c1, a, b, "tiles", &err_tiles, &e) ||
+        check(&g, g.c2, a, b, "CLBlast", &err_blas, &e))
         goto out;
     stage = "timing";
     for (int s = 0; s < repeat; s++)
-        if (sample(&g, run_tiles, number, &tiles[s], &e) || sample(&g, run_clblast, number, &blas[s], &e))
+        if (sample(&g, run_tiles, number, &tiles[s], &e) ||
+            sample(&g, run_clblast, number, &blas[s], &e))
             goto out;
     qsort(tiles, (size_t)repeat, sizeof *tiles, cmp_double);
     qsort(blas, (size_t)repeat, sizeof *blas, cmp_double);
     double mt = tiles[repeat / 2], mb = blas[repeat / 2], flop = 2.0 * (double)g.m * g.n * g.kk;
-    printf("{\"bench\": \"clblast_vs_tiles\", \"device\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, "
-           "\"tile\": %lld, \"repeat\": %d, \"number\": %d, \"tiles_ms\": %.4f, \"clblast_ms\": %.4f, "
-           "\"ratio_tiles_to_clblast\": %.3f, \"tiles_gflops\": %.2f, \"clblast_gflops\": %.2f, "
-           "\"max_abs_error_tiles\": %.3g, \"max_abs_error_clblast\": %.3g}\n",
-           g.d->info.name, (long long)g.m, (long long)g.n, (long long)g.kk, (long long)g.tile, repeat,
-           number, mt, mb, mt / mb, flop / mt / 1e6, flop / mb / 1e6, err_tiles, err_blas);
+    printf(
+        "{\"bench\": \"clblast_vs_tiles\", \"device\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": "
+        "%lld, "
+        "\"tile\": %lld, \"repeat\": %d, \"number\": %d, \"tiles_ms\": %.4f, \"clblast_ms\": %.4f, "
+        "\"ratio_tiles_to_clblast\": %.3f, \"tiles_gflops\": %.2f, \"clblast_gflops\": %.2f, "
+        "\"max_abs_error_tiles\": %.3g, \"max_abs_error_clblast\": %.3g}\n",
+        g.d->info.name, (long long)g.m, (long long)g.n, (long long)g.kk, (long long)g.tile, repeat,
+        number, mt, mb, mt / mb, flop / mt / 1e6, flop / mb / 1e6, err_tiles, err_blas);
     rc = 0;
 out:
     if (rc) fail(stage, e.msg);

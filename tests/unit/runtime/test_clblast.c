@@ -44,17 +44,20 @@ static rx_dev_buf *upload(const float *x, size_t n)
 }
 
 /* C[bt] (m x n, ld ldc, at coff + bt*cs) against alpha * A @ B + beta * C0 in double. */
-static void expect_gemm(const float *got, const float *a, const float *b, const float *c0, int batch,
-                        int m, int n, int k, float alpha, float beta, const rx_clblast_mat *ma,
-                        const rx_clblast_mat *mb, const rx_clblast_mat *mc)
+static void expect_gemm(const float *got, const float *a, const float *b, const float *c0,
+                        int batch, int m, int n, int k, float alpha, float beta,
+                        const rx_clblast_mat *ma, const rx_clblast_mat *mb,
+                        const rx_clblast_mat *mc)
 {
     for (int bt = 0; bt < batch; bt++)
         for (int i = 0; i < m; i++)
             for (int j = 0; j < n; j++) {
                 double s = 0;
                 for (int p = 0; p < k; p++) {
-                    double x = a[ma->off + bt * ma->stride + (ma->trans ? p * ma->ld + i : i * ma->ld + p)];
-                    double y = b[mb->off + bt * mb->stride + (mb->trans ? j * mb->ld + p : p * mb->ld + j)];
+                    double x = a[ma->off + bt * ma->stride +
+                                 (ma->trans ? p * ma->ld + i : i * ma->ld + p)];
+                    double y = b[mb->off + bt * mb->stride +
+                                 (mb->trans ? j * mb->ld + p : p * mb->ld + j)];
                     s += x * y;
                 }
                 int64_t at = mc->off + bt * mc->stride + i * mc->ld + j;
@@ -66,9 +69,8 @@ static void expect_gemm(const float *got, const float *a, const float *b, const 
 
 /* One case: fills A, B, C (sizes na, nb, nc), runs the GEMM, checks C (the padding too:
  * elements outside the matrices keep their values). */
-static void run_case(int batch, int m, int n, int k, float alpha, float beta,
-                     rx_clblast_mat ma, rx_clblast_mat mb, rx_clblast_mat mc, size_t na, size_t nb,
-                     size_t nc)
+static void run_case(int batch, int m, int n, int k, float alpha, float beta, rx_clblast_mat ma,
+                     rx_clblast_mat mb, rx_clblast_mat mc, size_t na, size_t nb, size_t nc)
 {
     rx_rt_err e = {{0}};
     float *a = malloc(na * 4), *b = malloc(nb * 4), *c = malloc(nc * 4), *got = malloc(nc * 4);
@@ -78,7 +80,8 @@ static void run_case(int batch, int m, int n, int k, float alpha, float beta,
     ma.buf = upload(a, na);
     mb.buf = upload(b, nb);
     mc.buf = upload(c, nc);
-    ck_assert_msg(rx_clblast_sgemm(d, batch, m, n, k, alpha, &ma, &mb, beta, &mc, &e) == 0, "%s", e.msg);
+    ck_assert_msg(rx_clblast_sgemm(d, batch, m, n, k, alpha, &ma, &mb, beta, &mc, &e) == 0, "%s",
+                  e.msg);
     ck_assert_msg(d->ops->download(d, got, mc.buf, 0, nc * 4, &e) == 0, "%s", e.msg);
     expect_gemm(got, a, b, c, batch, m, n, k, alpha, beta, &ma, &mb, &mc);
     /* outside C's rows (offset and ld padding): untouched */
