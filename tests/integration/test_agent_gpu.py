@@ -16,7 +16,8 @@ registered (never dispatched to it: queue_timeout naming the target and cpu-b); 
 bench M.json --target vulkan` end to end with both agents up (runs on gpu-a, the result
 names the Vulkan device, the check against NumPy passes, the agent's --threads applies
 to a job that names none, cpu-b ran nothing); the same for opencl through the API;
-`relax agents` listing the devices.
+`relax agents` listing the devices; the Python client compiling for
+vulkan,max_threads=64 and submitting the kind.
 
 One line per case, then "N passed, M failed"; exit 1 on any failure. Python 3 standard
 library and NumPy (/usr/bin/python3).
@@ -196,6 +197,16 @@ def test_relax_bench_target_vulkan():
     expect(r["device"].startswith("Vulkan") and "llvmpipe" in r["device"], "device %r" % r["device"])
     expect(r["threads"] == 1, "the agent's --threads 1 for a job without threads: %s" % r)
     expect(S["b"].jobs_started() == 0, "cpu-b started a job")
+
+
+@case
+def test_python_client_target_with_options():
+    sys.path.insert(0, os.path.join(rxtest.src_dir(), "clients", "python"))
+    import relaxd_client
+    cl = relaxd_client.Client(S["d"].url, timeout=300)
+    j = cl.bench(module(), target="vulkan,max_threads=64", shapes={"n": 5}, repeat=2)
+    expect(j["status"] == "done" and j["target"] == "vulkan" and j["agent"] == "gpu-a" and
+           j["result"]["device"].startswith("Vulkan"), "python bench %s" % j)
 
 
 @case
