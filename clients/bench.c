@@ -171,7 +171,11 @@ static const char *split_kv(const char *s, char *name, size_t cap)
 /* Step 2: the body of POST /v1/benchmarks; NULL (printed) on a bad file. */
 static json_t *request_body(const rxc_bench_opts *o, const char *id)
 {
-    json_t *b = json_pack("{s:s, s:s}", "artifact", id, "target", o->target);
+    /* The job's target is the kind ("vulkan,max_threads=64" compiles for those options,
+     * and any agent offering vulkan runs it). */
+    char kind[65];
+    snprintf(kind, sizeof kind, "%.*s", (int)strcspn(o->target, ","), o->target);
+    json_t *b = json_pack("{s:s, s:s}", "artifact", id, "target", kind);
     if (!b) return NULL;
     if (o->fn) json_object_set_new(b, "function", json_string(o->fn));
     if (o->nshapes) {
@@ -432,6 +436,15 @@ int rxc_cmd_agents(rxc_conn *c, int json)
                joined(json_object_get(a, "labels"), l, sizeof l),
                json_number_value(json_object_get(a, "cores")), mem, seen,
                json_number_value(json_object_get(a, "jobs_done")), str_or(a, "job", "-"));
+        const json_t *devs = json_object_get(a, "devices"); /* one line per GPU device */
+        for (size_t k = 0; k < json_array_size(devs); k++) {
+            const json_t *d = json_array_get(devs, k);
+            rx_format_bytes(json_number_value(json_object_get(d, "global_bytes")), mem, sizeof mem);
+            printf("  %s device %.0f: %s (%s, %s, %.0f threads per group)\n",
+                   str_or(d, "target", "?"), json_number_value(json_object_get(d, "id")),
+                   str_or(d, "name", "?"), str_or(d, "platform", "?"), mem,
+                   json_number_value(json_object_get(d, "max_threads")));
+        }
     }
     if (!json_array_size(agents)) printf("(no agents registered)\n");
     json_decref(j);

@@ -6,7 +6,8 @@
 # CPU for bench_decoder_torch.py and bench_vs_ort.py, node for ONNX Runtime, which
 # tests/bench/setup_ort.sh then installs from npm). Vulkan: the build needs the headers
 # and the static shaderc/glslang/SPIRV-Tools libraries (GLSL -> SPIR-V in relaxc); test and
-# bench add the loader with Mesa's lavapipe (Vulkan on the CPU), spirv-val and vulkaninfo)
+# bench add the loader with Mesa's lavapipe (Vulkan on the CPU), spirv-val and vulkaninfo;
+# CLBlast (libclblast1: the runtime dlopens it, no header needed) for GEMMs on OpenCL)
 # As root it runs apt-get; otherwise it only reports what is missing and fails.
 set -euo pipefail
 
@@ -17,11 +18,11 @@ pkgs=(gcc make cmake ninja-build pkg-config libjansson-dev libdlpack-dev libopen
 case "${1:-build}" in
   test)  pkgs+=(clang libclang-rt-14-dev check libsubunit-dev python3-numpy python3-jsonschema
                 python3-onnx libonnx-testdata python3-torch ocl-icd-opencl-dev pocl-opencl-icd clinfo
-                libvulkan1 mesa-vulkan-drivers vulkan-tools) ;;
+                libvulkan1 mesa-vulkan-drivers vulkan-tools libclblast1) ;;
   bench) pkgs+=(clang libclang-rt-14-dev check libsubunit-dev python3-numpy python3-jsonschema
                 python3-onnx libonnx-testdata wrk nginx-light python3-torch nodejs
                 ocl-icd-opencl-dev pocl-opencl-icd clinfo libvulkan1 mesa-vulkan-drivers
-                vulkan-tools) ;;
+                vulkan-tools libclblast1) ;;
 esac
 
 missing=()

@@ -263,6 +263,8 @@ json_t *rx_sched_agents(rx_sched *s)
             json_t *v = json_object_get(a->facts, facts[k]);
             json_object_set_new(o, facts[k], v ? json_deep_copy(v) : json_null());
         }
+        json_t *devs = json_object_get(a->facts, "devices");
+        json_object_set_new(o, "devices", devs ? json_deep_copy(devs) : json_array());
         json_object_set_new(o, "polling", json_boolean(a->waiter != NULL));
         json_array_append_new(arr, o);
     }

@@ -101,7 +101,8 @@ typedef struct sagent {
     char name[RX_SCHED_NAME_MAX + 1];
     json_t *targets;           /* array of strings */
     json_t *labels;            /* array of strings */
-    json_t *facts;             /* {cpu, cores, memory_bytes, runtime_version} (present ones) */
+    json_t *facts;             /* {cpu, cores, memory_bytes, runtime_version, devices}
+                                  (present ones) */
     int64_t last_seen;         /* monotonic ms of its last request (or poll end) */
     bool offline;              /* its lease expired */
     sjob *job;                 /* the job it runs, or NULL */
@@ -165,7 +166,8 @@ sjob *sv_submit(const json_t *body, const sv_defaults *d, rx_sched_err *e);
 typedef struct sv_agent {
     char name[RX_SCHED_NAME_MAX + 1];
     json_t *targets, *labels;  /* arrays of strings (new references) */
-    json_t *facts;             /* {cpu, cores, memory_bytes, runtime_version} (new ref) */
+    json_t *facts;             /* {cpu, cores, memory_bytes, runtime_version, devices}
+                                  (new ref) */
 } sv_agent;
 bool sv_register(const json_t *body, sv_agent *out, rx_sched_err *e);
 

@@ -289,6 +289,71 @@ static bool fact_int(const json_t *body, const char *key, int64_t hi, json_t *fa
     return true;
 }
 
+/* "devices": at most RX_SCHED_LIST_MAX objects, each a GPU device the agent runs jobs
+ * on: "target" (one of the agent's targets), "id", "name", and optionally "api",
+ * "platform" and the limits (integers >= 0). Copied into facts with the known keys
+ * only. */
+static bool devices_fact(const json_t *body, const json_t *targets, json_t *facts,
+                         rx_sched_err *e)
+{
+    static const char *const texts[] = {"api", "name", "platform"};
+    static const char *const limits[] = {"max_threads",  "max_local_bytes", "max_alloc_bytes",
+                                         "global_bytes", "align_bytes",     "max_push_bytes"};
+    const json_t *v = json_object_get(body, "devices"), *d;
+    if (!v || json_is_null(v)) return true;
+    if (!json_is_array(v) || json_array_size(v) > RX_SCHED_LIST_MAX)
+        return BAD("devices: expected an array of objects (at most %d)", RX_SCHED_LIST_MAX);
+    json_t *out = json_array();
+    size_t i;
+    json_array_foreach(v, i, d) {
+        const json_t *t = json_object_get(d, "target");
+        json_t *o = json_object();
+        json_array_append_new(out, o);
+        bool offered = false;
+        for (size_t k = 0; json_is_string(t) && k < json_array_size(targets); k++)
+            offered |= json_equal(t, json_array_get(targets, k));
+        if (!json_is_object(d)) {
+            BAD("devices[%zu]: expected an object", i);
+            goto fail;
+        }
+        if (!offered) {
+            BAD("devices[%zu].target: expected one of the agent's targets", i);
+            goto fail;
+        }
+        json_object_set(o, "target", (json_t *)t);
+        const json_t *id = json_object_get(d, "id");
+        if (!json_is_integer(id) || json_integer_value(id) < 0 ||
+            json_integer_value(id) > (1 << 20)) {
+            BAD("devices[%zu].id: expected an integer 0..%d", i, 1 << 20);
+            goto fail;
+        }
+        json_object_set(o, "id", (json_t *)id);
+        for (int k = 0; k < RX_COUNTOF(texts); k++) {
+            const json_t *x = json_object_get(d, texts[k]);
+            if ((!x && k == 1) || (x && !(json_is_string(x) &&
+                                          json_string_length(x) <= RX_SCHED_TEXT_MAX))) {
+                BAD("devices[%zu].%s: expected a string of at most %d bytes", i, texts[k],
+                    RX_SCHED_TEXT_MAX);
+                goto fail;
+            }
+            if (x) json_object_set(o, texts[k], (json_t *)x);
+        }
+        for (int k = 0; k < RX_COUNTOF(limits); k++) {
+            const json_t *x = json_object_get(d, limits[k]);
+            if (x && !(json_is_integer(x) && json_integer_value(x) >= 0)) {
+                BAD("devices[%zu].%s: expected an integer >= 0", i, limits[k]);
+                goto fail;
+            }
+            if (x) json_object_set(o, limits[k], (json_t *)x);
+        }
+    }
+    json_object_set_new(facts, "devices", out);
+    return true;
+fail:
+    json_decref(out);
+    return false;
+}
+
 bool sv_register(const json_t *body, sv_agent *out, rx_sched_err *e)
 {
     memset(out, 0, sizeof *out);
@@ -310,7 +375,8 @@ bool sv_register(const json_t *body, sv_agent *out, rx_sched_err *e)
               fact_string(body, "cpu", RX_SCHED_TEXT_MAX, out->facts, e) &&
               fact_int(body, "cores", 1 << 20, out->facts, e) &&
               fact_int(body, "memory_bytes", INT64_MAX, out->facts, e) &&
-              fact_string(body, "runtime_version", RX_SCHED_NAME_MAX, out->facts, e);
+              fact_string(body, "runtime_version", RX_SCHED_NAME_MAX, out->facts, e) &&
+              devices_fact(body, out->targets, out->facts, e);
     if (!ok) {
         json_decref(out->targets);
         json_decref(out->labels);

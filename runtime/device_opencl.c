@@ -25,18 +25,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__has_include)
-#if __has_include(<CL/cl.h>)
-#define RX_HAVE_CL 1
-#endif
-#endif
-
 #ifndef RX_HAVE_CL
 
 rx_dev *rx_dev_opencl_open(int32_t id, rx_rt_err *err)
 {
     (void)id;
     rx_rt_fail(err, "no OpenCL device: OpenCL support was not built (no CL/cl.h at build time)");
+    return NULL;
+}
+
+void *rx_dev_opencl_queue(rx_dev *d)
+{
+    (void)d;
     return NULL;
 }
 
@@ -390,6 +390,13 @@ rx_dev *rx_dev_opencl_open(int32_t id, rx_rt_err *err)
     d->info.dl_type = kDLOpenCL;
     d->info.id = id;
     return d;
+}
+
+/* The device's command queue (a cl_command_queue *), for libraries that enqueue on it
+ * (clblast.c); NULL when d is not an OpenCL device. */
+void *rx_dev_opencl_queue(rx_dev *d)
+{
+    return d && d->ops == &cl_ops ? &C(d)->q : NULL;
 }
 
 #endif

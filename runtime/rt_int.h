@@ -401,6 +401,17 @@ rx_dev *rx_dev_alloc(const char *api, int32_t id, size_t impl_size, rx_rt_err *e
 
 /* Frees d->impl and d (what a backend's close does last). */
 void rx_dev_free_shell(rx_dev *d);
+/* RX_HAVE_CL: the OpenCL headers were there at build time (device_opencl.c, clblast.c
+ * fall back to "not built" errors without them). */
+#if defined(__has_include)
+#if __has_include(<CL/cl.h>)
+#define RX_HAVE_CL 1
+#endif
+#endif
+
+/* An OpenCL device's command queue (cl_command_queue *; device_opencl.c), NULL when d is
+ * not one: what clblast.c enqueues on. */
+void *rx_dev_opencl_queue(rx_dev *d);
 /* dlopen(RTLD_NOW | RTLD_LOCAL) of $env when set and not empty, else of deflt: the
  * handle, or NULL with err "no API device: cannot load NAME (dlerror)". *used is the
  * name tried. */

@@ -13,6 +13,8 @@
  *               rxag_job_run: one job in a forked child with a time limit
  *   check.c     rxag_check_*: outputs against expected arrays (max errors, allclose)
  *   sysinfo.c   rxag_sysinfo: CPU model, cores, memory, automatic labels
+ *   devices.c   rxag_devices_detect: the OpenCL, Vulkan and CUDA devices (the runtime's
+ *               device code, in a child process), offered as targets
  *   util.c      base64, SHA-256 hex, clocks, jittered backoff
  *   session.c   rxag_session_loop: register, long-poll, run, report, reconnect; the
  *               heartbeat thread
@@ -30,6 +32,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "bench.h"
 #include "relax/base.h"
@@ -40,6 +43,7 @@
 #define RXAG_MAX_LIST 64                     /* shapes, inputs, expected outputs per job */
 #define RXAG_ERR 512                         /* size of message buffers */
 #define RXAG_MAX_LABELS 32 /* targets + labels offered */
+#define RXAG_MAX_DEVICES 16 /* device ids probed per kind */
 
 /* ---- log.c ---- */
 
@@ -60,6 +64,14 @@ int rxag_valid_artifact_id(const char *s);
 /* The k-th retry delay in seconds: min(cap, base * 2^k) scaled by a random factor in
  * [0.75, 1.25) (jitter keeps a fleet of agents from reconnecting in lockstep). */
 double rxag_backoff(int k, double base, double cap);
+
+/* pipe(2) then fork(2) (stdio flushed first): returns the child's pid in the parent,
+ * with *fd the pipe's read end, and 0 in the child, with *fd its write end (the other
+ * end closed on each side); -1 with err ("cannot fork: ..."). */
+pid_t rxag_fork_pipe(int *fd, char *err, size_t errlen);
+
+/* Writes n bytes to fd, retrying on EINTR; stops quietly at an error. */
+void rxag_write_all(int fd, const char *p, size_t n);
 
 /* ---- http.c ---- */
 
@@ -152,6 +164,8 @@ typedef struct rxag_job {
     rx_bench_kv shapes[RXAG_MAX_LIST];    /* name/value strings (owned) */
     int repeat, number, warmup;           /* timing loop */
     int threads;                          /* kernels' and BLAS threads; 0: the agent's */
+    int device_id;                        /* the device a GPU artifact runs on (the
+                                             agent's --device-id; not from the spec) */
     int64_t timeout_ms;                   /* the run's time limit */
     int ninputs;                          /* given inputs */
     rx_bench_input inputs[RXAG_MAX_LIST]; /* decoded .npy images (owned) */
@@ -218,6 +232,22 @@ typedef struct rxag_sysinfo {
 /* Fills info from /proc/cpuinfo, sysconf and uname (missing facts stay empty/0). */
 void rxag_sysinfo_get(rxag_sysinfo *info);
 
+/* ---- devices.c ---- */
+
+/* Probes the OpenCL, Vulkan and CUDA devices with rx_dev_open in a forked child (the
+ * agent never loads a driver itself), killed after timeout_ms or when wake_fd becomes
+ * readable. Returns {"devices": [{"target", "id", "api", "name", "platform",
+ * "max_threads", "max_local_bytes", "max_alloc_bytes", "global_bytes", "align_bytes",
+ * "max_push_bytes"}...], "absent": {KIND: reason}} (new reference; never NULL: a failed
+ * probe is every kind absent with the reason). */
+json_t *rxag_devices_detect(int wake_fd, int64_t timeout_ms);
+
+/* True when found (rxag_devices_detect's) has device id of target kind. */
+int rxag_devices_has(const json_t *found, const char *target, int32_t id);
+
+/* The GPU target kinds probed, k = 0, 1, ...; NULL past the last. */
+const char *rxag_devices_target_kind(size_t k);
+
 /* ---- session.c ---- */
 
 /* The command line (relax_agent.c fills it). */
@@ -230,6 +260,9 @@ typedef struct rxag_opts {
     const char *labels[RXAG_MAX_LABELS]; /* --label, plus automatic ones */
     int nlabels;
     int auto_labels;         /* add machine and SIMD labels (--no-auto-labels) */
+    int probe_devices;       /* detect GPU devices (--no-devices: 0) */
+    int device_id;           /* --device-id: the device of each GPU kind jobs run on */
+    int threads;             /* --threads: for jobs that name none (0: the environment) */
     char cache_dir[4096];    /* --cache-dir */
     int64_t cache_max_bytes; /* --cache-max-bytes */
     int once;                /* --once: exit after one job */
@@ -241,6 +274,7 @@ typedef struct rxag_agent {
     rxag_opts o;                             /* the command line */
     volatile sig_atomic_t *stop;             /* set by SIGTERM/SIGINT (the handler's flag) */
     rxag_sysinfo sys;                        /* machine facts */
+    json_t *devices;                         /* registered: the devices jobs run on (array) */
     rxag_cache cache;                        /* artifacts */
     rxag_conn conn;                          /* the main loop's connection */
     rxag_conn hb;                            /* the heartbeat thread's connection */

@@ -7,7 +7,8 @@
  * job), so its numbers do not depend on what ran before. The parent never loads the
  * artifact; it forks, then waits.
  *
- * The child, step by step: Step 1 a CPU context and rx_rt_load_bytes (failure:
+ * The child, step by step: Step 1 a CPU context, the agent's --device-id (the device a
+ * GPU artifact opens: its kernels' API, that id) and rx_rt_load_bytes (failure:
  * "load_error"; load_ms timed), then the job's `threads` for the kernels and the BLAS
  * library (rx_rt_set_threads; absent: the agent's environment decides); Step 2 rx_bench_args_build with the job's shapes and
  * inputs and seed 0 — the code relax-run uses, so a missing input gets the same random
@@ -254,6 +255,7 @@ static json_t *child_run(const rxag_job *job, const uint8_t *bytes, size_t n)
     /* Step 1: load. */
     rx_rt_ctx *ctx = rx_rt_ctx_new();
     if (!ctx) return rxag_failure("run_error", "out of memory creating the runtime context");
+    rx_rt_set_device_id(ctx, job->device_id); /* a GPU artifact's device (--device-id) */
     double t0 = rx_now_s();
     rx_rt_module *m = rx_rt_load_bytes(ctx, bytes, n, what, &err);
     double load_ms = (rx_now_s() - t0) * 1e3;
@@ -332,17 +334,6 @@ out:
     return report;
 }
 
-static void write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return;
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
 /* The child's whole life: never returns. */
 static void child_main(const rxag_job *job, const uint8_t *bytes, size_t n, int fd)
 {
@@ -359,7 +350,7 @@ static void child_main(const rxag_job *job, const uint8_t *bytes, size_t n, int 
     sigprocmask(SIG_SETMASK, &none, NULL);
     json_t *report = child_run(job, bytes, n);
     char *text = report ? json_dumps(report, JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
-    if (text) write_all(fd, text, strlen(text));
+    if (text) rxag_write_all(fd, text, strlen(text));
     _exit(text ? 0 : 3);
 }
 
@@ -378,28 +369,16 @@ static void reap(pid_t pid, int *sig, int *status)
 int rxag_job_run(const rxag_job *job, const uint8_t *bytes, size_t n, int wake_fd,
                  rxag_abort_fn abort_fn, void *ud, json_t **report)
 {
-    char msg[RXAG_ERR];
-    int p[2];
+    char msg[RXAG_ERR], why[256];
+    int fd;
     *report = NULL;
-    if (pipe(p)) {
-        snprintf(msg, sizeof msg, "cannot create a pipe: %s", strerror(errno));
-        *report = rxag_failure("run_error", msg);
-        return RXAG_RUN_DONE;
-    }
-    fflush(NULL);
-    pid_t pid = fork();
+    pid_t pid = rxag_fork_pipe(&fd, why, sizeof why);
     if (pid < 0) {
-        snprintf(msg, sizeof msg, "cannot fork the benchmark process: %s", strerror(errno));
-        close(p[0]);
-        close(p[1]);
+        snprintf(msg, sizeof msg, "the benchmark process: %s", why);
         *report = rxag_failure("run_error", msg);
         return RXAG_RUN_DONE;
     }
-    if (pid == 0) {
-        close(p[0]);
-        child_main(job, bytes, n, p[1]);
-    }
-    close(p[1]);
+    if (pid == 0) child_main(job, bytes, n, fd);
     char *buf = malloc(REPORT_CAP + 1);
     size_t len = 0;
     int64_t deadline = rx_now_ms_int() + job->timeout_ms;
@@ -410,7 +389,7 @@ int rxag_job_run(const rxag_job *job, const uint8_t *bytes, size_t n, int wake_f
             timed_out = 1;
             break;
         }
-        struct pollfd fds[2] = {{.fd = p[0], .events = POLLIN}, {.fd = wake_fd, .events = POLLIN}};
+        struct pollfd fds[2] = {{.fd = fd, .events = POLLIN}, {.fd = wake_fd, .events = POLLIN}};
         int r = poll(fds, wake_fd >= 0 ? 2 : 1, (int)(left < 50 ? left : 50));
         if (r < 0 && errno != EINTR) break;
         if ((wake_fd >= 0 && (fds[1].revents & POLLIN)) || (abort_fn && abort_fn(ud))) {
@@ -419,7 +398,7 @@ int rxag_job_run(const rxag_job *job, const uint8_t *bytes, size_t n, int wake_f
         }
         if (r <= 0 || !(fds[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
         char tmp[65536];
-        ssize_t got = read(p[0], tmp, sizeof tmp);
+        ssize_t got = read(fd, tmp, sizeof tmp);
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) break; /* EOF: the child is done */
         if (!buf || len + (size_t)got > REPORT_CAP) {
@@ -429,7 +408,7 @@ int rxag_job_run(const rxag_job *job, const uint8_t *bytes, size_t n, int wake_f
         memcpy(buf + len, tmp, (size_t)got);
         len += (size_t)got;
     }
-    close(p[0]);
+    close(fd);
     if (timed_out || aborted || too_large) kill(pid, SIGKILL);
     int sig, status;
     reap(pid, &sig, &status);

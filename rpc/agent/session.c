@@ -71,6 +71,8 @@ static char *register_body(const rxag_agent *ag)
                           targets, "labels", labels, "cpu", ag->sys.cpu, "cores", ag->sys.cores,
                           "memory_bytes", (json_int_t)ag->sys.memory_bytes, "runtime_version",
                           RX_VERSION, "protocol", RXAG_PROTOCOL);
+    if (b && ag->devices && json_array_size(ag->devices))
+        json_object_set(b, "devices", ag->devices);
     char *s = b ? json_dumps(b, JSON_COMPACT) : NULL;
     json_decref(b);
     return s;
@@ -401,6 +403,8 @@ static void run_job(rxag_agent *ag, const json_t *spec)
             rxag_log(RXAG_INFO, blob.hit ? "artifact_cached" : "artifact_downloaded",
                      json_pack("{s:s, s:s, s:I, s:f}", "job", job.id, "artifact", job.artifact,
                                "bytes", (json_int_t)blob.n, "ms", (rx_now_s() - td) * 1e3));
+            job.device_id = ag->o.device_id;
+            if (!job.threads) job.threads = ag->o.threads; /* --threads, when the job has none */
             if (rxag_job_run(&job, blob.bytes, blob.n, ag->wake_rd, should_abort, ag, &rep) ==
                 RXAG_RUN_ABORTED)
                 aborted = 1;

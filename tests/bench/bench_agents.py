@@ -48,6 +48,9 @@ import shutil
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from rxtest import relu_matmul_module  # noqa: E402  (the agents' tests' module)
+
 PROCS = []
 D = 256
 
@@ -65,13 +68,7 @@ def stop_all():
 
 
 def module():
-    def tensor(n, shape):
-        return {"name": n, "type": {"tensor": {"shape": shape, "dtype": "f32"}}}
-    bindings = [{"var": "h", "value": {"op": "matmul", "args": ["x", "w"]}},
-                {"var": "y", "value": {"op": "nn.relu", "args": ["h"]}}]
-    main = {"kind": "relax", "params": [tensor("x", ["n", D]), tensor("w", [D, D])],
-            "body": {"blocks": [{"dataflow": True, "bindings": bindings}], "result": "y"}}
-    return {"format": "relax-json", "version": 1, "attrs": {"name": "bench_agents"}, "functions": {"main": main}}
+    return relu_matmul_module(D, "bench_agents")
 
 
 class Conn:

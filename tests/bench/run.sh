@@ -25,9 +25,11 @@
 #   bench_memory.py paper Table 2 on CPU: a 4-layer Llama decoder (hidden 1024), activation
 #                   memory of successive prefills (s = 128..1024) and decodes (b = 1..64)
 #                   with and without static memory planning, against the lower bound
-#   bench_gpu.py    the OpenCL target through the VM: the cost of one more kernel in a call
-#                   (32 unfused vs 1 fused adds) vs the same on cpu, and the global loads
-#                   and stores per output of the generated fused softmax vs the minimum
+#   bench_gpu.py    the GPU targets: the cost of one more kernel in a call on opencl and
+#                   vulkan (32 unfused vs 1 fused adds) vs the same on cpu, the global loads
+#                   and stores per output of the generated softmax, rms_norm and matmul vs
+#                   the minimum, compile time per target of a 32-layer decoder vs cpu, and
+#                   CLBlast vs the generated tiles kernel on PoCL (bench_clblast)
 #   bench_device    OpenCL and Vulkan launch overhead per kernel (launch + sync, queued
 #                   launches) vs a CPU kernel call, and a 1 MiB upload + download vs two
 #                   memcpy (PoCL and lavapipe here)
@@ -57,12 +59,13 @@ cd "$(dirname "$0")/../.."
 ./deploy/packages.sh bench  # the test set + wrk and nginx (bench_server.py), torch, node
 ./tests/bench/setup_ort.sh  # onnxruntime-node from npm, into $RX_ORT_DIR or ~/.cache
 cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DRX_SANITIZE=OFF >/dev/null
-ninja -C build-bench bench_frontend bench_vm bench_device bench_memory_run relaxc relax-run relaxd relax-agent >/dev/null
+ninja -C build-bench bench_frontend bench_vm bench_device bench_clblast bench_memory_run relaxc relax-run relaxd relax-agent >/dev/null
 ./build-bench/bin/bench_frontend --bindings 10000 --repeat 20
 ./build-bench/bin/bench_vm --ops 1000 --repeat 25 --number 200
 ./build-bench/bin/bench_device --repeat 9 --number 500
 /usr/bin/python3 tests/bench/bench_gpu.py --repeat 9 \
-    --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run
+    --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run \
+    --bench-clblast ./build-bench/bin/bench_clblast
 ./build-bench/bin/bench_device --api vulkan --repeat 9 --number 500
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_mlp.py \
     --sizes 1,32,256 --repeat 10 \

@@ -75,6 +75,18 @@ def write_config(cfg, name):
     return path
 
 
+def relu_matmul_module(d, name):
+    """main(x: (n, d) f32, w: (d, d) f32) = relu(x @ w), relax-json v1: the agents' tests'
+    module (NumPy: np.maximum(x @ w, 0))."""
+    def tensor(n, shape):
+        return {"name": n, "type": {"tensor": {"shape": shape, "dtype": "f32"}}}
+    bindings = [{"var": "h", "value": {"op": "matmul", "args": ["x", "w"]}},
+                {"var": "y", "value": {"op": "nn.relu", "args": ["h"]}}]
+    main = {"kind": "relax", "params": [tensor("x", ["n", d]), tensor("w", [d, d])],
+            "body": {"blocks": [{"dataflow": True, "bindings": bindings}], "result": "y"}}
+    return {"format": "relax-json", "version": 1, "attrs": {"name": name}, "functions": {"main": main}}
+
+
 class Proc:
     """A child process whose stderr (JSON log lines) is collected by a thread."""
 

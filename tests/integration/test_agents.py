@@ -63,13 +63,7 @@ D = 64  # the module's inner dimension
 
 def module(name="agents_it"):
     """main(x: (n, D) f32, w: (D, D) f32) = relu(x @ w), relax-json v1."""
-    def tensor(n, shape):
-        return {"name": n, "type": {"tensor": {"shape": shape, "dtype": "f32"}}}
-    bindings = [{"var": "h", "value": {"op": "matmul", "args": ["x", "w"]}},
-                {"var": "y", "value": {"op": "nn.relu", "args": ["h"]}}]
-    main = {"kind": "relax", "params": [tensor("x", ["n", D]), tensor("w", [D, D])],
-            "body": {"blocks": [{"dataflow": True, "bindings": bindings}], "result": "y"}}
-    return {"format": "relax-json", "version": 1, "attrs": {"name": name}, "functions": {"main": main}}
+    return rxtest.relu_matmul_module(D, name)
 
 
 def npy_b64(a):

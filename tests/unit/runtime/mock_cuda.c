@@ -250,7 +250,8 @@ CUresult cuLaunchKernel(mock_fn *f, unsigned gx, unsigned gy, unsigned gz, unsig
 {
     if (s != &stream_token || shared || extra || !gx || !gy || !gz || !bx || !by || !bz)
         return INVALID_VALUE;
-    snprintf(mock_last_launch.name, sizeof mock_last_launch.name, "%s", f->name);
+    snprintf(mock_last_launch.name, sizeof mock_last_launch.name, "%.*s",
+             (int)sizeof mock_last_launch.name - 1, f->name);
     mock_last_launch.grid[0] = gx, mock_last_launch.grid[1] = gy, mock_last_launch.grid[2] = gz;
     mock_last_launch.block[0] = bx, mock_last_launch.block[1] = by, mock_last_launch.block[2] = bz;
     mock_last_launch.count++;
