@@ -610,12 +610,12 @@ static int cmd_status(rxc_conn *c, const cli *o)
     json_t *h = rxc_get_json(c, "/healthz", "healthz");
     if (!h) return 1;
     const char *st = json_string_value(json_object_get(h, "status"));
-    printf("relaxd at %s: %s\n", c->base, st ? st : "?");
+    printf("relaxd at %s: %s\n", c->http.base, st ? st : "?");
     int ok = st && !strcmp(st, "ok");
     json_decref(h);
     fflush(stdout);
     if (!ok) {
-        fprintf(stderr, "error: relaxd at %s reports status '%s'\n", c->base, st ? st : "?");
+        fprintf(stderr, "error: relaxd at %s reports status '%s'\n", c->http.base, st ? st : "?");
         return 1;
     }
     rxc_resp r;

@@ -1,5 +1,5 @@
 /*
- * ophelp.c — helpers shared by the op deduction rules (deduce.h, "helpers for op
+ * op_deduce.c — helpers shared by the op deduction rules (op_int.h, "helpers for the
  * rules"): located errors, argument checks, axis normalization, NumPy broadcasting
  * over symbolic dims, and small arithmetic conveniences.
  *
@@ -16,8 +16,7 @@
  * time checks what the compiler could not. A side with unknown dims gives the same
  * result; a side with unknown ndim gives ndim -1.
  */
-#include "relax/deduce.h"
-#include "../op/op_int.h"
+#include "op_int.h"
 
 #include <stdarg.h>
 
