@@ -1,5 +1,5 @@
 /*
- * relax — the command-line client of relaxd (shared/spec/interfaces.md).
+ * relax — the command-line client of relaxd (docs/server.md, "The relax CLI").
  *
  *   relax compile MODULE.json [--target cpu] [--opt-level N] [-o OUT.rxa] [--async] [--json]
  *                 (MODEL.onnx too: sent as {"onnx": base64}, imported by relaxd)

@@ -1,6 +1,6 @@
 /*
  * relax-agent — the device agent: hosts the C runtime and runs benchmark jobs that a
- * relaxd hands out (shared/spec/interfaces.md; protocol docs/rpc.md; operators'
+ * relaxd hands out (docs/agent.md; protocol docs/rpc.md; operators'
  * guide docs/agent.md).
  *
  *   relax-agent --server URL [--token T] [--name N] [--target cpu]... [--label L]...

@@ -6,7 +6,9 @@
     deduce (the rules reach deduction through deduce.h; deduction reaches the rules only
     through the registry's rx_op.deduce pointers);
   * the op rules' helpers live with the rules (rx_d_tensor_arg is defined in compiler/op/);
-  * one HTTP client: only base/http.c drives libcurl transfers (curl_easy_setopt).
+  * one HTTP client: only base/http.c drives libcurl transfers (curl_easy_setopt);
+  * README.md and docs/ are self-contained: no pointer to the project's documents outside
+    the repository (shared/..., DESIGN.md, STYLE.md).
 Prints each violation as "path:line: rule" and exits 1 when there is any.
 """
 import pathlib
@@ -34,6 +36,9 @@ srcs = [p for d in ("compiler", "runtime", "rpc", "clients", "server", "cache", 
         for p in sorted((root / d).rglob("*.c"))]
 scan([p for p in srcs if p.relative_to(root).as_posix() != "base/http.c"],
      r"\bcurl_easy_setopt\s*\(", "a second HTTP client (use base/http.c, relax/http.h)")
+docs = [root / "README.md"] + sorted((root / "docs").glob("*.md"))
+scan(docs, r"(\.\./)?shared/(spec|seeds|DESIGN|STYLE|MACHINE)|(?<![\w/])(DESIGN|STYLE)\.md",
+     "documentation points outside the repository")
 for b in bad:
     print(b)
 print(f"layering: {len(bad)} violation(s)")

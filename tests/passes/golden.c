@@ -1,5 +1,5 @@
 /*
- * golden.c — golden tests of the pipeline's graph-level passes (STYLE.md 8): an input
+ * golden.c — golden tests of the pipeline's graph-level passes (docs/contributing.md, rule 8): an input
  * module, the pass, and the module expected after it, compared structurally.
  *
  *   passes_golden [--update] [-v] DIR [PASS | PASS/CASE-PREFIX]...
