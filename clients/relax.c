@@ -115,13 +115,7 @@ static void usage(FILE *f)
           f);
 }
 
-static int bad_usage(const char *fmt, const char *arg)
-{
-    fputs("error: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs(" (see relax --help)\n", stderr);
-    return 2;
-}
+#define bad_usage(fmt, arg) rx_usage_error("relax", fmt, arg)
 
 /* An integer in [lo, hi]; -1 when malformed. */
 static int parse_int(const char *s, long lo, long hi, int *out)
@@ -389,13 +383,7 @@ static json_t *read_module(const char *file)
 /* True for ids relaxd hands out for jobs: short, URL-safe. */
 static int valid_job_id(const char *s)
 {
-    size_t n = strlen(s);
-    if (!n || n > 128) return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') ||
-              (s[i] >= 'A' && s[i] <= 'Z') || s[i] == '-' || s[i] == '_' || s[i] == '.'))
-            return 0;
-    return 1;
+    return rx_is_word(s, 128);
 }
 
 /* Polls job until it is done (new reference to its result in *result) or failed
