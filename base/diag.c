@@ -119,3 +119,22 @@ void rx_diags_format(const rx_diags *d, rx_sb *out)
     }
     if (d->dropped) rx_sb_printf(out, "... %d more errors\n", d->dropped);
 }
+
+int rx_usage_error(const char *prog, const char *fmt, const char *arg)
+{
+    fputs("error: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see %s --help)\n", prog);
+    return 2;
+}
+
+bool rx_is_word(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (!n || n > max) return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') ||
+              (s[i] >= 'A' && s[i] <= 'Z') || s[i] == '.' || s[i] == '_' || s[i] == '-'))
+            return false;
+    return true;
+}

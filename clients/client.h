@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "relax/base.h"
+#include "relax/http.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,24 +43,19 @@ typedef struct rxc_progress {
 
 /* One server and how to talk to it. */
 typedef struct rxc_conn {
-    char base[1024];        /* server URL without a trailing '/' */
-    const char *token;      /* bearer token or NULL (borrowed from argv/env) */
+    rx_http http;           /* the server URL (http.base), token and libcurl handles */
+    int curl_ready;         /* curl_global_init succeeded */
     double deadline;        /* monotonic time after which waiting stops; 0: none */
     double timeout_s;       /* the --timeout value, for messages (0: none) */
     rxc_progress progress;  /* the line drawn while waiting */
 } rxc_conn;
 
-/* The outcome of one exchange. Owns body. */
-typedef struct rxc_resp {
-    long status;            /* HTTP status */
-    char *body;             /* NUL-terminated heap copy (bodies not given to a sink) */
-    size_t len;             /* bytes in body */
-    char etag[160];         /* ETag header value, quotes removed; "" if absent */
-} rxc_resp;
+/* The outcome of one exchange (status, body, len, etag). Owns body. */
+typedef rx_http_resp rxc_resp;
 
 /* Receives a 2xx body's bytes as they arrive instead of the buffer. Returns 0 to go on,
  * nonzero to abort the transfer (having printed its error). */
-typedef int (*rxc_sink)(void *ud, const void *data, size_t n);
+typedef rx_http_sink rxc_sink;
 
 /* ---- http.c ---- */
 

@@ -21,8 +21,10 @@
  * Text that came from the server is printed with control characters replaced, so a
  * hostile or broken server cannot drive the terminal.
  *
- * One easy handle per request (the CLI makes a handful; polling every few hundred ms
- * does not need connection reuse). libcurl is initialized once in rxc_conn_init.
+ * The transfer itself (bounded bodies, sinks, ETag and Retry-After, the progress tick)
+ * is the project's one HTTP client, base/http.c (relax/http.h); this file is the CLI's
+ * policy on top: retries, the deadline, and the messages. libcurl is initialized once
+ * in rxc_conn_init.
  */
 #include "client.h"
 
@@ -34,21 +36,6 @@
 #include <strings.h>
 #include <time.h>
 
-/* State of one transfer, seen by the libcurl callbacks. */
-typedef struct xfer {
-    rxc_conn *c;         /* for progress */
-    CURL *h;             /* the easy handle (status code queries) */
-    rxc_resp *r;         /* where buffered bodies and headers go */
-    rxc_sink sink;       /* 2xx bodies go here when set */
-    void *ud;            /* sink's argument */
-    int64_t sink_cap;    /* most bytes the sink may receive */
-    int64_t sunk;        /* bytes given to the sink */
-    size_t alloc;        /* capacity of r->body */
-    int too_large;       /* a cap was hit */
-    int sink_failed;     /* the sink aborted (and printed why) */
-    double retry_after;  /* Retry-After seconds of the last response; -1: none */
-} xfer;
-
 /* Prints s with control characters (and DEL) replaced by '?'. */
 static void put_clean(FILE *f, const char *s, size_t max)
 {
@@ -58,139 +45,34 @@ static void put_clean(FILE *f, const char *s, size_t max)
     }
 }
 
-static long status_of(CURL *h)
-{
-    long st = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-    return st;
-}
-
-static int buffer_append(xfer *x, const char *p, size_t n)
-{
-    rxc_resp *r = x->r;
-    if (n > RXC_JSON_CAP - r->len) {
-        x->too_large = 1;
-        return -1;
-    }
-    if (r->len + n + 1 > x->alloc) {
-        size_t na = x->alloc ? x->alloc : 4096;
-        while (na < r->len + n + 1) na *= 2;
-        char *nb = realloc(r->body, na);
-        if (!nb) {
-            x->too_large = 1;
-            return -1;
-        }
-        r->body = nb;
-        x->alloc = na;
-    }
-    memcpy(r->body + r->len, p, n);
-    r->len += n;
-    r->body[r->len] = 0;
-    return 0;
-}
-
-static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
-{
-    xfer *x = ud;
-    size_t n = size * nmemb;
-    long st = status_of(x->h);
-    if (x->sink && st >= 200 && st < 300) {
-        if ((int64_t)n > x->sink_cap - x->sunk) {
-            x->too_large = 1;
-            return 0;
-        }
-        if (x->sink(x->ud, p, n)) {
-            x->sink_failed = 1;
-            return 0;
-        }
-        x->sunk += (int64_t)n;
-        return n;
-    }
-    return buffer_append(x, p, n) ? 0 : n;
-}
-
-/* Copies a header value (after "name:"), trimmed, into out. */
-static void header_value(const char *p, size_t n, char *out, size_t outlen)
-{
-    while (n && (*p == ' ' || *p == '\t')) p++, n--;
-    while (n && (p[n - 1] == '\r' || p[n - 1] == '\n' || p[n - 1] == ' ')) n--;
-    if (n >= outlen) n = outlen - 1;
-    memcpy(out, p, n);
-    out[n] = 0;
-}
-
-static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
-{
-    xfer *x = ud;
-    size_t n = size * nmemb;
-    char v[160];
-    if (n >= 5 && !strncmp(p, "HTTP/", 5)) { /* a new response (after 100, redirects) */
-        x->retry_after = -1;
-        x->r->etag[0] = 0;
-    } else if (n > 12 && !strncasecmp(p, "retry-after:", 12)) {
-        header_value(p + 12, n - 12, v, sizeof v);
-        char *end;
-        errno = 0;
-        double s = strtod(v, &end);
-        /* delta-seconds; an HTTP-date is honored as "soon" (1 s) */
-        x->retry_after = (end != v && !*end && !errno && s >= 0) ? s : 1.0;
-    } else if (n > 5 && !strncasecmp(p, "etag:", 5)) {
-        header_value(p + 5, n - 5, v, sizeof v);
-        size_t l = strlen(v);
-        if (l >= 2 && v[0] == '"' && v[l - 1] == '"') {
-            memmove(v, v + 1, l - 2);
-            v[l - 2] = 0;
-        }
-        memcpy(x->r->etag, v, sizeof x->r->etag);
-    }
-    return n;
-}
-
-static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
-{
-    xfer *x = ud;
-    rxc_progress_tick(&x->c->progress);
-    return 0;
-}
-
 int rxc_conn_init(rxc_conn *c, const char *server, const char *token, double timeout_s)
 {
+    char why[320];
     memset(c, 0, sizeof *c);
-    size_t n = strlen(server);
-    while (n && server[n - 1] == '/') n--;
-    if (strncmp(server, "http://", 7) && strncmp(server, "https://", 8)) {
-        fputs("error: server URL must start with http:// or https:// (got '", stderr);
-        put_clean(stderr, server, 200);
-        fputs("')\n", stderr);
-        return 1;
-    }
-    if (n >= sizeof c->base) {
-        fputs("error: server URL too long\n", stderr);
-        return 1;
-    }
-    memcpy(c->base, server, n);
-    c->base[n] = 0;
-    c->token = token && *token ? token : NULL;
-    c->timeout_s = timeout_s;
-    c->deadline = timeout_s > 0 ? rx_now_s() + timeout_s : 0;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         fputs("error: cannot initialize libcurl\n", stderr);
         return 1;
     }
+    c->curl_ready = 1;
+    if (rx_http_init(&c->http, server, token, "relax/" RX_VERSION, -1, why, sizeof why)) {
+        fprintf(stderr, "error: %s\n", why);
+        return 1;
+    }
+    c->timeout_s = timeout_s;
+    c->deadline = timeout_s > 0 ? rx_now_s() + timeout_s : 0;
     return 0;
 }
 
 void rxc_conn_fini(rxc_conn *c)
 {
     rxc_progress_clear(&c->progress);
-    curl_global_cleanup();
+    rx_http_fini(&c->http);
+    if (c->curl_ready) curl_global_cleanup();
 }
 
 void rxc_resp_free(rxc_resp *r)
 {
-    free(r->body);
-    r->body = NULL;
-    r->len = 0;
+    rx_http_resp_free(r);
 }
 
 void rxc_sleep(rxc_conn *c, double s)
@@ -206,29 +88,32 @@ void rxc_sleep(rxc_conn *c, double s)
     }
 }
 
-/* Reports a failed transfer. Returns 1. */
-static int transport_error(rxc_conn *c, const xfer *x, CURLcode rc, const char *ebuf)
+static void tick(void *ud)
 {
-    const char *msg = ebuf[0] ? ebuf : curl_easy_strerror(rc);
+    rxc_progress_tick(ud);
+}
+
+/* Reports a failed transfer. Returns 1. */
+static int transport_error(rxc_conn *c, const rx_http_err *e)
+{
+    const char *base = c->http.base;
     rxc_progress_clear(&c->progress);
-    if (x->sink_failed) return 1;
-    if (x->too_large || rc == CURLE_FILESIZE_EXCEEDED) {
+    switch (e->kind) {
+    case RX_HTTP_E_SINK:
+        return 1; /* the sink printed why */
+    case RX_HTTP_E_TOO_LARGE:
         fprintf(stderr, "error: response from relaxd at %s is too large (limit %lld bytes)\n",
-                c->base, (long long)(x->sink ? x->sink_cap : (int64_t)RXC_JSON_CAP));
+                base, (long long)e->cap);
         return 1;
-    }
-    switch (rc) {
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY:
-        fprintf(stderr, "error: cannot reach relaxd at %s: %s\n", c->base, msg);
+    case RX_HTTP_E_CONNECT:
+        fprintf(stderr, "error: cannot reach relaxd at %s: %s\n", base, e->msg);
         return 1;
-    case CURLE_OPERATION_TIMEDOUT:
+    case RX_HTTP_E_TIMEOUT:
         fprintf(stderr, "error: relaxd at %s did not answer within %g s (--timeout): %s\n",
-                c->base, c->timeout_s, msg);
+                base, c->timeout_s, e->msg);
         return 1;
     default:
-        fprintf(stderr, "error: request to relaxd at %s failed: %s\n", c->base, msg);
+        fprintf(stderr, "error: request to relaxd at %s failed: %s\n", base, e->msg);
         return 1;
     }
 }
@@ -239,79 +124,29 @@ static int exchange(rxc_conn *c, const char *method, const char *path, const voi
                     size_t n, const char *ctype, rxc_sink sink, void *ud, int64_t sink_cap,
                     rxc_resp *r)
 {
-    char url[2048], auth[4096], ebuf[CURL_ERROR_SIZE];
+    rx_http_req q = {.method = method, .path = path, .body = body, .body_len = n,
+                     .content_type = ctype, .body_cap = RXC_JSON_CAP, .sink = sink,
+                     .sink_ud = ud, .sink_cap = sink_cap,
+                     .tick = c->progress.enabled ? tick : NULL, .tick_ud = &c->progress};
     memset(r, 0, sizeof *r);
-    if ((size_t)snprintf(url, sizeof url, "%s%s", c->base, path) >= sizeof url) {
-        fputs("error: request URL too long\n", stderr);
-        return 1;
-    }
-    if (c->token && (size_t)snprintf(auth, sizeof auth, "Authorization: Bearer %s", c->token) >=
-                        sizeof auth) {
-        fputs("error: token too long\n", stderr);
-        return 1;
-    }
     for (int attempt = 0;; attempt++) {
-        double left = 0;
         if (c->deadline > 0) {
-            left = c->deadline - rx_now_s();
+            double left = c->deadline - rx_now_s();
             if (left <= 0) {
                 rxc_progress_clear(&c->progress);
                 fprintf(stderr, "error: relaxd at %s did not answer within %g s (--timeout)\n",
-                        c->base, c->timeout_s);
+                        c->http.base, c->timeout_s);
                 return 1;
             }
+            q.timeout_ms = (long)(left * 1000) + 1;
         }
-        CURL *h = curl_easy_init();
-        if (!h) {
-            fputs("error: cannot create a libcurl handle\n", stderr);
-            return 1;
-        }
-        struct curl_slist *hdrs = curl_slist_append(NULL, "Expect:");
-        struct curl_slist *t = hdrs;
-        if (t && body) t = curl_slist_append(t, ctype);
-        if (t && c->token) t = curl_slist_append(t, auth);
-        if (!t) {
-            curl_slist_free_all(hdrs);
-            curl_easy_cleanup(h);
-            fputs("error: out of memory\n", stderr);
-            return 1;
-        }
-        xfer x = {.c = c, .h = h, .r = r, .sink = sink, .ud = ud, .sink_cap = sink_cap,
-                  .retry_after = -1};
-        ebuf[0] = 0;
-        curl_easy_setopt(h, CURLOPT_URL, url);
-        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-        if (!strcmp(method, "HEAD")) curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-        if (body) {
-            curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
-        }
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-        curl_easy_setopt(h, CURLOPT_USERAGENT, "relax/" RX_VERSION);
-        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
-        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-        curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
-        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-        if (left > 0) curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(left * 1000) + 1);
-        if (sink) curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)sink_cap);
-        if (c->progress.enabled) {
-            curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-            curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-            curl_easy_setopt(h, CURLOPT_XFERINFODATA, &x);
-        }
-        CURLcode rc = curl_easy_perform(h);
-        r->status = status_of(h);
-        curl_slist_free_all(hdrs);
-        curl_easy_cleanup(h);
-        if (rc != CURLE_OK) {
+        rx_http_err e;
+        if (rx_http_request(&c->http, &q, r, &e) != RX_HTTP_OK) {
             rxc_resp_free(r);
-            return transport_error(c, &x, rc, ebuf);
+            return transport_error(c, &e);
         }
-        if (r->status != 503 || x.retry_after < 0 || attempt >= RXC_MAX_RETRIES) return 0;
-        double wait = x.retry_after < RXC_RETRY_CAP_S ? x.retry_after : RXC_RETRY_CAP_S;
+        if (r->status != 503 || r->retry_after < 0 || attempt >= RXC_MAX_RETRIES) return 0;
+        double wait = r->retry_after < RXC_RETRY_CAP_S ? r->retry_after : RXC_RETRY_CAP_S;
         if (c->deadline > 0 && rx_now_s() + wait >= c->deadline) return 0;
         rxc_resp_free(r);
         const char *old = c->progress.state;

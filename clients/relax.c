@@ -1,5 +1,5 @@
 /*
- * relax — the command-line client of relaxd (shared/spec/interfaces.md).
+ * relax — the command-line client of relaxd (docs/server.md, "The relax CLI").
  *
  *   relax compile MODULE.json [--target cpu] [--opt-level N] [-o OUT.rxa] [--async] [--json]
  *                 (MODEL.onnx too: sent as {"onnx": base64}, imported by relaxd)
@@ -115,13 +115,7 @@ static void usage(FILE *f)
           f);
 }
 
-static int bad_usage(const char *fmt, const char *arg)
-{
-    fputs("error: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs(" (see relax --help)\n", stderr);
-    return 2;
-}
+#define bad_usage(fmt, arg) rx_usage_error("relax", fmt, arg)
 
 /* An integer in [lo, hi]; -1 when malformed. */
 static int parse_int(const char *s, long lo, long hi, int *out)
@@ -389,13 +383,7 @@ static json_t *read_module(const char *file)
 /* True for ids relaxd hands out for jobs: short, URL-safe. */
 static int valid_job_id(const char *s)
 {
-    size_t n = strlen(s);
-    if (!n || n > 128) return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') ||
-              (s[i] >= 'A' && s[i] <= 'Z') || s[i] == '-' || s[i] == '_' || s[i] == '.'))
-            return 0;
-    return 1;
+    return rx_is_word(s, 128);
 }
 
 /* Polls job until it is done (new reference to its result in *result) or failed
@@ -610,12 +598,12 @@ static int cmd_status(rxc_conn *c, const cli *o)
     json_t *h = rxc_get_json(c, "/healthz", "healthz");
     if (!h) return 1;
     const char *st = json_string_value(json_object_get(h, "status"));
-    printf("relaxd at %s: %s\n", c->base, st ? st : "?");
+    printf("relaxd at %s: %s\n", c->http.base, st ? st : "?");
     int ok = st && !strcmp(st, "ok");
     json_decref(h);
     fflush(stdout);
     if (!ok) {
-        fprintf(stderr, "error: relaxd at %s reports status '%s'\n", c->base, st ? st : "?");
+        fprintf(stderr, "error: relaxd at %s reports status '%s'\n", c->http.base, st ? st : "?");
         return 1;
     }
     rxc_resp r;

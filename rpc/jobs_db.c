@@ -32,7 +32,7 @@
  * their agents are gone with the process's memory and must register again.
  *
  * The jdb_* calls are the scheduler's whole view of persistence (sched_int.h): another
- * backend (PostgreSQL, DESIGN.md "When one machine is not enough") replaces this file.
+ * backend (PostgreSQL, docs/design.md "When one machine is not enough") replaces this file.
  * Several relaxd sharing one queue would also need matching done in the database
  * (SELECT ... FOR UPDATE SKIP LOCKED) instead of in the scheduler's memory: not done.
  */

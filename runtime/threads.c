@@ -10,7 +10,7 @@
  * so a kernel and a BLAS call never use different pool sizes, and neither depends on
  * OMP_NUM_THREADS / OPENBLAS_NUM_THREADS being set before the process started.
  *
- * rxrt does not link libgomp (it runs on devices without it; DESIGN.md): the OpenMP
+ * rxrt does not link libgomp (it runs on devices without it; docs/design.md): the OpenMP
  * entry points are found with dlopen("libgomp.so.1") — the same library the kernel
  * objects link, so the ICV set here is the one their regions read. It is opened with
  * RTLD_NODELETE (as the kernel objects pin it, c_expr.c): unloading libgomp under its

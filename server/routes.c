@@ -1,6 +1,6 @@
 /*
  * routes.c — the routing table and the endpoint handlers (server_int.h;
- * the contract is shared/spec/interfaces.md, "HTTP API of relaxd").
+ * the contract is docs/server.md, "HTTP API of relaxd").
  *
  *   GET  /healthz                  public   {"status":"ok"}
  *   GET  /metrics                  client   Prometheus text

@@ -1,4 +1,4 @@
-"""relaxd_client — a Python client for relaxd's HTTP API (shared/spec/interfaces.md).
+"""relaxd_client — a Python client for relaxd's HTTP API (docs/server.md).
 
 Standard library only (urllib, hashlib, json), so it drops into any CI image. It does
 what the `relax` CLI does, with the same rules:

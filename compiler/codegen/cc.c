@@ -1,7 +1,7 @@
 /*
  * cc.c — building generated C into a shared object with the system C compiler.
  *
- * The compiler is a subprocess run the way DESIGN.md asks: an argv array through
+ * The compiler is a subprocess run the way docs/design.md asks: an argv array through
  * posix_spawnp (never a shell, so nothing in a module can inject a command), in a
  * private directory made by mkdtemp (mode 0700) under $TMPDIR or /tmp, with a
  * wall-clock limit. The child runs in its own process group so that a timeout kills

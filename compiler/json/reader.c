@@ -39,6 +39,7 @@
 #include <sys/stat.h>
 
 #include "reader_int.h"
+#include "relax/half.h" /* the runtime's header-only f16 rounding */
 
 /* ---------------------------------------------------------------- errors, keys */
 
@@ -325,28 +326,6 @@ static void put_le(uint8_t *p, uint64_t v, int n)
     for (int i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
-/* IEEE binary16 from binary32, round to nearest even (overflow gives infinity). */
-static uint16_t f16_bits(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
-    int32_t e8 = (int32_t)((x >> 23) & 0xff), exp = e8 - 127 + 15;
-    if (e8 == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-    if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
-    if (exp <= 0) {
-        if (exp < -10) return (uint16_t)sign;
-        mant |= 0x800000u;
-        int shift = 14 - exp;
-        uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1))) h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = ((uint32_t)exp << 10) | (mant >> 13), rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
-    return (uint16_t)(sign | h);
-}
-
 /* bfloat16 from binary32, round to nearest even. */
 static uint16_t bf16_bits(float f)
 {
@@ -392,7 +371,7 @@ static bool encode_scalar(rx_reader *r, const json_t *v, rx_dtype t, uint8_t *p,
             put_le(p, b32, 4);
             return true;
         case RX_DT_F16: {
-            uint16_t h = f16_bits(fv);
+            uint16_t h = rx_f32_to_f16(fv);
             if (isinf(fv) || (h & 0x7c00u) == 0x7c00u) break;
             put_le(p, h, 2);
             return true;

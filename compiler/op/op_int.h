@@ -49,6 +49,37 @@ extern const int rx_ops_image_count;
 /* An op entry's schema fields from a schema array: `{"sum", 1, 1, RX_ATTRS(s), ...}`. */
 #define RX_ATTRS(a) (a), (int8_t)RX_COUNTOF(a)
 
+/* ---- helpers for the rules (op_deduce.c): the direction is op -> deduce. The rules
+ * use the deduction context and the lattice (deduce.h); deduction reaches the rules
+ * only through the registry's rx_op.deduce pointers and never includes this file. */
+void rx_d_error(rx_dctx *c, const rx_node *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The op's name for messages. */
+const char *rx_d_opname(const rx_node *call);
+/* Argument i as a tensor annotation, or NULL after an error ("nn.softmax: argument 0
+ * (x) must be a tensor, found Tuple[...]"). */
+const rx_sinfo *rx_d_tensor_arg(rx_dctx *c, const rx_node *call, int i);
+/* Normalizes axis (negative counts from the end) against ndim; error when out of range. */
+bool rx_d_axis(rx_dctx *c, const rx_node *call, int64_t axis, int ndim, int *out);
+/* NumPy broadcasting of two dims lists (right-aligned). A pair of dims is compatible
+ * when proved equal or one is the literal 1; two different literals are an error; any
+ * other pair (n vs m) cannot be decided, and then, as in TVM, the whole result has
+ * known ndim and unknown dims. A dims pointer may be NULL (unknown dims) and an ndim
+ * -1 (unknown). Returns the result dims (arena) with *ndim_out set; or NULL with
+ * *ndim_out >= -1 when the dims (or the ndim) are unknown, which is not an error; or
+ * NULL with *ndim_out == -2 after reporting an error. */
+rx_expr **rx_d_broadcast(rx_dctx *c, const rx_node *call, rx_expr **x, int nx, rx_expr **y,
+                         int ny, int *ndim_out);
+/* Simplified copy of an expression (through c->ar). */
+rx_expr *rx_d_simplify(rx_dctx *c, rx_expr *e);
+/* Product of dims, simplified (1 for ndim 0). */
+rx_expr *rx_d_numel(rx_dctx *c, rx_expr **dims, int ndim);
+/* The dtype result of combining two operand dtypes: equal, or one unknown → the other;
+ * mismatch is an error. */
+bool rx_d_same_dtype(rx_dctx *c, const rx_node *call, rx_dtype x, rx_dtype y, rx_dtype *out);
+/* An integer attribute value (INT, or EXPR when symbolic) as an expression. */
+rx_expr *rx_d_attr_size(rx_dctx *c, const rx_attr *a);
+
 /* ---- helpers for the group files (op_util.c) ---- */
 /* Reports "<op>: <message>" (the message formatted from fmt) as an error located at
  * the call, and returns NULL so a rule can end with `return rx_op_fail(...)`. */

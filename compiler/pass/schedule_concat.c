@@ -104,21 +104,12 @@ static bool match(rx_stmt *s, catnest *c)
 static rx_stmt *mk_for(rx_arena *a, const rx_svar *v, rx_expr *min, rx_expr *extent,
                        rx_loopkind kind, rx_stmts body)
 {
-    rx_stmt *s = RX_NEW(a, rx_stmt);
-    s->kind = RX_S_FOR;
-    s->u.for_.var = v;
-    s->u.for_.min = min;
-    s->u.for_.extent = extent;
-    s->u.for_.loop_kind = (uint8_t)kind;
-    s->u.for_.body = body;
-    return s;
+    return rx_s_for(a, v, min, extent, kind, body);
 }
 
 static rx_stmts one(rx_arena *a, rx_stmt *s)
 {
-    rx_stmts l = {RX_NEWN(a, rx_stmt *, 1), 1};
-    l.items[0] = s;
-    return l;
+    return rx_stmts_one(a, s);
 }
 
 static rx_svar *fresh(rx_module *m, const rx_svar *base, const char *suffix)
@@ -153,12 +144,10 @@ static rx_stmt *field_loop(rx_module *m, const catnest *c, int k, rx_expr *const
                            rx_expr *lo, rx_expr *hi)
 {
     rx_arena *a = m->arena;
-    rx_stmt *blk = RX_NEW(a, rx_stmt);
-    *blk = *c->k.blk;
+    rx_stmt *blk = rx_arena_dup(a, c->k.blk, sizeof(rx_stmt)); /* a copy, then edited */
     blk->u.block.iters = RX_NEWN(a, rx_iter, c->k.n);
     memcpy(blk->u.block.iters, c->k.blk->u.block.iters, sizeof(rx_iter) * (size_t)c->k.n);
-    rx_stmt *st = RX_NEW(a, rx_stmt);
-    *st = *c->k.st;
+    rx_stmt *st = rx_arena_dup(a, c->k.st, sizeof(rx_stmt)); /* a copy, then edited */
     st->u.store.value = c->val[k];
     blk->u.block.body = one(a, st);
     rx_svar *vars[RX_COPY_MAX_LOOPS];

@@ -162,16 +162,7 @@ static bool match(rx_module *m, rx_stmt *s, cnest *c)
 static rx_stmt *loop(rx_arena *a, const rx_svar *v, rx_expr *extent, rx_loopkind kind,
                      rx_stmt *body)
 {
-    rx_stmt *s = RX_NEW(a, rx_stmt);
-    s->kind = RX_S_FOR;
-    s->u.for_.var = v;
-    s->u.for_.min = rx_e_int(a, 0);
-    s->u.for_.extent = extent;
-    s->u.for_.loop_kind = (uint8_t)kind;
-    s->u.for_.body.items = RX_NEWN(a, rx_stmt *, 1);
-    s->u.for_.body.items[0] = body;
-    s->u.for_.body.n = 1;
-    return s;
+    return rx_s_for(a, v, rx_e_int(a, 0), extent, kind, rx_stmts_one(a, body));
 }
 
 /* The tile count and the inner extent of loop l tiled by t: (ceil(E / t), min(t, E -
@@ -211,8 +202,7 @@ static rx_stmt *build(rx_module *m, const cnest *c)
     split(a, lp, c->t, po, &pcount, &pin);
     split(a, ln, c->t, no, &ncount, &nin);
     /* the block, its two tiled iterators rebound */
-    rx_stmt *blk = RX_NEW(a, rx_stmt);
-    *blk = *c->k.blk;
+    rx_stmt *blk = rx_arena_dup(a, c->k.blk, sizeof(rx_stmt)); /* a copy, then edited */
     blk->u.block.iters = RX_NEWN(a, rx_iter, c->k.n);
     memcpy(blk->u.block.iters, c->k.blk->u.block.iters, sizeof(rx_iter) * (size_t)c->k.n);
     blk->u.block.iters[c->p].bind = rx_e_binary(

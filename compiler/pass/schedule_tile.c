@@ -366,47 +366,29 @@ static bool match(rx_stmt *s, tnest *t)
 
 /* ---------------------------------------------------------------- building */
 
-static rx_stmt *new_stmt(rx_arena *a, rx_skind k)
-{
-    rx_stmt *s = RX_NEW(a, rx_stmt);
-    s->kind = (uint8_t)k;
-    return s;
-}
-
+/* Statements through ir.h's constructors; the few shorthands the builder repeats. */
 static rx_stmts list_of(rx_arena *a, rx_stmt *const *items, int n)
 {
-    rx_stmts l = {RX_NEWN(a, rx_stmt *, n > 0 ? n : 1), n};
-    for (int i = 0; i < n; i++) l.items[i] = items[i];
-    return l;
+    return rx_stmts_of(a, items, n);
 }
 
 static rx_stmt *for_list(rx_arena *a, const rx_svar *v, rx_expr *extent, rx_loopkind kind,
                          rx_stmts body)
 {
-    rx_stmt *s = new_stmt(a, RX_S_FOR);
-    s->u.for_.var = v;
-    s->u.for_.min = rx_e_int(a, 0);
-    s->u.for_.extent = extent;
-    s->u.for_.loop_kind = (uint8_t)kind;
-    s->u.for_.body = body;
-    return s;
+    return rx_s_for(a, v, rx_e_int(a, 0), extent, kind, body);
 }
 
 static rx_stmt *mk_for(rx_arena *a, const rx_svar *v, rx_expr *extent, rx_loopkind kind,
                        rx_stmt *body)
 {
-    return for_list(a, v, extent, kind, list_of(a, &body, 1));
+    return for_list(a, v, extent, kind, rx_stmts_one(a, body));
 }
 
+/* STORE b[idx] = v with a copy of idx (callers reuse their index arrays). */
 static rx_stmt *mk_store(rx_arena *a, rx_buffer *b, rx_expr **idx, int n, rx_expr *v)
 {
-    rx_stmt *s = new_stmt(a, RX_S_STORE);
-    s->u.store.buf = b;
-    s->u.store.idx = RX_NEWN(a, rx_expr *, n > 0 ? n : 1);
-    for (int i = 0; i < n; i++) s->u.store.idx[i] = idx[i];
-    s->u.store.nidx = n;
-    s->u.store.value = v;
-    return s;
+    return rx_s_store(a, b, rx_arena_dup(a, idx, sizeof(rx_expr *) * (size_t)(n > 0 ? n : 1)),
+                      n, v);
 }
 
 static rx_svar *new_var(tplan *P, const rx_svar *base, const char *suffix)
@@ -539,9 +521,7 @@ static rx_stmts tile_body(tplan *P, bool full)
     }
     rx_stmt *s_out = tile_loops(P, full, RX_LOOP_SERIAL, RX_LOOP_VECTORIZED,
                                 mk_store(a, t->C, cidx, t->p, rx_e_load(a, acc, ai, nai)));
-    rx_stmt *al = new_stmt(a, RX_S_ALLOC);
-    al->u.alloc.buf = acc;
-    rx_stmt *items[] = {al, s_init, red, s_out};
+    rx_stmt *items[] = {rx_s_alloc(a, acc), s_init, red, s_out};
     return list_of(a, items, 4);
 }
 
@@ -560,11 +540,7 @@ static rx_stmts tile(tplan *P)
                                           lit(P, P->nr)), P->N);
         cond = cond ? bin(P, RX_E_AND, cond, cj) : cj;
     }
-    rx_stmt *s = new_stmt(P->a, RX_S_IF);
-    s->u.if_.cond = cond;
-    s->u.if_.then_s = full;
-    s->u.if_.else_s = tile_body(P, false);
-    return list_of(P->a, &s, 1);
+    return rx_stmts_one(P->a, rx_s_if(P->a, cond, full, tile_body(P, false)));
 }
 
 /* The tile for extent x: t, or alt when x is a literal that alt divides and t does not
@@ -743,9 +719,7 @@ static rx_stmt *build_one(rx_module *m, const tnest *t, bool pack_sym_rows, bool
             items[1] = for_list(P.a, P.ko, ceil_div(&P, P.K, P.kc, true), RX_LOOP_SERIAL, in);
             in = list_of(P.a, items + 1, 1);
         }
-        rx_stmt *al = new_stmt(P.a, RX_S_ALLOC);
-        al->u.alloc.buf = P.panel;
-        items[0] = al;
+        items[0] = rx_s_alloc(P.a, P.panel);
         for (int k = 0; k < in.n; k++) items[k + 1] = in.items[k];
         outer = s = for_list(P.a, P.jo, nj, RX_LOOP_SERIAL, list_of(P.a, items, in.n + 1));
     } else {
@@ -782,13 +756,10 @@ static rx_stmt *build_nest(rx_module *m, const tnest *t)
     rx_stmt *packed = build_one(m, t, true, &sym);
     if (!sym) return packed;
     rx_arena *a = m->arena;
-    rx_stmt *s = new_stmt(a, RX_S_IF);
-    s->u.if_.cond = rx_e_binary(a, RX_E_GE, t->loops[t->p - 2]->u.for_.extent,
-                                rx_e_int(a, PACK_MIN_ROWS));
-    s->u.if_.then_s = list_of(a, &packed, 1);
     rx_stmt *plain = build_one(m, t, false, NULL);
-    s->u.if_.else_s = list_of(a, &plain, 1);
-    return s;
+    return rx_s_if(a, rx_e_binary(a, RX_E_GE, t->loops[t->p - 2]->u.for_.extent,
+                                  rx_e_int(a, PACK_MIN_ROWS)),
+                   rx_stmts_one(a, packed), rx_stmts_one(a, plain));
 }
 
 /* True when some LOAD of e (of a buffer other than b) has indices free of I that use K
@@ -835,12 +806,9 @@ static rx_stmt *build(rx_module *m, const tnest *t)
     rx_expr *ext = r.loops[r.p - 2]->u.for_.extent;
     if (rx_expr_is_const(ext, NULL)) return rows;
     rx_arena *a = m->arena;
-    rx_stmt *s = new_stmt(a, RX_S_IF);
-    s->u.if_.cond = rx_e_binary(a, RX_E_GE, ext, rx_e_int(a, 2));
-    s->u.if_.then_s = list_of(a, &rows, 1);
     rx_stmt *one = build_nest(m, t);
-    s->u.if_.else_s = list_of(a, &one, 1);
-    return s;
+    return rx_s_if(a, rx_e_binary(a, RX_E_GE, ext, rx_e_int(a, 2)), rx_stmts_one(a, rows),
+                   rx_stmts_one(a, one));
 }
 
 /* The tiled replacement of FOR s, or NULL when it is not a reduction nest. */

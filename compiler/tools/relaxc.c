@@ -1,5 +1,5 @@
 /*
- * relaxc — the compiler, offline (shared/spec/interfaces.md).
+ * relaxc — the compiler, offline (README.md).
  *
  *   relaxc check MODULE.json [--json]     parse, deduce, print (text or relax-json)
  *   relaxc print MODULE.json --after PASS [--json]

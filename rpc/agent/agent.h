@@ -4,8 +4,6 @@
  * jansson, libcrypto and the runtime (rxrt + rxtools); nothing from the compiler.
  *
  *   log.c       rxag_log: one JSON object per line on stderr, written whole
- *   http.c      rxag_conn / rxag_request: one HTTP exchange with relaxd on a reused
- *               libcurl handle, interruptible by the agent's stop pipe
  *   cache.c     rxag_cache_get: the content-addressed artifact cache — file name = id =
  *               SHA-256 of the bytes, written through a temp file and a rename, verified
  *               (digest and rx_rxa_parse) on every use, trimmed to a byte cap
@@ -15,6 +13,8 @@
  *   sysinfo.c   rxag_sysinfo: CPU model, cores, memory, automatic labels
  *   devices.c   rxag_devices_detect: the OpenCL, Vulkan and CUDA devices (the runtime's
  *               device code, in a child process), offered as targets
+ *   http.c      rxag_request: one HTTP exchange with relaxd, in the agent's terms, on
+ *               the project's one client (rxhttp, relax/http.h)
  *   util.c      base64, SHA-256 hex, clocks, jittered backoff
  *   session.c   rxag_session_loop: register, long-poll, run, report, reconnect; the
  *               heartbeat thread
@@ -36,6 +36,7 @@
 
 #include "bench.h"
 #include "relax/base.h"
+#include "relax/http.h"
 
 #define RXAG_PROTOCOL 1                      /* agent protocol version spoken */
 #define RXAG_JSON_CAP ((size_t)64 << 20)     /* largest JSON body accepted (job specs) */
@@ -73,38 +74,27 @@ pid_t rxag_fork_pipe(int *fd, char *err, size_t errlen);
 /* Writes n bytes to fd, retrying on EINTR; stops quietly at an error. */
 void rxag_write_all(int fd, const char *p, size_t n);
 
-/* ---- http.c ---- */
+/* ---- http.c: on the project's one client (base/include/relax/http.h) ---- */
 
-/* One server, one libcurl handle, one thread at a time. */
-typedef struct rxag_conn {
-    char base[1024]; /* server URL without a trailing '/' */
-    char auth[600];  /* "Authorization: Bearer <token>" or "" */
-    int wake_fd;     /* readable once the agent is stopping (-1: none) */
-    void *easy;      /* CURL * (kept: connection reuse) */
-    void *multi;     /* CURLM * driving it, so the wait can watch wake_fd */
-} rxag_conn;
-
-/* The outcome of one exchange. Owns body. */
-typedef struct rxag_resp {
-    long status; /* HTTP status, 0 when none arrived */
-    char *body;  /* NUL-terminated heap copy of a buffered body, or NULL */
-    size_t len;  /* bytes in body */
-} rxag_resp;
-
+/* One server, one libcurl handle, one thread at a time; readable wake_fd ends an
+ * interruptible request at once (the agent's stop pipe). */
+typedef rx_http rxag_conn;
+typedef rx_http_resp rxag_resp;
 /* Receives a 2xx body's bytes (downloads). Returns 0 to go on, -1 to abort. */
-typedef int (*rxag_sink)(void *ud, const void *data, size_t n);
+typedef rx_http_sink rxag_sink;
 
 enum {
-    RXAG_HTTP_OK = 0,      /* a response arrived (any status) */
-    RXAG_HTTP_FAILED = -1, /* no response: cannot connect, timeout, too large, sink abort */
-    RXAG_HTTP_STOPPED = -2 /* interrupted: wake_fd became readable */
+    RXAG_HTTP_OK = RX_HTTP_OK,          /* a response arrived (any status) */
+    RXAG_HTTP_FAILED = RX_HTTP_FAILED,  /* no response: cannot connect, timeout, too large */
+    RXAG_HTTP_STOPPED = RX_HTTP_STOPPED /* interrupted: wake_fd became readable */
 };
 
 /* Sets up c for server (http:// or https://, trailing '/' dropped) and token (may be
- * NULL). wake_fd: see rxag_conn. Returns 0, or -1 with err. */
+ * NULL). Returns 0, or -1 with err. */
 int rxag_conn_init(rxag_conn *c, const char *server, const char *token, int wake_fd, char *err,
                    size_t errlen);
-void rxag_conn_fini(rxag_conn *c);
+#define rxag_conn_fini rx_http_fini
+#define rxag_resp_free rx_http_resp_free
 
 /* METHOD base+path with an optional JSON body, waiting at most timeout_ms. A 2xx body
  * goes to sink when given (at most sink_cap bytes), else into r->body (RXAG_JSON_CAP).
@@ -113,8 +103,6 @@ void rxag_conn_fini(rxag_conn *c);
 int rxag_request(rxag_conn *c, const char *method, const char *path, const char *json_body,
                  long timeout_ms, int interruptible, rxag_sink sink, void *ud, int64_t sink_cap,
                  rxag_resp *r, char *err, size_t errlen);
-
-void rxag_resp_free(rxag_resp *r);
 
 /* r's error object as "message (HTTP 404 code)" into buf; code into code[32] ("" when
  * none). Returns buf. */

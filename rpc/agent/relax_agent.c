@@ -1,6 +1,6 @@
 /*
  * relax-agent — the device agent: hosts the C runtime and runs benchmark jobs that a
- * relaxd hands out (shared/spec/interfaces.md; protocol docs/rpc.md; operators'
+ * relaxd hands out (docs/agent.md; protocol docs/rpc.md; operators'
  * guide docs/agent.md).
  *
  *   relax-agent --server URL [--token T] [--name N] [--target T]... [--label L]...
@@ -87,24 +87,12 @@ static void usage(FILE *f)
           f);
 }
 
-static int bad_usage(const char *fmt, const char *arg)
-{
-    fputs("error: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs(" (see relax-agent --help)\n", stderr);
-    return 2;
-}
+#define bad_usage(fmt, arg) rx_usage_error("relax-agent", fmt, arg)
 
 /* A label or target: 1..64 characters of [A-Za-z0-9._-]. */
 static int valid_word(const char *s)
 {
-    size_t n = strlen(s);
-    if (!n || n > 64) return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') ||
-              (s[i] >= 'A' && s[i] <= 'Z') || s[i] == '.' || s[i] == '_' || s[i] == '-'))
-            return 0;
-    return 1;
+    return rx_is_word(s, 64);
 }
 
 /* A decimal integer lo..hi into *out; false when s is not one. */

@@ -20,6 +20,7 @@
 #include "bench.h"
 
 #include "npy.h"
+#include "relax/half.h"
 
 #include <errno.h>
 #include <math.h>
@@ -62,27 +63,6 @@ int rx_bench_parse_i64(const char *s, int64_t *out)
 }
 
 /* ---- element conversions ---- */
-
-static uint16_t f32_to_f16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
-    int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
-    if (((x >> 23) & 0xff) == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-    if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
-    if (exp <= 0) {
-        if (exp < -10) return (uint16_t)sign;
-        mant |= 0x800000u;
-        uint32_t shift = (uint32_t)(14 - exp);
-        uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1))) h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = ((uint32_t)exp << 10) | (mant >> 13), rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
-    return (uint16_t)(sign | h);
-}
 
 static float f16_to_f32(uint16_t h)
 {
@@ -168,7 +148,7 @@ static int fill_random(void *data, uint32_t dtype, int64_t count, uint64_t seed)
         } else if (code == 2 && bits == 64) {
             ((double *)data)[i] = (double)(r >> 11) * 0x1p-52 - 1.0;
         } else if (code == 2 && bits == 16) {
-            ((uint16_t *)data)[i] = f32_to_f16((float)((double)(r >> 53) * 0x1p-10 - 1.0));
+            ((uint16_t *)data)[i] = rx_f32_to_f16((float)((double)(r >> 53) * 0x1p-10 - 1.0));
         } else if (code == 4 && bits == 16) {
             ((uint16_t *)data)[i] = f32_to_bf16((float)((double)(r >> 56) * 0x1p-7 - 1.0));
         } else if (code == 1 && bits == 1) {

@@ -1,5 +1,5 @@
 /*
- * relax-run — runs a function of an artifact with the C runtime (shared/spec/interfaces.md).
+ * relax-run — runs a function of an artifact with the C runtime (docs/runtime.md).
  *
  *   relax-run ARTIFACT.rxa [--fn main] [--in [NAME=]FILE.npy]... [--weights F.safetensors]
  *             [--out-dir DIR] [--shape VAR=N]... [--seed S] [--random-missing]

@@ -1,27 +1,31 @@
 /*
- * golden.c — golden tests of the pipeline's graph-level passes (STYLE.md 8): an input
- * module, the pass, and the module expected after it, compared structurally.
+ * golden.c — golden tests of the pipeline's graph-level passes (docs/contributing.md, rule
+ * 8): an input module, the pass, and the text form expected after it.
  *
  *   passes_golden [--update] [-v] DIR [PASS | PASS/CASE-PREFIX]...
+ *   passes_golden --print FILE.json     (the text form of a relax-json file, as compared)
  *
- * DIR holds one directory per pass, named as the pipeline step (driver.c's table):
+ * DIR holds one directory per pass, named as the pipeline step (driver.c's table), and
+ * `parse` for the reader itself (read only: no deduction, no pass):
  *
- *   DIR/<pass>/<case>.in.json     the input module (relax-json v1)
- *   DIR/<pass>/<case>.out.json    the module expected after <pass> (relax-json v1)
+ *   DIR/<pass>/<case>.in.json     the pass's input module (relax-json v1)
+ *   DIR/<pass>/<case>.out.txt     the module expected after <pass>, in the printed text
+ *                                 form (`relaxc print`)
  *   DIR/<pass>/<case>.opts.json   optional: {"opt_level": 0..3 (default 3),
  *                                 "disable": [steps], "lib": "none|auto|all",
  *                                 "lib_disable": [patterns], "isolated": bool, "why": ""}
  *
- * A case, step by step: Step 1 read the options (unknown keys are errors) and refuse a
- * case in which <pass> would not run (below its opt level, or disabled: such a golden
- * tests nothing); Step 2 run the pipeline from parse up to and including <pass>
- * (rx_build_module: exactly what `relaxc print IN --after PASS --json` runs) or, with
- * "isolated", parse + deduce + <pass> alone; Step 3 write the result as relax-json with
- * its deduced annotations and read that back, read the expected file, neither deduced,
- * so both sides are "what the JSON says"; Step 4 rx_struct_equal: local, symbolic,
- * buffer and loop variable names do not matter, everything else does. A mismatch
- * prints the first difference and a unified diff of both modules in the text form.
- * --update writes the actual result into <case>.out.json instead (review it!).
+ * A case, step by step: Step 1 read the options (unknown keys are errors); Step 2 run
+ * the pass in isolation on its input, the default: parse + deduce + <pass> alone (+ the
+ * deduction the driver runs after it), so a change in another pass cannot move this
+ * golden; or, with "isolated": false, the pipeline from parse up to and including
+ * <pass> (rx_build_module: exactly what `relaxc print IN --after PASS --json` runs),
+ * refused when <pass> would not run there (below its opt level, or disabled: such a
+ * golden tests nothing); Step 3 write the result as relax-json with its deduced
+ * annotations, read that back undeduced ("what the JSON says") and print it; Step 4 the
+ * text must equal <case>.out.txt, line for line (names included: the passes are
+ * deterministic). A mismatch prints a unified diff. --update writes the actual text
+ * into <case>.out.txt instead (review it!).
  *
  * Output: PASS/FAIL per case, then "N passed, M failed"; exit 1 on any failure, 2 on
  * bad usage. The protocol for case authors is docs/passes.md ("Golden tests").
@@ -53,7 +57,7 @@ typedef struct run_opts {
 
 typedef struct case_opts {
     int opt_level;                       /* default 3 */
-    bool isolated;                       /* run only the pass */
+    bool isolated;                       /* run only the pass (default true) */
     const char *disable[MAX_NAMES + 1];  /* NULL-terminated; strings in js */
     const char *lib_disable[MAX_NAMES + 1];
     rx_lib_opts lib;                     /* mode and lib_disable */
@@ -79,7 +83,8 @@ static bool write_file(const char *path, const rx_sb *text)
 {
     FILE *f = fopen(path, "wb");
     if (!f) return false;
-    bool ok = fwrite(rx_sb_str(text), 1, text->n, f) == text->n && fputc('\n', f) != EOF;
+    bool nl = text->n && rx_sb_str(text)[text->n - 1] == '\n'; /* text ends with one */
+    bool ok = fwrite(rx_sb_str(text), 1, text->n, f) == text->n && (nl || fputc('\n', f) != EOF);
     return fclose(f) == 0 && ok;
 }
 
@@ -162,6 +167,7 @@ static bool read_opts(const char *path, case_opts *o, rx_sb *why)
 {
     memset(o, 0, sizeof *o);
     o->opt_level = 3;
+    o->isolated = true;
     if (!exists(path)) return true;
     json_error_t err;
     o->js = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
@@ -223,6 +229,7 @@ static bool run_isolated(const char *pass, rx_module *m, const case_opts *o, rx_
         {"fuse_tir", rx_pass_fuse_tir},         {"lift_workspace", rx_pass_lift_workspace},
         {"specialize", rx_pass_specialize},     {"schedule", rx_pass_schedule_cpu},
     };
+    if (!strcmp(pass, "parse")) return true; /* the reader's own goldens: read only */
     if (!rx_deduce_module(m, d)) return false;
     /* the driver deduces after the passes that rewrite bindings; so does this */
     if (!strcmp(pass, "library_lower"))
@@ -240,7 +247,9 @@ static const char *not_run(const char *pass, const case_opts *o)
     int idx = -1;
     for (int i = 0; i < rx_pipeline_count(); i++)
         if (!strcmp(rx_pipeline_name(i), pass)) idx = i;
-    if (idx < 0) return "not a pipeline step (directory names are driver.c's step names)";
+    if (idx < 0)
+        return "not a pipeline step (directory names are driver.c's step names; `parse` "
+               "cases run isolated)";
     if (rx_pipeline_min_opt(idx) > o->opt_level) return "does not run at this opt_level";
     for (int i = 0; o->disable[i]; i++)
         if (!strcmp(o->disable[i], pass)) return "is disabled by the case's own options";
@@ -370,12 +379,12 @@ static rx_module *read_text(const char *text, size_t n, rx_sb *why, const char *
 /* Runs case stem (path without ".in.json") of pass; true when it passes. */
 static bool run_case(const run_opts *ro, const char *pass, const char *stem, const char *label)
 {
-    rx_sb in = {0}, js = {0}, exp = {0}, why = {0}, path = {0}, diff = {0};
+    rx_sb in = {0}, js = {0}, exp = {0}, why = {0}, path = {0}, at = {0};
     rx_diags d;
     rx_diags_init(&d);
     case_opts o;
-    rx_module *am = NULL, *em = NULL;
-    bool ok = false;
+    rx_module *am = NULL;
+    bool ok = false, compared = false;
     const char *nr;
 
     rx_sb_printf(&path, "%s.opts.json", stem);
@@ -396,10 +405,11 @@ static bool run_case(const run_opts *ro, const char *pass, const char *stem, con
         goto out;
     }
     if (!(am = read_text(rx_sb_str(&js), js.n, &why, "the result"))) goto out; /* Step 3 */
+    rx_print_module(am, &at);
     rx_sb_reset(&path);
-    rx_sb_printf(&path, "%s.out.json", stem);
+    rx_sb_printf(&path, "%s.out.txt", stem);
     if (ro->update) {
-        ok = write_file(rx_sb_str(&path), &js);
+        ok = write_file(rx_sb_str(&path), &at);
         if (!ok) rx_sb_printf(&why, "cannot write %s: %s", rx_sb_str(&path), strerror(errno));
         else rx_sb_printf(&why, "wrote %s", rx_sb_str(&path));
         goto out;
@@ -409,24 +419,17 @@ static bool run_case(const run_opts *ro, const char *pass, const char *stem, con
                      rx_sb_str(&path), strerror(errno));
         goto out;
     }
-    if (!(em = read_text(rx_sb_str(&exp), exp.n, &why, rx_sb_str(&path)))) goto out;
-    ok = rx_struct_equal(em, am, &diff);                                     /* Step 4 */
-    if (!ok) rx_sb_printf(&why, "differs from %s.out.json: %s", label, rx_sb_str(&diff));
+    ok = !strcmp(rx_sb_str(&exp), rx_sb_str(&at));                          /* Step 4 */
+    if (!ok) rx_sb_printf(&why, "differs from %s.out.txt", label);
+    compared = true;
 out:
     printf("%s %s%s%s\n", ok ? "PASS" : "FAIL", label, why.n ? (ok ? " " : ": ") : "",
            rx_sb_str(&why));
-    if ((!ok && em && am) || (ro->verbose && am)) {
-        rx_sb et = {0}, at = {0};
-        if (em) rx_print_module(em, &et);
-        rx_print_module(am, &at);
-        if (em && !ok) print_diff("expected", rx_sb_str(&et), "actual", rx_sb_str(&at));
-        else fputs(rx_sb_str(&at), stdout);
-        rx_sb_free(&et);
-        rx_sb_free(&at);
-    }
+    if (compared && !ok) print_diff("expected", rx_sb_str(&exp), "actual", rx_sb_str(&at));
+    else if (ro->verbose && am) fputs(rx_sb_str(&at), stdout);
     fflush(stdout);
     rx_module_free(am);
-    rx_module_free(em);
+    rx_sb_free(&at);
     json_decref(o.js);
     rx_diags_free(&d);
     rx_sb_free(&in);
@@ -434,11 +437,28 @@ out:
     rx_sb_free(&exp);
     rx_sb_free(&why);
     rx_sb_free(&path);
-    rx_sb_free(&diff);
     return ok;
 }
 
 /* ---------------------------------------------------------------- main */
+
+
+/* --print FILE: the text form of a relax-json file as the goldens hold it (read, not
+ * deduced, printed). 0, or 1 when it cannot be read. */
+static int print_json(const char *file)
+{
+    rx_sb in = {0}, why = {0}, text = {0};
+    rx_module *m = NULL;
+    if (!read_file(file, &in)) rx_sb_printf(&why, "cannot read %s: %s", file, strerror(errno));
+    else m = read_text(rx_sb_str(&in), in.n, &why, file);
+    if (m) rx_print_module(m, &text);
+    fputs(m ? rx_sb_str(&text) : rx_sb_str(&why), m ? stdout : stderr);
+    rx_module_free(m);
+    rx_sb_free(&in);
+    rx_sb_free(&why);
+    rx_sb_free(&text);
+    return m ? 0 : 1;
+}
 
 /* Whether pass/case is selected by the filters (none: everything). */
 static bool selected(const run_opts *ro, const char *pass, const char *cas)
@@ -460,10 +480,12 @@ int main(int argc, char **argv)
     char *filters[argc];
     ro.filters = filters;
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--print") && i + 1 < argc) return print_json(argv[i + 1]);
         if (!strcmp(argv[i], "--update")) ro.update = true;
         else if (!strcmp(argv[i], "-v")) ro.verbose = true;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            puts("usage: passes_golden [--update] [-v] DIR [PASS | PASS/CASE-PREFIX]...");
+            puts("usage: passes_golden [--update] [-v] DIR [PASS | PASS/CASE-PREFIX]...\n"
+                 "       passes_golden --print FILE.json");
             return 0;
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "error: unknown option %s\n", argv[i]);

@@ -135,6 +135,13 @@ void rx_diag_at(rx_diags *d, const rx_loctab *t, rx_loc loc, const char *fmt, ..
 /* Writes "path: message\n" per error (and "... N more errors" when dropped). */
 void rx_diags_format(const rx_diags *d, rx_sb *out);
 
+/* Bad command-line usage: prints "error: <fmt with arg> (see PROG --help)" on stderr and
+ * returns 2, the exit status of bad usage in every program. */
+int rx_usage_error(const char *prog, const char *fmt, const char *arg);
+
+/* True when s is 1..max characters of [A-Za-z0-9._-] (labels, targets, job ids). */
+bool rx_is_word(const char *s, size_t max);
+
 /* ---- hashing ---- */
 /* Streaming: init, update..., final (which releases the state: every init needs its
  * final). Through libcrypto; a failure there is fatal. */

@@ -1,5 +1,5 @@
 /*
- * store.h — relaxd's persistent state behind one interface (DESIGN.md, "When one machine
+ * store.h — relaxd's persistent state behind one interface (docs/design.md, "When one machine
  * is not enough"): the artifact cache now; the benchmark job queue joins it later.
  *
  * The artifact cache maps a cache key (hex: structural hash of the module + target +

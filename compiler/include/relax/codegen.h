@@ -1,5 +1,5 @@
 /*
- * codegen.h — kernel code generation for loop-level functions (DESIGN.md, step 11).
+ * codegen.h — kernel code generation for loop-level functions (docs/design.md, step 11).
  *
  * The C target turns every loop-level (RX_F_TIR) function of a module into one kernel
  * of a single C11 translation unit, then builds that unit into a shared object with

@@ -37,39 +37,12 @@ bool rx_deduce_module(rx_module *m, rx_diags *d);
  * before its use (normalize.c). Idempotent; run by rx_deduce_module. */
 void rx_normalize_module(rx_module *m);
 
-/* ---- helpers for op rules (deduce/ophelp.c) ---- */
-void rx_d_error(rx_dctx *c, const rx_node *at, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* ---- for op rules (deduce/deduce.c) ---- */
 /* The location of operand i of node n as written at this use: a variable or global
  * node is shared by all its uses and carries the location of its definition, so for
  * those the path is derived from n's (`<n>.args[i]`, `<n>.if`, `<n>.get_item`,
  * `<n>.tuple[i]`). */
 rx_loc rx_d_arg_loc(rx_dctx *c, const rx_node *n, int i);
-/* The op's name for messages. */
-const char *rx_d_opname(const rx_node *call);
-/* Argument i as a tensor annotation, or NULL after an error ("nn.softmax: argument 0
- * (x) must be a tensor, found Tuple[...]"). */
-const rx_sinfo *rx_d_tensor_arg(rx_dctx *c, const rx_node *call, int i);
-/* Normalizes axis (negative counts from the end) against ndim; error when out of range. */
-bool rx_d_axis(rx_dctx *c, const rx_node *call, int64_t axis, int ndim, int *out);
-/* NumPy broadcasting of two dims lists (right-aligned). A pair of dims is compatible
- * when proved equal or one is the literal 1; two different literals are an error; any
- * other pair (n vs m) cannot be decided, and then, as in TVM, the whole result has
- * known ndim and unknown dims. A dims pointer may be NULL (unknown dims) and an ndim
- * -1 (unknown). Returns the result dims (arena) with *ndim_out set; or NULL with
- * *ndim_out >= -1 when the dims (or the ndim) are unknown, which is not an error; or
- * NULL with *ndim_out == -2 after reporting an error. */
-rx_expr **rx_d_broadcast(rx_dctx *c, const rx_node *call, rx_expr **x, int nx, rx_expr **y,
-                         int ny, int *ndim_out);
-/* Simplified copy of an expression (through c->ar). */
-rx_expr *rx_d_simplify(rx_dctx *c, rx_expr *e);
-/* Product of dims, simplified (1 for ndim 0). */
-rx_expr *rx_d_numel(rx_dctx *c, rx_expr **dims, int ndim);
-/* The dtype result of combining two operand dtypes: equal, or one unknown → the other;
- * mismatch is an error. */
-bool rx_d_same_dtype(rx_dctx *c, const rx_node *call, rx_dtype x, rx_dtype y, rx_dtype *out);
-/* An integer attribute value (INT, or EXPR when symbolic) as an expression. */
-rx_expr *rx_d_attr_size(rx_dctx *c, const rx_attr *a);
 
 /* ---- the lattice (deduce/sinfo.c) ---- */
 typedef enum rx_cmp { RX_CMP_NO = 0, RX_CMP_YES = 1, RX_CMP_MAYBE = 2 } rx_cmp;

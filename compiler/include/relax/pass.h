@@ -1,5 +1,5 @@
 /*
- * pass.h — the compiler's module-to-module passes (DESIGN.md, "The compiler").
+ * pass.h — the compiler's module-to-module passes (docs/design.md, "The compiler").
  *
  * Every pass has one signature, rx_pass_fn: it transforms a module in place (new
  * nodes in the module's arena; replaced nodes are simply dropped) and returns false

@@ -1,6 +1,6 @@
 /*
  * vmgen.h — lowering graph functions to VM bytecode and writing the `.rxa` artifact
- * (DESIGN.md pipeline steps 8, 10 and 11's packaging; paper §4.7, Figure 5).
+ * (docs/design.md pipeline steps 8, 10 and 11's packaging; paper §4.7, Figure 5).
  *
  * Library rxvmgen. It links the runtime library rxrt on purpose: the artifact builder
  * (runtime/include/relax/rxa.h) and the instruction set (vm.h) live with the runtime

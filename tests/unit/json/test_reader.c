@@ -154,6 +154,10 @@ static const char *path_of(const rx_module *m, rx_loc loc)
 
 START_TEST(test_valid_module)
 {
+    /* What the module says (names, kinds, shapes, attributes, every statement) is the
+     * reader's golden, tests/passes/parse/valid_module.out.txt; here: what the text
+     * cannot show, that every use resolves to its definition (pointer identity),
+     * constants' bytes, and the locations of diagnostics. */
     rx_diags d;
     rx_diags_init(&d);
     rx_module *m = read_q(VALID, NULL, &d);
@@ -162,20 +166,9 @@ START_TEST(test_valid_module)
     ck_assert_int_eq(m->nfuncs, 5);
     ck_assert_int_eq(m->nconsts, 1);
     ck_assert_ptr_nonnull(m->attrs);
-    ck_assert_int_eq(m->attrs->kind, RX_A_MAP);
-    ck_assert_str_eq(rx_attr_map_get(m->attrs, "name")->u.s, "mlp");
-    const rx_attr *xa = rx_attr_map_get(m->attrs, "x");
-    ck_assert_int_eq(xa->kind, RX_A_ARRAY);
-    ck_assert_int_eq(xa->u.arr.n, 5);
-    ck_assert_int_eq(xa->u.arr.items[1]->kind, RX_A_FLOAT);
-    ck_assert_int_eq(xa->u.arr.items[2]->kind, RX_A_NULL);
-    ck_assert_int_eq(xa->u.arr.items[4]->kind, RX_A_MAP);
 
     /* constants */
     rx_const *w0 = m->consts[0];
-    ck_assert_str_eq(w0->name, "w0");
-    ck_assert_int_eq(w0->dtype, RX_DT_F32);
-    ck_assert_int_eq(w0->ndim, 2);
     ck_assert_uint_eq(w0->nbytes, 16);
     float f0;
     memcpy(&f0, w0->data + 4, 4);
@@ -184,180 +177,65 @@ START_TEST(test_valid_module)
     /* main's signature */
     rx_func *mainf = rx_module_find(m, "main");
     ck_assert_ptr_eq(mainf, m->funcs[0]);
-    ck_assert_int_eq(mainf->kind, RX_F_RELAX);
-    ck_assert_int_eq(mainf->nparams, 5);
-    ck_assert_int_eq(mainf->nsvars, 2);
-    ck_assert_str_eq(mainf->svars[0]->name, "n");
-    ck_assert_str_eq(mainf->svars[1]->name, "k");
     const rx_sinfo *xs = mainf->params[0]->sinfo;
-    ck_assert_int_eq(xs->kind, RX_SI_TENSOR);
-    ck_assert_int_eq(xs->ndim, 2);
-    ck_assert_int_eq(xs->dims[0]->kind, RX_E_VAR);
     ck_assert_ptr_eq(xs->dims[0]->u.var, mainf->svars[0]);
-    ck_assert(rx_expr_is_int(xs->dims[1], 4));
     const rx_sinfo *ys = mainf->params[2]->sinfo;
-    ck_assert_int_eq(ys->dtype, RX_DT_F32);
-    ck_assert_int_eq(ys->dims[0]->kind, RX_E_MUL);
     ck_assert_ptr_eq(ys->dims[0]->u.op.a->u.var, mainf->svars[1]);
     const rx_sinfo *fs = mainf->params[3]->sinfo;
-    ck_assert_int_eq(fs->kind, RX_SI_CALLABLE);
-    ck_assert_int_eq(fs->nfields, 1);
-    ck_assert_int_eq(fs->nsvars, 1);
-    ck_assert_str_eq(fs->svars[0]->name, "p");
     ck_assert_ptr_eq(fs->ret->dims[0]->u.var, fs->svars[0]);
-    ck_assert_int_eq(mainf->params[4]->sinfo->kind, RX_SI_PRIM);
-    ck_assert_int_eq(mainf->params[4]->sinfo->dtype, RX_DT_BOOL);
-    ck_assert_int_eq(mainf->ret_given->kind, RX_SI_OBJECT);
-    ck_assert_int_eq(rx_attr_map_get(mainf->attrs, "upper_bounds")->kind, RX_A_MAP);
-    ck_assert_int_eq(rx_func_upper_bound(mainf, mainf->svars[0]), 4096);
 
     /* main's body */
     const rx_seq *body = mainf->body;
-    ck_assert_int_eq(body->nblocks, 2);
     const rx_block *b0 = body->blocks[0], *b1 = body->blocks[1];
-    ck_assert(b0->dataflow);
-    ck_assert(!b1->dataflow);
-    ck_assert_int_eq(b0->nbindings, 14);
     const rx_binding *bd = b0->bindings;
-    ck_assert(bd[0].var->u.var.dataflow);
-    ck_assert_str_eq(bd[0].var->u.var.name, "lv0");
-    ck_assert_int_eq(bd[0].value->kind, RX_N_CALL);
-    ck_assert_int_eq(bd[0].value->call_kind, RX_CALL_TIR);
     ck_assert_ptr_eq(bd[0].value->u.call.callee->u.global.fn, rx_module_find(m, "exp"));
     ck_assert_ptr_eq(bd[0].value->args[0], mainf->params[0]);
     ck_assert_ptr_null(bd[0].given);
     ck_assert_ptr_nonnull(bd[1].given);
     ck_assert_ptr_eq(bd[1].var->sinfo, bd[1].given);
-    ck_assert_str_eq(bd[1].value->u.call.op->name, "flatten");
     ck_assert_ptr_eq(bd[1].value->args[0], bd[0].var);
-    const rx_node *sm = bd[2].value;
-    ck_assert_str_eq(sm->u.call.op->name, "nn.softmax");
-    ck_assert_int_eq(rx_call_attr(sm, "axis")->kind, RX_A_INT);
-    ck_assert_int_eq(rx_call_attr(sm, "axis")->u.i, 0);
-    ck_assert_int_eq(bd[3].value->kind, RX_N_TUPLE);
-    ck_assert_int_eq(bd[3].value->nargs, 2);
-    ck_assert_int_eq(bd[4].value->kind, RX_N_GET_ITEM);
-    ck_assert_int_eq(bd[4].value->u.index, 1);
-    ck_assert_int_eq(bd[5].value->kind, RX_N_SHAPE);
-    ck_assert_int_eq(bd[5].value->u.shape.ndim, 3);
-    ck_assert(rx_expr_is_int(bd[5].value->u.shape.dims[1], -1));
-    ck_assert_int_eq(bd[5].value->u.shape.dims[2]->kind, RX_E_ADD);
     ck_assert_ptr_eq(bd[6].value->u.konst, w0);
     const rx_const *h = bd[7].value->u.konst;
-    ck_assert_int_eq(h->dtype, RX_DT_F16);
-    ck_assert_int_eq(h->ndim, 0);
     ck_assert_uint_eq(h->nbytes, 2);
-    ck_assert_int_eq(h->data[0] | h->data[1] << 8, 0x3e00);
     const rx_const *c8 = bd[8].value->u.konst;
     ck_assert_ptr_null(c8->name);
-    ck_assert_int_eq(c8->dtype, RX_DT_I32);
-    ck_assert_int_eq(c8->data[4], 2);
-    ck_assert_int_eq(bd[9].value->kind, RX_N_PRIMVAL);
-    ck_assert_int_eq(bd[9].value->u.prim->kind, RX_E_ADD);
-    ck_assert_int_eq(bd[10].value->call_kind, RX_CALL_FN);
     ck_assert_ptr_eq(bd[10].value->u.call.callee->u.global.fn, rx_module_find(m, "sub"));
     ck_assert_ptr_eq(bd[11].value->u.call.callee, mainf->params[3]);
-    ck_assert_int_eq(bd[12].value->call_kind, RX_CALL_LIB);
-    ck_assert_str_eq(bd[12].value->u.call.lib, "blas.sgemm");
-    ck_assert_int_eq(bd[12].value->u.call.out->kind, RX_SI_TUPLE);
-    ck_assert_int_eq(bd[13].value->u.call.ntir_vars, 2);
-    ck_assert(rx_expr_is_int(bd[13].value->u.call.tir_vars[1], 3));
     ck_assert_str_eq(path_of(m, bd[2].value->loc), "functions.main.body.blocks[0].bindings[2].value");
     ck_assert_str_eq(path_of(m, bd[13].loc),
                      "functions.main.body.blocks[0].bindings[13]");
 
     const rx_binding *bc = b1->bindings;
-    ck_assert(!bc[0].var->u.var.dataflow);
-    ck_assert(bc[1].match_cast);
     ck_assert_ptr_eq(bc[1].value, bc[0].var);
-    const rx_expr *mdim = bc[1].given->dims[0];
-    ck_assert_int_eq(mdim->kind, RX_E_VAR);
-    ck_assert_str_eq(mdim->u.var->name, "m");
     const rx_node *ifn = bc[2].value;
-    ck_assert_int_eq(ifn->kind, RX_N_IF);
     ck_assert_ptr_eq(ifn->args[0], mainf->params[4]);
-    ck_assert_int_eq(ifn->u.if_.then_body->nblocks, 1);
-    ck_assert_str_eq(ifn->u.if_.then_body->result->u.var.name, "t0");
     ck_assert_ptr_eq(ifn->u.if_.else_body->result, bc[1].var);
-    ck_assert_int_eq(body->result->kind, RX_N_TUPLE);
-    ck_assert_int_eq(body->result->nargs, 11);
 
     /* sub: a parameter expression over a variable of another parameter */
     rx_func *sub = rx_module_find(m, "sub");
-    ck_assert_int_eq(sub->nsvars, 1);
     ck_assert_ptr_eq(sub->params[1]->sinfo->dims[0]->u.op.a->u.var, sub->svars[0]);
     ck_assert_ptr_ne(sub->svars[0], mainf->svars[0]); /* variables are per function */
 
     /* exp: a grid desugared, implicit iterators */
     rx_func *ex = rx_module_find(m, "exp");
-    ck_assert_int_eq(ex->kind, RX_F_TIR);
-    ck_assert_int_eq(ex->ntparams, 2);
-    ck_assert_int_eq(ex->nouts, -1);
-    ck_assert_int_eq(ex->nsvars, 1);
     ck_assert_ptr_eq(ex->tparams[1].buf->shape[0]->u.var, ex->svars[0]);
-    ck_assert_int_eq(ex->tbody.n, 1);
     const rx_stmt *fi = ex->tbody.items[0];
-    ck_assert_int_eq(fi->kind, RX_S_FOR);
-    ck_assert_str_eq(fi->u.for_.var->name, "i");
     ck_assert_ptr_eq(fi->u.for_.extent->u.var, ex->svars[0]);
     const rx_stmt *fj = fi->u.for_.body.items[0];
-    ck_assert_int_eq(fj->kind, RX_S_FOR);
     const rx_stmt *blk = fj->u.for_.body.items[0];
-    ck_assert_int_eq(blk->kind, RX_S_BLOCK);
-    ck_assert_int_eq(blk->u.block.niters, 2);
     ck_assert_ptr_eq(blk->u.block.iters[0].var, fi->u.for_.var);
-    ck_assert_int_eq(blk->u.block.iters[1].kind, RX_ITER_SPATIAL);
     const rx_stmt *st = blk->u.block.body.items[0];
-    ck_assert_int_eq(st->kind, RX_S_STORE);
     ck_assert_ptr_eq(st->u.store.buf, ex->tparams[1].buf);
-    ck_assert_int_eq(st->u.store.value->kind, RX_E_CALL);
-    ck_assert_int_eq(st->u.store.value->u.call.fn, RX_FN_EXP);
-    ck_assert_int_eq(st->u.store.value->u.call.args[0]->kind, RX_E_LOAD);
-
-    /* mm: reduction iterator found from the store indices; init typed by the buffer */
-    rx_func *mm = rx_module_find(m, "mm");
-    const rx_stmt *mb = mm->tbody.items[0]->u.for_.body.items[0]->u.for_.body.items[0]
-                            ->u.for_.body.items[0];
-    ck_assert_int_eq(mb->kind, RX_S_BLOCK);
-    ck_assert_int_eq(mb->u.block.niters, 3);
-    ck_assert_int_eq(mb->u.block.iters[0].kind, RX_ITER_SPATIAL);
-    ck_assert_int_eq(mb->u.block.iters[1].kind, RX_ITER_SPATIAL);
-    ck_assert_int_eq(mb->u.block.iters[2].kind, RX_ITER_REDUCE);
-    ck_assert(rx_expr_is_int(mb->u.block.iters[2].dom, 128));
-    const rx_expr *zero = mb->u.block.init.items[0]->u.store.value;
-    ck_assert_int_eq(zero->kind, RX_E_FLOAT);
-    ck_assert_int_eq(zero->dtype, RX_DT_F32);
-    ck_assert_int_eq(mb->u.block.body.items[0]->u.store.value->kind, RX_E_ADD);
 
     /* t2: scalar parameters, loop kinds, alloc, let, if, explicit iterators */
     rx_func *t2 = rx_module_find(m, "t2");
-    ck_assert_int_eq(t2->nsvars, 3);
-    ck_assert_str_eq(t2->svars[1]->name, "m");
-    ck_assert_int_eq(t2->svars[1]->kind, RX_SV_PARAM);
     ck_assert_ptr_eq(t2->tparams[2].var, t2->svars[1]);
-    ck_assert_int_eq(t2->tparams[3].var->dtype, RX_DT_I32);
     ck_assert_ptr_eq(t2->tparams[1].buf->shape[0]->u.var, t2->svars[1]);
     const rx_stmt *lp = t2->tbody.items[0];
-    ck_assert_int_eq(lp->u.for_.loop_kind, RX_LOOP_PARALLEL);
-    ck_assert_str_eq(lp->u.for_.thread, "blockIdx.x");
-    ck_assert_int_eq(lp->u.for_.body.n, 4);
     const rx_stmt *al = lp->u.for_.body.items[0];
-    ck_assert_int_eq(al->kind, RX_S_ALLOC);
-    ck_assert_int_eq(al->u.alloc.buf->scope, RX_SCOPE_LOCAL);
     ck_assert_ptr_eq(lp->u.for_.body.items[1]->u.store.buf, al->u.alloc.buf);
-    const rx_stmt *let = lp->u.for_.body.items[2];
-    ck_assert_int_eq(let->kind, RX_S_LET);
-    ck_assert_int_eq(let->u.let.var->dtype, RX_DT_F32);
-    const rx_stmt *ifs = let->u.let.body.items[0];
-    ck_assert_int_eq(ifs->kind, RX_S_IF);
-    ck_assert_int_eq(ifs->u.if_.cond->kind, RX_E_AND);
-    ck_assert_int_eq(ifs->u.if_.then_s.items[0]->u.store.value->kind, RX_E_SELECT);
-    ck_assert_int_eq(ifs->u.if_.else_s.items[0]->u.store.value->kind, RX_E_DIV);
     const rx_stmt *eb = lp->u.for_.body.items[3];
-    ck_assert_int_eq(eb->u.block.niters, 1);
-    ck_assert_str_eq(eb->u.block.iters[0].var->name, "vi");
     ck_assert_ptr_eq(eb->u.block.iters[0].bind->u.var, lp->u.for_.var);
-    ck_assert_int_eq(eb->u.block.body.items[0]->u.store.value->kind, RX_E_MAX);
     ck_assert_str_eq(path_of(m, eb->loc), "functions.t2.body[0].body[3]");
     rx_module_free(m);
     rx_diags_free(&d);

@@ -1,5 +1,5 @@
 /*
- * test_relax_run.c — the relax-run program end to end (shared/spec/interfaces.md).
+ * test_relax_run.c — the relax-run program end to end (docs/runtime.md).
  *
  * Each test builds a small artifact with the builder API (a C kernel compiled at test
  * time, as in test_vm.c), writes it and hand-made .npy files into a private temp dir,
