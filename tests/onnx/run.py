@@ -78,7 +78,7 @@ SHAPE_OPERANDS = {"Reshape": {1}, "Expand": {1}, "Tile": {1}, "Squeeze": {1},
                   "ReduceL1": {1}, "ReduceL2": {1}, "ReduceLogSum": {1},
                   "ReduceLogSumExp": {1}, "ReduceSumSquare": {1}, "OneHot": {1}, "CumSum": {1}, "Pad": {1, 2},
                   "RNN": {4}, "GRU": {4}, "LSTM": {4}, "TopK": {1}, "Compress": {1},
-                  "Dropout": {1, 2},
+                  "Dropout": {1, 2}, "MaxUnpool": {2},
                   "Resize": {1, 2, 3}, "Upsample": {1},
                   "HannWindow": {0}, "HammingWindow": {0}, "BlackmanWindow": {0}}
 # Ops whose shape operands may have any numeric dtype (OneHot's depth is often float).

@@ -182,6 +182,8 @@ bool ox_c_math(ox_ctx *c);
 bool ox_c_gather_elements(ox_ctx *c);
 bool ox_c_cumsum(ox_ctx *c);
 bool ox_c_gather_nd(ox_ctx *c);
+bool ox_c_reverse_sequence(ox_ctx *c);
+bool ox_c_max_unpool(ox_ctx *c);
 bool ox_c_scatter(ox_ctx *c);
 bool ox_c_pad(ox_ctx *c);
 bool ox_c_compress(ox_ctx *c);
