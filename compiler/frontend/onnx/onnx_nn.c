@@ -280,11 +280,11 @@ static const char *sp_name(ox_ctx *c, const char *fmt, int S)
 }
 
 /* The conv op call with the window attributes (output_padding when op is given), the
- * bias (input 2, when `bias`) added per output channel, the result unlifted; binds
- * output 0. */
-static bool conv_out(ox_ctx *c, const char *fmt, rx_node *x, rx_node *w, const int64_t *s,
-                     const int64_t *pads, const int64_t *dil, const int64_t *op, int sr,
-                     bool bias)
+ * bias (input `bias`, when >= 0 and present) added per output channel, the result
+ * unlifted. */
+static rx_node *conv_out(ox_ctx *c, const char *fmt, rx_node *x, rx_node *w, const int64_t *s,
+                         const int64_t *pads, const int64_t *dil, const int64_t *op, int sr,
+                         int bias)
 {
     int S = op_sp(sr);
     rx_attr *m = ox_amap(c);
@@ -295,12 +295,12 @@ static bool conv_out(ox_ctx *c, const char *fmt, rx_node *x, rx_node *w, const i
     ox_aset(c, m, "groups", ox_aint(c, ox_attr_i(c, "group", 1)));
     rx_node *a[2] = {x, w};
     rx_node *y = ox_call(c, sp_name(c, fmt, S), a, 2, m);
-    if (y && bias && ox_in(c, 2)) {
+    if (y && bias >= 0 && ox_in(c, bias)) {
         rx_expr *d[2 + MAXSP] = {ox_lit(c, 1), y->sinfo->dims[1]};
         for (int i = 0; i < S; i++) d[2 + i] = ox_lit(c, 1);
-        y = ox_call2(c, "add", y, ox_reshape(c, ox_in_node(c, 2), d, 2 + S));
+        y = ox_call2(c, "add", y, ox_reshape(c, ox_in_node(c, bias), d, 2 + S));
     }
-    return ox_out_node(c, 0, unlift(c, y, sr));
+    return unlift(c, y, sr);
 }
 
 /* The literal kernel dims of a lifted weight w (1 where symbolic). */
@@ -328,20 +328,31 @@ static rx_node *int_operand(ox_ctx *c, int i, int zi)
     return ox_call2(c, "subtract", v, zp);
 }
 
-/* Conv, and ConvInteger (i32 operands less their zero points, no bias). */
-bool ox_c_conv(ox_ctx *c)
+/* The convolution of x and w (both given) with the node's window attributes, plus the
+ * bias input `bias` (when >= 0 and present); NULL after an error. */
+static rx_node *conv_of(ox_ctx *c, rx_node *x, rx_node *w, int bias)
 {
-    bool integer = !strcmp(c->node->op_type, "ConvInteger");
-    rx_node *x = integer ? int_operand(c, 0, 2) : ox_in_node(c, 0);
-    rx_node *w = integer ? int_operand(c, 1, 3) : ox_in_node(c, 1);
     int sr = window_rank(c, x, w, "convolution");
-    if (!sr || !(x = lift(c, x)) || !(w = lift(c, w))) return false;
+    if (!sr || !(x = lift(c, x)) || !(w = lift(c, w))) return NULL;
     int64_t k[MAXSP], s[MAXSP], dil[MAXSP], pads[2 * MAXSP];
     kernel_dims(w, op_sp(sr), k);
     if (!ints_sp(c, "strides", 1, s, sr) || !ints_sp(c, "dilations", 1, dil, sr) ||
         !window_pads(c, x, k, s, dil, pads, sr))
-        return false;
-    return conv_out(c, "nn.conv%dd", x, w, s, pads, dil, NULL, sr, !integer);
+        return NULL;
+    return conv_out(c, "nn.conv%dd", x, w, s, pads, dil, NULL, sr, bias);
+}
+
+rx_node *ox_conv_integer(ox_ctx *c, int xi, int xz, int wi, int wz, int bias)
+{
+    return conv_of(c, int_operand(c, xi, xz), int_operand(c, wi, wz), bias);
+}
+
+/* Conv, and ConvInteger (i32 operands less their zero points, no bias). */
+bool ox_c_conv(ox_ctx *c)
+{
+    if (!strcmp(c->node->op_type, "ConvInteger"))
+        return ox_out_node(c, 0, ox_conv_integer(c, 0, 2, 1, 3, -1));
+    return ox_out_node(c, 0, conv_of(c, ox_in_node(c, 0), ox_in_node(c, 1), 2));
 }
 
 /* ConvTranspose (1-d lifted to 2-d, 2-d, 3-d) -> nn.conv2d_transpose / nn.conv3d_transpose
@@ -383,7 +394,7 @@ bool ox_c_conv_transpose(ox_ctx *c)
             pads[S + i] = lower ? small : big;
         }
     }
-    return conv_out(c, "nn.conv%dd_transpose", x, w, s, pads, dil, op, sr, true);
+    return ox_out_node(c, 0, conv_out(c, "nn.conv%dd_transpose", x, w, s, pads, dil, op, sr, 2));
 }
 
 bool ox_c_pool(ox_ctx *c)

@@ -46,7 +46,7 @@
  *   RNN GRU LSTM      -> unrolled steps of matmul and elementwise ops (onnx_rnn.c)
  *   Resize Upsample   -> image.resize2d; GridSample -> image.grid_sample; Unique -> unique;
  *                     NonZero -> nonzero
- *   QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger QLinearMatMul
+ *   QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger QLinearMatMul QLinearConv
  *                     -> compositions (onnx_quant.c's essay)
  *   NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss -> a one-hot mask of the targets
  *                     (equal with arange), where, sum; log_softmax for the latter
@@ -265,6 +265,7 @@ static const ox_opdef ops[] = {
     {"GridSample", ox_c_grid_sample, "align_corners,mode,padding_mode"},
     {"QuantizeLinear", ox_c_quantize, "axis"}, {"DequantizeLinear", ox_c_quantize, "axis"},
     {"DynamicQuantizeLinear", ox_c_dynamic_quantize, ""},
+    {"QLinearConv", ox_c_qlinear_conv, "auto_pad,dilations,group,kernel_shape,pads,strides"},
     {"MatMulInteger", ox_c_matmul_integer, ""}, {"QLinearMatMul", ox_c_matmul_integer, ""},
 };
 
