@@ -185,6 +185,7 @@ bool ox_c_gather_nd(ox_ctx *c);
 bool ox_c_reverse_sequence(ox_ctx *c);
 bool ox_c_max_unpool(ox_ctx *c);
 bool ox_c_qlinear_conv(ox_ctx *c);
+bool ox_c_det(ox_ctx *c);
 /* The i32 convolution of inputs xi, wi less their zero points xz, wz (per output
  * channel for the weight), plus the bias input (when >= 0 and present); onnx_nn.c. */
 rx_node *ox_conv_integer(ox_ctx *c, int xi, int xz, int wi, int wz, int bias);

@@ -36,7 +36,7 @@
  *   Identity Dropout  -> the input value
  *   Atan Asin Acos Sinh Cosh Asinh Acosh Atanh Celu Shrink IsInf Hardmax OneHot EyeLike, the window
  *   functions, DepthToSpace SpaceToDepth InstanceNormalization
- *   MeanVarianceNormalization LRN Einsum -> compositions (onnx_compose.c's essay)
+ *   MeanVarianceNormalization LRN Einsum Det -> compositions (onnx_compose.c's essay)
  *   ReverseSequence -> gather_elements of where(t < len, len - 1 - t, t)
  *   MaxUnpool -> scatter_elements into zeros (onnx_nn.c)
  *   GatherElements GatherND CumSum BitShift -> gather_elements gather_nd cumsum
@@ -228,7 +228,7 @@ static const ox_opdef ops[] = {
     {"ArgMin", ox_c_argreduce, "axis,keepdims,select_last_index"},
     {"LayerNormalization", ox_c_layer_norm, "axis,epsilon,stash_type"},
     {"ReverseSequence", ox_c_reverse_sequence, "batch_axis,time_axis"},
-    {"MaxUnpool", ox_c_max_unpool, "kernel_shape,pads,strides"},
+    {"MaxUnpool", ox_c_max_unpool, "kernel_shape,pads,strides"}, {"Det", ox_c_det, ""},
     {"BatchNormalization", ox_c_batch_norm, "epsilon,is_test,momentum,training_mode,spatial"},
     {"Conv", ox_c_conv, "auto_pad,dilations,group,kernel_shape,pads,strides"},
     {"ConvInteger", ox_c_conv, "auto_pad,dilations,group,kernel_shape,pads,strides"},
