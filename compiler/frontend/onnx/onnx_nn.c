@@ -404,14 +404,11 @@ bool ox_c_pool(ox_ctx *c)
     int sr = window_rank(c, x, NULL, "pooling");
     if (!sr || !(x = lift(c, x))) return false;
     int S = op_sp(sr);
-    if (ox_nout(c) > 1) {
-        ox_err(c, "the Indices output is not supported");
+    if (ox_nout(c) > 1 && c->node->output[1][0] && sr != 2) {
+        ox_err(c, "the Indices output is supported for 2-d pools only");
         return false;
     }
-    if (ox_attr_i(c, "storage_order", 0)) {
-        ox_err(c, "storage_order = 1 is not supported");
-        return false;
-    }
+
     int64_t k[MAXSP], s[MAXSP], dil[MAXSP], pads[2 * MAXSP];
     if (!ints_sp(c, "kernel_shape", 0, k, sr) || !ints_sp(c, "strides", 1, s, sr) ||
         !ints_sp(c, "dilations", 1, dil, sr) || !window_pads(c, x, k, s, dil, pads, sr))
@@ -430,7 +427,12 @@ bool ox_c_pool(ox_ctx *c)
     if (!maxp)
         ox_aset(c, m, "count_include_pad", ox_abool(c, ox_attr_i(c, "count_include_pad", 0) != 0));
     const char *op = sp_name(c, maxp ? "nn.max_pool%dd" : "nn.avg_pool%dd", S);
-    return ox_out_node(c, 0, unlift(c, ox_call1(c, op, x, m), sr));
+    rx_node *y = ox_call1(c, op, x, m);
+    bool want_ind = ox_nout(c) > 1 && c->node->output[1][0];
+    if (y && want_ind &&
+        !ox_pool_indices(c, x, y, k, s, dil, pads, ox_attr_i(c, "storage_order", 0) != 0))
+        return false;
+    return ox_out_node(c, 0, unlift(c, y, sr));
 }
 
 bool ox_c_global_pool(ox_ctx *c)
