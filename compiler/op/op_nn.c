@@ -1,23 +1,26 @@
 /*
  * op_nn.c — neural-network ops: softmax and log_softmax, layer/RMS/batch norm,
- * conv2d, max/avg pooling and adaptive average pooling.
+ * conv2d / conv3d (and their transposes), max/avg pooling in 2-d and 3-d, adaptive
+ * average pooling.
  *
- * Layouts: v1 computes in NCHW (data) and OIHW (kernels) only; any other layout
- * attribute is a clear error rather than a silently wrong shape.
+ * Layouts: v1 computes in NCHW / NCDHW (data) and OIHW / OIDHW (kernels) only; any
+ * other layout attribute is a clear error rather than a silently wrong shape. One
+ * deduction serves both ranks: S = 3 spatial dims for the *3d* ops, else 2.
  *
- * Window arithmetic (conv2d and pooling), per spatial dim, symbolic-aware:
+ * Window arithmetic (conv and pooling), per spatial dim, symbolic-aware:
  *   out = (in + pad_before + pad_after - dilation * (k - 1) - 1 + extra) // stride + 1
  * with extra = stride - 1 in ceil_mode and 0 otherwise, simplified by the arithmetic.
  * A result that simplifies to a literal below 1 is an error (window larger than the
- * padded input). Padding takes 1 value (all sides), 2 (top/bottom, left/right) or 4
- * (top, left, bottom, right), as in TVM.
+ * padded input). Padding takes 1 value (all sides), S (each dim's both sides) or 2 * S
+ * (the befores, then the afters: top, left, bottom, right in 2-d), as in TVM.
  *
  * Checks that need dims (channels, gamma shapes) are errors only when proved wrong;
- * unknown dims or ndim degrade to the coarsest correct annotation (Tensor(ndim=4)
- * for conv and pooling, whose inputs must be 4-D).
+ * unknown dims or ndim degrade to the coarsest correct annotation (Tensor(ndim=S+2)
+ * for conv and pooling, whose inputs must be (S + 2)-D).
  */
 #include "op_int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* True when a and b are proved different (literals, or the arithmetic). */
@@ -149,48 +152,52 @@ static rx_sinfo *deduce_batch_norm(rx_dctx *c, const rx_node *call) {
 }
 
 /* ---------------------------------------------------------------- windows */
-/* Reads a 2-value attribute (1 value: both) into v; each must be >= lo. */
-static bool pair_attr(rx_dctx *c, const rx_node *call, const char *name, int64_t lo,
-                      int64_t v[2]) {
-    int64_t raw[4];
+enum { MAXSP = 3 }; /* spatial dims: 2 (the *2d ops) or 3 (the *3d ops) */
+
+/* The number of spatial dims of a windowed op: 3 for the *3d* ops, else 2. */
+static int op_nsp(const rx_node *call) {
+    return strstr(call->u.call.op->name, "3d") ? 3 : 2;
+}
+
+/* Reads an S-value attribute (1 value: all) into v; each must be >= lo. */
+static bool sp_attr(rx_dctx *c, const rx_node *call, const char *name, int64_t lo, int S,
+                    int64_t v[MAXSP]) {
+    int64_t raw[2 * MAXSP];
     int n;
-    if (!rx_op_int_list(c, call, name, raw, 4, &n)) return false;
-    if (n != 1 && n != 2) {
-        rx_op_fail(c, call, "attribute \"%s\" needs 1 or 2 values, found %d", name, n);
+    if (!rx_op_int_list(c, call, name, raw, 2 * MAXSP, &n)) return false;
+    if (n != 1 && n != S) {
+        rx_op_fail(c, call, "attribute \"%s\" needs 1 or %d values, found %d", name, S, n);
         return false;
     }
-    v[0] = raw[0];
-    v[1] = n == 2 ? raw[1] : raw[0];
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < S; i++) {
+        v[i] = raw[n == 1 ? 0 : i];
         if (v[i] < lo) {
             rx_op_fail(c, call, "attribute \"%s\" must be at least %lld, found %lld",
                        name, (long long)lo, (long long)v[i]);
             return false;
         }
+    }
     return true;
 }
 
-/* Reads "padding" as (top, left, bottom, right). */
-static bool pad_attr(rx_dctx *c, const rx_node *call, int64_t p[4]) {
-    int64_t raw[4];
+/* Reads "padding" as (before[0..S), after[0..S)): 1 value (all sides), S (each dim's
+ * both sides) or 2 * S as written. */
+static bool pad_attr(rx_dctx *c, const rx_node *call, int S, int64_t p[2 * MAXSP]) {
+    int64_t raw[2 * MAXSP];
     int n;
-    if (!rx_op_int_list(c, call, "padding", raw, 4, &n)) return false;
-    if (n == 1) {
-        p[0] = p[1] = p[2] = p[3] = raw[0];
-    } else if (n == 2) {
-        p[0] = p[2] = raw[0];
-        p[1] = p[3] = raw[1];
-    } else if (n == 4) {
-        for (int i = 0; i < 4; i++) p[i] = raw[i];
-    } else {
-        rx_op_fail(c, call, "attribute \"padding\" needs 1, 2 or 4 values, found %d", n);
+    if (!rx_op_int_list(c, call, "padding", raw, 2 * MAXSP, &n)) return false;
+    if (n != 1 && n != S && n != 2 * S) {
+        rx_op_fail(c, call, "attribute \"padding\" needs 1, %d or %d values, found %d", S,
+                   2 * S, n);
         return false;
     }
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 2 * S; i++) {
+        p[i] = n == 1 ? raw[0] : n == S ? raw[i % S] : raw[i];
         if (p[i] < 0) {
             rx_op_fail(c, call, "padding must not be negative, found %lld", (long long)p[i]);
             return false;
         }
+    }
     return true;
 }
 
@@ -227,40 +234,51 @@ check:;
     return out;
 }
 
-/* The two spatial output dims of an NCHW input x with kernel dims kh, kw. */
-static bool spatial(rx_dctx *c, const rx_node *call, const rx_sinfo *x, rx_expr *kh,
-                    rx_expr *kw, bool ceil_mode, rx_expr *out[2]) {
-    int64_t st[2], dl[2], pd[4];
-    if (!pair_attr(c, call, "strides", 1, st) || !pair_attr(c, call, "dilation", 1, dl) ||
-        !pad_attr(c, call, pd))
+/* The S spatial output dims of an input x with kernel dims k[0..S) (out all NULL when
+ * x's dims are unknown); false after an error. */
+static bool spatial(rx_dctx *c, const rx_node *call, const rx_sinfo *x, int S,
+                    rx_expr *const *k, bool ceil_mode, rx_expr *out[MAXSP]) {
+    int64_t st[MAXSP], dl[MAXSP], pd[2 * MAXSP];
+    if (!sp_attr(c, call, "strides", 1, S, st) || !sp_attr(c, call, "dilation", 1, S, dl) ||
+        !pad_attr(c, call, S, pd))
         return false;
-    if (!x->dims) {
-        out[0] = out[1] = NULL;
-        return true;
+    for (int i = 0; i < S; i++) {
+        out[i] = NULL;
+        if (x->dims &&
+            !(out[i] = window(c, call, x->dims[2 + i], k[i], pd[i] + pd[S + i], st[i], dl[i],
+                              ceil_mode)))
+            return false;
     }
-    out[0] = window(c, call, x->dims[2], kh, pd[0] + pd[2], st[0], dl[0], ceil_mode);
-    out[1] = out[0] ? window(c, call, x->dims[3], kw, pd[1] + pd[3], st[1], dl[1], ceil_mode)
-                    : NULL;
-    return out[0] && out[1];
+    return true;
 }
 
-static rx_sinfo *nchw(rx_dctx *c, rx_dtype dt, rx_expr *n, rx_expr *ch, rx_expr *const sp[2]) {
-    if (!n || !ch || !sp[0] || !sp[1]) return rx_si_tensor(c->a, dt, 4, NULL);
-    rx_expr *d[4] = { rx_d_simplify(c, n), rx_d_simplify(c, ch), sp[0], sp[1] };
-    return rx_si_tensor(c->a, dt, 4, d);
+/* The (N, C, spatial...) result; Tensor(ndim = S + 2) when a dim is unknown. */
+static rx_sinfo *nchw(rx_dctx *c, rx_dtype dt, rx_expr *n, rx_expr *ch, int S,
+                      rx_expr *const *sp) {
+    rx_expr *d[2 + MAXSP];
+    bool known = n && ch;
+    for (int i = 0; i < S; i++) known = known && sp[i];
+    if (!known) return rx_si_tensor(c->a, dt, 2 + S, NULL);
+    d[0] = rx_d_simplify(c, n);
+    d[1] = rx_d_simplify(c, ch);
+    for (int i = 0; i < S; i++) d[2 + i] = sp[i];
+    return rx_si_tensor(c->a, dt, 2 + S, d);
 }
 
-/* ---------------------------------------------------------------- conv2d */
-/* The operands of a convolution (4-d x and w), the layouts checked, the result dtype
- * (out_dtype or the operands'); false after an error. */
-static bool conv_args(rx_dctx *c, const rx_node *call, const char *kernel_layout,
+/* ---------------------------------------------------------------- conv */
+/* The operands of a convolution ((S + 2)-d x and w), the layouts checked (NCHW / NCDHW
+ * data, kernel_layout2 or its 3-d form with a D), the result dtype (out_dtype or the
+ * operands'); false after an error. */
+static bool conv_args(rx_dctx *c, const rx_node *call, int S, const char *kernel_layout2,
                       const rx_sinfo **x, const rx_sinfo **w, rx_dtype *dt) {
     const rx_sinfo *args[2] = { rx_d_tensor_arg(c, call, 0), rx_d_tensor_arg(c, call, 1) };
     if (!args[0] || !args[1]) return false;
     *x = args[0];
     *w = args[1];
-    if (!check_layout(c, call, "data_layout", "NCHW") ||
-        !check_layout(c, call, "kernel_layout", kernel_layout))
+    char kl[8];
+    snprintf(kl, sizeof kl, "%.2s%s", kernel_layout2, S == 3 ? "DHW" : "HW");
+    if (!check_layout(c, call, "data_layout", S == 3 ? "NCDHW" : "NCHW") ||
+        !check_layout(c, call, "kernel_layout", kl))
         return false;
     const rx_attr *od = rx_call_attr(call, "out_dtype");
     if (od->kind == RX_A_STR) {
@@ -269,23 +287,25 @@ static bool conv_args(rx_dctx *c, const rx_node *call, const char *kernel_layout
     } else if (!common_dtype(c, call, args, 2, dt)) {
         return false;
     }
-    return check_ndim(c, call, *x, 0, 4) && check_ndim(c, call, *w, 1, 4);
+    return check_ndim(c, call, *x, 0, S + 2) && check_ndim(c, call, *w, 1, S + 2);
 }
 
-static rx_sinfo *deduce_conv2d(rx_dctx *c, const rx_node *call) {
+/* nn.conv2d, nn.conv3d. */
+static rx_sinfo *deduce_conv(rx_dctx *c, const rx_node *call) {
     const rx_sinfo *x, *w;
     rx_dtype dt;
-    if (!conv_args(c, call, "OIHW", &x, &w, &dt)) return NULL;
+    int S = op_nsp(call);
+    if (!conv_args(c, call, S, "OIHW", &x, &w, &dt)) return NULL;
     int64_t groups = rx_call_attr(call, "groups")->u.i;
     if (groups < 1)
         return rx_op_fail(c, call, "groups must be at least 1, found %lld", (long long)groups);
-    rx_expr *sp[2] = { NULL, NULL };
+    rx_expr *sp[MAXSP] = { NULL, NULL, NULL };
     if (!w->dims) {
-        int64_t dummy[2], pd[4];
-        if (!pair_attr(c, call, "strides", 1, dummy) || !pair_attr(c, call, "dilation", 1, dummy) ||
-            !pad_attr(c, call, pd))
+        int64_t dummy[MAXSP], pd[2 * MAXSP];
+        if (!sp_attr(c, call, "strides", 1, S, dummy) ||
+            !sp_attr(c, call, "dilation", 1, S, dummy) || !pad_attr(c, call, S, pd))
             return NULL;
-        return rx_si_tensor(c->a, dt, 4, NULL);
+        return rx_si_tensor(c->a, dt, S + 2, NULL);
     }
     rx_expr *o = w->dims[0], *i = w->dims[1];
     int64_t ko;
@@ -298,66 +318,73 @@ static rx_sinfo *deduce_conv2d(rx_dctx *c, const rx_node *call) {
             return rx_op_fail(c, call, "input channels %s do not match the weight's %s * "
                               "groups %lld (input %s, weight %s)", rx_expr_str(c->a, x->dims[1]),
                               rx_expr_str(c->a, i), (long long)groups,
-                              rx_op_dims_str(c->a, x->dims, 4),
-                              rx_op_dims_str(c->a, w->dims, 4));
+                              rx_op_dims_str(c->a, x->dims, S + 2),
+                              rx_op_dims_str(c->a, w->dims, S + 2));
     }
-    if (!spatial(c, call, x, w->dims[2], w->dims[3], false, sp)) return NULL;
-    return nchw(c, dt, x->dims ? x->dims[0] : NULL, o, sp);
+    if (!spatial(c, call, x, S, w->dims + 2, false, sp)) return NULL;
+    return nchw(c, dt, x->dims ? x->dims[0] : NULL, o, S, sp);
 }
 
-/* ---------------------------------------------------------------- conv2d_transpose */
-/* x (N, C, H, W), w (C, O / groups, KH, KW) in "IOHW": per spatial dim the output is
+/* ---------------------------------------------------------------- conv_transpose */
+/* x (N, C, spatial...), w (C, O / groups, K...) in "IOHW" / "IODHW": per spatial dim
+ * the output is
  * (in - 1) * stride - pad_before - pad_after + dilation * (k - 1) + output_padding + 1
  * (an output_padding below the stride or the dilation, as TVM). */
-static rx_sinfo *deduce_conv2d_transpose(rx_dctx *c, const rx_node *call) {
+static rx_sinfo *deduce_conv_transpose(rx_dctx *c, const rx_node *call) {
     const rx_sinfo *x, *w;
     rx_dtype dt;
-    if (!conv_args(c, call, "IOHW", &x, &w, &dt)) return NULL;
-    int64_t groups = rx_call_attr(call, "groups")->u.i, st[2], dl[2], pd[4], op[2];
+    int S = op_nsp(call);
+    if (!conv_args(c, call, S, "IOHW", &x, &w, &dt)) return NULL;
+    int64_t groups = rx_call_attr(call, "groups")->u.i, st[MAXSP], dl[MAXSP], pd[2 * MAXSP],
+            op[MAXSP];
     if (groups < 1)
         return rx_op_fail(c, call, "groups must be at least 1, found %lld", (long long)groups);
-    if (!pair_attr(c, call, "strides", 1, st) || !pair_attr(c, call, "dilation", 1, dl) ||
-        !pair_attr(c, call, "output_padding", 0, op) || !pad_attr(c, call, pd))
+    if (!sp_attr(c, call, "strides", 1, S, st) || !sp_attr(c, call, "dilation", 1, S, dl) ||
+        !sp_attr(c, call, "output_padding", 0, S, op) || !pad_attr(c, call, S, pd))
         return NULL;
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < S; i++)
         if (op[i] >= st[i] && op[i] >= dl[i])
             return rx_op_fail(c, call, "output_padding %lld must be smaller than the stride or "
                               "the dilation", (long long)op[i]);
-    if (!x->dims || !w->dims) return rx_si_tensor(c->a, dt, 4, NULL);
+    if (!x->dims || !w->dims) return rx_si_tensor(c->a, dt, S + 2, NULL);
     if (proved_ne(c, x->dims[1], w->dims[0]))
         return rx_op_fail(c, call, "input channels %s do not match the weight's %s (input %s, "
                           "weight %s)", rx_expr_str(c->a, x->dims[1]), rx_expr_str(c->a, w->dims[0]),
-                          rx_op_dims_str(c->a, x->dims, 4), rx_op_dims_str(c->a, w->dims, 4));
+                          rx_op_dims_str(c->a, x->dims, S + 2),
+                          rx_op_dims_str(c->a, w->dims, S + 2));
     rx_arena *a = c->a;
-    rx_expr *sp[2];
-    for (int i = 0; i < 2; i++) {
+    rx_expr *sp[MAXSP];
+    for (int i = 0; i < S; i++) {
         rx_expr *e = rx_e_binary(a, RX_E_MUL, rx_e_binary(a, RX_E_SUB, x->dims[2 + i], rx_e_int(a, 1)),
                                  rx_e_int(a, st[i]));
         e = rx_e_binary(a, RX_E_ADD, e, rx_e_binary(a, RX_E_MUL, rx_e_int(a, dl[i]),
                                                     rx_e_binary(a, RX_E_SUB, w->dims[2 + i], rx_e_int(a, 1))));
-        e = rx_e_binary(a, RX_E_ADD, e, rx_e_int(a, op[i] + 1 - pd[i] - pd[2 + i]));
+        e = rx_e_binary(a, RX_E_ADD, e, rx_e_int(a, op[i] + 1 - pd[i] - pd[S + i]));
         sp[i] = rx_d_simplify(c, e);
         int64_t v;
         if (rx_expr_is_const(sp[i], &v) && v < 1)
             return rx_op_fail(c, call, "the padding leaves no output (extent %lld)", (long long)v);
     }
     rx_expr *o = rx_e_binary(a, RX_E_MUL, w->dims[1], rx_e_int(a, groups));
-    return nchw(c, dt, x->dims[0], o, sp);
+    return nchw(c, dt, x->dims[0], o, S, sp);
 }
 
 /* ---------------------------------------------------------------- pooling */
-static rx_sinfo *deduce_pool2d(rx_dctx *c, const rx_node *call) {
+/* nn.max_pool2d, nn.avg_pool2d, nn.max_pool3d, nn.avg_pool3d. */
+static rx_sinfo *deduce_pool(rx_dctx *c, const rx_node *call) {
+    int S = op_nsp(call);
     const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
-    if (!x || !check_layout(c, call, "layout", "NCHW") || !check_ndim(c, call, x, 0, 4))
+    if (!x || !check_layout(c, call, "layout", S == 3 ? "NCDHW" : "NCHW") ||
+        !check_ndim(c, call, x, 0, S + 2))
         return NULL;
-    int64_t ps[2];
-    if (!pair_attr(c, call, "pool_size", 1, ps)) return NULL;
+    int64_t ps[MAXSP];
+    if (!sp_attr(c, call, "pool_size", 1, S, ps)) return NULL;
     bool ceil_mode = rx_call_attr(call, "ceil_mode")->u.b;
-    rx_expr *sp[2];
-    if (!spatial(c, call, x, rx_e_int(c->a, ps[0]), rx_e_int(c->a, ps[1]), ceil_mode, sp))
-        return NULL;
-    if (!x->dims) return rx_si_tensor(c->a, (rx_dtype)x->dtype, 4, NULL);
-    return nchw(c, (rx_dtype)x->dtype, x->dims[0], x->dims[1], sp);
+    rx_expr *k[MAXSP], *sp[MAXSP];
+    for (int i = 0; i < S; i++) k[i] = rx_e_int(c->a, ps[i]);
+    if (!spatial(c, call, x, S, k, ceil_mode, sp)) return NULL;
+    if (!x->dims) return rx_si_tensor(c->a, (rx_dtype)x->dtype, S + 2, NULL);
+    return nchw(c, (rx_dtype)x->dtype, x->dims[0], x->dims[1], S, sp);
 }
 
 static rx_sinfo *deduce_adaptive_pool2d(rx_dctx *c, const rx_node *call) {
@@ -366,11 +393,11 @@ static rx_sinfo *deduce_adaptive_pool2d(rx_dctx *c, const rx_node *call) {
         return NULL;
     if (rx_call_attr(call, "output_size")->kind == RX_A_NULL)
         return rx_op_like(c, x, (rx_dtype)x->dtype);
-    int64_t os[2];
-    if (!pair_attr(c, call, "output_size", 1, os)) return NULL;
+    int64_t os[MAXSP];
+    if (!sp_attr(c, call, "output_size", 1, 2, os)) return NULL;
     if (!x->dims) return rx_si_tensor(c->a, (rx_dtype)x->dtype, 4, NULL);
     rx_expr *sp[2] = { rx_e_int(c->a, os[0]), rx_e_int(c->a, os[1]) };
-    return nchw(c, (rx_dtype)x->dtype, x->dims[0], x->dims[1], sp);
+    return nchw(c, (rx_dtype)x->dtype, x->dims[0], x->dims[1], 2, sp);
 }
 
 /* ---------------------------------------------------------------- table */
@@ -393,42 +420,41 @@ static const rx_attr_spec batch_norm_attrs[] = {
     RX_ATTR_DEF("center", RX_AT_BOOL, "true"),
     RX_ATTR_DEF("scale", RX_AT_BOOL, "true"),
 };
+/* The window ops' schemas, written once for both ranks: ONE, ZERO are the per-dim
+ * default lists, DL, KL the layouts (same order in both ranks: the printed and hashed
+ * attributes of the 2-d ops are unchanged). */
+#define CONV_ATTRS(ONE, ZERO, DL, KL, OP_PAD)                                             \
+    RX_ATTR_DEF("strides", RX_AT_INTS, ONE), RX_ATTR_DEF("padding", RX_AT_INTS, ZERO),     \
+    OP_PAD RX_ATTR_DEF("dilation", RX_AT_INTS, ONE), RX_ATTR_DEF("groups", RX_AT_INT, "1"), \
+    RX_ATTR_DEF("data_layout", RX_AT_STR, DL), RX_ATTR_DEF("kernel_layout", RX_AT_STR, KL), \
+    RX_ATTR_NUL("out_dtype", RX_AT_DTYPE, "null")
+#define OUT_PAD(ZERO) RX_ATTR_DEF("output_padding", RX_AT_INTS, ZERO),
+#define POOL_ATTRS(ONE, ZERO, LAYOUT, CIP)                                                 \
+    RX_ATTR_REQ("pool_size", RX_AT_INTS), RX_ATTR_DEF("strides", RX_AT_INTS, ONE),         \
+    RX_ATTR_DEF("padding", RX_AT_INTS, ZERO), RX_ATTR_DEF("dilation", RX_AT_INTS, ONE),    \
+    RX_ATTR_DEF("ceil_mode", RX_AT_BOOL, "false"), CIP RX_ATTR_DEF("layout", RX_AT_STR, LAYOUT)
+#define CIP_ATTR RX_ATTR_DEF("count_include_pad", RX_AT_BOOL, "false"),
+#define ONE2 "[1, 1]"
+#define ZERO2 "[0, 0]"
+#define ONE3 "[1, 1, 1]"
+#define ZERO3 "[0, 0, 0]"
+
 static const rx_attr_spec conv2d_attrs[] = {
-    RX_ATTR_DEF("strides", RX_AT_INTS, "[1, 1]"),
-    RX_ATTR_DEF("padding", RX_AT_INTS, "[0, 0]"),
-    RX_ATTR_DEF("dilation", RX_AT_INTS, "[1, 1]"),
-    RX_ATTR_DEF("groups", RX_AT_INT, "1"),
-    RX_ATTR_DEF("data_layout", RX_AT_STR, "\"NCHW\""),
-    RX_ATTR_DEF("kernel_layout", RX_AT_STR, "\"OIHW\""),
-    RX_ATTR_NUL("out_dtype", RX_AT_DTYPE, "null"),
+    CONV_ATTRS(ONE2, ZERO2, "\"NCHW\"", "\"OIHW\"", ),
 };
 static const rx_attr_spec conv2d_transpose_attrs[] = {
-    RX_ATTR_DEF("strides", RX_AT_INTS, "[1, 1]"),
-    RX_ATTR_DEF("padding", RX_AT_INTS, "[0, 0]"),
-    RX_ATTR_DEF("output_padding", RX_AT_INTS, "[0, 0]"),
-    RX_ATTR_DEF("dilation", RX_AT_INTS, "[1, 1]"),
-    RX_ATTR_DEF("groups", RX_AT_INT, "1"),
-    RX_ATTR_DEF("data_layout", RX_AT_STR, "\"NCHW\""),
-    RX_ATTR_DEF("kernel_layout", RX_AT_STR, "\"IOHW\""),
-    RX_ATTR_NUL("out_dtype", RX_AT_DTYPE, "null"),
+    CONV_ATTRS(ONE2, ZERO2, "\"NCHW\"", "\"IOHW\"", OUT_PAD(ZERO2)),
 };
-static const rx_attr_spec max_pool2d_attrs[] = {
-    RX_ATTR_REQ("pool_size", RX_AT_INTS),
-    RX_ATTR_DEF("strides", RX_AT_INTS, "[1, 1]"),
-    RX_ATTR_DEF("padding", RX_AT_INTS, "[0, 0]"),
-    RX_ATTR_DEF("dilation", RX_AT_INTS, "[1, 1]"),
-    RX_ATTR_DEF("ceil_mode", RX_AT_BOOL, "false"),
-    RX_ATTR_DEF("layout", RX_AT_STR, "\"NCHW\""),
+static const rx_attr_spec max_pool2d_attrs[] = { POOL_ATTRS(ONE2, ZERO2, "\"NCHW\"", ) };
+static const rx_attr_spec avg_pool2d_attrs[] = { POOL_ATTRS(ONE2, ZERO2, "\"NCHW\"", CIP_ATTR) };
+static const rx_attr_spec conv3d_attrs[] = {
+    CONV_ATTRS(ONE3, ZERO3, "\"NCDHW\"", "\"OIDHW\"", ),
 };
-static const rx_attr_spec avg_pool2d_attrs[] = {
-    RX_ATTR_REQ("pool_size", RX_AT_INTS),
-    RX_ATTR_DEF("strides", RX_AT_INTS, "[1, 1]"),
-    RX_ATTR_DEF("padding", RX_AT_INTS, "[0, 0]"),
-    RX_ATTR_DEF("dilation", RX_AT_INTS, "[1, 1]"),
-    RX_ATTR_DEF("ceil_mode", RX_AT_BOOL, "false"),
-    RX_ATTR_DEF("count_include_pad", RX_AT_BOOL, "false"),
-    RX_ATTR_DEF("layout", RX_AT_STR, "\"NCHW\""),
+static const rx_attr_spec conv3d_transpose_attrs[] = {
+    CONV_ATTRS(ONE3, ZERO3, "\"NCDHW\"", "\"IODHW\"", OUT_PAD(ZERO3)),
 };
+static const rx_attr_spec max_pool3d_attrs[] = { POOL_ATTRS(ONE3, ZERO3, "\"NCDHW\"", ) };
+static const rx_attr_spec avg_pool3d_attrs[] = { POOL_ATTRS(ONE3, ZERO3, "\"NCDHW\"", CIP_ATTR) };
 static const rx_attr_spec adaptive_pool2d_attrs[] = {
     RX_ATTR_NUL("output_size", RX_AT_INTS, "null"),
     RX_ATTR_DEF("layout", RX_AT_STR, "\"NCHW\""),
@@ -442,10 +468,14 @@ const rx_op rx_ops_nn[] = {
     OP("nn.layer_norm", 3, 3, layer_norm_attrs, deduce_norm),
     OP("nn.rms_norm", 2, 2, rms_norm_attrs, deduce_norm),
     OP("nn.batch_norm", 5, 5, batch_norm_attrs, deduce_batch_norm),
-    OP("nn.conv2d", 2, 2, conv2d_attrs, deduce_conv2d),
-    OP("nn.conv2d_transpose", 2, 2, conv2d_transpose_attrs, deduce_conv2d_transpose),
-    OP("nn.max_pool2d", 1, 1, max_pool2d_attrs, deduce_pool2d),
-    OP("nn.avg_pool2d", 1, 1, avg_pool2d_attrs, deduce_pool2d),
+    OP("nn.conv2d", 2, 2, conv2d_attrs, deduce_conv),
+    OP("nn.conv2d_transpose", 2, 2, conv2d_transpose_attrs, deduce_conv_transpose),
+    OP("nn.max_pool2d", 1, 1, max_pool2d_attrs, deduce_pool),
+    OP("nn.avg_pool2d", 1, 1, avg_pool2d_attrs, deduce_pool),
+    OP("nn.conv3d", 2, 2, conv3d_attrs, deduce_conv),
+    OP("nn.conv3d_transpose", 2, 2, conv3d_transpose_attrs, deduce_conv_transpose),
+    OP("nn.max_pool3d", 1, 1, max_pool3d_attrs, deduce_pool),
+    OP("nn.avg_pool3d", 1, 1, avg_pool3d_attrs, deduce_pool),
     OP("nn.adaptive_avg_pool2d", 1, 1, adaptive_pool2d_attrs, deduce_adaptive_pool2d),
 };
 const int rx_ops_nn_count = RX_COUNTOF(rx_ops_nn);

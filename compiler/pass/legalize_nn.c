@@ -1,6 +1,8 @@
 /*
- * legalize_nn.c — legalization rules of the windowed NCHW ops: conv2d, max/avg pooling
- * and adaptive average pooling.
+ * legalize_nn.c — legalization rules of the windowed NCHW / NCDHW ops: conv2d and
+ * conv3d (and their transposes), max/avg pooling in 2-d and 3-d, and adaptive average
+ * pooling. The rules are written once for S spatial dims (3 for the *3d* ops, else 2);
+ * the 2-d forms below read the same with a D dim added for 3-d.
  *
  * Window geometry, per spatial dim d (y for H, x for W), as deduction derived the
  * output extents (op_nn.c): output position o reads input position
@@ -44,12 +46,15 @@
 
 #include "legalize_int.h"
 
+enum { MAXSP = 3 };
+
 typedef struct wctx {
     lg_ctx *c;
     rx_te_tensor *x, *w, *sum;
-    int64_t st[2], dl[2];    /* strides, dilation (y, x) */
-    int64_t pd[4];           /* padding: top, left, bottom, right */
-    int64_t k[2];            /* pooling window (pools) */
+    int S;                   /* spatial dims: 2 (*2d ops) or 3 (*3d ops) */
+    int64_t st[MAXSP], dl[MAXSP]; /* strides, dilation per spatial dim */
+    int64_t pd[2 * MAXSP];   /* padding: before[0..S), after[0..S) */
+    int64_t k[MAXSP];        /* pooling window (pools) */
     bool ceil_mode, cip, is_max;
     int64_t groups;
     rx_expr *og;             /* conv: output channels per group */
@@ -64,36 +69,38 @@ static rx_expr *bin(lg_ctx *c, rx_ekind k, rx_expr *x, rx_expr *y)
     return rx_e_binary(c->a, k, x, y);
 }
 
-/* A 1- or 2-value attribute as (y, x). */
-static void pair_attr(lg_ctx *c, const char *name, int64_t v[2])
+/* A 1- or S-value attribute, one value per spatial dim. */
+static void sp_attr(lg_ctx *c, const char *name, int S, int64_t v[MAXSP])
 {
-    int64_t raw[4];
+    int64_t raw[2 * MAXSP];
     int n;
-    lg_attr_ints(rx_call_attr(c->call, name), raw, 4, &n);
-    RX_ASSERT(n == 1 || n == 2); /* deduction checked */
-    v[0] = raw[0];
-    v[1] = n == 2 ? raw[1] : raw[0];
+    lg_attr_ints(rx_call_attr(c->call, name), raw, 2 * MAXSP, &n);
+    RX_ASSERT(n == 1 || n == S); /* deduction checked */
+    for (int i = 0; i < S; i++) v[i] = raw[n == 1 ? 0 : i];
 }
 
-/* "padding" as (top, left, bottom, right): 1 value all sides, 2 (top/bottom,
- * left/right), 4 as written. */
-static void pad_attr(lg_ctx *c, int64_t p[4])
+/* "padding" as (before[0..S), after[0..S)): 1 value all sides, S (each dim's both
+ * sides), 2 * S as written. */
+static void pad_attr(lg_ctx *c, int S, int64_t p[2 * MAXSP])
 {
-    int64_t raw[4];
+    int64_t raw[2 * MAXSP];
     int n;
-    lg_attr_ints(rx_call_attr(c->call, "padding"), raw, 4, &n);
-    RX_ASSERT(n == 1 || n == 2 || n == 4);
-    for (int i = 0; i < 4; i++) p[i] = n == 1 ? raw[0] : n == 2 ? raw[i % 2] : raw[i];
+    lg_attr_ints(rx_call_attr(c->call, "padding"), raw, 2 * MAXSP, &n);
+    RX_ASSERT(n == 1 || n == S || n == 2 * S);
+    for (int i = 0; i < 2 * S; i++) p[i] = n == 1 ? raw[0] : n == S ? raw[i % S] : raw[i];
 }
 
-/* Reads the shared window attributes; false after an error. */
+/* Reads the shared window attributes (S from the op's name: *3d* ops have 3 spatial
+ * dims); false after an error. */
 static bool read_window(lg_ctx *c, wctx *w)
 {
-    pair_attr(c, "strides", w->st);
-    pair_attr(c, "dilation", w->dl);
-    pad_attr(c, w->pd);
+    w->S = strstr(lg_opname(c), "3d") ? 3 : 2;
+    sp_attr(c, "strides", w->S, w->st);
+    sp_attr(c, "dilation", w->S, w->dl);
+    pad_attr(c, w->S, w->pd);
     if (!(w->x = lg_input(c, 0, "x"))) return false;
-    if (rx_te_ndim(w->x) != 4) return lg_fail(c, "needs a 4-D NCHW input");
+    if (rx_te_ndim(w->x) != w->S + 2)
+        return lg_fail(c, w->S == 3 ? "needs a 5-D NCDHW input" : "needs a 4-D NCHW input");
     w->dt = (rx_dtype)lg_out(c, 0)->dtype;
     return true;
 }
@@ -106,26 +113,27 @@ static rx_expr *in_pos(wctx *w, int d, rx_expr *o, rx_expr *k)
     return rx_te_simplify(c->te, bin(c, RX_E_SUB, p, lit(c, w->pd[d])));
 }
 
-/* The bounds check of positions py, px (NULL when no side can be crossed). */
-static rx_expr *in_bounds(wctx *w, rx_expr *const p[2])
+/* The bounds check of positions p[0..S) (NULL when no side can be crossed). */
+static rx_expr *in_bounds(wctx *w, rx_expr *const *p)
 {
     lg_ctx *c = w->c;
     rx_expr *cond = NULL;
-    for (int d = 0; d < 2; d++) {
+    for (int d = 0; d < w->S; d++) {
         rx_expr *parts[2] = {NULL, NULL};
         if (w->pd[d] > 0) parts[0] = bin(c, RX_E_GE, p[d], lit(c, 0));
-        if (w->pd[d + 2] > 0 || w->ceil_mode) parts[1] = bin(c, RX_E_LT, p[d], rx_te_dim(w->x, 2 + d));
+        if (w->pd[d + w->S] > 0 || w->ceil_mode) parts[1] = bin(c, RX_E_LT, p[d], rx_te_dim(w->x, 2 + d));
         for (int i = 0; i < 2; i++)
             if (parts[i]) cond = cond ? bin(c, RX_E_AND, cond, parts[i]) : parts[i];
     }
     return cond;
 }
 
-/* x[b, ch, p0, p1] converted to dt, guarded by the bounds check with fill. */
-static rx_expr *guarded(rx_te *te, wctx *w, rx_expr *b, rx_expr *ch, rx_expr *const p[2],
+/* x[b, ch, p...] converted to dt, guarded by the bounds check with fill. */
+static rx_expr *guarded(rx_te *te, wctx *w, rx_expr *b, rx_expr *ch, rx_expr *const *p,
                         rx_expr *fill)
 {
-    rx_expr *xi[4] = {b, ch, p[0], p[1]};
+    rx_expr *xi[2 + MAXSP] = {b, ch};
+    for (int d = 0; d < w->S; d++) xi[2 + d] = p[d];
     rx_expr *v = rx_te_cast(te, w->dt, rx_te_at(te, w->x, xi));
     rx_expr *cond = in_bounds(w, p);
     return cond ? rx_e_select(rx_te_arena(te), cond, v, fill) : v;
@@ -141,27 +149,42 @@ static rx_expr *conv_cb(rx_te *te, rx_expr *const *idx, rx_expr *const *r, void 
         rx_expr *g = bin(c, RX_E_FLOORDIV, idx[1], w->og);
         ch = rx_te_simplify(te, bin(c, RX_E_ADD, bin(c, RX_E_MUL, g, rx_te_dim(w->w, 1)), r[0]));
     }
-    rx_expr *p[2] = {in_pos(w, 0, idx[2], r[1]), in_pos(w, 1, idx[3], r[2])};
+    rx_expr *p[MAXSP], *wi[2 + MAXSP] = {idx[1], r[0]};
+    for (int d = 0; d < w->S; d++) {
+        p[d] = in_pos(w, d, idx[2 + d], r[1 + d]);
+        wi[2 + d] = r[1 + d];
+    }
     rx_expr *xv = guarded(te, w, idx[0], ch, p, rx_te_const(te, 0, w->dt));
-    rx_expr *wi[4] = {idx[1], r[0], r[1], r[2]};
     rx_expr *wv = rx_te_cast(te, w->dt, rx_te_at(te, w->w, wi));
     return bin(c, RX_E_MUL, xv, wv);
 }
 
-static bool rule_conv2d(lg_ctx *c)
+/* The weight (input 1, (S + 2)-d), the groups and the reduction domain: the weight's
+ * channel dim ic_dim (or *ic when given), then its kernel dims. */
+static bool conv_weight(lg_ctx *c, wctx *w, const char *layout, rx_expr *ic,
+                        rx_expr *rdom[1 + MAXSP])
+{
+    if (!(w->w = lg_input(c, 1, "w"))) return false;
+    if (rx_te_ndim(w->w) != w->S + 2)
+        return lg_fail(c, "needs a %d-D %.2s%s weight", w->S + 2, layout,
+                       w->S == 3 ? "DHW" : "HW");
+    if (w->dt == RX_DT_BOOL) return lg_fail(c, "not defined on bool tensors");
+    w->groups = rx_call_attr(c->call, "groups")->u.i;
+    rdom[0] = ic ? ic : rx_te_dim(w->w, 1);
+    for (int d = 0; d < w->S; d++) rdom[1 + d] = rx_te_dim(w->w, 2 + d);
+    return true;
+}
+
+static bool rule_conv(lg_ctx *c)
 {
     wctx w = {0};
     w.c = c;
-    if (!read_window(c, &w)) return false;
-    if (!(w.w = lg_input(c, 1, "w"))) return false;
-    if (rx_te_ndim(w.w) != 4) return lg_fail(c, "needs a 4-D OIHW weight");
-    if (w.dt == RX_DT_BOOL) return lg_fail(c, "not defined on bool tensors");
-    w.groups = rx_call_attr(c->call, "groups")->u.i;
+    rx_expr *rdom[1 + MAXSP];
+    if (!read_window(c, &w) || !conv_weight(c, &w, "OI", NULL, rdom)) return false;
     w.og = rx_te_simplify(c->te, bin(c, RX_E_FLOORDIV, rx_te_dim(w.w, 0), lit(c, w.groups)));
-    rx_expr *rdom[3] = {rx_te_dim(w.w, 1), rx_te_dim(w.w, 2), rx_te_dim(w.w, 3)};
     const rx_sinfo *o = lg_out(c, 0);
-    lg_output(c, rx_te_reduce(c->te, lg_tname(c), w.dt, 4, o->dims, RX_TE_SUM, 3, rdom, NULL,
-                              conv_cb, &w));
+    lg_output(c, rx_te_reduce(c->te, lg_tname(c), w.dt, w.S + 2, o->dims, RX_TE_SUM, w.S + 1,
+                              rdom, NULL, conv_cb, &w));
     return true;
 }
 
@@ -197,28 +220,30 @@ static rx_expr *convt_cb(rx_te *te, rx_expr *const *idx, rx_expr *const *r, void
         ch = rx_te_simplify(te, bin(c, RX_E_ADD, bin(c, RX_E_MUL, g, w->ig), r[0]));
     }
     rx_expr *ok = NULL;
-    rx_expr *xi[4] = {idx[0], ch, tap(w, 0, idx[2], r[1], &ok), tap(w, 1, idx[3], r[2], &ok)};
-    rx_expr *wi[4] = {ch, ocl, r[1], r[2]};
+    rx_expr *xi[2 + MAXSP] = {idx[0], ch}, *wi[2 + MAXSP] = {ch, ocl};
+    for (int d = 0; d < w->S; d++) {
+        xi[2 + d] = tap(w, d, idx[2 + d], r[1 + d], &ok);
+        wi[2 + d] = r[1 + d];
+    }
     rx_expr *v = bin(c, RX_E_MUL, rx_te_cast(te, w->dt, rx_te_at(te, w->x, xi)),
                      rx_te_cast(te, w->dt, rx_te_at(te, w->w, wi)));
     return rx_e_select(c->a, ok, v, rx_te_const(te, 0, w->dt));
 }
 
-static bool rule_conv2d_transpose(lg_ctx *c)
+static bool rule_conv_transpose(lg_ctx *c)
 {
     wctx w = {0};
     w.c = c;
+    rx_expr *rdom[1 + MAXSP];
     if (!read_window(c, &w)) return false;
     if (!(w.w = lg_input(c, 1, "w"))) return false;
-    if (rx_te_ndim(w.w) != 4) return lg_fail(c, "needs a 4-D IOHW weight");
-    if (w.dt == RX_DT_BOOL) return lg_fail(c, "not defined on bool tensors");
-    w.groups = rx_call_attr(c->call, "groups")->u.i;
+    int64_t groups = rx_call_attr(c->call, "groups")->u.i;
+    w.ig = rx_te_simplify(c->te, bin(c, RX_E_FLOORDIV, rx_te_dim(w.w, 0), lit(c, groups)));
+    if (!conv_weight(c, &w, "IO", w.ig, rdom)) return false;
     w.og = rx_te_dim(w.w, 1);
-    w.ig = rx_te_simplify(c->te, bin(c, RX_E_FLOORDIV, rx_te_dim(w.w, 0), lit(c, w.groups)));
-    rx_expr *rdom[3] = {w.ig, rx_te_dim(w.w, 2), rx_te_dim(w.w, 3)};
     const rx_sinfo *o = lg_out(c, 0);
-    lg_output(c, rx_te_reduce(c->te, lg_tname(c), w.dt, 4, o->dims, RX_TE_SUM, 3, rdom, NULL,
-                              convt_cb, &w));
+    lg_output(c, rx_te_reduce(c->te, lg_tname(c), w.dt, w.S + 2, o->dims, RX_TE_SUM, w.S + 1,
+                              rdom, NULL, convt_cb, &w));
     return true;
 }
 
@@ -226,7 +251,8 @@ static bool rule_conv2d_transpose(lg_ctx *c)
 static rx_expr *pool_cb(rx_te *te, rx_expr *const *idx, rx_expr *const *r, void *ud)
 {
     wctx *w = ud;
-    rx_expr *p[2] = {in_pos(w, 0, idx[2], r[0]), in_pos(w, 1, idx[3], r[1])};
+    rx_expr *p[MAXSP];
+    for (int d = 0; d < w->S; d++) p[d] = in_pos(w, d, idx[2 + d], r[d]);
     rx_expr *fill = w->is_max ? rx_te_min_value(te, w->dt) : rx_te_const(te, 0, w->dt);
     return guarded(te, w, idx[0], idx[1], p, fill);
 }
@@ -235,7 +261,7 @@ static rx_expr *pool_cb(rx_te *te, rx_expr *const *idx, rx_expr *const *r, void 
 static rx_expr *tap_count(wctx *w, int d, rx_expr *o)
 {
     lg_ctx *c = w->c;
-    int64_t K = w->k[d], dl = w->dl[d], pb = w->pd[d], pa = w->pd[d + 2];
+    int64_t K = w->k[d], dl = w->dl[d], pb = w->pd[d], pa = w->pd[d + w->S];
     if (!w->ceil_mode && (w->cip || (pb == 0 && pa == 0))) return lit(c, K);
     rx_expr *H = rx_te_dim(w->x, 2 + d);
     rx_expr *s = bin(c, RX_E_SUB, bin(c, RX_E_MUL, o, lit(c, w->st[d])), lit(c, pb));
@@ -254,32 +280,35 @@ static rx_expr *avg_out_cb(rx_te *te, rx_expr *const *idx, void *ud)
 {
     wctx *w = ud;
     lg_ctx *c = w->c;
-    rx_expr *n = bin(c, RX_E_MUL, tap_count(w, 0, idx[2]), tap_count(w, 1, idx[3]));
+    rx_expr *n = tap_count(w, 0, idx[2]);
+    for (int d = 1; d < w->S; d++) n = bin(c, RX_E_MUL, n, tap_count(w, d, idx[2 + d]));
     if (w->ceil_mode || !w->cip) n = bin(c, RX_E_MAX, n, lit(c, 1));
     n = rx_te_cast(te, w->dt, rx_te_simplify(te, n));
     return bin(c, rx_dtype_is_float(w->dt) ? RX_E_DIV : RX_E_FLOORDIV, rx_te_at(te, w->sum, idx), n);
 }
 
-static bool rule_pool2d(lg_ctx *c)
+static bool rule_pool(lg_ctx *c)
 {
     wctx w = {0};
     w.c = c;
     if (!read_window(c, &w)) return false;
     if (w.dt == RX_DT_BOOL) return lg_fail(c, "not defined on bool tensors");
-    pair_attr(c, "pool_size", w.k);
+    int S = w.S, nd = S + 2;
+    sp_attr(c, "pool_size", S, w.k);
     w.ceil_mode = rx_call_attr(c->call, "ceil_mode")->u.b;
-    w.is_max = !strcmp(lg_opname(c), "nn.max_pool2d");
+    w.is_max = !strncmp(lg_opname(c), "nn.max_pool", 11);
     if (!w.is_max) w.cip = rx_call_attr(c->call, "count_include_pad")->u.b;
-    rx_expr *rdom[2] = {lit(c, w.k[0]), lit(c, w.k[1])};
+    rx_expr *rdom[MAXSP];
+    for (int d = 0; d < S; d++) rdom[d] = lit(c, w.k[d]);
     const rx_sinfo *o = lg_out(c, 0);
     if (w.is_max) {
-        lg_output(c, rx_te_reduce(c->te, lg_tname(c), w.dt, 4, o->dims, RX_TE_MAX, 2, rdom,
+        lg_output(c, rx_te_reduce(c->te, lg_tname(c), w.dt, nd, o->dims, RX_TE_MAX, S, rdom,
                                   NULL, pool_cb, &w));
         return true;
     }
-    w.sum = rx_te_reduce(c->te, "T_pool_sum", w.dt, 4, o->dims, RX_TE_SUM, 2, rdom, NULL,
+    w.sum = rx_te_reduce(c->te, "T_pool_sum", w.dt, nd, o->dims, RX_TE_SUM, S, rdom, NULL,
                          pool_cb, &w);
-    lg_output(c, rx_te_compute(c->te, lg_tname(c), w.dt, 4, o->dims, avg_out_cb, &w));
+    lg_output(c, rx_te_compute(c->te, lg_tname(c), w.dt, nd, o->dims, avg_out_cb, &w));
     return true;
 }
 
@@ -360,6 +389,7 @@ static bool rule_adaptive_pool2d(lg_ctx *c)
 {
     wctx w = {0};
     w.c = c;
+    w.S = 2;
     if (!(w.x = lg_input(c, 0, "x"))) return false;
     if (rx_te_ndim(w.x) != 4) return lg_fail(c, "needs a 4-D NCHW input");
     w.dt = (rx_dtype)lg_out(c, 0)->dtype;
@@ -378,10 +408,14 @@ static bool rule_adaptive_pool2d(lg_ctx *c)
 }
 
 const lg_rule_entry rx_lg_nn[] = {
-    {"nn.conv2d", rule_conv2d},
-    {"nn.conv2d_transpose", rule_conv2d_transpose},
-    {"nn.max_pool2d", rule_pool2d},
-    {"nn.avg_pool2d", rule_pool2d},
+    {"nn.conv2d", rule_conv},
+    {"nn.conv2d_transpose", rule_conv_transpose},
+    {"nn.max_pool2d", rule_pool},
+    {"nn.avg_pool2d", rule_pool},
+    {"nn.conv3d", rule_conv},
+    {"nn.conv3d_transpose", rule_conv_transpose},
+    {"nn.max_pool3d", rule_pool},
+    {"nn.avg_pool3d", rule_pool},
     {"nn.adaptive_avg_pool2d", rule_adaptive_pool2d},
 };
 const int rx_lg_nn_count = RX_COUNTOF(rx_lg_nn);

@@ -384,6 +384,118 @@ def op_avg_pool2d(c, x):
     return _pool(c, x, "avg")
 
 
+def _spatial(c, key, default, nsp):
+    v = c.ints(key, default)
+    return v * nsp if len(v) == 1 else v
+
+
+def _pads_nd(c, nsp):
+    p = c.ints("padding", [0])
+    if len(p) == 1:
+        p = p * (2 * nsp)
+    elif len(p) == nsp:
+        p = p * 2
+    elif len(p) != 2 * nsp:
+        raise OracleError("%s: padding needs 1, %d or %d values" % (c.name, nsp, 2 * nsp))
+    return p[:nsp], p[nsp:]  # (before per dim, after per dim)
+
+
+def _taps(shape):
+    return np.ndindex(*shape)
+
+
+def op_conv3d(c, x, w):
+    """NCDHW / OIDHW, written per kernel tap over the zero-padded input (N-d form of
+    op_conv2d)."""
+    if c.raw("data_layout", "NCDHW") != "NCDHW" or c.raw("kernel_layout", "OIDHW") != "OIDHW":
+        raise OracleError("%s: only NCDHW / OIDHW" % c.name)
+    st, dl = _spatial(c, "strides", [1], 3), _spatial(c, "dilation", [1], 3)
+    pb, pa = _pads_nd(c, 3)
+    g = c.int("groups", 1)
+    out_dtype = c.dtype("out_dtype") or x.dtype
+    n, ci = x.shape[:2]
+    co, cig = w.shape[:2]
+    k = w.shape[2:]
+    if ci != cig * g or co % g:
+        raise OracleError("%s: channels %d/%d do not fit groups %d" % (c.name, ci, co, g))
+    o = [(x.shape[2 + d] + pb[d] + pa[d] - dl[d] * (k[d] - 1) - 1) // st[d] + 1 for d in range(3)]
+    xp = np.pad(_f64(x), [(0, 0), (0, 0)] + [(pb[d], pa[d]) for d in range(3)])
+    xg = xp.reshape((n, g, cig) + xp.shape[2:])
+    wg = _f64(w).reshape((g, co // g, cig) + tuple(k))
+    out = np.zeros((n, g, co // g) + tuple(o))
+    for t in _taps(k):
+        sl = tuple(slice(t[d] * dl[d], t[d] * dl[d] + st[d] * (o[d] - 1) + 1, st[d]) for d in range(3))
+        out += np.einsum("ngcdhw,goc->ngodhw", xg[(slice(None),) * 3 + sl], wg[(slice(None),) * 3 + t])
+    return out.reshape((n, co) + tuple(o)).astype(out_dtype)
+
+
+def op_conv3d_transpose(c, x, w):
+    """The scatter form (N-d op_conv2d_transpose): every input element adds
+    x * w[ic, :, k...] at its strided position, then the padding is cropped."""
+    if c.raw("data_layout", "NCDHW") != "NCDHW" or c.raw("kernel_layout", "IODHW") != "IODHW":
+        raise OracleError("%s: only NCDHW / IODHW" % c.name)
+    st, dl = _spatial(c, "strides", [1], 3), _spatial(c, "dilation", [1], 3)
+    op = _spatial(c, "output_padding", [0], 3)
+    pb, pa = _pads_nd(c, 3)
+    g = c.int("groups", 1)
+    out_dtype = c.dtype("out_dtype") or x.dtype
+    n, ci = x.shape[:2]
+    og, k, sp = w.shape[1], w.shape[2:], x.shape[2:]
+    full_sp = [(sp[d] - 1) * st[d] + dl[d] * (k[d] - 1) + 1 + op[d] for d in range(3)]
+    full = np.zeros([n, og * g] + full_sp)
+    xf, wf = _f64(x), _f64(w)
+    for ic in range(ci):
+        gi = ic // (ci // g)
+        for t in _taps(k):
+            sl = tuple(slice(t[d] * dl[d], t[d] * dl[d] + (sp[d] - 1) * st[d] + 1, st[d]) for d in range(3))
+            full[(slice(None), slice(gi * og, (gi + 1) * og)) + sl] += \
+                np.einsum("ndhw,o->nodhw", xf[:, ic], wf[(ic, slice(None)) + t])
+    crop = tuple(slice(pb[d], full_sp[d] - pa[d]) for d in range(3))
+    return full[(slice(None), slice(None)) + crop].astype(out_dtype)
+
+
+def _pool3d(c, x, kind):
+    """N-d form of _pool: the padded input (ceil mode adds stride - 1 at the end),
+    max or sum over the window taps, avg divided by the counted taps."""
+    if c.raw("layout", "NCDHW") != "NCDHW":
+        raise OracleError("%s: only NCDHW" % c.name)
+    k = _spatial(c, "pool_size", None, 3)
+    st, dl = _spatial(c, "strides", [1], 3), _spatial(c, "dilation", [1], 3)
+    pb, pa = _pads_nd(c, 3)
+    ceil = c.bool("ceil_mode", False)
+    include = c.bool("count_include_pad", False)
+    sp = x.shape[2:]
+    ex = [st[d] - 1 if ceil else 0 for d in range(3)]
+    o = [(sp[d] + pb[d] + pa[d] + ex[d] - dl[d] * (k[d] - 1) - 1) // st[d] + 1 for d in range(3)]
+    padw = [(0, 0), (0, 0)] + [(pb[d], pa[d] + ex[d]) for d in range(3)]
+    lo = -np.inf if is_float(x.dtype) else np.iinfo(x.dtype).min
+    xp = np.pad(_f64(x), padw, constant_values=lo if kind == "max" else 0)
+    mask = np.zeros(xp.shape[2:])
+    if include:
+        mask[tuple(slice(0, pb[d] + sp[d] + pa[d]) for d in range(3))] = 1
+    else:
+        mask[tuple(slice(pb[d], pb[d] + sp[d]) for d in range(3))] = 1
+    acc = np.full(x.shape[:2] + tuple(o), -np.inf if kind == "max" else 0.0)
+    cnt = np.zeros(o)
+    for t in _taps(k):
+        sl = tuple(slice(t[d] * dl[d], t[d] * dl[d] + st[d] * (o[d] - 1) + 1, st[d]) for d in range(3))
+        v = xp[(slice(None), slice(None)) + sl]
+        acc = np.maximum(acc, v) if kind == "max" else acc + v
+        cnt += mask[sl]
+    if kind == "avg":
+        with np.errstate(all="ignore"):
+            acc = acc / cnt
+    return acc.astype(x.dtype)
+
+
+def op_max_pool3d(c, x):
+    return _pool3d(c, x, "max")
+
+
+def op_avg_pool3d(c, x):
+    return _pool3d(c, x, "avg")
+
+
 def op_adaptive_avg_pool2d(c, x):
     layout = c.raw("layout", "NCHW")
     x = _to_nchw(x, layout, c)
@@ -719,6 +831,8 @@ OPS = {
     "tril": op_tril, "triu": op_triu, "unique": op_unique, "nonzero": op_nonzero,
     "shape_of": op_shape_of, "gather_elements": op_gather_elements,
     "nn.conv2d_transpose": op_conv2d_transpose, "gather_nd": op_gather_nd,
+    "nn.conv3d": op_conv3d, "nn.conv3d_transpose": op_conv3d_transpose,
+    "nn.max_pool3d": op_max_pool3d, "nn.avg_pool3d": op_avg_pool3d,
     "scatter_elements": op_scatter_elements, "scatter_nd": op_scatter_nd, "nn.pad": op_pad, "cumsum": op_cumsum,
     "left_shift": _shift(True), "right_shift": _shift(False),
 }

@@ -42,6 +42,7 @@ cases.json:
               "build_error": ["located diagnostic line", ...], (instead of running)
               "gpu_skip": "reason",                            (not built for GPU targets)
               "vulkan_skip": "reason",                         (not built for that target)
+              "O3_skip": "reason",                             (not built at that opt level)
               "seed": 0, "skip": "reason"}]}                   (optional)
 
 relaxc build is being written: when `relaxc --help` does not list `build`, the script
@@ -241,7 +242,7 @@ def run_case(case, tools, tmp, opts, counts):
         stem = os.path.splitext(os.path.basename(path))[0]
         for vl, tgt, lvl in variants(opts):
             why = case.get("gpu_skip") if tgt != "cpu" else None
-            why = why or case.get("%s_skip" % tgt.split(",")[0])
+            why = why or case.get("%s_skip" % tgt.split(",")[0]) or case.get("O%d_skip" % lvl)
             if why:
                 for env in shapes:
                     print("SKIP %s %s: %s" % (label(case, fname, env), vl, why))

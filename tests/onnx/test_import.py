@@ -98,10 +98,13 @@ def main():
               "small model equals NumPy", r.stderr + p.stderr)
 
         # 3. located errors: unsupported op and attribute name the node, op_type and opset
-        bad = small_model(op="Det")
+        bad = small_model(op="Bernoulli")
         r = relaxc("build", save(bad, "bad_op.onnx"), "-o", rxa)
-        check(r.returncode == 1 and "graph.node[2]: Det 'act' (opset 13): operator is not "
+        check(r.returncode == 1 and "graph.node[2]: Bernoulli 'act' (opset 13): operator is not "
               "supported" in r.stderr, "unsupported op is a located error", r.stderr)
+        r = relaxc("build", save(small_model(op="Det"), "bad_det.onnx"), "-o", rxa)
+        check(r.returncode == 1 and "graph.node[2]: Det 'act' (opset 13): needs square matrices "
+              "of a literal size" in r.stderr, "unsupported Det shape is a located error", r.stderr)
         m = small_model()
         m.graph.node[2].attribute.append(helper.make_attribute("bogus", 3))
         r = relaxc("check", save(m, "bad_attr.onnx"))

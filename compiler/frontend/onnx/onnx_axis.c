@@ -2,7 +2,8 @@
  * onnx_axis.c — the ONNX importer's converters onto the axis ops and the shifts:
  * GatherElements -> gather_elements; CumSum -> cumsum (reverse: on the input reversed
  * along the axis, the result reversed back; the axis a constant input); BitShift ->
- * left_shift / right_shift by `direction`.
+ * left_shift / right_shift by `direction`; ReverseSequence -> gather_elements with
+ * computed indices.
  */
 #include <string.h>
 
@@ -341,4 +342,34 @@ bool ox_c_top_k(ox_ctx *c)
 bool ox_c_nonzero(ox_ctx *c)
 {
     return ox_out_node(c, 0, ox_call1(c, "nonzero", ox_in_node(c, 0), NULL));
+}
+
+/* ReverseSequence: gather_elements along time_axis with the index
+ * t < len[b] ? len[b] - 1 - t : t (t the time position, b the batch one), built from
+ * arange and the sequence_lens input and broadcast to the input's shape. */
+bool ox_c_reverse_sequence(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0), *lens = ox_astype(c, ox_in_node(c, 1), RX_DT_I64);
+    if (!ox_need_dims(c, x) || !lens) return false;
+    int nd = ox_ndim(x);
+    int64_t ta = ox_attr_i(c, "time_axis", 0), ba = ox_attr_i(c, "batch_axis", 1);
+    if (nd < 2 || (ta != 0 && ta != 1) || ba != 1 - ta) {
+        ox_err(c, "needs an input of rank 2 or more and time_axis, batch_axis 0 and 1 "
+               "(either order)");
+        return false;
+    }
+    rx_expr **d = x->sinfo->dims, **ld = RX_NEWN(c->a, rx_expr *, nd);
+    for (int i = 0; i < nd; i++) ld[i] = i == ba ? d[ba] : ox_lit(c, 1);
+    rx_node *t = ox_iota(c, d[ta], (int)ta, nd, RX_DT_I64);
+    rx_node *l = ox_reshape(c, lens, ld, nd);
+    rx_node *rev = ox_call2(c, "subtract", ox_call2(c, "subtract", l, ox_scalar(c, RX_DT_I64, 1)), t);
+    rx_node *w[3] = {ox_call2(c, "less", t, l), rev, t};
+    if (!w[0] || !w[1] || !w[2]) return false;
+    rx_node *idx = ox_call2(c, "broadcast_to", ox_call(c, "where", w, 3, NULL),
+                            ox_shape_node(c, d, nd));
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axis", ox_aint(c, ta));
+    rx_node *a[2] = {x, idx};
+    if (!idx) return false;
+    return ox_out_node(c, 0, ox_call(c, "gather_elements", a, 2, m));
 }

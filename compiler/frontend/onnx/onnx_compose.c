@@ -25,6 +25,7 @@
  *   LRN                the square sum over the channel window as a matmul with a 0/1
  *                      band matrix (C x C), x / (bias + alpha / size * sum) ^ beta
  *   Einsum             diagonals, permute_dims, broadcast multiply, sum (at ox_c_einsum)
+ *   Det                the Leibniz formula over the n! permutations (literal n <= 4)
  */
 #include <math.h>
 #include <string.h>
@@ -510,4 +511,69 @@ bool ox_c_einsum(ox_ctx *c)
         prod = ox_call1(c, "sum", prod, m);
     }
     return ox_out_node(c, 0, prod);
+}
+
+/* ---------------------------------------------------------------- Det */
+
+/* Det of (..., n, n) for a literal n <= 4: the Leibniz formula, the sum over the n!
+ * permutations p of sign(p) * prod_i x[..., i, p(i)] (exact for singular matrices,
+ * no pivoting), each entry a strided_slice of the last two axes reshaped to the batch
+ * dims. Larger n is a located error. */
+enum { DET_MAX = 4 };
+
+static rx_node *det_entry(ox_ctx *c, rx_node *x, int i, int j)
+{
+    int nd = ox_ndim(x);
+    int64_t axes[2] = {nd - 2, nd - 1}, b[2] = {i, j}, e[2] = {i + 1, j + 1}, st[2] = {1, 1};
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axes", ox_aints(c, axes, 2));
+    ox_aset(c, m, "begin", ox_aints(c, b, 2));
+    ox_aset(c, m, "end", ox_aints(c, e, 2));
+    ox_aset(c, m, "strides", ox_aints(c, st, 2));
+    return ox_reshape(c, ox_call1(c, "strided_slice", x, m), x->sinfo->dims, nd - 2);
+}
+
+bool ox_c_det(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0);
+    if (!ox_need_dims(c, x)) return false;
+    int nd = ox_ndim(x);
+    int64_t n, n2;
+    if (nd < 2 || !rx_expr_is_const(x->sinfo->dims[nd - 1], &n) ||
+        !rx_expr_is_const(x->sinfo->dims[nd - 2], &n2) || n != n2 || n < 1 || n > DET_MAX) {
+        ox_err(c, "needs square matrices of a literal size 1 to %d in the last two axes",
+               DET_MAX);
+        return false;
+    }
+    rx_node *ent[DET_MAX][DET_MAX];
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            if (!(ent[i][j] = det_entry(c, x, i, j))) return false;
+    /* the permutations in lexicographic order (next permutation), the sign by parity */
+    int p[DET_MAX];
+    for (int i = 0; i < n; i++) p[i] = i;
+    rx_node *sum = NULL;
+    for (;;) {
+        int inv = 0;
+        for (int i = 0; i < n; i++)
+            for (int j = i + 1; j < n; j++) inv += p[i] > p[j];
+        rx_node *t = ent[0][p[0]];
+        for (int i = 1; i < n; i++) t = ox_call2(c, "multiply", t, ent[i][p[i]]);
+        sum = !sum ? (inv & 1 ? ox_call1(c, "negative", t, NULL) : t)
+                   : ox_call2(c, inv & 1 ? "subtract" : "add", sum, t);
+        int k = (int)n - 2;
+        while (k >= 0 && p[k] > p[k + 1]) k--;
+        if (k < 0) break;
+        int l = (int)n - 1;
+        while (p[l] < p[k]) l--;
+        int tmp = p[k];
+        p[k] = p[l];
+        p[l] = tmp;
+        for (int a = k + 1, b = (int)n - 1; a < b; a++, b--) {
+            tmp = p[a];
+            p[a] = p[b];
+            p[b] = tmp;
+        }
+    }
+    return ox_out_node(c, 0, sum);
 }

@@ -207,6 +207,18 @@ bool ox_c_math(ox_ctx *c);
 bool ox_c_gather_elements(ox_ctx *c);
 bool ox_c_cumsum(ox_ctx *c);
 bool ox_c_gather_nd(ox_ctx *c);
+bool ox_c_reverse_sequence(ox_ctx *c);
+bool ox_c_max_unpool(ox_ctx *c);
+bool ox_c_qlinear_conv(ox_ctx *c);
+bool ox_c_det(ox_ctx *c);
+/* MaxPool's Indices (output 1) of the 2-d pool x -> y, row- or column-major
+ * (onnx_pool_indices.c). */
+bool ox_pool_indices(ox_ctx *c, rx_node *x, rx_node *y, const int64_t k[2],
+                     const int64_t s[2], const int64_t dil[2], const int64_t pads[4],
+                     bool col_major);
+/* The i32 convolution of inputs xi, wi less their zero points xz, wz (per output
+ * channel for the weight), plus the bias input (when >= 0 and present); onnx_nn.c. */
+rx_node *ox_conv_integer(ox_ctx *c, int xi, int xz, int wi, int wz, int bias);
 bool ox_c_scatter(ox_ctx *c);
 bool ox_c_pad(ox_ctx *c);
 bool ox_c_compress(ox_ctx *c);

@@ -1,10 +1,11 @@
 /*
  * onnx_nn.c — the ONNX importer's reductions and neural-network converters: Reduce*
  * (the composite ones as a prologue/epilogue around sum), ArgMax ArgMin,
- * LayerNormalization (with Mean and InvStdDev), BatchNormalization (inference), Conv,
- * MaxPool AveragePool (2-d, explicit or auto pads), GlobalAveragePool GlobalMaxPool.
+ * LayerNormalization (with Mean and InvStdDev), BatchNormalization (inference), Conv ConvTranspose (1-d to 3-d),
+ * MaxPool AveragePool (1-d, 2-d, 3-d; explicit or auto pads), GlobalAveragePool GlobalMaxPool.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "onnx_int.h"
@@ -112,14 +113,54 @@ bool ox_c_layer_norm(ox_ctx *c)
     return true;
 }
 
+/* Training-mode BatchNormalization (opset 14+, training_mode = 1): the batch's mean and
+ * population variance over every axis but 1 (a[3], a[4] become them, so y normalizes
+ * with the batch statistics), and the running outputs 1 and 2,
+ * input_mean * momentum + batch_mean * (1 - momentum) (likewise the variance). */
+static bool batch_stats(ox_ctx *c, rx_node *a[5])
+{
+    int nd = ox_ndim(a[0]);
+    if (nd < 2) {
+        ox_err(c, "needs an input of rank 2 or more");
+        return false;
+    }
+    int64_t ax[16];
+    if (nd > 17) {
+        ox_err(c, "input rank %d is too large", nd);
+        return false;
+    }
+    for (int i = 0, k = 0; i < nd; i++)
+        if (i != 1) ax[k++] = i;
+    rx_node *stat[2];
+    for (int s = 0; s < 2; s++) {
+        rx_attr *m = ox_amap(c);
+        ox_aset(c, m, "axis", ox_aints(c, ax, nd - 1));
+        if (!(stat[s] = ox_call1(c, s ? "variance" : "mean", a[0], m))) return false;
+    }
+    double mom = ox_attr_f(c, "momentum", 0.9);
+    rx_dtype dt = ox_dtype_of(a[3]);
+    for (int s = 0; s < 2; s++) {
+        if (ox_nout(c) > 1 + s) {
+            rx_node *run = ox_call2(c, "add", ox_call2(c, "multiply", a[3 + s], ox_scalar(c, dt, mom)),
+                                    ox_call2(c, "multiply", stat[s], ox_scalar(c, dt, 1 - mom)));
+            if (!ox_out_node(c, 1 + s, run)) return false;
+        }
+        a[3 + s] = stat[s];
+    }
+    return true;
+}
+
 bool ox_c_batch_norm(ox_ctx *c)
 {
-    if (ox_nout(c) > 1 || ox_attr_i(c, "training_mode", 0) || !ox_attr_i(c, "is_test", 1)) {
-        ox_err(c, "training mode is not supported (inference only)");
+    bool training = ox_attr_i(c, "training_mode", 0) != 0;
+    if ((ox_nout(c) > 1 && !training) || !ox_attr_i(c, "is_test", 1) || ox_nout(c) > 3) {
+        ox_err(c, "this training mode is not supported (inference, or training_mode = 1 "
+               "with at most 3 outputs)");
         return false;
     }
     rx_node *a[5];
     for (int i = 0; i < 5; i++) a[i] = ox_in_node(c, i);
+    if (!a[0] || (training && !batch_stats(c, a))) return false;
     rx_attr *m = ox_amap(c);
     ox_aset(c, m, "axis", ox_aint(c, 1));
     ox_aset(c, m, "epsilon", ox_afloat(c, ox_attr_f(c, "epsilon", 1e-5)));
@@ -137,25 +178,30 @@ rx_node *ox_field(ox_ctx *c, rx_node *t, int i, const char *name)
     return v;
 }
 
-/* Pads of a 2-d window op (a 1-d one lifted to 2-d when sr = 1: x is the lifted
- * input): explicit pads, or auto_pad from literal input dims. */
+/* Window ops: ONNX's sr spatial dims (1, 2 or 3) onto the op's S = max(sr, 2) (a 1-d
+ * op is lifted to 2-d with a unit H axis); per-dim arrays are indexed by the op's
+ * spatial dim, ONNX dim j at S - sr + j. */
+enum { MAXSP = 3 };
+
+static int op_sp(int sr) { return sr == 1 ? 2 : sr; }
+
+/* Pads of a window op (x is the lifted input): explicit pads, or auto_pad from literal
+ * input dims; pads = before[0..S), after[0..S). */
 static bool window_pads(ox_ctx *c, const rx_node *x, const int64_t *k, const int64_t *s,
-                        const int64_t *dil, int64_t pads[4], int sr)
+                        const int64_t *dil, int64_t pads[2 * MAXSP], int sr)
 {
-    int np;
+    int np, S = op_sp(sr), i0 = S - sr;
     const int64_t *p = ox_attr_ints(c, "pads", &np);
     const char *ap = ox_attr_s(c, "auto_pad", "NOTSET");
-    memset(pads, 0, 4 * sizeof *pads);
+    memset(pads, 0, 2 * MAXSP * sizeof *pads);
     if (np >= 0) {
         if (np != 2 * sr) {
             ox_err(c, "pads must have %d values for a %d-d window", 2 * sr, sr);
             return false;
         }
-        if (sr == 1) { /* the lifted H axis is not padded */
-            pads[1] = p[0];
-            pads[3] = p[1];
-        } else {
-            memcpy(pads, p, 4 * sizeof *pads);
+        for (int j = 0; j < sr; j++) {
+            pads[i0 + j] = p[j];
+            pads[S + i0 + j] = p[sr + j];
         }
     }
     if (!strcmp(ap, "NOTSET") || !strcmp(ap, "VALID")) return true;
@@ -163,7 +209,7 @@ static bool window_pads(ox_ctx *c, const rx_node *x, const int64_t *k, const int
         ox_err(c, "auto_pad '%s' is not supported", ap);
         return false;
     }
-    for (int i = 2 - sr; i < 2; i++) {
+    for (int i = i0; i < S; i++) {
         int64_t in;
         if (!rx_expr_is_const(x->sinfo->dims[2 + i], &in)) {
             ox_err(c, "auto_pad %s needs literal spatial dims", ap);
@@ -175,36 +221,44 @@ static bool window_pads(ox_ctx *c, const rx_node *x, const int64_t *k, const int
         int64_t small = total / 2, big = total - small;
         bool upper = !strcmp(ap, "SAME_UPPER");
         pads[i] = upper ? small : big;
-        pads[2 + i] = upper ? big : small;
+        pads[S + i] = upper ? big : small;
     }
     return true;
 }
 
-/* A window attribute for sr spatial dims (1: the lifted H axis gets 1). */
-static bool ints2(ox_ctx *c, const char *name, int64_t dflt, int64_t out[2], int sr)
+/* A window attribute for sr spatial dims (the lifted H axis of a 1-d op gets 1). */
+static bool ints_sp(ox_ctx *c, const char *name, int64_t dflt, int64_t out[MAXSP], int sr)
 {
-    int n;
+    int n, S = op_sp(sr), i0 = S - sr;
     const int64_t *v = ox_attr_ints(c, name, &n);
-    out[0] = sr == 1 ? 1 : dflt;
-    if (n < 0) {
-        out[1] = dflt;
-        if (sr == 2) out[0] = dflt;
-        return true;
-    }
+    for (int i = 0; i < S; i++) out[i] = i < i0 ? 1 : n < 0 ? dflt : 0;
+    if (n < 0) return true;
     if (n != sr) {
-        ox_err(c, "%s must have %d values (1-d and 2-d windows are supported)", name, sr);
+        ox_err(c, "%s must have %d values (1-d, 2-d and 3-d windows are supported)", name, sr);
         return false;
     }
-    if (sr == 2) out[0] = v[0];
-    out[1] = v[sr - 1];
+    for (int j = 0; j < sr; j++) out[i0 + j] = v[j];
     return true;
 }
 
-/* A 3-d (N, C, L) value as 4-d (N, C, 1, L); 4-d stays. NULL for other ranks. */
+/* The spatial rank of a window op's input x (and weight w when given): 1, 2 or 3, or
+ * 0 after an error naming `what`. */
+static int window_rank(ox_ctx *c, const rx_node *x, const rx_node *w, const char *what)
+{
+    if (!ox_need_dims(c, x) || (w && !ox_need_dims(c, w))) return 0;
+    int sr = x->sinfo->ndim - 2;
+    if (sr < 1 || sr > 3 || (w && w->sinfo->ndim != x->sinfo->ndim)) {
+        ox_err(c, "only 1-d, 2-d and 3-d %s (3-d to 5-d input%s) is supported", what,
+               w ? " and weight" : "");
+        return 0;
+    }
+    return sr;
+}
+
+/* A 3-d (N, C, L) value as 4-d (N, C, 1, L); others stay. */
 static rx_node *lift(ox_ctx *c, rx_node *x)
 {
-    if (!x || ox_ndim(x) == 4) return x;
-    if (ox_ndim(x) != 3) return NULL;
+    if (!x || ox_ndim(x) != 3) return x;
     rx_expr **d = x->sinfo->dims, *f[4] = {d[0], d[1], ox_lit(c, 1), d[2]};
     return ox_reshape(c, x, f, 4);
 }
@@ -212,31 +266,50 @@ static rx_node *lift(ox_ctx *c, rx_node *x)
 /* The result of a lifted window op back to 3-d (sr = 1). */
 static rx_node *unlift(ox_ctx *c, rx_node *y, int sr)
 {
-    if (!y || sr == 2 || !ox_need_dims(c, y)) return y;
+    if (!y || sr != 1 || !ox_need_dims(c, y)) return y;
     rx_expr **d = y->sinfo->dims, *f[3] = {d[0], d[1], d[3]};
     return ox_reshape(c, y, f, 3);
 }
 
-/* The conv op call with the window attributes (output_padding when op is given), the
- * bias (input 2, when `bias`) added per output channel, the result unlifted; binds
- * output 0. */
-static bool conv_out(ox_ctx *c, const char *name, rx_node *x, rx_node *w, const int64_t s[2],
-                     const int64_t pads[4], const int64_t dil[2], const int64_t *op, int sr,
-                     bool bias)
+/* The name of the S-d form of a window op: base "nn.conv%dd" etc. */
+static const char *sp_name(ox_ctx *c, const char *fmt, int S)
 {
+    char buf[32];
+    snprintf(buf, sizeof buf, fmt, S);
+    return rx_arena_strdup(c->a, buf);
+}
+
+/* The conv op call with the window attributes (output_padding when op is given), the
+ * bias (input `bias`, when >= 0 and present) added per output channel, the result
+ * unlifted. */
+static rx_node *conv_out(ox_ctx *c, const char *fmt, rx_node *x, rx_node *w, const int64_t *s,
+                         const int64_t *pads, const int64_t *dil, const int64_t *op, int sr,
+                         int bias)
+{
+    int S = op_sp(sr);
     rx_attr *m = ox_amap(c);
-    ox_aset(c, m, "strides", ox_aints(c, s, 2));
-    ox_aset(c, m, "padding", ox_aints(c, pads, 4));
-    if (op) ox_aset(c, m, "output_padding", ox_aints(c, op, 2));
-    ox_aset(c, m, "dilation", ox_aints(c, dil, 2));
+    ox_aset(c, m, "strides", ox_aints(c, s, S));
+    ox_aset(c, m, "padding", ox_aints(c, pads, 2 * S));
+    if (op) ox_aset(c, m, "output_padding", ox_aints(c, op, S));
+    ox_aset(c, m, "dilation", ox_aints(c, dil, S));
     ox_aset(c, m, "groups", ox_aint(c, ox_attr_i(c, "group", 1)));
     rx_node *a[2] = {x, w};
-    rx_node *y = ox_call(c, name, a, 2, m);
-    if (y && bias && ox_in(c, 2)) {
-        rx_expr *d[4] = {ox_lit(c, 1), y->sinfo->dims[1], ox_lit(c, 1), ox_lit(c, 1)};
-        y = ox_call2(c, "add", y, ox_reshape(c, ox_in_node(c, 2), d, 4));
+    rx_node *y = ox_call(c, sp_name(c, fmt, S), a, 2, m);
+    if (y && bias >= 0 && ox_in(c, bias)) {
+        rx_expr *d[2 + MAXSP] = {ox_lit(c, 1), y->sinfo->dims[1]};
+        for (int i = 0; i < S; i++) d[2 + i] = ox_lit(c, 1);
+        y = ox_call2(c, "add", y, ox_reshape(c, ox_in_node(c, bias), d, 2 + S));
     }
-    return ox_out_node(c, 0, unlift(c, y, sr));
+    return unlift(c, y, sr);
+}
+
+/* The literal kernel dims of a lifted weight w (1 where symbolic). */
+static void kernel_dims(const rx_node *w, int S, int64_t k[MAXSP])
+{
+    for (int i = 0; i < S; i++) {
+        k[i] = 1;
+        rx_expr_is_const(w->sinfo->dims[2 + i], &k[i]);
+    }
 }
 
 /* ConvInteger's operand i in i32 less its zero point (input zi; a 1-d one per output
@@ -255,61 +328,55 @@ static rx_node *int_operand(ox_ctx *c, int i, int zi)
     return ox_call2(c, "subtract", v, zp);
 }
 
+/* The convolution of x and w (both given) with the node's window attributes, plus the
+ * bias input `bias` (when >= 0 and present); NULL after an error. */
+static rx_node *conv_of(ox_ctx *c, rx_node *x, rx_node *w, int bias)
+{
+    int sr = window_rank(c, x, w, "convolution");
+    if (!sr || !(x = lift(c, x)) || !(w = lift(c, w))) return NULL;
+    int64_t k[MAXSP], s[MAXSP], dil[MAXSP], pads[2 * MAXSP];
+    kernel_dims(w, op_sp(sr), k);
+    if (!ints_sp(c, "strides", 1, s, sr) || !ints_sp(c, "dilations", 1, dil, sr) ||
+        !window_pads(c, x, k, s, dil, pads, sr))
+        return NULL;
+    return conv_out(c, "nn.conv%dd", x, w, s, pads, dil, NULL, sr, bias);
+}
+
+rx_node *ox_conv_integer(ox_ctx *c, int xi, int xz, int wi, int wz, int bias)
+{
+    return conv_of(c, int_operand(c, xi, xz), int_operand(c, wi, wz), bias);
+}
+
 /* Conv, and ConvInteger (i32 operands less their zero points, no bias). */
 bool ox_c_conv(ox_ctx *c)
 {
-    bool integer = !strcmp(c->node->op_type, "ConvInteger");
-    rx_node *x = integer ? int_operand(c, 0, 2) : ox_in_node(c, 0);
-    rx_node *w = integer ? int_operand(c, 1, 3) : ox_in_node(c, 1);
-    if (!ox_need_dims(c, x) || !ox_need_dims(c, w)) return false;
-    int sr = x->sinfo->ndim - 2;
-    if ((sr != 1 && sr != 2) || w->sinfo->ndim != x->sinfo->ndim) {
-        ox_err(c, "only 1-d and 2-d convolution (3-d or 4-d input and weight) is supported");
-        return false;
-    }
-    x = lift(c, x);
-    w = lift(c, w);
-    if (!x || !w) return false;
-    int64_t k[2], s[2], dil[2], pads[4];
-    k[0] = k[1] = 1;
-    rx_expr_is_const(w->sinfo->dims[2], &k[0]);
-    rx_expr_is_const(w->sinfo->dims[3], &k[1]);
-    if (!ints2(c, "strides", 1, s, sr) || !ints2(c, "dilations", 1, dil, sr) ||
-        !window_pads(c, x, k, s, dil, pads, sr))
-        return false;
-    return conv_out(c, "nn.conv2d", x, w, s, pads, dil, NULL, sr, !integer);
+    if (!strcmp(c->node->op_type, "ConvInteger"))
+        return ox_out_node(c, 0, ox_conv_integer(c, 0, 2, 1, 3, -1));
+    return ox_out_node(c, 0, conv_of(c, ox_in_node(c, 0), ox_in_node(c, 1), 2));
 }
 
-/* ConvTranspose (1-d lifted to 2-d, 2-d) -> nn.conv2d_transpose (+ bias). output_shape
- * and auto_pad SAME_* set the pads from the total padding
+/* ConvTranspose (1-d lifted to 2-d, 2-d, 3-d) -> nn.conv2d_transpose / nn.conv3d_transpose
+ * (+ bias). output_shape and auto_pad SAME_* set the pads from the total padding
  * stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - out (out = in * stride
  * for auto_pad), the odd one at the end for SAME_UPPER and output_shape, at the start for
  * SAME_LOWER; a negative total grows output_padding. Literal spatial dims needed then. */
 bool ox_c_conv_transpose(ox_ctx *c)
 {
     rx_node *x = ox_in_node(c, 0), *w = ox_in_node(c, 1);
-    if (!ox_need_dims(c, x) || !ox_need_dims(c, w)) return false;
-    int sr = x->sinfo->ndim - 2;
-    if ((sr != 1 && sr != 2) || w->sinfo->ndim != x->sinfo->ndim) {
-        ox_err(c, "only 1-d and 2-d transposed convolution (3-d or 4-d input and weight) is "
-               "supported");
-        return false;
-    }
-    x = lift(c, x);
-    w = lift(c, w);
-    if (!x || !w) return false;
-    int64_t k[2] = {1, 1}, s[2], dil[2], op[2], pads[4] = {0, 0, 0, 0}, os[2];
-    rx_expr_is_const(w->sinfo->dims[2], &k[0]);
-    rx_expr_is_const(w->sinfo->dims[3], &k[1]);
-    if (!ints2(c, "strides", 1, s, sr) || !ints2(c, "dilations", 1, dil, sr) ||
-        !ints2(c, "output_padding", 0, op, sr) || !window_pads(c, x, k, s, dil, pads, sr))
+    int sr = window_rank(c, x, w, "transposed convolution");
+    if (!sr || !(x = lift(c, x)) || !(w = lift(c, w))) return false;
+    int S = op_sp(sr);
+    int64_t k[MAXSP], s[MAXSP], dil[MAXSP], op[MAXSP], pads[2 * MAXSP], os[MAXSP];
+    kernel_dims(w, S, k);
+    if (!ints_sp(c, "strides", 1, s, sr) || !ints_sp(c, "dilations", 1, dil, sr) ||
+        !ints_sp(c, "output_padding", 0, op, sr) || !window_pads(c, x, k, s, dil, pads, sr))
         return false;
     if (sr == 1) op[0] = 0;
     const char *ap = ox_attr_s(c, "auto_pad", "NOTSET");
     bool shaped = ox_attr(c, "output_shape") != NULL, same = !strncmp(ap, "SAME_", 5);
-    if (shaped && !ints2(c, "output_shape", 0, os, sr)) return false;
+    if (shaped && !ints_sp(c, "output_shape", 0, os, sr)) return false;
     if (shaped || same) {
-        for (int i = 2 - sr; i < 2; i++) {
+        for (int i = S - sr; i < S; i++) {
             int64_t in;
             if (!rx_expr_is_const(x->sinfo->dims[2 + i], &in)) {
                 ox_err(c, "output_shape and auto_pad need literal spatial dims");
@@ -324,48 +391,48 @@ bool ox_c_conv_transpose(ox_ctx *c)
             int64_t small = total / 2, big = total - small;
             bool lower = !strcmp(ap, "SAME_LOWER");
             pads[i] = lower ? big : small;
-            pads[2 + i] = lower ? small : big;
+            pads[S + i] = lower ? small : big;
         }
     }
-    return conv_out(c, "nn.conv2d_transpose", x, w, s, pads, dil, op, sr, true);
+    return ox_out_node(c, 0, conv_out(c, "nn.conv%dd_transpose", x, w, s, pads, dil, op, sr, 2));
 }
 
 bool ox_c_pool(ox_ctx *c)
 {
     bool maxp = !strcmp(c->node->op_type, "MaxPool");
     rx_node *x = ox_in_node(c, 0);
-    if (!ox_need_dims(c, x)) return false;
-    int sr = x->sinfo->ndim - 2;
-    if (sr != 1 && sr != 2) {
-        ox_err(c, "only 1-d and 2-d pooling (3-d or 4-d input) is supported");
+    int sr = window_rank(c, x, NULL, "pooling");
+    if (!sr || !(x = lift(c, x))) return false;
+    int S = op_sp(sr);
+    if (ox_nout(c) > 1 && c->node->output[1][0] && sr != 2) {
+        ox_err(c, "the Indices output is supported for 2-d pools only");
         return false;
     }
-    if (!(x = lift(c, x))) return false;
-    if (ox_nout(c) > 1) {
-        ox_err(c, "the Indices output is not supported");
+
+    int64_t k[MAXSP], s[MAXSP], dil[MAXSP], pads[2 * MAXSP];
+    if (!ints_sp(c, "kernel_shape", 0, k, sr) || !ints_sp(c, "strides", 1, s, sr) ||
+        !ints_sp(c, "dilations", 1, dil, sr) || !window_pads(c, x, k, s, dil, pads, sr))
         return false;
-    }
-    if (ox_attr_i(c, "storage_order", 0)) {
-        ox_err(c, "storage_order = 1 is not supported");
-        return false;
-    }
-    int64_t k[2], s[2], dil[2], pads[4];
-    if (!ints2(c, "kernel_shape", 0, k, sr) || !ints2(c, "strides", 1, s, sr) ||
-        !ints2(c, "dilations", 1, dil, sr) || !window_pads(c, x, k, s, dil, pads, sr))
-        return false;
-    if (k[0] <= 0 || k[1] <= 0) {
-        ox_err(c, "needs kernel_shape");
-        return false;
-    }
+    for (int i = 0; i < S; i++)
+        if (k[i] <= 0) {
+            ox_err(c, "needs kernel_shape");
+            return false;
+        }
     rx_attr *m = ox_amap(c);
-    ox_aset(c, m, "pool_size", ox_aints(c, k, 2));
-    ox_aset(c, m, "strides", ox_aints(c, s, 2));
-    ox_aset(c, m, "padding", ox_aints(c, pads, 4));
-    ox_aset(c, m, "dilation", ox_aints(c, dil, 2));
+    ox_aset(c, m, "pool_size", ox_aints(c, k, S));
+    ox_aset(c, m, "strides", ox_aints(c, s, S));
+    ox_aset(c, m, "padding", ox_aints(c, pads, 2 * S));
+    ox_aset(c, m, "dilation", ox_aints(c, dil, S));
     ox_aset(c, m, "ceil_mode", ox_abool(c, ox_attr_i(c, "ceil_mode", 0) != 0));
     if (!maxp)
         ox_aset(c, m, "count_include_pad", ox_abool(c, ox_attr_i(c, "count_include_pad", 0) != 0));
-    return ox_out_node(c, 0, unlift(c, ox_call1(c, maxp ? "nn.max_pool2d" : "nn.avg_pool2d", x, m), sr));
+    const char *op = sp_name(c, maxp ? "nn.max_pool%dd" : "nn.avg_pool%dd", S);
+    rx_node *y = ox_call1(c, op, x, m);
+    bool want_ind = ox_nout(c) > 1 && c->node->output[1][0];
+    if (y && want_ind &&
+        !ox_pool_indices(c, x, y, k, s, dil, pads, ox_attr_i(c, "storage_order", 0) != 0))
+        return false;
+    return ox_out_node(c, 0, unlift(c, y, sr));
 }
 
 bool ox_c_global_pool(ox_ctx *c)
@@ -468,4 +535,73 @@ bool ox_c_sce_loss(ox_ctx *c)
                                ox_attr_s(c, "reduction", "mean"))))
         return false;
     return ox_nout(c) < 2 || !*c->node->output[1] || ox_out_node(c, 1, lp);
+}
+
+/* ---------------------------------------------------------------- MaxUnpool */
+
+/* MaxUnpool: the values scattered (scatter_elements, axis 0) into a zero tensor of
+ * the default output's element count at their flat indices (MaxPool's Indices: offsets
+ * into the whole N, C, spatial... tensor), reshaped to the default output shape,
+ * (in - 1) * stride + kernel - pad_before - pad_after per spatial dim. A constant
+ * output_shape (input 2) larger than that pads the result at the end of each dim (the
+ * indices keep their coordinates, as ONNX Runtime). */
+bool ox_c_max_unpool(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0), *ind = ox_astype(c, ox_in_node(c, 1), RX_DT_I64);
+    if (!ox_need_dims(c, x) || !ind) return false;
+    int nd = ox_ndim(x), sr = nd - 2, nk, ns, np;
+    const int64_t *k = ox_attr_ints(c, "kernel_shape", &nk);
+    const int64_t *s = ox_attr_ints(c, "strides", &ns);
+    const int64_t *p = ox_attr_ints(c, "pads", &np);
+    if (sr < 1 || nd > 64 || nk != sr || (ns >= 0 && ns != sr) || (np >= 0 && np != 2 * sr)) {
+        ox_err(c, "needs kernel_shape (and strides, pads when given) with one value per "
+               "spatial dim of a rank 3 or more input");
+        return false;
+    }
+    rx_expr **d = x->sinfo->dims, **od = RX_NEWN(c->a, rx_expr *, nd);
+    od[0] = d[0];
+    od[1] = d[1];
+    for (int i = 0; i < sr; i++) {
+        int64_t st = ns >= 0 ? s[i] : 1, pads = np >= 0 ? p[i] + p[sr + i] : 0;
+        rx_expr *e = rx_e_binary(c->a, RX_E_MUL, rx_e_binary(c->a, RX_E_SUB, d[2 + i], ox_lit(c, 1)),
+                                 ox_lit(c, st));
+        od[2 + i] = ox_simp(c, rx_e_binary(c->a, RX_E_ADD, e, ox_lit(c, k[i] - pads)));
+    }
+    int64_t pw[128] = {0}, *v = NULL;
+    bool padded = false;
+    if (ox_in(c, 2)) {
+        int n;
+        if (!ox_ints(c, ox_in(c, 2), &v, &n) || n != nd) {
+            ox_err(c, "output_shape must be a constant of %d integers", nd);
+            return false;
+        }
+        for (int i = 0; i < nd; i++) {
+            int64_t have;
+            if (!rx_expr_is_const(od[i], &have) || v[i] < have) {
+                ox_err(c, "output_shape %lld at axis %d must be literal and at least the "
+                       "default extent %s", (long long)v[i], i, rx_expr_str(c->a, od[i]));
+                return false;
+            }
+            pw[2 * i + 1] = v[i] - have;
+            padded = padded || v[i] != have;
+        }
+    }
+    rx_expr *on = ox_prod(c, od, 0, nd), *xn = ox_prod(c, d, 0, nd);
+    rx_dtype dt = ox_dtype_of(x);
+    rx_attr *fm = ox_amap(c);
+    ox_aset(c, fm, "dtype", ox_astr(c, rx_dtype_name(dt)));
+    rx_node *fa[2] = {ox_shape_node(c, &on, 1), ox_scalar(c, dt, 0)};
+    rx_node *a[3] = {ox_call(c, "full", fa, 2, fm), ox_reshape(c, ind, &xn, 1), ox_reshape(c, x, &xn, 1)};
+    if (!a[0] || !a[1] || !a[2]) return false;
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axis", ox_aint(c, 0));
+    ox_aset(c, m, "reduction", ox_astr(c, "update"));
+    rx_node *y = ox_call(c, "scatter_elements", a, 3, m);
+    if (y) y = ox_reshape(c, y, od, nd);
+    if (y && padded) {
+        rx_attr *pm = ox_amap(c);
+        ox_aset(c, pm, "pad_width", ox_aints(c, pw, 2 * nd));
+        y = ox_call1(c, "nn.pad", y, pm);
+    }
+    return y && ox_out_node(c, 0, y);
 }

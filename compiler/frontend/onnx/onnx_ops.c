@@ -27,15 +27,18 @@
  *   Shape Size Constant ConstantOfShape Range -> folded values, full, arange
  *   ReduceMean/Sum/Max/Min/Prod -> mean sum max min prod; ArgMax ArgMin -> argmax argmin
  *   LayerNormalization -> nn.layer_norm; BatchNormalization -> nn.batch_norm
- *   Conv MaxPool AveragePool GlobalAveragePool GlobalMaxPool (2-d) -> nn.conv2d (+ add),
- *                     nn.max_pool2d, nn.avg_pool2d, nn.adaptive_avg_pool2d, max;
- *                     ConvTranspose -> nn.conv2d_transpose (1-d ops through 2-d)
+ *   Conv MaxPool AveragePool GlobalAveragePool GlobalMaxPool -> nn.conv2d / nn.conv3d
+ *                     (+ add), nn.max_pool2d/3d, nn.avg_pool2d/3d,
+ *                     nn.adaptive_avg_pool2d, max; ConvTranspose -> nn.conv2d_transpose /
+ *                     nn.conv3d_transpose (1-d ops through 2-d)
  *   Clip LeakyRelu PRelu Elu Selu HardSigmoid HardSwish Softplus Softsign Reciprocal
  *   ThresholdedRelu   -> compositions of the elementwise ops
  *   Identity Dropout  -> the input value
  *   Atan Asin Acos Sinh Cosh Asinh Acosh Atanh Celu Shrink IsInf Hardmax OneHot EyeLike, the window
  *   functions, DepthToSpace SpaceToDepth InstanceNormalization
- *   MeanVarianceNormalization LRN Einsum -> compositions (onnx_compose.c's essay)
+ *   MeanVarianceNormalization LRN Einsum Det -> compositions (onnx_compose.c's essay)
+ *   ReverseSequence -> gather_elements of where(t < len, len - 1 - t, t)
+ *   MaxUnpool -> scatter_elements into zeros (onnx_nn.c)
  *   GatherElements GatherND CumSum BitShift -> gather_elements gather_nd cumsum
  *                     left_shift right_shift; ScatterElements Scatter ScatterND ->
  *                     scatter_elements scatter_nd; Pad -> nn.pad; Compress (constant
@@ -43,7 +46,7 @@
  *   RNN GRU LSTM      -> unrolled steps of matmul and elementwise ops (onnx_rnn.c)
  *   Resize Upsample   -> image.resize2d; GridSample -> image.grid_sample; Unique -> unique;
  *                     NonZero -> nonzero
- *   QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger QLinearMatMul
+ *   QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger QLinearMatMul QLinearConv
  *                     -> compositions (onnx_quant.c's essay)
  *   DFT STFT MelWeightMatrix -> matmul with constant cos/sin matrices, a constant
  *                     (onnx_signal.c's essay); Momentum Adagrad Adam of
@@ -231,6 +234,8 @@ static const ox_opdef ops[] = {
     {"ArgMax", ox_c_argreduce, "axis,keepdims,select_last_index"},
     {"ArgMin", ox_c_argreduce, "axis,keepdims,select_last_index"},
     {"LayerNormalization", ox_c_layer_norm, "axis,epsilon,stash_type"},
+    {"ReverseSequence", ox_c_reverse_sequence, "batch_axis,time_axis"},
+    {"MaxUnpool", ox_c_max_unpool, "kernel_shape,pads,strides"}, {"Det", ox_c_det, ""},
     {"BatchNormalization", ox_c_batch_norm, "epsilon,is_test,momentum,training_mode,spatial"},
     {"Conv", ox_c_conv, "auto_pad,dilations,group,kernel_shape,pads,strides"},
     {"ConvInteger", ox_c_conv, "auto_pad,dilations,group,kernel_shape,pads,strides"},
@@ -267,6 +272,7 @@ static const ox_opdef ops[] = {
     {"GridSample", ox_c_grid_sample, "align_corners,mode,padding_mode"},
     {"QuantizeLinear", ox_c_quantize, "axis"}, {"DequantizeLinear", ox_c_quantize, "axis"},
     {"DynamicQuantizeLinear", ox_c_dynamic_quantize, ""},
+    {"QLinearConv", ox_c_qlinear_conv, "auto_pad,dilations,group,kernel_shape,pads,strides"},
     {"MatMulInteger", ox_c_matmul_integer, ""}, {"QLinearMatMul", ox_c_matmul_integer, ""},
     {"DFT", ox_c_dft, "axis,inverse,onesided"}, {"STFT", ox_c_stft, "onesided"},
     {"MelWeightMatrix", ox_c_mel_weight_matrix, "output_datatype"},

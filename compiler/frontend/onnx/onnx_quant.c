@@ -9,6 +9,8 @@
  *   MatMulInteger      (a - a_zp) @ (b - b_zp) in i32 (a_zp per row, b_zp per column)
  *   QLinearMatMul      round((a - a_zp) @ (b - b_zp) * (a_scale * b_scale / y_scale))
  *                      + y_zp, saturated to y_zp's dtype
+ *   QLinearConv        the same around ConvInteger's i32 convolution plus the i32 bias
+ *                      (w_scale per tensor or per output channel)
  */
 #include <string.h>
 
@@ -110,5 +112,18 @@ bool ox_c_matmul_integer(ox_ctx *c)
     if (!quant_dtype_ok(c, qt)) return false;
     rx_node *k = ox_call2(c, "divide", ox_call2(c, "multiply", as, bs), ys);
     rx_node *v = ox_call2(c, "multiply", ox_astype(c, p, RX_DT_F32), k);
+    return ox_out_node(c, 0, saturate(c, v, yzp ? ox_astype(c, yzp, RX_DT_F32) : NULL, qt));
+}
+
+bool ox_c_qlinear_conv(ox_ctx *c)
+{
+    rx_node *p = ox_conv_integer(c, 0, 2, 3, 5, 8);
+    rx_node *xs = ox_in_node(c, 1), *ws = ox_in_node(c, 4), *ys = ox_in_node(c, 6);
+    rx_node *yzp = ox_in(c, 7) ? ox_in_node(c, 7) : NULL;
+    if (!p || !xs || !ws || !ys) return false;
+    rx_dtype qt = yzp ? ox_dtype_of(yzp) : RX_DT_U8;
+    if (!quant_dtype_ok(c, qt)) return false;
+    rx_node *k = ox_call2(c, "divide", ox_call2(c, "multiply", xs, ws), ys);
+    rx_node *v = ox_call2(c, "multiply", ox_astype(c, p, RX_DT_F32), along(c, k, 1, ox_ndim(p)));
     return ox_out_node(c, 0, saturate(c, v, yzp ? ox_astype(c, yzp, RX_DT_F32) : NULL, qt));
 }

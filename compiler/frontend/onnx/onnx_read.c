@@ -8,6 +8,9 @@
  * Step 2: graph inputs that are not initializers become parameters: the dtype from
  *         elem_type, dims from dim_value (<= 2^40), dim_param (one symbolic variable
  *         per name, made a relax-json identifier) or nothing (a fresh variable dN).
+ *         An input whose values the graph never reads (unused, or only CastLike's
+ *         `like`, whose dtype alone matters) is declared with its dtype alone, so data
+ *         of any shape binds to it.
  * Step 3: initializers become constants (inline) or, for floating-point weights with
  *         RX_ONNX_WEIGHTS_PARAMS, parameters after the inputs; integer initializers
  *         stay constants because they are usually shapes and axes. Payloads come from
@@ -40,6 +43,27 @@
 
 #define OX_MAX_DIM (INT64_C(1) << 40)
 #define OX_MAX_FILE ((size_t)1 << 31)
+
+/* True when the graph never reads name's values: no graph output is it and every use
+ * is CastLike's input 1 (the dtype source); subgraphs are not looked into (an input
+ * a subgraph reads keeps its shape: the graph's If/Loop/Scan nodes name it or not). */
+static bool dtype_only(const Onnx__GraphProto *g, const char *name)
+{
+    for (size_t i = 0; i < g->n_output; i++)
+        if (g->output[i]->name && !strcmp(g->output[i]->name, name)) return false;
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        if (n->n_attribute) {
+            for (size_t a = 0; a < n->n_attribute; a++)
+                if (n->attribute[a]->g || n->attribute[a]->n_graphs) return false;
+        }
+        for (size_t j = 0; j < n->n_input; j++)
+            if (n->input[j] && !strcmp(n->input[j], name) &&
+                !(j == 1 && n->op_type && !strcmp(n->op_type, "CastLike")))
+                return false;
+    }
+    return true;
+}
 
 /* ---------------------------------------------------------------- errors */
 
@@ -561,6 +585,8 @@ static void read_graph(ox_ctx *c, const Onnx__GraphProto *g)
         if (ox_find(c, vi->name)) continue; /* an initializer (its default value) */
         rx_sinfo *si = input_sinfo(c, vi, where);
         if (!si) continue;
+        if (si->kind == RX_SI_TENSOR && dtype_only(g, vi->name))
+            si = rx_si_tensor(c->a, (rx_dtype)si->dtype, -1, NULL);
         ox_val *v = ox_define(c, vi->name);
         v->node = add_param(c, vi->name, si);
     }

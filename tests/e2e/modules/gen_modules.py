@@ -132,6 +132,22 @@ def nn():
         ("vc", T([4])), ("k3", T([5, 4, 3, 3])), ("kg", T([6, 2, 1, 2]))], b)
 
 
+def nn3d():
+    """The 3-d window ops (nn.conv3d, nn.conv3d_transpose, nn.max_pool3d,
+    nn.avg_pool3d) on a volume with symbolic H and W: strides, asymmetric padding,
+    groups, dilation, output_padding, ceil_mode, count_include_pad."""
+    b = [("cv_s2", op("nn.conv3d", "vol", "k3", strides=[1, 2, 2], padding=[0, 1, 0, 1, 0, 1])),
+         ("cv_grp", op("nn.conv3d", "vol", "kg", groups=2, dilation=[1, 2, 1])),
+         ("ct_grp", op("nn.conv3d_transpose", "vol", "ktg", groups=2, strides=[2, 1, 2],
+                       padding=[0, 1, 1], output_padding=[1, 0, 0], dilation=[1, 2, 1])),
+         ("mp_ceil", op("nn.max_pool3d", "vol", pool_size=[2, 3, 3], strides=[2, 2, 2], ceil_mode=True)),
+         ("ap_inc", op("nn.avg_pool3d", "vol", pool_size=[3, 3, 3], padding=[1, 1, 1],
+                       count_include_pad=True))]
+    return module("e2e_nn3d", [
+        ("vol", T([2, 4, 3, "h", "w"])), ("k3", T([5, 4, 2, 3, 3])), ("kg", T([6, 2, 1, 1, 2])),
+        ("ktg", T([4, 2, 1, 2, 2]))], b)
+
+
 def manip():
     b = [("rs", op("reshape", "x", {"shape": ["n * 3", 4]})),
          ("rs1", op("reshape", "x", {"shape": ["n", 2, 6]})),
@@ -243,7 +259,7 @@ def mlp_small():
 
 
 MODULES = {
-    "e2e_unary": unary, "e2e_binary": binary, "e2e_matmul": matmul, "e2e_nn": nn,
+    "e2e_unary": unary, "e2e_binary": binary, "e2e_matmul": matmul, "e2e_nn": nn, "e2e_nn3d": nn3d,
     "e2e_manip": manip, "e2e_reduce": reduce_, "e2e_create": create,
     "e2e_data_dependent": data_dependent, "e2e_mlp_small": mlp_small,
 }
