@@ -86,7 +86,10 @@ rx_rt_storage *rx_rt_storage_new(rx_rt_ctx *ctx, size_t nbytes)
     return s;
 }
 
-rx_rt_storage *rx_rt_storage_dev(rx_rt_ctx *ctx, rx_dev *dev, size_t nbytes, rx_rt_err *err)
+/* rx_rt_storage_dev; a segment (may_split false) is always one buffer, so a view larger
+ * than the device allows is the device's error. */
+static rx_rt_storage *storage_dev(rx_rt_ctx *ctx, rx_dev *dev, size_t nbytes, bool may_split,
+                                  rx_rt_err *err)
 {
     rx_rt_storage *s = calloc(1, sizeof *s);
     rx_dev_buf *b = NULL;
@@ -94,7 +97,7 @@ rx_rt_storage *rx_rt_storage_dev(rx_rt_ctx *ctx, rx_dev *dev, size_t nbytes, rx_
         rx_rt_fail(err, "out of memory");
         return NULL;
     }
-    if (dev->info.max_alloc_bytes > 0 && nbytes > (uint64_t)dev->info.max_alloc_bytes) {
+    if (may_split && dev->info.max_alloc_bytes > 0 && nbytes > (uint64_t)dev->info.max_alloc_bytes) {
         atomic_init(&s->refs, 1); /* split: segments at its views */
         s->kind = RX_STORAGE_DEV;
         s->ctx = ctx;
@@ -116,6 +119,11 @@ rx_rt_storage *rx_rt_storage_dev(rx_rt_ctx *ctx, rx_dev *dev, size_t nbytes, rx_
     /* device bytes count as live (peak_bytes), not as resident host memory */
     (void)rx_rt_pool_charge(&ctx->pool, nbytes, 0);
     return s;
+}
+
+rx_rt_storage *rx_rt_storage_dev(rx_rt_ctx *ctx, rx_dev *dev, size_t nbytes, rx_rt_err *err)
+{
+    return storage_dev(ctx, dev, nbytes, true, err);
 }
 
 rx_rt_storage *rx_rt_storage_blob(void *buf, size_t nbytes)
@@ -197,7 +205,7 @@ static int split_at(rx_rt_storage **s, size_t *offset, size_t bytes, rx_rt_err *
         p->segs = ns;
         p->capsegs = cap;
     }
-    rx_rt_storage *st = rx_rt_storage_dev(p->ctx, p->dev, bytes ? bytes : 1, err);
+    rx_rt_storage *st = storage_dev(p->ctx, p->dev, bytes ? bytes : 1, false, err);
     if (!st) return -1;
     p->segs[p->nsegs++] = (rx_rt_seg){off, bytes ? bytes : 1, st};
     *s = st;
