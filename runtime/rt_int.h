@@ -194,6 +194,12 @@ typedef enum { RX_STORAGE_POOL, RX_STORAGE_BLOB, RX_STORAGE_DEV } rx_rt_storage_
 struct rx_dev;
 struct rx_dev_buf;
 
+/* A part of a split DEV storage: bytes [off, off + n) of it live in buffer st. */
+typedef struct rx_rt_seg {
+    size_t off, n;
+    struct rx_rt_storage *st; /* a DEV storage of n bytes (the parent's reference) */
+} rx_rt_seg;
+
 typedef struct rx_rt_storage {
     struct rx_rt_storage *next_free; /* free-list link while recycled (first: stays
                                         unpoisoned) */
@@ -204,6 +210,11 @@ typedef struct rx_rt_storage {
     struct rx_dev *dev;    /* DEV: the device holding the buffer (ctx: charged to its pool) */
     void *data;            /* first byte; DEV: the buffer (struct rx_dev_buf *) */
     size_t nbytes;         /* usable (requested) bytes */
+    /* DEV, larger than the device's largest buffer: no buffer of its own (data NULL);
+     * each view gets a buffer of its own bytes, a segment (tensor.c, "Split storages") */
+    bool split;
+    int nsegs, capsegs;
+    rx_rt_seg *segs;
 } rx_rt_storage;
 
 struct rx_rt_tensor {
@@ -217,8 +228,10 @@ struct rx_rt_tensor {
 
 rx_rt_storage *rx_rt_storage_new(rx_rt_ctx *ctx, size_t nbytes);
 /* A DEV storage: a buffer of nbytes on dev, counted in ctx's pool statistics (live and
- * peak bytes) like CPU storages. NULL with err (the device's message: a buffer larger
- * than the device allows, out of device memory). */
+ * peak bytes) like CPU storages. NULL with err (the device's message: out of device
+ * memory). A storage larger than the device's largest buffer is split (tensor.c): its
+ * views get buffers of their own, and a view larger than the device allows is the
+ * device's error then. */
 rx_rt_storage *rx_rt_storage_dev(rx_rt_ctx *ctx, struct rx_dev *dev, size_t nbytes, rx_rt_err *err);
 /* A BLOB storage owning `buf` (freed with free() by the last release). */
 rx_rt_storage *rx_rt_storage_blob(void *buf, size_t nbytes);

@@ -22,6 +22,24 @@
  * by field, never zeroed whole. Everything else (outputs freed by the embedder,
  * builtins' results, API tensors) uses malloc/free as before; objects of both origins
  * are plain malloc blocks, so either path may free the other's.
+ *
+ * Split storages. A memory plan's arena on a device is one buffer, and a device bounds
+ * its buffers (lavapipe: 128 MiB, maxStorageBufferRange, since a Vulkan kernel binds
+ * each buffer whole), while an arena is sized for the function's upper bounds (the
+ * Llama generator's prefill: 873 MB). A DEV storage larger than the device's largest
+ * buffer therefore gets no buffer: each view of it (ALLOC_TENSOR) gets a segment, a
+ * buffer holding exactly the view's bytes [off, off + n) of the storage, made at the
+ * view's first use of those bytes. A later view within an existing segment shares it
+ * (the newest such segment: the plan only places a view inside a live tensor's bytes
+ * to alias that tensor, and a segment overlapping a live tensor's bytes is made only
+ * for such a view); any other view gets a new segment, since the bytes it overlaps
+ * belong to tensors whose lifetimes ended (the plan's invariant). So every tensor is
+ * one whole buffer at an element offset, as the kernels' ABI wants, each within the
+ * device's limit; a single tensor above it is the device's clear error. Segments live
+ * until the storage is released (a call's storages are released when it returns): the
+ * device memory of a split storage is the sum of its views' sizes, at most the number
+ * of views times the largest, and shrinks to what the run's actual sizes need (the
+ * arena's size is the upper bounds', the segments' the run's).
  */
 #include "rt_int.h"
 
@@ -52,6 +70,7 @@ static void storage_fill(rx_rt_storage *s, rx_rt_ctx *ctx, rx_rt_block *b, size_
     s->block = b;
     s->data = b->data;
     s->nbytes = nbytes;
+    s->split = false;
 }
 
 rx_rt_storage *rx_rt_storage_new(rx_rt_ctx *ctx, size_t nbytes)
@@ -67,13 +86,25 @@ rx_rt_storage *rx_rt_storage_new(rx_rt_ctx *ctx, size_t nbytes)
     return s;
 }
 
-rx_rt_storage *rx_rt_storage_dev(rx_rt_ctx *ctx, rx_dev *dev, size_t nbytes, rx_rt_err *err)
+/* rx_rt_storage_dev; a segment (may_split false) is always one buffer, so a view larger
+ * than the device allows is the device's error. */
+static rx_rt_storage *storage_dev(rx_rt_ctx *ctx, rx_dev *dev, size_t nbytes, bool may_split,
+                                  rx_rt_err *err)
 {
     rx_rt_storage *s = calloc(1, sizeof *s);
     rx_dev_buf *b = NULL;
     if (!s) {
         rx_rt_fail(err, "out of memory");
         return NULL;
+    }
+    if (may_split && dev->info.max_alloc_bytes > 0 && nbytes > (uint64_t)dev->info.max_alloc_bytes) {
+        atomic_init(&s->refs, 1); /* split: segments at its views */
+        s->kind = RX_STORAGE_DEV;
+        s->ctx = ctx;
+        s->dev = dev;
+        s->nbytes = nbytes;
+        s->split = true;
+        return s;
     }
     if (dev->ops->alloc(dev, nbytes, &b, err)) {
         free(s);
@@ -88,6 +119,11 @@ rx_rt_storage *rx_rt_storage_dev(rx_rt_ctx *ctx, rx_dev *dev, size_t nbytes, rx_
     /* device bytes count as live (peak_bytes), not as resident host memory */
     (void)rx_rt_pool_charge(&ctx->pool, nbytes, 0);
     return s;
+}
+
+rx_rt_storage *rx_rt_storage_dev(rx_rt_ctx *ctx, rx_dev *dev, size_t nbytes, rx_rt_err *err)
+{
+    return storage_dev(ctx, dev, nbytes, true, err);
 }
 
 rx_rt_storage *rx_rt_storage_blob(void *buf, size_t nbytes)
@@ -111,6 +147,9 @@ void rx_rt_storage_release(rx_rt_storage *s)
     if (!s || !rx_rt_ref_drop(&s->refs)) return;
     if (s->kind == RX_STORAGE_POOL) {
         rx_rt_pool_put(&s->ctx->pool, s->block, s->nbytes);
+    } else if (s->kind == RX_STORAGE_DEV && s->split) {
+        for (int i = 0; i < s->nsegs; i++) rx_rt_storage_release(s->segs[i].st);
+        free(s->segs);
     } else if (s->kind == RX_STORAGE_DEV) {
         s->dev->ops->free(s->dev, s->data);
         rx_rt_pool_uncharge(&s->ctx->pool, s->nbytes, 0);
@@ -144,6 +183,45 @@ static int view_check(rx_rt_storage *s, size_t offset, DLDataType dtype, int32_t
     return 0;
 }
 
+/* The segment of split storage *s holding bytes [*offset, *offset + bytes) (the essay):
+ * *s and *offset become the segment's storage and the offset in it. -1 with err (the
+ * device's) when a new segment cannot be made. */
+static int split_at(rx_rt_storage **s, size_t *offset, size_t bytes, rx_rt_err *err)
+{
+    rx_rt_storage *p = *s;
+    size_t off = *offset;
+    for (int i = p->nsegs - 1; i >= 0; i--) {
+        const rx_rt_seg *g = &p->segs[i];
+        if (off >= g->off && bytes <= g->n && off - g->off <= g->n - bytes) {
+            *s = g->st;
+            *offset = off - g->off;
+            return 0;
+        }
+    }
+    if (p->nsegs == p->capsegs) {
+        int cap = p->capsegs ? 2 * p->capsegs : 8;
+        rx_rt_seg *ns = realloc(p->segs, sizeof *ns * (size_t)cap);
+        if (!ns) return rx_rt_fail(err, "out of memory");
+        p->segs = ns;
+        p->capsegs = cap;
+    }
+    rx_rt_storage *st = storage_dev(p->ctx, p->dev, bytes ? bytes : 1, false, err);
+    if (!st) return -1;
+    p->segs[p->nsegs++] = (rx_rt_seg){off, bytes ? bytes : 1, st};
+    *s = st;
+    *offset = 0;
+    return 0;
+}
+
+/* view_check, then the segment of a split storage (*s and *offset move to it). */
+static int view_place(rx_rt_storage **s, size_t *offset, DLDataType dtype, int32_t ndim,
+                      const int64_t *shape, rx_rt_err *err)
+{
+    if (view_check(*s, *offset, dtype, ndim, shape, err)) return -1;
+    if ((*s)->kind != RX_STORAGE_DEV || !(*s)->split) return 0;
+    return split_at(s, offset, (size_t)rx_rt_dense_bytes(dtype, ndim, shape), err);
+}
+
 /* Fills every field of a view of s (the caller already holds the reference to s). */
 static void view_fill(rx_rt_tensor *t, rx_rt_storage *s, size_t offset, DLDataType dtype,
                       int32_t ndim, const int64_t *shape)
@@ -165,7 +243,7 @@ static void view_fill(rx_rt_tensor *t, rx_rt_storage *s, size_t offset, DLDataTy
 rx_rt_tensor *rx_rt_tensor_view(rx_rt_storage *s, size_t offset, DLDataType dtype,
                                 int32_t ndim, const int64_t *shape, rx_rt_err *err)
 {
-    if (view_check(s, offset, dtype, ndim, shape, err)) return NULL;
+    if (view_place(&s, &offset, dtype, ndim, shape, err)) return NULL;
     rx_rt_tensor *t = malloc(sizeof *t);
     if (!t) {
         rx_rt_fail(err, "out of memory");
@@ -386,7 +464,7 @@ rx_rt_tensor *rx_rt_cache_view(rx_rt_cache *c, rx_rt_storage *s, size_t offset,
                                DLDataType dtype, int32_t ndim, const int64_t *shape,
                                rx_rt_err *err)
 {
-    if (view_check(s, offset, dtype, ndim, shape, err)) return NULL;
+    if (view_place(&s, &offset, dtype, ndim, shape, err)) return NULL;
     if (!c->tensors) refill(c);
     rx_rt_tensor *t = c->tensors;
     if (t) {

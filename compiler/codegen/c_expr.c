@@ -273,6 +273,12 @@ static void emit_cast(cg *g, rx_dtype to, const rx_expr *x, rx_loc loc)
         rx_sb_puts(o, "))");
         return;
     }
+    if (g->glsl && to == RX_DT_I64 && from == RX_DT_I32) { /* gpu_dialect.c: lavapipe */
+        rx_sb_puts(o, "rx_sext(");
+        rx_cg_expr(g, x, loc);
+        rx_sb_putc(o, ')');
+        return;
+    }
     rx_cg_cast_open(g, rx_cg_ctype(to));
     rx_cg_expr(g, x, loc);
     rx_sb_puts(o, "))");
@@ -308,11 +314,23 @@ static void emit_intrin(cg *g, const rx_expr *e, rx_loc loc)
         rx_sb_putc(o, '0');
         return;
     }
+    if (g->glsl && t == RX_DT_F64) { /* GLSL has float math only: gpu_dialect.c's GLSL_F64 */
+        if (fn == RX_FN_SIN || fn == RX_FN_COS || fn == RX_FN_ERF) {
+            rx_cg_err(g, loc, "%s of f64 is not available on target vulkan (GLSL has no double "
+                      "%s; exp, log, pow, tanh and sigmoid of f64 are): compute it in f32",
+                      rx_intrin_name(fn), rx_intrin_name(fn));
+            rx_sb_putc(o, '0');
+            return;
+        }
+        if (fn == RX_FN_EXP || fn == RX_FN_SIGMOID || fn == RX_FN_LOG || fn == RX_FN_TANH ||
+            fn == RX_FN_POW)
+            use(g, H_F64MATH, 0);
+    }
     const char *f = t == RX_DT_F64 ? "" : "f";     /* libm suffix */
     const char *one = t == RX_DT_F64 ? "1.0" : "1.0f";
     /* exp, erf, tanh, log in float: the prelude's vectorizable versions
        (relax/codegen_math.h), else libm */
-    const char *ex = t == RX_DT_F64 ? "exp" : "rx_expf";
+    const char *ex = t != RX_DT_F64 ? "rx_expf" : g->glsl ? "rx_dexp" : "exp";
     bool own = t != RX_DT_F64 && (fn == RX_FN_EXP || fn == RX_FN_SIGMOID || fn == RX_FN_ERF ||
                                   fn == RX_FN_TANH || fn == RX_FN_LOG);
     if (own && fn != RX_FN_LOG) use(g, H_EXPF, 0); /* erf and tanh call rx_expf */
@@ -325,7 +343,11 @@ static void emit_intrin(cg *g, const rx_expr *e, rx_loc loc)
     case RX_FN_SIGMOID: rx_sb_printf(o, "(%s / (%s + %s(-(", one, one, ex); break;
     case RX_FN_EXP: rx_sb_printf(o, "%s(", ex); break;
     case RX_FN_ERF: case RX_FN_TANH: case RX_FN_LOG:
-        rx_sb_printf(o, "%s%s%s(", own ? "rx_" : "", rx_intrin_name(fn), f);
+        rx_sb_printf(o, "%s%s%s(", own ? "rx_" : g->glsl && t == RX_DT_F64 ? "rx_d" : "",
+                     rx_intrin_name(fn), f);
+        break;
+    case RX_FN_POW:
+        rx_sb_printf(o, "%spow%s(", g->glsl && t == RX_DT_F64 ? "rx_d" : "", f);
         break;
     case RX_FN_ABS: rx_sb_printf(o, "fabs%s(", f); break;
     case RX_FN_ROUND: rx_sb_printf(o, "nearbyint%s(", f); break;

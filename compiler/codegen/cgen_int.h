@@ -21,12 +21,13 @@
  * H_BITS, H_ALLOC; H_OMP: a parallel loop, which pins the OpenMP runtime; H_ISA: a
  * kernel with ISA versions, which needs the CPU check; H_EXPF, H_ERFF, H_TANHF, H_LOGF:
  * exp, erf, tanh, log in float (relax/codegen_math.h); H_CHECK: an index read from
- * data, checked (rx_chk); H_CKARITH: overflow-checked size arithmetic (c_check.c); see
+ * data, checked (rx_chk); H_CKARITH: overflow-checked size arithmetic (c_check.c);
+ * H_F64MATH: GLSL's exp, log, pow, tanh of doubles (gpu_dialect.c's GLSL_F64); see
  * c_expr.c and c_kernel.c). */
 typedef enum cg_helper {
     H_FLOORDIV, H_FLOORMOD, H_MIN, H_MAX, H_ABS, /* per dtype */
     H_F16, H_BF16, H_BITS, H_ALLOC, H_OMP, H_ISA, H_EXPF, H_ERFF, H_TANHF, H_LOGF, H_CHECK,
-    H_CKARITH, /* once */
+    H_CKARITH, H_F64MATH, /* once */
     H_COUNT
 } cg_helper;
 

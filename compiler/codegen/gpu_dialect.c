@@ -104,6 +104,7 @@ static const rx_gpu_dialect OPENCL = {
     .global_id = "(long)get_global_id(0)",
     .global_size = "(long)get_global_size(0)",
     .local_id = "(long)get_local_id(0)",
+    .local_id64 = "(long)get_local_id(0)",
     .group_id = "(long)get_group_id(0)",
     .local_size = "(long)get_local_size(0)",
     .num_groups = "(long)get_num_groups(0)",
@@ -194,6 +195,7 @@ static const rx_gpu_dialect CUDA = {
     .global_id = "((long)blockIdx.x * blockDim.x + threadIdx.x)",
     .global_size = "((long)gridDim.x * blockDim.x)",
     .local_id = "(long)threadIdx.x",
+    .local_id64 = "(long)threadIdx.x",
     .group_id = "(long)blockIdx.x",
     .local_size = "(long)blockDim.x",
     .num_groups = "(long)gridDim.x",
@@ -217,8 +219,15 @@ static const rx_gpu_dialect CUDA = {
  *             erf has no built-in: Abramowitz and Stegun 7.1.26 (|error| < 1.5e-7)
  *   indices   rx_chk as in OpenCL, the record passed inout (a macro drops & and the
  *             buffer's name)
+ *   int32     int32 -> int64 is rx_sext (packInt2x32 of the value and its sign word):
+ *             lavapipe folds `int64_t(v) < 0l` as if the conversion zero-extended, so
+ *             a gather's negative index (wrapped by `i < 0 ? i + n : i`) was never
+ *             wrapped; the halves hide the conversion from that folding
  *   f16/bf16  stored as uint16_t bits, converted in software (GLSL_F16)
- *   not yet   f64 math (GLSL's exp, log, pow, sin are float only)
+ *   f64       arithmetic, sqrt, floor, abs are GLSL's (shaderFloat64: the runtime
+ *             enables it when the device has it and refuses a Float64 module by name
+ *             when it has not); exp, log, pow, tanh and sigmoid of doubles, which GLSL
+ *             lacks, are GLSL_F64's; sin, cos and erf of f64 are a compile-time error
  */
 static const char GLSL_PRELUDE[] =
     "#version 450\n"
@@ -267,7 +276,10 @@ static const char GLSL_PRELUDE[] =
     "    if (e.state == 0) { e.state = 1; e.axis = axis; e.index = v; e.extent = d; }\n"
     "    return 0l;\n"
     "}\n"
-    "#define rx_chk(v, d, e, name, axis) rx_chk_((v), (d), rx_ke, (axis))\n";
+    "#define rx_chk(v, d, e, name, axis) rx_chk_((v), (d), rx_ke, (axis))\n"
+    "/* int32 -> int64 from its two halves (c_expr.c's casts): lavapipe (Mesa 22.3)\n"
+    "   compares int64_t(int32) with a constant as if it were zero-extended */\n"
+    "int64_t rx_sext(int v) { return packInt2x32(ivec2(v, v >> 31)); }\n";
 
 /* f16 from float rounds to nearest even in software (a float16_t conversion's rounding
  * is the driver's); a double value is converted through float first (f16 and bf16
@@ -294,6 +306,62 @@ static const char GLSL_F16[] =
     "float rx_bf16r_f(float f) { return rx_bf2f(rx_f2bf(f)); }\n"
     "float rx_bf16r(float x) { return rx_bf16r_f(x); }\n";
 
+/* f64 math GLSL lacks (its exp, log, pow and tanh take floats), only in shaders that
+ * use it (a double anywhere in a module needs the Float64 capability). exp: x = k ln2 +
+ * r, |r| <= ln2 / 2, with ln2 in two parts (fdlibm's), e^r by its Taylor series to
+ * r^13 (error below 1e-17), scaled by ldexp in two halves (no overflow of 2^k on the
+ * way to a subnormal); log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log m = 2
+ * atanh(s), s = (m - 1) / (m + 1), |s| < 0.172, by its series to s^25; pow as C's pow
+ * (a negative base with an integer exponent keeps its sign, else NaN) through exp(y
+ * log |x|); tanh through exp, by its series to x^9 below |x| = 0.05 (no cancellation). */
+static const char GLSL_F64[] =
+    "double rx_dexp(double x)\n"
+    "{\n"
+    "    if (x != x) return x;\n"
+    "    if (x > 709.79lf) return double(INFINITY);\n"
+    "    if (x < -745.2lf) return 0.0lf;\n"
+    "    double k = roundEven(x * 1.4426950408889634lf);\n"
+    "    double r = (x - k * 6.93147180369123816490e-01lf) - k * 1.90821492927058770002e-10lf;\n"
+    "    double p = 1.0lf;\n"
+    "    for (int i = 13; i >= 1; i--) p = 1.0lf + p * r / double(i);\n"
+    "    int n = int(k);\n"
+    "    return ldexp(ldexp(p, n / 2), n - n / 2);\n"
+    "}\n"
+    "double rx_dlog(double x)\n"
+    "{\n"
+    "    if (x != x || x == double(INFINITY)) return x;\n"
+    "    if (x < 0.0lf) return double(NAN);\n"
+    "    if (x == 0.0lf) return -double(INFINITY);\n"
+    "    int e;\n"
+    "    double m = frexp(x, e);\n"
+    "    if (m < 0.70710678118654752lf) { m *= 2.0lf; e -= 1; }\n"
+    "    double s = (m - 1.0lf) / (m + 1.0lf), s2 = s * s, t = 0.0lf;\n"
+    "    for (int i = 12; i >= 0; i--) t = t * s2 + 1.0lf / double(2 * i + 1);\n"
+    "    return double(e) * 6.93147180369123816490e-01lf +\n"
+    "           (double(e) * 1.90821492927058770002e-10lf + 2.0lf * s * t);\n"
+    "}\n"
+    "double rx_dpow(double x, double y)\n"
+    "{\n"
+    "    if (y == 0.0lf || x == 1.0lf) return 1.0lf;\n"
+    "    if (x != x || y != y) return x + y;\n"
+    "    bool odd = floor(y) == y && abs(y) < 9007199254740992.0lf && mod(y, 2.0lf) == 1.0lf;\n"
+    "    if (x == 0.0lf) return y < 0.0lf ? (odd ? 1.0lf / x : double(INFINITY)) : (odd ? x : 0.0lf);\n"
+    "    if (x < 0.0lf && floor(y) != y) return double(NAN);\n"
+    "    double r = rx_dexp(y * rx_dlog(abs(x)));\n"
+    "    return x < 0.0lf && odd ? -r : r;\n"
+    "}\n"
+    "double rx_dtanh(double x)\n"
+    "{\n"
+    "    if (abs(x) > 20.0lf) return sign(x);\n"
+    "    if (abs(x) < 0.05lf) {\n"
+    "        double x2 = x * x;\n"
+    "        return x * (1.0lf + x2 * (-1.0lf / 3.0lf + x2 * (2.0lf / 15.0lf + x2 * (-17.0lf / 315.0lf\n"
+    "                    + x2 * (62.0lf / 2835.0lf)))));\n"
+    "    }\n"
+    "    double t = rx_dexp(2.0lf * x);\n"
+    "    return (t - 1.0lf) / (t + 1.0lf);\n"
+    "}\n";
+
 static const rx_gpu_dialect GLSL = {
     .name = "GLSL 4.50",
     .kind = RX_TARGET_VULKAN,
@@ -303,6 +371,7 @@ static const rx_gpu_dialect GLSL = {
     .global_id = "int64_t(gl_GlobalInvocationID.x)",
     .global_size = "int64_t(gl_NumWorkGroups.x * gl_WorkGroupSize.x)",
     .local_id = "int(gl_LocalInvocationID.x)",
+    .local_id64 = "int64_t(gl_LocalInvocationID.x)",
     .group_id = "int64_t(gl_WorkGroupID.x)",
     .local_size = "int(gl_WorkGroupSize.x)",
     .num_groups = "int64_t(gl_NumWorkGroups.x)",
@@ -314,6 +383,7 @@ static const rx_gpu_dialect GLSL = {
     .shader_per_kernel = true,
     .prelude = GLSL_PRELUDE,
     .prelude_f16 = GLSL_F16,
+    .prelude_f64 = GLSL_F64,
 };
 
 /* Every GPU kind: its dialect, or why there is none yet. */

@@ -106,6 +106,7 @@ void rx_gpu_glsl_shaders(gk *k, const rx_sb *body, rx_sb *src, rx_sb *bin)
         split_shared(body->p + sh->at, sh->end - sh->at, &kernel, &hoist);
         rx_sb_puts(&one, k->dl->prelude);
         if (g->need[H_F16] || g->need[H_BF16]) rx_sb_puts(&one, k->dl->prelude_f16);
+        if (g->need[H_F64MATH]) rx_sb_puts(&one, k->dl->prelude_f64);
         rx_sb_putn(&one, ops.p ? ops.p : "", ops.n);
         rx_sb_putn(&one, hoist.p ? hoist.p : "", hoist.n);
         rx_sb_putn(&one, kernel.p ? kernel.p : "", kernel.n);

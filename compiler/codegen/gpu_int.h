@@ -25,6 +25,7 @@ typedef struct rx_gpu_dialect {
     const char *global_id;    /* this work-item's index in the 1-D grid */
     const char *global_size;  /* work-items in the grid */
     const char *local_id;     /* index in the work-group */
+    const char *local_id64;   /* the same as a 64-bit integer (GLSL: from the unsigned id) */
     const char *group_id;     /* the work-group's index */
     const char *local_size;   /* work-items per work-group */
     const char *num_groups;   /* work-groups in the grid */
@@ -41,6 +42,7 @@ typedef struct rx_gpu_dialect {
                                  bindings and push constants (gpu_glsl.c), cg.glsl */
     const char *prelude;      /* types, math names and helpers the expressions use */
     const char *prelude_f16;  /* f16/bf16 conversions (rx_h2f, rx_f2h, ...) */
+    const char *prelude_f64;  /* NULL, or f64 math the dialect lacks (GLSL: rx_dexp, ...) */
 } rx_gpu_dialect;
 
 /* The dialect of target kind k, NULL when the generator has none yet (with *why). */
@@ -48,7 +50,11 @@ const rx_gpu_dialect *rx_gpu_dialect_of(rx_target_kind k, const char **why);
 
 /* ---- gpu_kernel.c: the generator's state and the grid chain ---- */
 
-enum { RX_GPU_MAX_CHAIN = 8 }; /* loops flattened into the grid index, at most */
+enum {
+    RX_GPU_MAX_CHAIN = 8, /* loops flattened into the grid index, at most */
+    RX_GPU_MV_ROWS = 8    /* a matmul of at most this many rows runs on the grid, not in
+                             tiles (a tile of 16 rows would idle most of its work-items) */
+};
 
 /* One kernel's text in the generator's output: [at, end). */
 typedef struct gk_shader {

@@ -42,8 +42,12 @@
  *           reduction in local memory instead of a work-item per row (gpu_reduce.c).
  *   Tiles.  A matmul under the chain (its last two loops the output's rows and columns,
  *           one fold C += x * y) gets tile x tile work-groups with x and y staged in
- *           local memory (gpu_matmul.c).
- * Matrix-vector rules and register micro-tiles are not generated yet (docs/gpu.md).
+ *           local memory (gpu_matmul.c). When its row count is symbolic it gets a
+ *           grid kernel too (NAME_sKv): each launch record's count is multiplied by a
+ *           step of the row count, so the grid runs for at most RX_GPU_MV_ROWS rows
+ *           (decode) and the tiles above, never both.
+ * A cooperative matrix-vector reduction and register micro-tiles are not generated yet
+ * (docs/gpu.md).
  *
  * Statements and expressions are the CPU target's (c_kernel.c, c_expr.c) written in
  * the target's dialect (gpu_dialect.c): buffers are indexed as arrays, symbolic
@@ -381,9 +385,41 @@ static void emit_kernel(gk *k, const rx_func *f, const rx_stmts *ss, const rx_st
     RX_VEC_PUSH(k->shaders, sh);
 }
 
-/* Kernel `name`'s launch record for chain[0..n) (red: the rows schedule). */
+/* Appends `* min(1, max(0, a - b))` (1 when a > b, else 0) to the postfix toks, a over
+ * f's symbolic variables and b a constant (ab: true for a - b, false for b - a); false
+ * when a is not a dim expression or the tokens would not fit. */
+static bool put_step(const rx_func *f, const rx_expr *a, int64_t b, bool ab, rx_sb *toks,
+                     uint32_t *n)
+{
+    if (!ab) {
+        put_u32(toks, RX_RXA_TOK_CONST);
+        put_i64(toks, b);
+        (*n)++;
+    }
+    if (!dim_tokens(f, a, toks, n) || *n + 8 > RX_RXA_MAX_TOKENS) return false;
+    if (ab) {
+        put_u32(toks, RX_RXA_TOK_CONST);
+        put_i64(toks, b);
+    }
+    put_u32(toks, RX_RXA_TOK_SUB);
+    put_u32(toks, RX_RXA_TOK_CONST);
+    put_i64(toks, 0);
+    put_u32(toks, RX_RXA_TOK_MAX);
+    put_u32(toks, RX_RXA_TOK_CONST);
+    put_i64(toks, 1);
+    put_u32(toks, RX_RXA_TOK_MIN);
+    put_u32(toks, RX_RXA_TOK_MUL);
+    *n += ab ? 7 : 6;
+    return true;
+}
+
+/* Kernel `name`'s launch record for chain[0..n) (red: the rows schedule). mv: a matmul
+ * whose row count chain[n - 2] decides at run time between the tiles schedule (red,
+ * more than RX_GPU_MV_ROWS rows: mv 1) and the grid (at most that many: mv 2); the
+ * record's iteration count is multiplied by that condition, so the other launch has no
+ * work and is skipped. */
 static void record(gk *k, const rx_func *f, const rx_stmt *const *chain, int n,
-                   const rx_gpu_red *red, const char *name)
+                   const rx_gpu_red *red, int mv, const char *name)
 {
     rx_sb toks = {0};
     uint32_t ntok = 0;
@@ -412,6 +448,12 @@ static void record(gk *k, const rx_func *f, const rx_stmt *const *chain, int n,
         put_i64(&toks, 1);
         ntok = 1;
     }
+    if (mv && known)
+        known = put_step(f, chain[n - 2]->u.for_.extent, RX_GPU_MV_ROWS + (mv == 2), mv == 1, &toks,
+                         &ntok);
+    if (mv && !known)
+        rx_cg_err(k->g, chain[n - 2]->loc, "kernel %s: the row count of this matmul is not a "
+                  "size expression the launch can test", name);
     uint32_t threads = tile ? (uint32_t)(tile * tile)
                      : n || red ? (uint32_t)rx_target_int(k->t, "max_threads") : 1;
     uint32_t sched = red ? RX_RXA_SCHED_ROWS : n ? RX_RXA_SCHED_GRID : RX_RXA_SCHED_SINGLE;
@@ -450,23 +492,46 @@ static void emit_func(gk *k, const rx_func *f, const char *sym)
     bool split = ss->n > 1;
     for (int i = 0; i < ss->n && split; i++) split = ss->items[i]->kind != RX_S_ALLOC;
     int nk = split ? ss->n : 1;
-    put_u32(k->launch, (uint32_t)(nk ? nk : 1));
-    rx_sb name = {0};
-    for (int i = 0; i < (nk ? nk : 1); i++) {
+    /* pass 1: each statement's chain and schedule; a matmul whose row count is not a
+     * literal gets two launches, tiles and grid, one skipped at run time (record) */
+    int cap = nk ? nk : 1, nlaunch = 0;
+    struct plan {
         const rx_stmt *chain[RX_GPU_MAX_CHAIN];
+        int n;
+        bool rows, mv;
+        rx_gpu_red red;
+    } *pl = rx_xcalloc((size_t)cap, sizeof *pl);
+    for (int i = 0; i < cap; i++) {
         const rx_stmt *s = split ? ss->items[i] : ss->n == 1 ? ss->items[0] : NULL;
-        int n = s ? grid_chain(s, chain) : 0;
+        struct plan *p = &pl[i];
+        p->n = s ? grid_chain(s, p->chain) : 0;
         rx_stmts one = {split ? &ss->items[i] : ss->items, split ? 1 : ss->n};
         /* the statements under the chain: a row reduction gets the rows schedule */
-        rx_gpu_red red;
-        const rx_stmts *under = n ? &chain[n - 1]->u.for_.body : &one;
-        bool rows = s && (rx_gpu_match_tiles(k, chain, n, under, &red) ||
-                          rx_gpu_match_rows(k, under, &red));
+        const rx_stmts *under = p->n ? &p->chain[p->n - 1]->u.for_.body : &one;
+        p->rows = s && (rx_gpu_match_tiles(k, p->chain, p->n, under, &p->red) ||
+                        rx_gpu_match_rows(k, under, &p->red));
+        int64_t lit;
+        p->mv = p->rows && p->red.tile && !rx_expr_is_const(p->chain[p->n - 2]->u.for_.extent, &lit);
+        nlaunch += 1 + p->mv;
+    }
+    put_u32(k->launch, (uint32_t)nlaunch);
+    rx_sb name = {0};
+    for (int i = 0; i < cap; i++) {
+        struct plan *p = &pl[i];
+        rx_stmts one = {split ? &ss->items[i] : ss->items, split ? 1 : ss->n};
         rx_sb_reset(&name);
         rx_sb_printf(&name, "%s_s%d", sym, i);
-        emit_kernel(k, f, n || rows ? NULL : &one, chain, n, rows ? &red : NULL, rx_sb_str(&name));
-        record(k, f, chain, n, rows ? &red : NULL, rx_sb_str(&name));
+        emit_kernel(k, f, p->n || p->rows ? NULL : &one, p->chain, p->n, p->rows ? &p->red : NULL,
+                    rx_sb_str(&name));
+        record(k, f, p->chain, p->n, p->rows ? &p->red : NULL, p->mv ? 1 : 0, rx_sb_str(&name));
+        if (p->mv) { /* few rows (decode): a work-item per output, its dot product in registers */
+            rx_sb_reset(&name);
+            rx_sb_printf(&name, "%s_s%dv", sym, i);
+            emit_kernel(k, f, NULL, p->chain, p->n, NULL, rx_sb_str(&name));
+            record(k, f, p->chain, p->n, NULL, 2, rx_sb_str(&name));
+        }
     }
+    free(pl);
     rx_sb_free(&name);
     g->f = NULL;
 }

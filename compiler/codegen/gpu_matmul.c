@@ -27,10 +27,14 @@
  * Each element of x and y is read from global memory once per tile it takes part in
  * (K / tile times fewer reads than one work-item per output), the edge guards make any
  * symbolic I, J, K correct, and the zeros of the padding add nothing. The schedule is
- * taken when K is symbolic or at least `tile` and I and J are not literals below 2 (a
- * matrix-vector product with one row would idle all but one row of the tile: it stays
- * one work-item per output). Local memory: 2 tile² elements, checked against
- * max_local_bytes like the rows schedule's.
+ * taken when K is symbolic or at least `tile`, I is not a literal of at most
+ * RX_GPU_MV_ROWS and J not a literal below 2 (a matrix-vector product with one row would
+ * idle all but one row of the tile: it stays one work-item per output; a symbolic I
+ * gets both kernels and the launch records choose at run time, gpu_kernel.c). Local
+ * memory: 2 tile² elements, checked against max_local_bytes like the rows schedule's.
+ * GLSL: the tiles are `shared` (hoisted), indexed with `int`s; the 64-bit index
+ * arithmetic starts from the unsigned local id (rx_tyl, rx_txl), since lavapipe
+ * miscompiles a sign-extended int compared with a constant (gpu_dialect.c).
  */
 #include <stdio.h>
 
@@ -54,14 +58,13 @@ bool rx_gpu_match_tiles(const gk *k, const rx_stmt *const *chain, int n, const r
                         rx_gpu_red *r)
 {
     int64_t v;
-    if (k->dl->shader_per_kernel) return false; /* not written for GLSL yet: the grid */
     if (n < 2 || !rx_gpu_match_fold(under, r) || r->op != RX_E_ADD) return false;
     rx_dtype t = (rx_dtype)r->store->u.store.buf->dtype;
     if (t != RX_DT_F32 || r->val->kind != RX_E_MUL || (rx_dtype)r->val->dtype != t) return false;
     int tile = (int)rx_target_int(k->t, "tile");
     if (rx_expr_is_const(r->loop->u.for_.extent, &v) && v < tile) return false;
-    for (int i = n - 2; i < n; i++)
-        if (rx_expr_is_const(chain[i]->u.for_.extent, &v) && v < 2) return false;
+    if (rx_expr_is_const(chain[n - 2]->u.for_.extent, &v) && v <= RX_GPU_MV_ROWS) return false;
+    if (rx_expr_is_const(chain[n - 1]->u.for_.extent, &v) && v < 2) return false;
     const rx_svar *vi = chain[n - 2]->u.for_.var, *vj = chain[n - 1]->u.for_.var;
     const rx_expr *a = r->val->u.op.a, *b = r->val->u.op.b;
     const rx_stmt *blk = r->block;
@@ -85,11 +88,11 @@ static void bind_loop(cg *g, const rx_stmt *s, const char *offset)
     const char *ct = rx_cg_ctype((rx_dtype)v->dtype);
     char *nm = rx_cg_fresh(g, v->name);
     rx_gpu_ind(g);
-    rx_sb_printf(g->out, "const %s %s = (%s)(", ct, nm, ct);
+    rx_sb_printf(g->out, "const %s %s = ", ct, nm);
+    rx_cg_cast_open(g, ct);
     rx_cg_expr_as(g, s->u.for_.min, (rx_dtype)v->dtype, s->loc);
-    rx_sb_printf(g->out, " + %s);\n", offset);
-    rx_gpu_ind(g);
-    rx_sb_printf(g->out, "(void)%s;\n", nm);
+    rx_sb_printf(g->out, " + %s));\n", offset);
+    rx_cg_unused(g, nm);
     rx_cg_push_sym(g, v, nm);
 }
 
@@ -137,8 +140,13 @@ void rx_gpu_emit_tiles(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_r
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "%s float rx_Bs[%d];\n", dl->local_decl, T * T);
     rx_gpu_ind(g);
-    rx_sb_printf(g->out, "const long rx_t = %s, rx_ty = rx_t / %d, rx_tx = rx_t %% %d;\n",
-                 dl->local_id, T, T);
+    rx_sb_printf(g->out, "const %s rx_t = %s, rx_ty = rx_t / %d, rx_tx = rx_t %% %d;\n",
+                 dl->lidx, dl->local_id, T, T);
+    /* the same as 64-bit values for the index arithmetic, converted from the unsigned id:
+     * lavapipe miscompiles a sign-extended int compared with a constant (gpu_dialect.c) */
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "const long rx_tyl = %s / %d, rx_txl = %s %% %d;\n", dl->local_id64, T,
+                 dl->local_id64, T);
     rx_gpu_chain_count(g, chain, n);
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "const long rx_ti = (rx_e%d + %d) / %d, rx_tj = (rx_e%d + %d) / %d;\n",
@@ -171,7 +179,7 @@ void rx_gpu_emit_tiles(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_r
         rx_sb_printf(g->out, "rx_r /= rx_e%d;\n", i);
     }
     rx_gpu_ind(g);
-    rx_sb_printf(g->out, "const long rx_i = rx_bi * %d + rx_ty, rx_j = rx_bj * %d + rx_tx;\n", T, T);
+    rx_sb_printf(g->out, "const long rx_i = rx_bi * %d + rx_tyl, rx_j = rx_bj * %d + rx_txl;\n", T, T);
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "float rx_acc = 0.0f;\n");
     rx_gpu_ind(g);
@@ -182,13 +190,13 @@ void rx_gpu_emit_tiles(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_r
     rx_sb_printf(g->out, "for (long rx_k0 = 0; rx_k0 < rx_ext; rx_k0 += %d) {\n", T);
     g->indent++;
     rx_sb gx = {0}, gy = {0}, ka = {0}, kb = {0};
-    rx_sb_printf(&gx, "rx_i < rx_e%d && rx_k0 + rx_tx < rx_ext", n - 2);
-    rx_sb_printf(&gy, "rx_bj * %d + rx_tx < rx_e%d && rx_k0 + rx_ty < rx_ext", T, n - 1);
-    rx_sb_printf(&ka, "rx_bi * %d + rx_ty", T);
-    rx_sb_printf(&kb, "rx_bj * %d + rx_tx", T);
+    rx_sb_printf(&gx, "rx_i < rx_e%d && rx_k0 + rx_txl < rx_ext", n - 2);
+    rx_sb_printf(&gy, "rx_bj * %d + rx_txl < rx_e%d && rx_k0 + rx_tyl < rx_ext", T, n - 1);
+    rx_sb_printf(&ka, "rx_bi * %d + rx_tyl", T);
+    rx_sb_printf(&kb, "rx_bj * %d + rx_txl", T);
     /* x at (i, k0 + tx) with j at its first value; y at (k0 + ty, j) with i at its first */
-    load_tile(g, chain, n, r, "rx_As", r->x, rx_sb_str(&gx), rx_sb_str(&ka), "0", "rx_k0 + rx_tx");
-    load_tile(g, chain, n, r, "rx_Bs", r->y, rx_sb_str(&gy), "0", rx_sb_str(&kb), "rx_k0 + rx_ty");
+    load_tile(g, chain, n, r, "rx_As", r->x, rx_sb_str(&gx), rx_sb_str(&ka), "0", "rx_k0 + rx_txl");
+    load_tile(g, chain, n, r, "rx_Bs", r->y, rx_sb_str(&gy), "0", rx_sb_str(&kb), "rx_k0 + rx_tyl");
     rx_sb_free(&gx);
     rx_sb_free(&gy);
     rx_sb_free(&ka);

@@ -18,10 +18,15 @@ deploy/packages.sh test; docs/gpu.md). Every failure must be a clear error (exit
     of 1 to 4099 elements equal NumPy; a kernel needing more shared memory than the
     device has (a launch record patched to 512 MiB) is refused at load naming the
     limit, more than max_local_bytes at compile time naming the option;
+  - the tiles schedule (test_opencl_e2e's checks for vulkan): a batched matmul through
+    a fused permute equals NumPy on and off the tile, tile 16 and 8, its launch record
+    says tiles and its modules pass spirv-val; over max_local_bytes at compile time;
   - push constants: a kernel of 18 buffers (18 element offsets, 144 bytes) is refused
     at compile time naming max_push_bytes=128; built with max_push_bytes=256 it is
     refused at load by a device whose maxPushConstantsSize is 128 (lavapipe);
   - the loop function of the push-constant case on cpu equals NumPy too;
+  - f64: exp, log, tanh, sigmoid, power of doubles equal NumPy at rtol 1e-9 (edges
+    included); sin of f64 is a compile-time error naming what is missing;
   - a kernel named with 127 characters runs (the bundle keeps whole names).
 Prints one line per check and `N passed, M failed`; exit 1 on a failure.
 """
@@ -36,8 +41,8 @@ import tempfile
 import numpy as np
 
 from e2e_check import Checks, run_status
-from test_bounds_e2e import module, tensor
-from test_opencl_e2e import LAUNCH, Env, rows_checks, sections, take_checks
+from test_bounds_e2e import call, module, tensor
+from test_opencl_e2e import LAUNCH, Env, rows_checks, sections, take_checks, tiles_checks
 
 SPIRV = 9  # section kind (docs/artifact.md)
 
@@ -132,6 +137,34 @@ def long_name_checks(e):
         e.equals(rxa, "a kernel named with %d characters" % (len(name) + 7), 2 * x, inputs={"x": x})
 
 
+def f64_checks(e):
+    """f64 on Vulkan (lavapipe has shaderFloat64): exp, log, tanh, sigmoid and power of
+    doubles, which GLSL lacks (gpu_dialect.c's GLSL_F64), equal NumPy within f64's
+    tolerance over a wide range and at the edges (0, -0, +-inf, NaN, overflow, subnormal
+    results); sin of f64 is a compile-time error naming what is missing."""
+    rng = np.random.default_rng(7)
+    x = np.concatenate([rng.uniform(-30, 30, 200), rng.uniform(-1e-6, 1e-6, 10),
+                        [0.0, -0.0, 1.0, -1.0, 700.0, -740.0, 709.0, 1e-300, 1e300,
+                         np.inf, -np.inf, np.nan, 2.5, -2.0, 3.0]])
+    z = np.concatenate([rng.uniform(-4, 4, 210), [2, 3, -1, 0.5, 0, 1, 3, 2, -3, 0.5, 2, 3, 1, -2, 3]])
+    with np.errstate(all="ignore"):
+        cases = [("exp", np.exp(x)), ("log", np.log(x)), ("tanh", np.tanh(x)),
+                 ("sigmoid", 1 / (1 + np.exp(-x))), ("power", np.power(x, z))]
+    for op, want in cases:
+        params = [tensor("x", ["n"], "f64")] + ([tensor("z", ["n"], "f64")] if op == "power" else [])
+        rxa = e.build(module(params, [call("y", op, [p["name"] for p in params])], "y"), "vulkan")
+        if not rxa:
+            continue
+        rc, err, out = e.run(rxa, {"x": x, "z": z} if op == "power" else {"x": x})
+        ok = rc == 0 and out is not None and out.dtype == np.float64 and \
+            np.allclose(out, want, rtol=1e-9, atol=1e-12, equal_nan=True)
+        e.checks.check(ok, "f64 %s on vulkan equals NumPy (rtol 1e-9)" % op + ("" if rc == 0 else ": " + err.strip()[:160]))
+    src = write(e, module([tensor("x", ["n"], "f64")], [call("y", "sin", ["x"])], "y"))
+    rc, _, err = run_status([e.relaxc, "build", src, "--target", "vulkan", "-o", os.path.join(e.tmp, "sin.rxa")])
+    e.checks.check(rc == 1 and "sin of f64 is not available on target vulkan" in err,
+                   "f64 sin: a clear compile-time error (%s)" % err.strip()[-160:])
+
+
 def main(argv):
     if len(argv) != 2:
         print(__doc__)
@@ -141,6 +174,8 @@ def main(argv):
     e = Env(argv[1], tmp, checks)
     take_checks(e, "vulkan", "Vulkan", "RX_VULKAN_LIB", artifact_checks)
     rows_checks(e, "vulkan", ("vulkan,max_threads=1024,max_local_bytes=2048", 4096))
+    tiles_checks(e, "vulkan", artifact_checks)
+    f64_checks(e)
     push_checks(e)
     long_name_checks(e)
     return checks.done()
