@@ -281,12 +281,8 @@ END_TEST
 START_TEST(panel_behind_pointer)
 {
     rx_module *m = legalized();
-    ck_assert(rx_schedule_tile(m, NULL));
-    ck_assert(rx_schedule_cpu(m, NULL, NULL));
-    rx_diags d;
-    rx_diags_init(&d);
     rx_sb c = {0};
-    ck_assert(rx_codegen_c(m, &c, &d));
+    kr_tiled_c(m, &c);
     const char *t = rx_sb_str(&c);
     ck_assert_ptr_nonnull(strstr(t, "_s[1024] = {0};")); /* qkt's panel */
     int panels = 0;
@@ -299,7 +295,6 @@ START_TEST(panel_behind_pointer)
     }
     ck_assert_int_ge(panels, 6); /* ragged, unblocked, symk, batch, qkt, qkt_k, sym_rows */
     rx_sb_free(&c);
-    rx_diags_free(&d);
     rx_module_free(m);
 }
 END_TEST
