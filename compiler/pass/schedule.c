@@ -13,7 +13,14 @@
  * never through another FOR) — or, when that loop runs at most once (a literal extent
  * below 2, as the batch loop of a (1, s, d) tensor) and its body is a single FOR that
  * is not innermost, that FOR, and so on down (without this, every kernel over a batch
- * of one ran on one core). Such a loop L with variable v becomes PARALLEL when
+ * of one ran on one core) — or, when that loop's extent is symbolic and its body is
+ * one FOR of a literal extent >= HEADS_MIN (8) whose body is one FOR holding another
+ * (attention's (b, heads, s, s) scores, softmax and scale: b is often 1 at run time),
+ * that heads FOR when it passes the rules below (else the outer loop as before). The
+ * cost is one parallel region per batch element, each over heads x s x s elements;
+ * nests with less inside (no two loop levels under the heads) keep the outer loop.
+ * Measured: a prefill's (1, 16, 512, 512) scale multiply ran on one of two threads.
+ * Such a loop L with variable v becomes PARALLEL when
  *   1. its kind is serial (a kind written by the user is kept) and it is not bound to
  *      a thread axis, and no loop of the nest already has a non-serial kind other
  *      than vectorized/unrolled (no nested parallel regions);
@@ -49,6 +56,8 @@
 #include <string.h>
 
 #include "relax/pass.h"
+
+enum { HEADS_MIN = 8 }; /* literal extent of a heads loop that is parallel in a batch's stead */
 
 typedef RX_VEC(const rx_svar *) svar_vec;
 typedef RX_VEC(const rx_buffer *) buf_vec;
@@ -301,6 +310,20 @@ static bool unit_loop(const rx_stmt *s)
     return in->kind == RX_S_FOR && has_for(&in->u.for_.body);
 }
 
+/* The FOR of a symbolic batch's heads (file essay): s's body is one FOR of a literal
+   extent >= HEADS_MIN whose body is one FOR that holds another; NULL otherwise. */
+static rx_stmt *heads_loop(const rx_stmt *s)
+{
+    int64_t ext;
+    if (rx_expr_is_const(s->u.for_.extent, &ext) || s->u.for_.body.n != 1) return NULL;
+    rx_stmt *in = s->u.for_.body.items[0];
+    if (in->kind != RX_S_FOR || !rx_expr_is_const(in->u.for_.extent, &ext) ||
+        ext < HEADS_MIN || in->u.for_.body.n != 1)
+        return NULL;
+    const rx_stmt *rows = in->u.for_.body.items[0];
+    return rows->kind == RX_S_FOR && has_for(&rows->u.for_.body) ? in : NULL;
+}
+
 /* Finds the top-level nests of ss and schedules each. */
 static void schedule_list(const rx_stmts *ss, int *npar, int *nvec)
 {
@@ -310,6 +333,10 @@ static void schedule_list(const rx_stmts *ss, int *npar, int *nvec)
         case RX_S_FOR: {
             rx_stmt *c = s;
             while (unit_loop(c)) c = c->u.for_.body.items[0];
+            rx_stmt *h = heads_loop(c);
+            if (h && c->u.for_.loop_kind == RX_LOOP_SERIAL && !c->u.for_.thread &&
+                loop_ok(h, false))
+                c = h;
             if (loop_ok(c, false)) {
                 c->u.for_.loop_kind = RX_LOOP_PARALLEL;
                 (*npar)++;

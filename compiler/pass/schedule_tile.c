@@ -62,21 +62,28 @@
  *
  * Tile sizes, by the element size e of C. J is "contiguous" when the last index of a
  * load in UPD steps by exactly 1 with J (B[k, j] of a matmul, x[.., h + r, w + s] of a
- * conv2d; proved with the arithmetic). Then NR = 128 / e (two 64-byte vectors: 32
- * f32), MR = 8, KC = 256: an 8 x 32 f32 tile is 16 AVX-512 registers. Else (a row
+ * conv2d; proved with the arithmetic). Then NR = 64 / e (16 f32: two AVX2 vectors,
+ * one AVX-512 vector), MR = 6, KC = 256: a 6 x 16 f32 tile is 12 AVX2 registers, which
+ * leaves room for B's two vectors and A's broadcast in the 16 (the classic Haswell
+ * sgemm tile). Until 2026-11 the tile was 8 x 32 (16 AVX-512 registers); on a CPU
+ * without AVX-512 (this project's build machines since) its AVX2 version holds 32
+ * accumulators, which GCC keeps in memory (a load-add-store per step): attention's
+ * scores kernel ran at 0.31x of OpenBLAS's sgemm rate for the same FLOPs, 0.53x with
+ * 6 x 16 (one thread, CPU time, same process; bench_attention.py --cpu: pt 0.28 ->
+ * 0.56, pv 0.38 -> 0.85). The AVX-512 version of 6 x 16 fills 6 of 32 registers: fewer
+ * chains than the FMA latency wants, the price of one tile for every ISA. Else (a row
  * reduction: J only strides) NR = 8 rows with the jj loop unrolled, not vectorized:
  * eight independent chains instead of one. A contiguous nest with one row (no I, or a
  * literal M = 1: matrix-vector, column sums) streams whole rows instead: NR = 4 KB of
  * elements (an L1-resident accumulator, not registers), or N / 4 when that is smaller,
  * so the parallel loop keeps four tiles. A literal extent smaller than its tile
- * shrinks the tile to it; one that the tile does not divide but MR = 6 (rows) or NR / 2
+ * shrinks the tile to it; one that the tile does not divide but MR = 4 (rows) or NR / 2
  * (contiguous columns) does takes that instead, so the tiles fit exactly. K is blocked
  * when q = 1, there is more than one row, the order is jo first, and K is not a
  * literal <= 2 * KC (with packing, below: KC is the panel's depth, 2048 f32 rows, and
  * a literal K up to it stays unblocked). The ii loop is unrolled when MR > 1 (a
  * one-row tile has nothing to unroll). The sizes are fixed for every ISA: at O3
- * codegen compiles such kernels for AVX-512, AVX2 and the baseline (c_kernel.c), and
- * the AVX2 version then spills part of the 8 x 32 tile.
+ * codegen compiles such kernels for AVX-512, AVX2 and the baseline (c_kernel.c).
  *
  * Packing (GotoBLAS's copy of B). A matmul's B[k, j0 : j0 + NR] rows lie N * e bytes
  * apart: at N = 1024 f32 every row of a (jo, ko) panel falls in the same few L1 sets
@@ -104,10 +111,11 @@
  *         width) (vectorized): panel[kp, jp] = B[ko * KC + kp, jo * NR + jp]
  *       for io: ... UPD with B[k, j] := panel[kk, jj] ...
  *
- * The panel's depth is KC = PACK_BYTES / (NR * e_B) (2048 rows of f32: 256 KiB, which
- * codegen puts on the stack), and K is then blocked by it when it is longer (a
- * literal K <= KC stays unblocked, the panel holding all of it, with the pack before
- * the io loop). A symbolic K gets PACK_SYM_BYTES (512 f32 rows, 64 KiB): codegen zeroes
+ * The panel's depth is KC = PACK_BYTES / (NR * e_B) (2048 rows of f32: 128 KiB, which
+ * codegen puts on the stack, behind a pointer: c_kernel.c), and K is then blocked by it
+ * when it is longer (a literal K <= KC stays unblocked, the panel holding all of it,
+ * with the pack before the io loop). A symbolic K gets PACK_SYM_BYTES (512 f32 rows,
+ * 32 KiB): codegen zeroes
  * the panel at its full depth on every jo, which a short K would pay for. The panel
  * outgrows L1 (48 KiB) on purpose: it streams from L2 in order, while every K block
  * costs a reload and a store of each C tile (eight rows N * e apart, evicted to L3 by
@@ -132,7 +140,7 @@
  * k[h, j, k]: K's rows are J), the nest has rows (I, and M not a literal below 2) and one
  * reduce loop, B is packed whatever M and K are: the panel (KC or the literal K, NR)
  * holds B transposed (for jp { for kp { panel[kp, jp] = B[.., j, k] } }, reading along
- * B's rows), which makes the tile contiguous in J, so it is the 8 x 32 vectorized
+ * B's rows), which makes the tile contiguous in J, so it is the 6 x 16 vectorized
  * register tile instead of eight unrolled row chains; the order is jo first. The copy
  * is K * NR elements per J tile against M * K * NR multiply-adds. Measured on one
  * decoder block's prefill at s = 128 (32 heads, K = 64): the scores kernel 18 ms ->
@@ -166,14 +174,15 @@
 enum {
     MAX_LOOPS = 16,     /* loops of a nest that can be tiled */
     MIN_VOLUME = 4096,  /* iterations below which a literal nest is left as it is */
-    MR_TILE = 8,        /* rows of the register tile */
-    MR_ALT = 6,         /* ... when it divides a literal M that MR_TILE does not */
+    MR_TILE = 6,        /* rows of the register tile */
+    MR_ALT = 4,         /* ... when it divides a literal M that MR_TILE does not */
+    TILE_BYTES = 64,    /* bytes of a contiguous tile row (16 f32: two AVX2 vectors) */
     KC_TILE = 256,      /* reduce block */
     ROW_LANES = 8,      /* rows reduced side by side when J strides */
     FEW_TILES = 4,      /* fewer J tiles than this: io first, no K blocking */
     WIDE_BYTES = 4096,  /* most bytes of a one-row tile (it lives in L1, not registers) */
-    PACK_BYTES = 262144,    /* most bytes of a packed B panel (KC_pack x NR, on the stack) */
-    PACK_SYM_BYTES = 65536, /* ... when K is symbolic (the panel is zeroed at full depth) */
+    PACK_BYTES = 131072,    /* most bytes of a packed B panel (KC_pack x NR, on the stack) */
+    PACK_SYM_BYTES = 32768, /* ... when K is symbolic (the panel is zeroed at full depth) */
     PACK_MIN_ROWS = 16,     /* literal M below which B is not packed (< 2 row tiles use it) */
     PACK_MIN_K = 128        /* literal K below which B is not packed */
 };
@@ -599,7 +608,7 @@ static void plan_sizes(tplan *P)
         P->transposed = P->contiguous = P->bload != NULL;
     }
     rx_arith_free(ar);
-    P->nr = P->contiguous ? 128 / esz : ROW_LANES;
+    P->nr = P->contiguous ? TILE_BYTES / esz : ROW_LANES;
     if (P->nr > 64) P->nr = 64;
     P->mr = MR_TILE;
     P->kc = KC_TILE;

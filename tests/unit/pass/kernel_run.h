@@ -172,4 +172,14 @@ static inline rx_module *fused_module(const char *sq)
     return m;
 }
 
+/* Tiles and schedules m, then appends its C text (one version per kernel) to out. */
+static inline void kr_tiled_c(rx_module *m, rx_sb *out)
+{
+    ck_assert(rx_schedule_tile(m, NULL) && rx_schedule_cpu(m, NULL, NULL));
+    rx_diags d;
+    rx_diags_init(&d);
+    ck_assert_msg(rx_codegen_c(m, out, &d), "codegen: %s", diags_str(&d));
+    rx_diags_free(&d);
+}
+
 #endif

@@ -4,7 +4,8 @@
  * Which loops the pass marks: an elementwise nest's outer loop parallel and inner loop
  * vectorized; a reduction's outer spatial loop parallel and its reduce loop never; a
  * nest with a store independent of the outer variable, or reading a stored buffer at
- * another iteration's element, left serial; a literal extent of 1 left serial; kinds
+ * another iteration's element, left serial; a literal extent of 1 left serial; a
+ * symbolic batch's 8 heads over rows x columns parallel instead of the batch; kinds
  * written by the user kept. Then a numeric check: the scheduled kernels built with
  * OpenMP give bit-identical results to the same kernels built serially.
  */
@@ -73,6 +74,12 @@ static const char *kind_at(const rx_module *m, const char *fn, int depth)
         "{'grid':['i','j'],'extents':[1,4],'body':{'store':'C[i, j]','value':'A[i, j]'}}") ","   \
     TIR("batch1", BUF("A", "1,'n',4") "," BUF("C", "1,'n',4"),                                 \
         "{'grid':['b','i','j'],'extents':[1,'n',4],'body':{'store':'C[b, i, j]','value':'A[b, i, j]'}}") "," \
+    TIR("heads", BUF("A", "'n',8,3,4") "," BUF("C", "'n',8,3,4"),                               \
+        "{'grid':['b','h','i','j'],'extents':['n',8,3,4],'body':{'store':'C[b, h, i, j]',"       \
+        "'value':'A[b, h, i, j] * 0.5'}}") ","                                                  \
+    TIR("heads2", BUF("A", "'n',8,4") "," BUF("C", "'n',8,4"),                                   \
+        "{'grid':['b','h','j'],'extents':['n',8,4],'body':{'store':'C[b, h, j]',"                \
+        "'value':'A[b, h, j] * 0.5'}}") ","                                                     \
     TIR("given", BUF("A", "'n',4") "," BUF("C", "'n',4"),                                        \
         "{'for':'i','extent':'n','kind':'unrolled','body':{'for':'j','extent':4,'body':"        \
         "{'store':'C[i, j]','value':'A[i, j]'}}}")
@@ -103,10 +110,17 @@ START_TEST(marks)
     ck_assert_str_eq(kind_at(m, "batch1", 0), "serial");
     ck_assert_str_eq(kind_at(m, "batch1", 1), "parallel");
     ck_assert_str_eq(kind_at(m, "batch1", 2), "vectorized");
+    /* a symbolic batch over 8 heads of rows x columns: the heads loop is parallel (b
+     * may be 1); with one loop level under the heads the batch loop stays the one */
+    ck_assert_str_eq(kind_at(m, "heads", 0), "serial");
+    ck_assert_str_eq(kind_at(m, "heads", 1), "parallel");
+    ck_assert_str_eq(kind_at(m, "heads", 3), "vectorized");
+    ck_assert_str_eq(kind_at(m, "heads2", 0), "parallel");
+    ck_assert_str_eq(kind_at(m, "heads2", 1), "serial");
     /* the user's kind kept */
     ck_assert_str_eq(kind_at(m, "given", 0), "unrolled");
-    ck_assert_int_eq(np, 3);
-    ck_assert_int_eq(nv, 5); /* add.j, colsum.j, one.j, batch1.j, given.j */
+    ck_assert_int_eq(np, 5);
+    ck_assert_int_eq(nv, 7); /* add.j, colsum.j, one.j, batch1.j, heads.j, heads2.j, given.j */
     ck_assert_str_eq(kind_at(m, "given", 1), "vectorized");
     /* idempotent */
     ck_assert(rx_schedule_cpu(m, &np, &nv));
@@ -169,7 +183,9 @@ START_TEST(parallel_equals_serial)
         {"rxk_add", {A4, B4, NULL}, N * 4, 2},
         {"rxk_mm", {A, B, NULL}, N * 6, 2},
         {"rxk_colsum", {A, NULL, NULL}, 5, 1},
+        {"rxk_heads", {A, NULL, NULL}, 80 * 96, 1},
     };
+    const int64_t iv80[] = {80}; /* heads: 80 x 8 x 3 x 4 elements */
     for (size_t t = 0; t < sizeof k / sizeof k[0]; t++) {
         kernel_fn fp = (kernel_fn)(uintptr_t)dlsym(hp, k[t].sym);
         kernel_fn fs = (kernel_fn)(uintptr_t)dlsym(hs, k[t].sym);
@@ -181,8 +197,9 @@ START_TEST(parallel_equals_serial)
         memset(Cs, 0xCD, sizeof Cs);
         dp[k[t].out] = Cp;
         ds[k[t].out] = Cs;
-        ck_assert_int_eq(fp(dp, iv), 0);
-        ck_assert_int_eq(fs(ds, iv), 0);
+        const int64_t *vars = !strcmp(k[t].sym, "rxk_heads") ? iv80 : iv;
+        ck_assert_int_eq(fp(dp, vars), 0);
+        ck_assert_int_eq(fs(ds, vars), 0);
         ck_assert_msg(!memcmp(Cp, Cs, k[t].out_n * sizeof(float)), "%s differs", k[t].sym);
     }
     dlclose(hp);

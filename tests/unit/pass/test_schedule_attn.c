@@ -13,7 +13,7 @@
  * lift_workspace (legalize, FuseOps, FuseTIR at opt level 2, no library), then tiled.
  * For every formulation the product's kernel must have: a *_pack panel (transposing for
  * the scores, copying for the context, which a symbolic row count puts under IF (s >=
- * 16)), the 8 x 32 accumulator, its update vectorized along J, and no // or % by a
+ * 16)), the 6 x 16 accumulator, its update vectorized along J, and no // or % by a
  * symbolic divisor left in any load of the update (the reshape's index split by the
  * batch loop).
  * Numerics: every kernel tiled (baseline ISA version) is bit-identical to the same
@@ -114,7 +114,7 @@ static rx_func *product(const rx_module *m, const char *gname)
 
 /* Facts of a tiled kernel. */
 typedef struct afacts {
-    int packs, accs, vec_updates, divmods; /* accs: 8 x 32 (or 8 x 16) accumulators */
+    int packs, accs, vec_updates, divmods; /* accs: 6 x 16 accumulators */
     bool sym_if;      /* a top-level IF on s >= 16 */
 } afacts;
 
@@ -165,7 +165,7 @@ static void awalk(const rx_stmts *ss, afacts *f, bool in_vec)
             if (n > 5 && !strcmp(b->name + n - 5, "_pack")) f->packs++;
             if (n > 4 && !strcmp(b->name + n - 4, "_acc") && b->ndim == 2 &&
                 rx_expr_is_const(b->shape[0], &r) && rx_expr_is_const(b->shape[1], &c) &&
-                r == 8 && (c == 32 || c == 16)) /* N = d = 16: the tile shrinks to it */
+                r == 6 && c == 16)
                 f->accs++;
             break;
         }
@@ -210,7 +210,7 @@ START_TEST(every_form_tiled)
         /* scores: one transposing panel; context: the packed branch and the plain one */
         ck_assert_msg(a.packs == 1, "%s: %d panels", FORMS[i], a.packs);
         ck_assert_msg(scores ? !a.sym_if : a.sym_if, "%s: IF (s >= 16) %d", FORMS[i], a.sym_if);
-        ck_assert_msg(a.accs >= (scores ? 2 : 4), "%s: %d 8-row tiles", FORMS[i], a.accs);
+        ck_assert_msg(a.accs >= (scores ? 2 : 4), "%s: %d 6 x 16 tiles", FORMS[i], a.accs);
         ck_assert_msg(a.vec_updates >= 2, "%s: %d vectorized updates", FORMS[i], a.vec_updates);
         ck_assert_msg(a.divmods == 0, "%s: %d // or %% in the update's loads", FORMS[i], a.divmods);
     }
