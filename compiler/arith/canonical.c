@@ -3,11 +3,11 @@
  *
  * An integer expression over + - * // % min max becomes a sum
  *     c + Σ coef_i * mono_i
- * of monomials with int64 coefficients (rxa_sum in arith_int.h). A monomial is a
+ * of monomials with int64 coefficients (rxi_ar_sum in arith_int.h). A monomial is a
  * sorted product of atoms: variables, and floordiv / floormod / min / max nodes whose
  * operands are themselves rebuilt canonical forms; any other integer node (select,
  * load, cast, shifts, ...) is an opaque atom with simplified operands. Atoms are
- * ordered by rxa_expr_cmp: variables first by id (never by name), then other nodes by
+ * ordered by rxi_ar_expr_cmp: variables first by id (never by name), then other nodes by
  * kind and operands. Invariants of a sum: terms sorted by (degree descending, atoms),
  * no zero coefficient, no repeated monomial; so two expressions equal under the
  * algebra have identical sums, and rebuilding gives rx_expr_same results.
@@ -65,7 +65,7 @@ static int cmp_var(const rx_svar *a, const rx_svar *b)
 
 /* Total order: variables (by id) before every other node; then kind, dtype, payload
  * and operands. Deterministic except for distinct variables sharing id and name. */
-int rxa_expr_cmp(const rx_expr *x, const rx_expr *y)
+int rxi_ar_expr_cmp(const rx_expr *x, const rx_expr *y)
 {
     if (x == y) return 0;
     int rx = x->kind == RX_E_VAR ? -1 : x->kind, ry = y->kind == RX_E_VAR ? -1 : y->kind;
@@ -99,16 +99,16 @@ int rxa_expr_cmp(const rx_expr *x, const rx_expr *y)
     default: break;
     }
     for (int i = 0, n = rx_expr_nchildren(x); !r && i < n; i++)
-        r = rxa_expr_cmp(rx_expr_child(x, i), rx_expr_child(y, i));
+        r = rxi_ar_expr_cmp(rx_expr_child(x, i), rx_expr_child(y, i));
     return r;
 }
 
 /* Degree descending, then atoms lexicographically. */
-static int mono_cmp(const rxa_mono *a, const rxa_mono *b)
+static int mono_cmp(const rxi_ar_mono *a, const rxi_ar_mono *b)
 {
     if (a->n != b->n) return a->n > b->n ? -1 : 1;
     for (int i = 0; i < a->n; i++) {
-        int r = rxa_expr_cmp(a->atoms[i], b->atoms[i]);
+        int r = rxi_ar_expr_cmp(a->atoms[i], b->atoms[i]);
         if (r) return r;
     }
     return 0;
@@ -118,23 +118,23 @@ static int mono_qsort_cmp(const void *a, const void *b) { return mono_cmp(a, b);
 
 /* ---------------------------------------------------------------- sums */
 
-static rxa_sum *s_new(rxa_cx *cx, int nterms)
+static rxi_ar_sum *s_new(rxi_ar_cx *cx, int nterms)
 {
-    rxa_sum *s = RX_NEW(cx->tmp, rxa_sum);
-    if (nterms) s->t = RX_NEWN(cx->tmp, rxa_mono, nterms);
+    rxi_ar_sum *s = RX_NEW(cx->tmp, rxi_ar_sum);
+    if (nterms) s->t = RX_NEWN(cx->tmp, rxi_ar_mono, nterms);
     return s;
 }
 
-static rxa_sum *s_const(rxa_cx *cx, int64_t c)
+static rxi_ar_sum *s_const(rxi_ar_cx *cx, int64_t c)
 {
-    rxa_sum *s = s_new(cx, 0);
+    rxi_ar_sum *s = s_new(cx, 0);
     s->c = c;
     return s;
 }
 
-static rxa_sum *s_atom(rxa_cx *cx, rx_expr *a)
+static rxi_ar_sum *s_atom(rxi_ar_cx *cx, rx_expr *a)
 {
-    rxa_sum *s = s_new(cx, 1);
+    rxi_ar_sum *s = s_new(cx, 1);
     s->t[0].atoms = RX_NEWN(cx->tmp, rx_expr *, 1);
     s->t[0].atoms[0] = a;
     s->t[0].n = 1;
@@ -145,7 +145,7 @@ static rxa_sum *s_atom(rxa_cx *cx, rx_expr *a)
 
 /* Sorts the terms, merges equal monomials and drops zero coefficients; false on
  * overflow of a merged coefficient. */
-static bool s_normalize(rxa_sum *s)
+static bool s_normalize(rxi_ar_sum *s)
 {
     if (s->n > 1) qsort(s->t, (size_t)s->n, sizeof *s->t, mono_qsort_cmp);
     int w = 0;
@@ -163,9 +163,9 @@ static bool s_normalize(rxa_sum *s)
     return true;
 }
 
-rxa_sum *rxa_sum_add(rxa_cx *cx, const rxa_sum *x, const rxa_sum *y, int sign)
+rxi_ar_sum *rxi_ar_sum_add(rxi_ar_cx *cx, const rxi_ar_sum *x, const rxi_ar_sum *y, int sign)
 {
-    rxa_sum *r = s_new(cx, x->n + y->n);
+    rxi_ar_sum *r = s_new(cx, x->n + y->n);
     if (x->n) memcpy(r->t, x->t, sizeof *x->t * (size_t)x->n);
     for (int i = 0; i < y->n; i++) {
         r->t[x->n + i] = y->t[i];
@@ -178,18 +178,18 @@ rxa_sum *rxa_sum_add(rxa_cx *cx, const rxa_sum *x, const rxa_sum *y, int sign)
     return s_normalize(r) ? r : NULL;
 }
 
-static rxa_sum *s_addc(rxa_cx *cx, const rxa_sum *x, int64_t c)
+static rxi_ar_sum *s_addc(rxi_ar_cx *cx, const rxi_ar_sum *x, int64_t c)
 {
     if (!x) return NULL;
-    return rxa_sum_add(cx, x, s_const(cx, c), 1);
+    return rxi_ar_sum_add(cx, x, s_const(cx, c), 1);
 }
 
 /* k * x; NULL on overflow. */
-static rxa_sum *s_scale(rxa_cx *cx, const rxa_sum *x, int64_t k)
+static rxi_ar_sum *s_scale(rxi_ar_cx *cx, const rxi_ar_sum *x, int64_t k)
 {
     if (!x) return NULL;
     if (k == 0) return s_const(cx, 0);
-    rxa_sum *r = s_new(cx, x->n);
+    rxi_ar_sum *r = s_new(cx, x->n);
     for (int i = 0; i < x->n; i++) {
         r->t[i] = x->t[i];
         if (__builtin_mul_overflow(x->t[i].coef, k, &r->t[i].coef)) return NULL;
@@ -199,17 +199,17 @@ static rxa_sum *s_scale(rxa_cx *cx, const rxa_sum *x, int64_t k)
     return r;
 }
 
-static bool s_is_const(const rxa_sum *s) { return s->n == 0; }
+static bool s_is_const(const rxi_ar_sum *s) { return s->n == 0; }
 
 /* The product of two monomials (atoms merged in order); false on overflow. */
-static bool mono_mul(rxa_cx *cx, const rxa_mono *a, const rxa_mono *b, rxa_mono *out)
+static bool mono_mul(rxi_ar_cx *cx, const rxi_ar_mono *a, const rxi_ar_mono *b, rxi_ar_mono *out)
 {
     if (__builtin_mul_overflow(a->coef, b->coef, &out->coef)) return false;
     out->n = a->n + b->n;
     out->atoms = RX_NEWN(cx->tmp, rx_expr *, out->n);
     int i = 0, j = 0, k = 0;
     while (i < a->n || j < b->n) {
-        if (j >= b->n || (i < a->n && rxa_expr_cmp(a->atoms[i], b->atoms[j]) <= 0))
+        if (j >= b->n || (i < a->n && rxi_ar_expr_cmp(a->atoms[i], b->atoms[j]) <= 0))
             out->atoms[k++] = a->atoms[i++];
         else
             out->atoms[k++] = b->atoms[j++];
@@ -218,7 +218,7 @@ static bool mono_mul(rxa_cx *cx, const rxa_mono *a, const rxa_mono *b, rxa_mono 
 }
 
 /* x * y distributed; NULL on overflow; *too_big when it would exceed MAX_TERMS. */
-static rxa_sum *s_mul(rxa_cx *cx, const rxa_sum *x, const rxa_sum *y, bool *too_big)
+static rxi_ar_sum *s_mul(rxi_ar_cx *cx, const rxi_ar_sum *x, const rxi_ar_sum *y, bool *too_big)
 {
     *too_big = false;
     if (s_is_const(x)) return s_scale(cx, y, x->c);
@@ -227,12 +227,12 @@ static rxa_sum *s_mul(rxa_cx *cx, const rxa_sum *x, const rxa_sum *y, bool *too_
         *too_big = true;
         return NULL;
     }
-    rxa_sum *r = s_new(cx, (x->n + 1) * (y->n + 1));
-    rxa_mono cx_m = {NULL, 0, x->c}, cy_m = {NULL, 0, y->c};
+    rxi_ar_sum *r = s_new(cx, (x->n + 1) * (y->n + 1));
+    rxi_ar_mono cx_m = {NULL, 0, x->c}, cy_m = {NULL, 0, y->c};
     for (int i = 0; i <= x->n; i++) {
-        const rxa_mono *a = i < x->n ? &x->t[i] : &cx_m;
+        const rxi_ar_mono *a = i < x->n ? &x->t[i] : &cx_m;
         for (int j = 0; j <= y->n; j++) {
-            const rxa_mono *b = j < y->n ? &y->t[j] : &cy_m;
+            const rxi_ar_mono *b = j < y->n ? &y->t[j] : &cy_m;
             if (i == x->n && j == y->n) {
                 if (__builtin_mul_overflow(x->c, y->c, &r->c)) return NULL;
             } else if (a->coef != 0 && b->coef != 0) {
@@ -244,7 +244,7 @@ static rxa_sum *s_mul(rxa_cx *cx, const rxa_sum *x, const rxa_sum *y, bool *too_
 }
 
 /* True when x and y are the same sum. */
-static bool s_equal(const rxa_sum *x, const rxa_sum *y)
+static bool s_equal(const rxi_ar_sum *x, const rxi_ar_sum *y)
 {
     if (x->n != y->n || x->c != y->c) return false;
     for (int i = 0; i < x->n; i++)
@@ -253,48 +253,48 @@ static bool s_equal(const rxa_sum *x, const rxa_sum *y)
 }
 
 /* x * x for an interval (never negative). */
-static rxa_iv iv_square(rxa_iv x)
+static rxi_ar_iv iv_square(rxi_ar_iv x)
 {
-    rxa_iv r = rxa_iv_mul(x, x);
+    rxi_ar_iv r = rxi_ar_iv_mul(x, x);
     if (r.lo < 0) r.lo = 0;
     return r;
 }
 
-rxa_iv rxa_sum_bound(rxa_cx *cx, const rxa_sum *s)
+rxi_ar_iv rxi_ar_sum_bound(rxi_ar_cx *cx, const rxi_ar_sum *s)
 {
-    rxa_iv r = rxa_iv_point(s->c);
+    rxi_ar_iv r = rxi_ar_iv_point(s->c);
     for (int i = 0; i < s->n; i++) {
-        const rxa_mono *m = &s->t[i];
-        rxa_iv p = rxa_iv_point(m->coef);
+        const rxi_ar_mono *m = &s->t[i];
+        rxi_ar_iv p = rxi_ar_iv_point(m->coef);
         for (int k = 0; k < m->n; k++) {
-            rxa_iv b = rxa_bound_expr(cx->ar, m->atoms[k]);
-            if (k + 1 < m->n && rxa_expr_cmp(m->atoms[k], m->atoms[k + 1]) == 0) {
+            rxi_ar_iv b = rxi_ar_bound_expr(cx->ar, m->atoms[k]);
+            if (k + 1 < m->n && rxi_ar_expr_cmp(m->atoms[k], m->atoms[k + 1]) == 0) {
                 b = iv_square(b);
                 k++;
             }
-            p = rxa_iv_mul(p, b);
+            p = rxi_ar_iv_mul(p, b);
         }
-        r = rxa_iv_add(r, p);
+        r = rxi_ar_iv_add(r, p);
     }
     return r;
 }
 
 /* ---------------------------------------------------------------- rebuilding */
 
-static rx_expr *lit(rxa_cx *cx, int64_t v, int dt) { return rx_e_typed_int(cx->ar->a, v, (rx_dtype)dt); }
+static rx_expr *lit(rxi_ar_cx *cx, int64_t v, int dt) { return rx_e_typed_int(cx->ar->a, v, (rx_dtype)dt); }
 
-static rx_expr *bin(rxa_cx *cx, rx_ekind k, rx_expr *a, rx_expr *b)
+static rx_expr *bin(rxi_ar_cx *cx, rx_ekind k, rx_expr *a, rx_expr *b)
 {
     return rx_e_binary(cx->ar->a, k, a, b);
 }
 
-/* A commutative node with its operands in rxa_expr_cmp order. */
-static rx_expr *bin_comm(rxa_cx *cx, rx_ekind k, rx_expr *a, rx_expr *b)
+/* A commutative node with its operands in rxi_ar_expr_cmp order. */
+static rx_expr *bin_comm(rxi_ar_cx *cx, rx_ekind k, rx_expr *a, rx_expr *b)
 {
-    return rxa_expr_cmp(a, b) <= 0 ? bin(cx, k, a, b) : bin(cx, k, b, a);
+    return rxi_ar_expr_cmp(a, b) <= 0 ? bin(cx, k, a, b) : bin(cx, k, b, a);
 }
 
-static rx_expr *mono_expr(rxa_cx *cx, const rxa_mono *m)
+static rx_expr *mono_expr(rxi_ar_cx *cx, const rxi_ar_mono *m)
 {
     rx_expr *e = m->atoms[0];
     for (int i = 1; i < m->n; i++) e = bin(cx, RX_E_MUL, e, m->atoms[i]);
@@ -302,7 +302,7 @@ static rx_expr *mono_expr(rxa_cx *cx, const rxa_mono *m)
 }
 
 /* acc (+|-) coef * mono, or the first term when acc is NULL. */
-static rx_expr *add_term(rxa_cx *cx, rx_expr *acc, const rxa_mono *m, int dt)
+static rx_expr *add_term(rxi_ar_cx *cx, rx_expr *acc, const rxi_ar_mono *m, int dt)
 {
     rx_expr *e = mono_expr(cx, m);
     int64_t c = m->coef;
@@ -316,7 +316,7 @@ static rx_expr *add_term(rxa_cx *cx, rx_expr *acc, const rxa_mono *m, int dt)
     return bin(cx, RX_E_ADD, acc, c == 1 ? e : bin(cx, RX_E_MUL, e, lit(cx, c, dt)));
 }
 
-rx_expr *rxa_rebuild(rxa_cx *cx, const rxa_sum *s, int dt)
+rx_expr *rxi_ar_rebuild(rxi_ar_cx *cx, const rxi_ar_sum *s, int dt)
 {
     if (s->n == 0) return lit(cx, s->c, dt);
     int first = -1;
@@ -341,10 +341,10 @@ rx_expr *rxa_rebuild(rxa_cx *cx, const rxa_sum *s, int dt)
 
 /* ---------------------------------------------------------------- canonicalization */
 
-static rxa_sum *canon(rxa_cx *cx, rx_expr *e);
+static rxi_ar_sum *canon(rxi_ar_cx *cx, rx_expr *e);
 
 /* A chain of + - and unary minus, flattened so that long chains cost O(k log k). */
-static rxa_sum *canon_addchain(rxa_cx *cx, rx_expr *e)
+static rxi_ar_sum *canon_addchain(rxi_ar_cx *cx, rx_expr *e)
 {
     typedef struct { rx_expr *e; int sign; } item;
     RX_VEC(item) stack = {0};
@@ -366,13 +366,13 @@ static rxa_sum *canon_addchain(rxa_cx *cx, rx_expr *e)
         }
     }
     RX_VEC_FREE(stack);
-    rxa_sum **parts = RX_NEWN(cx->tmp, rxa_sum *, leaves.n);
+    rxi_ar_sum **parts = RX_NEWN(cx->tmp, rxi_ar_sum *, leaves.n);
     int total = 0;
     for (int i = 0; i < leaves.n; i++) {
-        parts[i] = rxa_canon(cx, leaves.items[i].e);
+        parts[i] = rxi_ar_canon(cx, leaves.items[i].e);
         total += parts[i]->n;
     }
-    rxa_sum *r = s_new(cx, total);
+    rxi_ar_sum *r = s_new(cx, total);
     bool ok = true;
     for (int i = 0; i < leaves.n && ok; i++) {
         int64_t sg = leaves.items[i].sign, c;
@@ -387,8 +387,8 @@ static rxa_sum *canon_addchain(rxa_cx *cx, rx_expr *e)
     if (ok && s_normalize(r)) return r;
     /* Overflow somewhere: combine the two operands, each canonical or opaque, so the
      * parts that do fold still do. */
-    if (e->kind == RX_E_NEG) return s_scale(cx, rxa_canon(cx, e->u.op.a), -1);
-    return rxa_sum_add(cx, rxa_canon(cx, e->u.op.a), rxa_canon(cx, e->u.op.b),
+    if (e->kind == RX_E_NEG) return s_scale(cx, rxi_ar_canon(cx, e->u.op.a), -1);
+    return rxi_ar_sum_add(cx, rxi_ar_canon(cx, e->u.op.a), rxi_ar_canon(cx, e->u.op.b),
                        e->kind == RX_E_SUB ? -1 : 1);
 }
 
@@ -405,11 +405,11 @@ static int64_t gcd_pos(int64_t a, int64_t b)
 }
 
 /* x // c (or x % c when is_mod) for a constant c > 0; NULL on overflow. */
-static rxa_sum *divmod_pos(rxa_cx *cx, const rxa_sum *x, int64_t c, bool is_mod, int dt)
+static rxi_ar_sum *divmod_pos(rxi_ar_cx *cx, const rxi_ar_sum *x, int64_t c, bool is_mod, int dt)
 {
-    if (c == 1) return is_mod ? s_const(cx, 0) : (rxa_sum *)x;
+    if (c == 1) return is_mod ? s_const(cx, 0) : (rxi_ar_sum *)x;
     /* Step 1: x = c * q + r, q from the terms c divides. */
-    rxa_sum *q = s_new(cx, x->n), *r = s_new(cx, x->n);
+    rxi_ar_sum *q = s_new(cx, x->n), *r = s_new(cx, x->n);
     for (int i = 0; i < x->n; i++) {
         if (x->t[i].coef % c == 0) {
             q->t[q->n] = x->t[i];
@@ -421,13 +421,13 @@ static rxa_sum *divmod_pos(rxa_cx *cx, const rxa_sum *x, int64_t c, bool is_mod,
     r->c = x->c;
     int64_t k = 0, k2 = 0;
     if (r->n == 0) {
-        if (is_mod) return rxa_floormod(r->c, c, &k) ? s_const(cx, k) : NULL;
-        return rxa_floordiv(r->c, c, &k) ? s_addc(cx, q, k) : NULL;
+        if (is_mod) return rxi_ar_floormod(r->c, c, &k) ? s_const(cx, k) : NULL;
+        return rxi_ar_floordiv(r->c, c, &k) ? s_addc(cx, q, k) : NULL;
     }
     /* Step 2: r within one bucket [k c, (k+1) c). */
-    rxa_iv b = rxa_sum_bound(cx, r);
-    if (b.lo != RXA_NEG_INF && b.hi != RXA_POS_INF && rxa_floordiv(b.lo, c, &k) &&
-        rxa_floordiv(b.hi, c, &k2) && k == k2) {
+    rxi_ar_iv b = rxi_ar_sum_bound(cx, r);
+    if (b.lo != RXA_NEG_INF && b.hi != RXA_POS_INF && rxi_ar_floordiv(b.lo, c, &k) &&
+        rxi_ar_floordiv(b.hi, c, &k2) && k == k2) {
         int64_t kc;
         if (!is_mod) return s_addc(cx, q, k);
         return __builtin_mul_overflow(k, c, &kc) ? NULL : s_addc(cx, r, -kc);
@@ -436,60 +436,60 @@ static rxa_sum *divmod_pos(rxa_cx *cx, const rxa_sum *x, int64_t c, bool is_mod,
     int64_t g = c;
     for (int i = 0; i < r->n; i++) g = gcd_pos(r->t[i].coef, g);
     if (g > 1) {
-        rxa_sum *r2 = s_new(cx, r->n);
+        rxi_ar_sum *r2 = s_new(cx, r->n);
         for (int i = 0; i < r->n; i++) {
             r2->t[i] = r->t[i];
             r2->t[i].coef = r->t[i].coef / g;
         }
         r2->n = r->n;
         int64_t k0 = 0;
-        (void)rxa_floordiv(r->c, g, &r2->c);
-        (void)rxa_floormod(r->c, g, &k0);
-        rxa_sum *sub = divmod_pos(cx, r2, c / g, is_mod, dt);
+        (void)rxi_ar_floordiv(r->c, g, &r2->c);
+        (void)rxi_ar_floormod(r->c, g, &k0);
+        rxi_ar_sum *sub = divmod_pos(cx, r2, c / g, is_mod, dt);
         if (!sub) return NULL;
         if (is_mod) return s_addc(cx, s_scale(cx, sub, g), k0);
-        return rxa_sum_add(cx, q, sub, 1);
+        return rxi_ar_sum_add(cx, q, sub, 1);
     }
     /* Step 4: an atom; (y // a) // c == y // (a c). */
-    rx_expr *re = rxa_rebuild(cx, r, dt), *atom = NULL;
+    rx_expr *re = rxi_ar_rebuild(cx, r, dt), *atom = NULL;
     int64_t a = 0, ac = 0;
     if (!is_mod && re->kind == RX_E_FLOORDIV && rx_expr_is_const(re->u.op.b, &a) && a > 0 &&
         !__builtin_mul_overflow(a, c, &ac))
         atom = bin(cx, RX_E_FLOORDIV, re->u.op.a, lit(cx, ac, dt));
     if (!atom) atom = bin(cx, is_mod ? RX_E_FLOORMOD : RX_E_FLOORDIV, re, lit(cx, c, dt));
     if (is_mod) return s_atom(cx, atom);
-    return rxa_sum_add(cx, q, s_atom(cx, atom), 1);
+    return rxi_ar_sum_add(cx, q, s_atom(cx, atom), 1);
 }
 
-static rxa_sum *canon_divmod(rxa_cx *cx, rx_expr *e)
+static rxi_ar_sum *canon_divmod(rxi_ar_cx *cx, rx_expr *e)
 {
     bool is_mod = e->kind == RX_E_FLOORMOD;
-    rxa_sum *x = rxa_canon(cx, e->u.op.a), *y = rxa_canon(cx, e->u.op.b);
+    rxi_ar_sum *x = rxi_ar_canon(cx, e->u.op.a), *y = rxi_ar_canon(cx, e->u.op.b);
     int64_t c = y->c, v = 0;
     if (s_is_const(y) && c != 0) {
         if (s_is_const(x)) {
-            bool ok = is_mod ? rxa_floormod(x->c, c, &v) : rxa_floordiv(x->c, c, &v);
+            bool ok = is_mod ? rxi_ar_floormod(x->c, c, &v) : rxi_ar_floordiv(x->c, c, &v);
             return ok ? s_const(cx, v) : NULL;
         }
         if (c > 0) return divmod_pos(cx, x, c, is_mod, e->dtype);
         if (c == INT64_MIN) return NULL;
-        rxa_sum *nx = s_scale(cx, x, -1), *r = nx ? divmod_pos(cx, nx, -c, is_mod, e->dtype) : NULL;
+        rxi_ar_sum *nx = s_scale(cx, x, -1), *r = nx ? divmod_pos(cx, nx, -c, is_mod, e->dtype) : NULL;
         if (!r) return NULL;
         return is_mod ? s_scale(cx, r, -1) : r;
     }
     if (s_is_const(x) && x->c == 0) return s_const(cx, 0);
     if (!s_is_const(y) && s_equal(x, y)) {
-        rxa_iv b = rxa_sum_bound(cx, y);
+        rxi_ar_iv b = rxi_ar_sum_bound(cx, y);
         if (b.lo > 0 || b.hi < 0) return s_const(cx, is_mod ? 0 : 1);
     }
-    rx_expr *a = rxa_rebuild(cx, x, e->dtype), *b = rxa_rebuild(cx, y, e->dtype);
+    rx_expr *a = rxi_ar_rebuild(cx, x, e->dtype), *b = rxi_ar_rebuild(cx, y, e->dtype);
     return s_atom(cx, bin(cx, (rx_ekind)e->kind, a, b));
 }
 
 /* Terms of x that y has with the same coefficient (and the constant when equal). */
-static rxa_sum *s_common(rxa_cx *cx, const rxa_sum *x, const rxa_sum *y)
+static rxi_ar_sum *s_common(rxi_ar_cx *cx, const rxi_ar_sum *x, const rxi_ar_sum *y)
 {
-    rxa_sum *r = s_new(cx, x->n < y->n ? x->n : y->n);
+    rxi_ar_sum *r = s_new(cx, x->n < y->n ? x->n : y->n);
     for (int i = 0, j = 0; i < x->n && j < y->n;) {
         int o = mono_cmp(&x->t[i], &y->t[j]);
         if (o == 0 && x->t[i].coef == y->t[j].coef) r->t[r->n++] = x->t[i];
@@ -500,35 +500,35 @@ static rxa_sum *s_common(rxa_cx *cx, const rxa_sum *x, const rxa_sum *y)
     return r;
 }
 
-static rxa_sum *canon_minmax(rxa_cx *cx, rx_expr *e)
+static rxi_ar_sum *canon_minmax(rxi_ar_cx *cx, rx_expr *e)
 {
     bool is_min = e->kind == RX_E_MIN;
-    rxa_sum *x = rxa_canon(cx, e->u.op.a), *y = rxa_canon(cx, e->u.op.b);
-    rxa_sum *d = rxa_sum_add(cx, x, y, -1);
+    rxi_ar_sum *x = rxi_ar_canon(cx, e->u.op.a), *y = rxi_ar_canon(cx, e->u.op.b);
+    rxi_ar_sum *d = rxi_ar_sum_add(cx, x, y, -1);
     if (d) {
-        rxa_iv b = rxa_sum_bound(cx, d);
+        rxi_ar_iv b = rxi_ar_sum_bound(cx, d);
         if (b.hi <= 0) return is_min ? x : y; /* x <= y */
         if (b.lo >= 0) return is_min ? y : x; /* x >= y */
     }
-    rxa_sum *com = s_common(cx, x, y);
-    rxa_sum *x2 = rxa_sum_add(cx, x, com, -1), *y2 = rxa_sum_add(cx, y, com, -1);
+    rxi_ar_sum *com = s_common(cx, x, y);
+    rxi_ar_sum *x2 = rxi_ar_sum_add(cx, x, com, -1), *y2 = rxi_ar_sum_add(cx, y, com, -1);
     if (!x2 || !y2) return NULL;
-    rx_expr *a = rxa_rebuild(cx, x2, e->dtype), *b = rxa_rebuild(cx, y2, e->dtype);
-    return rxa_sum_add(cx, com, s_atom(cx, bin_comm(cx, (rx_ekind)e->kind, a, b)), 1);
+    rx_expr *a = rxi_ar_rebuild(cx, x2, e->dtype), *b = rxi_ar_rebuild(cx, y2, e->dtype);
+    return rxi_ar_sum_add(cx, com, s_atom(cx, bin_comm(cx, (rx_ekind)e->kind, a, b)), 1);
 }
 
-static rxa_sum *canon_mul(rxa_cx *cx, rx_expr *e)
+static rxi_ar_sum *canon_mul(rxi_ar_cx *cx, rx_expr *e)
 {
-    rxa_sum *x = rxa_canon(cx, e->u.op.a), *y = rxa_canon(cx, e->u.op.b);
+    rxi_ar_sum *x = rxi_ar_canon(cx, e->u.op.a), *y = rxi_ar_canon(cx, e->u.op.b);
     bool too_big;
-    rxa_sum *r = s_mul(cx, x, y, &too_big);
+    rxi_ar_sum *r = s_mul(cx, x, y, &too_big);
     if (!too_big) return r;
-    rx_expr *a = rxa_rebuild(cx, x, e->dtype), *b = rxa_rebuild(cx, y, e->dtype);
+    rx_expr *a = rxi_ar_rebuild(cx, x, e->dtype), *b = rxi_ar_rebuild(cx, y, e->dtype);
     return s_atom(cx, bin_comm(cx, RX_E_MUL, a, b));
 }
 
 /* The canonical sum of e, or NULL when folding it would overflow. */
-static rxa_sum *canon(rxa_cx *cx, rx_expr *e)
+static rxi_ar_sum *canon(rxi_ar_cx *cx, rx_expr *e)
 {
     switch (e->kind) {
     case RX_E_INT: return s_const(cx, e->u.ival);
@@ -538,14 +538,14 @@ static rxa_sum *canon(rxa_cx *cx, rx_expr *e)
     case RX_E_FLOORDIV: case RX_E_FLOORMOD: return canon_divmod(cx, e);
     case RX_E_MIN: case RX_E_MAX: return canon_minmax(cx, e);
     default: {
-        rx_expr *s = rxa_simp(cx, e); /* opaque: simplify inside */
-        if (rxa_is_arith_kind(s->kind)) return canon(cx, s); /* it folded to arithmetic */
+        rx_expr *s = rxi_ar_simp(cx, e); /* opaque: simplify inside */
+        if (rxi_ar_is_arith_kind(s->kind)) return canon(cx, s); /* it folded to arithmetic */
         return s_atom(cx, s);
     }
     }
 }
 
-bool rxa_is_arith_kind(int k)
+bool rxi_ar_is_arith_kind(int k)
 {
     switch (k) {
     case RX_E_INT: case RX_E_VAR: case RX_E_ADD: case RX_E_SUB: case RX_E_NEG: case RX_E_MUL:
@@ -556,8 +556,8 @@ bool rxa_is_arith_kind(int k)
     }
 }
 
-rxa_sum *rxa_canon(rxa_cx *cx, rx_expr *e)
+rxi_ar_sum *rxi_ar_canon(rxi_ar_cx *cx, rx_expr *e)
 {
-    rxa_sum *s = canon(cx, e);
+    rxi_ar_sum *s = canon(cx, e);
     return s ? s : s_atom(cx, e);
 }

@@ -77,7 +77,7 @@ static bool shr(int64_t a, int64_t k, int64_t *out)
 {
     if (k < 0 || k > 63) return false;
     if (k == 63) { *out = a < 0 ? -1 : 0; return true; }
-    return rxa_floordiv(a, INT64_C(1) << k, out);
+    return rxi_ar_floordiv(a, INT64_C(1) << k, out);
 }
 
 static bool eval_binary(rx_ekind k, int64_t a, int64_t b, int64_t *out)
@@ -90,8 +90,8 @@ static bool eval_binary(rx_ekind k, int64_t a, int64_t b, int64_t *out)
         if (b == 0 || (a == INT64_MIN && b == -1)) return false;
         *out = a / b;
         return true;
-    case RX_E_FLOORDIV: return rxa_floordiv(a, b, out);
-    case RX_E_FLOORMOD: return rxa_floormod(a, b, out);
+    case RX_E_FLOORDIV: return rxi_ar_floordiv(a, b, out);
+    case RX_E_FLOORMOD: return rxi_ar_floormod(a, b, out);
     case RX_E_MIN: *out = a < b ? a : b; return true;
     case RX_E_MAX: *out = a > b ? a : b; return true;
     case RX_E_EQ: *out = a == b; return true;

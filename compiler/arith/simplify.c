@@ -44,22 +44,22 @@ void rx_arith_free(rx_arith *ar)
 void rx_arith_bind_range(rx_arith *ar, const rx_svar *v, int64_t lo, int64_t hi)
 {
     for (int i = 0; i < ar->ranges.n; i++) {
-        rxa_range *r = &ar->ranges.items[i];
+        rxi_ar_range *r = &ar->ranges.items[i];
         if (r->var != v) continue;
         if (lo > r->lo) r->lo = lo;
         if (hi < r->hi) r->hi = hi;
         return;
     }
-    RX_VEC_PUSH(ar->ranges, ((rxa_range){v, lo, hi}));
+    RX_VEC_PUSH(ar->ranges, ((rxi_ar_range){v, lo, hi}));
 }
 
-static void cx_begin(rxa_cx *cx, rx_arith *ar)
+static void cx_begin(rxi_ar_cx *cx, rx_arith *ar)
 {
     cx->ar = ar;
     cx->tmp = rx_arena_new();
 }
 
-static void cx_end(rxa_cx *cx) { rx_arena_free(cx->tmp); }
+static void cx_end(rxi_ar_cx *cx) { rx_arena_free(cx->tmp); }
 
 /* ---------------------------------------------------------------- proofs */
 
@@ -79,13 +79,13 @@ static int negate_cmp(int k)
 }
 
 /* Proves a OP b for integer a, b. */
-static bool prove_cmp(rxa_cx *cx, int k, rx_expr *a, rx_expr *b)
+static bool prove_cmp(rxi_ar_cx *cx, int k, rx_expr *a, rx_expr *b)
 {
-    rxa_sum *d = rxa_sum_add(cx, rxa_canon(cx, a), rxa_canon(cx, b), -1);
-    rxa_iv iv = rxa_iv_add(rxa_bound_expr(cx->ar, a), rxa_iv_neg(rxa_bound_expr(cx->ar, b)));
+    rxi_ar_sum *d = rxi_ar_sum_add(cx, rxi_ar_canon(cx, a), rxi_ar_canon(cx, b), -1);
+    rxi_ar_iv iv = rxi_ar_iv_add(rxi_ar_bound_expr(cx->ar, a), rxi_ar_iv_neg(rxi_ar_bound_expr(cx->ar, b)));
     if (d) {
-        if (d->n == 0) iv = rxa_iv_point(d->c);
-        else iv = rxa_iv_intersect(rxa_sum_bound(cx, d), iv);
+        if (d->n == 0) iv = rxi_ar_iv_point(d->c);
+        else iv = rxi_ar_iv_intersect(rxi_ar_sum_bound(cx, d), iv);
     }
     switch (k) {
     case RX_E_EQ: return iv.lo == 0 && iv.hi == 0;
@@ -97,10 +97,10 @@ static bool prove_cmp(rxa_cx *cx, int k, rx_expr *a, rx_expr *b)
     }
 }
 
-static bool prove(rxa_cx *cx, rx_expr *c);
+static bool prove(rxi_ar_cx *cx, rx_expr *c);
 
 /* Proves that c is false. */
-static bool disprove(rxa_cx *cx, rx_expr *c)
+static bool disprove(rxi_ar_cx *cx, rx_expr *c)
 {
     switch (c->kind) {
     case RX_E_INT: return c->u.ival == 0;
@@ -114,7 +114,7 @@ static bool disprove(rxa_cx *cx, rx_expr *c)
     }
 }
 
-static bool prove(rxa_cx *cx, rx_expr *c)
+static bool prove(rxi_ar_cx *cx, rx_expr *c)
 {
     switch (c->kind) {
     case RX_E_INT: return c->u.ival != 0;
@@ -130,10 +130,10 @@ static bool prove(rxa_cx *cx, rx_expr *c)
 
 /* ---------------------------------------------------------------- simplification */
 
-static rx_expr *bool_lit(rxa_cx *cx, bool v) { return rx_e_typed_int(cx->ar->a, v, RX_DT_BOOL); }
+static rx_expr *bool_lit(rxi_ar_cx *cx, bool v) { return rx_e_typed_int(cx->ar->a, v, RX_DT_BOOL); }
 
 /* A copy of e with operands kids[] (e itself when none changed). */
-static rx_expr *with_kids(rxa_cx *cx, rx_expr *e, rx_expr **kids, int n)
+static rx_expr *with_kids(rxi_ar_cx *cx, rx_expr *e, rx_expr **kids, int n)
 {
     bool changed = false;
     for (int i = 0; i < n; i++) changed |= kids[i] != rx_expr_child(e, i);
@@ -150,7 +150,7 @@ static rx_expr *with_kids(rxa_cx *cx, rx_expr *e, rx_expr **kids, int n)
 }
 
 /* Folds a node whose operands are simplified, where something is decided. */
-static rx_expr *fold(rxa_cx *cx, rx_expr *e)
+static rx_expr *fold(rxi_ar_cx *cx, rx_expr *e)
 {
     int nk = rx_expr_nchildren(e);
     rx_expr *a = nk > 0 ? rx_expr_child(e, 0) : NULL, *b = nk > 1 ? rx_expr_child(e, 1) : NULL;
@@ -188,14 +188,14 @@ static rx_expr *fold(rxa_cx *cx, rx_expr *e)
     }
 }
 
-rx_expr *rxa_simp(rxa_cx *cx, rx_expr *e)
+rx_expr *rxi_ar_simp(rxi_ar_cx *cx, rx_expr *e)
 {
     if (e->kind == RX_E_INT || e->kind == RX_E_FLOAT || e->kind == RX_E_VAR) return e;
-    if (is_int(e) && rxa_is_arith_kind(e->kind))
-        return rxa_rebuild(cx, rxa_canon(cx, e), e->dtype);
+    if (is_int(e) && rxi_ar_is_arith_kind(e->kind))
+        return rxi_ar_rebuild(cx, rxi_ar_canon(cx, e), e->dtype);
     int n = rx_expr_nchildren(e);
     rx_expr *small[4], **kids = n <= 4 ? small : RX_NEWN(cx->tmp, rx_expr *, n);
-    for (int i = 0; i < n; i++) kids[i] = rxa_simp(cx, rx_expr_child(e, i));
+    for (int i = 0; i < n; i++) kids[i] = rxi_ar_simp(cx, rx_expr_child(e, i));
     return fold(cx, with_kids(cx, e, kids, n));
 }
 
@@ -204,9 +204,9 @@ rx_expr *rxa_simp(rxa_cx *cx, rx_expr *e)
 rx_expr *rx_arith_simplify(rx_arith *ar, rx_expr *e)
 {
     if (!e) return NULL;
-    rxa_cx cx;
+    rxi_ar_cx cx;
     cx_begin(&cx, ar);
-    rx_expr *r = rxa_simp(&cx, e);
+    rx_expr *r = rxi_ar_simp(&cx, e);
     cx_end(&cx);
     return r;
 }
@@ -216,11 +216,11 @@ rx_expr *rx_arith_simplify(rx_arith *ar, rx_expr *e)
  * simplified forms). */
 bool rx_arith_prove_equal(rx_arith *ar, rx_expr *a, rx_expr *b)
 {
-    rxa_cx cx;
+    rxi_ar_cx cx;
     bool r;
     cx_begin(&cx, ar);
     if (is_int(a) && is_int(b)) r = prove_cmp(&cx, RX_E_EQ, a, b);
-    else r = rx_expr_same(rxa_simp(&cx, a), rxa_simp(&cx, b));
+    else r = rx_expr_same(rxi_ar_simp(&cx, a), rxi_ar_simp(&cx, b));
     cx_end(&cx);
     return r;
 }
@@ -228,7 +228,7 @@ bool rx_arith_prove_equal(rx_arith *ar, rx_expr *a, rx_expr *b)
 /* Contract: true only when cond is proved to hold (see the file essay). */
 bool rx_arith_prove(rx_arith *ar, rx_expr *cond)
 {
-    rxa_cx cx;
+    rxi_ar_cx cx;
     cx_begin(&cx, ar);
     bool r = prove(&cx, cond);
     cx_end(&cx);

@@ -68,7 +68,7 @@ static void check_product(sctx *c, const rx_expr *const *es, int n)
     rx_sb_putc(&line, '1');
     for (int i = 0; i < n; i++) {
         rx_sb_puts(&line, ", ");
-        rx_cg_expr_as(g, es[i], RX_DT_I64, 0);
+        rxi_cg_expr_as(g, es[i], RX_DT_I64, 0);
         rx_sb_puts(&line, ", &rx_ovf)");
     }
     g->checked_arith = false;
@@ -139,7 +139,7 @@ static void walk(sctx *c, const rx_stmts *ss)
     }
 }
 
-bool rx_cg_size_checks(cg *g, const rx_stmts *body)
+bool rxi_cg_size_checks(cg *g, const rx_stmts *body)
 {
     sctx c = {g, {0}, {0}};
     walk(&c, body);

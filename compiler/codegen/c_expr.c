@@ -31,7 +31,7 @@
 
 /* ---------------------------------------------------------------- types */
 
-const char *rx_cg_ctype(rx_dtype t)
+const char *rxi_cg_ctype(rx_dtype t)
 {
     switch (t) {
     case RX_DT_BOOL: return "int";
@@ -49,14 +49,14 @@ const char *rx_cg_ctype(rx_dtype t)
     }
 }
 
-const char *rx_cg_stype(rx_dtype t)
+const char *rxi_cg_stype(rx_dtype t)
 {
     if (t == RX_DT_BOOL) return "uint8_t";
     if (t == RX_DT_F16 || t == RX_DT_BF16) return "uint16_t";
-    return rx_cg_ctype(t);
+    return rxi_cg_ctype(t);
 }
 
-size_t rx_cg_ssize(rx_dtype t)
+size_t rxi_cg_ssize(rx_dtype t)
 {
     int bits = rx_dtype_bits(t);
     return bits > 0 ? (size_t)bits / 8 : 8;
@@ -159,11 +159,11 @@ static void emit_int_lit(cg *g, int64_t v, rx_dtype t)
     case RX_DT_I8:
     case RX_DT_U16:
     case RX_DT_U8:
-        rx_sb_printf(o, g->glsl ? "%s(%lld)" : "((%s)%lld)", rx_cg_ctype(t), (long long)v);
+        rx_sb_printf(o, g->glsl ? "%s(%lld)" : "((%s)%lld)", rxi_cg_ctype(t), (long long)v);
         return;
     default:
         if (v == INT64_MIN) rx_sb_puts(o, "INT64_MIN");
-        else rx_cg_i64_lit(g, o, v);
+        else rxi_cg_i64_lit(g, o, v);
         return;
     }
 }
@@ -179,28 +179,28 @@ static void emit_arith(cg *g, rx_ekind k, const rx_expr *a, const rx_expr *b, rx
     RX_ASSERT(tok != NULL && k != RX_E_FLOORDIV && k != RX_E_FLOORMOD);
     if (is_narrow_int(t)) {
         const char *w = wide(t);
-        rx_cg_cast_open(g, rx_cg_ctype(t));
-        rx_cg_cast_open(g, w);
-        rx_cg_expr_as(g, a, t, loc);
+        rxi_cg_cast_open(g, rxi_cg_ctype(t));
+        rxi_cg_cast_open(g, w);
+        rxi_cg_expr_as(g, a, t, loc);
         rx_sb_printf(o, ")) %s ", tok);
-        rx_cg_cast_open(g, w);
-        rx_cg_expr_as(g, b, k == RX_E_SHL || k == RX_E_SHR ? (rx_dtype)b->dtype : t, loc);
+        rxi_cg_cast_open(g, w);
+        rxi_cg_expr_as(g, b, k == RX_E_SHL || k == RX_E_SHR ? (rx_dtype)b->dtype : t, loc);
         rx_sb_puts(o, "))))");
         return;
     }
     if (g->checked_arith && t == RX_DT_I64 && (k == RX_E_ADD || k == RX_E_SUB || k == RX_E_MUL)) {
         rx_sb_printf(o, "rx_ck%s(", k == RX_E_ADD ? "add" : k == RX_E_SUB ? "sub" : "mul");
-        rx_cg_expr_as(g, a, t, loc);
+        rxi_cg_expr_as(g, a, t, loc);
         rx_sb_puts(o, ", ");
-        rx_cg_expr_as(g, b, t, loc);
+        rxi_cg_expr_as(g, b, t, loc);
         rx_sb_puts(o, ", &rx_ovf)");
         return;
     }
     round_open(g, t);
     rx_sb_putc(o, '(');
-    rx_cg_expr_as(g, a, t, loc);
+    rxi_cg_expr_as(g, a, t, loc);
     rx_sb_printf(o, " %s ", tok);
-    rx_cg_expr_as(g, b, k == RX_E_SHL || k == RX_E_SHR ? (rx_dtype)b->dtype : t, loc);
+    rxi_cg_expr_as(g, b, k == RX_E_SHL || k == RX_E_SHR ? (rx_dtype)b->dtype : t, loc);
     rx_sb_putc(o, ')');
     round_close(g, t);
 }
@@ -213,9 +213,9 @@ static void emit_call2(cg *g, cg_helper h, const char *base, const rx_expr *a, c
     use(g, h, t);
     if (rounds) round_open(g, t);
     rx_sb_printf(g->out, "rx_%s_%s(", base, hsuffix(t));
-    rx_cg_expr_as(g, a, t, loc);
+    rxi_cg_expr_as(g, a, t, loc);
     rx_sb_puts(g->out, ", ");
-    rx_cg_expr_as(g, b, t, loc);
+    rxi_cg_expr_as(g, b, t, loc);
     rx_sb_putc(g->out, ')');
     if (rounds) round_close(g, t);
 }
@@ -234,11 +234,11 @@ static bool emit_pow2_divmod(cg *g, rx_ekind k, const rx_expr *a, const rx_expr 
     int n = 0;
     while ((INT64_C(1) << n) != v) n++;
     rx_sb_putc(g->out, '(');
-    rx_cg_expr_as(g, a, t, loc);
+    rxi_cg_expr_as(g, a, t, loc);
     if (k == RX_E_FLOORDIV) rx_sb_printf(g->out, " >> %d)", n);
     else if (t == RX_DT_I64) {
         rx_sb_puts(g->out, " & ");
-        rx_cg_i64_lit(g, g->out, v - 1);
+        rxi_cg_i64_lit(g, g->out, v - 1);
         rx_sb_putc(g->out, ')');
     }
     else rx_sb_printf(g->out, " & %lld)", (long long)(v - 1));
@@ -250,12 +250,12 @@ static void emit_cast(cg *g, rx_dtype to, const rx_expr *x, rx_loc loc)
     rx_sb *o = g->out;
     rx_dtype from = (rx_dtype)x->dtype;
     if (to == from) {
-        rx_cg_expr(g, x, loc);
+        rxi_cg_expr(g, x, loc);
         return;
     }
     if (to == RX_DT_BOOL) {
         rx_sb_puts(o, g->glsl ? "int((" : "((");
-        rx_cg_expr(g, x, loc);
+        rxi_cg_expr(g, x, loc);
         rx_sb_puts(o, ") != 0)");
         return;
     }
@@ -269,18 +269,18 @@ static void emit_cast(cg *g, rx_dtype to, const rx_expr *x, rx_loc loc)
             use(g, H_BF16, 0);
             rx_sb_puts(o, g->glsl ? "rx_bf16r(float(" : exact ? "rx_bf16r_f((float)(" : "rx_bf16r((double)(");
         }
-        rx_cg_expr(g, x, loc);
+        rxi_cg_expr(g, x, loc);
         rx_sb_puts(o, "))");
         return;
     }
     if (g->glsl && to == RX_DT_I64 && from == RX_DT_I32) { /* gpu_dialect.c: lavapipe */
         rx_sb_puts(o, "rx_sext(");
-        rx_cg_expr(g, x, loc);
+        rxi_cg_expr(g, x, loc);
         rx_sb_putc(o, ')');
         return;
     }
-    rx_cg_cast_open(g, rx_cg_ctype(to));
-    rx_cg_expr(g, x, loc);
+    rxi_cg_cast_open(g, rxi_cg_ctype(to));
+    rxi_cg_expr(g, x, loc);
     rx_sb_puts(o, "))");
 }
 
@@ -291,7 +291,7 @@ static void emit_intrin(cg *g, const rx_expr *e, rx_loc loc)
     rx_dtype t = (rx_dtype)e->dtype;
     rx_intrin fn = (rx_intrin)e->u.call.fn;
     if (e->u.call.nargs != rx_intrin_arity(fn)) {
-        rx_cg_err(g, loc, "%s takes %d argument(s), found %d", rx_intrin_name(fn),
+        rxi_cg_err(g, loc, "%s takes %d argument(s), found %d", rx_intrin_name(fn),
                   rx_intrin_arity(fn), e->u.call.nargs);
         rx_sb_putc(o, '0');
         return;
@@ -299,24 +299,24 @@ static void emit_intrin(cg *g, const rx_expr *e, rx_loc loc)
     const rx_expr *x = e->u.call.args[0];
     if (fn == RX_FN_ABS && !rx_dtype_is_float(t)) {
         if (rx_dtype_is_uint(t)) {
-            rx_cg_expr_as(g, x, t, loc);
+            rxi_cg_expr_as(g, x, t, loc);
         } else {
             use(g, H_ABS, t);
             rx_sb_printf(o, "rx_abs_%s(", hsuffix(t));
-            rx_cg_expr_as(g, x, t, loc);
+            rxi_cg_expr_as(g, x, t, loc);
             rx_sb_putc(o, ')');
         }
         return;
     }
     if (!rx_dtype_is_float(t)) {
-        rx_cg_err(g, loc, "%s needs a float argument, found %s", rx_intrin_name(fn),
+        rxi_cg_err(g, loc, "%s needs a float argument, found %s", rx_intrin_name(fn),
                   rx_dtype_name(t));
         rx_sb_putc(o, '0');
         return;
     }
     if (g->glsl && t == RX_DT_F64) { /* GLSL has float math only: gpu_dialect.c's GLSL_F64 */
         if (fn == RX_FN_SIN || fn == RX_FN_COS || fn == RX_FN_ERF) {
-            rx_cg_err(g, loc, "%s of f64 is not available on target vulkan (GLSL has no double "
+            rxi_cg_err(g, loc, "%s of f64 is not available on target vulkan (GLSL has no double "
                       "%s; exp, log, pow, tanh and sigmoid of f64 are): compute it in f32",
                       rx_intrin_name(fn), rx_intrin_name(fn));
             rx_sb_putc(o, '0');
@@ -353,10 +353,10 @@ static void emit_intrin(cg *g, const rx_expr *e, rx_loc loc)
     case RX_FN_ROUND: rx_sb_printf(o, "nearbyint%s(", f); break;
     default: rx_sb_printf(o, "%s%s(", rx_intrin_name(fn), f); break;
     }
-    rx_cg_expr_as(g, x, t, loc);
+    rxi_cg_expr_as(g, x, t, loc);
     if (fn == RX_FN_POW) {
         rx_sb_puts(o, ", ");
-        rx_cg_expr_as(g, e->u.call.args[1], t, loc);
+        rxi_cg_expr_as(g, e->u.call.args[1], t, loc);
     }
     rx_sb_puts(o, fn == RX_FN_RSQRT ? "))" : fn == RX_FN_SIGMOID ? "))))" : ")");
     round_close(g, t);
@@ -365,9 +365,9 @@ static void emit_intrin(cg *g, const rx_expr *e, rx_loc loc)
 static void emit_load(cg *g, const rx_expr *e, rx_loc loc)
 {
     const rx_buffer *b = e->u.load.buf;
-    const cg_sym *s = rx_cg_lookup(g, b);
+    const cg_sym *s = rxi_cg_lookup(g, b);
     if (!s || !s->dims) {
-        rx_cg_err(g, loc, "buffer \"%s\" is not in scope", b ? b->name : "?");
+        rxi_cg_err(g, loc, "buffer \"%s\" is not in scope", b ? b->name : "?");
         rx_sb_putc(g->out, '0');
         return;
     }
@@ -376,15 +376,15 @@ static void emit_load(cg *g, const rx_expr *e, rx_loc loc)
     if (t == RX_DT_F16) use(g, H_F16, 0);
     if (t == RX_DT_BF16) use(g, H_BF16, 0);
     rx_sb_puts(g->out, dec);
-    rx_cg_sub_open(g, s);
-    rx_cg_index(g, s, e->u.load.idx, e->u.load.nidx, loc);
-    rx_cg_sub_close(g, s);
+    rxi_cg_sub_open(g, s);
+    rxi_cg_index(g, s, e->u.load.idx, e->u.load.nidx, loc);
+    rxi_cg_sub_close(g, s);
     if (*dec) rx_sb_putc(g->out, ')');
 }
 
 /* ---------------------------------------------------------------- expressions */
 
-void rx_cg_expr(cg *g, const rx_expr *e, rx_loc loc)
+void rxi_cg_expr(cg *g, const rx_expr *e, rx_loc loc)
 {
     rx_sb *o = g->out;
     rx_dtype t = (rx_dtype)e->dtype;
@@ -393,9 +393,9 @@ void rx_cg_expr(cg *g, const rx_expr *e, rx_loc loc)
     case RX_E_INT: emit_int_lit(g, e->u.ival, t); return;
     case RX_E_FLOAT: emit_float_lit(g, e->u.fval, t); return;
     case RX_E_VAR: {
-        const cg_sym *s = rx_cg_lookup(g, e->u.var);
+        const cg_sym *s = rxi_cg_lookup(g, e->u.var);
         if (!s || s->dims) {
-            rx_cg_err(g, loc, "variable \"%s\" is not in scope", e->u.var->name);
+            rxi_cg_err(g, loc, "variable \"%s\" is not in scope", e->u.var->name);
             rx_sb_putc(o, '0');
             return;
         }
@@ -406,9 +406,9 @@ void rx_cg_expr(cg *g, const rx_expr *e, rx_loc loc)
     case RX_E_SHL: case RX_E_SHR: case RX_E_BITAND: case RX_E_BITOR: case RX_E_BITXOR:
         if (t == RX_DT_BOOL) { /* & | ^ on 0/1 values */
             rx_sb_putc(o, '(');
-            rx_cg_expr_as(g, a, t, loc);
+            rxi_cg_expr_as(g, a, t, loc);
             rx_sb_printf(o, " %s ", rx_ekind_symbol((rx_ekind)e->kind));
-            rx_cg_expr_as(g, b, t, loc);
+            rxi_cg_expr_as(g, b, t, loc);
             rx_sb_putc(o, ')');
             return;
         }
@@ -428,17 +428,17 @@ void rx_cg_expr(cg *g, const rx_expr *e, rx_loc loc)
         bool logic = e->kind == RX_E_AND || e->kind == RX_E_OR;
         if (logic) ot = RX_DT_BOOL;
         rx_sb_puts(o, g->glsl ? "int(" : "(");
-        rx_cg_expr_as(g, a, ot, loc);
+        rxi_cg_expr_as(g, a, ot, loc);
         if (g->glsl && logic) rx_sb_puts(o, " != 0");
         rx_sb_printf(o, " %s ", rx_ekind_symbol((rx_ekind)e->kind));
-        rx_cg_expr_as(g, b, ot, loc);
+        rxi_cg_expr_as(g, b, ot, loc);
         if (g->glsl && logic) rx_sb_puts(o, " != 0");
         rx_sb_putc(o, ')');
         return;
     }
     case RX_E_NOT:
         rx_sb_puts(o, g->glsl ? "int(0 == " : "(!");
-        rx_cg_expr_as(g, a, RX_DT_BOOL, loc);
+        rxi_cg_expr_as(g, a, RX_DT_BOOL, loc);
         rx_sb_putc(o, ')');
         return;
     case RX_E_NEG:
@@ -446,39 +446,39 @@ void rx_cg_expr(cg *g, const rx_expr *e, rx_loc loc)
         const char *tok = e->kind == RX_E_NEG ? "-" : "~";
         if (t == RX_DT_BOOL) { /* -b == b and ~b == !b modulo 2 */
             rx_sb_puts(o, e->kind == RX_E_NEG ? "(" : g->glsl ? "int(0 == " : "(!");
-            rx_cg_expr_as(g, a, t, loc);
+            rxi_cg_expr_as(g, a, t, loc);
             rx_sb_putc(o, ')');
         } else if (is_narrow_int(t)) {
             if (g->glsl) {
-                rx_sb_printf(o, "%s(%s%s(", rx_cg_ctype(t), tok, wide(t));
-                rx_cg_expr_as(g, a, t, loc);
+                rx_sb_printf(o, "%s(%s%s(", rxi_cg_ctype(t), tok, wide(t));
+                rxi_cg_expr_as(g, a, t, loc);
                 rx_sb_puts(o, ")))");
             } else {
-                rx_sb_printf(o, "((%s)%s(%s)", rx_cg_ctype(t), tok, wide(t));
-                rx_cg_expr_as(g, a, t, loc);
+                rx_sb_printf(o, "((%s)%s(%s)", rxi_cg_ctype(t), tok, wide(t));
+                rxi_cg_expr_as(g, a, t, loc);
                 rx_sb_putc(o, ')');
             }
         } else {
             rx_sb_printf(o, "(%s", tok);
-            rx_cg_expr_as(g, a, t, loc);
+            rxi_cg_expr_as(g, a, t, loc);
             rx_sb_putc(o, ')');
         }
         return;
     }
     case RX_E_SELECT:
         rx_sb_putc(o, '(');
-        rx_cg_expr_as(g, a, RX_DT_BOOL, loc);
+        rxi_cg_expr_as(g, a, RX_DT_BOOL, loc);
         rx_sb_puts(o, g->glsl ? " != 0 ? " : " ? ");
-        rx_cg_expr_as(g, b, t, loc);
+        rxi_cg_expr_as(g, b, t, loc);
         rx_sb_puts(o, " : ");
-        rx_cg_expr_as(g, e->u.op.c, t, loc);
+        rxi_cg_expr_as(g, e->u.op.c, t, loc);
         rx_sb_putc(o, ')');
         return;
     case RX_E_CAST: emit_cast(g, t, a, loc); return;
     case RX_E_LOAD: emit_load(g, e, loc); return;
     case RX_E_CALL: emit_intrin(g, e, loc); return;
     default:
-        rx_cg_err(g, loc, "unknown expression kind %d", e->kind);
+        rxi_cg_err(g, loc, "unknown expression kind %d", e->kind);
         rx_sb_putc(o, '0');
         return;
     }
@@ -486,30 +486,30 @@ void rx_cg_expr(cg *g, const rx_expr *e, rx_loc loc)
 
 /* ---------------------------------------------------------------- GLSL spellings */
 
-void rx_cg_cast_open(cg *g, const char *type)
+void rxi_cg_cast_open(cg *g, const char *type)
 {
     rx_sb_printf(g->out, g->glsl ? "%s((" : "((%s)(", type);
 }
 
-void rx_cg_i64_lit(const cg *g, rx_sb *o, int64_t v)
+void rxi_cg_i64_lit(const cg *g, rx_sb *o, int64_t v)
 {
     rx_sb_printf(o, g->glsl ? "%lldl" : "INT64_C(%lld)", (long long)v);
 }
 
-void rx_cg_sub_open(cg *g, const cg_sym *s)
+void rxi_cg_sub_open(cg *g, const cg_sym *s)
 {
     if (s->view) rx_sb_printf(g->out, "%s_b[uint(%s_o + ", s->name, s->name);
     else rx_sb_printf(g->out, g->glsl ? "%s[uint(" : "%s[", s->name);
 }
 
-void rx_cg_sub_close(cg *g, const cg_sym *s)
+void rxi_cg_sub_close(cg *g, const cg_sym *s)
 {
     rx_sb_puts(g->out, g->glsl || s->view ? ")]" : "]");
 }
 
-void rx_cg_expr_as(cg *g, const rx_expr *e, rx_dtype t, rx_loc loc)
+void rxi_cg_expr_as(cg *g, const rx_expr *e, rx_dtype t, rx_loc loc)
 {
-    if ((rx_dtype)e->dtype == t || t == RX_DT_UNKNOWN) rx_cg_expr(g, e, loc);
+    if ((rx_dtype)e->dtype == t || t == RX_DT_UNKNOWN) rxi_cg_expr(g, e, loc);
     else emit_cast(g, t, e, loc);
 }
 
@@ -521,24 +521,24 @@ void rx_cg_expr_as(cg *g, const rx_expr *e, rx_dtype t, rx_loc loc)
 static void index_at(cg *g, const cg_sym *b, rx_expr *const *idx, int k, rx_loc loc)
 {
     if (!rx_expr_loads_buf(idx[k], NULL)) {
-        rx_cg_expr_as(g, idx[k], RX_DT_I64, loc);
+        rxi_cg_expr_as(g, idx[k], RX_DT_I64, loc);
         return;
     }
     use(g, H_CHECK, 0);
     g->nchecks++;
     rx_sb_puts(g->out, "rx_chk(");
-    rx_cg_expr_as(g, idx[k], RX_DT_I64, loc);
+    rxi_cg_expr_as(g, idx[k], RX_DT_I64, loc);
     rx_sb_printf(g->out, ", %s, &rx_ke, \"", b->dims[k]);
     for (const char *c = ((const rx_buffer *)b->key)->name; *c; c++) /* a C string literal */
         rx_sb_putc(g->out, isalnum((unsigned char)*c) || *c == '_' || *c == '.' ? *c : '?');
     rx_sb_printf(g->out, "\", %d)", k);
 }
 
-void rx_cg_index(cg *g, const cg_sym *b, rx_expr *const *idx, int nidx, rx_loc loc)
+void rxi_cg_index(cg *g, const cg_sym *b, rx_expr *const *idx, int nidx, rx_loc loc)
 {
     rx_sb *o = g->out;
     if (nidx != b->ndim) {
-        rx_cg_err(g, loc, "buffer has %d dimension(s), indexed with %d", b->ndim, nidx);
+        rxi_cg_err(g, loc, "buffer has %d dimension(s), indexed with %d", b->ndim, nidx);
         rx_sb_putc(o, '0');
         return;
     }
@@ -556,20 +556,20 @@ void rx_cg_index(cg *g, const cg_sym *b, rx_expr *const *idx, int nidx, rx_loc l
     }
 }
 
-void rx_cg_encode(cg *g, rx_dtype t, const rx_expr *e, rx_loc loc)
+void rxi_cg_encode(cg *g, rx_dtype t, const rx_expr *e, rx_loc loc)
 {
     rx_sb *o = g->out;
     if (t == RX_DT_F16 || t == RX_DT_BF16) {
         use(g, t == RX_DT_F16 ? H_F16 : H_BF16, 0);
         rx_sb_puts(o, t == RX_DT_F16 ? "rx_f2h(" : "rx_f2bf(");
-        rx_cg_expr_as(g, e, t, loc);
+        rxi_cg_expr_as(g, e, t, loc);
         rx_sb_putc(o, ')');
     } else if (t == RX_DT_BOOL) {
-        rx_cg_cast_open(g, "uint8_t");
-        rx_cg_expr_as(g, e, t, loc);
+        rxi_cg_cast_open(g, "uint8_t");
+        rxi_cg_expr_as(g, e, t, loc);
         rx_sb_puts(o, "))");
     } else {
-        rx_cg_expr_as(g, e, t, loc);
+        rxi_cg_expr_as(g, e, t, loc);
     }
 }
 
@@ -827,7 +827,7 @@ static bool needs(const cg *g, cg_helper h, rx_dtype t)
     return (g->need[h] >> (unsigned)t) & 1u;
 }
 
-void rx_cg_prelude(const cg *g, rx_sb *out)
+void rxi_cg_prelude(const cg *g, rx_sb *out)
 {
     rx_sb_puts(out, PRELUDE_HEAD);
     bool f16 = g->need[H_F16] != 0, bf16 = g->need[H_BF16] != 0;
@@ -844,10 +844,10 @@ void rx_cg_prelude(const cg *g, rx_sb *out)
     if (g->need[H_LOGF]) rx_sb_puts(out, PRELUDE_LOGF);
     if (g->need[H_CHECK]) rx_sb_puts(out, PRELUDE_CHECK);
     if (g->need[H_CKARITH]) rx_sb_puts(out, PRELUDE_CKARITH);
-    rx_cg_prelude_ops(g, out);
+    rxi_cg_prelude_ops(g, out);
 }
 
-void rx_cg_prelude_ops(const cg *g, rx_sb *out)
+void rxi_cg_prelude_ops(const cg *g, rx_sb *out)
 {
     bool signed_floor = false;
     for (int t = RX_DT_I8; t <= RX_DT_I64; t++)
@@ -856,7 +856,7 @@ void rx_cg_prelude_ops(const cg *g, rx_sb *out)
     if (signed_floor) rx_sb_puts(out, g->glsl ? PRELUDE_FLOOR_I64_GLSL : PRELUDE_FLOOR_I64);
     for (int ti = 1; ti < RX_DT_COUNT; ti++) {
         rx_dtype t = (rx_dtype)ti;
-        const char *ct = rx_cg_ctype(t), *sf = hsuffix(t);
+        const char *ct = rxi_cg_ctype(t), *sf = hsuffix(t);
         for (int h = H_FLOORDIV; h <= H_FLOORMOD; h++) {
             if (!needs(g, (cg_helper)h, t)) continue;
             const char *nm = h == H_FLOORDIV ? "floordiv" : "floormod";

@@ -2,11 +2,11 @@
  * c_isa.c — which loop-function code gets ISA versions (c_kernel.c emits them).
  *
  * Full versions (opt level 3, contracting a * b + c into fused multiply-adds): every
- * kernel that holds a vectorized loop (rx_cg_wants_isa).
+ * kernel that holds a vectorized loop (rxi_cg_wants_isa).
  *
  * Exact versions (opt level 2, no contraction, so every version writes the baseline's
  * bits, which constant folding promises): only code where wider vectors pay, the hot
- * top-level statements (rx_cg_hot_at). A statement is hot when
+ * top-level statements (rxi_cg_hot_at). A statement is hot when
  *   - it computes exp, erf, tanh or log in f32 (exp, sigmoid, gelu: rx_expf and the
  *     other functions of relax/codegen_math.h, 30-70 vector instructions per element,
  *     which 4 SSE lanes leave compute-bound at a third of memory bandwidth) inside a
@@ -68,7 +68,7 @@ static bool any_stmt(const rx_stmt *s)
     return true;
 }
 
-bool rx_cg_wants_isa(const rx_stmts *ss)
+bool rxi_cg_wants_isa(const rx_stmts *ss)
 {
     return any_in_simd(ss, false, false, any_stmt);
 }
@@ -120,14 +120,14 @@ static bool stmt_tile_update(const rx_stmt *s)
            rx_expr_loads_buf(s->u.store.value, s->u.store.buf) && float_mul(s->u.store.value);
 }
 
-bool rx_cg_hot(const rx_stmts *ss)
+bool rxi_cg_hot(const rx_stmts *ss)
 {
     return any_in_simd(ss, false, false, stmt_expf) ||
            any_in_simd(ss, false, true, stmt_tile_update);
 }
 
-bool rx_cg_hot_at(const rx_stmts *ss, int i)
+bool rxi_cg_hot_at(const rx_stmts *ss, int i)
 {
     rx_stmts one = {ss->items + i, 1};
-    return rx_cg_hot(&one);
+    return rxi_cg_hot(&one);
 }

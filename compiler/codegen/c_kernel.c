@@ -98,7 +98,7 @@ enum {
                                 register tile's accumulator, 6 x 16 f32, stays an array) */
 };
 
-void rx_cg_err(cg *g, rx_loc loc, const char *fmt, ...)
+void rxi_cg_err(cg *g, rx_loc loc, const char *fmt, ...)
 {
     rx_sb msg = {0};
     va_list ap;
@@ -111,7 +111,7 @@ void rx_cg_err(cg *g, rx_loc loc, const char *fmt, ...)
     g->ok = false;
 }
 
-const cg_sym *rx_cg_lookup(const cg *g, const void *key)
+const cg_sym *rxi_cg_lookup(const cg *g, const void *key)
 {
     for (int i = g->syms.n - 1; i >= 0; i--)
         if (g->syms.items[i].key == key) return &g->syms.items[i];
@@ -167,14 +167,14 @@ static void declare_dims(cg *g, cg_sym *s, const rx_buffer *b)
         int64_t v;
         rx_sb sb = {0};
         if (rx_expr_is_const(b->shape[k], &v)) {
-            rx_cg_i64_lit(g, &sb, v);
+            rxi_cg_i64_lit(g, &sb, v);
         } else {
             rx_sb_printf(&sb, "%s_d%d", s->name, k);
             ind(g);
             rx_sb_printf(g->out, "const int64_t %s = ", rx_sb_str(&sb));
-            rx_cg_expr_as(g, b->shape[k], RX_DT_I64, b->loc);
+            rxi_cg_expr_as(g, b->shape[k], RX_DT_I64, b->loc);
             rx_sb_printf(g->out, ";\n");
-            rx_cg_unused(g, rx_sb_str(&sb));
+            rxi_cg_unused(g, rx_sb_str(&sb));
         }
         s->dims[k] = rx_sb_take(&sb);
     }
@@ -189,7 +189,7 @@ static void emit_if_head(cg *g, const rx_expr *cond, rx_loc loc)
     rx_sb c = {0};
     rx_sb *save = g->out;
     g->out = &c;
-    rx_cg_expr_as(g, cond, RX_DT_BOOL, loc);
+    rxi_cg_expr_as(g, cond, RX_DT_BOOL, loc);
     g->out = save;
     const char *p = rx_sb_str(&c);
     size_t n = c.n;
@@ -231,7 +231,7 @@ static bool alloc_on_stack(const rx_buffer *b)
             return false;
         total *= v;
     }
-    return b->scope != RX_SCOPE_GLOBAL && total * (int64_t)rx_cg_ssize((rx_dtype)b->dtype) <=
+    return b->scope != RX_SCOPE_GLOBAL && total * (int64_t)rxi_cg_ssize((rx_dtype)b->dtype) <=
                                               STACK_ALLOC_MAX;
 }
 
@@ -292,20 +292,20 @@ static void emit_iters(cg *g, const rx_stmt *s, bool spatial_only)
         const rx_iter *it = &s->u.block.iters[i];
         if (spatial_only && it->kind == RX_ITER_REDUCE) continue;
         if (it->bind && it->bind->kind == RX_E_VAR && it->bind->u.var == it->var &&
-            rx_cg_lookup(g, it->var))
+            rxi_cg_lookup(g, it->var))
             continue;
         /* computed before the name is pushed: the bind may mention an outer binding */
         rx_sb val = {0};
         rx_sb *save = g->out;
         g->out = &val;
-        if (it->bind) rx_cg_expr_as(g, it->bind, (rx_dtype)it->var->dtype, s->loc);
+        if (it->bind) rxi_cg_expr_as(g, it->bind, (rx_dtype)it->var->dtype, s->loc);
         else rx_sb_putc(&val, '0');
         g->out = save;
         char *name = fresh(g, it->var->name);
         ind(g);
-        rx_sb_printf(g->out, "const %s %s = %s;\n", rx_cg_ctype((rx_dtype)it->var->dtype), name,
+        rx_sb_printf(g->out, "const %s %s = %s;\n", rxi_cg_ctype((rx_dtype)it->var->dtype), name,
                      rx_sb_str(&val));
-        rx_cg_unused(g, name);
+        rxi_cg_unused(g, name);
         rx_sb_free(&val);
         push_sym(g, it->var, name);
     }
@@ -336,11 +336,11 @@ static void emit_for(cg *g, const rx_stmt *s)
         RX_VEC_PUSH(g->hoisted, hoist);
     }
     if (s->u.for_.thread)
-        rx_cg_err(g, s->loc, "thread-bound loop \"%s\" (%s) needs a GPU target; the C "
+        rxi_cg_err(g, s->loc, "thread-bound loop \"%s\" (%s) needs a GPU target; the C "
                   "target runs on the CPU", v->name, s->u.for_.thread);
     int mark = g->syms.n;
     char *name = fresh(g, v->name);
-    const char *ct = rx_cg_ctype((rx_dtype)v->dtype);
+    const char *ct = rxi_cg_ctype((rx_dtype)v->dtype);
     int64_t lo, ext;
     const rx_expr *ex = s->u.for_.extent;
     bool lit = rx_expr_is_const(s->u.for_.min, &lo) && rx_expr_is_const(ex, &ext);
@@ -353,11 +353,11 @@ static void emit_for(cg *g, const rx_stmt *s)
         g->indent++;
         ind(g);
         rx_sb_printf(g->out, "const %s %s_lo = ", ct, name);
-        rx_cg_expr_as(g, s->u.for_.min, (rx_dtype)v->dtype, s->loc);
+        rxi_cg_expr_as(g, s->u.for_.min, (rx_dtype)v->dtype, s->loc);
         rx_sb_printf(g->out, ";\n");
         ind(g);
         rx_sb_printf(g->out, "const %s %s_hi = %s_lo + ", ct, name, name);
-        rx_cg_expr_as(g, s->u.for_.extent, (rx_dtype)v->dtype, s->loc);
+        rxi_cg_expr_as(g, s->u.for_.extent, (rx_dtype)v->dtype, s->loc);
         rx_sb_printf(g->out, ";\n");
     }
     switch (s->u.for_.loop_kind) {
@@ -389,7 +389,7 @@ static void emit_for(cg *g, const rx_stmt *s)
     } else if (simple) {
         rx_sb_printf(g->out, "for (%s %s = %lld; %s < ", ct, name, (long long)lo, name);
         if (lo) rx_sb_printf(g->out, "%lld + ", (long long)lo);
-        rx_cg_expr(g, ex, s->loc);
+        rxi_cg_expr(g, ex, s->loc);
         rx_sb_printf(g->out, "; %s++) ", name);
     } else
         rx_sb_printf(g->out, "for (%s %s = %s_lo; %s < %s_hi; %s++) ", ct, name, name, name,
@@ -441,7 +441,7 @@ static void emit_block(cg *g, const rx_stmt *s)
         for (int i = 0; i < s->u.block.niters; i++) {
             const rx_iter *it = &s->u.block.iters[i];
             if (it->kind != RX_ITER_REDUCE) continue;
-            const cg_sym *v = rx_cg_lookup(g, it->var);
+            const cg_sym *v = rxi_cg_lookup(g, it->var);
             rx_sb_printf(g->out, "%s%s == %s", nred++ ? " && " : "", v ? v->name : "0",
                          iter_start(g, it));
         }
@@ -459,17 +459,17 @@ static void emit_block(cg *g, const rx_stmt *s)
 static void emit_store(cg *g, const rx_stmt *s)
 {
     const rx_buffer *b = s->u.store.buf;
-    const cg_sym *bs = rx_cg_lookup(g, b);
+    const cg_sym *bs = rxi_cg_lookup(g, b);
     if (!bs || !bs->dims) {
-        rx_cg_err(g, s->loc, "buffer \"%s\" is not in scope", b ? b->name : "?");
+        rxi_cg_err(g, s->loc, "buffer \"%s\" is not in scope", b ? b->name : "?");
         return;
     }
     ind(g);
-    rx_cg_sub_open(g, bs);
-    rx_cg_index(g, bs, s->u.store.idx, s->u.store.nidx, s->loc);
-    rx_cg_sub_close(g, bs);
+    rxi_cg_sub_open(g, bs);
+    rxi_cg_index(g, bs, s->u.store.idx, s->u.store.nidx, s->loc);
+    rxi_cg_sub_close(g, bs);
     rx_sb_puts(g->out, " = ");
-    rx_cg_encode(g, (rx_dtype)b->dtype, s->u.store.value, s->loc);
+    rxi_cg_encode(g, (rx_dtype)b->dtype, s->u.store.value, s->loc);
     rx_sb_puts(g->out, ";\n");
 }
 
@@ -484,7 +484,7 @@ static void emit_alloc(cg *g, const rx_stmt *s)
 {
     const rx_buffer *b = s->u.alloc.buf;
     rx_dtype t = (rx_dtype)b->dtype;
-    const char *st = rx_cg_stype(t);
+    const char *st = rxi_cg_stype(t);
     int64_t total = 1;
     bool stack = alloc_on_stack(b);
     for (int k = 0; stack && k < b->ndim; k++) {
@@ -500,7 +500,7 @@ static void emit_alloc(cg *g, const rx_stmt *s)
     declare_dims(g, bs, b);
     bs = &g->syms.items[g->syms.n - 1]; /* declare_dims may not move it, but stay safe */
     ind(g);
-    if (stack && total * (int64_t)rx_cg_ssize(t) > STACK_DIRECT_MAX) {
+    if (stack && total * (int64_t)rxi_cg_ssize(t) > STACK_DIRECT_MAX) {
         /* GCC 12 keeps a register tile's accumulator in registers across loads from
          * another stack array only when they go through a pointer (schedule_tile's
          * panels: a 64 x 16 f32 panel of 4 KiB read directly left the 6 x 16 tile's
@@ -512,7 +512,7 @@ static void emit_alloc(cg *g, const rx_stmt *s)
         rx_sb_printf(g->out, "%s %s[%lld] = {0};\n", st, bs->name, (long long)(total ? total : 1));
     }
     if (stack) {
-        rx_cg_unused(g, bs->name);
+        rxi_cg_unused(g, bs->name);
         return;
     }
     g->need[H_ALLOC] |= 1;
@@ -552,10 +552,10 @@ static void emit_stmt(cg *g, const rx_stmt *s)
         g->indent++;
         char *name = fresh(g, v->name);
         ind(g);
-        rx_sb_printf(g->out, "const %s %s = ", rx_cg_ctype(t), name);
-        rx_cg_expr_as(g, s->u.let.value, t, s->loc);
+        rx_sb_printf(g->out, "const %s %s = ", rxi_cg_ctype(t), name);
+        rxi_cg_expr_as(g, s->u.let.value, t, s->loc);
         rx_sb_puts(g->out, ";\n");
-        rx_cg_unused(g, name);
+        rxi_cg_unused(g, name);
         int mark = g->syms.n;
         push_sym(g, v, name);
         emit_stmts(g, &s->u.let.body);
@@ -566,7 +566,7 @@ static void emit_stmt(cg *g, const rx_stmt *s)
         return;
     }
     default:
-        rx_cg_err(g, s->loc, "unknown statement kind %d", s->kind);
+        rxi_cg_err(g, s->loc, "unknown statement kind %d", s->kind);
         return;
     }
 }
@@ -663,7 +663,7 @@ static void emit_svar(cg *g, const rx_svar *v, int j)
     rx_dtype t = (rx_dtype)v->dtype;
     char *name = fresh(g, v->name);
     ind(g);
-    rx_sb_printf(g->out, "const %s %s = ", rx_cg_ctype(t), name);
+    rx_sb_printf(g->out, "const %s %s = ", rxi_cg_ctype(t), name);
     if (t == RX_DT_BOOL) {
         rx_sb_printf(g->out, "ivars[%d] != 0", j);
     } else if (rx_dtype_is_float(t)) {
@@ -672,13 +672,13 @@ static void emit_svar(cg *g, const rx_svar *v, int j)
             g->need[t == RX_DT_F16 ? H_F16 : H_BF16] |= 1;
             rx_sb_printf(g->out, "%s(rx_bits2d(ivars[%d]))", t == RX_DT_F16 ? "rx_f16r" : "rx_bf16r", j);
         } else {
-            rx_sb_printf(g->out, "(%s)rx_bits2d(ivars[%d])", rx_cg_ctype(t), j);
+            rx_sb_printf(g->out, "(%s)rx_bits2d(ivars[%d])", rxi_cg_ctype(t), j);
         }
     } else {
-        rx_sb_printf(g->out, "(%s)ivars[%d]", rx_cg_ctype(t), j);
+        rx_sb_printf(g->out, "(%s)ivars[%d]", rxi_cg_ctype(t), j);
     }
     rx_sb_puts(g->out, ";\n");
-    rx_cg_unused(g, name);
+    rxi_cg_unused(g, name);
     push_sym(g, v, name);
 }
 
@@ -697,18 +697,18 @@ static void emit_def(cg *g, const rx_func *f, const rx_stmts *body, const char *
     ind(g);
     rx_sb_puts(g->out, "(void)ivars;\n");
     for (int j = 0; j < f->nsvars; j++) emit_svar(g, f->svars[j], j);
-    rx_cg_size_checks(g, body);
+    rxi_cg_size_checks(g, body);
     int ib = 0;
     for (int i = 0; i < f->ntparams; i++) {
         const rx_buffer *b = f->tparams[i].buf;
         if (!b) continue;
         cg_sym *bs = push_sym(g, b, fresh(g, b->name));
-        const char *st = rx_cg_stype((rx_dtype)b->dtype);
+        const char *st = rxi_cg_stype((rx_dtype)b->dtype);
         const char *cq = restr && !stmts_store(&f->tbody, b) ? "const " : "";
         ind(g);
         rx_sb_printf(g->out, "%s%s *%s%s = (%s%s *)data[%d];\n", cq, st, restr ? "restrict " : "",
                      bs->name, cq, st, ib++);
-        rx_cg_unused(g, bs->name);
+        rxi_cg_unused(g, bs->name);
         declare_dims(g, bs, b);
     }
     /* the body first, to know whether it checks an index (rx_chk needs rx_ke) */
@@ -780,17 +780,17 @@ static void emit_parts(cg *g, const rx_func *f, const char *sym, bool restr)
     bool alloc = false;
     for (int i = 0; i < ss->n; i++) {
         alloc |= ss->items[i]->kind == RX_S_ALLOC;
-        if (i == 0 || rx_cg_hot_at(ss, i) != rx_cg_hot_at(ss, i - 1)) runs++;
+        if (i == 0 || rxi_cg_hot_at(ss, i) != rxi_cg_hot_at(ss, i - 1)) runs++;
     }
     if (alloc || runs <= 1) {
-        emit_versions(g, f, ss, "", sym, restr, rx_cg_hot(ss));
+        emit_versions(g, f, ss, "", sym, restr, rxi_cg_hot(ss));
         return;
     }
     rx_sb pname = {0}, calls = {0};
     for (int i = 0, k = 0; i < ss->n; k++) {
-        bool hot = rx_cg_hot_at(ss, i);
+        bool hot = rxi_cg_hot_at(ss, i);
         int j = i + 1;
-        while (j < ss->n && rx_cg_hot_at(ss, j) == hot) j++;
+        while (j < ss->n && rxi_cg_hot_at(ss, j) == hot) j++;
         rx_stmts run = {ss->items + i, j - i};
         rx_sb_reset(&pname);
         rx_sb_printf(&pname, "%s_p%d", sym, k);
@@ -815,7 +815,7 @@ static void emit_func(cg *g, const rx_func *f, const char *sym)
     if (g->isa_exact)
         emit_parts(g, f, sym, restr);
     else
-        emit_versions(g, f, &f->tbody, "", sym, restr, g->isa_versions && rx_cg_wants_isa(&f->tbody));
+        emit_versions(g, f, &f->tbody, "", sym, restr, g->isa_versions && rxi_cg_wants_isa(&f->tbody));
     g->f = NULL;
 }
 
@@ -876,7 +876,7 @@ bool rx_codegen_c_with(const rx_module *m, const rx_codegen_opts *o, rx_sb *out,
     }
     rx_sb_puts(out, "/* Generated by relaxd's C kernel generator (compiler/codegen). Kernel ABI:\n"
                     "   int32_t rxk_NAME(void *const *data, const int64_t *ivars); see codegen.h */\n");
-    rx_cg_prelude(&g, out);
+    rxi_cg_prelude(&g, out);
     rx_sb_putn(out, rx_sb_str(&body), body.n);
     for (int k = 0; k < syms.n; k++) free(syms.items[k]);
     RX_VEC_FREE(syms);
@@ -892,16 +892,16 @@ bool rx_codegen_c_with(const rx_module *m, const rx_codegen_opts *o, rx_sb *out,
 
 /* gpu_kernel.c emits kernel signatures and schedules itself and the statements inside
  * them with this file's emitter (cgen_int.h). */
-void rx_cg_stmts(cg *g, const rx_stmts *ss) { emit_stmts(g, ss); }
-void rx_cg_unused(cg *g, const char *name)
+void rxi_cg_stmts(cg *g, const rx_stmts *ss) { emit_stmts(g, ss); }
+void rxi_cg_unused(cg *g, const char *name)
 {
     if (g->glsl) return;
     ind(g);
     rx_sb_printf(g->out, "(void)%s;\n", name);
 }
-char *rx_cg_fresh(cg *g, const char *base) { return fresh(g, base); }
-cg_sym *rx_cg_push_sym(cg *g, const void *key, char *name) { return push_sym(g, key, name); }
-void rx_cg_pop_syms(cg *g, int mark) { pop_syms(g, mark); }
-void rx_cg_declare_dims(cg *g, cg_sym *s, const rx_buffer *b) { declare_dims(g, s, b); }
-bool rx_cg_alloc_on_stack(const rx_buffer *b) { return alloc_on_stack(b); }
-void rx_cg_iters(cg *g, const rx_stmt *s, bool spatial_only) { emit_iters(g, s, spatial_only); }
+char *rxi_cg_fresh(cg *g, const char *base) { return fresh(g, base); }
+cg_sym *rxi_cg_push_sym(cg *g, const void *key, char *name) { return push_sym(g, key, name); }
+void rxi_cg_pop_syms(cg *g, int mark) { pop_syms(g, mark); }
+void rxi_cg_declare_dims(cg *g, cg_sym *s, const rx_buffer *b) { declare_dims(g, s, b); }
+bool rxi_cg_alloc_on_stack(const rx_buffer *b) { return alloc_on_stack(b); }
+void rxi_cg_iters(cg *g, const rx_stmt *s, bool spatial_only) { emit_iters(g, s, spatial_only); }

@@ -69,54 +69,54 @@ typedef struct cg {
 } cg;
 
 /* c_expr.c */
-const char *rx_cg_ctype(rx_dtype t);   /* compute type: "float" for f16 */
-const char *rx_cg_stype(rx_dtype t);   /* storage type: "uint16_t" for f16 */
-size_t rx_cg_ssize(rx_dtype t);        /* bytes of one stored element */
-void rx_cg_expr(cg *g, const rx_expr *e, rx_loc loc);
-void rx_cg_expr_as(cg *g, const rx_expr *e, rx_dtype t, rx_loc loc); /* converted to t */
-void rx_cg_index(cg *g, const cg_sym *b, rx_expr *const *idx, int nidx, rx_loc loc);
-void rx_cg_encode(cg *g, rx_dtype t, const rx_expr *e, rx_loc loc); /* stored form */
-void rx_cg_prelude(const cg *g, rx_sb *out);
+const char *rxi_cg_ctype(rx_dtype t);   /* compute type: "float" for f16 */
+const char *rxi_cg_stype(rx_dtype t);   /* storage type: "uint16_t" for f16 */
+size_t rxi_cg_ssize(rx_dtype t);        /* bytes of one stored element */
+void rxi_cg_expr(cg *g, const rx_expr *e, rx_loc loc);
+void rxi_cg_expr_as(cg *g, const rx_expr *e, rx_dtype t, rx_loc loc); /* converted to t */
+void rxi_cg_index(cg *g, const cg_sym *b, rx_expr *const *idx, int nidx, rx_loc loc);
+void rxi_cg_encode(cg *g, rx_dtype t, const rx_expr *e, rx_loc loc); /* stored form */
+void rxi_cg_prelude(const cg *g, rx_sb *out);
 
-/* c_expr.c: the spellings that differ in GLSL (cg.glsl). `rx_cg_cast_open(g, T)`, the
+/* c_expr.c: the spellings that differ in GLSL (cg.glsl). `rxi_cg_cast_open(g, T)`, the
  * operand, then "))": a conversion to T, `((T)(x))` in C and `T((x))` in GLSL. */
-void rx_cg_cast_open(cg *g, const char *type);
-void rx_cg_i64_lit(const cg *g, rx_sb *o, int64_t v); /* INT64_C(v) or vl */
+void rxi_cg_cast_open(cg *g, const char *type);
+void rxi_cg_i64_lit(const cg *g, rx_sb *o, int64_t v); /* INT64_C(v) or vl */
 /* `NAME[` and `]` around a subscript of buffer s: `NAME_b[uint(NAME_o + ` and `)]` for
  * a GLSL buffer parameter, `NAME[uint(` and `)]` for another GLSL array. */
-void rx_cg_sub_open(cg *g, const cg_sym *s);
-void rx_cg_sub_close(cg *g, const cg_sym *s);
+void rxi_cg_sub_open(cg *g, const cg_sym *s);
+void rxi_cg_sub_close(cg *g, const cg_sym *s);
 
 /* c_kernel.c */
 /* `(void)NAME;` at the current indentation (nothing in GLSL, which has no such cast). */
-void rx_cg_unused(cg *g, const char *name);
-const cg_sym *rx_cg_lookup(const cg *g, const void *key);
-void rx_cg_err(cg *g, rx_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void rxi_cg_unused(cg *g, const char *name);
+const cg_sym *rxi_cg_lookup(const cg *g, const void *key);
+void rxi_cg_err(cg *g, rx_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* c_kernel.c, for the GPU generator (gpu_kernel.c): the statement emitter, fresh
  * names, the scope stack, a buffer's extents as C text, and whether an ALLOC lands on
  * the stack (a private array) rather than the heap. */
-void rx_cg_stmts(cg *g, const rx_stmts *ss);
-char *rx_cg_fresh(cg *g, const char *base);
-cg_sym *rx_cg_push_sym(cg *g, const void *key, char *name);
-void rx_cg_pop_syms(cg *g, int mark);
-void rx_cg_declare_dims(cg *g, cg_sym *s, const rx_buffer *b);
-bool rx_cg_alloc_on_stack(const rx_buffer *b);
+void rxi_cg_stmts(cg *g, const rx_stmts *ss);
+char *rxi_cg_fresh(cg *g, const char *base);
+cg_sym *rxi_cg_push_sym(cg *g, const void *key, char *name);
+void rxi_cg_pop_syms(cg *g, int mark);
+void rxi_cg_declare_dims(cg *g, cg_sym *s, const rx_buffer *b);
+bool rxi_cg_alloc_on_stack(const rx_buffer *b);
 /* Binds block s's iterators (the spatial ones only when spatial_only) as const locals. */
-void rx_cg_iters(cg *g, const rx_stmt *s, bool spatial_only);
+void rxi_cg_iters(cg *g, const rx_stmt *s, bool spatial_only);
 
 /* c_expr.c: the per-dtype operation helpers (floor division and modulo, min, max, abs)
  * the kernels used, as RX_HELPER definitions: plain C that OpenCL C also compiles. */
-void rx_cg_prelude_ops(const cg *g, rx_sb *out);
+void rxi_cg_prelude_ops(const cg *g, rx_sb *out);
 
 /* c_check.c: emits the size checks of body at the top of a kernel (after its symbolic
  * variables): `int32_t rx_ovf`, the checks, `if (rx_ovf) return RX_KERNEL_EOVERFLOW`.
  * Returns whether there were any. */
-bool rx_cg_size_checks(cg *g, const rx_stmts *body);
+bool rxi_cg_size_checks(cg *g, const rx_stmts *body);
 
 /* c_isa.c: which code gets ISA versions. */
-bool rx_cg_wants_isa(const rx_stmts *ss);       /* full versions: a vectorized loop */
-bool rx_cg_hot(const rx_stmts *ss);             /* exact versions: exp or a product tile */
-bool rx_cg_hot_at(const rx_stmts *ss, int i);   /* rx_cg_hot of top-level statement i */
+bool rxi_cg_wants_isa(const rx_stmts *ss);       /* full versions: a vectorized loop */
+bool rxi_cg_hot(const rx_stmts *ss);             /* exact versions: exp or a product tile */
+bool rxi_cg_hot_at(const rx_stmts *ss, int i);   /* rxi_cg_hot of top-level statement i */
 
 #endif

@@ -44,12 +44,12 @@ void rx_gpu_glsl_head(gk *k, const rx_func *f, const char *name)
     for (int i = 0; i < f->ntparams; i++) {
         const rx_buffer *b = f->tparams[i].buf;
         if (!b) continue;
-        char *nm = rx_cg_fresh(g, b->name);
+        char *nm = rxi_cg_fresh(g, b->name);
         rx_sb_printf(o, "layout(std430, set = 0, binding = %d) buffer %s_B { %s %s_b[]; };\n", nb++,
-                     nm, rx_cg_stype((rx_dtype)b->dtype), nm);
+                     nm, rxi_cg_stype((rx_dtype)b->dtype), nm);
         rx_sb_printf(&push, " int64_t %s_o;", nm);
         nscalar++;
-        rx_cg_push_sym(g, b, nm)->view = true;
+        rxi_cg_push_sym(g, b, nm)->view = true;
     }
     rx_sb_printf(o, "layout(std430, set = 0, binding = %d) buffer rx_st_B { int rx_st[]; };\n", nb);
     for (int j = 0; j < f->nsvars; j++) {
@@ -58,7 +58,7 @@ void rx_gpu_glsl_head(gk *k, const rx_func *f, const char *name)
     }
     int64_t max_push = rx_target_int(k->t, "max_push_bytes");
     if ((int64_t)nscalar * PUSH_BYTES_PER_SCALAR > max_push)
-        rx_cg_err(g, f->loc, "kernel %s takes %d scalar arguments (%d element offsets, %d "
+        rxi_cg_err(g, f->loc, "kernel %s takes %d scalar arguments (%d element offsets, %d "
                   "symbolic variables), %d bytes of push constants, more than max_push_bytes=%lld "
                   "of target %s", name, nscalar, nscalar - f->nsvars, f->nsvars,
                   nscalar * PUSH_BYTES_PER_SCALAR, (long long)max_push, k->t->norm);
@@ -68,14 +68,14 @@ void rx_gpu_glsl_head(gk *k, const rx_func *f, const char *name)
     g->indent = 1;
     for (int j = 0; j < f->nsvars; j++) {
         const rx_svar *v = f->svars[j];
-        char *nm = rx_cg_fresh(g, v->name);
-        const char *ct = rx_cg_ctype((rx_dtype)v->dtype);
+        char *nm = rxi_cg_fresh(g, v->name);
+        const char *ct = rxi_cg_ctype((rx_dtype)v->dtype);
         rx_sb_printf(o, "    const %s %s = %s(rx_v%d);\n", ct, nm, ct, j);
-        rx_cg_push_sym(g, v, nm);
+        rxi_cg_push_sym(g, v, nm);
     }
     for (int i = 0; i < g->syms.n; i++) { /* extents: after every parameter is in scope */
         cg_sym *s = &g->syms.items[i];
-        if (s->view) rx_cg_declare_dims(g, s, (const rx_buffer *)s->key);
+        if (s->view) rxi_cg_declare_dims(g, s, (const rx_buffer *)s->key);
     }
 }
 
@@ -97,7 +97,7 @@ void rx_gpu_glsl_shaders(gk *k, const rx_sb *body, rx_sb *src, rx_sb *bin)
     cg *g = k->g;
     int n = k->shaders.n;
     rx_sb ops = {0};
-    rx_cg_prelude_ops(g, &ops);
+    rxi_cg_prelude_ops(g, &ops);
     const char **names = rx_xcalloc((size_t)(n ? n : 1), sizeof *names);
     char **texts = rx_xcalloc((size_t)(n ? n : 1), sizeof *texts);
     for (int i = 0; i < n; i++) {

@@ -204,7 +204,7 @@ static const rx_stmt *device_unfit(const rx_stmts *ss)
             if (!r) r = device_unfit(&s->u.block.body);
             break;
         case RX_S_ALLOC:
-            if (!rx_cg_alloc_on_stack(s->u.alloc.buf)) return s;
+            if (!rxi_cg_alloc_on_stack(s->u.alloc.buf)) return s;
             break;
         case RX_S_IF:
             r = device_unfit(&s->u.if_.then_s);
@@ -244,19 +244,19 @@ static void emit_head(gk *k, const rx_func *f, const char *name)
     for (int i = 0; i < f->ntparams; i++) {
         const rx_buffer *b = f->tparams[i].buf;
         if (!b) continue;
-        char *nm = rx_cg_fresh(g, b->name);
-        const char *st = rx_cg_stype((rx_dtype)b->dtype);
+        char *nm = rxi_cg_fresh(g, b->name);
+        const char *st = rxi_cg_stype((rx_dtype)b->dtype);
         rx_sb_printf(&sig, "%s%s %s *%s_b, %s %s_o", np++ ? ",\n        " : "", k->dl->buf_qual,
                      st, nm, k->dl->i64, nm);
         rx_sb_puts(&views, "    ");
         rx_sb_printf(&views, k->dl->buf_view, k->dl->buf_qual, st, nm, nm, nm);
-        rx_cg_push_sym(g, b, nm);
+        rxi_cg_push_sym(g, b, nm);
     }
     for (int j = 0; j < f->nsvars; j++) {
         const rx_svar *v = f->svars[j];
-        char *nm = rx_cg_fresh(g, v->name);
-        rx_sb_printf(&sig, "%s%s %s", np++ ? ",\n        " : "", rx_cg_ctype((rx_dtype)v->dtype), nm);
-        rx_cg_push_sym(g, v, nm);
+        char *nm = rxi_cg_fresh(g, v->name);
+        rx_sb_printf(&sig, "%s%s %s", np++ ? ",\n        " : "", rxi_cg_ctype((rx_dtype)v->dtype), nm);
+        rxi_cg_push_sym(g, v, nm);
     }
     rx_sb_printf(&sig, "%s%s int *rx_st)\n{\n", np ? ",\n        " : "", k->dl->buf_qual);
     rx_sb_puts(g->out, rx_sb_str(&sig));
@@ -270,10 +270,10 @@ static void emit_head(gk *k, const rx_func *f, const char *name)
         cg_sym *s = NULL;
         for (int j = g->syms.n - 1; j >= 0 && !s; j--)
             if (g->syms.items[j].key == b) s = &g->syms.items[j];
-        rx_cg_unused(g, s->name);
-        rx_cg_declare_dims(g, s, b);
+        rxi_cg_unused(g, s->name);
+        rxi_cg_declare_dims(g, s, b);
     }
-    rx_cg_unused(g, "rx_st");
+    rxi_cg_unused(g, "rx_st");
 }
 
 void rx_gpu_chain_count(cg *g, const rx_stmt *const *chain, int n)
@@ -281,7 +281,7 @@ void rx_gpu_chain_count(cg *g, const rx_stmt *const *chain, int n)
     for (int i = 0; i < n; i++) {
         ind(g);
         rx_sb_printf(g->out, "const long rx_e%d = ", i);
-        rx_cg_expr_as(g, chain[i]->u.for_.extent, RX_DT_I64, chain[i]->loc);
+        rxi_cg_expr_as(g, chain[i]->u.for_.extent, RX_DT_I64, chain[i]->loc);
         rx_sb_puts(g->out, ";\n");
     }
     ind(g);
@@ -294,28 +294,28 @@ void rx_gpu_chain_bind(cg *g, const rx_stmt *const *chain, int n)
 {
     ind(g);
     rx_sb_puts(g->out, "long rx_r = rx_g;\n");
-    rx_cg_unused(g, "rx_r");
+    rxi_cg_unused(g, "rx_r");
     for (int i = n - 1; i >= 0; i--) {
         const rx_svar *v = chain[i]->u.for_.var;
-        const char *ct = rx_cg_ctype((rx_dtype)v->dtype);
-        char *nm = rx_cg_fresh(g, v->name);
+        const char *ct = rxi_cg_ctype((rx_dtype)v->dtype);
+        char *nm = rxi_cg_fresh(g, v->name);
         rx_sb start = {0};
         rx_sb *save = g->out;
         g->out = &start;
-        rx_cg_expr_as(g, chain[i]->u.for_.min, (rx_dtype)v->dtype, chain[i]->loc);
+        rxi_cg_expr_as(g, chain[i]->u.for_.min, (rx_dtype)v->dtype, chain[i]->loc);
         g->out = save;
         ind(g);
         rx_sb_printf(g->out, "const %s %s = ", ct, nm);
-        rx_cg_cast_open(g, ct);
+        rxi_cg_cast_open(g, ct);
         rx_sb_printf(g->out, "%s + rx_r %% rx_e%d));\n", rx_sb_str(&start), i);
-        rx_cg_unused(g, nm);
+        rxi_cg_unused(g, nm);
         if (i) {
             ind(g);
             rx_sb_printf(g->out, "rx_r /= rx_e%d;\n", i);
         }
         cg_loop lp = {v, rx_sb_take(&start)};
         RX_VEC_PUSH(g->loops, lp);
-        rx_cg_push_sym(g, v, nm);
+        rxi_cg_push_sym(g, v, nm);
     }
 }
 
@@ -340,7 +340,7 @@ static void emit_kernel(gk *k, const rx_func *f, const rx_stmts *ss, const rx_st
     } else if (n == 0) {
         ind(g);
         rx_sb_printf(g->out, "if (%s != 0) return; /* one work-item runs it all */\n", k->dl->global_id);
-        rx_cg_stmts(g, ss);
+        rxi_cg_stmts(g, ss);
     } else { /* the grid-stride loop over the chain's iterations */
         rx_gpu_chain_count(g, chain, n);
         ind(g);
@@ -348,13 +348,13 @@ static void emit_kernel(gk *k, const rx_func *f, const rx_stmts *ss, const rx_st
                      k->dl->global_size);
         g->indent++;
         rx_gpu_chain_bind(g, chain, n);
-        rx_cg_stmts(g, &chain[n - 1]->u.for_.body);
+        rxi_cg_stmts(g, &chain[n - 1]->u.for_.body);
         g->indent--;
         ind(g);
         rx_sb_puts(g->out, "}\n");
     }
     while (g->loops.n > lmark) free(g->loops.items[--g->loops.n].start);
-    rx_cg_pop_syms(g, mark);
+    rxi_cg_pop_syms(g, mark);
     g->out = out;
     bool checked = g->nchecks > checks;
     if (checked) {
@@ -374,13 +374,13 @@ static void emit_kernel(gk *k, const rx_func *f, const rx_stmts *ss, const rx_st
                                            "rx_ke.extent & 0xffffffff", "rx_ke.extent >> 32"};
         for (int w = 0; w < 4; w++) {
             rx_sb_printf(g->out, "        rx_st[%d] = ", 3 + w);
-            rx_cg_cast_open(g, "int");
+            rxi_cg_cast_open(g, "int");
             rx_sb_printf(g->out, "%s));\n", word[w]);
         }
         rx_sb_puts(g->out, "    }\n");
     }
     rx_sb_puts(g->out, "}\n\n");
-    rx_cg_pop_syms(g, 0);
+    rxi_cg_pop_syms(g, 0);
     sh.end = g->out->n;
     RX_VEC_PUSH(k->shaders, sh);
 }
@@ -452,7 +452,7 @@ static void record(gk *k, const rx_func *f, const rx_stmt *const *chain, int n,
         known = put_step(f, chain[n - 2]->u.for_.extent, RX_GPU_MV_ROWS + (mv == 2), mv == 1, &toks,
                          &ntok);
     if (mv && !known)
-        rx_cg_err(k->g, chain[n - 2]->loc, "kernel %s: the row count of this matmul is not a "
+        rxi_cg_err(k->g, chain[n - 2]->loc, "kernel %s: the row count of this matmul is not a "
                   "size expression the launch can test", name);
     uint32_t threads = tile ? (uint32_t)(tile * tile)
                      : n || red ? (uint32_t)rx_target_int(k->t, "max_threads") : 1;
@@ -469,7 +469,7 @@ static void emit_func(gk *k, const rx_func *f, const char *sym)
     const rx_stmt *bad = device_unfit(&f->tbody);
     for (int j = 0; j < f->nsvars && !bad; j++)
         if (!rx_dtype_is_int((rx_dtype)f->svars[j]->dtype) && f->svars[j]->dtype != RX_DT_BOOL) {
-            rx_cg_err(g, f->loc, "symbolic variable %s is %s: a %s kernel takes integer symbolic "
+            rxi_cg_err(g, f->loc, "symbolic variable %s is %s: a %s kernel takes integer symbolic "
                       "variables only", f->svars[j]->name, rx_dtype_name((rx_dtype)f->svars[j]->dtype),
                       rx_target_kind_name(k->t->kind));
             g->f = NULL;
@@ -477,11 +477,11 @@ static void emit_func(gk *k, const rx_func *f, const char *sym)
         }
     if (bad) {
         if (bad->kind == RX_S_FOR)
-            rx_cg_err(g, bad->loc, "thread-bound loop \"%s\" (%s): %s kernels are scheduled by the "
+            rxi_cg_err(g, bad->loc, "thread-bound loop \"%s\" (%s): %s kernels are scheduled by the "
                       "compiler, not by thread bindings", bad->u.for_.var->name, bad->u.for_.thread,
                       rx_target_kind_name(k->t->kind));
         else
-            rx_cg_err(g, bad->loc, "buffer \"%s\" of %s scope would be allocated inside a %s kernel "
+            rxi_cg_err(g, bad->loc, "buffer \"%s\" of %s scope would be allocated inside a %s kernel "
                       "(only constant private arrays of at most 256 KiB can be; a global buffer "
                       "must be a parameter: a workspace)", bad->u.alloc.buf->name,
                       rx_scope_name((rx_scope)bad->u.alloc.buf->scope), rx_target_kind_name(k->t->kind));
@@ -565,7 +565,7 @@ bool rx_codegen_gpu(const rx_module *m, const rx_target *t, rx_sb *src, rx_sb *b
     } else {
         rx_sb_puts(src, dl->prelude);
         if (g.need[H_F16] || g.need[H_BF16]) rx_sb_puts(src, dl->prelude_f16);
-        rx_cg_prelude_ops(&g, src);
+        rxi_cg_prelude_ops(&g, src);
         rx_sb_putn(src, body.p ? body.p : "", body.n);
     }
     for (int i = 0; i < k.shaders.n; i++) free(k.shaders.items[i].name);

@@ -85,15 +85,15 @@ bool rx_gpu_match_tiles(const gk *k, const rx_stmt *const *chain, int n, const r
 static void bind_loop(cg *g, const rx_stmt *s, const char *offset)
 {
     const rx_svar *v = s->u.for_.var;
-    const char *ct = rx_cg_ctype((rx_dtype)v->dtype);
-    char *nm = rx_cg_fresh(g, v->name);
+    const char *ct = rxi_cg_ctype((rx_dtype)v->dtype);
+    char *nm = rxi_cg_fresh(g, v->name);
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "const %s %s = ", ct, nm);
-    rx_cg_cast_open(g, ct);
-    rx_cg_expr_as(g, s->u.for_.min, (rx_dtype)v->dtype, s->loc);
+    rxi_cg_cast_open(g, ct);
+    rxi_cg_expr_as(g, s->u.for_.min, (rx_dtype)v->dtype, s->loc);
     rx_sb_printf(g->out, " + %s));\n", offset);
-    rx_cg_unused(g, nm);
-    rx_cg_push_sym(g, v, nm);
+    rxi_cg_unused(g, nm);
+    rxi_cg_push_sym(g, v, nm);
 }
 
 /* One tile's load: DST[rx_ty * T + rx_tx] = e with I, J, K at the given offsets, or 0
@@ -114,12 +114,12 @@ static void load_tile(cg *g, const rx_stmt *const *chain, int n, const rx_gpu_re
     bind_loop(g, chain[n - 2], io);
     bind_loop(g, chain[n - 1], jo);
     bind_loop(g, r->loop, ko);
-    rx_cg_iters(g, r->block, false);
+    rxi_cg_iters(g, r->block, false);
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "rx_v = ");
-    rx_cg_expr_as(g, e, RX_DT_F32, r->store->loc);
+    rxi_cg_expr_as(g, e, RX_DT_F32, r->store->loc);
     rx_sb_puts(g->out, ";\n");
-    rx_cg_pop_syms(g, mark);
+    rxi_cg_pop_syms(g, mark);
     g->indent--;
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "}\n");
@@ -184,7 +184,7 @@ void rx_gpu_emit_tiles(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_r
     rx_sb_puts(g->out, "float rx_acc = 0.0f;\n");
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "const long rx_ext = ");
-    rx_cg_expr_as(g, r->loop->u.for_.extent, RX_DT_I64, r->loop->loc);
+    rxi_cg_expr_as(g, r->loop->u.for_.extent, RX_DT_I64, r->loop->loc);
     rx_sb_puts(g->out, ";\n");
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "for (long rx_k0 = 0; rx_k0 < rx_ext; rx_k0 += %d) {\n", T);
@@ -219,11 +219,11 @@ void rx_gpu_emit_tiles(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_r
     bind_loop(g, chain[n - 2], "rx_i");
     bind_loop(g, chain[n - 1], "rx_j");
     rx_gpu_final_store(g, r, "rx_acc");
-    rx_cg_pop_syms(g, smark);
+    rxi_cg_pop_syms(g, smark);
     g->indent--;
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "}\n");
-    rx_cg_pop_syms(g, mark);
+    rxi_cg_pop_syms(g, mark);
     g->indent--;
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "}\n");

@@ -121,7 +121,7 @@ bool rx_gpu_local_fits(const gk *k, const rx_stmt *at, int64_t bytes, const char
 {
     int64_t limit = rx_target_int(k->t, "max_local_bytes");
     if (bytes > limit) {
-        rx_cg_err(k->g, at->loc, "%s needs %lld bytes of local memory, more than the target's "
+        rxi_cg_err(k->g, at->loc, "%s needs %lld bytes of local memory, more than the target's "
                   "max_local_bytes=%lld (max_threads=%lld, tile=%lld)", what, (long long)bytes,
                   (long long)limit, (long long)rx_target_int(k->t, "max_threads"),
                   (long long)rx_target_int(k->t, "tile"));
@@ -151,10 +151,10 @@ static void combine_init(combine *c, const rx_gpu_red *r)
 static void combine_emit(cg *g, const combine *c, const char *a, const char *b, rx_loc loc)
 {
     int mark = g->syms.n;
-    rx_cg_push_sym(g, c->a, rx_xstrdup(a));
-    rx_cg_push_sym(g, c->b, rx_xstrdup(b));
-    rx_cg_expr(g, c->e, loc);
-    rx_cg_pop_syms(g, mark);
+    rxi_cg_push_sym(g, c->a, rx_xstrdup(a));
+    rxi_cg_push_sym(g, c->b, rx_xstrdup(b));
+    rxi_cg_expr(g, c->e, loc);
+    rxi_cg_pop_syms(g, mark);
 }
 
 void rx_gpu_combine(cg *g, const rx_gpu_red *r, const char *a, const char *b)
@@ -169,34 +169,34 @@ void rx_gpu_final_store(cg *g, const rx_gpu_red *r, const char *total)
 {
     rx_dtype t = (rx_dtype)r->store->u.store.buf->dtype;
     int smark = g->syms.n;
-    rx_cg_iters(g, r->block, true);
+    rxi_cg_iters(g, r->block, true);
     const rx_buffer *buf = r->store->u.store.buf;
-    const cg_sym *bs = rx_cg_lookup(g, buf);
+    const cg_sym *bs = rxi_cg_lookup(g, buf);
     rx_sb init = {0};
     rx_sb *save = g->out;
     g->out = &init;
-    rx_cg_expr_as(g, r->init, t, r->store->loc);
+    rxi_cg_expr_as(g, r->init, t, r->store->loc);
     g->out = save;
     combine c;
     combine_init(&c, r);
     rx_gpu_ind(g);
     if (bs && bs->dims) {
-        rx_cg_sub_open(g, bs);
-        rx_cg_index(g, bs, r->store->u.store.idx, r->store->u.store.nidx, r->store->loc);
-        rx_cg_sub_close(g, bs);
+        rxi_cg_sub_open(g, bs);
+        rxi_cg_index(g, bs, r->store->u.store.idx, r->store->u.store.nidx, r->store->loc);
+        rxi_cg_sub_close(g, bs);
         rx_sb_puts(g->out, " = ");
         int m2 = g->syms.n;
-        rx_cg_push_sym(g, c.a, rx_xstrdup(rx_sb_str(&init)));
-        rx_cg_push_sym(g, c.b, rx_xstrdup(total));
-        rx_cg_encode(g, t, c.e, r->loop->loc);
-        rx_cg_pop_syms(g, m2);
+        rxi_cg_push_sym(g, c.a, rx_xstrdup(rx_sb_str(&init)));
+        rxi_cg_push_sym(g, c.b, rx_xstrdup(total));
+        rxi_cg_encode(g, t, c.e, r->loop->loc);
+        rxi_cg_pop_syms(g, m2);
         rx_sb_puts(g->out, ";\n");
     } else {
-        rx_cg_err(g, r->loop->loc, "buffer \"%s\" is not in scope", buf->name);
+        rxi_cg_err(g, r->loop->loc, "buffer \"%s\" is not in scope", buf->name);
     }
     rx_arena_free(c.ar);
     rx_sb_free(&init);
-    rx_cg_pop_syms(g, smark);
+    rxi_cg_pop_syms(g, smark);
 }
 
 void rx_gpu_emit_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r)
@@ -204,7 +204,7 @@ void rx_gpu_emit_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_re
     cg *g = k->g;
     const rx_gpu_dialect *dl = k->dl;
     rx_dtype t = (rx_dtype)r->store->u.store.buf->dtype;
-    const char *ct = rx_cg_ctype(t);
+    const char *ct = rxi_cg_ctype(t);
     int64_t threads = rx_target_int(k->t, "max_threads");
     combine c;
     combine_init(&c, r);
@@ -226,7 +226,7 @@ void rx_gpu_emit_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_re
     rx_expr *id = r->op == RX_E_ADD ? (rx_dtype_is_float(t) ? rx_e_float(c.ar, 0.0, t)
                                                              : rx_e_typed_int(c.ar, 0, t))
                 : rx_e_float(c.ar, r->op == RX_E_MAX ? -INFINITY : INFINITY, t);
-    rx_cg_expr(g, id, loc);
+    rxi_cg_expr(g, id, loc);
     rx_sb_puts(g->out, ";\n");
     /* each work-item's share of the row */
     const rx_svar *v = r->loop->u.for_.var;
@@ -235,34 +235,34 @@ void rx_gpu_emit_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_re
     g->indent++;
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "const long rx_lo = ");
-    rx_cg_expr_as(g, r->loop->u.for_.min, RX_DT_I64, loc);
+    rxi_cg_expr_as(g, r->loop->u.for_.min, RX_DT_I64, loc);
     rx_sb_puts(g->out, ";\n");
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "const long rx_ext = ");
-    rx_cg_expr_as(g, r->loop->u.for_.extent, RX_DT_I64, loc);
+    rxi_cg_expr_as(g, r->loop->u.for_.extent, RX_DT_I64, loc);
     rx_sb_puts(g->out, ";\n");
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "for (long rx_k = rx_t; rx_k < rx_ext; rx_k += %s) {\n", dl->local_size);
     g->indent++;
     int imark = g->syms.n;
-    char *vn = rx_cg_fresh(g, v->name);
+    char *vn = rxi_cg_fresh(g, v->name);
     rx_gpu_ind(g);
-    rx_sb_printf(g->out, "const %s %s = ", rx_cg_ctype((rx_dtype)v->dtype), vn);
-    rx_cg_cast_open(g, rx_cg_ctype((rx_dtype)v->dtype));
+    rx_sb_printf(g->out, "const %s %s = ", rxi_cg_ctype((rx_dtype)v->dtype), vn);
+    rxi_cg_cast_open(g, rxi_cg_ctype((rx_dtype)v->dtype));
     rx_sb_puts(g->out, "rx_lo + rx_k));\n");
-    rx_cg_push_sym(g, v, vn);
-    rx_cg_iters(g, r->block, false);
+    rxi_cg_push_sym(g, v, vn);
+    rxi_cg_iters(g, r->block, false);
     rx_sb val = {0};
     rx_sb *save = g->out;
     g->out = &val;
-    rx_cg_expr_as(g, r->val, t, r->store->loc);
+    rxi_cg_expr_as(g, r->val, t, r->store->loc);
     g->out = save;
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "rx_acc = ");
     rx_gpu_combine(g, r, "rx_acc", rx_sb_str(&val));
     rx_sb_puts(g->out, ";\n");
     rx_sb_free(&val);
-    rx_cg_pop_syms(g, imark);
+    rxi_cg_pop_syms(g, imark);
     g->indent--;
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "}\n");
@@ -294,7 +294,7 @@ void rx_gpu_emit_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_re
     rx_sb_puts(g->out, "}\n");
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "%s; /* rx_red is the next row's */\n", dl->barrier);
-    rx_cg_pop_syms(g, mark);
+    rxi_cg_pop_syms(g, mark);
     g->indent--;
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "}\n");

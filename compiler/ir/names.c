@@ -41,20 +41,23 @@ struct rx_names {
     bool renamed;                 /* some svar or buffer was renamed */
 };
 
-static uint64_t mix(uint64_t x) {
+static uint64_t mix(uint64_t x)
+{
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdULL;
     x ^= x >> 33;
     return x;
 }
 
-static uint64_t str_hash(const char *s) {
+static uint64_t str_hash(const char *s)
+{
     uint64_t h = 1469598103934665603ULL;
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
     return h;
 }
 
-static int find_ent(const rx_names *n, uint64_t key) {
+static int find_ent(const rx_names *n, uint64_t key)
+{
     if (!n) return -1;
     for (uint64_t i = mix(key) & (uint64_t)(n->nslots - 1);; i = (i + 1) & (uint64_t)(n->nslots - 1)) {
         int s = n->slots[i];
@@ -63,24 +66,28 @@ static int find_ent(const rx_names *n, uint64_t key) {
     }
 }
 
-static void slots_insert(rx_names *n, uint64_t key, int idx) {
+static void slots_insert(rx_names *n, uint64_t key, int idx)
+{
     uint64_t i = mix(key) & (uint64_t)(n->nslots - 1);
     while (n->slots[i]) i = (i + 1) & (uint64_t)(n->nslots - 1);
     n->slots[i] = idx + 1;
 }
 
-static vslot *vis_slot(rx_names *n, const char *name) {
+static vslot *vis_slot(rx_names *n, const char *name)
+{
     uint64_t i = str_hash(name) & (uint64_t)(n->nvis - 1);
     while (n->vis[i].name && strcmp(n->vis[i].name, name) != 0) i = (i + 1) & (uint64_t)(n->nvis - 1);
     return &n->vis[i];
 }
 
-static bool vis_taken(rx_names *n, const char *name) {
+static bool vis_taken(rx_names *n, const char *name)
+{
     vslot *s = vis_slot(n, name);
     return s->name && s->count > 0;
 }
 
-static void vis_add(rx_names *n, const char *name, int delta) {
+static void vis_add(rx_names *n, const char *name, int delta)
+{
     if (delta > 0 && 2 * (n->vused + 1) > n->nvis) {
         vslot *old = n->vis;
         int nold = n->nvis;
@@ -100,12 +107,14 @@ static void vis_add(rx_names *n, const char *name, int delta) {
 
 static int scope_mark(const rx_names *n) { return n->stack.n; }
 
-static void scope_pop(rx_names *n, int mark) {
+static void scope_pop(rx_names *n, int mark)
+{
     while (n->stack.n > mark) vis_add(n, n->stack.items[--n->stack.n], -1);
 }
 
 /* Gives `key` a printed name based on `raw` unless it has one; returns the entry. */
-static int define(rx_names *n, uint64_t key, const char *raw, const char *fallback) {
+static int define(rx_names *n, uint64_t key, const char *raw, const char *fallback)
+{
     int idx = find_ent(n, key);
     if (idx >= 0) return idx;
     const char *base = raw && *raw ? raw : fallback;
@@ -128,11 +137,13 @@ static int define(rx_names *n, uint64_t key, const char *raw, const char *fallba
 
 static uint64_t var_key(const rx_node *v) { return ((uint64_t)(uint32_t)v->u.var.id << 1) | 1; }
 
-static void define_var(rx_names *n, const rx_node *v) {
+static void define_var(rx_names *n, const rx_node *v)
+{
     if (v && v->kind == RX_N_VAR) define(n, var_key(v), v->u.var.name, "v");
 }
 
-static void define_svar(rx_names *n, const rx_svar *v, bool decl) {
+static void define_svar(rx_names *n, const rx_svar *v, bool decl)
+{
     if (find_ent(n, (uint64_t)(uintptr_t)v) >= 0) return;
     int idx = define(n, (uint64_t)(uintptr_t)v, v->name, "s");
     if (strcmp(n->ents.items[idx].name, v->name ? v->name : "") != 0) {
@@ -144,7 +155,8 @@ static void define_svar(rx_names *n, const rx_svar *v, bool decl) {
     if (decl) RX_VEC_PUSH(n->decls, v);
 }
 
-static void define_buf(rx_names *n, const rx_buffer *b) {
+static void define_buf(rx_names *n, const rx_buffer *b)
+{
     if (find_ent(n, (uint64_t)(uintptr_t)b) >= 0) return;
     int idx = define(n, (uint64_t)(uintptr_t)b, b->name, "buf");
     if (strcmp(n->ents.items[idx].name, b->name ? b->name : "") != 0) {
@@ -156,7 +168,8 @@ static void define_buf(rx_names *n, const rx_buffer *b) {
 }
 
 /* Defines (as declared) the variables of e not yet named, in first-occurrence order. */
-static void define_expr_svars(rx_names *n, const rx_expr *e) {
+static void define_expr_svars(rx_names *n, const rx_expr *e)
+{
     if (!e) return;
     rx_svar_vec vs = {0};
     rx_expr_vars(e, &vs);
@@ -164,7 +177,8 @@ static void define_expr_svars(rx_names *n, const rx_expr *e) {
     RX_VEC_FREE(vs);
 }
 
-static void define_sinfo_svars(rx_names *n, const rx_sinfo *s) {
+static void define_sinfo_svars(rx_names *n, const rx_sinfo *s)
+{
     if (!s) return;
     switch (s->kind) {
     case RX_SI_PRIM: define_expr_svars(n, s->value); break;
@@ -182,7 +196,8 @@ static void define_sinfo_svars(rx_names *n, const rx_sinfo *s) {
 
 static void walk_node(rx_names *n, const rx_node *e);
 
-static void walk_seq(rx_names *n, const rx_seq *s) {
+static void walk_seq(rx_names *n, const rx_seq *s)
+{
     if (!s) return;
     for (int i = 0; i < s->nblocks; i++) {
         const rx_block *b = s->blocks[i];
@@ -196,7 +211,8 @@ static void walk_seq(rx_names *n, const rx_seq *s) {
     walk_node(n, s->result);
 }
 
-static void walk_node(rx_names *n, const rx_node *e) {
+static void walk_node(rx_names *n, const rx_node *e)
+{
     if (!e) return;
     if (e->kind == RX_N_IF) {
         walk_node(n, e->args[0]);
@@ -208,7 +224,8 @@ static void walk_node(rx_names *n, const rx_node *e) {
     for (int i = 0; i < e->nargs; i++) walk_node(n, e->args[i]);
 }
 
-static void walk_stmts(rx_names *n, const rx_stmts *l) {
+static void walk_stmts(rx_names *n, const rx_stmts *l)
+{
     int mark = scope_mark(n);
     for (int i = 0; i < l->n; i++) {
         const rx_stmt *s = l->items[i];
@@ -241,7 +258,8 @@ static void walk_stmts(rx_names *n, const rx_stmts *l) {
     scope_pop(n, mark);
 }
 
-rx_names *rx_names_new(const rx_func *f) {
+rx_names *rx_names_new(const rx_func *f)
+{
     rx_names *n = rx_xcalloc(1, sizeof(*n));
     n->a = rx_arena_new();
     n->nslots = 64;
@@ -269,7 +287,8 @@ rx_names *rx_names_new(const rx_func *f) {
     return n;
 }
 
-void rx_names_free(rx_names *n) {
+void rx_names_free(rx_names *n)
+{
     if (!n) return;
     rx_arena_free(n->a);
     RX_VEC_FREE(n->ents);
@@ -280,43 +299,50 @@ void rx_names_free(rx_names *n) {
     free(n);
 }
 
-const char *rx_names_var(const rx_names *n, const rx_node *var) {
+const char *rx_names_var(const rx_names *n, const rx_node *var)
+{
     int idx = var->kind == RX_N_VAR ? find_ent(n, var_key(var)) : -1;
     if (idx >= 0) return n->ents.items[idx].name;
     return var->u.var.name ? var->u.var.name : "v";
 }
 
-const char *rx_names_svar(const rx_names *n, const rx_svar *v) {
+const char *rx_names_svar(const rx_names *n, const rx_svar *v)
+{
     int idx = find_ent(n, (uint64_t)(uintptr_t)v);
     if (idx >= 0) return n->ents.items[idx].name;
     return v->name ? v->name : "s";
 }
 
-const char *rx_names_buf(const rx_names *n, const rx_buffer *b) {
+const char *rx_names_buf(const rx_names *n, const rx_buffer *b)
+{
     int idx = find_ent(n, (uint64_t)(uintptr_t)b);
     if (idx >= 0) return n->ents.items[idx].name;
     return b->name ? b->name : "buf";
 }
 
-const rx_svar *const *rx_names_decls(const rx_names *n, int *count) {
+const rx_svar *const *rx_names_decls(const rx_names *n, int *count)
+{
     *count = n->decls.n;
     return n->decls.items;
 }
 
-const char *rx_names_svar_by_raw(const rx_names *n, const char *raw) {
+const char *rx_names_svar_by_raw(const rx_names *n, const char *raw)
+{
     for (int i = 0; n && i < n->decls.n; i++)
         if (n->decls.items[i]->name && strcmp(n->decls.items[i]->name, raw) == 0)
             return rx_names_svar(n, n->decls.items[i]);
     return raw;
 }
 
-static const void *clone_of(const rx_names *n, const void *p) {
+static const void *clone_of(const rx_names *n, const void *p)
+{
     int idx = find_ent(n, (uint64_t)(uintptr_t)p);
     return idx >= 0 && n->ents.items[idx].clone ? n->ents.items[idx].clone : p;
 }
 
 /* A copy of e whose renamed variables and buffers are replaced by their clones. */
-static rx_expr *renamed(rx_names *n, const rx_expr *e) {
+static rx_expr *renamed(rx_names *n, const rx_expr *e)
+{
     if (!e) return NULL;
     rx_expr *c = rx_arena_dup(n->a, e, sizeof(*e));
     switch (e->kind) {
@@ -341,7 +367,8 @@ static rx_expr *renamed(rx_names *n, const rx_expr *e) {
     return c;
 }
 
-void rx_names_expr(rx_names *n, const rx_expr *e, rx_sb *out) {
+void rx_names_expr(rx_names *n, const rx_expr *e, rx_sb *out)
+{
     if (!e) {
         rx_sb_puts(out, "?");
         return;
@@ -349,19 +376,22 @@ void rx_names_expr(rx_names *n, const rx_expr *e, rx_sb *out) {
     rx_expr_print(n && n->renamed ? renamed(n, e) : e, out);
 }
 
-size_t rx_ir_const_numel(const rx_const *c) {
+size_t rx_ir_const_numel(const rx_const *c)
+{
     size_t n = 1;
     for (int i = 0; i < c->ndim; i++) n *= (size_t)(c->shape[i] > 0 ? c->shape[i] : 0);
     return n;
 }
 
-static uint64_t load_le(const uint8_t *p, int bytes) {
+static uint64_t load_le(const uint8_t *p, int bytes)
+{
     uint64_t v = 0;
     for (int i = bytes - 1; i >= 0; i--) v = (v << 8) | p[i];
     return v;
 }
 
-static double half_to_double(uint16_t h) {
+static double half_to_double(uint16_t h)
+{
     int e = (h >> 10) & 0x1f, m = h & 0x3ff;
     double v;
     if (e == 0) v = (double)m / 1024.0 / 16384.0; /* subnormal: m * 2^-24 */
@@ -374,7 +404,8 @@ static double half_to_double(uint16_t h) {
     return (h & 0x8000) ? -v : v;
 }
 
-double rx_ir_const_f64(const rx_const *c, size_t i) {
+double rx_ir_const_f64(const rx_const *c, size_t i)
+{
     int bytes = rx_dtype_bits(c->dtype) / 8;
     if (bytes <= 0 || (i + 1) * (size_t)bytes > c->nbytes) return 0;
     uint64_t raw = load_le(c->data + i * (size_t)bytes, bytes);
@@ -403,7 +434,8 @@ double rx_ir_const_f64(const rx_const *c, size_t i) {
     }
 }
 
-int64_t rx_ir_const_i64(const rx_const *c, size_t i) {
+int64_t rx_ir_const_i64(const rx_const *c, size_t i)
+{
     int bytes = rx_dtype_bits(c->dtype) / 8;
     if (bytes <= 0 || (i + 1) * (size_t)bytes > c->nbytes) return 0;
     if (rx_dtype_is_float(c->dtype)) return (int64_t)rx_ir_const_f64(c, i);
@@ -414,7 +446,8 @@ int64_t rx_ir_const_i64(const rx_const *c, size_t i) {
     return (int64_t)raw;
 }
 
-void rx_ir_fmt_double(double v, bool single, rx_sb *out) {
+void rx_ir_fmt_double(double v, bool single, rx_sb *out)
+{
     if (isnan(v)) {
         rx_sb_puts(out, "nan");
         return;

@@ -59,11 +59,13 @@ typedef struct pctx {
     rx_sb *out;
 } pctx;
 
-static void indent(rx_sb *out, int level) {
+static void indent(rx_sb *out, int level)
+{
     for (int i = 0; i < level; i++) rx_sb_puts(out, "    ");
 }
 
-static void put_quoted(rx_sb *out, const char *s) {
+static void put_quoted(rx_sb *out, const char *s)
+{
     rx_sb_putc(out, '"');
     for (; s && *s; s++) {
         unsigned char ch = (unsigned char)*s;
@@ -75,7 +77,8 @@ static void put_quoted(rx_sb *out, const char *s) {
     rx_sb_putc(out, '"');
 }
 
-static const char *long_dtype(rx_dtype t) {
+static const char *long_dtype(rx_dtype t)
+{
     static const char *const names[RX_DT_COUNT] = {
         "void",   "bool",   "int8",    "int16",   "int32",   "int64",   "uint8",
         "uint16", "uint32", "uint64",  "float16", "bfloat16", "float32", "float64"};
@@ -94,7 +97,8 @@ static void put_dims(rx_names *nm, rx_expr **dims, int n, const char *open, cons
     rx_sb_puts(out, close);
 }
 
-static void put_sinfo(rx_names *nm, const rx_sinfo *s, rx_sb *out) {
+static void put_sinfo(rx_names *nm, const rx_sinfo *s, rx_sb *out)
+{
     if (!s) {
         rx_sb_puts(out, "R.Object");
         return;
@@ -161,7 +165,8 @@ static void put_sinfo(rx_names *nm, const rx_sinfo *s, rx_sb *out) {
 void rx_sinfo_print(const rx_sinfo *s, rx_sb *out) { put_sinfo(NULL, s, out); }
 
 /* The same as a string in arena a. */
-char *rx_sinfo_str(rx_arena *a, const rx_sinfo *s) {
+char *rx_sinfo_str(rx_arena *a, const rx_sinfo *s)
+{
     rx_sb b = {0};
     put_sinfo(NULL, s, &b);
     char *r = rx_arena_strdup(a, rx_sb_str(&b));
@@ -171,7 +176,8 @@ char *rx_sinfo_str(rx_arena *a, const rx_sinfo *s) {
 
 /* An attribute value in Python-like notation. `svkeys`: the map's keys are names of
  * symbolic variables (upper_bounds), printed by their function-unique names. */
-static void put_attr(rx_names *nm, const rx_attr *a, bool svkeys, rx_sb *out) {
+static void put_attr(rx_names *nm, const rx_attr *a, bool svkeys, rx_sb *out)
+{
     if (!a) {
         rx_sb_puts(out, "None");
         return;
@@ -211,7 +217,8 @@ static void put_attr(rx_names *nm, const rx_attr *a, bool svkeys, rx_sb *out) {
 
 /* Compact JSON text of an attribute value, as the registry writes defaults; false for
  * kinds a default never has (symbolic expressions, maps). */
-static bool json_lit(const rx_attr *a, rx_sb *out) {
+static bool json_lit(const rx_attr *a, rx_sb *out)
+{
     if (!a || a->kind == RX_A_NULL) {
         rx_sb_puts(out, "null");
         return true;
@@ -236,7 +243,8 @@ static bool json_lit(const rx_attr *a, rx_sb *out) {
 /* True when the attribute holds the schema's default: a float compared numerically
  * with the default literal ("1e-5" is 1e-05), anything else as JSON text with the
  * spaces of the default removed. */
-static bool is_default(const rx_attr *a, const rx_attr_spec *sp) {
+static bool is_default(const rx_attr *a, const rx_attr_spec *sp)
+{
     if (!sp->dflt) return false;
     if (a && a->kind == RX_A_FLOAT) {
         char *end;
@@ -254,7 +262,8 @@ static bool is_default(const rx_attr *a, const rx_attr_spec *sp) {
     return same;
 }
 
-static void put_scalar(const rx_const *k, size_t i, rx_sb *out) {
+static void put_scalar(const rx_const *k, size_t i, rx_sb *out)
+{
     if (k->dtype == RX_DT_BOOL) rx_sb_puts(out, rx_ir_const_i64(k, i) ? "True" : "False");
     else if (rx_dtype_is_float(k->dtype))
         rx_ir_fmt_double(rx_ir_const_f64(k, i), k->dtype != RX_DT_F64, out);
@@ -264,7 +273,8 @@ static void put_scalar(const rx_const *k, size_t i, rx_sb *out) {
 }
 
 /* Nested lists of the elements of dimension d onward, starting at element *pos. */
-static void put_elems(const rx_const *k, int d, size_t *pos, rx_sb *out) {
+static void put_elems(const rx_const *k, int d, size_t *pos, rx_sb *out)
+{
     if (d == k->ndim) {
         put_scalar(k, (*pos)++, out);
         return;
@@ -279,7 +289,8 @@ static void put_elems(const rx_const *k, int d, size_t *pos, rx_sb *out) {
 
 /* metadata["w0"] for a named constant; the values of a small inline one
  * (R.const([1, 2], "i32")); the shape of a large one (R.const((128, 256), "f32")). */
-static void put_const(const rx_const *k, rx_sb *out) {
+static void put_const(const rx_const *k, rx_sb *out)
+{
     if (k->name) {
         rx_sb_puts(out, "metadata[");
         put_quoted(out, k->name);
@@ -302,7 +313,8 @@ static void put_const(const rx_const *k, rx_sb *out) {
 static void put_node(pctx *c, const rx_node *e);
 
 /* The arguments of e between open and close; as a tuple, one element gets a comma. */
-static void put_args(pctx *c, const rx_node *e, const char *open, const char *close, bool tuple) {
+static void put_args(pctx *c, const rx_node *e, const char *open, const char *close, bool tuple)
+{
     rx_sb_puts(c->out, open);
     for (int i = 0; i < e->nargs; i++) {
         if (i) rx_sb_puts(c->out, ", ");
@@ -312,7 +324,8 @@ static void put_args(pctx *c, const rx_node *e, const char *open, const char *cl
     rx_sb_puts(c->out, close);
 }
 
-static void put_call(pctx *c, const rx_node *e) {
+static void put_call(pctx *c, const rx_node *e)
+{
     rx_sb *out = c->out;
     switch (e->call_kind) {
     case RX_CALL_OP: {
@@ -356,7 +369,8 @@ static void put_call(pctx *c, const rx_node *e) {
     }
 }
 
-static void put_node(pctx *c, const rx_node *e) {
+static void put_node(pctx *c, const rx_node *e)
+{
     rx_sb *out = c->out;
     if (!e) {
         rx_sb_puts(out, "None");
@@ -395,7 +409,8 @@ static void put_node(pctx *c, const rx_node *e) {
 }
 
 /* `lv: A = ` for a binding's variable (no annotation when none is known). */
-static void put_lhs(pctx *c, const rx_binding *b, int level) {
+static void put_lhs(pctx *c, const rx_binding *b, int level)
+{
     indent(c->out, level);
     rx_sb_puts(c->out, rx_names_var(c->nm, b->var));
     const rx_sinfo *s = b->var->sinfo ? b->var->sinfo : b->given;
@@ -408,7 +423,8 @@ static void put_lhs(pctx *c, const rx_binding *b, int level) {
 
 static void put_blocks(pctx *c, const rx_seq *s, int level);
 
-static void put_binding(pctx *c, const rx_binding *b, int level) {
+static void put_binding(pctx *c, const rx_binding *b, int level)
+{
     rx_sb *out = c->out;
     const rx_node *v = b->value;
     if (!b->match_cast && v && v->kind == RX_N_IF) {
@@ -442,7 +458,8 @@ static void put_binding(pctx *c, const rx_binding *b, int level) {
     rx_sb_putc(out, '\n');
 }
 
-static void put_blocks(pctx *c, const rx_seq *s, int level) {
+static void put_blocks(pctx *c, const rx_seq *s, int level)
+{
     for (int i = 0; s && i < s->nblocks; i++) {
         const rx_block *b = s->blocks[i];
         int l = level;
@@ -460,7 +477,8 @@ static void put_blocks(pctx *c, const rx_seq *s, int level) {
 }
 
 /* The declarations and attributes that open a function body. */
-static void put_preamble(pctx *c, const rx_func *f, const char *ns) {
+static void put_preamble(pctx *c, const rx_func *f, const char *ns)
+{
     int nd;
     const rx_svar *const *d = rx_names_decls(c->nm, &nd);
     for (int i = 0; i < nd; i++) {
@@ -475,7 +493,8 @@ static void put_preamble(pctx *c, const rx_func *f, const char *ns) {
     }
 }
 
-static void put_relax_func(pctx *c, const rx_func *f) {
+static void put_relax_func(pctx *c, const rx_func *f)
+{
     rx_sb *out = c->out;
     rx_sb_printf(out, "@R.function\ndef %s(", f->name);
     for (int i = 0; i < f->nparams; i++) {
@@ -498,13 +517,15 @@ static void put_relax_func(pctx *c, const rx_func *f) {
 }
 
 /* buf[i, j] through rx_expr_print (so 0-d and renamed buffers print as loads do). */
-static void put_access(pctx *c, rx_buffer *buf, rx_expr **idx, int n) {
+static void put_access(pctx *c, rx_buffer *buf, rx_expr **idx, int n)
+{
     rx_names_expr(c->nm, rx_e_load(c->tmp, buf, idx, n), c->out);
 }
 
 static void put_stmts(pctx *c, const rx_stmts *l, int level);
 
-static void put_for(pctx *c, const rx_stmt *s, int level) {
+static void put_for(pctx *c, const rx_stmt *s, int level)
+{
     static const char *const kinds[] = {"range", "T.parallel", "T.vectorized", "T.unroll"};
     rx_sb *out = c->out;
     int kind = s->u.for_.loop_kind < 4 ? s->u.for_.loop_kind : 0;
@@ -530,13 +551,15 @@ static void put_for(pctx *c, const rx_stmt *s, int level) {
 
 /* True when the iterator is bound to itself: the loop variable serving as the block
  * iterator (the reader's implicit iterators). */
-static bool self_bound(const rx_iter *it) {
+static bool self_bound(const rx_iter *it)
+{
     return it->bind && it->bind->kind == RX_E_VAR && it->bind->u.var == it->var;
 }
 
 /* A block's iterators (header essay): `v = T.axis.kind(dom, bind)`, except that a run
  * of self-bound iterators prints as one comment line `# i: spatial(n), k: reduce(4)`. */
-static void put_iters(pctx *c, const rx_stmt *s, int level) {
+static void put_iters(pctx *c, const rx_stmt *s, int level)
+{
     const rx_iter *its = s->u.block.iters;
     int n = s->u.block.niters;
     rx_sb *out = c->out;
@@ -563,7 +586,8 @@ static void put_iters(pctx *c, const rx_stmt *s, int level) {
     }
 }
 
-static void put_stmt(pctx *c, const rx_stmt *s, int level, bool last) {
+static void put_stmt(pctx *c, const rx_stmt *s, int level, bool last)
+{
     rx_sb *out = c->out;
     indent(out, level);
     switch (s->kind) {
@@ -625,7 +649,8 @@ static void put_stmt(pctx *c, const rx_stmt *s, int level, bool last) {
     }
 }
 
-static void put_stmts(pctx *c, const rx_stmts *l, int level) {
+static void put_stmts(pctx *c, const rx_stmts *l, int level)
+{
     if (l->n == 0) {
         indent(c->out, level);
         rx_sb_puts(c->out, "pass\n");
@@ -633,7 +658,8 @@ static void put_stmts(pctx *c, const rx_stmts *l, int level) {
     for (int i = 0; i < l->n; i++) put_stmt(c, l->items[i], level, i == l->n - 1);
 }
 
-static void put_tir_func(pctx *c, const rx_func *f) {
+static void put_tir_func(pctx *c, const rx_func *f)
+{
     rx_sb *out = c->out;
     rx_sb_printf(out, "@T.prim_func\ndef %s(", f->name);
     for (int i = 0; i < f->ntparams; i++) {
@@ -656,7 +682,8 @@ static void put_tir_func(pctx *c, const rx_func *f) {
 }
 
 /* Appends one function in the paper's notation. */
-void rx_print_func(const rx_module *m, const rx_func *f, rx_sb *out) {
+void rx_print_func(const rx_module *m, const rx_func *f, rx_sb *out)
+{
     pctx c = {m, rx_names_new(f), rx_arena_new(), NULL, out};
     c.ar = rx_arith_new(c.tmp);
     if (f->kind == RX_F_TIR) put_tir_func(&c, f);
@@ -668,7 +695,8 @@ void rx_print_func(const rx_module *m, const rx_func *f, rx_sb *out) {
 
 /* Appends the whole module: module attributes, named constants, then every function
  * in module order, separated by blank lines. */
-void rx_print_module(const rx_module *m, rx_sb *out) {
+void rx_print_module(const rx_module *m, rx_sb *out)
+{
     bool head = false;
     if (m->attrs && m->attrs->kind == RX_A_MAP && m->attrs->u.map.n > 0) {
         rx_sb_puts(out, "I.module_attrs(");

@@ -79,14 +79,16 @@ typedef struct ser {
 /* ---------------------------------------------------------------- primitives */
 static void put_u8(ser *s, uint8_t v) { rx_sb_putc(&s->b, (char)v); }
 
-static void put_i64(ser *s, int64_t v) {
+static void put_i64(ser *s, int64_t v)
+{
     char b[8];
     uint64_t u = (uint64_t)v;
     for (int i = 0; i < 8; i++) b[i] = (char)(u >> (8 * i));
     rx_sb_putn(&s->b, b, 8);
 }
 
-static void put_str(ser *s, const char *str) {
+static void put_str(ser *s, const char *str)
+{
     if (!str) {
         put_u8(s, T_NULL);
         return;
@@ -97,41 +99,47 @@ static void put_str(ser *s, const char *str) {
     rx_sb_putn(&s->b, str, n);
 }
 
-static void put_f64(ser *s, double d) {
+static void put_f64(ser *s, double d)
+{
     int64_t bits;
     if (isnan(d)) d = NAN; /* one NaN */
     memcpy(&bits, &d, 8);
     put_i64(s, bits);
 }
 
-static void mark(ser *s, uint8_t what, int idx, const char *name) {
+static void mark(ser *s, uint8_t what, int idx, const char *name)
+{
     if (!s->track) return;
     where w = {s->b.n, s->fn, what, idx, name};
     RX_VEC_PUSH(s->wh, w);
 }
 
 /* ---------------------------------------------------------------- numbering */
-static uint64_t mix(uint64_t x) {
+static uint64_t mix(uint64_t x)
+{
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdULL;
     x ^= x >> 29;
     return x;
 }
 
-static void nums_reset(ser *s) {
+static void nums_reset(ser *s)
+{
     if (s->nslots) memset(s->keys, 0, sizeof(uint64_t) * (size_t)s->nslots);
     s->used = 0;
     memset(s->next, 0, sizeof s->next);
 }
 
-static int slot_of(const ser *s, uint64_t key) {
+static int slot_of(const ser *s, uint64_t key)
+{
     uint64_t m = (uint64_t)s->nslots - 1, i = mix(key) & m;
     while (s->keys[i] && s->keys[i] != key) i = (i + 1) & m;
     return (int)i;
 }
 
 /* The number of `key` in class cls, or -1 after numbering it (its first occurrence). */
-static int32_t number(ser *s, uint64_t key, int cls) {
+static int32_t number(ser *s, uint64_t key, int cls)
+{
     if (2 * (s->used + 1) > s->nslots) {
         uint64_t *ok = s->keys;
         int32_t *on = s->nums;
@@ -158,7 +166,8 @@ static int32_t number(ser *s, uint64_t key, int cls) {
 
 static void put_expr(ser *s, const rx_expr *e);
 
-static void put_svar(ser *s, const rx_svar *v) {
+static void put_svar(ser *s, const rx_svar *v)
+{
     int32_t k = number(s, (uint64_t)(uintptr_t)v, 1);
     if (k >= 0) {
         put_u8(s, T_REF);
@@ -170,7 +179,8 @@ static void put_svar(ser *s, const rx_svar *v) {
     }
 }
 
-static void put_buf(ser *s, const rx_buffer *b) {
+static void put_buf(ser *s, const rx_buffer *b)
+{
     int32_t k = number(s, (uint64_t)(uintptr_t)b | 2, 2);
     if (k >= 0) {
         put_u8(s, T_REF);
@@ -184,7 +194,8 @@ static void put_buf(ser *s, const rx_buffer *b) {
     for (int i = 0; i < b->ndim; i++) put_expr(s, b->shape[i]);
 }
 
-static void put_var(ser *s, const rx_node *v) {
+static void put_var(ser *s, const rx_node *v)
+{
     int32_t k = number(s, ((uint64_t)(uint32_t)v->u.var.id << 2) | 1, 0);
     if (k >= 0) {
         put_u8(s, T_REF);
@@ -196,7 +207,8 @@ static void put_var(ser *s, const rx_node *v) {
 }
 
 /* ---------------------------------------------------------------- expressions, annotations */
-static void put_expr(ser *s, const rx_expr *e) {
+static void put_expr(ser *s, const rx_expr *e)
+{
     if (!e) {
         put_u8(s, T_NULL);
         return;
@@ -226,12 +238,14 @@ static void put_expr(ser *s, const rx_expr *e) {
     }
 }
 
-static void put_exprs(ser *s, rx_expr **v, int n) {
+static void put_exprs(ser *s, rx_expr **v, int n)
+{
     put_i64(s, v ? n : -1);
     for (int i = 0; v && i < n; i++) put_expr(s, v[i]);
 }
 
-static void put_sinfo(ser *s, const rx_sinfo *si) {
+static void put_sinfo(ser *s, const rx_sinfo *si)
+{
     if (!si) {
         put_u8(s, T_NULL);
         return;
@@ -268,7 +282,8 @@ static void put_attr(ser *s, const rx_attr *a, bool fattrs);
 
 /* upper_bounds: entries naming signature variables by their numbers, in signature
  * order; any other key by name, sorted. */
-static void put_bounds(ser *s, const rx_attr *a) {
+static void put_bounds(ser *s, const rx_attr *a)
+{
     bool *done = rx_xcalloc((size_t)a->u.map.n + 1, 1);
     for (int v = 0; s->f && v < s->f->nsvars; v++) {
         const rx_svar *sv = s->f->svars[v];
@@ -292,7 +307,8 @@ static void put_bounds(ser *s, const rx_attr *a) {
     free(done);
 }
 
-static void put_attr(ser *s, const rx_attr *a, bool fattrs) {
+static void put_attr(ser *s, const rx_attr *a, bool fattrs)
+{
     if (!a) {
         put_u8(s, T_NULL);
         return;
@@ -328,7 +344,8 @@ static void put_attr(ser *s, const rx_attr *a, bool fattrs) {
 
 /* ---------------------------------------------------------------- constants */
 /* dtype, shape and the digest of the bytes: the identity of a constant. */
-static void const_record(const rx_const *k, rx_sb *out) {
+static void const_record(const rx_const *k, rx_sb *out)
+{
     ser tmp = {0};
     uint8_t d[32];
     rx_sha256 h;
@@ -345,14 +362,16 @@ static void const_record(const rx_const *k, rx_sb *out) {
     rx_sb_free(&tmp.b);
 }
 
-static int cmp_records(const void *x, const void *y) {
+static int cmp_records(const void *x, const void *y)
+{
     const rx_sb *a = x, *b = y;
     size_t n = a->n < b->n ? a->n : b->n;
     int c = memcmp(a->p, b->p, n);
     return c ? c : (a->n > b->n) - (a->n < b->n);
 }
 
-static void put_consts(ser *s, const rx_module *m) {
+static void put_consts(ser *s, const rx_module *m)
+{
     mark(s, W_CONSTS, 0, NULL);
     rx_sb *recs = rx_xcalloc((size_t)m->nconsts + 1, sizeof(rx_sb));
     for (int i = 0; i < m->nconsts; i++) const_record(m->consts[i], &recs[i]);
@@ -368,7 +387,8 @@ static void put_consts(ser *s, const rx_module *m) {
 /* ---------------------------------------------------------------- graph level */
 static void put_seq(ser *s, const rx_seq *q);
 
-static void put_node(ser *s, const rx_node *e) {
+static void put_node(ser *s, const rx_node *e)
+{
     if (!e) {
         put_u8(s, T_NULL);
         return;
@@ -413,7 +433,8 @@ static void put_node(ser *s, const rx_node *e) {
     for (int i = 0; i < e->nargs; i++) put_node(s, e->args[i]);
 }
 
-static void put_seq(ser *s, const rx_seq *q) {
+static void put_seq(ser *s, const rx_seq *q)
+{
     if (!q) {
         put_u8(s, T_NULL);
         return;
@@ -445,7 +466,8 @@ static void put_seq(ser *s, const rx_seq *q) {
 }
 
 /* ---------------------------------------------------------------- loop level */
-static void put_stmts(ser *s, const rx_stmts *l) {
+static void put_stmts(ser *s, const rx_stmts *l)
+{
     static const char *const kinds[] = {"for", "block", "store", "alloc", "if", "let"};
     put_i64(s, l->n);
     for (int i = 0; i < l->n; i++) {
@@ -497,7 +519,8 @@ static void put_stmts(ser *s, const rx_stmts *l) {
 }
 
 /* ---------------------------------------------------------------- functions, module */
-static void put_func(ser *s, const rx_func *f) {
+static void put_func(ser *s, const rx_func *f)
+{
     s->fn = f->name;
     s->f = f;
     s->bind = s->stmt = 0;
@@ -542,12 +565,14 @@ static void put_func(ser *s, const rx_func *f) {
     s->f = NULL;
 }
 
-static int cmp_funcs(const void *x, const void *y) {
+static int cmp_funcs(const void *x, const void *y)
+{
     const rx_func *a = *(const rx_func *const *)x, *b = *(const rx_func *const *)y;
     return strcmp(a->name ? a->name : "", b->name ? b->name : "");
 }
 
-static void serialize(ser *s, const rx_module *m) {
+static void serialize(ser *s, const rx_module *m)
+{
     mark(s, W_MODULE, 0, NULL);
     put_u8(s, T_MODULE);
     put_attr(s, m->attrs, false);
@@ -561,7 +586,8 @@ static void serialize(ser *s, const rx_module *m) {
     put_consts(s, m);
 }
 
-static void ser_free(ser *s) {
+static void ser_free(ser *s)
+{
     rx_sb_free(&s->b);
     RX_VEC_FREE(s->wh);
     free(s->keys);
@@ -569,7 +595,8 @@ static void ser_free(ser *s) {
 }
 
 /* SHA-256 of "relax-struct-v1", the salt (length-prefixed) and the serialization. */
-void rx_struct_hash(const rx_module *m, const char *salt, uint8_t out[32]) {
+void rx_struct_hash(const rx_module *m, const char *salt, uint8_t out[32])
+{
     ser s = {0};
     serialize(&s, m);
     rx_sha256 h;
@@ -585,7 +612,8 @@ void rx_struct_hash(const rx_module *m, const char *salt, uint8_t out[32]) {
     ser_free(&s);
 }
 
-void rx_func_struct_hash(rx_func *f, const char *salt, uint8_t out[32]) {
+void rx_func_struct_hash(rx_func *f, const char *salt, uint8_t out[32])
+{
     rx_module tmp;
     memset(&tmp, 0, sizeof tmp);
     rx_func *fs[1] = {f};
@@ -597,13 +625,15 @@ void rx_func_struct_hash(rx_func *f, const char *salt, uint8_t out[32]) {
     f->name = name;
 }
 
-static const where *mark_at(const ser *s, size_t off) {
+static const where *mark_at(const ser *s, size_t off)
+{
     const where *w = NULL;
     for (int i = 0; i < s->wh.n && s->wh.items[i].off <= off; i++) w = &s->wh.items[i];
     return w;
 }
 
-static void describe(const where *w, const where *wy, rx_sb *why) {
+static void describe(const where *w, const where *wy, rx_sb *why)
+{
     static const char *const what[] = {
         "module attributes", "number of functions", "function kind or name", "attributes",
         "signature symbolic variables", "parameter", "result annotation", "block",
@@ -634,7 +664,8 @@ static void describe(const where *w, const where *wy, rx_sb *why) {
 
 /* Equal when the canonical serializations are; otherwise `why` (if not NULL) gets
  * where they first differ. */
-bool rx_struct_equal(const rx_module *x, const rx_module *y, rx_sb *why) {
+bool rx_struct_equal(const rx_module *x, const rx_module *y, rx_sb *why)
+{
     ser sx = {0}, sy = {0};
     sx.track = sy.track = why != NULL;
     serialize(&sx, x);

@@ -69,7 +69,7 @@ static void xerr(xp *p, size_t col, const char *fmt, ...)
         rx_sb_putc(&txt, c < 0x20 ? ' ' : (c == '"' ? '\'' : (char)c));
     }
     if (show < p->n) rx_sb_puts(&txt, "...");
-    rx_rd_err(p->r, p->loc, "in \"%s\": at column %zu: %s", rx_sb_str(&txt), col + 1,
+    rxi_rd_err(p->r, p->loc, "in \"%s\": at column %zu: %s", rx_sb_str(&txt), col + 1,
               rx_sb_str(&msg));
     rx_sb_free(&txt);
     rx_sb_free(&msg);
@@ -400,7 +400,7 @@ static xv parse_load(xp *p, const char *name, size_t nlen, size_t col)
         xerr(p, p->pos, "buffer loads are not allowed in a symbolic expression");
         return XV_FAIL;
     }
-    rx_buffer *buf = rx_rd_scope_get(&p->r->bufs, name, nlen);
+    rx_buffer *buf = rxi_rd_scope_get(&p->r->bufs, name, nlen);
     if (!buf) {
         xerr(p, col, "unknown buffer \"%.*s\"", (int)(nlen > 40 ? 40 : nlen), name);
         return XV_FAIL;
@@ -512,10 +512,10 @@ static xv parse_primary(xp *p)
         char nx = peekc(p);
         if (nx == '(') return parse_call(p, name, nlen, col);
         if (nx == '[') return parse_load(p, name, nlen, col);
-        const rx_svar *v = rx_rd_lookup(p->r, name, nlen);
+        const rx_svar *v = rxi_rd_lookup(p->r, name, nlen);
         int shown = (int)(nlen > 40 ? 40 : nlen);
         if (!v) {
-            const rx_buffer *b = rx_rd_scope_get(&p->r->bufs, name, nlen);
+            const rx_buffer *b = rxi_rd_scope_get(&p->r->bufs, name, nlen);
             if (b && p->mode == RX_XP_FULL) {
                 xerr(p, col, "buffer \"%s\" needs indices", b->name);
                 return XV_FAIL;
@@ -611,11 +611,11 @@ static xv parse_bin(xp *p, int minprec)
     return p->failed ? XV_FAIL : lhs;
 }
 
-rx_expr *rx_rd_parse(rx_reader *r, const char *s, size_t n, rx_loc loc, rx_xmode mode,
+rx_expr *rxi_rd_parse(rx_reader *r, const char *s, size_t n, rx_loc loc, rx_xmode mode,
                      rx_dtype want)
 {
     if (n > r->o.max_expr_len) {
-        rx_rd_err(r, loc, "expression is %zu characters long, over the limit of %zu", n,
+        rxi_rd_err(r, loc, "expression is %zu characters long, over the limit of %zu", n,
                   r->o.max_expr_len);
         return NULL;
     }

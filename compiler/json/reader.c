@@ -43,7 +43,7 @@
 
 /* ---------------------------------------------------------------- errors, keys */
 
-void rx_rd_err(rx_reader *r, rx_loc loc, const char *fmt, ...)
+void rxi_rd_err(rx_reader *r, rx_loc loc, const char *fmt, ...)
 {
     rx_sb sb = {0};
     va_list ap;
@@ -54,24 +54,24 @@ void rx_rd_err(rx_reader *r, rx_loc loc, const char *fmt, ...)
     rx_sb_free(&sb);
 }
 
-bool rx_rd_failed(const rx_reader *r) { return rx_diags_count(r->d) != r->nerr0; }
+bool rxi_rd_failed(const rx_reader *r) { return rx_diags_count(r->d) != r->nerr0; }
 
-rx_loc rx_rd_key(rx_reader *r, rx_loc parent, const char *key)
+rx_loc rxi_rd_key(rx_reader *r, rx_loc parent, const char *key)
 {
     return rx_loc_key(&r->m->locs, parent, key);
 }
 
-rx_loc rx_rd_idx(rx_reader *r, rx_loc parent, int index)
+rx_loc rxi_rd_idx(rx_reader *r, rx_loc parent, int index)
 {
     return rx_loc_index(&r->m->locs, parent, index);
 }
 
-rx_loc rx_rd_dkey(rx_reader *r, rx_loc parent, const char *key)
+rx_loc rxi_rd_dkey(rx_reader *r, rx_loc parent, const char *key)
 {
     return rx_loc_key(&r->m->locs, parent, rx_arena_strdup(r->a, key));
 }
 
-const char *rx_rd_desc(rx_reader *r, const json_t *j)
+const char *rxi_rd_desc(rx_reader *r, const json_t *j)
 {
     switch (json_typeof(j)) {
     case JSON_OBJECT: return "an object";
@@ -90,7 +90,7 @@ const char *rx_rd_desc(rx_reader *r, const json_t *j)
     return "?";
 }
 
-bool rx_rd_keys(rx_reader *r, const json_t *obj, rx_loc loc, const char *const *allowed)
+bool rxi_rd_keys(rx_reader *r, const json_t *obj, rx_loc loc, const char *const *allowed)
 {
     bool ok = true;
     const char *key;
@@ -101,7 +101,7 @@ bool rx_rd_keys(rx_reader *r, const json_t *obj, rx_loc loc, const char *const *
         if (found) continue;
         rx_sb list = {0};
         for (int i = 0; allowed[i]; i++) rx_sb_printf(&list, "%s%s", i ? ", " : "", allowed[i]);
-        rx_rd_err(r, rx_rd_dkey(r, loc, key), "unknown key \"%s\" (expected one of: %s)", key,
+        rxi_rd_err(r, rxi_rd_dkey(r, loc, key), "unknown key \"%s\" (expected one of: %s)", key,
                   rx_sb_str(&list));
         rx_sb_free(&list);
         ok = false;
@@ -109,35 +109,35 @@ bool rx_rd_keys(rx_reader *r, const json_t *obj, rx_loc loc, const char *const *
     return ok;
 }
 
-json_t *rx_rd_get(rx_reader *r, const json_t *obj, rx_loc loc, const char *key, bool required)
+json_t *rxi_rd_get(rx_reader *r, const json_t *obj, rx_loc loc, const char *key, bool required)
 {
     json_t *v = json_object_get(obj, key);
-    if (!v && required) rx_rd_err(r, loc, "missing key \"%s\"", key);
+    if (!v && required) rxi_rd_err(r, loc, "missing key \"%s\"", key);
     return v;
 }
 
-bool rx_rd_want_object(rx_reader *r, const json_t *j, rx_loc loc, const char *what)
+bool rxi_rd_want_object(rx_reader *r, const json_t *j, rx_loc loc, const char *what)
 {
     if (json_is_object(j)) return true;
-    rx_rd_err(r, loc, "expected %s (an object), found %s", what, rx_rd_desc(r, j));
+    rxi_rd_err(r, loc, "expected %s (an object), found %s", what, rxi_rd_desc(r, j));
     return false;
 }
 
-bool rx_rd_want_array(rx_reader *r, const json_t *j, rx_loc loc, const char *what)
+bool rxi_rd_want_array(rx_reader *r, const json_t *j, rx_loc loc, const char *what)
 {
     if (json_is_array(j)) return true;
-    rx_rd_err(r, loc, "expected %s (an array), found %s", what, rx_rd_desc(r, j));
+    rxi_rd_err(r, loc, "expected %s (an array), found %s", what, rxi_rd_desc(r, j));
     return false;
 }
 
-const char *rx_rd_want_string(rx_reader *r, const json_t *j, rx_loc loc, const char *what)
+const char *rxi_rd_want_string(rx_reader *r, const json_t *j, rx_loc loc, const char *what)
 {
     if (json_is_string(j)) return json_string_value(j);
-    rx_rd_err(r, loc, "expected %s (a string), found %s", what, rx_rd_desc(r, j));
+    rxi_rd_err(r, loc, "expected %s (a string), found %s", what, rxi_rd_desc(r, j));
     return NULL;
 }
 
-bool rx_rd_is_ident(const char *s, size_t n)
+bool rxi_rd_is_ident(const char *s, size_t n)
 {
     if (n == 0 || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_'))
         return false;
@@ -150,29 +150,29 @@ bool rx_rd_is_ident(const char *s, size_t n)
     return true;
 }
 
-const char *rx_rd_ident(rx_reader *r, const json_t *j, rx_loc loc, const char *what)
+const char *rxi_rd_ident(rx_reader *r, const json_t *j, rx_loc loc, const char *what)
 {
     if (!json_is_string(j)) {
-        rx_rd_err(r, loc, "expected %s name (a string), found %s", what, rx_rd_desc(r, j));
+        rxi_rd_err(r, loc, "expected %s name (a string), found %s", what, rxi_rd_desc(r, j));
         return NULL;
     }
-    if (!rx_rd_is_ident(json_string_value(j), json_string_length(j))) {
-        rx_rd_err(r, loc, "%s name %s is not an identifier ([A-Za-z_][A-Za-z0-9_]*)", what,
-                  rx_rd_desc(r, j));
+    if (!rxi_rd_is_ident(json_string_value(j), json_string_length(j))) {
+        rxi_rd_err(r, loc, "%s name %s is not an identifier ([A-Za-z_][A-Za-z0-9_]*)", what,
+                  rxi_rd_desc(r, j));
         return NULL;
     }
     return rx_arena_strdup(r->a, json_string_value(j));
 }
 
-bool rx_rd_dtype(rx_reader *r, const json_t *j, rx_loc loc, rx_dtype *out)
+bool rxi_rd_dtype(rx_reader *r, const json_t *j, rx_loc loc, rx_dtype *out)
 {
     if (!json_is_string(j)) {
-        rx_rd_err(r, loc, "expected a dtype string, found %s", rx_rd_desc(r, j));
+        rxi_rd_err(r, loc, "expected a dtype string, found %s", rxi_rd_desc(r, j));
         return false;
     }
     if (!rx_dtype_parse(json_string_value(j), out) || *out == RX_DT_UNKNOWN) {
-        rx_rd_err(r, loc, "unknown dtype %s (expected one of: bool i8 i16 i32 i64 u8 u16 u32 "
-                          "u64 f16 bf16 f32 f64)", rx_rd_desc(r, j));
+        rxi_rd_err(r, loc, "unknown dtype %s (expected one of: bool i8 i16 i32 i64 u8 u16 u32 "
+                          "u64 f16 bf16 f32 f64)", rxi_rd_desc(r, j));
         return false;
     }
     return true;
@@ -180,7 +180,7 @@ bool rx_rd_dtype(rx_reader *r, const json_t *j, rx_loc loc, rx_dtype *out)
 
 /* ---------------------------------------------------------------- attributes */
 
-rx_attr *rx_rd_attr(rx_reader *r, const json_t *j, rx_loc loc)
+rx_attr *rxi_rd_attr(rx_reader *r, const json_t *j, rx_loc loc)
 {
     rx_attr *at = RX_NEW(r->a, rx_attr);
     at->loc = loc;
@@ -199,7 +199,7 @@ rx_attr *rx_rd_attr(rx_reader *r, const json_t *j, rx_loc loc)
         at->u.arr.n = n;
         at->u.arr.items = RX_NEWN(r->a, rx_attr *, n ? n : 1);
         for (int i = 0; i < n; i++)
-            at->u.arr.items[i] = rx_rd_attr(r, json_array_get(j, (size_t)i), rx_rd_idx(r, loc, i));
+            at->u.arr.items[i] = rxi_rd_attr(r, json_array_get(j, (size_t)i), rxi_rd_idx(r, loc, i));
         break;
     }
     case JSON_OBJECT: {
@@ -213,7 +213,7 @@ rx_attr *rx_rd_attr(rx_reader *r, const json_t *j, rx_loc loc)
         json_object_foreach((json_t *)j, key, v) {
             const char *k = rx_arena_strdup(r->a, key);
             at->u.map.keys[i] = k;
-            at->u.map.vals[i++] = rx_rd_attr(r, v, rx_loc_key(&r->m->locs, loc, k));
+            at->u.map.vals[i++] = rxi_rd_attr(r, v, rx_loc_key(&r->m->locs, loc, k));
         }
         break;
     }
@@ -225,41 +225,41 @@ static const char *const COMPUTE_PATTERNS[] = {"ElementWise", "Broadcast", "Inje
                                                "Reduction", "OutputEwiseFusible", "Opaque",
                                                NULL};
 
-rx_attr *rx_rd_func_attrs(rx_reader *r, rx_func *f, const json_t *j, rx_loc loc)
+rx_attr *rxi_rd_func_attrs(rx_reader *r, rx_func *f, const json_t *j, rx_loc loc)
 {
-    if (!rx_rd_want_object(r, j, loc, "function attributes")) return NULL;
+    if (!rxi_rd_want_object(r, j, loc, "function attributes")) return NULL;
     json_t *ub = json_object_get(j, "upper_bounds");
     if (ub) {
-        rx_loc ul = rx_rd_key(r, loc, "upper_bounds");
-        if (rx_rd_want_object(r, ub, ul, "a map from symbolic variables to bounds")) {
+        rx_loc ul = rxi_rd_key(r, loc, "upper_bounds");
+        if (rxi_rd_want_object(r, ub, ul, "a map from symbolic variables to bounds")) {
             const char *key;
             json_t *v;
             json_object_foreach(ub, key, v) {
-                rx_loc kl = rx_rd_dkey(r, ul, key);
+                rx_loc kl = rxi_rd_dkey(r, ul, key);
                 bool known = false;
                 for (int i = 0; i < f->nsvars && !known; i++)
                     known = strcmp(f->svars[i]->name, key) == 0;
                 if (!known)
-                    rx_rd_err(r, kl, "\"%s\" is not a symbolic variable of the signature of %s",
+                    rxi_rd_err(r, kl, "\"%s\" is not a symbolic variable of the signature of %s",
                               key, f->name);
                 if (!json_is_integer(v) || json_integer_value(v) <= 0)
-                    rx_rd_err(r, kl, "expected a positive integer bound, found %s",
-                              rx_rd_desc(r, v));
+                    rxi_rd_err(r, kl, "expected a positive integer bound, found %s",
+                              rxi_rd_desc(r, v));
             }
         }
     }
     json_t *cp = json_object_get(j, "compute_pattern");
     if (cp) {
-        rx_loc cl = rx_rd_key(r, loc, "compute_pattern");
+        rx_loc cl = rxi_rd_key(r, loc, "compute_pattern");
         bool ok = false;
         for (int i = 0; COMPUTE_PATTERNS[i] && json_is_string(cp) && !ok; i++)
             ok = strcmp(COMPUTE_PATTERNS[i], json_string_value(cp)) == 0;
         if (!ok)
-            rx_rd_err(r, cl, "unknown compute pattern %s (expected one of: ElementWise, "
+            rxi_rd_err(r, cl, "unknown compute pattern %s (expected one of: ElementWise, "
                              "Broadcast, Injective, Reduction, OutputEwiseFusible, Opaque)",
-                      rx_rd_desc(r, cp));
+                      rxi_rd_desc(r, cp));
     }
-    return rx_rd_attr(r, j, loc);
+    return rxi_rd_attr(r, j, loc);
 }
 
 /* ---------------------------------------------------------------- scopes */
@@ -271,46 +271,46 @@ static uint32_t name_hash(const char *s, size_t n)
     return h;
 }
 
-void rx_rd_scope_push(rx_rd_scope *s, const char *name, void *p)
+void rxi_rd_scope_push(rxi_rd_scope *s, const char *name, void *p)
 {
     if (s->e.n + 1 > s->nb) { /* grow and relink, oldest first */
         free(s->heads);
         s->nb = s->nb ? s->nb * 2 : 64;
         s->heads = rx_xcalloc((size_t)s->nb, sizeof *s->heads);
         for (int i = 0; i < s->e.n; i++) {
-            rx_rd_ent *e = &s->e.items[i];
+            rxi_rd_ent *e = &s->e.items[i];
             uint32_t b = name_hash(e->name, strlen(e->name)) & (uint32_t)(s->nb - 1);
             e->next = s->heads[b];
             s->heads[b] = i + 1;
         }
     }
     uint32_t b = name_hash(name, strlen(name)) & (uint32_t)(s->nb - 1);
-    rx_rd_ent e = {name, p, s->heads[b]};
+    rxi_rd_ent e = {name, p, s->heads[b]};
     RX_VEC_PUSH(s->e, e);
     s->heads[b] = s->e.n;
 }
 
-void *rx_rd_scope_get(const rx_rd_scope *s, const char *name, size_t n)
+void *rxi_rd_scope_get(const rxi_rd_scope *s, const char *name, size_t n)
 {
     if (!s->nb) return NULL;
     uint32_t b = name_hash(name, n) & (uint32_t)(s->nb - 1);
     for (int32_t i = s->heads[b]; i; i = s->e.items[i - 1].next) {
-        const rx_rd_ent *e = &s->e.items[i - 1];
+        const rxi_rd_ent *e = &s->e.items[i - 1];
         if (strncmp(e->name, name, n) == 0 && e->name[n] == 0) return e->p;
     }
     return NULL;
 }
 
-void rx_rd_scope_pop(rx_rd_scope *s, int mark)
+void rxi_rd_scope_pop(rxi_rd_scope *s, int mark)
 {
     for (int i = s->e.n - 1; i >= mark; i--) { /* entry i heads its bucket: LIFO */
-        const rx_rd_ent *e = &s->e.items[i];
+        const rxi_rd_ent *e = &s->e.items[i];
         s->heads[name_hash(e->name, strlen(e->name)) & (uint32_t)(s->nb - 1)] = e->next;
     }
     if (mark < s->e.n) s->e.n = mark;
 }
 
-void rx_rd_scope_free(rx_rd_scope *s)
+void rxi_rd_scope_free(rxi_rd_scope *s)
 {
     RX_VEC_FREE(s->e);
     free(s->heads);
@@ -384,7 +384,7 @@ static bool encode_scalar(rx_reader *r, const json_t *v, rx_dtype t, uint8_t *p,
         }
         }
     }
-    rx_rd_err(r, loc, "%s is not representable as %s", rx_rd_desc(r, v), rx_dtype_name(t));
+    rxi_rd_err(r, loc, "%s is not representable as %s", rxi_rd_desc(r, v), rx_dtype_name(t));
     return false;
 }
 
@@ -400,14 +400,14 @@ static rx_const *new_const(rx_reader *r, const char *name, rx_dtype t, int ndim,
     return c;
 }
 
-rx_const *rx_rd_const_scalar(rx_reader *r, const json_t *v, const json_t *dt, rx_loc loc,
+rx_const *rxi_rd_const_scalar(rx_reader *r, const json_t *v, const json_t *dt, rx_loc loc,
                              rx_loc dtloc)
 {
     rx_dtype t = json_is_boolean(v) ? RX_DT_BOOL : json_is_integer(v) ? RX_DT_I64 : RX_DT_F32;
-    if (dt && !rx_rd_dtype(r, dt, dtloc, &t)) return NULL;
+    if (dt && !rxi_rd_dtype(r, dt, dtloc, &t)) return NULL;
     if (!json_is_number(v) && !json_is_boolean(v)) {
-        rx_rd_err(r, loc, "expected a number, a bool, a constant name or a constant object, "
-                          "found %s", rx_rd_desc(r, v));
+        rxi_rd_err(r, loc, "expected a number, a bool, a constant name or a constant object, "
+                          "found %s", rxi_rd_desc(r, v));
         return NULL;
     }
     rx_const *c = new_const(r, NULL, t, 0, loc);
@@ -416,18 +416,18 @@ rx_const *rx_rd_const_scalar(rx_reader *r, const json_t *v, const json_t *dt, rx
     return encode_scalar(r, v, t, c->data, loc) ? c : NULL;
 }
 
-rx_const *rx_rd_const_obj(rx_reader *r, const json_t *j, rx_loc loc, const char *name)
+rx_const *rxi_rd_const_obj(rx_reader *r, const json_t *j, rx_loc loc, const char *name)
 {
     static const char *const keys[] = {"dtype", "shape", "data", NULL};
-    if (!rx_rd_want_object(r, j, loc, "a constant {\"dtype\", \"shape\", \"data\"}") ||
-        !rx_rd_keys(r, j, loc, keys))
+    if (!rxi_rd_want_object(r, j, loc, "a constant {\"dtype\", \"shape\", \"data\"}") ||
+        !rxi_rd_keys(r, j, loc, keys))
         return NULL;
-    json_t *dt = rx_rd_get(r, j, loc, "dtype", true), *sh = rx_rd_get(r, j, loc, "shape", true),
-           *data = rx_rd_get(r, j, loc, "data", true);
+    json_t *dt = rxi_rd_get(r, j, loc, "dtype", true), *sh = rxi_rd_get(r, j, loc, "shape", true),
+           *data = rxi_rd_get(r, j, loc, "data", true);
     rx_dtype t = RX_DT_UNKNOWN;
-    bool ok = dt && rx_rd_dtype(r, dt, rx_rd_key(r, loc, "dtype"), &t);
-    rx_loc sl = rx_rd_key(r, loc, "shape"), dl = rx_rd_key(r, loc, "data");
-    if (!sh || !rx_rd_want_array(r, sh, sl, "a shape of non-negative integers")) return NULL;
+    bool ok = dt && rxi_rd_dtype(r, dt, rxi_rd_key(r, loc, "dtype"), &t);
+    rx_loc sl = rxi_rd_key(r, loc, "shape"), dl = rxi_rd_key(r, loc, "data");
+    if (!sh || !rxi_rd_want_array(r, sh, sl, "a shape of non-negative integers")) return NULL;
     int ndim = (int)json_array_size(sh);
     rx_const *c = new_const(r, name, t, ndim, loc);
     size_t numel = 1;
@@ -435,8 +435,8 @@ rx_const *rx_rd_const_obj(rx_reader *r, const json_t *j, rx_loc loc, const char 
     for (int i = 0; i < ndim; i++) {
         json_t *e = json_array_get(sh, (size_t)i);
         if (!json_is_integer(e) || json_integer_value(e) < 0) {
-            rx_rd_err(r, rx_rd_idx(r, sl, i), "expected a non-negative integer, found %s",
-                      rx_rd_desc(r, e));
+            rxi_rd_err(r, rxi_rd_idx(r, sl, i), "expected a non-negative integer, found %s",
+                      rxi_rd_desc(r, e));
             ok = false;
             continue;
         }
@@ -446,18 +446,18 @@ rx_const *rx_rd_const_obj(rx_reader *r, const json_t *j, rx_loc loc, const char 
     }
     if (!data || !ok) return NULL;
     if (!json_is_string(data)) {
-        rx_rd_err(r, dl, "expected base64 data (a string), found %s", rx_rd_desc(r, data));
+        rxi_rd_err(r, dl, "expected base64 data (a string), found %s", rxi_rd_desc(r, data));
         return NULL;
     }
     uint8_t *bytes = NULL;
     size_t nbytes = 0;
     if (!rx_base64_decode(json_string_value(data), json_string_length(data), &bytes, &nbytes)) {
-        rx_rd_err(r, dl, "data is not valid base64 (standard alphabet, padded)");
+        rxi_rd_err(r, dl, "data is not valid base64 (standard alphabet, padded)");
         return NULL;
     }
     size_t esize = (size_t)rx_dtype_bits(t) / 8;
     if (big || nbytes != numel * esize) {
-        rx_rd_err(r, dl, "data holds %zu bytes, expected %s%zu (%zu elements of %s)", nbytes,
+        rxi_rd_err(r, dl, "data holds %zu bytes, expected %s%zu (%zu elements of %s)", nbytes,
                   big ? "more than " : "", big ? (size_t)SIZE_MAX / 16 : numel * esize,
                   big ? (size_t)SIZE_MAX / 16 : numel, rx_dtype_name(t));
         free(bytes);
@@ -476,7 +476,7 @@ typedef struct pending { rx_func *f; json_t *j; rx_loc loc; } pending;
 /* A global name: an identifier that may also hold dots ("fused.add"). */
 static bool global_name_ok(const char *s)
 {
-    if (!rx_rd_is_ident(s, 1)) return false;
+    if (!rxi_rd_is_ident(s, 1)) return false;
     for (const char *p = s; *p; p++)
         if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.') return false;
     return true;
@@ -498,22 +498,22 @@ static void declare_functions(rx_reader *r, json_t *fns, rx_loc fl, pending *pen
         f->nouts = -1;
         pend[i] = (pending){f, NULL, loc};
         r->m->funcs[i++] = f;
-        if (rx_rd_scope_get(&r->globals, name, strlen(name)) == NULL)
-            rx_rd_scope_push(&r->globals, name, f);
+        if (rxi_rd_scope_get(&r->globals, name, strlen(name)) == NULL)
+            rxi_rd_scope_push(&r->globals, name, f);
         if (!global_name_ok(key)) {
-            rx_rd_err(r, loc, "function name \"%s\" is not a name ([A-Za-z_][A-Za-z0-9_.]*)",
+            rxi_rd_err(r, loc, "function name \"%s\" is not a name ([A-Za-z_][A-Za-z0-9_.]*)",
                       key);
             continue;
         }
-        if (!rx_rd_want_object(r, v, loc, "a function")) continue;
-        json_t *k = rx_rd_get(r, v, loc, "kind", true);
+        if (!rxi_rd_want_object(r, v, loc, "a function")) continue;
+        json_t *k = rxi_rd_get(r, v, loc, "kind", true);
         if (!k) continue;
         const char *ks = json_string_value(k);
         if (ks && strcmp(ks, "relax") == 0) f->kind = RX_F_RELAX;
         else if (ks && strcmp(ks, "tir") == 0) f->kind = RX_F_TIR;
         else {
-            rx_rd_err(r, rx_rd_key(r, loc, "kind"), "expected \"relax\" or \"tir\", found %s",
-                      rx_rd_desc(r, k));
+            rxi_rd_err(r, rxi_rd_key(r, loc, "kind"), "expected \"relax\" or \"tir\", found %s",
+                      rxi_rd_desc(r, k));
             continue;
         }
         pend[i - 1].j = v;
@@ -526,59 +526,59 @@ static void read_module(rx_reader *r, json_t *root)
 {
     static const char *const keys[] = {"format", "version", "attrs", "functions", "constants",
                                        NULL};
-    if (!rx_rd_want_object(r, root, 0, "a relax-json module")) return;
-    rx_rd_keys(r, root, 0, keys);
-    json_t *fmt = rx_rd_get(r, root, 0, "format", true);
+    if (!rxi_rd_want_object(r, root, 0, "a relax-json module")) return;
+    rxi_rd_keys(r, root, 0, keys);
+    json_t *fmt = rxi_rd_get(r, root, 0, "format", true);
     if (fmt && !(json_is_string(fmt) && strcmp(json_string_value(fmt), "relax-json") == 0))
-        rx_rd_err(r, rx_rd_key(r, 0, "format"), "expected \"relax-json\", found %s",
-                  rx_rd_desc(r, fmt));
-    json_t *ver = rx_rd_get(r, root, 0, "version", true);
+        rxi_rd_err(r, rxi_rd_key(r, 0, "format"), "expected \"relax-json\", found %s",
+                  rxi_rd_desc(r, fmt));
+    json_t *ver = rxi_rd_get(r, root, 0, "version", true);
     if (ver && !(json_is_integer(ver) && json_integer_value(ver) == 1))
-        rx_rd_err(r, rx_rd_key(r, 0, "version"), "unsupported version %s (this reader reads 1)",
-                  rx_rd_desc(r, ver));
+        rxi_rd_err(r, rxi_rd_key(r, 0, "version"), "unsupported version %s (this reader reads 1)",
+                  rxi_rd_desc(r, ver));
     json_t *at = json_object_get(root, "attrs");
-    if (at && rx_rd_want_object(r, at, rx_rd_key(r, 0, "attrs"), "module attributes"))
-        r->m->attrs = rx_rd_attr(r, at, rx_rd_key(r, 0, "attrs"));
+    if (at && rxi_rd_want_object(r, at, rxi_rd_key(r, 0, "attrs"), "module attributes"))
+        r->m->attrs = rxi_rd_attr(r, at, rxi_rd_key(r, 0, "attrs"));
 
     json_t *cs = json_object_get(root, "constants");
-    rx_loc cl = rx_rd_key(r, 0, "constants");
-    if (cs && rx_rd_want_object(r, cs, cl, "a map of constants")) {
+    rx_loc cl = rxi_rd_key(r, 0, "constants");
+    if (cs && rxi_rd_want_object(r, cs, cl, "a map of constants")) {
         int n = (int)json_object_size(cs);
         r->m->consts = RX_NEWN(r->a, rx_const *, n ? n : 1);
         const char *key;
         json_t *v;
         json_object_foreach(cs, key, v) {
             const char *name = rx_arena_strdup(r->a, key);
-            rx_const *c = rx_rd_const_obj(r, v, rx_loc_key(&r->m->locs, cl, name), name);
+            rx_const *c = rxi_rd_const_obj(r, v, rx_loc_key(&r->m->locs, cl, name), name);
             if (c) {
                 r->m->consts[r->m->nconsts++] = c;
-                rx_rd_scope_push(&r->consts, name, c);
+                rxi_rd_scope_push(&r->consts, name, c);
             } else {
                 /* Known but invalid (already reported): uses stay silent. */
                 rx_const *bad = RX_NEW(r->a, rx_const);
                 bad->name = name;
                 bad->ndim = -1;
-                rx_rd_scope_push(&r->consts, name, bad);
+                rxi_rd_scope_push(&r->consts, name, bad);
             }
         }
     }
 
-    json_t *fns = rx_rd_get(r, root, 0, "functions", true);
-    rx_loc fl = rx_rd_key(r, 0, "functions");
-    if (!fns || !rx_rd_want_object(r, fns, fl, "a map of functions")) return;
+    json_t *fns = rxi_rd_get(r, root, 0, "functions", true);
+    rx_loc fl = rxi_rd_key(r, 0, "functions");
+    if (!fns || !rxi_rd_want_object(r, fns, fl, "a map of functions")) return;
     int n = (int)json_object_size(fns);
     pending *pend = rx_xcalloc((size_t)(n ? n : 1), sizeof *pend);
     declare_functions(r, fns, fl, pend);
     for (int i = 0; i < n; i++) {
         if (!pend[i].j) continue;
-        rx_rd_scope_pop(&r->syms, 0);
-        rx_rd_scope_pop(&r->bufs, 0);
-        rx_rd_scope_pop(&r->locals, 0);
+        rxi_rd_scope_pop(&r->syms, 0);
+        rxi_rd_scope_pop(&r->bufs, 0);
+        rxi_rd_scope_pop(&r->locals, 0);
         r->loops.n = 0;
         r->loop_base = 0;
         r->in_dataflow = false;
-        if (pend[i].f->kind == RX_F_RELAX) rx_rd_relax_func(r, pend[i].f, pend[i].j, pend[i].loc);
-        else rx_rd_tir_func(r, pend[i].f, pend[i].j, pend[i].loc);
+        if (pend[i].f->kind == RX_F_RELAX) rxi_rd_relax_func(r, pend[i].f, pend[i].j, pend[i].loc);
+        else rxi_rd_tir_func(r, pend[i].f, pend[i].j, pend[i].loc);
     }
     free(pend);
 }
@@ -643,15 +643,15 @@ static rx_module *read_root(const json_t *root, const rx_read_opts *o, rx_diags 
     rx_reader r = {.m = rx_module_new(), .d = d, .o = *o, .nerr0 = rx_diags_count(d)};
     r.a = r.m->arena;
     read_module(&r, (json_t *)root);
-    rx_rd_scope_free(&r.syms);
-    rx_rd_scope_free(&r.bufs);
-    rx_rd_scope_free(&r.locals);
-    rx_rd_scope_free(&r.globals);
-    rx_rd_scope_free(&r.consts);
-    rx_rd_scope_free(&r.later);
+    rxi_rd_scope_free(&r.syms);
+    rxi_rd_scope_free(&r.bufs);
+    rxi_rd_scope_free(&r.locals);
+    rxi_rd_scope_free(&r.globals);
+    rxi_rd_scope_free(&r.consts);
+    rxi_rd_scope_free(&r.later);
     RX_VEC_FREE(r.loops);
     RX_VEC_FREE(r.open);
-    if (rx_rd_failed(&r)) {
+    if (rxi_rd_failed(&r)) {
         rx_module_free(r.m);
         return NULL;
     }

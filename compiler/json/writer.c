@@ -42,23 +42,26 @@ typedef struct wctx {
     int loop_base; /* loops below this index enclose the nearest block, not ours */
 } wctx;
 
-static json_t *str_expr(wctx *c, const rx_expr *e) {
+static json_t *str_expr(wctx *c, const rx_expr *e)
+{
     rx_sb_reset(&c->sb);
     rx_names_expr(c->nm, e, &c->sb);
     return json_string(rx_sb_str(&c->sb));
 }
 
 /* An integer expression: a JSON integer for an i64 literal, else a string. */
-static json_t *dim(wctx *c, const rx_expr *e) {
+static json_t *dim(wctx *c, const rx_expr *e)
+{
     if (e && e->kind == RX_E_INT && e->dtype == RX_DT_I64) return json_integer(e->u.ival);
     return str_expr(c, e);
 }
 
-/* A prim value in the form the reader's rx_rd_prim_value takes back: integers as a
+/* A prim value in the form the reader's rxi_rd_prim_value takes back: integers as a
  * JSON integer or a symbolic string (a non-i64 value is read as a cast of the i64
  * expression, so the cast is not written), floats as JSON numbers, bools as JSON
  * booleans. */
-static json_t *prim_value(wctx *c, const rx_expr *e, rx_dtype t) {
+static json_t *prim_value(wctx *c, const rx_expr *e, rx_dtype t)
+{
     if (rx_dtype_is_int(t)) {
         if (e->kind == RX_E_INT) return json_integer(e->u.ival);
         if (e->kind == RX_E_CAST && e->dtype == t && e->u.op.a->dtype == RX_DT_I64)
@@ -70,13 +73,15 @@ static json_t *prim_value(wctx *c, const rx_expr *e, rx_dtype t) {
     return str_expr(c, e);
 }
 
-static json_t *dims(wctx *c, rx_expr **v, int n) {
+static json_t *dims(wctx *c, rx_expr **v, int n)
+{
     json_t *a = json_array();
     for (int i = 0; i < n; i++) json_array_append_new(a, dim(c, v[i]));
     return a;
 }
 
-static json_t *w_sinfo(wctx *c, const rx_sinfo *s) {
+static json_t *w_sinfo(wctx *c, const rx_sinfo *s)
+{
     json_t *o = json_object(), *in = json_object();
     if (!s) {
         json_object_set_new(o, "object", in);
@@ -122,7 +127,8 @@ static json_t *w_sinfo(wctx *c, const rx_sinfo *s) {
 enum { A_PLAIN, A_FATTRS, A_SVKEYS }; /* function attrs: upper_bounds keys name svars */
 
 /* An attribute value; symbolic expressions as strings. */
-static json_t *w_attr(wctx *c, const rx_attr *a, int mode) {
+static json_t *w_attr(wctx *c, const rx_attr *a, int mode)
+{
     if (!a) return json_null();
     switch (a->kind) {
     case RX_A_BOOL: return json_boolean(a->u.b);
@@ -150,7 +156,8 @@ static json_t *w_attr(wctx *c, const rx_attr *a, int mode) {
 }
 
 /* The object form of a constant: dtype, shape, base64 data. */
-static json_t *const_obj(const rx_const *k) {
+static json_t *const_obj(const rx_const *k)
+{
     json_t *o = json_object(), *sh = json_array();
     json_object_set_new(o, "dtype", json_string(rx_dtype_name(k->dtype)));
     for (int i = 0; i < k->ndim; i++) json_array_append_new(sh, json_integer(k->shape[i]));
@@ -162,7 +169,8 @@ static json_t *const_obj(const rx_const *k) {
     return o;
 }
 
-static json_t *w_const(const rx_const *k) {
+static json_t *w_const(const rx_const *k)
+{
     json_t *o = json_object();
     if (k->name) {
         json_object_set_new(o, "const", json_string(k->name));
@@ -191,13 +199,15 @@ static json_t *w_const(const rx_const *k) {
 static json_t *w_node(wctx *c, const rx_node *e);
 static json_t *w_seq(wctx *c, const rx_seq *s);
 
-static json_t *w_args(wctx *c, const rx_node *e) {
+static json_t *w_args(wctx *c, const rx_node *e)
+{
     json_t *a = json_array();
     for (int i = 0; i < e->nargs; i++) json_array_append_new(a, w_node(c, e->args[i]));
     return a;
 }
 
-static json_t *w_call(wctx *c, const rx_node *e) {
+static json_t *w_call(wctx *c, const rx_node *e)
+{
     json_t *o = json_object();
     switch (e->call_kind) {
     case RX_CALL_OP: {
@@ -229,7 +239,8 @@ static json_t *w_call(wctx *c, const rx_node *e) {
     return o;
 }
 
-static json_t *w_node(wctx *c, const rx_node *e) {
+static json_t *w_node(wctx *c, const rx_node *e)
+{
     if (!e) return json_null();
     json_t *o;
     switch (e->kind) {
@@ -265,7 +276,8 @@ static json_t *w_node(wctx *c, const rx_node *e) {
     return o;
 }
 
-static json_t *w_binding(wctx *c, const rx_binding *b) {
+static json_t *w_binding(wctx *c, const rx_binding *b)
+{
     json_t *o = json_object();
     const rx_sinfo *t = b->given;
     if ((c->flags & RX_JSON_DEDUCED) && b->var->sinfo) t = b->var->sinfo;
@@ -280,7 +292,8 @@ static json_t *w_binding(wctx *c, const rx_binding *b) {
     return o;
 }
 
-static json_t *w_seq(wctx *c, const rx_seq *s) {
+static json_t *w_seq(wctx *c, const rx_seq *s)
+{
     json_t *o = json_object(), *blocks = json_array();
     for (int i = 0; s && i < s->nblocks; i++) {
         const rx_block *bl = s->blocks[i];
@@ -301,7 +314,8 @@ static json_t *w_stmts(wctx *c, const rx_stmts *l);
  * one per enclosing loop (up to the nearest block), the loop variable itself, bound to
  * itself, over [0, min + extent), spatial iff stored with. Such iterators cannot be
  * written explicitly (an explicit iterator is a new variable), so `iters` is omitted. */
-static bool implicit_iters(const wctx *c, const rx_stmt *s) {
+static bool implicit_iters(const wctx *c, const rx_stmt *s)
+{
     if (s->u.block.niters != c->loops.n - c->loop_base) return false;
     for (int k = 0; k < s->u.block.niters; k++) {
         const rx_stmt *lp = c->loops.items[c->loop_base + k];
@@ -322,7 +336,8 @@ static bool implicit_iters(const wctx *c, const rx_stmt *s) {
     return true;
 }
 
-static json_t *w_stmt(wctx *c, const rx_stmt *s) {
+static json_t *w_stmt(wctx *c, const rx_stmt *s)
+{
     json_t *o = json_object();
     switch (s->kind) {
     case RX_S_FOR:
@@ -389,13 +404,15 @@ static json_t *w_stmt(wctx *c, const rx_stmt *s) {
     return o;
 }
 
-static json_t *w_stmts(wctx *c, const rx_stmts *l) {
+static json_t *w_stmts(wctx *c, const rx_stmts *l)
+{
     json_t *a = json_array();
     for (int i = 0; i < l->n; i++) json_array_append_new(a, w_stmt(c, l->items[i]));
     return a;
 }
 
-static json_t *w_func(wctx *c, const rx_func *f) {
+static json_t *w_func(wctx *c, const rx_func *f)
+{
     json_t *o = json_object(), *ps = json_array();
     c->nm = rx_names_new(f);
     if (f->kind == RX_F_RELAX) {
@@ -442,7 +459,8 @@ static json_t *w_func(wctx *c, const rx_func *f) {
 }
 
 /* Appends m as relax-json v1 (see the file comment for the forms chosen). */
-void rx_json_write(const rx_module *m, int flags, rx_sb *out) {
+void rx_json_write(const rx_module *m, int flags, rx_sb *out)
+{
     wctx c = {m, NULL, rx_arena_new(), flags, {0}, {0}, 0};
     json_t *root = json_object(), *fs = json_object();
     json_object_set_new(root, "format", json_string("relax-json"));

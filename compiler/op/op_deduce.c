@@ -21,7 +21,8 @@
 #include <stdarg.h>
 
 /* Reports an error located at `at` (the call under deduction; NULL: the root). */
-void rx_d_error(rx_dctx *c, const rx_node *at, const char *fmt, ...) {
+void rx_d_error(rx_dctx *c, const rx_node *at, const char *fmt, ...)
+{
     rx_sb path = {0};
     rx_loc_render(&c->m->locs, at ? at->loc : 0, &path);
     va_list ap;
@@ -32,7 +33,8 @@ void rx_d_error(rx_dctx *c, const rx_node *at, const char *fmt, ...) {
 }
 
 /* The op's name for messages ("nn.softmax"); "call" for a non-op call. */
-const char *rx_d_opname(const rx_node *call) {
+const char *rx_d_opname(const rx_node *call)
+{
     if (call && call->kind == RX_N_CALL && call->call_kind == RX_CALL_OP && call->u.call.op)
         return call->u.call.op->name;
     return "call";
@@ -40,7 +42,8 @@ const char *rx_d_opname(const rx_node *call) {
 
 /* Argument i as a tensor annotation, or NULL after an error (missing argument, or an
  * annotation other than Tensor). */
-const rx_sinfo *rx_d_tensor_arg(rx_dctx *c, const rx_node *call, int i) {
+const rx_sinfo *rx_d_tensor_arg(rx_dctx *c, const rx_node *call, int i)
+{
     if (i >= call->nargs) {
         rx_d_error(c, call, "%s: missing argument %d", rx_d_opname(call), i);
         return NULL;
@@ -56,7 +59,8 @@ const rx_sinfo *rx_d_tensor_arg(rx_dctx *c, const rx_node *call, int i) {
 }
 
 /* Normalizes axis against a known ndim (>= 0) into *out; error when out of range. */
-bool rx_d_axis(rx_dctx *c, const rx_node *call, int64_t axis, int ndim, int *out) {
+bool rx_d_axis(rx_dctx *c, const rx_node *call, int64_t axis, int ndim, int *out)
+{
     RX_ASSERT(ndim >= 0);
     if (axis < -(int64_t)ndim || axis >= ndim) {
         rx_d_error(c, call, "%s: axis %lld is out of range for a tensor of %d dimension%s",
@@ -108,12 +112,14 @@ rx_expr **rx_d_broadcast(rx_dctx *c, const rx_node *call, rx_expr **x, int nx, r
 }
 
 /* The simplified form of e through the context's arithmetic (NULL stays NULL). */
-rx_expr *rx_d_simplify(rx_dctx *c, rx_expr *e) {
+rx_expr *rx_d_simplify(rx_dctx *c, rx_expr *e)
+{
     return e ? rx_arith_simplify(c->ar, e) : NULL;
 }
 
 /* Product of ndim dims, simplified; the literal 1 for ndim 0. */
-rx_expr *rx_d_numel(rx_dctx *c, rx_expr **dims, int ndim) {
+rx_expr *rx_d_numel(rx_dctx *c, rx_expr **dims, int ndim)
+{
     rx_expr *p = rx_e_int(c->a, 1);
     for (int i = 0; i < ndim; i++) p = i ? rx_e_binary(c->a, RX_E_MUL, p, dims[i]) : dims[i];
     return rx_d_simplify(c, p);
@@ -121,7 +127,8 @@ rx_expr *rx_d_numel(rx_dctx *c, rx_expr **dims, int ndim) {
 
 /* Combines two operand dtypes: equal, or one unknown -> the other; a mismatch is an
  * error and false. */
-bool rx_d_same_dtype(rx_dctx *c, const rx_node *call, rx_dtype x, rx_dtype y, rx_dtype *out) {
+bool rx_d_same_dtype(rx_dctx *c, const rx_node *call, rx_dtype x, rx_dtype y, rx_dtype *out)
+{
     if (x == RX_DT_UNKNOWN || x == y) {
         *out = y;
         return true;
@@ -137,7 +144,8 @@ bool rx_d_same_dtype(rx_dctx *c, const rx_node *call, rx_dtype x, rx_dtype y, rx
 
 /* A SIZE attribute value as an expression: INT as a literal, EXPR as is; NULL for a
  * null value. */
-rx_expr *rx_d_attr_size(rx_dctx *c, const rx_attr *a) {
+rx_expr *rx_d_attr_size(rx_dctx *c, const rx_attr *a)
+{
     if (!a || a->kind == RX_A_NULL) return NULL;
     if (a->kind == RX_A_INT) return rx_e_int(c->a, a->u.i);
     RX_ASSERT(a->kind == RX_A_EXPR);

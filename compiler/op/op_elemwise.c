@@ -35,25 +35,29 @@ static bool check_dtype(rx_dctx *c, const rx_node *call, const rx_sinfo *x, int 
 }
 
 /* ---------------------------------------------------------------- unary */
-static rx_sinfo *deduce_unary(rx_dctx *c, const rx_node *call) {
+static rx_sinfo *deduce_unary(rx_dctx *c, const rx_node *call)
+{
     const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
     return x ? rx_op_like(c, x, (rx_dtype)x->dtype) : NULL;
 }
 
-static rx_sinfo *deduce_unary_float(rx_dctx *c, const rx_node *call) {
+static rx_sinfo *deduce_unary_float(rx_dctx *c, const rx_node *call)
+{
     const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
     if (!x || !check_dtype(c, call, x, 0, false)) return NULL;
     return rx_op_like(c, x, (rx_dtype)x->dtype);
 }
 
-static rx_sinfo *deduce_unary_bool(rx_dctx *c, const rx_node *call) {
+static rx_sinfo *deduce_unary_bool(rx_dctx *c, const rx_node *call)
+{
     const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
     if (!x || !check_dtype(c, call, x, 0, true)) return NULL;
     return rx_op_like(c, x, RX_DT_BOOL);
 }
 
 /* A SCALAR attribute as a double (bool as 0/1). */
-static double scalar_value(const rx_attr *v) {
+static double scalar_value(const rx_attr *v)
+{
     switch (v->kind) {
     case RX_A_INT: return (double)v->u.i;
     case RX_A_FLOAT: return v->u.f;
@@ -62,7 +66,8 @@ static double scalar_value(const rx_attr *v) {
     }
 }
 
-static rx_sinfo *deduce_clip(rx_dctx *c, const rx_node *call) {
+static rx_sinfo *deduce_clip(rx_dctx *c, const rx_node *call)
+{
     const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
     if (!x) return NULL;
     double lo = scalar_value(rx_call_attr(call, "min"));
@@ -74,7 +79,8 @@ static rx_sinfo *deduce_clip(rx_dctx *c, const rx_node *call) {
     return rx_op_like(c, x, (rx_dtype)x->dtype);
 }
 
-static rx_sinfo *deduce_astype(rx_dctx *c, const rx_node *call) {
+static rx_sinfo *deduce_astype(rx_dctx *c, const rx_node *call)
+{
     const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
     if (!x) return NULL;
     rx_dtype dt = RX_DT_UNKNOWN;
@@ -93,7 +99,8 @@ static bool binary_args(rx_dctx *c, const rx_node *call, const rx_sinfo **x,
     return rx_d_same_dtype(c, call, (rx_dtype)(*x)->dtype, (rx_dtype)(*y)->dtype, dt);
 }
 
-static rx_sinfo *deduce_binary(rx_dctx *c, const rx_node *call) {
+static rx_sinfo *deduce_binary(rx_dctx *c, const rx_node *call)
+{
     const rx_sinfo *x, *y;
     rx_dtype dt;
     if (!binary_args(c, call, &x, &y, &dt)) return NULL;
@@ -102,7 +109,8 @@ static rx_sinfo *deduce_binary(rx_dctx *c, const rx_node *call) {
 
 /* left_shift right_shift: integer operands (bits shifted out are lost; a shift by the
  * width or more gives 0, or -1 for a negative x shifted right). */
-static rx_sinfo *deduce_shift(rx_dctx *c, const rx_node *call) {
+static rx_sinfo *deduce_shift(rx_dctx *c, const rx_node *call)
+{
     const rx_sinfo *x, *y;
     rx_dtype dt;
     if (!binary_args(c, call, &x, &y, &dt)) return NULL;
@@ -111,14 +119,16 @@ static rx_sinfo *deduce_shift(rx_dctx *c, const rx_node *call) {
     return bcast(c, call, x, y, dt);
 }
 
-static rx_sinfo *deduce_compare(rx_dctx *c, const rx_node *call) {
+static rx_sinfo *deduce_compare(rx_dctx *c, const rx_node *call)
+{
     const rx_sinfo *x, *y;
     rx_dtype dt;
     if (!binary_args(c, call, &x, &y, &dt)) return NULL;
     return bcast(c, call, x, y, RX_DT_BOOL);
 }
 
-static rx_sinfo *deduce_logic(rx_dctx *c, const rx_node *call) {
+static rx_sinfo *deduce_logic(rx_dctx *c, const rx_node *call)
+{
     const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
     const rx_sinfo *y = rx_d_tensor_arg(c, call, 1);
     if (!x || !y) return NULL;
@@ -128,7 +138,8 @@ static rx_sinfo *deduce_logic(rx_dctx *c, const rx_node *call) {
     return bcast(c, call, x, y, RX_DT_BOOL);
 }
 
-static rx_sinfo *deduce_where(rx_dctx *c, const rx_node *call) {
+static rx_sinfo *deduce_where(rx_dctx *c, const rx_node *call)
+{
     const rx_sinfo *cond = rx_d_tensor_arg(c, call, 0);
     const rx_sinfo *x = rx_d_tensor_arg(c, call, 1);
     const rx_sinfo *y = rx_d_tensor_arg(c, call, 2);

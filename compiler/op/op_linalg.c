@@ -13,7 +13,8 @@
  */
 #include "op_int.h"
 
-static rx_sinfo *deduce_matmul(rx_dctx *c, const rx_node *call) {
+static rx_sinfo *deduce_matmul(rx_dctx *c, const rx_node *call)
+{
     const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
     const rx_sinfo *y = rx_d_tensor_arg(c, call, 1);
     if (!x || !y) return NULL;

@@ -24,13 +24,15 @@
 #include <string.h>
 
 /* True when a and b are proved different (literals, or the arithmetic). */
-static bool proved_ne(rx_dctx *c, rx_expr *a, rx_expr *b) {
+static bool proved_ne(rx_dctx *c, rx_expr *a, rx_expr *b)
+{
     int64_t ka, kb;
     if (rx_expr_is_const(a, &ka) && rx_expr_is_const(b, &kb)) return ka != kb;
     return rx_arith_prove(c->ar, rx_e_binary(c->a, RX_E_NE, a, b));
 }
 
-static bool check_float(rx_dctx *c, const rx_node *call, const rx_sinfo *x) {
+static bool check_float(rx_dctx *c, const rx_node *call, const rx_sinfo *x)
+{
     rx_dtype dt = (rx_dtype)x->dtype;
     if (dt == RX_DT_UNKNOWN || rx_dtype_is_float(dt)) return true;
     rx_op_fail(c, call, "requires a float tensor, found dtype %s", rx_dtype_name(dt));
@@ -38,7 +40,8 @@ static bool check_float(rx_dctx *c, const rx_node *call, const rx_sinfo *x) {
 }
 
 /* A known ndim must equal want. */
-static bool check_ndim(rx_dctx *c, const rx_node *call, const rx_sinfo *x, int argi, int want) {
+static bool check_ndim(rx_dctx *c, const rx_node *call, const rx_sinfo *x, int argi, int want)
+{
     if (x->ndim < 0 || x->ndim == want) return true;
     rx_op_fail(c, call, "argument %d must be %d-D, found %s", argi, want,
                rx_op_dims_str(c->a, x->dims, x->ndim));
@@ -54,7 +57,8 @@ static bool common_dtype(rx_dctx *c, const rx_node *call, const rx_sinfo **args,
     return true;
 }
 
-static bool check_layout(rx_dctx *c, const rx_node *call, const char *attr, const char *want) {
+static bool check_layout(rx_dctx *c, const rx_node *call, const char *attr, const char *want)
+{
     const char *got = rx_call_attr(call, attr)->u.s;
     if (strcmp(got, want) == 0) return true;
     rx_op_fail(c, call, "%s \"%s\" is not supported (v1 supports \"%s\" only)", attr, got,
@@ -63,7 +67,8 @@ static bool check_layout(rx_dctx *c, const rx_node *call, const char *attr, cons
 }
 
 /* ---------------------------------------------------------------- softmax */
-static rx_sinfo *deduce_softmax(rx_dctx *c, const rx_node *call) {
+static rx_sinfo *deduce_softmax(rx_dctx *c, const rx_node *call)
+{
     const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
     if (!x || !check_float(c, call, x)) return NULL;
     int ax;
@@ -77,7 +82,8 @@ enum { MAX_AXES = 64 };
 
 /* Reads and normalizes the "axes" attribute against x's known ndim into ax[0..*n);
  * repeated axes are an error. */
-static bool norm_axes(rx_dctx *c, const rx_node *call, const rx_sinfo *x, int *ax, int *n) {
+static bool norm_axes(rx_dctx *c, const rx_node *call, const rx_sinfo *x, int *ax, int *n)
+{
     int64_t raw[MAX_AXES];
     if (!rx_op_int_list(c, call, "axes", raw, MAX_AXES, n)) return false;
     for (int i = 0; i < *n; i++) {
@@ -115,7 +121,8 @@ static bool check_param(rx_dctx *c, const rx_node *call, const rx_sinfo *x, cons
 }
 
 /* layer_norm (nparams 2: gamma, beta) and rms_norm (nparams 1: weight). */
-static rx_sinfo *deduce_norm(rx_dctx *c, const rx_node *call) {
+static rx_sinfo *deduce_norm(rx_dctx *c, const rx_node *call)
+{
     int nargs = call->u.call.op->max_args; /* 3 or 2; a missing one is an error */
     const rx_sinfo *args[3] = {NULL, NULL, NULL};
     RX_ASSERT(nargs >= 2 && nargs <= 3);
@@ -133,7 +140,8 @@ static rx_sinfo *deduce_norm(rx_dctx *c, const rx_node *call) {
     return rx_op_like(c, x, dt);
 }
 
-static rx_sinfo *deduce_batch_norm(rx_dctx *c, const rx_node *call) {
+static rx_sinfo *deduce_batch_norm(rx_dctx *c, const rx_node *call)
+{
     const rx_sinfo *args[5];
     for (int i = 0; i < 5; i++)
         if (!(args[i] = rx_d_tensor_arg(c, call, i))) return NULL;
@@ -155,7 +163,8 @@ static rx_sinfo *deduce_batch_norm(rx_dctx *c, const rx_node *call) {
 enum { MAXSP = 3 }; /* spatial dims: 2 (the *2d ops) or 3 (the *3d ops) */
 
 /* The number of spatial dims of a windowed op: 3 for the *3d* ops, else 2. */
-static int op_nsp(const rx_node *call) {
+static int op_nsp(const rx_node *call)
+{
     return strstr(call->u.call.op->name, "3d") ? 3 : 2;
 }
 
@@ -182,7 +191,8 @@ static bool sp_attr(rx_dctx *c, const rx_node *call, const char *name, int64_t l
 
 /* Reads "padding" as (before[0..S), after[0..S)): 1 value (all sides), S (each dim's
  * both sides) or 2 * S as written. */
-static bool pad_attr(rx_dctx *c, const rx_node *call, int S, int64_t p[2 * MAXSP]) {
+static bool pad_attr(rx_dctx *c, const rx_node *call, int S, int64_t p[2 * MAXSP])
+{
     int64_t raw[2 * MAXSP];
     int n;
     if (!rx_op_int_list(c, call, "padding", raw, 2 * MAXSP, &n)) return false;
@@ -291,7 +301,8 @@ static bool conv_args(rx_dctx *c, const rx_node *call, int S, const char *kernel
 }
 
 /* nn.conv2d, nn.conv3d. */
-static rx_sinfo *deduce_conv(rx_dctx *c, const rx_node *call) {
+static rx_sinfo *deduce_conv(rx_dctx *c, const rx_node *call)
+{
     const rx_sinfo *x, *w;
     rx_dtype dt;
     int S = op_nsp(call);
@@ -330,7 +341,8 @@ static rx_sinfo *deduce_conv(rx_dctx *c, const rx_node *call) {
  * the output is
  * (in - 1) * stride - pad_before - pad_after + dilation * (k - 1) + output_padding + 1
  * (an output_padding below the stride or the dilation, as TVM). */
-static rx_sinfo *deduce_conv_transpose(rx_dctx *c, const rx_node *call) {
+static rx_sinfo *deduce_conv_transpose(rx_dctx *c, const rx_node *call)
+{
     const rx_sinfo *x, *w;
     rx_dtype dt;
     int S = op_nsp(call);
@@ -371,7 +383,8 @@ static rx_sinfo *deduce_conv_transpose(rx_dctx *c, const rx_node *call) {
 
 /* ---------------------------------------------------------------- pooling */
 /* nn.max_pool2d, nn.avg_pool2d, nn.max_pool3d, nn.avg_pool3d. */
-static rx_sinfo *deduce_pool(rx_dctx *c, const rx_node *call) {
+static rx_sinfo *deduce_pool(rx_dctx *c, const rx_node *call)
+{
     int S = op_nsp(call);
     const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
     if (!x || !check_layout(c, call, "layout", S == 3 ? "NCDHW" : "NCHW") ||
@@ -387,7 +400,8 @@ static rx_sinfo *deduce_pool(rx_dctx *c, const rx_node *call) {
     return nchw(c, (rx_dtype)x->dtype, x->dims[0], x->dims[1], S, sp);
 }
 
-static rx_sinfo *deduce_adaptive_pool2d(rx_dctx *c, const rx_node *call) {
+static rx_sinfo *deduce_adaptive_pool2d(rx_dctx *c, const rx_node *call)
+{
     const rx_sinfo *x = rx_d_tensor_arg(c, call, 0);
     if (!x || !check_layout(c, call, "layout", "NCHW") || !check_ndim(c, call, x, 0, 4))
         return NULL;

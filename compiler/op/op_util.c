@@ -9,7 +9,8 @@
 #include "op_int.h"
 
 /* Reports "<op>: <message>" at the call and returns NULL (see op_int.h). */
-rx_sinfo *rx_op_fail(rx_dctx *c, const rx_node *call, const char *fmt, ...) {
+rx_sinfo *rx_op_fail(rx_dctx *c, const rx_node *call, const char *fmt, ...)
+{
     rx_sb b = {0};
     va_list ap;
     va_start(ap, fmt);
@@ -21,7 +22,8 @@ rx_sinfo *rx_op_fail(rx_dctx *c, const rx_node *call, const char *fmt, ...) {
 }
 
 /* Prints dims as a tuple into arena a (see op_int.h). */
-char *rx_op_dims_str(rx_arena *a, rx_expr **dims, int ndim) {
+char *rx_op_dims_str(rx_arena *a, rx_expr **dims, int ndim)
+{
     if (ndim < 0) return rx_arena_strdup(a, "(...)");
     rx_sb b = {0};
     rx_sb_putc(&b, '(');
@@ -65,7 +67,8 @@ bool rx_op_int_list(rx_dctx *c, const rx_node *call, const char *name, int64_t *
 }
 
 /* Tensor like x (ndim, dims simplified) with dtype dt. */
-rx_sinfo *rx_op_like(rx_dctx *c, const rx_sinfo *x, rx_dtype dt) {
+rx_sinfo *rx_op_like(rx_dctx *c, const rx_sinfo *x, rx_dtype dt)
+{
     if (x->ndim < 0 || !x->dims) return rx_si_tensor(c->a, dt, x->ndim, NULL);
     rx_expr **d = RX_NEWN(c->a, rx_expr *, x->ndim > 0 ? x->ndim : 1);
     for (int i = 0; i < x->ndim; i++) d[i] = rx_d_simplify(c, x->dims[i]);

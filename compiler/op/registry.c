@@ -30,14 +30,16 @@ static const rx_opgroup groups[] = { RX_OP_GROUPS(RX_GROUP_ENTRY) };
 #undef RX_GROUP_ENTRY
 
 /* Returns the number of ops in the registry. */
-int rx_op_count(void) {
+int rx_op_count(void)
+{
     int n = 0;
     for (int g = 0; g < RX_COUNTOF(groups); g++) n += *groups[g].count;
     return n;
 }
 
 /* Returns op i (0 <= i < rx_op_count()) in registry order, NULL when out of range. */
-const rx_op *rx_op_at(int i) {
+const rx_op *rx_op_at(int i)
+{
     if (i < 0) return NULL;
     for (int g = 0; g < RX_COUNTOF(groups); g++) {
         if (i < *groups[g].count) return &groups[g].ops[i];
@@ -47,7 +49,8 @@ const rx_op *rx_op_at(int i) {
 }
 
 /* Finds an op by TVM name ("nn.softmax" or "relax.nn.softmax"); NULL when unknown. */
-const rx_op *rx_op_find(const char *name) {
+const rx_op *rx_op_find(const char *name)
+{
     if (!name) return NULL;
     if (strncmp(name, "relax.", 6) == 0) name += 6;
     for (int g = 0; g < RX_COUNTOF(groups); g++)
@@ -57,7 +60,8 @@ const rx_op *rx_op_find(const char *name) {
 }
 
 /* Index of attribute `name` in op's schema, -1 when the schema has no such entry. */
-int rx_op_attr_index(const rx_op *op, const char *name) {
+int rx_op_attr_index(const rx_op *op, const char *name)
+{
     for (int i = 0; i < op->nattrs; i++)
         if (strcmp(op->attrs[i].name, name) == 0) return i;
     return -1;
@@ -65,7 +69,8 @@ int rx_op_attr_index(const rx_op *op, const char *name) {
 
 /* The bound attribute `name` of an op call; the name must be in the op's schema and
  * the call's attrs must have been bound (rx_op_bind_attrs). Never NULL. */
-const rx_attr *rx_call_attr(const rx_node *call, const char *name) {
+const rx_attr *rx_call_attr(const rx_node *call, const char *name)
+{
     RX_ASSERT(call->kind == RX_N_CALL && call->call_kind == RX_CALL_OP);
     int i = rx_op_attr_index(call->u.call.op, name);
     if (i < 0) rx_fatal(__FILE__, __LINE__, "op %s has no attribute \"%s\"",
@@ -85,15 +90,18 @@ typedef struct rx_litp {
     rx_loc loc;          /* given to every value */
 } rx_litp;
 
-static void lit_fail(const rx_litp *p) {
+static void lit_fail(const rx_litp *p)
+{
     rx_fatal(__FILE__, __LINE__, "malformed attribute default literal: %s", p->whole);
 }
 
-static void lit_ws(rx_litp *p) {
+static void lit_ws(rx_litp *p)
+{
     while (*p->s == ' ' || *p->s == '\t' || *p->s == '\n') p->s++;
 }
 
-static rx_attr *lit_value(rx_litp *p, int depth) {
+static rx_attr *lit_value(rx_litp *p, int depth)
+{
     lit_ws(p);
     rx_attr *v = RX_NEW(p->a, rx_attr);
     v->loc = p->loc;
@@ -155,7 +163,8 @@ static rx_attr *lit_value(rx_litp *p, int depth) {
     return NULL;
 }
 
-static rx_attr *lit_parse(rx_arena *a, const char *text, rx_loc loc) {
+static rx_attr *lit_parse(rx_arena *a, const char *text, rx_loc loc)
+{
     rx_litp p = { text, text, a, loc };
     rx_attr *v = lit_value(&p, 0);
     lit_ws(&p);
@@ -173,7 +182,8 @@ typedef struct rx_binder {
     bool is_default;     /* converting a schema default: errors are fatal */
 } rx_binder;
 
-static const char *kind_expect(const rx_attr_spec *s) {
+static const char *kind_expect(const rx_attr_spec *s)
+{
     switch (s->kind) {
     case RX_AT_BOOL: return s->nullable ? "a boolean or null" : "a boolean";
     case RX_AT_INT: return s->nullable ? "an integer or null" : "an integer";
@@ -195,7 +205,8 @@ static const char *kind_expect(const rx_attr_spec *s) {
 }
 
 /* Short description of a written value for "found ..." */
-static void describe(const rx_attr *v, rx_sb *out) {
+static void describe(const rx_attr *v, rx_sb *out)
+{
     switch (v->kind) {
     case RX_A_NULL: rx_sb_puts(out, "null"); break;
     case RX_A_BOOL: rx_sb_puts(out, v->u.b ? "true" : "false"); break;
@@ -215,7 +226,8 @@ static void describe(const rx_attr *v, rx_sb *out) {
 
 /* Reports a wrong kind; `elem` is the offending value (an element of a list when
  * index >= 0). Returns NULL for the caller's convenience. */
-static rx_attr *wrong(rx_binder *b, const rx_attr_spec *s, const rx_attr *elem, int index) {
+static rx_attr *wrong(rx_binder *b, const rx_attr_spec *s, const rx_attr *elem, int index)
+{
     rx_sb f = {0};
     describe(elem, &f);
     if (index >= 0) rx_sb_printf(&f, " at index %d", index);
@@ -228,7 +240,8 @@ static rx_attr *wrong(rx_binder *b, const rx_attr_spec *s, const rx_attr *elem, 
     return NULL;
 }
 
-static rx_attr *new_attr(rx_binder *b, rx_akind k, rx_loc loc) {
+static rx_attr *new_attr(rx_binder *b, rx_akind k, rx_loc loc)
+{
     rx_attr *r = RX_NEW(b->m->arena, rx_attr);
     r->kind = (uint8_t)k;
     r->loc = loc;
@@ -260,7 +273,8 @@ static rx_attr *conv_size(rx_binder *b, const rx_attr_spec *s, rx_attr *v, int i
 
 /* A list whose elements are integers (sizes when `sizes`); a lone element is taken
  * as a list of one, as TVM's Python API does for strides=1. */
-static rx_attr *conv_list(rx_binder *b, const rx_attr_spec *s, rx_attr *v, bool sizes) {
+static rx_attr *conv_list(rx_binder *b, const rx_attr_spec *s, rx_attr *v, bool sizes)
+{
     bool failed = false;
     if (v->kind != RX_A_ARRAY) {
         rx_attr *one = sizes ? conv_size(b, s, v, -1, &failed)
@@ -288,7 +302,8 @@ static rx_attr *conv_list(rx_binder *b, const rx_attr_spec *s, rx_attr *v, bool 
 
 /* A list of numbers, each stored as FLOAT (an INT element is converted); a lone
  * number is a list of one. */
-static rx_attr *conv_floats(rx_binder *b, const rx_attr_spec *s, rx_attr *v) {
+static rx_attr *conv_floats(rx_binder *b, const rx_attr_spec *s, rx_attr *v)
+{
     bool lone = v->kind != RX_A_ARRAY;
     int n = lone ? 1 : v->u.arr.n;
     rx_attr *r = new_attr(b, RX_A_ARRAY, v->loc);
@@ -306,7 +321,8 @@ static rx_attr *conv_floats(rx_binder *b, const rx_attr_spec *s, rx_attr *v) {
 
 /* Converts one written (or default) value to the stored form of its kind; NULL after
  * an error. */
-static rx_attr *conv(rx_binder *b, const rx_attr_spec *s, rx_attr *v) {
+static rx_attr *conv(rx_binder *b, const rx_attr_spec *s, rx_attr *v)
+{
     bool failed = false;
     if (v->kind == RX_A_NULL) return s->nullable ? v : wrong(b, s, v, -1);
     switch (s->kind) {
@@ -344,7 +360,8 @@ static rx_attr *conv(rx_binder *b, const rx_attr_spec *s, rx_attr *v) {
     }
 }
 
-static void unknown_attr(rx_binder *b, const char *key, rx_loc loc) {
+static void unknown_attr(rx_binder *b, const char *key, rx_loc loc)
+{
     if (b->op->nattrs == 0) {
         rx_diag_at(b->d, &b->m->locs, loc, "%s takes no attributes, found \"%s\"",
                    b->op->name, key);

@@ -48,7 +48,7 @@
 
 #include "relax/deduce.h"
 #include "relax/pass.h"
-#include "tir_eval.h"
+#include "../interp/tir_eval.h"
 
 #define FOLD_MAX_ELEMS (INT64_C(1) << 20)  /* elements of one folded tensor */
 #define FOLD_FREE_BYTES (INT64_C(64) << 10) /* results this small fold whatever their inputs */

@@ -32,7 +32,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "legalize_int.h"
+#include "../legalize/legalize_int.h"
 #include "relax/text.h"
 
 typedef struct lg_group {

@@ -6,7 +6,7 @@ A module whose function computes, from constants, softmax, layer_norm, matmul, f
 arithmetic, integer floor division, reductions, casts through bf16, argmax, gelu_tanh
 and f64 tanh (some combined with the parameter x) is built by `relaxc build` twice
 per setting: as is (canonicalize folds every constant subexpression, running its
-legalized loop function in the interpreter of compiler/pass/tir_eval.c) and with
+legalized loop function in the interpreter of compiler/interp/tir_eval.c) and with
 `--disable-pass canonicalize` (the kernels compute the same values at run time).
 Settings: opt level 1, and opt level 2 with `--lib none` (library GEMMs sum in another
 order: a folded matmul is the generated kernel's, not OpenBLAS's). Both artifacts run

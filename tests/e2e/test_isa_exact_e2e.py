@@ -6,7 +6,7 @@ A module computing softmax, silu, exp and sigmoid of its f32 parameter x (37 x 1
 rows that leave vector remainders; arguments over exp's whole range with infinities,
 NaN and the overflow and underflow edges) and softmax and exp of a constant K is built
 by `relaxc build` three times: at opt level 0, at the default level 2 (canonicalize
-folds the ops on K in the loop-function interpreter, compiler/pass/tir_eval.c), and at
+folds the ops on K in the loop-function interpreter, compiler/interp/tir_eval.c), and at
 level 2 with `--disable-pass canonicalize` (kernels compute them at run time). The
 level-2 artifacts run under relax-run twice, with RX_KERNEL_ISA=base and with the best
 ISA of this CPU (AVX-512 or AVX2 when the kernels were built by gcc 12+); every output

@@ -2,7 +2,7 @@
  * codegen_math.h — math the generated kernels compute with their own code instead of
  * libm, in one source for both places that must agree bit for bit: the C kernels (the
  * prelude of compiler/codegen/c_expr.c pastes RX_EXPF_SOURCE as text) and evaluators
- * of loop functions in the compiler (compiler/pass/tir_eval*.c, whose constant folding
+ * of loop functions in the compiler (compiler/interp/tir_eval*.c, whose constant folding
  * promises what the kernel would write), which call rx_expf_ref.
  *
  *   rx_expf_ref(x)  e^x in float: n = round(x / ln 2) by the 1.5 * 2^23 trick,

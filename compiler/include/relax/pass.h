@@ -81,7 +81,7 @@ bool rx_pass_annotate_patterns(rx_module *m, rx_diags *d);
  * becomes t; an op call with a legalization rule or a call_tir of a loop function of m
  * whose tensor operands are all constants (and whose results are static and small, as
  * canonicalize.c's essay says) becomes a new constant, computed by running the loop
- * function in the interpreter of compiler/pass/tir_eval.h, which gives the bytes the
+ * function in the interpreter of compiler/interp/tir_eval.h, which gives the bytes the
  * compiled kernel would. The dropped bindings are left for dce. False after errors
  * in d. */
 bool rx_pass_canonicalize(rx_module *m, rx_diags *d);

@@ -16,6 +16,10 @@
 #ifndef RELAX_CLBLAST_H
 #define RELAX_CLBLAST_H
 
+
+/* The runtime's public API: exported from librelaxrt.so (everything else is
+ * compiled with -fvisibility=hidden). */
+#pragma GCC visibility push(default)
 #include <stdint.h>
 
 #include "relax/device.h"
@@ -46,4 +50,5 @@ int rx_clblast_sgemm(rx_dev *d, int64_t batch, int64_t m, int64_t n, int64_t k, 
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
 #endif

@@ -63,6 +63,10 @@
 #ifndef RELAX_DEVICE_H
 #define RELAX_DEVICE_H
 
+
+/* The runtime's public API: exported from librelaxrt.so (everything else is
+ * compiled with -fvisibility=hidden). */
+#pragma GCC visibility push(default)
 #include <dlpack/dlpack.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -191,4 +195,5 @@ rx_dev *rx_dev_cuda_open(int32_t id, rx_rt_err *err);
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
 #endif

@@ -9,6 +9,10 @@
 #ifndef RELAX_HALF_H
 #define RELAX_HALF_H
 
+
+/* The runtime's public API: exported from librelaxrt.so (everything else is
+ * compiled with -fvisibility=hidden). */
+#pragma GCC visibility push(default)
 #include <stdint.h>
 #include <string.h>
 
@@ -33,4 +37,5 @@ static inline uint16_t rx_f32_to_f16(float f)
     return (uint16_t)(sign | h);
 }
 
+#pragma GCC visibility pop
 #endif

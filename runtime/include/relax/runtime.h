@@ -32,6 +32,10 @@
 #ifndef RELAX_RUNTIME_H
 #define RELAX_RUNTIME_H
 
+
+/* The runtime's public API: exported from librelaxrt.so (everything else is
+ * compiled with -fvisibility=hidden). */
+#pragma GCC visibility push(default)
 #include <dlpack/dlpack.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -293,4 +297,5 @@ int rx_rt_bench(rx_rt_module *m, int fn, const rx_rt_arg *args, int nargs,
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
 #endif

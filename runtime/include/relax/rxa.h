@@ -54,6 +54,10 @@
 #ifndef RELAX_RXA_H
 #define RELAX_RXA_H
 
+
+/* The runtime's public API: exported from librelaxrt.so (everything else is
+ * compiled with -fvisibility=hidden). */
+#pragma GCC visibility push(default)
 #include <stddef.h>
 #include <stdint.h>
 
@@ -309,4 +313,5 @@ void rx_rxa_code_free(rx_rxa_code *c);
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
 #endif

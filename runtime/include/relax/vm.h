@@ -98,6 +98,10 @@
 #ifndef RELAX_VM_H
 #define RELAX_VM_H
 
+
+/* The runtime's public API: exported from librelaxrt.so (everything else is
+ * compiled with -fvisibility=hidden). */
+#pragma GCC visibility push(default)
 #include <stdint.h>
 #include <stddef.h>
 
@@ -190,4 +194,5 @@ char *rx_vm_disasm(const struct rx_rxa *a, uint32_t f);
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
 #endif

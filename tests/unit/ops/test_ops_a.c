@@ -25,7 +25,8 @@ typedef struct fx {
     int nvars;
 } fx;
 
-static void fx_init(fx *f) {
+static void fx_init(fx *f)
+{
     memset(f, 0, sizeof *f);
     f->m = rx_module_new();
     f->ar = rx_arith_new(f->m->arena);
@@ -36,13 +37,15 @@ static void fx_init(fx *f) {
     f->c.diags = &f->d;
 }
 
-static void fx_fini(fx *f) {
+static void fx_fini(fx *f)
+{
     rx_arith_free(f->ar);
     rx_diags_free(&f->d);
     rx_module_free(f->m);
 }
 
-static rx_svar *svar(fx *f, const char *name, size_t n) {
+static rx_svar *svar(fx *f, const char *name, size_t n)
+{
     for (int i = 0; i < f->nvars; i++)
         if (strlen(f->vars[i]->name) == n && strncmp(f->vars[i]->name, name, n) == 0)
             return f->vars[i];
@@ -53,7 +56,8 @@ static rx_svar *svar(fx *f, const char *name, size_t n) {
 }
 
 /* A dim expression: an integer, a name, or "name*k" / "name+k". */
-static rx_expr *dim(fx *f, const char *s, size_t n) {
+static rx_expr *dim(fx *f, const char *s, size_t n)
+{
     while (n && *s == ' ') s++, n--;
     while (n && s[n - 1] == ' ') n--;
     for (size_t i = 0; i < n; i++)
@@ -65,7 +69,8 @@ static rx_expr *dim(fx *f, const char *s, size_t n) {
 }
 
 /* A tensor annotation: "n, 4" (dims), "ndim=2" (unknown dims), "?" (unknown ndim). */
-static rx_sinfo *T(fx *f, const char *shape, rx_dtype dt) {
+static rx_sinfo *T(fx *f, const char *shape, rx_dtype dt)
+{
     if (strcmp(shape, "?") == 0) return rx_si_tensor(f->m->arena, dt, -1, NULL);
     if (strncmp(shape, "ndim=", 5) == 0) return rx_si_tensor(f->m->arena, dt, atoi(shape + 5), NULL);
     rx_expr *dims[8];
@@ -82,7 +87,8 @@ static rx_sinfo *T(fx *f, const char *shape, rx_dtype dt) {
 }
 
 /* ---- attribute values as the reader builds them ---- */
-static rx_attr *A(fx *f, rx_akind k) {
+static rx_attr *A(fx *f, rx_akind k)
+{
     rx_attr *a = RX_NEW(f->m->arena, rx_attr);
     a->kind = (uint8_t)k;
     return a;
@@ -91,7 +97,8 @@ static rx_attr *a_int(fx *f, int64_t v) { rx_attr *a = A(f, RX_A_INT); a->u.i = 
 static rx_attr *a_flt(fx *f, double v) { rx_attr *a = A(f, RX_A_FLOAT); a->u.f = v; return a; }
 static rx_attr *a_bool(fx *f, bool v) { rx_attr *a = A(f, RX_A_BOOL); a->u.b = v; return a; }
 static rx_attr *a_str(fx *f, const char *s) { rx_attr *a = A(f, RX_A_STR); a->u.s = s; return a; }
-static rx_attr *a_ints(fx *f, int n, ...) {
+static rx_attr *a_ints(fx *f, int n, ...)
+{
     rx_attr *a = A(f, RX_A_ARRAY);
     a->u.arr.n = n;
     a->u.arr.items = RX_NEWN(f->m->arena, rx_attr *, n ? n : 1);
@@ -102,7 +109,8 @@ static rx_attr *a_ints(fx *f, int n, ...) {
     return a;
 }
 /* A map from (key, value) pairs, n pairs. */
-static rx_attr *a_map(fx *f, int n, ...) {
+static rx_attr *a_map(fx *f, int n, ...)
+{
     rx_attr *a = A(f, RX_A_MAP);
     a->u.map.n = n;
     a->u.map.keys = RX_NEWN(f->m->arena, const char *, n ? n : 1);
@@ -118,7 +126,8 @@ static rx_attr *a_map(fx *f, int n, ...) {
 }
 
 /* Symbolic sizes: a name of the fixture, or an error. */
-static rx_expr *symparse(void *ud, const char *text, rx_loc loc) {
+static rx_expr *symparse(void *ud, const char *text, rx_loc loc)
+{
     fx *f = ud;
     for (const char *p = text; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || *p == '_')) {
@@ -129,7 +138,8 @@ static rx_expr *symparse(void *ud, const char *text, rx_loc loc) {
 }
 
 /* Binds attrs and runs the rule of op on args; NULL after any error. */
-static rx_sinfo *run(fx *f, const char *opname, rx_attr *attrs, int nargs, ...) {
+static rx_sinfo *run(fx *f, const char *opname, rx_attr *attrs, int nargs, ...)
+{
     const rx_op *op = rx_op_find(opname);
     ck_assert_msg(op != NULL, "op %s not found", opname);
     rx_node *args[8];
@@ -147,7 +157,8 @@ static rx_sinfo *run(fx *f, const char *opname, rx_attr *attrs, int nargs, ...) 
 }
 
 /* "(n, 3, 4) f32", "ndim=2 f32", "ndim=? f32"; tuples as "[a; b]". */
-static const char *show(fx *f, const rx_sinfo *s) {
+static const char *show(fx *f, const rx_sinfo *s)
+{
     rx_sb b = {0};
     if (!s) return "NULL";
     if (s->kind == RX_SI_TUPLE) {
@@ -175,7 +186,8 @@ static const char *show(fx *f, const rx_sinfo *s) {
 }
 
 /* The first error's message contains `part`. */
-static void expect_error(fx *f, const rx_sinfo *r, const char *part) {
+static void expect_error(fx *f, const rx_sinfo *r, const char *part)
+{
     ck_assert_msg(r == NULL, "expected an error, got %s", show(f, r));
     ck_assert_int_ge(rx_diags_count(&f->d), 1);
     ck_assert_msg(strstr(f->d.list.items[0].msg, part) != NULL, "message \"%s\" lacks \"%s\"",
@@ -186,7 +198,8 @@ static void expect_error(fx *f, const rx_sinfo *r, const char *part) {
 #define OK(f, r, want) ck_assert_str_eq(show(f, r), want)
 
 /* ---------------------------------------------------------------- registry */
-START_TEST(registry_lookup) {
+START_TEST(registry_lookup)
+{
     const rx_op *a = rx_op_find("add");
     ck_assert_ptr_nonnull(a);
     ck_assert_ptr_eq(rx_op_find("relax.add"), a);
@@ -209,7 +222,8 @@ START_TEST(registry_lookup) {
 }
 END_TEST
 
-START_TEST(registry_all_ops) {
+START_TEST(registry_all_ops)
+{
     static const char *names[] = {
         "abs", "negative", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "sin", "cos",
         "erf", "floor", "ceil", "round", "sign", "square", "logical_not", "nn.relu",
@@ -226,7 +240,8 @@ START_TEST(registry_all_ops) {
 END_TEST
 
 /* ---------------------------------------------------------------- attributes */
-START_TEST(attrs_defaults) {
+START_TEST(attrs_defaults)
+{
     fx f;
     fx_init(&f);
     const rx_op *op = rx_op_find("nn.conv2d");
@@ -254,7 +269,8 @@ START_TEST(attrs_defaults) {
 }
 END_TEST
 
-START_TEST(attrs_dtype_normalized) {
+START_TEST(attrs_dtype_normalized)
+{
     fx f;
     fx_init(&f);
     const rx_op *op = rx_op_find("astype");
@@ -270,7 +286,8 @@ START_TEST(attrs_dtype_normalized) {
 }
 END_TEST
 
-START_TEST(attrs_errors) {
+START_TEST(attrs_errors)
+{
     fx f;
     fx_init(&f);
     rx_sinfo *x = T(&f, "2, 3", F32);
@@ -305,7 +322,8 @@ START_TEST(attrs_errors) {
 }
 END_TEST
 
-START_TEST(attrs_lone_int_list) {
+START_TEST(attrs_lone_int_list)
+{
     fx f;
     fx_init(&f);
     /* strides=2 means (2, 2), as in TVM's Python API */
@@ -318,7 +336,8 @@ START_TEST(attrs_lone_int_list) {
 END_TEST
 
 /* ---------------------------------------------------------------- elementwise */
-START_TEST(unary_ops) {
+START_TEST(unary_ops)
+{
     fx f;
     fx_init(&f);
     OK(&f, run(&f, "exp", NULL, 1, T(&f, "n, 4", F32)), "(n, 4) f32");
@@ -331,7 +350,8 @@ START_TEST(unary_ops) {
 }
 END_TEST
 
-START_TEST(unary_non_tensor) {
+START_TEST(unary_non_tensor)
+{
     fx f;
     fx_init(&f);
     rx_sinfo *r = run(&f, "nn.silu", NULL, 1, rx_si_prim(f.m->arena, RX_DT_F32, NULL));
@@ -340,7 +360,8 @@ START_TEST(unary_non_tensor) {
 }
 END_TEST
 
-START_TEST(clip_and_astype) {
+START_TEST(clip_and_astype)
+{
     fx f;
     fx_init(&f);
     OK(&f, run(&f, "clip", a_map(&f, 2, "min", a_int(&f, 0), "max", a_flt(&f, 6.0)), 1,
@@ -353,7 +374,8 @@ START_TEST(clip_and_astype) {
 }
 END_TEST
 
-START_TEST(broadcast_ok) {
+START_TEST(broadcast_ok)
+{
     fx f;
     fx_init(&f);
     OK(&f, run(&f, "add", NULL, 2, T(&f, "n, 1, 4", F32), T(&f, "3, 1", F32)), "(n, 3, 4) f32");
@@ -366,7 +388,8 @@ START_TEST(broadcast_ok) {
 }
 END_TEST
 
-START_TEST(broadcast_unknown) {
+START_TEST(broadcast_unknown)
+{
     fx f;
     fx_init(&f);
     /* n vs m cannot be decided: known ndim, unknown dims */
@@ -379,7 +402,8 @@ START_TEST(broadcast_unknown) {
 }
 END_TEST
 
-START_TEST(broadcast_errors) {
+START_TEST(broadcast_errors)
+{
     fx f;
     fx_init(&f);
     expect_error(&f, run(&f, "add", NULL, 2, T(&f, "n, 4", F32), T(&f, "3", F32)),
@@ -392,7 +416,8 @@ START_TEST(broadcast_errors) {
 }
 END_TEST
 
-START_TEST(compare_logic_where) {
+START_TEST(compare_logic_where)
+{
     fx f;
     fx_init(&f);
     OK(&f, run(&f, "less", NULL, 2, T(&f, "n, 1", F32), T(&f, "1, 5", F32)), "(n, 5) bool");
@@ -411,7 +436,8 @@ START_TEST(compare_logic_where) {
 END_TEST
 
 /* ---------------------------------------------------------------- matmul */
-START_TEST(matmul_shapes) {
+START_TEST(matmul_shapes)
+{
     fx f;
     fx_init(&f);
     OK(&f, run(&f, "matmul", NULL, 2, T(&f, "b, n, k", F32), T(&f, "k, m", F32)), "(b, n, m) f32");
@@ -431,7 +457,8 @@ START_TEST(matmul_shapes) {
 }
 END_TEST
 
-START_TEST(matmul_errors) {
+START_TEST(matmul_errors)
+{
     fx f;
     fx_init(&f);
     expect_error(&f, run(&f, "matmul", NULL, 2, T(&f, "n, 3", F32), T(&f, "4, m", F32)),
@@ -453,7 +480,8 @@ START_TEST(matmul_errors) {
 END_TEST
 
 /* ---------------------------------------------------------------- nn */
-START_TEST(softmax_axis) {
+START_TEST(softmax_axis)
+{
     fx f;
     fx_init(&f);
     OK(&f, run(&f, "nn.softmax", a_map(&f, 1, "axis", a_int(&f, -1)), 1, T(&f, "n, 10", F32)),
@@ -465,7 +493,8 @@ START_TEST(softmax_axis) {
 }
 END_TEST
 
-START_TEST(norms) {
+START_TEST(norms)
+{
     fx f;
     fx_init(&f);
     OK(&f, run(&f, "nn.layer_norm", a_map(&f, 1, "axes", a_int(&f, -1)), 3,
@@ -490,7 +519,8 @@ START_TEST(norms) {
 }
 END_TEST
 
-START_TEST(batch_norm) {
+START_TEST(batch_norm)
+{
     fx f;
     fx_init(&f);
     rx_sinfo *c = T(&f, "16", F32);
@@ -502,7 +532,8 @@ START_TEST(batch_norm) {
 }
 END_TEST
 
-START_TEST(conv2d_shapes) {
+START_TEST(conv2d_shapes)
+{
     fx f;
     fx_init(&f);
     OK(&f, run(&f, "nn.conv2d", a_map(&f, 1, "padding", a_ints(&f, 2, 1, 1)), 2,
@@ -529,7 +560,8 @@ START_TEST(conv2d_shapes) {
 }
 END_TEST
 
-START_TEST(conv2d_errors) {
+START_TEST(conv2d_errors)
+{
     fx f;
     fx_init(&f);
     expect_error(&f, run(&f, "nn.conv2d", NULL, 2, T(&f, "1, 4, 8, 8", F32),
@@ -556,7 +588,8 @@ START_TEST(conv2d_errors) {
 }
 END_TEST
 
-START_TEST(pools) {
+START_TEST(pools)
+{
     fx f;
     fx_init(&f);
     OK(&f, run(&f, "nn.max_pool2d", a_map(&f, 2, "pool_size", a_ints(&f, 2, 2, 2), "strides",
@@ -590,7 +623,8 @@ START_TEST(pools) {
 }
 END_TEST
 
-START_TEST(symbolic_size_attr) {
+START_TEST(symbolic_size_attr)
+{
     fx f;
     fx_init(&f);
     /* SIZE and SIZES kinds through the symparse callback (ops of part B's groups, only
@@ -636,7 +670,8 @@ START_TEST(symbolic_size_attr) {
 }
 END_TEST
 
-static Suite *suite(void) {
+static Suite *suite(void)
+{
     Suite *s = suite_create("ops_a");
     TCase *t = tcase_create("all");
     tcase_add_test(t, registry_lookup);
@@ -665,6 +700,7 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) {
+int main(void)
+{
     return rx_check_run(suite());
 }

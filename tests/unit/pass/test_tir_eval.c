@@ -1,5 +1,5 @@
 /*
- * test_tir_eval.c — the loop-function interpreter (compiler/pass/tir_eval.c) against
+ * test_tir_eval.c — the loop-function interpreter (compiler/interp/tir_eval.c) against
  * expected values: legalized op kernels (elementwise, broadcast, reductions with init,
  * matmul, softmax, where) on fixed inputs against NumPy's results (computed once with
  * NumPy 1.24 and embedded below; exact where the arithmetic is exact in f32, else
@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../../compiler/pass/tir_eval.h"
+#include "../../../compiler/interp/tir_eval.h"
 #include "../rx_check.h"
 #include "relax/pass.h"
 

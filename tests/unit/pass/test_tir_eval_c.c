@@ -1,5 +1,5 @@
 /*
- * test_tir_eval_c.c — the loop-function interpreter (compiler/pass/tir_eval.c) against
+ * test_tir_eval_c.c — the loop-function interpreter (compiler/interp/tir_eval.c) against
  * the compiled C kernels of the same functions, byte for byte: that is the promise
  * constant folding relies on (a folded constant holds what the kernel would write).
  *
@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../../compiler/pass/tir_eval.h"
+#include "../../../compiler/interp/tir_eval.h"
 #include "../rx_check.h"
 #include "relax/codegen.h"
 #include "relax/pass.h"

@@ -33,7 +33,8 @@ typedef struct variant {
 
 static const variant base = {"x", "lv0", "lv1", "lv2", "n", "exp", 4, 0, "w0", "mm", "i", "X"};
 
-static rx_attr **attrs_of(rx_module *m, const rx_op *op) {
+static rx_attr **attrs_of(rx_module *m, const rx_op *op)
+{
     rx_diags d;
     rx_diags_init(&d);
     rx_attr **a = rx_op_bind_attrs(m, op, NULL, 0, NULL, NULL, &d);
@@ -42,7 +43,8 @@ static rx_attr **attrs_of(rx_module *m, const rx_op *op) {
     return a;
 }
 
-static rx_node *call1(rx_module *m, const char *opname, rx_node *x, rx_node *y) {
+static rx_node *call1(rx_module *m, const char *opname, rx_node *x, rx_node *y)
+{
     const rx_op *op = rx_op_find(opname);
     ck_assert_ptr_nonnull(op);
     rx_node *args[2] = {x, y};
@@ -50,7 +52,8 @@ static rx_node *call1(rx_module *m, const char *opname, rx_node *x, rx_node *y) 
 }
 
 /* mm(X: (n, dim), Y: (n, dim)): for i in n: for j in dim: block: Y[vi, vj] = exp(X[vi, vj]) */
-static rx_func *build_tir(rx_module *m, const variant *v) {
+static rx_func *build_tir(rx_module *m, const variant *v)
+{
     rx_arena *a = m->arena;
     rx_func *f = RX_NEW(a, rx_func);
     f->kind = RX_F_TIR;
@@ -119,7 +122,8 @@ static rx_func *build_tir(rx_module *m, const variant *v) {
 }
 
 /* main(x: (n, dim)): dataflow { lv0 = op(x); lv1 = add(lv0, w0) }; lv2 = call_tir(mm) */
-static rx_module *build(const variant *v) {
+static rx_module *build(const variant *v)
+{
     rx_module *m = rx_module_new();
     rx_arena *a = m->arena;
     rx_func *tir = build_tir(m, v);
@@ -179,21 +183,24 @@ static rx_module *build(const variant *v) {
     return m;
 }
 
-static char *print_module(const rx_module *m) {
+static char *print_module(const rx_module *m)
+{
     rx_sb b = {0};
     rx_print_module(m, &b);
     return rx_sb_take(&b);
 }
 
 /* ---- a module with every construct, for the printer and the writer ---- */
-static rx_attr *attr_int(rx_arena *a, int64_t v) {
+static rx_attr *attr_int(rx_arena *a, int64_t v)
+{
     rx_attr *r = RX_NEW(a, rx_attr);
     r->kind = RX_A_INT;
     r->u.i = v;
     return r;
 }
 
-static rx_attr *attr_map1(rx_arena *a, const char *k, rx_attr *v) {
+static rx_attr *attr_map1(rx_arena *a, const char *k, rx_attr *v)
+{
     rx_attr *r = RX_NEW(a, rx_attr);
     r->kind = RX_A_MAP;
     r->u.map.keys = RX_NEWN(a, const char *, 1);
@@ -204,7 +211,8 @@ static rx_attr *attr_map1(rx_arena *a, const char *k, rx_attr *v) {
     return r;
 }
 
-static rx_const *mk_const(rx_arena *a, rx_dtype dt, int ndim, int64_t n0, const void *data, size_t nbytes) {
+static rx_const *mk_const(rx_arena *a, rx_dtype dt, int ndim, int64_t n0, const void *data, size_t nbytes)
+{
     rx_const *k = RX_NEW(a, rx_const);
     k->dtype = dt;
     k->ndim = ndim;
@@ -215,19 +223,22 @@ static rx_const *mk_const(rx_arena *a, rx_dtype dt, int ndim, int64_t n0, const 
     return k;
 }
 
-static rx_stmts list(rx_arena *a, int n, rx_stmt **items) {
+static rx_stmts list(rx_arena *a, int n, rx_stmt **items)
+{
     rx_stmts l = {RX_NEWN(a, rx_stmt *, n), n};
     memcpy(l.items, items, sizeof(rx_stmt *) * (size_t)n);
     return l;
 }
 
-static rx_stmt *mk_stmt(rx_arena *a, rx_skind k) {
+static rx_stmt *mk_stmt(rx_arena *a, rx_skind k)
+{
     rx_stmt *s = RX_NEW(a, rx_stmt);
     s->kind = k;
     return s;
 }
 
-static rx_stmt *mk_store(rx_arena *a, rx_buffer *b, rx_expr *i, rx_expr *v) {
+static rx_stmt *mk_store(rx_arena *a, rx_buffer *b, rx_expr *i, rx_expr *v)
+{
     rx_stmt *s = mk_stmt(a, RX_S_STORE);
     s->u.store.buf = b;
     s->u.store.idx = RX_NEWN(a, rx_expr *, 1);
@@ -238,7 +249,8 @@ static rx_stmt *mk_store(rx_arena *a, rx_buffer *b, rx_expr *i, rx_expr *v) {
 }
 
 /* k2(A: (16,), s: i64): thread loop, local alloc, parallel loop from 2, if/else, lets */
-static rx_func *build_k2(rx_module *m) {
+static rx_func *build_k2(rx_module *m)
+{
     rx_arena *a = m->arena;
     rx_func *f = RX_NEW(a, rx_func);
     f->kind = RX_F_TIR;
@@ -297,7 +309,8 @@ static rx_func *build_k2(rx_module *m) {
 static rx_binding bind(rx_node *v, rx_node *val) { return (rx_binding){v, val, NULL, false, 0}; }
 
 /* sub(a) -> a, and g(x, f0, c) using every graph-level expression kind */
-static rx_module *build_constructs(void) {
+static rx_module *build_constructs(void)
+{
     rx_module *m = rx_module_new();
     rx_arena *a = m->arena;
     rx_sinfo *tf = rx_si_tensor(a, RX_DT_F32, -1, NULL);
@@ -383,7 +396,8 @@ static rx_module *build_constructs(void) {
     return m;
 }
 
-static bool same_hash(const rx_module *x, const rx_module *y, const char *sx, const char *sy) {
+static bool same_hash(const rx_module *x, const rx_module *y, const char *sx, const char *sy)
+{
     uint8_t hx[32], hy[32];
     rx_struct_hash(x, sx, hx);
     rx_struct_hash(y, sy, hy);

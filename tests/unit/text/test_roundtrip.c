@@ -72,7 +72,8 @@ static const char *const rt_json_renamed =
     "   \"kind\": \"relax\"}},"
     " \"attrs\": {\"name\": \"mlp\"}}";
 
-static rx_module *read_ok(const char *text, size_t n) {
+static rx_module *read_ok(const char *text, size_t n)
+{
     rx_diags d;
     rx_diags_init(&d);
     rx_module *m = rx_json_read(text, n, NULL, &d);
@@ -85,7 +86,8 @@ static rx_module *read_ok(const char *text, size_t n) {
     return m;
 }
 
-static void deduce_ok(rx_module *m) {
+static void deduce_ok(rx_module *m)
+{
     rx_diags d;
     rx_diags_init(&d);
     bool ok = rx_deduce_module(m, &d);
@@ -100,7 +102,8 @@ static void deduce_ok(rx_module *m) {
 /* write(m) reads back to an equal module, which writes the same text. With
  * RX_JSON_DEDUCED the written annotations become `given` ones (a different module), so
  * only the text is compared, after deducing the module read back. */
-static void check_round_trip(const rx_module *m, int flags) {
+static void check_round_trip(const rx_module *m, int flags)
+{
     rx_sb j1 = {0}, j2 = {0}, why = {0};
     rx_json_write(m, flags, &j1);
     rx_module *r = read_ok(j1.p, j1.n);
@@ -116,7 +119,8 @@ static void check_round_trip(const rx_module *m, int flags) {
     rx_module_free(r);
 }
 
-START_TEST(test_round_trip_json) {
+START_TEST(test_round_trip_json)
+{
     rx_module *m = read_ok(rt_json, strlen(rt_json));
     check_round_trip(m, 0);
     check_round_trip(m, RX_JSON_COMPACT);
@@ -143,7 +147,8 @@ START_TEST(test_round_trip_json) {
 END_TEST
 
 /* Modules built in memory (duplicate names included) survive write -> read -> write. */
-START_TEST(test_round_trip_built) {
+START_TEST(test_round_trip_built)
+{
     variant v = base;
     v.lv1 = "lv0";
     v.i = "X";
@@ -160,7 +165,8 @@ START_TEST(test_round_trip_built) {
 }
 END_TEST
 
-static Suite *suite(void) {
+static Suite *suite(void)
+{
     Suite *s = suite_create("roundtrip");
     TCase *tc = tcase_create("roundtrip");
     tcase_add_test(tc, test_round_trip_json);
@@ -169,6 +175,7 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) {
+int main(void)
+{
     return rx_check_run(suite());
 }

@@ -7,7 +7,8 @@
 #include "fixtures.h"
 #include "../rx_check.h"
 
-static void check_differs(const variant *v, const char *where) {
+static void check_differs(const variant *v, const char *where)
+{
     rx_module *x = build(&base), *y = build(v);
     rx_sb why = {0};
     ck_assert(!same_hash(x, y, "", ""));
@@ -19,7 +20,8 @@ static void check_differs(const variant *v, const char *where) {
     rx_module_free(y);
 }
 
-START_TEST(test_print_module) {
+START_TEST(test_print_module)
+{
     rx_module *m = build(&base);
     char *s = print_module(m);
     ck_assert_str_eq(s,
@@ -52,7 +54,8 @@ START_TEST(test_print_module) {
 }
 END_TEST
 
-START_TEST(test_print_sinfo) {
+START_TEST(test_print_sinfo)
+{
     rx_arena *a = rx_arena_new();
     rx_svar *n = rx_svar_new(a, "n", RX_DT_I64, RX_SV_SHAPE, 1);
     rx_expr *d[2] = {rx_e_var(a, n), rx_e_int(a, 4)};
@@ -86,7 +89,8 @@ START_TEST(test_print_sinfo) {
 }
 END_TEST
 
-START_TEST(test_print_duplicate_names) {
+START_TEST(test_print_duplicate_names)
+{
     variant v = base;
     v.lv1 = "lv0"; /* two graph variables called lv0 */
     v.i = "X";     /* a loop variable named like a buffer */
@@ -107,7 +111,8 @@ START_TEST(test_print_duplicate_names) {
 }
 END_TEST
 
-START_TEST(test_equal_renamed) {
+START_TEST(test_equal_renamed)
+{
     variant v = {"a", "b", "c", "lv0", "k", "exp", 4, 0, "weights", "mm", "ii", "XX"};
     rx_module *x = build(&base), *y = build(&v);
     rx_sb why = {0};
@@ -127,35 +132,40 @@ START_TEST(test_equal_renamed) {
 }
 END_TEST
 
-START_TEST(test_differs_const_byte) {
+START_TEST(test_differs_const_byte)
+{
     variant v = base;
     v.cbyte = 1;
     check_differs(&v, "function main: binding 1 (lv1): value differs");
 }
 END_TEST
 
-START_TEST(test_differs_op) {
+START_TEST(test_differs_op)
+{
     variant v = base;
     v.op = "log";
     check_differs(&v, "function main: binding 0 (lv0): value differs");
 }
 END_TEST
 
-START_TEST(test_differs_dim) {
+START_TEST(test_differs_dim)
+{
     variant v = base;
     v.dim = 8;
     check_differs(&v, "function main");
 }
 END_TEST
 
-START_TEST(test_differs_global) {
+START_TEST(test_differs_global)
+{
     variant v = base;
     v.tir = "mm2";
     check_differs(&v, "function main: binding 2 (lv2): value differs");
 }
 END_TEST
 
-START_TEST(test_hash_salt) {
+START_TEST(test_hash_salt)
+{
     rx_module *x = build(&base), *y = build(&base);
     ck_assert(same_hash(x, y, "cuda", "cuda"));
     ck_assert(!same_hash(x, y, "cuda", "cpu"));
@@ -165,7 +175,8 @@ START_TEST(test_hash_salt) {
 }
 END_TEST
 
-START_TEST(test_json_write) {
+START_TEST(test_json_write)
+{
     rx_module *m = build(&base);
     rx_sb b = {0};
     rx_json_write(m, RX_JSON_COMPACT, &b);
@@ -190,7 +201,8 @@ START_TEST(test_json_write) {
 }
 END_TEST
 
-START_TEST(test_print_constructs) {
+START_TEST(test_print_constructs)
+{
     rx_module *m = build_constructs();
     char *s = print_module(m);
     ck_assert_str_eq(s,
@@ -237,7 +249,8 @@ START_TEST(test_print_constructs) {
 }
 END_TEST
 
-START_TEST(test_equal_constructs) {
+START_TEST(test_equal_constructs)
+{
     rx_module *x = build_constructs(), *y = build_constructs();
     rx_sb why = {0};
     ck_assert_msg(rx_struct_equal(x, y, &why), "why: %s", rx_sb_str(&why));
@@ -260,7 +273,8 @@ START_TEST(test_equal_constructs) {
 }
 END_TEST
 
-START_TEST(test_json_write_constructs) {
+START_TEST(test_json_write_constructs)
+{
     rx_module *m = build_constructs();
     rx_sb b = {0};
     rx_json_write(m, RX_JSON_COMPACT, &b);
@@ -298,7 +312,8 @@ START_TEST(test_json_write_constructs) {
 }
 END_TEST
 
-static Suite *suite(void) {
+static Suite *suite(void)
+{
     Suite *s = suite_create("text");
     TCase *tc = tcase_create("text");
     tcase_add_test(tc, test_print_module);
@@ -318,6 +333,7 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) {
+int main(void)
+{
     return rx_check_run(suite());
 }

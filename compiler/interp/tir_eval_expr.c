@@ -3,7 +3,7 @@
  * (tir_eval.h, tir_eval_int.h): every expression kind and dtype, computed as the C
  * that compiler/codegen/c_expr.c emits for it computes, so that a folded constant
  * holds the bytes the compiled kernel would write. An expression is evaluated in its
- * own dtype and converted where codegen converts (rx_cg_expr_as: operands to the
+ * own dtype and converted where codegen converts (rxi_cg_expr_as: operands to the
  * operation's type, store values to the buffer's).
  *
  * Mirrored from c_expr.c, one line each:
@@ -257,7 +257,7 @@ void tev_pop_bufs(tev *t, int mark)
 
 /* ---------------------------------------------------------------- expressions */
 
-/* rx_cg_expr_as: e evaluated, then converted to dt unless it already has it. */
+/* rxi_cg_expr_as: e evaluated, then converted to dt unless it already has it. */
 tv tev_eval_as(tev *t, const rx_expr *e, rx_dtype dt)
 {
     tv v = tev_eval(t, e);
@@ -500,7 +500,7 @@ static tv compare(tev *t, const rx_expr *e)
     return r;
 }
 
-/* Unary minus and ~ (the bool and narrow cases of rx_cg_expr). */
+/* Unary minus and ~ (the bool and narrow cases of rxi_cg_expr). */
 static tv negate(tev *t, const rx_expr *e)
 {
     rx_dtype dt = norm((rx_dtype)e->dtype);
@@ -578,7 +578,7 @@ static tv load_elem(const tev_buf *b, int64_t i)
     return r;
 }
 
-/* rx_cg_encode: v (already of the buffer's dtype) in storage form. */
+/* rxi_cg_encode: v (already of the buffer's dtype) in storage form. */
 void tev_store_elem(tev_buf *b, int64_t i, tv v)
 {
     uint8_t *p = b->data + (size_t)i * rx_tev_elem_size(b->dt);
