@@ -32,6 +32,7 @@ import threading
 import time
 
 PROCS = []      # every child started through Proc, for the exit-time cleanup
+PROC_OBJS = []  # the same as Proc objects (their logs), newest last
 RESULTS = []    # True/False per case, in order
 _SCRATCH = []   # the run's temporary directory (at most one)
 
@@ -100,6 +101,7 @@ class Proc:
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, env=e)
         PROCS.append(self.proc)
+        PROC_OBJS.append(self)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
@@ -212,11 +214,33 @@ class Relaxd(Proc):
 LSAN_CRASH = "LeakSanitizer has encountered a fatal error"
 
 
+def _lsan_crashed(procs):
+    """True when one of procs logged LeakSanitizer's own fatal error (a daemon stopped
+    with expect(d.stop() == 0, ...) shows it only in its stderr)."""
+    for p in procs:
+        with p.cv:
+            if any(LSAN_CRASH in o.get("raw", "") for o in p.lines):
+                return True
+    return False
+
+
+def _exit_tails(procs):
+    """The log tail of each of procs that exited non-zero (why a case's daemon failed)."""
+    out = []
+    for p in procs:
+        rc = p.proc.poll()
+        if rc not in (None, 0):
+            out.append("\n  %s exited %s; its log ends:\n    %s"
+                       % (os.path.basename(p.argv[0]), rc, p.tail(8).replace("\n", "\n    ")))
+    return "".join(out)
+
+
 def case(fn):
     """Run one test function; a failure is printed and counted, never raised."""
     name = fn.__name__[5:] if fn.__name__.startswith("test_") else fn.__name__
     t0 = time.time()
     for attempt in (0, 1):
+        first = len(PROC_OBJS)
         try:
             fn()
             RESULTS.append(True)
@@ -224,12 +248,14 @@ def case(fn):
                                           " (second run)" if attempt else ""), flush=True)
             break
         except Exception as e:  # one case's failure must not stop the others
-            if not attempt and LSAN_CRASH in str(e):
+            mine = PROC_OBJS[first:]
+            if not attempt and (LSAN_CRASH in str(e) or _lsan_crashed(mine)):
                 print("note %-30s LeakSanitizer's tracer crashed; running it again" % name,
                       flush=True)
                 continue
             RESULTS.append(False)
-            print("FAIL %-30s %s: %s" % (name, type(e).__name__, e), flush=True)
+            print("FAIL %-30s %s: %s%s" % (name, type(e).__name__, e, _exit_tails(mine)),
+                  flush=True)
             break
     return fn
 
