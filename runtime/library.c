@@ -280,6 +280,20 @@ int rx_rt_lib_find(rx_rt_ctx *ctx, const char *name, rx_rt_libentry *out)
     return rc;
 }
 
+/* clblast.matmul on CPU tensors: it runs on OpenCL device tensors only, where the VM
+ * calls CLBlast instead (vm_device.c); an artifact for cpu never names it (vmgen). */
+static int32_t clblast_on_host(DLTensor *const *args, int32_t nargs)
+{
+    (void)args, (void)nargs;
+    return 1;
+}
+
+static const char *clblast_on_host_strerr(int32_t code)
+{
+    (void)code;
+    return "runs on OpenCL device tensors only (artifacts built for opencl,clblast=1)";
+}
+
 /* The built-in library functions, sorted by name: what every context registers and
  * what rx_rt_builtin_library_names lists. */
 #define RX_RT_BUILTIN_LIBS(X)                                               \
@@ -292,6 +306,7 @@ int rx_rt_lib_find(rx_rt_ctx *ctx, const char *name, rx_rt_libentry *out)
     X("blas.matmul_relu", blas_matmul_relu, blas_fused_strerr)              \
     X("blas.matmul_silu", blas_matmul_silu, blas_fused_strerr)              \
     X("blas.sgemm", blas_sgemm_entry, blas_strerr)                          \
+    X("clblast.matmul", clblast_on_host, clblast_on_host_strerr)            \
     X("rt.matmul", rx_rt_matmul, rx_rt_matmul_strerr)                       \
     X("rt.rms_norm", rx_rt_rms_norm, rx_rt_rms_norm_strerr)
 

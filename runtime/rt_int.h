@@ -388,6 +388,11 @@ bool rx_rt_on_device(const rx_vm_value *v);
  * or every device tensor by a CPU copy (to host); values of other kinds are kept.
  * 0, or -1 with err (c may be NULL: objects come from malloc). */
 int rx_rt_gpu_move(rx_rt_module *m, rx_vm_value *v, bool to_dev, rx_rt_err *err);
+/* Runs device library function name (only "clblast.matmul": A (m, k) or (b, m, k), B
+ * (k, n) or (b, k, n), out; f32 device tensors) on m's device, queued like a launch.
+ * Returns 0, or -1 with err ("clblast.matmul: ...", CLBlast's own errors). */
+int rx_rt_gpu_call_lib(rx_rt_module *m, const char *name, rx_vm_value *const *vals, int64_t n,
+                       rx_rt_err *err);
 /* Launches the device kernels of kernel kidx with buffers bufs[0..nb) and symbolic
  * values iv[0..ni) (queued; nothing waits). 0, or -1 with err. */
 int rx_rt_gpu_launch(rx_rt_module *m, uint32_t kidx, rx_vm_value *const *bufs, int64_t nb,

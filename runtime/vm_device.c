@@ -37,10 +37,18 @@
  *            the record's iteration count evaluated from the symbolic values, in
  *            whole work-groups, capped at its maximum number of groups (the kernels
  *            loop with a grid stride); a count of zero launches nothing.
+ *   Library. CALL_LIB of "clblast.matmul" (library_lower.c, target opencl,clblast=1)
+ *            with device tensors is CLBlast's SGEMM (clblast.c) on the same in-order
+ *            queue: A (m, k) @ B (k, n) one GEMM, A (b, m, k) @ B (k, n) one GEMM of
+ *            b * m rows, A (b, m, k) @ B (b, k, n) a strided batch; tensors are the
+ *            buffer plus the element offset as for kernels. Empty outputs do nothing,
+ *            k = 0 writes zeros. A host without CLBlast fails the call naming the
+ *            library ("CLBlast is not available: cannot load libclblast.so.1 ...").
  *
  * The status buffer is shared by the calls of one module; concurrent calls of a GPU
  * module may see each other's index errors (the first wins).
  */
+#include "relax/clblast.h"
 #include "relax/device.h"
 
 #include "rt_int.h"
@@ -300,6 +308,66 @@ int rx_rt_gpu_launch(rx_rt_module *m, uint32_t kidx, rx_vm_value *const *bufs, i
     }
     if (args != small) free(args);
     return rc;
+}
+
+/* ---- library calls ---- */
+
+/* The f32 device tensor of vals[i] with ndim 2 or 3, or NULL with err. */
+static const DLTensor *lib_tensor(const char *name, rx_vm_value *const *vals, int64_t i,
+                                  rx_rt_err *err)
+{
+    const rx_vm_value *v = vals[i];
+    if (!rx_rt_on_device(v)) {
+        rx_rt_fail(err, "%s: argument %" PRId64 " is not a tensor in device memory", name, i);
+        return NULL;
+    }
+    const DLTensor *dl = &v->u.t->dl;
+    if (dl->dtype.code != kDLFloat || dl->dtype.bits != 32 || dl->dtype.lanes != 1 ||
+        (dl->ndim != 2 && dl->ndim != 3) || dl->byte_offset % 4) {
+        rx_rt_fail(err, "%s: argument %" PRId64 " must be an f32 matrix or batch of matrices "
+                   "(ndim %" PRId32 ")", name, i, dl->ndim);
+        return NULL;
+    }
+    return dl;
+}
+
+int rx_rt_gpu_call_lib(rx_rt_module *m, const char *name, rx_vm_value *const *vals, int64_t n,
+                       rx_rt_err *err)
+{
+    if (strcmp(name, "clblast.matmul"))
+        return rx_rt_fail(err, "%s: not a device library function (device tensors given)", name);
+    if (n != 3) return rx_rt_fail(err, "%s: takes A, B and the output, got %" PRId64 " tensors", name, n);
+    const DLTensor *a = lib_tensor(name, vals, 0, err), *b = a ? lib_tensor(name, vals, 1, err) : NULL,
+                   *c = b ? lib_tensor(name, vals, 2, err) : NULL;
+    if (!c) return -1;
+    int64_t batch = 1, M = a->shape[a->ndim - 2], K = a->shape[a->ndim - 1], N = b->shape[b->ndim - 1];
+    bool batched = b->ndim == 3;
+    if (batched) batch = a->shape[0];
+    else if (a->ndim == 3) M *= a->shape[0]; /* (b, m, k) rows are one (b * m, k) matrix */
+    bool shapes_ok = b->shape[b->ndim - 2] == K && c->ndim == a->ndim &&
+                     c->shape[c->ndim - 2] == a->shape[a->ndim - 2] && c->shape[c->ndim - 1] == N &&
+                     (a->ndim == 3 || !batched) &&
+                     (!batched || (b->shape[0] == batch && c->shape[0] == batch)) &&
+                     (a->ndim == 2 || c->shape[0] == a->shape[0]);
+    if (!shapes_ok)
+        return rx_rt_fail(err, "%s: shapes do not match: A (%s), B (%s), out (%s)", name,
+                          a->ndim == 3 ? "b, m, k" : "m, k", batched ? "b, k, n" : "k, n",
+                          c->ndim == 3 ? "b, m, n" : "m, n");
+    if (!batch || !M || !N) return 0; /* nothing to compute */
+    rx_dev *dev = m->gpu->dev;
+    rx_dev_buf *cb = vals[2]->u.t->storage->data;
+    if (!K) { /* a sum of nothing: zeros */
+        size_t bytes = (size_t)batch * (size_t)M * (size_t)N * 4;
+        void *z = calloc(1, bytes);
+        if (!z) return rx_rt_fail(err, "out of memory");
+        int rc = dev->ops->upload(dev, cb, (size_t)c->byte_offset, z, bytes, err);
+        free(z);
+        return rc;
+    }
+    rx_clblast_mat A = {vals[0]->u.t->storage->data, (int64_t)(a->byte_offset / 4), K, M * K, 0},
+                   B = {vals[1]->u.t->storage->data, (int64_t)(b->byte_offset / 4), N, batched ? K * N : 0, 0},
+                   C = {cb, (int64_t)(c->byte_offset / 4), N, M * N, 0};
+    return rx_clblast_sgemm(dev, batch, M, N, K, 1.0f, &A, &B, 0.0f, &C, err);
 }
 
 int rx_rt_gpu_finish(rx_rt_module *m, rx_rt_err *err)

@@ -139,20 +139,22 @@ const char *rx_pipeline_name(int i)
     return i >= 0 && i < RX_COUNTOF(pipeline) ? pipeline[i].name : NULL;
 }
 
-/* Steps that are for the CPU only: library lowering calls CPU libraries (BLAS; CLBlast
- * for OpenCL is later work), schedule and specialize write OpenMP loop kinds and CPU
- * tiles. A GPU build skips them; its kernels are scheduled by codegen (gpu_kernel.c). */
-static bool cpu_only(const char *name)
+/* Steps that are for the CPU only: schedule and specialize write OpenMP loop kinds and
+ * CPU tiles; library lowering calls CPU libraries (BLAS), except on `opencl,clblast=1`,
+ * where its registry is CLBlast's (library_lower.c). A GPU build skips them; its kernels
+ * are scheduled by codegen (gpu_kernel.c). */
+static bool cpu_only(const rx_target *t, const char *name)
 {
-    return !strcmp(name, "library_lower") || !strcmp(name, "schedule") ||
-           !strcmp(name, "specialize");
+    if (!strcmp(name, "library_lower"))
+        return !(t->kind == RX_TARGET_OPENCL && rx_target_int(t, "clblast"));
+    return !strcmp(name, "schedule") || !strcmp(name, "specialize");
 }
 
-/* Whether the step `name` of minimum level min_opt runs under o for target kind k. */
-static bool enabled(const rx_build_opts *o, rx_target_kind k, const char *name, int min_opt)
+/* Whether the step `name` of minimum level min_opt runs under o for target t. */
+static bool enabled(const rx_build_opts *o, const rx_target *t, const char *name, int min_opt)
 {
     if (o->opt_level < min_opt) return false;
-    if (k != RX_TARGET_CPU && cpu_only(name)) return false;
+    if (t->kind != RX_TARGET_CPU && cpu_only(t, name)) return false;
     for (int i = 0; o->disable && o->disable[i]; i++)
         if (!strcmp(o->disable[i], name)) return false;
     return true;
@@ -192,7 +194,9 @@ int rx_pipeline_min_opt(int i)
 /* Library lowering is graph level but takes the build's options. */
 static bool st_library_lower(bstate *s)
 {
-    return rx_pass_library_lower(s->m, &s->o->lib, s->d);
+    rx_lib_opts o = s->o->lib;
+    o.opencl = s->tgt.kind == RX_TARGET_OPENCL; /* enabled() ran it: clblast=1 */
+    return rx_pass_library_lower(s->m, &o, s->d);
 }
 
 /* ---- lowering stages ---- */
@@ -242,6 +246,12 @@ static bool st_codegen(bstate *s)
 {
     bool any = false;
     for (int i = 0; i < s->m->nfuncs && !any; i++) any = s->m->funcs[i]->kind == RX_F_TIR;
+    if (!any && s->tgt.kind == RX_TARGET_OPENCL && rx_target_int(&s->tgt, "clblast")) {
+        /* only CLBlast calls: still an OpenCL artifact, so the runtime opens the device */
+        static const char none[] = "/* no kernels: every call is a CLBlast call */\n";
+        rx_rxa_set_section(s->b, RX_RXA_KERNELS_OPENCL, none, sizeof none - 1);
+        return true;
+    }
     if (!any) return true; /* no kernels, no object */
     if (s->tgt.kind != RX_TARGET_CPU) {
         if (!rx_codegen_gpu(s->m, &s->tgt, &s->csrc, &s->spirv, &s->launch, s->d)) return false;
@@ -361,7 +371,7 @@ static bool run(bstate *s, const char *json, size_t n, int last)
     if (!within_budget(s, "parse")) return false;
     for (int i = 0; i <= last; i++) {
         const stage *p = &pipeline[i];
-        if (!enabled(s->o, s->tgt.kind, p->name, p->min_opt)) continue;
+        if (!enabled(s->o, &s->tgt, p->name, p->min_opt)) continue;
         double t0 = rx_now_ms();
         s->m->unchanged = false;
         bool ok = p->graph ? p->graph(s->m, s->d) : p->lower(s);

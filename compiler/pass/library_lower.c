@@ -33,6 +33,11 @@
  *     becomes one kernel). Measured on 128 x 2048 x 5632: blas.matmul_silu is 3-4 ms
  *     slower than blas.matmul, the fused silu-multiply kernel takes 0.5 ms. A relu
  *     (one max per element) stays in the library call.
+ * Target opencl (rx_lib_opts.opencl, set by the driver for `opencl,clblast=1`; the
+ * step does not run for other GPU targets): the registry is the pattern matmul alone,
+ * calling "clblast.matmul" (CLBlast's SGEMM on the device's buffers, vm_device.c), under
+ * the same shapes and cost rule. A bias or an activation stays a generated kernel,
+ * which FuseOps fuses with its neighbours on the device; CLBlast has no epilogues.
  * Options (rx_lib_opts): mode NONE runs nothing, ALL ignores the cost rule (whole
  * chains, gelu and silu included), and a list
  * of pattern names is never used — a disabled long pattern falls back to a shorter one
@@ -184,9 +189,11 @@ static bool matmul_ok(const rx_node *call)
     return a->ndim == 3 && f32_tensor(b, 3) && rx_expr_same(a->dims[0], b->dims[0]);
 }
 
-/* The cost rule's second part: in auto mode a chain ends before a gelu or silu. */
+/* The cost rule's second part: in auto mode a chain ends before a gelu or silu. On
+ * opencl only the bare matmul is in the registry. */
 static bool pattern_worth(const ll_ctx *c, const lib_pattern *p)
 {
+    if (c->o && c->o->opencl) return !p->bias && !p->act;
     if (c->o && c->o->mode == RX_LIB_ALL) return true;
     return !p->act || !strcmp(p->act, "nn.relu");
 }
@@ -256,7 +263,8 @@ static bool try_pattern(ll_ctx *c, const lib_pattern *p, rx_block *b, int j, boo
     rx_binding *lb = &b->bindings[chain[len - 1]];
     rx_node *args[3] = {mm->value->args[0], mm->value->args[1], bias};
     rx_sinfo *out = lb->value->sinfo;
-    rx_node *call = rx_n_call_lib(c->m, p->lib, args, bias ? 3 : 2, out);
+    const char *lib = c->o && c->o->opencl ? "clblast.matmul" : p->lib;
+    rx_node *call = rx_n_call_lib(c->m, lib, args, bias ? 3 : 2, out);
     call->sinfo = out;
     call->loc = lb->value->loc;
     lb->value = call;

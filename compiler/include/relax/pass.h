@@ -109,6 +109,8 @@ typedef struct rx_lib_opts {
     const char *const *disable;  /* NULL-terminated pattern names never used ("matmul_bias");
                                     NULL: none (relaxc --lib-disable PATTERN) */
     int64_t threshold;           /* the cost rule's volume; <= 0: RX_LIB_THRESHOLD_DEFAULT */
+    bool opencl;                 /* the OpenCL registry: pattern matmul alone, as
+                                    clblast.matmul (target opencl,clblast=1) */
 } rx_lib_opts;
 
 /* Rewrites, in the dataflow blocks of every graph function of the deduced module m, each

@@ -14,6 +14,7 @@
  *   opencl  max_threads      256      1..4096, 2^k     work-items per work-group
  *           max_local_bytes  32768    1024..1048576    __local bytes per work-group
  *           tile             16       1..32, 2^k       matmul tile edge (tile^2 threads)
+ *           clblast          0        0..1             1: library-lowered matmuls call CLBlast
  *   vulkan  max_threads      256      1..1024, 2^k     invocations per work-group
  *           max_local_bytes  16384    1024..65536      shared bytes per work-group
  *           max_push_bytes   128      128..256         push-constant bytes (scalars)

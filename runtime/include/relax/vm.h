@@ -79,6 +79,9 @@
  *   "rt.matmul"                  the same shapes in plain C, f32 or f64 (no BLAS)
  *   "rt.rms_norm"                (x, y) y = x / sqrt(mean(x^2 over the last axis) + 1e-5),
  *                                f32 or f64, y of x's shape, x of rank >= 1
+ *   "clblast.matmul"             (A, B, C) as blas.matmul, on OpenCL device tensors only:
+ *                                the VM runs CLBlast's SGEMM (vm_device.c); with CPU
+ *                                tensors it fails (code 1)
  * Return codes of the built-ins: 1 library missing (blas.*), 2 argument count, 3 dtype,
  * 4 shape — each reported with its message, the actual arguments' shapes and dtypes,
  * and the binding named by a NOTE right before the CALL_LIB: "main: binding proj

@@ -7,7 +7,9 @@
  * generated, --lib all takes them), --lib none keeps every op, an intermediate used
  * twice is not fused (the matmul alone goes), a disabled pattern falls back to a shorter
  * one, the activations and the bias on the left, batched shapes, what is not taken
- * (i64, 1-D, out_dtype), and an unknown pattern name as an option error.
+ * (i64, 1-D, out_dtype), and an unknown pattern name as an option error. The OpenCL
+ * registry (opencl,clblast=1): bare matmuls become clblast.matmul under the same cost
+ * rule, biases and activations stay ops.
  */
 #include "pass_test.h"
 #include <check.h>
@@ -108,7 +110,7 @@ START_TEST(mlp_golden)
     ck_assert_int_eq(r->sinfo->dtype, RX_DT_F32);
     rx_module_free(m);
     /* auto with everything enabled is the default: explicit options give the same */
-    rx_lib_opts o = {RX_LIB_AUTO, NULL, 0};
+    rx_lib_opts o = {RX_LIB_AUTO, NULL, 0, false};
     m = lower(mlp, &o, &n);
     assert_equal(m, mlp_expected);
     rx_module_free(m);
@@ -140,11 +142,11 @@ START_TEST(cost_rule)
     m = lower(symk, NULL, &n); /* static M = 2 > 1, symbolic K counts as large */
     ck_assert_str_eq(lib_of(m, "y"), "blas.matmul");
     rx_module_free(m);
-    rx_lib_opts lower_threshold = {RX_LIB_AUTO, NULL, 256};
+    rx_lib_opts lower_threshold = {RX_LIB_AUTO, NULL, 256, false};
     m = lower(small, &lower_threshold, &n);
     ck_assert_str_eq(lib_of(m, "y"), "blas.matmul");
     rx_module_free(m);
-    rx_lib_opts all = {RX_LIB_ALL, NULL, 0};
+    rx_lib_opts all = {RX_LIB_ALL, NULL, 0, false};
     m = lower(mv, &all, &n);
     ck_assert_int_eq(n, 1);
     ck_assert_str_eq(lib_of(m, "y"), "blas.matmul");
@@ -154,7 +156,7 @@ END_TEST
 
 START_TEST(lib_none_keeps_ops)
 {
-    rx_lib_opts none = {RX_LIB_NONE, NULL, 0};
+    rx_lib_opts none = {RX_LIB_NONE, NULL, 0, false};
     int n;
     rx_module *m = lower(mlp, &none, &n);
     ck_assert_int_eq(n, 0);
@@ -200,7 +202,7 @@ END_TEST
 START_TEST(disable_falls_back)
 {
     static const char *const off[] = {"matmul_bias_relu", NULL};
-    rx_lib_opts o = {RX_LIB_AUTO, off, 0};
+    rx_lib_opts o = {RX_LIB_AUTO, off, 0, false};
     int n;
     rx_module *m = lower(mlp, &o, &n);
     ck_assert_str_eq(lib_of(m, "s"), "blas.matmul_bias");
@@ -208,14 +210,14 @@ START_TEST(disable_falls_back)
     ck_assert_str_eq(lib_of(m, "y"), "blas.matmul");
     rx_module_free(m);
     static const char *const off2[] = {"matmul_bias_relu", "matmul_bias", "matmul", NULL};
-    rx_lib_opts o2 = {RX_LIB_AUTO, off2, 0};
+    rx_lib_opts o2 = {RX_LIB_AUTO, off2, 0, false};
     m = lower(mlp, &o2, &n);
     ck_assert_int_eq(n, 0);
     assert_equal(m, mlp);
     rx_module_free(m);
     /* an unknown name is an option error */
     static const char *const bad[] = {"conv2d", NULL};
-    rx_lib_opts o3 = {RX_LIB_AUTO, bad, 0};
+    rx_lib_opts o3 = {RX_LIB_AUTO, bad, 0, false};
     rx_module *m3 = load(mlp);
     rx_diags d;
     rx_diags_init(&d);
@@ -241,7 +243,7 @@ START_TEST(activations)
         OP("w", "add", "[\"y\", \"z\"]"), "w");
     int n;
     /* --lib all: whole chains, gelu and silu included */
-    rx_lib_opts all = {RX_LIB_ALL, NULL, 0};
+    rx_lib_opts all = {RX_LIB_ALL, NULL, 0, false};
     rx_module *m = lower(acts, &all, &n);
     ck_assert_int_eq(n, 4);
     ck_assert_str_eq(lib_of(m, "g"), "blas.matmul_bias_gelu");
@@ -294,6 +296,38 @@ START_TEST(shapes_taken_or_not)
 }
 END_TEST
 
+/* The OpenCL registry: matmul alone, as clblast.matmul, under the CPU's cost rule. */
+START_TEST(opencl_registry)
+{
+    rx_lib_opts cl = {RX_LIB_AUTO, NULL, 0, true};
+    int n;
+    rx_module *m = lower(mlp, &cl, &n);
+    ck_assert_int_eq(n, 2);
+    static const char *const want[][2] = {
+        {"h", "clblast.matmul"}, {"s", "(op)"}, {"r", "(op)"}, {"y", "clblast.matmul"}};
+    for (int i = 0; i < 4; i++) ck_assert_str_eq(lib_of(m, want[i][0]), want[i][1]);
+    ck_assert_int_eq(nbindings(m), 4);
+    rx_module_free(m);
+    static const char shapes[] = MODULE(
+        P("a", "[2, \"n\", 16]") "," P("b", "[16, 8]") "," P("c", "[2, 16, 8]") ","
+        P("x1", "[1, 512]") "," P("W", "[512, 512]") "," P("xs", "[4, 8]") "," P("Ws", "[8, 8]"),
+        OP("bmm", "matmul", "[\"a\", \"b\"]") "," OP("bb3", "matmul", "[\"a\", \"c\"]") ","
+        OP("mv", "matmul", "[\"x1\", \"W\"]") "," OP("sm", "matmul", "[\"xs\", \"Ws\"]"), "bb3");
+    m = lower(shapes, &cl, &n);
+    ck_assert_str_eq(lib_of(m, "bmm"), "clblast.matmul");
+    ck_assert_str_eq(lib_of(m, "bb3"), "clblast.matmul");
+    ck_assert_str_eq(lib_of(m, "mv"), "(op)"); /* M = 1 */
+    ck_assert_str_eq(lib_of(m, "sm"), "(op)"); /* 256 < 2^15 */
+    ck_assert_int_eq(n, 2);
+    rx_module_free(m);
+    const char *const off[] = {"matmul", NULL};
+    rx_lib_opts cl_off = {RX_LIB_AUTO, off, 0, true};
+    m = lower(mlp, &cl_off, &n);
+    ck_assert_int_eq(n, 0);
+    rx_module_free(m);
+}
+END_TEST
+
 static Suite *ll_suite(void)
 {
     Suite *s = suite_create("library_lower");
@@ -305,6 +339,7 @@ static Suite *ll_suite(void)
     tcase_add_test(tc, disable_falls_back);
     tcase_add_test(tc, activations);
     tcase_add_test(tc, shapes_taken_or_not);
+    tcase_add_test(tc, opencl_registry);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -78,6 +78,9 @@ START_TEST(normalization_drops_defaults_and_orders)
     /* table order, whatever the order given */
     ck_assert_str_eq(norm("cuda,tile=8,arch=sm_90", &t), "cuda,arch=sm_90,tile=8");
     ck_assert_str_eq(norm("cuda,arch=sm_80", &t), "cuda");
+    ck_assert_str_eq(norm("opencl,clblast=1,tile=8", &t), "opencl,tile=8,clblast=1");
+    ck_assert_int_eq(rx_target_int(&t, "clblast"), 1);
+    ck_assert_str_eq(norm("opencl,clblast=0", &t), "opencl");
     ck_assert_str_eq(norm("opencl,tile=8,max_local_bytes=65536,max_threads=64", &t),
                      "opencl,max_threads=64,max_local_bytes=65536,tile=8");
     ck_assert_str_eq(norm("cuda,arch=sm_100,max_threads=1024,max_local_bytes=232448,tile=32", &t),
@@ -91,7 +94,7 @@ START_TEST(bad_targets_are_named)
     ck_assert_str_eq(err("OpenCL"), "unknown target OpenCL (known: cpu, cuda, opencl, vulkan)");
     ck_assert_str_eq(err("cpu,threads=4"), "target cpu takes no options (got \"threads\")");
     ck_assert_str_eq(err("opencl,warp=32"),
-                     "unknown opencl option \"warp\" (known: max_threads, max_local_bytes, tile)");
+                     "unknown opencl option \"warp\" (known: max_threads, max_local_bytes, tile, clblast)");
     ck_assert_str_eq(err("opencl,max_threads=8192"),
                      "opencl option max_threads=8192 is out of range (1..4096)");
     ck_assert_str_eq(err("vulkan,max_threads=2048"),
