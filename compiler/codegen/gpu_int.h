@@ -102,7 +102,10 @@ typedef struct rx_gpu_red {
     uint32_t local_bytes;   /* the tree's __local array (tiles: both tiles) */
     int tile;               /* 0: the rows schedule; else the matmul tiles' edge
                                (gpu_matmul.c): val = x * y */
-    const rx_expr *x, *y;   /* tiles: x free of the chain's last loop, y of the one before */
+    const rx_expr *x, *y;   /* tiles and matvec: x free of the chain's last loop, y of the
+                               one before */
+    int cols;               /* matvec (gpu_matvec.c): output columns per work-group; 0
+                               for the other schedules */
 } rx_gpu_red;
 
 /* Whether the statements under a grid chain are one fold C[idx] = C[idx] OP val over one
@@ -124,6 +127,17 @@ void rx_gpu_emit_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_re
  * filled, r->tile set). */
 bool rx_gpu_match_tiles(const gk *k, const rx_stmt *const *chain, int n, const rx_stmts *under,
                         rx_gpu_red *r);
+/* Whether the fold under chain[0..n) is an f32 matmul C[.., i, j] += x * y with x free
+ * of j and y free of i (r->x, r->y set; no schedule field). */
+bool rx_gpu_match_matmul(const rx_stmt *const *chain, int n, const rx_stmts *under, rx_gpu_red *r);
+/* `const T NAME = (T)(MIN + OFFSET);` for loop s's variable, pushed on the scope. */
+void rx_gpu_bind_loop(cg *g, const rx_stmt *s, const char *offset);
+/* `const long rx_nb = rx_e0 * ... * rx_e(outer-1) * PER;` and the grid-stride loop over
+ * the work-group's blocks, opened (indent raised) with `long rx_r = rx_g;` in it. */
+void rx_gpu_blocks_open(gk *k, int outer, const char *per);
+/* Binds chain[outer - 1] .. chain[0] from rx_r (rx_r % rx_eI, then rx_r /= rx_eI),
+ * pushed on the scope (the caller pops them). */
+void rx_gpu_bind_outer(cg *g, const rx_stmt *const *chain, int outer);
 /* The tiles schedule's body. */
 void rx_gpu_emit_tiles(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r);
 /* Emits `a OP b` for r's OP (placeholders a and b named by C text). */
@@ -131,5 +145,15 @@ void rx_gpu_combine(cg *g, const rx_gpu_red *r, const char *a, const char *b);
 /* Emits r's final store: C[idx] = init OP total (total: C text), the block's spatial
  * iterators bound from the variables in scope. */
 void rx_gpu_final_store(cg *g, const rx_gpu_red *r, const char *total);
+
+/* ---- gpu_matvec.c: the matvec schedule (few rows) ---- */
+
+/* Whether the nest chain[0..n) over under is a matmul the matvec schedule runs (*r
+ * filled, r->cols set): rows_any, a symbolic row count is accepted (the launch records
+ * choose at run time); else only a literal of at most RX_GPU_MV_ROWS. */
+bool rx_gpu_match_matvec(const gk *k, const rx_stmt *const *chain, int n, const rx_stmts *under,
+                         bool rows_any, rx_gpu_red *r);
+/* The matvec schedule's body. */
+void rx_gpu_emit_matvec(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r);
 
 #endif

@@ -43,10 +43,14 @@
  *   Tiles.  A matmul under the chain (its last two loops the output's rows and columns,
  *           one fold C += x * y) gets tile x tile work-groups with x and y staged in
  *           local memory (gpu_matmul.c). When its row count is symbolic it gets a
- *           grid kernel too (NAME_sKv): each launch record's count is multiplied by a
- *           step of the row count, so the grid runs for at most RX_GPU_MV_ROWS rows
- *           (decode) and the tiles above, never both.
- * A cooperative matrix-vector reduction and register micro-tiles are not generated yet
+ *           second kernel (NAME_sKv) for few rows: each launch record's count is
+ *           multiplied by a step of the row count, so NAME_sKv runs for at most
+ *           RX_GPU_MV_ROWS rows (decode) and the tiles above, never both.
+ *   Matvec. A matmul of at most RX_GPU_MV_ROWS rows (a literal, or NAME_sKv above)
+ *           gets a work-group per block of output columns with K split across its
+ *           work-items and a tree over the slices in local memory (gpu_matvec.c);
+ *           one too narrow for that (fewer columns than a block) stays on the grid.
+ * Register micro-tiles and vectorized (float4) loads are not generated yet
  * (docs/gpu.md).
  *
  * Statements and expressions are the CPU target's (c_kernel.c, c_expr.c) written in
@@ -335,6 +339,8 @@ static void emit_kernel(gk *k, const rx_func *f, const rx_stmts *ss, const rx_st
     int checks = g->nchecks;
     if (red && red->tile) {
         rx_gpu_emit_tiles(k, chain, n, red);
+    } else if (red && red->cols) {
+        rx_gpu_emit_matvec(k, chain, n, red);
     } else if (red) {
         rx_gpu_emit_rows(k, chain, n, red);
     } else if (n == 0) {
@@ -413,9 +419,10 @@ static bool put_step(const rx_func *f, const rx_expr *a, int64_t b, bool ab, rx_
     return true;
 }
 
-/* Kernel `name`'s launch record for chain[0..n) (red: the rows schedule). mv: a matmul
- * whose row count chain[n - 2] decides at run time between the tiles schedule (red,
- * more than RX_GPU_MV_ROWS rows: mv 1) and the grid (at most that many: mv 2); the
+/* Kernel `name`'s launch record for chain[0..n) (red: the rows, tiles or matvec
+ * schedule). mv: a matmul whose row count chain[n - 2] decides at run time between the
+ * tiles schedule (more than RX_GPU_MV_ROWS rows: mv 1) and the matvec schedule or the
+ * grid (at most that many: mv 2); the
  * record's iteration count is multiplied by that condition, so the other launch has no
  * work and is skipped. */
 static void record(gk *k, const rx_func *f, const rx_stmt *const *chain, int n,
@@ -427,13 +434,15 @@ static void record(gk *k, const rx_func *f, const rx_stmt *const *chain, int n,
     int tile = red ? red->tile : 0;
     for (int i = 0; i < n && known; i++) {
         known = dim_tokens(f, chain[i]->u.for_.extent, &toks, &ntok);
-        if (known && tile && i >= n - 2) { /* tiles: ceil(extent / tile) blocks */
+        /* tiles: ceil(extent / tile) blocks of rows and columns; matvec: of columns */
+        int blk = tile && i >= n - 2 ? tile : red && red->cols && i == n - 1 ? red->cols : 0;
+        if (known && blk) {
             known = ntok + 5 <= RX_RXA_MAX_TOKENS;
             put_u32(&toks, RX_RXA_TOK_CONST);
-            put_i64(&toks, tile - 1);
+            put_i64(&toks, blk - 1);
             put_u32(&toks, RX_RXA_TOK_ADD);
             put_u32(&toks, RX_RXA_TOK_CONST);
-            put_i64(&toks, tile);
+            put_i64(&toks, blk);
             put_u32(&toks, RX_RXA_TOK_FLOORDIV);
             ntok += 4;
         }
@@ -509,6 +518,7 @@ static void emit_func(gk *k, const rx_func *f, const char *sym)
         /* the statements under the chain: a row reduction gets the rows schedule */
         const rx_stmts *under = p->n ? &p->chain[p->n - 1]->u.for_.body : &one;
         p->rows = s && (rx_gpu_match_tiles(k, p->chain, p->n, under, &p->red) ||
+                        rx_gpu_match_matvec(k, p->chain, p->n, under, false, &p->red) ||
                         rx_gpu_match_rows(k, under, &p->red));
         int64_t lit;
         p->mv = p->rows && p->red.tile && !rx_expr_is_const(p->chain[p->n - 2]->u.for_.extent, &lit);
@@ -524,11 +534,14 @@ static void emit_func(gk *k, const rx_func *f, const char *sym)
         emit_kernel(k, f, p->n || p->rows ? NULL : &one, p->chain, p->n, p->rows ? &p->red : NULL,
                     rx_sb_str(&name));
         record(k, f, p->chain, p->n, p->rows ? &p->red : NULL, p->mv ? 1 : 0, rx_sb_str(&name));
-        if (p->mv) { /* few rows (decode): a work-item per output, its dot product in registers */
+        if (p->mv) { /* few rows (decode): the matvec schedule, else a work-item per output */
+            rx_stmts under = p->chain[p->n - 1]->u.for_.body;
+            rx_gpu_red mv;
+            bool coop = rx_gpu_match_matvec(k, p->chain, p->n, &under, true, &mv);
             rx_sb_reset(&name);
             rx_sb_printf(&name, "%s_s%dv", sym, i);
-            emit_kernel(k, f, NULL, p->chain, p->n, NULL, rx_sb_str(&name));
-            record(k, f, p->chain, p->n, NULL, 2, rx_sb_str(&name));
+            emit_kernel(k, f, NULL, p->chain, p->n, coop ? &mv : NULL, rx_sb_str(&name));
+            record(k, f, p->chain, p->n, coop ? &mv : NULL, 2, rx_sb_str(&name));
         }
     }
     free(pl);

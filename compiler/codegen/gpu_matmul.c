@@ -54,17 +54,11 @@ static bool depends(const rx_expr *e, const rx_stmt *b, const rx_svar *v)
     return false;
 }
 
-bool rx_gpu_match_tiles(const gk *k, const rx_stmt *const *chain, int n, const rx_stmts *under,
-                        rx_gpu_red *r)
+bool rx_gpu_match_matmul(const rx_stmt *const *chain, int n, const rx_stmts *under, rx_gpu_red *r)
 {
-    int64_t v;
     if (n < 2 || !rx_gpu_match_fold(under, r) || r->op != RX_E_ADD) return false;
     rx_dtype t = (rx_dtype)r->store->u.store.buf->dtype;
     if (t != RX_DT_F32 || r->val->kind != RX_E_MUL || (rx_dtype)r->val->dtype != t) return false;
-    int tile = (int)rx_target_int(k->t, "tile");
-    if (rx_expr_is_const(r->loop->u.for_.extent, &v) && v < tile) return false;
-    if (rx_expr_is_const(chain[n - 2]->u.for_.extent, &v) && v <= RX_GPU_MV_ROWS) return false;
-    if (rx_expr_is_const(chain[n - 1]->u.for_.extent, &v) && v < 2) return false;
     const rx_svar *vi = chain[n - 2]->u.for_.var, *vj = chain[n - 1]->u.for_.var;
     const rx_expr *a = r->val->u.op.a, *b = r->val->u.op.b;
     const rx_stmt *blk = r->block;
@@ -76,13 +70,24 @@ bool rx_gpu_match_tiles(const gk *k, const rx_stmt *const *chain, int n, const r
     if (depends(a, blk, vj) || depends(b, blk, vi)) return false;
     r->x = a;
     r->y = b;
+    return true;
+}
+
+bool rx_gpu_match_tiles(const gk *k, const rx_stmt *const *chain, int n, const rx_stmts *under,
+                        rx_gpu_red *r)
+{
+    int64_t v;
+    if (!rx_gpu_match_matmul(chain, n, under, r)) return false;
+    int tile = (int)rx_target_int(k->t, "tile");
+    if (rx_expr_is_const(r->loop->u.for_.extent, &v) && v < tile) return false;
+    if (rx_expr_is_const(chain[n - 2]->u.for_.extent, &v) && v <= RX_GPU_MV_ROWS) return false;
+    if (rx_expr_is_const(chain[n - 1]->u.for_.extent, &v) && v < 2) return false;
     r->tile = tile;
     return rx_gpu_local_fits(k, r->loop, 2LL * tile * tile * 4, "the tiles schedule of this matmul",
                              &r->local_bytes);
 }
 
-/* `const T NAME = (T)(MIN + OFFSET);` for loop s's variable, pushed on the scope. */
-static void bind_loop(cg *g, const rx_stmt *s, const char *offset)
+void rx_gpu_bind_loop(cg *g, const rx_stmt *s, const char *offset)
 {
     const rx_svar *v = s->u.for_.var;
     const char *ct = rxi_cg_ctype((rx_dtype)v->dtype);
@@ -111,9 +116,9 @@ static void load_tile(cg *g, const rx_stmt *const *chain, int n, const rx_gpu_re
     rx_sb_printf(g->out, "if (%s) {\n", guard);
     g->indent++;
     int mark = g->syms.n;
-    bind_loop(g, chain[n - 2], io);
-    bind_loop(g, chain[n - 1], jo);
-    bind_loop(g, r->loop, ko);
+    rx_gpu_bind_loop(g, chain[n - 2], io);
+    rx_gpu_bind_loop(g, chain[n - 1], jo);
+    rx_gpu_bind_loop(g, r->loop, ko);
     rxi_cg_iters(g, r->block, false);
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "rx_v = ");
@@ -128,6 +133,33 @@ static void load_tile(cg *g, const rx_stmt *const *chain, int n, const rx_gpu_re
     g->indent--;
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "}\n");
+}
+
+void rx_gpu_blocks_open(gk *k, int outer, const char *per)
+{
+    cg *g = k->g;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "const long rx_nb = ");
+    for (int i = 0; i < outer; i++) rx_sb_printf(g->out, "rx_e%d * ", i);
+    rx_sb_printf(g->out, "%s;\n", per);
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "for (long rx_g = %s; rx_g < rx_nb; rx_g += %s) {\n", k->dl->group_id,
+                 k->dl->num_groups);
+    g->indent++;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "long rx_r = rx_g;\n");
+}
+
+void rx_gpu_bind_outer(cg *g, const rx_stmt *const *chain, int outer)
+{
+    for (int i = outer - 1; i >= 0; i--) {
+        rx_sb off = {0};
+        rx_sb_printf(&off, "rx_r %% rx_e%d", i);
+        rx_gpu_bind_loop(g, chain[i], rx_sb_str(&off));
+        rx_sb_free(&off);
+        rx_gpu_ind(g);
+        rx_sb_printf(g->out, "rx_r /= rx_e%d;\n", i);
+    }
 }
 
 void rx_gpu_emit_tiles(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r)
@@ -151,17 +183,8 @@ void rx_gpu_emit_tiles(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_r
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "const long rx_ti = (rx_e%d + %d) / %d, rx_tj = (rx_e%d + %d) / %d;\n",
                  n - 2, T - 1, T, n - 1, T - 1, T);
-    rx_gpu_ind(g);
-    rx_sb_puts(g->out, "const long rx_nb = ");
-    for (int i = 0; i < n - 2; i++) rx_sb_printf(g->out, "rx_e%d * ", i);
-    rx_sb_puts(g->out, "rx_ti * rx_tj;\n");
-    rx_gpu_ind(g);
-    rx_sb_printf(g->out, "for (long rx_g = %s; rx_g < rx_nb; rx_g += %s) {\n", dl->group_id,
-                 dl->num_groups);
-    g->indent++;
+    rx_gpu_blocks_open(k, n - 2, "rx_ti * rx_tj");
     int mark = g->syms.n;
-    rx_gpu_ind(g);
-    rx_sb_puts(g->out, "long rx_r = rx_g;\n");
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "const long rx_bj = rx_r % rx_tj;\n");
     rx_gpu_ind(g);
@@ -170,14 +193,7 @@ void rx_gpu_emit_tiles(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_r
     rx_sb_puts(g->out, "const long rx_bi = rx_r % rx_ti;\n");
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "rx_r /= rx_ti;\n");
-    for (int i = n - 3; i >= 0; i--) { /* the batch loops */
-        rx_sb off = {0};
-        rx_sb_printf(&off, "rx_r %% rx_e%d", i);
-        bind_loop(g, chain[i], rx_sb_str(&off));
-        rx_sb_free(&off);
-        rx_gpu_ind(g);
-        rx_sb_printf(g->out, "rx_r /= rx_e%d;\n", i);
-    }
+    rx_gpu_bind_outer(g, chain, n - 2); /* the batch loops */
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "const long rx_i = rx_bi * %d + rx_tyl, rx_j = rx_bj * %d + rx_txl;\n", T, T);
     rx_gpu_ind(g);
@@ -216,8 +232,8 @@ void rx_gpu_emit_tiles(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_r
     rx_sb_printf(g->out, "if (rx_i < rx_e%d && rx_j < rx_e%d) {\n", n - 2, n - 1);
     g->indent++;
     int smark = g->syms.n;
-    bind_loop(g, chain[n - 2], "rx_i");
-    bind_loop(g, chain[n - 1], "rx_j");
+    rx_gpu_bind_loop(g, chain[n - 2], "rx_i");
+    rx_gpu_bind_loop(g, chain[n - 1], "rx_j");
     rx_gpu_final_store(g, r, "rx_acc");
     rxi_cg_pop_syms(g, smark);
     g->indent--;

@@ -23,9 +23,11 @@ clear error (exit status 1, one `error:` line naming what failed), never a crash
     a kernel needing more local memory than the device has (a launch record patched to
     512 MiB) is refused at load naming the limit, and more than max_local_bytes at
     compile time naming the option;
-  - the tiles schedule: a batched matmul read through a fused permute equals NumPy at
-    sizes on and off the tile (tile 16 and 8); more local memory than max_local_bytes
-    is a compile-time error;
+  - the tiles and matvec schedules: a batched matmul read through a fused permute
+    equals NumPy at sizes on and off the tile (tile 16 and 8) and with m of 1 to 8 (the
+    matvec launch, odd k included), the launch records say tiles and matvec; (1, k) @
+    (k, n) gets the matvec launch alone and equals NumPy; more local memory than
+    max_local_bytes is a compile-time error;
   - library calls are refused for GPU targets at compile time.
 Prints one line per check and `N passed, M failed`; exit 1 on a failure.
 """
@@ -144,10 +146,12 @@ def rows_checks(e, target="opencl", too_big=("opencl,max_threads=4096,max_local_
 def tiles_checks(e, kind="opencl", artifact_check=None):
     """The tiles schedule: a batched matmul whose second operand is read through a fused
     permute equals NumPy at sizes that are and are not multiples of the tile, for tile
-    16 and 8 (m = 1 runs the grid launch, at most 8 rows; the others the tiles); its
-    local memory is checked against max_local_bytes at compile time. For a kind other
-    than opencl, the launch records say tiles (a work-group of tile^2 with 2 tile^2
-    floats of local memory) and grid, and artifact_check(e, rxa) checks the kernels."""
+    16 and 8 (m <= 8 runs the matvec launch, the others the tiles; odd k and n not a
+    multiple of the matvec's 32 columns included); its local memory is checked against
+    max_local_bytes at compile time. The launch records say tiles (a work-group of
+    tile^2 with 2 tile^2 floats of local memory) and matvec (a work-group of 256 with
+    256 floats); for a kind other than opencl artifact_check(e, rxa) checks the kernels.
+    A literal m = 1 gets the matvec launch alone."""
     mod = module([tensor("x", ["b", "m", "k"]), tensor("w", ["b", "n", "k"])],
                  [call("wt", "permute_dims", ["w"], {"axes": [0, 2, 1]}),
                   call("y", "matmul", ["x", "wt"])], "y")
@@ -163,17 +167,19 @@ def tiles_checks(e, kind="opencl", artifact_check=None):
             off, size = sections(data)[OPENCL]
             src = data[off:off + size].decode()
             e.checks.check("__local float rx_As[%d]" % (tile * tile) in src and
-                           src.count("__kernel void") == 2 and "fused_permute_dims_matmul_s0v(" in src,
-                           "%s: the permute fused, the matmul in %dx%d tiles and a grid kernel for "
+                           src.count("__kernel void") == 2 and "fused_permute_dims_matmul_s0v(" in src
+                           and "__local float rx_mv[256]" in src,
+                           "%s: the permute fused, the matmul in %dx%d tiles and a matvec kernel for "
                            "few rows" % (target, tile, tile))
-        else:
-            recs = launch_records(data, sections(data)[LAUNCH][0])
-            got = [(sched, struct.unpack_from("<II", data, at - 4)) for at, sched in recs]
-            e.checks.check(got == [(2, (tile * tile, 2 * tile * tile * 4)), (1, (256, 0))],
-                           "%s: the matmul in %dx%d tiles and a grid launch for few rows (launch records %s)"
-                           % (target, tile, tile, got))
+        recs = launch_records(data, sections(data)[LAUNCH][0])
+        got = [(sched, struct.unpack_from("<II", data, at - 4)) for at, sched in recs]
+        e.checks.check(got == [(2, (tile * tile, 2 * tile * tile * 4)), (2, (256, 256 * 4))],
+                       "%s: the matmul in %dx%d tiles and a matvec launch for few rows (launch records %s)"
+                       % (target, tile, tile, got))
+        if artifact_check:
             artifact_check(e, rxa)
-        for b, m, n, k in ((1, 1, 1, 1), (2, 16, 16, 16), (3, 17, 33, 65), (1, 40, 7, 300)):
+        for b, m, n, k in ((1, 1, 1, 1), (2, 16, 16, 16), (3, 17, 33, 65), (1, 40, 7, 300),
+                           (1, 1, 70, 1023), (2, 3, 33, 7), (1, 8, 64, 129), (2, 5, 100, 258)):
             x = rng.standard_normal((b, m, k)).astype(np.float32)
             w = rng.standard_normal((b, n, k)).astype(np.float32)
             rc, err, out = e.run(rxa, {"x": x, "w": w})
@@ -182,6 +188,7 @@ def tiles_checks(e, kind="opencl", artifact_check=None):
                 np.allclose(out, want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
             e.checks.check(ok, "%s: (%d, %d, %d) @ (%d, %d, %d)^T equals NumPy" % (target, b, m, k, b, n, k)
                            + ("" if rc == 0 else ": " + err.strip()[:160]))
+    matvec_literal_checks(e, kind, rng)
     src = os.path.join(e.tmp, "mm.json")
     with open(src, "w") as f:
         json.dump(mod, f)
@@ -189,6 +196,31 @@ def tiles_checks(e, kind="opencl", artifact_check=None):
                              "-o", os.path.join(e.tmp, "mm_small.rxa")])
     e.checks.check(rc == 1 and "the tiles schedule of this matmul needs 2048 bytes of local memory" in err
                    and "max_local_bytes=1024" in err, "tiles vs max_local_bytes: %s" % err.strip()[-200:])
+
+
+def matvec_literal_checks(e, kind, rng):
+    """A decode matmul with one literal row, (1, k) @ (k, n) with k and n symbolic: one
+    launch, the matvec schedule, NumPy-equal for n and k around its 32 columns and 8
+    slices (odd k included)."""
+    mod = module([tensor("x", [1, "k"]), tensor("w", ["k", "n"])], [call("y", "matmul", ["x", "w"])], "y")
+    mod["functions"]["main"]["body"]["blocks"][0]["dataflow"] = True
+    rxa = e.build(mod, kind)
+    if not rxa:
+        return
+    data = open(rxa, "rb").read()
+    recs = launch_records(data, sections(data)[LAUNCH][0])
+    got = [(sched, struct.unpack_from("<II", data, at - 4)) for at, sched in recs]
+    e.checks.check(got == [(2, (256, 256 * 4))], "%s: (1, k) @ (k, n) gets the matvec launch alone "
+                   "(launch records %s)" % (kind, got))
+    for n, k in ((1, 1), (31, 9), (32, 1024), (97, 1023), (1024, 3)):
+        x = rng.standard_normal((1, k)).astype(np.float32)
+        w = rng.standard_normal((k, n)).astype(np.float32)
+        rc, err, out = e.run(rxa, {"x": x, "w": w})
+        want = x @ w
+        ok = rc == 0 and out is not None and out.shape == want.shape and \
+            np.allclose(out, want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+        e.checks.check(ok, "%s: (1, %d) @ (%d, %d) equals NumPy" % (kind, k, k, n)
+                       + ("" if rc == 0 else ": " + err.strip()[:160]))
 
 
 def artifact_checks(e, rxa):

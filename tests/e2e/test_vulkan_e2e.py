@@ -18,9 +18,11 @@ deploy/packages.sh test; docs/gpu.md). Every failure must be a clear error (exit
     of 1 to 4099 elements equal NumPy; a kernel needing more shared memory than the
     device has (a launch record patched to 512 MiB) is refused at load naming the
     limit, more than max_local_bytes at compile time naming the option;
-  - the tiles schedule (test_opencl_e2e's checks for vulkan): a batched matmul through
-    a fused permute equals NumPy on and off the tile, tile 16 and 8, its launch record
-    says tiles and its modules pass spirv-val; over max_local_bytes at compile time;
+  - the tiles and matvec schedules (test_opencl_e2e's checks for vulkan): a batched
+    matmul through a fused permute equals NumPy on and off the tile, tile 16 and 8, m
+    of 1 to 8 (matvec; odd k) and above (tiles), its launch records say tiles and
+    matvec and its modules pass spirv-val; (1, k) @ (k, n) gets matvec alone; over
+    max_local_bytes at compile time;
   - push constants: a kernel of 18 buffers (18 element offsets, 144 bytes) is refused
     at compile time naming max_push_bytes=128; built with max_push_bytes=256 it is
     refused at load by a device whose maxPushConstantsSize is 128 (lavapipe);
