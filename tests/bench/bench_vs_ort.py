@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """bench_vs_ort.py — a Llama-style decoder block, written several ways, through relaxd
 (relaxc + relax-run, O2 and O3) beside ONNX Runtime (onnxruntime-node, CPU) and PyTorch
-CPU eager: same weights, same inputs, same run, outputs compared (issue 13).
+CPU eager: same weights, same inputs, same run, outputs compared (issue 13). Engine
+`onnx` (issue 14) is relaxd on the very file ONNX Runtime runs: PyTorch's export
+imported by `relaxc build block.onnx` (weights inline as constants, dynamic b, s and c
+as the export names them), run at each --levels beside ORT.
 
 The block (hidden 1024, 16 heads of 64, intermediate 2816, f32; pre-norm, no rotary
 embedding): n = rms_norm(x); q, k, v = n @ wq, n @ wk, n @ wv reshaped to
@@ -49,7 +52,7 @@ $RX_ORT_DIR (default ~/.cache/relaxd/ort-1.30.0), which is also --ort-dir's defa
 
   bench_vs_ort.py [--quick] [--forms pt,kt,where,qscale,gqa]
                   [--workloads decode1,decode16,prefill128,prefill512] [--levels 2,3]
-                  [--engines relax,ort,torch] [--repeat R] [--threads 2]
+                  [--engines relax,onnx,ort,torch] [--repeat R] [--threads 2]
                   [--bounds b=16,s=512,c=512] [--ort-dir DIR] [--relaxc P] [--relax-run P]
                   [--keep DIR]
 """
@@ -354,7 +357,7 @@ def main():
     ap.add_argument("--forms", default=",".join(FORMS))
     ap.add_argument("--workloads")
     ap.add_argument("--levels", default="2,3")
-    ap.add_argument("--engines", default="relax,ort,torch")
+    ap.add_argument("--engines", default="relax,onnx,ort,torch")
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--bounds")
@@ -370,13 +373,13 @@ def main():
     wl_table = QUICK_WORKLOADS if a.quick else WORKLOADS
     workloads = parse_list(a.workloads or ",".join(wl_table), tuple(wl_table), "workload")
     levels = parse_list(a.levels, ("0", "1", "2", "3"), "opt level")
-    engines = parse_list(a.engines, ("relax", "ort", "torch"), "engine")
+    engines = parse_list(a.engines, ("relax", "onnx", "ort", "torch"), "engine")
     cfg = TINY_CFG if a.quick else FULL_CFG
     bounds = parse_bounds(a.bounds or ("b=4,s=16,c=16" if a.quick else "b=16,s=512,c=512"))
     repeat = 1 if a.quick else a.repeat
 
     torch = None
-    if "torch" in engines or "ort" in engines:
+    if "torch" in engines or "ort" in engines or "onnx" in engines:
         try:
             import torch
             torch.set_num_threads(a.threads)
@@ -392,6 +395,7 @@ def main():
                  "or --engines relax,torch)" % ort_dir)
     a.ort_dir = ort_dir
     use_torch = "torch" in engines and torch is not None
+    use_onnx = "onnx" in engines and torch is not None
 
     rng = np.random.default_rng(0)
     tmp = a.keep or tempfile.mkdtemp(prefix="bench_vs_ort_")
@@ -431,7 +435,7 @@ def main():
                     np.save(ipaths[name], arr)
                 want = numpy_ref(cfg, form, W, **{{"x": "x", "k_cache": "kc", "v_cache": "vc"}[k]: v
                                                   for k, v in ins.items()})
-                res = {"relax": {}, "ort": None, "torch": None}
+                res = {"relax": {}, "onnx": {}, "ort": None, "torch": None}
                 errs = {}
 
                 def check(engine, got):
@@ -449,17 +453,30 @@ def main():
                         continue
                     res["relax"][lv] = r
                     check("relax O" + lv, rxbench.read_outputs(out_dir))
-                if use_torch or use_ort:
+                if use_torch or use_ort or use_onnx:
                     model = torch_block_class(torch)(cfg, form, phase == "decode", W)
                     targs = tuple(torch.from_numpy(v) for v in ins.values())
                     with torch.no_grad():
                         check("torch", [t.numpy() for t in model(*targs)])
                         if use_torch and not a.quick:
                             res["torch"] = rxbench.median_ms(lambda: model(*targs), repeat)
+                        onnx_path = os.path.join(tmp, "block_%s_%s.onnx" % (form, phase))
+                        if (use_ort or use_onnx) and not os.path.exists(onnx_path):
+                            export_onnx(torch, model, targs, onnx_path, phase == "decode", form)
+                        for lv in levels if use_onnx else ():
+                            orxa = os.path.join(tmp, "block_%s_%s_onnx_O%s.rxa" % (form, phase, lv))
+                            if not os.path.exists(orxa):
+                                rxbench.run([a.relaxc, "build", onnx_path, "--target", "cpu",
+                                             "--opt-level", lv, "-o", orxa],
+                                            what="bench_vs_ort (%s onnx O%s)" % (form, lv))
+                            out_dir = os.path.join(tmp, "out_%s_%s_onnx_O%s" % (form, wl, lv))
+                            r, err = relax_call(a, orxa, "main", ipaths, repeat, out_dir)
+                            if r is None:
+                                failed.append("%s %s onnx O%s: %s" % (form, wl, lv, err))
+                                continue
+                            res["onnx"][lv] = r
+                            check("onnx O" + lv, rxbench.read_outputs(out_dir))
                         if use_ort:
-                            onnx_path = os.path.join(tmp, "block_%s_%s.onnx" % (form, phase))
-                            if not os.path.exists(onnx_path):
-                                export_onnx(torch, model, targs, onnx_path, phase == "decode", form)
                             out_dir = os.path.join(tmp, "out_%s_%s_ort" % (form, wl))
                             r, err = ort_call(a, onnx_path, ipaths, ["y", "k", "v"], repeat,
                                               out_dir, tmp)
@@ -473,14 +490,19 @@ def main():
                 for lv in levels:
                     r = res["relax"].get(lv)
                     ms = r["median_ms"] if r else None
-                    rows.append([form, wl, "O" + lv, fmt(ms), fmt(ort_ms), fmt(t_ms),
+                    o = res["onnx"].get(lv)
+                    oms = o["median_ms"] if o else None
+                    rows.append([form, wl, "O" + lv, fmt(ms), fmt(oms), fmt(ort_ms), fmt(t_ms),
                                  fmt(ms / ort_ms if ms and ort_ms else None, "%.2f"),
+                                 fmt(oms / ort_ms if oms and ort_ms else None, "%.2f"),
                                  fmt(ms / t_ms if ms and t_ms else None, "%.2f"),
                                  "%.2g" % max(errs.values()) if errs else "-"])
                     lines.append({"bench": "vs_ort", "form": form, "workload": wl,
                                   "phase": phase, "b": B, ("s" if phase == "prefill" else "c"): n,
                                   "opt_level": int(lv), "threads": a.threads, "repeat": repeat,
-                                  "relax_ms": ms, "ort_ms": ort_ms, "torch_ms": t_ms,
+                                  "relax_ms": ms, "onnx_import_ms": oms, "ort_ms": ort_ms,
+                                  "torch_ms": t_ms,
+                                  "onnx_import_over_ort": oms / ort_ms if oms and ort_ms else None,
                                   "relax_over_ort": ms / ort_ms if ms and ort_ms else None,
                                   "relax_over_torch": ms / t_ms if ms and t_ms else None,
                                   "relax_reserved_bytes": r.get("reserved_bytes") if r else None,
@@ -498,8 +520,8 @@ def main():
           " ORT %s, PyTorch %s" % (cfg["hidden"], cfg["heads"], cfg["intermediate"], a.threads,
                                    repeat, "yes" if use_ort else "no",
                                    torch.__version__ if use_torch else "no"))
-    print(rxbench.table(["form", "workload", "relax", "relax ms", "ORT ms", "torch ms",
-                         "relax/ORT", "relax/torch", "max|diff|"], rows))
+    print(rxbench.table(["form", "workload", "relax", "relax ms", "import ms", "ORT ms",
+                         "torch ms", "relax/ORT", "import/ORT", "relax/torch", "max|diff|"], rows))
     print(json.dumps({"bench": "vs_ort", "machine": machine}), flush=True)
     return rxbench.finish("bench_vs_ort: FAILED\n ", [], failed, sep="\n  ")
 

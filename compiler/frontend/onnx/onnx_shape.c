@@ -14,9 +14,21 @@
 
 bool ox_c_shape(ox_ctx *c)
 {
-    rx_node *x = ox_in_node(c, 0);
-    if (!ox_need_dims(c, x)) return false;
-    int nd = x->sinfo->ndim;
+    ox_val *xv = ox_in(c, 0);
+    rx_expr *vdim[1];
+    rx_expr **dims;
+    int nd;
+    if (xv && xv->sym) { /* a shape value itself (PyTorch's expand: Shape of the target
+                          * shape, for ConstantOfShape/Equal/Where): its shape is literal */
+        nd = xv->symrank;
+        vdim[0] = ox_lit(c, xv->nsym);
+        dims = vdim;
+    } else {
+        rx_node *x = ox_in_node(c, 0);
+        if (!ox_need_dims(c, x)) return false;
+        nd = x->sinfo->ndim;
+        dims = x->sinfo->dims;
+    }
     int64_t s = ox_attr_i(c, "start", 0), e = ox_attr_i(c, "end", nd);
     if (s < 0) s += nd;
     if (e < 0) e += nd;
@@ -24,7 +36,7 @@ bool ox_c_shape(ox_ctx *c)
     e = e < 0 ? 0 : e > nd ? nd : e;
     int n = e > s ? (int)(e - s) : 0;
     rx_expr **sym = RX_NEWN(c->a, rx_expr *, n ? n : 1);
-    for (int i = 0; i < n; i++) sym[i] = x->sinfo->dims[s + i];
+    for (int i = 0; i < n; i++) sym[i] = dims[s + i];
     ox_out_sym(c, 0, sym, n, 1, RX_DT_I64);
     return true;
 }
