@@ -102,16 +102,16 @@ def ancestors(m, names):
     """The graph inputs that the values `names` are computed from (main graph)."""
     producer = {o: n for n in m.graph.node for o in n.output}
     inputs = {i.name for i in m.graph.input}
-    seen, todo, found = set(), list(names), []
-    while todo:
-        v = todo.pop()
+    seen, pending, found = set(), list(names), []
+    while pending:
+        v = pending.pop()
         if v in seen or not v:
             continue
         seen.add(v)
         if v in inputs:
             found.append(v)
         elif v in producer:
-            todo.extend(producer[v].input)
+            pending.extend(producer[v].input)
     return found
 
 
