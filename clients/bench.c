@@ -172,11 +172,13 @@ static const char *split_kv(const char *s, char *name, size_t cap)
 static json_t *request_body(const rxc_bench_opts *o, const char *id)
 {
     /* The job's target is the kind ("vulkan,max_threads=64" compiles for those options,
-     * and any agent offering vulkan runs it). */
+     * and any agent offering vulkan runs it). Without --target the server takes the
+     * artifact's own kind (a vulkan .rxa runs on a vulkan agent). */
     char kind[65];
     snprintf(kind, sizeof kind, "%.*s", (int)strcspn(o->target, ","), o->target);
-    json_t *b = json_pack("{s:s, s:s}", "artifact", id, "target", kind);
+    json_t *b = json_pack("{s:s}", "artifact", id);
     if (!b) return NULL;
+    if (o->target_given) json_object_set_new(b, "target", json_string(kind));
     if (o->fn) json_object_set_new(b, "function", json_string(o->fn));
     if (o->nshapes) {
         json_t *sh = json_object();

@@ -170,6 +170,7 @@ int rxc_compile_file(rxc_conn *c, const char *file, const char *target, int opt_
 typedef struct rxc_bench_opts {
     const char *what;                     /* ARTIFACT id, ARTIFACT.rxa or MODULE.json */
     const char *target;                   /* --target (default cpu) */
+    int target_given;                     /* --target was given (else the artifact's) */
     const char *fn;                       /* --fn, NULL: the server's default (main) */
     int opt_level;                        /* --opt-level for a module; -1: default */
     const char *shapes[RXC_MAX_LIST];     /* --shape VAR=N */

@@ -63,6 +63,7 @@ typedef struct cli {
     double timeout;           /* --timeout seconds; 0: none */
     int timeout_set;          /* --timeout was given */
     const char *target;       /* compile/bench --target */
+    int target_given;         /* --target was given */
     int opt_level;            /* compile/bench --opt-level; -1: the server's default */
     const char *out;          /* compile/fetch -o */
     int async;                /* compile --async */
@@ -281,6 +282,7 @@ static int parse_args(int argc, char **argv, cli *o)
         } else if (!strcmp(name, "--target")) {
             if (!*val) return bad_usage("%s needs a value", name);
             o->target = val;
+            o->target_given = 1;
         } else if (!strcmp(name, "--timeout")) {
             char *end;
             errno = 0;
@@ -653,6 +655,7 @@ int main(int argc, char **argv)
     } else if (is_bench) {
         o.b.what = o.pos[1];
         o.b.target = o.target;
+        o.b.target_given = o.target_given;
         o.b.opt_level = o.opt_level;
         o.b.json = o.json;
         rc = rxc_cmd_bench(&c, &o.b);

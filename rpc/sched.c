@@ -460,7 +460,18 @@ json_t *rx_sched_submit(rx_sched *s, const json_t *body, rx_sched_artifact_fn ar
     sv_defaults d = {s->o.timeout_s, s->o.queue_timeout_s, s->o.max_attempts};
     sjob *j = sv_submit(body, &d, e);
     if (!j) return NULL;
-    int r = artifact(actx, j->artifact, &j->artifact_bytes);
+    char kind[RX_SCHED_NAME_MAX + 1] = "";
+    int r = artifact(actx, j->artifact, &j->artifact_bytes, kind, sizeof kind);
+    if (r == 0 && kind[0] && !j->target_given) {
+        snprintf(j->target, sizeof j->target, "%s", kind);
+    } else if (r == 0 && kind[0] && strcmp(kind, j->target)) {
+        sv_fail(e, 409, "target_mismatch",
+                "target: the job names %s but artifact %.12s was compiled for %s "
+                "(omit target, or compile the module for %s)",
+                j->target, j->artifact, kind, j->target);
+        sjob_free(j);
+        return NULL;
+    }
     if (r) {
         sjob_free(j);
         if (r > 0)

@@ -42,6 +42,7 @@ typedef struct sjob {
     char artifact[65];         /* hex SHA-256 of the .rxa */
     int64_t artifact_bytes;
     char target[RX_SCHED_NAME_MAX + 1];
+    bool target_given;         /* the body named it (else the artifact's kind decides) */
     json_t *labels;            /* array of strings the agent must all have */
     int priority;              /* larger first */
     int timeout_s, queue_timeout_s, max_attempts;

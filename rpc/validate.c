@@ -219,7 +219,10 @@ sjob *sv_submit(const json_t *body, const sv_defaults *d, rx_sched_err *e)
             ok = json_is_string(v) && valid_name(json_string_value(v), RX_SCHED_NAME_MAX);
             if (!ok) BAD("target: expected a name of 1..%d characters [A-Za-z0-9._:-]",
                          RX_SCHED_NAME_MAX);
-            else snprintf(j->target, sizeof j->target, "%s", json_string_value(v));
+            else {
+                snprintf(j->target, sizeof j->target, "%s", json_string_value(v));
+                j->target_given = true;
+            }
         } else if (!strcmp(k, "function")) {
             ok = json_is_string(v) && valid_name(json_string_value(v), FUNCTION_MAX);
             if (!ok) BAD("function: expected a function name of 1..%d characters", FUNCTION_MAX);

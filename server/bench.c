@@ -150,15 +150,19 @@ void rx_h_agents(rx_server *s, rx_request *q)
 
 /* ---- clients ---- */
 
-/* The scheduler's artifact check against the store: 0 present (*bytes), 1 absent, -1. */
-static int artifact_size(void *ctx, const char *id, int64_t *bytes)
+/* The scheduler's artifact check against the store: 0 present (*bytes, and kind[] the
+ * kind of its normalized target: "vulkan" of "vulkan,max_threads=64"), 1 absent, -1. */
+static int artifact_size(void *ctx, const char *id, int64_t *bytes, char *kind,
+                         size_t kind_cap)
 {
     rx_server *s = ctx;
     rx_artifact_info info;
     char err[256];
     int r = rx_store_info(rx_server_store(s), id, &info, NULL, err, sizeof err);
-    if (r == 0) *bytes = info.size;
-    else if (r < 0)
+    if (r == 0) {
+        *bytes = info.size;
+        snprintf(kind, kind_cap, "%.*s", (int)strcspn(info.target, ","), info.target);
+    } else if (r < 0)
         rx_log_json(rx_server_log(s), RX_LOG_ERROR,
                     json_pack("{s:s, s:s, s:s}", "event", "store_error", "artifact", id,
                               "message", err));

@@ -84,8 +84,8 @@ class Relaxd(rxtest.Relaxd):
         st, _, obj = self.json(method, path, body, timeout=timeout, token=token)
         return st, obj
 
-    def compile(self, mod):
-        st, body = self.request("POST", "/v1/compile", {"module": mod, "target": "cpu"})
+    def compile(self, mod, target="cpu"):
+        st, body = self.request("POST", "/v1/compile", {"module": mod, "target": target})
         expect(st == 200, "compile: %s %s" % (st, body))
         return body["artifact"]
 
@@ -258,13 +258,15 @@ def test_two_agents_share_a_queue():
 
 def test_unavailable_target_times_out():
     d = S["d"]
-    jid = d.submit(**bench_body(target="cuda", queue_timeout_s=1))
+    kind = S["other_kind"]
+    jid = d.submit(**bench_body(artifact=S["art_other"], queue_timeout_s=1))
     j = d.job(jid)
-    expect(j["status"] == "queued" and j.get("position") == 0, "queued: %s" % j)
+    expect(j["status"] == "queued" and j.get("position") == 0 and j["target"] == kind,
+           "queued: %s" % j)
     j = d.wait_job(jid, 10)
     expect(j["status"] == "failed" and j["error"]["code"] == "queue_timeout", "job %s" % j)
     msg = j["error"]["message"]
-    expect("cuda" in msg and "lab-a" in msg, "message %s" % msg)
+    expect(kind in msg and "lab-a" in msg, "message %s" % msg)
 
 
 def test_cancel_running_job():
@@ -484,11 +486,14 @@ def test_cli_and_python_client():
     expect(p.returncode == 1 and "needs symbolic variable n" in p.stderr and "(shape_error)" in p.stderr,
            "shape error: %s" % p.stderr)
     # --no-wait, jobs, cancel
-    p = relax("bench", S["art"], "--shape", "n=8", "--target", "cuda", "--no-wait")
+    p = relax("bench", S["art"], "--shape", "n=8", "--target", S["other_kind"], "--no-wait")
+    expect(p.returncode == 1 and "target_mismatch" in p.stderr, "mismatch: %s %s" % (p.stdout, p.stderr))
+    p = relax("bench", S["art_other"], "--shape", "n=8", "--no-wait")  # the artifact's kind
     jid = p.stdout.strip()
     expect(p.returncode == 0 and len(jid) == 32, "no-wait: %s %s" % (p.stdout, p.stderr))
     p = relax("jobs", "--status", "queued")
-    expect(p.returncode == 0 and jid in p.stdout and "cuda" in p.stdout, "jobs: %s %s" % (p.stdout, p.stderr))
+    expect(p.returncode == 0 and jid in p.stdout and S["other_kind"] in p.stdout,
+           "jobs: %s %s" % (p.stdout, p.stderr))
     p = relax("jobs", "cancel", jid)
     expect(p.returncode == 0 and "cancelled" in p.stdout, "cancel: %s %s" % (p.stdout, p.stderr))
     p = relax("cancel", jid)
@@ -527,6 +532,15 @@ def main():
         S["b"] = Agent(S["d"].url, "lab-b")
         S["a"].registered()
         S["b"].registered()
+        # an artifact for a GPU kind neither agent offers (their devices decide), which
+        # this relaxd compiles: jobs for it queue and time out
+        offered = {t for a in S["d"].agents().values() for t in a["targets"]}
+        st, tg = S["d"].request("GET", "/v1/targets")
+        kinds = [k["kind"] for k in tg["targets"] if k["available"] and k["kind"] not in offered]
+        if not kinds:
+            raise AssertionError("no target kind both compilable here and not offered: %s" % tg)
+        S["other_kind"] = kinds[0]
+        S["art_other"] = S["d"].compile(module(), kinds[0])
         # calibration: the median time of one call, for jobs of a chosen length (the
         # median of many calls only underestimates, so jobs last at least that long)
         cal = S["d"].wait_job(S["d"].submit(**bench_body(repeat=30, number=5)), 60)

@@ -49,10 +49,11 @@ class Daemon(rxtest.Relaxd):
 
     # ---- protocol helpers ----
 
-    def compile(self, token=None):
+    def compile(self, token=None, target="cpu"):
         with open(MODULE) as f:
             mod = json.load(f)
-        st, b = self.json("POST", "/v1/compile", {"module": mod}, token, timeout=300)
+        st, b = self.json("POST", "/v1/compile", {"module": mod, "target": target}, token,
+                          timeout=300)
         assert st == 200, "compile %s %s" % (st, b)
         return b["artifact"]
 
@@ -101,6 +102,7 @@ class Daemon(rxtest.Relaxd):
 
 MAIN = None  # anonymous daemon with fast agent timings
 ART = None   # an artifact compiled on MAIN
+ART_CL = None  # the same module compiled for opencl (no agent here offers it)
 
 
 def drain(d, agent):
@@ -281,9 +283,26 @@ def test_lease_expiry_requeue():
                          o.get("name") == "lease-1", 5), "no agent_offline log line")
 
 
+def test_artifact_target():
+    """A job runs on its artifact's target kind: omitted, it is the artifact's; another
+    kind is a 409 target_mismatch (it could only fail on the agent), nothing queued."""
+    before = MAIN.json("GET", "/v1/benchmarks?status=queued")[1]
+    st, b = MAIN.json("POST", "/v1/benchmarks", {"artifact": ART_CL, "target": "cpu"})
+    expect(st == 409 and b["error"]["code"] == "target_mismatch" and
+           "names cpu but artifact %s was compiled for opencl" % ART_CL[:12]
+           in b["error"]["message"], "mismatch %s %s" % (st, b))
+    st, b = MAIN.json("POST", "/v1/benchmarks", {"artifact": ART, "target": "opencl"})
+    expect(st == 409 and b["error"]["code"] == "target_mismatch", "mismatch %s %s" % (st, b))
+    expect(MAIN.json("GET", "/v1/benchmarks?status=queued")[1] == before, "a refused job queued")
+    q = MAIN.submit(ART_CL, queue_timeout_s=30)
+    expect(MAIN.job(q)["target"] == "opencl", "default target %s" % MAIN.job(q))
+    st, _ = MAIN.json("POST", "/v1/benchmarks/%s/cancel" % q)
+    expect(st == 200, "cancel %s" % st)
+
+
 def test_timeouts():
     a = MAIN.register("to-1", labels=["to"])
-    q = MAIN.submit(ART, target="cuda", labels=["sm90"], queue_timeout_s=1)
+    q = MAIN.submit(ART_CL, labels=["sm90"], queue_timeout_s=1)  # target: the artifact's
     r = MAIN.submit(ART, labels=["to"], timeout_s=1)
     st, job, _ = MAIN.poll(a)
     expect(job["id"] == r and job["timeout_ms"] == 1000, "poll %s" % job)
@@ -299,7 +318,7 @@ def test_timeouts():
                  "queue timeout")
     msg = j["error"]["message"]
     expect(j["error"]["code"] == "queue_timeout" and
-           msg.startswith("no agent with target cuda and labels sm90 became available within 1 s")
+           msg.startswith("no agent with target opencl and labels sm90 became available within 1 s")
            and "to-1 [cpu; to]" in msg, "queue_timeout %s" % j)
 
 
@@ -605,16 +624,17 @@ def check_main_db():
 
 
 def main():
-    global MAIN, ART
+    global MAIN, ART, ART_CL
     if not os.access(RELAXD, os.X_OK):
         print("missing %s" % RELAXD)
         print("0 passed, 1 failed")
         return 1
     MAIN = Daemon(FAST)
     ART = MAIN.compile()
+    ART_CL = MAIN.compile(target="opencl")
     for fn in [test_register, test_idle_poll_204, test_submit_wakes_poll,
                test_heartbeat_cancel_result_409, test_result_done_and_failed,
-               test_lease_expiry_requeue, test_timeouts, test_agents_states,
+               test_lease_expiry_requeue, test_timeouts, test_artifact_target, test_agents_states,
                test_hostile_input, test_auth_separation, test_restart_keeps_queued,
                test_garbage_jobs_db, test_parked_polls_free_event_loop,
                test_undelivered_job_returns, test_concurrent_agents, test_config_checks]:

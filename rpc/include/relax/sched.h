@@ -57,8 +57,11 @@ typedef struct rx_sched rx_sched;
 typedef void (*rx_sched_log_fn)(void *ctx, int level, json_t *obj);
 enum { RX_SCHED_LOG_DEBUG, RX_SCHED_LOG_INFO, RX_SCHED_LOG_WARN, RX_SCHED_LOG_ERROR };
 
-/* Whether an artifact exists: 0 yes (*bytes set), 1 no, -1 the store failed. */
-typedef int (*rx_sched_artifact_fn)(void *ctx, const char *id, int64_t *bytes);
+/* Whether an artifact exists: 0 yes (*bytes set, and kind[kind_cap] the kind of the
+ * target it was compiled for, "cpu", "vulkan", ..., or "" when unknown), 1 no, -1 the
+ * store failed. */
+typedef int (*rx_sched_artifact_fn)(void *ctx, const char *id, int64_t *bytes, char *kind,
+                                    size_t kind_cap);
 
 typedef struct rx_sched_opts {
     const char *db_path;       /* the jobs database, e.g. <data>/jobs.db (created) */

@@ -43,13 +43,17 @@ static void advance(int64_t ms)
 
 #define ART "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define MISSING_ART "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+#define VULKAN_ART "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"
 
 /* The artifact check: everything exists (1234 bytes) but MISSING_ART. */
-static int fake_artifact(void *ctx, const char *id, int64_t *bytes)
+static int fake_artifact(void *ctx, const char *id, int64_t *bytes, char *kind,
+                         size_t kind_cap)
 {
     (void)ctx;
     if (!strcmp(id, MISSING_ART)) return 1;
     *bytes = 1234;
+    /* VULKAN_ART was compiled for vulkan; the others' target is unknown (no check). */
+    snprintf(kind, kind_cap, "%s", strcmp(id, VULKAN_ART) ? "" : "vulkan");
     return 0;
 }
 
@@ -386,6 +390,23 @@ START_TEST(submit_validation)
 END_TEST
 
 /* ---- matching and order ---- */
+
+/* A job's target is the kind of the artifact's target: named otherwise, 409. */
+START_TEST(artifact_target_decides)
+{
+    rx_sched *s = open_default();
+    /* the job's target must be the artifact's kind; without one it is the artifact's */
+    submit_fails(s, "{\"artifact\": \"" VULKAN_ART "\", \"target\": \"cpu\"}", 409,
+                 "target_mismatch", "names cpu but artifact eeeeeeeeeeee was compiled for vulkan");
+    char vid[RX_SCHED_ID_LEN + 1];
+    submit(s, "{\"artifact\": \"" VULKAN_ART "\"}", vid);
+    json_t *o = job(s, vid);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "target")), "vulkan");
+    json_decref(o);
+    submit(s, "{\"artifact\": \"" VULKAN_ART "\", \"target\": \"vulkan\"}", vid);
+    rx_sched_close(s);
+}
+END_TEST
 
 START_TEST(match_target_and_labels)
 {
@@ -1001,6 +1022,7 @@ static Suite *sched_suite(void)
     tcase_set_timeout(t, 60);
     tcase_add_test(t, register_validation);
     tcase_add_test(t, submit_validation);
+    tcase_add_test(t, artifact_target_decides);
     tcase_add_test(t, match_target_and_labels);
     tcase_add_test(t, priority_then_fifo);
     tcase_add_test(t, one_job_per_agent);
