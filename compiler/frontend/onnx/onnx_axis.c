@@ -74,17 +74,39 @@ bool ox_c_bit_shift(ox_ctx *c)
                                       ox_in_node(c, 0), ox_in_node(c, 1)));
 }
 
+/* The n values of a Resize operand (sizes, scales or roi) of a 3-d NCW input as those of
+ * its NC1W lifting: a unit H inserted before W (at H's index of each half of a roi). */
+static void lift_ncw(double *v, int n, double unit)
+{
+    if (n == 6) { /* roi: starts then ends; H's are 0 and 1 (the whole extent) */
+        double r[8] = {v[0], v[1], 0, v[2], v[3], v[4], 1, v[5]};
+        memcpy(v, r, sizeof r);
+    } else { /* n == 3: sizes or scales */
+        v[3] = v[2];
+        v[2] = unit;
+    }
+}
+
 /* Resize (opsets 10-17) and Upsample onto image.resize2d: a 4-d NCHW input whose N and
  * C are kept; sizes (the output's H and W) or scales (H and W from the literal input
  * extents, floor(D * s), or D * s for an integer s); roi for tf_crop_and_resize. Before
- * opset 11 (and for Upsample) the coordinates are asymmetric and nearest rounds down. */
+ * opset 11 (and for Upsample) the coordinates are asymmetric and nearest rounds down.
+ * A 3-d NCW input (nn.Upsample after a Conv1d) is resized as NC1W, H kept: expand_dims
+ * before, squeeze after. */
 bool ox_c_resize(ox_ctx *c)
 {
     rx_node *x = ox_in_node(c, 0);
     if (!x || !ox_need_dims(c, x)) return false;
-    if (x->sinfo->ndim != 4) {
-        ox_err(c, "only 4-d (NCHW) inputs are supported");
+    int rank = x->sinfo->ndim;
+    if (rank != 3 && rank != 4) {
+        ox_err(c, "only 3-d (NCW) and 4-d (NCHW) inputs are supported, found %d-d", rank);
         return false;
+    }
+    if (rank == 3) {
+        rx_attr *m = ox_amap(c);
+        int64_t h = 2;
+        ox_aset(c, m, "axis", ox_aints(c, &h, 1));
+        if (!(x = ox_call1(c, "expand_dims", x, m)) || !ox_need_dims(c, x)) return false;
     }
     bool old = c->opset < 11 || !strcmp(c->node->op_type, "Upsample");
     int si = old ? 1 : 2, zi = old ? -1 : 3;
@@ -92,12 +114,17 @@ bool ox_c_resize(ox_ctx *c)
     rx_expr **d = x->sinfo->dims, *size[2];
     rx_const *k;
     if (zi >= 0 && ox_in(c, zi)) {
-        int64_t *sz;
+        int64_t *zs;
         int n;
-        if (!ox_ints(c, ox_in(c, zi), &sz, &n) || n != 4) {
-            ox_err(c, "sizes must be a constant of 4 values");
+        if (!ox_ints(c, ox_in(c, zi), &zs, &n) || n != rank) {
+            ox_err(c, "sizes must be a constant of %d values", rank);
             return false;
         }
+        double zd[4];
+        for (int i = 0; i < rank; i++) zd[i] = (double)zs[i];
+        if (rank == 3) lift_ncw(zd, 3, 1);
+        int64_t sz[4];
+        for (int i = 0; i < 4; i++) sz[i] = (int64_t)zd[i];
         for (int i = 0; i < 2; i++) {
             int64_t v;
             if (!rx_expr_is_const(ox_simp(c, d[i]), &v) || v != sz[i]) {
@@ -128,11 +155,12 @@ bool ox_c_resize(ox_ctx *c)
             ox_err(c, "scales (or sizes) must be constants");
             return false;
         }
-        if (na != 4) {
-            ox_err(c, "scales must have 4 values");
+        if (na != rank) {
+            ox_err(c, "scales must have %d values", rank);
             return false;
         }
-        for (int i = 0; i < 4; i++) sc[i] = fs ? fs[i] : ox_cf(k, i);
+        for (int i = 0; i < rank; i++) sc[i] = fs ? fs[i] : ox_cf(k, i);
+        if (rank == 3) lift_ncw(sc, 3, 1);
         if (sc[0] != 1 || sc[1] != 1 || !(sc[2] > 0) || !(sc[3] > 0)) {
             ox_err(c, "only H and W can be resized (scales must be 1 for N and C, positive)");
             return false;
@@ -153,11 +181,12 @@ bool ox_c_resize(ox_ctx *c)
     const char *mode = ox_attr_s(c, "coordinate_transformation_mode", old ? "asymmetric" : "half_pixel");
     if (!strcmp(mode, "tf_crop_and_resize")) {
         k = ox_const(c, ox_in(c, 1));
-        if (!k || ox_numel(k) != 8) {
-            ox_err(c, "roi must be a constant of 8 values");
+        if (!k || ox_numel(k) != 2 * rank) {
+            ox_err(c, "roi must be a constant of %d values", 2 * rank);
             return false;
         }
-        for (int i = 0; i < 8; i++) roi[i] = ox_cf(k, i);
+        for (int i = 0; i < 2 * rank; i++) roi[i] = ox_cf(k, i);
+        if (rank == 3) lift_ncw(roi, 6, 0);
     }
     const char *m = ox_attr_s(c, "mode", "nearest");
     const char *method = !strcmp(m, "nearest") ? "nearest_neighbor" : !strcmp(m, "linear") ||
@@ -178,7 +207,14 @@ bool ox_c_resize(ox_ctx *c)
     ox_aset(c, a, "extrapolation_value", ox_afloat(c, ox_attr_f(c, "extrapolation_value", 0)));
     ox_aset(c, a, "scales", ox_afloats(c, sc + 2, 2));
     rx_node *args[2] = {x, ox_shape_node(c, size, 2)};
-    return ox_out_node(c, 0, ox_call(c, "image.resize2d", args, 2, a));
+    rx_node *y = ox_call(c, "image.resize2d", args, 2, a);
+    if (y && rank == 3) {
+        rx_attr *sq = ox_amap(c);
+        int64_t h = 2;
+        ox_aset(c, sq, "axis", ox_aints(c, &h, 1));
+        y = ox_call1(c, "squeeze", y, sq);
+    }
+    return ox_out_node(c, 0, y);
 }
 
 /* Unique -> unique with every extra result asked for when the node has more outputs:

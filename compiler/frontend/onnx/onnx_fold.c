@@ -9,8 +9,9 @@
  * plain dtype (f32, f64, i32, i64, bool) is evaluated here and its output becomes a
  * constant. Floats are computed in double and rounded once to the output dtype (exact
  * for one f32 operation: double carries more than 2*24+2 bits); integers in int64 (an
- * integer Div folds only when exact, so no rounding convention is chosen here; overflow
- * is left to the op). Anything else (a NaN cast to an integer, a larger tensor) is left
+ * integer Div truncates toward zero, as ONNX Runtime and the ONNX reference do: PyTorch's
+ * chunk computes its chunk size as (n + chunks - 1) / chunks; a division by zero or
+ * INT64_MIN / -1 is left to the op; overflow wraps). Anything else (a NaN cast to an integer, a larger tensor) is left
  * to the converter, which emits the op as usual. Costs: O(1) per node.
  */
 #include <math.h>
@@ -48,8 +49,8 @@ static bool eval(const char *op, bool isf, double a, double b, int64_t ia, int64
     else if (!strcmp(op, "Mul")) *r = a * b, *ir = (int64_t)(ua * ub);
     else if (!strcmp(op, "Div")) {
         *r = a / b;
-        if (ib == 0 || (ib == -1 && ia == INT64_MIN) || ia % ib) *ir = INT64_MIN; /* not exact */
-        else *ir = ia / ib;
+        if (ib == 0 || (ib == -1 && ia == INT64_MIN)) *ir = INT64_MIN; /* left to the op */
+        else *ir = ia / ib; /* C truncates toward zero */
     }
     else if (!strcmp(op, "And")) *r = a != 0 && b != 0;
     else if (!strcmp(op, "Or")) *r = a != 0 || b != 0;
@@ -86,7 +87,7 @@ bool ox_fold_scalar(ox_ctx *c)
     double a = ox_cf(k[0], 0), b = n == 2 ? ox_cf(k[1], 0) : 0, r;
     int64_t ia = isf ? 0 : ox_ci(k[0], 0), ib = isf || n < 2 ? 0 : ox_ci(k[1], 0), ir;
     if (!eval(op, isf, a, b, ia, ib, &r, &ir)) return false;
-    if (!isf && !strcmp(op, "Div") && ir == INT64_MIN) return false; /* inexact */
+    if (!isf && !strcmp(op, "Div") && ir == INT64_MIN) return false; /* undefined */
     rx_const *res = ox_new_const(c, out, k[0]->ndim, k[0]->shape);
     if (out == RX_DT_F32) {
         float f = (float)r;
