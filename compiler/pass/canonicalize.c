@@ -34,8 +34,12 @@
  *   call_tir     of a loop function of the module, every tensor argument constant,
  *                every tir_var an integer literal: the function itself runs.
  *   reshape      of a constant: the same bytes under the static target shape (no run).
- * Folding happens only when every result has a static shape of at most
- * FOLD_MAX_ELEMS elements and the results take at most FOLD_FREE_BYTES or no more
+ *   permute_dims of a constant: its elements moved by a strided copy (no run). An
+ *                imported Gemm(transB=1) or a Transpose of a weight is such a call:
+ *                left in place it transposes the weight on every call.
+ * reshape and permute_dims keep the bytes of their operand (a weight used only through
+ * them is then dead), so they fold up to FOLD_MOVE_MAX_ELEMS elements. Other folding
+ * happens only when every result has a static shape of at most FOLD_MAX_ELEMS elements and the results take at most FOLD_FREE_BYTES or no more
  * bytes than the constant operands (a constant is stored in the artifact: a chain
  * over a weight folds, zeros((1024, 1024)) stays a small kernel). A run that fails
  * (division by zero, an out-of-bounds access: anything the kernel leaves undefined)
@@ -51,6 +55,7 @@
 #include "../interp/tir_eval.h"
 
 #define FOLD_MAX_ELEMS (INT64_C(1) << 20)  /* elements of one folded tensor */
+#define FOLD_MOVE_MAX_ELEMS (INT64_C(1) << 30) /* ... of a folded reshape or permute_dims */
 #define FOLD_FREE_BYTES (INT64_C(64) << 10) /* results this small fold whatever their inputs */
 #define FOLD_PASS_STEPS (INT64_C(1) << 27)  /* interpreter steps per run of the pass */
 #define FOLD_MAX_BUFS 64                    /* operands + results of one folded call */
@@ -109,21 +114,27 @@ static const rx_const *const_of(cz_ctx *c, rx_node *n)
 /* The static extents of tensor annotation s into a new array (m's arena) with *n
  * elements and *bytes bytes; false unless dtype and dims are known literals and the
  * tensor has at most FOLD_MAX_ELEMS elements. */
-static bool static_tensor(cz_ctx *c, const rx_sinfo *s, int64_t **shape, int64_t *n,
-                          int64_t *bytes)
+static bool static_tensor_max(cz_ctx *c, const rx_sinfo *s, int64_t max, int64_t **shape,
+                              int64_t *n, int64_t *bytes)
 {
     if (!s || s->kind != RX_SI_TENSOR || s->ndim < 0 || !s->dims || !rx_tev_elem_size(s->dtype))
         return false;
     int64_t *sh = RX_NEWN(c->m->arena, int64_t, s->ndim + 1), k = 1;
     for (int i = 0; i < s->ndim; i++) {
         if (!rx_expr_is_const(s->dims[i], &sh[i]) || sh[i] < 0 ||
-            __builtin_mul_overflow(k, sh[i], &k) || k > FOLD_MAX_ELEMS)
+            __builtin_mul_overflow(k, sh[i], &k) || k > max)
             return false;
     }
     *shape = sh;
     *n = k;
     *bytes = k * (int64_t)rx_tev_elem_size(s->dtype);
     return true;
+}
+
+static bool static_tensor(cz_ctx *c, const rx_sinfo *s, int64_t **shape, int64_t *n,
+                          int64_t *bytes)
+{
+    return static_tensor_max(c, s, FOLD_MAX_ELEMS, shape, n, bytes);
 }
 
 /* The tensors of a call's result annotation: s itself or the fields of a tuple of
@@ -224,11 +235,65 @@ static rx_node *fold_reshape(cz_ctx *c, rx_node *n)
 {
     const rx_const *x = const_of(c, n->args[0]);
     int64_t *shape, k, bytes;
-    if (!x || !static_tensor(c, n->sinfo, &shape, &k, &bytes) || n->sinfo->dtype != x->dtype ||
-        (size_t)bytes != x->nbytes)
+    if (!x || !static_tensor_max(c, n->sinfo, FOLD_MOVE_MAX_ELEMS, &shape, &k, &bytes) ||
+        n->sinfo->dtype != x->dtype || (size_t)bytes != x->nbytes)
         return NULL;
     rx_const *r = RX_NEW(c->m->arena, rx_const);
     *r = (rx_const){NULL, x->dtype, n->sinfo->ndim, shape, x->data, x->nbytes, n->loc};
+    rx_node *kn = rx_n_const(c->m, r);
+    kn->loc = n->loc;
+    return kn;
+}
+
+/* permute_dims of a constant: out[i] = x[j] with j's digit axes[d] = i's digit d, by an
+ * odometer over the output (O(elements) moves, the innermost run copied at once when
+ * the last axis stays last). */
+static rx_node *fold_permute(cz_ctx *c, rx_node *n)
+{
+    enum { MAXD = 16 };
+    const rx_const *x = const_of(c, n->args[0]);
+    int64_t *shape, k, bytes;
+    if (!x || x->ndim > MAXD || !static_tensor_max(c, n->sinfo, FOLD_MOVE_MAX_ELEMS, &shape, &k,
+                                                   &bytes) ||
+        n->sinfo->dtype != x->dtype || (size_t)bytes != x->nbytes || n->sinfo->ndim != x->ndim)
+        return NULL;
+    int nd = x->ndim;
+    int64_t ax[MAXD], xstride[MAXD], ostride[MAXD], idx[MAXD] = {0};
+    const rx_attr *a = rx_call_attr(n, "axes");
+    if (!a || a->kind == RX_A_NULL) {
+        for (int d = 0; d < nd; d++) ax[d] = nd - 1 - d;
+    } else if (a->kind == RX_A_ARRAY && a->u.arr.n == nd) {
+        for (int d = 0; d < nd; d++) {
+            const rx_attr *e = a->u.arr.items[d];
+            if (e->kind != RX_A_INT) return NULL;
+            ax[d] = e->u.i < 0 ? e->u.i + nd : e->u.i;
+            if (ax[d] < 0 || ax[d] >= nd || shape[d] != x->shape[ax[d]]) return NULL;
+        }
+    } else {
+        return NULL;
+    }
+    size_t es = (size_t)rx_tev_elem_size(x->dtype);
+    int64_t s = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        xstride[d] = s;
+        s *= x->shape[d];
+    }
+    for (int d = 0; d < nd; d++) ostride[d] = xstride[ax[d]];
+    uint8_t *out = RX_NEWN(c->m->arena, uint8_t, x->nbytes ? x->nbytes : 1);
+    /* the innermost output run: contiguous in x too when the last axis stays last */
+    int64_t run = nd && ax[nd - 1] == nd - 1 ? shape[nd - 1] : 1;
+    int inner = run > 1 ? nd - 1 : nd;
+    for (int64_t o = 0, src = 0; o < k; o += run) {
+        memcpy(out + (size_t)o * es, x->data + (size_t)src * es, (size_t)run * es);
+        for (int d = inner - 1; d >= 0; d--) { /* odometer over the outer output digits */
+            src += ostride[d];
+            if (++idx[d] < shape[d]) break;
+            src -= ostride[d] * shape[d];
+            idx[d] = 0;
+        }
+    }
+    rx_const *r = RX_NEW(c->m->arena, rx_const);
+    *r = (rx_const){NULL, x->dtype, nd, shape, out, x->nbytes, n->loc};
     rx_node *kn = rx_n_const(c->m, r);
     kn->loc = n->loc;
     return kn;
@@ -352,6 +417,10 @@ static rx_node *try_fold(cz_ctx *c, rx_node *n)
     if (strncmp(op, "relax.", 6) == 0) op += 6;
     if (strcmp(op, "reshape") == 0 && n->nargs >= 1) {
         rx_node *k = fold_reshape(c, n);
+        if (k) return k;
+    }
+    if (strcmp(op, "permute_dims") == 0 && n->nargs == 1) {
+        rx_node *k = fold_permute(c, n);
         if (k) return k;
     }
     return fold_op(c, n);

@@ -8,7 +8,8 @@
  * a chain reshape(permute_dims(c1)) + c2 becomes one constant; split / get_item,
  * concat and full fold; an operand that is a parameter stops folding. Then softmax of
  * a constant against NumPy within 2 ulp, a constant behind a coarser annotation, the
- * size rules (at most 1 Mi elements; a
+ * size rules (at most 1 Mi elements, but reshape and permute_dims of a larger weight
+ * fold natively; a
  * result above 64 KiB only when no larger than its constant operands), call_tir of a
  * user loop function (folded, and left alone when its run is undefined).
  */
@@ -223,6 +224,41 @@ START_TEST(size_limits)
 }
 END_TEST
 
+/* reshape and permute_dims of a weight fold past the 1 Mi limit (they only move its
+ * bytes): an imported Gemm(transB=1) would otherwise transpose its weight every call.
+ * A (3, 512, 700) i8 constant, value k % 7 - 3 at flat index k, permuted three ways. */
+START_TEST(permute_of_a_large_constant_folds)
+{
+    static const struct { const char *axes; int64_t ax[3]; } P[] = {
+        {"[2,0,1]", {2, 0, 1}}, {"[1,0,2]", {1, 0, 2}}, {"null", {2, 1, 0}},
+    };
+    const int64_t sh[3] = {3, 512, 700}, n = sh[0] * sh[1] * sh[2];
+    for (int p = 0; p < RX_COUNTOF(P); p++) {
+        char value[256];
+        snprintf(value, sizeof value,
+                 "{\"op\":\"permute_dims\",\"args\":[{\"op\":\"reshape\",\"args\":[%%s,"
+                 "{\"shape\":[3,512,700]}]}],\"attrs\":{\"axes\":%s}}", P[p].axes);
+        rx_module *m = with_big_const(value, n);
+        canonicalize(m);
+        rx_node *y = bound(m, "y");
+        ck_assert_msg(y->kind == RX_N_CONST, "axes %s: not folded", P[p].axes);
+        const rx_const *k = y->u.konst;
+        ck_assert_int_eq(k->ndim, 3);
+        for (int d = 0; d < 3; d++) ck_assert_int_eq(k->shape[d], sh[P[p].ax[d]]);
+        const int8_t *v = (const int8_t *)k->data;
+        int64_t xs[3] = {sh[1] * sh[2], sh[2], 1}, o = 0, bad = 0;
+        for (int64_t a = 0; a < k->shape[0]; a++)
+            for (int64_t b = 0; b < k->shape[1]; b++)
+                for (int64_t c = 0; c < k->shape[2]; c++, o++) {
+                    int64_t src = a * xs[P[p].ax[0]] + b * xs[P[p].ax[1]] + c * xs[P[p].ax[2]];
+                    bad += v[o] != (int8_t)(src % 7 - 3);
+                }
+        ck_assert_msg(bad == 0, "axes %s: %lld elements wrong", P[p].axes, (long long)bad);
+        rx_module_free(m);
+    }
+}
+END_TEST
+
 START_TEST(call_tir_of_user_function)
 {
     /* scale: B[i] = A[i] * f32(k) with k = 3 from tir_vars: folds; shift reads A[i + 1],
@@ -263,6 +299,7 @@ int main(void)
     tcase_add_test(tc, coarse_annotation_still_folds);
     tcase_add_test(tc, softmax_of_a_constant_matches_numpy);
     tcase_add_test(tc, size_limits);
+    tcase_add_test(tc, permute_of_a_large_constant_folds);
     tcase_add_test(tc, call_tir_of_user_function);
     suite_add_tcase(s, tc);
     return rx_check_run(s);
