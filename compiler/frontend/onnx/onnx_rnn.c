@@ -1,8 +1,11 @@
 /*
  * onnx_rnn.c — RNN, GRU and LSTM (opset 7-14) unrolled over a sequence length known at
- * import: each step is two matmuls (input and recurrence, transposed weights taken
- * once per direction), the bias, the gates sliced from the result and the ONNX cell
- * equations with the default activations (Sigmoid, Tanh):
+ * import. The input's part of every gate, x W^T + Wb, is one matmul over all T steps
+ * per direction (a (T*B, I) x (I, G*H) product, where the library's GEMM is efficient,
+ * instead of T products of B rows); each step is then the recurrence's matmul
+ * (transposed weights taken once per direction, folded when constant), the gates
+ * sliced from the sum and the ONNX cell equations with the default activations
+ * (Sigmoid, Tanh):
  *   RNN   H = tanh(x W^T + H R^T + Wb + Rb)
  *   GRU   z, r = sigmoid(...), h~ = tanh(x Wh^T + (r * H) Rh^T + Rbh + Wbh), or with
  *         linear_before_reset tanh(x Wh^T + r * (H Rh^T + Rbh) + Wbh);
@@ -58,10 +61,10 @@ static rx_node *add(ox_ctx *c, rx_node *x, rx_node *y)
 static rx_node *mul(ox_ctx *c, rx_node *x, rx_node *y) { return ox_call2(c, "multiply", x, y); }
 static rx_node *act(ox_ctx *c, const char *f, rx_node *x) { return ox_call1(c, f, x, NULL); }
 
-/* One step: the new H (and C for LSTM) from input xt (B, I). */
-static bool step(ox_ctx *c, const cell *k, rx_node *xt, rx_node **h, rx_node **cs)
+/* One step: the new H (and C for LSTM) from the input's gates xg = xt W^T + Wb (B, G*H). */
+static bool step(ox_ctx *c, const cell *k, rx_node *xg, rx_node **h, rx_node **cs)
 {
-    rx_node *xg = add(c, ox_call2(c, "matmul", xt, k->wt), k->wb);
+    if (!xg) return false;
     rx_node *hg = ox_call2(c, "matmul", *h, k->rt);
     if (k->kind == RNN) {
         *h = act(c, "tanh", add(c, add(c, xg, hg), k->rb));
@@ -79,7 +82,7 @@ static bool step(ox_ctx *c, const cell *k, rx_node *xt, rx_node **h, rx_node **c
             hh = add(c, ox_call2(c, "matmul", mul(c, r, *h), rt2), gate(c, k->rb, 2, k->h));
         }
         rx_node *ht = act(c, "tanh", add(c, gate(c, xg, 2, k->h), hh));
-        rx_node *one = ox_scalar(c, ox_dtype_of(xt), 1);
+        rx_node *one = ox_scalar(c, ox_dtype_of(xg), 1);
         *h = add(c, mul(c, ox_call2(c, "subtract", one, z), ht), mul(c, z, *h));
         return *h != NULL;
     }
@@ -172,9 +175,10 @@ bool ox_c_rnn(ox_ctx *c)
         rx_node *zero = ox_call(c, "full", a, 2, m), *cs = NULL;
         rx_node *h = ox_in(c, 5) ? pick(c, ox_in_node(c, 5), d, layout ? 1 : 0) : zero;
         if (k.kind == LSTM) cs = ox_in(c, 6) ? pick(c, ox_in_node(c, 6), d, layout ? 1 : 0) : zero;
+        rx_node *xg = add(c, ox_call2(c, "matmul", x, k.wt), k.wb); /* (T, B, G*H) */
         for (int64_t s = 0; s < steps; s++) {
             int64_t ti = rev ? steps - 1 - s : s;
-            if (!step(c, &k, pick(c, x, ti, 0), &h, &cs)) return false;
+            if (!step(c, &k, pick(c, xg, ti, 0), &h, &cs)) return false;
             ys[ti * nd + d] = h;
         }
         yh[d] = h;
