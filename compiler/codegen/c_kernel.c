@@ -94,8 +94,10 @@
 
 enum {
     STACK_ALLOC_MAX = 262144, /* bytes; larger or non-constant allocs go to the heap */
-    STACK_DIRECT_MAX = 1024  /* bytes; larger stack arrays are used through a pointer (a
+    STACK_DIRECT_MAX = 1024, /* bytes; larger stack arrays are used through a pointer (a
                                 register tile's accumulator, 6 x 16 f32, stays an array) */
+    RX_PAR_MIN_WORK = 32768  /* statement executions below which a parallel loop runs
+                                serially: forking and joining threads costs microseconds */
 };
 
 void rxi_cg_err(cg *g, rx_loc loc, const char *fmt, ...)
@@ -269,6 +271,42 @@ static bool stmts_find(const rx_stmts *ss, int kind)
 }
 
 static bool stmts_heap_free(const rx_stmts *ss) { return !stmts_find(ss, -1); }
+
+/* Statement executions of one run of ss when every loop extent in it is a literal
+ * (saturating at INT64_MAX); -1 when some extent is symbolic (its work is unknown). */
+static int64_t stmts_work(const rx_stmts *ss)
+{
+    int64_t w = 0;
+    for (int i = 0; i < ss->n; i++) {
+        const rx_stmt *s = ss->items[i];
+        int64_t a = 1, b = 0, ext;
+        switch ((rx_skind)s->kind) {
+        case RX_S_FOR:
+            if (!rx_expr_is_const(s->u.for_.extent, &ext) || (a = stmts_work(&s->u.for_.body)) < 0)
+                return -1;
+            if (ext < 0) ext = 0;
+            if (__builtin_mul_overflow(a, ext, &a)) a = INT64_MAX;
+            break;
+        case RX_S_BLOCK:
+            if ((a = stmts_work(&s->u.block.init)) < 0 || (b = stmts_work(&s->u.block.body)) < 0)
+                return -1;
+            if (__builtin_add_overflow(a, b, &a)) a = INT64_MAX;
+            break;
+        case RX_S_IF:
+            if ((a = stmts_work(&s->u.if_.then_s)) < 0 || (b = stmts_work(&s->u.if_.else_s)) < 0)
+                return -1;
+            if (__builtin_add_overflow(a, b, &a)) a = INT64_MAX;
+            break;
+        case RX_S_LET:
+            if ((a = stmts_work(&s->u.let.body)) < 0) return -1;
+            break;
+        case RX_S_ALLOC: a = 0; break;
+        default: a = 1; break; /* a store */
+        }
+        if (__builtin_add_overflow(w, a, &w)) w = INT64_MAX;
+    }
+    return w < 1 ? 1 : w;
+}
 static bool stmts_have_for(const rx_stmts *ss) { return stmts_find(ss, RX_S_FOR); }
 
 /* `{ /<star> block NAME` with the free-form name kept out of comment terminators. */
@@ -364,8 +402,25 @@ static void emit_for(cg *g, const rx_stmt *s)
     case RX_LOOP_PARALLEL:
         ind(g);
         if (stmts_heap_free(&s->u.for_.body)) {
-            g->need[H_OMP] |= 1;
-            rx_sb_puts(g->out, "RX_PARALLEL\n");
+            /* Forking threads costs microseconds: a loop nest of literal extents with
+             * less than RX_PAR_MIN_WORK statement executions runs serially, and one
+             * whose only symbolic extent is this loop's decides at run time. */
+            int64_t inner = stmts_work(&s->u.for_.body), total;
+            if (inner >= 0 && lit && !__builtin_mul_overflow(inner, ext < 0 ? 0 : ext, &total) &&
+                total < RX_PAR_MIN_WORK) {
+                rx_sb_printf(g->out, "/* parallel: runs serially (%lld statement executions) */\n",
+                             (long long)total);
+            } else if (inner >= 0 && !lit && inner < RX_PAR_MIN_WORK) {
+                g->need[H_OMP] |= 1;
+                rx_sb_puts(g->out, "RX_PARALLEL_IF((int64_t)(");
+                if (simple) rxi_cg_expr_as(g, ex, RX_DT_I64, s->loc);
+                else rx_sb_printf(g->out, "%s_hi - %s_lo", name, name);
+                rx_sb_printf(g->out, ") * %lld >= %lld)\n", (long long)inner,
+                             (long long)RX_PAR_MIN_WORK);
+            } else {
+                g->need[H_OMP] |= 1;
+                rx_sb_puts(g->out, "RX_PARALLEL\n");
+            }
         } else {
             rx_sb_puts(g->out, "/* parallel: runs serially (a heap allocation inside may fail "
                                "and return) */\n");

@@ -155,6 +155,53 @@ static void *build_load(const char *c, bool serial)
 
 typedef int32_t (*kernel_fn)(void *const *data, const int64_t *ivars);
 
+/* A parallel loop forks threads only for enough work (RX_PAR_MIN_WORK = 32768 statement
+ * executions): a literal nest below it runs serially, a literal nest above it is
+ * parallel, and a symbolic extent with literal inner loops decides at run time. */
+START_TEST(parallel_needs_enough_work)
+{
+    rx_module *m = load_quoted(MOD(
+        TIR("small", BUF("A", "16,16") "," BUF("C", "16,16"),
+            "{'grid':['i','j'],'extents':[16,16],'body':{'store':'C[i, j]','value':'A[i, j] * 2.0'}}") ","
+        TIR("big", BUF("A", "256,256") "," BUF("C", "256,256"),
+            "{'grid':['i','j'],'extents':[256,256],'body':{'store':'C[i, j]','value':'A[i, j] * 2.0'}}") ","
+        TIR("rows", BUF("A", "'n',64") "," BUF("C", "'n',64"),
+            "{'grid':['i','j'],'extents':['n',64],'body':{'store':'C[i, j]','value':'A[i, j] * 2.0'}}")));
+    ck_assert(rx_schedule_cpu(m, NULL, NULL));
+    ck_assert_str_eq(kind_at(m, "small", 0), "parallel");
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_sb c = {0};
+    ck_assert_msg(rx_codegen_c(m, &c, &d), "codegen: %s", diags_str(&d));
+    const char *src = rx_sb_str(&c), *small = strstr(src, "rxk_small"),
+               *big = strstr(src, "rxk_big"), *rows = strstr(src, "rxk_rows");
+    ck_assert(small && big && rows);
+    ck_assert_msg(strstr(src, "/* parallel: runs serially (256 statement executions) */"), "%s", src);
+    const char *p = strstr(src, "RX_PARALLEL\n");
+    ck_assert_msg(p && p > big && (rows < big || p < rows), "big is not parallel:\n%s", src);
+    ck_assert_msg(strstr(src, ") * 64 >= 32768)\n"), "rows has no run-time condition:\n%s", src);
+    /* and each computes what it should, serial or not */
+    void *h = build_load(src, false);
+    kernel_fn fr;
+    void *sym = dlsym(h, "rxk_rows");
+    ck_assert_ptr_nonnull(sym);
+    memcpy(&fr, &sym, sizeof fr);
+    for (int64_t n = 1; n <= 1024; n *= 32) { /* 64 (serial) and 65536 (parallel) elements */
+        float *A = malloc((size_t)n * 64 * sizeof *A), *C = malloc((size_t)n * 64 * sizeof *C);
+        for (int64_t i = 0; i < n * 64; i++) A[i] = (float)i, C[i] = -1;
+        void *data[2] = {A, C};
+        ck_assert_int_eq(fr(data, &n), 0);
+        for (int64_t i = 0; i < n * 64; i++) ck_assert_float_eq(C[i], 2.0f * (float)i);
+        free(A);
+        free(C);
+    }
+    dlclose(h);
+    rx_sb_free(&c);
+    rx_diags_free(&d);
+    rx_module_free(m);
+}
+END_TEST
+
 START_TEST(parallel_equals_serial)
 {
     rx_module *m = load_quoted(MOD(SCHED_FUNCS));
@@ -163,7 +210,8 @@ START_TEST(parallel_equals_serial)
     rx_diags_init(&d);
     rx_sb c = {0};
     ck_assert_msg(rx_codegen_c(m, &c, &d), "codegen: %s", diags_str(&d));
-    ck_assert_ptr_nonnull(strstr(rx_sb_str(&c), "RX_PARALLEL\n"));
+    /* symbolic n, literal inner loops: the thread count is decided at run time */
+    ck_assert_ptr_nonnull(strstr(rx_sb_str(&c), "RX_PARALLEL_IF((int64_t)("));
     ck_assert_ptr_nonnull(strstr(rx_sb_str(&c), "RX_SIMD\n"));
     void *hp = build_load(rx_sb_str(&c), false), *hs = build_load(rx_sb_str(&c), true);
     enum { N = 1000 };
@@ -217,6 +265,7 @@ static Suite *schedule_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, marks);
     tcase_add_test(tc, parallel_equals_serial);
+    tcase_add_test(tc, parallel_needs_enough_work);
     suite_add_tcase(s, tc);
     return s;
 }
