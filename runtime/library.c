@@ -32,6 +32,20 @@
  * (x / (1 + exp(-x))) — the formulas of the generated loops (legalize_elemwise.c),
  * evaluated in float like them. Cost: the epilogue is one read and write of C, O(b m n),
  * against the O(b m n k) of the product.
+ * blas.matmul_view (XA, XB, desc, C): C = alpha * L_A @ L_B where each operand L is a
+ * strided view of its base X (dense row-major, any rank): L = permute(repeat(reshape(X,
+ * S), R), P) (compiler/pass/library_view.c has the model). desc is an int64 1-D tensor:
+ * 1 (the version), alpha (f64 bits), then per operand r (2..8), S (r extents: > 0 a
+ * literal, -(1 + i) X's dim i, 0 the one inferred from X's element count), R (r factors
+ * >= 1: L's index i on that axis reads i / R) and P (a permutation). C (b.., m, n) is
+ * dense; each operand's axes but the last two are right-aligned with C's batch axes
+ * (extent 1 broadcasts). Each batch item's matrix must have one unit stride (the base's
+ * innermost axis as L's last axis: no transpose, or as its second last: transposed) and
+ * no repeat; the other stride is lda / ldb. Everything is checked against the actual
+ * shapes (code 4 on a mismatch, never an out-of-bounds read). One sgemm per batch item,
+ * the items split over one libgomp region (rx_rt_parallel, threads.c) when the BLAS is
+ * OpenBLAS's OpenMP or sequential build (its sgemm then runs one thread inside a
+ * region); else one after another, each on the BLAS's own threads.
  * The runtime-native "rt.*" functions live in library_rt.c; the table of every
  * built-in name (RX_RT_BUILTIN_LIBS below) is the one list both the registration and
  * rx_rt_builtin_library_names read, so the compiler's check and the loader agree.

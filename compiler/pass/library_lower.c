@@ -43,6 +43,19 @@
  * of pattern names is never used — a disabled long pattern falls back to a shorter one
  * (matmul_bias_relu disabled: matmul_bias then a generated relu).
  *
+ * Strided views (pattern matmul_view, tried first for every matmul): library_view.c
+ * follows each operand back through reshape / permute_dims / repeat / expand_dims /
+ * broadcast_to / multiply-by-scalar producers bound in the same block and describes it
+ * as a view of the tensor reached (its essay). When both operands' matrices are BLAS
+ * slabs (one unit stride, no repeat) and blas.matmul would not take the call as it
+ * stands (an operand is a view, a scale is folded, or a rank above 3 / broadcast
+ * batch), and the cost rule above says library (M, N and the batch from the result's
+ * extents, K from A's), the matmul becomes
+ *   call_dps_library("blas.matmul_view", (A base, B base, descriptor), out=...)
+ * with the descriptor an int64 constant (runtime/library.c). A multiply by a scalar f32
+ * constant that alone uses the product is folded too (alpha), the call taking its
+ * binding. The producers stay for other users (dce drops the rest). The plain 2-D / 3-D
+ * products keep the patterns above (their bias and relu epilogues).
  * Cost: one walk to count uses (arrays indexed by variable id), one walk to match, each
  * O(size of the module); the module is deduced again when anything changed. What is
  * left for legalize: every op call the patterns did not take.

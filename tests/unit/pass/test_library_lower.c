@@ -387,7 +387,7 @@ START_TEST(view_attention_forms)
     const rx_node *c = bound(m, "sc");
     ck_assert_str_eq(c->args[0]->u.var.name, "qp");
     ck_assert_str_eq(c->args[1]->u.var.name, "kp");
-    int64_t nw, want[2 + 26] = {1, 0, 4, -1, -2, 4, 16, 1, 1, 1, 1, 0, 2, 1, 3,
+    int64_t nw = 0, want[2 + 26] = {1, 0, 4, -1, -2, 4, 16, 1, 1, 1, 1, 0, 2, 1, 3,
                                 4, -1, -2, 4, 16, 1, 1, 1, 1, 0, 2, 3, 1};
     double quarter = 0.25;
     memcpy(&want[1], &quarter, sizeof quarter);
@@ -439,7 +439,7 @@ START_TEST(view_gqa_forms)
     const char *mods[] = {rep, expand};
     for (int i = 0; i < 2; i++) {
         int n;
-        int64_t nw;
+        int64_t nw = 0;
         rx_module *m = lower(mods[i], NULL, &n);
         ck_assert_int_eq(n, 1);
         assert_words(view_desc(m, "qk", &nw), nw, want, 28);
@@ -474,7 +474,7 @@ START_TEST(view_taken_or_not)
     ck_assert_str_eq(lib_of(m, "b4"), "blas.matmul_view");
     ck_assert_str_eq(lib_of(m, "mr"), "blas.matmul"); /* the repeat materialized */
     ck_assert_int_eq(n, 3);
-    int64_t nw;
+    int64_t nw = 0;
     const int64_t *d = view_desc(m, "lin", &nw); /* w (20, 24) read transposed */
     ck_assert_int_eq(nw, 2 + 10 + 7);
     ck_assert_int_eq(d[12], 2);
