@@ -32,6 +32,20 @@
  * (x / (1 + exp(-x))) — the formulas of the generated loops (legalize_elemwise.c),
  * evaluated in float like them. Cost: the epilogue is one read and write of C, O(b m n),
  * against the O(b m n k) of the product.
+ * blas.matmul_view (XA, XB, desc, C): C = alpha * L_A @ L_B where each operand L is a
+ * strided view of its base X (dense row-major, any rank): L = permute(repeat(reshape(X,
+ * S), R), P) (compiler/pass/library_view.c has the model). desc is an int64 1-D tensor:
+ * 1 (the version), alpha (f64 bits), then per operand r (2..8), S (r extents: > 0 a
+ * literal, -(1 + i) X's dim i, 0 the one inferred from X's element count), R (r factors
+ * >= 1: L's index i on that axis reads i / R) and P (a permutation). C (b.., m, n) is
+ * dense; each operand's axes but the last two are right-aligned with C's batch axes
+ * (extent 1 broadcasts). Each batch item's matrix must have one unit stride (the base's
+ * innermost axis as L's last axis: no transpose, or as its second last: transposed) and
+ * no repeat; the other stride is lda / ldb. Everything is checked against the actual
+ * shapes (code 4 on a mismatch, never an out-of-bounds read). One sgemm per batch item,
+ * the items split over one libgomp region (rx_rt_parallel, threads.c) when the BLAS is
+ * OpenBLAS's OpenMP or sequential build (its sgemm then runs one thread inside a
+ * region); else one after another, each on the BLAS's own threads.
  * The runtime-native "rt.*" functions live in library_rt.c; the table of every
  * built-in name (RX_RT_BUILTIN_LIBS below) is the one list both the registration and
  * rx_rt_builtin_library_names read, so the compiler's check and the loader agree.
@@ -184,6 +198,202 @@ static int32_t blas_sgemm_entry(DLTensor *const *args, int32_t nargs)
     return blas_gemm(args[0], args[1], args[2], &rows, &cols);
 }
 
+/* ---- blas.matmul_view ---- */
+
+enum { VIEW_MAXR = 8, VIEW_HDR = 2 }; /* the descriptor: version, alpha, then operands */
+
+/* One operand of blas.matmul_view as the logical tensor L it reads (the essay): its
+ * rank, extents, element strides into the base and repeat divisors, per L axis. */
+typedef struct view_operand {
+    int r;
+    int64_t size[VIEW_MAXR], stride[VIEW_MAXR], div[VIEW_MAXR];
+} view_operand;
+
+/* Decodes the operand that starts at d[*at] (of nd words) over base X into *o and
+ * advances *at; BLAS_SHAPE for a malformed descriptor or one X does not fit. */
+static int32_t view_decode(const int64_t *d, int64_t nd, int64_t *at, const DLTensor *X,
+                           view_operand *o)
+{
+    if (*at >= nd) return BLAS_SHAPE;
+    int64_t r = d[*at];
+    if (r < 2 || r > VIEW_MAXR || *at + 1 + 3 * r > nd) return BLAS_SHAPE;
+    const int64_t *S = d + *at + 1, *R = S + r, *P = R + r;
+    *at += 1 + 3 * r;
+    int64_t sv[VIEW_MAXR], known = 1, numel = 1;
+    int inferred = -1;
+    for (int32_t i = 0; i < X->ndim; i++)
+        if (__builtin_mul_overflow(numel, X->shape[i], &numel)) return BLAS_SHAPE;
+    for (int i = 0; i < r; i++) {
+        if (S[i] > 0) sv[i] = S[i];
+        else if (S[i] < 0 && -S[i] - 1 < X->ndim) sv[i] = X->shape[-S[i] - 1];
+        else if (S[i] == 0 && inferred < 0) {
+            inferred = i;
+            continue;
+        } else return BLAS_SHAPE;
+        if (R[i] < 1 || __builtin_mul_overflow(known, sv[i], &known)) return BLAS_SHAPE;
+    }
+    if (inferred >= 0) {
+        if (R[inferred] < 1 || known == 0 || numel % known) return BLAS_SHAPE;
+        sv[inferred] = numel / known;
+    } else if (known != numel) {
+        return BLAS_SHAPE;
+    }
+    int64_t vstride[VIEW_MAXR], st = 1;
+    for (int i = (int)r - 1; i >= 0; i--) vstride[i] = st, st *= sv[i];
+    bool seen[VIEW_MAXR] = {false};
+    o->r = (int)r;
+    for (int j = 0; j < r; j++) {
+        if (P[j] < 0 || P[j] >= r || seen[P[j]]) return BLAS_SHAPE;
+        seen[P[j]] = true;
+        if (__builtin_mul_overflow(sv[P[j]], R[P[j]], &o->size[j])) return BLAS_SHAPE;
+        o->stride[j] = vstride[P[j]];
+        o->div[j] = R[P[j]];
+    }
+    return BLAS_OK;
+}
+
+/* The transpose flag and leading dimension of L's matrix (axes r-2, r-1: rows x cols):
+ * one of the two has unit stride (the base's innermost axis). BLAS_SHAPE when neither
+ * has or a matrix axis is repeated. */
+static int32_t view_matrix(const view_operand *o, int *trans, int64_t *ld)
+{
+    int64_t rows = o->size[o->r - 2], cols = o->size[o->r - 1];
+    if (o->div[o->r - 2] != 1 || o->div[o->r - 1] != 1) return BLAS_SHAPE;
+    if (o->stride[o->r - 1] == 1 || cols <= 1) {
+        *trans = 111; /* CblasNoTrans */
+        *ld = rows <= 1 || o->stride[o->r - 2] < cols ? (cols > 1 ? cols : 1) : o->stride[o->r - 2];
+        return rows <= 1 || o->stride[o->r - 2] >= cols ? BLAS_OK : BLAS_SHAPE;
+    }
+    if (o->stride[o->r - 2] == 1 || rows <= 1) {
+        *trans = 112; /* CblasTrans */
+        *ld = cols <= 1 ? (rows > 1 ? rows : 1) : o->stride[o->r - 1];
+        return cols <= 1 || o->stride[o->r - 1] >= rows ? BLAS_OK : BLAS_SHAPE;
+    }
+    return BLAS_SHAPE;
+}
+
+/* The element offset of batch item c_idx (C's batch indices, nb of them) in operand o,
+ * its batch axes right-aligned with C's, extent-1 axes broadcast. */
+static int64_t view_offset(const view_operand *o, const int64_t *c_idx, int nb)
+{
+    int64_t off = 0;
+    int ob = o->r - 2;
+    for (int j = 0; j < ob; j++) {
+        int64_t i = o->size[j] == 1 ? 0 : c_idx[nb - ob + j];
+        off += i / o->div[j] * o->stride[j];
+    }
+    return off;
+}
+
+/* One blas.matmul_view call: batch items [lo, hi) run by view_items. */
+typedef struct view_job {
+    const view_operand *a, *b;
+    const float *pa, *pb;
+    float *c;
+    const int64_t *cshape;
+    int nb;
+    int64_t batch, m, n, k, lda, ldb;
+    int ta, tb;
+    float alpha;
+} view_job;
+
+static void view_items(const view_job *j, int64_t lo, int64_t hi)
+{
+    int64_t idx[VIEW_MAXR] = {0}, rest = lo;
+    for (int d = j->nb - 1; d >= 0; d--) idx[d] = rest % j->cshape[d], rest /= j->cshape[d];
+    for (int64_t t = lo; t < hi && j->m && j->n; t++) {
+        float *ct = j->c + t * j->m * j->n;
+        if (j->k == 0) memset(ct, 0, sizeof(float) * (size_t)(j->m * j->n));
+        else /* CblasRowMajor = 101 */
+            blas_sgemm(101, j->ta, j->tb, (int)j->m, (int)j->n, (int)j->k, j->alpha,
+                       j->pa + view_offset(j->a, idx, j->nb), (int)j->lda,
+                       j->pb + view_offset(j->b, idx, j->nb), (int)j->ldb, 0.0f, ct, (int)j->n);
+        for (int d = j->nb - 1; d >= 0 && ++idx[d] == j->cshape[d]; d--) idx[d] = 0;
+    }
+}
+
+/* A thread of the parallel region: its contiguous share of the batch items. */
+static void view_worker(void *p)
+{
+    const view_job *j = p;
+    int id, n;
+    rx_rt_parallel_id(&id, &n);
+    int64_t per = j->batch / n, extra = j->batch % n;
+    int64_t lo = id * per + (id < extra ? id : extra), hi = lo + per + (id < extra);
+    view_items(j, lo, hi);
+}
+
+/* Whether sgemm may be called from inside a parallel region: OpenBLAS's OpenMP build
+ * runs one thread there (its own count is used outside), a sequential build too; the
+ * pthreads build (openblas_get_parallel() 1) or a BLAS that does not say would start
+ * its own threads under each of ours. */
+static bool blas_in_region_ok(void)
+{
+    void *g = dlsym(blas_handle, "openblas_get_parallel");
+    if (!g) return false;
+    int (*f)(void);
+    memcpy(&f, &g, sizeof f);
+    int kind = f();
+    return kind == 0 || kind == 2;
+}
+
+/* blas.matmul_view (XA, XB, desc, C): C = alpha * L_A @ L_B, the operands views of the
+ * bases XA and XB described by desc (the essay). */
+static int32_t blas_matmul_view(DLTensor *const *args, int32_t nargs)
+{
+    if (nargs != 4) return BLAS_ARGS;
+    const DLTensor *XA = args[0], *XB = args[1], *D = args[2];
+    DLTensor *C = args[3];
+    if (!is_f32(XA) || !is_f32(XB) || !is_f32(C)) return BLAS_DTYPE;
+    if (D->dtype.code != kDLInt || D->dtype.bits != 64 || D->dtype.lanes != 1 || D->ndim != 1)
+        return BLAS_DTYPE;
+    const int64_t *d = (const int64_t *)(const void *)((const char *)D->data + D->byte_offset);
+    int64_t nd = D->shape[0], at = VIEW_HDR;
+    if (nd < VIEW_HDR || d[0] != 1) return BLAS_SHAPE;
+    double alpha;
+    memcpy(&alpha, &d[1], sizeof alpha);
+    view_operand a, b;
+    int32_t rc;
+    if ((rc = view_decode(d, nd, &at, XA, &a)) || (rc = view_decode(d, nd, &at, XB, &b)))
+        return rc;
+    if (at != nd || C->ndim < 2 || C->ndim > VIEW_MAXR || a.r > C->ndim || b.r > C->ndim)
+        return BLAS_SHAPE;
+    int nb = C->ndim - 2;
+    int64_t m = C->shape[nb], n = C->shape[nb + 1], k = a.size[a.r - 1], batch = 1;
+    if (a.size[a.r - 2] != m || b.size[b.r - 2] != k || b.size[b.r - 1] != n) return BLAS_SHAPE;
+    for (int j = 0; j < nb; j++) {
+        for (int w = 0; w < 2; w++) {
+            const view_operand *o = w ? &b : &a;
+            int oj = j - (nb - (o->r - 2));
+            if (oj >= 0 && o->size[oj] != 1 && o->size[oj] != C->shape[j]) return BLAS_SHAPE;
+        }
+        batch *= C->shape[j];
+    }
+    int ta, tb;
+    int64_t lda, ldb;
+    if ((rc = view_matrix(&a, &ta, &lda)) || (rc = view_matrix(&b, &tb, &ldb))) return rc;
+    if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || lda > INT32_MAX || ldb > INT32_MAX)
+        return BLAS_SHAPE;
+    pthread_once(&blas_once, blas_open);
+    if (!blas_sgemm) return BLAS_NOLIB;
+    view_job j = {&a, &b, fdata(XA), fdata(XB), (float *)(uintptr_t)fdata(C), C->shape, nb,
+                  batch, m, n, k, lda, ldb, ta, tb, (float)alpha};
+    if (batch < 2 || !m || !n || !blas_in_region_ok() || rx_rt_parallel(view_worker, &j) == 0)
+        view_items(&j, 0, batch);
+    return BLAS_OK;
+}
+
+static const char *blas_view_strerr(int32_t code)
+{
+    switch (code) {
+    case BLAS_ARGS: return "expects 4 tensors (A base, B base, view descriptor, C)";
+    case BLAS_DTYPE: return "expects float32 bases and C and an int64 1-D descriptor";
+    case BLAS_SHAPE:
+        return "the view descriptor does not fit the bases and C (see library.c's essay)";
+    default: return blas_strerr(code);
+    }
+}
+
 /* The epilogue activations (the essay's formulas). */
 enum { ACT_NONE, ACT_RELU, ACT_GELU, ACT_SILU };
 
@@ -305,6 +515,7 @@ static const char *clblast_on_host_strerr(int32_t code)
     X("blas.matmul_gelu", blas_matmul_gelu, blas_fused_strerr)              \
     X("blas.matmul_relu", blas_matmul_relu, blas_fused_strerr)              \
     X("blas.matmul_silu", blas_matmul_silu, blas_fused_strerr)              \
+    X("blas.matmul_view", blas_matmul_view, blas_view_strerr)               \
     X("blas.sgemm", blas_sgemm_entry, blas_strerr)                          \
     X("clblast.matmul", clblast_on_host, clblast_on_host_strerr)            \
     X("rt.matmul", rx_rt_matmul, rx_rt_matmul_strerr)                       \

@@ -180,6 +180,12 @@ int rx_rt_lib_builtins(rx_rt_ctx *ctx);
 /* The dlopen handle of the BLAS library the blas.* built-ins use (opened on the first
  * call), NULL when none could be opened (threads.c sets its thread count). */
 void *rx_rt_blas_handle(void);
+/* threads.c: runs fn(data) on every thread of one libgomp parallel region (the calling
+ * thread's thread count) and returns that count; 0 (running nothing) when libgomp is
+ * missing or the count is 1. Inside fn, rx_rt_parallel_id gives this thread's number
+ * and the region's size. */
+int rx_rt_parallel(void (*fn)(void *data), void *data);
+void rx_rt_parallel_id(int *id, int *n);
 /* Closes libraries opened by the built-ins. */
 void rx_rt_lib_close(rx_rt_ctx *ctx);
 /* The runtime-native library functions "rt.*" and their messages (library_rt.c). */

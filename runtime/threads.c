@@ -79,3 +79,39 @@ void rx_rt_get_threads(int *kernels, int *blas)
         *blas = f();
     }
 }
+
+/* ---- one parallel region for the library functions (library.c's blas.matmul_view) ----
+ * GOMP_parallel and the thread-number queries of libgomp, resolved once (process-wide,
+ * like the OpenBLAS handle: libgomp stays loaded). */
+typedef void (*gomp_parallel_fn)(void (*)(void *), void *, unsigned, unsigned);
+
+static pthread_once_t omp_once = PTHREAD_ONCE_INIT;
+static gomp_parallel_fn omp_parallel;
+static get_fn omp_thread_num, omp_num_threads, omp_max_threads;
+
+static void omp_open(void)
+{
+    void *g = gomp(1), *p = sym(g, "GOMP_parallel"), *t = sym(g, "omp_get_thread_num"),
+         *n = sym(g, "omp_get_num_threads"), *m = sym(g, "omp_get_max_threads");
+    if (!p || !t || !n || !m) return;
+    memcpy(&omp_thread_num, &t, sizeof t);
+    memcpy(&omp_num_threads, &n, sizeof n);
+    memcpy(&omp_max_threads, &m, sizeof m);
+    memcpy(&omp_parallel, &p, sizeof p);
+}
+
+int rx_rt_parallel(void (*fn)(void *data), void *data)
+{
+    pthread_once(&omp_once, omp_open);
+    if (!omp_parallel) return 0;
+    int n = omp_max_threads();
+    if (n <= 1) return 0;
+    omp_parallel(fn, data, 0, 0);
+    return n;
+}
+
+void rx_rt_parallel_id(int *id, int *n)
+{
+    *id = omp_thread_num ? omp_thread_num() : 0;
+    *n = omp_num_threads ? omp_num_threads() : 1;
+}

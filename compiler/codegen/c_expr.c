@@ -376,6 +376,11 @@ static void emit_load(cg *g, const rx_expr *e, rx_loc loc)
     if (t == RX_DT_F16) use(g, H_F16, 0);
     if (t == RX_DT_BF16) use(g, H_BF16, 0);
     rx_sb_puts(g->out, dec);
+    if (s->scalar) { /* c_kernel.c: loaded at entry, so a select of it vectorizes */
+        rx_sb_printf(g->out, "%s_s", s->name);
+        if (*dec) rx_sb_putc(g->out, ')');
+        return;
+    }
     rxi_cg_sub_open(g, s);
     rxi_cg_index(g, s, e->u.load.idx, e->u.load.nidx, loc);
     rxi_cg_sub_close(g, s);

@@ -38,6 +38,7 @@ typedef struct cg_sym {
     char **dims;     /* buffers: ndim extents as C text (heap each), else NULL */
     int ndim;        /* buffers: rank */
     bool view;       /* GLSL buffer parameter: subscripts are NAME_b[uint(NAME_o + i)] */
+    bool scalar;     /* a read-only 0-d parameter read once into the local NAME_s */
 } cg_sym;
 
 /* An enclosing FOR while its body is emitted. */

@@ -43,6 +43,19 @@
  * of pattern names is never used — a disabled long pattern falls back to a shorter one
  * (matmul_bias_relu disabled: matmul_bias then a generated relu).
  *
+ * Strided views (pattern matmul_view, tried first for every matmul): library_view.c
+ * follows each operand back through reshape / permute_dims / repeat / expand_dims /
+ * broadcast_to / multiply-by-scalar producers bound in the same block and describes it
+ * as a view of the tensor reached (its essay). When both operands' matrices are BLAS
+ * slabs (one unit stride, no repeat) and blas.matmul would not take the call as it
+ * stands (an operand is a view, a scale is folded, or a rank above 3 / broadcast
+ * batch), and the cost rule above says library (M, N and the batch from the result's
+ * extents, K from A's), the matmul becomes
+ *   call_dps_library("blas.matmul_view", (A base, B base, descriptor), out=...)
+ * with the descriptor an int64 constant (runtime/library.c). A multiply by a scalar f32
+ * constant that alone uses the product is folded too (alpha), the call taking its
+ * binding. The producers stay for other users (dce drops the rest). The plain 2-D / 3-D
+ * products keep the patterns above (their bias and relu epilogues).
  * Cost: one walk to count uses (arrays indexed by variable id), one walk to match, each
  * O(size of the module); the module is deduced again when anything changed. What is
  * left for legalize: every op call the patterns did not take.
@@ -52,6 +65,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "library_int.h"
 #include "relax/deduce.h"
 #include "relax/op.h"
 
@@ -60,19 +74,23 @@ typedef struct lib_pattern {
     const char *lib;  /* the runtime library function */
     bool bias;        /* an add of a (n,) bias follows the matmul */
     const char *act;  /* the activation op that ends the chain, or NULL */
+    bool view;        /* matmul_view: operands read as strided views (library_view.c) */
 } lib_pattern;
 
 /* The registry for target cpu, longest first (the first match wins). */
 static const lib_pattern patterns[] = {
-    {"matmul_bias_relu", "blas.matmul_bias_relu", true, "nn.relu"},
-    {"matmul_bias_gelu", "blas.matmul_bias_gelu", true, "nn.gelu"},
-    {"matmul_bias_silu", "blas.matmul_bias_silu", true, "nn.silu"},
-    {"matmul_bias", "blas.matmul_bias", true, NULL},
-    {"matmul_relu", "blas.matmul_relu", false, "nn.relu"},
-    {"matmul_gelu", "blas.matmul_gelu", false, "nn.gelu"},
-    {"matmul_silu", "blas.matmul_silu", false, "nn.silu"},
-    {"matmul", "blas.matmul", false, NULL},
+    {"matmul_bias_relu", "blas.matmul_bias_relu", true, "nn.relu", false},
+    {"matmul_bias_gelu", "blas.matmul_bias_gelu", true, "nn.gelu", false},
+    {"matmul_bias_silu", "blas.matmul_bias_silu", true, "nn.silu", false},
+    {"matmul_bias", "blas.matmul_bias", true, NULL, false},
+    {"matmul_relu", "blas.matmul_relu", false, "nn.relu", false},
+    {"matmul_gelu", "blas.matmul_gelu", false, "nn.gelu", false},
+    {"matmul_silu", "blas.matmul_silu", false, "nn.silu", false},
+    {"matmul", "blas.matmul", false, NULL, false},
+    {"matmul_view", "blas.matmul_view", false, NULL, true},
 };
+
+enum { VIEW_PATTERN = RX_COUNTOF(patterns) - 1 }; /* matmul_view, last */
 
 const char *rx_lib_pattern_name(int i)
 {
@@ -115,6 +133,9 @@ typedef struct ll_ctx {
     int32_t *uses;                      /* by variable id: occurrences in the function */
     rx_block **user_block;              /* by variable id: the block of the last use */
     int32_t *user_idx;                  /* ... and the binding index there (-1: a result) */
+    rx_node **def;                      /* by variable id: the value bound to it, or NULL */
+    rx_block **def_block;               /* ... and the block of that binding */
+    rx_block *cur;                      /* the block try_view works in */
     int32_t nids;                       /* m->next_id when the arrays were made */
     int rewritten;                      /* chains replaced */
 } ll_ctx;
@@ -158,8 +179,14 @@ static void count_seq(ll_ctx *c, const rx_seq *s)
 {
     if (!s) return;
     for (int i = 0; i < s->nblocks; i++)
-        for (int j = 0; j < s->blocks[i]->nbindings; j++)
-            count_node(c, s->blocks[i]->bindings[j].value, s->blocks[i], j);
+        for (int j = 0; j < s->blocks[i]->nbindings; j++) {
+            const rx_binding *bd = &s->blocks[i]->bindings[j];
+            count_node(c, bd->value, s->blocks[i], j);
+            if (!bd->match_cast && var_id_ok(c, bd->var)) {
+                c->def[bd->var->u.var.id] = bd->value;
+                c->def_block[bd->var->u.var.id] = s->blocks[i];
+            }
+        }
     count_node(c, s->result, NULL, -1);
 }
 
@@ -198,17 +225,22 @@ static bool pattern_worth(const ll_ctx *c, const lib_pattern *p)
     return !p->act || !strcmp(p->act, "nn.relu");
 }
 
-/* The cost rule of the essay for a matmul_ok call. */
+/* The cost rule of the essay for a matmul_ok call, or one matmul_view takes (M, N and
+ * the batch from the result's extents, K from A's). */
 static bool worth_library(const ll_ctx *c, const rx_node *call)
 {
     if (c->o && c->o->mode == RX_LIB_ALL) return true;
-    const rx_sinfo *a = call->args[0]->sinfo, *b = call->args[1]->sinfo;
+    const rx_sinfo *a = call->args[0]->sinfo, *r = call->sinfo;
     int64_t M, K, N, batch = 1;
-    if (!rx_expr_is_const(a->dims[a->ndim - 2], &M)) return true; /* symbolic M */
+    if (!rx_expr_is_const(r->dims[r->ndim - 2], &M)) return true; /* symbolic M */
     if (M <= 1) return false;
-    if (!rx_expr_is_const(a->dims[a->ndim - 1], &K) || !rx_expr_is_const(b->dims[b->ndim - 1], &N) ||
-        (a->ndim == 3 && !rx_expr_is_const(a->dims[0], &batch)))
+    if (!rx_expr_is_const(a->dims[a->ndim - 1], &K) || !rx_expr_is_const(r->dims[r->ndim - 1], &N))
         return true;
+    for (int i = 0; i < r->ndim - 2; i++) {
+        int64_t e;
+        if (!rx_expr_is_const(r->dims[i], &e)) return true;
+        batch *= e;
+    }
     int64_t threshold = c->o && c->o->threshold > 0 ? c->o->threshold : RX_LIB_THRESHOLD_DEFAULT;
     double volume = (double)batch * (double)M * (double)N * (double)K; /* no overflow */
     return volume >= (double)threshold;
@@ -273,6 +305,96 @@ static bool try_pattern(ll_ctx *c, const lib_pattern *p, rx_block *b, int j, boo
     return true;
 }
 
+static rx_node *def_of(void *ctx, const rx_node *var)
+{
+    const ll_ctx *c = ctx; /* producers of this block only: a base must be in scope */
+    return var_id_ok(c, var) && c->def_block[var->u.var.id] == c->cur ? c->def[var->u.var.id]
+                                                                       : NULL;
+}
+
+static bool same_tensor(const rx_sinfo *x, const rx_sinfo *y)
+{
+    if (!x || x->kind != RX_SI_TENSOR || !x->dims || x->dtype != y->dtype || x->ndim != y->ndim)
+        return false;
+    for (int i = 0; i < x->ndim; i++)
+        if (!rx_expr_same(x->dims[i], y->dims[i])) return false;
+    return true;
+}
+
+/* The value of a scalar f32 constant operand (inline or bound), or false. */
+static bool scalar_f32(const ll_ctx *c, const rx_node *n, double *out)
+{
+    if (n->kind == RX_N_VAR) n = def_of((void *)c, n);
+    if (!n || n->kind != RX_N_CONST || n->u.konst->dtype != RX_DT_F32 || n->u.konst->nbytes != 4)
+        return false;
+    float f;
+    memcpy(&f, n->u.konst->data, sizeof f);
+    *out = f;
+    return true;
+}
+
+/* matmul_view (the essay): the matmul binding j of block b with both operands read as
+ * strided views of their bases, and a following multiply by a scalar constant folded
+ * into alpha; on a match rewrites the last binding and marks the matmul's in drop. */
+static bool try_view(ll_ctx *c, rx_block *b, int j, bool *drop)
+{
+    rx_binding *mm = &b->bindings[j];
+    rx_node *call = mm->value;
+    if (!is_op(call, "matmul") || call->nargs != 2) return false;
+    const rx_sinfo *r = call->sinfo;
+    const rx_attr *od = rx_call_attr(call, "out_dtype");
+    if (!r || r->kind != RX_SI_TENSOR || !r->dims || r->ndim < 2 || r->ndim > RX_LV_MAXR ||
+        r->dtype != RX_DT_F32 ||
+        (od->kind != RX_A_NULL && !(od->kind == RX_A_STR && !strcmp(od->u.s, "f32"))))
+        return false;
+    rx_lv_defs defs = {def_of, c};
+    rx_lv_view va, vb;
+    if (!rx_lv_view_of(&defs, call->args[0], &va, c->m->arena) ||
+        !rx_lv_view_of(&defs, call->args[1], &vb, c->m->arena) || va.r < 2 || vb.r < 2 ||
+        !rx_lv_blas_able(&va) || !rx_lv_blas_able(&vb))
+        return false;
+    /* blas.matmul and its chains take the dense 2-D / 3-D cases */
+    if (!va.moved && !vb.moved && va.alpha == 1.0 && vb.alpha == 1.0 && matmul_ok(call))
+        return false;
+    if (!worth_library(c, call)) return false;
+    int64_t words[2 + 2 * (1 + 3 * RX_LV_MAXR)];
+    int n = 2;
+    double alpha = va.alpha * vb.alpha, s;
+    rx_binding *last = mm, *u = sole_user(c, mm->var, b, j);
+    if (u && is_op(u->value, "multiply") && u->value->nargs == 2 &&
+        same_tensor(u->value->sinfo, r)) {
+        rx_node *o = u->value->args[0] == mm->var ? u->value->args[1] : u->value->args[0];
+        if (o != mm->var && scalar_f32(c, o, &s)) {
+            alpha *= s;
+            last = u;
+        }
+    }
+    if (!rx_lv_encode_operand(&va, words, &n) || !rx_lv_encode_operand(&vb, words, &n))
+        return false;
+    words[0] = 1;
+    memcpy(&words[1], &alpha, sizeof alpha);
+    rx_const *k = RX_NEW(c->m->arena, rx_const);
+    k->dtype = RX_DT_I64;
+    k->ndim = 1;
+    k->shape = RX_NEWN(c->m->arena, int64_t, 1);
+    k->shape[0] = n;
+    k->nbytes = sizeof(int64_t) * (size_t)n;
+    k->data = rx_arena_dup(c->m->arena, words, k->nbytes);
+    k->loc = call->loc;
+    rx_node *args[3] = {va.base, vb.base, rx_n_const(c->m, k)};
+    rx_expr *len = rx_e_int(c->m->arena, n);
+    args[2]->sinfo = rx_si_tensor(c->m->arena, RX_DT_I64, 1, &len);
+    args[2]->loc = call->loc;
+    rx_sinfo *out = last->value->sinfo;
+    rx_node *lib = rx_n_call_lib(c->m, "blas.matmul_view", args, 3, out);
+    lib->sinfo = out;
+    lib->loc = last->value->loc;
+    last->value = lib;
+    if (last != mm) drop[j] = true;
+    c->rewritten++;
+    return true;
+}
+
 static void lower_seq(ll_ctx *c, rx_seq *s);
 
 static void lower_block(ll_ctx *c, rx_block *b)
@@ -290,10 +412,15 @@ static void lower_block(ll_ctx *c, rx_block *b)
     bool any = false;
     for (int j = 0; j < b->nbindings; j++) {
         rx_binding *bd = &b->bindings[j];
-        if (drop[j] || bd->match_cast || !matmul_ok(bd->value) || !worth_library(c, bd->value))
+        if (drop[j] || bd->match_cast) continue;
+        c->cur = b;
+        if (c->enabled[VIEW_PATTERN] && !(c->o && c->o->opencl) && try_view(c, b, j, drop)) {
+            any = true;
             continue;
+        }
+        if (!matmul_ok(bd->value) || !worth_library(c, bd->value)) continue;
         for (int p = 0; p < RX_COUNTOF(patterns); p++)
-            if (c->enabled[p] && pattern_worth(c, &patterns[p]) &&
+            if (c->enabled[p] && !patterns[p].view && pattern_worth(c, &patterns[p]) &&
                 try_pattern(c, &patterns[p], b, j, drop)) {
                 any = true;
                 break;
@@ -332,17 +459,23 @@ bool rx_library_lower(rx_module *m, const rx_lib_opts *o, int *rewritten, rx_dia
     c.uses = calloc(n, sizeof *c.uses);
     c.user_block = calloc(n, sizeof *c.user_block);
     c.user_idx = calloc(n, sizeof *c.user_idx);
-    RX_ASSERT(c.uses && c.user_block && c.user_idx);
+    c.def = calloc(n, sizeof *c.def);
+    c.def_block = calloc(n, sizeof *c.def_block);
+    RX_ASSERT(c.uses && c.user_block && c.user_idx && c.def && c.def_block);
     for (int i = 0; i < m->nfuncs; i++) {
         rx_func *f = m->funcs[i];
         if (f->kind != RX_F_RELAX) continue;
         memset(c.uses, 0, n * sizeof *c.uses);
+        memset(c.def, 0, n * sizeof *c.def);
+        memset(c.def_block, 0, n * sizeof *c.def_block);
         count_seq(&c, f->body);
         lower_seq(&c, f->body);
     }
     free(c.uses);
     free(c.user_block);
     free(c.user_idx);
+    free(c.def);
+    free(c.def_block);
     if (rewritten) *rewritten = c.rewritten;
     if (!c.rewritten) m->unchanged = true;
     return true;

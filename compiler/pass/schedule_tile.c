@@ -54,7 +54,11 @@
  * outermost tile loop (jo, or io in the io-first order) when its extent is a literal
  * >= 2, else the first symbolic batch loop (a batch of decode steps may well be 1,
  * while the tile count is known), else the outermost tile loop when its extent is
- * symbolic (none when it is 1). Why that is legal: distinct iterations of a batch loop
+ * symbolic (none when it is 1). A symbolic batch loop chosen while the outermost tile
+ * loop is symbolic too (softmax's row max and sum over (b, heads, s, s): b is 1 in a
+ * prefill, the s / 8 row tiles are many) makes the nest IF (batch >= 2) that ELSE the
+ * same nest with the tile loop parallel: a prefill's reductions ran on one thread.
+ * Why that is legal: distinct iterations of a batch loop
  * write C at distinct values of its own index; distinct jo (io) write disjoint column
  * (row) ranges of C; every read of C is of an element the same iteration wrote before;
  * acc is allocated inside the iteration. schedule.c then finds no other parallel loop
@@ -680,7 +684,8 @@ static rx_stmt *pack_loops(tplan *P)
 
 /* The tiled replacement of nest t; pack_sym_rows: B may be packed with a symbolic M
  (*sym_packed then says whether it was). */
-static rx_stmt *build_one(rx_module *m, const tnest *t, bool pack_sym_rows, bool *sym_packed)
+static rx_stmt *build_one(rx_module *m, const tnest *t, bool pack_sym_rows, bool *sym_packed,
+                          bool outer_par)
 {
     tplan P = {0};
     P.m = m;
@@ -749,11 +754,17 @@ static rx_stmt *build_one(rx_module *m, const tnest *t, bool pack_sym_rows, bool
     bool olit = rx_expr_is_const(outer->u.for_.extent, &e);
     rx_stmt *par = lit_batch;
     if (!par && olit && e >= 2) par = outer;
-    if (!par) par = sym_batch;
+    if (!par && !outer_par) par = sym_batch;
     if (!par && !olit) par = outer;
     if (par) par->u.for_.loop_kind = RX_LOOP_PARALLEL;
     rx_vmap_free(&P.sub);
     if (sym_packed) *sym_packed = P.bload && !P.transposed && li && !rx_expr_is_const(P.M, &e);
+    if (par && par == sym_batch && !olit) { /* IF (batch >= 2) s ELSE the tiles parallel */
+        rx_arena *a = m->arena;
+        rx_stmt *alt = build_one(m, t, pack_sym_rows, NULL, true);
+        return rx_s_if(a, rx_e_binary(a, RX_E_GE, sym_batch->u.for_.extent, rx_e_int(a, 2)),
+                       rx_stmts_one(a, s), rx_stmts_one(a, alt));
+    }
     return s;
 }
 
@@ -762,10 +773,10 @@ static rx_stmt *build_one(rx_module *m, const tnest *t, bool pack_sym_rows, bool
 static rx_stmt *build_nest(rx_module *m, const tnest *t)
 {
     bool sym = false;
-    rx_stmt *packed = build_one(m, t, true, &sym);
+    rx_stmt *packed = build_one(m, t, true, &sym, false);
     if (!sym) return packed;
     rx_arena *a = m->arena;
-    rx_stmt *plain = build_one(m, t, false, NULL);
+    rx_stmt *plain = build_one(m, t, false, NULL, false);
     return rx_s_if(a, rx_e_binary(a, RX_E_GE, t->loops[t->p - 2]->u.for_.extent,
                                   rx_e_int(a, PACK_MIN_ROWS)),
                    rx_stmts_one(a, packed), rx_stmts_one(a, plain));
@@ -811,7 +822,7 @@ static rx_stmt *build(rx_module *m, const tnest *t)
 {
     tnest r;
     if (!rows_from_batch(t, &r)) return build_nest(m, t);
-    rx_stmt *rows = build_one(m, &r, true, NULL); /* packed at any row count: no IF */
+    rx_stmt *rows = build_one(m, &r, true, NULL, false); /* packed at any row count: no IF */
     rx_expr *ext = r.loops[r.p - 2]->u.for_.extent;
     if (rx_expr_is_const(ext, NULL)) return rows;
     rx_arena *a = m->arena;

@@ -9,7 +9,12 @@
  * one, the activations and the bias on the left, batched shapes, what is not taken
  * (i64, 1-D, out_dtype), and an unknown pattern name as an option error. The OpenCL
  * registry (opencl,clblast=1): bare matmuls become clblast.matmul under the same cost
- * rule, biases and activations stay ops.
+ * rule, biases and activations stay ops. matmul_view: attention's products as PyTorch
+ * exports them (pt, qscale, kt) and grouped-query k (repeat; expand_dims + broadcast_to +
+ * reshape) become one blas.matmul_view on the projections with the exact descriptor
+ * (extents in the base's dims, composed permutation, repeat factors, the scale as
+ * alpha); a transposed weight and a 2-D weight under a 4-D operand are taken, a decode
+ * row (M = 1), a repeat on a matrix axis and the disabled pattern are not.
  */
 #include "pass_test.h"
 #include <check.h>
@@ -328,6 +333,166 @@ START_TEST(opencl_registry)
 }
 END_TEST
 
+/* ---- matmul_view: operands read as strided views (library_view.c) ---- */
+
+#define OPA(v, op, args, attrs) \
+    "{\"var\": \"" v "\", \"value\": {\"op\": \"" op "\", \"args\": " args ", \"attrs\": " attrs "}}"
+#define HEADS(v, x, nh, axes)                                                                \
+    OP(v "_r", "reshape", "[\"" x "\", {\"shape\": [\"b\", \"s\", " nh ", 16]}]") ","        \
+    OPA(v, "permute_dims", "[\"" v "_r\"]", "{\"axes\": " axes "}")
+#define ATT_PARAMS(kvw) P("qp", "[\"b\", \"s\", 64]") "," P("kp", "[\"b\", \"s\", " kvw "]")
+#define SCALE "{\"const\": 0.25, \"dtype\": \"f32\"}"
+
+/* The descriptor words of library call `name` (its third argument). */
+static const int64_t *view_desc(const rx_module *m, const char *name, int64_t *n)
+{
+    const rx_node *v = bound(m, name);
+    ck_assert_msg(v && v->kind == RX_N_CALL && v->call_kind == RX_CALL_LIB &&
+                      !strcmp(v->u.call.lib, "blas.matmul_view"),
+                  "%s is not blas.matmul_view", name);
+    ck_assert_int_eq(v->nargs, 3);
+    const rx_const *k = v->args[2]->u.konst;
+    ck_assert_int_eq(v->args[2]->kind, RX_N_CONST);
+    ck_assert_int_eq(k->dtype, RX_DT_I64);
+    *n = k->shape[0];
+    return (const int64_t *)(const void *)k->data;
+}
+
+static void assert_words(const int64_t *got, int64_t n, const int64_t *want, int64_t nw)
+{
+    ck_assert_int_eq(n, nw);
+    for (int64_t i = 2; i < n; i++) ck_assert_msg(got[i] == want[i], "word %lld: %lld, want %lld",
+                                                 (long long)i, (long long)got[i], (long long)want[i]);
+    double alpha;
+    memcpy(&alpha, &got[1], sizeof alpha);
+    ck_assert_int_eq(got[0], 1);
+    double wa;
+    memcpy(&wa, &want[1], sizeof wa);
+    ck_assert_msg(alpha == wa, "alpha %g, want %g", alpha, wa);
+}
+
+/* q @ permute(k) * 0.25 as PyTorch exports it (pt), the scale folded into q (qscale),
+ * K permuted straight to (b, h, d, s) (kt): one blas.matmul_view on the projections,
+ * the descriptor exact (S in the base's dims, P composed, alpha the scale). */
+START_TEST(view_attention_forms)
+{
+    static const char pt[] = MODULE(ATT_PARAMS("64"),
+        HEADS("q", "qp", "4", "[0, 2, 1, 3]") "," HEADS("k", "kp", "4", "[0, 2, 1, 3]") ","
+        OPA("k_t", "permute_dims", "[\"k\"]", "{\"axes\": [0, 1, 3, 2]}") ","
+        OP("qk", "matmul", "[\"q\", \"k_t\"]") "," OP("sc", "multiply", "[\"qk\", " SCALE "]"), "sc");
+    int n;
+    rx_module *m = lower(pt, NULL, &n);
+    ck_assert_int_eq(n, 1);
+    ck_assert_ptr_null(bound(m, "qk")); /* folded into sc's call */
+    const rx_node *c = bound(m, "sc");
+    ck_assert_str_eq(c->args[0]->u.var.name, "qp");
+    ck_assert_str_eq(c->args[1]->u.var.name, "kp");
+    int64_t nw = 0, want[2 + 26] = {1, 0, 4, -1, -2, 4, 16, 1, 1, 1, 1, 0, 2, 1, 3,
+                                4, -1, -2, 4, 16, 1, 1, 1, 1, 0, 2, 3, 1};
+    double quarter = 0.25;
+    memcpy(&want[1], &quarter, sizeof quarter);
+    const int64_t *d = view_desc(m, "sc", &nw);
+    assert_words(d, nw, want, 28);
+    rx_module_free(m);
+
+    static const char qscale[] = MODULE(ATT_PARAMS("64"),
+        HEADS("q", "qp", "4", "[0, 2, 1, 3]") "," HEADS("k", "kp", "4", "[0, 2, 1, 3]") ","
+        OP("q_s", "multiply", "[\"q\", " SCALE "]") ","
+        OPA("k_t", "permute_dims", "[\"k\"]", "{\"axes\": [0, 1, 3, 2]}") ","
+        OP("qk", "matmul", "[\"q_s\", \"k_t\"]"), "qk");
+    m = lower(qscale, NULL, &n);
+    assert_words(view_desc(m, "qk", &nw), nw, want, 28);
+    rx_module_free(m);
+
+    static const char kt[] = MODULE(ATT_PARAMS("64"),
+        HEADS("q", "qp", "4", "[0, 2, 1, 3]") "," HEADS("k", "kp", "4", "[0, 2, 3, 1]") ","
+        OP("qk", "matmul", "[\"q\", \"k\"]"), "qk");
+    m = lower(kt, NULL, &n);
+    want[1] = 0;
+    double one = 1.0;
+    memcpy(&want[1], &one, sizeof one);
+    assert_words(view_desc(m, "qk", &nw), nw, want, 28);
+    rx_module_free(m);
+}
+END_TEST
+
+/* Grouped-query k: repeat along the heads, or expand_dims + broadcast_to + reshape
+ * (PyTorch's repeat_kv): both give R = 2 on the k/v-heads axis of the base's view. */
+START_TEST(view_gqa_forms)
+{
+    static const char rep[] = MODULE(ATT_PARAMS("32"),
+        HEADS("q", "qp", "4", "[0, 2, 1, 3]") "," HEADS("k", "kp", "2", "[0, 2, 1, 3]") ","
+        OPA("k_rep", "repeat", "[\"k\"]", "{\"repeats\": 2, \"axis\": 1}") ","
+        OPA("k_t", "permute_dims", "[\"k_rep\"]", "{\"axes\": [0, 1, 3, 2]}") ","
+        OP("qk", "matmul", "[\"q\", \"k_t\"]"), "qk");
+    static const char expand[] = MODULE(ATT_PARAMS("32"),
+        HEADS("q", "qp", "4", "[0, 2, 1, 3]") "," HEADS("k", "kp", "2", "[0, 2, 1, 3]") ","
+        OPA("k_e", "expand_dims", "[\"k\"]", "{\"axis\": [2]}") ","
+        OP("k_x", "broadcast_to", "[\"k_e\", {\"shape\": [\"b\", 2, 2, \"s\", 16]}]") ","
+        OP("k_rep", "reshape", "[\"k_x\", {\"shape\": [\"b\", 4, \"s\", 16]}]") ","
+        OPA("k_t", "permute_dims", "[\"k_rep\"]", "{\"axes\": [0, 1, 3, 2]}") ","
+        OP("qk", "matmul", "[\"q\", \"k_t\"]"), "qk");
+    int64_t want[2 + 26] = {1, 0, 4, -1, -2, 4, 16, 1, 1, 1, 1, 0, 2, 1, 3,
+                            4, -1, -2, 2, 16, 1, 1, 2, 1, 0, 2, 3, 1};
+    double one = 1.0;
+    memcpy(&want[1], &one, sizeof one);
+    const char *mods[] = {rep, expand};
+    for (int i = 0; i < 2; i++) {
+        int n;
+        int64_t nw = 0;
+        rx_module *m = lower(mods[i], NULL, &n);
+        ck_assert_int_eq(n, 1);
+        assert_words(view_desc(m, "qk", &nw), nw, want, 28);
+        rx_module_free(m);
+    }
+}
+END_TEST
+
+/* Not taken: a one-row q (decode, static M = 1: the cost rule), matmul_view disabled
+ * (a 4-D product blas.matmul does not take stays an op), a repeat on a matrix axis
+ * (the repeat is materialized and blas.matmul takes the product);
+ * taken: a transposed weight (x @ permute_dims(w)), 2-D B broadcast over 4-D A. */
+START_TEST(view_taken_or_not)
+{
+    static const char mod[] = MODULE(
+        P("q1", "[\"b\", 1, 64]") "," P("kc", "[\"b\", 4, \"s\", 16]") "," P("x", "[\"b\", \"s\", 24]") ","
+        P("w", "[20, 24]") "," P("p", "[\"b\", 4, \"s\", 12]") "," P("w2", "[12, 10]") ","
+        P("m2", "[\"s\", 8]") "," P("n2", "[4, 8]"),
+        OP("q_r", "reshape", "[\"q1\", {\"shape\": [\"b\", 1, 4, 16]}]") ","
+        OPA("q", "permute_dims", "[\"q_r\"]", "{\"axes\": [0, 2, 1, 3]}") ","
+        OPA("kct", "permute_dims", "[\"kc\"]", "{\"axes\": [0, 1, 3, 2]}") ","
+        OP("dec", "matmul", "[\"q\", \"kct\"]") ","
+        OP("wt", "permute_dims", "[\"w\"]") "," OP("lin", "matmul", "[\"x\", \"wt\"]") ","
+        OP("b4", "matmul", "[\"p\", \"w2\"]") ","
+        OPA("n2r", "repeat", "[\"n2\"]", "{\"repeats\": 2, \"axis\": 0}") ","
+        OP("mr", "matmul", "[\"m2\", \"n2r\"]") ","
+        OP("out", "add", "[\"lin\", \"lin\"]"), "out");
+    int n;
+    rx_module *m = lower(mod, NULL, &n);
+    ck_assert_str_eq(lib_of(m, "dec"), "(op)");
+    ck_assert_str_eq(lib_of(m, "lin"), "blas.matmul_view");
+    ck_assert_str_eq(lib_of(m, "b4"), "blas.matmul_view");
+    ck_assert_str_eq(lib_of(m, "mr"), "blas.matmul"); /* the repeat materialized */
+    ck_assert_int_eq(n, 3);
+    int64_t nw = 0;
+    const int64_t *d = view_desc(m, "lin", &nw); /* w (20, 24) read transposed */
+    ck_assert_int_eq(nw, 2 + 10 + 7);
+    ck_assert_int_eq(d[12], 2);
+    ck_assert_int_eq(d[13], 20); /* literal extents */
+    ck_assert_int_eq(d[14], 24);
+    ck_assert_int_eq(d[17], 1);
+    ck_assert_int_eq(d[18], 0);
+    rx_module_free(m);
+    const char *const off[] = {"matmul_view", NULL};
+    rx_lib_opts o = {RX_LIB_AUTO, off, 0, false};
+    m = lower(mod, &o, &n);
+    ck_assert_str_eq(lib_of(m, "lin"), "blas.matmul"); /* its (3-D, 2-D) shapes */
+    ck_assert_str_eq(lib_of(m, "b4"), "(op)");
+    ck_assert_int_eq(n, 2);
+    rx_module_free(m);
+}
+END_TEST
+
 static Suite *ll_suite(void)
 {
     Suite *s = suite_create("library_lower");
@@ -340,6 +505,9 @@ static Suite *ll_suite(void)
     tcase_add_test(tc, activations);
     tcase_add_test(tc, shapes_taken_or_not);
     tcase_add_test(tc, opencl_registry);
+    tcase_add_test(tc, view_attention_forms);
+    tcase_add_test(tc, view_gqa_forms);
+    tcase_add_test(tc, view_taken_or_not);
     suite_add_tcase(s, tc);
     return s;
 }

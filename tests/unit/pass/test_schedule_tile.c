@@ -4,7 +4,8 @@
  * Structure: which legalized nests are tiled (matmul static and symbolic, batch
  * matmul, matrix-vector, row and column sums, row max, f16 and i32 sums, conv2d) and
  * which are not (a small matmul, argmax, a hand-written reduction with an if-init);
- * the tile sizes, the K blocking, the parallel loop, the full/partial tile split (the
+ * the tile sizes, the K blocking, the parallel loop (softmax's row max over a symbolic
+ * batch and symbolic rows: IF (b >= 2) batch ELSE row tiles), the full/partial tile split (the
  * packing of B is tested by test_schedule_pack.c; mm_static and the C text show it).
  * Numerics: every tiled kernel gives bit-identical results to the untiled kernel of
  * the same function, at symbolic values that leave partial tiles in every direction,
@@ -40,6 +41,7 @@ static const char MODULE[] =
     FN("rowsum", P("x", TS("f32", "'n',300")), OP1A("sum", "x", "{'axis':1}")) ","
     FN("colsum", P("x", TS("f32", "300,'n'")), OP1A("sum", "x", "{'axis':0}")) ","
     FN("rowmax", P("x", TS("f32", "'n','m'")), OP1A("max", "x", "{'axis':-1}")) ","
+    FN("smax", P("x", TS("f32", "'b',4,'s',40")), OP1A("max", "x", "{'axis':-1}")) ","
     FN("sum16", P("x", TS("f16", "'n',300")), OP1A("sum", "x", "{'axis':1}")) ","
     FN("sumi32", P("x", TS("i32", "300,'n'")), OP1A("sum", "x", "{'axis':0}")) ","
     FN("conv", P("x", TS("f32", "1,3,18,18")) "," P("w", TS("f32", "8,3,3,3")),
@@ -122,7 +124,7 @@ START_TEST(structure)
     rx_module *m = legalized();
     int n = -1;
     ck_assert(rx_schedule_tile(m, &n));
-    ck_assert_int_eq(n, 13); /* all but small, amax, hand */
+    ck_assert_int_eq(n, 14); /* all but small, amax, hand */
 
     /* static matmul 50x600 @ 600x140: 6x16 register tile, B packed (M >= 16, K >= 128)
      * in a panel holding all of K (600 <= 2048 rows), so K is not blocked, jo parallel,
@@ -211,6 +213,22 @@ START_TEST(structure)
     f = facts_of(callee(m, "conv"));
     ck_assert_int_eq(f.acc_shape[0], 4);
     ck_assert_int_eq(f.acc_shape[1], 16);
+
+    /* softmax's row max over (b, 4, s, 40): the batch b and the row tiles ceil(s / 8) both
+     * symbolic: IF (b >= 2) the b loop parallel ELSE b serial around parallel row tiles */
+    const rx_func *sm = callee(m, "smax");
+    ck_assert_int_eq(sm->tbody.n, 1);
+    ck_assert_int_eq(sm->tbody.items[0]->kind, RX_S_IF);
+    const rx_stmt *bif = sm->tbody.items[0];
+    ck_assert_int_eq(bif->u.if_.then_s.n, 1);
+    ck_assert_int_eq(bif->u.if_.else_s.n, 1);
+    const rx_stmt *bpar = bif->u.if_.then_s.items[0], *bser = bif->u.if_.else_s.items[0];
+    ck_assert_str_eq(var_name(bpar), "i0");
+    ck_assert_int_eq(bpar->u.for_.loop_kind, RX_LOOP_PARALLEL);
+    ck_assert_str_eq(var_name(bser), "i0");
+    ck_assert_int_eq(bser->u.for_.loop_kind, RX_LOOP_SERIAL);
+    ck_assert_str_eq(var_name(bser->u.for_.body.items[0]), "i2_o");
+    ck_assert_int_eq(bser->u.for_.body.items[0]->u.for_.loop_kind, RX_LOOP_PARALLEL);
 
     /* left alone: too small, argmax (two stores), an if-init written by hand */
     ck_assert_int_eq(facts_of(callee(m, "small")).blocks, 1);

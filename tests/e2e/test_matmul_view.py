@@ -1,0 +1,196 @@
+"""test_matmul_view.py — matmuls of strided views lowered to blas.matmul_view, end to end.
+
+    /usr/bin/python3 tests/e2e/test_matmul_view.py BUILD_DIR
+
+One module, symbolic b and s, one function per way of writing attention's products
+(compiler/pass/library_view.c's essay has the model):
+  pt          q @ permute(k) then * scale: reshape (b, s, h, d) + permute of the
+              projections, k^T one more permute; the scale folded into alpha
+  kt          k permuted straight to (b, h, d, s): scores = q @ k
+  qscale      (q * scale) @ permute(k): the scale before the product
+  gqa_repeat  grouped-query: k and v repeated along the heads (relax repeat)
+  gqa_expand  grouped-query as PyTorch's repeat_kv: expand_dims + broadcast_to + reshape
+  linear_t    x (b, s, k) @ permute_dims(w (n, k)): a transposed weight (2-D B)
+  bcast4      probs (b, h, s, k) @ w (k, n): 4-D by 2-D, the batch broadcast
+  decode      q of one row (M = 1, static): the cost rule keeps it generated
+each causal-masked (full + triu) and softmaxed where attention. Built at O2 with
+--dump-ir: each function's library_lower dump must call blas.matmul_view the expected
+number of times (2 for attention, 1 for linear_t and bcast4, 0 for decode), and
+relax-run's outputs at b = 2, s = 5 must equal NumPy's float64 math (rtol 1e-4,
+atol 1e-5). Prints one line per check and `N passed, M failed`; exit 1 on a failure.
+"""
+
+import json
+import math
+import os
+import re
+import sys
+import tempfile
+
+import numpy as np
+
+from e2e_check import run, run_status, start
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+import gen_llama  # noqa: E402  (the relax-json helpers the model generators share)
+
+A, KV, D = 4, 2, 8  # query heads, k/v heads of the gqa forms, head size
+SCALE = 1.0 / math.sqrt(D)
+MASK = -1e9
+
+
+op = gen_llama.Builder.op
+
+
+def T(shape):
+    return gen_llama.tensor(shape, "f32")
+
+
+def attention(form):
+    """(params, bindings, result) of an attention core over given projections."""
+    kv = KV if form.startswith("gqa") else A
+    params = [{"name": "qp", "type": T(("b", "s", A * D))},
+              {"name": "kp", "type": T(("b", "s", kv * D))},
+              {"name": "vp", "type": T(("b", "s", kv * D))}]
+    bs = []
+
+    def b(name, value):
+        bs.append({"var": name, "value": value})
+        return name
+
+    heads = {}
+    for n in "qkv":
+        nh = A if n == "q" else kv
+        r = b(n + "_r", op("reshape", n + "p", {"shape": ["b", "s", nh, D]}))
+        axes = [0, 2, 3, 1] if (n == "k" and form == "kt") else [0, 2, 1, 3]
+        heads[n] = b(n, op("permute_dims", r, axes=axes))
+    q, k, v = heads["q"], heads["k"], heads["v"]
+    scale = {"const": SCALE, "dtype": "f32"}
+    if form == "qscale":
+        q = b("q_s", op("multiply", q, scale))
+    if form == "gqa_repeat":
+        k = b("k_rep", op("repeat", k, repeats=A // KV, axis=1))
+        v = b("v_rep", op("repeat", v, repeats=A // KV, axis=1))
+    if form == "gqa_expand":
+        for n in ("k", "v"):
+            e = b(n + "_e", op("expand_dims", heads[n], axis=[2]))
+            x = b(n + "_x", op("broadcast_to", e, {"shape": ["b", KV, A // KV, "s", D]}))
+            heads[n] = b(n + "_rep", op("reshape", x, {"shape": ["b", A, "s", D]}))
+        k, v = heads["k"], heads["v"]
+    kt = k if form == "kt" else b("k_t", op("permute_dims", k, axes=[0, 1, 3, 2]))
+    sc = b("qk", op("matmul", q, kt))
+    if form != "qscale":
+        sc = b("scores", op("multiply", sc, scale))
+    full = b("mask_full", op("full", {"shape": ["s", "s"]}, {"const": MASK, "dtype": "f32"}))
+    mask = b("mask", op("triu", full, k=1))
+    sc = b("masked", op("add", sc, mask))
+    probs = b("probs", op("nn.softmax", sc, axis=-1))
+    ctx = b("ctx", op("matmul", probs, v))
+    ctx = b("ctx_t", op("permute_dims", ctx, axes=[0, 2, 1, 3]))
+    out = b("out", op("reshape", ctx, {"shape": ["b", "s", A * D]}))
+    return params, bs, out
+
+
+def functions():
+    fns = {}
+    for form in ("pt", "kt", "qscale", "gqa_repeat", "gqa_expand"):
+        fns[form] = attention(form)
+    fns["linear_t"] = ([{"name": "x", "type": T(("b", "s", 24))}, {"name": "w", "type": T((20, 24))}],
+                       [{"var": "wt", "value": op("permute_dims", "w")},
+                        {"var": "y", "value": op("matmul", "x", "wt")}], "y")
+    fns["bcast4"] = ([{"name": "p", "type": T(("b", A, "s", 12))}, {"name": "w", "type": T((12, 10))}],
+                     [{"var": "y", "value": op("matmul", "p", "w")}], "y")
+    fns["decode"] = ([{"name": "q", "type": T(("b", 1, A * D))}, {"name": "kc", "type": T(("b", A, "s", D))}],
+                     [{"var": "q_r", "value": op("reshape", "q", {"shape": ["b", 1, A, D]})},
+                      {"var": "q_h", "value": op("permute_dims", "q_r", axes=[0, 2, 1, 3])},
+                      {"var": "k_t", "value": op("permute_dims", "kc", axes=[0, 1, 3, 2])},
+                      {"var": "y", "value": op("matmul", "q_h", "k_t")}], "y")
+    return {name: {"kind": "relax", "params": p,
+                   "body": {"blocks": [{"dataflow": True, "bindings": bs}], "result": r}}
+            for name, (p, bs, r) in fns.items()}
+
+
+EXPECT = {"pt": 2, "kt": 2, "qscale": 2, "gqa_repeat": 2, "gqa_expand": 2, "linear_t": 1,
+          "bcast4": 1, "decode": 0}
+
+
+def reference(name, ins):
+    """NumPy float64 of function `name` on inputs ins (a list)."""
+    x = [a.astype(np.float64) for a in ins]
+    if name == "linear_t":
+        return x[0] @ x[1].T
+    if name == "bcast4":
+        return x[0] @ x[1]
+    if name == "decode":
+        q = x[0].reshape(x[0].shape[0], 1, A, D).transpose(0, 2, 1, 3)
+        return q @ x[1].transpose(0, 1, 3, 2)
+    qp, kp, vp = x
+    B, S, _ = qp.shape
+    kv = kp.shape[2] // D
+    q = qp.reshape(B, S, A, D).transpose(0, 2, 1, 3)
+    k = np.repeat(kp.reshape(B, S, kv, D).transpose(0, 2, 1, 3), A // kv, axis=1)
+    v = np.repeat(vp.reshape(B, S, kv, D).transpose(0, 2, 1, 3), A // kv, axis=1)
+    sc = q @ k.transpose(0, 1, 3, 2) * SCALE + np.triu(np.full((S, S), MASK), 1)
+    p = np.exp(sc - sc.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return (p @ v).transpose(0, 2, 1, 3).reshape(B, S, A * D)
+
+
+def lowered_counts(dump):
+    """{function: number of blas.matmul_view calls} of a library_lower dump."""
+    counts, cur = {}, None
+    for line in dump.splitlines():
+        m = re.match(r"def (\w+)\(", line)
+        if m:
+            cur = m.group(1)
+            counts[cur] = 0
+        elif cur:
+            counts[cur] += line.count('"blas.matmul_view"')
+    return counts
+
+
+def main():
+    s = start(sys.argv, __doc__)
+    if s is None:
+        return 2
+    relaxc, relax_run, checks = s
+    check = checks.check
+    mod = {"format": "relax-json", "version": 1, "functions": functions()}
+    rng = np.random.default_rng(13)
+    with tempfile.TemporaryDirectory(prefix="rx_mmview.") as tmp:
+        src, rxa, ir = (os.path.join(tmp, n) for n in ("m.json", "m.rxa", "ir"))
+        with open(src, "w") as f:
+            json.dump(mod, f)
+        rc, _, err = run_status([relaxc, "build", src, "-o", rxa, "--dump-ir", ir])
+        check(rc == 0, "relaxc build" + ("" if rc == 0 else ": " + err[-2000:]))
+        if rc != 0:
+            return checks.done()
+        dump = [n for n in os.listdir(ir) if n.endswith("library_lower.txt")]
+        with open(os.path.join(ir, dump[0])) as f:
+            counts = lowered_counts(f.read())
+        for name, want in EXPECT.items():
+            check(counts.get(name) == want, "%s: %d blas.matmul_view (got %s)"
+                  % (name, want, counts.get(name)))
+        for name, fn in mod["functions"].items():
+            ins, argv = [], [relax_run, rxa, "--fn", name, "--out-dir", os.path.join(tmp, name)]
+            for p in fn["params"]:
+                shape = [{"b": 2, "s": 5}.get(d, d) for d in p["type"]["tensor"]["shape"]]
+                a = rng.standard_normal(shape).astype(np.float32)
+                path = os.path.join(tmp, "%s_%s.npy" % (name, p["name"]))
+                np.save(path, a)
+                ins.append(a)
+                argv += ["--in", "%s=%s" % (p["name"], path)]
+            try:
+                run(argv)
+                got = np.load(os.path.join(tmp, name, "out0.npy"))
+                want = reference(name, ins)
+                ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5)
+                err = float(np.abs(got - want).max()) if got.shape == want.shape else float("inf")
+                check(ok, "%s equals NumPy (max |diff| %.2g)" % (name, err))
+            except RuntimeError as e:
+                check(False, "%s runs: %s" % (name, e))
+    return checks.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
