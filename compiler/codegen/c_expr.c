@@ -333,7 +333,7 @@ static void emit_intrin(cg *g, const rx_expr *e, rx_loc loc)
     const char *ex = t != RX_DT_F64 ? "rx_expf" : g->glsl ? "rx_dexp" : "exp";
     bool own = t != RX_DT_F64 && (fn == RX_FN_EXP || fn == RX_FN_SIGMOID || fn == RX_FN_ERF ||
                                   fn == RX_FN_TANH || fn == RX_FN_LOG);
-    if (own && fn != RX_FN_LOG) use(g, H_EXPF, 0); /* erf and tanh call rx_expf */
+    if (own && (fn == RX_FN_EXP || fn == RX_FN_SIGMOID)) use(g, H_EXPF, 0);
     if (own && fn == RX_FN_ERF) use(g, H_ERFF, 0);
     if (own && fn == RX_FN_TANH) use(g, H_TANHF, 0);
     if (own && fn == RX_FN_LOG) use(g, H_LOGF, 0);
@@ -826,8 +826,10 @@ static const char PRELUDE_ISA[] =
 /* exp in float: relax/codegen_math.h's rx_expf_ref as text (one source for the kernels
    and the compiler's loop-function evaluator; the header says how and how accurate). */
 static const char PRELUDE_EXPF[] = RX_MATH_STR(RX_EXPF_SOURCE(RX_MATH_HELPER, rx_expf)) "\n";
-static const char PRELUDE_ERFF[] = RX_MATH_STR(RX_ERFF_SOURCE(RX_MATH_HELPER, rx_erff, rx_expf)) "\n";
-static const char PRELUDE_TANHF[] = RX_MATH_STR(RX_TANHF_SOURCE(RX_MATH_HELPER, rx_tanhf, rx_expf)) "\n";
+/* erf and tanh: e^x of a normal result (their clamped arguments), one scaling */
+static const char PRELUDE_EXPFN[] = RX_MATH_STR(RX_EXPF_NORMAL_SOURCE(RX_MATH_HELPER, rx_expfn)) "\n";
+static const char PRELUDE_ERFF[] = RX_MATH_STR(RX_ERFF_SOURCE(RX_MATH_HELPER, rx_erff, rx_expfn)) "\n";
+static const char PRELUDE_TANHF[] = RX_MATH_STR(RX_TANHF_SOURCE(RX_MATH_HELPER, rx_tanhf, rx_expfn)) "\n";
 static const char PRELUDE_LOGF[] = RX_MATH_STR(RX_LOGF_SOURCE(RX_MATH_HELPER, rx_logf)) "\n";
 
 static bool needs(const cg *g, cg_helper h, rx_dtype t)
@@ -847,6 +849,7 @@ void rxi_cg_prelude(const cg *g, rx_sb *out)
     if (g->need[H_OMP]) rx_sb_puts(out, PRELUDE_OMP);
     if (g->need[H_ISA]) rx_sb_puts(out, PRELUDE_ISA);
     if (g->need[H_EXPF]) rx_sb_puts(out, PRELUDE_EXPF);
+    if (g->need[H_ERFF] || g->need[H_TANHF]) rx_sb_puts(out, PRELUDE_EXPFN);
     if (g->need[H_ERFF]) rx_sb_puts(out, PRELUDE_ERFF);
     if (g->need[H_TANHF]) rx_sb_puts(out, PRELUDE_TANHF);
     if (g->need[H_LOGF]) rx_sb_puts(out, PRELUDE_LOGF);
