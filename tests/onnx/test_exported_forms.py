@@ -7,6 +7,7 @@ Each model is checked twice:
   numbers    one artifact, several sizes of its dynamic axes, relax-run's outputs equal
              PyTorch's (rtol 1e-4, atol 1e-5);
   structure  what the pipeline made of the idiom (relaxc print --after PASS):
+    repeat_interleave  torch.repeat_interleave(k, 3, dim=1) (numbers only) imports;
     repeat_kv   Hugging Face's k[:, :, None].expand(b, kv, rep, n, d).reshape(b, heads, n, d)
                 after a KV-cache append (n = c + 1): the fused attention products read
                 the cache per head group (k[i0, i1 // 4, ...]); no index divides by a
@@ -72,6 +73,14 @@ class RepeatKV(torch.nn.Module):
         return (p @ vv).permute(0, 2, 1, 3).reshape(b, s, 128), k, v
 
 
+class RepeatInterleave(torch.nn.Module):
+    """q @ k^T over k/v heads repeated with torch.repeat_interleave (exported static)."""
+
+    def forward(self, q, k_cache, k_new):
+        k = torch.cat([k_cache, k_new], dim=2)
+        return q @ torch.repeat_interleave(k, 3, dim=1).transpose(2, 3), k
+
+
 class RMSNorm(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -84,7 +93,7 @@ class RMSNorm(torch.nn.Module):
 def export(model, args, names, dyn, path, opset):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, args, path, input_names=names, dynamic_axes=dyn,
+        torch.onnx.export(model, args, path, input_names=names, dynamic_axes=dyn or None,
                           opset_version=opset, do_constant_folding=True)
 
 
@@ -150,6 +159,18 @@ def repeat_kv(tmp, opset):
     check(not bad, "%s: no index divides by a symbolic product" % what, " ".join(bad[:4]))
 
 
+def repeat_interleave(tmp):
+    """PyTorch 1.13 spells the repeat count as Expand/Split/Where over constant vectors,
+    which the importer folds; with dynamic axes its Reshape target ([0, -1, 0, d]) copies
+    the wrong dim (ONNX Runtime cannot run that export either), so the export is static."""
+    model = RepeatInterleave().eval()
+    path = os.path.join(tmp, "repeat_interleave.onnx")
+    args = (torch.randn(2, 6, 1, 4), torch.randn(2, 2, 5, 4), torch.randn(2, 2, 1, 4))
+    export(model, args, ["q", "k_cache", "k_new"], {}, path, 17)
+    numbers("repeat_interleave (static)", model, path, os.path.join(tmp, "ri.rxa"), tmp, [()],
+            lambda: {n: a.numpy() for n, a in zip(("q", "k_cache", "k_new"), args)})
+
+
 def rms_norm(tmp):
     model = RMSNorm().eval()
     path = os.path.join(tmp, "rms_norm.onnx")
@@ -178,6 +199,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="rx_exported_") as tmp:
         for opset in (14, 17):
             repeat_kv(tmp, opset)
+        repeat_interleave(tmp)
         rms_norm(tmp)
     print("%d failure(s)%s" % (len(FAILED), "".join("\n  " + f for f in FAILED)))
     return 1 if FAILED else 0
