@@ -92,7 +92,7 @@ typedef struct stage {
  * it, docs/passes.md's table is checked against it (tests/integration), and the opt
  * levels are its min_opt column:
  *   0  what is needed to run: deduce, legalize, lower, codegen; no planning
- *   1  + clean-ups (canonicalize, dce), CPU loop scheduling and tiling, memory planning
+ *   1  + clean-ups (simplify, canonicalize, dce), CPU loop scheduling and tiling, memory planning
  *   2  + library lowering, FuseOps + FuseTIR, workspace lifting (the default)
  *   3  + static-shape specialization
  * A stage with min_opt > 0 can also be turned off by name (rx_build_opts.disable): that
@@ -102,6 +102,8 @@ typedef struct stage {
 static const stage pipeline[] = {
     {"deduce", "1", 0, ST_GRAPH, rx_deduce_module, NULL, true, false, "§4.1, Figures 6-7",
      "A-normal form and forward deduction of every annotation; the cache key is taken here"},
+    {"simplify", "1a", 1, ST_GRAPH, rx_pass_simplify, NULL, false, true, "",
+     "exporters' spellings: power(x, 2) -> x * x, divide(1, sqrt(y)) -> rsqrt(y)"},
     {"canonicalize", "1b", 1, ST_GRAPH, rx_pass_canonicalize, NULL, false, true, "",
      "var-to-var copies, tuple get_item, tuple rebuilds, constant folding"},
     {"dce", "1c", 1, ST_GRAPH, rx_pass_dce, NULL, false, true, "", "unused pure bindings"},

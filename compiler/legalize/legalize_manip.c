@@ -3,12 +3,13 @@
  *
  * Every rule is one compute over the deduced result dims whose element is a load of
  * the operand at a remapped index (or a constant):
- *   reshape flatten   the result position is raveled row-major over the result dims
- *                     (a run-time check that the element counts agree when deduction
- *                     could not prove it: lg_require_equal)
- *                     and unraveled over x's: x[f // s0, f // s1 % d1, ..., f % dk],
- *                     simplified with the loop ranges (flatten of (n, 4) reads
- *                     x[i0 // 4, i0 % 4]); identical dims copy index for index
+ *   reshape flatten   the dims are cut into groups of equal products (see reshape_cb);
+ *                     in each, the result position is raveled row-major over the
+ *                     result dims and unraveled over x's: x[f // s0, f // s1 % d1,
+ *                     ..., f % dk], simplified with the loop ranges (flatten of
+ *                     (n, 4) reads x[i0 // 4, i0 % 4]); a group of one dim each side
+ *                     copies the index (a run-time check that the element counts
+ *                     agree when deduction could not prove it: lg_require_equal)
  *   permute_dims      x[idx[inverse permutation]]
  *   expand_dims       the inserted positions dropped
  *   squeeze           0 inserted at the squeezed positions (axis null: the literal-1
@@ -41,28 +42,61 @@ static bool check_rank(lg_ctx *c, int n)
 }
 
 /* ---------------------------------------------------------------- reshape */
+/* x[...] for the result positions idx[o0..o1) of one group, whose dims' product is
+ * that of x's dims [x0..x1): the group's position raveled over its result dims and
+ * unraveled over x's (a group of one dim on each side copies the index). */
+static void reshape_group(rx_te *te, mctx *m, rx_expr *const *idx, rx_expr **xi, int x0, int x1,
+                          int o0, int o1)
+{
+    rx_arena *a = rx_te_arena(te);
+    rx_expr *f = NULL;
+    for (int k = o0; k < o1; k++)
+        f = f ? rx_e_binary(a, RX_E_ADD, rx_e_binary(a, RX_E_MUL, f, m->odims[k]), idx[k]) : idx[k];
+    if (!f) f = rx_e_int(a, 0);
+    if (x1 - x0 == 1 && o1 - o0 == 1) {
+        xi[x0] = f;
+        return;
+    }
+    rx_expr *stride = rx_e_int(a, 1);
+    for (int k = x1 - 1; k >= x0; k--) {
+        rx_expr *v = k == x1 - 1 ? f : rx_e_binary(a, RX_E_FLOORDIV, f, stride);
+        if (k > x0) v = rx_e_binary(a, RX_E_FLOORMOD, v, rx_te_dim(m->x, k));
+        xi[k] = rx_te_simplify(te, v);
+        stride = rx_e_binary(a, RX_E_MUL, stride, rx_te_dim(m->x, k));
+    }
+}
+
+/* The dims are cut into groups at every pair of prefixes (of x's dims and of the
+ * result's, each at least one dim longer than the last cut) whose products are proved
+ * equal: (b, 4, 4, n, 64) -> (b, 16, n, 64) is b | 4 4 -> 16 | n | 64, read as
+ * x[i0, i1 // 4, i1 % 4, i2, i3]. Each group is raveled and unraveled on its own, so
+ * an index never divides by a symbolic product that a cut separates (raveling the
+ * whole position would read x[(... + i2) // (n * 1024), ...], which no simplification
+ * undoes when n is a sum such as c + 1). The suffix products after a cut are equal
+ * too (the totals agree: checked at run time when not proved), so each group's
+ * position is the same number on both sides. */
 static rx_expr *reshape_cb(rx_te *te, rx_expr *const *idx, void *ud)
 {
     mctx *m = ud;
     rx_arena *a = rx_te_arena(te);
     rx_expr **xi = RX_NEWN(a, rx_expr *, m->xn > 0 ? m->xn : 1);
-    bool same = m->xn == m->nd;
-    for (int k = 0; same && k < m->nd; k++) same = rx_expr_same(rx_te_dim(m->x, k), m->odims[k]);
-    if (same) {
-        for (int k = 0; k < m->nd; k++) xi[k] = idx[k];
-        return rx_te_at(te, m->x, xi);
+    int x0 = 0, o0 = 0;
+    rx_expr *px = rx_e_int(a, 1);
+    for (int i = 1; i < m->xn; i++) {
+        px = rx_te_simplify(te, rx_e_binary(a, RX_E_MUL, px, rx_te_dim(m->x, i - 1)));
+        rx_expr *po = rx_e_int(a, 1);
+        for (int k = 0; k < o0; k++) po = rx_e_binary(a, RX_E_MUL, po, m->odims[k]);
+        for (int j = o0 + 1; j < m->nd; j++) {
+            po = rx_te_simplify(te, rx_e_binary(a, RX_E_MUL, po, m->odims[j - 1]));
+            if (rx_te_prove_equal(te, px, po)) {
+                reshape_group(te, m, idx, xi, x0, i, o0, j);
+                x0 = i;
+                o0 = j;
+                break;
+            }
+        }
     }
-    rx_expr *f = NULL;
-    for (int k = 0; k < m->nd; k++)
-        f = f ? rx_e_binary(a, RX_E_ADD, rx_e_binary(a, RX_E_MUL, f, m->odims[k]), idx[k]) : idx[k];
-    if (!f) f = rx_e_int(a, 0);
-    rx_expr *stride = rx_e_int(a, 1);
-    for (int k = m->xn - 1; k >= 0; k--) {
-        rx_expr *v = k == m->xn - 1 ? f : rx_e_binary(a, RX_E_FLOORDIV, f, stride);
-        if (k > 0) v = rx_e_binary(a, RX_E_FLOORMOD, v, rx_te_dim(m->x, k));
-        xi[k] = rx_te_simplify(te, v);
-        stride = rx_e_binary(a, RX_E_MUL, stride, rx_te_dim(m->x, k));
-    }
+    if (m->xn > 0) reshape_group(te, m, idx, xi, x0, m->xn, o0, m->nd);
     return rx_te_at(te, m->x, xi);
 }
 

@@ -282,3 +282,8 @@ rx_expr *rx_te_simplify(rx_te *te, rx_expr *e)
 {
     return rx_arith_simplify(te->ar, e);
 }
+
+bool rx_te_prove_equal(rx_te *te, rx_expr *a, rx_expr *b)
+{
+    return rx_arith_prove_equal(te->ar, a, b);
+}

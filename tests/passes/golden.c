@@ -223,7 +223,8 @@ static bool run_isolated(const char *pass, rx_module *m, const case_opts *o, rx_
         const char *name;
         rx_pass_fn fn;
     } fns[] = {
-        {"canonicalize", rx_pass_canonicalize}, {"dce", rx_pass_dce},
+        {"simplify", rx_pass_simplify},         {"canonicalize", rx_pass_canonicalize},
+        {"dce", rx_pass_dce},
         {"legalize", rx_pass_legalize},         {"dce_post", rx_pass_dce},
         {"analysis", rx_pass_annotate_patterns}, {"fuse_ops", rx_pass_fuse_ops},
         {"fuse_tir", rx_pass_fuse_tir},         {"lift_workspace", rx_pass_lift_workspace},

@@ -168,7 +168,11 @@ bool ox_c_where(ox_ctx *c)
     ox_val *cv = ox_in(c, 0), *x = ox_in(c, 1), *y = ox_in(c, 2);
     rx_expr **cs, **xs, **ys;
     int nc, nx, ny;
-    if ((x && x->sym) || (y && y->sym)) {
+    /* integer vectors known at compile time (PyTorch's repeat_interleave picks a shape
+     * entry with Where(Equal(...), ones, sizes) on constants) fold like shape values */
+    bool known_ints = x && y && x->k && y->k && !rx_dtype_is_float(x->k->dtype) &&
+                      !rx_dtype_is_float(y->k->dtype) && cv && (cv->k || cv->sym);
+    if ((x && x->sym) || (y && y->sym) || known_ints) {
         if (ox_syms(c, cv, &cs, &nc) && ox_syms(c, x, &xs, &nx) && ox_syms(c, y, &ys, &ny)) {
             int n = nc > nx ? nc : nx;
             n = n > ny ? n : ny;

@@ -2,8 +2,9 @@
  * onnx_shape.c — the ONNX importer's shape converters: Shape Size Constant Reshape
  * Flatten Transpose Squeeze Unsqueeze Concat Gather Slice Split Expand Tile Trilu
  * ConstantOfShape Range. Each first tries to fold on symbolic elements (ox_syms, the
- * output of Shape and everything computed from it), so a chain from Shape to a Reshape
- * becomes the reshape's symbolic target shape; otherwise it emits the Relax op.
+ * output of Shape and everything computed from it, and small integer constants: Expand
+ * and Split of a known vector too), so a chain from Shape to a Reshape becomes the
+ * reshape's symbolic target shape; otherwise it emits the Relax op.
  */
 #include <math.h>
 #include <string.h>
@@ -386,8 +387,36 @@ bool ox_c_slice(ox_ctx *c)
     return ox_out_node(c, 0, ox_call1(c, "strided_slice", x, m));
 }
 
+/* Split of a known integer vector along its axis (PyTorch's repeat_interleave splits its
+ * expanded repeat counts): known parts, or false (the op is emitted). */
+static bool split_known(ox_ctx *c, int nout)
+{
+    ox_val *xv = ox_in(c, 0);
+    rx_expr **xs;
+    int nx, nsz = -1;
+    int64_t ax = ox_attr_i(c, "axis", 0), *sizes = NULL, len[64];
+    if (!xv || !(xv->sym || (xv->k && !rx_dtype_is_float(xv->k->dtype))) ||
+        !ox_syms(c, xv, &xs, &nx) || xv->symrank != 1 || (ax != 0 && ax != -1) || nout < 1 ||
+        nout > 64)
+        return false;
+    const int64_t *as = ox_attr_ints(c, "split", &nsz);
+    if (nsz < 0 && ox_in(c, 1) && !ox_ints(c, ox_in(c, 1), &sizes, &nsz)) return false;
+    if ((nsz >= 0 && nsz != nout) || (nsz < 0 && nx % nout)) return false;
+    int64_t off = 0;
+    for (int i = 0; i < nout; i++) {
+        len[i] = nsz < 0 ? nx / nout : sizes ? sizes[i] : as[i];
+        if (len[i] < 0 || len[i] > nx - off) return false;
+        off += len[i];
+    }
+    if (off != nx) return false;
+    off = 0;
+    for (int i = 0; i < nout; off += len[i++]) ox_out_sym(c, i, xs + off, (int)len[i], 1, xv->symdt);
+    return true;
+}
+
 bool ox_c_split(ox_ctx *c)
 {
+    if (split_known(c, ox_nout(c))) return true;
     rx_node *x = ox_in_node(c, 0);
     if (!ox_need_dims(c, x)) return false;
     int nd = x->sinfo->ndim, nout = ox_nout(c);
@@ -429,12 +458,35 @@ bool ox_c_split(ox_ctx *c)
     return true;
 }
 
+/* Expand of a known integer value of rank <= 1 to a literal shape of rank <= 1 (PyTorch's
+ * repeat_interleave expands its repeat count to a vector): the elements, or false. */
+static bool expand_known(ox_ctx *c, rx_expr **t, int n)
+{
+    ox_val *xv = ox_in(c, 0);
+    rx_expr **xs;
+    int nx;
+    int64_t t0 = 1;
+    if (!xv || !(xv->sym || (xv->k && !rx_dtype_is_float(xv->k->dtype))) || n > 1 ||
+        (n == 1 && !rx_expr_is_const(ox_simp(c, t[0]), &t0)) || !ox_syms(c, xv, &xs, &nx))
+        return false;
+    int rank = xv->symrank > n ? xv->symrank : n;
+    int64_t len = rank == 0 ? 1 : xv->symrank == 0 || nx == 1 ? (t0 == 1 ? 1 : t0) : nx;
+    if (len < 0 || len > 4096 || (rank == 1 && xv->symrank == 1 && nx != 1 && t0 != 1 && t0 != nx))
+        return false;
+    rx_expr **r = RX_NEWN(c->a, rx_expr *, len ? len : 1);
+    for (int64_t i = 0; i < len; i++) r[i] = xs[nx == 1 ? 0 : i];
+    ox_out_sym(c, 0, r, (int)len, rank, xv->symdt);
+    return true;
+}
+
 bool ox_c_expand(ox_ctx *c)
 {
-    rx_node *x = ox_in_node(c, 0);
+    rx_node *x;
     rx_expr **t;
     int n;
     if (!target_shape(c, &t, &n)) return false;
+    if (expand_known(c, t, n)) return true;
+    x = ox_in_node(c, 0);
     if (!ox_need_dims(c, x)) return false;
     int nd = x->sinfo->ndim, r = n > nd ? n : nd;
     rx_expr **d = RX_NEWN(c->a, rx_expr *, r ? r : 1);

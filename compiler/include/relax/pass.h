@@ -73,7 +73,13 @@ rx_pattern rx_analyze_pattern(rx_arena *a, const rx_func *f);
  * rx_analyze_pattern's kind; a given one is kept. Never fails. */
 bool rx_pass_annotate_patterns(rx_module *m, rx_diags *d);
 
-/* ---- cleanups (compiler/pass/canonicalize.c, compiler/pass/dce.c) ---- */
+/* ---- cleanups (compiler/pass/simplify.c, canonicalize.c, dce.c) ---- */
+
+/* Algebraic simplification of op calls as exporters write them, in every graph
+ * function: power(x, 2) -> multiply(x, x), power(x, 1) -> x, divide(1, sqrt(y)) ->
+ * rsqrt(y) (scalar constants; results that are the same floats; simplify.c's essay).
+ * The bindings made useless are left for dce. Always true. */
+bool rx_pass_simplify(rx_module *m, rx_diags *d);
 
 /* Canonicalizes bindings in every graph function: uses of a variable bound to another
  * variable (y = x, no match_cast) use x; get_item(tuple literal or variable bound to

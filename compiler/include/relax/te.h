@@ -107,6 +107,8 @@ rx_expr *rx_te_min_value(rx_te *te, rx_dtype dt);
 rx_expr *rx_te_max_value(rx_te *te, rx_dtype dt);
 /* Integer index arithmetic simplified with the loop variables' ranges known. */
 rx_expr *rx_te_simplify(rx_te *te, rx_expr *e);
+/* True when a == b is proved for every value of the variables. */
+bool rx_te_prove_equal(rx_te *te, rx_expr *a, rx_expr *b);
 
 int rx_te_ndim(const rx_te_tensor *t);
 rx_expr *rx_te_dim(const rx_te_tensor *t, int i);   /* caller-level dim */

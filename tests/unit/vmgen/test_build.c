@@ -85,10 +85,11 @@ END_TEST
 
 START_TEST(pipeline_table)
 {
-    const char *want[] = {"deduce", "canonicalize", "dce", "library_lower", "legalize",
-                          "dce_post", "analysis", "fuse_ops", "fuse_tir", "lift_workspace",
-                          "specialize", "schedule", "memory_plan", "lower_vm", "codegen"};
-    const int level[] = {0, 1, 1, 2, 0, 0, 0, 2, 2, 2, 3, 1, 1, 0, 0};
+    const char *want[] = {"deduce", "simplify", "canonicalize", "dce", "library_lower",
+                          "legalize", "dce_post", "analysis", "fuse_ops", "fuse_tir",
+                          "lift_workspace", "specialize", "schedule", "memory_plan",
+                          "lower_vm", "codegen"};
+    const int level[] = {0, 1, 1, 1, 2, 0, 0, 0, 2, 2, 2, 3, 1, 1, 0, 0};
     ck_assert_int_eq(rx_pipeline_count(), RX_COUNTOF(want));
     for (int i = 0; i < RX_COUNTOF(want); i++) {
         ck_assert_str_eq(rx_pipeline_name(i), want[i]);
@@ -97,8 +98,8 @@ START_TEST(pipeline_table)
     ck_assert_ptr_null(rx_pipeline_name(RX_COUNTOF(want)));
     ck_assert_int_eq(rx_pipeline_min_opt(RX_COUNTOF(want)), -1);
     /* the optional steps: every stage above level 0, memory_plan included */
-    const char *opt[] = {"canonicalize", "dce", "library_lower", "fuse_ops", "fuse_tir",
-                         "lift_workspace", "specialize", "schedule", "memory_plan"};
+    const char *opt[] = {"simplify", "canonicalize", "dce", "library_lower", "fuse_ops",
+                         "fuse_tir", "lift_workspace", "specialize", "schedule", "memory_plan"};
     for (int i = 0; i < RX_COUNTOF(opt); i++) ck_assert_str_eq(rx_pipeline_optional(i), opt[i]);
     ck_assert_ptr_null(rx_pipeline_optional(RX_COUNTOF(opt)));
 }
@@ -133,11 +134,12 @@ START_TEST(opt_levels_and_disable)
 {
     static const char *const runs[4] = {
         "deduce,legalize,dce_post,analysis,lower_vm,codegen;planned=0",
-        "deduce,canonicalize,dce,legalize,dce_post,analysis,schedule,lower_vm,codegen;planned=1",
-        "deduce,canonicalize,dce,library_lower,legalize,dce_post,analysis,fuse_ops,fuse_tir,"
-        "lift_workspace,schedule,lower_vm,codegen;planned=1",
-        "deduce,canonicalize,dce,library_lower,legalize,dce_post,analysis,fuse_ops,fuse_tir,"
-        "lift_workspace,specialize,schedule,lower_vm,codegen;planned=1"};
+        "deduce,simplify,canonicalize,dce,legalize,dce_post,analysis,schedule,lower_vm,codegen;"
+        "planned=1",
+        "deduce,simplify,canonicalize,dce,library_lower,legalize,dce_post,analysis,fuse_ops,"
+        "fuse_tir,lift_workspace,schedule,lower_vm,codegen;planned=1",
+        "deduce,simplify,canonicalize,dce,library_lower,legalize,dce_post,analysis,fuse_ops,"
+        "fuse_tir,lift_workspace,specialize,schedule,lower_vm,codegen;planned=1"};
     char got[512];
     for (int lv = 0; lv <= 3; lv++) {
         rx_build_opts o = {.target = "cpu", .opt_level = lv};
@@ -153,8 +155,8 @@ START_TEST(opt_levels_and_disable)
     size_t n;
     uint8_t *b = vt_build(mod, &o, &n);
     passes_run(b, n, got, sizeof got);
-    ck_assert_str_eq(got, "deduce,canonicalize,dce,library_lower,legalize,dce_post,analysis,"
-                          "fuse_tir,lift_workspace,schedule,lower_vm,codegen;planned=0");
+    ck_assert_str_eq(got, "deduce,simplify,canonicalize,dce,library_lower,legalize,dce_post,"
+                          "analysis,fuse_tir,lift_workspace,schedule,lower_vm,codegen;planned=0");
     free(b);
 
     char *j = vt_json(mod);
@@ -177,7 +179,7 @@ START_TEST(opt_levels_and_disable)
     static const char *const bad[] = {"legalize", NULL};
     rx_build_opts ob = {.target = "cpu", .opt_level = 2, .disable = bad};
     char *e = vt_build_error(mod, &ob);
-    ck_assert_msg(strstr(e, "pass legalize cannot be disabled (passes that can: canonicalize, dce, "
+    ck_assert_msg(strstr(e, "pass legalize cannot be disabled (passes that can: simplify, canonicalize, dce, "
                             "library_lower, fuse_ops, fuse_tir, lift_workspace, specialize, "
                             "schedule, memory_plan)"), "%s", e);
     free(e);
@@ -193,7 +195,7 @@ START_TEST(dump_ir_files)
     rx_build_opts o = {.target = "cpu", .opt_level = 1, .dump_dir = sub};
     size_t n;
     free(vt_build(mod, &o, &n));
-    const char *files[] = {"01-deduce.txt", "05-legalize.txt"};
+    const char *files[] = {"01-deduce.txt", "06-legalize.txt"};
     for (int i = 0; i < 2; i++) {
         char path[128];
         snprintf(path, sizeof path, "%s/%s", sub, files[i]);
@@ -494,7 +496,7 @@ START_TEST(reproducible_bytes)
         ck_assert_ptr_nonnull(rx_rxa_section_get(x, RX_RXA_KERNELS_CPU));
         rx_rxa_free(x);
         /* the times: one per pass that ran, in the result and its JSON form */
-        ck_assert_int_eq(r1.ntimes, levels[i] ? 13 : 6);
+        ck_assert_int_eq(r1.ntimes, levels[i] ? 14 : 6);
         json_t *t = rx_build_times_json(&r1);
         ck_assert_int_eq((int)json_array_size(t), r1.ntimes);
         ck_assert_str_eq(json_string_value(json_object_get(json_array_get(t, 0), "name")), "deduce");

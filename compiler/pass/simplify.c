@@ -1,0 +1,149 @@
+/*
+ * simplify.c — algebraic simplification of op calls as model exporters write them
+ * (pipeline step 1a, opt level 1; `--disable-pass simplify`).
+ *
+ * An exporter spells a fused op as the elementwise ops of its definition: PyTorch's
+ * RMSNorm `x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w` reaches ONNX
+ * (and so relaxc import) as Pow(x, 2), ReduceMean, Add, Sqrt, Div(1, .), Mul, Mul.
+ * Legalized as written, the square is a libm powf per element (a call the C compiler
+ * cannot vectorize) in the reduction's inner loop, several times slower than the x * x
+ * of the hand-written nn.rms_norm. The rewrites below give the same loop body as the
+ * op the author meant, on every formulation, not on one pattern of one exporter:
+ *
+ *   power(x, 2)         -> multiply(x, x)   (powf(x, 2) is x * x rounded once: the same
+ *                                            float; C99 F.10.4.4 makes pow exact here)
+ *   power(x, 1)         -> x                (a copy: canonicalize forwards it)
+ *   divide(1, sqrt(y))  -> rsqrt(y)         (rsqrt is 1 / sqrt in the generated code and
+ *                                            in the interpreter: the same float)
+ *
+ * where the constant is a scalar (one element, f32/f64/i32/i64, inline or a variable
+ * bound to one) and the call's result has the operand's annotation (same dtype and
+ * dims: the scalar broadcasts nothing), x and y of a float dtype. The sqrt binding
+ * stays for dce when nothing else reads it. Scope: every binding of every graph
+ * function, in definition order, nested if bodies included (a variable bound to a
+ * constant or a sqrt is seen through the map of definitions).
+ * Cost: one walk, O(size of the module); the driver deduces the module again after.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "relax/pass.h"
+#include "relax/op.h"
+
+typedef struct sp_ctx {
+    rx_module *m;
+    rx_node **def; /* variable id -> bound value (not match_cast), or NULL */
+    int nids;
+} sp_ctx;
+
+static void simplify_seq(sp_ctx *c, rx_seq *s);
+
+static rx_node *def_of(sp_ctx *c, rx_node *n)
+{
+    if (n && n->kind == RX_N_VAR && n->u.var.id >= 0 && n->u.var.id < c->nids)
+        return c->def[n->u.var.id];
+    return NULL;
+}
+
+static bool is_op(const rx_node *n, const char *name, int nargs)
+{
+    return n && n->kind == RX_N_CALL && n->call_kind == RX_CALL_OP && n->nargs == nargs &&
+           !strcmp(n->u.call.op->name, name);
+}
+
+/* The value of a one-element constant (inline, or a variable bound to one). */
+static bool scalar_of(sp_ctx *c, rx_node *n, double *v)
+{
+    if (n && n->kind == RX_N_VAR) n = def_of(c, n);
+    if (!n || n->kind != RX_N_CONST) return false;
+    const rx_const *k = n->u.konst;
+    size_t es = k->dtype == RX_DT_F32 || k->dtype == RX_DT_I32 ? 4
+                : k->dtype == RX_DT_F64 || k->dtype == RX_DT_I64 ? 8 : 0;
+    if (!es || k->nbytes != es) return false;
+    if (k->dtype == RX_DT_F32) {
+        float f;
+        memcpy(&f, k->data, 4);
+        *v = f;
+    } else if (k->dtype == RX_DT_F64) {
+        memcpy(v, k->data, 8);
+    } else if (k->dtype == RX_DT_I32) {
+        int32_t i;
+        memcpy(&i, k->data, 4);
+        *v = i;
+    } else {
+        int64_t i;
+        memcpy(&i, k->data, 8);
+        *v = (double)i;
+    }
+    return true;
+}
+
+/* a and b are tensors of one float dtype and the same known dims. */
+static bool same_float_tensor(const rx_sinfo *a, const rx_sinfo *b)
+{
+    if (!a || !b || a->kind != RX_SI_TENSOR || b->kind != RX_SI_TENSOR || a->dtype != b->dtype ||
+        !rx_dtype_is_float((rx_dtype)a->dtype) || a->ndim < 0 || a->ndim != b->ndim)
+        return false;
+    for (int i = 0; i < a->ndim; i++)
+        if (!rx_expr_same(a->dims[i], b->dims[i])) return false;
+    return true;
+}
+
+static rx_node *call(sp_ctx *c, const char *op, rx_node *a, rx_node *b, rx_loc loc)
+{
+    const rx_op *o = rx_op_find(op);
+    if (!o || o->nattrs) return NULL; /* both ops used take no attributes */
+    rx_node *args[2] = {a, b};
+    rx_node *n = rx_n_call_op(c->m, o, args, b ? 2 : 1, NULL);
+    n->loc = loc;
+    return n;
+}
+
+/* The simplified value of n, or NULL when none of the rules applies. */
+static rx_node *simplify_value(sp_ctx *c, rx_node *n)
+{
+    double v;
+    if (is_op(n, "power", 2) && same_float_tensor(n->sinfo, n->args[0]->sinfo) &&
+        scalar_of(c, n->args[1], &v)) {
+        if (v == 2) return call(c, "multiply", n->args[0], n->args[0], n->loc);
+        if (v == 1) return n->args[0];
+    }
+    if (is_op(n, "divide", 2) && scalar_of(c, n->args[0], &v) && v == 1) {
+        rx_node *s = def_of(c, n->args[1]);
+        if (is_op(s, "sqrt", 1) && same_float_tensor(n->sinfo, s->args[0]->sinfo))
+            return call(c, "rsqrt", s->args[0], NULL, n->loc);
+    }
+    return NULL;
+}
+
+static void simplify_seq(sp_ctx *c, rx_seq *s)
+{
+    if (!s) return;
+    for (int i = 0; i < s->nblocks; i++) {
+        rx_block *b = s->blocks[i];
+        for (int j = 0; j < b->nbindings; j++) {
+            rx_binding *bd = &b->bindings[j];
+            if (bd->value->kind == RX_N_IF) {
+                simplify_seq(c, bd->value->u.if_.then_body);
+                simplify_seq(c, bd->value->u.if_.else_body);
+            }
+            if (!bd->match_cast) {
+                rx_node *r = simplify_value(c, bd->value);
+                if (r) bd->value = r;
+            }
+            int id = bd->var->u.var.id;
+            if (!bd->match_cast && id >= 0 && id < c->nids) c->def[id] = bd->value;
+        }
+    }
+}
+
+bool rx_pass_simplify(rx_module *m, rx_diags *d)
+{
+    (void)d;
+    sp_ctx c = {.m = m, .nids = m->next_id + 1};
+    c.def = rx_xcalloc((size_t)c.nids, sizeof *c.def);
+    for (int i = 0; i < m->nfuncs; i++)
+        if (m->funcs[i]->kind == RX_F_RELAX) simplify_seq(&c, m->funcs[i]->body);
+    free(c.def);
+    return true;
+}

@@ -1,0 +1,209 @@
+#!/usr/bin/python3
+"""Models as exporters write them run as fast as the hand-written form (docs/onnx.md,
+"Exporters' idioms"): PyTorch's spellings of grouped-query attention and RMSNorm,
+exported with torch.onnx.export (dynamic axes, opsets 14 and 17), through relaxc.
+
+Each model is checked twice:
+  numbers    one artifact, several sizes of its dynamic axes, relax-run's outputs equal
+             PyTorch's (rtol 1e-4, atol 1e-5);
+  structure  what the pipeline made of the idiom (relaxc print --after PASS):
+    repeat_interleave  torch.repeat_interleave(k, 3, dim=1) (numbers only) imports;
+    repeat_kv   Hugging Face's k[:, :, None].expand(b, kv, rep, n, d).reshape(b, heads, n, d)
+                after a KV-cache append (n = c + 1): the fused attention products read
+                the cache per head group (k[i0, i1 // 4, ...]); no index divides by a
+                parenthesized symbolic product such as (c * 256 + 256), which is what
+                raveling the whole reshape gives (legalize_manip.c, reshape_cb)
+    rms_norm    x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w: after the
+                simplify pass there is no power (a libm powf per element) and 1 / sqrt
+                is an rsqrt (compiler/pass/simplify.c); with --disable-pass simplify the
+                power is still there (the rewrite, not the exporter, removed it) and the
+                numbers agree.
+Usage: test_exported_forms.py BIN_DIR
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+import torch
+
+torch.manual_seed(0)
+torch.set_num_threads(1)
+RELAXC, RUN = (os.path.join(sys.argv[1], tool) for tool in ("relaxc", "relax-run"))
+FAILED = []  # what failed, in order
+
+
+def check(cond, what, detail=""):
+    """Prints PASS/FAIL what (and detail on a failure); remembers a failure."""
+    if cond:
+        print("PASS", what)
+        return
+    print("FAIL %s\n  %s" % (what, detail[:1500]))
+    FAILED.append(what)
+
+
+def run(args):
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode < 0:
+        raise SystemExit("%s crashed (signal %d): %s" % (args[0], -p.returncode, p.stderr[-800:]))
+    return p
+
+
+class RepeatKV(torch.nn.Module):
+    """Decode attention of 8 query heads over 2 k/v heads with a cache (dim 16)."""
+
+    def __init__(self):
+        super().__init__()
+        self.wq = torch.nn.Linear(32, 128, bias=False)
+        self.wk = torch.nn.Linear(32, 32, bias=False)
+        self.wv = torch.nn.Linear(32, 32, bias=False)
+
+    def forward(self, x, k_cache, v_cache):
+        b, s = x.shape[0], x.shape[1]
+        q = self.wq(x).reshape(b, s, 8, 16).permute(0, 2, 1, 3)
+        k = torch.cat([k_cache, self.wk(x).reshape(b, s, 2, 16).permute(0, 2, 1, 3)], dim=2)
+        v = torch.cat([v_cache, self.wv(x).reshape(b, s, 2, 16).permute(0, 2, 1, 3)], dim=2)
+        n = k.shape[2]
+        kk = k[:, :, None].expand(b, 2, 4, n, 16).reshape(b, 8, n, 16)
+        vv = v[:, :, None].expand(b, 2, 4, n, 16).reshape(b, 8, n, 16)
+        p = torch.softmax(q @ kk.transpose(2, 3) * 0.25, dim=-1)
+        return (p @ vv).permute(0, 2, 1, 3).reshape(b, s, 128), k, v
+
+
+class RepeatInterleave(torch.nn.Module):
+    """q @ k^T over k/v heads repeated with torch.repeat_interleave (exported static)."""
+
+    def forward(self, q, k_cache, k_new):
+        k = torch.cat([k_cache, k_new], dim=2)
+        return q @ torch.repeat_interleave(k, 3, dim=1).transpose(2, 3), k
+
+
+class RMSNorm(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.rand(64) + 0.5)
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.w
+
+
+def export(model, args, names, dyn, path, opset):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, args, path, input_names=names, dynamic_axes=dyn or None,
+                          opset_version=opset, do_constant_folding=True)
+
+
+def relax_outputs(rxa, tmp, ins):
+    paths = []
+    for name, a in ins.items():
+        paths += ["--in", "%s=%s" % (name, os.path.join(tmp, name + ".npy"))]
+        np.save(os.path.join(tmp, name + ".npy"), a)
+    out = tempfile.mkdtemp(dir=tmp, prefix="out")
+    p = run([RUN, rxa, "--out-dir", out] + paths)
+    if p.returncode != 0:
+        return None, p.stderr
+    got, i = [], 0
+    while os.path.exists(os.path.join(out, "out%d.npy" % i)):
+        got.append(np.load(os.path.join(out, "out%d.npy" % i)))
+        i += 1
+    return got, ""
+
+
+def same(got, want):
+    return (got is not None and len(got) == len(want) and
+            all(g.shape == w.shape and np.allclose(g, w, rtol=1e-4, atol=1e-5)
+                for g, w in zip(got, want)))
+
+
+def numbers(what, model, onnx_path, rxa, tmp, sizes, make_inputs, extra=()):
+    p = run([RELAXC, "build", onnx_path, "-o", rxa] + list(extra))
+    check(p.returncode == 0, "%s: relaxc build" % what, p.stderr)
+    if p.returncode != 0:
+        return
+    for size in sizes:
+        ins = make_inputs(*size)
+        with torch.no_grad():
+            want = model(*[torch.from_numpy(a) for a in ins.values()])
+        want = [t.numpy() for t in (want if isinstance(want, tuple) else (want,))]
+        got, err = relax_outputs(rxa, tmp, ins)
+        check(same(got, want), "%s: equals PyTorch at %s" % (what, size),
+              err or "max |diff| %s" % ([float(np.abs(g - w).max()) for g, w in zip(got, want)]
+                                        if got and len(got) == len(want) else "-"))
+
+
+def repeat_kv(tmp, opset):
+    model = RepeatKV().eval()
+    path = os.path.join(tmp, "repeat_kv_%d.onnx" % opset)
+    args = (torch.randn(2, 1, 32), torch.randn(2, 2, 5, 16), torch.randn(2, 2, 5, 16))
+    export(model, args, ["x", "k_cache", "v_cache"],
+           {"x": {0: "b"}, "k_cache": {0: "b", 2: "c"}, "v_cache": {0: "b", 2: "c"}}, path, opset)
+    rng = np.random.default_rng(opset)
+
+    def inputs(b, c):
+        return {"x": rng.standard_normal((b, 1, 32)).astype(np.float32),
+                "k_cache": rng.standard_normal((b, 2, c, 16)).astype(np.float32),
+                "v_cache": rng.standard_normal((b, 2, c, 16)).astype(np.float32)}
+
+    what = "repeat_kv opset %d" % opset
+    numbers(what, model, path, os.path.join(tmp, "repeat_kv.rxa"), tmp, [(1, 1), (2, 5), (3, 9)],
+            inputs)
+    text = run([RELAXC, "print", path, "--after", "fuse_tir"]).stdout
+    reads = re.findall(r"v__Reshape_\d+_output_0|\w+\[[^\]]*i1 // 4[^\]]*\]", text)
+    check(any("i1 // 4" in r for r in reads), "%s: the products read k/v per head group "
+          "(an index i1 // 4)" % what, text[-3000:])
+    bad = re.findall(r"(?://|%) \([^)]*[a-z][^)]*\)", text)
+    check(not bad, "%s: no index divides by a symbolic product" % what, " ".join(bad[:4]))
+
+
+def repeat_interleave(tmp):
+    """PyTorch 1.13 spells the repeat count as Expand/Split/Where over constant vectors,
+    which the importer folds; with dynamic axes its Reshape target ([0, -1, 0, d]) copies
+    the wrong dim (ONNX Runtime cannot run that export either), so the export is static."""
+    model = RepeatInterleave().eval()
+    path = os.path.join(tmp, "repeat_interleave.onnx")
+    args = (torch.randn(2, 6, 1, 4), torch.randn(2, 2, 5, 4), torch.randn(2, 2, 1, 4))
+    export(model, args, ["q", "k_cache", "k_new"], {}, path, 17)
+    numbers("repeat_interleave (static)", model, path, os.path.join(tmp, "ri.rxa"), tmp, [()],
+            lambda: {n: a.numpy() for n, a in zip(("q", "k_cache", "k_new"), args)})
+
+
+def rms_norm(tmp):
+    model = RMSNorm().eval()
+    path = os.path.join(tmp, "rms_norm.onnx")
+    export(model, (torch.randn(2, 3, 64),), ["x"], {"x": {0: "b", 1: "s"}}, path, 17)
+    rng = np.random.default_rng(1)
+
+    def inputs(b, s):
+        return {"x": rng.standard_normal((b, s, 64)).astype(np.float32)}
+
+    for extra in ([], ["--disable-pass", "simplify"]):
+        what = "rms_norm" + (" (simplify disabled)" if extra else "")
+        numbers(what, model, path, os.path.join(tmp, "rms.rxa"), tmp, [(1, 1), (2, 7)], inputs,
+                extra)
+    text = run([RELAXC, "print", path, "--after", "simplify"]).stdout
+    check("R.power" not in text and "R.multiply(x, x)" in text and "R.rsqrt(" in text,
+          "rms_norm: simplify made x ** 2 a multiply and 1 / sqrt an rsqrt", text)
+    off = run([RELAXC, "print", path, "--after", "simplify", "--disable-pass", "simplify"]).stdout
+    check("R.power" in off, "rms_norm: the export itself has the power (the test sees the "
+          "pass's work)", off)
+    fused = run([RELAXC, "print", path, "--after", "fuse_tir"]).stdout
+    check("pow(" not in fused and "rsqrt(" in fused,
+          "rms_norm: the fused kernel has no pow call and one rsqrt", fused[-2000:])
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="rx_exported_") as tmp:
+        for opset in (14, 17):
+            repeat_kv(tmp, opset)
+        repeat_interleave(tmp)
+        rms_norm(tmp)
+    print("%d failure(s)%s" % (len(FAILED), "".join("\n  " + f for f in FAILED)))
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
