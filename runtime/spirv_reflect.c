@@ -281,7 +281,8 @@ static int variables(spv *s, rx_spv_info *out, rx_rt_err *err)
                 return rx_rt_fail(err, "storage buffer bindings must be 0..n-1 in set 0 (binding %d "
                             "in set %d)", (int)b, (int)set);
             }
-            if (!(bound_mask >> b & 1)) { /* views of one binding (a float[] and a vec4[]) count once */
+            /* views of one binding (a float[] and a vec4[]) count once */
+            if (!(bound_mask >> b & 1)) {
                 bound_mask |= (uint64_t)1 << b;
                 out->nbuf++;
             }

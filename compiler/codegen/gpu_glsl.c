@@ -18,9 +18,11 @@
  *             (maxPushConstantsSize) is checked again when the runtime loads it.
  *   Shaders.  Each kernel's text [at, end) becomes a shader: the dialect's prelude, the
  *             operation helpers the module used (the same for every kernel: a helper
- *             a shader does not call costs nothing), the kernel's work-group arrays
- *             (`shared` lines, which GLSL wants at module scope: hoisted from the
- *             body), the head and body. The shaders are appended to src one after
+ *             a shader does not call costs nothing), the kernel's module-scope lines
+ *             in their order (its head's bindings and push constants, the `shared`
+ *             work-group arrays and the `layout(...)` vec4 views of a binding that
+ *             the body declares: GLSL wants them at module scope, so they are hoisted
+ *             from the body), then the rest of the head and the body. The shaders are appended to src one after
  *             the other (what `relaxc print --after codegen` shows) and compiled by
  *             spirv.c into the bundle, in kernel order, under the kernels' names.
  *
@@ -87,7 +89,8 @@ void rx_gpu_glsl_vload4(gk *k, const rx_buffer *b, const char *dst, const char *
     for (int i = 0; i < g->f->ntparams && g->f->tparams[i].buf != b; i++)
         binding += g->f->tparams[i].buf != NULL;
     rx_gpu_ind(g);
-    rx_sb_printf(g->out, "layout(std430, set = 0, binding = %d) readonly buffer %s_B4 { vec4 %s_b4[]; };\n",
+    rx_sb_printf(g->out,
+                 "layout(std430, set = 0, binding = %d) readonly buffer %s_B4 { vec4 %s_b4[]; };\n",
                  binding, s->name, s->name);
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "const int64_t %s_p = %s_o + (%s);\n", dst, s->name, idx);
@@ -95,8 +98,10 @@ void rx_gpu_glsl_vload4(gk *k, const rx_buffer *b, const char *dst, const char *
     rx_sb_printf(g->out, "const vec4 %s = (%s_p & 3l) == 0l ? %s_b4[uint(%s_p >> 2)]\n", dst, dst,
                  s->name, dst);
     rx_gpu_ind(g);
-    rx_sb_printf(g->out, "    : vec4(%s_b[uint(%s_p)], %s_b[uint(%s_p + 1l)], %s_b[uint(%s_p + 2l)], "
-                 "%s_b[uint(%s_p + 3l)]);\n", s->name, dst, s->name, dst, s->name, dst, s->name, dst);
+    rx_sb_printf(g->out,
+                 "    : vec4(%s_b[uint(%s_p)], %s_b[uint(%s_p + 1l)], %s_b[uint(%s_p + 2l)], "
+                 "%s_b[uint(%s_p + 3l)]);\n",
+                 s->name, dst, s->name, dst, s->name, dst, s->name, dst);
 }
 
 /* Appends text[0..n) to src without its `shared` and `layout(` lines (work-group arrays,

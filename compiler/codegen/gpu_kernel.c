@@ -436,7 +436,9 @@ static void record(gk *k, const rx_func *f, const rx_stmt *const *chain, int n,
     for (int i = 0; i < n && known; i++) {
         known = dim_tokens(f, chain[i]->u.for_.extent, &toks, &ntok);
         /* tiles: ceil(extent / (tile micro)) blocks of rows and columns; matvec: of columns */
-        int blk = tile && i >= n - 2 ? tile * red->micro : red && red->cols && i == n - 1 ? red->cols : 0;
+        int blk = tile && i >= n - 2               ? tile * red->micro
+                  : red && red->cols && i == n - 1 ? red->cols
+                                                   : 0;
         if (known && blk) {
             known = ntok + 5 <= RX_RXA_MAX_TOKENS;
             put_u32(&toks, RX_RXA_TOK_CONST);

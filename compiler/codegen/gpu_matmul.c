@@ -108,8 +108,8 @@ bool rx_gpu_match_tiles(const gk *k, const rx_stmt *const *chain, int n, const r
                      (li && lj && vi * 2 <= (int64_t)tile * R && vj * 2 <= (int64_t)tile * R)))
         R /= 2;
     r->micro = R;
-    return rx_gpu_local_fits(k, r->loop, 2LL * tile * tile * R * 4, "the tiles schedule of this matmul",
-                             &r->local_bytes);
+    return rx_gpu_local_fits(k, r->loop, 2LL * tile * tile * R * 4,
+                             "the tiles schedule of this matmul", &r->local_bytes);
 }
 
 void rx_gpu_bind_loop(cg *g, const rx_stmt *s, const char *offset)
@@ -235,7 +235,8 @@ void rx_gpu_emit_tiles(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_r
      * strided, so adjacent work-items read adjacent tile elements and store adjacent
      * outputs */
     rx_gpu_ind(g);
-    rx_sb_printf(g->out, "const long rx_i = rx_bi * %d + rx_tyl, rx_j = rx_bj * %d + rx_txl;\n", B, B);
+    rx_sb_printf(g->out, "const long rx_i = rx_bi * %d + rx_tyl, rx_j = rx_bj * %d + rx_txl;\n", B,
+                 B);
     for (int a = 0; a < R; a++) {
         rx_gpu_ind(g);
         rx_sb_puts(g->out, "float ");
@@ -256,15 +257,15 @@ void rx_gpu_emit_tiles(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_r
         fmt(&io, "rx_i + %d", a * T);
         fmt(&guard, "%s < rx_e%d && rx_k0 + rx_txl < rx_ext", rx_sb_str(&io), n - 2);
         fmt(&at, "(rx_ty + %d) * %d + rx_tx", a * T, T);
-        load_tile(g, chain, n, r, "rx_As", rx_sb_str(&at), r->x, rx_sb_str(&guard), rx_sb_str(&io), "0",
-                  "rx_k0 + rx_txl");
+        load_tile(g, chain, n, r, "rx_As", rx_sb_str(&at), r->x, rx_sb_str(&guard), rx_sb_str(&io),
+                  "0", "rx_k0 + rx_txl");
     }
     for (int b = 0; b < R; b++) {
         fmt(&jo, "rx_j + %d", b * T);
         fmt(&guard, "%s < rx_e%d && rx_k0 + rx_tyl < rx_ext", rx_sb_str(&jo), n - 1);
         fmt(&at, "rx_ty * %d + rx_tx + %d", B, b * T);
-        load_tile(g, chain, n, r, "rx_Bs", rx_sb_str(&at), r->y, rx_sb_str(&guard), "0", rx_sb_str(&jo),
-                  "rx_k0 + rx_tyl");
+        load_tile(g, chain, n, r, "rx_Bs", rx_sb_str(&at), r->y, rx_sb_str(&guard), "0",
+                  rx_sb_str(&jo), "rx_k0 + rx_tyl");
     }
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "%s;\n", dl->barrier);
@@ -275,7 +276,8 @@ void rx_gpu_emit_tiles(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_r
     g->indent++;
     for (int a = 0; a < R; a++) {
         rx_gpu_ind(g);
-        rx_sb_printf(g->out, "const float rx_a%d = rx_As[(rx_ty + %d) * %d + rx_kk];\n", a, a * T, T);
+        rx_sb_printf(g->out, "const float rx_a%d = rx_As[(rx_ty + %d) * %d + rx_kk];\n", a, a * T,
+                     T);
     }
     for (int b = 0; b < R; b++) {
         rx_gpu_ind(g);

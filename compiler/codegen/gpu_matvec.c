@@ -88,8 +88,9 @@ static bool columns_adjacent(const rx_func *f, const rx_gpu_red *r, const rx_sva
         flat = d ? rx_e_binary(a, RX_E_ADD, rx_e_binary(a, RX_E_MUL, flat, ext), ix) : ix;
     }
     if (ok) {
-        rx_vmap_set(&step, vj, rx_e_binary(a, RX_E_ADD, rx_e_var(a, vj),
-                                           rx_e_typed_int(a, 1, (rx_dtype)vj->dtype)));
+        rx_vmap_set(
+            &step, vj,
+            rx_e_binary(a, RX_E_ADD, rx_e_var(a, vj), rx_e_typed_int(a, 1, (rx_dtype)vj->dtype)));
         rx_arith *ar = rx_arith_new(a);
         ok = rx_arith_prove_equal(ar, rx_expr_subst(a, flat, &step),
                                   rx_e_binary(a, RX_E_ADD, flat, rx_e_int(a, 1)));
@@ -130,7 +131,8 @@ bool rx_gpu_match_matvec(const gk *k, const rx_stmt *const *chain, int n, const 
 
 /* The K loop of work-item (rx_sl, rx_cl) over its W columns from rx_j, one scalar load
  * of y per column and step; with several columns each is guarded (the block's edge). */
-static void k_loop_scalar(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r, int W, int S)
+static void k_loop_scalar(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r, int W,
+                          int S)
 {
     cg *g = k->g;
     rx_gpu_ind(g);
@@ -244,8 +246,10 @@ void rx_gpu_emit_matvec(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_
     rx_sb_printf(g->out, "if (rx_j + %d < rx_e%d) {%s\n", W - 1, n - 1,
                  W > 1 ? " /* four columns in range: vector loads */" : "");
     g->indent++;
-    if (W > 1) k_loop_vec(k, chain, n, r, S);
-    else k_loop_scalar(k, chain, n, r, 1, S);
+    if (W > 1)
+        k_loop_vec(k, chain, n, r, S);
+    else
+        k_loop_scalar(k, chain, n, r, 1, S);
     g->indent--;
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "}\n");
@@ -260,7 +264,8 @@ void rx_gpu_emit_matvec(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_
     }
     /* the tree over the slices, W partial sums per work-item */
     rx_gpu_ind(g);
-    for (int c = 0; c < W; c++) rx_sb_printf(g->out, "%srx_mv[rx_t * %d + %d] = rx_a%d;", c ? " " : "", W, c, c);
+    for (int c = 0; c < W; c++)
+        rx_sb_printf(g->out, "%srx_mv[rx_t * %d + %d] = rx_a%d;", c ? " " : "", W, c, c);
     rx_sb_puts(g->out, "\n");
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "%s;\n", dl->barrier);
@@ -271,8 +276,10 @@ void rx_gpu_emit_matvec(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_
     rx_sb_puts(g->out, "if (rx_t < rx_h) {\n");
     for (int c = 0; c < W; c++) {
         rx_gpu_ind(g);
-        rx_sb_printf(g->out, "    rx_mv[rx_t * %d + %d] = rx_mv[rx_t * %d + %d] + rx_mv[(rx_t + rx_h) * %d + %d];\n",
-                     W, c, W, c, W, c);
+        rx_sb_printf(
+            g->out,
+            "    rx_mv[rx_t * %d + %d] = rx_mv[rx_t * %d + %d] + rx_mv[(rx_t + rx_h) * %d + %d];\n",
+            W, c, W, c, W, c);
     }
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "}\n");

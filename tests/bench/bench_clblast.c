@@ -68,7 +68,8 @@ static int run_tiles(gemm *g, rx_rt_err *e)
                          {RX_DEV_ARG_BUF, g->b, 0, 0},    {RX_DEV_ARG_I64, NULL, 0, 0},
                          {RX_DEV_ARG_BUF, g->c1, 0, 0},   {RX_DEV_ARG_I64, NULL, 0, 0},
                          {RX_DEV_ARG_I64, NULL, g->m, 0}, {RX_DEV_ARG_BUF, g->st, 0, 0}};
-    size_t groups = (size_t)(((g->m + g->block - 1) / g->block) * ((g->n + g->block - 1) / g->block));
+    size_t groups =
+        (size_t)(((g->m + g->block - 1) / g->block) * ((g->n + g->block - 1) / g->block));
     size_t local = (size_t)(g->tile * g->tile), global = groups * local;
     return g->d->ops->launch(g->d, g->k, args, 8, 1, &global, &local, e);
 }
@@ -150,8 +151,8 @@ int main(int argc, char **argv)
             return fail("usage", argv[i]);
     }
     if (!g.block) g.block = g.tile;
-    if (!src_path || g.m < 1 || g.n < 1 || g.kk < 1 || g.tile < 1 || g.block < g.tile || repeat < 1 ||
-        repeat > 1000 || number < 1)
+    if (!src_path || g.m < 1 || g.n < 1 || g.kk < 1 || g.tile < 1 || g.block < g.tile ||
+        repeat < 1 || repeat > 1000 || number < 1)
         return fail("usage", "bench_clblast --src MATMUL.cl [--kernel K] [--m M] [--k K] [--n N] "
                              "[--tile T] [--block B] [--repeat R] [--number C] [--device-id D]");
     rx_rt_err e = {{0}};
@@ -194,14 +195,14 @@ int main(int argc, char **argv)
     qsort(tiles, (size_t)repeat, sizeof *tiles, cmp_double);
     qsort(blas, (size_t)repeat, sizeof *blas, cmp_double);
     double mt = tiles[repeat / 2], mb = blas[repeat / 2], flop = 2.0 * (double)g.m * g.n * g.kk;
-    printf(
-        "{\"bench\": \"clblast_vs_tiles\", \"device\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": "
-        "%lld, \"tile\": %lld, \"block\": %lld, \"repeat\": %d, \"number\": %d, "
-        "\"tiles_ms\": %.4f, \"clblast_ms\": %.4f, "
-        "\"ratio_tiles_to_clblast\": %.3f, \"tiles_gflops\": %.2f, \"clblast_gflops\": %.2f, "
-        "\"max_abs_error_tiles\": %.3g, \"max_abs_error_clblast\": %.3g}\n",
-        g.d->info.name, (long long)g.m, (long long)g.n, (long long)g.kk, (long long)g.tile,
-        (long long)g.block, repeat, number, mt, mb, mt / mb, flop / mt / 1e6, flop / mb / 1e6, err_tiles, err_blas);
+    printf("{\"bench\": \"clblast_vs_tiles\", \"device\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": "
+           "%lld, \"tile\": %lld, \"block\": %lld, \"repeat\": %d, \"number\": %d, "
+           "\"tiles_ms\": %.4f, \"clblast_ms\": %.4f, "
+           "\"ratio_tiles_to_clblast\": %.3f, \"tiles_gflops\": %.2f, \"clblast_gflops\": %.2f, "
+           "\"max_abs_error_tiles\": %.3g, \"max_abs_error_clblast\": %.3g}\n",
+           g.d->info.name, (long long)g.m, (long long)g.n, (long long)g.kk, (long long)g.tile,
+           (long long)g.block, repeat, number, mt, mb, mt / mb, flop / mt / 1e6, flop / mb / 1e6,
+           err_tiles, err_blas);
     rc = 0;
 out:
     if (rc) fail(stage, e.msg);
