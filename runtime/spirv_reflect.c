@@ -11,7 +11,9 @@
  *      capabilities; the entry point named `entry` and its LocalSize / LocalSizeId.
  *   2. variables: every OpVariable by storage class. StorageBuffer variables (and
  *      Uniform ones whose struct is a BufferBlock) are the buffers and must sit at set
- *      0, bindings 0..nbuf-1; a Uniform Block is refused (scalars are push constants);
+ *      0, bindings 0..nbuf-1 (several variables may view one binding: a float[] and a
+ *      vec4[] of the same buffer count once); a Uniform Block is refused (scalars are
+ *      push constants);
  *      images and samplers are refused; the PushConstant variable's struct is sized
  *      from its members' Offset decorations; Workgroup variables are summed.
  *
@@ -279,9 +281,11 @@ static int variables(spv *s, rx_spv_info *out, rx_rt_err *err)
                 return rx_rt_fail(err, "storage buffer bindings must be 0..n-1 in set 0 (binding %d "
                             "in set %d)", (int)b, (int)set);
             }
-            if (bound_mask >> b & 1) return rx_rt_fail(err, "two storage buffers share a binding");
-            bound_mask |= (uint64_t)1 << b;
-            out->nbuf++;
+            /* views of one binding (a float[] and a vec4[]) count once */
+            if (!(bound_mask >> b & 1)) {
+                bound_mask |= (uint64_t)1 << b;
+                out->nbuf++;
+            }
         } else if (sc == SC_UNIFORM) {
             return rx_rt_fail(err, "uses a uniform buffer: scalars are push constants in the launch "
                         "ABI, tensors storage buffers");

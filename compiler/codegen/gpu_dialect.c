@@ -113,6 +113,8 @@ static const rx_gpu_dialect OPENCL = {
     .atomic_cas = "atomic_cmpxchg(&%s[%d], %d, %d)",
     .buf_view = "%s %s *const %s = %s_b + %s_o;\n",
     .lidx = "long",
+    .vec4 = "float4",
+    .vload4 = "vload4(0, %s + (%s))",
     .prelude = OPENCL_PRELUDE,
     .prelude_f16 = OPENCL_F16,
 };
@@ -380,6 +382,7 @@ static const rx_gpu_dialect GLSL = {
     .atomic_cas = "atomicCompSwap(%s[%d], %d, %d)",
     .buf_view = "",
     .lidx = "int",
+    .vec4 = "vec4",
     .shader_per_kernel = true,
     .prelude = GLSL_PRELUDE,
     .prelude_f16 = GLSL_F16,

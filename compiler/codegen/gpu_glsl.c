@@ -18,9 +18,11 @@
  *             (maxPushConstantsSize) is checked again when the runtime loads it.
  *   Shaders.  Each kernel's text [at, end) becomes a shader: the dialect's prelude, the
  *             operation helpers the module used (the same for every kernel: a helper
- *             a shader does not call costs nothing), the kernel's work-group arrays
- *             (`shared` lines, which GLSL wants at module scope: hoisted from the
- *             body), the head and body. The shaders are appended to src one after
+ *             a shader does not call costs nothing), the kernel's module-scope lines
+ *             in their order (its head's bindings and push constants, the `shared`
+ *             work-group arrays and the `layout(...)` vec4 views of a binding that
+ *             the body declares: GLSL wants them at module scope, so they are hoisted
+ *             from the body), then the rest of the head and the body. The shaders are appended to src one after
  *             the other (what `relaxc print --after codegen` shows) and compiled by
  *             spirv.c into the bundle, in kernel order, under the kernels' names.
  *
@@ -79,14 +81,39 @@ void rx_gpu_glsl_head(gk *k, const rx_func *f, const char *name)
     }
 }
 
-/* Appends text[0..n) to src without its `shared` lines, which go to hoist. */
+void rx_gpu_glsl_vload4(gk *k, const rx_buffer *b, const char *dst, const char *idx)
+{
+    cg *g = k->g;
+    const cg_sym *s = rxi_cg_lookup(g, b);
+    int binding = 0;
+    for (int i = 0; i < g->f->ntparams && g->f->tparams[i].buf != b; i++)
+        binding += g->f->tparams[i].buf != NULL;
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out,
+                 "layout(std430, set = 0, binding = %d) readonly buffer %s_B4 { vec4 %s_b4[]; };\n",
+                 binding, s->name, s->name);
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "const int64_t %s_p = %s_o + (%s);\n", dst, s->name, idx);
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "const vec4 %s = (%s_p & 3l) == 0l ? %s_b4[uint(%s_p >> 2)]\n", dst, dst,
+                 s->name, dst);
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out,
+                 "    : vec4(%s_b[uint(%s_p)], %s_b[uint(%s_p + 1l)], %s_b[uint(%s_p + 2l)], "
+                 "%s_b[uint(%s_p + 3l)]);\n",
+                 s->name, dst, s->name, dst, s->name, dst, s->name, dst);
+}
+
+/* Appends text[0..n) to src without its `shared` and `layout(` lines (work-group arrays,
+ * vec4 views of bindings), which go to hoist. */
 static void split_shared(const char *text, size_t n, rx_sb *body, rx_sb *hoist)
 {
     for (size_t at = 0; at < n;) {
         const char *nl = memchr(text + at, '\n', n - at);
         size_t end = nl ? (size_t)(nl - text) + 1 : n, s = at;
         while (s < end && text[s] == ' ') s++;
-        bool shared = end - s > 7 && !strncmp(text + s, "shared ", 7);
+        bool shared = (end - s > 7 && !strncmp(text + s, "shared ", 7)) ||
+                      (end - s > 7 && !strncmp(text + s, "layout(", 7));
         rx_sb_putn(shared ? hoist : body, text + (shared ? s : at), end - (shared ? s : at));
         at = end;
     }

@@ -38,6 +38,10 @@ typedef struct rx_gpu_dialect {
      * NAME_b, NAME_o (the buffer and the tensor's element offset in it). */
     const char *buf_view;
     const char *lidx;         /* type of indices into work-group memory: "long" (GLSL: int) */
+    const char *vec4;         /* NULL (no vectorized loads), or the type of four floats */
+    const char *vload4;       /* printf format of a load of four adjacent floats: (view,
+                                 element index); NULL with vec4: GLSL's aliased vec4 view
+                                 (rx_gpu_glsl_vload4) */
     bool shader_per_kernel;   /* GLSL: each kernel is its own shader, parameters are
                                  bindings and push constants (gpu_glsl.c), cg.glsl */
     const char *prelude;      /* types, math names and helpers the expressions use */
@@ -76,6 +80,11 @@ typedef struct gk {
 /* The head of kernel `name` of f as a shader: bindings, push constants, `void main()`,
  * with the parameters in scope (emit_head's contract). */
 void rx_gpu_glsl_head(gk *k, const rx_func *f, const char *name);
+/* `const vec4 DST = ...;`: the four floats of buffer b at element index idx (C text,
+ * relative to b's element offset), through a vec4 view of b's binding (declared in the
+ * body and hoisted to module scope) when the absolute index is a multiple of 4, else
+ * four scalar loads: a vec4 of a float[] must start at 16 bytes. */
+void rx_gpu_glsl_vload4(gk *k, const rx_buffer *b, const char *dst, const char *idx);
 /* Each kernel of body (k->shaders) as one shader with the prelude, appended to src;
  * their SPIR-V bundle to bin. Errors go to k->g. */
 void rx_gpu_glsl_shaders(gk *k, const rx_sb *body, rx_sb *src, rx_sb *bin);
@@ -106,6 +115,10 @@ typedef struct rx_gpu_red {
                                one before */
     int cols;               /* matvec (gpu_matvec.c): output columns per work-group; 0
                                for the other schedules */
+    int micro;              /* tiles: each work-item's register micro-tile edge R (an
+                               R x R block of outputs; the group's block is tile R) */
+    const rx_expr *vec;     /* matvec: y as a load whose four adjacent columns are
+                               adjacent elements (float4/vec4 loads), else NULL */
 } rx_gpu_red;
 
 /* Whether the statements under a grid chain are one fold C[idx] = C[idx] OP val over one

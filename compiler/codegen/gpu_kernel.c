@@ -42,16 +42,17 @@
  *           reduction in local memory instead of a work-item per row (gpu_reduce.c).
  *   Tiles.  A matmul under the chain (its last two loops the output's rows and columns,
  *           one fold C += x * y) gets tile x tile work-groups with x and y staged in
- *           local memory (gpu_matmul.c). When its row count is symbolic it gets a
+ *           local memory and an R x R register micro-tile per work-item (gpu_matmul.c).
+ *           When its row count is symbolic it gets a
  *           second kernel (NAME_sKv) for few rows: each launch record's count is
  *           multiplied by a step of the row count, so NAME_sKv runs for at most
  *           RX_GPU_MV_ROWS rows (decode) and the tiles above, never both.
  *   Matvec. A matmul of at most RX_GPU_MV_ROWS rows (a literal, or NAME_sKv above)
  *           gets a work-group per block of output columns with K split across its
- *           work-items and a tree over the slices in local memory (gpu_matvec.c);
- *           one too narrow for that (fewer columns than a block) stays on the grid.
- * Register micro-tiles and vectorized (float4) loads are not generated yet
- * (docs/gpu.md).
+ *           work-items and a tree over the slices in local memory, the weight's
+ *           columns read four at a time by vector loads when they are adjacent
+ *           (gpu_matvec.c); one too narrow for that (fewer columns than a block)
+ *           stays on the grid.
  *
  * Statements and expressions are the CPU target's (c_kernel.c, c_expr.c) written in
  * the target's dialect (gpu_dialect.c): buffers are indexed as arrays, symbolic
@@ -434,8 +435,10 @@ static void record(gk *k, const rx_func *f, const rx_stmt *const *chain, int n,
     int tile = red ? red->tile : 0;
     for (int i = 0; i < n && known; i++) {
         known = dim_tokens(f, chain[i]->u.for_.extent, &toks, &ntok);
-        /* tiles: ceil(extent / tile) blocks of rows and columns; matvec: of columns */
-        int blk = tile && i >= n - 2 ? tile : red && red->cols && i == n - 1 ? red->cols : 0;
+        /* tiles: ceil(extent / (tile micro)) blocks of rows and columns; matvec: of columns */
+        int blk = tile && i >= n - 2               ? tile * red->micro
+                  : red && red->cols && i == n - 1 ? red->cols
+                                                   : 0;
         if (known && blk) {
             known = ntok + 5 <= RX_RXA_MAX_TOKENS;
             put_u32(&toks, RX_RXA_TOK_CONST);

@@ -9,36 +9,51 @@
  *
  * where x does not depend on j and y does not depend on i (through the block's
  * iterators; x and y are any expressions: A[b, i, k], A[k, i] of a transpose, a
- * reshape's index arithmetic, a cast). One work-group of tile × tile work-items (the
- * target's `tile`) computes a tile × tile block of C (TVM dlight's matmul rule, without
- * its register micro-tiles):
+ * reshape's index arithmetic, a cast). One work-group of tile x tile work-items (T, the
+ * target's `tile`) computes a B x B block of C, B = T R, each work-item an R x R
+ * register micro-tile of it (TVM dlight's matmul rule):
  *
- *     __local T As[tile * tile], Bs[tile * tile]                 at kernel scope
+ *     __local T As[B * T], Bs[T * B]                             at kernel scope
  *     for each block (batch, bi, bj) of this group (grid-stride over the blocks):
- *         acc = 0
- *         for k0 = 0, tile, 2 tile, ... < K:
- *             As[ty][tx] = x(i = bi tile + ty, k = k0 + tx)   0 outside I or K
- *             Bs[ty][tx] = y(k = k0 + ty, j = bj tile + tx)   0 outside K or J
+ *         c[a][b] = 0 for a, b < R                           R^2 accumulators (registers)
+ *         for k0 = 0, T, 2 T, ... < K:
+ *             for a < R:  As[ty + a T][tx] = x(i = bi B + ty + a T, k = k0 + tx)
+ *             for b < R:  Bs[ty][tx + b T] = y(k = k0 + ty, j = bj B + tx + b T)
+ *                                          (0 outside I, J or K: the edge guards)
  *             barrier
- *             acc += sum over kk of As[ty][kk] * Bs[kk][tx]
+ *             for kk < T:  xa[a] = As[ty + a T][kk], yb[b] = Bs[kk][tx + b T],
+ *                          c[a][b] += xa[a] * yb[b]
  *             barrier
- *         if (bi tile + ty, bj tile + tx) is inside I × J:  C[idx] = init + acc
+ *         each (bi B + ty + a T, bj B + tx + b T) inside I x J:  C[idx] = init + c[a][b]
  *
- * Each element of x and y is read from global memory once per tile it takes part in
- * (K / tile times fewer reads than one work-item per output), the edge guards make any
+ * A work-item's outputs are strided by T (not adjacent), so adjacent work-items load
+ * adjacent tile elements and store adjacent outputs. Per step of T along K a work-item
+ * loads 2 R elements from global memory and 2 R T from local memory for its R^2 T
+ * multiply-adds: R times fewer of each per output than with one output per work-item
+ * (R = 1). The R-loops are unrolled in the source (accumulators rx_cA_B, operands
+ * rx_aA, rx_bB): registers on every compiler, and lavapipe counts every loop
+ * iteration of an invocation against its limit (gpu_kernel.c). R is MICRO (4), halved
+ * until the two tiles (2 T B floats) fit max_local_bytes and the block is not more
+ * than twice a literal I and J; at R = 1 this is the plain tiles schedule.
+ * Each element of x and y is read from global memory once per block it takes part in
+ * (K / B times fewer reads than one work-item per output), the edge guards make any
  * symbolic I, J, K correct, and the zeros of the padding add nothing. The schedule is
  * taken when K is symbolic or at least `tile`, I is not a literal of at most
  * RX_GPU_MV_ROWS and J not a literal below 2 (a matrix-vector product with one row would
  * idle all but one row of the tile: it stays one work-item per output; a symbolic I
  * gets both kernels and the launch records choose at run time, gpu_kernel.c). Local
- * memory: 2 tile² elements, checked against max_local_bytes like the rows schedule's.
+ * memory: 2 T B floats, checked against max_local_bytes like the rows schedule's (at
+ * R = 1 when no micro-tile fits).
  * GLSL: the tiles are `shared` (hoisted), indexed with `int`s; the 64-bit index
  * arithmetic starts from the unsigned local id (rx_tyl, rx_txl), since lavapipe
  * miscompiles a sign-extended int compared with a constant (gpu_dialect.c).
  */
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "gpu_int.h"
+
+enum { MICRO = 4 }; /* the register micro-tile's edge, at most (halved to fit local memory) */
 
 /* Whether e depends on loop variable v: directly or through an iterator of block b
  * whose bind does. */
@@ -76,15 +91,25 @@ bool rx_gpu_match_matmul(const rx_stmt *const *chain, int n, const rx_stmts *und
 bool rx_gpu_match_tiles(const gk *k, const rx_stmt *const *chain, int n, const rx_stmts *under,
                         rx_gpu_red *r)
 {
-    int64_t v;
+    int64_t v, vi = 0, vj = 0;
     if (!rx_gpu_match_matmul(chain, n, under, r)) return false;
     int tile = (int)rx_target_int(k->t, "tile");
     if (rx_expr_is_const(r->loop->u.for_.extent, &v) && v < tile) return false;
-    if (rx_expr_is_const(chain[n - 2]->u.for_.extent, &v) && v <= RX_GPU_MV_ROWS) return false;
-    if (rx_expr_is_const(chain[n - 1]->u.for_.extent, &v) && v < 2) return false;
+    bool li = rx_expr_is_const(chain[n - 2]->u.for_.extent, &vi);
+    bool lj = rx_expr_is_const(chain[n - 1]->u.for_.extent, &vj);
+    if (li && vi <= RX_GPU_MV_ROWS) return false;
+    if (lj && vj < 2) return false;
     r->tile = tile;
-    return rx_gpu_local_fits(k, r->loop, 2LL * tile * tile * 4, "the tiles schedule of this matmul",
-                             &r->local_bytes);
+    /* the largest micro-tile whose two tiles fit the local memory and whose block is
+     * not more than twice a literal output in both directions */
+    int64_t limit = rx_target_int(k->t, "max_local_bytes");
+    int R = MICRO;
+    while (R > 1 && (2LL * tile * tile * R * 4 > limit ||
+                     (li && lj && vi * 2 <= (int64_t)tile * R && vj * 2 <= (int64_t)tile * R)))
+        R /= 2;
+    r->micro = R;
+    return rx_gpu_local_fits(k, r->loop, 2LL * tile * tile * R * 4,
+                             "the tiles schedule of this matmul", &r->local_bytes);
 }
 
 void rx_gpu_bind_loop(cg *g, const rx_stmt *s, const char *offset)
@@ -101,11 +126,11 @@ void rx_gpu_bind_loop(cg *g, const rx_stmt *s, const char *offset)
     rxi_cg_push_sym(g, v, nm);
 }
 
-/* One tile's load: DST[rx_ty * T + rx_tx] = e with I, J, K at the given offsets, or 0
- * outside the guard. */
+/* One element of a tile: DST[AT] = e with I, J, K at the given offsets, or 0 outside
+ * the guard. */
 static void load_tile(cg *g, const rx_stmt *const *chain, int n, const rx_gpu_red *r,
-                      const char *dst, const rx_expr *e, const char *guard, const char *io,
-                      const char *jo, const char *ko)
+                      const char *dst, const char *at, const rx_expr *e, const char *guard,
+                      const char *io, const char *jo, const char *ko)
 {
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "{\n");
@@ -129,7 +154,7 @@ static void load_tile(cg *g, const rx_stmt *const *chain, int n, const rx_gpu_re
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "}\n");
     rx_gpu_ind(g);
-    rx_sb_printf(g->out, "%s[rx_ty * %d + rx_tx] = rx_v;\n", dst, r->tile);
+    rx_sb_printf(g->out, "%s[%s] = rx_v;\n", dst, at);
     g->indent--;
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "}\n");
@@ -162,15 +187,27 @@ void rx_gpu_bind_outer(cg *g, const rx_stmt *const *chain, int outer)
     }
 }
 
+/* sb = printf(fmt, ...) from empty: the index and guard texts of the tiles schedule */
+static const char *fmt(rx_sb *sb, const char *f, ...) __attribute__((format(printf, 2, 3)));
+static const char *fmt(rx_sb *sb, const char *f, ...)
+{
+    rx_sb_reset(sb);
+    va_list ap;
+    va_start(ap, f);
+    rx_sb_vprintf(sb, f, ap);
+    va_end(ap);
+    return rx_sb_str(sb);
+}
+
 void rx_gpu_emit_tiles(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r)
 {
     cg *g = k->g;
     const rx_gpu_dialect *dl = k->dl;
-    int T = r->tile;
+    const int T = r->tile, R = r->micro, B = T * R; /* B: the block's edge */
     rx_gpu_ind(g);
-    rx_sb_printf(g->out, "%s float rx_As[%d];\n", dl->local_decl, T * T);
+    rx_sb_printf(g->out, "%s float rx_As[%d];\n", dl->local_decl, B * T);
     rx_gpu_ind(g);
-    rx_sb_printf(g->out, "%s float rx_Bs[%d];\n", dl->local_decl, T * T);
+    rx_sb_printf(g->out, "%s float rx_Bs[%d];\n", dl->local_decl, T * B);
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "const %s rx_t = %s, rx_ty = rx_t / %d, rx_tx = rx_t %% %d;\n",
                  dl->lidx, dl->local_id, T, T);
@@ -182,7 +219,7 @@ void rx_gpu_emit_tiles(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_r
     rx_gpu_chain_count(g, chain, n);
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "const long rx_ti = (rx_e%d + %d) / %d, rx_tj = (rx_e%d + %d) / %d;\n",
-                 n - 2, T - 1, T, n - 1, T - 1, T);
+                 n - 2, B - 1, B, n - 1, B - 1, B);
     rx_gpu_blocks_open(k, n - 2, "rx_ti * rx_tj");
     int mark = g->syms.n;
     rx_gpu_ind(g);
@@ -194,10 +231,18 @@ void rx_gpu_emit_tiles(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_r
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "rx_r /= rx_ti;\n");
     rx_gpu_bind_outer(g, chain, n - 2); /* the batch loops */
+    /* work-item (ty, tx) owns rows i0 + ty + a T and columns j0 + tx + b T (a, b < R):
+     * strided, so adjacent work-items read adjacent tile elements and store adjacent
+     * outputs */
     rx_gpu_ind(g);
-    rx_sb_printf(g->out, "const long rx_i = rx_bi * %d + rx_tyl, rx_j = rx_bj * %d + rx_txl;\n", T, T);
-    rx_gpu_ind(g);
-    rx_sb_puts(g->out, "float rx_acc = 0.0f;\n");
+    rx_sb_printf(g->out, "const long rx_i = rx_bi * %d + rx_tyl, rx_j = rx_bj * %d + rx_txl;\n", B,
+                 B);
+    for (int a = 0; a < R; a++) {
+        rx_gpu_ind(g);
+        rx_sb_puts(g->out, "float ");
+        for (int b = 0; b < R; b++) rx_sb_printf(g->out, "%srx_c%d_%d = 0.0f", b ? ", " : "", a, b);
+        rx_sb_puts(g->out, ";\n");
+    }
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "const long rx_ext = ");
     rxi_cg_expr_as(g, r->loop->u.for_.extent, RX_DT_I64, r->loop->loc);
@@ -205,40 +250,75 @@ void rx_gpu_emit_tiles(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_r
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "for (long rx_k0 = 0; rx_k0 < rx_ext; rx_k0 += %d) {\n", T);
     g->indent++;
-    rx_sb gx = {0}, gy = {0}, ka = {0}, kb = {0};
-    rx_sb_printf(&gx, "rx_i < rx_e%d && rx_k0 + rx_txl < rx_ext", n - 2);
-    rx_sb_printf(&gy, "rx_bj * %d + rx_txl < rx_e%d && rx_k0 + rx_tyl < rx_ext", T, n - 1);
-    rx_sb_printf(&ka, "rx_bi * %d + rx_tyl", T);
-    rx_sb_printf(&kb, "rx_bj * %d + rx_txl", T);
-    /* x at (i, k0 + tx) with j at its first value; y at (k0 + ty, j) with i at its first */
-    load_tile(g, chain, n, r, "rx_As", r->x, rx_sb_str(&gx), rx_sb_str(&ka), "0", "rx_k0 + rx_txl");
-    load_tile(g, chain, n, r, "rx_Bs", r->y, rx_sb_str(&gy), "0", rx_sb_str(&kb), "rx_k0 + rx_tyl");
-    rx_sb_free(&gx);
-    rx_sb_free(&gy);
-    rx_sb_free(&ka);
-    rx_sb_free(&kb);
+    rx_sb at = {0}, guard = {0}, io = {0}, jo = {0};
+    /* x at (i + a T, k0 + tx) with j at its first value; y at (k0 + ty, j + b T) with i
+     * at its first; zeros outside I, J or K */
+    for (int a = 0; a < R; a++) {
+        fmt(&io, "rx_i + %d", a * T);
+        fmt(&guard, "%s < rx_e%d && rx_k0 + rx_txl < rx_ext", rx_sb_str(&io), n - 2);
+        fmt(&at, "(rx_ty + %d) * %d + rx_tx", a * T, T);
+        load_tile(g, chain, n, r, "rx_As", rx_sb_str(&at), r->x, rx_sb_str(&guard), rx_sb_str(&io),
+                  "0", "rx_k0 + rx_txl");
+    }
+    for (int b = 0; b < R; b++) {
+        fmt(&jo, "rx_j + %d", b * T);
+        fmt(&guard, "%s < rx_e%d && rx_k0 + rx_tyl < rx_ext", rx_sb_str(&jo), n - 1);
+        fmt(&at, "rx_ty * %d + rx_tx + %d", B, b * T);
+        load_tile(g, chain, n, r, "rx_Bs", rx_sb_str(&at), r->y, rx_sb_str(&guard), "0",
+                  rx_sb_str(&jo), "rx_k0 + rx_tyl");
+    }
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "%s;\n", dl->barrier);
+    /* the micro-tile's R^2 multiply-adds per step, unrolled here (lavapipe counts every
+     * loop iteration of an invocation against its limit, gpu_kernel.c) */
     rx_gpu_ind(g);
-    rx_sb_printf(g->out, "for (int rx_kk = 0; rx_kk < %d; rx_kk++)\n", T);
-    rx_gpu_ind(g);
-    rx_sb_printf(g->out, "    rx_acc += rx_As[rx_ty * %d + rx_kk] * rx_Bs[rx_kk * %d + rx_tx];\n", T, T);
-    rx_gpu_ind(g);
-    rx_sb_printf(g->out, "%s;\n", dl->barrier);
-    g->indent--;
-    rx_gpu_ind(g);
-    rx_sb_puts(g->out, "}\n");
-    rx_gpu_ind(g);
-    rx_sb_printf(g->out, "if (rx_i < rx_e%d && rx_j < rx_e%d) {\n", n - 2, n - 1);
+    rx_sb_printf(g->out, "for (int rx_kk = 0; rx_kk < %d; rx_kk++) {\n", T);
     g->indent++;
-    int smark = g->syms.n;
-    rx_gpu_bind_loop(g, chain[n - 2], "rx_i");
-    rx_gpu_bind_loop(g, chain[n - 1], "rx_j");
-    rx_gpu_final_store(g, r, "rx_acc");
-    rxi_cg_pop_syms(g, smark);
+    for (int a = 0; a < R; a++) {
+        rx_gpu_ind(g);
+        rx_sb_printf(g->out, "const float rx_a%d = rx_As[(rx_ty + %d) * %d + rx_kk];\n", a, a * T,
+                     T);
+    }
+    for (int b = 0; b < R; b++) {
+        rx_gpu_ind(g);
+        rx_sb_printf(g->out, "const float rx_b%d = rx_Bs[rx_kk * %d + rx_tx + %d];\n", b, B, b * T);
+    }
+    for (int a = 0; a < R; a++) {
+        rx_gpu_ind(g);
+        for (int b = 0; b < R; b++)
+            rx_sb_printf(g->out, "%srx_c%d_%d += rx_a%d * rx_b%d;", b ? " " : "", a, b, a, b);
+        rx_sb_puts(g->out, "\n");
+    }
     g->indent--;
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "}\n");
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "%s;\n", dl->barrier);
+    g->indent--;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+    /* the in-range outputs of the micro-tile */
+    for (int a = 0; a < R; a++)
+        for (int b = 0; b < R; b++) {
+            fmt(&io, "rx_i + %d", a * T);
+            fmt(&jo, "rx_j + %d", b * T);
+            rx_gpu_ind(g);
+            rx_sb_printf(g->out, "if (%s < rx_e%d && %s < rx_e%d) {\n", rx_sb_str(&io), n - 2,
+                         rx_sb_str(&jo), n - 1);
+            g->indent++;
+            int smark = g->syms.n;
+            rx_gpu_bind_loop(g, chain[n - 2], rx_sb_str(&io));
+            rx_gpu_bind_loop(g, chain[n - 1], rx_sb_str(&jo));
+            rx_gpu_final_store(g, r, fmt(&at, "rx_c%d_%d", a, b));
+            rxi_cg_pop_syms(g, smark);
+            g->indent--;
+            rx_gpu_ind(g);
+            rx_sb_puts(g->out, "}\n");
+        }
+    rx_sb_free(&at);
+    rx_sb_free(&guard);
+    rx_sb_free(&io);
+    rx_sb_free(&jo);
     rxi_cg_pop_syms(g, mark);
     g->indent--;
     rx_gpu_ind(g);

@@ -100,7 +100,8 @@ bool rx_gpu_match_fold(const rx_stmts *under, rx_gpu_red *r)
     const rx_expr *val = loads_target(e->u.op.a, st) ? e->u.op.b
                        : loads_target(e->u.op.b, st) ? e->u.op.a : NULL;
     if (!val || rx_expr_loads_buf(val, st->u.store.buf)) return false;
-    *r = (rx_gpu_red){L, b, st, in->u.store.value, val, e->kind, 0, 0, NULL, NULL, 0};
+    *r = (rx_gpu_red){
+        .loop = L, .block = b, .store = st, .init = in->u.store.value, .val = val, .op = e->kind};
     return true;
 }
 

@@ -3,13 +3,14 @@
  * the same OpenCL device, buffers and sizes, in the same run (relax/clblast.h).
  *
  *   bench_clblast --src MATMUL.cl --kernel rxk_matmul_s0 [--m M] [--k K] [--n N]
- *                 [--tile T] [--repeat R] [--number C] [--device-id D]
+ *                 [--tile T] [--block B] [--repeat R] [--number C] [--device-id D]
  *
  * MATMUL.cl is what `relaxc print M.json --target opencl --after codegen` gives for a
  * module main(a: (m, K) f32, b: (K, N) f32) = matmul(a, b) with K and N literals (as
  * bench_gpu.py writes it): its tiles kernel takes (a_b, a_o, b_b, b_o, y_b, y_o, m, rx_st)
- * and runs one work-group of T x T work-items per T x T block of outputs (the launch the
- * VM makes). Both compute C = A @ B for the same random A and B; each output is checked
+ * and runs one work-group of T x T work-items per B x B block of outputs (B = T R: each
+ * work-item computes an R x R register micro-tile; B defaults to T; the launch the VM
+ * makes). Both compute C = A @ B for the same random A and B; each output is checked
  * against a double-precision host loop (|diff| <= 1e-3 * (1 + |ref|)), so a wrong kernel
  * is an error, not a figure. Times: after one warm-up call of each (CLBlast compiles its
  * kernels at its first call), `repeat` samples alternating between the two, each
@@ -58,7 +59,7 @@ typedef struct gemm {
     rx_dev *d;
     rx_dev_kernel *k;
     rx_dev_buf *a, *b, *c1, *c2, *st;
-    int64_t m, n, kk, tile;
+    int64_t m, n, kk, tile, block;
 } gemm;
 
 static int run_tiles(gemm *g, rx_rt_err *e)
@@ -67,7 +68,8 @@ static int run_tiles(gemm *g, rx_rt_err *e)
                          {RX_DEV_ARG_BUF, g->b, 0, 0},    {RX_DEV_ARG_I64, NULL, 0, 0},
                          {RX_DEV_ARG_BUF, g->c1, 0, 0},   {RX_DEV_ARG_I64, NULL, 0, 0},
                          {RX_DEV_ARG_I64, NULL, g->m, 0}, {RX_DEV_ARG_BUF, g->st, 0, 0}};
-    size_t groups = (size_t)(((g->m + g->tile - 1) / g->tile) * ((g->n + g->tile - 1) / g->tile));
+    size_t groups =
+        (size_t)(((g->m + g->block - 1) / g->block) * ((g->n + g->block - 1) / g->block));
     size_t local = (size_t)(g->tile * g->tile), global = groups * local;
     return g->d->ops->launch(g->d, g->k, args, 8, 1, &global, &local, e);
 }
@@ -137,6 +139,8 @@ int main(int argc, char **argv)
             g.kk = atoll(argv[i + 1]);
         else if (!strcmp(argv[i], "--tile"))
             g.tile = atoll(argv[i + 1]);
+        else if (!strcmp(argv[i], "--block"))
+            g.block = atoll(argv[i + 1]);
         else if (!strcmp(argv[i], "--repeat"))
             repeat = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--number"))
@@ -146,10 +150,11 @@ int main(int argc, char **argv)
         else
             return fail("usage", argv[i]);
     }
-    if (!src_path || g.m < 1 || g.n < 1 || g.kk < 1 || g.tile < 1 || repeat < 1 || repeat > 1000 ||
-        number < 1)
+    if (!g.block) g.block = g.tile;
+    if (!src_path || g.m < 1 || g.n < 1 || g.kk < 1 || g.tile < 1 || g.block < g.tile ||
+        repeat < 1 || repeat > 1000 || number < 1)
         return fail("usage", "bench_clblast --src MATMUL.cl [--kernel K] [--m M] [--k K] [--n N] "
-                             "[--tile T] [--repeat R] [--number C] [--device-id D]");
+                             "[--tile T] [--block B] [--repeat R] [--number C] [--device-id D]");
     rx_rt_err e = {{0}};
     size_t srclen;
     char *src = read_text(src_path, &srclen);
@@ -190,14 +195,14 @@ int main(int argc, char **argv)
     qsort(tiles, (size_t)repeat, sizeof *tiles, cmp_double);
     qsort(blas, (size_t)repeat, sizeof *blas, cmp_double);
     double mt = tiles[repeat / 2], mb = blas[repeat / 2], flop = 2.0 * (double)g.m * g.n * g.kk;
-    printf(
-        "{\"bench\": \"clblast_vs_tiles\", \"device\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": "
-        "%lld, "
-        "\"tile\": %lld, \"repeat\": %d, \"number\": %d, \"tiles_ms\": %.4f, \"clblast_ms\": %.4f, "
-        "\"ratio_tiles_to_clblast\": %.3f, \"tiles_gflops\": %.2f, \"clblast_gflops\": %.2f, "
-        "\"max_abs_error_tiles\": %.3g, \"max_abs_error_clblast\": %.3g}\n",
-        g.d->info.name, (long long)g.m, (long long)g.n, (long long)g.kk, (long long)g.tile, repeat,
-        number, mt, mb, mt / mb, flop / mt / 1e6, flop / mb / 1e6, err_tiles, err_blas);
+    printf("{\"bench\": \"clblast_vs_tiles\", \"device\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": "
+           "%lld, \"tile\": %lld, \"block\": %lld, \"repeat\": %d, \"number\": %d, "
+           "\"tiles_ms\": %.4f, \"clblast_ms\": %.4f, "
+           "\"ratio_tiles_to_clblast\": %.3f, \"tiles_gflops\": %.2f, \"clblast_gflops\": %.2f, "
+           "\"max_abs_error_tiles\": %.3g, \"max_abs_error_clblast\": %.3g}\n",
+           g.d->info.name, (long long)g.m, (long long)g.n, (long long)g.kk, (long long)g.tile,
+           (long long)g.block, repeat, number, mt, mb, mt / mb, flop / mt / 1e6, flop / mb / 1e6,
+           err_tiles, err_blas);
     rc = 0;
 out:
     if (rc) fail(stage, e.msg);

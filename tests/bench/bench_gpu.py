@@ -21,7 +21,7 @@ times say little about a real GPU; what this measures is meaningful anyway:
    strided loop, a grid kernel's body), loads counted as written and as distinct
    addresses, against one load and one store (a kernel keeping the row on chip).
    Matmul (m x 256 @ 256 x 256): the tiles kernel's K loop (its loads per step times
-   the 256 / tile steps: each work-item computes one output) against the minimum of
+   the 256 / tile steps, over the R x R outputs of a work-item's micro-tile) against the minimum of
    every operand element read once, (m*K + K*N) / (m*N) per output at m = 256. Each is
    checked by running it: the output must equal NumPy's.
 3. Compile time per target of a 32-layer decoder (tests/models/gen_llama.py --preset
@@ -31,9 +31,16 @@ times say little about a real GPU; what this measures is meaningful anyway:
    NVRTC when this host has it; otherwise reported unavailable with the reason), wall
    time of the process, one build each, side by side in the same run.
 4. CLBlast vs the generated tiles kernel (with --bench-clblast PATH: bench_clblast.c):
-   the matmul of section 2's module at m = 256, K = N = 256 on PoCL, both checked against
-   a host loop, medians of alternating samples; the ratio tiles / CLBlast. With
+   the matmul of section 2's module at m = K = N = 256 (--clblast-sizes S,...: each) on PoCL, both checked against
+   a host loop, medians of alternating samples; the ratio tiles / CLBlast, for the
+   default target (4 x 4 register micro-tiles) and for opencl,max_local_bytes=2048 (no
+   room for more than 1 x 1: the tiles schedule without micro-tiles). With
    --clblast-only, only this (the ctest smoke run).
+5. The matvec schedule's vector loads (float4 / vec4) against its scalar form on
+   opencl and vulkan: (1, 2048) @ (2048, 2048), the default build against
+   T,max_local_bytes=2048 (no room for the vector form's partial sums), alternating
+   relax-run --bench runs; per call, the weight's upload included. --matvec-only: only
+   this.
 
 Prints a table and one JSON line per figure; exits 1 when a result is wrong.
 """
@@ -96,21 +103,31 @@ RMS_NORM = {"format": "relax-json", "version": 1, "functions": {"main": {
                                "attrs": {"axes": [-1], "epsilon": 1e-5}}}]}], "result": "y"}}}}
 
 MM_K = 256
-MATMUL = {"format": "relax-json", "version": 1, "functions": {"main": {
-    "kind": "relax", "params": [{"name": "a", "type": {"tensor": {"shape": ["m", MM_K], "dtype": "f32"}}},
-                               {"name": "b", "type": {"tensor": {"shape": [MM_K, MM_K], "dtype": "f32"}}}],
-    "body": {"blocks": [{"dataflow": True, "bindings": [
-        {"var": "y", "value": {"op": "matmul", "args": ["a", "b"]}}]}], "result": "y"}}}}
+
+
+def matmul_module(k):
+    """main(a: (m, k), b: (k, k)) = a @ b, f32."""
+    return {"format": "relax-json", "version": 1, "functions": {"main": {
+        "kind": "relax", "params": [{"name": "a", "type": {"tensor": {"shape": ["m", k], "dtype": "f32"}}},
+                                   {"name": "b", "type": {"tensor": {"shape": [k, k], "dtype": "f32"}}}],
+        "body": {"blocks": [{"dataflow": True, "bindings": [
+            {"var": "y", "value": {"op": "matmul", "args": ["a", "b"]}}]}], "result": "y"}}}}
+
+
+MATMUL = matmul_module(MM_K)
 
 
 def tiles_per_output(text):
-    """(loads, stores) per output of a tiles kernel: the loads of its K loop times the
-    K / tile steps (one output per work-item), and its one store."""
+    """(loads, stores, tile, micro) per output of a tiles kernel: the loads of its K loop
+    (one tile element per load: R of each operand per step for an R x R micro-tile) times
+    the K / tile steps, over the R^2 outputs of a work-item; and its one store."""
     tile = int(re.search(r"rx_t / (\d+)", text).group(1))
+    block = int(re.search(r"rx_ti = \(rx_e\d+ \+ \d+\) / (\d+)", text).group(1))
+    micro = block // tile
     body = text[text.index("for (long rx_k0"):]
     views = re.findall(r"__global \w+ \*const (\w+) =", text)
     per_step = sum(len(re.findall(r"\b%s\[" % re.escape(v), body.split("barrier(")[0])) for v in views)
-    return per_step * -(-MM_K // tile), 1, tile
+    return per_step * -(-MM_K // tile) / (micro * micro), 1, tile, micro
 
 
 def per_element(text):
@@ -157,10 +174,14 @@ def work_per_element(a, tmp, name, mod, inputs, ref, failed):
     cl = rxbench.run([a.relaxc, "print", src, "--target", "opencl", "--after", "codegen"])
     loads = stores = distinct = 0
     detail, tile = [], None
-    for kname, text in kernels_of(cl).items():
+    ks = kernels_of(cl)
+    for kname, text in ks.items():
+        if kname.endswith("v") and kname[:-1] in ks:  # the few-rows launch: not run at m = 256
+            detail.append("  %s matvec: skipped at run time (more than 8 rows)" % kname)
+            continue
         if "rx_As" in text:
-            l, st, tile = tiles_per_output(text)
-            d, kind = l, "tiles %d" % tile
+            l, st, tile, micro = tiles_per_output(text)
+            d, kind = l, "tiles %d, micro-tile %d" % (tile, micro)
         else:
             l, st, d = per_element(text)
             kind = "rows" if "rx_red" in text else "grid"
@@ -202,29 +223,89 @@ def compile_times(a, tmp, failed):
 
 
 def clblast_vs_tiles(a, tmp, failed):
-    """Section 4: bench_clblast on the generated matmul source; its JSON line(s)."""
+    """Section 4: bench_clblast on the generated matmul source, m = K = N = s for each s of
+    --clblast-sizes, for the default target (register micro-tiles) and for
+    opencl,max_local_bytes=2048 (room for 1 x 1 micro-tiles only: the tiles schedule
+    without them); their JSON lines."""
     if not a.bench_clblast:
         failed.append("--clblast-only needs --bench-clblast")
         return []
-    src = os.path.join(tmp, "matmul.json")
-    json.dump(MATMUL, open(src, "w"))
-    cl = os.path.join(tmp, "matmul.cl")
-    with open(cl, "w") as f:
-        f.write(rxbench.run([a.relaxc, "print", src, "--target", "opencl", "--after", "codegen"]))
-    tile = int(re.search(r"rx_t / (\d+)", open(cl).read()).group(1))
-    p = subprocess.run([a.bench_clblast, "--src", cl, "--kernel", "rxk_matmul_s0", "--m", "256",
-                        "--k", str(MM_K), "--n", str(MM_K), "--tile", str(tile),
-                        "--repeat", str(max(a.repeat, 1)), "--number", "3"],
-                       capture_output=True, text=True, timeout=1800)
-    if p.returncode != 0:
-        failed.append("bench_clblast: %s" % p.stderr.strip()[-400:])
-        return []
-    r = json.loads(p.stdout.strip().splitlines()[-1])
-    print("matmul 256 x %d x %d on %s: generated tiles %.3f ms (%.2f GFLOP/s), CLBlast %.3f ms "
-          "(%.2f GFLOP/s): tiles / CLBlast = %.2fx" % (MM_K, MM_K, r["device"], r["tiles_ms"],
-                                                     r["tiles_gflops"], r["clblast_ms"],
-                                                     r["clblast_gflops"], r["ratio_tiles_to_clblast"]))
-    return [r]
+    out = []
+    for size in [int(v) for v in a.clblast_sizes.split(",")]:
+        src = os.path.join(tmp, "matmul_%d.json" % size)
+        json.dump(matmul_module(size), open(src, "w"))
+        for target in ("opencl", "opencl,max_local_bytes=2048"):
+            cl = os.path.join(tmp, "matmul.cl")
+            with open(cl, "w") as f:
+                f.write(rxbench.run([a.relaxc, "print", src, "--target", target, "--after", "codegen"]))
+            text = open(cl).read()
+            tile = int(re.search(r"rx_t / (\d+)", text).group(1))
+            block = int(re.search(r"rx_ti = \(rx_e\d+ \+ \d+\) / (\d+)", text).group(1))
+            p = subprocess.run([a.bench_clblast, "--src", cl, "--kernel", "rxk_matmul_s0", "--m", str(size),
+                                "--k", str(size), "--n", str(size), "--tile", str(tile), "--block",
+                                str(block), "--repeat", str(max(a.repeat, 1)), "--number", "3"],
+                               capture_output=True, text=True, timeout=1800)
+            if p.returncode != 0:
+                failed.append("bench_clblast %s %d: %s" % (target, size, p.stderr.strip()[-400:]))
+                continue
+            r = json.loads(p.stdout.strip().splitlines()[-1])
+            r["target"], r["micro"] = target, block // tile
+            print("matmul %d^3 on %s, %s (micro-tile %d): generated tiles %.3f ms (%.2f GFLOP/s), "
+                  "CLBlast %.3f ms (%.2f GFLOP/s): tiles / CLBlast = %.2fx"
+                  % (size, r["device"], target, r["micro"], r["tiles_ms"], r["tiles_gflops"],
+                     r["clblast_ms"], r["clblast_gflops"], r["ratio_tiles_to_clblast"]))
+            out.append(r)
+    return out
+
+
+MV_K = 2048
+
+
+def matvec_loads(a, tmp, failed):
+    """Section 5: the matvec schedule's vector loads against its scalar form, (1, K) @
+    (K, K) f32 with K = MV_K and the weight (K, N) (adjacent columns adjacent in memory),
+    per target: the default build (float4/vec4 loads, 128 columns per work-group) and
+    T,max_local_bytes=2048 (no room for four partial sums per work-item: the scalar form,
+    32 columns per work-group), ROUNDS alternating relax-run --bench runs each, the least
+    median per call (the weight's upload included: 16 MiB per call); outputs checked
+    against NumPy."""
+    mod = {"format": "relax-json", "version": 1, "functions": {"main": {
+        "kind": "relax", "params": [{"name": "x", "type": {"tensor": {"shape": [1, MV_K], "dtype": "f32"}}},
+                                   {"name": "w", "type": {"tensor": {"shape": [MV_K, MV_K], "dtype": "f32"}}}],
+        "body": {"blocks": [{"dataflow": True, "bindings": [
+            {"var": "y", "value": {"op": "matmul", "args": ["x", "w"]}}]}], "result": "y"}}}}
+    src = os.path.join(tmp, "mv.json")
+    json.dump(mod, open(src, "w"))
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, MV_K)).astype(np.float32)
+    w = rng.standard_normal((MV_K, MV_K)).astype(np.float32)
+    np.save(os.path.join(tmp, "mv_x.npy"), x)
+    np.save(os.path.join(tmp, "mv_w.npy"), w)
+    ins = {"x": os.path.join(tmp, "mv_x.npy"), "w": os.path.join(tmp, "mv_w.npy")}
+    want = x.astype(np.float64) @ w.astype(np.float64)
+    lines = []
+    for kind in ("opencl", "vulkan"):
+        best = {}
+        for target in (kind, kind + ",max_local_bytes=2048"):
+            rxbench.run([a.relaxc, "build", src, "--target", target, "-o",
+                         os.path.join(tmp, "mv_%s.rxa" % target.replace(",", "_").replace("=", "_"))])
+        for _ in range(ROUNDS):
+            for target in (kind, kind + ",max_local_bytes=2048"):
+                rxa = os.path.join(tmp, "mv_%s.rxa" % target.replace(",", "_").replace("=", "_"))
+                out = os.path.join(tmp, "out_mv")
+                r = rxbench.relax_bench(a.relax_run, rxa, "main", ins, a.repeat, number=3, warmup=1,
+                                        out_dir=out)
+                got = rxbench.read_outputs(out)[0]
+                if not np.allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(MV_K)):
+                    failed.append("matvec %s: wrong result" % target)
+                best[target] = min(best.get(target, r["median_ms"]), r["median_ms"])
+        vec, scalar = best[kind], best[kind + ",max_local_bytes=2048"]
+        print("matvec (1, %d) @ (%d, %d) on %s: vector loads %.3f ms, scalar %.3f ms per call: "
+              "%.2fx" % (MV_K, MV_K, MV_K, kind, vec, scalar, vec / scalar))
+        lines.append({"bench": "gpu_matvec_vector_loads", "target": kind, "k": MV_K, "n": MV_K,
+                      "vector_ms": round(vec, 3), "scalar_ms": round(scalar, 3),
+                      "ratio_vector_to_scalar": round(vec / scalar, 3)})
+    return lines
 
 
 def main(argv):
@@ -235,6 +316,8 @@ def main(argv):
     ap.add_argument("--no-compile-time", action="store_true", help="skip section 3")
     ap.add_argument("--bench-clblast", help="bench_clblast's path: run section 4")
     ap.add_argument("--clblast-only", action="store_true", help="section 4 only")
+    ap.add_argument("--matvec-only", action="store_true", help="section 5 only")
+    ap.add_argument("--clblast-sizes", default="256", help="section 4: m = K = N sizes, comma-separated")
     a = ap.parse_args(argv)
     tmp = tempfile.mkdtemp(prefix="rx-bench-gpu-")
     lines, failed, rows = [], [], []
@@ -244,6 +327,8 @@ def main(argv):
 
     if a.clblast_only:
         return rxbench.finish("bench_gpu", clblast_vs_tiles(a, tmp, failed), failed)
+    if a.matvec_only:
+        return rxbench.finish("bench_gpu", matvec_loads(a, tmp, failed), failed)
 
     # 1. launch overhead per kernel
     src = os.path.join(tmp, "chain.json")
@@ -322,6 +407,8 @@ def main(argv):
     # 4. CLBlast vs the generated tiles kernel
     if a.bench_clblast:
         lines += clblast_vs_tiles(a, tmp, failed)
+    # 5. the matvec schedule's vector loads
+    lines += matvec_loads(a, tmp, failed)
     return rxbench.finish("bench_gpu", lines, failed)
 
 

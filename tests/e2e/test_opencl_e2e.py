@@ -47,6 +47,7 @@ from test_bounds_e2e import Run, call, module, tensor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+MICRO = 4  # the tiles schedule's register micro-tile edge (gpu_matmul.c), when local memory allows
 LAUNCH, OPENCL = 10, 8  # section kinds (docs/artifact.md)
 
 
@@ -166,20 +167,29 @@ def tiles_checks(e, kind="opencl", artifact_check=None):
         if kind == "opencl":
             off, size = sections(data)[OPENCL]
             src = data[off:off + size].decode()
-            e.checks.check("__local float rx_As[%d]" % (tile * tile) in src and
+            e.checks.check("__local float rx_As[%d]" % (tile * tile * MICRO) in src and
                            src.count("__kernel void") == 2 and "fused_permute_dims_matmul_s0v(" in src
                            and "__local float rx_mv[256]" in src,
                            "%s: the permute fused, the matmul in %dx%d tiles and a matvec kernel for "
                            "few rows" % (target, tile, tile))
+            # the register micro-tile: MICRO^2 accumulators per work-item, fed from the tiles
+            acc = ["rx_c%d_%d += rx_a%d * rx_b%d;" % (a, b, a, b) for a in range(MICRO) for b in range(MICRO)]
+            e.checks.check(all(x in src for x in acc) and "rx_c%d_0" % MICRO not in src,
+                           "%s: each work-item accumulates a %dx%d micro-tile in registers"
+                           % (target, MICRO, MICRO))
+            # the permuted weight's columns are K apart: the matvec must not load four at once
+            e.checks.check("vload4" not in src and "rx_a0 += " in src,
+                           "%s: a weight read through a permute gets scalar matvec loads" % target)
         recs = launch_records(data, sections(data)[LAUNCH][0])
         got = [(sched, struct.unpack_from("<II", data, at - 4)) for at, sched in recs]
-        e.checks.check(got == [(2, (tile * tile, 2 * tile * tile * 4)), (2, (256, 256 * 4))],
-                       "%s: the matmul in %dx%d tiles and a matvec launch for few rows (launch records %s)"
-                       % (target, tile, tile, got))
+        e.checks.check(got == [(2, (tile * tile, 2 * tile * tile * MICRO * 4)), (2, (256, 256 * 4))],
+                       "%s: the matmul in %dx%d tiles of %dx%d micro-tiles and a matvec launch for few "
+                       "rows (launch records %s)" % (target, tile, tile, MICRO, MICRO, got))
         if artifact_check:
             artifact_check(e, rxa)
         for b, m, n, k in ((1, 1, 1, 1), (2, 16, 16, 16), (3, 17, 33, 65), (1, 40, 7, 300),
-                           (1, 1, 70, 1023), (2, 3, 33, 7), (1, 8, 64, 129), (2, 5, 100, 258)):
+                           (1, 1, 70, 1023), (2, 3, 33, 7), (1, 8, 64, 129), (2, 5, 100, 258),
+                           (1, 130, 70, 33), (2, 65, 129, 17)):
             x = rng.standard_normal((b, m, k)).astype(np.float32)
             w = rng.standard_normal((b, n, k)).astype(np.float32)
             rc, err, out = e.run(rxa, {"x": x, "w": w})
@@ -188,7 +198,7 @@ def tiles_checks(e, kind="opencl", artifact_check=None):
                 np.allclose(out, want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
             e.checks.check(ok, "%s: (%d, %d, %d) @ (%d, %d, %d)^T equals NumPy" % (target, b, m, k, b, n, k)
                            + ("" if rc == 0 else ": " + err.strip()[:160]))
-    matvec_literal_checks(e, kind, rng)
+    matvec_literal_checks(e, kind, rng, artifact_check)
     src = os.path.join(e.tmp, "mm.json")
     with open(src, "w") as f:
         json.dump(mod, f)
@@ -198,10 +208,11 @@ def tiles_checks(e, kind="opencl", artifact_check=None):
                    and "max_local_bytes=1024" in err, "tiles vs max_local_bytes: %s" % err.strip()[-200:])
 
 
-def matvec_literal_checks(e, kind, rng):
+def matvec_literal_checks(e, kind, rng, artifact_check=None):
     """A decode matmul with one literal row, (1, k) @ (k, n) with k and n symbolic: one
-    launch, the matvec schedule, NumPy-equal for n and k around its 32 columns and 8
-    slices (odd k included)."""
+    launch, the matvec schedule with vector loads of four columns, NumPy-equal for n and
+    k around its 128 columns, 4-column vectors and 8 slices (odd k and n included: rows
+    of the weight not 16-byte aligned, columns past the last whole vector)."""
     mod = module([tensor("x", [1, "k"]), tensor("w", ["k", "n"])], [call("y", "matmul", ["x", "w"])], "y")
     mod["functions"]["main"]["body"]["blocks"][0]["dataflow"] = True
     rxa = e.build(mod, kind)
@@ -210,9 +221,21 @@ def matvec_literal_checks(e, kind, rng):
     data = open(rxa, "rb").read()
     recs = launch_records(data, sections(data)[LAUNCH][0])
     got = [(sched, struct.unpack_from("<II", data, at - 4)) for at, sched in recs]
-    e.checks.check(got == [(2, (256, 256 * 4))], "%s: (1, k) @ (k, n) gets the matvec launch alone "
-                   "(launch records %s)" % (kind, got))
-    for n, k in ((1, 1), (31, 9), (32, 1024), (97, 1023), (1024, 3)):
+    e.checks.check(got == [(2, (256, 256 * 4 * 4))], "%s: (1, k) @ (k, n) gets the matvec launch alone, "
+                   "four partial sums per work-item (launch records %s)" % (kind, got))
+    # four adjacent columns of the (k, n) weight are four adjacent floats: one vector load
+    # (OpenCL vload4; GLSL a vec4 view of the binding when the index is a multiple of 4)
+    src = os.path.join(e.tmp, "mv.json")
+    with open(src, "w") as f:
+        json.dump(mod, f)
+    _, text, _ = run_status([e.relaxc, "print", src, "--target", kind, "--after", "codegen"])
+    load = "const float4 rx_w = vload4(0, " if kind == "opencl" else "const vec4 rx_w = (rx_w_p & 3l) == 0l ?"
+    e.checks.check(load in text and "rx_a3 += rx_x * rx_w.w;" in text and "rx_tj = (rx_e1 + 127) / 128" in text
+                   and (kind == "opencl" or "_B4 { vec4 " in text),
+                   "%s: the matvec reads four columns of the weight with one vector load" % kind)
+    if artifact_check:
+        artifact_check(e, rxa)
+    for n, k in ((1, 1), (31, 9), (32, 1024), (97, 1023), (1024, 3), (4, 5), (130, 257), (260, 64)):
         x = rng.standard_normal((1, k)).astype(np.float32)
         w = rng.standard_normal((k, n)).astype(np.float32)
         rc, err, out = e.run(rxa, {"x": x, "w": w})
