@@ -173,13 +173,19 @@ START_TEST(parallel_needs_enough_work)
     rx_diags_init(&d);
     rx_sb c = {0};
     ck_assert_msg(rx_codegen_c(m, &c, &d), "codegen: %s", diags_str(&d));
-    const char *src = rx_sb_str(&c), *small = strstr(src, "rxk_small"),
-               *big = strstr(src, "rxk_big"), *rows = strstr(src, "rxk_rows");
+    const char *src = rx_sb_str(&c);
+    /* each kernel's definition and the text up to the next one */
+    const char *small = strstr(src, "int32_t rxk_small(void *const *data, const int64_t *ivars)\n{"),
+               *big = strstr(src, "int32_t rxk_big(void *const *data, const int64_t *ivars)\n{"),
+               *rows = strstr(src, "int32_t rxk_rows(void *const *data, const int64_t *ivars)\n{");
     ck_assert(small && big && rows);
-    ck_assert_msg(strstr(src, "/* parallel: runs serially (256 statement executions) */"), "%s", src);
-    const char *p = strstr(src, "RX_PARALLEL\n");
-    ck_assert_msg(p && p > big && (rows < big || p < rows), "big is not parallel:\n%s", src);
-    ck_assert_msg(strstr(src, ") * 64 >= 32768)\n"), "rows has no run-time condition:\n%s", src);
+    const char *p = strstr(small, "/* parallel: runs serially (256 statement executions) */");
+    ck_assert_msg(p && (big < small || p < big) && (rows < small || p < rows), "small: not serial");
+    p = strstr(big, "RX_PARALLEL\n");
+    ck_assert_msg(p && (rows < big || p < rows) && (small < big || p < small), "big: not parallel");
+    p = strstr(rows, ") * 64 >= 32768)\n");
+    ck_assert_msg(p && (small < rows || p < small) && (big < rows || p < big),
+                  "rows: no run-time condition");
     /* and each computes what it should, serial or not */
     void *h = build_load(src, false);
     kernel_fn fr;
