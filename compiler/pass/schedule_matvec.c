@@ -29,7 +29,8 @@
  *   - at most one row loop has an extent other than the literal 1 (x (m, k), (b, 1, k),
  *     (b, h, 1, d)); its extent R, the row count, is a literal <= the plan's most rows
  *     (16 dots, 4 columns, below) or symbolic (then the rewritten nest runs under IF
- *     (R <= that) and the original nest, which schedule_tile.c tiles next, is the ELSE);
+ *     (R <= that) and the original nest, which schedule_tile.c tiles next, is the ELSE;
+ *     the columns plan of a long-rowed weight also needs R >= 2, below);
  *   - W's last index steps by exactly 1 with J (W stored (K, N): "columns") or with K
  *     (W stored (N, K), read as matmul(x, permute_dims(w)) or through any producer
  *     whose index arithmetic proves it: "dots"), and the weight is not tiny (a literal
@@ -60,7 +61,13 @@
  * rows: with more, each row tile re-reads the block's rows of W (N * e bytes apart, so
  * they fall in a few L1 sets) from L2; schedule_tile.c's rows-from-the-batch plan packs
  * the panel first and measured faster at b = 16 (6.6-6.9 ms against 7.1-11 ms here on
- * one thread, x (16, 1, 1024) @ (1024, 2816)).
+ * one thread, x (16, 1, 1024) @ (1024, 2816)). And not one row of a weight with rows
+ * longer than WIDE_ONE_ROW (64) elements (a literal row count of 1, no row loop, or the
+ * symbolic count, then under IF (2 <= R <= 4)): schedule_tile.c's one-row plan reads 4 KB
+ * of each row of W at a time, which the prefetchers follow across the row; in a decoder
+ * block's decode step at b = 1 (minimum kernel times, old and new interleaved, load
+ * about 25) the projections took 490 -> 642 us (1024 x 1024), 1758 -> 2394 us (2816 x
+ * 1024) with this plan. Attention's probs @ v (64 columns per head) gained (107 -> 77 us).
  *
  * The dots plan (W (N, K)): each output is a dot product of a row of W with a row of
  * x along K, which is contiguous in both, so K is split into LANES = 32 bytes of
@@ -113,7 +120,8 @@ enum {
     COL_BYTES = 64,   /* bytes of a columns tile along J (16 f32: two AVX2 vectors) */
     LANE_BYTES = 32,  /* bytes of the dots plan's lanes along K (8 f32: one AVX2 vector) */
     JR_DOTS = 4,      /* rows of W per dots tile */
-    KB_COLS = 128     /* rows of W per K block of the columns plan (the pages it spans) */
+    KB_COLS = 128,    /* rows of W per K block of the columns plan (the pages it spans) */
+    WIDE_ONE_ROW = 64 /* most columns of a one-row columns nest this step takes */
 };
 
 /* One matched nest and its plan. */
@@ -241,6 +249,16 @@ static rx_expr *ext_of(const mvn *t, int k) { return t->loops[k]->u.for_.extent;
 /* The most rows the plan takes: 16 dots; one tile of columns (file essay). */
 static int64_t max_rows(const mvn *t) { return t->dots ? MAX_ROWS : MR_COLS; }
 
+/* The fewest rows the plan takes: 2 for columns of a weight with long rows (N not a
+   literal <= WIDE_ONE_ROW), whose one row schedule_tile.c streams faster (file essay);
+   else 1. */
+static int64_t min_rows(const mvn *t)
+{
+    int64_t nv;
+    if (t->dots) return 1;
+    return rx_expr_is_const(ext_of(t, t->n - 2), &nv) && nv <= WIDE_ONE_ROW ? 1 : 2;
+}
+
 /* The weight, the vector, the rows and the layout (file essay). */
 static bool classify(mvn *t)
 {
@@ -267,6 +285,8 @@ static bool classify(mvn *t)
     t->dots = !cols && rx_load_unit_step(ar, t->a, t->w, kv);
     rx_arith_free(ar);
     if (t->row >= 0 && rx_expr_is_const(ext_of(t, t->row), &ext) && ext > max_rows(t)) return false;
+    if (cols && min_rows(t) > 1 && (t->row < 0 || (rx_expr_is_const(ext_of(t, t->row), &ext) && ext < 2)))
+        return false;
     return cols || t->dots;
 }
 
@@ -542,6 +562,8 @@ static rx_stmt *matvec_nest(rx_module *m, rx_stmt *s)
     rx_stmt *r = build(&t);
     if (t.row < 0 || rx_expr_is_const(ext_of(&t, t.row), NULL)) return r;
     rx_expr *cond = bin(&t, RX_E_LE, ext_of(&t, t.row), lit(&t, max_rows(&t)));
+    if (min_rows(&t) > 1)
+        cond = bin(&t, RX_E_AND, bin(&t, RX_E_GE, ext_of(&t, t.row), lit(&t, min_rows(&t))), cond);
     return rx_s_if(t.a, cond, rx_stmts_one(t.a, r), rx_stmts_one(t.a, s));
 }
 
