@@ -123,6 +123,8 @@ static const stage pipeline[] = {
      "kernel workspaces -> outputs planned by the graph"},
     {"specialize", "7a", 3, ST_GRAPH, rx_pass_specialize, NULL, false, true, "",
      "static-shape copies of loop functions per call"},
+    {"schedule_matvec", "7b", 1, ST_GRAPH, rx_pass_schedule_matvec, NULL, false, false, "",
+     "decode's matrix-vector products (<= 16 rows): the weight streamed once, columns split"},
     {"schedule", "7", 1, ST_GRAPH, rx_pass_schedule_cpu, NULL, false, false, "§4.6",
      "CPU tiling of reductions and transposes, then loop kinds: parallel, vectorized"},
     /* 9  cuda_graph offloading (§4.5)                                           later */
@@ -149,7 +151,8 @@ static bool cpu_only(const rx_target *t, const char *name)
 {
     if (!strcmp(name, "library_lower"))
         return !(t->kind == RX_TARGET_OPENCL && rx_target_int(t, "clblast"));
-    return !strcmp(name, "schedule") || !strcmp(name, "specialize");
+    return !strcmp(name, "schedule") || !strcmp(name, "schedule_matvec") ||
+           !strcmp(name, "specialize");
 }
 
 /* Whether the step `name` of minimum level min_opt runs under o for target t. */

@@ -44,7 +44,10 @@
  * A nest's single loop may be both outermost and innermost; it is then parallel only.
  * Vectorization is a hint: codegen emits it only where OpenMP simd applies.
  *
- * The pass (rx_pass_schedule_cpu) first tiles reduction nests (schedule_tile.c), splits
+ * Matrix-vector nests are rewritten before, by the pipeline's step schedule_matvec
+ * (rx_pass_schedule_matvec: schedule_matvec.c), which `--disable-pass schedule_matvec`
+ * turns off. The pass (rx_pass_schedule_cpu) first tiles reduction nests
+ * (schedule_tile.c), splits
  * concat nests by field (schedule_concat.c) and tiles transposing copies
  * (schedule_copy.c), each of which
  * marks the parallel loop of each tiled nest itself; the parallel rule here then finds
@@ -416,4 +419,10 @@ bool rx_pass_schedule_cpu(rx_module *m, rx_diags *d)
 bool rx_loop_independent(const rx_stmt *s)
 {
     return s && s->kind == RX_S_FOR && loop_ok(s, false);
+}
+
+bool rx_pass_schedule_matvec(rx_module *m, rx_diags *d)
+{
+    (void)d;
+    return rx_schedule_matvec(m, NULL);
 }

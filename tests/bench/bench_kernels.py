@@ -44,6 +44,7 @@ size, one repeat: a ctest that checks results, not timings.
 Programs are spawned without a shell. Output: one JSON object per line.
   bench_kernels.py [--smoke] [--threads T] [--repeat R] [--relaxc P] [--relax-run P]
                    [--elem-sizes N,N] [--mm-sizes MxKxN,...] [--sections elem,copy,...]
+                   [--mv-shapes KxN,...] [--mv-rows M,...]
                    [--ops NAME,...]
 """
 import argparse
@@ -68,6 +69,9 @@ def parse_args():
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--elem-sizes", default="1048576,16777216", help="element counts")
     ap.add_argument("--mm-sizes", default="256x256x256,512x512x512,1024x1024x1024,1x4096x4096")
+    ap.add_argument("--mv-shapes", default="1024x2816,2816x1024,1024x1024",
+                    help="matvec weights KxN (comma list)")
+    ap.add_argument("--mv-rows", default="1,16", help="matvec row counts m (comma list)")
     ap.add_argument("--ops", default="", help="only these elementwise ops and copies (comma list)")
     ap.add_argument("--sections", default="elem,copy,matvec,matmul",
                     help="which parts run (comma list of elem, copy, matvec, matmul)")
@@ -435,8 +439,10 @@ def main():
             failed |= bench_copies(tmp, [1] if ARGS.smoke else [1, 16],
                                    [0, 2] if ARGS.smoke else [0, 1, 2, 3], repeat, ARGS.smoke)
         if "matvec" in sections:
-            mv = [(96, 80)] if ARGS.smoke else [(1024, 2816), (2816, 1024), (1024, 1024)]
-            failed |= bench_matvec(tmp, [1, 3] if ARGS.smoke else [1, 16], mv, repeat)
+            mv = [(96, 80)] if ARGS.smoke else \
+                [tuple(int(v) for v in s.split("x")) for s in ARGS.mv_shapes.split(",")]
+            rows = [1, 3] if ARGS.smoke else [int(v) for v in ARGS.mv_rows.split(",")]
+            failed |= bench_matvec(tmp, rows, mv, repeat)
         if "matmul" in sections:
             failed |= bench_matmul(tmp, mm_sizes, repeat)
     if failed:

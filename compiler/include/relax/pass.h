@@ -166,6 +166,17 @@ bool rx_loop_independent(const rx_stmt *s);
  * nests tiled. Never fails. */
 bool rx_schedule_tile(rx_module *m, int *ntiled);
 
+/* Rewrites, in every loop function of m, each top-level matrix-vector nest (a sum of
+ * products over one reduce loop with at most MAX_ROWS = 16 rows, literal or symbolic,
+ * times a weight the rows share, stored (K, N) or (N, K) as the index arithmetic of its
+ * load proves, through any fused producer) into a plan that streams the weight once
+ * with wide loads, several accumulators and its columns split across the threads
+ * (schedule_matvec.c's essay). (N, K) weights reassociate each dot product over 16
+ * lanes (a documented tolerance instead of bit-identity); (K, N) ones keep the order.
+ * A symbolic row count runs the plan under IF (R <= 16), the original nest otherwise.
+ * *nrewritten (may be NULL) gets the number of nests rewritten. Never fails. */
+bool rx_schedule_matvec(rx_module *m, int *nrewritten);
+
 /* Tiles, in every loop function of m, each top-level copy nest (spatial loops around
  * one store at exactly their variables, reading no stored buffer) whose reads step
  * along another axis than the innermost one — a permute that moves the innermost axis
@@ -194,6 +205,10 @@ int rx_schedule_nests(rx_module *m, rx_stmt *(*fn)(rx_module *, rx_stmt *));
 /* rx_schedule_tile, rx_schedule_concat, rx_schedule_copy, then rx_schedule_cpu, as an
  * rx_pass_fn. */
 bool rx_pass_schedule_cpu(rx_module *m, rx_diags *d);
+
+/* rx_schedule_matvec as an rx_pass_fn (the pipeline's step schedule_matvec, right
+ * before schedule). */
+bool rx_pass_schedule_matvec(rx_module *m, rx_diags *d);
 
 /* ---- operator fusion (compiler/pass/fuse_ops.c, compiler/pass/fuse_tir.c) ---- */
 

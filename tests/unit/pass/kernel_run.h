@@ -172,6 +172,20 @@ static inline rx_module *fused_module(const char *sq)
     return m;
 }
 
+/* The loop function the graph function gname of m calls (its first call_tir). */
+static inline rx_func *kr_product(const rx_module *m, const char *gname)
+{
+    const rx_func *g = rx_module_find(m, gname);
+    ck_assert_ptr_nonnull(g);
+    const rx_block *bl = g->body->blocks[0];
+    for (int i = 0; i < bl->nbindings; i++) {
+        const rx_node *v = bl->bindings[i].value;
+        if (v->kind == RX_N_CALL && v->call_kind == RX_CALL_TIR) return v->u.call.callee->u.global.fn;
+    }
+    ck_abort_msg("%s: no call_tir", gname);
+    return NULL;
+}
+
 /* Tiles and schedules m, then appends its C text (one version per kernel) to out. */
 static inline void kr_tiled_c(rx_module *m, rx_sb *out)
 {

@@ -50,20 +50,6 @@ static rx_module *fused(void)
     return fused_module(MODULE);
 }
 
-/* The loop function the graph function gname calls (its one call_tir). */
-static rx_func *product(const rx_module *m, const char *gname)
-{
-    const rx_func *g = rx_module_find(m, gname);
-    ck_assert_ptr_nonnull(g);
-    const rx_block *bl = g->body->blocks[0];
-    for (int i = 0; i < bl->nbindings; i++) {
-        const rx_node *v = bl->bindings[i].value;
-        if (v->kind == RX_N_CALL && v->call_kind == RX_CALL_TIR) return v->u.call.callee->u.global.fn;
-    }
-    ck_abort_msg("%s: no call_tir", gname);
-    return NULL;
-}
-
 /* Facts of a tiled nest (over both branches of the packing IF when there is one). */
 typedef struct rfacts {
     int outer_b;        /* most loops over b (named i0*) enclosing a parallel loop */
@@ -131,7 +117,7 @@ START_TEST(which_rows)
     ck_assert_int_eq(n, 5);
     const char *const sym[] = {"kn", "nk"};
     for (int g = 0; g < 2; g++) {
-        const rx_stmt *s = rows_if(product(m, sym[g]));
+        const rx_stmt *s = rows_if(kr_product(m, sym[g]));
         rfacts t = facts_of(&s->u.if_.then_s), e = facts_of(&s->u.if_.else_s);
         ck_assert_msg(t.outer_b == 0, "%s: %d loops over b outside the parallel one", sym[g],
                       t.outer_b);
@@ -143,7 +129,7 @@ START_TEST(which_rows)
                       "%d row tiles", sym[g], e.outer_b, e.row_loops);
     }
     /* literal b = 16: the rows nest, no IF; 16 rows are packed */
-    const rx_func *l = product(m, "lit16");
+    const rx_func *l = kr_product(m, "lit16");
     ck_assert_int_eq(l->tbody.items[0]->kind, RX_S_FOR);
     rfacts f = facts_of(&l->tbody);
     ck_assert_int_eq(f.outer_b, 0);
@@ -153,7 +139,7 @@ START_TEST(which_rows)
     /* W per batch row, and b = 1: the plan of before (the batch loop is parallel) */
     const char *const plain[] = {"batched", "one"};
     for (int g = 0; g < 2; g++) {
-        const rx_func *p = product(m, plain[g]);
+        const rx_func *p = kr_product(m, plain[g]);
         ck_assert_msg(p->tbody.items[0]->kind == RX_S_FOR, "%s: rewritten", plain[g]);
         ck_assert_int_eq(facts_of(&p->tbody).row_loops, 0);
     }
@@ -185,7 +171,7 @@ START_TEST(bit_exact_and_reference)
     static const int64_t bs[] = {1, 3, 16, 21};
     for (size_t g = 0; g < sizeof gn / sizeof gn[0]; g++)
         for (size_t v = 0; v < sizeof bs / sizeof bs[0]; v++) {
-            const rx_func *fu = product(mu, gn[g]), *ft = product(mt, gn[g]);
+            const rx_func *fu = kr_product(mu, gn[g]), *ft = kr_product(mt, gn[g]);
             if (fu->nsvars == 0 && v > 0) continue;
             int64_t b = fu->nsvars ? bs[v] : g == 2 ? 16 : 1;
             kr_run ru, rt;
