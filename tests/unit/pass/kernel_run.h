@@ -154,6 +154,55 @@ static void kr_free(kr_run *r)
     r->nbuf = 0;
 }
 
+/* Runs loop function fu of object hu and fs of hs on the same seeded inputs and asserts
+ * they write the same bytes; *rs keeps fs's run (kr_free it). */
+static inline void kr_exec_same(void *hu, const rx_func *fu, void *hs, const rx_func *fs,
+                                const char *const *names, const int64_t *vals, int nv,
+                                uint64_t seed, const char *what, kr_run *rs)
+{
+    kr_run ru;
+    kr_exec(hu, fu, names, vals, nv, seed, &ru);
+    kr_exec(hs, fs, names, vals, nv, seed, rs);
+    kr_same(&ru, rs, what);
+    kr_free(&ru);
+}
+
+/* True when e holds a select (a concat's field chain). */
+static inline bool kr_has_select(const rx_expr *e)
+{
+    if (!e) return false;
+    if (e->kind == RX_E_SELECT) return true;
+    for (int i = 0; i < rx_expr_nchildren(e); i++)
+        if (kr_has_select(rx_expr_child(e, i))) return true;
+    return false;
+}
+
+/* Unloads the objects hu and hs and frees the modules mu and ms they were built from. */
+static inline void kr_unload_pair(void *hu, void *hs, rx_module *mu, rx_module *ms)
+{
+    dlclose(hu);
+    dlclose(hs);
+    rx_module_free(mu);
+    rx_module_free(ms);
+}
+
+/* Asserts run r of a KV-cache append (buffers: cache (rows, c, d), new step (rows, 1,
+ * d), result (rows, c + 1, d), rows = batch x heads) holds, per row, the cache's c
+ * positions and then the new step, element by element. */
+static inline void kr_check_append(const kr_run *r, int64_t rows, int64_t c, int64_t d,
+                                   const char *what)
+{
+    const float *k = (const float *)r->buf[0], *kn = (const float *)r->buf[1],
+                *out = (const float *)r->buf[2];
+    for (int64_t bh = 0; bh < rows; bh++)
+        for (int64_t i = 0; i <= c; i++)
+            for (int64_t e = 0; e < d; e++) {
+                float want = i < c ? k[(bh * c + i) * d + e] : kn[bh * d + e];
+                ck_assert_msg(out[(bh * (c + 1) + i) * d + e] == want, "%s [%lld, %lld, %lld]",
+                              what, (long long)bh, (long long)i, (long long)e);
+            }
+}
+
 /* The module sq (relax-json with single quotes) after FuseTIR and workspace lifting:
  * opt level 2, no library calls, the pipeline run up to lift_workspace. */
 static inline rx_module *fused_module(const char *sq)
