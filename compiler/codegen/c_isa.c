@@ -2,7 +2,17 @@
  * c_isa.c — which loop-function code gets ISA versions (c_kernel.c emits them).
  *
  * Full versions (opt level 3, contracting a * b + c into fused multiply-adds): every
- * kernel that holds a vectorized loop (rxi_cg_wants_isa).
+ * kernel that holds a vectorized loop (rxi_cg_wants_isa), except a kernel whose
+ * register tile gathers: an innermost unrolled loop (a tile's columns, no vectorized
+ * loop inside) around an accumulator update that loads an operand along the loop's
+ * variable in another index than the last, so each column is another row (decode's
+ * q . K^T per head, K's rows being the tile's columns; a row reduction's unrolled
+ * rows). The C compiler packs those strided scalars into vectors with shuffles, which
+ * cost more at 16 and 8 lanes than at SSE's 4: measured on a hidden-1024 decoder layer,
+ * decode b = 16 over 512 cached, the q . K^T kernel took 12.0-13.3 ms in its AVX-512
+ * version against 9.3-10.1 ms in the baseline, interleaved runs (O3 1.08-1.22x of O2
+ * in bench_opt_levels.py). Such a kernel is compiled once, as at O2. A matmul tile
+ * (rows unrolled around a vectorized loop of columns) is not one.
  *
  * Exact versions (opt level 2, no contraction, so every version writes the baseline's
  * bits, which constant folding promises): only code where wider vectors pay, the hot
@@ -68,9 +78,71 @@ static bool any_stmt(const rx_stmt *s)
     return true;
 }
 
+/* Whether e loads along v in another index than the last, the last not using v. */
+static bool gathers(const rx_expr *e, const rx_svar *v)
+{
+    if (!e) return false;
+    if (e->kind == RX_E_LOAD && e->u.load.nidx >= 1 &&
+        !rx_expr_uses_var(e->u.load.idx[e->u.load.nidx - 1], v))
+        for (int d = 0; d < e->u.load.nidx - 1; d++)
+            if (rx_expr_uses_var(e->u.load.idx[d], v)) return true;
+    for (int i = 0; i < rx_expr_nchildren(e); i++)
+        if (gathers(rx_expr_child(e, i), v)) return true;
+    return false;
+}
+
+static bool stmt_tile_update(const rx_stmt *s);
+static bool holds_for(const rx_stmts *ss);
+
+/* Whether ss holds a gathering register tile (file essay): an accumulator update whose
+ * innermost enclosing loop is unrolled (v: its variable, NULL otherwise) and loads along
+ * v in another index than the last. */
+static bool gather_tile(const rx_stmts *ss, const rx_svar *v)
+{
+    for (int i = 0; i < ss->n; i++) {
+        const rx_stmt *s = ss->items[i];
+        switch ((rx_skind)s->kind) {
+        case RX_S_FOR: {
+            bool inner = s->u.for_.loop_kind == RX_LOOP_UNROLLED && !holds_for(&s->u.for_.body);
+            if (gather_tile(&s->u.for_.body, inner ? s->u.for_.var : NULL)) return true;
+            break;
+        }
+        case RX_S_STORE:
+            if (v && stmt_tile_update(s) && gathers(s->u.store.value, v)) return true;
+            break;
+        case RX_S_BLOCK:
+            if (gather_tile(&s->u.block.init, v) || gather_tile(&s->u.block.body, v)) return true;
+            break;
+        case RX_S_IF:
+            if (gather_tile(&s->u.if_.then_s, v) || gather_tile(&s->u.if_.else_s, v)) return true;
+            break;
+        case RX_S_LET:
+            if (gather_tile(&s->u.let.body, v)) return true;
+            break;
+        default: break;
+        }
+    }
+    return false;
+}
+
+/* Whether ss holds a FOR (looking through blocks, ifs and lets). */
+static bool holds_for(const rx_stmts *ss)
+{
+    for (int i = 0; i < ss->n; i++) {
+        const rx_stmt *s = ss->items[i];
+        if (s->kind == RX_S_FOR) return true;
+        if (s->kind == RX_S_BLOCK && (holds_for(&s->u.block.init) || holds_for(&s->u.block.body)))
+            return true;
+        if (s->kind == RX_S_IF && (holds_for(&s->u.if_.then_s) || holds_for(&s->u.if_.else_s)))
+            return true;
+        if (s->kind == RX_S_LET && holds_for(&s->u.let.body)) return true;
+    }
+    return false;
+}
+
 bool rxi_cg_wants_isa(const rx_stmts *ss)
 {
-    return any_in_simd(ss, false, false, any_stmt);
+    return any_in_simd(ss, false, false, any_stmt) && !gather_tile(ss, NULL);
 }
 
 /* Whether e computes exp, erf, tanh or log in f32 (exp or sigmoid: an inlined rx_expf,

@@ -25,7 +25,9 @@ of every kernel and took over relaxc's default 120 s on a loaded machine), then 
 (each relax-run under --run-timeout). A build or run that fails or times out is listed
 as such in the output and in the final JSON line's "errors" (kind build_failed,
 build_timeout, run_failed, run_timeout) and makes the exit status 1: no workload is
-skipped silently. --subset picks workload groups (e2e, llama, attention), --only a
+skipped silently (a function whose inputs have a data-dependent size, which relax-run's
+seeded inputs cannot make, is listed in "skipped" as needs_inputs). --subset picks
+workload groups (e2e, llama, attention), --only a
 substring of the names; --lock PATH takes an exclusive flock on PATH for the timing
 phase only (the shared benchmark lock: builds run outside it, at nice 19).
 
@@ -144,9 +146,10 @@ def build_all(a, env, works, tmp, errors):
     return arts
 
 
-def time_workload(a, env, name, art, fn, shapes, errors):
+def time_workload(a, env, name, art, fn, shapes, errors, skipped):
     """({level: [min_ms per round]}, {level: {kernel: [(mean ms, share)]}}), or None
-    when a run failed (recorded in errors)."""
+    when a run failed (recorded in errors) or needs inputs of a data-dependent size
+    (recorded in skipped)."""
     walls = {2: [], 3: []}
     kern = {2: {}, 3: {}}
     for _ in range(a.rounds):
@@ -156,6 +159,12 @@ def time_workload(a, env, name, art, fn, shapes, errors):
             for k, v in shapes.items():
                 cmd += ["--shape", "%s=%d" % (k, v)]
             rc, out, err = run(cmd, env, a.run_timeout)
+            if rc != 0 and "dimension of unknown size" in err:
+                # a data-dependent shape: relax-run's seeded inputs cannot make one
+                print("needs_inputs: %s: not timed (an input of data-dependent size)" % name,
+                      flush=True)
+                skipped.append({"what": name, "why": "needs_inputs"})
+                return None
             if rc != 0:
                 kind = "run_timeout" if rc is None else "run_failed"
                 print("%s: %s O%d: %s" % (kind, name, lv, err.strip().splitlines()[-1:]),
@@ -232,7 +241,7 @@ def main():
     note, warn = rxbench.load_note()
     if warn and not a.smoke:
         print(warn)
-    failures, errors = [], []
+    failures, errors, skipped = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         works = [w for g in groups for w in GROUPS[g](tmp)]
         works = [w for w in works if a.only in w[0]]
@@ -244,11 +253,12 @@ def main():
                 if not art[2] or not art[3]:
                     print("%-40s %s" % (name[:40], "not timed: a build failed (above)"))
                     continue
-                r = time_workload(a, env, name, art, fn, shapes, errors)
+                r = time_workload(a, env, name, art, fn, shapes, errors, skipped)
                 if r:
                     judge(a, name, r[0], r[1], failures)
     print(json.dumps({"failures": [{"what": n, "o3_over_o2": round(r, 3)} for n, r in failures],
-                      "errors": errors, "threads": a.threads, "subset": groups, **note}))
+                      "errors": errors, "skipped": skipped, "threads": a.threads,
+                      "subset": groups, **note}))
     return 1 if failures or errors else 0
 
 

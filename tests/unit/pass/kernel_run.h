@@ -203,22 +203,28 @@ static inline void kr_check_append(const kr_run *r, int64_t rows, int64_t c, int
             }
 }
 
-/* The module sq (relax-json with single quotes) after FuseTIR and workspace lifting:
- * opt level 2, no library calls, the pipeline run up to lift_workspace. */
-static inline rx_module *fused_module(const char *sq)
+/* The module sq (relax-json with single quotes) at opt level lv, no library calls, the
+ * pipeline run up to stage `after`. */
+static inline rx_module *kr_module_at(const char *sq, int lv, const char *after)
 {
     char *s = strdup(sq);
     for (char *p = s; *p; p++)
         if (*p == '\'') *p = '"';
-    rx_build_opts o = {.opt_level = 2, .lib = {.mode = RX_LIB_NONE}};
+    rx_build_opts o = {.opt_level = lv, .lib = {.mode = RX_LIB_NONE}};
     rx_diags d;
     rx_diags_init(&d);
     rx_module *m = NULL;
-    ck_assert_msg(rx_build_module(s, strlen(s), &o, "lift_workspace", &m, NULL, &d), "build: %s",
+    ck_assert_msg(rx_build_module(s, strlen(s), &o, after, &m, NULL, &d), "build: %s",
                   diags_str(&d));
     rx_diags_free(&d);
     free(s);
     return m;
+}
+
+/* The module sq after FuseTIR and workspace lifting: opt level 2, up to lift_workspace. */
+static inline rx_module *fused_module(const char *sq)
+{
+    return kr_module_at(sq, 2, "lift_workspace");
 }
 
 /* Tiles and schedules m, then appends its C text (one version per kernel) to out. */

@@ -56,18 +56,7 @@ static const char RUNS[] =
 /* Module text src at opt level lv after stage `after`. */
 static rx_module *built(const char *src, int lv, const char *after)
 {
-    char *s = strdup(src);
-    for (char *p = s; *p; p++)
-        if (*p == '\'') *p = '"';
-    rx_build_opts o = {.opt_level = lv, .lib = {.mode = RX_LIB_NONE}};
-    rx_diags d;
-    rx_diags_init(&d);
-    rx_module *m = NULL;
-    ck_assert_msg(rx_build_module(s, strlen(s), &o, after, &m, NULL, &d), "build: %s",
-                  diags_str(&d));
-    rx_diags_free(&d);
-    free(s);
-    return m;
+    return kr_module_at(src, lv, after);
 }
 
 static rx_module *at_o0(const char *after) { return built(MODULE, 0, after); }
