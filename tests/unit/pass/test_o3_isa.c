@@ -7,8 +7,10 @@
  * head: an innermost unrolled loop over K's rows around the accumulator update, K read
  * along the row index) runs slower in its AVX-512 version than in the baseline that O2
  * runs (12.0-13.3 ms against 9.3-10.1 ms on a hidden-1024 decoder layer, decode b = 16
- * over 512 cached: bench_opt_levels.py flagged it at 1.08-1.22x). Structure: built at
- * O3 up to schedule, that kernel gets one version (no _v4, no dispatch), while a
+ * over 512 cached: bench_opt_levels.py flagged it at 1.08-1.22x), and so does one
+ * whose operand moves along the columns by other than one element (a stride-2
+ * transposed convolution reads x[(w - k + 1) // 2]: tests/e2e's nn3d case, 1.09-1.16x).
+ * Structure: built at O3 up to schedule, those kernels get one version (no _v4), while a
  * matmul's tile (rows unrolled around a vectorized loop of contiguous columns) and an
  * elementwise kernel still get theirs; the same pipeline's C text at O3 compiles.
  * Numerics are the baseline's (the kernel is the O2 kernel): test_schedule_tile.c and
@@ -27,7 +29,9 @@ static const char MODULE[] =
        B("r", "{'op':'matmul','args':['q','kt']}"), "r") ","
     FN("mm", P("x", TS("'m',256")) "," P("w", TS("256,128")), B("r", "{'op':'matmul','args':['x','w']}"),
        "r") ","
-    FN("ew", P("x", TS("'m',256")), B("r", "{'op':'exp','args':['x']}"), "r")
+    FN("ew", P("x", TS("'m',256")), B("r", "{'op':'exp','args':['x']}"), "r") ","
+    FN("convt", P("x", TS("2,4,'h','w'")) "," P("k", TS("4,4,3,3")),
+       B("r", "{'op':'nn.conv2d_transpose','args':['x','k'],'attrs':{'strides':[2,2]}}"), "r")
     "}}";
 
 /* Whether the C text t holds an AVX-512 version of the loop function g calls. */
@@ -48,6 +52,7 @@ START_TEST(gather_tiles_keep_one_version)
     ck_assert_msg(rx_codegen_c_with(m, &co, &c, &d), "codegen: %s", diags_str(&d));
     const char *t = rx_sb_str(&c);
     ck_assert_msg(!has_v4(t, m, "scores"), "the gathering q . K^T tile got AVX versions");
+    ck_assert_msg(!has_v4(t, m, "convt"), "the strided transposed-conv tile got AVX versions");
     ck_assert_msg(has_v4(t, m, "mm"), "a matmul tile lost its AVX versions");
     ck_assert_msg(has_v4(t, m, "ew"), "an elementwise kernel lost its AVX versions");
     /* the scores kernel is the tiled one: an accumulator under an unrolled loop */
