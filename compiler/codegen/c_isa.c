@@ -2,7 +2,19 @@
  * c_isa.c — which loop-function code gets ISA versions (c_kernel.c emits them).
  *
  * Full versions (opt level 3, contracting a * b + c into fused multiply-adds): every
- * kernel that holds a vectorized loop (rxi_cg_wants_isa).
+ * kernel that holds a vectorized loop (rxi_cg_wants_isa), except a kernel whose
+ * register tile gathers: an innermost unrolled loop (a tile's columns, no vectorized
+ * loop inside) around an accumulator update that loads an operand along the loop's
+ * variable by other than one element per step: in another index than the last, so
+ * each column is another row (decode's q . K^T per head, K's rows being the tile's
+ * columns; a row reduction's unrolled rows), or through a last index whose step is not
+ * proved 1 (a transposed convolution's (w - k + 1) // 2, which ran 1.09-1.16x slower at
+ * O3 in tests/e2e's nn3d case). The C compiler packs those strided scalars into vectors with shuffles, which
+ * cost more at 16 and 8 lanes than at SSE's 4: measured on a hidden-1024 decoder layer,
+ * decode b = 16 over 512 cached, the q . K^T kernel took 12.0-13.3 ms in its AVX-512
+ * version against 9.3-10.1 ms in the baseline, interleaved runs (O3 1.08-1.22x of O2
+ * in bench_opt_levels.py). Such a kernel is compiled once, as at O2. A matmul tile
+ * (rows unrolled around a vectorized loop of columns) is not one.
  *
  * Exact versions (opt level 2, no contraction, so every version writes the baseline's
  * bits, which constant folding promises): only code where wider vectors pay, the hot
@@ -68,9 +80,96 @@ static bool any_stmt(const rx_stmt *s)
     return true;
 }
 
+/* Whether load x moves along v other than by one element per step: v in another index
+ * than the last only, or a last index whose step in v is not proved to be 1 (a
+ * transposed conv's (w - k + 1) // 2). ar and a: an arithmetic context and its arena. */
+static bool strided_load(rx_arith *ar, rx_arena *a, const rx_expr *x, const rx_svar *v)
+{
+    rx_expr *last = x->u.load.idx[x->u.load.nidx - 1];
+    if (!rx_expr_uses_var(last, v)) {
+        for (int d = 0; d < x->u.load.nidx - 1; d++)
+            if (rx_expr_uses_var(x->u.load.idx[d], v)) return true;
+        return false; /* the same element for every v: a broadcast */
+    }
+    rx_vmap m = {0};
+    rx_vmap_set(&m, v, rx_e_binary(a, RX_E_ADD, rx_e_var(a, v), rx_e_int(a, 1)));
+    rx_expr *next = rx_expr_subst(a, last, &m);
+    rx_vmap_free(&m);
+    return !rx_arith_prove_equal(ar, rx_e_binary(a, RX_E_SUB, next, last), rx_e_int(a, 1));
+}
+
+/* Whether e holds a load that moves along v by other than one element per step. */
+static bool gathers_in(rx_arith *ar, rx_arena *a, const rx_expr *e, const rx_svar *v)
+{
+    if (!e) return false;
+    if (e->kind == RX_E_LOAD && e->u.load.nidx >= 1 && strided_load(ar, a, e, v)) return true;
+    for (int i = 0; i < rx_expr_nchildren(e); i++)
+        if (gathers_in(ar, a, rx_expr_child(e, i), v)) return true;
+    return false;
+}
+
+static bool gathers(const rx_expr *e, const rx_svar *v)
+{
+    rx_arena *a = rx_arena_new();
+    rx_arith *ar = rx_arith_new(a);
+    bool r = gathers_in(ar, a, e, v);
+    rx_arith_free(ar);
+    rx_arena_free(a);
+    return r;
+}
+
+static bool stmt_tile_update(const rx_stmt *s);
+static bool holds_for(const rx_stmts *ss);
+
+/* Whether ss holds a gathering register tile (file essay): an accumulator update whose
+ * innermost enclosing loop is unrolled (v: its variable, NULL otherwise) and loads along
+ * v in another index than the last. */
+static bool gather_tile(const rx_stmts *ss, const rx_svar *v)
+{
+    for (int i = 0; i < ss->n; i++) {
+        const rx_stmt *s = ss->items[i];
+        switch ((rx_skind)s->kind) {
+        case RX_S_FOR: {
+            bool inner = s->u.for_.loop_kind == RX_LOOP_UNROLLED && !holds_for(&s->u.for_.body);
+            if (gather_tile(&s->u.for_.body, inner ? s->u.for_.var : NULL)) return true;
+            break;
+        }
+        case RX_S_STORE:
+            if (v && stmt_tile_update(s) && gathers(s->u.store.value, v)) return true;
+            break;
+        case RX_S_BLOCK:
+            if (gather_tile(&s->u.block.init, v) || gather_tile(&s->u.block.body, v)) return true;
+            break;
+        case RX_S_IF:
+            if (gather_tile(&s->u.if_.then_s, v) || gather_tile(&s->u.if_.else_s, v)) return true;
+            break;
+        case RX_S_LET:
+            if (gather_tile(&s->u.let.body, v)) return true;
+            break;
+        default: break;
+        }
+    }
+    return false;
+}
+
+/* Whether ss holds a FOR (looking through blocks, ifs and lets). */
+static bool holds_for(const rx_stmts *ss)
+{
+    for (int i = 0; i < ss->n; i++) {
+        const rx_stmt *s = ss->items[i];
+        if (s->kind == RX_S_FOR) return true;
+        if (s->kind == RX_S_BLOCK && (holds_for(&s->u.block.init) || holds_for(&s->u.block.body)))
+            return true;
+        if (s->kind == RX_S_IF && (holds_for(&s->u.if_.then_s) || holds_for(&s->u.if_.else_s)))
+            return true;
+        if (s->kind == RX_S_LET && holds_for(&s->u.let.body)) return true;
+    }
+    return false;
+}
+
 bool rxi_cg_wants_isa(const rx_stmts *ss)
 {
-    return any_in_simd(ss, false, false, any_stmt);
+    return any_in_simd(ss, false, false, any_stmt) && !gather_tile(ss, NULL);
 }
 
 /* Whether e computes exp, erf, tanh or log in f32 (exp or sigmoid: an inlined rx_expf,

@@ -23,6 +23,11 @@
  * code run on OpenMP threads (the object then links libgomp); rx_cc_opts.no_openmp or
  * the environment variable RX_NO_OPENMP=1 builds them serially.
  *
+ * The wall-clock limit is rx_cc_opts.timeout_s (relaxd's compile_timeout); when that is
+ * 0, the environment variable RX_CC_TIMEOUT_S (1..86400), else 120 s: a loaded machine
+ * compiling an O3 unit (three ISA versions of every kernel) may need more, and
+ * benchmarks say so instead of losing the build.
+ *
  * Cost: one process tree per build; the poll sleeps 5 ms between checks.
  */
 #define _GNU_SOURCE 1 /* posix_spawn_file_actions_addchdir_np (glibc 2.29) */
@@ -58,6 +63,16 @@ static bool no_openmp(const rx_cc_opts *o)
 {
     const char *e = getenv("RX_NO_OPENMP");
     return o->no_openmp || (e && *e && strcmp(e, "0") != 0);
+}
+
+/* RX_CC_TIMEOUT_S when it is an integer in 1..86400, else DEFAULT_TIMEOUT_S. */
+static int env_timeout_s(void)
+{
+    const char *e = getenv("RX_CC_TIMEOUT_S");
+    if (!e || !*e) return DEFAULT_TIMEOUT_S;
+    char *end;
+    long v = strtol(e, &end, 10);
+    return *end == '\0' && v >= 1 && v <= 86400 ? (int)v : DEFAULT_TIMEOUT_S;
 }
 
 static bool write_all(int fd, const char *p, size_t n)
@@ -167,7 +182,7 @@ bool rx_cc_build(const char *csrc, size_t n, const rx_cc_opts *o, uint8_t **so, 
     *so_n = 0;
     rx_cc_opts opts = o ? *o : (rx_cc_opts){0};
     const char *cc = opts.cc ? opts.cc : "cc";
-    int timeout = opts.timeout_s > 0 ? opts.timeout_s : DEFAULT_TIMEOUT_S;
+    int timeout = opts.timeout_s > 0 ? opts.timeout_s : env_timeout_s();
     const char *parent = opts.tmpdir ? opts.tmpdir : getenv("TMPDIR");
     if (!parent || !*parent) parent = "/tmp";
 

@@ -91,7 +91,8 @@ typedef struct stage {
 /* The pipeline (paper §4.7, Figure 13): the one list of stages. `relaxc passes` prints
  * it, docs/passes.md's table is checked against it (tests/integration), and the opt
  * levels are its min_opt column:
- *   0  what is needed to run: deduce, legalize, lower, codegen; no planning
+ *   0  what is needed to run: deduce, legalize, lower, codegen; no planning; data
+ *      movement (copies, permutes, concat) scheduled for memory speed (schedule_moves)
  *   1  + clean-ups (simplify, canonicalize, dce), CPU loop scheduling and tiling, memory planning
  *   2  + library lowering, FuseOps + FuseTIR, workspace lifting (the default)
  *   3  + static-shape specialization
@@ -125,6 +126,8 @@ static const stage pipeline[] = {
      "static-shape copies of loop functions per call"},
     {"schedule_matvec", "7b", 1, ST_GRAPH, rx_pass_schedule_matvec, NULL, false, false, "",
      "decode's matrix-vector products (<= 16 rows): the weight streamed once, columns split"},
+    {"schedule_moves", "7m", 0, ST_GRAPH, rx_pass_schedule_moves, NULL, false, false, "§4.6",
+     "CPU data movement (copies, permutes, concat): split, tiled, parallel, vectorized"},
     {"schedule", "7", 1, ST_GRAPH, rx_pass_schedule_cpu, NULL, false, false, "§4.6",
      "CPU tiling of reductions and transposes, then loop kinds: parallel, vectorized"},
     /* 9  cuda_graph offloading (§4.5)                                           later */
@@ -152,6 +155,7 @@ static bool cpu_only(const rx_target *t, const char *name)
     if (!strcmp(name, "library_lower"))
         return !(t->kind == RX_TARGET_OPENCL && rx_target_int(t, "clblast"));
     return !strcmp(name, "schedule") || !strcmp(name, "schedule_matvec") ||
+           !strcmp(name, "schedule_moves") ||
            !strcmp(name, "specialize");
 }
 

@@ -58,7 +58,7 @@
  */
 #include <string.h>
 
-#include "relax/pass.h"
+#include "schedule_int.h"
 
 enum { HEADS_MIN = 8 }; /* literal extent of a heads loop that is parallel in a batch's stead */
 
@@ -327,26 +327,27 @@ static rx_stmt *heads_loop(const rx_stmt *s)
     return rows->kind == RX_S_FOR && has_for(&rows->u.for_.body) ? in : NULL;
 }
 
+void rx_schedule_nest_kinds(rx_stmt *s, int *npar, int *nvec)
+{
+    rx_stmt *c = s;
+    while (unit_loop(c)) c = c->u.for_.body.items[0];
+    rx_stmt *h = heads_loop(c);
+    if (h && c->u.for_.loop_kind == RX_LOOP_SERIAL && !c->u.for_.thread && loop_ok(h, false))
+        c = h;
+    if (loop_ok(c, false)) {
+        c->u.for_.loop_kind = RX_LOOP_PARALLEL;
+        (*npar)++;
+    }
+    if (has_for(&s->u.for_.body)) mark_inner(&s->u.for_.body, nvec);
+}
+
 /* Finds the top-level nests of ss and schedules each. */
 static void schedule_list(const rx_stmts *ss, int *npar, int *nvec)
 {
     for (int i = 0; i < ss->n; i++) {
         rx_stmt *s = ss->items[i];
         switch ((rx_skind)s->kind) {
-        case RX_S_FOR: {
-            rx_stmt *c = s;
-            while (unit_loop(c)) c = c->u.for_.body.items[0];
-            rx_stmt *h = heads_loop(c);
-            if (h && c->u.for_.loop_kind == RX_LOOP_SERIAL && !c->u.for_.thread &&
-                loop_ok(h, false))
-                c = h;
-            if (loop_ok(c, false)) {
-                c->u.for_.loop_kind = RX_LOOP_PARALLEL;
-                (*npar)++;
-            }
-            if (has_for(&s->u.for_.body)) mark_inner(&s->u.for_.body, nvec);
-            break;
-        }
+        case RX_S_FOR: rx_schedule_nest_kinds(s, npar, nvec); break;
         case RX_S_BLOCK:
             schedule_list(&s->u.block.init, npar, nvec);
             schedule_list(&s->u.block.body, npar, nvec);

@@ -186,7 +186,7 @@ static rx_stmt *build(rx_module *m, const catnest *c)
 }
 
 /* The split replacement of FOR s, or NULL when it is not a concat nest. */
-static rx_stmt *split_nest(rx_module *m, rx_stmt *s)
+rx_stmt *rx_schedule_concat_nest(rx_module *m, rx_stmt *s)
 {
     catnest c;
     return match(s, &c) ? build(m, &c) : NULL;
@@ -194,7 +194,7 @@ static rx_stmt *split_nest(rx_module *m, rx_stmt *s)
 
 bool rx_schedule_concat(rx_module *m, int *nsplit)
 {
-    int n = rx_schedule_nests(m, split_nest);
+    int n = rx_schedule_nests(m, rx_schedule_concat_nest);
     if (nsplit) *nsplit = n;
     return true;
 }

@@ -1,6 +1,8 @@
 /*
- * schedule_copy.c — tiled transposes for copy nests whose innermost axis moves
- * (pipeline step 7, "schedule", before the loop kinds of schedule.c).
+ * schedule_copy.c — tiled transposes for copy nests whose innermost axis moves, inner
+ * runs split out of the others, and the data-movement step that schedules copies at
+ * every opt level (pipeline steps 7m, "schedule_moves", and 7, "schedule", before the
+ * loop kinds of schedule.c).
  *
  * What is tiled: a top-level loop nest of spatial loops only, the shape legalize gives
  * permute_dims and the permutes FuseTIR fuses with reshapes:
@@ -41,6 +43,28 @@
  * contiguous tensor) are left to schedule.c: their inner loops already read and write
  * consecutive elements and are vectorized there; concat nests, split by field first
  * (schedule_concat.c, which starts from rx_copy_nest_match too), no longer match.
+ *
+ * Inner runs. A copy nest that is not a transpose but whose innermost loop (a literal
+ * extent E) reads some buffer by other than a unit step, through an index that divides
+ * the innermost iterator x by a literal c (c divides E), is a sequence of contiguous
+ * runs of c elements: the attention output's permute + reshape, (b, h, s, d) -> (b, s,
+ * h * d), reads x[b, x // d, s, x % d], and a reshape materialized unfused reads
+ * x[b, s, x // d, x % d]. Written so, GCC copies one scalar at a time (neither the
+ * division nor the run is visible to it; measured 0.17x of memcpy). The innermost loop
+ * becomes two, over xo in [0, E / c) and xi in [0, c) (vectorized), the block's last
+ * iterator replaced by the two, the store at xo * c + xi, and the value's indices
+ * simplified with those ranges (x // c = xo, x % c = xi), so every load steps by one
+ * along xi; it is kept only when that is proved for every load that moves with x (the
+ * longest such run first, at least 16 bytes). Exact for the reason above: each element
+ * is stored once, at the same indices, with the same value.
+ *
+ * Data movement at every opt level (rx_schedule_moves, step 7m, O0 included): a copy
+ * nest whose stored value is a load or a select chain of loads (no arithmetic on the
+ * values) is split by field (a concat), tiled (a transpose) or run-split as above, then
+ * given schedule.c's loop kinds (rx_schedule_nest_kinds). None of that changes a bit
+ * of any result, so O0 stays the reference build while its KV-cache append, permutes
+ * and reshapes run on every thread, vectorized (O0's append: 0.29x of memcpy before).
+ * Nests that compute are left to "schedule" (O1+), which finds these already marked.
  *
  * Cost: linear in the size of the nest; the block is shared, not copied.
  */
@@ -229,16 +253,166 @@ static rx_stmt *build(rx_module *m, const cnest *c)
     return s;
 }
 
-/* The tiled replacement of FOR s, or NULL when it is not a transposing copy nest. */
-static rx_stmt *copy_nest(rx_module *m, rx_stmt *s)
+/* ---------------------------------------------------------------- inner runs */
+
+enum { MAX_RUNS = 8, MIN_RUN_BYTES = 16 };
+
+/* Collects into r the literal divisors c (1 < c < e, c divides e) of the FLOORDIV and
+ * FLOORMOD nodes of x whose dividend uses v. */
+static void run_divisors(const rx_expr *x, const rx_svar *v, int64_t e, int64_t *r, int *n)
+{
+    if (!x) return;
+    int64_t c;
+    if ((x->kind == RX_E_FLOORDIV || x->kind == RX_E_FLOORMOD) && rx_expr_is_const(x->u.op.b, &c) &&
+        c > 1 && c < e && e % c == 0 && rx_expr_uses_var(x->u.op.a, v)) {
+        bool seen = false;
+        for (int i = 0; i < *n; i++) seen |= r[i] == c;
+        if (!seen && *n < MAX_RUNS) r[(*n)++] = c;
+    }
+    for (int i = 0; i < rx_expr_nchildren(x); i++) run_divisors(rx_expr_child(x, i), v, e, r, n);
+}
+
+/* True when every load in x of a buffer other than out whose indices use v has a unit
+ * step in v; *any is set when some load uses v. */
+static bool loads_step(rx_arith *ar, rx_arena *a, const rx_expr *x, const rx_svar *v,
+                       const rx_buffer *out, bool *any)
+{
+    if (!x) return true;
+    if (x->kind == RX_E_LOAD && x->u.load.buf != out && x->u.load.nidx >= 1) {
+        bool uses = false;
+        for (int d = 0; d < x->u.load.nidx; d++) uses |= rx_expr_uses_var(x->u.load.idx[d], v);
+        if (uses) {
+            *any = true;
+            if (!rx_load_unit_step(ar, a, x, v)) return false;
+        }
+    }
+    for (int i = 0; i < rx_expr_nchildren(x); i++)
+        if (!loads_step(ar, a, rx_expr_child(x, i), v, out, any)) return false;
+    return true;
+}
+
+/* The nest with its innermost loop split into runs of c (file essay, "Inner runs"), or
+ * NULL when the loads are not then unit-step along the run. */
+static rx_stmt *split_runs(rx_module *m, const rx_copy_nest *k, int64_t c, int64_t e)
+{
+    rx_arena *a = m->arena;
+    int n = k->n;
+    const rx_iter *it = k->blk->u.block.iters;
+    const rx_svar *x = it[n - 1].var, *lv = k->loops[n - 1]->u.for_.var;
+    rx_svar *xo = fresh(m, x, "o"), *xi = fresh(m, x, "i");
+    rx_svar *vo = fresh(m, lv, "o"), *vi = fresh(m, lv, "i");
+    /* the value and the store's last index over (xo, xi) */
+    rx_expr *at = rx_e_binary(a, RX_E_ADD, rx_e_binary(a, RX_E_MUL, rx_e_var(a, xo), rx_e_int(a, c)),
+                              rx_e_var(a, xi));
+    rx_vmap vm = {0};
+    rx_vmap_set(&vm, x, at);
+    rx_arith *ar = rx_arith_new(a);
+    rx_arith_bind_range(ar, xo, 0, e / c - 1);
+    rx_arith_bind_range(ar, xi, 0, c - 1);
+    rx_expr *val = rx_arith_simplify(ar, rx_expr_subst(a, k->st->u.store.value, &vm));
+    rx_vmap_free(&vm);
+    bool any = false;
+    bool ok = loads_step(ar, a, val, xi, k->st->u.store.buf, &any) && any;
+    rx_arith_free(ar);
+    if (!ok) return NULL;
+    rx_expr **idx = RX_NEWN(a, rx_expr *, n);
+    memcpy(idx, k->st->u.store.idx, sizeof(rx_expr *) * (size_t)n);
+    idx[n - 1] = at;
+    rx_stmt *st = rx_s_store(a, k->st->u.store.buf, idx, n, val);
+    rx_iter *its = RX_NEWN(a, rx_iter, n + 1);
+    memcpy(its, it, sizeof(rx_iter) * (size_t)(n - 1));
+    its[n - 1] = (rx_iter){xo, RX_ITER_SPATIAL, rx_e_int(a, e / c), rx_e_var(a, vo)};
+    its[n] = (rx_iter){xi, RX_ITER_SPATIAL, rx_e_int(a, c), rx_e_var(a, vi)};
+    rx_stmt *blk = rx_arena_dup(a, k->blk, sizeof(rx_stmt)); /* a copy, then edited */
+    blk->u.block.iters = its;
+    blk->u.block.niters = n + 1;
+    blk->u.block.body = rx_stmts_one(a, st);
+    rx_stmt *s = loop(a, vi, rx_e_int(a, c), RX_LOOP_VECTORIZED, blk);
+    s = loop(a, vo, rx_e_int(a, e / c), RX_LOOP_SERIAL, s);
+    for (int j = n - 2; j >= 0; j--)
+        s = loop(a, k->loops[j]->u.for_.var, k->loops[j]->u.for_.extent, RX_LOOP_SERIAL, s);
+    return s;
+}
+
+/* The run-split replacement of FOR s: a copy nest whose innermost extent e is a literal
+ * and some load of which steps along it by other than one, but by one within runs of a
+ * divisor c of e that a FLOORDIV / FLOORMOD of its indices names; NULL otherwise. */
+static rx_stmt *inner_runs(rx_module *m, rx_stmt *s)
+{
+    rx_copy_nest k;
+    int64_t e;
+    if (!rx_copy_nest_match(s, &k) || !rx_expr_is_const(k.loops[k.n - 1]->u.for_.extent, &e))
+        return NULL;
+    const rx_buffer *out = k.st->u.store.buf;
+    const rx_svar *x = k.blk->u.block.iters[k.n - 1].var;
+    rx_arith *ar = rx_arith_new(m->arena);
+    bool any = false, unit = loads_step(ar, m->arena, k.st->u.store.value, x, out, &any);
+    rx_arith_free(ar);
+    if (unit) return NULL; /* already contiguous (or reading nothing along it) */
+    int64_t cs[MAX_RUNS];
+    int nc = 0, bytes = rx_dtype_bits((rx_dtype)out->dtype) / 8;
+    run_divisors(k.st->u.store.value, x, e, cs, &nc);
+    for (int i = 0; i < nc; i++) /* the longest runs first */
+        for (int j = i + 1; j < nc; j++)
+            if (cs[j] > cs[i]) {
+                int64_t t = cs[i];
+                cs[i] = cs[j];
+                cs[j] = t;
+            }
+    for (int i = 0; i < nc; i++) {
+        if (cs[i] * bytes < MIN_RUN_BYTES) break;
+        rx_stmt *r = split_runs(m, &k, cs[i], e);
+        if (r) return r;
+    }
+    return NULL;
+}
+
+/* The tiled (or run-split) replacement of FOR s, or NULL when it is neither a
+ * transposing copy nest nor one with inner runs. */
+rx_stmt *rx_schedule_copy_nest(rx_module *m, rx_stmt *s)
 {
     cnest c;
-    return match(m, s, &c) ? build(m, &c) : NULL;
+    return match(m, s, &c) ? build(m, &c) : inner_runs(m, s);
 }
 
 bool rx_schedule_copy(rx_module *m, int *ntiled)
 {
-    int n = rx_schedule_nests(m, copy_nest);
+    int n = rx_schedule_nests(m, rx_schedule_copy_nest);
     if (ntiled) *ntiled = n;
     return true;
+}
+
+/* ---------------------------------------------------------------- data movement, O0 */
+
+/* True when e only moves data: a load, or a select between such values (a concat). */
+static bool moves_data(const rx_expr *e)
+{
+    if (e->kind == RX_E_LOAD) return true;
+    return e->kind == RX_E_SELECT && moves_data(e->u.op.b) && moves_data(e->u.op.c);
+}
+
+/* A data-movement nest split, tiled and given its loop kinds in place; the new nest, or
+ * NULL when s is not one (or only its kinds changed). */
+static rx_stmt *move_nest(rx_module *m, rx_stmt *s)
+{
+    rx_copy_nest k;
+    if (!rx_copy_nest_match(s, &k) || !moves_data(k.st->u.store.value)) return NULL;
+    rx_stmt *r = rx_schedule_concat_nest(m, s);
+    if (!r) r = rx_schedule_copy_nest(m, s);
+    int np = 0, nv = 0;
+    rx_schedule_nest_kinds(r ? r : s, &np, &nv);
+    return r;
+}
+
+bool rx_schedule_moves(rx_module *m, int *nmoves)
+{
+    int n = rx_schedule_nests(m, move_nest);
+    if (nmoves) *nmoves = n;
+    return true;
+}
+
+bool rx_pass_schedule_moves(rx_module *m, rx_diags *d)
+{
+    (void)d;
+    return rx_schedule_moves(m, NULL);
 }

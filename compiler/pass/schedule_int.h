@@ -26,4 +26,13 @@ bool rx_copy_nest_match(rx_stmt *s, rx_copy_nest *c);
 /* True when some load in e is of b. */
 bool rx_expr_loads(const rx_expr *e, const rx_buffer *b);
 
+/* The per-nest steps the schedule passes are made of (rx_schedule_nests callbacks):
+ * FOR s split by concat field (schedule_concat.c), tiled as a transpose
+ * (schedule_copy.c), or NULL when s is not of that shape. */
+rx_stmt *rx_schedule_concat_nest(rx_module *m, rx_stmt *s);
+rx_stmt *rx_schedule_copy_nest(rx_module *m, rx_stmt *s);
+
+/* rx_schedule_cpu's loop kinds for the one top-level nest FOR s (schedule.c). */
+void rx_schedule_nest_kinds(rx_stmt *s, int *npar, int *nvec);
+
 #endif

@@ -84,7 +84,7 @@ typedef struct rx_cc_opts {
                                  {"-std=c11", "-O2", "-fPIC", "-shared", "-fopenmp"}
                                  and the reproducibility flags when non-NULL */
     const char *const *extra; /* NULL-terminated flags added after them, or NULL */
-    int timeout_s;            /* wall-clock limit in seconds; 0: 120 */
+    int timeout_s;            /* wall-clock limit in seconds; 0: $RX_CC_TIMEOUT_S, else 120 */
     const char *tmpdir;       /* parent of the private directory; NULL: $TMPDIR or /tmp */
     bool no_openmp;           /* default flags without -fopenmp (also: env RX_NO_OPENMP=1):
                                  parallel loops run serially */

@@ -209,6 +209,16 @@ bool rx_pass_schedule_cpu(rx_module *m, rx_diags *d);
 /* rx_schedule_matvec as an rx_pass_fn (the pipeline's step schedule_matvec, right
  * before schedule). */
 bool rx_pass_schedule_matvec(rx_module *m, rx_diags *d);
+/* The data-movement nests alone (pipeline step 7m, "schedule_moves", at every opt level
+ * on the CPU, so that O0's copies run at memory speed too): each top-level copy nest
+ * whose stored value is a load, or a select chain of loads (concat), is split by field
+ * (rx_schedule_concat) or tiled as a transpose (rx_schedule_copy) when it has that
+ * shape, then given rx_schedule_cpu's loop kinds. Nests that compute are left to
+ * "schedule" (O1+), which finds these already scheduled. Results are the same
+ * elements. *nmoves (may be NULL) gets the number of nests rebuilt (split or tiled).
+ * Never fails. */
+bool rx_schedule_moves(rx_module *m, int *nmoves);
+bool rx_pass_schedule_moves(rx_module *m, rx_diags *d);
 
 /* ---- operator fusion (compiler/pass/fuse_ops.c, compiler/pass/fuse_tir.c) ---- */
 

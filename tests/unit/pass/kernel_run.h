@@ -154,18 +154,67 @@ static void kr_free(kr_run *r)
     r->nbuf = 0;
 }
 
-/* The module sq (relax-json with single quotes) after FuseTIR and workspace lifting:
- * opt level 2, no library calls, the pipeline run up to lift_workspace. */
-static inline rx_module *fused_module(const char *sq)
+/* Runs loop function fu of object hu and fs of hs on the same seeded inputs and asserts
+ * they write the same bytes; *rs keeps fs's run (kr_free it). */
+static inline void kr_exec_same(void *hu, const rx_func *fu, void *hs, const rx_func *fs,
+                                const char *const *names, const int64_t *vals, int nv,
+                                uint64_t seed, const char *what, kr_run *rs)
+{
+    kr_run ru;
+    kr_exec(hu, fu, names, vals, nv, seed, &ru);
+    kr_exec(hs, fs, names, vals, nv, seed, rs);
+    kr_same(&ru, rs, what);
+    kr_free(&ru);
+}
+
+/* True when e holds a select (a concat's field chain). */
+static inline bool kr_has_select(const rx_expr *e)
+{
+    if (!e) return false;
+    if (e->kind == RX_E_SELECT) return true;
+    for (int i = 0; i < rx_expr_nchildren(e); i++)
+        if (kr_has_select(rx_expr_child(e, i))) return true;
+    return false;
+}
+
+/* Unloads the objects hu and hs and frees the modules mu and ms they were built from. */
+static inline void kr_unload_pair(void *hu, void *hs, rx_module *mu, rx_module *ms)
+{
+    dlclose(hu);
+    dlclose(hs);
+    rx_module_free(mu);
+    rx_module_free(ms);
+}
+
+/* Asserts run r of a KV-cache append (buffers: cache (rows, c, d), new step (rows, 1,
+ * d), result (rows, c + 1, d), rows = batch x heads) holds, per row, the cache's c
+ * positions and then the new step, element by element. */
+static inline void kr_check_append(const kr_run *r, int64_t rows, int64_t c, int64_t d,
+                                   const char *what)
+{
+    const float *k = (const float *)r->buf[0], *kn = (const float *)r->buf[1],
+                *out = (const float *)r->buf[2];
+    for (int64_t bh = 0; bh < rows; bh++)
+        for (int64_t i = 0; i <= c; i++)
+            for (int64_t e = 0; e < d; e++) {
+                float want = i < c ? k[(bh * c + i) * d + e] : kn[bh * d + e];
+                ck_assert_msg(out[(bh * (c + 1) + i) * d + e] == want, "%s [%lld, %lld, %lld]",
+                              what, (long long)bh, (long long)i, (long long)e);
+            }
+}
+
+/* The module sq (relax-json with single quotes) at opt level lv, no library calls, the
+ * pipeline run up to stage `after`. */
+static inline rx_module *kr_module_at(const char *sq, int lv, const char *after)
 {
     char *s = strdup(sq);
     for (char *p = s; *p; p++)
         if (*p == '\'') *p = '"';
-    rx_build_opts o = {.opt_level = 2, .lib = {.mode = RX_LIB_NONE}};
+    rx_build_opts o = {.opt_level = lv, .lib = {.mode = RX_LIB_NONE}};
     rx_diags d;
     rx_diags_init(&d);
     rx_module *m = NULL;
-    ck_assert_msg(rx_build_module(s, strlen(s), &o, "lift_workspace", &m, NULL, &d), "build: %s",
+    ck_assert_msg(rx_build_module(s, strlen(s), &o, after, &m, NULL, &d), "build: %s",
                   diags_str(&d));
     rx_diags_free(&d);
     free(s);
@@ -184,6 +233,12 @@ static inline rx_func *kr_product(const rx_module *m, const char *gname)
     }
     ck_abort_msg("%s: no call_tir", gname);
     return NULL;
+}
+
+/* The module sq after FuseTIR and workspace lifting: opt level 2, up to lift_workspace. */
+static inline rx_module *fused_module(const char *sq)
+{
+    return kr_module_at(sq, 2, "lift_workspace");
 }
 
 /* Tiles and schedules m, then appends its C text (one version per kernel) to out. */

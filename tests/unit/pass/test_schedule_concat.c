@@ -20,12 +20,8 @@
 
 #include "relax/driver.h"
 
-#define TS(...) "{'tensor':{'shape':[" __VA_ARGS__ "],'dtype':'f32'}}"
-#define P(name, type) "{'name':'" name "','type':" type "}"
-#define B(var, value) "{'var':'" var "','value':" value "}"
-#define FN(name, params, binds, res)                                                       \
-    "'" name "':{'kind':'relax','params':[" params "],'body':{'blocks':[{'dataflow':true,"  \
-    "'bindings':[" binds "]}],'result':'" res "'}}"
+#include "module_text.h"
+
 #define CAT(args, axis) "{'op':'concat','args':[{'tuple':[" args "]}],'attrs':{'axis':" axis "}}"
 
 static const char MODULE[] =
@@ -63,15 +59,6 @@ static rx_func *kernel(const rx_module *m, const char *gname)
     return f;
 }
 
-static bool has_select(const rx_expr *e)
-{
-    if (!e) return false;
-    if (e->kind == RX_E_SELECT) return true;
-    for (int i = 0; i < rx_expr_nchildren(e); i++)
-        if (has_select(rx_expr_child(e, i))) return true;
-    return false;
-}
-
 /* Stores (in *n) whose value holds a select, in ss. */
 static void selects(const rx_stmts *ss, int *n)
 {
@@ -79,7 +66,7 @@ static void selects(const rx_stmts *ss, int *n)
         const rx_stmt *s = ss->items[i];
         if (s->kind == RX_S_FOR) selects(&s->u.for_.body, n);
         else if (s->kind == RX_S_BLOCK) selects(&s->u.block.body, n);
-        else if (s->kind == RX_S_STORE) *n += has_select(s->u.store.value);
+        else if (s->kind == RX_S_STORE) *n += kr_has_select(s->u.store.value);
     }
 }
 
@@ -140,26 +127,12 @@ START_TEST(bit_exact)
             kr_exec(hu, kernel(mu, gn[g]), names, vals[v], 2, 3 + v, &ru);
             kr_exec(hs, kernel(ms, gn[g]), names, vals[v], 2, 3 + v, &rs);
             kr_same(&ru, &rs, what);
-            if (g == 0) { /* the append: cache rows, then the new step, per (b, head) */
-                int64_t b = vals[v][0], c = vals[v][1];
-                const float *k = (const float *)rs.buf[0], *kn = (const float *)rs.buf[1],
-                            *out = (const float *)rs.buf[2];
-                for (int64_t bh = 0; bh < b * 4; bh++)
-                    for (int64_t i = 0; i <= c; i++)
-                        for (int64_t d = 0; d < 16; d++) {
-                            float want = i < c ? k[(bh * c + i) * 16 + d] : kn[bh * 16 + d];
-                            ck_assert_msg(out[(bh * (c + 1) + i) * 16 + d] == want,
-                                          "%s [%lld, %lld, %lld]", what, (long long)bh,
-                                          (long long)i, (long long)d);
-                        }
-            }
+            if (g == 0) /* the append: cache rows, then the new step, per (b, head) */
+                kr_check_append(&rs, vals[v][0] * 4, vals[v][1], 16, what);
             kr_free(&ru);
             kr_free(&rs);
         }
-    dlclose(hu);
-    dlclose(hs);
-    rx_module_free(mu);
-    rx_module_free(ms);
+    kr_unload_pair(hu, hs, mu, ms);
 }
 END_TEST
 
