@@ -38,6 +38,11 @@ typedef struct rx_gpu_dialect {
      * NAME_b, NAME_o (the buffer and the tensor's element offset in it). */
     const char *buf_view;
     const char *lidx;         /* type of indices into work-group memory: "long" (GLSL: int) */
+    /* NULL, or printf format of a warp shuffle down (value text, lane delta text): the
+     * rows schedule then reduces within warps of `warp` lanes and only combines the
+     * warps' partials in local memory (CUDA: __shfl_down_sync) */
+    const char *shfl_down;
+    int warp;                 /* lanes per warp where shfl_down is set */
     bool shader_per_kernel;   /* GLSL: each kernel is its own shader, parameters are
                                  bindings and push constants (gpu_glsl.c), cg.glsl */
     const char *prelude;      /* types, math names and helpers the expressions use */
