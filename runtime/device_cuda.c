@@ -100,6 +100,8 @@ typedef struct cu_dev {
     CUdevice dev;
     CUcontext ctx; /* the primary context, retained */
     CUstream s;
+    void *blas;                  /* cuBLAS's handle (cublas.c), or NULL */
+    void (*blas_free)(void *);   /* its destructor, run at close with the context current */
 } cu_dev;
 
 struct rx_dev_program {
@@ -116,7 +118,7 @@ struct rx_dev_kernel {
  * every call with 34 and names nothing. */
 static const char *cu_name(const cu_api *a, CUresult r, char *buf, size_t n)
 {
-    static const struct { CUresult r; const char *name; } known[] = {
+    static const rx_code_name known[] = {
         {3, "CUDA_ERROR_NOT_INITIALIZED"},
         {34, "CUDA_ERROR_STUB_LIBRARY: libcuda.so.1 is the CUDA toolkit's link stub, not a driver"},
         {35, "CUDA_ERROR_INSUFFICIENT_DRIVER"},
@@ -124,8 +126,8 @@ static const char *cu_name(const cu_api *a, CUresult r, char *buf, size_t n)
     };
     const char *s = NULL;
     if (a->cuGetErrorName && a->cuGetErrorName(r, &s) == 0 && s) return s;
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (known[i].r == r) return known[i].name;
+    s = rx_code_name_of(known, sizeof known / sizeof known[0], r, NULL);
+    if (s) return s;
     snprintf(buf, n, "CUresult %d", r);
     return buf;
 }
@@ -395,6 +397,7 @@ static void cu_close(rx_dev *d)
 {
     cu_dev *c = C(d);
     if (c->ctx && !cur(c)) {
+        if (c->blas) c->blas_free(c->blas);
         if (c->s) {
             c->cu.cuStreamSynchronize(c->s);
             c->cu.cuStreamDestroy(c->s);
@@ -404,6 +407,29 @@ static void cu_close(rx_dev *d)
     /* the driver stays loaded: it keeps process-lifetime state */
     free(c);
     free(d);
+}
+
+void *rx_dev_cuda_stream(rx_dev *d, rx_rt_err *err)
+{
+    if (!d || d->info.dl_type != kDLCUDA) {
+        rx_rt_fail(err, "not a CUDA device");
+        return NULL;
+    }
+    cu_dev *c = C(d);
+    CUresult r = cur(c);
+    if (r) {
+        cu_fail(c, err, "cuCtxSetCurrent", r);
+        return NULL;
+    }
+    return c->s;
+}
+
+void *rx_dev_cuda_blas(rx_dev *d) { return C(d)->blas; }
+
+void rx_dev_cuda_set_blas(rx_dev *d, void *h, void (*free_fn)(void *))
+{
+    C(d)->blas = h;
+    C(d)->blas_free = free_fn;
 }
 
 static const rx_dev_ops cu_ops = {

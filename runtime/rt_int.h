@@ -388,7 +388,8 @@ bool rx_rt_on_device(const rx_vm_value *v);
  * or every device tensor by a CPU copy (to host); values of other kinds are kept.
  * 0, or -1 with err (c may be NULL: objects come from malloc). */
 int rx_rt_gpu_move(rx_rt_module *m, rx_vm_value *v, bool to_dev, rx_rt_err *err);
-/* Runs device library function name (only "clblast.matmul": A (m, k) or (b, m, k), B
+/* Runs device library function name ("clblast.matmul" on OpenCL, "cublas.matmul" on
+ * CUDA: A (m, k) or (b, m, k), B
  * (k, n) or (b, k, n), out; f32 device tensors) on m's device, queued like a launch.
  * Returns 0, or -1 with err ("clblast.matmul: ...", CLBlast's own errors). */
 int rx_rt_gpu_call_lib(rx_rt_module *m, const char *name, rx_vm_value *const *vals, int64_t n,
@@ -430,6 +431,21 @@ void rx_dev_free_shell(rx_dev *d);
 /* An OpenCL device's command queue (cl_command_queue *; device_opencl.c), NULL when d is
  * not one: what clblast.c enqueues on. */
 void *rx_dev_opencl_queue(rx_dev *d);
+/* A CUDA device's stream (CUstream; device_cuda.c) with its context made current on
+ * this thread, what cublas.c queues on; NULL with err when d is not a CUDA device or
+ * the context cannot be made current. */
+void *rx_dev_cuda_stream(rx_dev *d, rx_rt_err *err);
+/* The cuBLAS handle kept on CUDA device d (NULL: none yet), and keeping one: free_fn(h)
+ * runs when the device closes, with its context current. */
+void *rx_dev_cuda_blas(rx_dev *d);
+void rx_dev_cuda_set_blas(rx_dev *d, void *h, void (*free_fn)(void *));
+/* A library's status code and its name, for errors (cublas.c, device_cuda.c). */
+typedef struct rx_code_name {
+    int code;
+    const char *name;
+} rx_code_name;
+/* The name of code in t[0..n), else deflt. */
+const char *rx_code_name_of(const rx_code_name *t, size_t n, int code, const char *deflt);
 /* dlopen(RTLD_NOW | RTLD_LOCAL) of $env when set and not empty, else of deflt: the
  * handle, or NULL with err "no API device: cannot load NAME (dlerror)". *used is the
  * name tried. */

@@ -44,11 +44,14 @@
  *            buffer plus the element offset as for kernels. Empty outputs do nothing,
  *            k = 0 writes zeros. A host without CLBlast fails the call naming the
  *            library ("CLBlast is not available: cannot load libclblast.so.1 ...").
+ *            "cublas.matmul" (target cuda, cublas=1) is the same call on a CUDA
+ *            device through cuBLAS (cublas.c), queued on the device's stream.
  *
  * The status buffer is shared by the calls of one module; concurrent calls of a GPU
  * module may see each other's index errors (the first wins).
  */
 #include "relax/clblast.h"
+#include "relax/cublas.h"
 #include "relax/device.h"
 
 #include "rt_int.h"
@@ -334,7 +337,8 @@ static const DLTensor *lib_tensor(const char *name, rx_vm_value *const *vals, in
 int rx_rt_gpu_call_lib(rx_rt_module *m, const char *name, rx_vm_value *const *vals, int64_t n,
                        rx_rt_err *err)
 {
-    if (strcmp(name, "clblast.matmul"))
+    bool cublas = !strcmp(name, "cublas.matmul");
+    if (!cublas && strcmp(name, "clblast.matmul"))
         return rx_rt_fail(err, "%s: not a device library function (device tensors given)", name);
     if (n != 3) return rx_rt_fail(err, "%s: takes A, B and the output, got %" PRId64 " tensors", name, n);
     const DLTensor *a = lib_tensor(name, vals, 0, err), *b = a ? lib_tensor(name, vals, 1, err) : NULL,
@@ -367,6 +371,7 @@ int rx_rt_gpu_call_lib(rx_rt_module *m, const char *name, rx_vm_value *const *va
     rx_clblast_mat A = {vals[0]->u.t->storage->data, (int64_t)(a->byte_offset / 4), K, M * K, 0},
                    B = {vals[1]->u.t->storage->data, (int64_t)(b->byte_offset / 4), N, batched ? K * N : 0, 0},
                    C = {cb, (int64_t)(c->byte_offset / 4), N, M * N, 0};
+    if (cublas) return rx_cublas_sgemm(dev, batch, M, N, K, 1.0f, &A, &B, 0.0f, &C, err);
     return rx_clblast_sgemm(dev, batch, M, N, K, 1.0f, &A, &B, 0.0f, &C, err);
 }
 

@@ -140,13 +140,14 @@ const char *rx_pipeline_name(int i)
 }
 
 /* Steps that are for the CPU only: schedule and specialize write OpenMP loop kinds and
- * CPU tiles; library lowering calls CPU libraries (BLAS), except on `opencl,clblast=1`,
- * where its registry is CLBlast's (library_lower.c). A GPU build skips them; its kernels
+ * CPU tiles; library lowering calls CPU libraries (BLAS), except on `opencl,clblast=1`
+ * and `cuda,cublas=1`, where its registry is CLBlast's or cuBLAS's (library_lower.c). A GPU build skips them; its kernels
  * are scheduled by codegen (gpu_kernel.c). */
 static bool cpu_only(const rx_target *t, const char *name)
 {
     if (!strcmp(name, "library_lower"))
-        return !(t->kind == RX_TARGET_OPENCL && rx_target_int(t, "clblast"));
+        return !(t->kind == RX_TARGET_OPENCL && rx_target_int(t, "clblast")) &&
+               !(t->kind == RX_TARGET_CUDA && rx_target_int(t, "cublas"));
     return !strcmp(name, "schedule") || !strcmp(name, "specialize");
 }
 
@@ -196,6 +197,7 @@ static bool st_library_lower(bstate *s)
 {
     rx_lib_opts o = s->o->lib;
     o.opencl = s->tgt.kind == RX_TARGET_OPENCL; /* enabled() ran it: clblast=1 */
+    o.cuda = s->tgt.kind == RX_TARGET_CUDA;     /* ... or cublas=1 */
     return rx_pass_library_lower(s->m, &o, s->d);
 }
 
@@ -250,6 +252,12 @@ static bool st_codegen(bstate *s)
         /* only CLBlast calls: still an OpenCL artifact, so the runtime opens the device */
         static const char none[] = "/* no kernels: every call is a CLBlast call */\n";
         rx_rxa_set_section(s->b, RX_RXA_KERNELS_OPENCL, none, sizeof none - 1);
+        return true;
+    }
+    if (!any && s->tgt.kind == RX_TARGET_CUDA && rx_target_int(&s->tgt, "cublas")) {
+        /* only cuBLAS calls: a CUDA artifact without kernels (nothing is loaded) */
+        static const char none[] = "// no kernels: every call is a cuBLAS call\n";
+        rx_rxa_set_section(s->b, RX_RXA_KERNELS_PTX, none, sizeof none - 1);
         return true;
     }
     if (!any) return true; /* no kernels, no object */

@@ -38,6 +38,11 @@
  * calling "clblast.matmul" (CLBlast's SGEMM on the device's buffers, vm_device.c), under
  * the same shapes and cost rule. A bias or an activation stays a generated kernel,
  * which FuseOps fuses with its neighbours on the device; CLBlast has no epilogues.
+ * Target cuda (rx_lib_opts.cuda, `cuda,cublas=1`, the default; `cublas=0` turns it off):
+ * the same single pattern as "cublas.matmul" (cuBLAS's SGEMM on the device's stream),
+ * and the cost rule keeps a literal M of at most RX_LIB_GPU_MV_ROWS generated: decode's
+ * matrix-vector products (A (b, 1, k) @ W) run the generated matvec schedule, which
+ * reads the weights once at the device's bandwidth, where a GEMM library pads to tiles.
  * Options (rx_lib_opts): mode NONE runs nothing, ALL ignores the cost rule (whole
  * chains, gelu and silu included), and a list
  * of pattern names is never used — a disabled long pattern falls back to a shorter one
@@ -193,7 +198,7 @@ static bool matmul_ok(const rx_node *call)
  * opencl only the bare matmul is in the registry. */
 static bool pattern_worth(const ll_ctx *c, const lib_pattern *p)
 {
-    if (c->o && c->o->opencl) return !p->bias && !p->act;
+    if (c->o && (c->o->opencl || c->o->cuda)) return !p->bias && !p->act;
     if (c->o && c->o->mode == RX_LIB_ALL) return true;
     return !p->act || !strcmp(p->act, "nn.relu");
 }
@@ -205,7 +210,7 @@ static bool worth_library(const ll_ctx *c, const rx_node *call)
     const rx_sinfo *a = call->args[0]->sinfo, *b = call->args[1]->sinfo;
     int64_t M, K, N, batch = 1;
     if (!rx_expr_is_const(a->dims[a->ndim - 2], &M)) return true; /* symbolic M */
-    if (M <= 1) return false;
+    if (M <= 1 || (c->o && c->o->cuda && M <= RX_LIB_GPU_MV_ROWS)) return false;
     if (!rx_expr_is_const(a->dims[a->ndim - 1], &K) || !rx_expr_is_const(b->dims[b->ndim - 1], &N) ||
         (a->ndim == 3 && !rx_expr_is_const(a->dims[0], &batch)))
         return true;
@@ -263,7 +268,8 @@ static bool try_pattern(ll_ctx *c, const lib_pattern *p, rx_block *b, int j, boo
     rx_binding *lb = &b->bindings[chain[len - 1]];
     rx_node *args[3] = {mm->value->args[0], mm->value->args[1], bias};
     rx_sinfo *out = lb->value->sinfo;
-    const char *lib = c->o && c->o->opencl ? "clblast.matmul" : p->lib;
+    const char *lib = !c->o ? p->lib : c->o->opencl ? "clblast.matmul"
+                    : c->o->cuda ? "cublas.matmul" : p->lib;
     rx_node *call = rx_n_call_lib(c->m, lib, args, bias ? 3 : 2, out);
     call->sinfo = out;
     call->loc = lb->value->loc;

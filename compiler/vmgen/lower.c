@@ -263,16 +263,24 @@ static bool lower_call_tir(vg_fn *F, const rx_node *n, int64_t dest)
 
 /* Whether the runtime provides library function `name` for the artifact's device; else
  * a located error listing what it has. OpenCL artifacts have clblast.matmul alone
- * (CLBlast on the device's buffers, vm_device.c); other GPU artifacts none; CPU ones
- * the built-ins that run on CPU memory (every one but clblast.*). */
+ * (CLBlast on the device's buffers, vm_device.c), CUDA ones cublas.matmul alone
+ * (cuBLAS); other GPU artifacts none; CPU ones the built-ins that run on CPU memory
+ * (every one but the device libraries clblast.* and cublas.*). */
+static bool device_lib_name(const char *lib)
+{
+    return !strncmp(lib, "clblast.", 8) || !strncmp(lib, "cublas.", 7);
+}
+
 static bool lib_available(vg_fn *F, const rx_node *n)
 {
     const char *lib = n->u.call.lib;
-    bool device_lib = !strncmp(lib, "clblast.", 8);
+    bool device_lib = device_lib_name(lib);
     if (F->M->dev_type == RX_DEV_OPENCL && !strcmp(lib, "clblast.matmul")) return true;
+    if (F->M->dev_type == RX_DEV_CUDA && !strcmp(lib, "cublas.matmul")) return true;
     if (F->M->dev_type != RX_DEV_CPU) {
         vg_error(F->M, n->loc, "library function %s is not available on a GPU target (library "
-                 "calls run on the CPU; OpenCL artifacts can call clblast.matmul only)", lib);
+                 "calls run on the CPU; OpenCL artifacts can call clblast.matmul only, CUDA "
+                 "ones cublas.matmul)", lib);
         return false;
     }
     const char *const *names = rx_rt_builtin_library_names();
@@ -280,7 +288,7 @@ static bool lib_available(vg_fn *F, const rx_node *n)
         if (!strcmp(names[i], lib)) return true;
     rx_sb list = {0};
     for (int i = 0, k = 0; names[i]; i++)
-        if (strncmp(names[i], "clblast.", 8)) rx_sb_printf(&list, "%s%s", k++ ? ", " : "", names[i]);
+        if (!device_lib_name(names[i])) rx_sb_printf(&list, "%s%s", k++ ? ", " : "", names[i]);
     vg_error(F->M, n->loc, "library function %s is not available on target cpu (available: %s)",
              lib, rx_sb_str(&list));
     rx_sb_free(&list);

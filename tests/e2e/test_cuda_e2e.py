@@ -8,14 +8,21 @@ when this host has no NVRTC: no CUDA toolkit):
   - the CUDA C of a module with bf16, f16 and an index check (take): launch bounds
     from max_threads, __restrict__ views, the PTX cvt conversions, atomicCAS on the
     status record; NVRTC and ptxas accept it; llama_tiny's rows and tiles schedules
-    use __shared__ arrays and __syncthreads;
+    use __shared__ arrays and __syncthreads, its row reductions warp shuffles
+    (__shfl_down_sync, a shared array of max_threads / 32 partials), and at
+    max_threads=16 (less than a warp) the shared-memory tree instead;
+  - cuBLAS (cuda,cublas=1, the default): a matmul of symbolic rows and a batched one
+    become cublas.matmul, a decode-sized one (M = 1) stays a generated kernel, and
+    cuda,cublas=0 generates all; over the mock driver and tests/unit/runtime/mock_cublas.c
+    ($RX_MOCK_CUBLAS, a column-major host GEMM) relax-run's outputs equal NumPy's; without
+    cuBLAS the call fails with "cuBLAS is not available";
   - every module of the corpus (tests/modules/valid, tests/e2e/modules) and the Llama
     generator's modules (tests/models/llama_tiny.json, and one layer at Llama-2-7B
     shapes from gen_llama.py) builds for `cuda` at O2, or is refused for calling a CPU
     library function (as for opencl) or fails for cpu too; each artifact has a
     KERNELS_PTX section of PTX text (an `.entry` per launch record), a KERNELS_CUBIN
     section (an ELF for EM_CUDA), a LAUNCH section, and no KERNELS_CPU;
-  - every PTX assembles with `ptxas -O0 -arch=sm_80` (-O0: the same checks in half the
+  - every PTX assembles with `ptxas -O0 -arch=sm_90` (-O0: the same checks in half the
     time), the Llama modules' with `ptxas -arch=sm_80` and `-arch=sm_90` (the
     JIT-forward case; the toolkit's
     assembler from /usr/local/cuda/bin, run from here without a shell; skipped with
@@ -148,7 +155,7 @@ class Cuda:
             if "llama" in name:
                 self.assemble(name, ptx, ["sm_80", "sm_90"])
             else:
-                self.assemble(name, ptx, ["sm_80"], quick=True)
+                self.assemble(name, ptx, ["sm_90"], quick=True)
         return rxa
 
     @staticmethod
@@ -196,6 +203,69 @@ def dialect(c, cu):
             "INFINITY" in out,
             "CUDA C of llama_tiny: the rows and tiles schedules in shared memory with barriers" +
             ("" if rc == 0 else ": " + err[-500:]))
+    c.check(rc == 0 and "const float rx_sh = __shfl_down_sync(0xffffffffu, rx_acc, rx_o);" in out
+            and "__shared__ float rx_red[8];" in out and "rx_red[rx_t / 32] = rx_acc;" in out
+            and "rx_red[rx_t + rx_s]" not in out,
+            "CUDA C of llama_tiny: row reductions by warp shuffles, 256 / 32 shared partials")
+    rc, out, err = run_status([cu.relaxc, "print", llama, "--target", "cuda,max_threads=16",
+                               "--after", "codegen"], nvrtc_env())
+    c.check(rc == 0 and "__shfl_down_sync" not in out and "rx_red[rx_t + rx_s]" in out,
+            "cuda,max_threads=16 (under a warp): the shared-memory tree, no shuffles" +
+            ("" if rc == 0 else ": " + err[-500:]))
+
+
+def cublas(c, cu):
+    """Library lowering to cuBLAS and its run over the mock driver and mock cuBLAS."""
+    m = module([tensor("x", ["n", 64]), tensor("w", [64, 32]), tensor("a", [2, "n", 16]),
+                tensor("bb", [2, 16, 8]), tensor("v", [1, 64])],
+               [call("y", "matmul", ["x", "w"]), call("z", "matmul", ["a", "bb"]),
+                call("d", "matmul", ["v", "w"])], {"tuple": ["y", "z", "d"]})
+    m["functions"]["main"]["body"]["blocks"][0]["dataflow"] = True  # library lowering's scope
+    src = os.path.join(cu.tmp, "mm.json")
+    with open(src, "w") as f:
+        json.dump(m, f)
+    libs = {}
+    for tgt in ("cuda", "cuda,cublas=0"):
+        rc, out, err = run_status([cu.relaxc, "print", src, "--target", tgt, "--after",
+                                   "library_lower"], nvrtc_env())
+        libs[tgt] = (rc, out.count('"cublas.matmul"'), err)
+    c.check(libs["cuda"][:2] == (0, 2) and libs["cuda,cublas=0"][:2] == (0, 0),
+            "cuda: two matmuls (symbolic rows, batched) to cublas.matmul, M = 1 generated; "
+            "cuda,cublas=0: none (%s)" % str([v[:2] for v in libs.values()]) + libs["cuda"][2][-300:])
+    rc, err, rxa = cu.build(src)
+    c.check(rc == 0, "the matmul module builds for cuda" + ("" if rc == 0 else ": " + err))
+    mock, mock_blas = os.environ.get("RX_MOCK_CUDA"), os.environ.get("RX_MOCK_CUBLAS")
+    if rc or not (mock and mock_blas and os.path.exists(mock) and os.path.exists(mock_blas)):
+        print("SKIP cuBLAS runs: $RX_MOCK_CUDA / $RX_MOCK_CUBLAS not set (ctest sets them)")
+        return
+    import numpy as np
+    rng = np.random.default_rng(3)
+    ins = {"x": rng.standard_normal((5, 64)), "w": rng.standard_normal((64, 32)),
+           "a": rng.standard_normal((2, 5, 16)), "bb": rng.standard_normal((2, 16, 8)),
+           "v": rng.standard_normal((1, 64))}
+    argv = [cu.relax_run, rxa]
+    for k, v in ins.items():
+        ins[k] = v.astype(np.float32)
+        np.save(os.path.join(cu.tmp, k + ".npy"), ins[k])
+        argv += ["--in", "%s=%s" % (k, os.path.join(cu.tmp, k + ".npy"))]
+    outdir = os.path.join(cu.tmp, "mm-out")
+    os.makedirs(outdir, exist_ok=True)
+    env = dict(os.environ, RX_CUDA_LIB=mock, RX_CUBLAS_LIB=mock_blas)
+    rc, out, err = run_status(argv + ["--out-dir", outdir], env)
+    ok = rc == 0
+    if ok:
+        got = [np.load(os.path.join(outdir, "out%d.npy" % i)) for i in range(3)]
+        want = [ins["x"] @ ins["w"], ins["a"] @ ins["bb"]]
+        ok = all(g.shape == w.shape and np.allclose(g, w, rtol=1e-5, atol=1e-4)
+                 for g, w in zip(got[:2], want))
+    c.check(ok, "relax-run over the mock driver and mock cuBLAS: (n, 64) @ (64, 32) and the "
+            "batched (2, n, 16) @ (2, 16, 8) equal NumPy's" + ("" if rc == 0 else ": " + err.strip()))
+    # the M = 1 product is a generated kernel: the mock runs no PTX, so only the two
+    # cuBLAS results are compared
+    env["RX_CUBLAS_LIB"] = os.path.join(cu.tmp, "no-libcublas.so")
+    rc, out, err = run_status(argv, env)
+    c.check(rc == 1 and "cuBLAS is not available: cannot load" in err and err.startswith("error: "),
+            "without cuBLAS the call fails naming it: " + err.strip()[-300:])
 
 
 def errors(c, cu, mods, rxa):
@@ -271,6 +341,7 @@ def main(argv):
     checks.check(sum(1 for v in built.values() if v) >= len(mods) * 3 // 4,
                  "%d of %d modules built for cuda" % (sum(1 for v in built.values() if v), len(mods)))
     dialect(checks, cu)
+    cublas(checks, cu)
     errors(checks, cu, mods, built.get(mods[-2]))
     shutil.rmtree(tmp, ignore_errors=True)
     return checks.done()

@@ -102,6 +102,8 @@ typedef enum rx_lib_mode {
     RX_LIB_ALL       /* every enabled pattern, the cost rule ignored */
 } rx_lib_mode;
 
+#define RX_LIB_GPU_MV_ROWS 8 /* cuda: a literal M up to this stays generated (gpu_int.h's
+                                RX_GPU_MV_ROWS: the matvec schedule's rows) */
 #define RX_LIB_THRESHOLD_DEFAULT 32768 /* 2^15: b*M*N*K below this stays generated */
 
 typedef struct rx_lib_opts {
@@ -111,6 +113,9 @@ typedef struct rx_lib_opts {
     int64_t threshold;           /* the cost rule's volume; <= 0: RX_LIB_THRESHOLD_DEFAULT */
     bool opencl;                 /* the OpenCL registry: pattern matmul alone, as
                                     clblast.matmul (target opencl,clblast=1) */
+    bool cuda;                   /* the CUDA registry: pattern matmul alone, as
+                                    cublas.matmul (target cuda,cublas=1); rows of at most
+                                    RX_LIB_GPU_MV_ROWS stay generated (the matvec schedule) */
 } rx_lib_opts;
 
 /* Rewrites, in the dataflow blocks of every graph function of the deduced module m, each
