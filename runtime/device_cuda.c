@@ -173,6 +173,8 @@ static void fill_info(cu_dev *c, rx_dev_info *in)
     c->cu.cuDriverGetVersion(&drv);
     snprintf(in->platform, sizeof in->platform, "CUDA driver %d.%d, compute capability %d.%d",
              drv / 1000, drv % 1000 / 10, attr(c, ATTR_CC_MAJOR), attr(c, ATTR_CC_MINOR));
+    snprintf(in->compute, sizeof in->compute, "%d.%d", attr(c, ATTR_CC_MAJOR) % 1000,
+             attr(c, ATTR_CC_MINOR) % 1000);
     size_t mem = 0;
     c->cu.cuDeviceTotalMem(&mem, c->dev);
     int shared = attr(c, ATTR_MAX_SHARED_PER_BLOCK_OPTIN);
