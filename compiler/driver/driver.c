@@ -123,9 +123,10 @@ static const stage pipeline[] = {
      "static-shape copies of loop functions per call"},
     {"schedule", "7", 1, ST_GRAPH, rx_pass_schedule_cpu, NULL, false, false, "§4.6",
      "CPU tiling of reductions and transposes, then loop kinds: parallel, vectorized"},
-    /* 9  cuda_graph offloading (§4.5)                                           later */
     {"memory_plan", "8", 1, ST_SWITCH, NULL, st_memory_plan, false, false, "§4.3, Algorithm 3, Figure 10",
      "static memory planning of intermediates (done by lower_vm)"},
+    {"cuda_graph", "9", 2, ST_GRAPH, rx_pass_cuda_graph, NULL, false, false, "§4.6, Figure 17",
+     "cuda: regions of static kernel launches marked for CUDA Graph capture, keyed by symbolic values"},
     {"lower_vm", "10", 0, ST_LOWER, NULL, st_lower_vm, false, false, "§4.7",
      "explicit allocations, DPS calls, shape heap, VM bytecode"},
     {"codegen", "11", 0, ST_CODEGEN, NULL, st_codegen, false, false, "",
@@ -156,6 +157,7 @@ static bool enabled(const rx_build_opts *o, const rx_target *t, const char *name
 {
     if (o->opt_level < min_opt) return false;
     if (t->kind != RX_TARGET_CPU && cpu_only(t, name)) return false;
+    if (t->kind != RX_TARGET_CUDA && !strcmp(name, "cuda_graph")) return false; /* CUDA only */
     for (int i = 0; o->disable && o->disable[i]; i++)
         if (!strcmp(o->disable[i], name)) return false;
     return true;

@@ -194,6 +194,15 @@ int rx_schedule_nests(rx_module *m, rx_stmt *(*fn)(rx_module *, rx_stmt *));
  * rx_pass_fn. */
 bool rx_pass_schedule_cpu(rx_module *m, rx_diags *d);
 
+/* CUDA Graph offloading (cuda_graph.c, paper §4.6): marks, in the "cuda_graph"
+ * attribute of each graph function, the maximal runs of at least two call_tir bindings
+ * of a dataflow block whose tensors are static (outputs of literal or upper-bounded
+ * shape that are not the function's result; arguments parameters, constants or such
+ * outputs), each with the symbolic variables it depends on (its capture key):
+ * [{"first": VAR, "last": VAR, "launches": N, "key": [NAME...]}...]. lower_vm turns the
+ * marks into GRAPH_BEGIN / GRAPH_END. Rewrites no binding. */
+bool rx_pass_cuda_graph(rx_module *m, rx_diags *d);
+
 /* ---- operator fusion (compiler/pass/fuse_ops.c, compiler/pass/fuse_tir.c) ---- */
 
 /* FuseOps (paper §4.2, Algorithm 2, Figure 8): groups the call_tir bindings of every
