@@ -47,6 +47,8 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 
 enum {
     ATTR_MAX_THREADS_PER_BLOCK = 1,      /* CU_DEVICE_ATTRIBUTE_... */
@@ -58,7 +60,9 @@ enum {
     FATTR_SHARED_BYTES = 1,              /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
     JIT_ERROR_LOG_BUFFER = 5,            /* CU_JIT_ERROR_LOG_BUFFER */
     JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6, /* CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES */
-    JIT_LOG_BYTES = 2048
+    JIT_LOG_BYTES = 2048,
+    CAPTURE_MODE_RELAXED = 2             /* CU_STREAM_CAPTURE_MODE_RELAXED: allocations
+                                            (cuMemAlloc of a region's outputs) allowed */
 };
 
 /* The entry points used: name in the table, symbol, prototype. */
@@ -87,7 +91,13 @@ enum {
     X(cuFuncGetAttribute, "cuFuncGetAttribute", (int *, int, CUfunction))                   \
     X(cuLaunchKernel, "cuLaunchKernel", (CUfunction, unsigned, unsigned, unsigned, unsigned, \
                                          unsigned, unsigned, unsigned, CUstream, void **, void **)) \
-    X(cuGetErrorName, "cuGetErrorName", (CUresult, const char **))
+    X(cuGetErrorName, "cuGetErrorName", (CUresult, const char **))                          \
+    X(cuStreamBeginCapture, "cuStreamBeginCapture_v2", (CUstream, int))                     \
+    X(cuStreamEndCapture, "cuStreamEndCapture", (CUstream, CUgraph *))                      \
+    X(cuGraphInstantiate, "cuGraphInstantiateWithFlags", (CUgraphExec *, CUgraph, unsigned long long)) \
+    X(cuGraphLaunch, "cuGraphLaunch", (CUgraphExec, CUstream))                              \
+    X(cuGraphExecDestroy, "cuGraphExecDestroy", (CUgraphExec))                              \
+    X(cuGraphDestroy, "cuGraphDestroy", (CUgraph))
 
 #define CU_PTR(fn, sym, args) CUresult(*fn) args;
 typedef struct cu_api {
@@ -432,6 +442,45 @@ void rx_dev_cuda_set_blas(rx_dev *d, void *h, void (*free_fn)(void *))
 {
     C(d)->blas = h;
     C(d)->blas_free = free_fn;
+}
+
+/* ---- CUDA Graphs (vm_device.c's regions): capture on the device's stream ---- */
+
+int rx_dev_cuda_capture_begin(rx_dev *d, rx_rt_err *err)
+{
+    cu_dev *c = C(d);
+    CUresult r = cur(c);
+    if (!r) r = c->cu.cuStreamBeginCapture(c->s, CAPTURE_MODE_RELAXED);
+    return r ? cu_fail(c, err, "cuStreamBeginCapture", r) : 0;
+}
+
+int rx_dev_cuda_capture_end(rx_dev *d, void **exec, rx_rt_err *err)
+{
+    cu_dev *c = C(d);
+    CUgraph graph = NULL;
+    CUgraphExec x = NULL;
+    CUresult r = cur(c);
+    if (!r) r = c->cu.cuStreamEndCapture(c->s, &graph);
+    if (r) return cu_fail(c, err, "cuStreamEndCapture", r);
+    r = c->cu.cuGraphInstantiate(&x, graph, 0);
+    c->cu.cuGraphDestroy(graph); /* the executable graph is independent of it */
+    if (r) return cu_fail(c, err, "cuGraphInstantiateWithFlags", r);
+    *exec = x;
+    return 0;
+}
+
+int rx_dev_cuda_graph_launch(rx_dev *d, void *exec, rx_rt_err *err)
+{
+    cu_dev *c = C(d);
+    CUresult r = cur(c);
+    if (!r) r = c->cu.cuGraphLaunch((CUgraphExec)exec, c->s);
+    return r ? cu_fail(c, err, "cuGraphLaunch", r) : 0;
+}
+
+void rx_dev_cuda_graph_free(rx_dev *d, void *exec)
+{
+    cu_dev *c = C(d);
+    if (exec && !cur(c)) c->cu.cuGraphExecDestroy((CUgraphExec)exec);
 }
 
 static const rx_dev_ops cu_ops = {

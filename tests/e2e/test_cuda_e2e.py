@@ -31,6 +31,11 @@ when this host has no NVRTC: no CUDA toolkit):
   - a bad arch (cuda,arch=sm_10) is a clear error naming NVRTC's supported range;
   - without NVRTC (RX_NVRTC_LIB pointing nowhere) cuda builds are refused naming it,
     cpu builds still work;
+  - CUDA Graphs: llama_tiny's decode for cuda has a GRAPH_BEGIN / GRAPH_END region keyed
+    by b and c (lower_vm's listing), none with --disable-pass cuda_graph; over the mock
+    driver (whose stream capture records launches as graph nodes) relax-run --bench
+    reports 1 device launch per call (one graph replay) against one per launch record
+    without the pass, with the same kernel count;
   - relax-run of a cuda artifact without a driver exits 1 with
     `no CUDA driver (libcuda.so.1 not found)`; with the toolkit's link stub as the
     driver (RX_CUDA_LIB) it exits 1 naming CUDA_ERROR_STUB_LIBRARY; never a crash;
@@ -268,6 +273,43 @@ def cublas(c, cu):
             "without cuBLAS the call fails naming it: " + err.strip()[-300:])
 
 
+def graphs(c, cu):
+    """CUDA Graph regions: marked, lowered, captured and replayed over the mock driver."""
+    llama = os.path.join(ROOT, "tests/models/llama_tiny.json")
+    lst = {}
+    for extra in ([], ["--disable-pass", "cuda_graph"]):
+        rc, out, err = run_status([cu.relaxc, "print", llama, "--target", "cuda", "--after",
+                                   "lower_vm"] + extra, nvrtc_env())
+        dec = out[out.find("function decode"):]
+        lst[bool(extra)] = (rc, dec[:dec.find("\nfunction ", 1)] if "\nfunction " in dec[1:] else dec)
+    rc, dec = lst[False]
+    c.check(rc == 0 and "GRAPH_BEGIN 0 [ h" in dec and dec.count("GRAPH_BEGIN") == dec.count("GRAPH_END") == 1
+            and lst[True][0] == 0 and "GRAPH_BEGIN" not in lst[True][1],
+            "decode: one CUDA Graph region in lower_vm's listing, none with --disable-pass cuda_graph")
+    mock, blas = os.environ.get("RX_MOCK_CUDA"), os.environ.get("RX_MOCK_CUBLAS")
+    if not (mock and blas and os.path.exists(mock)):
+        print("SKIP CUDA Graph runs: $RX_MOCK_CUDA / $RX_MOCK_CUBLAS not set (ctest sets them)")
+        return
+    env = dict(os.environ, RX_CUDA_LIB=mock, RX_CUBLAS_LIB=blas)
+    lines = {}
+    for extra in ([], ["--disable-pass", "cuda_graph"]):
+        rc, err, rxa = cu.build(llama, "cuda", None)
+        if extra:
+            rc, _, err = run_status([cu.relaxc, "build", llama, "--target", "cuda", "-o", rxa] + extra,
+                                    nvrtc_env())
+        rc, out, err = run_status([cu.relax_run, rxa, "--fn", "decode", "--shape", "b=2", "--shape",
+                                   "c=5", "--random-missing", "--bench", "--repeat", "3",
+                                   "--warmup", "2"], env)
+        lines[bool(extra)] = json.loads(out) if rc == 0 else {"err": err}
+    g, n = lines[False], lines[True]
+    c.check(g.get("launches") == 1.0 and g.get("graph_launches") == 1.0 and
+            n.get("graph_launches") == 0.0 and n.get("launches", 0) > 20 and
+            g.get("kernels") == n.get("kernels"),
+            "decode over the mock driver: %s launch(es) per call with CUDA Graphs (%s graph), %s "
+            "without, %s kernels both" % (g.get("launches"), g.get("graph_launches"),
+                                          n.get("launches"), n.get("kernels")) + str(g.get("err", "")))
+
+
 def errors(c, cu, mods, rxa):
     llama = mods[-2]
     rc, err, out = cu.build(llama, "cuda,arch=sm_90")
@@ -342,6 +384,7 @@ def main(argv):
                  "%d of %d modules built for cuda" % (sum(1 for v in built.values() if v), len(mods)))
     dialect(checks, cu)
     cublas(checks, cu)
+    graphs(checks, cu)
     errors(checks, cu, mods, built.get(mods[-2]))
     shutil.rmtree(tmp, ignore_errors=True)
     return checks.done()
