@@ -246,6 +246,19 @@ static bool st_lower_vm(bstate *s)
     return rx_vmgen_with(s->m, s->b, &vo, &s->info, s->d);
 }
 
+/* CUDA C src compiled by NVRTC into the KERNELS_PTX section (the PTX text,
+ * uncompressed: docs/gpu.md) and KERNELS_CUBIN. */
+static bool cuda_sections(bstate *s, const char *src, size_t n)
+{
+    rx_sb ptx = {0}, cubin = {0};
+    bool ok = rx_nvrtc_ptx(src, n, rx_target_str(&s->tgt, "arch"), &ptx, &cubin, s->d);
+    if (ok) rx_rxa_set_section(s->b, RX_RXA_KERNELS_PTX, ptx.p, ptx.n);
+    if (ok && cubin.n) rx_rxa_set_section(s->b, RX_RXA_KERNELS_CUBIN, cubin.p, cubin.n);
+    rx_sb_free(&ptx);
+    rx_sb_free(&cubin);
+    return ok;
+}
+
 static bool st_codegen(bstate *s)
 {
     bool any = false;
@@ -257,23 +270,15 @@ static bool st_codegen(bstate *s)
         return true;
     }
     if (!any && s->tgt.kind == RX_TARGET_CUDA && rx_target_int(&s->tgt, "cublas")) {
-        /* only cuBLAS calls: a CUDA artifact without kernels (nothing is loaded) */
-        static const char none[] = "// no kernels: every call is a cuBLAS call\n";
-        rx_rxa_set_section(s->b, RX_RXA_KERNELS_PTX, none, sizeof none - 1);
-        return true;
+        /* only cuBLAS calls: still a CUDA artifact, its PTX a valid module without entries */
+        static const char none[] = "/* no kernels: every call is a cuBLAS call */\n";
+        return cuda_sections(s, none, sizeof none - 1);
     }
     if (!any) return true; /* no kernels, no object */
     if (s->tgt.kind != RX_TARGET_CPU) {
         if (!rx_codegen_gpu(s->m, &s->tgt, &s->csrc, &s->spirv, &s->launch, s->d)) return false;
-        if (s->tgt.kind == RX_TARGET_CUDA) { /* PTX text, uncompressed (docs/gpu.md) */
-            rx_sb ptx = {0}, cubin = {0};
-            bool ok = rx_nvrtc_ptx(rx_sb_str(&s->csrc), s->csrc.n, rx_target_str(&s->tgt, "arch"),
-                                   &ptx, &cubin, s->d);
-            if (ok) rx_rxa_set_section(s->b, RX_RXA_KERNELS_PTX, ptx.p, ptx.n);
-            if (ok && cubin.n) rx_rxa_set_section(s->b, RX_RXA_KERNELS_CUBIN, cubin.p, cubin.n);
-            rx_sb_free(&ptx);
-            rx_sb_free(&cubin);
-            if (!ok) return false;
+        if (s->tgt.kind == RX_TARGET_CUDA) {
+            if (!cuda_sections(s, rx_sb_str(&s->csrc), s->csrc.n)) return false;
         } else if (s->tgt.kind == RX_TARGET_VULKAN) {
             rx_rxa_set_section(s->b, RX_RXA_KERNELS_SPIRV, s->spirv.p, s->spirv.n);
         } else {
