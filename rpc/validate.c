@@ -294,12 +294,12 @@ static bool fact_int(const json_t *body, const char *key, int64_t hi, json_t *fa
 
 /* "devices": at most RX_SCHED_LIST_MAX objects, each a GPU device the agent runs jobs
  * on: "target" (one of the agent's targets), "id", "name", and optionally "api",
- * "platform" and the limits (integers >= 0). Copied into facts with the known keys
+ * "platform", "compute_capability" (CUDA) and the limits (integers >= 0). Copied into facts with the known keys
  * only. */
 static bool devices_fact(const json_t *body, const json_t *targets, json_t *facts,
                          rx_sched_err *e)
 {
-    static const char *const texts[] = {"api", "name", "platform"};
+    static const char *const texts[] = {"api", "name", "platform", "compute_capability"};
     static const char *const limits[] = {"max_threads",  "max_local_bytes", "max_alloc_bytes",
                                          "global_bytes", "align_bytes",     "max_push_bytes"};
     const json_t *v = json_object_get(body, "devices"), *d;

@@ -202,3 +202,10 @@ int rx_dev_tensor_download(rx_dev *d, DLTensor *dst, const DLTensor *src, rx_rt_
     if (n < 0) return -1;
     return d->ops->download(d, (char *)dst->data + dst->byte_offset, src->data, 0, (size_t)n, err);
 }
+
+const char *rx_code_name_of(const rx_code_name *t, size_t n, int code, const char *deflt)
+{
+    for (size_t i = 0; i < n; i++)
+        if (t[i].code == code) return t[i].name;
+    return deflt;
+}

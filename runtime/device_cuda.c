@@ -47,6 +47,8 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 
 enum {
     ATTR_MAX_THREADS_PER_BLOCK = 1,      /* CU_DEVICE_ATTRIBUTE_... */
@@ -58,7 +60,9 @@ enum {
     FATTR_SHARED_BYTES = 1,              /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
     JIT_ERROR_LOG_BUFFER = 5,            /* CU_JIT_ERROR_LOG_BUFFER */
     JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6, /* CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES */
-    JIT_LOG_BYTES = 2048
+    JIT_LOG_BYTES = 2048,
+    CAPTURE_MODE_RELAXED = 2             /* CU_STREAM_CAPTURE_MODE_RELAXED: allocations
+                                            (cuMemAlloc of a region's outputs) allowed */
 };
 
 /* The entry points used: name in the table, symbol, prototype. */
@@ -87,7 +91,13 @@ enum {
     X(cuFuncGetAttribute, "cuFuncGetAttribute", (int *, int, CUfunction))                   \
     X(cuLaunchKernel, "cuLaunchKernel", (CUfunction, unsigned, unsigned, unsigned, unsigned, \
                                          unsigned, unsigned, unsigned, CUstream, void **, void **)) \
-    X(cuGetErrorName, "cuGetErrorName", (CUresult, const char **))
+    X(cuGetErrorName, "cuGetErrorName", (CUresult, const char **))                          \
+    X(cuStreamBeginCapture, "cuStreamBeginCapture_v2", (CUstream, int))                     \
+    X(cuStreamEndCapture, "cuStreamEndCapture", (CUstream, CUgraph *))                      \
+    X(cuGraphInstantiate, "cuGraphInstantiateWithFlags", (CUgraphExec *, CUgraph, unsigned long long)) \
+    X(cuGraphLaunch, "cuGraphLaunch", (CUgraphExec, CUstream))                              \
+    X(cuGraphExecDestroy, "cuGraphExecDestroy", (CUgraphExec))                              \
+    X(cuGraphDestroy, "cuGraphDestroy", (CUgraph))
 
 #define CU_PTR(fn, sym, args) CUresult(*fn) args;
 typedef struct cu_api {
@@ -100,6 +110,8 @@ typedef struct cu_dev {
     CUdevice dev;
     CUcontext ctx; /* the primary context, retained */
     CUstream s;
+    void *blas;                  /* cuBLAS's handle (cublas.c), or NULL */
+    void (*blas_free)(void *);   /* its destructor, run at close with the context current */
 } cu_dev;
 
 struct rx_dev_program {
@@ -116,7 +128,7 @@ struct rx_dev_kernel {
  * every call with 34 and names nothing. */
 static const char *cu_name(const cu_api *a, CUresult r, char *buf, size_t n)
 {
-    static const struct { CUresult r; const char *name; } known[] = {
+    static const rx_code_name known[] = {
         {3, "CUDA_ERROR_NOT_INITIALIZED"},
         {34, "CUDA_ERROR_STUB_LIBRARY: libcuda.so.1 is the CUDA toolkit's link stub, not a driver"},
         {35, "CUDA_ERROR_INSUFFICIENT_DRIVER"},
@@ -124,8 +136,8 @@ static const char *cu_name(const cu_api *a, CUresult r, char *buf, size_t n)
     };
     const char *s = NULL;
     if (a->cuGetErrorName && a->cuGetErrorName(r, &s) == 0 && s) return s;
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (known[i].r == r) return known[i].name;
+    s = rx_code_name_of(known, sizeof known / sizeof known[0], r, NULL);
+    if (s) return s;
     snprintf(buf, n, "CUresult %d", r);
     return buf;
 }
@@ -171,6 +183,8 @@ static void fill_info(cu_dev *c, rx_dev_info *in)
     c->cu.cuDriverGetVersion(&drv);
     snprintf(in->platform, sizeof in->platform, "CUDA driver %d.%d, compute capability %d.%d",
              drv / 1000, drv % 1000 / 10, attr(c, ATTR_CC_MAJOR), attr(c, ATTR_CC_MINOR));
+    snprintf(in->compute, sizeof in->compute, "%d.%d", attr(c, ATTR_CC_MAJOR) % 1000,
+             attr(c, ATTR_CC_MINOR) % 1000);
     size_t mem = 0;
     c->cu.cuDeviceTotalMem(&mem, c->dev);
     int shared = attr(c, ATTR_MAX_SHARED_PER_BLOCK_OPTIN);
@@ -395,6 +409,7 @@ static void cu_close(rx_dev *d)
 {
     cu_dev *c = C(d);
     if (c->ctx && !cur(c)) {
+        if (c->blas) c->blas_free(c->blas);
         if (c->s) {
             c->cu.cuStreamSynchronize(c->s);
             c->cu.cuStreamDestroy(c->s);
@@ -404,6 +419,68 @@ static void cu_close(rx_dev *d)
     /* the driver stays loaded: it keeps process-lifetime state */
     free(c);
     free(d);
+}
+
+void *rx_dev_cuda_stream(rx_dev *d, rx_rt_err *err)
+{
+    if (!d || d->info.dl_type != kDLCUDA) {
+        rx_rt_fail(err, "not a CUDA device");
+        return NULL;
+    }
+    cu_dev *c = C(d);
+    CUresult r = cur(c);
+    if (r) {
+        cu_fail(c, err, "cuCtxSetCurrent", r);
+        return NULL;
+    }
+    return c->s;
+}
+
+void *rx_dev_cuda_blas(rx_dev *d) { return C(d)->blas; }
+
+void rx_dev_cuda_set_blas(rx_dev *d, void *h, void (*free_fn)(void *))
+{
+    C(d)->blas = h;
+    C(d)->blas_free = free_fn;
+}
+
+/* ---- CUDA Graphs (vm_device.c's regions): capture on the device's stream ---- */
+
+int rx_dev_cuda_capture_begin(rx_dev *d, rx_rt_err *err)
+{
+    cu_dev *c = C(d);
+    CUresult r = cur(c);
+    if (!r) r = c->cu.cuStreamBeginCapture(c->s, CAPTURE_MODE_RELAXED);
+    return r ? cu_fail(c, err, "cuStreamBeginCapture", r) : 0;
+}
+
+int rx_dev_cuda_capture_end(rx_dev *d, void **exec, rx_rt_err *err)
+{
+    cu_dev *c = C(d);
+    CUgraph graph = NULL;
+    CUgraphExec x = NULL;
+    CUresult r = cur(c);
+    if (!r) r = c->cu.cuStreamEndCapture(c->s, &graph);
+    if (r) return cu_fail(c, err, "cuStreamEndCapture", r);
+    r = c->cu.cuGraphInstantiate(&x, graph, 0);
+    c->cu.cuGraphDestroy(graph); /* the executable graph is independent of it */
+    if (r) return cu_fail(c, err, "cuGraphInstantiateWithFlags", r);
+    *exec = x;
+    return 0;
+}
+
+int rx_dev_cuda_graph_launch(rx_dev *d, void *exec, rx_rt_err *err)
+{
+    cu_dev *c = C(d);
+    CUresult r = cur(c);
+    if (!r) r = c->cu.cuGraphLaunch((CUgraphExec)exec, c->s);
+    return r ? cu_fail(c, err, "cuGraphLaunch", r) : 0;
+}
+
+void rx_dev_cuda_graph_free(rx_dev *d, void *exec)
+{
+    cu_dev *c = C(d);
+    if (exec && !cur(c)) c->cu.cuGraphExecDestroy((CUgraphExec)exec);
 }
 
 static const rx_dev_ops cu_ops = {

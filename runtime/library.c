@@ -504,6 +504,13 @@ static const char *clblast_on_host_strerr(int32_t code)
     return "runs on OpenCL device tensors only (artifacts built for opencl,clblast=1)";
 }
 
+/* cublas.matmul on CPU tensors: it runs on CUDA device tensors only (vm_device.c). */
+static const char *cublas_on_host_strerr(int32_t code)
+{
+    (void)code;
+    return "runs on CUDA device tensors only (artifacts built for cuda, cublas=1)";
+}
+
 /* The built-in library functions, sorted by name: what every context registers and
  * what rx_rt_builtin_library_names lists. */
 #define RX_RT_BUILTIN_LIBS(X)                                               \
@@ -518,6 +525,7 @@ static const char *clblast_on_host_strerr(int32_t code)
     X("blas.matmul_view", blas_matmul_view, blas_view_strerr)               \
     X("blas.sgemm", blas_sgemm_entry, blas_strerr)                          \
     X("clblast.matmul", clblast_on_host, clblast_on_host_strerr)            \
+    X("cublas.matmul", clblast_on_host, cublas_on_host_strerr)              \
     X("rt.matmul", rx_rt_matmul, rx_rt_matmul_strerr)                       \
     X("rt.rms_norm", rx_rt_rms_norm, rx_rt_rms_norm_strerr)
 

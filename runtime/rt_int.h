@@ -394,15 +394,52 @@ bool rx_rt_on_device(const rx_vm_value *v);
  * or every device tensor by a CPU copy (to host); values of other kinds are kept.
  * 0, or -1 with err (c may be NULL: objects come from malloc). */
 int rx_rt_gpu_move(rx_rt_module *m, rx_vm_value *v, bool to_dev, rx_rt_err *err);
-/* Runs device library function name (only "clblast.matmul": A (m, k) or (b, m, k), B
+/* Runs device library function name ("clblast.matmul" on OpenCL, "cublas.matmul" on
+ * CUDA: A (m, k) or (b, m, k), B
  * (k, n) or (b, k, n), out; f32 device tensors) on m's device, queued like a launch.
  * Returns 0, or -1 with err ("clblast.matmul: ...", CLBlast's own errors). */
 int rx_rt_gpu_call_lib(rx_rt_module *m, const char *name, rx_vm_value *const *vals, int64_t n,
                        rx_rt_err *err);
+/* One call's CUDA Graph state (vm_device.c's "Graphs"): whether it holds the module's
+ * kept storages, and the region it is in. */
+enum { RX_GR_NONE = 0, RX_GR_CAPTURE = 1, RX_GR_REPLAY = 2 };
+typedef struct rx_rt_graph_call {
+    bool held;       /* this call uses the kept storages (the module's lock) */
+    int mode;        /* RX_GR_*: inside a region being captured or replayed */
+    uint32_t fn;     /* the entry function */
+    int64_t region;  /* the region's index */
+    size_t entry;    /* REPLAY: the captured graph's index */
+    int64_t nkey, key[16]; /* CAPTURE: the key */
+} rx_rt_graph_call;
+/* At a call's start: takes the module's kept storages when it has regions, is CUDA and
+ * no other call holds them (profiled calls never do). At its end: releases them. */
+void rx_rt_gpu_call_begin(rx_rt_module *m, rx_rt_graph_call *gc, uint32_t fn, bool profiled);
+void rx_rt_gpu_call_end(rx_rt_module *m, rx_rt_graph_call *gc);
+/* Ends a capture left open by an error inside a region (before the device is waited
+ * for: a capturing stream cannot be). */
+void rx_rt_gpu_graph_abort(rx_rt_module *m, rx_rt_graph_call *gc);
+/* ALLOC_STORAGE on the device: the kept storage of (entry function, pc) when gc holds
+ * them and entry (the entry function's frame), else a new one. NULL with err. */
+rx_rt_storage *rx_rt_gpu_storage(rx_rt_module *m, rx_rt_graph_call *gc, int64_t pc, bool entry,
+                                 size_t bytes, rx_rt_err *err);
+/* Argument i to the device: uploaded into its kept storage when gc holds them, else as
+ * rx_rt_gpu_move. */
+int rx_rt_gpu_move_arg(rx_rt_module *m, rx_rt_graph_call *gc, uint32_t i, rx_vm_value *v,
+                       rx_rt_err *err);
+/* GRAPH_BEGIN / GRAPH_END of region with key[0..nkey) (capture, or replay of the graph
+ * captured for that key at the current addresses). 0, or -1 with err. */
+int rx_rt_gpu_graph_begin(rx_rt_module *m, rx_rt_graph_call *gc, int64_t region,
+                          const int64_t *key, int64_t nkey, rx_rt_err *err);
+int rx_rt_gpu_graph_end(rx_rt_module *m, rx_rt_graph_call *gc, int64_t region, rx_rt_err *err);
+/* Totals of the module: device launches made (a graph launch counts one) and graph
+ * launches. */
+void rx_rt_gpu_counters(const rx_rt_module *m, int64_t *launches, int64_t *graphs);
 /* Launches the device kernels of kernel kidx with buffers bufs[0..nb) and symbolic
- * values iv[0..ni) (queued; nothing waits). 0, or -1 with err. */
-int rx_rt_gpu_launch(rx_rt_module *m, uint32_t kidx, rx_vm_value *const *bufs, int64_t nb,
-                     const int64_t *iv, int64_t ni, rx_rt_err *err);
+ * values iv[0..ni) (queued; nothing waits); nothing while gc replays a region. 0, or -1
+ * with err. */
+int rx_rt_gpu_launch(rx_rt_module *m, rx_rt_graph_call *gc, uint32_t kidx,
+                     rx_vm_value *const *bufs, int64_t nb, const int64_t *iv, int64_t ni,
+                     rx_rt_err *err);
 /* Waits for the device and reports a failed index check of a kernel since the last
  * call ("kernel K: index I out of range for axis A (extent E)"). 0, or -1 with err. */
 int rx_rt_gpu_finish(rx_rt_module *m, rx_rt_err *err);
@@ -436,6 +473,28 @@ void rx_dev_free_shell(rx_dev *d);
 /* An OpenCL device's command queue (cl_command_queue *; device_opencl.c), NULL when d is
  * not one: what clblast.c enqueues on. */
 void *rx_dev_opencl_queue(rx_dev *d);
+/* A CUDA device's stream (CUstream; device_cuda.c) with its context made current on
+ * this thread, what cublas.c queues on; NULL with err when d is not a CUDA device or
+ * the context cannot be made current. */
+void *rx_dev_cuda_stream(rx_dev *d, rx_rt_err *err);
+/* The cuBLAS handle kept on CUDA device d (NULL: none yet), and keeping one: free_fn(h)
+ * runs when the device closes, with its context current. */
+void *rx_dev_cuda_blas(rx_dev *d);
+/* CUDA Graphs on CUDA device d's stream (device_cuda.c): begin capturing (relaxed
+ * mode), end it into an executable graph (*exec), launch one, free one. 0, or -1 with
+ * err naming the driver call. */
+int rx_dev_cuda_capture_begin(rx_dev *d, rx_rt_err *err);
+int rx_dev_cuda_capture_end(rx_dev *d, void **exec, rx_rt_err *err);
+int rx_dev_cuda_graph_launch(rx_dev *d, void *exec, rx_rt_err *err);
+void rx_dev_cuda_graph_free(rx_dev *d, void *exec);
+void rx_dev_cuda_set_blas(rx_dev *d, void *h, void (*free_fn)(void *));
+/* A library's status code and its name, for errors (cublas.c, device_cuda.c). */
+typedef struct rx_code_name {
+    int code;
+    const char *name;
+} rx_code_name;
+/* The name of code in t[0..n), else deflt. */
+const char *rx_code_name_of(const rx_code_name *t, size_t n, int code, const char *deflt);
 /* dlopen(RTLD_NOW | RTLD_LOCAL) of $env when set and not empty, else of deflt: the
  * handle, or NULL with err "no API device: cannot load NAME (dlerror)". *used is the
  * name tried. */

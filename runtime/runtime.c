@@ -508,11 +508,13 @@ int rx_rt_bench(rx_rt_module *m, int fn, const rx_rt_arg *args, int nargs,
         rx_rt_profile_reset(m);
         rx_rt_set_profiling(m, 1);
     }
+    int64_t l0, g0, l1, g1, calls = 0;
+    rx_rt_gpu_counters(m, &l0, &g0);
     for (int r = 0; r < repeat; r++) {
         double ms;
         for (;;) {
             double t0 = now_ms();
-            for (int i = 0; i < number; i++)
+            for (int i = 0; i < number; i++, calls++)
                 if (call_values(m, fn, v, nargs, NULL, NULL, err)) goto out;
             ms = now_ms() - t0;
             if (opts->min_repeat_ms <= 0 || ms >= opts->min_repeat_ms || number >= (1 << 30))
@@ -537,6 +539,9 @@ int rx_rt_bench(rx_rt_module *m, int fn, const rx_rt_arg *args, int nargs,
                                 : (samples[repeat / 2 - 1] + samples[repeat / 2]) / 2;
     res->repeat = repeat;
     res->number = number;
+    rx_rt_gpu_counters(m, &l1, &g1);
+    res->launches = m->gpu ? (double)(l1 - l0) / (double)calls : -1;
+    res->graph_launches = m->gpu ? (double)(g1 - g0) / (double)calls : -1;
     rx_rt_get_threads(&res->threads, &res->blas_threads);
     rc = 0;
 out:

@@ -72,6 +72,7 @@ typedef struct vm {
     rx_rt_err *err;    /* message sink (never NULL inside the VM) */
     rx_rt_cache cache; /* free objects of this call (flushed when it returns) */
     rx_rt_prof *prof;  /* the module's profile when this call is profiled, else NULL */
+    rx_rt_graph_call graph; /* CUDA Graph regions of this call (vm_device.c) */
 } vm;
 
 /* "<function>: message" */
@@ -388,7 +389,8 @@ static int run(vm *V, rx_vm_value *result)
             if (bytes < 0) FAIL("pc %zu: storage of %" PRId64 " bytes", at, bytes);
             if (on_dev) {
                 rx_rt_err e;
-                rx_rt_storage *s = rx_rt_storage_dev(V->m->ctx, rx_rt_gpu_dev(V->m), (size_t)bytes, &e);
+                rx_rt_storage *s = rx_rt_gpu_storage(V->m, &V->graph, (int64_t)at, V->nframes == 1,
+                                                     (size_t)bytes, &e);
                 if (!s) FAIL("pc %zu: %s", at, e.msg);
                 set_reg(V, &R(a), (rx_vm_value){RX_V_STORAGE, {.st = s}});
                 vmbreak;
@@ -439,7 +441,7 @@ static int run(vm *V, rx_vm_value *result)
                 int rc = ni > RX_GPU_MAX_IVARS
                              ? rx_rt_fail(&e, "kernel %s: %" PRId64 " symbolic variables (at most %d)",
                                           k->name, ni, RX_GPU_MAX_IVARS)
-                             : rx_rt_gpu_launch(V->m, (uint32_t)kidx, bufs, nb, ivs, ni, &e);
+                             : rx_rt_gpu_launch(V->m, &V->graph, (uint32_t)kidx, bufs, nb, ivs, ni, &e);
                 if (!rc && V->prof) { /* profiled: the kernel's time, not its queueing */
                     rc = rx_rt_gpu_sync(V->m, &e);
                     rx_rt_prof_add(&V->prof->kernels[kidx], rx_rt_now_ns() - t0);
@@ -552,6 +554,26 @@ static int run(vm *V, rx_vm_value *result)
                 goto fail;
             }
             if (args != small) free(args);
+            vmbreak;
+        }
+        vmcase(GRAPH_BEGIN) {
+            int64_t region = ARG(), n = ARG(), key[16];
+            for (int64_t i = 0; i < n; i++) {
+                int64_t v = DIM();
+                if (i < 16) key[i] = v;
+            }
+            rx_rt_err e;
+            /* the entry function's regions only: a callee's storages are not kept */
+            if (V->m->gpu && V->nframes == 1 &&
+                rx_rt_gpu_graph_begin(V->m, &V->graph, region, key, n, &e))
+                FAIL("pc %zu: %s", at, e.msg);
+            vmbreak;
+        }
+        vmcase(GRAPH_END) {
+            int64_t region = ARG();
+            rx_rt_err e;
+            if (V->m->gpu && V->nframes == 1 && rx_rt_gpu_graph_end(V->m, &V->graph, region, &e))
+                FAIL("pc %zu: %s", at, e.msg);
             vmbreak;
         }
         vmcase(NOTE) {
@@ -689,6 +711,7 @@ int rx_vm_run(rx_rt_module *m, uint32_t fn, const rx_vm_value *args, uint32_t na
     V.frames = NULL;
     V.nframes = V.cap = 0;
     V.kernels = V.libcalls = 0;
+    V.graph = (rx_rt_graph_call){0};
     V.err = err ? err : &dummy;
     V.err->msg[0] = 0;
     ret->kind = RX_V_NONE;
@@ -707,19 +730,22 @@ int rx_vm_run(rx_rt_module *m, uint32_t fn, const rx_vm_value *args, uint32_t na
             rx_vm_value_retain(&args[i]);
         }
         bool moved = true; /* a GPU artifact: CPU tensors among the arguments go to the device */
+        if (m->gpu) rx_rt_gpu_call_begin(m, &V.graph, fn, V.prof != NULL);
         for (uint32_t i = 0; m->gpu && i < nargs && moved; i++)
-            moved = rx_rt_gpu_move(m, &V.frames[0].regs[i], true, V.err) == 0;
+            moved = rx_rt_gpu_move_arg(m, &V.graph, i, &V.frames[0].regs[i], V.err) == 0;
         if (moved) rc = run(&V, ret);
         else
             while (V.nframes) pop_frame(&V);
         if (m->gpu) { /* wait once; index errors; results to the host */
             rx_rt_err e;
+            rx_rt_gpu_graph_abort(m, &V.graph);
             int frc = rx_rt_gpu_finish(m, &e);
             if (rc == 0 && (frc || rx_rt_gpu_move(m, ret, false, &e))) {
                 snprintf(V.err->msg, sizeof V.err->msg, "%.100s: %.400s", f->name, e.msg);
                 rx_vm_value_release(ret);
                 rc = -1;
             }
+            rx_rt_gpu_call_end(m, &V.graph); /* the results are on the host: storages free */
         }
     }
     free(V.frames);

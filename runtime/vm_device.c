@@ -44,21 +44,45 @@
  *            buffer plus the element offset as for kernels. Empty outputs do nothing,
  *            k = 0 writes zeros. A host without CLBlast fails the call naming the
  *            library ("CLBlast is not available: cannot load libclblast.so.1 ...").
+ *            "cublas.matmul" (target cuda, cublas=1) is the same call on a CUDA
+ *            device through cuBLAS (cublas.c), queued on the device's stream.
  *
  * The status buffer is shared by the calls of one module; concurrent calls of a GPU
  * module may see each other's index errors (the first wins).
  */
 #include "relax/clblast.h"
+#include "relax/cublas.h"
 #include "relax/device.h"
 
 #include "rt_int.h"
 
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { STATUS_INTS = 8 }; /* state, kernel, axis, index lo/hi, extent lo/hi, spare */
+
+/* A device storage kept across calls (CUDA Graphs): the entry function's allocation at
+ * pc `site`, or its parameter -1 - site. */
+typedef struct gr_keep {
+    uint32_t fn;
+    int64_t site;
+    rx_rt_storage *st;
+} gr_keep;
+
+enum { GR_MAX_KEY = 16 };
+
+/* A captured region: its key values and the executable graph, valid while the
+ * module's epoch is the one it was captured at. */
+typedef struct gr_entry {
+    uint32_t fn;
+    int64_t region, nkey, key[GR_MAX_KEY];
+    uint64_t epoch;
+    void *exec;
+} gr_entry;
 
 typedef struct rx_rt_gpu {
     rx_dev *dev;
@@ -66,6 +90,15 @@ typedef struct rx_rt_gpu {
     rx_dev_program *prog;
     rx_dev_kernel ***kern; /* by kernel index: one per launch record */
     rx_dev_buf *status;    /* STATUS_INTS ints */
+    /* CUDA Graphs (the essay's "Graphs") */
+    _Atomic bool graphs;   /* a GRAPH_BEGIN ran: later calls keep their storages */
+    pthread_mutex_t gmu;   /* held by the one call using keep[] and entries[] */
+    uint64_t epoch;        /* bumped whenever a kept storage is reallocated */
+    gr_keep *keep;
+    size_t nkeep, capkeep;
+    gr_entry *entries;
+    size_t nentries, capentries;
+    _Atomic int64_t launches, replays; /* device launches (a graph: 1), graph launches */
 } rx_rt_gpu;
 
 bool rx_rt_on_device(const rx_vm_value *v)
@@ -104,6 +137,11 @@ void rx_rt_gpu_unload(rx_rt_module *m)
         }
         free(g->kern);
     }
+    for (size_t i = 0; i < g->nentries; i++) rx_dev_cuda_graph_free(g->dev, g->entries[i].exec);
+    free(g->entries);
+    for (size_t i = 0; i < g->nkeep; i++) rx_rt_storage_release(g->keep[i].st);
+    free(g->keep);
+    pthread_mutex_destroy(&g->gmu);
     if (g->prog) g->dev->ops->program_free(g->dev, g->prog);
     if (g->status) g->dev->ops->free(g->dev, g->status);
     rx_dev_close(g->dev);
@@ -170,6 +208,7 @@ int rx_rt_gpu_load(rx_rt_module *m, rx_rt_err *err)
     bool ptx = ptxs != NULL;
     rx_rt_gpu *g = calloc(1, sizeof *g);
     if (!g) return rx_rt_fail(err, "out of memory");
+    pthread_mutex_init(&g->gmu, NULL);
     m->gpu = g;
     g->section = spv ? RX_RXA_KERNELS_SPIRV : ptx ? RX_RXA_KERNELS_PTX : RX_RXA_KERNELS_OPENCL;
     if (spv) src = spv;
@@ -265,12 +304,14 @@ static size_t elem_bytes(DLDataType t)
     return b ? b : 1;
 }
 
-int rx_rt_gpu_launch(rx_rt_module *m, uint32_t kidx, rx_vm_value *const *bufs, int64_t nb,
-                     const int64_t *iv, int64_t ni, rx_rt_err *err)
+int rx_rt_gpu_launch(rx_rt_module *m, rx_rt_graph_call *gc, uint32_t kidx,
+                     rx_vm_value *const *bufs, int64_t nb, const int64_t *iv, int64_t ni,
+                     rx_rt_err *err)
 {
     rx_rt_gpu *g = m->gpu;
     const rx_rxa_kernel *k = &m->a->kernels[kidx];
     if (!g) return rx_rt_fail(err, "kernel %s: no device (not a GPU artifact)", k->name);
+    if (gc && gc->mode == RX_GR_REPLAY) return 0; /* the region's graph launches it */
     int64_t nargs = 2 * nb + ni + 1;
     rx_dev_arg small[48], *args = nargs <= 48 ? small : malloc(sizeof *args * (size_t)nargs);
     if (!args) return rx_rt_fail(err, "out of memory");
@@ -305,6 +346,7 @@ int rx_rt_gpu_launch(rx_rt_module *m, uint32_t kidx, rx_vm_value *const *bufs, i
         }
         size_t global = (size_t)groups * L->local, local = L->local;
         rc = g->dev->ops->launch(g->dev, g->kern[kidx][l], args, (int)nargs, 1, &global, &local, err);
+        if (!rc && !(gc && gc->mode == RX_GR_CAPTURE)) atomic_fetch_add(&g->launches, 1);
     }
     if (args != small) free(args);
     return rc;
@@ -334,7 +376,8 @@ static const DLTensor *lib_tensor(const char *name, rx_vm_value *const *vals, in
 int rx_rt_gpu_call_lib(rx_rt_module *m, const char *name, rx_vm_value *const *vals, int64_t n,
                        rx_rt_err *err)
 {
-    if (strcmp(name, "clblast.matmul"))
+    bool cublas = !strcmp(name, "cublas.matmul");
+    if (!cublas && strcmp(name, "clblast.matmul"))
         return rx_rt_fail(err, "%s: not a device library function (device tensors given)", name);
     if (n != 3) return rx_rt_fail(err, "%s: takes A, B and the output, got %" PRId64 " tensors", name, n);
     const DLTensor *a = lib_tensor(name, vals, 0, err), *b = a ? lib_tensor(name, vals, 1, err) : NULL,
@@ -367,6 +410,7 @@ int rx_rt_gpu_call_lib(rx_rt_module *m, const char *name, rx_vm_value *const *va
     rx_clblast_mat A = {vals[0]->u.t->storage->data, (int64_t)(a->byte_offset / 4), K, M * K, 0},
                    B = {vals[1]->u.t->storage->data, (int64_t)(b->byte_offset / 4), N, batched ? K * N : 0, 0},
                    C = {cb, (int64_t)(c->byte_offset / 4), N, M * N, 0};
+    if (cublas) return rx_cublas_sgemm(dev, batch, M, N, K, 1.0f, &A, &B, 0.0f, &C, err);
     return rx_clblast_sgemm(dev, batch, M, N, K, 1.0f, &A, &B, 0.0f, &C, err);
 }
 
@@ -393,4 +437,164 @@ const char *rx_rt_module_device(const rx_rt_module *m, char *buf, size_t n)
     if (m->gpu) snprintf(buf, n, "%s: %s", m->gpu->dev->ops->api, m->gpu->dev->info.name);
     else snprintf(buf, n, "cpu");
     return buf;
+}
+
+/* ---- CUDA Graphs ---- */
+
+/* The kept storage of (fn, site) with at least bytes, growing (and bumping the epoch)
+ * when it is smaller; NULL with err. */
+static rx_rt_storage *kept(rx_rt_module *m, uint32_t fn, int64_t site, size_t bytes,
+                           rx_rt_err *err)
+{
+    rx_rt_gpu *g = m->gpu;
+    gr_keep *k = NULL;
+    for (size_t i = 0; i < g->nkeep && !k; i++)
+        if (g->keep[i].fn == fn && g->keep[i].site == site) k = &g->keep[i];
+    if (k && k->st->nbytes >= bytes) {
+        rx_rt_storage_retain(k->st);
+        return k->st;
+    }
+    rx_rt_storage *s = rx_rt_storage_dev(m->ctx, g->dev, bytes, err);
+    if (!s) return NULL;
+    if (s->split) return s; /* larger than one buffer: not kept */
+    if (!k) {
+        if (g->nkeep == g->capkeep) {
+            size_t cap = g->capkeep ? 2 * g->capkeep : 16;
+            gr_keep *nk = realloc(g->keep, cap * sizeof *nk);
+            if (!nk) return s;
+            g->keep = nk, g->capkeep = cap;
+        }
+        k = &g->keep[g->nkeep++];
+        *k = (gr_keep){fn, site, NULL};
+    } else {
+        rx_rt_storage_release(k->st);
+    }
+    g->epoch++; /* an address the captured graphs may hold has changed */
+    k->st = s;
+    rx_rt_storage_retain(s);
+    return s;
+}
+
+void rx_rt_gpu_call_begin(rx_rt_module *m, rx_rt_graph_call *gc, uint32_t fn, bool profiled)
+{
+    *gc = (rx_rt_graph_call){0};
+    gc->fn = fn;
+    rx_rt_gpu *g = m->gpu;
+    /* one call at a time keeps storages; profiling synchronizes, which a capture forbids */
+    if (g && g->section == RX_RXA_KERNELS_PTX && atomic_load(&g->graphs) && !profiled)
+        gc->held = pthread_mutex_trylock(&g->gmu) == 0;
+}
+
+void rx_rt_gpu_graph_abort(rx_rt_module *m, rx_rt_graph_call *gc)
+{
+    if (gc->mode == RX_GR_CAPTURE) { /* an error inside a region: end the capture */
+        void *exec = NULL;
+        rx_rt_err e;
+        if (!rx_dev_cuda_capture_end(m->gpu->dev, &exec, &e)) rx_dev_cuda_graph_free(m->gpu->dev, exec);
+    }
+    gc->mode = RX_GR_NONE;
+}
+
+void rx_rt_gpu_call_end(rx_rt_module *m, rx_rt_graph_call *gc)
+{
+    rx_rt_gpu_graph_abort(m, gc);
+    if (gc->held) pthread_mutex_unlock(&m->gpu->gmu);
+    gc->held = false;
+    gc->mode = RX_GR_NONE;
+}
+
+rx_rt_storage *rx_rt_gpu_storage(rx_rt_module *m, rx_rt_graph_call *gc, int64_t pc, bool entry,
+                                 size_t bytes, rx_rt_err *err)
+{
+    if (gc && gc->held && entry) return kept(m, gc->fn, pc, bytes, err);
+    return rx_rt_storage_dev(m->ctx, m->gpu->dev, bytes, err);
+}
+
+int rx_rt_gpu_move_arg(rx_rt_module *m, rx_rt_graph_call *gc, uint32_t i, rx_vm_value *v,
+                       rx_rt_err *err)
+{
+    if (!gc->held || v->kind != RX_V_TENSOR || rx_rt_on_device(v))
+        return rx_rt_gpu_move(m, v, true, err);
+    const DLTensor *dl = &v->u.t->dl;
+    int64_t bytes = rx_rt_dense_bytes(dl->dtype, dl->ndim, dl->shape);
+    if (bytes < 0) return rx_rt_fail(err, "bad tensor shape");
+    rx_rt_storage *s = kept(m, gc->fn, -1 - (int64_t)i, (size_t)(bytes ? bytes : 1), err);
+    if (!s) return -1;
+    rx_dev *dev = m->gpu->dev;
+    int rc = dev->ops->upload(dev, s->data, 0, (const char *)dl->data + dl->byte_offset,
+                              (size_t)bytes, err);
+    rx_rt_tensor *nt = rc ? NULL : rx_rt_tensor_view(s, 0, dl->dtype, dl->ndim, dl->shape, err);
+    rx_rt_storage_release(s);
+    if (!nt) return -1;
+    rx_vm_value_release(v);
+    *v = (rx_vm_value){RX_V_TENSOR, {.t = nt}};
+    return 0;
+}
+
+int rx_rt_gpu_graph_begin(rx_rt_module *m, rx_rt_graph_call *gc, int64_t region,
+                          const int64_t *key, int64_t nkey, rx_rt_err *err)
+{
+    rx_rt_gpu *g = m->gpu;
+    if (gc->mode != RX_GR_NONE) return rx_rt_fail(err, "CUDA Graph region %" PRId64 " inside region %" PRId64, region, gc->region);
+    if (g->section != RX_RXA_KERNELS_PTX) return 0; /* only CUDA captures */
+    atomic_store(&g->graphs, true); /* from the next call on, storages are kept */
+    if (!gc->held || nkey > GR_MAX_KEY) return 0; /* this call launches every kernel */
+    gc->region = region;
+    for (size_t i = 0; i < g->nentries; i++) {
+        gr_entry *e = &g->entries[i];
+        if (e->fn != gc->fn || e->region != region || e->nkey != nkey ||
+            memcmp(e->key, key, sizeof *key * (size_t)nkey))
+            continue;
+        if (e->epoch == g->epoch) {
+            gc->mode = RX_GR_REPLAY;
+            gc->entry = i;
+            return 0;
+        }
+        rx_dev_cuda_graph_free(g->dev, e->exec); /* addresses moved: capture again */
+        *e = g->entries[--g->nentries];
+        break;
+    }
+    if (rx_dev_cuda_capture_begin(g->dev, err)) return -1;
+    gc->mode = RX_GR_CAPTURE;
+    gc->nkey = nkey;
+    memcpy(gc->key, key, sizeof *key * (size_t)nkey);
+    return 0;
+}
+
+int rx_rt_gpu_graph_end(rx_rt_module *m, rx_rt_graph_call *gc, int64_t region, rx_rt_err *err)
+{
+    rx_rt_gpu *g = m->gpu;
+    int mode = gc->mode;
+    if (mode == RX_GR_NONE) return 0;
+    if (region != gc->region) return rx_rt_fail(err, "CUDA Graph region %" PRId64 " ends region %" PRId64, gc->region, region);
+    gc->mode = RX_GR_NONE;
+    void *exec;
+    if (mode == RX_GR_REPLAY) {
+        exec = g->entries[gc->entry].exec;
+    } else {
+        if (rx_dev_cuda_capture_end(g->dev, &exec, err)) return -1;
+        if (g->nentries == g->capentries) {
+            size_t cap = g->capentries ? 2 * g->capentries : 8;
+            gr_entry *ne = realloc(g->entries, cap * sizeof *ne);
+            if (!ne) {
+                rx_dev_cuda_graph_free(g->dev, exec);
+                return rx_rt_fail(err, "out of memory");
+            }
+            g->entries = ne, g->capentries = cap;
+        }
+        gr_entry *e = &g->entries[g->nentries++];
+        *e = (gr_entry){gc->fn, region, gc->nkey, {0}, g->epoch, exec};
+        memcpy(e->key, gc->key, sizeof *gc->key * (size_t)gc->nkey);
+    }
+    /* captured launches did not run: the graph runs them, now and at every replay */
+    if (rx_dev_cuda_graph_launch(g->dev, exec, err)) return -1;
+    atomic_fetch_add(&g->launches, 1);
+    atomic_fetch_add(&g->replays, 1);
+    return 0;
+}
+
+void rx_rt_gpu_counters(const rx_rt_module *m, int64_t *launches, int64_t *graphs)
+{
+    *launches = m->gpu ? atomic_load(&m->gpu->launches) : 0;
+    *graphs = m->gpu ? atomic_load(&m->gpu->replays) : 0;
 }

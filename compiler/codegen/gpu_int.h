@@ -42,6 +42,11 @@ typedef struct rx_gpu_dialect {
     const char *vload4;       /* printf format of a load of four adjacent floats: (view,
                                  element index); NULL with vec4: GLSL's aliased vec4 view
                                  (rx_gpu_glsl_vload4) */
+    /* NULL, or printf format of a warp shuffle down (value text, lane delta text): the
+     * rows schedule then reduces within warps of `warp` lanes and only combines the
+     * warps' partials in local memory (CUDA: __shfl_down_sync) */
+    const char *shfl_down;
+    int warp;                 /* lanes per warp where shfl_down is set */
     bool shader_per_kernel;   /* GLSL: each kernel is its own shader, parameters are
                                  bindings and push constants (gpu_glsl.c), cg.glsl */
     const char *prelude;      /* types, math names and helpers the expressions use */

@@ -36,6 +36,13 @@
  * is taken when the reduction is long enough to share: its extent is symbolic or at
  * least ROWS_MIN; a short row (softmax over 6 classes) stays one work-item per row.
  *
+ * Warps (CUDA: the dialect's shfl_down). Where a work-group is whole warps, each warp
+ * first folds its lanes' accumulators with log2(32) shuffles down, lane 0 writes the
+ * warp's partial to rx_red[warp], one barrier, and the first warp folds those partials
+ * the same way: two barriers per row instead of log2(max_threads) + 1, and
+ * max_threads / 32 elements of local memory. Every lane of the block runs the row loop
+ * (its bounds depend only on the group), so the full-mask shuffles see all 32 lanes.
+ *
  * Local memory: max_threads elements of the accumulator's type. More than the target's
  * max_local_bytes is a compile-time error naming the option (`opencl,max_threads=4096,
  * max_local_bytes=8192`: 16384 bytes needed); the launch record carries the bytes and
@@ -105,6 +112,70 @@ bool rx_gpu_match_fold(const rx_stmts *under, rx_gpu_red *r)
     return true;
 }
 
+/* `if (rx_t == 0) { C[idx] = init OP total; }`: work-item 0 stores the row's total. */
+static void emit_item0_store(cg *g, const rx_gpu_red *r, const char *total)
+{
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "if (rx_t == 0) {\n");
+    g->indent++;
+    rx_gpu_final_store(g, r, total);
+    g->indent--;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+}
+
+/* Warps per work-group when the rows schedule reduces by warp shuffles, else 0. */
+static int warps(const gk *k)
+{
+    int64_t threads = rx_target_int(k->t, "max_threads");
+    if (!k->dl->shfl_down || threads < k->dl->warp || threads % k->dl->warp) return 0;
+    return (int)(threads / k->dl->warp);
+}
+
+/* `rx_acc = rx_acc OP shfl_down(rx_acc, o)` for o = warp / 2 .. 1: the fold of a warp's
+ * accumulators into its lane 0. The shuffle is its own statement: OP may be a
+ * conditional that would run it under divergence. */
+static void emit_warp_fold(gk *k, const rx_gpu_red *r, const char *ct)
+{
+    cg *g = k->g;
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "for (int rx_o = %d; rx_o > 0; rx_o /= 2) {\n", k->dl->warp / 2);
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "    const %s rx_sh = ", ct);
+    rx_sb_printf(g->out, k->dl->shfl_down, "rx_acc", "rx_o");
+    rx_sb_puts(g->out, ";\n");
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "    rx_acc = ");
+    rx_gpu_combine(g, r, "rx_acc", "rx_sh");
+    rx_sb_puts(g->out, ";\n");
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+}
+
+/* The warps' version of the tree (the essay's "Warps"): rx_acc of every lane in, the
+ * row's total stored by lane 0 of warp 0. */
+static void emit_warp_tree(gk *k, const rx_gpu_red *r, const char *ct, const char *identity)
+{
+    cg *g = k->g;
+    const rx_gpu_dialect *dl = k->dl;
+    int w = warps(k);
+    emit_warp_fold(k, r, ct);
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "if (rx_t %% %d == 0) rx_red[rx_t / %d] = rx_acc;\n", dl->warp, dl->warp);
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "%s;\n", dl->barrier);
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "if (rx_t < %d) {\n", dl->warp);
+    g->indent++;
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "rx_acc = rx_t < %d ? rx_red[rx_t] : %s;\n", w, identity);
+    emit_warp_fold(k, r, ct);
+    emit_item0_store(g, r, "rx_acc");
+    g->indent--;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+}
+
 bool rx_gpu_match_rows(const gk *k, const rx_stmts *under, rx_gpu_red *r)
 {
     int64_t ext;
@@ -113,7 +184,8 @@ bool rx_gpu_match_rows(const gk *k, const rx_stmts *under, rx_gpu_red *r)
         return false;
     rx_dtype t = (rx_dtype)r->store->u.store.buf->dtype;
     int64_t threads = rx_target_int(k->t, "max_threads");
-    int64_t bytes = threads * (int64_t)rx_dtype_bits(t) / 8;
+    int w = warps(k);
+    int64_t bytes = (w ? w : threads) * (int64_t)rx_dtype_bits(t) / 8;
     return rx_gpu_local_fits(k, r->loop, bytes, "the rows schedule of this reduction", &r->local_bytes);
 }
 
@@ -210,8 +282,9 @@ void rx_gpu_emit_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_re
     combine c;
     combine_init(&c, r);
     rx_loc loc = r->loop->loc;
+    int w = warps(k);
     rx_gpu_ind(g);
-    rx_sb_printf(g->out, "%s %s rx_red[%lld];\n", dl->local_decl, ct, (long long)threads);
+    rx_sb_printf(g->out, "%s %s rx_red[%lld];\n", dl->local_decl, ct, (long long)(w ? w : threads));
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "const %s rx_t = %s;\n", dl->lidx, dl->local_id);
     rx_gpu_chain_count(g, chain, n);
@@ -227,8 +300,12 @@ void rx_gpu_emit_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_re
     rx_expr *id = r->op == RX_E_ADD ? (rx_dtype_is_float(t) ? rx_e_float(c.ar, 0.0, t)
                                                              : rx_e_typed_int(c.ar, 0, t))
                 : rx_e_float(c.ar, r->op == RX_E_MAX ? -INFINITY : INFINITY, t);
+    rx_sb idtext = {0};
+    rx_sb *save = g->out;
+    g->out = &idtext;
     rxi_cg_expr(g, id, loc);
-    rx_sb_puts(g->out, ";\n");
+    g->out = save;
+    rx_sb_printf(g->out, "%s;\n", rx_sb_str(&idtext));
     /* each work-item's share of the row */
     const rx_svar *v = r->loop->u.for_.var;
     rx_gpu_ind(g);
@@ -254,7 +331,6 @@ void rx_gpu_emit_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_re
     rxi_cg_push_sym(g, v, vn);
     rxi_cg_iters(g, r->block, false);
     rx_sb val = {0};
-    rx_sb *save = g->out;
     g->out = &val;
     rxi_cg_expr_as(g, r->val, t, r->store->loc);
     g->out = save;
@@ -270,34 +346,32 @@ void rx_gpu_emit_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_re
     g->indent--;
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "}\n");
-    /* the tree */
-    rx_gpu_ind(g);
-    rx_sb_printf(g->out, "rx_red[rx_t] = rx_acc;\n");
-    rx_gpu_ind(g);
-    rx_sb_printf(g->out, "%s;\n", dl->barrier);
-    rx_gpu_ind(g);
-    rx_sb_printf(g->out, "for (%s rx_s = %s / 2; rx_s > 0; rx_s /= 2) {\n", dl->lidx, dl->local_size);
-    rx_gpu_ind(g);
-    rx_sb_puts(g->out, "    if (rx_t < rx_s) rx_red[rx_t] = ");
-    rx_gpu_combine(g, r, "rx_red[rx_t]", "rx_red[rx_t + rx_s]");
-    rx_sb_puts(g->out, ";\n");
-    rx_gpu_ind(g);
-    rx_sb_printf(g->out, "    %s;\n", dl->barrier);
-    rx_gpu_ind(g);
-    rx_sb_puts(g->out, "}\n");
-    /* work-item 0 stores init OP total */
-    rx_gpu_ind(g);
-    rx_sb_puts(g->out, "if (rx_t == 0) {\n");
-    g->indent++;
-    rx_gpu_final_store(g, r, "rx_red[0]");
-    g->indent--;
-    rx_gpu_ind(g);
-    rx_sb_puts(g->out, "}\n");
+    if (w) {
+        emit_warp_tree(k, r, ct, rx_sb_str(&idtext));
+    } else {
+        /* the tree */
+        rx_gpu_ind(g);
+        rx_sb_printf(g->out, "rx_red[rx_t] = rx_acc;\n");
+        rx_gpu_ind(g);
+        rx_sb_printf(g->out, "%s;\n", dl->barrier);
+        rx_gpu_ind(g);
+        rx_sb_printf(g->out, "for (%s rx_s = %s / 2; rx_s > 0; rx_s /= 2) {\n", dl->lidx, dl->local_size);
+        rx_gpu_ind(g);
+        rx_sb_puts(g->out, "    if (rx_t < rx_s) rx_red[rx_t] = ");
+        rx_gpu_combine(g, r, "rx_red[rx_t]", "rx_red[rx_t + rx_s]");
+        rx_sb_puts(g->out, ";\n");
+        rx_gpu_ind(g);
+        rx_sb_printf(g->out, "    %s;\n", dl->barrier);
+        rx_gpu_ind(g);
+        rx_sb_puts(g->out, "}\n");
+        emit_item0_store(g, r, "rx_red[0]");
+    }
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "%s; /* rx_red is the next row's */\n", dl->barrier);
     rxi_cg_pop_syms(g, mark);
     g->indent--;
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "}\n");
+    rx_sb_free(&idtext);
     rx_arena_free(c.ar);
 }

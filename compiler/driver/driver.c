@@ -130,9 +130,10 @@ static const stage pipeline[] = {
      "CPU data movement (copies, permutes, concat): split, tiled, parallel, vectorized"},
     {"schedule", "7", 1, ST_GRAPH, rx_pass_schedule_cpu, NULL, false, false, "§4.6",
      "CPU tiling of reductions and transposes, then loop kinds: parallel, vectorized"},
-    /* 9  cuda_graph offloading (§4.5)                                           later */
     {"memory_plan", "8", 1, ST_SWITCH, NULL, st_memory_plan, false, false, "§4.3, Algorithm 3, Figure 10",
      "static memory planning of intermediates (done by lower_vm)"},
+    {"cuda_graph", "9", 2, ST_GRAPH, rx_pass_cuda_graph, NULL, false, false, "§4.6, Figure 17",
+     "cuda: regions of static kernel launches marked for CUDA Graph capture, keyed by symbolic values"},
     {"lower_vm", "10", 0, ST_LOWER, NULL, st_lower_vm, false, false, "§4.7",
      "explicit allocations, DPS calls, shape heap, VM bytecode"},
     {"codegen", "11", 0, ST_CODEGEN, NULL, st_codegen, false, false, "",
@@ -147,16 +148,16 @@ const char *rx_pipeline_name(int i)
 }
 
 /* Steps that are for the CPU only: schedule and specialize write OpenMP loop kinds and
- * CPU tiles; library lowering calls CPU libraries (BLAS), except on `opencl,clblast=1`,
- * where its registry is CLBlast's (library_lower.c). A GPU build skips them; its kernels
+ * CPU tiles; library lowering calls CPU libraries (BLAS), except on `opencl,clblast=1`
+ * and `cuda,cublas=1`, where its registry is CLBlast's or cuBLAS's (library_lower.c). A GPU build skips them; its kernels
  * are scheduled by codegen (gpu_kernel.c). */
 static bool cpu_only(const rx_target *t, const char *name)
 {
     if (!strcmp(name, "library_lower"))
-        return !(t->kind == RX_TARGET_OPENCL && rx_target_int(t, "clblast"));
+        return !(t->kind == RX_TARGET_OPENCL && rx_target_int(t, "clblast")) &&
+               !(t->kind == RX_TARGET_CUDA && rx_target_int(t, "cublas"));
     return !strcmp(name, "schedule") || !strcmp(name, "schedule_matvec") ||
-           !strcmp(name, "schedule_moves") ||
-           !strcmp(name, "specialize");
+           !strcmp(name, "schedule_moves") || !strcmp(name, "specialize");
 }
 
 /* Whether the step `name` of minimum level min_opt runs under o for target t. */
@@ -164,6 +165,7 @@ static bool enabled(const rx_build_opts *o, const rx_target *t, const char *name
 {
     if (o->opt_level < min_opt) return false;
     if (t->kind != RX_TARGET_CPU && cpu_only(t, name)) return false;
+    if (t->kind != RX_TARGET_CUDA && !strcmp(name, "cuda_graph")) return false; /* CUDA only */
     for (int i = 0; o->disable && o->disable[i]; i++)
         if (!strcmp(o->disable[i], name)) return false;
     return true;
@@ -205,6 +207,7 @@ static bool st_library_lower(bstate *s)
 {
     rx_lib_opts o = s->o->lib;
     o.opencl = s->tgt.kind == RX_TARGET_OPENCL; /* enabled() ran it: clblast=1 */
+    o.cuda = s->tgt.kind == RX_TARGET_CUDA;     /* ... or cublas=1 */
     return rx_pass_library_lower(s->m, &o, s->d);
 }
 
@@ -251,6 +254,19 @@ static bool st_lower_vm(bstate *s)
     return rx_vmgen_with(s->m, s->b, &vo, &s->info, s->d);
 }
 
+/* CUDA C src compiled by NVRTC into the KERNELS_PTX section (the PTX text,
+ * uncompressed: docs/gpu.md) and KERNELS_CUBIN. */
+static bool cuda_sections(bstate *s, const char *src, size_t n)
+{
+    rx_sb ptx = {0}, cubin = {0};
+    bool ok = rx_nvrtc_ptx(src, n, rx_target_str(&s->tgt, "arch"), &ptx, &cubin, s->d);
+    if (ok) rx_rxa_set_section(s->b, RX_RXA_KERNELS_PTX, ptx.p, ptx.n);
+    if (ok && cubin.n) rx_rxa_set_section(s->b, RX_RXA_KERNELS_CUBIN, cubin.p, cubin.n);
+    rx_sb_free(&ptx);
+    rx_sb_free(&cubin);
+    return ok;
+}
+
 static bool st_codegen(bstate *s)
 {
     bool any = false;
@@ -261,18 +277,16 @@ static bool st_codegen(bstate *s)
         rx_rxa_set_section(s->b, RX_RXA_KERNELS_OPENCL, none, sizeof none - 1);
         return true;
     }
+    if (!any && s->tgt.kind == RX_TARGET_CUDA && rx_target_int(&s->tgt, "cublas")) {
+        /* only cuBLAS calls: still a CUDA artifact, its PTX a valid module without entries */
+        static const char none[] = "/* no kernels: every call is a cuBLAS call */\n";
+        return cuda_sections(s, none, sizeof none - 1);
+    }
     if (!any) return true; /* no kernels, no object */
     if (s->tgt.kind != RX_TARGET_CPU) {
         if (!rx_codegen_gpu(s->m, &s->tgt, &s->csrc, &s->spirv, &s->launch, s->d)) return false;
-        if (s->tgt.kind == RX_TARGET_CUDA) { /* PTX text, uncompressed (docs/gpu.md) */
-            rx_sb ptx = {0}, cubin = {0};
-            bool ok = rx_nvrtc_ptx(rx_sb_str(&s->csrc), s->csrc.n, rx_target_str(&s->tgt, "arch"),
-                                   &ptx, &cubin, s->d);
-            if (ok) rx_rxa_set_section(s->b, RX_RXA_KERNELS_PTX, ptx.p, ptx.n);
-            if (ok && cubin.n) rx_rxa_set_section(s->b, RX_RXA_KERNELS_CUBIN, cubin.p, cubin.n);
-            rx_sb_free(&ptx);
-            rx_sb_free(&cubin);
-            if (!ok) return false;
+        if (s->tgt.kind == RX_TARGET_CUDA) {
+            if (!cuda_sections(s, rx_sb_str(&s->csrc), s->csrc.n)) return false;
         } else if (s->tgt.kind == RX_TARGET_VULKAN) {
             rx_rxa_set_section(s->b, RX_RXA_KERNELS_SPIRV, s->spirv.p, s->spirv.n);
         } else {

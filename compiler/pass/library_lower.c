@@ -38,6 +38,11 @@
  * calling "clblast.matmul" (CLBlast's SGEMM on the device's buffers, vm_device.c), under
  * the same shapes and cost rule. A bias or an activation stays a generated kernel,
  * which FuseOps fuses with its neighbours on the device; CLBlast has no epilogues.
+ * Target cuda (rx_lib_opts.cuda, `cuda,cublas=1`, the default; `cublas=0` turns it off):
+ * the same single pattern as "cublas.matmul" (cuBLAS's SGEMM on the device's stream),
+ * and the cost rule keeps a literal M of at most RX_LIB_GPU_MV_ROWS generated: decode's
+ * matrix-vector products (A (b, 1, k) @ W) run the generated matvec schedule, which
+ * reads the weights once at the device's bandwidth, where a GEMM library pads to tiles.
  * Options (rx_lib_opts): mode NONE runs nothing, ALL ignores the cost rule (whole
  * chains, gelu and silu included), and a list
  * of pattern names is never used — a disabled long pattern falls back to a shorter one
@@ -220,7 +225,7 @@ static bool matmul_ok(const rx_node *call)
  * opencl only the bare matmul is in the registry. */
 static bool pattern_worth(const ll_ctx *c, const lib_pattern *p)
 {
-    if (c->o && c->o->opencl) return !p->bias && !p->act;
+    if (c->o && (c->o->opencl || c->o->cuda)) return !p->bias && !p->act;
     if (c->o && c->o->mode == RX_LIB_ALL) return true;
     return !p->act || !strcmp(p->act, "nn.relu");
 }
@@ -233,7 +238,7 @@ static bool worth_library(const ll_ctx *c, const rx_node *call)
     const rx_sinfo *a = call->args[0]->sinfo, *r = call->sinfo;
     int64_t M, K, N, batch = 1;
     if (!rx_expr_is_const(r->dims[r->ndim - 2], &M)) return true; /* symbolic M */
-    if (M <= 1) return false;
+    if (M <= 1 || (c->o && c->o->cuda && M <= RX_LIB_GPU_MV_ROWS)) return false;
     if (!rx_expr_is_const(a->dims[a->ndim - 1], &K) || !rx_expr_is_const(r->dims[r->ndim - 1], &N))
         return true;
     for (int i = 0; i < r->ndim - 2; i++) {
@@ -295,7 +300,8 @@ static bool try_pattern(ll_ctx *c, const lib_pattern *p, rx_block *b, int j, boo
     rx_binding *lb = &b->bindings[chain[len - 1]];
     rx_node *args[3] = {mm->value->args[0], mm->value->args[1], bias};
     rx_sinfo *out = lb->value->sinfo;
-    const char *lib = c->o && c->o->opencl ? "clblast.matmul" : p->lib;
+    const char *lib = !c->o ? p->lib : c->o->opencl ? "clblast.matmul"
+                    : c->o->cuda ? "cublas.matmul" : p->lib;
     rx_node *call = rx_n_call_lib(c->m, lib, args, bias ? 3 : 2, out);
     call->sinfo = out;
     call->loc = lb->value->loc;
@@ -414,7 +420,7 @@ static void lower_block(ll_ctx *c, rx_block *b)
         rx_binding *bd = &b->bindings[j];
         if (drop[j] || bd->match_cast) continue;
         c->cur = b;
-        if (c->enabled[VIEW_PATTERN] && !(c->o && c->o->opencl) && try_view(c, b, j, drop)) {
+        if (c->enabled[VIEW_PATTERN] && !(c->o && (c->o->opencl || c->o->cuda)) && try_view(c, b, j, drop)) {
             any = true;
             continue;
         }

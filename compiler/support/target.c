@@ -51,8 +51,11 @@ static const kind_def kinds[RX_TARGET_NKINDS] = {
                           "sm_80", "sm_NN or sm_NNN"},
                          {"max_threads", MAX_THREADS_DOC, 256, 1, 1024, true, NULL, NULL},
                          {"max_local_bytes", LOCAL_DOC, 49152, 1024, 232448, false, NULL, NULL},
-                         {"tile", TILE_DOC, 16, 1, 32, true, NULL, NULL}},
-                        4},
+                         {"tile", TILE_DOC, 16, 1, 32, true, NULL, NULL},
+                         {"cublas", "1: matmuls the library cost rule picks run cuBLAS "
+                          "(libcublas, loaded at run time); 0: every matmul is generated", 1, 0, 1,
+                          false, NULL, NULL}},
+                        5},
 };
 
 const char *rx_target_kind_name(rx_target_kind k)

@@ -263,16 +263,24 @@ static bool lower_call_tir(vg_fn *F, const rx_node *n, int64_t dest)
 
 /* Whether the runtime provides library function `name` for the artifact's device; else
  * a located error listing what it has. OpenCL artifacts have clblast.matmul alone
- * (CLBlast on the device's buffers, vm_device.c); other GPU artifacts none; CPU ones
- * the built-ins that run on CPU memory (every one but clblast.*). */
+ * (CLBlast on the device's buffers, vm_device.c), CUDA ones cublas.matmul alone
+ * (cuBLAS); other GPU artifacts none; CPU ones the built-ins that run on CPU memory
+ * (every one but the device libraries clblast.* and cublas.*). */
+static bool device_lib_name(const char *lib)
+{
+    return !strncmp(lib, "clblast.", 8) || !strncmp(lib, "cublas.", 7);
+}
+
 static bool lib_available(vg_fn *F, const rx_node *n)
 {
     const char *lib = n->u.call.lib;
-    bool device_lib = !strncmp(lib, "clblast.", 8);
+    bool device_lib = device_lib_name(lib);
     if (F->M->dev_type == RX_DEV_OPENCL && !strcmp(lib, "clblast.matmul")) return true;
+    if (F->M->dev_type == RX_DEV_CUDA && !strcmp(lib, "cublas.matmul")) return true;
     if (F->M->dev_type != RX_DEV_CPU) {
         vg_error(F->M, n->loc, "library function %s is not available on a GPU target (library "
-                 "calls run on the CPU; OpenCL artifacts can call clblast.matmul only)", lib);
+                 "calls run on the CPU; OpenCL artifacts can call clblast.matmul only, CUDA "
+                 "ones cublas.matmul)", lib);
         return false;
     }
     const char *const *names = rx_rt_builtin_library_names();
@@ -280,7 +288,7 @@ static bool lib_available(vg_fn *F, const rx_node *n)
         if (!strcmp(names[i], lib)) return true;
     rx_sb list = {0};
     for (int i = 0, k = 0; names[i]; i++)
-        if (strncmp(names[i], "clblast.", 8)) rx_sb_printf(&list, "%s%s", k++ ? ", " : "", names[i]);
+        if (!device_lib_name(names[i])) rx_sb_printf(&list, "%s%s", k++ ? ", " : "", names[i]);
     vg_error(F->M, n->loc, "library function %s is not available on target cpu (available: %s)",
              lib, rx_sb_str(&list));
     rx_sb_free(&list);
@@ -572,6 +580,42 @@ static void release_due(vg_fn *F, const release_at *rel, int nrel, int *pos, int
     }
 }
 
+/* The CUDA Graph region (cuda_graph.c's marks in the function's "cuda_graph" attribute)
+ * whose `which` ("first" or "last") binding binds var, or -1. */
+static int region_at(const vg_fn *F, const rx_node *var, const char *which)
+{
+    const rx_attr *rs = rx_attr_map_get(F->f->attrs, "cuda_graph");
+    for (int i = 0; rs && rs->kind == RX_A_ARRAY && i < rs->u.arr.n; i++) {
+        const rx_attr *v = rx_attr_map_get(rs->u.arr.items[i], which);
+        if (v && v->kind == RX_A_STR && !strcmp(v->u.s, var->u.var.name)) return i;
+    }
+    return -1;
+}
+
+/* GRAPH_BEGIN region, with the values of its key's variables (the signature's, by name). */
+static bool graph_begin(vg_fn *F, const rx_binding *bd, int region)
+{
+    const rx_attr *r = rx_attr_map_get(F->f->attrs, "cuda_graph")->u.arr.items[region];
+    const rx_attr *key = rx_attr_map_get(r, "key");
+    vg_words w = {0};
+    bool ok = true;
+    vg_w(&w, RX_OP_GRAPH_BEGIN), vg_w(&w, region), vg_w(&w, key ? key->u.arr.n : 0);
+    for (int k = 0; key && k < key->u.arr.n && ok; k++) {
+        const rx_svar *sv = NULL;
+        for (int s = 0; s < F->f->nsvars && !sv; s++)
+            if (key->u.arr.items[k]->kind == RX_A_STR && !strcmp(F->f->svars[s]->name, key->u.arr.items[k]->u.s))
+                sv = F->f->svars[s];
+        vg_dim d;
+        ok = sv && vg_expr(F, bd->loc, rx_e_var(F->M->m->arena, sv), &d);
+        if (ok) vg_wd(&w, d);
+        else vg_error(F->M, bd->loc, "%s: cuda_graph region %d: key variable is not the signature's",
+                      F->f->name, region);
+    }
+    if (ok) vg_emit_words(F, &w);
+    RX_VEC_FREE(w);
+    return ok;
+}
+
 /* Lowers a body; its result goes to dest, or is returned (dest < 0: the function's). */
 static bool lower_seq(vg_fn *F, const rx_seq *s, int64_t dest)
 {
@@ -601,8 +645,13 @@ static bool lower_seq(vg_fn *F, const rx_seq *s, int64_t dest)
     release_due(F, rel.items, rel.n, &pos, -1);
     for (int b = 0; b < s->nblocks; b++) /* on, after an error: report them all */
         for (int i = 0; i < s->blocks[b]->nbindings; i++, item++) {
-            ok = lower_binding(F, &s->blocks[b]->bindings[i]) && ok;
+            const rx_binding *bd = &s->blocks[b]->bindings[i];
+            int rb = serial == 0 ? region_at(F, bd->var, "first") : -1;
+            if (rb >= 0) ok = graph_begin(F, bd, rb) && ok;
+            ok = lower_binding(F, bd) && ok;
             release_due(F, rel.items, rel.n, &pos, item);
+            int re = serial == 0 ? region_at(F, bd->var, "last") : -1;
+            if (re >= 0) RX_EMIT(&F->code, RX_OP_GRAPH_END, re);
         }
     if (ok && dest < 0) {
         vg_regs temps = {0};

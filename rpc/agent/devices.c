@@ -21,7 +21,8 @@
  *
  * What it gives: {"devices": [{"target", "id", "api", "name", "platform", "max_threads",
  * "max_local_bytes", "max_alloc_bytes", "global_bytes", "align_bytes",
- * "max_push_bytes"}...], "absent": {"kind": "reason", ...}} — the "devices" array goes
+ * "max_push_bytes"[, "compute_capability" (CUDA: "9.0")]}...], "absent": {"kind":
+ * "reason", ...}} — the "devices" array goes
  * into the registration as it is (docs/rpc.md); the targets a device kind adds are
  * rxag_devices_targets'.
  */
@@ -68,6 +69,9 @@ static json_t *probe_all(void)
                           (json_int_t)i->max_alloc_bytes, "global_bytes",
                           (json_int_t)i->global_bytes, "align_bytes", (json_int_t)i->align_bytes,
                           "max_push_bytes", (json_int_t)i->max_push_bytes));
+            if (i->compute[0]) /* CUDA: the compute capability ("9.0") */
+                json_object_set_new(json_array_get(devs, json_array_size(devs) - 1),
+                                    "compute_capability", json_string(i->compute));
             rx_dev_close(d);
         }
     }

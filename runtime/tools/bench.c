@@ -600,6 +600,8 @@ static void out_result(out *o, const rx_rt_bench_result *r)
     outf(o, ", \"device\": \"");
     out_json_str(o, r->device);
     outf(o, "\"");
+    if (r->launches >= 0) /* a GPU module: launches per call, CUDA Graphs included */
+        outf(o, ", \"launches\": %.2f, \"graph_launches\": %.2f", r->launches, r->graph_launches);
 }
 
 static const char *kind_name(int kind)

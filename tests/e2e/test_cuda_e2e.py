@@ -8,14 +8,21 @@ when this host has no NVRTC: no CUDA toolkit):
   - the CUDA C of a module with bf16, f16 and an index check (take): launch bounds
     from max_threads, __restrict__ views, the PTX cvt conversions, atomicCAS on the
     status record; NVRTC and ptxas accept it; llama_tiny's rows and tiles schedules
-    use __shared__ arrays and __syncthreads;
+    use __shared__ arrays and __syncthreads, its row reductions warp shuffles
+    (__shfl_down_sync, a shared array of max_threads / 32 partials), and at
+    max_threads=16 (less than a warp) the shared-memory tree instead;
+  - cuBLAS (cuda,cublas=1, the default): a matmul of symbolic rows and a batched one
+    become cublas.matmul, a decode-sized one (M = 1) stays a generated kernel, and
+    cuda,cublas=0 generates all; over the mock driver and tests/unit/runtime/mock_cublas.c
+    ($RX_MOCK_CUBLAS, a column-major host GEMM) relax-run's outputs equal NumPy's; without
+    cuBLAS the call fails with "cuBLAS is not available";
   - every module of the corpus (tests/modules/valid, tests/e2e/modules) and the Llama
     generator's modules (tests/models/llama_tiny.json, and one layer at Llama-2-7B
     shapes from gen_llama.py) builds for `cuda` at O2, or is refused for calling a CPU
     library function (as for opencl) or fails for cpu too; each artifact has a
     KERNELS_PTX section of PTX text (an `.entry` per launch record), a KERNELS_CUBIN
     section (an ELF for EM_CUDA), a LAUNCH section, and no KERNELS_CPU;
-  - every PTX assembles with `ptxas -O0 -arch=sm_80` (-O0: the same checks in half the
+  - every PTX assembles with `ptxas -O0 -arch=sm_90` (-O0: the same checks in half the
     time), the Llama modules' with `ptxas -arch=sm_80` and `-arch=sm_90` (the
     JIT-forward case; the toolkit's
     assembler from /usr/local/cuda/bin, run from here without a shell; skipped with
@@ -24,6 +31,11 @@ when this host has no NVRTC: no CUDA toolkit):
   - a bad arch (cuda,arch=sm_10) is a clear error naming NVRTC's supported range;
   - without NVRTC (RX_NVRTC_LIB pointing nowhere) cuda builds are refused naming it,
     cpu builds still work;
+  - CUDA Graphs: llama_tiny's decode for cuda has a GRAPH_BEGIN / GRAPH_END region keyed
+    by b and c (lower_vm's listing), none with --disable-pass cuda_graph; over the mock
+    driver (whose stream capture records launches as graph nodes) relax-run --bench
+    reports 1 device launch per call (one graph replay) against one per launch record
+    without the pass, with the same kernel count;
   - relax-run of a cuda artifact without a driver exits 1 with
     `no CUDA driver (libcuda.so.1 not found)`; with the toolkit's link stub as the
     driver (RX_CUDA_LIB) it exits 1 naming CUDA_ERROR_STUB_LIBRARY; never a crash;
@@ -148,7 +160,7 @@ class Cuda:
             if "llama" in name:
                 self.assemble(name, ptx, ["sm_80", "sm_90"])
             else:
-                self.assemble(name, ptx, ["sm_80"], quick=True)
+                self.assemble(name, ptx, ["sm_90"], quick=True)
         return rxa
 
     @staticmethod
@@ -196,6 +208,106 @@ def dialect(c, cu):
             "INFINITY" in out,
             "CUDA C of llama_tiny: the rows and tiles schedules in shared memory with barriers" +
             ("" if rc == 0 else ": " + err[-500:]))
+    c.check(rc == 0 and "const float rx_sh = __shfl_down_sync(0xffffffffu, rx_acc, rx_o);" in out
+            and "__shared__ float rx_red[8];" in out and "rx_red[rx_t / 32] = rx_acc;" in out
+            and "rx_red[rx_t + rx_s]" not in out,
+            "CUDA C of llama_tiny: row reductions by warp shuffles, 256 / 32 shared partials")
+    rc, out, err = run_status([cu.relaxc, "print", llama, "--target", "cuda,max_threads=16",
+                               "--after", "codegen"], nvrtc_env())
+    c.check(rc == 0 and "__shfl_down_sync" not in out and "rx_red[rx_t + rx_s]" in out,
+            "cuda,max_threads=16 (under a warp): the shared-memory tree, no shuffles" +
+            ("" if rc == 0 else ": " + err[-500:]))
+
+
+def cublas(c, cu):
+    """Library lowering to cuBLAS and its run over the mock driver and mock cuBLAS."""
+    m = module([tensor("x", ["n", 64]), tensor("w", [64, 32]), tensor("a", [2, "n", 16]),
+                tensor("bb", [2, 16, 8]), tensor("v", [1, 64])],
+               [call("y", "matmul", ["x", "w"]), call("z", "matmul", ["a", "bb"]),
+                call("d", "matmul", ["v", "w"])], {"tuple": ["y", "z", "d"]})
+    m["functions"]["main"]["body"]["blocks"][0]["dataflow"] = True  # library lowering's scope
+    src = os.path.join(cu.tmp, "mm.json")
+    with open(src, "w") as f:
+        json.dump(m, f)
+    libs = {}
+    for tgt in ("cuda", "cuda,cublas=0"):
+        rc, out, err = run_status([cu.relaxc, "print", src, "--target", tgt, "--after",
+                                   "library_lower"], nvrtc_env())
+        libs[tgt] = (rc, out.count('"cublas.matmul"'), err)
+    c.check(libs["cuda"][:2] == (0, 2) and libs["cuda,cublas=0"][:2] == (0, 0),
+            "cuda: two matmuls (symbolic rows, batched) to cublas.matmul, M = 1 generated; "
+            "cuda,cublas=0: none (%s)" % str([v[:2] for v in libs.values()]) + libs["cuda"][2][-300:])
+    rc, err, rxa = cu.build(src)
+    c.check(rc == 0, "the matmul module builds for cuda" + ("" if rc == 0 else ": " + err))
+    mock, mock_blas = os.environ.get("RX_MOCK_CUDA"), os.environ.get("RX_MOCK_CUBLAS")
+    if rc or not (mock and mock_blas and os.path.exists(mock) and os.path.exists(mock_blas)):
+        print("SKIP cuBLAS runs: $RX_MOCK_CUDA / $RX_MOCK_CUBLAS not set (ctest sets them)")
+        return
+    import numpy as np
+    rng = np.random.default_rng(3)
+    ins = {"x": rng.standard_normal((5, 64)), "w": rng.standard_normal((64, 32)),
+           "a": rng.standard_normal((2, 5, 16)), "bb": rng.standard_normal((2, 16, 8)),
+           "v": rng.standard_normal((1, 64))}
+    argv = [cu.relax_run, rxa]
+    for k, v in ins.items():
+        ins[k] = v.astype(np.float32)
+        np.save(os.path.join(cu.tmp, k + ".npy"), ins[k])
+        argv += ["--in", "%s=%s" % (k, os.path.join(cu.tmp, k + ".npy"))]
+    outdir = os.path.join(cu.tmp, "mm-out")
+    os.makedirs(outdir, exist_ok=True)
+    env = dict(os.environ, RX_CUDA_LIB=mock, RX_CUBLAS_LIB=mock_blas)
+    rc, out, err = run_status(argv + ["--out-dir", outdir], env)
+    ok = rc == 0
+    if ok:
+        got = [np.load(os.path.join(outdir, "out%d.npy" % i)) for i in range(3)]
+        want = [ins["x"] @ ins["w"], ins["a"] @ ins["bb"]]
+        ok = all(g.shape == w.shape and np.allclose(g, w, rtol=1e-5, atol=1e-4)
+                 for g, w in zip(got[:2], want))
+    c.check(ok, "relax-run over the mock driver and mock cuBLAS: (n, 64) @ (64, 32) and the "
+            "batched (2, n, 16) @ (2, 16, 8) equal NumPy's" + ("" if rc == 0 else ": " + err.strip()))
+    # the M = 1 product is a generated kernel: the mock runs no PTX, so only the two
+    # cuBLAS results are compared
+    env["RX_CUBLAS_LIB"] = os.path.join(cu.tmp, "no-libcublas.so")
+    rc, out, err = run_status(argv, env)
+    c.check(rc == 1 and "cuBLAS is not available: cannot load" in err and err.startswith("error: "),
+            "without cuBLAS the call fails naming it: " + err.strip()[-300:])
+
+
+def graphs(c, cu):
+    """CUDA Graph regions: marked, lowered, captured and replayed over the mock driver."""
+    llama = os.path.join(ROOT, "tests/models/llama_tiny.json")
+    lst = {}
+    for extra in ([], ["--disable-pass", "cuda_graph"]):
+        rc, out, err = run_status([cu.relaxc, "print", llama, "--target", "cuda", "--after",
+                                   "lower_vm"] + extra, nvrtc_env())
+        dec = out[out.find("function decode"):]
+        lst[bool(extra)] = (rc, dec[:dec.find("\nfunction ", 1)] if "\nfunction " in dec[1:] else dec)
+    rc, dec = lst[False]
+    c.check(rc == 0 and "GRAPH_BEGIN 0 [ h" in dec and dec.count("GRAPH_BEGIN") == dec.count("GRAPH_END") == 1
+            and lst[True][0] == 0 and "GRAPH_BEGIN" not in lst[True][1],
+            "decode: one CUDA Graph region in lower_vm's listing, none with --disable-pass cuda_graph")
+    mock, blas = os.environ.get("RX_MOCK_CUDA"), os.environ.get("RX_MOCK_CUBLAS")
+    if not (mock and blas and os.path.exists(mock)):
+        print("SKIP CUDA Graph runs: $RX_MOCK_CUDA / $RX_MOCK_CUBLAS not set (ctest sets them)")
+        return
+    env = dict(os.environ, RX_CUDA_LIB=mock, RX_CUBLAS_LIB=blas)
+    lines = {}
+    for extra in ([], ["--disable-pass", "cuda_graph"]):
+        rc, err, rxa = cu.build(llama, "cuda", None)
+        if extra:
+            rc, _, err = run_status([cu.relaxc, "build", llama, "--target", "cuda", "-o", rxa] + extra,
+                                    nvrtc_env())
+        rc, out, err = run_status([cu.relax_run, rxa, "--fn", "decode", "--shape", "b=2", "--shape",
+                                   "c=5", "--random-missing", "--bench", "--repeat", "3",
+                                   "--warmup", "2"], env)
+        lines[bool(extra)] = json.loads(out) if rc == 0 else {"err": err}
+    g, n = lines[False], lines[True]
+    c.check(g.get("launches") == 1.0 and g.get("graph_launches") == 1.0 and
+            n.get("graph_launches") == 0.0 and n.get("launches", 0) > 20 and
+            g.get("kernels") == n.get("kernels"),
+            "decode over the mock driver: %s launch(es) per call with CUDA Graphs (%s graph), %s "
+            "without, %s kernels both" % (g.get("launches"), g.get("graph_launches"),
+                                          n.get("launches"), n.get("kernels")) + str(g.get("err", "")))
 
 
 def errors(c, cu, mods, rxa):
@@ -271,6 +383,8 @@ def main(argv):
     checks.check(sum(1 for v in built.values() if v) >= len(mods) * 3 // 4,
                  "%d of %d modules built for cuda" % (sum(1 for v in built.values() if v), len(mods)))
     dialect(checks, cu)
+    cublas(checks, cu)
+    graphs(checks, cu)
     errors(checks, cu, mods, built.get(mods[-2]))
     shutil.rmtree(tmp, ignore_errors=True)
     return checks.done()

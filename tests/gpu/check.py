@@ -175,6 +175,20 @@ def main(argv):
                 print("  relax-run median %.3f ms (whole call, inputs uploaded) vs PyTorch eager "
                       "%.3f ms with the same uploads (ratio %.2fx), %.3f ms compute only"
                       % (ms, ref[1], ms / ref[1], ref[0]))
+            if ok and b.get("artifact_nograph"):  # CUDA Graph offloading off, same run
+                cmd[1] = os.path.join(d, b["artifact_nograph"])
+                rc, out2, err2 = run(cmd)
+                ok2 = rc == 0
+                passed, failed = passed + ok2, failed + (not ok2)
+                if not ok2:
+                    print("FAIL %s without CUDA Graph: %s" % (b["name"], err2.strip()[-500:]))
+                    continue
+                g, n = json.loads(out), json.loads(out2)
+                print("  CUDA Graph: %.3f ms, %s launches per call (%s graphs); without: %.3f ms, "
+                      "%s launches (with/without %.2fx%s)"
+                      % (g["median_ms"], g.get("launches"), g.get("graph_launches"), n["median_ms"],
+                         n.get("launches"), g["median_ms"] / n["median_ms"],
+                         ", PyTorch eager %.2fx" % (n["median_ms"] / ref[1]) if ref else ""))
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

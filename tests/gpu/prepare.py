@@ -41,7 +41,9 @@ DLPACK = "/usr/include/dlpack/dlpack.h"
 # Decode and prefill timings (relax-run --bench on the device, random inputs; they
 # report, they do not gate): the Llama generator's tiny module, and one decoder layer at
 # Llama-2-7B shapes (hidden 4096, 32 heads, intermediate 11008, f32), generated here,
-# which check.py also times in PyTorch eager on the same GPU when PyTorch has CUDA.
+# which check.py also times in PyTorch eager on the same GPU when PyTorch has CUDA, and
+# (for cuda) also built with --disable-pass cuda_graph, timed side by side: launches per
+# call and time with and without CUDA Graph offloading.
 LLAMA7B = {"name": "llama7b_1layer", "module": "gen:llama7b_1layer",
            "gen": ["--preset", "llama32", "--layers", "1"],
            "config": {"hidden": 4096, "heads": 32, "head_dim": 128, "intermediate": 11008}}
@@ -59,9 +61,9 @@ BENCHES = [
 ]
 
 
-def build(relaxc, module, target, out):
+def build(relaxc, module, target, out, extra=()):
     p = subprocess.run([relaxc, "build", module, "--target", target,
-                        "--opt-level", "2", "-o", out], stdout=subprocess.PIPE,
+                        "--opt-level", "2", "-o", out] + list(extra), stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=600)
     if p.returncode != 0:
         raise RuntimeError("relaxc build %s for %s failed: %s" % (module, target, p.stderr.decode()))
@@ -145,7 +147,13 @@ def main(argv):
             art = os.path.join("rxa", "%d.rxa" % len(built))
             build(relaxc, src, a.target, os.path.join(out, art))
             built[b["module"]] = art
-        benches.append(dict(b, artifact=built[b["module"]]))
+            if a.target.startswith("cuda") and b.get("config"):  # the same without CUDA Graphs
+                build(relaxc, src, a.target, os.path.join(out, art[:-4] + "_nograph.rxa"),
+                      ["--disable-pass", "cuda_graph"])
+        extra = {}
+        if a.target.startswith("cuda") and b.get("config"):
+            extra["artifact_nograph"] = built[b["module"]][:-4] + "_nograph.rxa"
+        benches.append(dict(b, artifact=built[b["module"]], **extra))
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"target": a.target, "runs": runs, "benches": benches}, f, indent=1)
     print("prepared %d runs of %d artifacts and %d benchmarks in %s (%d cases left out)"

@@ -17,7 +17,12 @@ bench M.json --target vulkan` end to end with both agents up (runs on gpu-a, the
 names the Vulkan device, the check against NumPy passes, the agent's --threads applies
 to a job that names none, cpu-b ran nothing); the same for opencl through the API;
 `relax agents` listing the devices; the Python client compiling for
-vulkan,max_threads=64 and submitting the kind.
+vulkan,max_threads=64 and submitting the kind; "cuda-c", with tests/unit/runtime/mock_cuda.c
+as its CUDA driver ($RX_MOCK_CUDA; this machine has no NVIDIA driver) and mock_cublas.c as
+cuBLAS ($RX_MOCK_CUBLAS), registers `cuda`
+with the device's name, compute capability and memory, and runs a cuda benchmark job
+(the mock runs no PTX: the job's device and status are checked, no numbers), while
+cpu-b logs why it has no cuda ("no CUDA driver (cannot load ...)").
 
 One line per case, then "N passed, M failed"; exit 1 on any failure. Python 3 standard
 library and NumPy (/usr/bin/python3).
@@ -107,7 +112,9 @@ def test_cpu_only_agent():
     line = b.devices_line()
     expect(line and line["devices"] == [] and "no Vulkan device" in line["absent"]["vulkan"]
            and "/nonexistent/libvulkan.so.1" in line["absent"]["vulkan"]
-           and "no OpenCL device" in line["absent"]["opencl"], "devices log %s" % line)
+           and "no OpenCL device" in line["absent"]["opencl"]
+           and "no CUDA driver (cannot load /nonexistent/libcuda.so.1" in line["absent"]["cuda"],
+           "devices log %s" % line)
     a = agents()["cpu-b"]
     expect(a["targets"] == ["cpu"] and a["devices"] == [], "cpu-b %s" % a)
 
@@ -221,7 +228,34 @@ def test_opencl_job():
     expect(S["b"].jobs_started() == 0, "cpu-b started a job")
 
 
-for k in ("a", "b"):
+@case
+def test_cuda_agent_mock_driver():
+    mock, blas = os.environ.get("RX_MOCK_CUDA"), os.environ.get("RX_MOCK_CUBLAS")
+    if not mock or not blas or not os.path.exists(mock):
+        print("SKIP cuda agent: $RX_MOCK_CUDA, $RX_MOCK_CUBLAS not set (ctest sets them)")
+        return
+    env = dict(NOWHERE, RX_CUDA_LIB=mock, RX_CUBLAS_LIB=blas)  # x @ w is a cuBLAS call
+    S["c"] = c = Agent(S["d"].url, "cuda-c", env=env, extra=["--target", "cuda"])
+    c.registered()
+    info = agents()["cuda-c"]
+    cu = {d["target"]: d for d in info["devices"]}.get("cuda", {})
+    expect("cuda" in info["targets"] and cu.get("name") == "Mock GPU" and cu.get("api") == "CUDA"
+           and cu.get("compute_capability") == "9.0" and cu.get("global_bytes") == 64 << 20
+           and cu.get("max_threads") == 1024, "cuda-c %s" % info)
+    st, _, body = S["d"].json("POST", "/v1/compile", {"module": module(), "target": "cuda"})
+    if st != 200 and "NVRTC" in json.dumps(body):
+        print("SKIP cuda job: relaxd has no NVRTC here (%s)" % body)
+        return
+    expect(st == 200, "compile cuda: %s %s" % (st, body))
+    st, _, r = S["d"].json("POST", "/v1/benchmarks", {"artifact": body["artifact"], "target": "cuda",
+                                                     "shapes": {"n": 16}, "repeat": 2})
+    expect(st == 202, "submit %s %s" % (st, r))
+    j = wait_job(r["job"], 120)
+    expect(j["status"] == "done" and j["agent"] == "cuda-c" and
+           j["result"]["device"] == "CUDA: Mock GPU", "cuda job %s" % j)
+
+
+for k in ("a", "b", "c"):
     if k in S:
         rc = S[k].stop()
         rxtest.record("agent_%s_exit" % k, rc == 0, "exit %s" % rc)

@@ -229,6 +229,7 @@ static bool run_isolated(const char *pass, rx_module *m, const case_opts *o, rx_
         {"analysis", rx_pass_annotate_patterns}, {"fuse_ops", rx_pass_fuse_ops},
         {"fuse_tir", rx_pass_fuse_tir},         {"lift_workspace", rx_pass_lift_workspace},
         {"specialize", rx_pass_specialize},     {"schedule", rx_pass_schedule_cpu},
+        {"cuda_graph", rx_pass_cuda_graph},
     };
     if (!strcmp(pass, "parse")) return true; /* the reader's own goldens: read only */
     if (!rx_deduce_module(m, d)) return false;

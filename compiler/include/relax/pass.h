@@ -108,6 +108,8 @@ typedef enum rx_lib_mode {
     RX_LIB_ALL       /* every enabled pattern, the cost rule ignored */
 } rx_lib_mode;
 
+#define RX_LIB_GPU_MV_ROWS 8 /* cuda: a literal M up to this stays generated (gpu_int.h's
+                                RX_GPU_MV_ROWS: the matvec schedule's rows) */
 #define RX_LIB_THRESHOLD_DEFAULT 32768 /* 2^15: b*M*N*K below this stays generated */
 
 typedef struct rx_lib_opts {
@@ -117,6 +119,9 @@ typedef struct rx_lib_opts {
     int64_t threshold;           /* the cost rule's volume; <= 0: RX_LIB_THRESHOLD_DEFAULT */
     bool opencl;                 /* the OpenCL registry: pattern matmul alone, as
                                     clblast.matmul (target opencl,clblast=1) */
+    bool cuda;                   /* the CUDA registry: pattern matmul alone, as
+                                    cublas.matmul (target cuda,cublas=1); rows of at most
+                                    RX_LIB_GPU_MV_ROWS stay generated (the matvec schedule) */
 } rx_lib_opts;
 
 /* Rewrites, in the dataflow blocks of every graph function of the deduced module m, each
@@ -219,6 +224,14 @@ bool rx_pass_schedule_matvec(rx_module *m, rx_diags *d);
  * Never fails. */
 bool rx_schedule_moves(rx_module *m, int *nmoves);
 bool rx_pass_schedule_moves(rx_module *m, rx_diags *d);
+/* CUDA Graph offloading (cuda_graph.c, paper §4.6): marks, in the "cuda_graph"
+ * attribute of each graph function, the maximal runs of at least two call_tir bindings
+ * of a dataflow block whose tensors are static (outputs of literal or upper-bounded
+ * shape that are not the function's result; arguments parameters, constants or such
+ * outputs), each with the symbolic variables it depends on (its capture key):
+ * [{"first": VAR, "last": VAR, "launches": N, "key": [NAME...]}...]. lower_vm turns the
+ * marks into GRAPH_BEGIN / GRAPH_END. Rewrites no binding. */
+bool rx_pass_cuda_graph(rx_module *m, rx_diags *d);
 
 /* ---- operator fusion (compiler/pass/fuse_ops.c, compiler/pass/fuse_tir.c) ---- */
 

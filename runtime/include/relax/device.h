@@ -109,6 +109,7 @@ typedef struct rx_dev_info {
     int64_t align_bytes;     /* base address alignment of buffers */
     int64_t max_push_bytes;  /* bytes of scalar arguments per launch (Vulkan push
                                 constants); 0: no limit of that kind (OpenCL) */
+    char compute[16];        /* CUDA: the compute capability, "9.0"; else "" */
 } rx_dev_info;
 
 #define RX_SPIRV_BUNDLE_MAGIC 0x42535852u /* "RXSB": a SPIR-V bundle (above) */

@@ -278,6 +278,9 @@ typedef struct rx_rt_bench_result {
     int threads;        /* the kernels' OpenMP thread count in effect (rx_rt_get_threads) */
     int blas_threads;   /* OpenBLAS's thread count in effect (0: unknown) */
     char device[160];   /* what ran it (rx_rt_module_device): "cpu", "OpenCL: NAME" */
+    double launches;    /* GPU: device launches per timed call (a CUDA Graph launch counts
+                           one, the kernels it replays none); -1 on the CPU */
+    double graph_launches; /* GPU: CUDA Graph launches per timed call */
 } rx_rt_bench_result;
 
 /* Times function `fn` like TVM's time_evaluator: max(warmup, 1) untimed calls, then `repeat`

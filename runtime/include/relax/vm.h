@@ -156,7 +156,9 @@ typedef struct rx_vm_kernel_err {
     X(GOTO,          "t",      "goto t") \
     X(RET,           "r",      "return R[A] to the caller") \
     X(CALL_BUILTIN,  "rl*r",   "R[A] := built-in function named l(R...), a new value (unique, nonzero)") \
-    X(NOTE,          "s",      "nothing; s names the binding of the next instruction (CALL_LIB) in its errors")
+    X(NOTE,          "s",      "nothing; s names the binding of the next instruction (CALL_LIB) in its errors") \
+    X(GRAPH_BEGIN,   "i*d",    "CUDA Graph region i begins, its key the values D... (captured once per key, then replayed)") \
+    X(GRAPH_END,     "i",      "CUDA Graph region i ends (a capture becomes a graph; the graph is launched)")
 
 typedef enum rx_vm_op {
 #define RX_VM_X_ENUM(name, fmt, doc) RX_OP_##name,

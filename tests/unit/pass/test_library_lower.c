@@ -115,7 +115,7 @@ START_TEST(mlp_golden)
     ck_assert_int_eq(r->sinfo->dtype, RX_DT_F32);
     rx_module_free(m);
     /* auto with everything enabled is the default: explicit options give the same */
-    rx_lib_opts o = {RX_LIB_AUTO, NULL, 0, false};
+    rx_lib_opts o = {RX_LIB_AUTO, NULL, 0, false, false};
     m = lower(mlp, &o, &n);
     assert_equal(m, mlp_expected);
     rx_module_free(m);
@@ -147,11 +147,11 @@ START_TEST(cost_rule)
     m = lower(symk, NULL, &n); /* static M = 2 > 1, symbolic K counts as large */
     ck_assert_str_eq(lib_of(m, "y"), "blas.matmul");
     rx_module_free(m);
-    rx_lib_opts lower_threshold = {RX_LIB_AUTO, NULL, 256, false};
+    rx_lib_opts lower_threshold = {RX_LIB_AUTO, NULL, 256, false, false};
     m = lower(small, &lower_threshold, &n);
     ck_assert_str_eq(lib_of(m, "y"), "blas.matmul");
     rx_module_free(m);
-    rx_lib_opts all = {RX_LIB_ALL, NULL, 0, false};
+    rx_lib_opts all = {RX_LIB_ALL, NULL, 0, false, false};
     m = lower(mv, &all, &n);
     ck_assert_int_eq(n, 1);
     ck_assert_str_eq(lib_of(m, "y"), "blas.matmul");
@@ -161,7 +161,7 @@ END_TEST
 
 START_TEST(lib_none_keeps_ops)
 {
-    rx_lib_opts none = {RX_LIB_NONE, NULL, 0, false};
+    rx_lib_opts none = {RX_LIB_NONE, NULL, 0, false, false};
     int n;
     rx_module *m = lower(mlp, &none, &n);
     ck_assert_int_eq(n, 0);
@@ -207,7 +207,7 @@ END_TEST
 START_TEST(disable_falls_back)
 {
     static const char *const off[] = {"matmul_bias_relu", NULL};
-    rx_lib_opts o = {RX_LIB_AUTO, off, 0, false};
+    rx_lib_opts o = {RX_LIB_AUTO, off, 0, false, false};
     int n;
     rx_module *m = lower(mlp, &o, &n);
     ck_assert_str_eq(lib_of(m, "s"), "blas.matmul_bias");
@@ -215,14 +215,14 @@ START_TEST(disable_falls_back)
     ck_assert_str_eq(lib_of(m, "y"), "blas.matmul");
     rx_module_free(m);
     static const char *const off2[] = {"matmul_bias_relu", "matmul_bias", "matmul", NULL};
-    rx_lib_opts o2 = {RX_LIB_AUTO, off2, 0, false};
+    rx_lib_opts o2 = {RX_LIB_AUTO, off2, 0, false, false};
     m = lower(mlp, &o2, &n);
     ck_assert_int_eq(n, 0);
     assert_equal(m, mlp);
     rx_module_free(m);
     /* an unknown name is an option error */
     static const char *const bad[] = {"conv2d", NULL};
-    rx_lib_opts o3 = {RX_LIB_AUTO, bad, 0, false};
+    rx_lib_opts o3 = {RX_LIB_AUTO, bad, 0, false, false};
     rx_module *m3 = load(mlp);
     rx_diags d;
     rx_diags_init(&d);
@@ -248,7 +248,7 @@ START_TEST(activations)
         OP("w", "add", "[\"y\", \"z\"]"), "w");
     int n;
     /* --lib all: whole chains, gelu and silu included */
-    rx_lib_opts all = {RX_LIB_ALL, NULL, 0, false};
+    rx_lib_opts all = {RX_LIB_ALL, NULL, 0, false, false};
     rx_module *m = lower(acts, &all, &n);
     ck_assert_int_eq(n, 4);
     ck_assert_str_eq(lib_of(m, "g"), "blas.matmul_bias_gelu");
@@ -304,7 +304,7 @@ END_TEST
 /* The OpenCL registry: matmul alone, as clblast.matmul, under the CPU's cost rule. */
 START_TEST(opencl_registry)
 {
-    rx_lib_opts cl = {RX_LIB_AUTO, NULL, 0, true};
+    rx_lib_opts cl = {RX_LIB_AUTO, NULL, 0, true, false};
     int n;
     rx_module *m = lower(mlp, &cl, &n);
     ck_assert_int_eq(n, 2);
@@ -326,7 +326,7 @@ START_TEST(opencl_registry)
     ck_assert_int_eq(n, 2);
     rx_module_free(m);
     const char *const off[] = {"matmul", NULL};
-    rx_lib_opts cl_off = {RX_LIB_AUTO, off, 0, true};
+    rx_lib_opts cl_off = {RX_LIB_AUTO, off, 0, true, false};
     m = lower(mlp, &cl_off, &n);
     ck_assert_int_eq(n, 0);
     rx_module_free(m);
@@ -493,6 +493,37 @@ START_TEST(view_taken_or_not)
 }
 END_TEST
 
+/* The CUDA registry: matmul alone, as cublas.matmul; a literal M of at most
+ * RX_LIB_GPU_MV_ROWS (8) stays generated (decode's matvec schedule), a symbolic M and a
+ * larger literal one go to cuBLAS. */
+START_TEST(cuda_registry)
+{
+    rx_lib_opts cu = {RX_LIB_AUTO, NULL, 0, false, true};
+    int n;
+    rx_module *m = lower(mlp, &cu, &n);
+    ck_assert_int_eq(n, 2);
+    static const char *const want[][2] = {
+        {"h", "cublas.matmul"}, {"s", "(op)"}, {"r", "(op)"}, {"y", "cublas.matmul"}};
+    for (int i = 0; i < 4; i++) ck_assert_str_eq(lib_of(m, want[i][0]), want[i][1]);
+    rx_module_free(m);
+    static const char shapes[] = MODULE(
+        P("a", "[2, \"n\", 4096]") "," P("b", "[4096, 512]") "," P("c", "[2, 4096, 8]") ","
+        P("x1", "[\"b\", 1, 4096]") "," P("W", "[4096, 4096]") "," P("x8", "[8, 4096]") ","
+        P("x9", "[9, 4096]"),
+        OP("bmm", "matmul", "[\"a\", \"b\"]") "," OP("bb3", "matmul", "[\"a\", \"c\"]") ","
+        OP("dec", "matmul", "[\"x1\", \"W\"]") "," OP("m8", "matmul", "[\"x8\", \"W\"]") ","
+        OP("m9", "matmul", "[\"x9\", \"W\"]"), "bb3");
+    m = lower(shapes, &cu, &n);
+    ck_assert_str_eq(lib_of(m, "bmm"), "cublas.matmul"); /* symbolic M */
+    ck_assert_str_eq(lib_of(m, "bb3"), "cublas.matmul"); /* batched */
+    ck_assert_str_eq(lib_of(m, "dec"), "(op)");          /* decode: M = 1, any batch */
+    ck_assert_str_eq(lib_of(m, "m8"), "(op)");           /* M = 8: the matvec schedule */
+    ck_assert_str_eq(lib_of(m, "m9"), "cublas.matmul");  /* M = 9 */
+    ck_assert_int_eq(n, 3);
+    rx_module_free(m);
+}
+END_TEST
+
 static Suite *ll_suite(void)
 {
     Suite *s = suite_create("library_lower");
@@ -508,6 +539,7 @@ static Suite *ll_suite(void)
     tcase_add_test(tc, view_attention_forms);
     tcase_add_test(tc, view_gqa_forms);
     tcase_add_test(tc, view_taken_or_not);
+    tcase_add_test(tc, cuda_registry);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -14,8 +14,10 @@
  *       buf[off + i] = scale * i + bias for i < n (floats)
  *
  * Functions report 512 threads per block at most (CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
- * below the device's 1024, as with register-heavy kernels). Not thread-safe; a test
- * double, not a driver.
+ * below the device's 1024, as with register-heavy kernels). Stream capture
+ * (cuStreamBeginCapture_v2 .. cuStreamEndCapture) records launches as graph nodes
+ * instead of running them; cuGraphLaunch counts a replay (mock_graphs). Not
+ * thread-safe; a test double, not a driver.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -45,6 +47,13 @@ typedef struct mock_launch {
 } mock_launch;
 
 mock_launch mock_last_launch;
+
+/* CUDA Graph capture and replay (below): what tests inspect (dlsym "mock_graphs"). */
+typedef struct mock_graph_stats {
+    int capturing, captures, instantiated, replays, nodes_last, live_execs;
+} mock_graph_stats;
+
+mock_graph_stats mock_graphs;
 static size_t live_bytes;
 static int ctx_token, stream_token;
 
@@ -250,6 +259,10 @@ CUresult cuLaunchKernel(mock_fn *f, unsigned gx, unsigned gy, unsigned gz, unsig
 {
     if (s != &stream_token || shared || extra || !gx || !gy || !gz || !bx || !by || !bz)
         return INVALID_VALUE;
+    if (mock_graphs.capturing) { /* recorded into the graph being captured, not run */
+        mock_graphs.nodes_last++;
+        return OK;
+    }
     snprintf(mock_last_launch.name, sizeof mock_last_launch.name, "%.*s",
              (int)sizeof mock_last_launch.name - 1, f->name);
     mock_last_launch.grid[0] = gx, mock_last_launch.grid[1] = gy, mock_last_launch.grid[2] = gz;
@@ -275,4 +288,68 @@ CUresult cuGetErrorName(CUresult r, const char **s)
     case NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; return OK;
     default: return INVALID_VALUE;
     }
+}
+
+/* ---- CUDA Graphs: a capture records the launches made on the stream instead of
+ * running them; a graph launch "replays" them (counted). mock_graphs is what tests
+ * inspect. ---- */
+typedef struct mock_graph {
+    int nodes;
+} mock_graph;
+
+CUresult cuStreamBeginCapture_v2(void *s, int mode);
+CUresult cuStreamEndCapture(void *s, mock_graph **g);
+CUresult cuGraphInstantiateWithFlags(mock_graph **x, mock_graph *g, unsigned long long flags);
+CUresult cuGraphLaunch(mock_graph *x, void *s);
+CUresult cuGraphExecDestroy(mock_graph *x);
+CUresult cuGraphDestroy(mock_graph *g);
+
+CUresult cuStreamBeginCapture_v2(void *s, int mode)
+{
+    if (s != &stream_token || mock_graphs.capturing || mode < 0 || mode > 2) return INVALID_VALUE;
+    mock_graphs.capturing = 1;
+    mock_graphs.nodes_last = 0;
+    return OK;
+}
+
+CUresult cuStreamEndCapture(void *s, mock_graph **g)
+{
+    if (s != &stream_token || !mock_graphs.capturing) return INVALID_VALUE;
+    mock_graphs.capturing = 0;
+    mock_graphs.captures++;
+    *g = malloc(sizeof **g);
+    if (!*g) return OUT_OF_MEMORY;
+    (*g)->nodes = mock_graphs.nodes_last;
+    return OK;
+}
+
+CUresult cuGraphInstantiateWithFlags(mock_graph **x, mock_graph *g, unsigned long long flags)
+{
+    if (!g || flags) return INVALID_VALUE;
+    *x = malloc(sizeof **x);
+    if (!*x) return OUT_OF_MEMORY;
+    **x = *g;
+    mock_graphs.instantiated++;
+    mock_graphs.live_execs++;
+    return OK;
+}
+
+CUresult cuGraphLaunch(mock_graph *x, void *s)
+{
+    if (!x || s != &stream_token || mock_graphs.capturing) return INVALID_VALUE;
+    mock_graphs.replays++;
+    return OK;
+}
+
+CUresult cuGraphExecDestroy(mock_graph *x)
+{
+    free(x);
+    mock_graphs.live_execs--;
+    return OK;
+}
+
+CUresult cuGraphDestroy(mock_graph *g)
+{
+    free(g);
+    return OK;
 }

@@ -60,6 +60,7 @@ START_TEST(info_from_attributes)
     ck_assert_str_eq(d->info.name, "Mock GPU");
     ck_assert_msg(strstr(d->info.platform, "CUDA driver 13.0, compute capability 9.0"), "%s",
                   d->info.platform);
+    ck_assert_str_eq(d->info.compute, "9.0"); /* what relax-agent registers */
     ck_assert_int_eq(d->info.dl_type, kDLCUDA);
     ck_assert_int_eq(d->info.max_threads, 1024);
     ck_assert_int_eq(d->info.max_local_bytes, 232448); /* the opt-in maximum */

@@ -320,7 +320,8 @@ START_TEST(builtin_names)
     static const char *const want[] = {
         "blas.matmul", "blas.matmul_bias", "blas.matmul_bias_gelu", "blas.matmul_bias_relu",
         "blas.matmul_bias_silu", "blas.matmul_gelu", "blas.matmul_relu", "blas.matmul_silu",
-        "blas.matmul_view", "blas.sgemm", "clblast.matmul", "rt.matmul", "rt.rms_norm"};
+        "blas.matmul_view", "blas.sgemm", "clblast.matmul", "cublas.matmul", "rt.matmul",
+        "rt.rms_norm"};
     int n = 0;
     while (names[n]) n++;
     ck_assert_int_eq(n, 13);

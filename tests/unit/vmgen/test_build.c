@@ -88,8 +88,8 @@ START_TEST(pipeline_table)
     const char *want[] = {"deduce", "simplify", "canonicalize", "dce", "library_lower",
                           "legalize", "dce_post", "analysis", "fuse_ops", "fuse_tir",
                           "lift_workspace", "specialize", "schedule_matvec", "schedule_moves",
-                          "schedule", "memory_plan", "lower_vm", "codegen"};
-    const int level[] = {0, 1, 1, 1, 2, 0, 0, 0, 2, 2, 2, 3, 1, 0, 1, 1, 0, 0};
+                          "schedule", "memory_plan", "cuda_graph", "lower_vm", "codegen"};
+    const int level[] = {0, 1, 1, 1, 2, 0, 0, 0, 2, 2, 2, 3, 1, 0, 1, 1, 2, 0, 0};
     ck_assert_int_eq(rx_pipeline_count(), RX_COUNTOF(want));
     for (int i = 0; i < RX_COUNTOF(want); i++) {
         ck_assert_str_eq(rx_pipeline_name(i), want[i]);
@@ -99,7 +99,8 @@ START_TEST(pipeline_table)
     ck_assert_int_eq(rx_pipeline_min_opt(RX_COUNTOF(want)), -1);
     /* the optional steps: every stage above level 0, memory_plan included */
     const char *opt[] = {"simplify", "canonicalize", "dce", "library_lower", "fuse_ops",
-                         "fuse_tir", "lift_workspace", "specialize", "schedule", "memory_plan"};
+                         "fuse_tir", "lift_workspace", "specialize", "schedule_matvec",
+                         "schedule", "memory_plan", "cuda_graph"};
     for (int i = 0; i < RX_COUNTOF(opt); i++) ck_assert_str_eq(rx_pipeline_optional(i), opt[i]);
     ck_assert_ptr_null(rx_pipeline_optional(RX_COUNTOF(opt)));
 }
@@ -184,7 +185,7 @@ START_TEST(opt_levels_and_disable)
     char *e = vt_build_error(mod, &ob);
     ck_assert_msg(strstr(e, "pass legalize cannot be disabled (passes that can: simplify, canonicalize, dce, "
                             "library_lower, fuse_ops, fuse_tir, lift_workspace, specialize, "
-                            "schedule, memory_plan)"), "%s", e);
+                            "schedule_matvec, schedule, memory_plan, cuda_graph)"), "%s", e);
     free(e);
 }
 END_TEST
@@ -331,7 +332,8 @@ START_TEST(metadata_json)
     ck_assert_int_eq(json_array_size(json_object_get(root, "libraries")), 0);
 
     json_t *ps = json_object_get(root, "passes");
-    ck_assert_int_eq(json_array_size(ps), rx_pipeline_count() - 1); /* memory_plan: a switch */
+    /* memory_plan: a switch; cuda_graph: target cuda only */
+    ck_assert_int_eq(json_array_size(ps), rx_pipeline_count() - 2);
     for (int i = 0; i < 5; i++)
         ck_assert_str_eq(json_string_value(json_array_get(ps, (size_t)i)), rx_pipeline_name(i));
     json_decref(root);
