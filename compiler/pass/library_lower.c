@@ -420,7 +420,8 @@ static void lower_block(ll_ctx *c, rx_block *b)
         rx_binding *bd = &b->bindings[j];
         if (drop[j] || bd->match_cast) continue;
         c->cur = b;
-        if (c->enabled[VIEW_PATTERN] && !(c->o && (c->o->opencl || c->o->cuda)) && try_view(c, b, j, drop)) {
+        if (c->enabled[VIEW_PATTERN] && !(c->o && (c->o->opencl || c->o->cuda)) &&
+            try_view(c, b, j, drop)) {
             any = true;
             continue;
         }
