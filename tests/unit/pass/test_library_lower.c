@@ -484,7 +484,7 @@ START_TEST(view_taken_or_not)
     ck_assert_int_eq(d[18], 0);
     rx_module_free(m);
     const char *const off[] = {"matmul_view", NULL};
-    rx_lib_opts o = {RX_LIB_AUTO, off, 0, false};
+    rx_lib_opts o = {RX_LIB_AUTO, off, 0, false, false};
     m = lower(mod, &o, &n);
     ck_assert_str_eq(lib_of(m, "lin"), "blas.matmul"); /* its (3-D, 2-D) shapes */
     ck_assert_str_eq(lib_of(m, "b4"), "(op)");
