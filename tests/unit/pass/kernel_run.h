@@ -204,13 +204,15 @@ static inline void kr_check_append(const kr_run *r, int64_t rows, int64_t c, int
 }
 
 /* The module sq (relax-json with single quotes) at opt level lv, no library calls, the
- * pipeline run up to stage `after`. */
-static inline rx_module *kr_module_at(const char *sq, int lv, const char *after)
+ * pipeline run up to stage `after`, the steps named in disable (NULL-terminated, or
+ * NULL) turned off. */
+static inline rx_module *kr_module_without(const char *sq, int lv, const char *after,
+                                           const char *const *disable)
 {
     char *s = strdup(sq);
     for (char *p = s; *p; p++)
         if (*p == '\'') *p = '"';
-    rx_build_opts o = {.opt_level = lv, .lib = {.mode = RX_LIB_NONE}};
+    rx_build_opts o = {.opt_level = lv, .lib = {.mode = RX_LIB_NONE}, .disable = disable};
     rx_diags d;
     rx_diags_init(&d);
     rx_module *m = NULL;
@@ -219,6 +221,11 @@ static inline rx_module *kr_module_at(const char *sq, int lv, const char *after)
     rx_diags_free(&d);
     free(s);
     return m;
+}
+
+static inline rx_module *kr_module_at(const char *sq, int lv, const char *after)
+{
+    return kr_module_without(sq, lv, after, NULL);
 }
 
 /* The loop function the graph function gname of m calls (its first call_tir). */

@@ -42,9 +42,18 @@ static bool has_v4(const char *t, const rx_module *m, const char *g)
     return strstr(t, name) != NULL;
 }
 
+/* MODULE at O3 up to schedule without schedule_matvec: that step (O1+) streams decode's
+ * one-row q . K^T first; the rule is about the register tile `schedule` gives the
+ * product when it is left to it (more than 16 rows, or the step disabled). */
+static rx_module *without_matvec(void)
+{
+    static const char *const off[] = {"schedule_matvec", NULL};
+    return kr_module_without(MODULE, 3, "schedule", off);
+}
+
 START_TEST(gather_tiles_keep_one_version)
 {
-    rx_module *m = kr_module_at(MODULE, 3, "schedule");
+    rx_module *m = without_matvec();
     rx_diags d;
     rx_diags_init(&d);
     rx_sb c = {0};

@@ -324,7 +324,7 @@ START_TEST(builtin_names)
         "rt.rms_norm"};
     int n = 0;
     while (names[n]) n++;
-    ck_assert_int_eq(n, 13);
+    ck_assert_int_eq(n, 14);
     for (int i = 0; i < n; i++) ck_assert_str_eq(names[i], want[i]);
     rx_rt_ctx *ctx = rx_rt_ctx_new();
     for (int i = 0; i < n; i++) rx_rt_module_free(rows_module(ctx, names[i], RX_RXA_F32, RX_RXA_F32, 4));
