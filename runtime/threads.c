@@ -79,3 +79,41 @@ void rx_rt_get_threads(int *kernels, int *blas)
         *blas = f();
     }
 }
+
+/* ---- rx_rt_parallel: the library built-ins' loops on the kernels' pool ---- */
+
+typedef void (*gomp_parallel_fn)(void (*)(void *), void *, unsigned, unsigned);
+
+typedef struct par_job {
+    void (*fn)(void *ud, int t, int n);
+    void *ud;
+    get_fn thread_num, num_threads;
+} par_job;
+
+static void par_tramp(void *p)
+{
+    par_job *j = p;
+    j->fn(j->ud, j->thread_num(), j->num_threads());
+}
+
+/* libgomp is looked up each call without loading it (the kernels or --threads load it;
+ * a process that never did runs serially): a dlopen with RTLD_NOLOAD and three dlsym,
+ * a few microseconds against a convolution's milliseconds. The handle is pinned
+ * (RTLD_NODELETE), so the dlclose only drops the count this call took. */
+void rx_rt_parallel(void (*fn)(void *ud, int t, int n), void *ud)
+{
+    void *g = gomp(0);
+    void *par = sym(g, "GOMP_parallel"), *tn = sym(g, "omp_get_thread_num"),
+         *nt = sym(g, "omp_get_num_threads");
+    if (g) dlclose(g);
+    if (!par || !tn || !nt) {
+        fn(ud, 0, 1);
+        return;
+    }
+    par_job j = {fn, ud, NULL, NULL};
+    gomp_parallel_fn gp;
+    memcpy(&gp, &par, sizeof gp);
+    memcpy(&j.thread_num, &tn, sizeof j.thread_num);
+    memcpy(&j.num_threads, &nt, sizeof j.num_threads);
+    gp(par_tramp, &j, 0, 0);
+}
