@@ -1,6 +1,7 @@
 /*
- * library_conv.c — blas.conv2d: NCHW f32 convolutions on OpenBLAS's sgemm, with the
- * epilogue the compiler fused into the call (compiler/pass/library_lower.c's conv rule).
+ * library_conv.c — the NCHW f32 window ops of library lowering (compiler/pass/
+ * library_lower.c's conv and pool rules): blas.conv2d, convolutions on OpenBLAS's sgemm
+ * with the epilogue the compiler fused into the call, and rt.pool2d.
  *
  *   blas.conv2d (x, w, params, [bias], [residual], y)
  *     x (N, C, H, W), w (O, C / groups, KH, KW), y (N, O, OH, OW), all f32 and dense;
@@ -13,21 +14,32 @@
  *   the call replaces, so the result is the generated loops' up to summation order.
  *
  * Three ways, by the shapes:
- *   - pointwise (1x1, stride 1, no padding): per image and group, y_g (Og, H*W) =
- *     w_g (Og, Cg) @ x_g (Cg, H*W), one sgemm reading x in place;
- *   - one input channel per group (depthwise, any channel multiplier): a direct loop per
- *     output plane, taps outermost over a row: for stride 1 the inner loop is a
- *     contiguous multiply-add the C compiler vectorizes; planes split across threads;
+ *   - pointwise (1x1, stride 1, no padding): y_g[band] (Og, cols) = w_g (Og, Cg) @
+ *     x_g[band] (Cg, cols, ldb = H*W), sgemm reading x in place;
+ *   - one input channel per group (depthwise, any channel multiplier): direct loops per
+ *     output row (window_row: each tap row clipped to its valid outputs once, so the
+ *     inner loop has no bounds test and, for stride 1, is a contiguous multiply-add the
+ *     C compiler vectorizes); output planes split across threads;
  *   - otherwise (KxK, strides, dilation, grouped): im2col — a panel col (Cg*KH*KW,
  *     rows*OW) of the input taps for a band of output rows, zero where the tap falls in
- *     the padding — then y_g[band] = w_g (Og, Cg*KH*KW) @ col, ldc = OH*OW. The band is
- *     sized so the panel stays under PANEL_FLOATS (2 MiB: L2-sized, reused by every
- *     output channel), one malloc per call. The panel is filled by all threads (rows of
- *     the panel split), the sgemm runs on OpenBLAS's threads.
- * The epilogue runs per band right after its sgemm while the band is warm in cache
- * (output channels split across threads). Threads: rx_rt_parallel, the kernels' pool.
+ *     the padding — then y_g[band] = w_g (Og, Cg*KH*KW) @ col, ldc = OH*OW.
+ * The sgemm ways cut the output into bands (image, group, output rows): the panel under
+ * PANEL_FLOATS (4 MiB), two bands a thread where the output has enough rows, at least
+ * LEAST_COLS columns each. One parallel region per call (rx_rt_parallel: the kernels'
+ * libgomp pool, so --threads applies); each thread takes bands from an atomic counter
+ * and runs im2col into its own panel, a single-threaded sgemm (OpenBLAS's OpenMP build
+ * runs one thread inside a parallel region) and the epilogue on the band while it is
+ * warm. One region instead of three per band matters on a loaded machine: every
+ * region's barrier waits for a thread the OS may have preempted.
  * Cost: O(N O OH OW Cg KH KW) multiply-adds; im2col copies O(N C KH KW OH OW), 1/Og of
  * the product's work; the epilogue O(N O OH OW).
+ *
+ *   rt.pool2d (x, params, y): max / avg pooling, f32 NCHW, params i64 (13,) = pool
+ *     size (h, w), strides, padding (top, left, bottom, right), dilation, ceil_mode, max
+ *     (1) or avg (0), count_include_pad; y's extents must be op_nn.c's window
+ *     arithmetic of x's. Max starts from -FLT_MAX (padding never wins); avg divides by
+ *     legalize_nn.c's tap count. Planes split across threads, rows by window_row.
+ *     Cost O(N C OH OW KH KW).
  * Codes: 2 arguments, 3 dtype, 4 shape, 5 params, 6 out of memory, 1 no BLAS.
  */
 #include "rt_int.h"
@@ -40,7 +52,8 @@
 enum { CV_OK = 0, CV_NOLIB = 1, CV_ARGS = 2, CV_DTYPE = 3, CV_SHAPE = 4, CV_PARAMS = 5,
        CV_NOMEM = 6 };
 enum { CV_NPARAMS = 11, CV_FLAG_BIAS = 1, CV_FLAG_RES = 2, CV_ACT_RELU = 1 };
-#define PANEL_FLOATS ((int64_t)1 << 19)
+#define PANEL_FLOATS ((int64_t)1 << 20) /* 4 MiB: the largest im2col panel */
+#define LEAST_COLS 128                  /* the fewest columns of a band's sgemm */
 
 const char *rx_rt_conv2d_strerr(int32_t code)
 {
@@ -151,13 +164,14 @@ static void epilogue(const conv *c, int64_t o, float *y, const float *res, int64
 
 /* ---- the sgemm ways: band tasks taken from c->next by every thread ---- */
 
-/* The rows of a band: the panel under PANEL_FLOATS, at least 4 tasks a thread when the
- * output allows, at least 64 columns a sgemm. */
+/* The rows of a band: the panel under PANEL_FLOATS, 2 tasks a thread when the output
+ * allows (taken dynamically: a thread the OS preempts delays the call by one band, not by
+ * half of it), at least LEAST_COLS columns a sgemm. */
 static int64_t band_rows(const conv *c, int nthreads)
 {
-    int64_t planes = c->N * c->groups, per_plane = (4 * nthreads + planes - 1) / planes;
+    int64_t planes = c->N * c->groups, per_plane = (2 * nthreads + planes - 1) / planes;
     int64_t rows = (c->OH + per_plane - 1) / per_plane, cap = PANEL_FLOATS / (c->Kc * c->OW);
-    int64_t least = (64 + c->OW - 1) / c->OW;
+    int64_t least = (LEAST_COLS + c->OW - 1) / c->OW;
     if (!c->pointwise && rows > cap) rows = cap;
     if (rows < least) rows = least;
     return rows < 1 ? 1 : rows > c->OH ? c->OH : rows;

@@ -14,8 +14,8 @@ padding), all returned as a tuple. Checked:
     every pooling into one rt.pool2d (the counts in the lowered module);
   - relax-run at batch 2 and batch 1 of the same artifact equals a float64 NumPy
     convolution of the same formulation (rtol 1e-4, atol 1e-4), every output;
-  - the artifact built with --lib-disable conv2d --lib-disable pool2d (the generated
-    loops) agrees too.
+  - the poolings built with --lib-disable conv2d --lib-disable pool2d (the generated
+    loops, whose avg divisors the NumPy reference restates) agree too.
 Prints one line per check and `N passed, M failed`; exit 1 on a failure.
 """
 
@@ -121,11 +121,11 @@ def conv_ref(x, w, st, pd, dl, g):
     return y
 
 
-def module():
+def module(cases, pools):
     def t(name, shape):
         return {"name": name, "type": {"tensor": {"shape": shape, "dtype": "f32"}}}
     params, bind, results = [], [], []
-    for i, c in enumerate(CASES):
+    for i, c in enumerate(cases):
         name, C, H, W, ws, st, pd, dl, g, bias, res, relu = c
         OH, OW = out_hw(c)
         params += [t("x%d" % i, ["n", C, H, W]), t("w%d" % i, list(ws))]
@@ -145,7 +145,7 @@ def module():
             bind.append({"var": "y%d" % i, "value": {"op": "nn.relu", "args": [cur]}})
             cur = "y%d" % i
         results.append(cur)
-    for i, c in enumerate(POOLS):
+    for i, c in enumerate(pools):
         name, op, C, H, W, k, st, pd, dl, ceil, cip = c
         params.append(t("px%d" % i, ["n", C, H, W]))
         attrs = {"pool_size": k, "strides": st, "padding": pd, "dilation": dl, "ceil_mode": ceil}
@@ -193,13 +193,15 @@ def main():
     check = checks.check
     rng = np.random.default_rng(13)
     with tempfile.TemporaryDirectory(prefix="rx_conv_lib.") as tmp:
-        src = os.path.join(tmp, "m.json")
+        src, gen_src = os.path.join(tmp, "m.json"), os.path.join(tmp, "pools.json")
         with open(src, "w") as f:
-            json.dump(module(), f)
+            json.dump(module(CASES, POOLS), f)
+        with open(gen_src, "w") as f:  # the generated loops: the poolings (their divisors)
+            json.dump(module([], POOLS), f)
         rxa = {"lib": os.path.join(tmp, "lib.rxa"), "gen": os.path.join(tmp, "gen.rxa")}
         gen_opts = ["--lib-disable", "conv2d", "--lib-disable", "pool2d"]
-        for tag, extra in (("lib", []), ("gen", gen_opts)):
-            rc, _, err = run_status([relaxc, "build", src, "-o", rxa[tag]] + extra)
+        for tag, path, extra in (("lib", src, []), ("gen", gen_src, gen_opts)):
+            rc, _, err = run_status([relaxc, "build", path, "-o", rxa[tag]] + extra)
             check(rc == 0, "relaxc build %s" % " ".join(extra) + ("" if rc == 0 else ": " + err))
             if rc != 0:
                 return checks.done()
@@ -213,20 +215,25 @@ def main():
               "--lib-disable conv2d, pool2d keep the generated loops")
         for n, tags in ((2, ("lib", "gen")), (1, ("lib",))):
             arrs, want = inputs(rng, n)
-            ins = []
+            ins, gen_ins = [], []
             for k, v in arrs.items():
                 p = os.path.join(tmp, "%s_%d.npy" % (k, n))
                 np.save(p, v)
                 ins += ["--in", "%s=%s" % (k, p)]
+                gen_ins += ["--in", "%s=%s" % (k, p)] if k.startswith("px") else []
             for tag in tags:
                 out = os.path.join(tmp, "out_%s_%d" % (tag, n))
                 os.makedirs(out)
-                rc, _, err = run_status([relax_run, rxa[tag], "--out-dir", out] + ins)
+                rc, _, err = run_status([relax_run, rxa[tag], "--out-dir", out] +
+                                        (ins if tag == "lib" else gen_ins))
                 check(rc == 0, "relax-run %s batch %d" % (tag, n) + ("" if rc == 0 else ": " + err[-500:]))
                 if rc != 0:
                     continue
+                skip = 0 if tag == "lib" else len(CASES)
                 for i, c in enumerate(CASES + POOLS):
-                    got = np.load(os.path.join(out, "out%d.npy" % i))
+                    if i < skip:
+                        continue
+                    got = np.load(os.path.join(out, "out%d.npy" % (i - skip)))
                     ok = got.shape == want[i].shape and np.allclose(got, want[i], rtol=1e-4, atol=1e-4)
                     err_s = float(np.abs(got - want[i]).max()) if got.shape == want[i].shape else -1
                     check(ok, "%s %s batch %d equals NumPy (max err %.2e)" % (c[0], tag, n, err_s))
