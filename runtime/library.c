@@ -46,6 +46,7 @@
  * the items split over one libgomp region (rx_rt_parallel, threads.c) when the BLAS is
  * OpenBLAS's OpenMP or sequential build (its sgemm then runs one thread inside a
  * region); else one after another, each on the BLAS's own threads.
+ * blas.conv2d (convolutions on the same sgemm, with their epilogues) is library_conv.c's.
  * The runtime-native "rt.*" functions live in library_rt.c; the table of every
  * built-in name (RX_RT_BUILTIN_LIBS below) is the one list both the registration and
  * rx_rt_builtin_library_names read, so the compiler's check and the loader agree.
@@ -61,8 +62,7 @@
 enum { BLAS_OK = 0, BLAS_NOLIB = 1, BLAS_ARGS = 2, BLAS_DTYPE = 3, BLAS_SHAPE = 4 };
 
 /* cblas_sgemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) */
-typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int,
-                         const float *, int, float, float *, int);
+typedef rx_rt_sgemm_fn sgemm_fn;
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT; /* guards blas_sgemm, blas_name */
 static sgemm_fn blas_sgemm;                           /* process-wide, see the essay */
@@ -97,6 +97,12 @@ static void blas_open(void)
     if (blas_try(RX_OPENBLAS_OPENMP)) return;
 #endif
     blas_try("libopenblas.so.0");
+}
+
+rx_rt_sgemm_fn rx_rt_sgemm(void)
+{
+    pthread_once(&blas_once, blas_open);
+    return blas_sgemm;
 }
 
 const char *rx_rt_blas_library(void)
@@ -514,6 +520,7 @@ static const char *cublas_on_host_strerr(int32_t code)
 /* The built-in library functions, sorted by name: what every context registers and
  * what rx_rt_builtin_library_names lists. */
 #define RX_RT_BUILTIN_LIBS(X)                                               \
+    X("blas.conv2d", rx_rt_conv2d, rx_rt_conv2d_strerr)                     \
     X("blas.matmul", blas_sgemm_entry, blas_strerr)                         \
     X("blas.matmul_bias", blas_matmul_bias, blas_fused_strerr)              \
     X("blas.matmul_bias_gelu", blas_matmul_bias_gelu, blas_fused_strerr)    \
@@ -527,6 +534,7 @@ static const char *cublas_on_host_strerr(int32_t code)
     X("clblast.matmul", clblast_on_host, clblast_on_host_strerr)            \
     X("cublas.matmul", clblast_on_host, cublas_on_host_strerr)              \
     X("rt.matmul", rx_rt_matmul, rx_rt_matmul_strerr)                       \
+    X("rt.pool2d", rx_rt_pool2d, rx_rt_pool2d_strerr)                       \
     X("rt.rms_norm", rx_rt_rms_norm, rx_rt_rms_norm_strerr)
 
 const char *const *rx_rt_builtin_library_names(void)

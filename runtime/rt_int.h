@@ -186,6 +186,19 @@ void *rx_rt_blas_handle(void);
  * and the region's size. */
 int rx_rt_parallel(void (*fn)(void *data), void *data);
 void rx_rt_parallel_id(int *id, int *n);
+/* cblas_sgemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) of
+ * that library (opened on the first call), NULL when none could be opened. */
+typedef void (*rx_rt_sgemm_fn)(int, int, int, int, int, int, float, const float *, int,
+                               const float *, int, float, float *, int);
+rx_rt_sgemm_fn rx_rt_sgemm(void);
+/* blas.conv2d and rt.pool2d (library_conv.c) and their messages. */
+int32_t rx_rt_conv2d(DLTensor *const *args, int32_t nargs);
+const char *rx_rt_conv2d_strerr(int32_t code);
+int32_t rx_rt_pool2d(DLTensor *const *args, int32_t nargs);
+const char *rx_rt_pool2d_strerr(int32_t code);
+/* Runs fn(ud, t, n) for t in [0, n) on the kernels' OpenMP pool (rx_rt_parallel's one
+ * region; n = 1 on the calling thread when there is none). threads.c. */
+void rx_rt_parallel_for(void (*fn)(void *ud, int t, int n), void *ud);
 /* Closes libraries opened by the built-ins. */
 void rx_rt_lib_close(rx_rt_ctx *ctx);
 /* The runtime-native library functions "rt.*" and their messages (library_rt.c). */

@@ -115,3 +115,24 @@ void rx_rt_parallel_id(int *id, int *n)
     *id = omp_thread_num ? omp_thread_num() : 0;
     *n = omp_num_threads ? omp_num_threads() : 1;
 }
+
+/* ---- rx_rt_parallel_for: the same region, the thread number passed ---- */
+
+typedef struct par_job {
+    void (*fn)(void *ud, int t, int n);
+    void *ud;
+} par_job;
+
+static void par_tramp(void *p)
+{
+    par_job *j = p;
+    int t, n;
+    rx_rt_parallel_id(&t, &n);
+    j->fn(j->ud, t, n);
+}
+
+void rx_rt_parallel_for(void (*fn)(void *ud, int t, int n), void *ud)
+{
+    par_job j = {fn, ud};
+    if (!rx_rt_parallel(par_tramp, &j)) fn(ud, 0, 1);
+}

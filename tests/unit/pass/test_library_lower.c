@@ -221,14 +221,14 @@ START_TEST(disable_falls_back)
     assert_equal(m, mlp);
     rx_module_free(m);
     /* an unknown name is an option error */
-    static const char *const bad[] = {"conv2d", NULL};
+    static const char *const bad[] = {"conv3d", NULL};
     rx_lib_opts o3 = {RX_LIB_AUTO, bad, 0, false, false};
     rx_module *m3 = load(mlp);
     rx_diags d;
     rx_diags_init(&d);
     ck_assert(!rx_library_lower(m3, &o3, NULL, &d));
     char *s = diags_str(&d);
-    ck_assert_msg(strstr(s, "unknown library pattern conv2d (known: matmul_bias_relu,"), "%s", s);
+    ck_assert_msg(strstr(s, "unknown library pattern conv3d (known: matmul_bias_relu,"), "%s", s);
     free(s);
     rx_diags_free(&d);
     rx_module_free(m3);

@@ -1,0 +1,244 @@
+"""test_conv_lib_e2e.py — convolutions (blas.conv2d) and poolings (rt.pool2d) through
+library lowering's conv and pool rules, end to end.
+
+    /usr/bin/python3 tests/e2e/test_conv_lib_e2e.py BUILD_DIR
+
+One module, symbolic batch n, holds one convolution chain per formulation (3x3 with
+bias and relu; stride 2 with 4-value asymmetric padding and a 3x2 kernel; dilation;
+grouped; depthwise; depthwise with channel multiplier 2, stride 2 and a residual; 1x1
+with bias, residual and relu; 1x1 with stride 2; 1x1 with padding; a layer large enough
+that the im2col panel is cut into several bands), and max / avg poolings (the probe's
+3x3 stride 2 pad 1 max pool, dilation, ceil_mode, count_include_pad both ways, 4-value
+padding), all returned as a tuple. Checked:
+  - `relaxc build` (default cost rule) turns every chain into one blas.conv2d call and
+    every pooling into one rt.pool2d (the counts in the lowered module);
+  - relax-run at batch 2 and batch 1 of the same artifact equals a float64 NumPy
+    convolution of the same formulation (rtol 1e-4, atol 1e-4), every output;
+  - the poolings built with --lib-disable conv2d --lib-disable pool2d (the generated
+    loops, whose avg divisors the NumPy reference restates) agree too.
+Prints one line per check and `N passed, M failed`; exit 1 on a failure.
+"""
+
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+from e2e_check import Checks, run_status, start
+
+# name, C, H, W, weight (O, Cg, KH, KW), strides, padding (as written), dilation,
+# groups, bias ("1o11", "o11" or None), residual, relu
+CASES = [
+    ("k3_bias_relu", 16, 20, 20, (32, 16, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "1o11", False, True),
+    ("s2_asym_pad", 8, 17, 19, (16, 8, 3, 2), [2, 2], [0, 1, 2, 1], [1, 1], 1, None, False, False),
+    ("dilated", 8, 17, 19, (16, 8, 3, 3), [1, 1], [2], [2, 3], 1, "o11", False, True),
+    ("grouped", 8, 17, 19, (16, 4, 3, 3), [1, 2], [1, 1, 1, 1], [1, 1], 2, "o11", False, True),
+    ("depthwise", 8, 17, 19, (8, 1, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 8, "1o11", False, True),
+    ("dw_mult2_s2_res", 8, 17, 19, (16, 1, 5, 5), [2, 2], [2, 2, 2, 2], [1, 1], 8, None, True, False),
+    ("pw_bias_res_relu", 16, 20, 20, (32, 16, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1, "1o11", True, True),
+    ("pw_s2", 16, 20, 20, (32, 16, 1, 1), [2, 2], [0, 0, 0, 0], [1, 1], 1, None, False, False),
+    ("pw_padded", 16, 20, 20, (24, 16, 1, 1), [1, 1], [1, 0, 2, 1], [1, 1], 1, "1o11", False, False),
+    ("banded", 32, 24, 128, (16, 32, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "1o11", False, True),
+]
+
+# name, op, C, H, W, pool_size, strides, padding, dilation, ceil_mode, count_include_pad
+POOLS = [
+    ("max_k3s2p1", "max", 8, 21, 22, [3, 3], [2, 2], [1, 1, 1, 1], [1, 1], False, False),
+    ("max_dil_ceil", "max", 8, 21, 22, [3, 2], [2, 3], [1, 0, 1, 1], [2, 1], True, False),
+    ("avg_pad_exclude", "avg", 8, 21, 22, [3, 3], [2, 2], [1], [1, 1], False, False),
+    ("avg_pad_include_ceil", "avg", 8, 21, 22, [3, 3], [2, 2], [1, 0, 0, 1], [1, 1], True, True),
+    ("avg_k2s2", "avg", 8, 20, 22, [2, 2], [2, 2], [0], [1, 1], False, True),
+]
+
+
+def pool_hw(c):
+    _, _, _, H, W, k, st, pd, dl, ceil, _ = c
+    t, l, b, r = pads4(pd)
+    return tuple((e + p0 + p1 - d * (kk - 1) - 1 + (s - 1 if ceil else 0)) // s + 1
+                 for e, p0, p1, d, kk, s in ((H, t, b, dl[0], k[0], st[0]), (W, l, r, dl[1], k[1], st[1])))
+
+
+def pool_ref(x, c):
+    """float64 NCHW max / avg pooling with op_nn.c's extents and legalize_nn.c's counts."""
+    _, op, _, H, W, k, st, pd, dl, ceil, cip = c
+    t, l, b, r = pads4(pd)
+    OH, OW = pool_hw(c)
+    eb = max(0, (OH - 1) * st[0] + dl[0] * (k[0] - 1) + 1 - (H + t))  # rows below, overhang included
+    er = max(0, (OW - 1) * st[1] + dl[1] * (k[1] - 1) + 1 - (W + l))
+    fill = -np.inf if op == "max" else 0.0
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (t, eb), (l, er)), constant_values=fill)
+    mask = np.zeros(xp.shape[2:])
+    if cip:
+        mask[:t + H + b, :l + W + r] = 1
+    else:
+        mask[t:t + H, l:l + W] = 1
+    acc = np.full(x.shape[:2] + (OH, OW), fill)
+    cnt = np.zeros((OH, OW))
+    for kh in range(k[0]):
+        for kw in range(k[1]):
+            h0, w0 = kh * dl[0], kw * dl[1]
+            sl = (slice(h0, h0 + st[0] * (OH - 1) + 1, st[0]), slice(w0, w0 + st[1] * (OW - 1) + 1, st[1]))
+            win = xp[(slice(None), slice(None)) + sl]
+            acc = np.maximum(acc, win) if op == "max" else acc + win
+            cnt += mask[sl]
+    if op == "max":
+        return acc
+    if ceil or not cip:
+        cnt = np.maximum(cnt, 1)
+    return acc / cnt
+
+
+def pads4(p):
+    return p * 4 if len(p) == 1 else p + p if len(p) == 2 else p
+
+
+def out_hw(c):
+    _, _, H, W, (O, _, KH, KW), st, pd, dl, *_ = c
+    t, l, b, r = pads4(pd)
+    return (H + t + b - dl[0] * (KH - 1) - 1) // st[0] + 1, (W + l + r - dl[1] * (KW - 1) - 1) // st[1] + 1
+
+
+def conv_ref(x, w, st, pd, dl, g):
+    """float64 NCHW convolution (padding top, left, bottom, right)."""
+    t, l, b, r = pads4(pd)
+    N, C, H, W = x.shape
+    O, Cg, KH, KW = w.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (t, b), (l, r)))
+    OH = (H + t + b - dl[0] * (KH - 1) - 1) // st[0] + 1
+    OW = (W + l + r - dl[1] * (KW - 1) - 1) // st[1] + 1
+    y = np.zeros((N, O, OH, OW))
+    Og = O // g
+    for gi in range(g):
+        xs = xp[:, gi * Cg:(gi + 1) * Cg]
+        for kh in range(KH):
+            for kw in range(KW):
+                h0, w0 = kh * dl[0], kw * dl[1]
+                patch = xs[:, :, h0:h0 + st[0] * (OH - 1) + 1:st[0], w0:w0 + st[1] * (OW - 1) + 1:st[1]]
+                y[:, gi * Og:(gi + 1) * Og] += np.einsum(
+                    "ncij,oc->noij", patch, w[gi * Og:(gi + 1) * Og, :, kh, kw].astype(np.float64))
+    return y
+
+
+def module(cases, pools):
+    def t(name, shape):
+        return {"name": name, "type": {"tensor": {"shape": shape, "dtype": "f32"}}}
+    params, bind, results = [], [], []
+    for i, c in enumerate(cases):
+        name, C, H, W, ws, st, pd, dl, g, bias, res, relu = c
+        OH, OW = out_hw(c)
+        params += [t("x%d" % i, ["n", C, H, W]), t("w%d" % i, list(ws))]
+        attrs = {"strides": st, "padding": pd, "dilation": dl, "groups": g}
+        bind.append({"var": "c%d" % i, "value": {"op": "nn.conv2d", "args": ["x%d" % i, "w%d" % i],
+                                                 "attrs": attrs}})
+        cur = "c%d" % i
+        if bias:
+            params.append(t("b%d" % i, [1, ws[0], 1, 1] if bias == "1o11" else [ws[0], 1, 1]))
+            bind.append({"var": "s%d" % i, "value": {"op": "add", "args": ["b%d" % i, cur]}})
+            cur = "s%d" % i
+        if res:
+            params.append(t("r%d" % i, ["n", ws[0], OH, OW]))
+            bind.append({"var": "a%d" % i, "value": {"op": "add", "args": [cur, "r%d" % i]}})
+            cur = "a%d" % i
+        if relu:
+            bind.append({"var": "y%d" % i, "value": {"op": "nn.relu", "args": [cur]}})
+            cur = "y%d" % i
+        results.append(cur)
+    for i, c in enumerate(pools):
+        name, op, C, H, W, k, st, pd, dl, ceil, cip = c
+        params.append(t("px%d" % i, ["n", C, H, W]))
+        attrs = {"pool_size": k, "strides": st, "padding": pd, "dilation": dl, "ceil_mode": ceil}
+        if op == "avg":
+            attrs["count_include_pad"] = cip
+        bind.append({"var": "p%d" % i, "value": {"op": "nn.%s_pool2d" % op, "args": ["px%d" % i],
+                                                 "attrs": attrs}})
+        results.append("p%d" % i)
+    return {"format": "relax-json", "version": 1, "functions": {"main": {
+        "kind": "relax", "params": params,
+        "body": {"blocks": [{"dataflow": True, "bindings": bind}], "result": {"tuple": results}}}}}
+
+
+def inputs(rng, n):
+    """(arrays by name, expected outputs) at batch n."""
+    arrs, want = {}, []
+    for i, c in enumerate(CASES):
+        name, C, H, W, ws, st, pd, dl, g, bias, res, relu = c
+        OH, OW = out_hw(c)
+        x = rng.standard_normal((n, C, H, W)).astype(np.float32)
+        w = (rng.standard_normal(ws) / np.sqrt(ws[1] * ws[2] * ws[3])).astype(np.float32)
+        arrs["x%d" % i], arrs["w%d" % i] = x, w
+        y = conv_ref(x, w, st, pd, dl, g)
+        if bias:
+            b = rng.standard_normal(ws[0]).astype(np.float32)
+            arrs["b%d" % i] = b.reshape((1, ws[0], 1, 1) if bias == "1o11" else (ws[0], 1, 1))
+            y = y + b.reshape(1, -1, 1, 1)
+        if res:
+            r = rng.standard_normal((n, ws[0], OH, OW)).astype(np.float32)
+            arrs["r%d" % i] = r
+            y = y + r
+        want.append(np.maximum(y, 0) if relu else y)
+    for i, c in enumerate(POOLS):
+        x = rng.standard_normal((n,) + tuple(c[2:5])).astype(np.float32)
+        arrs["px%d" % i] = x
+        want.append(pool_ref(x, c))
+    return arrs, want
+
+
+def main():
+    started = start(sys.argv, __doc__)
+    if started is None:
+        return 2
+    relaxc, relax_run, checks = started
+    check = checks.check
+    rng = np.random.default_rng(13)
+    with tempfile.TemporaryDirectory(prefix="rx_conv_lib.") as tmp:
+        src, gen_src = os.path.join(tmp, "m.json"), os.path.join(tmp, "pools.json")
+        with open(src, "w") as f:
+            json.dump(module(CASES, POOLS), f)
+        with open(gen_src, "w") as f:  # the generated loops: the poolings (their divisors)
+            json.dump(module([], POOLS), f)
+        rxa = {"lib": os.path.join(tmp, "lib.rxa"), "gen": os.path.join(tmp, "gen.rxa")}
+        gen_opts = ["--lib-disable", "conv2d", "--lib-disable", "pool2d"]
+        for tag, path, extra in (("lib", src, []), ("gen", gen_src, gen_opts)):
+            rc, _, err = run_status([relaxc, "build", path, "-o", rxa[tag]] + extra)
+            check(rc == 0, "relaxc build %s" % " ".join(extra) + ("" if rc == 0 else ": " + err))
+            if rc != 0:
+                return checks.done()
+        text = run_status([relaxc, "print", src, "--after", "library_lower"])[1]
+        check(text.count('"blas.conv2d"') == len(CASES),
+              "every chain is one blas.conv2d (%d of %d)" % (text.count('"blas.conv2d"'), len(CASES)))
+        check(text.count('"rt.pool2d"') == len(POOLS),
+              "every pooling is one rt.pool2d (%d of %d)" % (text.count('"rt.pool2d"'), len(POOLS)))
+        gen_text = run_status([relaxc, "print", src, "--after", "library_lower"] + gen_opts)[1]
+        check("blas.conv2d" not in gen_text and "rt.pool2d" not in gen_text,
+              "--lib-disable conv2d, pool2d keep the generated loops")
+        for n, tags in ((2, ("lib", "gen")), (1, ("lib",))):
+            arrs, want = inputs(rng, n)
+            ins, gen_ins = [], []
+            for k, v in arrs.items():
+                p = os.path.join(tmp, "%s_%d.npy" % (k, n))
+                np.save(p, v)
+                ins += ["--in", "%s=%s" % (k, p)]
+                gen_ins += ["--in", "%s=%s" % (k, p)] if k.startswith("px") else []
+            for tag in tags:
+                out = os.path.join(tmp, "out_%s_%d" % (tag, n))
+                os.makedirs(out)
+                rc, _, err = run_status([relax_run, rxa[tag], "--out-dir", out] +
+                                        (ins if tag == "lib" else gen_ins))
+                check(rc == 0, "relax-run %s batch %d" % (tag, n) + ("" if rc == 0 else ": " + err[-500:]))
+                if rc != 0:
+                    continue
+                skip = 0 if tag == "lib" else len(CASES)
+                for i, c in enumerate(CASES + POOLS):
+                    if i < skip:
+                        continue
+                    got = np.load(os.path.join(out, "out%d.npy" % (i - skip)))
+                    ok = got.shape == want[i].shape and np.allclose(got, want[i], rtol=1e-4, atol=1e-4)
+                    err_s = float(np.abs(got - want[i]).max()) if got.shape == want[i].shape else -1
+                    check(ok, "%s %s batch %d equals NumPy (max err %.2e)" % (c[0], tag, n, err_s))
+    return checks.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
