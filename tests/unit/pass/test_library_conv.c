@@ -201,23 +201,27 @@ START_TEST(cost_and_options)
     rx_module *m = lower(small, NULL, &n); /* 1*2*2*2*2*9 = 144 < 2^15 */
     ck_assert_int_eq(n, 0);
     rx_module_free(m);
-    rx_lib_opts all = {RX_LIB_ALL, NULL, 0, false};
+    rx_lib_opts all = {RX_LIB_ALL, NULL, 0, false, false};
     m = lower(small, &all, &n);
     ck_assert_int_eq(n, 1);
     ck_assert(is_conv_call(m, "c"));
     rx_module_free(m);
     const char *const off[] = {"conv2d", NULL};
-    rx_lib_opts no_conv = {RX_LIB_AUTO, off, 0, false};
+    rx_lib_opts no_conv = {RX_LIB_AUTO, off, 0, false, false};
     m = lower(block, &no_conv, &n);
     ck_assert_int_eq(n, 0);
     ck_assert_int_eq(nbindings(m), 8);
     rx_module_free(m);
-    rx_lib_opts none = {RX_LIB_NONE, NULL, 0, false};
+    rx_lib_opts none = {RX_LIB_NONE, NULL, 0, false, false};
     m = lower(block, &none, &n);
     ck_assert_int_eq(n, 0);
     rx_module_free(m);
-    rx_lib_opts cl = {RX_LIB_AUTO, NULL, 0, true};
+    rx_lib_opts cl = {RX_LIB_AUTO, NULL, 0, true, false};
     m = lower(block, &cl, &n);
+    ck_assert_int_eq(n, 0);
+    rx_module_free(m);
+    rx_lib_opts cu = {RX_LIB_AUTO, NULL, 0, false, true}; /* cuda: cuBLAS has no conv */
+    m = lower(block, &cu, &n);
     ck_assert_int_eq(n, 0);
     rx_module_free(m);
     /* the pattern name is listed */
@@ -270,7 +274,7 @@ START_TEST(pools)
     ck_assert_int_eq(bound(m, "sm")->call_kind, RX_CALL_OP); /* 2*2*2*4 taps < 2^15 */
     rx_module_free(m);
     const char *const off[] = {"pool2d", NULL};
-    rx_lib_opts no_pool = {RX_LIB_AUTO, off, 0, false};
+    rx_lib_opts no_pool = {RX_LIB_AUTO, off, 0, false, false};
     m = lower(mod, &no_pool, &n);
     ck_assert_int_eq(n, 0);
     rx_module_free(m);
