@@ -2,7 +2,7 @@
 """bench_conv.py — per-layer convolution speed: relaxd's blas.conv2d (the conv rule of
 library lowering) against PyTorch's conv2d, same shapes, same run, 2 threads.
 
-    flock /work/wt/bench.lock /usr/bin/python3 tests/bench/bench_conv.py BUILD_DIR [--generated]
+    /usr/bin/python3 tests/bench/bench_conv.py BUILD_DIR [--generated]
 
 Each layer is a module y = relu(conv2d(x, w) + b) (the chain the conv rule takes whole)
 built with `relaxc build` and timed with `relax-run --bench --threads 2`; torch runs the
