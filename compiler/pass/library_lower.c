@@ -282,6 +282,18 @@ static bool worth_library(const ll_ctx *c, const rx_node *call)
     return volume >= (double)threshold;
 }
 
+/* Binding at (the last of a rewritten chain) becomes call_dps_library(lib, args) with
+ * its annotation and location; counted as one rewrite. */
+static void put_lib(ll_ctx *c, rx_binding *at, const char *lib, rx_node **args, int nargs)
+{
+    rx_sinfo *out = at->value->sinfo;
+    rx_node *call = rx_n_call_lib(c->m, lib, args, nargs, out);
+    call->sinfo = out;
+    call->loc = at->value->loc;
+    at->value = call;
+    c->rewritten++;
+}
+
 /* The binding that alone uses v, in block b after index after; NULL when v has another
  * use, is used elsewhere, or by a match_cast. */
 static rx_binding *sole_user(const ll_ctx *c, const rx_node *v, rx_block *b, int after)
@@ -328,17 +340,11 @@ static bool try_pattern(ll_ctx *c, const lib_pattern *p, rx_block *b, int j, boo
             return false;
         chain[len++] = (int)(u - b->bindings);
     }
-    rx_binding *lb = &b->bindings[chain[len - 1]];
     rx_node *args[3] = {mm->value->args[0], mm->value->args[1], bias};
-    rx_sinfo *out = lb->value->sinfo;
     const char *lib = !c->o ? p->lib : c->o->opencl ? "clblast.matmul"
                     : c->o->cuda ? "cublas.matmul" : p->lib;
-    rx_node *call = rx_n_call_lib(c->m, lib, args, bias ? 3 : 2, out);
-    call->sinfo = out;
-    call->loc = lb->value->loc;
-    lb->value = call;
+    put_lib(c, &b->bindings[chain[len - 1]], lib, args, bias ? 3 : 2);
     for (int k = 0; k < len - 1; k++) drop[chain[k]] = true;
-    c->rewritten++;
     return true;
 }
 
@@ -422,13 +428,8 @@ static bool try_view(ll_ctx *c, rx_block *b, int j, bool *drop)
     rx_expr *len = rx_e_int(c->m->arena, n);
     args[2]->sinfo = rx_si_tensor(c->m->arena, RX_DT_I64, 1, &len);
     args[2]->loc = call->loc;
-    rx_sinfo *out = last->value->sinfo;
-    rx_node *lib = rx_n_call_lib(c->m, "blas.matmul_view", args, 3, out);
-    lib->sinfo = out;
-    lib->loc = last->value->loc;
-    last->value = lib;
+    put_lib(c, last, "blas.matmul_view", args, 3);
     if (last != mm) drop[j] = true;
-    c->rewritten++;
     return true;
 }
 
@@ -641,14 +642,8 @@ static bool try_conv(ll_ctx *c, rx_block *b, int j, bool *drop)
         p[10] = 1, chain[len++] = (int)(u - b->bindings);
     }
     args[2] = int_params(c->m, p, CONV_NPARAMS);
-    rx_binding *lb = &b->bindings[chain[len - 1]];
-    rx_sinfo *out = lb->value->sinfo;
-    rx_node *call = rx_n_call_lib(c->m, "blas.conv2d", args, nargs, out);
-    call->sinfo = out;
-    call->loc = lb->value->loc;
-    lb->value = call;
+    put_lib(c, &b->bindings[chain[len - 1]], "blas.conv2d", args, nargs);
     for (int i = 0; i < len - 1; i++) drop[chain[i]] = true;
-    c->rewritten++;
     return true;
 }
 
@@ -701,11 +696,7 @@ static bool try_pool(ll_ctx *c, rx_binding *bd)
         if (volume < (double)threshold) return false;
     }
     rx_node *args[2] = {call->args[0], int_params(c->m, p, POOL_NPARAMS)};
-    rx_node *lib = rx_n_call_lib(c->m, "rt.pool2d", args, 2, call->sinfo);
-    lib->sinfo = call->sinfo;
-    lib->loc = call->loc;
-    bd->value = lib;
-    c->rewritten++;
+    put_lib(c, bd, "rt.pool2d", args, 2);
     return true;
 }
 
