@@ -81,6 +81,8 @@ bool rxi_ar_is_arith_kind(int k);
 /* x + sign * y (sign is 1 or -1); NULL on int64 overflow. */
 rxi_ar_sum *rxi_ar_sum_add(rxi_ar_cx *cx, const rxi_ar_sum *x, const rxi_ar_sum *y, int sign);
 rxi_ar_iv rxi_ar_sum_bound(rxi_ar_cx *cx, const rxi_ar_sum *s);
+/* The q with q * d == n as polynomials (canonical.c's essay), or NULL. */
+rxi_ar_sum *rxi_ar_exact_quotient(rxi_ar_cx *cx, const rxi_ar_sum *n, const rxi_ar_sum *d);
 /* The expression of a sum, in the printing order described in canonical.c. */
 rx_expr *rxi_ar_rebuild(rxi_ar_cx *cx, const rxi_ar_sum *s, int dtype);
 

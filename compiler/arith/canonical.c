@@ -32,6 +32,12 @@
  * coefficients subtract (`n - m`, not `n + m * -1`); the constant comes last
  * (`n * 4 + 4`), except that it leads when every term is negative (`4 - n`).
  *
+ * Exact quotients (rxi_ar_exact_quotient): n / d when d is one monomial (or a constant)
+ * dividing every term of n and n's constant, as a polynomial identity: (b * 768) / (b * 48)
+ * == 16. It is the value of n // d whenever d != 0, which floordiv's rules cannot assume
+ * (b == 0 makes b * 768 // (b * 48) undefined); callers use it where d is known nonzero
+ * or where any value is acceptable at d == 0 (a reshape's -1 over an empty tensor).
+ *
  * Cost: sums are sorted arrays; a chain of k additions costs O(k log k); a product of
  * sums with s and t terms costs O(s t log(s t)) and falls back to an opaque product
  * atom past 1024 terms. Scratch memory is freed after each top-level call.
@@ -561,3 +567,46 @@ rxi_ar_sum *rxi_ar_canon(rxi_ar_cx *cx, rx_expr *e)
     rxi_ar_sum *s = canon(cx, e);
     return s ? s : s_atom(cx, e);
 }
+
+/* True when the sorted atoms of d are a sub-multiset of those of t; *out gets the rest. */
+static bool mono_divides(rxi_ar_cx *cx, const rxi_ar_mono *t, const rxi_ar_mono *d,
+                         rxi_ar_mono *out)
+{
+    if (d->n > t->n || d->coef == 0 || t->coef % d->coef) return false;
+    out->coef = t->coef / d->coef;
+    out->n = 0;
+    out->atoms = RX_NEWN(cx->tmp, rx_expr *, t->n);
+    int j = 0;
+    for (int i = 0; i < t->n; i++) {
+        int r = j < d->n ? rxi_ar_expr_cmp(t->atoms[i], d->atoms[j]) : -1;
+        if (r > 0) return false; /* d's atom is missing from t */
+        if (r == 0) j++;
+        else out->atoms[out->n++] = t->atoms[i];
+    }
+    return j == d->n;
+}
+
+/* The essay's exact quotient: the sum q with q * d == n as polynomials, or NULL. */
+rxi_ar_sum *rxi_ar_exact_quotient(rxi_ar_cx *cx, const rxi_ar_sum *n, const rxi_ar_sum *d)
+{
+    if (s_is_const(d)) {
+        if (d->c == 0 || n->c % d->c) return NULL;
+        for (int i = 0; i < n->n; i++)
+            if (n->t[i].coef % d->c) return NULL;
+        rxi_ar_sum *q = s_new(cx, n->n);
+        q->c = n->c / d->c;
+        for (int i = 0; i < n->n; i++)
+            q->t[q->n++] = (rxi_ar_mono){n->t[i].atoms, n->t[i].n, n->t[i].coef / d->c};
+        return q;
+    }
+    if (d->n != 1 || d->c != 0 || n->c != 0) return NULL;
+    rxi_ar_sum *q = s_new(cx, n->n);
+    for (int i = 0; i < n->n; i++) {
+        rxi_ar_mono m;
+        if (!mono_divides(cx, &n->t[i], &d->t[0], &m)) return NULL;
+        if (m.n == 0) q->c += m.coef; /* at most one term has d's exact atoms */
+        else q->t[q->n++] = m;
+    }
+    return s_normalize(q) ? q : NULL;
+}
+

@@ -211,6 +211,19 @@ rx_expr *rx_arith_simplify(rx_arith *ar, rx_expr *e)
     return r;
 }
 
+/* Contract: q with q * d == n as polynomials (canonical.c's essay: the value of n // d
+ * whenever d != 0), simplified; NULL when d does not divide n term by term. */
+rx_expr *rx_arith_exact_quotient(rx_arith *ar, rx_expr *n, rx_expr *d)
+{
+    if (!is_int(n) || !is_int(d)) return NULL;
+    rxi_ar_cx cx;
+    cx_begin(&cx, ar);
+    rxi_ar_sum *q = rxi_ar_exact_quotient(&cx, rxi_ar_canon(&cx, n), rxi_ar_canon(&cx, d));
+    rx_expr *r = q ? rxi_ar_rebuild(&cx, q, n->dtype) : NULL;
+    cx_end(&cx);
+    return r;
+}
+
 /* Contract: true only when a == b holds for every value of the variables within
  * their ranges (integers: a - b canonicalizes or bounds to 0; others: equal
  * simplified forms). */

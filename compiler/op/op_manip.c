@@ -201,7 +201,9 @@ static rx_sinfo *d_reshape(rx_dctx *c, const rx_node *call)
                                   sstr(c, x), (long long)a, dims_str(c, td, tn));
             out[infer] = lit(c, a / b);
         } else {
-            rx_expr *q = rx_d_simplify(c, bin(c, RX_E_FLOORDIV, nx, rest));
+            /* (b * 768) / (b * 48) is 16 for every b > 0 (and any value fits b == 0) */
+            rx_expr *q = rx_arith_exact_quotient(c->ar, nx, rest);
+            if (!q) q = rx_d_simplify(c, bin(c, RX_E_FLOORDIV, nx, rest));
             if (!rx_arith_prove_equal(c->ar, bin(c, RX_E_MUL, q, rest), nx))
                 return rx_op_fail(c, call,
                                   "cannot infer the -1 of %s from %s (%s elements): a -1 needs "

@@ -119,7 +119,9 @@ bool ox_c_binary(ox_ctx *c)
         ox_aset(c, m, "dtype", ox_astr(c, rx_dtype_name(ox_dtype_of(a))));
         b = ox_call1(c, "astype", b, m);
     }
-    return ox_out_node(c, 0, ox_call2(c, binary_map[i].relax, a, b));
+    rx_node *ab[2] = {a, b};
+    ox_unify_bcast(c, ab, 2);
+    return ox_out_node(c, 0, ox_call2(c, binary_map[i].relax, ab[0], ab[1]));
 }
 
 /* Max Min Sum Mean: a chain of the binary op over the inputs. */
@@ -191,6 +193,7 @@ bool ox_c_where(ox_ctx *c)
         }
     }
     rx_node *a[3] = {ox_node(c, cv), ox_node(c, x), ox_node(c, y)};
+    ox_unify_bcast(c, a, 3);
     return ox_out_node(c, 0, ox_call(c, "where", a, 3, NULL));
 }
 

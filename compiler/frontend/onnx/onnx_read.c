@@ -350,6 +350,55 @@ static rx_node *bind(ox_ctx *c, const char *name, rx_node *value)
     return var;
 }
 
+/* x's dims, right-aligned against the broadcast of args, that differ from another
+ * operand's only in a way no proof decides (min(s, 32) against s: a causal mask sliced
+ * from a buffer by the sequence length) are asserted equal to it: x becomes
+ * match_cast(x, dims) with the other operand's dim, preferring a plain variable. ONNX
+ * broadcasting needs equal dims there unless one is 1 at run time, which a symbolic dim
+ * of an exported model is not; a call where they differ fails at the match_cast's check
+ * with the binding named, as ONNX Runtime fails at the op. Without it the result's dims
+ * are unknown and the next Shape cannot import. */
+void ox_unify_bcast(ox_ctx *c, rx_node **args, int nargs)
+{
+    for (int i = 0; i < nargs; i++)
+        if (!args[i] || !args[i]->sinfo || args[i]->sinfo->kind != RX_SI_TENSOR ||
+            !args[i]->sinfo->dims)
+            return;
+    for (int i = 0; i < nargs; i++) {
+        const rx_sinfo *xs = args[i]->sinfo;
+        rx_expr **d = NULL;
+        for (int k = 0; k < xs->ndim; k++) {
+            rx_expr *a = xs->dims[k];
+            int64_t v;
+            if (rx_expr_is_const(a, &v)) continue;
+            for (int j = 0; j < nargs; j++) {
+                const rx_sinfo *ys = args[j]->sinfo;
+                int kj = k + (ys->ndim - xs->ndim);
+                if (j == i || kj < 0 || kj >= ys->ndim) continue;
+                rx_expr *b = ys->dims[kj];
+                if (rx_expr_is_const(b, &v) || a->kind == RX_E_VAR || b->kind != RX_E_VAR ||
+                    rx_arith_prove_equal(c->ar, a, b))
+                    continue;
+                if (!d) {
+                    d = RX_NEWN(c->a, rx_expr *, xs->ndim);
+                    memcpy(d, xs->dims, sizeof *d * (size_t)xs->ndim);
+                }
+                d[k] = b;
+                break;
+            }
+        }
+        if (!d) continue;
+        rx_sinfo *si = rx_si_tensor(c->a, (rx_dtype)xs->dtype, xs->ndim, d);
+        rx_node *var = rx_n_var(c->m, ident(c, args[i]->kind == RX_N_VAR ? args[i]->u.var.name
+                                                                          : "cast", "v_"),
+                                si, true);
+        var->loc = args[i]->loc;
+        rx_binding b = {var, args[i], si, true, args[i]->loc};
+        RX_VEC_PUSH(c->binds, b);
+        args[i] = var;
+    }
+}
+
 rx_node *ox_call(ox_ctx *c, const char *opname, rx_node **args, int nargs, rx_attr *attrs)
 {
     const rx_op *op = rx_op_find(opname);

@@ -131,7 +131,10 @@ bool ox_c_reshape(ox_ctx *c)
         d[infer] = ox_lit(c, 1);
         rx_expr *total = ox_prod(c, x->sinfo->dims, 0, x->sinfo->ndim);
         rx_expr *rest = ox_prod(c, d, 0, n);
-        d[infer] = ox_simp(c, rx_e_binary(c->a, RX_E_FLOORDIV, total, rest));
+        /* the quotient by cancelling common factors: (b * 768) / (b * 48) is 16 (a
+         * reshape of b * 768 elements to b * 48 * q has q == 16 whenever b > 0) */
+        d[infer] = rx_arith_exact_quotient(c->ar, total, rest);
+        if (!d[infer]) d[infer] = ox_simp(c, rx_e_binary(c->a, RX_E_FLOORDIV, total, rest));
     }
     for (int i = 0; i < n; i++) d[i] = ox_simp(c, d[i]);
     return ox_out_node(c, 0, ox_reshape(c, x, d, n));

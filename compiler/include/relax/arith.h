@@ -170,6 +170,11 @@ void rx_arith_bind_range(rx_arith *ar, const rx_svar *v, int64_t lo, int64_t hi)
  * their integer subexpressions simplified. */
 rx_expr *rx_arith_simplify(rx_arith *ar, rx_expr *e);
 
+/* The quotient q with q * d == n as polynomials: d one monomial (or a constant) dividing
+ * every term of n: (b * 768, b * 48) gives 16. It equals n // d whenever d != 0 (which
+ * n // d's simplification cannot assume); NULL when d does not divide n that way. */
+rx_expr *rx_arith_exact_quotient(rx_arith *ar, rx_expr *n, rx_expr *d);
+
 /* True when a == b is proved for every value of the variables (within bounds). */
 bool rx_arith_prove_equal(rx_arith *ar, rx_expr *a, rx_expr *b);
 

@@ -134,6 +134,30 @@ START_TEST(division_rules)
 }
 END_TEST
 
+/* Exact quotients cancel common factors (a reshape's -1: b * 768 elements over b * 48). */
+static const char *Q(rx_expr *n, rx_expr *d)
+{
+    rx_expr *q = rx_arith_exact_quotient(AR, n, d);
+    return q ? rx_expr_str(A, q) : "none";
+}
+
+START_TEST(exact_quotient)
+{
+    ck_assert_str_eq(Q(mul(N, I(768)), mul(N, I(48))), "16");
+    ck_assert_str_eq(S(fdiv(mul(N, I(768)), mul(N, I(48)))), "n * 768 // (n * 48)"); /* n may be 0 */
+    ck_assert_str_eq(Q(mul(mul(N, M), I(1024)), mul(N, M)), "1024");
+    ck_assert_str_eq(Q(mul(mul(N, M), I(1024)), mul(N, I(16))), "m * 64");
+    ck_assert_str_eq(Q(add(mul(mul(N, M), I(6)), mul(N, I(4))), mul(N, I(2))), "m * 3 + 2");
+    ck_assert_str_eq(Q(mul(N, N), N), "n");
+    ck_assert_str_eq(Q(mul(I(12), N), I(4)), "n * 3");
+    ck_assert_str_eq(Q(mul(N, I(10)), mul(N, I(4))), "none");  /* 10 / 4 is not exact */
+    ck_assert_str_eq(Q(mul(N, I(8)), mul(M, I(2))), "none");   /* m does not divide */
+    ck_assert_str_eq(Q(add(mul(N, I(8)), I(4)), N), "none");   /* the constant 4 */
+    ck_assert_str_eq(Q(mul(N, I(8)), add(N, I(1))), "none");   /* two terms */
+    ck_assert_str_eq(Q(mul(N, I(8)), I(0)), "none");
+}
+END_TEST
+
 START_TEST(min_max)
 {
     ck_assert_str_eq(S(emin(N, N)), "n");
@@ -436,6 +460,7 @@ static Suite *arith_suite(void)
     tcase_add_test(tc, commutativity);
     tcase_add_test(tc, distribution);
     tcase_add_test(tc, cancellation);
+    tcase_add_test(tc, exact_quotient);
     tcase_add_test(tc, division_by_constant);
     tcase_add_test(tc, division_rules);
     tcase_add_test(tc, min_max);

@@ -326,6 +326,11 @@ START_TEST(reshape_infer)
     x = V(&f, T(&f, F32, 2, f.n, I(&f, 4)));
     s = run(&f, "reshape", NULL, 2, x, SH(&f, 2, I(&f, -1), I(&f, 2)));
     expect_tensor(&f, s, F32, 2, MUL(&f, f.n, I(&f, 2)), I(&f, 2));
+    /* (n, 48, 4, 4) -> (n, 48, -1): the -1 is n * 768 / (n * 48) == 16, n cancelled
+     * (ViT's flatten(2) as PyTorch exports it) */
+    x = V(&f, T(&f, F32, 4, f.n, I(&f, 48), I(&f, 4), I(&f, 4)));
+    s = run(&f, "reshape", NULL, 2, x, SH(&f, 3, f.n, I(&f, 48), I(&f, -1)));
+    expect_tensor(&f, s, F32, 3, f.n, I(&f, 48), I(&f, 16));
     fx_free(&f);
 }
 END_TEST
