@@ -17,6 +17,12 @@ once by relaxc and run at several sizes from the one artifact; outputs equal PyT
   batch and concatenated, position embeddings, nn.MultiheadAttention, a Linear head.
 * T5-style attention: relative position buckets computed with log / min / where on
   integer tensors, an Embedding of the buckets as an additive bias, dropout in eval.
+* Swin: shifted windows (roll), 6-d view/permute window partition and reverse, window
+  attention with a relative position bias. Its window_reverse computes the batch with
+  int() in Python, which the tracer bakes in as the export's batch (2): the artifact
+  runs batch 2 and refuses batch 3 with a match_cast error, as ONNX Runtime fails.
+* GPT-2's sequence classification pooling: `% ids.shape[-1]` (a tensor modulo a
+  symbolic size, which the importer materializes as a tensor) and per-row indexing.
 
 Usage: test_torch_blocks.py BIN_DIR
 """
@@ -168,6 +174,54 @@ class T5Attention(nn.Module):
         return x + s.o(torch.matmul(a, v).transpose(1, 2).reshape(b, L, s.d))
 
 
+def window_partition(x, w):
+    B, H, W, C = x.shape
+    x = x.view(B, H // w, w, W // w, w, C)
+    return x.permute(0, 1, 3, 2, 4, 5).contiguous().view(-1, w, w, C)
+
+
+def window_reverse(win, w, H, W):
+    B = int(win.shape[0] / (H * W / w / w))  # traced: the export's batch, a constant
+    x = win.view(B, H // w, W // w, w, w, -1)
+    return x.permute(0, 1, 3, 2, 4, 5).contiguous().view(B, H, W, -1)
+
+
+class SwinBlock(nn.Module):
+    def __init__(s, C=16, w=4, h=2):
+        super().__init__()
+        s.w, s.h = w, h
+        s.qkv, s.proj, s.norm = nn.Linear(C, 3 * C), nn.Linear(C, C), nn.LayerNorm(C)
+        s.rpb = nn.Parameter(torch.randn(h, w * w, w * w) * 0.02)
+
+    def forward(s, x):
+        B, H, W, C = x.shape
+        win = window_partition(torch.roll(s.norm(x), shifts=(-2, -2), dims=(1, 2)), s.w)
+        win = win.view(-1, s.w * s.w, C)
+        Bw, N, _ = win.shape
+        q, k, v = s.qkv(win).reshape(Bw, N, 3, s.h, C // s.h).permute(2, 0, 3, 1, 4)
+        a = (q * (C // s.h) ** -0.5) @ k.transpose(-2, -1) + s.rpb.unsqueeze(0)
+        y = (a.softmax(-1) @ v).transpose(1, 2).reshape(Bw, N, C)
+        y = window_reverse(s.proj(y).view(-1, s.w, s.w, C), s.w, H, W)
+        return x + torch.roll(y, shifts=(2, 2), dims=(1, 2))
+
+
+class GPT2Classify(nn.Module):
+    """GPT2ForSequenceClassification's pooling: the last token before the first pad
+    (id 0), `% ids.shape[-1]` of a tensor by a symbolic size, indexed per batch row."""
+    def __init__(s):
+        super().__init__()
+        s.e, s.score = nn.Embedding(20, 8), nn.Linear(8, 3, bias=False)
+
+    def forward(s, ids):
+        logits = s.score(s.e(ids))
+        last = (torch.eq(ids, 0).int().argmax(-1) - 1) % ids.shape[-1]
+        return logits[torch.arange(ids.shape[0]), last]
+
+
+def pad_ids(b, s):
+    return torch.cat([torch.randint(1, 20, (b, s - 3)), torch.zeros(b, 3, dtype=torch.long)], 1)
+
+
 def sh(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
@@ -184,6 +238,9 @@ def check(name, ok, detail=""):
 def run(rxa, x, tmp):
     xin, od = os.path.join(tmp, "x.npy"), os.path.join(tmp, "out")
     np.save(xin, x)
+    if os.path.isdir(od):
+        for f in os.listdir(od):
+            os.remove(os.path.join(od, f))
     p = subprocess.run([os.path.join(BIN, "relax-run"), rxa, "--in", xin, "--out-dir", od],
                        capture_output=True, text=True)
     return (np.load(os.path.join(od, "out0.npy")) if p.returncode == 0 else None), p
@@ -197,6 +254,10 @@ def main():
         ("vit", ViTBlock(), torch.randn(2, 3, 16, 16), {"x": {0: "batch"}, "y": {0: "batch"}},
          [(5, 3, 16, 16)]),
         ("t5", T5Attention(), torch.randn(2, 9, 32), seq, [(1, 5, 32), (3, 20, 32)]),
+        ("swin", SwinBlock(), torch.randn(2, 8, 8, 16), {"x": {0: "batch"}, "y": {0: "batch"}},
+         []),
+        ("gpt2-classify", GPT2Classify(), pad_ids(2, 8), {"x": {0: "batch", 1: "seq"}},
+         [pad_ids(3, 12), pad_ids(1, 5)]),
     ]
     with tempfile.TemporaryDirectory(prefix="torch-blocks-") as tmp:
         for name, model, x, dyn, more in cases:
@@ -211,7 +272,7 @@ def main():
             except RuntimeError as e:
                 check(name + " builds", False, str(e)[-600:])
                 continue
-            for xi in [x] + [torch.randn(*s) for s in more]:
+            for xi in [x] + [m if torch.is_tensor(m) else torch.randn(*m) for m in more]:
                 with torch.no_grad():
                     want = model(xi).numpy()
                 got, p = run(rxa, xi.numpy(), tmp)
@@ -226,6 +287,11 @@ def main():
                 check("gpt2 seq 40 > n_ctx 32 is refused", got is None and p.returncode == 1 and
                       "match_cast" in p.stderr and "expected (1, 1, seq, seq)" in p.stderr,
                       p.stderr.strip()[-200:])
+            if name == "swin":  # the export baked batch 2 into a view: other batches refused
+                got, p = run(rxa, np.random.rand(3, 8, 8, 16).astype(np.float32), tmp)
+                check("swin batch 3 (the export traced batch 2) is refused",
+                      got is None and p.returncode == 1 and "expected (2, 8, 8, 16), got (3, 8, "
+                      "8, 16)" in p.stderr, p.stderr.strip()[-200:])
     print("%d failure(s)" % failures)
     return 1 if failures else 0
 

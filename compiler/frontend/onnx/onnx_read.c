@@ -268,6 +268,25 @@ bool ox_ints(ox_ctx *c, ox_val *v, int64_t **out, int *n)
     return true;
 }
 
+/* A value known as symbolic sizes used as a tensor (GPT-2's classification head takes
+ * `% ids.shape[-1]` of a tensor): each size e is arange(e, e + 1), concatenated, the
+ * 0-d value reshaped to (). The sizes are computed on the host at run time. */
+static rx_node *sym_tensor(ox_ctx *c, ox_val *v)
+{
+    rx_node **parts = RX_NEWN(c->a, rx_node *, v->nsym);
+    for (int i = 0; i < v->nsym; i++) {
+        rx_attr *am = ox_amap(c);
+        rx_expr *e = v->sym[i];
+        ox_aset(c, am, "start", ox_aexprs(c, &e, 1)->u.arr.items[0]);
+        rx_expr *e1 = ox_simp(c, rx_e_binary(c->a, RX_E_ADD, e, ox_lit(c, 1)));
+        ox_aset(c, am, "end", ox_aexprs(c, &e1, 1)->u.arr.items[0]);
+        ox_aset(c, am, "dtype", ox_astr(c, rx_dtype_name(v->symdt)));
+        if (!(parts[i] = ox_call(c, "arange", NULL, 0, am))) return NULL;
+    }
+    rx_node *t = v->nsym == 1 ? parts[0] : ox_concat(c, parts, v->nsym, 0);
+    return t && v->symrank == 0 ? ox_reshape(c, t, NULL, 0) : t;
+}
+
 rx_node *ox_node(ox_ctx *c, ox_val *v)
 {
     if (!v) return NULL;
@@ -278,6 +297,9 @@ rx_node *ox_node(ox_ctx *c, ox_val *v)
         return NULL;
     }
     rx_const *k = ox_const(c, v);
+    if (!k && v->sym && (v->symrank == 0 || v->symrank == 1) && v->nsym >= 1 && v->nsym <= 16 &&
+        !rx_dtype_is_float(v->symdt) && v->symdt != RX_DT_BOOL)
+        return v->node = sym_tensor(c, v);
     if (!k) {
         rx_sb s = {0};
         for (int i = 0; i < v->nsym && i < 8; i++) {
@@ -350,14 +372,23 @@ static rx_node *bind(ox_ctx *c, const char *name, rx_node *value)
     return var;
 }
 
-/* x's dims, right-aligned against the broadcast of args, that differ from another
- * operand's only in a way no proof decides (min(s, 32) against s: a causal mask sliced
- * from a buffer by the sequence length) are asserted equal to it: x becomes
- * match_cast(x, dims) with the other operand's dim, preferring a plain variable. ONNX
- * broadcasting needs equal dims there unless one is 1 at run time, which a symbolic dim
- * of an exported model is not; a call where they differ fails at the match_cast's check
- * with the binding named, as ONNX Runtime fails at the op. Without it the result's dims
- * are unknown and the next Shape cannot import. */
+/* How definite a dim is, for ox_unify_bcast: a literal other than 1, a plain variable,
+ * anything else; a literal 1 (-1) broadcasts and is left alone. */
+static int dim_rank(rx_expr *e)
+{
+    int64_t v;
+    if (rx_expr_is_const(e, &v)) return v == 1 ? -1 : 2;
+    return e->kind == RX_E_VAR ? 1 : 0;
+}
+
+/* Operand dims, right-aligned against another operand's, that no proof relates to it
+ * (min(s, 32) against s: a causal mask sliced from a buffer by the sequence length; a
+ * batch of 2 baked into a constant by a traced int() against b) are asserted equal to
+ * the more definite of the two (a literal, else a plain variable): the operand becomes
+ * match_cast(x, dims). ONNX broadcasting needs them equal there unless one is 1 at run
+ * time, which an exported symbolic dim is not; a call where they differ fails at the
+ * match_cast's check with the binding and both shapes named, as ONNX Runtime fails at
+ * the op. Without it the op's dims are unknown and the module cannot compile. */
 void ox_unify_bcast(ox_ctx *c, rx_node **args, int nargs)
 {
     for (int i = 0; i < nargs; i++)
@@ -369,16 +400,13 @@ void ox_unify_bcast(ox_ctx *c, rx_node **args, int nargs)
         rx_expr **d = NULL;
         for (int k = 0; k < xs->ndim; k++) {
             rx_expr *a = xs->dims[k];
-            int64_t v;
-            if (rx_expr_is_const(a, &v)) continue;
+            if (dim_rank(a) < 0 || dim_rank(a) == 2) continue;
             for (int j = 0; j < nargs; j++) {
                 const rx_sinfo *ys = args[j]->sinfo;
                 int kj = k + (ys->ndim - xs->ndim);
                 if (j == i || kj < 0 || kj >= ys->ndim) continue;
                 rx_expr *b = ys->dims[kj];
-                if (rx_expr_is_const(b, &v) || a->kind == RX_E_VAR || b->kind != RX_E_VAR ||
-                    rx_arith_prove_equal(c->ar, a, b))
-                    continue;
+                if (dim_rank(b) <= dim_rank(a) || rx_arith_prove_equal(c->ar, a, b)) continue;
                 if (!d) {
                     d = RX_NEWN(c->a, rx_expr *, xs->ndim);
                     memcpy(d, xs->dims, sizeof *d * (size_t)xs->ndim);
