@@ -426,6 +426,14 @@ static rx_node *try_fold(cz_ctx *c, rx_node *n)
     return fold_op(c, n);
 }
 
+rx_node *rx_fold_call(rx_module *m, rx_node *call, int64_t *steps_left)
+{
+    cz_ctx c = {.m = m, .steps_left = *steps_left};
+    rx_node *k = try_fold(&c, call);
+    *steps_left = c.steps_left;
+    return k && k->kind == RX_N_CONST ? k : NULL;
+}
+
 /* ---------------------------------------------------------------- bindings */
 
 static rx_node *simplify(cz_ctx *c, rx_node *v)

@@ -23,6 +23,10 @@ once by relaxc and run at several sizes from the one artifact; outputs equal PyT
   runs batch 2 and refuses batch 3 with a match_cast error, as ONNX Runtime fails.
 * GPT-2's sequence classification pooling: `% ids.shape[-1]` (a tensor modulo a
   symbolic size, which the importer materializes as a tensor) and per-row indexing.
+* Idioms: F.pad(mode="reflect") (pads computed from constants, folded at import), a
+  U-Net upsample to the skip's size (Resize with symbolic sizes), a KV cache written by
+  index_copy at run-time positions, Whisper's conv front end with sliced sinusoidal
+  positions.
 
 Usage: test_torch_blocks.py BIN_DIR
 """
@@ -218,6 +222,52 @@ class GPT2Classify(nn.Module):
         return logits[torch.arange(ids.shape[0]), last]
 
 
+class ReflectPadConv(nn.Module):
+    """F.pad(mode="reflect"): PyTorch computes the pads with Concat, Reshape, Slice (step
+    -1) and Transpose of constants, folded at import."""
+    def __init__(s):
+        super().__init__()
+        s.c = nn.Conv2d(3, 8, 3)
+
+    def forward(s, x):
+        return s.c(F.pad(x, (1, 1, 1, 1), mode="reflect"))
+
+
+class UpToSkip(nn.Module):
+    """U-Net decoder: interpolate to the skip connection's size (Resize with sizes from
+    Shape: symbolic), then concat."""
+    def __init__(s):
+        super().__init__()
+        s.c = nn.Conv2d(4, 4, 3, padding=1)
+
+    def forward(s, x, skip):
+        y = F.interpolate(s.c(x), size=skip.shape[-2:], mode="bilinear", align_corners=False)
+        return torch.cat([y, skip], 1)
+
+
+class CacheIndexCopy(nn.Module):
+    """A static KV cache written with index_copy at run-time positions (ScatterElements
+    on the cache's shape vector builds the Expand target)."""
+    def forward(s, cache, kv, pos):
+        return cache.index_copy(2, pos, kv) * 2
+
+
+class WhisperFront(nn.Module):
+    """Whisper's encoder input: two Conv1d + GELU, sinusoidal positions sliced to the
+    frames (extent min((t + 1) // 2, 50) against (t + 1) // 2)."""
+    def __init__(s, n_mels=16, d=32, ctx=50):
+        super().__init__()
+        s.c1, s.c2 = nn.Conv1d(n_mels, d, 3, padding=1), nn.Conv1d(d, d, 3, stride=2, padding=1)
+        t = torch.exp(-math.log(10000) / (d // 2 - 1) * torch.arange(d // 2))
+        sc = torch.arange(ctx)[:, None] * t[None, :]
+        s.register_buffer("pos", torch.cat([torch.sin(sc), torch.cos(sc)], dim=1))
+        s.ln = nn.LayerNorm(d)
+
+    def forward(s, x):
+        x = F.gelu(s.c2(F.gelu(s.c1(x)))).permute(0, 2, 1)
+        return s.ln(x + s.pos[: x.shape[1]])
+
+
 def pad_ids(b, s):
     return torch.cat([torch.randint(1, 20, (b, s - 3)), torch.zeros(b, 3, dtype=torch.long)], 1)
 
@@ -235,14 +285,17 @@ def check(name, ok, detail=""):
     failures += 0 if ok else 1
 
 
-def run(rxa, x, tmp):
-    xin, od = os.path.join(tmp, "x.npy"), os.path.join(tmp, "out")
-    np.save(xin, x)
+def run(rxa, xs, tmp):
+    xs = xs if isinstance(xs, tuple) else (xs,)
+    od, argv = os.path.join(tmp, "out"), [os.path.join(BIN, "relax-run"), rxa]
+    for i, x in enumerate(xs):
+        xin = os.path.join(tmp, "x%d.npy" % i)
+        np.save(xin, x)
+        argv += ["--in", xin]
     if os.path.isdir(od):
         for f in os.listdir(od):
             os.remove(os.path.join(od, f))
-    p = subprocess.run([os.path.join(BIN, "relax-run"), rxa, "--in", xin, "--out-dir", od],
-                       capture_output=True, text=True)
+    p = subprocess.run(argv + ["--out-dir", od], capture_output=True, text=True)
     return (np.load(os.path.join(od, "out0.npy")) if p.returncode == 0 else None), p
 
 
@@ -258,28 +311,43 @@ def main():
          []),
         ("gpt2-classify", GPT2Classify(), pad_ids(2, 8), {"x": {0: "batch", 1: "seq"}},
          [pad_ids(3, 12), pad_ids(1, 5)]),
+        ("reflect-pad", ReflectPadConv(), torch.randn(1, 3, 8, 8),
+         {"x": {0: "batch", 2: "h", 3: "w"}}, [(2, 3, 11, 9)]),
+        ("up-to-skip", UpToSkip(), (torch.randn(1, 4, 5, 5), torch.randn(1, 2, 11, 11)),
+         {"x": {0: "batch", 2: "h", 3: "w"}, "x1": {0: "batch", 2: "H", 3: "W"}},
+         [(torch.randn(2, 4, 7, 6), torch.randn(2, 2, 15, 13))]),
+        ("cache-index-copy", CacheIndexCopy(),
+         (torch.randn(1, 2, 10, 4), torch.randn(1, 2, 3, 4), torch.arange(3) + 2),
+         {"x": {0: "batch"}, "x1": {0: "batch", 2: "s"}, "x2": {0: "s"}},
+         [(torch.randn(2, 2, 10, 4), torch.randn(2, 2, 5, 4), torch.tensor([7, 0, 3, 9, 1]))]),
+        ("whisper-front", WhisperFront(), torch.randn(1, 16, 40), {"x": {0: "batch", 2: "t"}},
+         [(2, 16, 61), (1, 16, 100)]),
     ]
     with tempfile.TemporaryDirectory(prefix="torch-blocks-") as tmp:
         for name, model, x, dyn, more in cases:
             model.eval()
             path, rxa = os.path.join(tmp, name + ".onnx"), os.path.join(tmp, name + ".rxa")
             try:
+                xs = x if isinstance(x, tuple) else (x,)
+                names = ["x"] + ["x%d" % i for i in range(1, len(xs))]
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    torch.onnx.export(model, (x,), path, input_names=["x"], output_names=["y"],
+                    torch.onnx.export(model, xs, path, input_names=names, output_names=["y"],
                                       opset_version=17, dynamic_axes=dyn)
                 sh([os.path.join(BIN, "relaxc"), "build", path, "-o", rxa])
             except RuntimeError as e:
                 check(name + " builds", False, str(e)[-600:])
                 continue
-            for xi in [x] + [m if torch.is_tensor(m) else torch.randn(*m) for m in more]:
+            for xi in [x] + [m if not isinstance(m, tuple) or torch.is_tensor(m[0]) else
+                             torch.randn(*m) for m in more]:
+                xi = xi if isinstance(xi, tuple) else (xi,)
                 with torch.no_grad():
-                    want = model(xi).numpy()
-                got, p = run(rxa, xi.numpy(), tmp)
+                    want = model(*xi).numpy()
+                got, p = run(rxa, tuple(t.numpy() for t in xi), tmp)
                 ok = got is not None and got.shape == want.shape and \
                     np.allclose(got, want, rtol=1e-4, atol=1e-4)
                 same = got is not None and got.shape == want.shape
-                check("%s %s" % (name, tuple(xi.shape)), ok,
+                check("%s %s" % (name, " ".join(str(tuple(t.shape)) for t in xi)), ok,
                       "(max abs error %.2e)" % float(np.max(np.abs(got - want))) if same
                       else p.stderr[-300:] if got is None else "shape %s" % (got.shape,))
             if name == "gpt2":  # longer than the mask buffer: a clear error, as in ORT

@@ -29,9 +29,35 @@ bool ox_c_gather_nd(ox_ctx *c)
 
 /* ScatterElements, Scatter (its older name) and ScatterND -> scatter_elements,
  * scatter_nd; reduction none is "update". */
+/* ScatterElements (reduction none) on a shape vector known symbolically, constant
+ * indices: the vector with those entries replaced, folded like shape arithmetic
+ * (PyTorch's index_copy builds its expand target so: Shape(cache) with the indexed
+ * axis's size scattered in). */
+static bool scatter_sym(ox_ctx *c)
+{
+    ox_val *x = ox_in(c, 0), *iv = ox_in(c, 1), *u = ox_in(c, 2);
+    rx_expr **xs, **us;
+    int64_t *idx;
+    int nx, ni, nu;
+    if (!x || !x->sym || x->symrank != 1 || strcmp(ox_attr_s(c, "reduction", "none"), "none") ||
+        ox_attr_i(c, "axis", 0) != 0 || !ox_ints(c, iv, &idx, &ni) ||
+        !ox_syms(c, x, &xs, &nx) || !ox_syms(c, u, &us, &nu) || nu != ni)
+        return false;
+    rx_expr **r = RX_NEWN(c->a, rx_expr *, nx ? nx : 1);
+    memcpy(r, xs, sizeof *r * (size_t)nx);
+    for (int i = 0; i < ni; i++) {
+        int64_t j = idx[i] < 0 ? idx[i] + nx : idx[i];
+        if (j < 0 || j >= nx) return false; /* the op reports it */
+        r[j] = us[i];
+    }
+    ox_out_sym(c, 0, r, nx, 1, x->symdt);
+    return true;
+}
+
 bool ox_c_scatter(ox_ctx *c)
 {
     bool nd = !strcmp(c->node->op_type, "ScatterND");
+    if (!nd && scatter_sym(c)) return true;
     const char *red = ox_attr_s(c, "reduction", "none");
     rx_attr *m = ox_amap(c);
     if (!nd) ox_aset(c, m, "axis", ox_aint(c, ox_attr_i(c, "axis", 0)));
@@ -113,34 +139,33 @@ bool ox_c_resize(ox_ctx *c)
     double sc[4] = {1, 1, 1, 1}, roi[8] = {0, 0, 0, 0, 1, 1, 1, 1};
     rx_expr **d = x->sinfo->dims, *size[2];
     rx_const *k;
+    bool have_scales = true;
     if (zi >= 0 && ox_in(c, zi)) {
-        int64_t *zs;
+        rx_expr **zs;
         int n;
-        if (!ox_ints(c, ox_in(c, zi), &zs, &n) || n != rank) {
-            ox_err(c, "sizes must be a constant of %d values", rank);
+        if (!ox_syms(c, ox_in(c, zi), &zs, &n) || n != rank) {
+            ox_err(c, "sizes must be %d values known at compile time (constants or a chain "
+                   "from Shape)", rank);
             return false;
         }
-        double zd[4];
-        for (int i = 0; i < rank; i++) zd[i] = (double)zs[i];
-        if (rank == 3) lift_ncw(zd, 3, 1);
-        int64_t sz[4];
-        for (int i = 0; i < 4; i++) sz[i] = (int64_t)zd[i];
-        for (int i = 0; i < 2; i++) {
-            int64_t v;
-            if (!rx_expr_is_const(ox_simp(c, d[i]), &v) || v != sz[i]) {
+        rx_expr *z4[4];
+        for (int i = 0; i < rank; i++) z4[i] = ox_simp(c, zs[i]);
+        if (rank == 3) z4[3] = z4[2], z4[2] = ox_lit(c, 1);
+        for (int i = 0; i < 2; i++)
+            if (!rx_arith_prove_equal(c->ar, d[i], z4[i])) {
                 ox_err(c, "only H and W can be resized (sizes must keep N and C)");
                 return false;
             }
-        }
-        size[0] = ox_lit(c, sz[2]);
-        size[1] = ox_lit(c, sz[3]);
+        size[0] = z4[2];
+        size[1] = z4[3];
+        /* literal extents and sizes give the scales; otherwise the op divides the sizes
+         * by the extents at run time (scales null): interpolate(size=skip.shape[-2:]) */
         for (int i = 2; i < 4; i++) {
-            int64_t v;
-            if (!rx_expr_is_const(ox_simp(c, d[i]), &v) || v < 1) {
-                ox_err(c, "sizes need literal input extents");
-                return false;
-            }
-            sc[i] = (double)sz[i] / (double)v;
+            int64_t v, z;
+            if (!rx_expr_is_const(ox_simp(c, d[i]), &v) || v < 1 || !rx_expr_is_const(z4[i], &z))
+                have_scales = false;
+            else
+                sc[i] = (double)z / (double)v;
         }
     } else {
         k = si < ox_nin(c) ? ox_const(c, ox_in(c, si)) : NULL;
@@ -205,7 +230,7 @@ bool ox_c_resize(ox_ctx *c)
     ox_aset(c, a, "cubic_alpha", ox_afloat(c, ox_attr_f(c, "cubic_coeff_a", -0.75)));
     ox_aset(c, a, "cubic_exclude", ox_aint(c, ox_attr_i(c, "exclude_outside", 0)));
     ox_aset(c, a, "extrapolation_value", ox_afloat(c, ox_attr_f(c, "extrapolation_value", 0)));
-    ox_aset(c, a, "scales", ox_afloats(c, sc + 2, 2));
+    if (have_scales) ox_aset(c, a, "scales", ox_afloats(c, sc + 2, 2));
     rx_node *args[2] = {x, ox_shape_node(c, size, 2)};
     rx_node *y = ox_call(c, "image.resize2d", args, 2, a);
     if (y && rank == 3) {

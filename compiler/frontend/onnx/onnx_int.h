@@ -50,6 +50,7 @@ typedef struct ox_ctx {
     rx_arena *a;
     rx_diags *d;
     rx_arith *ar;                 /* arithmetic for folding and deduction */
+    int64_t fold_steps;           /* interpreter steps import-time folding may still spend */
     rx_dctx dc;                   /* deduction context for op rules */
     rx_func *fn;                  /* @main */
     const rx_onnx_opts *o;

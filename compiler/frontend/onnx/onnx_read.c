@@ -40,6 +40,7 @@
 
 #include "onnx_int.h"
 #include "relax/json.h"
+#include "relax/pass.h"
 
 #define OX_MAX_DIM (INT64_C(1) << 40)
 #define OX_MAX_FILE ((size_t)1 << 31)
@@ -372,19 +373,21 @@ static rx_node *bind(ox_ctx *c, const char *name, rx_node *value)
     return var;
 }
 
-/* How definite a dim is, for ox_unify_bcast: a literal other than 1, a plain variable,
- * anything else; a literal 1 (-1) broadcasts and is left alone. */
+/* How definite a dim is, for ox_unify_bcast: a literal other than 1 (3), a plain
+ * variable (2), an expression (1), a min or max (0: a slice clamped to a buffer's
+ * extent); a literal 1 (-1) broadcasts and is left alone. */
 static int dim_rank(rx_expr *e)
 {
     int64_t v;
-    if (rx_expr_is_const(e, &v)) return v == 1 ? -1 : 2;
-    return e->kind == RX_E_VAR ? 1 : 0;
+    if (rx_expr_is_const(e, &v)) return v == 1 ? -1 : 3;
+    return e->kind == RX_E_VAR ? 2 : e->kind == RX_E_MIN || e->kind == RX_E_MAX ? 0 : 1;
 }
 
 /* Operand dims, right-aligned against another operand's, that no proof relates to it
  * (min(s, 32) against s: a causal mask sliced from a buffer by the sequence length; a
  * batch of 2 baked into a constant by a traced int() against b) are asserted equal to
- * the more definite of the two (a literal, else a plain variable): the operand becomes
+ * the more definite of the two (a literal, a plain variable, an expression, a min or
+ * max, in that order; dim_rank): the operand becomes
  * match_cast(x, dims). ONNX broadcasting needs them equal there unless one is 1 at run
  * time, which an exported symbolic dim is not; a call where they differ fails at the
  * match_cast's check with the binding and both shapes named, as ONNX Runtime fails at
@@ -400,7 +403,7 @@ void ox_unify_bcast(ox_ctx *c, rx_node **args, int nargs)
         rx_expr **d = NULL;
         for (int k = 0; k < xs->ndim; k++) {
             rx_expr *a = xs->dims[k];
-            if (dim_rank(a) < 0 || dim_rank(a) == 2) continue;
+            if (dim_rank(a) < 0 || dim_rank(a) == 3) continue;
             for (int j = 0; j < nargs; j++) {
                 const rx_sinfo *ys = args[j]->sinfo;
                 int kj = k + (ys->ndim - xs->ndim);
@@ -427,6 +430,31 @@ void ox_unify_bcast(ox_ctx *c, rx_node **args, int nargs)
     }
 }
 
+/* A call on constants with a small static result, folded at import (canonicalize's
+ * folder: the values the kernel would compute), so that converters needing constant
+ * operands see them: PyTorch computes F.pad's pads for reflect mode with Concat,
+ * Reshape, Slice (step -1) and Transpose of constants. NULL when it does not fold. */
+static rx_node *fold_small(ox_ctx *c, rx_node *call)
+{
+    enum { MAX_ELEMS = 4096 };
+    const rx_sinfo *s = call->sinfo;
+    int64_t n = 1, v;
+    if (s->kind != RX_SI_TENSOR || !s->dims || s->ndim < 0 || c->fold_steps <= 0) return NULL;
+    for (int i = 0; i < s->ndim; i++)
+        if (!rx_expr_is_const(s->dims[i], &v) || v < 0 || (n *= v) > MAX_ELEMS) return NULL;
+    for (int i = 0; i < call->nargs; i++) {
+        const rx_node *a = call->args[i];
+        if (a->kind == RX_N_VAR) return NULL;
+        for (int j = 0; a->kind == RX_N_TUPLE && j < a->nargs; j++)
+            if (a->args[j]->kind == RX_N_VAR) return NULL;
+    }
+    rx_node *k = rx_fold_call(c->m, call, &c->fold_steps);
+    if (!k) return NULL;
+    k->sinfo = const_sinfo(c, k->u.konst);
+    k->loc = call->loc;
+    return k;
+}
+
 rx_node *ox_call(ox_ctx *c, const char *opname, rx_node **args, int nargs, rx_attr *attrs)
 {
     const rx_op *op = rx_op_find(opname);
@@ -441,6 +469,8 @@ rx_node *ox_call(ox_ctx *c, const char *opname, rx_node **args, int nargs, rx_at
     call->loc = loc;
     call->sinfo = op->deduce(&c->dc, call);
     if (!call->sinfo) return NULL;
+    rx_node *k = fold_small(c, call);
+    if (k) return k;
     return bind(c, c->node && c->node->n_output ? c->node->output[0] : opname, call);
 }
 
@@ -448,7 +478,8 @@ bool ox_out_node(ox_ctx *c, int i, rx_node *n)
 {
     if (!n) return false;
     ox_val *v = out_val(c, i);
-    if (v) v->node = n;
+    if (v && n->kind == RX_N_CONST) v->k = n->u.konst; /* folded: a constant value */
+    else if (v) v->node = n;
     return true;
 }
 
@@ -790,6 +821,7 @@ rx_module *rx_onnx_read(const uint8_t *buf, size_t n, const rx_onnx_opts *o,
     c.opset = opset;
     snprintf(c.path, sizeof c.path, "graph.");
     c.ar = rx_arith_new(m->arena);
+    c.fold_steps = INT64_C(1) << 26;
     c.fn = RX_NEW(c.a, rx_func);
     c.fn->kind = RX_F_RELAX;
     c.fn->name = "main";

@@ -91,6 +91,14 @@ bool rx_pass_simplify(rx_module *m, rx_diags *d);
  * compiled kernel would. The dropped bindings are left for dce. False after errors
  * in d. */
 bool rx_pass_canonicalize(rx_module *m, rx_diags *d);
+/* Folds one call (not bound yet) whose operands are constants, tuples of constants,
+ * shapes of literal dims or literal prim values written directly (not through
+ * variables), by canonicalize's rules, spending at most *steps_left interpreter steps
+ * (decremented by those used): the constant node it computes (allocated in m), or NULL
+ * when it does not fold. The
+ * ONNX importer folds constant subgraphs with it (a Pad's pads computed by Concat,
+ * Reshape, Slice and Transpose of constants). */
+rx_node *rx_fold_call(rx_module *m, rx_node *call, int64_t *steps_left);
 
 /* Removes bindings whose variable is unused and whose value is pure (everything but
  * calls of graph functions, callables, library functions and the ops listed in dce.c),
