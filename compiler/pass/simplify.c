@@ -13,6 +13,11 @@
  *   power(x, 2)         -> multiply(x, x)   (powf(x, 2) is x * x rounded once: the same
  *                                            float; C99 F.10.4.4 makes pow exact here)
  *   power(x, 1)         -> x                (a copy: canonicalize forwards it)
+ *   power(x, -1)        -> divide(1, x)     (one division, rounded once: the same float)
+ *   power(x, 3)         -> x * x * x        (GPT-2's tanh GELU, `torch.pow(h, 3.0)`: two
+ *   power(x, 4)         -> (x * x) * (x * x) roundings instead of powf's one, within
+ *                                            1.5 ulp of it; nested calls, which the
+ *                                            deduction after the pass binds (normalize.c))
  *   divide(1, sqrt(y))  -> rsqrt(y)         (rsqrt is 1 / sqrt in the generated code and
  *                                            in the interpreter: the same float)
  *
@@ -99,14 +104,39 @@ static rx_node *call(sp_ctx *c, const char *op, rx_node *a, rx_node *b, rx_loc l
     return n;
 }
 
+/* A 0-d constant 1 of float dtype dt (f32 or f64). */
+static rx_node *float_one(sp_ctx *c, rx_dtype dt, rx_loc loc)
+{
+    rx_const *one = RX_NEW(c->m->arena, rx_const);
+    one->dtype = dt;
+    one->nbytes = dt == RX_DT_F64 ? 8 : 4;
+    one->data = rx_arena_alloc(c->m->arena, one->nbytes);
+    double d = 1;
+    float f = 1;
+    memcpy(one->data, dt == RX_DT_F64 ? (const void *)&d : (const void *)&f, one->nbytes);
+    one->loc = loc;
+    rx_node *r = rx_n_const(c->m, one);
+    r->loc = loc;
+    return r;
+}
+
 /* The simplified value of n, or NULL when none of the rules applies. */
 static rx_node *simplify_value(sp_ctx *c, rx_node *n)
 {
     double v;
     if (is_op(n, "power", 2) && same_float_tensor(n->sinfo, n->args[0]->sinfo) &&
         scalar_of(c, n->args[1], &v)) {
-        if (v == 2) return call(c, "multiply", n->args[0], n->args[0], n->loc);
-        if (v == 1) return n->args[0];
+        rx_node *x = n->args[0];
+        if (v == 2) return call(c, "multiply", x, x, n->loc);
+        if (v == 1) return x;
+        if (v == 3) return call(c, "multiply", call(c, "multiply", x, x, n->loc), x, n->loc);
+        if (v == 4) {
+            rx_node *sq = call(c, "multiply", x, x, n->loc);
+            return call(c, "multiply", sq, sq, n->loc);
+        }
+        rx_dtype dt = (rx_dtype)n->sinfo->dtype;
+        if (v == -1 && (dt == RX_DT_F32 || dt == RX_DT_F64))
+            return call(c, "divide", float_one(c, dt, n->loc), x, n->loc);
     }
     if (is_op(n, "divide", 2) && scalar_of(c, n->args[0], &v) && v == 1) {
         rx_node *s = def_of(c, n->args[1]);
