@@ -318,6 +318,27 @@ static void view_items(const view_job *j, int64_t lo, int64_t hi)
     }
 }
 
+/* Folds the batch into the rows when that is one product: B without batch axes (a
+ * weight), A's rows not transposed and its batch items one after another at m rows
+ * each (a reshape of a contiguous tensor: nn.MultiheadAttention's in-projection of a
+ * (s, 1, d) view at batch 1), C contiguous as always. One sgemm of batch * m rows then
+ * replaces batch thin ones. */
+static void view_merge_batch(view_job *j)
+{
+    const view_operand *a = j->a;
+    if (j->b->r != 2 || j->ta != 111 || a->r - 2 != j->nb || j->batch < 2 ||
+        j->m > INT32_MAX / j->batch)
+        return;
+    int64_t want = j->m * j->lda;
+    for (int d = j->nb - 1; d >= 0; d--) {
+        if (a->div[d] != 1 || a->size[d] != j->cshape[d] || (a->size[d] > 1 && a->stride[d] != want))
+            return;
+        want *= a->size[d];
+    }
+    j->m *= j->batch;
+    j->batch = 1;
+}
+
 /* A thread of the parallel region: its contiguous share of the batch items. */
 static void view_worker(void *p)
 {
@@ -384,6 +405,7 @@ static int32_t blas_matmul_view(DLTensor *const *args, int32_t nargs)
     if (!blas_sgemm) return BLAS_NOLIB;
     view_job j = {&a, &b, fdata(XA), fdata(XB), (float *)(uintptr_t)fdata(C), C->shape, nb,
                   batch, m, n, k, lda, ldb, ta, tb, (float)alpha};
+    view_merge_batch(&j);
     if (batch < 2 || !m || !n || !blas_in_region_ok() || rx_rt_parallel(view_worker, &j) == 0)
         view_items(&j, 0, batch);
     return BLAS_OK;

@@ -21,7 +21,8 @@
  * lists them; vmgen checks each name against rx_rt_builtin_library_names).
  *
  * The cost rule (paper §5.1: generated code for matrix-vector at batch 1, the library
- * otherwise), on the matmul's rows M = A's dims[-2], K, N and the batch b:
+ * otherwise), on the matmul's rows M = A's dims[-2] (times A's literal batch when B is
+ * 2-d: the runtime runs that as one product of b * M rows), K, N and the batch b:
  *   - M a literal: the library when M > 1 and, if b, K and N are literals too,
  *     b * M * N * K >= threshold (2^15 by default); a symbolic b, K or N counts as large;
  *   - M symbolic: the library. One artifact serves every M, and the rule cannot be
@@ -267,13 +268,19 @@ static bool worth_library(const ll_ctx *c, const rx_node *call)
 {
     if (c->o && c->o->mode == RX_LIB_ALL) return true;
     const rx_sinfo *a = call->args[0]->sinfo, *r = call->sinfo;
-    int64_t M, K, N, batch = 1;
+    int64_t M, K, N, batch = 1, e;
     if (!rx_expr_is_const(r->dims[r->ndim - 2], &M)) return true; /* symbolic M */
+    /* a 3-d A times a 2-d B is one product of batch * M rows (blas_gemm flattens it):
+     * nn.MultiheadAttention's in-projection of (197, 1, d) at batch 1. A symbolic batch
+     * keeps the rule on M: decode's (b, 1, k) @ W is the matvec schedule's, b <= 16 */
+    const rx_sinfo *bs = call->args[1]->sinfo;
+    bool fold = matmul_ok(call) && bs && bs->ndim == 2 && r->ndim == 3 &&
+                rx_expr_is_const(r->dims[0], &e);
+    if (fold) M *= e;
     if (M <= 1 || (c->o && c->o->cuda && M <= RX_LIB_GPU_MV_ROWS)) return false;
     if (!rx_expr_is_const(a->dims[a->ndim - 1], &K) || !rx_expr_is_const(r->dims[r->ndim - 1], &N))
         return true;
-    for (int i = 0; i < r->ndim - 2; i++) {
-        int64_t e;
+    for (int i = 0; i < r->ndim - 2 && !fold; i++) {
         if (!rx_expr_is_const(r->dims[i], &e)) return true;
         batch *= e;
     }

@@ -20,6 +20,12 @@
  *                                            deduction after the pass binds (normalize.c))
  *   divide(1, sqrt(y))  -> rsqrt(y)         (rsqrt is 1 / sqrt in the generated code and
  *                                            in the interpreter: the same float)
+ *   permute_dims(x, p)  -> reshape(x, out)  when p moves only dims of extent 1 (the
+ *                                            others keep their order): the same elements
+ *                                            in the same order, so no copy. At batch 1,
+ *                                            nn.MultiheadAttention's (b, s, d) -> (s, b, d)
+ *                                            transpose is one, and the matmul behind it
+ *                                            then goes to BLAS as one product
  *
  * where the constant is a scalar (one element, f32/f64/i32/i64, inline or a variable
  * bound to one) and the call's result has the operand's annotation (same dtype and
@@ -97,7 +103,7 @@ static bool same_float_tensor(const rx_sinfo *a, const rx_sinfo *b)
 static rx_node *call(sp_ctx *c, const char *op, rx_node *a, rx_node *b, rx_loc loc)
 {
     const rx_op *o = rx_op_find(op);
-    if (!o || o->nattrs) return NULL; /* both ops used take no attributes */
+    if (!o || o->nattrs) return NULL; /* the ops used here take no attributes */
     rx_node *args[2] = {a, b};
     rx_node *n = rx_n_call_op(c->m, o, args, b ? 2 : 1, NULL);
     n->loc = loc;
@@ -120,6 +126,30 @@ static rx_node *float_one(sp_ctx *c, rx_dtype dt, rx_loc loc)
     return r;
 }
 
+/* permute_dims call n (known dims, explicit axes) moves only dims of literal extent 1:
+ * the other dims appear in the result in their order in the operand. */
+static bool unit_moves_only(const rx_node *n)
+{
+    const rx_sinfo *x = n->args[0]->sinfo, *o = n->sinfo;
+    const rx_attr *axes = rx_call_attr(n, "axes");
+    if (!x || !o || x->kind != RX_SI_TENSOR || o->kind != RX_SI_TENSOR || !x->dims ||
+        !o->dims || x->ndim != o->ndim || x->ndim < 2 || !axes || axes->kind != RX_A_ARRAY ||
+        axes->u.arr.n != x->ndim)
+        return false;
+    int64_t last = -1, v;
+    bool moved = false;
+    for (int i = 0; i < x->ndim; i++) {
+        const rx_attr *ai = axes->u.arr.items[i];
+        if (ai->kind != RX_A_INT || ai->u.i < 0 || ai->u.i >= x->ndim) return false;
+        int64_t a = ai->u.i;
+        moved |= a != i;
+        if (rx_expr_is_const(x->dims[a], &v) && v == 1) continue;
+        if (a < last) return false; /* a non-unit dim out of order */
+        last = a;
+    }
+    return moved;
+}
+
 /* The simplified value of n, or NULL when none of the rules applies. */
 static rx_node *simplify_value(sp_ctx *c, rx_node *n)
 {
@@ -137,6 +167,12 @@ static rx_node *simplify_value(sp_ctx *c, rx_node *n)
         rx_dtype dt = (rx_dtype)n->sinfo->dtype;
         if (v == -1 && (dt == RX_DT_F32 || dt == RX_DT_F64))
             return call(c, "divide", float_one(c, dt, n->loc), x, n->loc);
+    }
+    if (is_op(n, "permute_dims", 1) && unit_moves_only(n)) {
+        const rx_sinfo *o = n->sinfo;
+        rx_node *shape = rx_n_shape(c->m, o->dims, o->ndim);
+        shape->loc = n->loc;
+        return call(c, "reshape", n->args[0], shape, n->loc);
     }
     if (is_op(n, "divide", 2) && scalar_of(c, n->args[0], &v) && v == 1) {
         rx_node *s = def_of(c, n->args[1]);

@@ -12,6 +12,10 @@ One module, symbolic b and s, one function per way of writing attention's produc
   gqa_expand  grouped-query as PyTorch's repeat_kv: expand_dims + broadcast_to + reshape
   linear_t    x (b, s, k) @ permute_dims(w (n, k)): a transposed weight (2-D B)
   bcast4      probs (b, h, s, k) @ w (k, n): 4-D by 2-D, the batch broadcast
+  mha_b1      x (1, 64, k) permuted to (64, 1, k) @ w (k, n): nn.MultiheadAttention's
+              in-projection at batch 1; simplify makes the permute a reshape, the cost
+              rule counts 64 rows (a literal batch times M = 1) and the runtime runs
+              the 64 one-row items as one sgemm of 64 rows
   decode      q of one row (M = 1, static): the cost rule keeps it generated
 each causal-masked (full + triu) and softmaxed where attention. Built at O2 with
 --dump-ir: each function's library_lower dump must call blas.matmul_view the expected
@@ -100,6 +104,9 @@ def functions():
                         {"var": "y", "value": op("matmul", "x", "wt")}], "y")
     fns["bcast4"] = ([{"name": "p", "type": T(("b", A, "s", 12))}, {"name": "w", "type": T((12, 10))}],
                      [{"var": "y", "value": op("matmul", "p", "w")}], "y")
+    fns["mha_b1"] = ([{"name": "x", "type": T((1, 64, 24))}, {"name": "w", "type": T((24, 32))}],
+                     [{"var": "xt", "value": op("permute_dims", "x", axes=[1, 0, 2])},
+                      {"var": "y", "value": op("matmul", "xt", "w")}], "y")
     fns["decode"] = ([{"name": "q", "type": T(("b", 1, A * D))}, {"name": "kc", "type": T(("b", A, "s", D))}],
                      [{"var": "q_r", "value": op("reshape", "q", {"shape": ["b", 1, A, D]})},
                       {"var": "q_h", "value": op("permute_dims", "q_r", axes=[0, 2, 1, 3])},
@@ -111,7 +118,7 @@ def functions():
 
 
 EXPECT = {"pt": 2, "kt": 2, "qscale": 2, "gqa_repeat": 2, "gqa_expand": 2, "linear_t": 1,
-          "bcast4": 1, "decode": 0}
+          "bcast4": 1, "mha_b1": 1, "decode": 0}
 
 
 def reference(name, ins):
@@ -121,6 +128,8 @@ def reference(name, ins):
         return x[0] @ x[1].T
     if name == "bcast4":
         return x[0] @ x[1]
+    if name == "mha_b1":
+        return x[0].transpose(1, 0, 2) @ x[1]
     if name == "decode":
         q = x[0].reshape(x[0].shape[0], 1, A, D).transpose(0, 2, 1, 3)
         return q @ x[1].transpose(0, 1, 3, 2)
