@@ -331,7 +331,8 @@ static void view_merge_batch(view_job *j)
         return;
     int64_t want = j->m * j->lda;
     for (int d = j->nb - 1; d >= 0; d--) {
-        if (a->div[d] != 1 || a->size[d] != j->cshape[d] || (a->size[d] > 1 && a->stride[d] != want))
+        if (a->div[d] != 1 || a->size[d] != j->cshape[d] ||
+            (a->size[d] > 1 && a->stride[d] != want))
             return;
         want *= a->size[d];
     }
