@@ -20,6 +20,10 @@
  *                                            deduction after the pass binds (normalize.c))
  *   divide(1, sqrt(y))  -> rsqrt(y)         (rsqrt is 1 / sqrt in the generated code and
  *                                            in the interpreter: the same float)
+ *   astype(x, dt)       -> x                when x already has dtype dt (Hugging Face's
+ *                                            `.to(torch.float32)` around RMSNorm and
+ *                                            softmax of an f32 model: left in, each is a
+ *                                            copy or splits a fusable chain)
  *   permute_dims(x, p)  -> reshape(x, out)  when p moves only dims of extent 1 (the
  *                                            others keep their order): the same elements
  *                                            in the same order, so no copy. At batch 1,
@@ -168,6 +172,10 @@ static rx_node *simplify_value(sp_ctx *c, rx_node *n)
         if (v == -1 && (dt == RX_DT_F32 || dt == RX_DT_F64))
             return call(c, "divide", float_one(c, dt, n->loc), x, n->loc);
     }
+    if (is_op(n, "astype", 1) && n->sinfo && n->args[0]->sinfo &&
+        n->sinfo->kind == RX_SI_TENSOR && n->args[0]->sinfo->kind == RX_SI_TENSOR &&
+        n->sinfo->dtype != RX_DT_UNKNOWN && n->sinfo->dtype == n->args[0]->sinfo->dtype)
+        return n->args[0];
     if (is_op(n, "permute_dims", 1) && unit_moves_only(n)) {
         const rx_sinfo *o = n->sinfo;
         rx_node *shape = rx_n_shape(c->m, o->dims, o->ndim);
