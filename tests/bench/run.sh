@@ -40,6 +40,9 @@
 #                   written five ways, decode b=1/16 over 512 cached and prefill s=128/512,
 #                   relax O2 and O3 vs ONNX Runtime 1.30 (npm, installed by setup_ort.sh)
 #                   and PyTorch, 2 threads each (goal: relax/ORT <= 1.0)
+#   bench_torch_blocks.py  blocks as popular model code writes them (HF GPT-2, HF Llama,
+#                   ViT-S, T5 attention) exported by PyTorch: relax O2 vs ONNX Runtime on the
+#                   same .onnx and PyTorch eager, 2 threads (goal: relax/ORT <= 1.0)
 #   bench_fuzz.py   the three libFuzzer targets (relax-json reader, .rxa parser, relaxd's
 #                   request path) to 1,000,000 executions each, with their counts; on its
 #                   own build, build-fuzz-bench (clang, RelWithDebInfo, ASan+UBSan,
@@ -82,6 +85,8 @@ env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_kernels.py \
     --threads 2 --repeat 10 --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_vs_ort.py \
+    --threads 2 --repeat 10 --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_torch_blocks.py \
     --threads 2 --repeat 10 --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tests/bench/bench_attention.py \
     --threads 1 --cpu --rounds 3 --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run
