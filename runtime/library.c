@@ -558,7 +558,8 @@ static const char *cublas_on_host_strerr(int32_t code)
     X("cublas.matmul", clblast_on_host, cublas_on_host_strerr)              \
     X("rt.matmul", rx_rt_matmul, rx_rt_matmul_strerr)                       \
     X("rt.pool2d", rx_rt_pool2d, rx_rt_pool2d_strerr)                       \
-    X("rt.rms_norm", rx_rt_rms_norm, rx_rt_rms_norm_strerr)
+    X("rt.rms_norm", rx_rt_rms_norm, rx_rt_rms_norm_strerr)                 \
+    X("rt.rnn", rx_rt_rnn, rx_rt_rnn_strerr)
 
 const char *const *rx_rt_builtin_library_names(void)
 {

@@ -186,6 +186,12 @@ void *rx_rt_blas_handle(void);
  * and the region's size. */
 int rx_rt_parallel(void (*fn)(void *data), void *data);
 void rx_rt_parallel_id(int *id, int *n);
+/* Inside rx_rt_parallel's region: waits until every thread of the region reached it
+ * (GOMP_barrier); a no-op when there is no libgomp. Every thread must call it. */
+void rx_rt_barrier(void);
+/* rt.rnn (library_rnn.c) and its messages. */
+int32_t rx_rt_rnn(DLTensor *const *args, int32_t nargs);
+const char *rx_rt_rnn_strerr(int32_t code);
 /* cblas_sgemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) of
  * that library (opened on the first call), NULL when none could be opened. */
 typedef void (*rx_rt_sgemm_fn)(int, int, int, int, int, int, float, const float *, int,

@@ -88,12 +88,15 @@ typedef void (*gomp_parallel_fn)(void (*)(void *), void *, unsigned, unsigned);
 static pthread_once_t omp_once = PTHREAD_ONCE_INIT;
 static gomp_parallel_fn omp_parallel;
 static get_fn omp_thread_num, omp_num_threads, omp_max_threads;
+static void (*omp_barrier)(void); /* GOMP_barrier: rx_rt_barrier */
 
 static void omp_open(void)
 {
     void *g = gomp(1), *p = sym(g, "GOMP_parallel"), *t = sym(g, "omp_get_thread_num"),
          *n = sym(g, "omp_get_num_threads"), *m = sym(g, "omp_get_max_threads");
-    if (!p || !t || !n || !m) return;
+    void *b = sym(g, "GOMP_barrier");
+    if (!p || !t || !n || !m || !b) return;
+    memcpy(&omp_barrier, &b, sizeof b);
     memcpy(&omp_thread_num, &t, sizeof t);
     memcpy(&omp_num_threads, &n, sizeof n);
     memcpy(&omp_max_threads, &m, sizeof m);
@@ -114,6 +117,11 @@ void rx_rt_parallel_id(int *id, int *n)
 {
     *id = omp_thread_num ? omp_thread_num() : 0;
     *n = omp_num_threads ? omp_num_threads() : 1;
+}
+
+void rx_rt_barrier(void)
+{
+    if (omp_barrier) omp_barrier();
 }
 
 /* ---- rx_rt_parallel_for: the same region, the thread number passed ---- */

@@ -1,7 +1,7 @@
 /*
  * op_nn.c — neural-network ops: softmax and log_softmax, layer/RMS/batch norm,
  * conv2d / conv3d (and their transposes), max/avg pooling in 2-d and 3-d, adaptive
- * average pooling.
+ * average pooling; nn.rnn, the recurrence of ONNX's LSTM / GRU / RNN (docs/ops.md).
  *
  * Layouts: v1 computes in NCHW / NCDHW (data) and OIHW / OIDHW (kernels) only; any
  * other layout attribute is a clear error rather than a silently wrong shape. One
@@ -414,6 +414,59 @@ static rx_sinfo *deduce_adaptive_pool2d(rx_dctx *c, const rx_node *call)
     return nchw(c, (rx_dtype)x->dtype, x->dims[0], x->dims[1], 2, sp);
 }
 
+/* ---------------------------------------------------------------- recurrence */
+/* nn.rnn(x (T, B, I), w (D, G*H, I), r (D, G*H, H), b (D, 2*G*H), h0 (D, B, H),
+ * c0 (D, B, H), p (D, 3*H)) -> (T + 2, D, B, H): rows 0..T-1 the hidden state after each
+ * step, row T the last hidden state, row T+1 the last cell state (LSTM; else row T
+ * again). f32 only: it runs as the runtime library's rt.rnn (docs/ops.md). */
+static const char *const rnn_modes[] = {"lstm", "gru", "rnn_tanh", "rnn_relu"};
+static const char *const rnn_dirs[] = {"forward", "reverse", "bidirectional"};
+
+static int rnn_index(const char *const *names, int n, const char *s)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(names[i], s)) return i;
+    return -1;
+}
+
+static rx_sinfo *deduce_rnn(rx_dctx *c, const rx_node *call)
+{
+    static const int ndims[7] = {3, 3, 3, 2, 3, 3, 2};
+    int mode = rnn_index(rnn_modes, 4, rx_call_attr(call, "mode")->u.s);
+    int dir = rnn_index(rnn_dirs, 3, rx_call_attr(call, "direction")->u.s);
+    if (mode < 0 || dir < 0) {
+        rx_op_fail(c, call, "%s \"%s\" is not one of %s", mode < 0 ? "mode" : "direction",
+                   rx_call_attr(call, mode < 0 ? "mode" : "direction")->u.s,
+                   mode < 0 ? "lstm, gru, rnn_tanh, rnn_relu" : "forward, reverse, bidirectional");
+        return NULL;
+    }
+    const rx_sinfo *a[7];
+    for (int i = 0; i < 7; i++) {
+        a[i] = rx_d_tensor_arg(c, call, i);
+        if (!a[i] || !check_ndim(c, call, a[i], i, ndims[i])) return NULL;
+        if (a[i]->dtype != RX_DT_UNKNOWN && a[i]->dtype != RX_DT_F32) {
+            rx_op_fail(c, call, "argument %d must be f32 (the recurrence runs in f32), found %s",
+                       i, rx_dtype_name((rx_dtype)a[i]->dtype));
+            return NULL;
+        }
+    }
+    const rx_sinfo *x = a[0], *r = a[2];
+    if (!x->dims || !r->dims) return rx_si_tensor(c->a, RX_DT_F32, 4, NULL);
+    int64_t g = mode == 0 ? 4 : mode == 1 ? 3 : 1;
+    rx_expr *h = r->dims[2];
+    if (proved_ne(c, r->dims[1], rx_e_binary(c->a, RX_E_MUL, rx_e_int(c->a, g), h)) ||
+        proved_ne(c, r->dims[0], rx_e_int(c->a, dir == 2 ? 2 : 1))) {
+        rx_op_fail(c, call, "r must be (%d, %lld * hidden, hidden) for mode %s, direction %s, "
+                   "found %s", dir == 2 ? 2 : 1, (long long)g, rnn_modes[mode], rnn_dirs[dir],
+                   rx_op_dims_str(c->a, r->dims, r->ndim));
+        return NULL;
+    }
+    rx_expr *d[4] = {rx_e_binary(c->a, RX_E_ADD, x->dims[0], rx_e_int(c->a, 2)),
+                     rx_e_int(c->a, dir == 2 ? 2 : 1), x->dims[1], h};
+    d[0] = rx_arith_simplify(c->ar, d[0]);
+    return rx_si_tensor(c->a, RX_DT_F32, 4, d);
+}
+
 /* ---------------------------------------------------------------- table */
 static const rx_attr_spec softmax_attrs[] = {
     RX_ATTR_DEF("axis", RX_AT_INT, "-1"),
@@ -469,6 +522,11 @@ static const rx_attr_spec conv3d_transpose_attrs[] = {
 };
 static const rx_attr_spec max_pool3d_attrs[] = { POOL_ATTRS(ONE3, ZERO3, "\"NCDHW\"", ) };
 static const rx_attr_spec avg_pool3d_attrs[] = { POOL_ATTRS(ONE3, ZERO3, "\"NCDHW\"", CIP_ATTR) };
+static const rx_attr_spec rnn_attrs[] = {
+    RX_ATTR_REQ("mode", RX_AT_STR),
+    RX_ATTR_DEF("direction", RX_AT_STR, "\"forward\""),
+    RX_ATTR_DEF("linear_before_reset", RX_AT_BOOL, "false"),
+};
 static const rx_attr_spec adaptive_pool2d_attrs[] = {
     RX_ATTR_NUL("output_size", RX_AT_INTS, "null"),
     RX_ATTR_DEF("layout", RX_AT_STR, "\"NCHW\""),
@@ -491,5 +549,6 @@ const rx_op rx_ops_nn[] = {
     OP("nn.max_pool3d", 1, 1, max_pool3d_attrs, deduce_pool),
     OP("nn.avg_pool3d", 1, 1, avg_pool3d_attrs, deduce_pool),
     OP("nn.adaptive_avg_pool2d", 1, 1, adaptive_pool2d_attrs, deduce_adaptive_pool2d),
+    OP("nn.rnn", 7, 7, rnn_attrs, deduce_rnn),
 };
 const int rx_ops_nn_count = RX_COUNTOF(rx_ops_nn);

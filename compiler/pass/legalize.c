@@ -20,6 +20,9 @@
  *         and output against the function's buffers are re-checked, so a wrong rule
  *         shows up here rather than at run time.
  *
+ * nn.rnn (a sequential recurrence over a run-time length) has no loop-function form: it
+ * becomes call_dps_library("rt.rnn", ...) here at every opt level (library_lower.c's
+ * rx_lib_rnn_call); on a GPU target vmgen refuses that library call with a clear error.
  * Left to later passes: the ops without a rule (data-dependent unique/nonzero and
  * shape_of, which the VM runs as builtins; every other v1 op has one) stay op calls;
  * calls whose result dims are unknown (run-time broadcasting, reshape of an unknown
@@ -33,6 +36,7 @@
 #include <string.h>
 
 #include "../legalize/legalize_int.h"
+#include "library_int.h"
 #include "relax/text.h"
 
 typedef struct lg_group {
@@ -54,7 +58,13 @@ static const lg_rule_entry *find_rule(const char *op)
     return NULL;
 }
 
-bool rx_legalize_has_rule(const char *name) { return find_rule(name) != NULL; }
+/* nn.rnn (or relax.nn.rnn): legalized into the library call rt.rnn, not a rule's loops. */
+static bool is_rnn(const char *op)
+{
+    return op && !strcmp(!strncmp(op, "relax.", 6) ? op + 6 : op, "nn.rnn");
+}
+
+bool rx_legalize_has_rule(const char *name) { return find_rule(name) != NULL || is_rnn(name); }
 
 /* ---------------------------------------------------------------- rule helpers */
 
@@ -302,6 +312,10 @@ static bool result_ok(lg_pass *p, const rx_node *call, int *nouts)
 static rx_node *legalize_call(lg_pass *p, rx_node *call)
 {
     const rx_op *op = call->u.call.op;
+    if (is_rnn(op->name) && call->sinfo) {
+        p->rep->legalized++;
+        return rx_lib_rnn_call(p->m, call); /* a recurrence has no loop-function form */
+    }
     const lg_rule_entry *rule = find_rule(op->name);
     if (!rule) {
         note_left(p, op);

@@ -37,4 +37,8 @@ bool rx_lv_blas_able(const rx_lv_view *v);
  * S is not a literal, one of the base's dims, or the one inferred. */
 bool rx_lv_encode_operand(const rx_lv_view *v, int64_t *out, int *n);
 
+/* call_dps_library("rt.rnn", the 7 operands of the nn.rnn call, params) with the call's
+ * annotation and location (library_lower.c; legalize.c takes every nn.rnn this way). */
+rx_node *rx_lib_rnn_call(rx_module *m, rx_node *call);
+
 #endif

@@ -707,6 +707,28 @@ static bool try_pool(ll_ctx *c, rx_binding *bd)
     return true;
 }
 
+/* ---- nn.rnn -> rt.rnn (called by legalize, at every opt level) ---- */
+
+rx_node *rx_lib_rnn_call(rx_module *m, rx_node *call)
+{
+    static const char *const modes[] = {"lstm", "gru", "rnn_tanh", "rnn_relu"};
+    static const char *const dirs[] = {"forward", "reverse", "bidirectional"};
+    int64_t p[3] = {0, 0, 0};
+    for (int i = 0; i < RX_COUNTOF(modes); i++)
+        if (attr_is(call, "mode", modes[i])) p[0] = i;
+    for (int i = 0; i < RX_COUNTOF(dirs); i++)
+        if (attr_is(call, "direction", dirs[i])) p[1] = i;
+    bool lbr = false;
+    p[2] = attr_bool(call, "linear_before_reset", &lbr) && lbr;
+    rx_node **args = RX_NEWN(m->arena, rx_node *, 8);
+    for (int i = 0; i < 7; i++) args[i] = call->args[i];
+    args[7] = int_params(m, p, 3);
+    rx_node *lib = rx_n_call_lib(m, "rt.rnn", args, 8, call->sinfo);
+    lib->sinfo = call->sinfo;
+    lib->loc = call->loc;
+    return lib;
+}
+
 bool rx_library_lower(rx_module *m, const rx_lib_opts *o, int *rewritten, rx_diags *d)
 {
     if (rewritten) *rewritten = 0;

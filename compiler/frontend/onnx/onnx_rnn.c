@@ -1,22 +1,21 @@
 /*
- * onnx_rnn.c — RNN, GRU and LSTM (opset 7-14) unrolled over a sequence length known at
- * import. The input's part of every gate, x W^T + Wb, is one matmul over all T steps
- * per direction (a (T*B, I) x (I, G*H) product, where the library's GEMM is efficient,
- * instead of T products of B rows); each step is then the recurrence's matmul
- * (transposed weights taken once per direction, folded when constant), the gates
- * sliced from the sum and the ONNX cell equations with the default activations
- * (Sigmoid, Tanh):
- *   RNN   H = tanh(x W^T + H R^T + Wb + Rb)
- *   GRU   z, r = sigmoid(...), h~ = tanh(x Wh^T + (r * H) Rh^T + Rbh + Wbh), or with
- *         linear_before_reset tanh(x Wh^T + r * (H Rh^T + Rbh) + Wbh);
- *         H = (1 - z) * h~ + z * H
- *   LSTM  i, f = sigmoid(... + P * C), c~ = tanh(...), C = f * C + i * c~,
- *         o = sigmoid(... + Po * C), H = o * tanh(C)   (gate order i, o, f, c; P i, o, f)
- * Directions forward, reverse and bidirectional; layout 0 ([T, B, I]) and 1 ([B, T,
- * I]); Y stacks H per step ([T, D, B, H] or [B, T, D, H]), Y_h and Y_c the last. The
- * graph grows with the sequence length (T steps of a few ops each): meant for the
- * short, static sequences of exported models. sequence_lens must be a constant equal
- * to T everywhere; other activations, clip and input_forget are located errors.
+ * onnx_rnn.c — RNN, GRU and LSTM (opset 7-14) onto one nn.rnn call (docs/ops.md), the
+ * recurrence the runtime library runs step after step (rt.rnn), for a sequence length
+ * known only at run time: an export with a dynamic sequence axis builds one artifact
+ * for every length.
+ *
+ * nn.rnn takes the sequence time major, x (T, B, I), ONNX's W, R (D, G*H, ...) as they
+ * are, B (D, 2*G*H), initial states (D, B, H) and LSTM peepholes (D, 3*H); what the node
+ * omits is given as zeros of those shapes. Its result (T+2, D, B, H) holds Y (rows
+ * 0..T-1), Y_h (row T) and Y_c (row T+1): the outputs are slices of it, counted from
+ * the end so that T may be symbolic. layout 1 ([B, T, I], ONNX opset 14) is permuted to
+ * time major on the way in and back on the way out; PyTorch's batch_first exports
+ * arrive with layout 0 and their own Transposes.
+ * Supported: the default activations (an explicit list equal to the default is
+ * accepted; RNN's Relu becomes mode rnn_relu), directions forward, reverse and
+ * bidirectional, GRU's linear_before_reset, f32. sequence_lens, when given, must be a
+ * constant equal to a literal sequence length everywhere; other activations, clip and
+ * input_forget are located errors.
  */
 #include <string.h>
 
@@ -24,110 +23,76 @@
 
 enum { RNN, GRU, LSTM };
 
-typedef struct cell {
-    int kind, g;          /* gates per cell: 1, 3, 4 */
-    int64_t h;            /* hidden size */
-    bool lbr;             /* GRU linear_before_reset */
-    rx_node *wt, *rt;     /* W^T (I, G*H), R^T (H, G*H) of the direction */
-    rx_node *wb, *rb;     /* biases (G*H) or NULL */
-    rx_node *p;           /* LSTM peepholes (3H) or NULL */
-} cell;
-
-/* Element i along axis 0 of v (a 0-d index take). */
-static rx_node *pick(ox_ctx *c, rx_node *v, int64_t i, int axis)
+/* Whether the node's `activations` (absent, or per direction the default list want of
+ * n names) is the default; RNN's may be Relu instead (*relu set). */
+static bool default_acts(ox_ctx *c, int kind, int nd, bool *relu)
 {
-    rx_attr *m = ox_amap(c);
-    ox_aset(c, m, "axis", ox_aint(c, axis));
-    rx_node *a[2] = {v, ox_scalar(c, RX_DT_I64, (double)i)};
-    return ox_call(c, "take", a, 2, m);
-}
-
-/* v[..., k*h : (k+1)*h] along its last axis. */
-static rx_node *gate(ox_ctx *c, rx_node *v, int k, int64_t h)
-{
-    if (!v) return NULL;
-    int64_t ax = ox_ndim(v) - 1, b = k * h, e = (k + 1) * h;
-    rx_attr *m = ox_amap(c);
-    ox_aset(c, m, "axes", ox_aints(c, &ax, 1));
-    ox_aset(c, m, "begin", ox_aints(c, &b, 1));
-    ox_aset(c, m, "end", ox_aints(c, &e, 1));
-    return ox_call1(c, "strided_slice", v, m);
-}
-
-static rx_node *add(ox_ctx *c, rx_node *x, rx_node *y)
-{
-    return x && y ? ox_call2(c, "add", x, y) : x ? x : y;
-}
-static rx_node *mul(ox_ctx *c, rx_node *x, rx_node *y) { return ox_call2(c, "multiply", x, y); }
-static rx_node *act(ox_ctx *c, const char *f, rx_node *x) { return ox_call1(c, f, x, NULL); }
-
-/* One step: the new H (and C for LSTM) from the input's gates xg = xt W^T + Wb (B, G*H). */
-static bool step(ox_ctx *c, const cell *k, rx_node *xg, rx_node **h, rx_node **cs)
-{
-    if (!xg) return false;
-    rx_node *hg = ox_call2(c, "matmul", *h, k->rt);
-    if (k->kind == RNN) {
-        *h = act(c, "tanh", add(c, add(c, xg, hg), k->rb));
-        return *h != NULL;
+    static const char *const lstm[] = {"Sigmoid", "Tanh", "Tanh"}, *const gru[] = {"Sigmoid", "Tanh"};
+    const Onnx__AttributeProto *a = ox_attr(c, "activations");
+    *relu = false;
+    if (!a) return true;
+    int n = kind == LSTM ? 3 : kind == GRU ? 2 : 1;
+    if (a->n_strings != (size_t)(n * nd)) return false;
+    for (int i = 0; i < n * nd; i++) {
+        const ProtobufCBinaryData *s = &a->strings[i];
+        const char *want = kind == LSTM ? lstm[i % n] : kind == GRU ? gru[i % n] : "Tanh";
+        bool is_relu = kind == RNN && s->len == 4 && !memcmp(s->data, "Relu", 4);
+        if (kind == RNN && i > 0 && is_relu != *relu) return false;
+        if (is_relu) *relu = true;
+        else if (s->len != strlen(want) || memcmp(s->data, want, s->len)) return false;
     }
-    if (k->kind == GRU) {
-        rx_node *hb = add(c, hg, k->rb);
-        rx_node *z = act(c, "sigmoid", add(c, gate(c, xg, 0, k->h), gate(c, hb, 0, k->h)));
-        rx_node *r = act(c, "sigmoid", add(c, gate(c, xg, 1, k->h), gate(c, hb, 1, k->h)));
-        rx_node *hh;
-        if (k->lbr) {
-            hh = mul(c, r, gate(c, hb, 2, k->h));
-        } else {
-            rx_node *rt2 = gate(c, k->rt, 2, k->h);
-            hh = add(c, ox_call2(c, "matmul", mul(c, r, *h), rt2), gate(c, k->rb, 2, k->h));
-        }
-        rx_node *ht = act(c, "tanh", add(c, gate(c, xg, 2, k->h), hh));
-        rx_node *one = ox_scalar(c, ox_dtype_of(xg), 1);
-        *h = add(c, mul(c, ox_call2(c, "subtract", one, z), ht), mul(c, z, *h));
-        return *h != NULL;
-    }
-    rx_node *all = add(c, add(c, xg, hg), k->rb);
-    rx_node *gi = gate(c, all, 0, k->h), *go = gate(c, all, 1, k->h);
-    rx_node *gf = gate(c, all, 2, k->h), *gc = gate(c, all, 3, k->h);
-    if (k->p) {
-        gi = add(c, gi, mul(c, gate(c, k->p, 0, k->h), *cs));
-        gf = add(c, gf, mul(c, gate(c, k->p, 2, k->h), *cs));
-    }
-    rx_node *cn = add(c, mul(c, act(c, "sigmoid", gf), *cs), mul(c, act(c, "sigmoid", gi), act(c, "tanh", gc)));
-    if (k->p) go = add(c, go, mul(c, gate(c, k->p, 1, k->h), cn));
-    *cs = cn;
-    *h = mul(c, act(c, "sigmoid", go), act(c, "tanh", cn));
-    return *h != NULL;
+    return true;
 }
 
-static rx_node *unsqueeze(ox_ctx *c, rx_node *v, int64_t axis)
+static rx_node *permute(ox_ctx *c, rx_node *v, const int64_t *p, int nd)
 {
-    rx_attr *m = ox_amap(c);
-    ox_aset(c, m, "axis", ox_aints(c, &axis, 1));
-    return ox_call1(c, "expand_dims", v, m);
-}
-
-static rx_node *swap01(ox_ctx *c, rx_node *v, int nd)
-{
-    int64_t p[4] = {1, 0, 2, 3};
     rx_attr *m = ox_amap(c);
     ox_aset(c, m, "axes", ox_aints(c, p, nd));
     return ox_call1(c, "permute_dims", v, m);
 }
 
+/* Zeros of dtype dt and shape d (n dims). */
+static rx_node *zeros(ox_ctx *c, rx_expr **d, int n, rx_dtype dt)
+{
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "dtype", ox_astr(c, rx_dtype_name(dt)));
+    rx_node *a[2] = {ox_shape_node(c, d, n), ox_scalar(c, dt, 0)};
+    return ox_call(c, "full", a, 2, m);
+}
+
+/* Rows [b, e) of v's axis 0, counted from the end (e = 0: to the end). */
+static rx_node *tail_rows(ox_ctx *c, rx_node *v, int64_t b, int64_t e)
+{
+    int64_t ax = 0, end = e ? e : INT64_MAX;
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axes", ox_aints(c, &ax, 1));
+    ox_aset(c, m, "begin", ox_aints(c, &b, 1));
+    ox_aset(c, m, "end", ox_aints(c, &end, 1));
+    return ox_call1(c, "strided_slice", v, m);
+}
+
+/* An initial state input (D, B, H), or [B, D, H] in layout 1, as (D, B, H); zeros when
+ * absent. */
+static rx_node *state(ox_ctx *c, int i, int layout, rx_expr **dbh, rx_dtype dt)
+{
+    static const int64_t swap[3] = {1, 0, 2};
+    if (!ox_in(c, i)) return zeros(c, dbh, 3, dt);
+    rx_node *v = ox_in_node(c, i);
+    return v && layout ? permute(c, v, swap, 3) : v;
+}
+
 bool ox_c_rnn(ox_ctx *c)
 {
     const char *t = c->node->op_type;
-    cell k = {0};
-    k.kind = !strcmp(t, "RNN") ? RNN : !strcmp(t, "GRU") ? GRU : LSTM;
-    k.g = k.kind == RNN ? 1 : k.kind == GRU ? 3 : 4;
-    k.h = ox_attr_i(c, "hidden_size", 0);
-    k.lbr = ox_attr_i(c, "linear_before_reset", 0) != 0;
+    int kind = !strcmp(t, "RNN") ? RNN : !strcmp(t, "GRU") ? GRU : LSTM;
+    int64_t g = kind == RNN ? 1 : kind == GRU ? 3 : 4, h = ox_attr_i(c, "hidden_size", 0);
     int layout = (int)ox_attr_i(c, "layout", 0);
     const char *dir = ox_attr_s(c, "direction", "forward");
     int nd = !strcmp(dir, "bidirectional") ? 2 : 1;
-    if (ox_attr(c, "activations") || ox_attr(c, "clip") || ox_attr_i(c, "input_forget", 0)) {
-        ox_err(c, "only the default activations, no clip and no input_forget are supported");
+    bool relu;
+    if (!default_acts(c, kind, nd, &relu) || ox_attr(c, "clip") || ox_attr_i(c, "input_forget", 0)) {
+        ox_err(c, "only the default activations (and Relu for RNN), no clip and no input_forget "
+                  "are supported");
         return false;
     }
     if (strcmp(dir, "forward") && strcmp(dir, "reverse") && nd != 2) {
@@ -136,76 +101,56 @@ bool ox_c_rnn(ox_ctx *c)
     }
     rx_node *x = ox_in_node(c, 0), *w = ox_in_node(c, 1), *r = ox_in_node(c, 2);
     if (!ox_need_dims(c, x) || !w || !r) return false;
-    if (layout) x = swap01(c, x, 3); /* [T, B, I] */
-    int64_t steps;
-    if (!x || x->sinfo->ndim != 3 || !rx_expr_is_const(ox_simp(c, x->sinfo->dims[0]), &steps) ||
-        steps > 4096 || k.h < 1) {
-        ox_err(c, "needs a 3-d input with a literal sequence length (at most 4096) and hidden_size");
+    static const int64_t swap01[3] = {1, 0, 2};
+    if (layout) x = permute(c, x, swap01, 3); /* [T, B, I] */
+    if (!x || x->sinfo->ndim != 3 || h < 1) {
+        ox_err(c, "needs a 3-d input and a positive hidden_size");
+        return false;
+    }
+    rx_dtype dt = ox_dtype_of(x);
+    if (dt != RX_DT_F32) {
+        ox_err(c, "runs in float32 only, found %s", rx_dtype_name(dt));
         return false;
     }
     if (ox_in(c, 4)) { /* sequence_lens: every sequence full length */
-        int64_t *sl;
+        int64_t steps, *sl;
         int n;
-        bool full = ox_ints(c, ox_in(c, 4), &sl, &n);
+        bool full = rx_expr_is_const(ox_simp(c, x->sinfo->dims[0]), &steps) &&
+                    ox_ints(c, ox_in(c, 4), &sl, &n);
         for (int i = 0; full && i < n; i++) full = sl[i] == steps;
         if (!full) {
-            ox_err(c, "sequence_lens must be a constant equal to the sequence length %lld",
-                   (long long)steps);
+            ox_err(c, "sequence_lens must be a constant equal to a literal sequence length");
             return false;
         }
     }
-    rx_dtype dt = ox_dtype_of(x);
-    rx_node **ys = RX_NEWN(c->a, rx_node *, (size_t)(steps > 0 ? steps : 1) * (size_t)nd);
-    rx_node *yh[2], *yc[2];
-    for (int d = 0; d < nd; d++) {
-        bool rev = !strcmp(dir, "reverse") || d == 1;
-        k.wt = ox_call1(c, "permute_dims", pick(c, w, d, 0), NULL);
-        k.rt = ox_call1(c, "permute_dims", pick(c, r, d, 0), NULL);
-        k.wb = k.rb = k.p = NULL;
-        if (ox_in(c, 3)) {
-            rx_node *b = pick(c, ox_in_node(c, 3), d, 0);
-            k.wb = gate(c, b, 0, k.g * k.h);
-            k.rb = gate(c, b, 1, k.g * k.h);
-        }
-        if (k.kind == LSTM && ox_in(c, 7)) k.p = pick(c, ox_in_node(c, 7), d, 0);
-        rx_expr *hd[2] = {x->sinfo->dims[1], ox_lit(c, k.h)};
-        rx_attr *m = ox_amap(c);
-        ox_aset(c, m, "dtype", ox_astr(c, rx_dtype_name(dt)));
-        rx_node *a[2] = {ox_shape_node(c, hd, 2), ox_scalar(c, dt, 0)};
-        rx_node *zero = ox_call(c, "full", a, 2, m), *cs = NULL;
-        rx_node *h = ox_in(c, 5) ? pick(c, ox_in_node(c, 5), d, layout ? 1 : 0) : zero;
-        if (k.kind == LSTM) cs = ox_in(c, 6) ? pick(c, ox_in_node(c, 6), d, layout ? 1 : 0) : zero;
-        rx_node *xg = add(c, ox_call2(c, "matmul", x, k.wt), k.wb); /* (T, B, G*H) */
-        for (int64_t s = 0; s < steps; s++) {
-            int64_t ti = rev ? steps - 1 - s : s;
-            if (!step(c, &k, pick(c, xg, ti, 0), &h, &cs)) return false;
-            ys[ti * nd + d] = h;
-        }
-        yh[d] = h;
-        yc[d] = cs;
-    }
-    /* Y: [T, D, B, H] */
-    if (ox_nout(c) > 0 && *c->node->output[0]) {
-        rx_node **rows = RX_NEWN(c->a, rx_node *, (size_t)(steps > 0 ? steps : 1));
-        for (int64_t s = 0; s < steps; s++) {
-            rx_node *dirs[2];
-            for (int d = 0; d < nd; d++) dirs[d] = unsqueeze(c, ys[s * nd + d], 0);
-            rows[s] = unsqueeze(c, ox_concat(c, dirs, nd, 0), 0);
-        }
-        rx_node *y = ox_concat(c, rows, (int)steps, 0);
-        if (y && layout) { /* [B, T, D, H] */
-            int64_t p[4] = {2, 0, 1, 3};
-            rx_attr *m = ox_amap(c);
-            ox_aset(c, m, "axes", ox_aints(c, p, 4));
-            y = ox_call1(c, "permute_dims", y, m);
-        }
+    rx_expr *dbh[3] = {ox_lit(c, nd), x->sinfo->dims[1], ox_lit(c, h)};
+    rx_expr *db[2] = {ox_lit(c, nd), ox_lit(c, 2 * g * h)}, *dp[2] = {ox_lit(c, nd), ox_lit(c, 3 * h)};
+    rx_node *a[7] = {x, w, r, ox_in(c, 3) ? ox_in_node(c, 3) : zeros(c, db, 2, dt),
+                     state(c, 5, layout, dbh, dt),
+                     kind == LSTM ? state(c, 6, layout, dbh, dt) : zeros(c, dbh, 3, dt),
+                     kind == LSTM && ox_in(c, 7) ? ox_in_node(c, 7) : zeros(c, dp, 2, dt)};
+    for (int i = 0; i < 7; i++)
+        if (!a[i]) return false;
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "mode", ox_astr(c, kind == LSTM ? "lstm" : kind == GRU ? "gru" : relu ? "rnn_relu" : "rnn_tanh"));
+    ox_aset(c, m, "direction", ox_astr(c, dir));
+    ox_aset(c, m, "linear_before_reset", ox_abool(c, ox_attr_i(c, "linear_before_reset", 0) != 0));
+    rx_node *all = ox_call(c, "nn.rnn", a, 7, m); /* (T+2, D, B, H) */
+    if (!all) return false;
+    if (ox_nout(c) > 0 && *c->node->output[0]) { /* Y: [T, D, B, H] or [B, T, D, H] */
+        static const int64_t to_bt[4] = {2, 0, 1, 3};
+        rx_node *y = tail_rows(c, all, 0, -2);
+        if (y && layout) y = permute(c, y, to_bt, 4);
         if (!ox_out_node(c, 0, y)) return false;
     }
-    for (int o = 1; o < 3 && o < ox_nout(c); o++) {
+    for (int o = 1; o < 3 && o < ox_nout(c); o++) { /* Y_h, Y_c: [D, B, H] or [B, D, H] */
         if (!*c->node->output[o]) continue;
-        rx_node *dirs[2];
-        for (int d = 0; d < nd; d++) dirs[d] = unsqueeze(c, o == 1 ? yh[d] : yc[d], layout ? 1 : 0);
-        if (!ox_out_node(c, o, ox_concat(c, dirs, nd, layout ? 1 : 0))) return false;
+        int64_t ax = 0;
+        rx_attr *sq = ox_amap(c);
+        ox_aset(c, sq, "axis", ox_aints(c, &ax, 1));
+        rx_node *v = ox_call1(c, "squeeze", tail_rows(c, all, o == 1 ? -2 : -1, o == 1 ? -1 : 0), sq);
+        if (v && layout) v = permute(c, v, swap01, 3);
+        if (!ox_out_node(c, o, v)) return false;
     }
     return true;
 }

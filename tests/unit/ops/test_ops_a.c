@@ -232,7 +232,7 @@ START_TEST(registry_all_ops)
         "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
         "where", "astype", "matmul", "nn.softmax", "nn.log_softmax", "nn.layer_norm",
         "nn.rms_norm", "nn.batch_norm", "nn.conv2d", "nn.max_pool2d", "nn.avg_pool2d",
-        "nn.adaptive_avg_pool2d",
+        "nn.adaptive_avg_pool2d", "nn.rnn",
     };
     for (int i = 0; i < RX_COUNTOF(names); i++)
         ck_assert_msg(rx_op_find(names[i]) != NULL, "missing op %s", names[i]);
@@ -623,6 +623,45 @@ START_TEST(pools)
 }
 END_TEST
 
+/* nn.rnn of x (dtype xdt), w, r, b, h0 = c0 (dims h), p. */
+static rx_sinfo *rnn_run(fx *f, rx_attr *attrs, const char *x, rx_dtype xdt, const char *w,
+                         const char *r, const char *b, const char *h, const char *p)
+{
+    return run(f, "nn.rnn", attrs, 7, T(f, x, xdt), T(f, w, F32), T(f, r, F32), T(f, b, F32),
+               T(f, h, F32), T(f, h, F32), T(f, p, F32));
+}
+
+/* nn.rnn: (T + 2, D, B, H) with a symbolic sequence length; r's gate count checked by
+ * mode and direction; f32 only; unknown modes named. */
+START_TEST(rnn)
+{
+    fx f;
+    fx_init(&f);
+    rx_attr *lstm = a_map(&f, 1, "mode", a_str(&f, "lstm"));
+    OK(&f, rnn_run(&f, lstm, "t, b, 6", F32, "1, 32, 6", "1, 32, 8", "1, 64", "1, b, 8", "1, 24"),
+       "(t + 2, 1, b, 8) f32");
+    OK(&f, rnn_run(&f, a_map(&f, 2, "mode", a_str(&f, "gru"), "direction", a_str(&f, "bidirectional")),
+                   "5, 3, 6", F32, "2, 24, 6", "2, 24, 8", "2, 48", "2, 3, 8", "2, 24"),
+       "(7, 2, 3, 8) f32");
+    ck_assert_int_eq(rx_diags_count(&f.d), 0);
+    /* a GRU's r has 3 gates, not 4 */
+    expect_error(&f, rnn_run(&f, a_map(&f, 1, "mode", a_str(&f, "gru")), "t, b, 6", F32,
+                             "1, 32, 6", "1, 32, 8", "1, 64", "1, b, 8", "1, 24"),
+                 "r must be (1, 3 * hidden, hidden) for mode gru");
+    fx_fini(&f);
+    fx_init(&f);
+    expect_error(&f, rnn_run(&f, a_map(&f, 1, "mode", a_str(&f, "lstm")), "t, b, 6", RX_DT_F64,
+                             "1, 32, 6", "1, 32, 8", "1, 64", "1, b, 8", "1, 24"),
+                 "argument 0 must be f32");
+    fx_fini(&f);
+    fx_init(&f);
+    expect_error(&f, rnn_run(&f, a_map(&f, 1, "mode", a_str(&f, "lstm2")), "t, b, 6", F32,
+                             "1, 32, 6", "1, 32, 8", "1, 64", "1, b, 8", "1, 24"),
+                 "mode \"lstm2\" is not one of lstm, gru, rnn_tanh, rnn_relu");
+    fx_fini(&f);
+}
+END_TEST
+
 START_TEST(symbolic_size_attr)
 {
     fx f;
@@ -695,6 +734,7 @@ static Suite *suite(void)
     tcase_add_test(t, conv2d_shapes);
     tcase_add_test(t, conv2d_errors);
     tcase_add_test(t, pools);
+    tcase_add_test(t, rnn);
     tcase_add_test(t, symbolic_size_attr);
     suite_add_tcase(s, t);
     return s;

@@ -1,0 +1,462 @@
+/*
+ * library_rnn.c — rt.rnn: the sequential recurrences of ONNX's LSTM, GRU and RNN (the
+ * op nn.rnn, docs/ops.md) for any sequence length known only at run time.
+ *
+ *   rt.rnn (x, w, r, b, h0, c0, p, params, y)   all f32 but params (i64 (3,)):
+ *     x  (T, B, I)        the sequence, time major
+ *     w  (D, G*H, I)      input weights, gates stacked as ONNX stacks them
+ *                         (LSTM i o f c, GRU z r h, RNN one gate; G = 4, 3, 1)
+ *     r  (D, G*H, H)      recurrent weights
+ *     b  (D, 2*G*H)       Wb then Rb
+ *     h0, c0 (D, B, H)    initial hidden and cell states (c0 read by LSTM only)
+ *     p  (D, 3*H)         LSTM peepholes i o f (zeros for none; read by LSTM only)
+ *     params              mode (0 LSTM, 1 GRU, 2 RNN tanh, 3 RNN relu), direction
+ *                         (0 forward, 1 reverse, 2 bidirectional: D = 2), GRU's
+ *                         linear_before_reset (0 or 1)
+ *     y  (T+2, D, B, H)   rows 0..T-1: the hidden state after each step (ONNX Y; a
+ *                         reverse direction's row t is the state after reading x[t]);
+ *                         row T: the last hidden state (Y_h); row T+1: the last cell
+ *                         state (Y_c) for LSTM, a copy of row T otherwise.
+ *   The cell equations are ONNX's with the default activations (sigmoid, tanh, tanh;
+ *   relu for mode 3). Codes: 2 arguments, 3 dtype, 4 shape, 5 params, 6 out of memory.
+ *
+ * How it runs, per direction, in one parallel region (rx_rt_parallel_for) for the whole
+ * call: thread k owns a range of hidden units (whole blocks of NR = 16) and
+ *   Step 1: packs its units' rows of W and of R (every gate) into 16-unit panels, and
+ *           computes its columns of the input's share of every gate for all T steps,
+ *           XG = x (T*B, I) @ W^T + Wb (+ Rb, folded for every gate but GRU's h gate
+ *           with linear_before_reset), into a (T, B, G*H) workspace. A thread reads
+ *           back only the columns it wrote, so no barrier follows.
+ *   Step 2: for each step, multiplies the previous hidden state's B rows with its R
+ *           panels in MR x NR register tiles (AVX2 + FMA when the CPU has them, chosen
+ *           by cpuid; portable C otherwise, or when the environment sets
+ *           RX_RNN_PORTABLE, which the tests use to check that path), applies the gate
+ *           nonlinearities (8 units at a time on the AVX2 path, with an exp-based
+ *           sigmoid and tanh within a few ulp of libm; libm otherwise) and writes its units of the new state
+ *           straight into y's row t, which is the next step's previous state. A barrier
+ *           ends each step (GRU without linear_before_reset has a second one: (r * H)
+ *           must be complete before its product with Rh). No thread is started per
+ *           step. The cell state lives in y's row T+1 (each unit's owner alone reads
+ *           and writes it).
+ * Cost: O(T B G H (I + H)) flops; the workspace is T*B*G*H floats plus the packed
+ * panels (G*(I + H)*H, rounded up to whole blocks), freed before returning. Each step
+ * reads R's panels once from cache (G*H*H floats split over the threads): that, not
+ * arithmetic, bounds a step at small batch.
+ */
+#include "rt_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define RNN_X86 1
+#endif
+
+enum { RNN_OK = 0, RNN_ARGS = 2, RNN_DTYPE = 3, RNN_SHAPE = 4, RNN_PARAMS = 5, RNN_OOM = 6 };
+enum { M_LSTM, M_GRU, M_TANH, M_RELU };
+
+const char *rx_rt_rnn_strerr(int32_t code)
+{
+    switch (code) {
+    case RNN_ARGS: return "expects 9 tensors (x, w, r, b, h0, c0, p, params, y)";
+    case RNN_DTYPE: return "expects float32 tensors and int64 params";
+    case RNN_SHAPE:
+        return "shapes must be x (T, B, I), w (D, G*H, I), r (D, G*H, H), b (D, 2*G*H), "
+               "h0 and c0 (D, B, H), p (D, 3*H), y (T+2, D, B, H)";
+    case RNN_PARAMS: return "params must be (mode 0-3, direction 0-2, linear_before_reset 0-1)";
+    case RNN_OOM: return "out of memory for the gate workspace";
+    default: return NULL;
+    }
+}
+
+/* ---- the recurrent product on packed panels ----
+ * R's rows are packed once per direction into panels of NR = 16 hidden units: block q
+ * (units 16q .. 16q+15, zeros past H), gate g, column k holds R[g*H + 16q + l][k] for
+ * l < 16, so a block's product with a state row streams one contiguous panel. A tile is
+ * MR = 4 state rows times NR units of one gate, accumulated in registers. */
+
+enum { NR = 16, MR = 4 };
+
+/* out[i][l] = sum_k h_i[k] * P[k*NR + l], i < MR (rows h[i] of length H). */
+static void tile_c(const float *P, const float *const h[MR], int64_t H, float out[MR][NR])
+{
+    memset(out, 0, sizeof(float) * MR * NR);
+    for (int64_t k = 0; k < H; k++)
+        for (int i = 0; i < MR; i++) {
+            float v = h[i][k];
+            for (int l = 0; l < NR; l++) out[i][l] += v * P[k * NR + l];
+        }
+}
+
+static inline float sigm(float v) { return 1.0f / (1.0f + expf(-v)); }
+
+/* The gates of one tile, portable: units l < nl of state rows i < nb. */
+typedef struct gate_args {
+    int mode;
+    bool lbr;
+    const float *xg[MR];       /* the step's XG row of each state row, at unit u0 */
+    int64_t H;                 /* gate stride in XG */
+    float (*acc)[MR][NR];      /* [gate][row][unit] */
+    const float *p;            /* peepholes at u0: i, o, f at 0, H, 2H */
+    const float *rbh;          /* GRU lbr: Rb of the h gate at u0 */
+    const float *hp[MR];       /* previous state rows at u0 */
+    float *hn[MR];             /* new state rows at u0 */
+    float *c[MR];              /* LSTM cell rows at u0 */
+    float *z[MR], *rh[MR];     /* GRU without lbr: phase 1 writes z and r * H */
+    int phase;                 /* GRU without lbr: 1 (z, r) or 2 (h~, H) */
+} gate_args;
+
+static void gates_c(const gate_args *a, int nb, int nl)
+{
+    int64_t H = a->H;
+    for (int i = 0; i < nb; i++)
+        for (int l = 0; l < nl; l++) {
+            const float *x = a->xg[i] + l;
+            float hprev = a->hp[i][l];
+            switch (a->mode) {
+            case M_LSTM: {
+                float c = a->c[i][l];
+                float gi = sigm(x[0] + a->acc[0][i][l] + a->p[l] * c);
+                float gf = sigm(x[2 * H] + a->acc[2][i][l] + a->p[2 * H + l] * c);
+                float gc = tanhf(x[3 * H] + a->acc[3][i][l]);
+                c = gf * c + gi * gc;
+                float go = sigm(x[H] + a->acc[1][i][l] + a->p[H + l] * c);
+                a->c[i][l] = c;
+                a->hn[i][l] = go * tanhf(c);
+                break;
+            }
+            case M_GRU:
+                if (a->phase == 1) {
+                    float z = sigm(x[0] + a->acc[0][i][l]), r = sigm(x[H] + a->acc[1][i][l]);
+                    if (!a->lbr) {
+                        a->z[i][l] = z;
+                        a->rh[i][l] = r * hprev;
+                        break;
+                    }
+                    float ht = tanhf(x[2 * H] + r * (a->acc[2][i][l] + a->rbh[l]));
+                    a->hn[i][l] = (1.0f - z) * ht + z * hprev;
+                } else {
+                    float ht = tanhf(x[2 * H] + a->acc[2][i][l]), z = a->z[i][l];
+                    a->hn[i][l] = (1.0f - z) * ht + z * hprev;
+                }
+                break;
+            case M_TANH: a->hn[i][l] = tanhf(x[0] + a->acc[0][i][l]); break;
+            default: {
+                float v = x[0] + a->acc[0][i][l];
+                a->hn[i][l] = v > 0 ? v : 0;
+            }
+            }
+        }
+}
+
+#ifdef RNN_X86
+/* tile_c with AVX2 + FMA: MR x NR accumulators in 8 registers. */
+__attribute__((target("avx2,fma"))) static void tile_avx2(const float *P, const float *const h[MR],
+                                                          int64_t H, float out[MR][NR])
+{
+    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00,
+           a30 = a00, a31 = a00;
+    const float *h0 = h[0], *h1 = h[1], *h2 = h[2], *h3 = h[3];
+    for (int64_t k = 0; k < H; k++) {
+        __m256 r0 = _mm256_loadu_ps(P + k * NR), r1 = _mm256_loadu_ps(P + k * NR + 8);
+        __m256 v = _mm256_broadcast_ss(h0 + k);
+        a00 = _mm256_fmadd_ps(v, r0, a00), a01 = _mm256_fmadd_ps(v, r1, a01);
+        v = _mm256_broadcast_ss(h1 + k);
+        a10 = _mm256_fmadd_ps(v, r0, a10), a11 = _mm256_fmadd_ps(v, r1, a11);
+        v = _mm256_broadcast_ss(h2 + k);
+        a20 = _mm256_fmadd_ps(v, r0, a20), a21 = _mm256_fmadd_ps(v, r1, a21);
+        v = _mm256_broadcast_ss(h3 + k);
+        a30 = _mm256_fmadd_ps(v, r0, a30), a31 = _mm256_fmadd_ps(v, r1, a31);
+    }
+    _mm256_storeu_ps(out[0], a00), _mm256_storeu_ps(out[0] + 8, a01);
+    _mm256_storeu_ps(out[1], a10), _mm256_storeu_ps(out[1] + 8, a11);
+    _mm256_storeu_ps(out[2], a20), _mm256_storeu_ps(out[2] + 8, a21);
+    _mm256_storeu_ps(out[3], a30), _mm256_storeu_ps(out[3] + 8, a31);
+}
+
+/* e^x for x clamped to [-88, 88]: Cody-Waite reduction and Cephes' degree-5
+ * polynomial (within 2 ulp of expf over the range). */
+__attribute__((target("avx2,fma"))) static inline __m256 exp8(__m256 x)
+{
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-88.0f)), _mm256_set1_ps(88.0f));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    x = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    x = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), x);
+    __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507e-3f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073e-3f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894e-2f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
+    y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+}
+
+__attribute__((target("avx2,fma"))) static inline __m256 sigm8(__m256 x)
+{
+    __m256 one = _mm256_set1_ps(1.0f);
+    return _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+}
+
+/* tanh x = sign(x) (1 - 2 / (e^{2|x|} + 1)) */
+__attribute__((target("avx2,fma"))) static inline __m256 tanh8(__m256 x)
+{
+    __m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.0f)), ax = _mm256_xor_ps(x, sign);
+    __m256 e = exp8(_mm256_add_ps(ax, ax)), one = _mm256_set1_ps(1.0f);
+    __m256 t = _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
+    return _mm256_or_ps(t, sign);
+}
+
+#define LD(p) _mm256_loadu_ps(p)
+
+/* gates_c with AVX2 for whole tiles (nl == NR), 8 units at a time. */
+__attribute__((target("avx2,fma"))) static void gates_avx2(const gate_args *a, int nb, int nl)
+{
+    if (nl != NR) {
+        gates_c(a, nb, nl);
+        return;
+    }
+    int64_t H = a->H;
+    __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++)
+        for (int l = 0; l < NR; l += 8) {
+            const float *x = a->xg[i] + l;
+            __m256 hprev = LD(a->hp[i] + l), h;
+            switch (a->mode) {
+            case M_LSTM: {
+                __m256 c = LD(a->c[i] + l);
+                __m256 gi = sigm8(_mm256_fmadd_ps(LD(a->p + l), c, _mm256_add_ps(LD(x), LD(a->acc[0][i] + l))));
+                __m256 gf = sigm8(_mm256_fmadd_ps(LD(a->p + 2 * H + l), c,
+                                                  _mm256_add_ps(LD(x + 2 * H), LD(a->acc[2][i] + l))));
+                __m256 gc = tanh8(_mm256_add_ps(LD(x + 3 * H), LD(a->acc[3][i] + l)));
+                c = _mm256_fmadd_ps(gf, c, _mm256_mul_ps(gi, gc));
+                __m256 go = sigm8(_mm256_fmadd_ps(LD(a->p + H + l), c,
+                                                  _mm256_add_ps(LD(x + H), LD(a->acc[1][i] + l))));
+                _mm256_storeu_ps(a->c[i] + l, c);
+                h = _mm256_mul_ps(go, tanh8(c));
+                break;
+            }
+            case M_GRU: {
+                __m256 z, ht;
+                if (a->phase == 1) {
+                    z = sigm8(_mm256_add_ps(LD(x), LD(a->acc[0][i] + l)));
+                    __m256 r = sigm8(_mm256_add_ps(LD(x + H), LD(a->acc[1][i] + l)));
+                    if (!a->lbr) {
+                        _mm256_storeu_ps(a->z[i] + l, z);
+                        _mm256_storeu_ps(a->rh[i] + l, _mm256_mul_ps(r, hprev));
+                        continue;
+                    }
+                    ht = tanh8(_mm256_fmadd_ps(r, _mm256_add_ps(LD(a->acc[2][i] + l), LD(a->rbh + l)),
+                                               LD(x + 2 * H)));
+                } else {
+                    z = LD(a->z[i] + l);
+                    ht = tanh8(_mm256_add_ps(LD(x + 2 * H), LD(a->acc[2][i] + l)));
+                }
+                h = _mm256_fmadd_ps(z, _mm256_sub_ps(hprev, ht), ht); /* (1-z) h~ + z H */
+                break;
+            }
+            case M_TANH: h = tanh8(_mm256_add_ps(LD(x), LD(a->acc[0][i] + l))); break;
+            default: h = _mm256_max_ps(_mm256_add_ps(LD(x), LD(a->acc[0][i] + l)), zero);
+            }
+            _mm256_storeu_ps(a->hn[i] + l, h);
+        }
+    (void)one;
+}
+#undef LD
+#endif
+
+typedef void (*tile_fn)(const float *P, const float *const h[MR], int64_t H, float out[MR][NR]);
+typedef void (*gates_fn)(const gate_args *a, int nb, int nl);
+
+/* ---- one direction's recurrence ---- */
+
+typedef struct rnn_job {
+    int mode, g;        /* M_*, gates */
+    bool lbr, rev;      /* GRU linear_before_reset, reverse direction */
+    int64_t T, B, H;
+    float *xg;          /* (T, B, G*H): x W^T + biases (step 1) */
+    const float *r;     /* (G*H, H) */
+    float *panel;       /* ceil(H / NR) blocks of G panels (H, NR) of R */
+    const float *x, *w; /* (T*B, I), (G*H, I): the input and its weights */
+    int64_t I;
+    float *wpanel;      /* ceil(H / NR) blocks of G panels (I, NR) of W */
+    const float *bias;  /* (G*H): folded into XG */
+    const float *rbh;   /* GRU with lbr: Rb's h gate (H), else NULL */
+    const float *p;     /* LSTM peepholes (3H) */
+    const float *h0;    /* (B, H) */
+    float *y;           /* y's row 0 of this direction; row t at y + t * ys */
+    int64_t ys;         /* D * B * H */
+    float *c;           /* LSTM cell state (B, H): y's row T+1 */
+    float *z, *rh;      /* GRU without lbr: z and r * H (B, H) */
+    tile_fn tile;
+    gates_fn gates;
+} rnn_job;
+
+/* Packs blocks [q0, q1) of the panels of m ((G*H, K) row major) into P (each thread its
+ * own blocks: first touch). */
+static void pack(const float *m, int64_t K, int g, int64_t H, float *panel, int64_t q0, int64_t q1)
+{
+    for (int64_t q = q0; q < q1; q++)
+        for (int gi = 0; gi < g; gi++) {
+            float *P = panel + (q * g + gi) * K * NR;
+            for (int l = 0; l < NR; l++) {
+                int64_t u = q * NR + l;
+                const float *row = m + (gi * H + u) * K;
+                for (int64_t k = 0; k < K; k++) P[k * NR + l] = u < H ? row[k] : 0.0f;
+            }
+        }
+}
+
+/* Step 1 for blocks [q0, q1): XG[m, g*H + u] = x[m] . W[g*H + u] + bias, all T*B rows,
+ * in MR x NR tiles of the same kernel. */
+static void input_blocks(const rnn_job *j, int64_t q0, int64_t q1)
+{
+    int64_t H = j->H, GH = j->g * H, TB = j->T * j->B;
+    float acc[MR][NR];
+    for (int64_t q = q0; q < q1; q++) {
+        int64_t u0 = q * NR;
+        int nl = (int)(H - u0 < NR ? H - u0 : NR);
+        for (int g = 0; g < j->g; g++) {
+            const float *P = j->wpanel + (q * j->g + g) * j->I * NR, *bias = j->bias + g * H + u0;
+            for (int64_t m0 = 0; m0 < TB; m0 += MR) {
+                int nb = (int)(TB - m0 < MR ? TB - m0 : MR);
+                const float *rows[MR];
+                for (int i = 0; i < MR; i++) rows[i] = j->x + (m0 + (i < nb ? i : 0)) * j->I;
+                j->tile(P, rows, j->I, acc);
+                for (int i = 0; i < nb; i++) {
+                    float *o = j->xg + (m0 + i) * GH + g * H + u0;
+                    for (int l = 0; l < nl; l++) o[l] = acc[i][l] + bias[l];
+                }
+            }
+        }
+    }
+}
+
+/* Blocks [q0, q1) of one step (GRU without lbr: of one phase; gates g0 .. g1-1). */
+static void step_blocks(const rnn_job *j, const float *hp, float *hn, const float *xt, int64_t q0,
+                        int64_t q1, int phase)
+{
+    int64_t H = j->H, GH = j->g * H;
+    int g0 = phase == 2 ? 2 : 0, g1 = j->mode == M_GRU && !j->lbr && phase == 1 ? 2 : j->g;
+    const float *src = phase == 2 ? j->rh : hp; /* the rows multiplied by R */
+    float acc[4][MR][NR];
+    for (int64_t q = q0; q < q1; q++) {
+        int64_t u0 = q * NR;
+        int nl = (int)(H - u0 < NR ? H - u0 : NR);
+        for (int64_t b0 = 0; b0 < j->B; b0 += MR) {
+            int nb = (int)(j->B - b0 < MR ? j->B - b0 : MR);
+            const float *rows[MR];
+            gate_args a = {j->mode, j->lbr, {0}, H, acc, j->p + u0, j->rbh ? j->rbh + u0 : NULL,
+                           {0}, {0}, {0}, {0}, {0}, phase};
+            for (int i = 0; i < MR; i++) {
+                int64_t b = b0 + (i < nb ? i : 0), at = b * H + u0;
+                rows[i] = src + b * H;
+                a.xg[i] = xt + b * GH + u0;
+                a.hp[i] = hp + at, a.hn[i] = hn + at;
+                a.c[i] = j->c + at, a.z[i] = j->z + at, a.rh[i] = j->rh + at;
+            }
+            for (int g = g0; g < g1; g++) j->tile(j->panel + (q * j->g + g) * H * NR, rows, H, acc[g]);
+            j->gates(&a, nb, nl);
+        }
+    }
+}
+
+static void run_steps(void *ud, int t, int n)
+{
+    const rnn_job *j = ud;
+    int64_t nq = (j->H + NR - 1) / NR, q0 = nq * t / n, q1 = nq * (t + 1) / n;
+    pack(j->w, j->I, j->g, j->H, j->wpanel, q0, q1);
+    input_blocks(j, q0, q1); /* the thread's own XG columns: no barrier before the steps */
+    pack(j->r, j->H, j->g, j->H, j->panel, q0, q1);
+    for (int64_t s = 0; s < j->T; s++) {
+        int64_t ti = j->rev ? j->T - 1 - s : s, tp = j->rev ? ti + 1 : ti - 1;
+        const float *hp = s == 0 ? j->h0 : j->y + tp * j->ys;
+        float *hn = j->y + ti * j->ys;
+        const float *xt = j->xg + ti * j->B * j->g * j->H;
+        step_blocks(j, hp, hn, xt, q0, q1, 1);
+        if (j->mode == M_GRU && !j->lbr) {
+            if (n > 1) rx_rt_barrier();
+            step_blocks(j, hp, hn, xt, q0, q1, 2);
+        }
+        if (n > 1) rx_rt_barrier();
+    }
+}
+
+/* ---- entry ---- */
+
+static bool is_f32(const DLTensor *t, int ndim)
+{
+    return t->dtype.code == kDLFloat && t->dtype.bits == 32 && t->dtype.lanes == 1 && t->ndim == ndim;
+}
+
+static const float *fdata(const DLTensor *t)
+{
+    return (const float *)(const void *)((const char *)t->data + t->byte_offset);
+}
+
+static bool dims_are(const DLTensor *t, int64_t d0, int64_t d1, int64_t d2, int64_t d3)
+{
+    int64_t want[4] = {d0, d1, d2, d3};
+    for (int i = 0; i < t->ndim; i++)
+        if (t->shape[i] != want[i]) return false;
+    return true;
+}
+
+int32_t rx_rt_rnn(DLTensor *const *args, int32_t nargs)
+{
+    if (nargs != 9) return RNN_ARGS;
+    const DLTensor *x = args[0], *w = args[1], *r = args[2], *b = args[3], *h0 = args[4],
+                   *c0 = args[5], *p = args[6], *pr = args[7];
+    DLTensor *y = args[8];
+    if (!is_f32(x, 3) || !is_f32(w, 3) || !is_f32(r, 3) || !is_f32(b, 2) || !is_f32(h0, 3) ||
+        !is_f32(c0, 3) || !is_f32(p, 2) || !is_f32(y, 4) || pr->dtype.code != kDLInt ||
+        pr->dtype.bits != 64 || pr->dtype.lanes != 1 || pr->ndim != 1)
+        return RNN_DTYPE;
+    if (pr->shape[0] != 3) return RNN_PARAMS;
+    const int64_t *pv = (const int64_t *)(const void *)((const char *)pr->data + pr->byte_offset);
+    int mode = (int)pv[0], dir = (int)pv[1];
+    bool lbr = pv[2] != 0;
+    if (pv[0] < 0 || pv[0] > 3 || pv[1] < 0 || pv[1] > 2 || pv[2] < 0 || pv[2] > 1) return RNN_PARAMS;
+    int g = mode == M_LSTM ? 4 : mode == M_GRU ? 3 : 1;
+    int64_t T = x->shape[0], B = x->shape[1], I = x->shape[2], D = dir == 2 ? 2 : 1;
+    int64_t H = r->shape[2], GH = g * H;
+    if (T < 0 || B < 0 || I < 0 || H < 0 || !dims_are(w, D, GH, I, 0) || !dims_are(r, D, GH, H, 0) ||
+        !dims_are(b, D, 2 * GH, 0, 0) || !dims_are(h0, D, B, H, 0) || !dims_are(c0, D, B, H, 0) ||
+        !dims_are(p, D, 3 * H, 0, 0) || !dims_are(y, T + 2, D, B, H))
+        return RNN_SHAPE;
+    /* the workspace: XG, GRU's z and r * H, the panel, the folded bias */
+    size_t nxg = (size_t)(T * B * GH), nz = mode == M_GRU && !lbr ? (size_t)(2 * B * H) : 0;
+    size_t npanel = (size_t)((H + NR - 1) / NR * g * H * NR), nwp = (size_t)((H + NR - 1) / NR * g * I * NR);
+    size_t nws = nxg + nz + npanel + nwp + (size_t)GH;
+    float *ws = nws ? malloc(nws * sizeof *ws) : NULL;
+    if (nws && !ws) return RNN_OOM;
+    float *yd = (float *)(void *)((char *)y->data + y->byte_offset), *bias = ws + nxg + nz + npanel + nwp;
+    int64_t BH = B * H, ys = D * BH;
+    tile_fn tile = tile_c;
+    gates_fn gates = gates_c;
+#ifdef RNN_X86
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && !getenv("RX_RNN_PORTABLE"))
+        tile = tile_avx2, gates = gates_avx2;
+#endif
+    for (int64_t d = 0; d < D; d++) {
+        const float *bd = fdata(b) + d * 2 * GH;
+        bool fold_h = !(mode == M_GRU && lbr); /* Rb of the h gate added inside r * (...) */
+        for (int64_t k = 0; k < GH; k++) bias[k] = bd[k] + (k < 2 * H || fold_h ? bd[GH + k] : 0.0f);
+        rnn_job j = {mode, g, lbr, dir == 1 || d == 1, T, B, H, ws, fdata(r) + d * GH * H,
+                     ws + nxg + nz, fdata(x), fdata(w) + d * GH * I, I, ws + nxg + nz + npanel, bias,
+                     bd + GH + 2 * H, fdata(p) + d * 3 * H, fdata(h0) + d * BH,
+                     yd + d * BH, ys, yd + (T + 1) * ys + d * BH, ws + nxg, ws + nxg + BH, tile, gates};
+        if (mode == M_LSTM) memmove(j.c, fdata(c0) + d * BH, (size_t)BH * sizeof(float));
+        if (T > 0 && BH > 0) rx_rt_parallel_for(run_steps, &j);
+        /* Y_h: the state after the direction's last step (h0 when T is 0) */
+        const float *last = T == 0 ? j.h0 : yd + (j.rev ? 0 : T - 1) * ys + d * BH;
+        memmove(yd + T * ys + d * BH, last, (size_t)BH * sizeof(float));
+        if (mode != M_LSTM) memmove(j.c, last, (size_t)BH * sizeof(float));
+    }
+    free(ws);
+    return RNN_OK;
+}
