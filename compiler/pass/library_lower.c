@@ -68,9 +68,10 @@
  *                              or f32; any strides, padding, dilation, groups)
  *   s = add(c, bias)          (optional; either order; bias f32 (O, 1, 1) or (1, O, 1, 1))
  *   r = add(s, residual)      (optional; either order; residual f32 of c's shape)
- *   y = nn.relu(r)            (optional; or a clamp: maximum(r, lo) [-> minimum(., hi)]
+ *   y = nn.relu(r)            (optional; and/or a clamp: maximum(r, lo) [-> minimum(., hi)]
  *                              or minimum(r, hi), scalar f32 constants lo <= hi: ONNX
- *                              Clip, as ReLU6 and Hardtanh export)
+ *                              Clip, as ReLU6 and Hardtanh export; F.relu6 exports as
+ *                              Relu then Clip)
  *
  * with every intermediate used once by the next becomes
  *   y = call_dps_library("blas.conv2d", x, w, params, [bias], [residual], out=...)
@@ -634,19 +635,26 @@ static int64_t f32_bits(double v)
     return (int64_t)bits;
 }
 
-/* The clamp that may end a conv chain at binding u (the sole user of the chain so far):
- * maximum(v, lo) [-> minimum(., hi)] or minimum(v, hi), lo and hi scalar f32 constants
- * with lo <= hi (what ONNX Clip, and so ReLU6 and Hardtanh, import as). Appends the
- * bindings taken to chain and sets p's act: relu for maximum(v, 0) alone, else clamp
- * with the bounds in p[11], p[12]; returns the params' length (11 or 13). */
-static int conv_clamp(const ll_ctx *c, rx_block *b, rx_binding *u, int *chain, int *len,
-                      const bool *drop, int64_t p[CONV_NPARAMS + 2])
+/* The activation that may end a conv chain at binding u (the sole user of the chain so
+ * far): [nn.relu ->] [maximum(v, lo) ->] [minimum(., hi)], lo and hi scalar f32
+ * constants, the clamp's bounds max(0 if relu, lo) <= hi (ONNX Clip imports as maximum
+ * then minimum; PyTorch exports F.relu6 as Relu then Clip(0, 6), nn.ReLU6 and Hardtanh
+ * as Clip). Appends the bindings taken to chain and sets p's act: relu for a lower bound
+ * 0 alone, else clamp with the bounds in p[11], p[12]; returns the params' length (11 or
+ * 13). With lo > hi (ONNX: hi wins) only a leading relu is taken. */
+static int conv_act(const ll_ctx *c, rx_block *b, rx_binding *u, int *chain, int *len,
+                    const bool *drop, int64_t p[CONV_NPARAMS + 2])
 {
-    double lo = -INFINITY, hi = INFINITY;
-    rx_node *cur = b->bindings[chain[*len - 1]].var, *k = op_other(u->value, "maximum", cur);
-    int taken = 0, at[2];
-    if (k && scalar_f32(c, k, &lo)) {
-        at[taken++] = (int)(u - b->bindings), cur = u->var;
+    double lo = -INFINITY, hi = INFINITY, v;
+    rx_node *cur = b->bindings[chain[*len - 1]].var, *k;
+    int taken = 0, at[3];
+    if (is_op(u->value, "nn.relu") && u->value->nargs == 1) {
+        lo = 0.0, p[10] = 1, chain[(*len)++] = (int)(u - b->bindings), cur = u->var;
+        u = conv_next(c, cur, b, chain[*len - 1], drop);
+    }
+    k = u ? op_other(u->value, "maximum", cur) : NULL;
+    if (k && scalar_f32(c, k, &v)) {
+        lo = v > lo ? v : lo, at[taken++] = (int)(u - b->bindings), cur = u->var;
         u = conv_next(c, cur, b, at[0], drop);
     }
     k = u ? op_other(u->value, "minimum", cur) : NULL;
@@ -663,7 +671,7 @@ static int conv_clamp(const ll_ctx *c, rx_block *b, rx_binding *u, int *chain, i
 
 /* Tries the conv rule on binding j of dataflow block b: the chain
  *   y = nn.conv2d(x, w) [-> add per-channel bias] [-> add residual of y's shape]
- *       [-> nn.relu, or a clamp: conv_clamp]
+ *       [-> nn.relu and/or a clamp: conv_act]
  * (every intermediate used once, by the next) becomes one call
  *   blas.conv2d(x, w, params, [bias], [residual]) at the chain's last binding. */
 static bool try_conv(ll_ctx *c, rx_block *b, int j, bool *drop)
@@ -672,7 +680,7 @@ static bool try_conv(ll_ctx *c, rx_block *b, int j, bool *drop)
     int64_t p[CONV_NPARAMS + 2] = {0};
     if (!conv_ok(cb->value, p) || !conv_worth(c, cb->value)) return false;
     rx_node *cur = cb->var, *args[5] = {cb->value->args[0], cb->value->args[1], NULL};
-    int chain[5] = {j}, len = 1, nargs = 3;
+    int chain[6] = {j}, len = 1, nargs = 3;
     rx_binding *u = conv_next(c, cur, b, j, drop);
     rx_node *k = u ? op_other(u->value, "add", cur) : NULL;
     if (k && channel_bias(k, cur)) {
@@ -684,12 +692,7 @@ static bool try_conv(ll_ctx *c, rx_block *b, int j, bool *drop)
         p[9] |= 2, args[nargs++] = k, chain[len++] = (int)(u - b->bindings), cur = u->var;
         u = conv_next(c, cur, b, chain[len - 1], drop);
     }
-    int np = CONV_NPARAMS;
-    if (u && is_op(u->value, "nn.relu") && u->value->nargs == 1) {
-        p[10] = 1, chain[len++] = (int)(u - b->bindings);
-    } else if (u) {
-        np = conv_clamp(c, b, u, chain, &len, drop, p);
-    }
+    int np = u ? conv_act(c, b, u, chain, &len, drop, p) : CONV_NPARAMS;
     args[2] = int_params(c->m, p, np);
     put_lib(c, &b->bindings[chain[len - 1]], "blas.conv2d", args, nargs);
     for (int i = 0; i < len - 1; i++) drop[chain[i]] = true;

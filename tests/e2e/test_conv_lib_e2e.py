@@ -11,7 +11,8 @@ that the im2col panel is cut into several bands; ReLU6 as ONNX Clip imports it, 
 then minimum with scalar constants, after a 1x1, after a depthwise 3x3 (the one-pass
 3x3 row kernel on a plane wider than a vector) and after a stride-2 depthwise; a
 Hardtanh-like clamp(-0.5, 0.75) after a 3x3; maximum(., 0) alone as relu; minimum
-alone), and max / avg poolings (the probe's
+alone; nn.relu then clamp(0, 6) as F.relu6 exports, after a depthwise and after a 3x3),
+and max / avg poolings (the probe's
 3x3 stride 2 pad 1 max pool, dilation, ceil_mode, count_include_pad both ways, 4-value
 padding), all returned as a tuple. Checked:
   - `relaxc build` (default cost rule) turns every chain into one blas.conv2d call and
@@ -34,7 +35,8 @@ from e2e_check import Checks, run_status, start
 
 # name, C, H, W, weight (O, Cg, KH, KW), strides, padding (as written), dilation,
 # groups, bias ("1o11", "o11" or None), residual, act (False, True: nn.relu, or (lo, hi):
-# maximum(., lo) then minimum(., hi), either None to leave that op out)
+# maximum(., lo) then minimum(., hi), either None to leave that op out; (lo, hi, "relu"):
+# nn.relu first, as F.relu6 exports)
 CASES = [
     ("k3_bias_relu", 16, 20, 20, (32, 16, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "1o11", False, True),
     ("s2_asym_pad", 8, 17, 19, (16, 8, 3, 2), [2, 2], [0, 1, 2, 1], [1, 1], 1, None, False, False),
@@ -53,6 +55,8 @@ CASES = [
     ("k3_hardtanh", 8, 11, 12, (16, 8, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, None, False, (-0.5, 0.75)),
     ("k3_max0", 8, 11, 12, (16, 8, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "o11", False, (0.0, None)),
     ("k3_min_only", 8, 11, 12, (16, 8, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "o11", True, (None, 0.25)),
+    ("dw3_relu_relu6", 16, 9, 21, (16, 1, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 16, "o11", False, (0.0, 6.0, "relu")),
+    ("k3_relu_clamp", 8, 11, 12, (16, 8, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, None, False, (-1.0, 0.5, "relu")),
 ]
 
 # name, op, C, H, W, pool_size, strides, padding, dilation, ceil_mode, count_include_pad
@@ -157,6 +161,9 @@ def module(cases, pools):
             bind.append({"var": "y%d" % i, "value": {"op": "nn.relu", "args": [cur]}})
             cur = "y%d" % i
         elif relu:
+            if len(relu) > 2:
+                bind.append({"var": "y%d" % i, "value": {"op": "nn.relu", "args": [cur]}})
+                cur = "y%d" % i
             for j, (op, bound) in enumerate((("maximum", relu[0]), ("minimum", relu[1]))):
                 if bound is not None:
                     k = {"const": bound, "dtype": "f32"}
@@ -198,6 +205,7 @@ def inputs(rng, n):
         if relu is True:
             y = np.maximum(y, 0)
         elif relu:
+            y = y if len(relu) < 3 else np.maximum(y, 0)
             y = y if relu[0] is None else np.maximum(y, relu[0])
             y = y if relu[1] is None else np.minimum(y, relu[1])
         want.append(y)

@@ -185,7 +185,8 @@ END_TEST
 #define KF(v) "{\"const\": " v ", \"dtype\": \"f32\"}"
 
 /* Clamps as ONNX Clip imports them (ReLU6: maximum(., 0) then minimum(., 6)) end the
- * chain as act 2 with the bounds' bits (13 params); maximum(., 0) alone is relu (act 1);
+ * chain as act 2 with the bounds' bits (13 params), after an nn.relu too (F.relu6's
+ * export); maximum(., 0) alone is relu (act 1);
  * minimum alone is clamp(-inf, hi); lo > hi (ONNX: hi wins) and a tensor bound are left
  * to the generated loops. */
 START_TEST(clamps)
@@ -200,11 +201,15 @@ START_TEST(clamps)
         CONV("c3", "y2", "w", "") "," OP("y3", "minimum", "[\"c3\", " KF("0.25") "]") ","
         CONV("c4", "y3", "w", "") "," OP("m4", "maximum", "[\"c4\", " KF("2.0") "]") ","
         OP("y4", "minimum", "[\"m4\", " KF("1.0") "]") ","
-        CONV("c5", "y4", "w", "") "," OP("y5", "maximum", "[\"c5\", \"t\"]"),
-        "y5");
+        CONV("c5", "y4", "w", "") "," OP("y5", "maximum", "[\"c5\", \"t\"]") ","
+        CONV("c6", "y5", "w", "") "," OP("r6", "nn.relu", "[\"c6\"]") ","
+        OP("m6", "maximum", "[\"r6\", " KF("-1.0") "]") "," OP("y6", "minimum", "[\"m6\", " KF("6.0") "]") ","
+        CONV("c7", "y6", "w", "") "," OP("r7", "nn.relu", "[\"c7\"]") ","
+        OP("y7", "minimum", "[\"r7\", " KF("-1.0") "]"),
+        "y7");
     int n;
     rx_module *m = lower(mod, NULL, &n);
-    ck_assert_int_eq(n, 5);
+    ck_assert_int_eq(n, 7);
     static const char *const eb[] = {"b", NULL};
     int64_t p1[13] = {1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 2, bits(0.0f), bits(6.0f)};
     assert_conv_np(m, "y1", "x", "w", p1, 13, eb);
@@ -218,6 +223,13 @@ START_TEST(clamps)
     ck_assert_int_eq(bound(m, "y4")->call_kind, RX_CALL_OP);
     ck_assert(is_conv_call(m, "c5")); /* a tensor bound: not a clamp */
     ck_assert_int_eq(bound(m, "y5")->call_kind, RX_CALL_OP);
+    /* F.relu6 as exported: relu, then maximum(., 0 here -1) and minimum(., 6): clamp(0, 6) */
+    int64_t p6[13] = {1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 2, bits(0.0f), bits(6.0f)};
+    assert_conv_np(m, "y6", "y5", "w", p6, 13, NULL);
+    /* relu then minimum(., -1): max(0) > hi, only the relu is taken */
+    static const int64_t p7[11] = {1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 1};
+    assert_conv(m, "r7", "y6", "w", p7, NULL);
+    ck_assert_int_eq(bound(m, "y7")->call_kind, RX_CALL_OP);
     rx_module_free(m);
 }
 END_TEST
