@@ -29,21 +29,15 @@ folded (no add left outside the Linear head).
 
 Usage: test_torch_cnn.py BIN_DIR
 """
-import os
-import subprocess
-import sys
-import tempfile
-import warnings
+import os, subprocess, sys, tempfile, warnings  # noqa: E401
 
 import numpy as np
 import onnx
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
+from torch import nn
+from torch.nn import functional as F
 
-torch.manual_seed(0)
-torch.set_num_threads(1)
-BIN = sys.argv[1]
+BIN = sys.argv[1] if len(sys.argv) > 1 else "build/bin"
 failures = 0
 
 
@@ -207,6 +201,8 @@ def lowering(name, path, folded, small):
 
 
 def main():
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="torch-cnn-") as tmp:
         for name, cls, shape, more, folded, small, scale in MODELS:
             model = cls().eval()
