@@ -46,7 +46,10 @@
  *     size (h, w), strides, padding (top, left, bottom, right), dilation, ceil_mode, max
  *     (1) or avg (0), count_include_pad; y's extents must be op_nn.c's window
  *     arithmetic of x's. Max starts from -FLT_MAX (padding never wins); avg divides by
- *     legalize_nn.c's tap count. Planes split across threads, rows by window_row.
+ *     legalize_nn.c's tap count. Planes split across threads; each output row reduces
+ *     the window's input rows column by column, then the columns (pool_row: KH + KW
+ *     contiguous or strided passes instead of KH * KW; window_row if the row buffer
+ *     cannot be had).
  *     Cost O(N C OH OW KH KW).
  * Codes: 2 arguments, 3 dtype, 4 shape, 5 params, 6 out of memory, 1 no BLAS.
  */
@@ -356,25 +359,65 @@ static int64_t taps(const pool *p, int64_t o, int64_t K, int64_t st, int64_t dl,
     return kmax - kmin + 1 > 0 ? kmax - kmin + 1 : 0;
 }
 
+/* Output row oh of a pooling by columns first: col[w] = the max / sum of the window's
+ * input rows at column w (whole rows, contiguous: vectorized), then yr[ow] = the max /
+ * sum of col over the window's columns, each tap clipped once (window_row's clipping);
+ * KH + KW passes instead of KH * KW. */
+static void pool_row(const win *g, const float *xp, bool is_max, int64_t oh, float *col, float *yr)
+{
+    int64_t rows = 0;
+    for (int64_t ow = 0; ow < g->OW; ow++) yr[ow] = is_max ? -FLT_MAX : 0.0f;
+    for (int64_t kh = 0; kh < g->KH; kh++) {
+        int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+        if (ih < 0 || ih >= g->H) continue;
+        const float *r = xp + ih * g->W;
+        if (!rows++) memcpy(col, r, sizeof(float) * (size_t)g->W);
+        else if (is_max)
+            for (int64_t w = 0; w < g->W; w++) col[w] = r[w] > col[w] ? r[w] : col[w];
+        else
+            for (int64_t w = 0; w < g->W; w++) col[w] += r[w];
+    }
+    if (!rows) return;
+    for (int64_t kw = 0; kw < g->KW; kw++) {
+        int64_t off = kw * g->dw - g->pl, lo, hi, s = g->sw;
+        valid_range(g->OW, g->W, s, off, &lo, &hi);
+        if (is_max)
+            for (int64_t ow = lo; ow < hi; ow++) {
+                float v = col[ow * s + off];
+                yr[ow] = v > yr[ow] ? v : yr[ow];
+            }
+        else
+            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += col[ow * s + off];
+    }
+}
+
 static void pool_job(void *ud, int t, int n)
 {
     const pool *p = ud;
     int64_t p0, p1;
     win g = {p->H, p->W, p->OW, p->kh, p->kw, p->sh, p->sw, p->pt, p->pl, p->dh, p->dw};
     share(p->NC, t, n, &p0, &p1);
+    if (p0 == p1) return;
+    /* col: one input row's column reductions; cw: avg's tap counts along W per column */
+    float *col = malloc(sizeof(float) * (size_t)(p->W + p->OW)), *cw = col ? col + p->W : NULL;
+    for (int64_t ow = 0; cw && !p->is_max && ow < p->OW; ow++)
+        cw[ow] = (float)taps(p, ow, p->kw, p->sw, p->dw, p->pl, p->pr, p->W);
     for (int64_t pl = p0; pl < p1; pl++) {
         for (int64_t oh = 0; oh < p->OH; oh++) {
             float *yr = p->y + (pl * p->OH + oh) * p->OW;
-            window_row(&g, p->x + pl * p->H * p->W, NULL, p->is_max ? ROW_MAX : ROW_SUM, oh, yr);
+            const float *xp = p->x + pl * p->H * p->W;
+            if (col) pool_row(&g, xp, p->is_max, oh, col, yr);
+            else window_row(&g, xp, NULL, p->is_max ? ROW_MAX : ROW_SUM, oh, yr);
             if (p->is_max) continue;
             int64_t ch = taps(p, oh, p->kh, p->sh, p->dh, p->pt, p->pb, p->H);
             for (int64_t ow = 0; ow < p->OW; ow++) {
-                int64_t cnt = ch * taps(p, ow, p->kw, p->sw, p->dw, p->pl, p->pr, p->W);
+                int64_t cnt = ch * (cw ? (int64_t)cw[ow] : taps(p, ow, p->kw, p->sw, p->dw, p->pl, p->pr, p->W));
                 if ((p->ceil_mode || !p->cip) && cnt < 1) cnt = 1;
                 yr[ow] /= (float)cnt;
             }
         }
     }
+    free(col);
 }
 
 const char *rx_rt_pool2d_strerr(int32_t code)
