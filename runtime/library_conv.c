@@ -7,11 +7,14 @@
  *     x (N, C, H, W), w (O, C / groups, KH, KW), y (N, O, OH, OW), all f32 and dense;
  *     params: i64 (11,) = stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right,
  *       dilation_h, dilation_w, groups, flags (1: a bias follows, 2: a residual follows),
- *       act (0: none, 1: relu);
+ *       act (0: none, 1: relu, 2: clamp), or i64 (13,) with act 2: the same and the
+ *       clamp's bounds lo, hi as the bit patterns of two f32 (relu6 is clamp(0, 6);
+ *       lo <= hi, neither NaN);
  *     bias: f32 with O elements (one per output channel: (O,), (O, 1, 1), (1, O, 1, 1));
  *     residual: f32 of y's shape.
  *   y = act(conv(x, w) + bias[o] + residual), in that order — the order of the bindings
- *   the call replaces, so the result is the generated loops' up to summation order.
+ *   the call replaces, so the result is the generated loops' up to summation order
+ *   (clamp is min(max(v, lo), hi), the order of the maximum and minimum it replaces).
  *
  * Three ways, by the shapes:
  *   - pointwise (1x1, stride 1, no padding): y_g[band] (Og, cols) = w_g (Og, Cg) @
@@ -19,13 +22,18 @@
  *   - one input channel per group (depthwise, any channel multiplier): direct loops per
  *     output row (window_row: each tap row clipped to its valid outputs once, so the
  *     inner loop has no bounds test and, for stride 1, is a contiguous multiply-add the
- *     C compiler vectorizes); output planes split across threads;
+ *     C compiler vectorizes; a 3x3 stride-1 undilated kernel takes the output rows whose
+ *     three input rows all exist in one pass of nine multiply-adds per output (dw3_row):
+ *     9 loads and 1 store an output instead of 9 read-modify-writes); output planes
+ *     split across threads;
  *   - otherwise (KxK, strides, dilation, grouped): im2col — a panel col (Cg*KH*KW,
  *     rows*OW) of the input taps for a band of output rows, zero where the tap falls in
  *     the padding — then y_g[band] = w_g (Og, Cg*KH*KW) @ col, ldc = OH*OW.
  * The sgemm ways cut the output into bands (image, group, output rows): the panel under
  * PANEL_FLOATS (4 MiB), two bands a thread where the output has enough rows, at least
- * LEAST_COLS columns each. One parallel region per call (rx_rt_parallel_for: the kernels'
+ * LEAST_COLS columns each (OpenBLAS 0.3.21's single-threaded sgemm falls from ~33 to
+ * ~11 GFLOP/s on this machine when N drops from 336 to 320 columns, at M 64..128 and
+ * K 576..1152: the probe's 28x28 layers had 196-column bands). One parallel region per call (rx_rt_parallel_for: the kernels'
  * libgomp pool, so --threads applies); each thread takes bands from an atomic counter
  * and runs im2col into its own panel, a single-threaded sgemm (OpenBLAS's OpenMP build
  * runs one thread inside a parallel region) and the epilogue on the band while it is
@@ -38,7 +46,10 @@
  *     size (h, w), strides, padding (top, left, bottom, right), dilation, ceil_mode, max
  *     (1) or avg (0), count_include_pad; y's extents must be op_nn.c's window
  *     arithmetic of x's. Max starts from -FLT_MAX (padding never wins); avg divides by
- *     legalize_nn.c's tap count. Planes split across threads, rows by window_row.
+ *     legalize_nn.c's tap count. Planes split across threads; each output row reduces
+ *     the window's input rows column by column, then the columns (pool_row: KH + KW
+ *     contiguous or strided passes instead of KH * KW; window_row if the row buffer
+ *     cannot be had).
  *     Cost O(N C OH OW KH KW).
  * Codes: 2 arguments, 3 dtype, 4 shape, 5 params, 6 out of memory, 1 no BLAS.
  */
@@ -51,9 +62,10 @@
 
 enum { CV_OK = 0, CV_NOLIB = 1, CV_ARGS = 2, CV_DTYPE = 3, CV_SHAPE = 4, CV_PARAMS = 5,
        CV_NOMEM = 6 };
-enum { CV_NPARAMS = 11, CV_FLAG_BIAS = 1, CV_FLAG_RES = 2, CV_ACT_RELU = 1 };
+enum { CV_NPARAMS = 11, CV_NPARAMS_CLAMP = 13, CV_FLAG_BIAS = 1, CV_FLAG_RES = 2,
+       CV_ACT_RELU = 1, CV_ACT_CLAMP = 2 };
 #define PANEL_FLOATS ((int64_t)1 << 20) /* 4 MiB: the largest im2col panel */
-#define LEAST_COLS 128                  /* the fewest columns of a band's sgemm */
+#define LEAST_COLS 384                  /* the fewest columns of a band's sgemm (essay) */
 
 const char *rx_rt_conv2d_strerr(int32_t code)
 {
@@ -64,7 +76,9 @@ const char *rx_rt_conv2d_strerr(int32_t code)
     case CV_SHAPE:
         return "shape mismatch (x (N, C, H, W), w (O, C / groups, KH, KW), y (N, O, OH, OW), "
                "bias O elements, residual y's shape)";
-    case CV_PARAMS: return "bad params (11 int64: strides, padding, dilation >= 1, groups, flags, act)";
+    case CV_PARAMS:
+        return "bad params (11 int64: strides, padding, dilation >= 1, groups, flags, act 0..1; "
+               "or 13 with act 2 and the clamp's f32 bounds lo <= hi)";
     case CV_NOMEM: return "out of memory for the im2col panel";
     default: return NULL;
     }
@@ -76,6 +90,7 @@ typedef struct conv {
     int64_t N, C, H, W, O, KH, KW, OH, OW;
     int64_t sh, sw, pt, pl, dh, dw, groups, Cg, Og, Kc;
     int act;
+    float lo, hi;              /* the clamp's bounds (act CV_ACT_CLAMP) */
     bool pointwise;            /* 1x1, stride 1, no padding: sgemm reads x in place */
     rx_rt_sgemm_fn sgemm;
     _Atomic int64_t next;      /* the next band task (gemm_job) */
@@ -160,6 +175,13 @@ static void epilogue(const conv *c, int64_t o, float *y, const float *res, int64
         for (int64_t i = 0; i < len; i++) y[i] += res[i];
     if (c->act == CV_ACT_RELU)
         for (int64_t i = 0; i < len; i++) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+    if (c->act == CV_ACT_CLAMP) {
+        float lo = c->lo, hi = c->hi;
+        for (int64_t i = 0; i < len; i++) {
+            float v = y[i] > lo ? y[i] : lo;
+            y[i] = v < hi ? v : hi;
+        }
+    }
 }
 
 /* ---- the sgemm ways: band tasks taken from c->next by every thread ---- */
@@ -248,6 +270,43 @@ static void window_row(const win *g, const float *xp, const float *taps, int mod
     }
 }
 
+/* Output row oh of a 3x3, stride 1, undilated window whose three input rows
+ * oh - pt .. oh - pt + 2 all lie in the plane xp: one pass, nine multiply-adds per output
+ * in window_row's tap order (the same sums); the columns whose taps leave the row (at
+ * most pl on the left, a few on the right) test each tap. */
+static void dw3_row(const win *g, const float *xp, const float *k, int64_t oh, float *yr)
+{
+    int64_t i0 = (oh - g->pt) * g->W, lo, hi;
+    valid_range(g->OW, g->W - 2, 1, -g->pl, &lo, &hi); /* taps ow - pl .. ow - pl + 2 inside */
+    for (int64_t ow = 0; ow < g->OW; ow++) {
+        if (ow == lo && lo < hi) {
+            const float *a = xp + i0 + (lo - g->pl), *b = a + g->W, *d = b + g->W;
+            float *y = yr + lo;
+            for (int64_t j = 0; j < hi - lo; j++) {
+                float v = k[0] * a[j];
+                v += k[1] * a[j + 1];
+                v += k[2] * a[j + 2];
+                v += k[3] * b[j];
+                v += k[4] * b[j + 1];
+                v += k[5] * b[j + 2];
+                v += k[6] * d[j];
+                v += k[7] * d[j + 1];
+                v += k[8] * d[j + 2];
+                y[j] = v;
+            }
+            ow = hi - 1;
+            continue;
+        }
+        float v = 0.0f;
+        for (int64_t kh = 0; kh < 3; kh++)
+            for (int64_t kw = 0; kw < 3; kw++) {
+                int64_t col = ow - g->pl + kw;
+                if (col >= 0 && col < g->W) v += k[kh * 3 + kw] * xp[i0 + kh * g->W + col];
+            }
+        yr[ow] = v;
+    }
+}
+
 /* ---- one input channel per group: direct loops, planes split across threads ---- */
 
 static void direct_job(void *ud, int t, int n)
@@ -255,13 +314,18 @@ static void direct_job(void *ud, int t, int n)
     conv *c = ud;
     int64_t p0, p1, plane = c->OH * c->OW, KK = c->KH * c->KW;
     win g = {c->H, c->W, c->OW, c->KH, c->KW, c->sh, c->sw, c->pt, c->pl, c->dh, c->dw};
+    bool k3 = c->KH == 3 && c->KW == 3 && c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1 &&
+              c->W >= 3;
     share(c->N * c->O, t, n, &p0, &p1);
     for (int64_t p = p0; p < p1; p++) {
         int64_t img = p / c->O, o = p % c->O, ch = o / c->Og; /* Cg == 1: group o / Og */
         const float *xp = c->x + (img * c->C + ch) * c->H * c->W;
         float *yp = c->y + p * plane;
-        for (int64_t oh = 0; oh < c->OH; oh++)
-            window_row(&g, xp, c->w + o * KK, ROW_MAC, oh, yp + oh * c->OW);
+        for (int64_t oh = 0; oh < c->OH; oh++) {
+            int64_t ih = oh - c->pt;
+            if (k3 && ih >= 0 && ih + 2 < c->H) dw3_row(&g, xp, c->w + o * KK, oh, yp + oh * c->OW);
+            else window_row(&g, xp, c->w + o * KK, ROW_MAC, oh, yp + oh * c->OW);
+        }
         epilogue(c, o, yp, c->res ? c->res + p * plane : NULL, plane);
     }
 }
@@ -295,25 +359,65 @@ static int64_t taps(const pool *p, int64_t o, int64_t K, int64_t st, int64_t dl,
     return kmax - kmin + 1 > 0 ? kmax - kmin + 1 : 0;
 }
 
+/* Output row oh of a pooling by columns first: col[w] = the max / sum of the window's
+ * input rows at column w (whole rows, contiguous: vectorized), then yr[ow] = the max /
+ * sum of col over the window's columns, each tap clipped once (window_row's clipping);
+ * KH + KW passes instead of KH * KW. */
+static void pool_row(const win *g, const float *xp, bool is_max, int64_t oh, float *col, float *yr)
+{
+    int64_t rows = 0;
+    for (int64_t ow = 0; ow < g->OW; ow++) yr[ow] = is_max ? -FLT_MAX : 0.0f;
+    for (int64_t kh = 0; kh < g->KH; kh++) {
+        int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+        if (ih < 0 || ih >= g->H) continue;
+        const float *r = xp + ih * g->W;
+        if (!rows++) memcpy(col, r, sizeof(float) * (size_t)g->W);
+        else if (is_max)
+            for (int64_t w = 0; w < g->W; w++) col[w] = r[w] > col[w] ? r[w] : col[w];
+        else
+            for (int64_t w = 0; w < g->W; w++) col[w] += r[w];
+    }
+    if (!rows) return;
+    for (int64_t kw = 0; kw < g->KW; kw++) {
+        int64_t off = kw * g->dw - g->pl, lo, hi, s = g->sw;
+        valid_range(g->OW, g->W, s, off, &lo, &hi);
+        if (is_max)
+            for (int64_t ow = lo; ow < hi; ow++) {
+                float v = col[ow * s + off];
+                yr[ow] = v > yr[ow] ? v : yr[ow];
+            }
+        else
+            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += col[ow * s + off];
+    }
+}
+
 static void pool_job(void *ud, int t, int n)
 {
     const pool *p = ud;
     int64_t p0, p1;
     win g = {p->H, p->W, p->OW, p->kh, p->kw, p->sh, p->sw, p->pt, p->pl, p->dh, p->dw};
     share(p->NC, t, n, &p0, &p1);
+    if (p0 == p1) return;
+    /* col: one input row's column reductions; cw: avg's tap counts along W per column */
+    float *col = malloc(sizeof(float) * (size_t)(p->W + p->OW)), *cw = col ? col + p->W : NULL;
+    for (int64_t ow = 0; cw && !p->is_max && ow < p->OW; ow++)
+        cw[ow] = (float)taps(p, ow, p->kw, p->sw, p->dw, p->pl, p->pr, p->W);
     for (int64_t pl = p0; pl < p1; pl++) {
         for (int64_t oh = 0; oh < p->OH; oh++) {
             float *yr = p->y + (pl * p->OH + oh) * p->OW;
-            window_row(&g, p->x + pl * p->H * p->W, NULL, p->is_max ? ROW_MAX : ROW_SUM, oh, yr);
+            const float *xp = p->x + pl * p->H * p->W;
+            if (col) pool_row(&g, xp, p->is_max, oh, col, yr);
+            else window_row(&g, xp, NULL, p->is_max ? ROW_MAX : ROW_SUM, oh, yr);
             if (p->is_max) continue;
             int64_t ch = taps(p, oh, p->kh, p->sh, p->dh, p->pt, p->pb, p->H);
             for (int64_t ow = 0; ow < p->OW; ow++) {
-                int64_t cnt = ch * taps(p, ow, p->kw, p->sw, p->dw, p->pl, p->pr, p->W);
+                int64_t cnt = ch * (cw ? (int64_t)cw[ow] : taps(p, ow, p->kw, p->sw, p->dw, p->pl, p->pr, p->W));
                 if ((p->ceil_mode || !p->cip) && cnt < 1) cnt = 1;
                 yr[ow] /= (float)cnt;
             }
         }
     }
+    free(col);
 }
 
 const char *rx_rt_pool2d_strerr(int32_t code)
@@ -365,12 +469,22 @@ static int32_t read_args(DLTensor *const *args, int32_t nargs, conv *c)
     if (nargs < 4) return CV_ARGS;
     const DLTensor *x = args[0], *w = args[1], *pr = args[2], *y = args[nargs - 1];
     if (pr->dtype.code != kDLInt || pr->dtype.bits != 64 || pr->dtype.lanes != 1) return CV_DTYPE;
-    if (pr->ndim != 1 || pr->shape[0] != CV_NPARAMS) return CV_PARAMS;
+    if (pr->ndim != 1 || (pr->shape[0] != CV_NPARAMS && pr->shape[0] != CV_NPARAMS_CLAMP))
+        return CV_PARAMS;
     const int64_t *p = data(pr);
     int64_t flags = p[9];
     int want = 4 + !!(flags & CV_FLAG_BIAS) + !!(flags & CV_FLAG_RES);
-    if (flags & ~(int64_t)(CV_FLAG_BIAS | CV_FLAG_RES) || (p[10] != 0 && p[10] != CV_ACT_RELU))
+    bool clamp = pr->shape[0] == CV_NPARAMS_CLAMP;
+    if (flags & ~(int64_t)(CV_FLAG_BIAS | CV_FLAG_RES) ||
+        (clamp ? p[10] != CV_ACT_CLAMP : p[10] != 0 && p[10] != CV_ACT_RELU))
         return CV_PARAMS;
+    float bounds[2] = {0.0f, 0.0f};
+    for (int i = 0; clamp && i < 2; i++) {
+        if (p[11 + i] < 0 || p[11 + i] > (int64_t)UINT32_MAX) return CV_PARAMS;
+        uint32_t bits = (uint32_t)p[11 + i];
+        memcpy(&bounds[i], &bits, sizeof bits);
+    }
+    if (clamp && !(bounds[0] <= bounds[1])) return CV_PARAMS; /* also refuses a NaN */
     if (nargs != want) return CV_ARGS;
     for (int i = 0; i < nargs; i++)
         if (i != 2 && !f32(args[i])) return CV_DTYPE;
@@ -380,7 +494,8 @@ static int32_t read_args(DLTensor *const *args, int32_t nargs, conv *c)
     *c = (conv){.x = data(x), .w = data(w), .y = data(y), .N = x->shape[0], .C = x->shape[1],
                 .H = x->shape[2], .W = x->shape[3], .O = w->shape[0], .KH = w->shape[2],
                 .KW = w->shape[3], .OH = y->shape[2], .OW = y->shape[3], .sh = p[0], .sw = p[1],
-                .pt = p[2], .pl = p[3], .dh = p[6], .dw = p[7], .groups = p[8], .act = (int)p[10]};
+                .pt = p[2], .pl = p[3], .dh = p[6], .dw = p[7], .groups = p[8], .act = (int)p[10],
+                .lo = bounds[0], .hi = bounds[1]};
     if (c->C % c->groups || c->O % c->groups || w->shape[1] != c->C / c->groups) return CV_SHAPE;
     c->Cg = c->C / c->groups, c->Og = c->O / c->groups, c->Kc = c->Cg * c->KH * c->KW;
     int64_t eh = c->H + p[2] + p[4] - c->dh * (c->KH - 1), ew = c->W + p[3] + p[5] - c->dw * (c->KW - 1);

@@ -68,12 +68,16 @@
  *                              or f32; any strides, padding, dilation, groups)
  *   s = add(c, bias)          (optional; either order; bias f32 (O, 1, 1) or (1, O, 1, 1))
  *   r = add(s, residual)      (optional; either order; residual f32 of c's shape)
- *   y = nn.relu(r)            (optional)
+ *   y = nn.relu(r)            (optional; and/or a clamp: maximum(r, lo) [-> minimum(., hi)]
+ *                              or minimum(r, hi), scalar f32 constants lo <= hi: ONNX
+ *                              Clip, as ReLU6 and Hardtanh export; F.relu6 exports as
+ *                              Relu then Clip)
  *
  * with every intermediate used once by the next becomes
  *   y = call_dps_library("blas.conv2d", x, w, params, [bias], [residual], out=...)
  * where params is an int64 (11,) constant (strides h, w; padding top, left, bottom,
- * right; dilation h, w; groups; flags 1 bias, 2 residual; act 1 relu) —
+ * right; dilation h, w; groups; flags 1 bias, 2 residual; act 1 relu), or (13,) with
+ * act 2 (clamp) and the bounds' f32 bit patterns (maximum(r, 0) alone is act 1) —
  * runtime/library_conv.c says how it runs (sgemm on im2col panels, pointwise sgemm,
  * direct depthwise loops). Its cost rule: the library when N * O * OH * OW * (C / groups)
  * * KH * KW reaches the threshold, a symbolic dim counting as large (the generated loops
@@ -572,10 +576,10 @@ static rx_binding *conv_next(const ll_ctx *c, const rx_node *v, rx_block *b, int
     return u;
 }
 
-/* The other operand of s = add(v, k) or add(k, v), or NULL. */
-static rx_node *add_other(const rx_node *s, const rx_node *v)
+/* The other operand of s = op(v, k) or op(k, v) (op "add", "maximum", "minimum"), or NULL. */
+static rx_node *op_other(const rx_node *s, const char *op, const rx_node *v)
 {
-    if (!is_op(s, "add") || s->nargs != 2) return NULL;
+    if (!is_op(s, op) || s->nargs != 2) return NULL;
     int k = s->args[0] == v ? 1 : s->args[1] == v ? 0 : -1;
     return k < 0 || s->args[k] == v ? NULL : s->args[k];
 }
@@ -622,33 +626,74 @@ static rx_node *int_params(rx_module *m, const int64_t *p, int n)
     return kn;
 }
 
+/* The f32 bits of v as a params word. */
+static int64_t f32_bits(double v)
+{
+    float f = (float)v;
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    return (int64_t)bits;
+}
+
+/* The activation that may end a conv chain at binding u (the sole user of the chain so
+ * far): [nn.relu ->] [maximum(v, lo) ->] [minimum(., hi)], lo and hi scalar f32
+ * constants, the clamp's bounds max(0 if relu, lo) <= hi (ONNX Clip imports as maximum
+ * then minimum; PyTorch exports F.relu6 as Relu then Clip(0, 6), nn.ReLU6 and Hardtanh
+ * as Clip). Appends the bindings taken to chain and sets p's act: relu for a lower bound
+ * 0 alone, else clamp with the bounds in p[11], p[12]; returns the params' length (11 or
+ * 13). With lo > hi (ONNX: hi wins) only a leading relu is taken. */
+static int conv_act(const ll_ctx *c, rx_block *b, rx_binding *u, int *chain, int *len,
+                    const bool *drop, int64_t p[CONV_NPARAMS + 2])
+{
+    double lo = -INFINITY, hi = INFINITY, v;
+    rx_node *cur = b->bindings[chain[*len - 1]].var, *k;
+    int taken = 0, at[3];
+    if (is_op(u->value, "nn.relu") && u->value->nargs == 1) {
+        lo = 0.0, p[10] = 1, chain[(*len)++] = (int)(u - b->bindings), cur = u->var;
+        u = conv_next(c, cur, b, chain[*len - 1], drop);
+    }
+    k = u ? op_other(u->value, "maximum", cur) : NULL;
+    if (k && scalar_f32(c, k, &v)) {
+        lo = v > lo ? v : lo, at[taken++] = (int)(u - b->bindings), cur = u->var;
+        u = conv_next(c, cur, b, at[0], drop);
+    }
+    k = u ? op_other(u->value, "minimum", cur) : NULL;
+    if (k && scalar_f32(c, k, &hi)) at[taken++] = (int)(u - b->bindings);
+    if (!taken || !(lo <= hi)) return CONV_NPARAMS;
+    for (int i = 0; i < taken; i++) chain[(*len)++] = at[i];
+    if (lo == 0.0 && hi == INFINITY) {
+        p[10] = 1;
+        return CONV_NPARAMS;
+    }
+    p[10] = 2, p[11] = f32_bits(lo), p[12] = f32_bits(hi);
+    return CONV_NPARAMS + 2;
+}
+
 /* Tries the conv rule on binding j of dataflow block b: the chain
  *   y = nn.conv2d(x, w) [-> add per-channel bias] [-> add residual of y's shape]
- *       [-> nn.relu]
+ *       [-> nn.relu and/or a clamp: conv_act]
  * (every intermediate used once, by the next) becomes one call
  *   blas.conv2d(x, w, params, [bias], [residual]) at the chain's last binding. */
 static bool try_conv(ll_ctx *c, rx_block *b, int j, bool *drop)
 {
     rx_binding *cb = &b->bindings[j];
-    int64_t p[CONV_NPARAMS] = {0};
+    int64_t p[CONV_NPARAMS + 2] = {0};
     if (!conv_ok(cb->value, p) || !conv_worth(c, cb->value)) return false;
     rx_node *cur = cb->var, *args[5] = {cb->value->args[0], cb->value->args[1], NULL};
-    int chain[4] = {j}, len = 1, nargs = 3;
+    int chain[6] = {j}, len = 1, nargs = 3;
     rx_binding *u = conv_next(c, cur, b, j, drop);
-    rx_node *k = u ? add_other(u->value, cur) : NULL;
+    rx_node *k = u ? op_other(u->value, "add", cur) : NULL;
     if (k && channel_bias(k, cur)) {
         p[9] |= 1, args[nargs++] = k, chain[len++] = (int)(u - b->bindings), cur = u->var;
         u = conv_next(c, cur, b, chain[len - 1], drop);
-        k = u ? add_other(u->value, cur) : NULL;
+        k = u ? op_other(u->value, "add", cur) : NULL;
     }
     if (k && same_shape(k, cur)) {
         p[9] |= 2, args[nargs++] = k, chain[len++] = (int)(u - b->bindings), cur = u->var;
         u = conv_next(c, cur, b, chain[len - 1], drop);
     }
-    if (u && is_op(u->value, "nn.relu") && u->value->nargs == 1) {
-        p[10] = 1, chain[len++] = (int)(u - b->bindings);
-    }
-    args[2] = int_params(c->m, p, CONV_NPARAMS);
+    int np = u ? conv_act(c, b, u, chain, &len, drop, p) : CONV_NPARAMS;
+    args[2] = int_params(c->m, p, np);
     put_lib(c, &b->bindings[chain[len - 1]], "blas.conv2d", args, nargs);
     for (int i = 0; i < len - 1; i++) drop[chain[i]] = true;
     return true;

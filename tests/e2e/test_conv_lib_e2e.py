@@ -7,7 +7,12 @@ One module, symbolic batch n, holds one convolution chain per formulation (3x3 w
 bias and relu; stride 2 with 4-value asymmetric padding and a 3x2 kernel; dilation;
 grouped; depthwise; depthwise with channel multiplier 2, stride 2 and a residual; 1x1
 with bias, residual and relu; 1x1 with stride 2; 1x1 with padding; a layer large enough
-that the im2col panel is cut into several bands), and max / avg poolings (the probe's
+that the im2col panel is cut into several bands; ReLU6 as ONNX Clip imports it, maximum
+then minimum with scalar constants, after a 1x1, after a depthwise 3x3 (the one-pass
+3x3 row kernel on a plane wider than a vector) and after a stride-2 depthwise; a
+Hardtanh-like clamp(-0.5, 0.75) after a 3x3; maximum(., 0) alone as relu; minimum
+alone; nn.relu then clamp(0, 6) as F.relu6 exports, after a depthwise and after a 3x3),
+and max / avg poolings (the probe's
 3x3 stride 2 pad 1 max pool, dilation, ceil_mode, count_include_pad both ways, 4-value
 padding), all returned as a tuple. Checked:
   - `relaxc build` (default cost rule) turns every chain into one blas.conv2d call and
@@ -29,7 +34,9 @@ import numpy as np
 from e2e_check import Checks, run_status, start
 
 # name, C, H, W, weight (O, Cg, KH, KW), strides, padding (as written), dilation,
-# groups, bias ("1o11", "o11" or None), residual, relu
+# groups, bias ("1o11", "o11" or None), residual, act (False, True: nn.relu, or (lo, hi):
+# maximum(., lo) then minimum(., hi), either None to leave that op out; (lo, hi, "relu"):
+# nn.relu first, as F.relu6 exports)
 CASES = [
     ("k3_bias_relu", 16, 20, 20, (32, 16, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "1o11", False, True),
     ("s2_asym_pad", 8, 17, 19, (16, 8, 3, 2), [2, 2], [0, 1, 2, 1], [1, 1], 1, None, False, False),
@@ -41,6 +48,15 @@ CASES = [
     ("pw_s2", 16, 20, 20, (32, 16, 1, 1), [2, 2], [0, 0, 0, 0], [1, 1], 1, None, False, False),
     ("pw_padded", 16, 20, 20, (24, 16, 1, 1), [1, 1], [1, 0, 2, 1], [1, 1], 1, "1o11", False, False),
     ("banded", 32, 24, 128, (16, 32, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "1o11", False, True),
+    ("pw_relu6", 16, 12, 13, (48, 16, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1, "1o11", False, (0.0, 6.0)),
+    ("dw3_relu6", 48, 13, 37, (48, 1, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 48, "1o11", False, (0.0, 6.0)),
+    ("dw3_s2_relu6", 48, 13, 37, (48, 1, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 48, "o11", False, (0.0, 6.0)),
+    ("dw3_nopad_res", 8, 9, 21, (8, 1, 3, 3), [1, 1], [0, 0, 0, 0], [1, 1], 8, None, True, False),
+    ("k3_hardtanh", 8, 11, 12, (16, 8, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, None, False, (-0.5, 0.75)),
+    ("k3_max0", 8, 11, 12, (16, 8, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "o11", False, (0.0, None)),
+    ("k3_min_only", 8, 11, 12, (16, 8, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "o11", True, (None, 0.25)),
+    ("dw3_relu_relu6", 16, 9, 21, (16, 1, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 16, "o11", False, (0.0, 6.0, "relu")),
+    ("k3_relu_clamp", 8, 11, 12, (16, 8, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, None, False, (-1.0, 0.5, "relu")),
 ]
 
 # name, op, C, H, W, pool_size, strides, padding, dilation, ceil_mode, count_include_pad
@@ -141,9 +157,18 @@ def module(cases, pools):
             params.append(t("r%d" % i, ["n", ws[0], OH, OW]))
             bind.append({"var": "a%d" % i, "value": {"op": "add", "args": [cur, "r%d" % i]}})
             cur = "a%d" % i
-        if relu:
+        if relu is True:
             bind.append({"var": "y%d" % i, "value": {"op": "nn.relu", "args": [cur]}})
             cur = "y%d" % i
+        elif relu:
+            if len(relu) > 2:
+                bind.append({"var": "y%d" % i, "value": {"op": "nn.relu", "args": [cur]}})
+                cur = "y%d" % i
+            for j, (op, bound) in enumerate((("maximum", relu[0]), ("minimum", relu[1]))):
+                if bound is not None:
+                    k = {"const": bound, "dtype": "f32"}
+                    bind.append({"var": "y%d_%d" % (i, j), "value": {"op": op, "args": [cur, k]}})
+                    cur = "y%d_%d" % (i, j)
         results.append(cur)
     for i, c in enumerate(pools):
         name, op, C, H, W, k, st, pd, dl, ceil, cip = c
@@ -177,7 +202,13 @@ def inputs(rng, n):
             r = rng.standard_normal((n, ws[0], OH, OW)).astype(np.float32)
             arrs["r%d" % i] = r
             y = y + r
-        want.append(np.maximum(y, 0) if relu else y)
+        if relu is True:
+            y = np.maximum(y, 0)
+        elif relu:
+            y = y if len(relu) < 3 else np.maximum(y, 0)
+            y = y if relu[0] is None else np.maximum(y, relu[0])
+            y = y if relu[1] is None else np.minimum(y, relu[1])
+        want.append(y)
     for i, c in enumerate(POOLS):
         x = rng.standard_normal((n,) + tuple(c[2:5])).astype(np.float32)
         arrs["px%d" % i] = x
@@ -208,6 +239,8 @@ def main():
         text = run_status([relaxc, "print", src, "--after", "library_lower"])[1]
         check(text.count('"blas.conv2d"') == len(CASES),
               "every chain is one blas.conv2d (%d of %d)" % (text.count('"blas.conv2d"'), len(CASES)))
+        check("maximum" not in text and "minimum" not in text and "nn.relu" not in text,
+              "every relu and clamp is the call's epilogue (none left in the lowered module)")
         check(text.count('"rt.pool2d"') == len(POOLS),
               "every pooling is one rt.pool2d (%d of %d)" % (text.count('"rt.pool2d"'), len(POOLS)))
         gen_text = run_status([relaxc, "print", src, "--after", "library_lower"] + gen_opts)[1]

@@ -17,6 +17,8 @@
  */
 #include "pass_test.h"
 #include <check.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,10 +61,10 @@ static int nbindings(const rx_module *m)
     return rx_module_find(m, "main")->body->blocks[0]->nbindings;
 }
 
-/* Asserts `name` is blas.conv2d with nargs operands whose params are want[0..11) and
+/* Asserts `name` is blas.conv2d with nargs operands whose params are want[0..np) and
  * whose operands 0, 1, 3, 4 are the variables x, w, then extra (NULL-terminated). */
-static void assert_conv(const rx_module *m, const char *name, const char *x, const char *w,
-                        const int64_t want[11], const char *const *extra)
+static void assert_conv_np(const rx_module *m, const char *name, const char *x, const char *w,
+                           const int64_t *want, int np, const char *const *extra)
 {
     ck_assert_msg(is_conv_call(m, name), "%s is not blas.conv2d", name);
     const rx_node *c = bound(m, name);
@@ -76,13 +78,27 @@ static void assert_conv(const rx_module *m, const char *name, const char *x, con
     ck_assert_int_eq(p->kind, RX_N_CONST);
     ck_assert_int_eq(p->u.konst->dtype, RX_DT_I64);
     ck_assert_int_eq(p->u.konst->ndim, 1);
-    ck_assert_int_eq(p->u.konst->shape[0], 11);
-    for (int i = 0; i < 11; i++) {
+    ck_assert_int_eq(p->u.konst->shape[0], np);
+    for (int i = 0; i < np; i++) {
         int64_t v;
         memcpy(&v, p->u.konst->data + 8 * i, 8);
         ck_assert_msg(v == want[i], "%s params[%d] = %lld, want %lld", name, i, (long long)v,
                       (long long)want[i]);
     }
+}
+
+static void assert_conv(const rx_module *m, const char *name, const char *x, const char *w,
+                        const int64_t want[11], const char *const *extra)
+{
+    assert_conv_np(m, name, x, w, want, 11, extra);
+}
+
+/* The params word of an f32 clamp bound. */
+static int64_t bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return (int64_t)u;
 }
 
 #define T(shape, dt) "{\"tensor\": {\"shape\": " shape ", \"dtype\": \"" dt "\"}}"
@@ -162,6 +178,58 @@ START_TEST(formulations)
     static const char *const e_dm[] = {"r", NULL};
     assert_conv(m, "y2", "x", "wm", p_dm, e_dm);
     ck_assert_int_eq(nbindings(m), 5);
+    rx_module_free(m);
+}
+END_TEST
+
+#define KF(v) "{\"const\": " v ", \"dtype\": \"f32\"}"
+
+/* Clamps as ONNX Clip imports them (ReLU6: maximum(., 0) then minimum(., 6)) end the
+ * chain as act 2 with the bounds' bits (13 params), after an nn.relu too (F.relu6's
+ * export); maximum(., 0) alone is relu (act 1);
+ * minimum alone is clamp(-inf, hi); lo > hi (ONNX: hi wins) and a tensor bound are left
+ * to the generated loops. */
+START_TEST(clamps)
+{
+    static const char mod[] = MODULE(
+        P("x", "[\"n\", 16, 20, 20]") "," P("w", "[16, 16, 1, 1]") "," P("wd", "[16, 1, 3, 3]") ","
+        P("b", "[1, 16, 1, 1]") "," P("t", "[1, 16, 1, 1]"),
+        CONV("c1", "x", "w", "") "," OP("s1", "add", "[\"c1\", \"b\"]") ","
+        OP("m1", "maximum", "[\"s1\", " KF("0.0") "]") "," OP("y1", "minimum", "[\"m1\", " KF("6.0") "]") ","
+        CONV("c2", "y1", "wd", "\"groups\": 16, \"padding\": [1]") ","
+        OP("y2", "maximum", "[" KF("0.0") ", \"c2\"]") ","
+        CONV("c3", "y2", "w", "") "," OP("y3", "minimum", "[\"c3\", " KF("0.25") "]") ","
+        CONV("c4", "y3", "w", "") "," OP("m4", "maximum", "[\"c4\", " KF("2.0") "]") ","
+        OP("y4", "minimum", "[\"m4\", " KF("1.0") "]") ","
+        CONV("c5", "y4", "w", "") "," OP("y5", "maximum", "[\"c5\", \"t\"]") ","
+        CONV("c6", "y5", "w", "") "," OP("r6", "nn.relu", "[\"c6\"]") ","
+        OP("m6", "maximum", "[\"r6\", " KF("-1.0") "]") "," OP("y6", "minimum", "[\"m6\", " KF("6.0") "]") ","
+        CONV("c7", "y6", "w", "") "," OP("r7", "nn.relu", "[\"c7\"]") ","
+        OP("y7", "minimum", "[\"r7\", " KF("-1.0") "]"),
+        "y7");
+    int n;
+    rx_module *m = lower(mod, NULL, &n);
+    ck_assert_int_eq(n, 7);
+    static const char *const eb[] = {"b", NULL};
+    int64_t p1[13] = {1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 2, bits(0.0f), bits(6.0f)};
+    assert_conv_np(m, "y1", "x", "w", p1, 13, eb);
+    static const int64_t p2[11] = {1, 1, 1, 1, 1, 1, 1, 1, 16, 0, 1};
+    assert_conv(m, "y2", "y1", "wd", p2, NULL);
+    int64_t p3[13] = {1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 2, bits(-INFINITY), bits(0.25f)};
+    assert_conv_np(m, "y3", "y2", "w", p3, 13, NULL);
+    /* lo > hi: the conv goes alone, maximum and minimum stay */
+    ck_assert(is_conv_call(m, "c4"));
+    ck_assert_int_eq(bound(m, "m4")->call_kind, RX_CALL_OP);
+    ck_assert_int_eq(bound(m, "y4")->call_kind, RX_CALL_OP);
+    ck_assert(is_conv_call(m, "c5")); /* a tensor bound: not a clamp */
+    ck_assert_int_eq(bound(m, "y5")->call_kind, RX_CALL_OP);
+    /* F.relu6 as exported: relu, then maximum(., 0 here -1) and minimum(., 6): clamp(0, 6) */
+    int64_t p6[13] = {1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 2, bits(0.0f), bits(6.0f)};
+    assert_conv_np(m, "y6", "y5", "w", p6, 13, NULL);
+    /* relu then minimum(., -1): max(0) > hi, only the relu is taken */
+    static const int64_t p7[11] = {1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 1};
+    assert_conv(m, "r7", "y6", "w", p7, NULL);
+    ck_assert_int_eq(bound(m, "y7")->call_kind, RX_CALL_OP);
     rx_module_free(m);
 }
 END_TEST
@@ -287,6 +355,7 @@ static Suite *conv_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, basic_block);
     tcase_add_test(tc, formulations);
+    tcase_add_test(tc, clamps);
     tcase_add_test(tc, not_taken);
     tcase_add_test(tc, cost_and_options);
     tcase_add_test(tc, pools);
