@@ -417,6 +417,10 @@ int rx_rt_gpu_move(rx_rt_module *m, rx_vm_value *v, bool to_dev, rx_rt_err *err)
  * CUDA: A (m, k) or (b, m, k), B
  * (k, n) or (b, k, n), out; f32 device tensors) on m's device, queued like a launch.
  * Returns 0, or -1 with err ("clblast.matmul: ...", CLBlast's own errors). */
+/* Whether device library `name` (clblast.matmul) cannot be loaded on this host: then the
+ * first time in the process a one-line notice goes to stderr and the VM runs the
+ * artifact's generated kernel instead (LIBJMP). */
+bool rx_rt_gpu_lib_missing(rx_rt_module *m, const char *name);
 int rx_rt_gpu_call_lib(rx_rt_module *m, const char *name, rx_vm_value *const *vals, int64_t n,
                        rx_rt_err *err);
 /* One call's CUDA Graph state (vm_device.c's "Graphs"): whether it holds the module's

@@ -384,8 +384,9 @@ static bool parse_funcs(parser *P, const rx_rxa_section *s, size_t ncode)
 
 /* ---- LAUNCH ---- */
 
-/* One launch record into *l (kernel k's ivars are its symbols). */
-static bool parse_launch(cursor *c, const rx_rxa_kernel *k, rx_rxa_launch *l)
+/* One launch record into *l (kernel k's ivars are its symbols; in_loop: a record in a
+ * host loop's body, whose iteration is one more symbol). */
+static bool parse_launch(cursor *c, const rx_rxa_kernel *k, rx_rxa_launch *l, bool in_loop)
 {
     uint32_t n = rd32(c);
     if (c->bad) return false;
@@ -408,14 +409,19 @@ static bool parse_launch(cursor *c, const rx_rxa_kernel *k, rx_rxa_launch *l)
     l->local_bytes = rd32(c);
     l->max_groups = rd32(c);
     if (c->bad) return false;
-    if (l->sched > RX_RXA_SCHED_ROWS)
+    if (l->sched > RX_RXA_SCHED_LOOP)
         return cfail(c, "launch %s: unknown schedule %" PRIu32, name, l->sched);
+    if (l->sched == RX_RXA_SCHED_LOOP && in_loop)
+        return cfail(c, "launch %s: a host loop inside a host loop", name);
     if (l->local == 0 || l->local > 65536)
         return cfail(c, "launch %s: %" PRIu32 " work-items per group", name, l->local);
     if (l->local_bytes > (1u << 30))
         return cfail(c, "launch %s: %" PRIu32 " bytes of local memory", name, l->local_bytes);
     if (l->max_groups == 0) return cfail(c, "launch %s: no work-groups", name);
-    return parse_dim(c, &l->items, k->nivars);
+    if (!parse_dim(c, &l->items, k->nivars + in_loop)) return false;
+    if (l->sched == RX_RXA_SCHED_LOOP && l->items.ntok == 0)
+        return cfail(c, "launch %s: a host loop without an iteration count", name);
+    return true;
 }
 
 /* The LAUNCH section: a record list for every kernel of the table, in order. */
@@ -433,7 +439,16 @@ static bool parse_launches(parser *P, const rx_rxa_section *s)
         if (n == 0 || n > RX_RXA_MAX_LAUNCHES)
             return cfail(&c, "kernel %s: %" PRIu32 " launches", ks[i].name, n);
         rx_rxa_launch *ls = palloc(&c, sizeof *ls * n);
-        for (uint32_t k = 0; k < n && !c.bad; k++) parse_launch(&c, &ks[i], &ls[k]);
+        uint32_t body = 0; /* records left in the current host loop's body */
+        for (uint32_t k = 0; k < n && !c.bad; k++) {
+            parse_launch(&c, &ks[i], &ls[k], body > 0);
+            if (c.bad) break;
+            if (body) body--;
+            else if (ls[k].sched == RX_RXA_SCHED_LOOP) body = ls[k].local;
+            if (ls[k].sched == RX_RXA_SCHED_LOOP && ls[k].local > n - 1 - k)
+                return cfail(&c, "launch %s: a host loop of %" PRIu32 " records, %" PRIu32 " follow",
+                             ls[k].name, ls[k].local, n - 1 - k);
+        }
         ks[i].nlaunch = n;
         ks[i].launches = ls;
     }
@@ -486,7 +501,7 @@ static bool parse_spirv(parser *P, const rx_rxa_section *s)
         const rx_rxa_kernel *kk = &P->a->kernels[k];
         if (kk->section != RX_RXA_KERNELS_SPIRV) continue;
         for (uint32_t l = 0; l < kk->nlaunch && !c.bad; l++)
-            if (!bundle_has(c.base, n, kk->launches[l].name))
+            if (kk->launches[l].sched != RX_RXA_SCHED_LOOP && !bundle_has(c.base, n, kk->launches[l].name))
                 cfail(&c, "kernel %s: no module for launch %s", kk->name, kk->launches[l].name);
     }
     return !c.bad;

@@ -576,6 +576,11 @@ static int run(vm *V, rx_vm_value *result)
                 FAIL("pc %zu: %s", at, e.msg);
             vmbreak;
         }
+        vmcase(LIBJMP) { /* a device library with a generated fallback (vm_device.c) */
+            int64_t name = ARG(), t = ARG();
+            if (!V->m->gpu || rx_rt_gpu_lib_missing(V->m, V->a->strings[name])) pc = (size_t)t;
+            vmbreak;
+        }
         vmcase(NOTE) {
             note = ARG();
             note_code = code;

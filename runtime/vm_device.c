@@ -36,14 +36,21 @@
  *            the element offset, the symbolic values, the status buffer. The grid is
  *            the record's iteration count evaluated from the symbolic values, in
  *            whole work-groups, capped at its maximum number of groups (the kernels
- *            loop with a grid stride); a count of zero launches nothing.
- *   Library. CALL_LIB of "clblast.matmul" (library_lower.c, target opencl,clblast=1)
+ *            loop with a grid stride); a count of zero launches nothing. A host-loop
+ *            record (RX_RXA_SCHED_LOOP) runs the records of its body once per
+ *            iteration of its count, each launch given the iteration as one more
+ *            int64 argument after the symbolic values.
+ *   Library. CALL_LIB of "clblast.matmul" (library_lower.c, target opencl; clblast=0 off)
  *            with device tensors is CLBlast's SGEMM (clblast.c) on the same in-order
  *            queue: A (m, k) @ B (k, n) one GEMM, A (b, m, k) @ B (k, n) one GEMM of
  *            b * m rows, A (b, m, k) @ B (b, k, n) a strided batch; tensors are the
  *            buffer plus the element offset as for kernels. Empty outputs do nothing,
- *            k = 0 writes zeros. A host without CLBlast fails the call naming the
- *            library ("CLBlast is not available: cannot load libclblast.so.1 ...").
+ *            k = 0 writes zeros. Compiled calls carry a generated fallback: a LIBJMP
+ *            before the CALL_LIB asks rx_rt_gpu_lib_missing whether CLBlast loads on
+ *            this host; where it does not (a notice once per process, not an error)
+ *            the VM jumps to a CALL_KERNEL of the same matmul's loop function. A
+ *            CALL_LIB without one (written by hand) fails the call naming the library
+ *            ("CLBlast is not available: cannot load libclblast.so.1 ...").
  *            "cublas.matmul" (target cuda, cublas=1) is the same call on a CUDA
  *            device through cuBLAS (cublas.c), queued on the device's stream.
  *
@@ -132,7 +139,7 @@ void rx_rt_gpu_unload(rx_rt_module *m)
     if (g->kern) {
         for (uint32_t i = 0; i < m->a->nkernels; i++) {
             for (uint32_t k = 0; g->kern[i] && k < m->a->kernels[i].nlaunch; k++)
-                g->dev->ops->kernel_free(g->dev, g->kern[i][k]);
+                if (g->kern[i][k]) g->dev->ops->kernel_free(g->dev, g->kern[i][k]);
             free(g->kern[i]);
         }
         free(g->kern);
@@ -170,6 +177,7 @@ static int load_kernels(rx_rt_module *m, rx_rt_gpu *g, rx_rt_err *err)
         if (!g->kern[i]) return rx_rt_fail(err, "out of memory");
         for (uint32_t j = 0; j < k->nlaunch; j++) {
             const rx_rxa_launch *l = &k->launches[j];
+            if (l->sched == RX_RXA_SCHED_LOOP) continue; /* a host loop: no kernel */
             if ((int64_t)l->local > in->max_threads)
                 return rx_rt_fail(err, "kernel %s needs %" PRIu32 " work-items per group, more than "
                                   "device %s allows (%lld): build for --target %s,max_threads=N "
@@ -304,6 +312,55 @@ static size_t elem_bytes(DLDataType t)
     return b ? b : 1;
 }
 
+/* Launch record l of kernel kidx with args[0..nargs) (iv[0..ni): the values its items
+ * are evaluated over). */
+static int launch_one(rx_rt_module *m, rx_rt_graph_call *gc, uint32_t kidx, uint32_t l,
+                      rx_dev_arg *args, int nargs, const int64_t *iv, int64_t ni, rx_rt_err *err)
+{
+    rx_rt_gpu *g = m->gpu;
+    const rx_rxa_launch *L = &m->a->kernels[kidx].launches[l];
+    int64_t items = 0, groups = L->max_groups;
+    char why[96];
+    if (L->items.ntok) {
+        if (rx_rxa_dim_eval(&L->items, iv, NULL, (uint32_t)ni, &items, why, sizeof why))
+            return rx_rt_fail(err, "kernel %s: grid size: %s", L->name, why);
+        if (items <= 0) return 0; /* nothing to do */
+        int64_t need = L->sched == RX_RXA_SCHED_ROWS ? items /* a group per row */
+                                                     : items / L->local + (items % L->local != 0);
+        if (need < groups) groups = need;
+    }
+    size_t global = (size_t)groups * L->local, local = L->local;
+    int rc = g->dev->ops->launch(g->dev, g->kern[kidx][l], args, nargs, 1, &global, &local, err);
+    if (!rc && !(gc && gc->mode == RX_GR_CAPTURE)) atomic_fetch_add(&g->launches, 1);
+    return rc;
+}
+
+/* Host loop record l (RX_RXA_SCHED_LOOP): its body's records, once per iteration, each
+ * given the iteration after the symbolic values (args has room for it). */
+static int host_loop(rx_rt_module *m, rx_rt_graph_call *gc, uint32_t kidx, uint32_t l,
+                     rx_dev_arg *args, int nargs, const int64_t *iv, int64_t ni, rx_rt_err *err)
+{
+    const rx_rxa_launch *L = &m->a->kernels[kidx].launches[l];
+    int64_t iters = 0, small[32], *ivx = ni < 32 ? small : malloc(sizeof *ivx * (size_t)(ni + 1));
+    char why[96];
+    if (!ivx) return rx_rt_fail(err, "out of memory");
+    int rc = 0;
+    if (rx_rxa_dim_eval(&L->items, iv, NULL, (uint32_t)ni, &iters, why, sizeof why))
+        rc = rx_rt_fail(err, "kernel %s: host loop count: %s", L->name, why);
+    if (ni) memcpy(ivx, iv, sizeof *ivx * (size_t)ni);
+    rx_dev_arg status = args[nargs - 1];
+    for (int64_t it = 0; it < iters && !rc; it++) {
+        ivx[ni] = it;
+        args[nargs - 1] = (rx_dev_arg){RX_DEV_ARG_I64, NULL, it, 0};
+        args[nargs] = status;
+        for (uint32_t b = 1; b <= L->local && !rc; b++)
+            rc = launch_one(m, gc, kidx, l + b, args, nargs + 1, ivx, ni + 1, err);
+    }
+    args[nargs - 1] = status;
+    if (ivx != small) free(ivx);
+    return rc;
+}
+
 int rx_rt_gpu_launch(rx_rt_module *m, rx_rt_graph_call *gc, uint32_t kidx,
                      rx_vm_value *const *bufs, int64_t nb, const int64_t *iv, int64_t ni,
                      rx_rt_err *err)
@@ -312,8 +369,8 @@ int rx_rt_gpu_launch(rx_rt_module *m, rx_rt_graph_call *gc, uint32_t kidx,
     const rx_rxa_kernel *k = &m->a->kernels[kidx];
     if (!g) return rx_rt_fail(err, "kernel %s: no device (not a GPU artifact)", k->name);
     if (gc && gc->mode == RX_GR_REPLAY) return 0; /* the region's graph launches it */
-    int64_t nargs = 2 * nb + ni + 1;
-    rx_dev_arg small[48], *args = nargs <= 48 ? small : malloc(sizeof *args * (size_t)nargs);
+    int64_t nargs = 2 * nb + ni + 1; /* + 1 spare: a host loop's iteration */
+    rx_dev_arg small[48], *args = nargs < 48 ? small : malloc(sizeof *args * (size_t)(nargs + 1));
     if (!args) return rx_rt_fail(err, "out of memory");
     int rc = 0;
     for (int64_t i = 0; i < nb && !rc; i++) {
@@ -331,22 +388,12 @@ int rx_rt_gpu_launch(rx_rt_module *m, rx_rt_graph_call *gc, uint32_t kidx,
     for (int64_t j = 0; j < ni; j++) args[2 * nb + j] = (rx_dev_arg){RX_DEV_ARG_I64, NULL, iv[j], 0};
     args[nargs - 1] = (rx_dev_arg){RX_DEV_ARG_BUF, g->status, 0, 0};
     for (uint32_t l = 0; l < k->nlaunch && !rc; l++) {
-        const rx_rxa_launch *L = &k->launches[l];
-        int64_t items = 0, groups = L->max_groups;
-        char why[96];
-        if (L->items.ntok) {
-            if (rx_rxa_dim_eval(&L->items, iv, NULL, (uint32_t)ni, &items, why, sizeof why)) {
-                rc = rx_rt_fail(err, "kernel %s: grid size: %s", L->name, why);
-                break;
-            }
-            if (items <= 0) continue; /* nothing to do */
-            int64_t need = L->sched == RX_RXA_SCHED_ROWS ? items /* a group per row */
-                                                         : items / L->local + (items % L->local != 0);
-            if (need < groups) groups = need;
+        if (k->launches[l].sched != RX_RXA_SCHED_LOOP) {
+            rc = launch_one(m, gc, kidx, l, args, (int)nargs, iv, ni, err);
+            continue;
         }
-        size_t global = (size_t)groups * L->local, local = L->local;
-        rc = g->dev->ops->launch(g->dev, g->kern[kidx][l], args, (int)nargs, 1, &global, &local, err);
-        if (!rc && !(gc && gc->mode == RX_GR_CAPTURE)) atomic_fetch_add(&g->launches, 1);
+        rc = host_loop(m, gc, kidx, l, args, (int)nargs, iv, ni, err);
+        l += k->launches[l].local; /* its body ran in the loop */
     }
     if (args != small) free(args);
     return rc;
@@ -371,6 +418,18 @@ static const DLTensor *lib_tensor(const char *name, rx_vm_value *const *vals, in
         return NULL;
     }
     return dl;
+}
+
+bool rx_rt_gpu_lib_missing(rx_rt_module *m, const char *name)
+{
+    static atomic_bool told;
+    rx_rt_err err;
+    (void)m;
+    if (strcmp(name, "clblast.matmul") || !rx_clblast_available(&err)) return false;
+    if (!atomic_exchange(&told, true))
+        fprintf(stderr, "relax: notice: %s; matmuls run the artifact's generated kernels instead\n",
+                err.msg);
+    return true;
 }
 
 int rx_rt_gpu_call_lib(rx_rt_module *m, const char *name, rx_vm_value *const *vals, int64_t n,

@@ -58,11 +58,15 @@ void rx_gpu_glsl_head(gk *k, const rx_func *f, const char *name)
         rx_sb_printf(&push, " int64_t rx_v%d;", j);
         nscalar++;
     }
+    if (k->hloop) { /* the host loop's iteration (gpu_kernel.c) */
+        rx_sb_puts(&push, " int64_t rx_it;");
+        nscalar++;
+    }
     int64_t max_push = rx_target_int(k->t, "max_push_bytes");
     if ((int64_t)nscalar * PUSH_BYTES_PER_SCALAR > max_push)
         rxi_cg_err(g, f->loc, "kernel %s takes %d scalar arguments (%d element offsets, %d "
                   "symbolic variables), %d bytes of push constants, more than max_push_bytes=%lld "
-                  "of target %s", name, nscalar, nscalar - f->nsvars, f->nsvars,
+                  "of target %s", name, nscalar, nb, nscalar - nb,
                   nscalar * PUSH_BYTES_PER_SCALAR, (long long)max_push, k->t->norm);
     if (nscalar) rx_sb_printf(o, "layout(push_constant) uniform rx_P {%s };\n", rx_sb_str(&push));
     rx_sb_free(&push);

@@ -78,7 +78,16 @@ typedef struct gk {
     int kidx;       /* the loop function's index in the kernel table */
     rx_sb *launch;  /* the LAUNCH section being built */
     RX_VEC(gk_shader) shaders; /* every kernel emitted, in order */
+    const rx_stmt *hloop; /* the host loop whose body is being emitted (gpu_kernel.c's
+                             "Host loop"): its kernels take the iteration `rx_it` */
 } gk;
+
+/* ---- gpu_affine.c: the affine independence rule ---- */
+
+/* The longest chain of perfectly nested loops from s (into chain) whose iterations write
+ * distinct elements through one affine index per stored buffer (gpu_affine.c's essay);
+ * 0 when not even s alone qualifies. */
+int rx_gpu_affine_chain(const rx_stmt *s, const rx_stmt **chain);
 
 /* ---- gpu_glsl.c: kernels as GLSL compute shaders (shader_per_kernel) ---- */
 
@@ -95,6 +104,8 @@ void rx_gpu_glsl_vload4(gk *k, const rx_buffer *b, const char *dst, const char *
 void rx_gpu_glsl_shaders(gk *k, const rx_sb *body, rx_sb *src, rx_sb *bin);
 
 void rx_gpu_ind(cg *g); /* the current indentation */
+/* Whether loop s's extent and start are free of the variables of chain[0..n). */
+bool rx_gpu_free_of_chain(const rx_stmt *s, const rx_stmt *const *chain, int n);
 /* `const long rx_eI = extent;` per chain loop and `const long rx_n = rx_e0 * ...;` (1 for
  * an empty chain). */
 void rx_gpu_chain_count(cg *g, const rx_stmt *const *chain, int n);

@@ -31,7 +31,20 @@
  *           registers. The host computes the grid from the symbolic values: the
  *           chain's iteration count is written as a dim expression over the kernel's
  *           symbolic arguments (the launch record), rounded up to whole work-groups
- *           of max_threads and capped at MAX_GROUPS groups.
+ *           of max_threads and capped at MAX_GROUPS groups. Where that rule gives no
+ *           chain, the affine rule (gpu_affine.c) may: a perfect nest writing each
+ *           stored buffer through one index tuple that is injective over the loops
+ *           (a workspace written at `k0 * 4096 + j`).
+ *   Host loop. A loop that no grid shares (its iterations depend on each other: a
+ *           scan over rows, a reused workspace) whose extent the host can evaluate and
+ *           whose body statements give at least one a grid (or rows, tiles, matvec)
+ *           runs on the host: each body statement is its own kernel NAME_sK_bJ,
+ *           planned as above, taking the iteration as one more scalar `rx_it` (the
+ *           loop variable is MIN + rx_it), and the launch records get a host-loop
+ *           record (RX_RXA_SCHED_LOOP) before the body's: the VM launches the body
+ *           once per iteration, the in-order queue keeping iterations and statements
+ *           in order. Without it such a loop is one work-item, which on lavapipe
+ *           (65535 loop iterations per invocation at most) computes garbage when long.
  *   Single. Anything else (a nest whose outer loop carries a dependence, a scan,
  *           an if at the top level, a body with a top-level ALLOC) runs in one
  *           work-item: correct for everything, parallel for nothing. A launch record
@@ -72,9 +85,11 @@
  *
  * The LAUNCH section (docs/artifact.md): u32 nkernels, then per kernel of the kernel
  * table u32 nlaunch and per launch: u32 name length, the name, u32 schedule (0 single,
- * 1 grid, 2 rows and tiles: a work-group per item), u32 work-items per group, u32 local-memory bytes, u32 maximum groups, and
- * the iteration count as a dim expression over the kernel's symbolic variables (0
- * tokens: unknown, the runtime launches the maximum grid).
+ * 1 grid, 2 rows and tiles: a work-group per item, 3 a host loop), u32 work-items per
+ * group (a host loop: its body's record count), u32 local-memory bytes, u32 maximum
+ * groups, and the iteration count as a dim expression over the kernel's symbolic
+ * variables (0 tokens: unknown, the runtime launches the maximum grid; in a host loop's
+ * body, variable nsvars is the loop's iteration).
  */
 #include <stdio.h>
 #include <string.h>
@@ -103,8 +118,10 @@ static void put_i64(rx_sb *o, int64_t v)
 }
 
 /* Appends e as postfix tokens over f's symbolic variables to toks (*n counts them);
- * false when e is not a dim expression (then toks is garbage). */
-static bool dim_tokens(const rx_func *f, const rx_expr *e, rx_sb *toks, uint32_t *n)
+ * false when e is not a dim expression (then toks is garbage). hl: NULL, or the host
+ * loop whose variable is MIN + the iteration, variable nsvars of the record. */
+static bool dim_tokens(const rx_func *f, const rx_stmt *hl, const rx_expr *e, rx_sb *toks,
+                       uint32_t *n)
 {
     if (*n + 1 > RX_RXA_MAX_TOKENS) return false;
     switch ((rx_ekind)e->kind) {
@@ -121,9 +138,17 @@ static bool dim_tokens(const rx_func *f, const rx_expr *e, rx_sb *toks, uint32_t
                 (*n)++;
                 return true;
             }
-        return false;
+        if (!hl || hl->u.for_.var != e->u.var || *n + 2 > RX_RXA_MAX_TOKENS) return false;
+        put_u32(toks, RX_RXA_TOK_VAR); /* MIN + the iteration */
+        put_u32(toks, (uint32_t)f->nsvars);
+        (*n)++;
+        if (!dim_tokens(f, NULL, hl->u.for_.min, toks, n) || *n + 1 > RX_RXA_MAX_TOKENS)
+            return false;
+        put_u32(toks, RX_RXA_TOK_ADD);
+        (*n)++;
+        return true;
     case RX_E_CAST:
-        return rx_dtype_is_int((rx_dtype)e->u.op.a->dtype) && dim_tokens(f, e->u.op.a, toks, n);
+        return rx_dtype_is_int((rx_dtype)e->u.op.a->dtype) && dim_tokens(f, hl, e->u.op.a, toks, n);
     default: break;
     }
     static const struct { int k; uint32_t op; } ops[] = {
@@ -133,7 +158,7 @@ static bool dim_tokens(const rx_func *f, const rx_expr *e, rx_sb *toks, uint32_t
         {RX_E_MAX, RX_RXA_TOK_MAX}};
     for (int i = 0; i < RX_COUNTOF(ops); i++)
         if (ops[i].k == e->kind) {
-            if (!dim_tokens(f, e->u.op.a, toks, n) || !dim_tokens(f, e->u.op.b, toks, n) ||
+            if (!dim_tokens(f, hl, e->u.op.a, toks, n) || !dim_tokens(f, hl, e->u.op.b, toks, n) ||
                 *n + 1 > RX_RXA_MAX_TOKENS)
                 return false;
             put_u32(toks, ops[i].op);
@@ -152,7 +177,7 @@ static void put_launch(rx_sb *o, const char *name, uint32_t sched, uint32_t loca
     put_u32(o, sched);
     put_u32(o, local);
     put_u32(o, local_bytes);
-    put_u32(o, sched == RX_RXA_SCHED_SINGLE ? 1 : MAX_GROUPS);
+    put_u32(o, sched == RX_RXA_SCHED_SINGLE || sched == RX_RXA_SCHED_LOOP ? 1 : MAX_GROUPS);
     put_u32(o, ntok);
     if (ntok) rx_sb_putn(o, toks->p, toks->n);
 }
@@ -170,6 +195,15 @@ static const rx_stmts *top_stmts(const rx_func *f)
     return ss;
 }
 
+bool rx_gpu_free_of_chain(const rx_stmt *s, const rx_stmt *const *chain, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (rx_expr_uses_var(s->u.for_.extent, chain[k]->u.for_.var) ||
+            rx_expr_uses_var(s->u.for_.min, chain[k]->u.for_.var))
+            return false;
+    return true;
+}
+
 /* The grid chain of nest s (see the essay): its loops into chain, their count. */
 static int grid_chain(const rx_stmt *s, const rx_stmt **chain)
 {
@@ -178,11 +212,7 @@ static int grid_chain(const rx_stmt *s, const rx_stmt **chain)
         int64_t ext;
         bool unit = rx_expr_is_const(s->u.for_.extent, &ext) && ext < 2;
         if (unit ? rx_init_hoist_target(s) != NULL : !rx_loop_independent(s)) break;
-        bool free_of_chain = true;
-        for (int k = 0; k < n; k++)
-            free_of_chain &= !rx_expr_uses_var(s->u.for_.extent, chain[k]->u.for_.var) &&
-                             !rx_expr_uses_var(s->u.for_.min, chain[k]->u.for_.var);
-        if (!free_of_chain) break;
+        if (!rx_gpu_free_of_chain(s, chain, n)) break;
         chain[n++] = s;
         s = s->u.for_.body.n == 1 ? s->u.for_.body.items[0] : NULL;
     }
@@ -263,6 +293,7 @@ static void emit_head(gk *k, const rx_func *f, const char *name)
         rx_sb_printf(&sig, "%s%s %s", np++ ? ",\n        " : "", rxi_cg_ctype((rx_dtype)v->dtype), nm);
         rxi_cg_push_sym(g, v, nm);
     }
+    if (k->hloop) rx_sb_printf(&sig, "%s%s rx_it", np++ ? ",\n        " : "", k->dl->i64);
     rx_sb_printf(&sig, "%s%s int *rx_st)\n{\n", np ? ",\n        " : "", k->dl->buf_qual);
     rx_sb_puts(g->out, rx_sb_str(&sig));
     rx_sb_puts(g->out, rx_sb_str(&views));
@@ -338,6 +369,7 @@ static void emit_kernel(gk *k, const rx_func *f, const rx_stmts *ss, const rx_st
     rx_sb *out = g->out, body = {0};
     g->out = &body;
     int checks = g->nchecks;
+    if (k->hloop) rx_gpu_bind_loop(g, k->hloop, "rx_it"); /* the host loop's iteration */
     if (red && red->tile) {
         rx_gpu_emit_tiles(k, chain, n, red);
     } else if (red && red->cols) {
@@ -395,7 +427,7 @@ static void emit_kernel(gk *k, const rx_func *f, const rx_stmts *ss, const rx_st
 /* Appends `* min(1, max(0, a - b))` (1 when a > b, else 0) to the postfix toks, a over
  * f's symbolic variables and b a constant (ab: true for a - b, false for b - a); false
  * when a is not a dim expression or the tokens would not fit. */
-static bool put_step(const rx_func *f, const rx_expr *a, int64_t b, bool ab, rx_sb *toks,
+static bool put_step(const gk *k, const rx_func *f, const rx_expr *a, int64_t b, bool ab, rx_sb *toks,
                      uint32_t *n)
 {
     if (!ab) {
@@ -403,7 +435,7 @@ static bool put_step(const rx_func *f, const rx_expr *a, int64_t b, bool ab, rx_
         put_i64(toks, b);
         (*n)++;
     }
-    if (!dim_tokens(f, a, toks, n) || *n + 8 > RX_RXA_MAX_TOKENS) return false;
+    if (!dim_tokens(f, k->hloop, a, toks, n) || *n + 8 > RX_RXA_MAX_TOKENS) return false;
     if (ab) {
         put_u32(toks, RX_RXA_TOK_CONST);
         put_i64(toks, b);
@@ -434,7 +466,7 @@ static void record(gk *k, const rx_func *f, const rx_stmt *const *chain, int n,
     bool known = true;
     int tile = red ? red->tile : 0;
     for (int i = 0; i < n && known; i++) {
-        known = dim_tokens(f, chain[i]->u.for_.extent, &toks, &ntok);
+        known = dim_tokens(f, k->hloop, chain[i]->u.for_.extent, &toks, &ntok);
         /* tiles: ceil(extent / (tile micro)) blocks of rows and columns; matvec: of columns */
         int blk = tile && i >= n - 2               ? tile * red->micro
                   : red && red->cols && i == n - 1 ? red->cols
@@ -461,7 +493,7 @@ static void record(gk *k, const rx_func *f, const rx_stmt *const *chain, int n,
         ntok = 1;
     }
     if (mv && known)
-        known = put_step(f, chain[n - 2]->u.for_.extent, RX_GPU_MV_ROWS + (mv == 2), mv == 1, &toks,
+        known = put_step(k, f, chain[n - 2]->u.for_.extent, RX_GPU_MV_ROWS + (mv == 2), mv == 1, &toks,
                          &ntok);
     if (mv && !known)
         rxi_cg_err(k->g, chain[n - 2]->loc, "kernel %s: the row count of this matmul is not a "
@@ -471,6 +503,85 @@ static void record(gk *k, const rx_func *f, const rx_stmt *const *chain, int n,
     uint32_t sched = red ? RX_RXA_SCHED_ROWS : n ? RX_RXA_SCHED_GRID : RX_RXA_SCHED_SINGLE;
     put_launch(k->launch, name, sched, threads, red ? red->local_bytes : 0, known ? ntok : 0, &toks);
     rx_sb_free(&toks);
+}
+
+/* One statement's schedule (pass 1 of emit_func). */
+typedef struct plan {
+    const rx_stmt *chain[RX_GPU_MAX_CHAIN];
+    int n;             /* the grid chain's loops (0: single, or a host loop) */
+    bool rows, mv;     /* rows/tiles/matvec (red); mv: a second, few-row launch */
+    rx_gpu_red red;
+    int nlaunch;       /* launch records it takes */
+    struct plan *body; /* a host loop: its body statements' plans (nbody) */
+    int nbody;
+} plan;
+
+/* The schedule of statement s (ss: s as a list; s NULL: an empty body). A nest gets the
+ * grid chain of schedule.c's rule, else of the affine rule (gpu_affine.c); the
+ * statements under the chain may be a row reduction, a matmul's tiles or matvec. */
+static void plan_stmt(gk *k, const rx_stmt *s, const rx_stmts *ss, plan *p)
+{
+    p->n = s ? grid_chain(s, p->chain) : 0;
+    if (s && !p->n) p->n = rx_gpu_affine_chain(s, p->chain);
+    const rx_stmts *under = p->n ? &p->chain[p->n - 1]->u.for_.body : ss;
+    p->rows = s && (rx_gpu_match_tiles(k, p->chain, p->n, under, &p->red) ||
+                    rx_gpu_match_matvec(k, p->chain, p->n, under, false, &p->red) ||
+                    rx_gpu_match_rows(k, under, &p->red));
+    int64_t lit;
+    p->mv = p->rows && p->red.tile && !rx_expr_is_const(p->chain[p->n - 2]->u.for_.extent, &lit);
+    p->nlaunch = 1 + p->mv;
+}
+
+/* Host loop (the essay): s, a loop that no grid shares (its iterations depend on each
+ * other, e.g. through a reused workspace), whose extent the host can evaluate and whose
+ * body statements (no allocation or let among them) give at least one shared grid:
+ * then each body statement is planned as a kernel of its own and p counts the loop's
+ * record and theirs. Else p stays the single work-item. */
+static void host_loop(gk *k, const rx_func *f, const rx_stmt *s, plan *p)
+{
+    if (!s || s->kind != RX_S_FOR || s->u.for_.thread || s->u.for_.body.n < 1) return;
+    rx_sb toks = {0};
+    uint32_t ntok = 0;
+    bool known = dim_tokens(f, NULL, s->u.for_.extent, &toks, &ntok);
+    rx_sb_free(&toks);
+    const rx_stmts *body = &s->u.for_.body;
+    for (int j = 0; j < body->n && known; j++)
+        known = body->items[j]->kind != RX_S_ALLOC && body->items[j]->kind != RX_S_LET;
+    if (!known) return;
+    plan *bp = rx_xcalloc((size_t)body->n, sizeof *bp);
+    bool shared = false;
+    int nl = 1;
+    for (int j = 0; j < body->n; j++) {
+        rx_stmts one = {&body->items[j], 1};
+        plan_stmt(k, body->items[j], &one, &bp[j]);
+        shared |= bp[j].n > 0 || bp[j].rows;
+        nl += bp[j].nlaunch;
+    }
+    if (!shared) {
+        free(bp);
+        return;
+    }
+    p->body = bp;
+    p->nbody = body->n;
+    p->nlaunch = nl;
+}
+
+/* Plan p's kernel(s) `name` (and `namev`) with their launch records. */
+static void emit_plan(gk *k, const rx_func *f, const plan *p, const rx_stmts *one,
+                      const char *name)
+{
+    emit_kernel(k, f, p->n || p->rows ? NULL : one, p->chain, p->n, p->rows ? &p->red : NULL, name);
+    record(k, f, p->chain, p->n, p->rows ? &p->red : NULL, p->mv ? 1 : 0, name);
+    if (!p->mv) return;
+    /* few rows (decode): the matvec schedule, else a work-item per output */
+    rx_stmts under = p->chain[p->n - 1]->u.for_.body;
+    rx_gpu_red mv;
+    bool coop = rx_gpu_match_matvec(k, p->chain, p->n, &under, true, &mv);
+    rx_sb vname = {0};
+    rx_sb_printf(&vname, "%sv", name);
+    emit_kernel(k, f, NULL, p->chain, p->n, coop ? &mv : NULL, rx_sb_str(&vname));
+    record(k, f, p->chain, p->n, coop ? &mv : NULL, 2, rx_sb_str(&vname));
+    rx_sb_free(&vname);
 }
 
 /* f as kernels SYM_s0, SYM_s1, ... with their launch records. */
@@ -503,49 +614,46 @@ static void emit_func(gk *k, const rx_func *f, const char *sym)
     const rx_stmts *ss = top_stmts(f);
     bool split = ss->n > 1;
     for (int i = 0; i < ss->n && split; i++) split = ss->items[i]->kind != RX_S_ALLOC;
-    int nk = split ? ss->n : 1;
-    /* pass 1: each statement's chain and schedule; a matmul whose row count is not a
-     * literal gets two launches, tiles and grid, one skipped at run time (record) */
-    int cap = nk ? nk : 1, nlaunch = 0;
-    struct plan {
-        const rx_stmt *chain[RX_GPU_MAX_CHAIN];
-        int n;
-        bool rows, mv;
-        rx_gpu_red red;
-    } *pl = rx_xcalloc((size_t)cap, sizeof *pl);
+    int cap = split ? ss->n : 1, nlaunch = 0;
+    /* pass 1: each statement's schedule (a host loop: its body's), the launch count */
+    plan *pl = rx_xcalloc((size_t)cap, sizeof *pl);
     for (int i = 0; i < cap; i++) {
         const rx_stmt *s = split ? ss->items[i] : ss->n == 1 ? ss->items[0] : NULL;
-        struct plan *p = &pl[i];
-        p->n = s ? grid_chain(s, p->chain) : 0;
         rx_stmts one = {split ? &ss->items[i] : ss->items, split ? 1 : ss->n};
-        /* the statements under the chain: a row reduction gets the rows schedule */
-        const rx_stmts *under = p->n ? &p->chain[p->n - 1]->u.for_.body : &one;
-        p->rows = s && (rx_gpu_match_tiles(k, p->chain, p->n, under, &p->red) ||
-                        rx_gpu_match_matvec(k, p->chain, p->n, under, false, &p->red) ||
-                        rx_gpu_match_rows(k, under, &p->red));
-        int64_t lit;
-        p->mv = p->rows && p->red.tile && !rx_expr_is_const(p->chain[p->n - 2]->u.for_.extent, &lit);
-        nlaunch += 1 + p->mv;
+        plan_stmt(k, s, &one, &pl[i]);
+        if (!pl[i].n && !pl[i].rows) host_loop(k, f, s, &pl[i]);
+        nlaunch += pl[i].nlaunch;
     }
     put_u32(k->launch, (uint32_t)nlaunch);
     rx_sb name = {0};
     for (int i = 0; i < cap; i++) {
-        struct plan *p = &pl[i];
+        plan *p = &pl[i];
         rx_stmts one = {split ? &ss->items[i] : ss->items, split ? 1 : ss->n};
         rx_sb_reset(&name);
         rx_sb_printf(&name, "%s_s%d", sym, i);
-        emit_kernel(k, f, p->n || p->rows ? NULL : &one, p->chain, p->n, p->rows ? &p->red : NULL,
-                    rx_sb_str(&name));
-        record(k, f, p->chain, p->n, p->rows ? &p->red : NULL, p->mv ? 1 : 0, rx_sb_str(&name));
-        if (p->mv) { /* few rows (decode): the matvec schedule, else a work-item per output */
-            rx_stmts under = p->chain[p->n - 1]->u.for_.body;
-            rx_gpu_red mv;
-            bool coop = rx_gpu_match_matvec(k, p->chain, p->n, &under, true, &mv);
-            rx_sb_reset(&name);
-            rx_sb_printf(&name, "%s_s%dv", sym, i);
-            emit_kernel(k, f, NULL, p->chain, p->n, coop ? &mv : NULL, rx_sb_str(&name));
-            record(k, f, p->chain, p->n, coop ? &mv : NULL, 2, rx_sb_str(&name));
+        if (!p->nbody) {
+            emit_plan(k, f, p, &one, rx_sb_str(&name));
+            continue;
         }
+        /* a host loop: its record, then its body's kernels NAME_bJ taking rx_it */
+        const rx_stmt *hl = split ? ss->items[i] : ss->items[0];
+        rx_sb toks = {0};
+        uint32_t ntok = 0;
+        dim_tokens(f, NULL, hl->u.for_.extent, &toks, &ntok); /* host_loop proved it */
+        put_launch(k->launch, rx_sb_str(&name), RX_RXA_SCHED_LOOP, (uint32_t)(p->nlaunch - 1), 0,
+                   ntok, &toks);
+        rx_sb_free(&toks);
+        k->hloop = hl;
+        rx_sb bname = {0};
+        for (int j = 0; j < p->nbody; j++) {
+            rx_stmts bone = {&hl->u.for_.body.items[j], 1};
+            rx_sb_reset(&bname);
+            rx_sb_printf(&bname, "%s_b%d", rx_sb_str(&name), j);
+            emit_plan(k, f, &p->body[j], &bone, rx_sb_str(&bname));
+        }
+        rx_sb_free(&bname);
+        k->hloop = NULL;
+        free(p->body);
     }
     free(pl);
     rx_sb_free(&name);
@@ -563,7 +671,7 @@ bool rx_codegen_gpu(const rx_module *m, const rx_target *t, rx_sb *src, rx_sb *b
     }
     rx_sb body = {0};
     cg g = {.m = m, .d = d, .out = &body, .ok = true, .glsl = dl->shader_per_kernel};
-    gk k = {&g, dl, t, 0, launch, {0}};
+    gk k = {&g, dl, t, 0, launch, {0}, NULL};
     int nk = 0;
     for (int i = 0; i < m->nfuncs; i++) nk += m->funcs[i]->kind == RX_F_TIR;
     put_u32(launch, (uint32_t)nk);

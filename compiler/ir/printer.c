@@ -360,6 +360,10 @@ static void put_call(pctx *c, const rx_node *e)
         if (e->u.call.ntir_vars > 0)
             put_dims(c->nm, e->u.call.tir_vars, e->u.call.ntir_vars, ", tir_vars=R.shape([", "])",
                      out);
+        if (e->call_kind == RX_CALL_LIB && e->u.call.callee) { /* OpenCL's generated fallback */
+            rx_sb_puts(out, ", fallback=");
+            put_node(c, e->u.call.callee);
+        }
         rx_sb_putc(out, ')');
         break;
     default:

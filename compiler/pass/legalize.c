@@ -387,6 +387,10 @@ static void walk_node(lg_pass *p, rx_node **slot)
     case RX_N_CALL:
         for (int i = 0; i < n->nargs; i++) walk_node(p, &n->args[i]);
         if (n->call_kind == RX_CALL_OP) *slot = legalize_call(p, n);
+        /* a library call's fallback (library_lower.c, OpenCL): a loop function too */
+        if (n->call_kind == RX_CALL_LIB && n->u.call.callee &&
+            n->u.call.callee->kind == RX_N_CALL && n->u.call.callee->call_kind == RX_CALL_OP)
+            n->u.call.callee = legalize_call(p, n->u.call.callee);
         break;
     case RX_N_TUPLE:
     case RX_N_GET_ITEM:

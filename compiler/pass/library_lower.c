@@ -301,6 +301,11 @@ static void put_lib(ll_ctx *c, rx_binding *at, const char *lib, rx_node **args, 
     rx_node *call = rx_n_call_lib(c->m, lib, args, nargs, out);
     call->sinfo = out;
     call->loc = at->value->loc;
+    /* OpenCL: the replaced op call stays as the call's fallback, which legalize turns into
+     * a loop function the VM runs where CLBlast cannot be loaded (vmgen's lower.c) */
+    if (c->o && c->o->opencl && nargs == 2 && at->value->kind == RX_N_CALL &&
+        at->value->call_kind == RX_CALL_OP)
+        call->u.call.callee = at->value;
     at->value = call;
     c->rewritten++;
 }

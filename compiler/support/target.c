@@ -37,7 +37,9 @@ static const kind_def kinds[RX_TARGET_NKINDS] = {
                            {"max_local_bytes", LOCAL_DOC, 32768, 1024, 1048576, false, NULL, NULL},
                            {"tile", TILE_DOC, 16, 1, 32, true, NULL, NULL},
                            {"clblast", "1: matmuls the library cost rule picks run CLBlast "
-                            "(libclblast.so.1, loaded at run time)", 0, 0, 1, false, NULL, NULL}},
+                            "(libclblast.so.1, loaded at run time; the artifact also carries "
+                            "their generated kernels, run where CLBlast cannot be loaded); 0: "
+                            "every matmul is generated", 1, 0, 1, false, NULL, NULL}},
                           4},
     [RX_TARGET_VULKAN] = {"vulkan",
                           {{"max_threads", MAX_THREADS_DOC, 256, 1, 1024, true, NULL, NULL},

@@ -310,26 +310,79 @@ static void note_binding(vg_fn *F, const rx_node *n)
     rx_sb_free(&s);
 }
 
+/* The generated fallback of library call n (library_lower.c, OpenCL: a call_tir of the
+ * same arguments and output that legalize made of the replaced op), its kernel index in
+ * *kidx; NULL when n has none. */
+static const rx_node *lib_fallback(vg_fn *F, const rx_node *n, int64_t *kidx)
+{
+    const rx_node *fb = n->u.call.callee;
+    if (!fb) return NULL;
+    bool ok = fb->kind == RX_N_CALL && fb->call_kind == RX_CALL_TIR && fb->nargs == n->nargs &&
+              fb->u.call.callee->kind == RX_N_GLOBAL && fb->u.call.callee->u.global.fn;
+    for (int i = 0; i < n->nargs && ok; i++) ok = fb->args[i] == n->args[i];
+    *kidx = ok ? vg_kernel_index(F->M, fb->u.call.callee->u.global.fn) : -1;
+    if (*kidx < 0) {
+        vg_error(F->M, n->loc, "%s: call_dps_library \"%s\": its fallback is not a loop function "
+                 "of the same arguments", F->f->name, n->u.call.lib);
+        return NULL;
+    }
+    return fb;
+}
+
+/* CALL_LIB of n's library on regs (arguments then outputs); with a generated fallback
+ * (lib_fallback):
+ *     LIBJMP lib L        ; the library cannot be loaded here: the kernel instead
+ *     NOTE, CALL_LIB lib regs
+ *     GOTO E
+ *  L: CALL_KERNEL fallback regs ivars
+ *  E:                                                                               */
+static bool emit_call_lib(vg_fn *F, const rx_node *n, const vg_regs *regs)
+{
+    int64_t kidx = -1, lib = rx_rxa_add_string(F->M->b, n->u.call.lib);
+    const rx_node *fb = lib_fallback(F, n, &kidx);
+    vg_words w = {0}, ivars = {0};
+    if (n->u.call.callee && !fb) return false;
+    if (fb && !kernel_ivars(F, fb, fb->u.call.callee->u.global.fn, regs, &ivars)) {
+        RX_VEC_FREE(ivars);
+        return false;
+    }
+    size_t jmp = fb ? RX_EMIT(&F->code, RX_OP_LIBJMP, lib, 0) : 0;
+    note_binding(F, n);
+    vg_w(&w, RX_OP_CALL_LIB), vg_w(&w, lib), vg_w(&w, regs->n);
+    for (int i = 0; i < regs->n; i++) vg_w(&w, regs->items[i]);
+    vg_emit_words(F, &w);
+    if (fb) {
+        size_t go = RX_EMIT(&F->code, RX_OP_GOTO, 0);
+        F->code.w[jmp + 2] = (int64_t)F->code.n;
+        w.n = 0;
+        vg_w(&w, RX_OP_CALL_KERNEL), vg_w(&w, kidx), vg_w(&w, regs->n);
+        for (int i = 0; i < regs->n; i++) vg_w(&w, regs->items[i]);
+        vg_w(&w, ivars.n / 2);
+        for (int i = 0; i < ivars.n; i++) vg_w(&w, ivars.items[i]);
+        vg_emit_words(F, &w);
+        F->code.w[go + 1] = (int64_t)F->code.n;
+    }
+    RX_VEC_FREE(w), RX_VEC_FREE(ivars);
+    return true;
+}
+
 static bool lower_call_lib(vg_fn *F, const rx_node *n, int64_t dest)
 {
     vg_regs temps = {0}, regs = {0}, outregs = {0};
-    vg_words w = {0};
     const char *what = rx_arena_printf(F->M->tmp, "call_dps_library \"%s\"", n->u.call.lib);
     bool known = lib_available(F, n);
     bool ok = operands(F, n->args, n->nargs, &regs, &temps) &&
               alloc_outputs(F, n, what, dest, &outregs) && known;
     if (ok) {
         vg_note_lib(F->M, n->u.call.lib);
-        note_binding(F, n);
-        vg_w(&w, RX_OP_CALL_LIB), vg_w(&w, rx_rxa_add_string(F->M->b, n->u.call.lib));
-        vg_w(&w, regs.n + outregs.n);
-        for (int i = 0; i < regs.n; i++) vg_w(&w, regs.items[i]);
-        for (int i = 0; i < outregs.n; i++) vg_w(&w, outregs.items[i]);
-        vg_emit_words(F, &w);
+        for (int i = 0; i < outregs.n; i++) RX_VEC_PUSH(regs, outregs.items[i]);
+        ok = emit_call_lib(F, n, &regs);
+    }
+    if (ok) {
         finish_outputs(F, n, dest, &outregs);
         release_all(F, &temps);
     }
-    RX_VEC_FREE(temps), RX_VEC_FREE(regs), RX_VEC_FREE(outregs), RX_VEC_FREE(w);
+    RX_VEC_FREE(temps), RX_VEC_FREE(regs), RX_VEC_FREE(outregs);
     return ok;
 }
 

@@ -163,6 +163,9 @@ def softmax_ref(x):
     return z / z.sum(1, keepdims=True)
 
 
+GEN_CL = "opencl,clblast=0"  # OpenCL's generated kernels (the default calls CLBlast for matmuls)
+
+
 def rms_norm_ref(x, g):
     return x / np.sqrt((x.astype(np.float64) ** 2).mean(1, keepdims=True) + 1e-5).astype(np.float32) * g
 
@@ -171,7 +174,7 @@ def work_per_element(a, tmp, name, mod, inputs, ref, failed):
     """Section 2 for one module: its kernels' counts, checked against ref on opencl."""
     src = os.path.join(tmp, name + ".json")
     json.dump(mod, open(src, "w"))
-    cl = rxbench.run([a.relaxc, "print", src, "--target", "opencl", "--after", "codegen"])
+    cl = rxbench.run([a.relaxc, "print", src, "--target", GEN_CL, "--after", "codegen"])
     loads = stores = distinct = 0
     detail, tile = [], None
     ks = kernels_of(cl)
@@ -188,7 +191,7 @@ def work_per_element(a, tmp, name, mod, inputs, ref, failed):
         loads, stores, distinct = loads + l, stores + st, distinct + d
         detail.append("  %s %s: %d loads (%d distinct), %d stores per output" % (kname, kind, l, d, st))
     rxa = os.path.join(tmp, name + ".rxa")
-    rxbench.run([a.relaxc, "build", src, "--target", "opencl", "-o", rxa])
+    rxbench.run([a.relaxc, "build", src, "--target", GEN_CL, "-o", rxa])
     argv = [a.relax_run, rxa, "--out-dir", os.path.join(tmp, "out_" + name)]
     for k, v in inputs.items():
         np.save(os.path.join(tmp, "%s_%s.npy" % (name, k)), v)
@@ -234,7 +237,7 @@ def clblast_vs_tiles(a, tmp, failed):
     for size in [int(v) for v in a.clblast_sizes.split(",")]:
         src = os.path.join(tmp, "matmul_%d.json" % size)
         json.dump(matmul_module(size), open(src, "w"))
-        for target in ("opencl", "opencl,max_local_bytes=2048"):
+        for target in (GEN_CL, GEN_CL + ",max_local_bytes=2048"):
             cl = os.path.join(tmp, "matmul.cl")
             with open(cl, "w") as f:
                 f.write(rxbench.run([a.relaxc, "print", src, "--target", target, "--after", "codegen"]))

@@ -28,6 +28,10 @@ clear error (exit status 1, one `error:` line naming what failed), never a crash
     matvec launch, odd k included), the launch records say tiles and matvec; (1, k) @
     (k, n) gets the matvec launch alone and equals NumPy; more local memory than
     max_local_bytes is a compile-time error;
+  - a host loop (gpu_host_loop.json, a scan over rows; host_loop_checks, shared with
+    vulkan_e2e): its launch records (a host-loop record before its body's two grid
+    records), NumPy-equal, and the reader's errors for a loop record claiming more
+    records than follow and for a host loop inside a host loop;
   - library calls are refused for GPU targets at compile time.
 Prints one line per check and `N passed, M failed`; exit 1 on a failure.
 """
@@ -144,6 +148,37 @@ def rows_checks(e, target="opencl", too_big=("opencl,max_threads=4096,max_local_
                    "max_local_bytes=" + limit in err, "max_local_bytes at compile time: %s" % err.strip()[-160:])
 
 
+def host_loop_checks(e, kind="opencl"):
+    """A host loop (docs/gpu.md "Host loops"): tests/e2e/modules/gpu_host_loop.json's scan
+    over rows gets a host-loop record (schedule 3) before its body's two grid records and
+    equals NumPy at n = 6, m = 5 (a body extent of the loop variable); a loop record
+    claiming more body records than follow, and a host loop inside a host loop, are the
+    reader's errors."""
+    src = os.path.join(ROOT, "tests", "e2e", "modules", "gpu_host_loop.json")
+    rxa = e.build(json.load(open(src)), kind)
+    if not rxa:
+        return
+    data = open(rxa, "rb").read()
+    recs = launch_records(data, sections(data)[LAUNCH][0])
+    e.checks.check([r[1] for r in recs] == [1, 3, 1, 1],
+                   "%s: a grid, then a host loop of two grid records: %s" % (kind, recs))
+    x = np.random.default_rng(3).standard_normal((6, 5)).astype(np.float32)
+    y = x.astype(np.float64).copy()
+    for i in range(1, 6):
+        y[i] = y[i - 1] + x[i]
+        y[i, :min(i, 5)] *= 0.5
+    e.equals(rxa, "%s: the scan over rows by a host loop equals NumPy" % kind,
+             y.astype(np.float32), inputs={"x": x})
+    if len(recs) == 4:
+        loop = recs[1][0]
+        path = patched(e, data, "hl_count.rxa", [(loop - 4, 99)])
+        e.fails(path, "a host loop of more records than follow", ["a host loop of 99 records, 2 follow"],
+                inputs={"x": x})
+        path = patched(e, data, "hl_nested.rxa", [(recs[2][0] - 8, 3)])
+        e.fails(path, "a host loop inside a host loop", ["a host loop inside a host loop"],
+                inputs={"x": x})
+
+
 def tiles_checks(e, kind="opencl", artifact_check=None):
     """The tiles schedule: a batched matmul whose second operand is read through a fused
     permute equals NumPy at sizes that are and are not multiples of the tile, for tile
@@ -158,7 +193,8 @@ def tiles_checks(e, kind="opencl", artifact_check=None):
                   call("y", "matmul", ["x", "wt"])], "y")
     mod["functions"]["main"]["body"]["blocks"][0]["dataflow"] = True  # FuseOps fuses dataflow
     rng = np.random.default_rng(5)
-    for target in (kind, kind + ",tile=8"):
+    base = kind + ",clblast=0" if kind == "opencl" else kind  # the generated matmul, not CLBlast
+    for target in (base, base + ",tile=8"):
         rxa = e.build(mod, target)
         if not rxa:
             continue
@@ -365,6 +401,7 @@ def main(argv):
 
     rows_checks(e)
     tiles_checks(e)
+    host_loop_checks(e)
 
     # library calls are CPU functions: refused for GPU targets when compiling
     lib = os.path.join(ROOT, "tests", "e2e", "modules", "e2e_mlp_small.json")

@@ -30,6 +30,9 @@ deploy/packages.sh test; docs/gpu.md). Every failure must be a clear error (exit
   - f64: exp, log, tanh, sigmoid, power of doubles equal NumPy at rtol 1e-9 (edges
     included); sin of f64 is a compile-time error naming what is missing;
   - a kernel named with 127 characters runs (the bundle keeps whole names).
+  - a tensor larger than the device's largest buffer (a 200000 x 200000 f32 output,
+    above lavapipe's 128 MiB) is a run-time error naming both sizes; n = 3 runs.
+  - a host loop (test_opencl_e2e's host_loop_checks for vulkan).
 Prints one line per check and `N passed, M failed`; exit 1 on a failure.
 """
 
@@ -44,7 +47,8 @@ import numpy as np
 
 from e2e_check import Checks, run_status
 from test_bounds_e2e import call, module, tensor
-from test_opencl_e2e import LAUNCH, Env, rows_checks, sections, take_checks, tiles_checks
+from test_opencl_e2e import (LAUNCH, Env, host_loop_checks, rows_checks, sections, take_checks,
+                             tiles_checks)
 
 SPIRV = 9  # section kind (docs/artifact.md)
 
@@ -167,6 +171,20 @@ def f64_checks(e):
                    "f64 sin: a clear compile-time error (%s)" % err.strip()[-160:])
 
 
+def buffer_limit_checks(e):
+    """A tensor larger than the device's largest buffer (lavapipe: 128 MiB,
+    maxStorageBufferRange) is a clear run-time error naming both sizes; the same
+    artifact at a small n runs."""
+    big = module([tensor("x", ["n"])], [call("y", "broadcast_to", ["x", {"shape": ["n", "n"]}])], "y")
+    rxa = e.build(big, "vulkan")
+    if rxa:
+        e.fails(rxa, "a 200000 x 200000 f32 output on vulkan", ["cannot allocate 160000000000 bytes",
+                                                             "the device's largest buffer is"],
+                inputs={"x": np.ones(200000, dtype=np.float32)})
+        e.equals(rxa, "the same module at n = 3 on vulkan", np.ones((3, 3), dtype=np.float32),
+                 inputs={"x": np.ones(3, dtype=np.float32)})
+
+
 def main(argv):
     if len(argv) != 2:
         print(__doc__)
@@ -180,6 +198,8 @@ def main(argv):
     f64_checks(e)
     push_checks(e)
     long_name_checks(e)
+    buffer_limit_checks(e)
+    host_loop_checks(e, "vulkan")
     return checks.done()
 
 

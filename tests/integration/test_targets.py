@@ -45,7 +45,8 @@ def test_list():
     expect(t["cpu"]["available"] is True and t["cpu"]["options"] == [], "cpu %s" % t["cpu"])
     opts = {o["name"]: o for o in t["opencl"]["options"]}
     expect(opts["max_threads"]["default"] == 256 and opts["max_threads"]["max"] == 4096 and
-           opts["max_threads"]["power_of_two"] is True and opts["max_local_bytes"]["default"] == 32768,
+           opts["max_threads"]["power_of_two"] is True and opts["max_local_bytes"]["default"] == 32768
+           and opts["clblast"]["default"] == 1,
            "opencl options %s" % opts)
     expect({o["name"] for o in t["vulkan"]["options"]} ==
            {"max_threads", "max_local_bytes", "max_push_bytes", "tile"}, "vulkan %s" % t["vulkan"])

@@ -160,8 +160,8 @@ typedef struct rx_rxa_func {
 /* How one device kernel of a GPU loop function is launched (LAUNCH section). */
 typedef struct rx_rxa_launch {
     const char *name;     /* the kernel's name in the source */
-    uint32_t sched;       /* RX_RXA_SCHED_SINGLE, _GRID or _ROWS */
-    uint32_t local;       /* work-items per work-group, 1..65536 */
+    uint32_t sched;       /* RX_RXA_SCHED_SINGLE, _GRID, _ROWS or _LOOP */
+    uint32_t local;       /* work-items per work-group, 1..65536 (_LOOP: records in its body) */
     uint32_t local_bytes; /* local (shared) memory it declares */
     uint32_t max_groups;  /* work-groups at most, >= 1 */
     rx_rxa_dim items;     /* iterations over the kernel's ivars; 0 tokens: unknown */
@@ -170,6 +170,10 @@ typedef struct rx_rxa_launch {
 #define RX_RXA_SCHED_SINGLE 0u /* one work-item runs the statement */
 #define RX_RXA_SCHED_GRID 1u   /* a grid-stride loop over `items` iterations */
 #define RX_RXA_SCHED_ROWS 2u   /* one work-group per item (a row, a matmul block), grid-stride over them */
+#define RX_RXA_SCHED_LOOP 3u   /* a host loop: the next `local` records run `items` times, in
+                                  order, each launch taking the iteration (0, 1, ...) as one
+                                  more int64 argument after the symbolic values; their items
+                                  may use it as variable nivars. No kernel of its own */
 #define RX_RXA_MAX_LAUNCHES 1024u
 
 typedef struct rx_rxa_kernel {

@@ -78,9 +78,10 @@ START_TEST(normalization_drops_defaults_and_orders)
     /* table order, whatever the order given */
     ck_assert_str_eq(norm("cuda,tile=8,arch=sm_90", &t), "cuda,arch=sm_90,tile=8");
     ck_assert_str_eq(norm("cuda,arch=sm_80", &t), "cuda");
-    ck_assert_str_eq(norm("opencl,clblast=1,tile=8", &t), "opencl,tile=8,clblast=1");
+    ck_assert_str_eq(norm("opencl,clblast=0,tile=8", &t), "opencl,tile=8,clblast=0");
+    ck_assert_int_eq(rx_target_int(&t, "clblast"), 0);
+    ck_assert_str_eq(norm("opencl,clblast=1", &t), "opencl"); /* CLBlast by default */
     ck_assert_int_eq(rx_target_int(&t, "clblast"), 1);
-    ck_assert_str_eq(norm("opencl,clblast=0", &t), "opencl");
     ck_assert_str_eq(norm("opencl,tile=8,max_local_bytes=65536,max_threads=64", &t),
                      "opencl,max_threads=64,max_local_bytes=65536,tile=8");
     ck_assert_str_eq(norm("cuda,arch=sm_100,max_threads=1024,max_local_bytes=232448,tile=32", &t),
