@@ -176,8 +176,6 @@ static int32_t blas_gemm(const DLTensor *A, const DLTensor *B, DLTensor *C, int6
     }
     if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) return BLAS_SHAPE;
     pthread_once(&blas_once, blas_open);
-    sgemm_fn gemm = rx_rt_gemm_pick(blas_sgemm, batch * m, n, k);
-    if (!gemm) return BLAS_NOLIB;
     const float *a = fdata(A), *b = fdata(B);
     float *c = (float *)(uintptr_t)fdata(C);
     int64_t bstride = B->ndim == 3 ? k * n : 0;
@@ -185,6 +183,8 @@ static int32_t blas_gemm(const DLTensor *A, const DLTensor *B, DLTensor *C, int6
         m *= batch; /* one shared B: the batch is more rows of one product */
         batch = 1;
     }
+    sgemm_fn gemm = rx_rt_gemm_pick(blas_sgemm, m, n, k);
+    if (!gemm) return BLAS_NOLIB;
     for (int64_t i = 0; i < batch; i++) {
         if (m == 0 || n == 0) break;
         if (k == 0) {

@@ -17,11 +17,13 @@
  * docs/runtime.md): KC = 256 (a B micro-panel, 16 KiB, stays in L1 while the A
  * block streams past it), MC = 96 (an A block, 96 KiB, in L2), NC = 2048 (a B block,
  * 2 MiB, in L3).
- * Small M (at most MC rows, the decoder's matrix-vector-like products and the MLP's
- * 64-row ones): A is packed once per KC block and B is not packed when it is not
- * transposed: the kernel reads its 16 columns straight from B's rows (the packing pass
- * would read B once and write it once for at most MC/MR uses; for M <= 96 that copy
- * costs as much as the arithmetic).
+ * Small M (at most DIRECT_ROWS = 24 rows, 4 micro-tiles): B is not packed when it is
+ * not transposed: the kernel reads its 16 columns straight from B's rows (packing would
+ * read B and write it once for at most 4 uses). With more rows the packed panel wins:
+ * B's rows read in place sit a power-of-two-like stride apart (1024, 2816, 4096
+ * floats), so a 256-deep panel maps onto a few L1 and L2 sets and is evicted before
+ * the next row tile reuses it (measured: 64 x 1024 x 4096 at 0.64x OpenBLAS in place,
+ * 0.95-1.03x packed, one thread).
  *
  * The micro-kernel: an AVX2+FMA one (6 broadcasts of A, 2 loads of B, 12 FMAs per
  * reduction index: at the FMA unit's peak on L1-resident panels) compiled with a target
@@ -41,11 +43,11 @@
  * (library.c, library_conv.c): $RX_GEMM = "own" always this one (no BLAS needed),
  * "blas" always the library's, unset or "auto" this one where it measured faster on the
  * decoder's and the MLP's shapes (docs/runtime.md has the figures): with the AVX2
- * kernel, from MR rows up; fewer rows (decode's matrix-vector products) and the portable
- * kernel stay with the BLAS. $RX_GEMM_KERNEL=portable forces the C kernel (the test's
+ * kernel, from OWN_ROWS = 48 rows of C up; fewer rows (decode's products) and the
+ * portable kernel stay with the BLAS. $RX_GEMM_KERNEL=portable forces the C kernel (the test's
  * second run).
  * Cost: 2 M N K flops; packing copies A once per NC-column block and B once per MC-row
- * block (B not at all for small M).
+ * block (B not at all up to DIRECT_ROWS rows).
  */
 #include "rt_int.h"
 
@@ -63,6 +65,8 @@
 
 enum { MR = 6, NR = 16, KC = 256, MC = 96, NC = 2048 };
 enum { PF = 96 }; /* the kernel prefetches A this many floats ahead (16 steps) */
+enum { DIRECT_ROWS = 4 * MR }; /* B read in place (not packed) up to this many rows */
+enum { OWN_ROWS = 48 };        /* auto: the own sgemm from this many rows of C up */
 
 /* The micro-kernel: acc = A panel (kc x MR, packed) times B panel (kc rows of NR, row
  * stride ldb: NR when packed, B's own when read in place); then c (MR x NR, row stride
@@ -346,7 +350,7 @@ static void gemm_block(const gemm_job *j, int64_t m0, int64_t m1, int64_t n0, in
     int64_t ncap = nb < NC ? (nb + NR - 1) / NR * NR : NC;
     int64_t kcap = j->k < KC ? j->k : KC;
     /* B in place: small M, B's columns unit-stride (not transposed). */
-    bool b_direct = mb <= MC && j->bcs == 1;
+    bool b_direct = mb <= DIRECT_ROWS && j->bcs == 1;
     /* + 8: pack_a_avx2's last store (MR < 8 lanes of it belong to the panel) */
     float *buf = scratch((size_t)(mcap * kcap + 8 + (b_direct ? 0 : ncap * kcap)));
     if (!buf) {
@@ -443,9 +447,9 @@ rx_rt_sgemm_fn rx_rt_gemm_pick(rx_rt_sgemm_fn blas, int64_t m, int64_t n, int64_
     default: break;
     }
     /* auto: no BLAS stays the callers' "not available" error (the blas.* contract); the
-     * portable kernel and fewer rows than one micro-tile (decode's matrix-vector
-     * products) are the BLAS's; the rest is ours (docs/performance.md has the
-     * measurements behind the rule). */
-    if (!blas || !have_avx2 || m < MR) return blas;
+     * portable kernel and fewer than OWN_ROWS rows (decode's products: OpenBLAS's small-M
+     * path measured 1.1-1.3x faster on one thread at 16-32 rows) are the BLAS's; the
+     * rest is ours (docs/runtime.md has the measurements behind the rule). */
+    if (!blas || !have_avx2 || m < OWN_ROWS) return blas;
     return rx_rt_gemm;
 }

@@ -146,9 +146,9 @@ START_TEST(test_gemm_degenerate)
 }
 END_TEST
 
-/* The choice per call: RX_GEMM unset (auto) gives the BLAS's sgemm to products of fewer
- * rows than one tile and to CPUs without AVX2+FMA, this one to the rest; no BLAS stays
- * NULL (the blas.* "not available" error). */
+/* The choice per call: RX_GEMM unset (auto) gives the BLAS's sgemm to products of under
+ * 48 rows and to CPUs without AVX2+FMA, this one to the rest; no BLAS stays NULL (the
+ * blas.* "not available" error). */
 START_TEST(test_gemm_pick)
 {
     ck_assert_ptr_null(getenv("RX_GEMM"));
@@ -159,8 +159,9 @@ START_TEST(test_gemm_pick)
     ck_assert_int_eq(avx2, !(want && strcmp(want, "portable") == 0) &&
                                __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
     ck_assert(rx_rt_gemm_pick(blas, 1, 1024, 1024) == blas);
-    ck_assert(rx_rt_gemm_pick(blas, 5, 1024, 1024) == blas);
-    ck_assert(rx_rt_gemm_pick(blas, 128, 1024, 1024) == (avx2 ? rx_rt_gemm : blas));
+    ck_assert(rx_rt_gemm_pick(blas, 47, 1024, 1024) == blas);
+    ck_assert(rx_rt_gemm_pick(blas, 48, 1024, 1024) == (avx2 ? rx_rt_gemm : blas));
+    ck_assert(rx_rt_gemm_pick(blas, 128, 64, 128) == (avx2 ? rx_rt_gemm : blas));
     ck_assert(rx_rt_gemm_pick(NULL, 128, 1024, 1024) == NULL);
 }
 END_TEST
