@@ -47,6 +47,8 @@
  * OpenBLAS's OpenMP or sequential build (its sgemm then runs one thread inside a
  * region); else one after another, each on the BLAS's own threads.
  * blas.conv2d (convolutions on the same sgemm, with their epilogues) is library_conv.c's.
+ * "sgemm" above is, per call, the runtime's own (library_gemm.c) or the BLAS's, as
+ * rx_rt_gemm_pick says ($RX_GEMM); the own one always runs inside a region.
  * The runtime-native "rt.*" functions live in library_rt.c; the table of every
  * built-in name (RX_RT_BUILTIN_LIBS below) is the one list both the registration and
  * rx_rt_builtin_library_names read, so the compiler's check and the loader agree.
@@ -174,7 +176,6 @@ static int32_t blas_gemm(const DLTensor *A, const DLTensor *B, DLTensor *C, int6
     }
     if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) return BLAS_SHAPE;
     pthread_once(&blas_once, blas_open);
-    if (!blas_sgemm) return BLAS_NOLIB;
     const float *a = fdata(A), *b = fdata(B);
     float *c = (float *)(uintptr_t)fdata(C);
     int64_t bstride = B->ndim == 3 ? k * n : 0;
@@ -182,6 +183,8 @@ static int32_t blas_gemm(const DLTensor *A, const DLTensor *B, DLTensor *C, int6
         m *= batch; /* one shared B: the batch is more rows of one product */
         batch = 1;
     }
+    sgemm_fn gemm = rx_rt_gemm_pick(blas_sgemm, m, n, k);
+    if (!gemm) return BLAS_NOLIB;
     for (int64_t i = 0; i < batch; i++) {
         if (m == 0 || n == 0) break;
         if (k == 0) {
@@ -189,8 +192,8 @@ static int32_t blas_gemm(const DLTensor *A, const DLTensor *B, DLTensor *C, int6
             continue;
         }
         /* CblasRowMajor = 101, CblasNoTrans = 111 */
-        blas_sgemm(101, 111, 111, (int)m, (int)n, (int)k, 1.0f, a + i * m * k, (int)k,
-                   b + i * bstride, (int)n, 0.0f, c + i * m * n, (int)n);
+        gemm(101, 111, 111, (int)m, (int)n, (int)k, 1.0f, a + i * m * k, (int)k,
+             b + i * bstride, (int)n, 0.0f, c + i * m * n, (int)n);
     }
     *rows = batch * m;
     *cols = n;
@@ -301,6 +304,7 @@ typedef struct view_job {
     int64_t batch, m, n, k, lda, ldb;
     int ta, tb;
     float alpha;
+    sgemm_fn gemm; /* rx_rt_gemm or the BLAS's (rx_rt_gemm_pick) */
 } view_job;
 
 static void view_items(const view_job *j, int64_t lo, int64_t hi)
@@ -311,9 +315,9 @@ static void view_items(const view_job *j, int64_t lo, int64_t hi)
         float *ct = j->c + t * j->m * j->n;
         if (j->k == 0) memset(ct, 0, sizeof(float) * (size_t)(j->m * j->n));
         else /* CblasRowMajor = 101 */
-            blas_sgemm(101, j->ta, j->tb, (int)j->m, (int)j->n, (int)j->k, j->alpha,
-                       j->pa + view_offset(j->a, idx, j->nb), (int)j->lda,
-                       j->pb + view_offset(j->b, idx, j->nb), (int)j->ldb, 0.0f, ct, (int)j->n);
+            j->gemm(101, j->ta, j->tb, (int)j->m, (int)j->n, (int)j->k, j->alpha,
+                    j->pa + view_offset(j->a, idx, j->nb), (int)j->lda,
+                    j->pb + view_offset(j->b, idx, j->nb), (int)j->ldb, 0.0f, ct, (int)j->n);
         for (int d = j->nb - 1; d >= 0 && ++idx[d] == j->cshape[d]; d--) idx[d] = 0;
     }
 }
@@ -403,12 +407,13 @@ static int32_t blas_matmul_view(DLTensor *const *args, int32_t nargs)
     if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || lda > INT32_MAX || ldb > INT32_MAX)
         return BLAS_SHAPE;
     pthread_once(&blas_once, blas_open);
-    if (!blas_sgemm) return BLAS_NOLIB;
     view_job j = {&a, &b, fdata(XA), fdata(XB), (float *)(uintptr_t)fdata(C), C->shape, nb,
-                  batch, m, n, k, lda, ldb, ta, tb, (float)alpha};
+                  batch, m, n, k, lda, ldb, ta, tb, (float)alpha, NULL};
     view_merge_batch(&j);
-    if (batch < 2 || !m || !n || !blas_in_region_ok() || rx_rt_parallel(view_worker, &j) == 0)
-        view_items(&j, 0, batch);
+    if (!(j.gemm = rx_rt_gemm_pick(blas_sgemm, j.m, n, k))) return BLAS_NOLIB;
+    if (j.batch < 2 || !m || !n || (j.gemm != rx_rt_gemm && !blas_in_region_ok()) ||
+        rx_rt_parallel(view_worker, &j) == 0)
+        view_items(&j, 0, j.batch);
     return BLAS_OK;
 }
 

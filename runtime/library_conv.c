@@ -530,7 +530,7 @@ int32_t rx_rt_conv2d(DLTensor *const *args, int32_t nargs)
         rx_rt_parallel_for(direct_job, &c);
         return CV_OK;
     }
-    if (!(c.sgemm = rx_rt_sgemm())) return CV_NOLIB;
+    if (!(c.sgemm = rx_rt_gemm_pick(rx_rt_sgemm(), c.Og, c.OH * c.OW, c.Kc))) return CV_NOLIB;
     c.pointwise = c.KH == 1 && c.KW == 1 && c.sh == 1 && c.sw == 1 && c.OH == c.H && c.OW == c.W;
     rx_rt_parallel_for(gemm_job, &c);
     return c.failed ? CV_NOMEM : CV_OK;

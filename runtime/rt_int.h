@@ -197,6 +197,21 @@ const char *rx_rt_rnn_strerr(int32_t code);
 typedef void (*rx_rt_sgemm_fn)(int, int, int, int, int, int, float, const float *, int,
                                const float *, int, float, float *, int);
 rx_rt_sgemm_fn rx_rt_sgemm(void);
+/* The runtime's own f32 GEMM (library_gemm.c): C (m x n, row stride ldc) = alpha *
+ * op(A) op(B) + beta * C, A (m x k) and B (k x n) row-major with leading dimensions lda
+ * and ldb, stored transposed when trans_a / trans_b; C is not read when beta is 0. On
+ * the runtime's thread pool when threads and not already inside a parallel region. */
+void rx_rt_gemm_ex(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                   const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                   int64_t ldc, bool threads);
+/* rx_rt_gemm_ex with cblas_sgemm's arguments (order 101 only; trans 112 transposes). */
+void rx_rt_gemm(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a,
+                int lda, const float *b, int ldb, float beta, float *c, int ldc);
+/* Which sgemm an (m x k) @ (k x n) product runs on: rx_rt_gemm or blas (the BLAS's,
+ * NULL when none), by $RX_GEMM (own / blas / auto, the default: library_gemm.c's rule). */
+rx_rt_sgemm_fn rx_rt_gemm_pick(rx_rt_sgemm_fn blas, int64_t m, int64_t n, int64_t k);
+/* The micro-kernel rx_rt_gemm runs on this CPU ("avx2+fma 6x16" or "portable 6x16"). */
+const char *rx_rt_gemm_kernel(void);
 /* blas.conv2d and rt.pool2d (library_conv.c) and their messages. */
 int32_t rx_rt_conv2d(DLTensor *const *args, int32_t nargs);
 const char *rx_rt_conv2d_strerr(int32_t code);

@@ -38,6 +38,14 @@ NumPy's matmul (OpenBLAS) is timed in this process too. `ratio` = OpenBLAS time 
 generated time (goal >= 0.9). Both sides use the same thread count (--threads, 2):
 OMP_NUM_THREADS for the kernels, OPENBLAS_NUM_THREADS for the library (set before
 NumPy is imported, so NumPy's OpenBLAS has it too).
+Also in (b), the runtime's own sgemm (runtime/library_gemm.c) against OpenBLAS on the
+same `--lib all` artifact: relax-run with RX_GEMM=own and with RX_GEMM=blas, alternated
+over --mm-rounds rounds (best median of each side kept), for the weight stored (k, n)
+(matmul(x, w): blas.matmul) and (n, k) (matmul(x, permute_dims(w)): blas.matmul_view,
+B transposed); `own_over_openblas` = OpenBLAS ms / own ms (goal >= 1.15).
+`--mm-sizes decoder` is the decoder block's and the MLP probe's products (M = 16, 64,
+128, 512, 2048 with K, N in {1024, 2816, 4096}, attention's per-head 128x64x128 and
+512x64x512 in both orders).
 
 Correctness: every artifact is also run once on explicit inputs (.npy written here)
 and its output compared with NumPy (elementwise: rtol 1e-5 for add/relu/mul, 1e-5 +
@@ -72,13 +80,16 @@ def parse_args():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--elem-sizes", default="1048576,16777216", help="element counts")
-    ap.add_argument("--mm-sizes", default="256x256x256,512x512x512,1024x1024x1024,1x4096x4096")
+    ap.add_argument("--mm-sizes", default="256x256x256,512x512x512,1024x1024x1024,1x4096x4096",
+                    help="MxKxN list, or `decoder` (the block's and the MLP's products)")
+    ap.add_argument("--mm-rounds", type=int, default=2,
+                    help="alternated RX_GEMM=own / blas rounds per matmul artifact")
     ap.add_argument("--mv-shapes", default="1024x2816,2816x1024,1024x1024",
                     help="matvec weights KxN (comma list)")
     ap.add_argument("--mv-rows", default="1,16", help="matvec row counts m (comma list)")
     ap.add_argument("--ops", default="", help="only these elementwise ops and copies (comma list)")
-    ap.add_argument("--sections", default="elem,copy,matvec,matmul",
-                    help="which parts run (comma list of elem, copy, matvec, matmul)")
+    ap.add_argument("--sections", default="elem,copy,matvec,matmul,own_gemm",
+                    help="which parts run (comma list of elem, copy, matvec, matmul, own_gemm)")
     ap.add_argument("--relaxc", default=os.path.join(ROOT, "build-bench", "bin", "relaxc"))
     ap.add_argument("--relax-run", dest="relax_run",
                     default=os.path.join(ROOT, "build-bench", "bin", "relax-run"))
@@ -140,14 +151,23 @@ def run_outputs(tmp, rxa, inputs):
     return np.load(os.path.join(out, "out0.npy"))
 
 
-def bench(rxa, repeat, shapes=()):
+def bench(rxa, repeat, shapes=(), gemm=None):
     """relax-run --bench on its own seeded inputs (symbolic sizes from shapes, a list of
-    "VAR=N"): (median_ms, min_ms)."""
+    "VAR=N"; gemm: RX_GEMM for the child, None: this process's): (median_ms, min_ms)."""
     argv = [ARGS.relax_run, rxa, "--bench", "--repeat", str(repeat), "--number", "1",
             "--warmup", "1"]
     for sv in shapes:
         argv += ["--shape", sv]
-    out = run(argv)
+    saved = os.environ.get("RX_GEMM")
+    if gemm:
+        os.environ["RX_GEMM"] = gemm
+    try:
+        out = run(argv)
+    finally:
+        if saved is None:
+            os.environ.pop("RX_GEMM", None)
+        else:
+            os.environ["RX_GEMM"] = saved
     r = json.loads(out.strip().splitlines()[-1])
     return r["median_ms"], r["min_ms"]
 
@@ -441,6 +461,55 @@ def bench_matmul(tmp, sizes, repeat):
     return failed
 
 
+DECODER_MM = ("16x1024x1024,16x1024x2816,16x2816x1024,64x1024x4096,64x4096x1024,"
+              "128x1024x1024,128x1024x2816,128x2816x1024,512x1024x1024,512x1024x2816,"
+              "512x2816x1024,2048x1024x1024,128x64x128,128x128x64,512x64x512,512x512x64")
+
+
+def bench_own_gemm(tmp, sizes, repeat):
+    """The own sgemm against OpenBLAS on one --lib all artifact per size and layout."""
+    failed = False
+    rng = np.random.default_rng(3)
+    for (m, k, n) in sizes:
+        for layout in ("kn", "nk"):
+            wshape = [k, n] if layout == "kn" else [n, k]
+            wv = "w" if layout == "kn" else {"op": "permute_dims", "args": ["w"]}
+            mod = module([tensor("x", [m, k]), tensor("w", wshape)],
+                         {"op": "matmul", "args": ["x", wv]})
+            x = rng.standard_normal((m, k)).astype(np.float32)
+            w = rng.standard_normal(wshape).astype(np.float32)
+            want = x.astype(np.float64) @ (w if layout == "kn" else w.T).astype(np.float64)
+            bound = 1e-4 * np.sqrt(k) * float(np.max(np.abs(want)) or 1.0)
+            rxa, _ = build(tmp, "own_%dx%dx%d_%s" % (m, k, n, layout), mod, 3, "all")
+            errs = {}
+            for gemm in ("own", "blas"):
+                os.environ["RX_GEMM"] = gemm
+                try:
+                    got = run_outputs(tmp, rxa, {"x": x, "w": w})
+                finally:
+                    os.environ.pop("RX_GEMM", None)
+                errs[gemm] = float(np.max(np.abs(got - want))) if got.shape == want.shape \
+                    else float("inf")
+            ok = all(e <= bound for e in errs.values())
+            failed |= not ok
+            best = {"own": [float("inf"), float("inf")], "blas": [float("inf"), float("inf")]}
+            for _ in range(ARGS.mm_rounds):
+                for gemm in ("blas", "own"):
+                    med, mn = bench(rxa, repeat, gemm=gemm)
+                    best[gemm] = [min(best[gemm][0], med), min(best[gemm][1], mn)]
+            fl = 2.0 * m * n * k
+            print(json.dumps({
+                "bench": "own_gemm", "m": m, "k": k, "n": n, "weight": layout,
+                "threads": ARGS.threads, "own_ms": round(best["own"][0], 4),
+                "openblas_ms": round(best["blas"][0], 4),
+                "own_gflops": round(fl / best["own"][0] / 1e6, 1),
+                "openblas_gflops": round(fl / best["blas"][0] / 1e6, 1),
+                "own_over_openblas": round(best["blas"][0] / best["own"][0], 2),
+                "own_over_openblas_min": round(best["blas"][1] / best["own"][1], 2),
+                "ok": ok, "max_abs_err": errs, "goal": 1.15}), flush=True)
+    return failed
+
+
 def main():
     if ARGS.smoke:
         elem_sizes, levels, repeat = [65536], [2], 1
@@ -448,7 +517,8 @@ def main():
     else:
         elem_sizes = [int(s) for s in ARGS.elem_sizes.split(",")]
         levels, repeat = [2, 3], ARGS.repeat
-        mm_sizes = [tuple(int(v) for v in s.split("x")) for s in ARGS.mm_sizes.split(",")]
+        spec = DECODER_MM if ARGS.mm_sizes == "decoder" else ARGS.mm_sizes
+        mm_sizes = [tuple(int(v) for v in s.split("x")) for s in spec.split(",")]
     sections = ARGS.sections.split(",")
     failed = False
     with tempfile.TemporaryDirectory(prefix="bench_kernels_") as tmp:
@@ -464,6 +534,8 @@ def main():
             failed |= bench_matvec(tmp, rows, mv, repeat)
         if "matmul" in sections:
             failed |= bench_matmul(tmp, mm_sizes, repeat)
+        if "own_gemm" in sections:
+            failed |= bench_own_gemm(tmp, mm_sizes, repeat)
     if failed:
         sys.exit("bench_kernels: a result differs from NumPy (see \"ok\": false above)")
 

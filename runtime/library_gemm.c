@@ -1,0 +1,455 @@
+/*
+ * library_gemm.c — the runtime's own f32 GEMM (rx_rt_gemm): C = alpha * op(A) op(B) +
+ * beta * C, row-major, cblas_sgemm's arguments, no external library.
+ *
+ * Algorithm (Goto / BLIS): the product is cut into blocks of KC rows of B (the
+ * reduction) by NC columns; each B block is packed into micro-panels of NR = 16 columns
+ * (p-major: the 16 values of one reduction index together, zero-padded past N), each
+ * MC-row block of A into micro-panels of MR = 6 rows (the 6 values of one reduction
+ * index together, zero-padded past M). The micro-kernel multiplies one A micro-panel by
+ * one B micro-panel over the KC reduction indices in 12 vector registers (6 rows x 2
+ * vectors of 8) and writes the 6x16 tile of C once: C = alpha * acc + beta * C on the
+ * first KC block (beta 0 never reads C, so uninitialised C is fine), C += alpha * acc
+ * on the later ones. Tiles cut by M or N go through a 6x16 buffer and copy only the
+ * valid part. Packing reads A and B through (row stride, column stride), so a transpose
+ * is only another pair of strides and costs nothing extra.
+ * Blocking on the machine this was tuned on (Zen, 32 KiB L1d, 512 KiB L2 per core,
+ * docs/runtime.md): KC = 256 (a B micro-panel, 16 KiB, stays in L1 while the A
+ * block streams past it), MC = 96 (an A block, 96 KiB, in L2), NC = 2048 (a B block,
+ * 2 MiB, in L3).
+ * Small M (at most DIRECT_ROWS = 24 rows, 4 micro-tiles): B is not packed when it is
+ * not transposed: the kernel reads its 16 columns straight from B's rows (packing would
+ * read B and write it once for at most 4 uses). With more rows the packed panel wins:
+ * B's rows read in place sit a power-of-two-like stride apart (1024, 2816, 4096
+ * floats), so a 256-deep panel maps onto a few L1 and L2 sets and is evicted before
+ * the next row tile reuses it (measured: 64 x 1024 x 4096 at 0.64x OpenBLAS in place,
+ * 0.95-1.03x packed, one thread).
+ *
+ * The micro-kernel: an AVX2+FMA one (6 broadcasts of A, 2 loads of B, 12 FMAs per
+ * reduction index: at the FMA unit's peak on L1-resident panels) compiled with a target
+ * attribute and chosen at run time when the CPU has AVX2 and FMA
+ * (__builtin_cpu_supports); elsewhere a portable C kernel with the same packing.
+ *
+ * Threads: rx_rt_gemm runs on the runtime's pool (rx_rt_parallel_for) from 2^19
+ * multiply-adds up: the columns are split in NR multiples over the threads when there
+ * are at least 4 micro-panels of them (or no fewer than row tiles), else the rows in MR
+ * multiples; each thread packs its own panels into its own thread-local buffer (grown on
+ * demand, kept for the thread's life: no allocation per call; when it cannot be
+ * allocated the block is computed by plain loops, slower but right). Inside a parallel
+ * region (blas.matmul_view's batch items, conv2d's bands) the call runs on the calling
+ * thread.
+ *
+ * rx_rt_gemm_pick decides per call between this GEMM and the BLAS library's sgemm
+ * (library.c, library_conv.c): $RX_GEMM = "own" always this one (no BLAS needed),
+ * "blas" always the library's, unset or "auto" this one where it measured faster on the
+ * decoder's and the MLP's shapes (docs/runtime.md has the figures): with the AVX2
+ * kernel, from OWN_ROWS = 48 rows of C up; fewer rows (decode's products) and the
+ * portable kernel stay with the BLAS. $RX_GEMM_KERNEL=portable forces the C kernel (the test's
+ * second run).
+ * Cost: 2 M N K flops; packing copies A once per NC-column block and B once per MC-row
+ * block (B not at all up to DIRECT_ROWS rows).
+ */
+#include "rt_int.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define GEMM_X86 1
+#include <immintrin.h>
+#else
+#define GEMM_X86 0
+#endif
+
+enum { MR = 6, NR = 16, KC = 256, MC = 96, NC = 2048 };
+enum { PF = 96 }; /* the kernel prefetches A this many floats ahead (16 steps) */
+enum { DIRECT_ROWS = 4 * MR }; /* B read in place (not packed) up to this many rows */
+enum { OWN_ROWS = 48 };        /* auto: the own sgemm from this many rows of C up */
+
+/* The micro-kernel: acc = A panel (kc x MR, packed) times B panel (kc rows of NR, row
+ * stride ldb: NR when packed, B's own when read in place); then c (MR x NR, row stride
+ * ldc) = alpha * acc + beta * c, c not read when beta is 0. */
+typedef void (*kern_fn)(int64_t kc, const float *a, const float *b, int64_t ldb, float *c,
+                        int64_t ldc, float alpha, float beta);
+
+/* ---- the portable kernel ---- */
+
+static void kern_c(int64_t kc, const float *a, const float *b, int64_t ldb, float *c,
+                   int64_t ldc, float alpha, float beta)
+{
+    float acc[MR][NR];
+    memset(acc, 0, sizeof acc);
+    for (int64_t p = 0; p < kc; p++, a += MR, b += ldb)
+        for (int i = 0; i < MR; i++)
+            for (int j = 0; j < NR; j++) acc[i][j] += a[i] * b[j];
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++)
+            c[i * ldc + j] = alpha * acc[i][j] + (beta != 0.0f ? beta * c[i * ldc + j] : 0.0f);
+}
+
+/* ---- the AVX2 + FMA kernel ---- */
+
+#if GEMM_X86
+#define AVX2_FN __attribute__((target("avx2,fma")))
+
+AVX2_FN static inline void row_out(float *c, __m256 lo, __m256 hi, __m256 va, __m256 vb,
+                                   float beta)
+{
+    lo = _mm256_mul_ps(lo, va);
+    hi = _mm256_mul_ps(hi, va);
+    if (beta != 0.0f) {
+        lo = _mm256_fmadd_ps(_mm256_loadu_ps(c), vb, lo);
+        hi = _mm256_fmadd_ps(_mm256_loadu_ps(c + 8), vb, hi);
+    }
+    _mm256_storeu_ps(c, lo);
+    _mm256_storeu_ps(c + 8, hi);
+}
+
+#define FMA_ROW(r)                                                                         \
+    do {                                                                                   \
+        __m256 ar = _mm256_broadcast_ss(a + (r));                                          \
+        c##r##0 = _mm256_fmadd_ps(ar, b0, c##r##0);                                        \
+        c##r##1 = _mm256_fmadd_ps(ar, b1, c##r##1);                                        \
+    } while (0)
+
+AVX2_FN static void kern_avx2(int64_t kc, const float *a, const float *b, int64_t ldb,
+                              float *c, int64_t ldc, float alpha, float beta)
+{
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+           c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+#define STEP()                                                                             \
+    do {                                                                                   \
+        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);                       \
+        FMA_ROW(0);                                                                        \
+        FMA_ROW(1);                                                                        \
+        FMA_ROW(2);                                                                        \
+        FMA_ROW(3);                                                                        \
+        FMA_ROW(4);                                                                        \
+        FMA_ROW(5);                                                                        \
+        a += MR, b += ldb;                                                                 \
+    } while (0)
+    for (int r = 0; r < MR; r++) _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
+    int64_t p = 0;
+    for (; p + 4 <= kc; p += 4) {
+        _mm_prefetch((const char *)(a + PF), _MM_HINT_T0);
+        _mm_prefetch((const char *)(a + PF + 16), _MM_HINT_T0);
+        STEP();
+        STEP();
+        STEP();
+        STEP();
+    }
+    for (; p < kc; p++) STEP();
+#undef STEP
+    __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+    row_out(c, c00, c01, va, vb, beta);
+    row_out(c + ldc, c10, c11, va, vb, beta);
+    row_out(c + 2 * ldc, c20, c21, va, vb, beta);
+    row_out(c + 3 * ldc, c30, c31, va, vb, beta);
+    row_out(c + 4 * ldc, c40, c41, va, vb, beta);
+    row_out(c + 5 * ldc, c50, c51, va, vb, beta);
+}
+#undef FMA_ROW
+
+/* The 8x8 block at src (row stride ld; rows past `rows` read as 0) transposed into
+ * r[0..7]. */
+AVX2_FN static inline void tr8(const float *src, int64_t ld, int rows, __m256 r[8])
+{
+    __m256 z = _mm256_setzero_ps();
+    __m256 t0 = _mm256_loadu_ps(src), t1 = _mm256_loadu_ps(src + ld),
+           t2 = _mm256_loadu_ps(src + 2 * ld), t3 = _mm256_loadu_ps(src + 3 * ld),
+           t4 = _mm256_loadu_ps(src + 4 * ld), t5 = _mm256_loadu_ps(src + 5 * ld),
+           t6 = rows > 6 ? _mm256_loadu_ps(src + 6 * ld) : z,
+           t7 = rows > 7 ? _mm256_loadu_ps(src + 7 * ld) : z;
+    __m256 u0 = _mm256_unpacklo_ps(t0, t1), u1 = _mm256_unpackhi_ps(t0, t1),
+           u2 = _mm256_unpacklo_ps(t2, t3), u3 = _mm256_unpackhi_ps(t2, t3),
+           u4 = _mm256_unpacklo_ps(t4, t5), u5 = _mm256_unpackhi_ps(t4, t5),
+           u6 = _mm256_unpacklo_ps(t6, t7), u7 = _mm256_unpackhi_ps(t6, t7);
+    __m256 v0 = _mm256_shuffle_ps(u0, u2, 0x44), v1 = _mm256_shuffle_ps(u0, u2, 0xEE),
+           v2 = _mm256_shuffle_ps(u1, u3, 0x44), v3 = _mm256_shuffle_ps(u1, u3, 0xEE),
+           v4 = _mm256_shuffle_ps(u4, u6, 0x44), v5 = _mm256_shuffle_ps(u4, u6, 0xEE),
+           v6 = _mm256_shuffle_ps(u5, u7, 0x44), v7 = _mm256_shuffle_ps(u5, u7, 0xEE);
+    r[0] = _mm256_permute2f128_ps(v0, v4, 0x20);
+    r[1] = _mm256_permute2f128_ps(v1, v5, 0x20);
+    r[2] = _mm256_permute2f128_ps(v2, v6, 0x20);
+    r[3] = _mm256_permute2f128_ps(v3, v7, 0x20);
+    r[4] = _mm256_permute2f128_ps(v0, v4, 0x31);
+    r[5] = _mm256_permute2f128_ps(v1, v5, 0x31);
+    r[6] = _mm256_permute2f128_ps(v2, v6, 0x31);
+    r[7] = _mm256_permute2f128_ps(v3, v7, 0x31);
+}
+
+/* A full NR-column micro-panel of a transposed B (column j of the panel is the
+ * contiguous row src + j * ld), reduction indices [0, kc8) with kc8 a multiple of 8. */
+AVX2_FN static void pack_bt_avx2(float *dst, const float *src, int64_t ld, int64_t kc8)
+{
+    __m256 r[8];
+    for (int64_t p = 0; p < kc8; p += 8)
+        for (int h = 0; h < 2; h++) {
+            tr8(src + h * 8 * ld + p, ld, 8, r);
+            for (int q = 0; q < 8; q++) _mm256_storeu_ps(dst + (p + q) * NR + h * 8, r[q]);
+        }
+}
+
+/* A full MR-row micro-panel of a non-transposed A (row i of the panel is the contiguous
+ * row src + i * ld), reduction indices [0, kc8) with kc8 a multiple of 8. Each store
+ * writes 8 lanes, the last 2 into the next reduction index's slots (rewritten by the
+ * next store, or by the caller's tail; the last one lands in the buffer's slack). */
+AVX2_FN static void pack_a_avx2(float *dst, const float *src, int64_t ld, int64_t kc8)
+{
+    __m256 r[8];
+    for (int64_t p = 0; p < kc8; p += 8) {
+        tr8(src + p, ld, MR, r);
+        for (int q = 0; q < 8; q++) _mm256_storeu_ps(dst + (p + q) * MR, r[q]);
+    }
+}
+#endif
+
+static pthread_once_t kern_once = PTHREAD_ONCE_INIT;
+static kern_fn kern_best = kern_c; /* process-wide: the CPU does not change */
+static bool have_avx2;             /* the AVX2 packing routines may run */
+static enum { PICK_AUTO, PICK_OWN, PICK_BLAS } pick_mode; /* $RX_GEMM */
+
+static void kern_choose(void)
+{
+#if GEMM_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        kern_best = kern_avx2;
+        have_avx2 = true;
+    }
+#endif
+    const char *env = getenv("RX_GEMM_KERNEL");
+    if (env && strcmp(env, "portable") == 0) kern_best = kern_c, have_avx2 = false;
+    const char *mode = getenv("RX_GEMM");
+    pick_mode = !mode ? PICK_AUTO
+                : strcmp(mode, "own") == 0 ? PICK_OWN
+                : strcmp(mode, "blas") == 0 ? PICK_BLAS : PICK_AUTO;
+}
+
+const char *rx_rt_gemm_kernel(void)
+{
+    pthread_once(&kern_once, kern_choose);
+    return kern_best == kern_c ? "portable 6x16" : "avx2+fma 6x16";
+}
+
+/* ---- packing ---- */
+
+/* A block rows [0, mc) x reduction [0, kc) of A (element (i, p) at a[i * rs + p * cs])
+ * into MR-row micro-panels, zero rows past mc. */
+static void pack_a(float *dst, const float *a, int64_t rs, int64_t cs, int64_t mc, int64_t kc)
+{
+    for (int64_t i0 = 0; i0 < mc; i0 += MR, dst += MR * kc) {
+        int64_t mr = mc - i0 < MR ? mc - i0 : MR;
+        const float *ai = a + i0 * rs;
+        if (cs == 1) {
+            int64_t p0 = 0;
+#if GEMM_X86
+            if (have_avx2 && mr == MR) pack_a_avx2(dst, ai, rs, p0 = kc / 8 * 8);
+#endif
+            for (int64_t i = 0; i < mr; i++)
+                for (int64_t p = p0; p < kc; p++) dst[p * MR + i] = ai[i * rs + p];
+        } else {
+            for (int64_t p = 0; p < kc; p++)
+                for (int64_t i = 0; i < mr; i++) dst[p * MR + i] = ai[i * rs + p * cs];
+        }
+        for (int64_t i = mr; i < MR; i++)
+            for (int64_t p = 0; p < kc; p++) dst[p * MR + i] = 0.0f;
+    }
+}
+
+/* A block reduction [0, kc) x columns [0, nc) of B (element (p, j) at b[p * rs + j * cs])
+ * into NR-column micro-panels, zero columns past nc. */
+static void pack_b(float *dst, const float *b, int64_t rs, int64_t cs, int64_t kc, int64_t nc)
+{
+    for (int64_t j0 = 0; j0 < nc; j0 += NR, dst += NR * kc) {
+        int64_t nr = nc - j0 < NR ? nc - j0 : NR;
+        const float *bj = b + j0 * cs;
+        if (cs == 1 && nr == NR) {
+            for (int64_t p = 0; p < kc; p++) memcpy(dst + p * NR, bj + p * rs, sizeof(float) * NR);
+        } else if (cs == 1) {
+            for (int64_t p = 0; p < kc; p++) {
+                memcpy(dst + p * NR, bj + p * rs, sizeof(float) * (size_t)nr);
+                memset(dst + p * NR + nr, 0, sizeof(float) * (size_t)(NR - nr));
+            }
+        } else {
+            int64_t p0 = 0;
+#if GEMM_X86
+            if (have_avx2 && rs == 1 && nr == NR) pack_bt_avx2(dst, bj, cs, p0 = kc / 8 * 8);
+#endif
+            for (int64_t j = 0; j < nr; j++)
+                for (int64_t p = p0; p < kc; p++) dst[p * NR + j] = bj[j * cs + p * rs];
+            for (int64_t p = 0; p < kc && nr < NR; p++)
+                for (int64_t j = nr; j < NR; j++) dst[p * NR + j] = 0.0f;
+        }
+    }
+}
+
+/* ---- the blocked product on one thread ---- */
+
+typedef struct gemm_job {
+    int64_t m, n, k;
+    float alpha, beta;
+    const float *a, *b;
+    int64_t ars, acs, brs, bcs; /* element strides of A (i, p) and B (p, j) */
+    float *c;
+    int64_t ldc;
+    kern_fn kern;
+    bool split_n; /* threads take column ranges (else row ranges) */
+} gemm_job;
+
+/* Per-thread packing buffers, grown on demand and kept for the thread's life. */
+static _Thread_local float *tl_buf;
+static _Thread_local size_t tl_cap;
+
+static float *scratch(size_t floats)
+{
+    if (floats > tl_cap) {
+        free(tl_buf);
+        tl_buf = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
+        tl_cap = tl_buf ? floats : 0;
+    }
+    return tl_buf;
+}
+
+/* One MR x NR tile (or the mr x nr corner of one) of C at c: the kernel into c directly
+ * when full, else through a buffer. */
+static void tile(const gemm_job *j, int64_t kc, const float *ap, const float *bp, int64_t ldb,
+                 float *c, int64_t mr, int64_t nr, float beta)
+{
+    if (mr == MR && nr == NR) {
+        j->kern(kc, ap, bp, ldb, c, j->ldc, j->alpha, beta);
+        return;
+    }
+    float t[MR * NR];
+    j->kern(kc, ap, bp, ldb, t, NR, j->alpha, 0.0f);
+    for (int64_t i = 0; i < mr; i++)
+        for (int64_t q = 0; q < nr; q++)
+            c[i * j->ldc + q] = t[i * NR + q] + (beta != 0.0f ? beta * c[i * j->ldc + q] : 0.0f);
+}
+
+/* C[m0:m1, n0:n1] without packing buffers: the answer when they cannot be allocated. */
+static void gemm_plain(const gemm_job *j, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
+{
+    for (int64_t i = m0; i < m1; i++)
+        for (int64_t q = n0; q < n1; q++) {
+            float acc = 0.0f, *c = j->c + i * j->ldc + q;
+            for (int64_t p = 0; p < j->k; p++)
+                acc += j->a[i * j->ars + p * j->acs] * j->b[p * j->brs + q * j->bcs];
+            *c = j->alpha * acc + (j->beta != 0.0f ? j->beta * *c : 0.0f);
+        }
+}
+
+/* C[m0:m1, n0:n1] of the job, on the calling thread. */
+static void gemm_block(const gemm_job *j, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
+{
+    int64_t mb = m1 - m0, nb = n1 - n0;
+    if (mb <= 0 || nb <= 0) return;
+    int64_t mcap = mb < MC ? (mb + MR - 1) / MR * MR : MC;
+    int64_t ncap = nb < NC ? (nb + NR - 1) / NR * NR : NC;
+    int64_t kcap = j->k < KC ? j->k : KC;
+    /* B in place: small M, B's columns unit-stride (not transposed). */
+    bool b_direct = mb <= DIRECT_ROWS && j->bcs == 1;
+    /* + 8: pack_a_avx2's last store (MR < 8 lanes of it belong to the panel) */
+    float *buf = scratch((size_t)(mcap * kcap + 8 + (b_direct ? 0 : ncap * kcap)));
+    if (!buf) {
+        gemm_plain(j, m0, m1, n0, n1);
+        return;
+    }
+    float *pa = buf, *pb = buf + mcap * kcap + 8;
+    for (int64_t jc = n0; jc < n1; jc += NC) {
+        int64_t nc = n1 - jc < NC ? n1 - jc : NC;
+        for (int64_t pc = 0; pc < j->k; pc += KC) {
+            int64_t kc = j->k - pc < KC ? j->k - pc : KC;
+            float beta = pc == 0 ? j->beta : 1.0f;
+            const float *bsrc = j->b + pc * j->brs + jc * j->bcs;
+            if (!b_direct) pack_b(pb, bsrc, j->brs, j->bcs, kc, nc);
+            for (int64_t ic = m0; ic < m1; ic += MC) {
+                int64_t mc = m1 - ic < MC ? m1 - ic : MC;
+                pack_a(pa, j->a + ic * j->ars + pc * j->acs, j->ars, j->acs, mc, kc);
+                for (int64_t jr = 0; jr < nc; jr += NR) {
+                    int64_t nr = nc - jr < NR ? nc - jr : NR;
+                    const float *bp;
+                    int64_t ldb;
+                    float bt[KC * NR];
+                    if (!b_direct) bp = pb + jr * kc, ldb = NR;
+                    else if (nr == NR) bp = bsrc + jr, ldb = j->brs;
+                    else { /* the last, partial micro-panel: packed, zero-padded */
+                        pack_b(bt, bsrc + jr, j->brs, 1, kc, nr);
+                        bp = bt, ldb = NR;
+                    }
+                    for (int64_t ir = 0; ir < mc; ir += MR) {
+                        int64_t mr = mc - ir < MR ? mc - ir : MR;
+                        tile(j, kc, pa + ir * kc, bp, ldb, j->c + (ic + ir) * j->ldc + jc + jr,
+                             mr, nr, beta);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* ---- threads ---- */
+
+/* Thread t of n: its share of the columns (NR multiples) or rows (MR multiples). */
+static void gemm_worker(void *ud, int t, int n)
+{
+    const gemm_job *j = ud;
+    int64_t total = j->split_n ? j->n : j->m, unit = j->split_n ? NR : MR;
+    int64_t units = (total + unit - 1) / unit, per = units / n, extra = units % n;
+    int64_t lo = (t * per + (t < extra ? t : extra)) * unit;
+    int64_t hi = lo + (per + (t < extra)) * unit;
+    if (hi > total) hi = total;
+    if (j->split_n) gemm_block(j, 0, j->m, lo, hi);
+    else gemm_block(j, lo, hi, 0, j->n);
+}
+
+void rx_rt_gemm_ex(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                   const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                   int64_t ldc, bool threads)
+{
+    pthread_once(&kern_once, kern_choose);
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0 || alpha == 0.0f) { /* C = beta * C */
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t q = 0; q < n; q++)
+                c[i * ldc + q] = beta != 0.0f ? beta * c[i * ldc + q] : 0.0f;
+        return;
+    }
+    gemm_job j = {m, n, k, alpha, beta, a, b,
+                  trans_a ? 1 : lda, trans_a ? lda : 1, trans_b ? 1 : ldb, trans_b ? ldb : 1,
+                  c, ldc, kern_best, false};
+    int64_t ntiles = (n + NR - 1) / NR, mtiles = (m + MR - 1) / MR;
+    j.split_n = ntiles >= 4 || ntiles >= mtiles;
+    int id, nt;
+    rx_rt_parallel_id(&id, &nt);
+    /* Not inside a region already (a batch item, a conv band), and at least ~1 MFLOP:
+     * below that a second thread costs more than it saves. */
+    if (threads && nt == 1 && m * n * k >= (1 << 19)) rx_rt_parallel_for(gemm_worker, &j);
+    else gemm_block(&j, 0, m, 0, n);
+}
+
+void rx_rt_gemm(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a,
+                int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    (void)order;
+    rx_rt_gemm_ex(ta == 112, tb == 112, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, true);
+}
+
+rx_rt_sgemm_fn rx_rt_gemm_pick(rx_rt_sgemm_fn blas, int64_t m, int64_t n, int64_t k)
+{
+    pthread_once(&kern_once, kern_choose);
+    (void)n, (void)k;
+    switch (pick_mode) {
+    case PICK_OWN: return rx_rt_gemm;
+    case PICK_BLAS: return blas;
+    default: break;
+    }
+    /* auto: no BLAS stays the callers' "not available" error (the blas.* contract); the
+     * portable kernel and fewer than OWN_ROWS rows (decode's products: OpenBLAS's small-M
+     * path measured 1.1-1.3x faster on one thread at 16-32 rows) are the BLAS's; the
+     * rest is ours (docs/runtime.md has the measurements behind the rule). */
+    if (!blas || !have_avx2 || m < OWN_ROWS) return blas;
+    return rx_rt_gemm;
+}

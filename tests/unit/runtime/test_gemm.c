@@ -1,0 +1,184 @@
+/*
+ * test_gemm.c — the runtime's own sgemm (runtime/library_gemm.c) against a double-precision
+ * reference: ragged shapes (M, N, K not multiples of the 6x16 tile, K past one 256-deep
+ * block, N past one 2048-wide block, M past one 96-row block and under one micro-tile),
+ * the four transpose combinations, leading dimensions larger than the matrix (the gap
+ * holds NaN: reading it poisons the result), alpha / beta (beta 0 with a NaN-filled C:
+ * C must not be read), C's gap and the rows past M never written, on 1 and 2 threads
+ * (both the column and the row split); the per-call choice between it and the BLAS
+ * (rx_rt_gemm_pick). ctest runs it twice: with the CPU's best kernel and with
+ * RX_GEMM_KERNEL=portable (the C fallback).
+ */
+#include "rt_test.h"
+
+#include "../../../runtime/rt_int.h"
+
+#include <math.h>
+
+/* A deterministic pseudo-random value in [-1, 1). */
+static float rnd(uint32_t *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+/* A (rows x cols) matrix with row stride ld >= cols; the gap past cols is NaN. */
+static float *matrix(int64_t rows, int64_t cols, int64_t ld, uint32_t *s)
+{
+    float *m = malloc(sizeof(float) * (size_t)(rows * ld + 1));
+    ck_assert_ptr_nonnull(m);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < ld; j++) m[i * ld + j] = j < cols ? rnd(s) : NAN;
+    return m;
+}
+
+typedef struct gcase {
+    int64_t m, n, k;
+    bool ta, tb;
+    int64_t pad; /* extra elements in every leading dimension */
+    float alpha, beta;
+} gcase;
+
+/* Runs one case and checks every element of C (and that C's gap and an extra row past M
+ * keep their sentinel). */
+static void check_case(const gcase *g, bool threads)
+{
+    uint32_t s = (uint32_t)(g->m * 131 + g->n * 17 + g->k * 7 + g->ta * 3 + g->tb);
+    int64_t ar = g->ta ? g->k : g->m, ac = g->ta ? g->m : g->k; /* A as stored */
+    int64_t br = g->tb ? g->n : g->k, bc = g->tb ? g->k : g->n;
+    int64_t lda = ac + g->pad, ldb = bc + g->pad, ldc = g->n + g->pad;
+    float *a = matrix(ar, ac, lda, &s), *b = matrix(br, bc, ldb, &s);
+    float *c = malloc(sizeof(float) * (size_t)((g->m + 1) * ldc));
+    float *c0 = malloc(sizeof(float) * (size_t)((g->m + 1) * ldc));
+    ck_assert_ptr_nonnull(c);
+    ck_assert_ptr_nonnull(c0);
+    const float sentinel = 12345.0f;
+    for (int64_t i = 0; i < (g->m + 1) * ldc; i++) {
+        bool inside = i / ldc < g->m && i % ldc < g->n;
+        c0[i] = !inside ? sentinel : g->beta == 0.0f ? NAN : rnd(&s);
+    }
+    memcpy(c, c0, sizeof(float) * (size_t)((g->m + 1) * ldc));
+    rx_rt_gemm_ex(g->ta, g->tb, g->m, g->n, g->k, g->alpha, a, lda, b, ldb, g->beta, c, ldc,
+                  threads);
+    for (int64_t i = 0; i <= g->m; i++)
+        for (int64_t j = 0; j < ldc; j++) {
+            float got = c[i * ldc + j];
+            if (i == g->m || j >= g->n) {
+                ck_assert_msg(got == sentinel, "%lldx%lldx%lld ta=%d tb=%d: C[%lld][%lld] "
+                              "outside the product was written (%g)", (long long)g->m,
+                              (long long)g->n, (long long)g->k, g->ta, g->tb, (long long)i,
+                              (long long)j, (double)got);
+                continue;
+            }
+            double ref = 0.0, mag = 0.0;
+            for (int64_t p = 0; p < g->k; p++) {
+                double x = g->ta ? a[p * lda + i] : a[i * lda + p];
+                double y = g->tb ? b[j * ldb + p] : b[p * ldb + j];
+                ref += x * y;
+                mag += fabs(x * y);
+            }
+            ref *= g->alpha, mag *= fabs(g->alpha);
+            if (g->beta != 0.0f) {
+                ref += (double)g->beta * c0[i * ldc + j];
+                mag += fabs((double)g->beta * c0[i * ldc + j]);
+            }
+            ck_assert_msg(fabs(got - ref) <= 1e-5 * mag + 1e-6,
+                          "%lldx%lldx%lld ta=%d tb=%d pad=%lld alpha=%g beta=%g threads=%d: "
+                          "C[%lld][%lld] = %.8g, reference %.8g", (long long)g->m,
+                          (long long)g->n, (long long)g->k, g->ta, g->tb, (long long)g->pad,
+                          (double)g->alpha, (double)g->beta, threads, (long long)i,
+                          (long long)j, (double)got, ref);
+        }
+    free(a);
+    free(b);
+    free(c);
+    free(c0);
+}
+
+/* Shapes: (m, n, k). Ragged around the 6x16 tile, the 256-deep and 96-row blocks; one
+ * wider than the 2048-column block; ones large enough (>= 2^19 multiply-adds) to split
+ * over threads by columns (100x70x75) and, n under 4 tiles, by rows (200x20x140). */
+static const int64_t shapes[][3] = {
+    {1, 1, 1},    {5, 15, 3},   {6, 16, 8},    {7, 17, 9},    {13, 33, 31},
+    {1, 40, 300}, {12, 48, 256}, {97, 23, 257}, {100, 70, 75}, {200, 20, 140},
+    {3, 2100, 5}, {25, 37, 513},
+};
+
+START_TEST(test_gemm_shapes_transposes)
+{
+    /* _i: 0 one thread, 1 two threads */
+    rx_rt_err e = {0};
+    ck_assert_int_eq(rx_rt_set_threads(_i ? 2 : 1, &e), 0);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 4; t++) {
+            gcase g = {shapes[s][0], shapes[s][1], shapes[s][2], t & 1, t >> 1, 0, 1.0f, 0.0f};
+            check_case(&g, true);
+        }
+}
+END_TEST
+
+START_TEST(test_gemm_strides_alpha_beta)
+{
+    rx_rt_err e = {0};
+    ck_assert_int_eq(rx_rt_set_threads(_i ? 2 : 1, &e), 0);
+    const float ab[][2] = {{1.0f, 0.0f}, {-0.5f, 2.0f}, {2.0f, 1.0f}, {0.0f, -1.0f}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 4; t++) {
+            size_t v = (s + (size_t)t) % 4; /* every pair meets every shape's transposes */
+            gcase g = {shapes[s][0], shapes[s][1], shapes[s][2], t & 1, t >> 1,
+                       (int64_t)(3 + s % 5), ab[v][0], ab[v][1]};
+            check_case(&g, true);
+        }
+}
+END_TEST
+
+/* k = 0 and alpha = 0: C = beta * C (beta 0: zeros, C not read). */
+START_TEST(test_gemm_degenerate)
+{
+    gcase g0 = {7, 9, 0, false, false, 2, 1.0f, 0.0f}, g1 = {7, 9, 0, true, true, 0, 1.0f, 3.0f},
+          g2 = {20, 30, 40, false, true, 1, 0.0f, 0.5f};
+    check_case(&g0, true);
+    check_case(&g1, true);
+    check_case(&g2, true);
+    float c = 5.0f; /* m or n 0: nothing written */
+    rx_rt_gemm_ex(false, false, 0, 1, 1, 1.0f, &c, 1, &c, 1, 0.0f, &c, 1, true);
+    ck_assert(c == 5.0f);
+}
+END_TEST
+
+/* The choice per call: RX_GEMM unset (auto) gives the BLAS's sgemm to products of under
+ * 48 rows and to CPUs without AVX2+FMA, this one to the rest; no BLAS stays NULL (the
+ * blas.* "not available" error). */
+START_TEST(test_gemm_pick)
+{
+    ck_assert_ptr_null(getenv("RX_GEMM"));
+    rx_rt_sgemm_fn blas = rx_rt_sgemm();
+    ck_assert_ptr_nonnull(blas);
+    bool avx2 = strcmp(rx_rt_gemm_kernel(), "avx2+fma 6x16") == 0;
+    const char *want = getenv("RX_GEMM_KERNEL");
+    ck_assert_int_eq(avx2, !(want && strcmp(want, "portable") == 0) &&
+                               __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+    ck_assert(rx_rt_gemm_pick(blas, 1, 1024, 1024) == blas);
+    ck_assert(rx_rt_gemm_pick(blas, 47, 1024, 1024) == blas);
+    ck_assert(rx_rt_gemm_pick(blas, 48, 1024, 1024) == (avx2 ? rx_rt_gemm : blas));
+    ck_assert(rx_rt_gemm_pick(blas, 128, 64, 128) == (avx2 ? rx_rt_gemm : blas));
+    ck_assert(rx_rt_gemm_pick(NULL, 128, 1024, 1024) == NULL);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("gemm");
+    TCase *tc = tcase_create("gemm");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, test_gemm_shapes_transposes, 0, 2);
+    tcase_add_loop_test(tc, test_gemm_strides_alpha_beta, 0, 2);
+    tcase_add_test(tc, test_gemm_degenerate);
+    tcase_add_test(tc, test_gemm_pick);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
