@@ -28,8 +28,9 @@
  * were parallel over the batch loop, 1 at run time: rms_norm took 0.55 ms where ONNX
  * Runtime takes 0.11.
  *
- * The run becomes one nest, when the run holds a reduction or its first row extent is
- * symbolic (an elementwise nest over a batch that is often 1 at run time):
+ * The run becomes one nest, when the run holds a reduction or, with two row loops or
+ * more, its first row extent is symbolic (an elementwise nest over a batch that is
+ * often 1 at run time; with one row loop schedule.c makes that loop parallel anyway):
  *
  *   for g in range(E_1 * .. * E_p) (parallel):      r_j := g // S_j % E_j (LETs)
  *     nest 1's inner part, nest 2's inner part, ..   (in the original order)
@@ -205,6 +206,7 @@ typedef struct rbuild {
     const rx_svar *rows[MAX_ROWS]; /* the fused nest's row variables (nest 1's) */
     int p;
     int nlanes;                    /* reductions turned into lanes */
+    int nrow;                      /* per-row LETs made (their names: row0, row1, ..) */
 } rbuild;
 
 static rx_expr *bin(rbuild *B, rx_ekind k, rx_expr *x, rx_expr *y)
@@ -396,7 +398,8 @@ static rx_expr *hoist(rhoist *h, rx_expr *e)
     bool inner = rx_expr_uses_var(e, h->k) || rx_expr_uses_var(e, h->ki);
     if (!inner && costly(e) && h->n < 8 && !(e->kind == RX_E_LOAD && e->u.load.nidx == 0)) {
         rx_arena *a = h->B->a;
-        rx_svar *v = rx_svar_new(a, "row", (rx_dtype)e->dtype, RX_SV_LOOP, rx_module_new_id(h->B->m));
+        rx_svar *v = rx_svar_new(a, rx_arena_printf(a, "row%d", h->B->nrow++), (rx_dtype)e->dtype,
+                                 RX_SV_LOOP, rx_module_new_id(h->B->m));
         h->lets[h->n++] = rx_s_let(a, v, rx_expr_subst(a, e, h->rows), (rx_stmts){0});
         return rx_e_var(a, v);
     }
@@ -450,14 +453,10 @@ static int inner_part(rbuild *B, rnest *t, rx_stmt **out)
     return 1;
 }
 
-/* Nest k of the run with its row loop variables renamed to nest 1's (a copy with fresh
-   binders for k > 0), re-matched. */
+/* Nest k of the run copied with fresh binders, its row loop variables replaced by the
+   fused nest's (B->rows), re-matched. */
 static void renamed(rbuild *B, rrun *r, int k, rnest *out)
 {
-    if (k == 0) {
-        *out = r->n[0];
-        return;
-    }
     ft_copier c = {0};
     c.m = B->m;
     c.a = B->a;
@@ -473,6 +472,36 @@ static void renamed(rbuild *B, rrun *r, int k, rnest *out)
                      RX_LOOP_SERIAL, rx_stmts_one(B->a, s));
     bool ok = match_nest(s, out);
     (void)ok; /* the same shape by construction */
+    /* the copier gave the inner loop and its block iterator (one variable when the
+       block was relax-json's implicit one) fresh variables of the same name; the block
+       is explicit now (LETs, not loops, bind the rows), and an explicit iterator may
+       not shadow a loop variable: the loop's gets the suffix the rows' have */
+    rx_vmap vm = {0};
+    rx_iter *its = out->blk->u.block.iters;
+    for (int i = 0; i < r->p; i++)
+        if (its[i].var == B->rows[i]) { /* the row's LET variable itself: a new iterator */
+            rx_svar *iv = fresh_var(B, r->n[k].blk->u.block.iters[i].var->name);
+            rx_vmap_set(&vm, its[i].var, rx_e_var(B->a, iv));
+            its[i].var = iv;
+        }
+    rx_stmts *lists[2] = {&out->blk->u.block.init, &out->blk->u.block.body};
+    for (int l = 0; l < 2 && vm.keys.n; l++)
+        for (int j = 0; j < lists[l]->n; j++) {
+            const rx_stmt *st = lists[l]->items[j];
+            rx_expr **idx = RX_NEWN(B->a, rx_expr *, st->u.store.nidx > 0 ? st->u.store.nidx : 1);
+            for (int q = 0; q < st->u.store.nidx; q++)
+                idx[q] = rx_expr_subst(B->a, st->u.store.idx[q], &vm);
+            lists[l]->items[j] = rx_s_store(B->a, st->u.store.buf, idx, st->u.store.nidx,
+                                            rx_expr_subst(B->a, st->u.store.value, &vm));
+        }
+    out->st = out->blk->u.block.body.items[0];
+    rx_vmap_free(&vm);
+    if (out->q == r->p + 1) {
+        rx_stmt *in = (rx_stmt *)out->loops[r->p];
+        rx_svar *nv = fresh_var(B, rx_arena_printf(B->a, "%s_r", in->u.for_.var->name));
+        in->u.for_.var = nv;
+        out->blk->u.block.iters[r->p].bind = rx_e_var(B->a, nv);
+    }
 }
 
 /* The fused nest of run r (file essay). */
@@ -480,7 +509,10 @@ static rx_stmt *build_run(rbuild *B, rrun *r)
 {
     rx_arena *a = B->a;
     B->p = r->p;
-    for (int i = 0; i < r->p; i++) B->rows[i] = r->n[0].loops[i]->u.for_.var;
+    /* fresh row variables, named apart from the blocks' iterators (which keep the
+       loops' names: a LET of the same name would shadow them in relax-json) */
+    for (int i = 0; i < r->p; i++)
+        B->rows[i] = fresh_var(B, rx_arena_printf(a, "%s_r", r->n[0].loops[i]->u.for_.var->name));
     rx_stmt **parts = RX_NEWN(a, rx_stmt *, (size_t)r->m * LANE_STMTS);
     int np = 0;
     for (int k = 0; k < r->m; k++) {
@@ -520,8 +552,8 @@ static bool fits(rbuild *B, const rrun *r, const rnest *t)
 
 /* ---------------------------------------------------------------- the walk */
 
-/* True when run r is worth rewriting: it holds a reduction or starts with a symbolic
-   row extent; the inner loops are not tiny. */
+/* True when run r is worth rewriting: it holds a reduction, or it has two row loops
+   or more and starts with a symbolic one; the inner loops are not tiny. */
 static bool worth(const rrun *r)
 {
     bool reduce = false;
@@ -536,7 +568,8 @@ static bool worth(const rrun *r)
     bool inner = false;
     for (int k = 0; k < r->m; k++) inner |= r->n[k].q == r->p + 1;
     if (!inner) return false;
-    return reduce || !rx_expr_is_const(r->n[0].loops[0]->u.for_.extent, &e);
+    /* an elementwise run over one row loop is parallel over it already (schedule.c) */
+    return reduce || (r->p >= 2 && !rx_expr_is_const(r->n[0].loops[0]->u.for_.extent, &e));
 }
 
 /* The run starting at ss->items[i] (greedy: nests are added while they fit and keep
