@@ -15,7 +15,7 @@
  * Numerics: every scheduled kernel against the unscheduled kernel of the same function
  * (the serial order of O0) on the same seeded inputs, within 1e-6 relative to the
  * row's largest magnitude (the documented reassociation bound at these row lengths),
- * at row lengths with and without a tail (K % 32) and several row counts; rms_norm
+ * at row lengths with and without a tail (K % 16) and several row counts; rms_norm
  * and softmax (masked) also against float64 references computed here.
  */
 #include <math.h>
