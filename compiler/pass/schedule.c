@@ -46,8 +46,9 @@
  *
  * Matrix-vector nests are rewritten before, by the pipeline's step schedule_matvec
  * (rx_pass_schedule_matvec: schedule_matvec.c), which `--disable-pass schedule_matvec`
- * turns off. The pass (rx_pass_schedule_cpu) first tiles reduction nests
- * (schedule_tile.c), splits
+ * turns off. The pass (rx_pass_schedule_cpu) first fuses runs of row nests per row
+ * (schedule_rows.c: rms_norm, layer_norm, softmax; one parallel loop over the rows,
+ * reductions over vector lanes), tiles reduction nests (schedule_tile.c), splits
  * concat nests by field (schedule_concat.c) and tiles transposing copies
  * (schedule_copy.c), each of which
  * marks the parallel loop of each tiled nest itself; the parallel rule here then finds
@@ -413,8 +414,8 @@ int rx_schedule_nests(rx_module *m, rx_stmt *(*fn)(rx_module *, rx_stmt *))
 bool rx_pass_schedule_cpu(rx_module *m, rx_diags *d)
 {
     (void)d;
-    return rx_schedule_tile(m, NULL) && rx_schedule_concat(m, NULL) && rx_schedule_copy(m, NULL) &&
-           rx_schedule_cpu(m, NULL, NULL);
+    return rx_schedule_rows(m, NULL, NULL) && rx_schedule_tile(m, NULL) &&
+           rx_schedule_concat(m, NULL) && rx_schedule_copy(m, NULL) && rx_schedule_cpu(m, NULL, NULL);
 }
 
 bool rx_loop_independent(const rx_stmt *s)

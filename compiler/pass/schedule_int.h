@@ -32,6 +32,12 @@ bool rx_expr_loads(const rx_expr *e, const rx_buffer *b);
 rx_stmt *rx_schedule_concat_nest(rx_module *m, rx_stmt *s);
 rx_stmt *rx_schedule_copy_nest(rx_module *m, rx_stmt *s);
 
+/* Runs of row nests (row reductions and row-wise elementwise nests over the same row
+ * loops) fused per row, their reductions over vector lanes, the rows one parallel loop
+ * (schedule_rows.c's essay). *nruns and *nlanes (may be NULL) get the number of runs
+ * rewritten and of reductions given lanes. Never fails. */
+bool rx_schedule_rows(rx_module *m, int *nruns, int *nlanes);
+
 /* rx_schedule_cpu's loop kinds for the one top-level nest FOR s (schedule.c). */
 void rx_schedule_nest_kinds(rx_stmt *s, int *npar, int *nvec);
 

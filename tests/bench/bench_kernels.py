@@ -23,6 +23,15 @@ sides (the kernel's min_ms, memcpy's fastest call): on a shared machine, where o
 processes take the cores for milliseconds at a time, a median says more about the load
 than about the kernel, and the best of R of both sides is the steadier comparison.
 
+(e) Row operations (f32, a prefill's shapes, symbolic b and s run at b = 1 and s =
+--rows-s, default 128): nn.rms_norm and nn.layer_norm over (b, s, 1024), nn.softmax
+over (b, 16, s, s) alone and after an additive causal mask built from full + triu, and
+silu(g) * u over (b, s, 2816), at O2 (schedule_rows.c: each a run fused per row, its
+reductions over vector lanes, the rows one parallel loop). Bandwidth = bytes the kernel
+must move (inputs read once, the output written once) / time against memcpy of the
+output's bytes in this run; results within 1e-5 of float64 NumPy (relative to the
+output's largest magnitude).
+
 (d) Matrix-vector (decode's products): x (m, k), or (b, 1, k) with a symbolic b = m (a
 decode step's rows), times a weight stored (k, n) (matmul(x, w)) or (n, k) (matmul(x,
 permute_dims(w))), m = 1 and 16, k x n = 1024 x 2816, 2816 x
@@ -56,7 +65,7 @@ size, one repeat: a ctest that checks results, not timings.
 Programs are spawned without a shell. Output: one JSON object per line.
   bench_kernels.py [--smoke] [--threads T] [--repeat R] [--relaxc P] [--relax-run P]
                    [--elem-sizes N,N] [--mm-sizes MxKxN,...] [--sections elem,copy,...]
-                   [--mv-shapes KxN,...] [--mv-rows M,...]
+                   [--mv-shapes KxN,...] [--mv-rows M,...] [--rows-s S]
                    [--ops NAME,...]
 """
 import argparse
@@ -87,9 +96,12 @@ def parse_args():
     ap.add_argument("--mv-shapes", default="1024x2816,2816x1024,1024x1024",
                     help="matvec weights KxN (comma list)")
     ap.add_argument("--mv-rows", default="1,16", help="matvec row counts m (comma list)")
+    ap.add_argument("--rows-s", dest="rows_s", type=int, default=128,
+                    help="sequence length of the rows section")
     ap.add_argument("--ops", default="", help="only these elementwise ops and copies (comma list)")
-    ap.add_argument("--sections", default="elem,copy,matvec,matmul,own_gemm",
-                    help="which parts run (comma list of elem, copy, matvec, matmul, own_gemm)")
+    ap.add_argument("--sections", default="elem,copy,rows,matvec,matmul,own_gemm",
+                    help="which parts run (comma list of elem, copy, rows, matvec, matmul, "
+                         "own_gemm)")
     ap.add_argument("--relaxc", default=os.path.join(ROOT, "build-bench", "bin", "relaxc"))
     ap.add_argument("--relax-run", dest="relax_run",
                     default=os.path.join(ROOT, "build-bench", "bin", "relax-run"))
@@ -359,6 +371,86 @@ def bench_copies(tmp, batches, levels, repeat, smoke):
     return failed
 
 
+# ---------------------------------------------------------------- (e) row operations
+
+def rows_cases(s):
+    """(name, module, inputs, float64 reference fn, bytes moved, symbolic shapes)."""
+    rng = np.random.default_rng(5)
+    h, heads, inter = 1024, 16, 2816
+    x = rng.standard_normal((1, s, h)).astype(np.float32)
+    w = rng.standard_normal(h).astype(np.float32)
+    c = rng.standard_normal(h).astype(np.float32)
+    sc = (3 * rng.standard_normal((1, heads, s, s))).astype(np.float32)
+    g = rng.standard_normal((1, s, inter)).astype(np.float32)
+    u = rng.standard_normal((1, s, inter)).astype(np.float32)
+    d = lambda a: a.astype(np.float64)  # noqa: E731
+
+    def softmax(a):
+        e = np.exp(a - a.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    def fn(params, bindings):
+        main = {"kind": "relax", "params": params,
+                "body": {"blocks": [{"dataflow": True, "bindings": [
+                    {"var": v, "value": e} for v, e in bindings]}], "result": bindings[-1][0]}}
+        return {"format": "relax-json", "version": 1, "functions": {"main": main}}
+    xs, ss = ["b", "s", h], ["b", heads, "s", "s"]
+    f32 = lambda v: {"const": v, "dtype": "f32"}  # noqa: E731
+    sm = lambda a: ("r", {"op": "nn.softmax", "args": [a], "attrs": {"axis": -1}})  # noqa: E731
+    nb = x.size * 4
+    return [
+        ("rms_norm", fn([tensor("x", xs), tensor("w", [h])],
+                        [("r", {"op": "nn.rms_norm", "args": ["x", "w"],
+                                "attrs": {"axes": [-1], "epsilon": 1e-5}})]),
+         {"x": x, "w": w}, lambda: d(x) / np.sqrt((d(x) ** 2).mean(-1, keepdims=True) + 1e-5) * d(w),
+         2 * nb),
+        ("layer_norm", fn([tensor("x", xs), tensor("w", [h]), tensor("c", [h])],
+                          [("r", {"op": "nn.layer_norm", "args": ["x", "w", "c"],
+                                  "attrs": {"axes": [-1], "epsilon": 1e-5}})]),
+         {"x": x, "w": w, "c": c},
+         lambda: (d(x) - d(x).mean(-1, keepdims=True)) / np.sqrt(d(x).var(-1, keepdims=True) + 1e-5)
+         * d(w) + d(c), 2 * nb),
+        ("softmax", fn([tensor("x", ss)], [sm("x")]), {"x": sc}, lambda: softmax(d(sc)),
+         2 * sc.size * 4),
+        ("softmax_triu", fn([tensor("x", ss)], [
+            ("f", {"op": "full", "args": [{"shape": ["s", "s"]}, f32(-1e9)]}),
+            ("k", {"op": "triu", "args": ["f"], "attrs": {"k": 1}}),
+            ("a", {"op": "add", "args": ["x", "k"]}), sm("a")]),
+         {"x": sc}, lambda: softmax(d(sc) + np.triu(np.full((s, s), -1e9), 1)), 2 * sc.size * 4),
+        ("silu_mul", fn([tensor("g", ["b", "s", inter]), tensor("u", ["b", "s", inter])], [
+            ("a", {"op": "nn.silu", "args": ["g"]}), ("r", {"op": "multiply", "args": ["a", "u"]})]),
+         {"g": g, "u": u}, lambda: d(g) / (1 + np.exp(-d(g))) * d(u), 3 * g.size * 4),
+    ]
+
+
+def bench_rows(tmp, s, repeat):
+    failed = False
+    for name, mod, inputs, ref, moved in rows_cases(s):
+        if ARGS.ops and name not in ARGS.ops.split(","):
+            continue
+        if ARGS.smoke and name not in ("rms_norm", "softmax_triu"):
+            continue  # the smoke test's time: one reduction of each kind
+        want = ref()
+        rxa, build_ms = build(tmp, "rows_" + name, mod, 2)
+        got = run_outputs(tmp, rxa, inputs)
+        err = float(np.max(np.abs(got - want)) / (np.max(np.abs(want)) or 1.0)) \
+            if got.shape == want.shape else float("inf")
+        ok = err <= 1e-5
+        failed |= not ok
+        nb = want.size * 4
+        t1, t2 = memcpy_samples(nb, repeat)
+        copy_gbs = 2 * nb / min(statistics.median(t1), statistics.median(t2)) / 1e6
+        med, mn = bench(rxa, repeat, ["b=1", "s=%d" % s])
+        gbs = moved / med / 1e6
+        print(json.dumps({
+            "bench": "rows", "op": name, "s": s, "opt_level": 2, "ok": ok, "max_rel_err": err,
+            "median_ms": round(med, 4), "min_ms": round(mn, 4), "gbytes_per_s": round(gbs, 2),
+            "memcpy_gbs": round(copy_gbs, 2), "ratio": round(gbs / copy_gbs, 2),
+            "threads": ARGS.threads, "load": round(os.getloadavg()[0], 1),
+            "build_ms": round(build_ms, 1)}), flush=True)
+    return failed
+
+
 # ---------------------------------------------------------------- (d) matrix-vector
 
 def read_ms(nbytes, repeat):
@@ -527,6 +619,8 @@ def main():
         if "copy" in sections:
             failed |= bench_copies(tmp, [1] if ARGS.smoke else [1, 16],
                                    [0, 2] if ARGS.smoke else [0, 1, 2, 3], repeat, ARGS.smoke)
+        if "rows" in sections:
+            failed |= bench_rows(tmp, 24 if ARGS.smoke else ARGS.rows_s, repeat)
         if "matvec" in sections:
             mv = [(96, 80)] if ARGS.smoke else \
                 [tuple(int(v) for v in s.split("x")) for s in ARGS.mv_shapes.split(",")]

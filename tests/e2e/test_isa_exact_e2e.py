@@ -10,7 +10,9 @@ folds the ops on K in the loop-function interpreter, compiler/interp/tir_eval.c)
 level 2 with `--disable-pass canonicalize` (kernels compute them at run time). The
 level-2 artifacts run under relax-run twice, with RX_KERNEL_ISA=base and with the best
 ISA of this CPU (AVX-512 or AVX2 when the kernels were built by gcc 12+); every output
-must equal the O0 run's bit for bit, NaNs only as NaN (C leaves a NaN result's sign and
+must equal the O0 run's bit for bit (the two softmaxes, whose row sums level 2
+reassociates over vector lanes: O0's values within 1e-6 relative, and the two ISA runs'
+bits equal), NaNs only as NaN (C leaves a NaN result's sign and
 payload open: x86 takes them from an operand whose order the compiler may swap, and
 silu(NaN) at O2's vectorized baseline already had the other sign than at O0). The script also checks that level 2 emits exact
 versions for the exp kernels (`relaxc print --after codegen`) and no contracting ones.
@@ -29,6 +31,9 @@ from e2e_check import Checks, run, tools
 
 R, C = 37, 1037
 NOUT = 6
+# The softmaxes: at O2 their row sums run over vector lanes (compiler/pass/schedule_rows.c),
+# a reassociation, so they match O0 within 1e-6 relative, and each other bit for bit.
+REASSOCIATED = (0, 4)
 
 
 def const(a, dt):
@@ -103,14 +108,29 @@ def main():
         check(np.allclose(ref[2][2], np.exp(x[2]), rtol=1e-6) and
               np.allclose(ref[0][2], np.exp(x[2]) / np.exp(x[2]).sum(), rtol=1e-5),
               "O0 computes exp and softmax (NumPy, rtol 1e-6 / 1e-5)")
+        def bits_equal(a, b):
+            return a.dtype == b.dtype and a.shape == b.shape and bool(np.all(
+                (a.view(np.uint32) == b.view(np.uint32)) | (np.isnan(a) & np.isnan(b))))
+
         for label, args in (("O2", ["--opt-level", "2"]),
                             ("O2_nofold", ["--opt-level", "2", "--disable-pass", "canonicalize"])):
+            runs = {}
             for isa in ("base", None):
-                got = outputs(label, args, isa)
+                got = runs[isa] = outputs(label, args, isa)
                 for i, (a, b) in enumerate(zip(ref, got)):
-                    same = a.dtype == b.dtype and a.shape == b.shape and bool(np.all(
-                        (a.view(np.uint32) == b.view(np.uint32)) | (np.isnan(a) & np.isnan(b))))
-                    check(same, "%s RX_KERNEL_ISA=%s out%d: O0's bits" % (label, isa or "(best)", i))
+                    if i in REASSOCIATED:
+                        # O2's row sum over vector lanes (schedule_rows.c): O0's values
+                        # within the documented bound, not its bits
+                        same = a.shape == b.shape and bool(np.all(
+                            (np.abs(a - b) <= 1e-6 * np.maximum(np.abs(a), 1e-30) + 1e-12) |
+                            (np.isnan(a) & np.isnan(b))))
+                        what = "O0's values within 1e-6"
+                    else:
+                        same, what = bits_equal(a, b), "O0's bits"
+                    check(same, "%s RX_KERNEL_ISA=%s out%d: %s" % (label, isa or "(best)", i, what))
+            for i in REASSOCIATED:
+                check(bits_equal(runs["base"][i], runs[None][i]),
+                      "%s out%d: the ISA versions' bits equal" % (label, i))
     return checks.done()
 
 

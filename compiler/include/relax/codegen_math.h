@@ -9,7 +9,11 @@
  *                   r = x - n ln 2 in two parts (Cody-Waite), Cephes' degree-6
  *                   polynomial for e^r, then two exact scalings by powers of two (a
  *                   subnormal result is rounded once; n halved by a floor). The clamp
- *                   of x to [-104, 89] and its selects work on the bits, so there is
+ *                   of x to 89 above, and below -104 (where e^x rounds to +0) e^0
+ *                   computed and +0 selected instead (a scaling to +0 through the
+ *                   subnormal range took a microcode assist per lane: a softmax after a
+ *                   causal mask, half its exps at -1e9, ran 2x slower than without the
+ *                   mask), and its selects work on the bits, so there is
  *                   no branch and no floating-point comparison (which gcc does not
  *                   if-convert under the default trapping math): it vectorizes inside
  *                   `omp simd` loops,
@@ -84,7 +88,7 @@
         uint32_t hi = 0u - (uint32_t)(xb - 0x42b20001u < 0x7f800000u - 0x42b20000u);      \
         xb = (xb & ~hi) | (0x42b20000u & hi);                                             \
         uint32_t lo = 0u - (uint32_t)(xb - 0xc2d00001u < 0xff800000u - 0xc2d00000u);      \
-        xb = (xb & ~lo) | (0xc2d00000u & lo);                                             \
+        xb &= ~lo; /* below -104: e^0 computed, then +0 selected (no underflow) */       \
         float xc;                                                                         \
         memcpy(&xc, &xb, 4);                                                              \
         RX_EXPF_REDUCE_(xc)                                                               \
@@ -100,7 +104,12 @@
         float s1, s2;                                                                     \
         memcpy(&s1, &b1, 4);                                                              \
         memcpy(&s2, &b2, 4);                                                              \
-        return y * s1 * s2;                                                               \
+        float e = y * s1 * s2;                                                            \
+        uint32_t eb;                                                                      \
+        memcpy(&eb, &e, 4);                                                               \
+        eb &= ~lo;                                                                        \
+        memcpy(&e, &eb, 4);                                                               \
+        return e;                                                                         \
     }
 
 /* e^x for x in [-87, 88] only (a normal result), the same steps as RX_EXPF_SOURCE without

@@ -1,0 +1,299 @@
+/*
+ * test_schedule_rowred.c — the row-reduction schedule (compiler/pass/schedule_rows.c):
+ * rms_norm, layer_norm and softmax (with and without a causal mask) fused per row, their
+ * reductions over vector lanes, the rows one parallel loop.
+ *
+ * Structure (each formulation built with rx_build_module up to lift_workspace at opt
+ * level 2, no library, then rx_schedule_rows): the number of runs rewritten and of
+ * reductions given lanes, and the shape of the result: one top-level parallel loop over
+ * the rows, no reduction block left, a *_lanes local buffer per reduction. Formulations:
+ * nn.rms_norm; the exported RMSNorm (power(x, 2), mean, add, sqrt, divide, multiply:
+ * simplify.c rewrites the spellings, fusion makes a run of it); nn.layer_norm;
+ * nn.softmax; softmax after an additive causal mask from full + triu, and after a
+ * where(i >= j) mask. Not rewritten: a matmul (schedule_tile.c's register tiles take
+ * it), a sum over a non-last axis (not contiguous along the reduction).
+ * Numerics: every scheduled kernel against the unscheduled kernel of the same function
+ * (the serial order of O0) on the same seeded inputs, within 1e-6 relative to the
+ * row's largest magnitude (the documented reassociation bound at these row lengths),
+ * at row lengths with and without a tail (K % 16) and several row counts; rms_norm
+ * and softmax (masked) also against float64 references computed here.
+ */
+#include <math.h>
+
+#include "kernel_run.h"
+#include "../rx_check.h"
+
+#include "../../../compiler/pass/schedule_int.h"
+
+#define TS(...) "{'tensor':{'shape':[" __VA_ARGS__ "],'dtype':'f32'}}"
+#define P(name, type) "{'name':'" name "','type':" type "}"
+#define B(var, value) "{'var':'" var "','value':" value "}"
+#define FN(name, params, binds, res)                                                       \
+    "'" name "':{'kind':'relax','params':[" params "],'body':{'blocks':[{'dataflow':true," \
+    "'bindings':[" binds "]}],'result':'" res "'}}"
+#define X3 P("x", TS("'b','s',40"))
+#define W1 P("w", TS("40"))
+#define SC P("x", TS("'b',4,'s','s'"))
+#define C1(v) "{'const':" v ",'dtype':'f32'}"
+
+static const char MODULE[] =
+    "{'format':'relax-json','version':1,'functions':{"
+    FN("rms", X3 "," W1,
+       B("r", "{'op':'nn.rms_norm','args':['x','w'],'attrs':{'axes':[-1],'epsilon':1e-5}}"), "r") ","
+    FN("rms_pt", X3 "," W1,
+       B("p", "{'op':'power','args':['x'," C1("2.0") "]}") ","
+       B("m", "{'op':'mean','args':['p'],'attrs':{'axis':[-1],'keepdims':true}}") ","
+       B("e", "{'op':'add','args':['m'," C1("1e-5") "]}") ","
+       B("q", "{'op':'sqrt','args':['e']}") ","
+       B("d", "{'op':'divide','args':['x','q']}") ","
+       B("r", "{'op':'multiply','args':['d','w']}"), "r") ","
+    FN("ln", X3 "," W1 "," P("c", TS("40")),
+       B("r", "{'op':'nn.layer_norm','args':['x','w','c'],'attrs':{'axes':[-1],'epsilon':1e-5}}"), "r") ","
+    FN("sm", SC, B("r", "{'op':'nn.softmax','args':['x'],'attrs':{'axis':-1}}"), "r") ","
+    FN("sm_triu", SC,
+       B("f", "{'op':'full','args':[{'shape':['s','s']}," C1("-1e9") "]}") ","
+       B("k", "{'op':'triu','args':['f'],'attrs':{'k':1}}") ","
+       B("a", "{'op':'add','args':['x','k']}") ","
+       B("r", "{'op':'nn.softmax','args':['a'],'attrs':{'axis':-1}}"), "r") ","
+    FN("sm_where", SC,
+       B("i", "{'op':'arange','args':[],'attrs':{'end':'s','dtype':'i64'}}") ","
+       B("ir", "{'op':'reshape','args':['i',{'shape':['s',1]}]}") ","
+       B("c", "{'op':'greater_equal','args':['ir','i']}") ","
+       B("a", "{'op':'where','args':['c','x'," C1("-1e9") "]}") ","
+       B("r", "{'op':'nn.softmax','args':['a'],'attrs':{'axis':-1}}"), "r") ","
+    FN("mm", P("x", TS("'s',64")) "," P("w", TS("64,48")),
+       B("r", "{'op':'matmul','args':['x','w']}"), "r") ","
+    FN("sum1", X3, B("r", "{'op':'sum','args':['x'],'attrs':{'axis':[1]}}"), "r")
+    "}}";
+
+static rx_module *fused(void)
+{
+    return fused_module(MODULE);
+}
+
+/* The loop function of graph function g, scheduled by rx_schedule_rows alone in a
+ * module of its own: *runs, *lanes its counts. */
+typedef struct rshape {
+    int par_top;      /* top-level parallel FORs */
+    int reduce_blks;  /* blocks with a reduce iterator left */
+    int lanes_bufs;   /* *_lanes allocations */
+} rshape;
+
+static void swalk(const rx_stmts *ss, rshape *r, int depth)
+{
+    for (int i = 0; i < ss->n; i++) {
+        const rx_stmt *s = ss->items[i];
+        switch ((rx_skind)s->kind) {
+        case RX_S_FOR:
+            r->par_top += depth == 0 && s->u.for_.loop_kind == RX_LOOP_PARALLEL;
+            swalk(&s->u.for_.body, r, depth + 1);
+            break;
+        case RX_S_BLOCK:
+            for (int k = 0; k < s->u.block.niters; k++)
+                r->reduce_blks += s->u.block.iters[k].kind == RX_ITER_REDUCE;
+            swalk(&s->u.block.body, r, depth);
+            break;
+        case RX_S_LET: swalk(&s->u.let.body, r, depth); break;
+        case RX_S_IF:
+            swalk(&s->u.if_.then_s, r, depth);
+            swalk(&s->u.if_.else_s, r, depth);
+            break;
+        case RX_S_ALLOC: {
+            const char *nm = s->u.alloc.buf->name;
+            size_t n = strlen(nm);
+            r->lanes_bufs += n >= 6 && !strcmp(nm + n - 6, "_lanes");
+            break;
+        }
+        default: break;
+        }
+    }
+}
+
+/* The loop functions graph function g calls, in order (at most 4). */
+static int kernels_of(const rx_module *m, const char *g, rx_func **out)
+{
+    const rx_func *f = rx_module_find(m, g);
+    ck_assert_ptr_nonnull(f);
+    int n = 0;
+    const rx_block *bl = f->body->blocks[0];
+    for (int i = 0; i < bl->nbindings && n < 4; i++) {
+        const rx_node *v = bl->bindings[i].value;
+        if (v->kind == RX_N_CALL && v->call_kind == RX_CALL_TIR) out[n++] = v->u.call.callee->u.global.fn;
+    }
+    return n;
+}
+
+static rshape shape_of(const rx_module *m, const char *g)
+{
+    rx_func *k[4];
+    int n = kernels_of(m, g, k);
+    rshape r = {0};
+    for (int i = 0; i < n; i++) swalk(&k[i]->tbody, &r, 0);
+    return r;
+}
+
+START_TEST(fires_on_formulations)
+{
+    rx_module *m = fused();
+    int runs = -1, lanes = -1;
+    ck_assert(rx_schedule_rows(m, &runs, &lanes));
+    /* rms 1 run (1 lane reduction); rms_pt 2: the sum and mean over (b, s, 1) rows, then
+       the normalize over (b, s) rows (its load m[i0, i1, 0] is not at a row iterator:
+       not fused); ln 1 (2: sum, variance); sm, sm_triu, sm_where 1 each (2: max, sum);
+       mm and sum1 none */
+    ck_assert_int_eq(runs, 7);
+    ck_assert_int_eq(lanes, 10);
+    static const struct { const char *g; int lanes, par; } want[] = {
+        {"rms", 1, 1}, {"rms_pt", 1, 2}, {"ln", 2, 1}, {"sm", 2, 1}, {"sm_triu", 2, 1},
+        {"sm_where", 2, 1}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        rshape r = shape_of(m, want[i].g);
+        ck_assert_msg(r.par_top == want[i].par, "%s: %d top-level parallel loops", want[i].g,
+                      r.par_top);
+        ck_assert_msg(r.reduce_blks == 0, "%s: %d reduction blocks left", want[i].g, r.reduce_blks);
+        ck_assert_msg(r.lanes_bufs == want[i].lanes, "%s: %d lanes buffers", want[i].g,
+                      r.lanes_bufs);
+    }
+    const char *const not[] = {"mm", "sum1"};
+    for (int i = 0; i < 2; i++) {
+        rshape r = shape_of(m, not[i]);
+        ck_assert_msg(r.par_top == 0 && r.lanes_bufs == 0 && r.reduce_blks == 1,
+                      "%s: rewritten (%d parallel, %d lanes)", not[i], r.par_top, r.lanes_bufs);
+    }
+    rx_module_free(m);
+}
+END_TEST
+
+/* The largest |v| of buffer k of run r (floats). */
+static double max_abs(const kr_run *r, int k)
+{
+    const float *p = (const float *)r->buf[k];
+    double m = 0;
+    for (size_t i = 0; i < r->bytes[k] / 4; i++) m = fmax(m, fabs(p[i]));
+    return m;
+}
+
+/* Buffers of u and s agree within rel * (1 + max |u's buffer|). */
+static void close_runs(const kr_run *u, const kr_run *s, double rel, const char *what)
+{
+    ck_assert_int_eq(u->nbuf, s->nbuf);
+    for (int k = 0; k < u->nbuf; k++) {
+        ck_assert(u->bytes[k] == s->bytes[k]);
+        const float *a = (const float *)u->buf[k], *b = (const float *)s->buf[k];
+        double tol = rel * (1 + max_abs(u, k));
+        for (size_t i = 0; i < u->bytes[k] / 4; i++)
+            ck_assert_msg((isnan(a[i]) && isnan(b[i])) || fabs((double)a[i] - (double)b[i]) <= tol, "%s: buffer %d [%zu]: %.9g vs %.9g",
+                          what, k, i, (double)a[i], (double)b[i]);
+    }
+}
+
+/* float64 rms_norm of run r's x (buffer 0, rows x 40) and w (buffer 1) against the
+   output (buffer 2). */
+static void check_rms(const kr_run *r, int64_t rows, const char *what)
+{
+    const float *x = (const float *)r->buf[0], *w = (const float *)r->buf[1],
+                *y = (const float *)r->buf[2];
+    for (int64_t i = 0; i < rows; i++) {
+        double ss = 0;
+        for (int k = 0; k < 40; k++) ss += (double)x[i * 40 + k] * x[i * 40 + k];
+        double inv = 1 / sqrt(ss / 40 + 1e-5);
+        for (int k = 0; k < 40; k++) {
+            double want = x[i * 40 + k] * inv * w[k];
+            ck_assert_msg(fabs(y[i * 40 + k] - want) <= 1e-5 * (1 + fabs(want)), "%s [%lld, %d]: %g vs %g",
+                          what, (long long)i, k, (double)y[i * 40 + k], want);
+        }
+    }
+}
+
+/* float64 softmax of run r's scores (buffer `in`, rows of s) against buffer `out`;
+   the row index within a (s, s) plane is the query position i. mask 1: the scores
+   plus mv above the diagonal (full + triu), 2: mv where i < j (where); mv is the
+   kernel's 0-d constant buffer (seeded like every input). */
+static void check_softmax(const kr_run *r, int in, int out, int64_t rows, int64_t s, int mask,
+                          double mv, const char *what)
+{
+    const float *x = (const float *)r->buf[in], *y = (const float *)r->buf[out];
+    for (int64_t i = 0; i < rows; i++) {
+        double mx = -INFINITY, sum = 0, v[64];
+        ck_assert_int_le(s, 64);
+        for (int64_t j = 0; j < s; j++) {
+            bool above = j > i % s;
+            v[j] = mask == 2 && above ? mv : x[i * s + j] + (mask == 1 && above ? mv : 0.0);
+            mx = fmax(mx, v[j]);
+        }
+        for (int64_t j = 0; j < s; j++) sum += exp(v[j] - mx);
+        for (int64_t j = 0; j < s; j++) {
+            double want = exp(v[j] - mx) / sum;
+            ck_assert_msg(fabs(y[i * s + j] - want) <= 1e-6 + 1e-5 * want, "%s [%lld, %lld]: %g vs %g",
+                          what, (long long)i, (long long)j, (double)y[i * s + j], want);
+        }
+    }
+}
+
+/* The index of the buffer parameter of f named n. */
+static int buf_index(const rx_func *f, const char *n)
+{
+    int k = 0;
+    for (int i = 0; i < f->ntparams; i++) {
+        if (!f->tparams[i].buf) continue;
+        if (!strcmp(f->tparams[i].buf->name, n)) return k;
+        k++;
+    }
+    ck_abort_msg("%s: no buffer %s", f->name, n);
+    return -1;
+}
+
+START_TEST(numerics)
+{
+    rx_module *mu = fused(), *ms = fused();
+    ck_assert(rx_schedule_rows(ms, NULL, NULL));
+    ck_assert(rx_schedule_cpu(ms, NULL, NULL));
+    void *hu = kr_load(mu, NULL), *hs = kr_load(ms, NULL);
+    const char *const names[] = {"b", "s"};
+    static const int64_t shapes[][2] = {{1, 1}, {1, 37}, {3, 32}, {2, 64}};
+    const char *const gs[] = {"rms", "rms_pt", "ln", "sm", "sm_triu", "sm_where"};
+    for (size_t g = 0; g < sizeof gs / sizeof gs[0]; g++)
+        for (size_t v = 0; v < sizeof shapes / sizeof shapes[0]; v++) {
+            rx_func *ku[4], *ks[4];
+            int n = kernels_of(mu, gs[g], ku);
+            ck_assert_int_eq(kernels_of(ms, gs[g], ks), n);
+            for (int k = 0; k < n; k++) {
+                char what[80];
+                snprintf(what, sizeof what, "%s/%s b=%lld s=%lld", gs[g], ku[k]->name,
+                         (long long)shapes[v][0], (long long)shapes[v][1]);
+                kr_run ru, rs;
+                int nv = ku[k]->nsvars;
+                kr_exec(hu, ku[k], names, shapes[v], nv < 2 ? 2 : nv, 11 + v, &ru);
+                kr_exec(hs, ks[k], names, shapes[v], nv < 2 ? 2 : nv, 11 + v, &rs);
+                close_runs(&ru, &rs, 1e-6, what);
+                int64_t rows = shapes[v][0] * shapes[v][1];
+                if (g == 0) check_rms(&rs, rows, what);
+                if (g >= 3 && ks[k]->ntparams >= 3) {
+                    int in = buf_index(ks[k], "x"), out = in + 1;
+                    while (out < rs.nbuf && rs.bytes[out] != rs.bytes[in]) out++; /* the result */
+                    ck_assert_int_lt(out, rs.nbuf);
+                    double mv = 0;
+                    for (int q = 0; q < rs.nbuf; q++)
+                        if (rs.bytes[q] == 4) mv = *(const float *)rs.buf[q]; /* c0 */
+                    check_softmax(&rs, in, out, rows * 4, shapes[v][1], g - 3, mv, what);
+                }
+                kr_free(&ru);
+                kr_free(&rs);
+            }
+        }
+    kr_unload_pair(hu, hs, mu, ms);
+}
+END_TEST
+
+static Suite *rowred_suite(void)
+{
+    Suite *s = suite_create("schedule_rowred");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 240);
+    tcase_add_test(tc, fires_on_formulations);
+    tcase_add_test(tc, numerics);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return rx_check_run(rowred_suite()); }
