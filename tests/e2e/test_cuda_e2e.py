@@ -165,14 +165,15 @@ class Cuda:
 
     @staticmethod
     def launches(data):
-        """The number of launch records of a LAUNCH section (docs/artifact.md)."""
+        """The number of kernel launch records of a LAUNCH section (docs/artifact.md): a
+        host-loop record (schedule 3) launches nothing itself."""
         nk, pos, total = struct.unpack_from("<I", data, 0)[0], 4, 0
         for _ in range(nk):
             nl = struct.unpack_from("<I", data, pos)[0]
             pos += 4
-            total += nl
             for _ in range(nl):
                 ln = struct.unpack_from("<I", data, pos)[0]
+                total += struct.unpack_from("<I", data, pos + 4 + ln)[0] != 3
                 pos += 4 + ln + 16
                 ntok = struct.unpack_from("<I", data, pos)[0]
                 pos += 4
