@@ -10,7 +10,7 @@ on the same .onnx file) and PyTorch eager, same inputs, same run, 2 threads each
             s 128 (rotary, repeat_kv, RMSNorm with casts, SiLU MLP)
   vit       ViT-S block: d 384, patch 16, 224x224 image (patch Conv2d, class token,
             nn.MultiheadAttention, Linear head)
-  t5        T5-style attention: d 512, 8 heads, 32 buckets, s 128
+  t5        T5-style attention: d 512, 8 heads, 8 buckets, s 128
 
 Each prints one JSON line: relax_ms, ort_ms, torch_ms (medians of --repeat calls after
 warm-ups), relax/ORT and relax/torch (goal <= 1.0) and the max |diff| of relax's and
@@ -64,7 +64,7 @@ def blocks(quick):
     return {"gpt2": (lambda: tb.GPT2Block(d=768, h=12, n_ctx=1024), (1, 128, 768)),
             "llama": (lambda: tb.LlamaBlock(d=1024, h=16, kvh=4, inter=2816), (1, 128, 1024)),
             "vit": (lambda: tb.ViTBlock(d=384, p=16, img=224), (1, 3, 224, 224)),
-            "t5": (lambda: tb.T5Attention(d=512, h=8, buckets=32), (1, 128, 512))}
+            "t5": (lambda: tb.T5Attention(d=512, h=8, buckets=8), (1, 128, 512))}
 
 
 def sh(argv, env=None):
