@@ -21,16 +21,11 @@
 #include <math.h>
 
 #include "kernel_run.h"
+#include "module_text.h"
 #include "../rx_check.h"
 
 #include "../../../compiler/pass/schedule_int.h"
 
-#define TS(...) "{'tensor':{'shape':[" __VA_ARGS__ "],'dtype':'f32'}}"
-#define P(name, type) "{'name':'" name "','type':" type "}"
-#define B(var, value) "{'var':'" var "','value':" value "}"
-#define FN(name, params, binds, res)                                                       \
-    "'" name "':{'kind':'relax','params':[" params "],'body':{'blocks':[{'dataflow':true," \
-    "'bindings':[" binds "]}],'result':'" res "'}}"
 #define X3 P("x", TS("'b','s',40"))
 #define W1 P("w", TS("40"))
 #define SC P("x", TS("'b',4,'s','s'"))
