@@ -27,7 +27,9 @@ rx_dev *rx_dev_open(int32_t dl_type, int32_t id, rx_rt_err *err)
 
 void rx_dev_close(rx_dev *d)
 {
-    if (d) d->ops->close(d);
+    if (!d) return;
+    rx_dev_buf_flush(d); /* the cached buffers of freed storages (device_cache.c) */
+    d->ops->close(d);
 }
 
 int32_t rx_dev_type_of_target(const char *kind)

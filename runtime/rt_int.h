@@ -488,9 +488,13 @@ void rx_rt_kernels_unload(rx_rt_module *m);
 
 /* Runs function fn with args (ownership of the values stays with the caller; they are
  * retained as needed). On success stores the result in *ret (caller releases) and
- * returns 0; on failure -1 with err. Adds the calls it made to *kernels and *libcalls. */
+ * returns 0; on failure -1 with err. Adds the calls it made to *kernels and *libcalls.
+ * A GPU module's arguments may be device tensors (used in place); its results come
+ * back to the host unless dev_out (rx_rt_bench's resident inputs: then they stay in
+ * device memory, valid until the module's next call, which may reuse their storage). */
 int rx_vm_run(rx_rt_module *m, uint32_t fn, const rx_vm_value *args, uint32_t nargs,
-              rx_vm_value *ret, int64_t *kernels, int64_t *libcalls, rx_rt_err *err);
+              bool dev_out, rx_vm_value *ret, int64_t *kernels, int64_t *libcalls,
+              rx_rt_err *err);
 
 /* ---- devices (device.c): what the device backends share ---- */
 
@@ -500,6 +504,16 @@ rx_dev *rx_dev_alloc(const char *api, int32_t id, size_t impl_size, rx_rt_err *e
 
 /* Frees d->impl and d (what a backend's close does last). */
 void rx_dev_free_shell(rx_dev *d);
+
+/* Device buffers of storages, through the cache of freed ones (device_cache.c): a
+ * buffer of at least n bytes (a cached one, else the device's alloc; on failure the
+ * cache is flushed and the alloc tried again), 0 or -1 with err; giving one back (n:
+ * the bytes asked for when it was taken), kept for reuse or freed; freeing every cached
+ * buffer of dev (before it closes); the bytes cached for dev. */
+int rx_dev_buf_alloc(rx_dev *dev, size_t n, rx_dev_buf **out, rx_rt_err *err);
+void rx_dev_buf_release(rx_dev *dev, rx_dev_buf *b, size_t n);
+void rx_dev_buf_flush(rx_dev *dev);
+size_t rx_dev_buf_cached(const rx_dev *dev);
 /* RX_HAVE_CL: the OpenCL headers were there at build time (device_opencl.c, clblast.c
  * fall back to "not built" errors without them). */
 #if defined(__has_include)

@@ -106,7 +106,7 @@ static rx_rt_storage *storage_dev(rx_rt_ctx *ctx, rx_dev *dev, size_t nbytes, bo
         s->split = true;
         return s;
     }
-    if (dev->ops->alloc(dev, nbytes, &b, err)) {
+    if (rx_dev_buf_alloc(dev, nbytes, &b, err)) {
         free(s);
         return NULL;
     }
@@ -151,7 +151,7 @@ void rx_rt_storage_release(rx_rt_storage *s)
         for (int i = 0; i < s->nsegs; i++) rx_rt_storage_release(s->segs[i].st);
         free(s->segs);
     } else if (s->kind == RX_STORAGE_DEV) {
-        s->dev->ops->free(s->dev, s->data);
+        rx_dev_buf_release(s->dev, s->data, s->nbytes);
         rx_rt_pool_uncharge(&s->ctx->pool, s->nbytes, 0);
     } else {
         free(s->data);

@@ -707,7 +707,7 @@ fail:
 }
 
 int rx_vm_run(rx_rt_module *m, uint32_t fn, const rx_vm_value *args, uint32_t nargs,
-              rx_vm_value *ret, int64_t *kernels, int64_t *libcalls, rx_rt_err *err)
+              bool dev_out, rx_vm_value *ret, int64_t *kernels, int64_t *libcalls, rx_rt_err *err)
 {
     rx_rt_err dummy;
     vm V;
@@ -745,7 +745,7 @@ int rx_vm_run(rx_rt_module *m, uint32_t fn, const rx_vm_value *args, uint32_t na
             rx_rt_err e;
             rx_rt_gpu_graph_abort(m, &V.graph);
             int frc = rx_rt_gpu_finish(m, &e);
-            if (rc == 0 && (frc || rx_rt_gpu_move(m, ret, false, &e))) {
+            if (rc == 0 && (frc || (!dev_out && rx_rt_gpu_move(m, ret, false, &e)))) {
                 snprintf(V.err->msg, sizeof V.err->msg, "%.100s: %.400s", f->name, e.msg);
                 rx_vm_value_release(ret);
                 rc = -1;

@@ -76,9 +76,13 @@ enum { STATUS_INTS = 8 }; /* state, kernel, axis, index lo/hi, extent lo/hi, spa
  * pc `site`, or its parameter -1 - site. */
 typedef struct gr_keep {
     uint32_t fn;
-    int64_t site;
+    int64_t site;      /* ALLOC_STORAGE's pc; -1 - i: argument i uploaded; GR_DEV_ARG - i:
+                          argument i given in device memory (st is the caller's storage) */
     rx_rt_storage *st;
+    uint64_t off;      /* GR_DEV_ARG sites: the argument's byte offset in st */
 } gr_keep;
+
+#define GR_DEV_ARG (INT64_MIN / 2)
 
 enum { GR_MAX_KEY = 16 };
 
@@ -524,7 +528,7 @@ static rx_rt_storage *kept(rx_rt_module *m, uint32_t fn, int64_t site, size_t by
             g->keep = nk, g->capkeep = cap;
         }
         k = &g->keep[g->nkeep++];
-        *k = (gr_keep){fn, site, NULL};
+        *k = (gr_keep){fn, site, NULL, 0};
     } else {
         rx_rt_storage_release(k->st);
     }
@@ -569,9 +573,41 @@ rx_rt_storage *rx_rt_gpu_storage(rx_rt_module *m, rx_rt_graph_call *gc, int64_t 
     return rx_rt_storage_dev(m->ctx, m->gpu->dev, bytes, err);
 }
 
+/* Argument i of gc's function given in device memory (rx_rt_bench's resident inputs):
+ * captured graphs hold its address, so a different storage or offset than the last
+ * call's bumps the epoch (every graph is captured again). */
+static int note_dev_arg(rx_rt_module *m, rx_rt_graph_call *gc, uint32_t i, const rx_rt_tensor *t,
+                        rx_rt_err *err)
+{
+    rx_rt_gpu *g = m->gpu;
+    int64_t site = GR_DEV_ARG - (int64_t)i;
+    gr_keep *k = NULL;
+    for (size_t j = 0; j < g->nkeep && !k; j++)
+        if (g->keep[j].fn == gc->fn && g->keep[j].site == site) k = &g->keep[j];
+    if (k && k->st->data == t->storage->data && k->off == t->dl.byte_offset) return 0;
+    if (!k) {
+        if (g->nkeep == g->capkeep) {
+            size_t cap = g->capkeep ? 2 * g->capkeep : 16;
+            gr_keep *nk = realloc(g->keep, cap * sizeof *nk);
+            if (!nk) return rx_rt_fail(err, "out of memory");
+            g->keep = nk, g->capkeep = cap;
+        }
+        k = &g->keep[g->nkeep++];
+        *k = (gr_keep){gc->fn, site, NULL, 0};
+    } else {
+        rx_rt_storage_release(k->st);
+    }
+    rx_rt_storage_retain(t->storage);
+    k->st = t->storage;
+    k->off = t->dl.byte_offset;
+    g->epoch++;
+    return 0;
+}
+
 int rx_rt_gpu_move_arg(rx_rt_module *m, rx_rt_graph_call *gc, uint32_t i, rx_vm_value *v,
                        rx_rt_err *err)
 {
+    if (gc->held && rx_rt_on_device(v)) return note_dev_arg(m, gc, i, v->u.t, err);
     if (!gc->held || v->kind != RX_V_TENSOR || rx_rt_on_device(v))
         return rx_rt_gpu_move(m, v, true, err);
     const DLTensor *dl = &v->u.t->dl;

@@ -135,6 +135,11 @@ typedef struct rx_gpu_red {
                                R x R block of outputs; the group's block is tile R) */
     const rx_expr *vec;     /* matvec: y as a load whose four adjacent columns are
                                adjacent elements (float4/vec4 loads), else NULL */
+    bool kdot;              /* matvec on CUDA: y's elements are adjacent along K (a (N, K)
+                               weight, K^T of attention): a warp per output column */
+    uint32_t rowmask;       /* matvec on CUDA with vec or kdot: bit i set when chain loop i (of the
+                               loops before the columns) is one of the rows each work-item
+                               keeps in registers (y is free of it); 0: the portable form */
 } rx_gpu_red;
 
 /* Whether the statements under a grid chain are one fold C[idx] = C[idx] OP val over one

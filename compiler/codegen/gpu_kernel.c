@@ -216,12 +216,11 @@ static int grid_chain(const rx_stmt *s, const rx_stmt **chain)
         chain[n++] = s;
         s = s->u.for_.body.n == 1 ? s->u.for_.body.items[0] : NULL;
     }
-    while (n > 0) { /* a chain of unit loops alone shares nothing: keep what helps */
+    for (int i = 0; i < n; i++) { /* a chain of unit loops alone shares nothing */
         int64_t ext;
-        if (!rx_expr_is_const(chain[n - 1]->u.for_.extent, &ext) || ext >= 2) break;
-        n--;
+        if (!rx_expr_is_const(chain[i]->u.for_.extent, &ext) || ext >= 2) return n;
     }
-    return n;
+    return 0;
 }
 
 /* First heap allocation or thread-bound loop in ss: what no device kernel can run. */
@@ -464,8 +463,10 @@ static void record(gk *k, const rx_func *f, const rx_stmt *const *chain, int n,
     rx_sb toks = {0};
     uint32_t ntok = 0;
     bool known = true;
-    int tile = red ? red->tile : 0;
+    int tile = red ? red->tile : 0, dims = 0;
     for (int i = 0; i < n && known; i++) {
+        if (red && i < n - 1 && (red->rowmask >> i & 1u))
+            continue; /* a row each work-item keeps in registers: no group of its own */
         known = dim_tokens(f, k->hloop, chain[i]->u.for_.extent, &toks, &ntok);
         /* tiles: ceil(extent / (tile micro)) blocks of rows and columns; matvec: of columns */
         int blk = tile && i >= n - 2               ? tile * red->micro
@@ -481,7 +482,7 @@ static void record(gk *k, const rx_func *f, const rx_stmt *const *chain, int n,
             put_u32(&toks, RX_RXA_TOK_FLOORDIV);
             ntok += 4;
         }
-        if (known && i) {
+        if (known && dims++) {
             known = ntok + 1 <= RX_RXA_MAX_TOKENS;
             put_u32(&toks, RX_RXA_TOK_MUL);
             ntok++;

@@ -55,8 +55,10 @@
 #include "gpu_int.h"
 
 enum {
-    COLS = 32, /* work-items across the output columns (fewer when max_threads is smaller) */
-    VEC = 4    /* columns per work-item with vectorized loads */
+    COLS = 32,      /* work-items across the output columns (fewer when max_threads is smaller) */
+    VEC = 4,        /* columns per work-item with vectorized loads */
+    CUDA_LANES = 4, /* CUDA with vector loads: work-items across a block's 16 columns */
+    MR = 16         /* CUDA: rows a work-item accumulates in registers per pass */
 };
 
 /* Whether y is a load of a buffer parameter whose element index grows by exactly 1 with
@@ -102,6 +104,24 @@ static bool columns_adjacent(const rx_func *f, const rx_gpu_red *r, const rx_sva
     return ok;
 }
 
+/* Whether y (its indices with the block's iterators substituted) uses loop variable v. */
+static bool y_uses(const rx_gpu_red *r, const rx_svar *v)
+{
+    const rx_expr *y = r->y;
+    rx_arena *a = rx_arena_new();
+    rx_vmap its = {0};
+    for (int i = 0; i < r->block->u.block.niters; i++) {
+        const rx_iter *it = &r->block->u.block.iters[i];
+        if (it->bind) rx_vmap_set(&its, it->var, it->bind);
+    }
+    bool uses = false;
+    for (int d = 0; d < y->u.load.nidx && !uses; d++)
+        uses = rx_expr_uses_var(rx_expr_subst(a, y->u.load.idx[d], &its), v);
+    rx_vmap_free(&its);
+    rx_arena_free(a);
+    return uses;
+}
+
 bool rx_gpu_match_matvec(const gk *k, const rx_stmt *const *chain, int n, const rx_stmts *under,
                          bool rows_any, rx_gpu_red *r)
 {
@@ -109,23 +129,41 @@ bool rx_gpu_match_matvec(const gk *k, const rx_stmt *const *chain, int n, const 
     if (!rx_gpu_match_matmul(chain, n, under, r)) return false;
     int64_t threads = rx_target_int(k->t, "max_threads");
     int cols = threads < COLS ? (int)threads : COLS;
-    int64_t slices = threads / cols;
     bool lit = rx_expr_is_const(chain[n - 2]->u.for_.extent, &v);
     if (lit ? v > RX_GPU_MV_ROWS : !rows_any) return false;
-    if (rx_expr_is_const(r->loop->u.for_.extent, &v) && v < slices) return false;
     bool jlit = rx_expr_is_const(chain[n - 1]->u.for_.extent, &v);
     if (jlit && v < cols) return false;
     /* four columns per work-item when they are four adjacent floats, the group's block
-     * is no wider than a literal J and its accumulators fit the local memory */
-    if (k->dl->vec4 && cols == COLS && (!jlit || v >= VEC * cols) &&
+     * is no wider than a literal J and its accumulators fit the local memory; on CUDA
+     * then CUDA_LANES work-items across the block (the essay) */
+    int across = k->dl->kind == RX_TARGET_CUDA && threads >= CUDA_LANES ? CUDA_LANES : cols;
+    if (k->dl->vec4 && cols == COLS && (!jlit || v >= VEC * across) &&
         threads * VEC * 4 <= rx_target_int(k->t, "max_local_bytes") &&
         columns_adjacent(k->g->f, r, chain[n - 1]->u.for_.var)) {
         r->vec = r->y;
-        cols *= VEC;
+        cols = across * VEC;
+    }
+    const rx_gpu_dialect *dl = k->dl;
+    if (!r->vec && k->dl->kind == RX_TARGET_CUDA && dl->shfl_down && threads % dl->warp == 0 &&
+        threads >= dl->warp && columns_adjacent(k->g->f, r, r->loop->u.for_.var)) {
+        r->kdot = true; /* a warp per column, its lanes along K (the essay) */
+        r->cols = (int)(threads / dl->warp);
+        for (int i = 0; i < n - 1; i++)
+            if (!y_uses(r, chain[i]->u.for_.var)) r->rowmask |= 1u << i;
+        r->local_bytes = 0;
+        return true;
     }
     r->cols = cols;
-    int64_t per = r->vec ? VEC : 1;
-    return rx_gpu_local_fits(k, r->loop, threads * per * 4, "the matvec schedule of this matmul",
+    int64_t per = r->vec ? VEC : 1, slices = threads / (cols / per), bytes = threads * per * 4;
+    if (rx_expr_is_const(r->loop->u.for_.extent, &v) && v < slices) return false;
+    if (r->vec && across == CUDA_LANES && dl->shfl_down && threads % dl->warp == 0 &&
+        threads > dl->warp) { /* rows in registers (the essay): the loops y is free of */
+        for (int i = 0; i < n - 1; i++)
+            if (!y_uses(r, chain[i]->u.for_.var)) r->rowmask |= 1u << i;
+        int64_t folded = (int64_t)MR * (threads / dl->warp) * CUDA_LANES * VEC * 4;
+        if (folded > bytes) bytes = folded;
+    }
+    return rx_gpu_local_fits(k, r->loop, bytes, "the matvec schedule of this matmul",
                              &r->local_bytes);
 }
 
@@ -173,6 +211,10 @@ static void k_loop_vec(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_r
 {
     cg *g = k->g;
     const rx_gpu_dialect *dl = k->dl;
+    if (dl->kind == RX_TARGET_CUDA) { /* independent loads in flight: the bandwidth */
+        rx_gpu_ind(g);
+        rx_sb_puts(g->out, "#pragma unroll 4\n");
+    }
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "for (long rx_k = rx_sl; rx_k < rx_ext; rx_k += %d) {\n", S);
     g->indent++;
@@ -208,8 +250,502 @@ static void k_loop_vec(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_r
     rx_sb_puts(g->out, "}\n");
 }
 
+/* Binds the loops of chain[0..n - 1) selected by `rows` (rows set: the bits of mask;
+ * else the others) from the flat index in C variable `var` (destroyed), innermost
+ * fastest. */
+static void bind_some(cg *g, const rx_stmt *const *chain, int n, uint32_t mask, bool rows,
+                      const char *var)
+{
+    for (int i = n - 2; i >= 0; i--) {
+        if (((mask >> i) & 1u) != rows) continue;
+        rx_sb off = {0};
+        rx_sb_printf(&off, "%s %% rx_e%d", var, i);
+        rx_gpu_bind_loop(g, chain[i], rx_sb_str(&off));
+        rx_sb_free(&off);
+        rx_gpu_ind(g);
+        rx_sb_printf(g->out, "%s /= rx_e%d;\n", var, i);
+    }
+}
+
+/* `for (int rx_q = 0; rx_q < m; rx_q++) if (rx_q < rx_nq)` unrolled (a literal trip
+ * count and no break: the accumulators' indices are constants, so they stay in
+ * registers), row rx_q0 + rx_q bound: the body that follows runs per row of the pass.
+ * Closed by close_rows. */
+static int open_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r, int m)
+{
+    cg *g = k->g;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "#pragma unroll\n");
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "for (int rx_q = 0; rx_q < %d; rx_q++) if (rx_q < rx_nq) {\n", m);
+    g->indent++;
+    int mark = g->syms.n;
+    for (int i = 0; i < n - 1; i++) /* the offsets of row_offsets, registers once unrolled */
+        if (r->rowmask >> i & 1u) {
+            char off[32];
+            snprintf(off, sizeof off, "rx_ro%d[rx_q]", i);
+            rx_gpu_bind_loop(g, chain[i], off);
+        }
+    return mark;
+}
+
+/* Binds the row loops at the pass's first row (row_offsets' q = 0). */
+static void bind_first_row(cg *g, const rx_stmt *const *chain, int n, const rx_gpu_red *r)
+{
+    for (int i = 0; i < n - 1; i++)
+        if (r->rowmask >> i & 1u) {
+            char off[32];
+            snprintf(off, sizeof off, "rx_ro%d[0]", i);
+            rx_gpu_bind_loop(g, chain[i], off);
+        }
+}
+
+/* `const float4 rx_w = rx_ld4(...)`: the four adjacent elements of y from the one at the
+ * bound column and k (y is free of the rows: bound at the pass's first). */
+static void load_w4(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r)
+{
+    cg *g = k->g;
+    int ym = g->syms.n;
+    bind_first_row(g, chain, n, r);
+    rxi_cg_iters(g, r->block, false);
+    const cg_sym *bs = rxi_cg_lookup(g, r->y->u.load.buf);
+    rx_sb idx = {0}, *save = g->out;
+    g->out = &idx;
+    rxi_cg_index(g, bs, r->y->u.load.idx, r->y->u.load.nidx, r->store->loc);
+    g->out = save;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "const float4 rx_w = ");
+    rx_sb_printf(g->out, k->dl->vload4, bs->name, rx_sb_str(&idx));
+    rx_sb_puts(g->out, ";\n");
+    rx_sb_free(&idx);
+    rxi_cg_pop_syms(g, ym);
+}
+
+/* `long rx_roI[m]`: for each row loop I, its offset in row rx_q0 + q of the pass (q <
+ * m), computed once per pass rather than with 64-bit divisions in the K loop. */
+static void row_offsets(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r, int m)
+{
+    cg *g = k->g;
+    for (int i = 0; i < n - 1; i++)
+        if (r->rowmask >> i & 1u) {
+            rx_gpu_ind(g);
+            rx_sb_printf(g->out, "long rx_ro%d[%d];\n", i, m);
+        }
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "#pragma unroll\n");
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "for (int rx_q = 0; rx_q < %d; rx_q++) {\n", m);
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "    long rx_rr = rx_q0 + rx_q;\n");
+    for (int i = n - 2; i >= 0; i--)
+        if (r->rowmask >> i & 1u) {
+            rx_gpu_ind(g);
+            rx_sb_printf(g->out, "    rx_ro%d[rx_q] = rx_rr %% rx_e%d; rx_rr /= rx_e%d;\n", i, i, i);
+        }
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "    (void)rx_rr;\n");
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+}
+
+static void close_rows(gk *k, int mark)
+{
+    cg *g = k->g;
+    rxi_cg_pop_syms(g, mark);
+    g->indent--;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+}
+
+/* The CUDA forms' counts, group loop and pass loop (opened): C columns per group (rx_j
+ * its first plus the C text jlane), rx_R rows folded into each work-item, rx_nb groups of
+ * columns and batches (the batches fastest, bound), rx_ext the K extent, passes of MR
+ * rows from rx_q0 (rx_nq of them). Returns the symbol mark to pop at the end. */
+static int open_groups(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r, int C,
+                       const char *jlane)
+{
+    cg *g = k->g;
+    const rx_gpu_dialect *dl = k->dl;
+    rx_gpu_chain_count(g, chain, n);
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "const long rx_tj = (rx_e%d + %d) / %d;\n", n - 1, C - 1, C);
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "const long rx_R = 1");
+    for (int i = 0; i < n - 1; i++)
+        if (r->rowmask >> i & 1u) rx_sb_printf(g->out, " * rx_e%d", i);
+    rx_sb_puts(g->out, ";\n");
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "const long rx_nb = rx_tj");
+    for (int i = 0; i < n - 1; i++)
+        if (!(r->rowmask >> i & 1u)) rx_sb_printf(g->out, " * rx_e%d", i);
+    rx_sb_puts(g->out, ";\n");
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "const long rx_no = rx_nb / rx_tj;\n");
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "const long rx_ext = ");
+    rxi_cg_expr_as(g, r->loop->u.for_.extent, RX_DT_I64, r->loop->loc);
+    rx_sb_puts(g->out, ";\n");
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "for (long rx_g = %s; rx_g < rx_nb; rx_g += %s) {\n", dl->group_id,
+                 dl->num_groups);
+    g->indent++;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "long rx_r = rx_g % rx_no;\n");
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "const long rx_j = (rx_g / rx_no) * %d + %s;\n", C, jlane);
+    int mark = g->syms.n;
+    bind_some(g, chain, n, r->rowmask, false, "rx_r"); /* the batch loops */
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "for (long rx_q0 = 0; rx_q0 < rx_R; rx_q0 += %d) {\n", MR);
+    g->indent++;
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "const long rx_nq = rx_R - rx_q0 < %d ? rx_R - rx_q0 : %d;\n", MR, MR);
+    return mark;
+}
+
+/* Opens the branch of pass width wi (0: one row, 1: up to 4, 2: up to MR; literal trip
+ * counts for open_rows) and returns the width; the caller closes the last with "}". */
+static int open_width(gk *k, int wi)
+{
+    static const int widths[] = {1, 4, MR};
+    cg *g = k->g;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, wi == 0 ? "if (rx_nq == 1) {\n" : wi == 1 ? "} else if (rx_nq <= 4) {\n" : "} else {\n");
+    g->indent++;
+    return widths[wi];
+}
+
+/* The matvec on CUDA with rows in registers (the essay's "CUDA"): each work-item keeps
+ * four columns of up to MR rows, so a pass reads each weight once for all its rows. */
+static void emit_rows_in_registers(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r)
+{
+    cg *g = k->g;
+    const rx_gpu_dialect *dl = k->dl;
+    const int L = CUDA_LANES, C = r->cols;
+    int64_t threads = rx_target_int(k->t, "max_threads");
+    const int S = (int)(threads / L), NW = (int)(threads / dl->warp);
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "__shared__ float rx_mv[%d];\n", MR * NW * L * VEC);
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "const long rx_t = (long)threadIdx.x;\n");
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "const long rx_cl = rx_t %% %d, rx_sl = rx_t / %d;\n", L, L);
+    char jx[64];
+    snprintf(jx, sizeof jx, "rx_cl * %d", VEC);
+    int mark = open_groups(k, chain, n, r, C, jx);
+    for (int wi = 0; wi < 3; wi++) {
+        const int m = open_width(k, wi);
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "float rx_a[%d][4];\n", m);
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "#pragma unroll\n");
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "for (int rx_q = 0; rx_q < %d; rx_q++) "
+                         "rx_a[rx_q][0] = rx_a[rx_q][1] = rx_a[rx_q][2] = rx_a[rx_q][3] = 0.0f;\n", m);
+    row_offsets(k, chain, n, r, m);
+    /* the vector loop: four columns in range */
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "if (rx_j + 3 < rx_e%d) {\n", n - 1);
+    g->indent++;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "#pragma unroll 4\n");
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "for (long rx_k = rx_sl; rx_k < rx_ext; rx_k += %d) {\n", S);
+    g->indent++;
+    int km = g->syms.n;
+    rx_gpu_bind_loop(g, chain[n - 1], "rx_j");
+    rx_gpu_bind_loop(g, r->loop, "rx_k");
+    load_w4(k, chain, n, r);
+    int rm = open_rows(k, chain, n, r, m);
+    rxi_cg_iters(g, r->block, false);
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "const float rx_x = ");
+    rxi_cg_expr_as(g, r->x, RX_DT_F32, r->store->loc);
+    rx_sb_puts(g->out, ";\n");
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "rx_a[rx_q][0] += rx_x * rx_w.x; rx_a[rx_q][1] += rx_x * rx_w.y; "
+                       "rx_a[rx_q][2] += rx_x * rx_w.z; rx_a[rx_q][3] += rx_x * rx_w.w;\n");
+    close_rows(k, rm);
+    rxi_cg_pop_syms(g, km);
+    g->indent--;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+    g->indent--;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "} else {\n"); /* the block's edge: scalar loads, a guard per column */
+    g->indent++;
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "for (long rx_k = rx_sl; rx_k < rx_ext; rx_k += %d) {\n", S);
+    g->indent++;
+    rm = open_rows(k, chain, n, r, m);
+    for (int c = 0; c < VEC; c++) {
+        rx_sb jo = {0};
+        rx_sb_printf(&jo, "rx_j + %d", c);
+        rx_gpu_ind(g);
+        rx_sb_printf(g->out, "if (%s < rx_e%d) {\n", rx_sb_str(&jo), n - 1);
+        g->indent++;
+        int cm = g->syms.n;
+        rx_gpu_bind_loop(g, chain[n - 1], rx_sb_str(&jo));
+        rx_gpu_bind_loop(g, r->loop, "rx_k");
+        rxi_cg_iters(g, r->block, false);
+        rx_gpu_ind(g);
+        rx_sb_printf(g->out, "rx_a[rx_q][%d] += ", c);
+        rxi_cg_expr_as(g, r->val, RX_DT_F32, r->store->loc);
+        rx_sb_puts(g->out, ";\n");
+        rxi_cg_pop_syms(g, cm);
+        g->indent--;
+        rx_gpu_ind(g);
+        rx_sb_puts(g->out, "}\n");
+        rx_sb_free(&jo);
+    }
+    close_rows(k, rm);
+    g->indent--;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+    g->indent--;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+    /* each warp folds its 32 / L slices; lane < L of warp w writes slot w L + lane */
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "#pragma unroll\n");
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "for (int rx_q = 0; rx_q < %d; rx_q++) if (rx_q < rx_nq) {\n", m);
+    g->indent++;
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "for (int rx_o = %d; rx_o >= %d; rx_o /= 2) {\n", dl->warp / 2, L);
+    for (int c = 0; c < VEC; c++) {
+        char a[32];
+        snprintf(a, sizeof a, "rx_a[rx_q][%d]", c);
+        rx_gpu_ind(g);
+        rx_sb_printf(g->out, "    %s += ", a);
+        rx_sb_printf(g->out, dl->shfl_down, a, "rx_o");
+        rx_sb_puts(g->out, ";\n");
+    }
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "if (rx_t %% %d < %d) {\n", dl->warp, L);
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "    const long rx_s = (rx_q * %d + rx_t / %d) * %d + rx_t %% %d;\n", NW,
+                 dl->warp, L, dl->warp);
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "    rx_mv[rx_s * 4 + 0] = rx_a[rx_q][0]; rx_mv[rx_s * 4 + 1] = rx_a[rx_q][1]; "
+                       "rx_mv[rx_s * 4 + 2] = rx_a[rx_q][2]; rx_mv[rx_s * 4 + 3] = rx_a[rx_q][3];\n");
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+    g->indent--;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "%s;\n", dl->barrier);
+    /* work-item t < rx_nq L: row t / L of the pass, its lane's four columns (rx_j: the
+     * lane is t % L = rx_cl), summed over the warps */
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "if (rx_t < rx_nq * %d) {\n", L);
+    g->indent++;
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "const long rx_qq = rx_t / %d;\n", L);
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "float rx_s0 = 0.0f, rx_s1 = 0.0f, rx_s2 = 0.0f, rx_s3 = 0.0f;\n");
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "for (int rx_w = 0; rx_w < %d; rx_w++) {\n", NW);
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "    const long rx_s = (rx_qq * %d + rx_w) * %d + rx_cl;\n", NW, L);
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "    rx_s0 += rx_mv[rx_s * 4 + 0]; rx_s1 += rx_mv[rx_s * 4 + 1]; "
+                       "rx_s2 += rx_mv[rx_s * 4 + 2]; rx_s3 += rx_mv[rx_s * 4 + 3];\n");
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "long rx_rr = rx_q0 + rx_qq;\n");
+    int sm = g->syms.n;
+    bind_some(g, chain, n, r->rowmask, true, "rx_rr");
+    for (int c = 0; c < VEC; c++) {
+        rx_sb jo = {0}, tot = {0};
+        rx_sb_printf(&jo, "rx_j + %d", c);
+        rx_sb_printf(&tot, "rx_s%d", c);
+        rx_gpu_ind(g);
+        rx_sb_printf(g->out, "if (%s < rx_e%d) {\n", rx_sb_str(&jo), n - 1);
+        g->indent++;
+        int cm = g->syms.n;
+        rx_gpu_bind_loop(g, chain[n - 1], rx_sb_str(&jo));
+        rx_gpu_final_store(g, r, rx_sb_str(&tot));
+        rxi_cg_pop_syms(g, cm);
+        g->indent--;
+        rx_gpu_ind(g);
+        rx_sb_puts(g->out, "}\n");
+        rx_sb_free(&jo);
+        rx_sb_free(&tot);
+    }
+    rxi_cg_pop_syms(g, sm);
+    g->indent--;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "%s; /* rx_mv is the next pass's */\n", dl->barrier);
+        g->indent--;
+    }
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+    g->indent--;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+    rxi_cg_pop_syms(g, mark);
+    g->indent--;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+}
+
+/* rx_a[rx_q] += the product at k = rx_k + c (c = 0..3 with w: x times w's lane c; else
+ * the product val itself, one k) for the pass's rows: the kdot schedule's step. */
+static void kdot_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r, int m,
+                      bool w, int c)
+{
+    cg *g = k->g;
+    int rm = open_rows(k, chain, n, r, m);
+    if (w) {
+        rx_gpu_ind(g);
+        rx_sb_puts(g->out, "float rx_x4 = 0.0f;\n");
+        static const char lane[] = "xyzw";
+        for (int e = 0; e < VEC; e++) {
+            char ko[24];
+            snprintf(ko, sizeof ko, "rx_k + %d", e);
+            int sm = g->syms.n;
+            rx_gpu_bind_loop(g, r->loop, ko);
+            rxi_cg_iters(g, r->block, false);
+            rx_gpu_ind(g);
+            rx_sb_puts(g->out, "rx_x4 += ");
+            rxi_cg_expr_as(g, r->x, RX_DT_F32, r->store->loc);
+            rx_sb_printf(g->out, " * rx_w.%c;\n", lane[e]);
+            rxi_cg_pop_syms(g, sm);
+        }
+        rx_gpu_ind(g);
+        rx_sb_puts(g->out, "rx_a[rx_q] += rx_x4;\n");
+    } else {
+        char ko[24];
+        snprintf(ko, sizeof ko, "rx_k + %d", c);
+        int sm = g->syms.n;
+        rx_gpu_bind_loop(g, r->loop, ko);
+        rxi_cg_iters(g, r->block, false);
+        rx_gpu_ind(g);
+        rx_sb_puts(g->out, "rx_a[rx_q] += ");
+        rxi_cg_expr_as(g, r->val, RX_DT_F32, r->store->loc);
+        rx_sb_puts(g->out, ";\n");
+        rxi_cg_pop_syms(g, sm);
+    }
+    close_rows(k, rm);
+}
+
+/* The matvec on CUDA for a weight adjacent along K (the essay's "CUDA"): warp w of a
+ * group takes column rx_j, its lanes read four adjacent k each (one float4 of y), the
+ * rows of a pass in registers, a shuffle tree, lane 0 stores. No local memory. */
+static void emit_kdot(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r)
+{
+    cg *g = k->g;
+    const rx_gpu_dialect *dl = k->dl;
+    const int NW = r->cols, WP = dl->warp;
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "const long rx_lane = (long)threadIdx.x %% %d, rx_wid = (long)threadIdx.x / %d;\n",
+                 WP, WP);
+    int mark = open_groups(k, chain, n, r, NW, "rx_wid");
+    for (int wi = 0; wi < 3; wi++) {
+        const int m = open_width(k, wi);
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "float rx_a[%d];\n", m);
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "#pragma unroll\n");
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "for (int rx_q = 0; rx_q < %d; rx_q++) rx_a[rx_q] = 0.0f;\n", m);
+    row_offsets(k, chain, n, r, m);
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "if (rx_j < rx_e%d) {\n", n - 1);
+    g->indent++;
+    int jm = g->syms.n;
+    rx_gpu_bind_loop(g, chain[n - 1], "rx_j");
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "for (long rx_k = rx_lane * 4; rx_k < rx_ext; rx_k += %d) {\n", 4 * WP);
+    g->indent++;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "if (rx_k + 3 < rx_ext) {\n");
+    g->indent++;
+    {
+        int ym = g->syms.n;
+        rx_gpu_bind_loop(g, r->loop, "rx_k");
+        load_w4(k, chain, n, r);
+        rxi_cg_pop_syms(g, ym);
+    }
+    kdot_rows(k, chain, n, r, m, true, 0);
+    g->indent--;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "} else {\n");
+    g->indent++;
+    for (int c = 0; c < VEC; c++) {
+        rx_gpu_ind(g);
+        rx_sb_printf(g->out, "if (rx_k + %d < rx_ext) {\n", c);
+        g->indent++;
+        kdot_rows(k, chain, n, r, m, false, c);
+        g->indent--;
+        rx_gpu_ind(g);
+        rx_sb_puts(g->out, "}\n");
+    }
+    g->indent--;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+    g->indent--;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+    rxi_cg_pop_syms(g, jm);
+    g->indent--;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+    /* the warp's tree (every lane: rx_j is the warp's), lane 0 stores each row */
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "#pragma unroll\n");
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "for (int rx_q = 0; rx_q < %d; rx_q++) if (rx_q < rx_nq) {\n", m);
+    g->indent++;
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "for (int rx_o = %d; rx_o > 0; rx_o /= 2) rx_a[rx_q] += ", WP / 2);
+    rx_sb_printf(g->out, dl->shfl_down, "rx_a[rx_q]", "rx_o");
+    rx_sb_puts(g->out, ";\n");
+    g->indent--;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "if (rx_lane == 0 && rx_j < rx_e%d) {\n", n - 1);
+    g->indent++;
+    int rm = open_rows(k, chain, n, r, m);
+    int sm = g->syms.n;
+    rx_gpu_bind_loop(g, chain[n - 1], "rx_j");
+    rx_gpu_final_store(g, r, "rx_a[rx_q]");
+    rxi_cg_pop_syms(g, sm);
+    close_rows(k, rm);
+    g->indent--;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+        g->indent--;
+    }
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+    g->indent--;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+    rxi_cg_pop_syms(g, mark);
+    g->indent--;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+}
+
 void rx_gpu_emit_matvec(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r)
 {
+    if (r->kdot) {
+        emit_kdot(k, chain, n, r);
+        return;
+    }
+    if (r->rowmask) {
+        emit_rows_in_registers(k, chain, n, r);
+        return;
+    }
     cg *g = k->g;
     const rx_gpu_dialect *dl = k->dl;
     const int W = r->vec ? VEC : 1, C = r->cols, L = C / W; /* L work-items across C columns */
@@ -230,9 +766,13 @@ void rx_gpu_emit_matvec(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_
     rx_gpu_blocks_open(k, n - 1, "rx_tj");
     int mark = g->syms.n;
     rx_gpu_ind(g);
-    rx_sb_printf(g->out, "const long rx_j = (rx_r %% rx_tj) * %d + rx_cl * %d;\n", C, W);
+    /* the rows and batches vary fastest: the groups running side by side read the same
+     * weight columns (one read from memory, the others from the cache; the essay) */
+    rx_sb_puts(g->out, "const long rx_no = rx_nb / rx_tj;\n");
     rx_gpu_ind(g);
-    rx_sb_puts(g->out, "rx_r /= rx_tj;\n");
+    rx_sb_printf(g->out, "const long rx_j = (rx_r / rx_no) * %d + rx_cl * %d;\n", C, W);
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "rx_r %= rx_no;\n");
     rx_gpu_bind_outer(g, chain, n - 1); /* the row and the batch loops */
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "float ");
@@ -262,11 +802,44 @@ void rx_gpu_emit_matvec(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_
         rx_gpu_ind(g);
         rx_sb_puts(g->out, "}\n");
     }
-    /* the tree over the slices, W partial sums per work-item */
-    rx_gpu_ind(g);
-    for (int c = 0; c < W; c++)
-        rx_sb_printf(g->out, "%srx_mv[rx_t * %d + %d] = rx_a%d;", c ? " " : "", W, c, c);
-    rx_sb_puts(g->out, "\n");
+    /* the tree over the slices, W partial sums per work-item; with warp shuffles each
+     * warp first folds its 32 / L slices, and only the warps' partials meet in local
+     * memory (slot w L + lane of warp w) */
+    int wp = dl->shfl_down && L <= dl->warp && dl->warp % L == 0 && threads % dl->warp == 0 &&
+             S * L > dl->warp;
+    if (wp) {
+        rx_gpu_ind(g);
+        rx_sb_printf(g->out, "for (int rx_o = %d; rx_o >= %d; rx_o /= 2) {\n", dl->warp / 2, L);
+        for (int c = 0; c < W; c++) {
+            rx_gpu_ind(g);
+            rx_sb_printf(g->out, "    rx_a%d += ", c);
+            char a[16];
+            snprintf(a, sizeof a, "rx_a%d", c);
+            rx_sb_printf(g->out, dl->shfl_down, a, "rx_o");
+            rx_sb_puts(g->out, ";\n");
+        }
+        rx_gpu_ind(g);
+        rx_sb_puts(g->out, "}\n");
+        rx_gpu_ind(g);
+        rx_sb_printf(g->out, "if (rx_t %% %d < %d) {\n", dl->warp, L);
+        g->indent++;
+        rx_gpu_ind(g);
+        rx_sb_printf(g->out, "const long rx_s = (rx_t / %d) * %d + rx_t %% %d;\n", dl->warp, L,
+                     dl->warp);
+        rx_gpu_ind(g);
+        for (int c = 0; c < W; c++)
+            rx_sb_printf(g->out, "%srx_mv[rx_s * %d + %d] = rx_a%d;", c ? " " : "", W, c, c);
+        rx_sb_puts(g->out, "\n");
+        g->indent--;
+        rx_gpu_ind(g);
+        rx_sb_puts(g->out, "}\n");
+        S = (int)(threads / dl->warp); /* the partials left: one per warp and lane < L */
+    } else {
+        rx_gpu_ind(g);
+        for (int c = 0; c < W; c++)
+            rx_sb_printf(g->out, "%srx_mv[rx_t * %d + %d] = rx_a%d;", c ? " " : "", W, c, c);
+        rx_sb_puts(g->out, "\n");
+    }
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "%s;\n", dl->barrier);
     rx_gpu_ind(g);

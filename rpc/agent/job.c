@@ -298,7 +298,7 @@ static json_t *child_run(const rxag_job *job, const uint8_t *bytes, size_t n)
         if (!c.passed) json_object_set_new(check, "message", json_string(c.message));
     }
     /* Step 4: the benchmark, reported as relax-run --bench prints it. */
-    rx_rt_bench_opts bo = {job->warmup, job->repeat, job->number, 0};
+    rx_rt_bench_opts bo = {job->warmup, job->repeat, job->number, 0, 0};
     rx_rt_bench_result r;
     if (rx_rt_bench(m, a.fn, a.args, (int)a.nargs, &bo, &r, &err)) {
         report = rxag_failure(call_code(err.msg), err.msg);

@@ -601,7 +601,8 @@ static void out_result(out *o, const rx_rt_bench_result *r)
     out_json_str(o, r->device);
     outf(o, "\"");
     if (r->launches >= 0) /* a GPU module: launches per call, CUDA Graphs included */
-        outf(o, ", \"launches\": %.2f, \"graph_launches\": %.2f", r->launches, r->graph_launches);
+        outf(o, ", \"launches\": %.2f, \"graph_launches\": %.2f, \"resident\": %s", r->launches,
+             r->graph_launches, r->resident ? "true" : "false");
 }
 
 static const char *kind_name(int kind)

@@ -4,7 +4,7 @@
  *   relax-run ARTIFACT.rxa [--fn main] [--in [NAME=]FILE.npy]... [--weights F.safetensors]
  *             [--out-dir DIR] [--shape VAR=N]... [--seed S] [--random-missing]
  *             [--max-input-bytes N] [--bench] [--repeat R] [--number K] [--warmup W]
- *             [--min-repeat-ms MS] [--profile] [--threads N] [--device-id N]
+ *             [--min-repeat-ms MS] [--resident] [--profile] [--threads N] [--device-id N]
  *
  * The driver, step by step: Step 1 parse the command line (bad usage exits 2); Step 2
  * load the artifact and find the function; Step 3 bind symbolic variables — first from
@@ -77,6 +77,7 @@ typedef struct opts {
     int random_missing;    /* --random-missing */
     int bench;             /* --bench */
     int profile;           /* --profile */
+    int resident;          /* --resident */
     int repeat, number, warmup; /* bench options */
     int device_id;         /* --device-id: the device of the artifact's target (0) */
     double min_repeat_ms;  /* --min-repeat-ms */
@@ -112,6 +113,10 @@ static void usage(FILE *f)
           "  --number K           calls per measurement (default 1)\n"
           "  --warmup W           untimed calls first (default 1)\n"
           "  --min-repeat-ms MS   grow --number until a measurement lasts MS (default 0)\n"
+          "  --resident           with --bench on a GPU artifact: copy the inputs to the\n"
+          "                       device once and leave the results there, so a call\n"
+          "                       times the device work alone (default: every call\n"
+          "                       uploads its inputs and downloads its results)\n"
           "  --device-id N        the device to run on, among those of the artifact's\n"
           "                       target (default 0; a cpu artifact has device 0 only,\n"
           "                       an opencl one the OpenCL devices of all platforms,\n"
@@ -216,6 +221,10 @@ static int parse_args(int argc, char **argv, opts *o)
         }
         if (!strcmp(a, "--profile")) {
             o->profile = 1;
+            continue;
+        }
+        if (!strcmp(a, "--resident")) {
+            o->resident = 1;
             continue;
         }
         if (!strcmp(a, "--random-missing")) {
@@ -497,7 +506,7 @@ static int run(const opts *o, rx_rt_module *m)
     }
     /* Step 6: the benchmark. */
     if (o->bench) {
-        rx_rt_bench_opts bo = {o->warmup, o->repeat, o->number, o->min_repeat_ms};
+        rx_rt_bench_opts bo = {o->warmup, o->repeat, o->number, o->min_repeat_ms, o->resident};
         if (o->profile) rx_rt_set_profiling(m, 1); /* rx_rt_bench: the timed calls only */
         rx_rt_bench_result r;
         if (rx_rt_bench(m, a.fn, a.args, (int)a.nargs, &bo, &r, &err)) {

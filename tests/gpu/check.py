@@ -1,6 +1,6 @@
 """check.py — runs a prepared device check (tests/gpu/prepare.py) with relax-run.
 
-    python3 tests/gpu/check.py RELAX_RUN DIR [--device-id N] [--no-bench]
+    python3 tests/gpu/check.py RELAX_RUN DIR [--device-id N] [--no-bench] [--profile]
 
 For each run of DIR/manifest.json: `relax-run ART --fn F --in NAME=FILE ... --shape
 VAR=N ... --out-dir D` (an argv list, no shell), then every output against the NumPy
@@ -106,8 +106,83 @@ def torch_layer_ms(cfg, fn, shapes):
     return timed(False), timed(True)
 
 
-def run(argv):
-    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+def weight_bytes(cfg):
+    """Bytes of one decoder layer's f32 weights (projections and norms)."""
+    H, A, D, inter = cfg["hidden"], cfg["heads"], cfg["head_dim"], cfg["intermediate"]
+    return 4 * (3 * H * A * D + A * D * H + 3 * H * inter + 3 * H)
+
+
+def bench_cmd(relax_run, d, art, b, dev, extra=()):
+    cmd = [relax_run, os.path.join(d, art), "--fn", b["fn"], "--bench", "--random-missing",
+           "--repeat", "20", "--warmup", "3", "--device-id", str(dev)] + list(extra)
+    for k, v in sorted(b["shapes"].items()):
+        cmd += ["--shape", "%s=%d" % (k, v)]
+    return cmd
+
+
+def bench(relax_run, d, b, dev, profile):
+    """Times benchmark b; prints its lines; (passed, failed) counts of its relax-run calls.
+
+    Every benchmark: one whole-call run (inputs uploaded, results downloaded: what a
+    client of relax-run sees). A decoder layer (b["config"]) also: --resident with and
+    without CUDA Graph offloading (the device work alone), beside PyTorch eager on the
+    same GPU (compute only, and with the same uploads), and for decode the bandwidth at
+    which the layer's weights and KV cache were read."""
+    ok = bad = 0
+    rc, out, err = run(bench_cmd(relax_run, d, b["artifact"], b, dev))
+    print(("BENCH " if rc == 0 else "FAIL ") + b["name"] + ": " +
+          (out.strip() if rc == 0 else err.strip()[-500:]))
+    if rc:
+        return 0, 1
+    ok += 1
+    if not b.get("config"):
+        return ok, bad
+    whole = json.loads(out)["median_ms"]
+    ref = torch_layer_ms(b["config"], b["fn"], b["shapes"])
+    if ref:
+        print("  whole call %.3f ms vs PyTorch eager with the same uploads %.3f ms (%.2fx)"
+              % (whole, ref[1], whole / ref[1]))
+    res = {}
+    for key, art in (("graph", b["artifact"]), ("nograph", b.get("artifact_nograph"))):
+        if not art:
+            continue
+        rc, o, e = run(bench_cmd(relax_run, d, art, b, dev, ["--resident"]))
+        if rc:
+            print("FAIL %s resident (%s): %s" % (b["name"], key, e.strip()[-500:]))
+            bad += 1
+            continue
+        ok += 1
+        res[key] = json.loads(o)
+        print("  resident %s: %s" % (key, o.strip()))
+    for key, r in sorted(res.items()):
+        ms = r["median_ms"]
+        line = "  resident, %s CUDA Graph: %.3f ms, %.1f launches per call (%.1f graphs)" % (
+            "with" if key == "graph" else "without", ms, r.get("launches", -1),
+            r.get("graph_launches", -1))
+        if ref:
+            line += "; PyTorch eager %.3f ms: %.2fx" % (ref[0], ms / ref[0])
+        if b["fn"] == "decode":
+            cfg, sh = b["config"], b["shapes"]
+            kv = 4 * 2 * sh["b"] * cfg["heads"] * sh["c"] * cfg["head_dim"]
+            byt = weight_bytes(cfg) + kv
+            line += "; weights+cache %.0f MB read at %.0f GB/s" % (byt / 1e6, byt / ms / 1e6)
+            if ref:
+                line += " (PyTorch %.0f GB/s)" % (byt / ref[0] / 1e6)
+        print(line)
+    if profile and res:  # where the time goes: per kernel, resident, without graphs
+        art = b.get("artifact_nograph") or b["artifact"]
+        rc, o, e = run(bench_cmd(relax_run, d, art, b, dev, ["--resident", "--profile"]))
+        lines = [x for x in e.splitlines() if x.strip()]
+        print("  profile (resident, no graph):\n    " + "\n    ".join(lines[:28]))
+    return ok, bad
+
+
+def run(argv, timeout=180):
+    """(status, stdout, stderr) of argv; a run past timeout seconds is killed: 124."""
+    try:
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return 124, "", "timed out after %d s (killed)" % timeout
     return p.returncode, p.stdout.decode(), p.stderr.decode()
 
 
@@ -120,7 +195,7 @@ def check_run(relax_run, d, r, dev, tmp):
         argv += ["--in", "%s=%s" % (k, os.path.join(d, f))]
     for k, v in sorted(r["shapes"].items()):
         argv += ["--shape", "%s=%d" % (k, v)]
-    rc, _, err = run(argv)
+    rc, _, err = run(argv, 60)
     if rc != 0:
         return False, "relax-run failed (%d): %s" % (rc, err.strip()[-500:])
     problems = []
@@ -143,6 +218,8 @@ def main(argv):
     ap.add_argument("dir")
     ap.add_argument("--device-id", type=int, default=0)
     ap.add_argument("--no-bench", action="store_true")
+    ap.add_argument("--profile", action="store_true",
+                    help="also print a per-kernel profile of each decoder-layer benchmark")
     a = ap.parse_args(argv[1:])
     relax_run, d, dev = a.relax_run, os.path.abspath(a.dir), a.device_id
     with open(os.path.join(d, "manifest.json")) as f:
@@ -160,35 +237,8 @@ def main(argv):
     print("correctness: %d runs in %.1f s" % (len(man["runs"]), time.time() - t0))
     if not a.no_bench:
         for b in man.get("benches", []):
-            cmd = [relax_run, os.path.join(d, b["artifact"]), "--fn", b["fn"], "--bench",
-                   "--random-missing", "--repeat", "20", "--warmup", "3", "--device-id", str(dev)]
-            for k, v in sorted(b["shapes"].items()):
-                cmd += ["--shape", "%s=%d" % (k, v)]
-            rc, out, err = run(cmd)
-            ok = rc == 0
-            print(("BENCH " if ok else "FAIL ") + b["name"] + ": " +
-                  (out.strip() if ok else err.strip()[-500:]))
-            passed, failed = passed + ok, failed + (not ok)
-            ref = torch_layer_ms(b["config"], b["fn"], b["shapes"]) if ok and b.get("config") else None
-            if ref:
-                ms = json.loads(out)["median_ms"]
-                print("  relax-run median %.3f ms (whole call, inputs uploaded) vs PyTorch eager "
-                      "%.3f ms with the same uploads (ratio %.2fx), %.3f ms compute only"
-                      % (ms, ref[1], ms / ref[1], ref[0]))
-            if ok and b.get("artifact_nograph"):  # CUDA Graph offloading off, same run
-                cmd[1] = os.path.join(d, b["artifact_nograph"])
-                rc, out2, err2 = run(cmd)
-                ok2 = rc == 0
-                passed, failed = passed + ok2, failed + (not ok2)
-                if not ok2:
-                    print("FAIL %s without CUDA Graph: %s" % (b["name"], err2.strip()[-500:]))
-                    continue
-                g, n = json.loads(out), json.loads(out2)
-                print("  CUDA Graph: %.3f ms, %s launches per call (%s graphs); without: %.3f ms, "
-                      "%s launches (with/without %.2fx%s)"
-                      % (g["median_ms"], g.get("launches"), g.get("graph_launches"), n["median_ms"],
-                         n.get("launches"), g["median_ms"] / n["median_ms"],
-                         ", PyTorch eager %.2fx" % (n["median_ms"] / ref[1]) if ref else ""))
+            ok = bench(relax_run, d, b, dev, a.profile)
+            passed, failed = passed + ok[0], failed + ok[1]
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

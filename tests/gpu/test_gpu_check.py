@@ -57,6 +57,14 @@ def main(argv):
         npass = out.count("\nPASS ") + out.startswith("PASS ")
         check(rc == 0 and npass >= 7 and "FAIL" not in out,
               "check.py passes the OpenCL build on PoCL (%d runs)" % npass, out)
+        # relax-run --bench --resident: inputs uploaded once, results left on the device
+        art = os.path.join(ocl, "rxa", "0.rxa")
+        for flag, want_res in (([], "false"), (["--resident"], "true")):
+            rc, out = run([relax_run, art, "--fn", "decode", "--shape", "b=2", "--shape", "c=9",
+                           "--bench", "--repeat", "2"] + flag)
+            check(rc == 0 and ('"resident": %s' % want_res) in out and '"launches"' in out,
+                  "relax-run --bench %s on OpenCL reports \"resident\": %s" % (" ".join(flag), want_res),
+                  out)
         want = os.path.join(ocl, "data", "llama_tiny.decode.0", "want0.npy")
         w = np.load(want)
         w.flat[0] += 1.0

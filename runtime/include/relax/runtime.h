@@ -266,6 +266,11 @@ typedef struct rx_rt_bench_opts {
     int repeat;        /* measurements (>= 1) */
     int number;        /* calls per measurement (>= 1) */
     double min_repeat_ms; /* grow number until one measurement takes this long (0 off) */
+    int resident;      /* GPU module: copy the inputs to the device once, before the first
+                          call, and leave the results there (a call times the device work
+                          alone, as a serving process with resident weights sees it); 0:
+                          every call uploads its inputs and downloads its results. No
+                          effect on a CPU module. */
 } rx_rt_bench_opts;
 
 typedef struct rx_rt_bench_result {
@@ -281,6 +286,7 @@ typedef struct rx_rt_bench_result {
     double launches;    /* GPU: device launches per timed call (a CUDA Graph launch counts
                            one, the kernels it replays none); -1 on the CPU */
     double graph_launches; /* GPU: CUDA Graph launches per timed call */
+    int resident;       /* GPU: 1 when the inputs stayed in device memory (opts.resident) */
 } rx_rt_bench_result;
 
 /* Times function `fn` like TVM's time_evaluator: max(warmup, 1) untimed calls, then `repeat`

@@ -3,10 +3,12 @@
  * and every operation over mock_cuda.c (a stand-in libcuda.so.1 over host memory, named
  * by $RX_CUDA_LIB): the device's limits, copies, PTX loading and its JIT log, kernel
  * lookup, a launch's grid, block and arguments (the mock runs mock_iota on the host),
- * the launch and allocation limits, device tensors. Runs on a real driver are the GPU
- * machine's check (tests/gpu/run.sh).
+ * the launch and allocation limits, device tensors, the cache of freed storage buffers
+ * (device_cache.c). Runs on a real driver are the GPU machine's check (tests/gpu/run.sh).
  */
 #include "relax/device.h"
+
+#include "../../../runtime/rt_int.h"
 
 #include <check.h>
 #include <dlfcn.h>
@@ -187,6 +189,47 @@ START_TEST(tensors)
 }
 END_TEST
 
+/* device_cache.c over the mock (64 MiB of device memory: the cache keeps 16 MiB). */
+START_TEST(buffer_cache)
+{
+    rx_dev *d = open_mock();
+    rx_rt_err e = {{0}};
+    const size_t MB = 1 << 20;
+    rx_dev_buf *a = NULL, *b = NULL, *c = NULL;
+    ck_assert_msg(rx_dev_buf_alloc(d, MB, &a, &e) == 0, "%s", e.msg);
+    ck_assert_uint_eq(rx_dev_buf_cached(d), 0);
+    rx_dev_buf_release(d, a, MB); /* kept */
+    ck_assert_uint_eq(rx_dev_buf_cached(d), MB);
+    ck_assert(rx_dev_buf_alloc(d, MB, &b, &e) == 0);
+    ck_assert_ptr_eq(a, b); /* the same size: the cached buffer */
+    ck_assert_uint_eq(rx_dev_buf_cached(d), 0);
+    rx_dev_buf_release(d, b, MB);
+    ck_assert(rx_dev_buf_alloc(d, MB - 64 * 1024, &b, &e) == 0);
+    ck_assert_ptr_eq(a, b); /* within an eighth larger: taken */
+    rx_dev_buf_release(d, b, MB - 64 * 1024);
+    ck_assert(rx_dev_buf_alloc(d, MB / 2, &c, &e) == 0);
+    ck_assert_ptr_ne(c, a); /* twice the size asked for: not taken */
+    ck_assert_uint_eq(rx_dev_buf_cached(d), MB - 64 * 1024);
+    rx_dev_buf_release(d, c, MB / 2);
+    /* the limit: a quarter of the device's 64 MiB; beyond it buffers are freed */
+    rx_dev_buf *big[6];
+    for (int i = 0; i < 6; i++) ck_assert_msg(rx_dev_buf_alloc(d, 4 * MB, &big[i], &e) == 0, "%s", e.msg);
+    for (int i = 0; i < 6; i++) rx_dev_buf_release(d, big[i], 4 * MB);
+    ck_assert_uint_le(rx_dev_buf_cached(d), 16 * MB);
+    ck_assert_uint_ge(rx_dev_buf_cached(d), 12 * MB);
+    /* out of device memory with buffers cached: they are given back and it succeeds */
+    rx_dev_buf *huge = NULL;
+    ck_assert_msg(rx_dev_buf_alloc(d, 56 * MB, &huge, &e) == 0, "%s", e.msg);
+    ck_assert_uint_eq(rx_dev_buf_cached(d), 0);
+    rx_dev_buf_release(d, huge, 56 * MB); /* over the limit: freed at once */
+    ck_assert_uint_eq(rx_dev_buf_cached(d), 0);
+    ck_assert(rx_dev_buf_alloc(d, MB, &a, &e) == 0);
+    rx_dev_buf_release(d, a, MB);
+    ck_assert_uint_eq(rx_dev_buf_cached(d), MB);
+    rx_dev_close(d); /* frees the cached buffer (LeakSanitizer: nothing left) */
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("device_cuda");
@@ -196,6 +239,7 @@ int main(void)
     tcase_add_test(tc, copies);
     tcase_add_test(tc, build_kernel_launch);
     tcase_add_test(tc, tensors);
+    tcase_add_test(tc, buffer_cache);
     suite_add_tcase(s, tc);
     return rx_check_run(s);
 }

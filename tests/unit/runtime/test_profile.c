@@ -185,7 +185,7 @@ START_TEST(off_records_nothing)
     /* a benchmark with profiling off leaves it off */
     DLTensor X = rt_dl(xin, RX_RXA_F32, 1, xshape);
     rx_rt_arg arg = rt_targ(&X);
-    rx_rt_bench_opts o = {1, 2, 1, 0};
+    rx_rt_bench_opts o = {1, 2, 1, 0, 0};
     rx_rt_bench_result r;
     rx_rt_err err;
     ck_assert_int_eq(rx_rt_bench(m, 0, &arg, 1, &o, &r, &err), 0);
@@ -202,7 +202,7 @@ START_TEST(bench_profiles_timed_calls_only)
     rx_rt_module *m = profile_module(ctx);
     DLTensor X = rt_dl(xin, RX_RXA_F32, 1, xshape);
     rx_rt_arg arg = rt_targ(&X);
-    rx_rt_bench_opts o = {3, 3, 2, 0}; /* 3 warm-up calls, then 3 x 2 timed */
+    rx_rt_bench_opts o = {3, 3, 2, 0, 0}; /* 3 warm-up calls, then 3 x 2 timed */
     rx_rt_bench_result r;
     rx_rt_err err;
     rx_rt_set_profiling(m, 1);

@@ -560,7 +560,7 @@ START_TEST(bench_statistics)
     int64_t shape[2] = {64, 4};
     DLTensor in = rt_dl(x, RX_RXA_F32, 2, shape);
     rx_rt_arg arg = rt_targ(&in);
-    rx_rt_bench_opts o = {2, 5, 3, 0};
+    rx_rt_bench_opts o = {2, 5, 3, 0, 0};
     rx_rt_bench_result r;
     rx_rt_err err;
     ck_assert_int_eq(rx_rt_bench(m, 0, &arg, 1, &o, &r, &err), 0);
