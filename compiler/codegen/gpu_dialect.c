@@ -58,8 +58,6 @@ static const char OPENCL_PRELUDE[] =
     "#define INT64_C(x) x##L\n"
     "#define UINT64_C(x) x##UL\n"
     "#define INT64_MIN (-0x7fffffffffffffffL - 1)\n"
-    "#define RX_IMOD(a, b) ((a) % (b))\n"
-    "#define RX_IDIV(a, b) ((a) / (b))\n"
     "#define RX_PARALLEL\n"
     "#define RX_SIMD\n"
     "#define RX_IVDEP\n"
@@ -142,10 +140,6 @@ static const rx_gpu_dialect OPENCL = {
  *   warps     the rows schedule reduces within each warp of 32 lanes by
  *             __shfl_down_sync (all lanes active: the row loop is uniform over the
  *             block) and only the warps' partials meet in shared memory (gpu_reduce.c)
- *   digits    the grid index's decomposition (RX_IMOD, RX_IDIV; plain % and / in the
- *             other dialects) divides in 32 bits when index and extent fit: a 64-bit
- *             division is a long instruction sequence, and an elementwise kernel makes
- *             one per dimension per element
  *   vectors   float4 loads of four adjacent weights in the matvec schedule
  *             (gpu_matvec.c): rx_ld4, a 16-byte __ldg where the address is aligned
  *             (a buffer's element offset may not be), else four scalar loads
@@ -186,12 +180,6 @@ static const char CUDA_PRELUDE[] =
     "    return 0;\n"
     "}\n"
     "#define rx_chk(v, d, e, name, axis) rx_chk_((v), (d), (e), (axis))\n"
-    "/* the grid index's digits (RX_IMOD, RX_IDIV: non-negative operands): 32-bit division\n"
-    "   where both fit, a fraction of the 64-bit one's instructions */\n"
-    "RX_HELPER long long RX_IMOD(long long a, long long b)\n"
-    "{ return ((unsigned long long)(a | b) >> 31) ? a % b : (long long)((unsigned)a % (unsigned)b); }\n"
-    "RX_HELPER long long RX_IDIV(long long a, long long b)\n"
-    "{ return ((unsigned long long)(a | b) >> 31) ? a / b : (long long)((unsigned)a / (unsigned)b); }\n"
     "/* four adjacent floats (the matvec schedule): one 16-byte load through the read-only\n"
     "   cache where aligned, else four */\n"
     "RX_HELPER float4 rx_ld4(const float *p)\n"
@@ -272,8 +260,6 @@ static const char GLSL_PRELUDE[] =
     "layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;\n"
     "#define long int64_t\n"
     "#define INT64_MIN (-9223372036854775807l - 1l)\n"
-    "#define RX_IMOD(a, b) ((a) % (b))\n"
-    "#define RX_IDIV(a, b) ((a) / (b))\n"
     "#define NAN uintBitsToFloat(0x7fc00000u)\n"
     "#define INFINITY uintBitsToFloat(0x7f800000u)\n"
     "#define RX_PARALLEL\n"

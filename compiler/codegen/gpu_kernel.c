@@ -342,11 +342,11 @@ void rx_gpu_chain_bind(cg *g, const rx_stmt *const *chain, int n)
         ind(g);
         rx_sb_printf(g->out, "const %s %s = ", ct, nm);
         rxi_cg_cast_open(g, ct);
-        rx_sb_printf(g->out, "%s + RX_IMOD(rx_r, rx_e%d)));\n", rx_sb_str(&start), i);
+        rx_sb_printf(g->out, "%s + rx_r %% rx_e%d));\n", rx_sb_str(&start), i);
         rxi_cg_unused(g, nm);
         if (i) {
             ind(g);
-            rx_sb_printf(g->out, "rx_r = RX_IDIV(rx_r, rx_e%d);\n", i);
+            rx_sb_printf(g->out, "rx_r /= rx_e%d;\n", i);
         }
         cg_loop lp = {v, rx_sb_take(&start)};
         RX_VEC_PUSH(g->loops, lp);

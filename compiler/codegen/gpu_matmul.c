@@ -179,11 +179,11 @@ void rx_gpu_bind_outer(cg *g, const rx_stmt *const *chain, int outer)
 {
     for (int i = outer - 1; i >= 0; i--) {
         rx_sb off = {0};
-        rx_sb_printf(&off, "RX_IMOD(rx_r, rx_e%d)", i);
+        rx_sb_printf(&off, "rx_r %% rx_e%d", i);
         rx_gpu_bind_loop(g, chain[i], rx_sb_str(&off));
         rx_sb_free(&off);
         rx_gpu_ind(g);
-        rx_sb_printf(g->out, "rx_r = RX_IDIV(rx_r, rx_e%d);\n", i);
+        rx_sb_printf(g->out, "rx_r /= rx_e%d;\n", i);
     }
 }
 

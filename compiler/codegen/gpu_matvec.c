@@ -259,11 +259,11 @@ static void bind_some(cg *g, const rx_stmt *const *chain, int n, uint32_t mask, 
     for (int i = n - 2; i >= 0; i--) {
         if (((mask >> i) & 1u) != rows) continue;
         rx_sb off = {0};
-        rx_sb_printf(&off, "RX_IMOD(%s, rx_e%d)", var, i);
+        rx_sb_printf(&off, "%s %% rx_e%d", var, i);
         rx_gpu_bind_loop(g, chain[i], rx_sb_str(&off));
         rx_sb_free(&off);
         rx_gpu_ind(g);
-        rx_sb_printf(g->out, "%s = RX_IDIV(%s, rx_e%d);\n", var, var, i);
+        rx_sb_printf(g->out, "%s /= rx_e%d;\n", var, i);
     }
 }
 
@@ -340,8 +340,7 @@ static void row_offsets(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_
     for (int i = n - 2; i >= 0; i--)
         if (r->rowmask >> i & 1u) {
             rx_gpu_ind(g);
-            rx_sb_printf(g->out, "    rx_ro%d[rx_q] = (int)RX_IMOD(rx_rr, rx_e%d); rx_rr = RX_IDIV(rx_rr, rx_e%d);\n",
-                         i, i, i);
+            rx_sb_printf(g->out, "    rx_ro%d[rx_q] = (int)(rx_rr %% rx_e%d); rx_rr /= rx_e%d;\n", i, i, i);
         }
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "    (void)rx_rr;\n");
