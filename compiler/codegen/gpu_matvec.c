@@ -329,7 +329,7 @@ static void row_offsets(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_
     for (int i = 0; i < n - 1; i++)
         if (r->rowmask >> i & 1u) {
             rx_gpu_ind(g);
-            rx_sb_printf(g->out, "int rx_ro%d[%d];\n", i, m); /* a row loop's extent: an int */
+            rx_sb_printf(g->out, "long rx_ro%d[%d];\n", i, m);
         }
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "#pragma unroll\n");
@@ -340,7 +340,7 @@ static void row_offsets(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_
     for (int i = n - 2; i >= 0; i--)
         if (r->rowmask >> i & 1u) {
             rx_gpu_ind(g);
-            rx_sb_printf(g->out, "    rx_ro%d[rx_q] = (int)(rx_rr %% rx_e%d); rx_rr /= rx_e%d;\n", i, i, i);
+            rx_sb_printf(g->out, "    rx_ro%d[rx_q] = rx_rr %% rx_e%d; rx_rr /= rx_e%d;\n", i, i, i);
         }
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "    (void)rx_rr;\n");
@@ -447,8 +447,8 @@ static void emit_rows_in_registers(gk *k, const rx_stmt *const *chain, int n, co
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "if (rx_j + 3 < rx_e%d) {\n", n - 1);
     g->indent++;
-    rx_gpu_ind(g); /* loads in flight: fewer steps unrolled the more rows each step has */
-    rx_sb_printf(g->out, "#pragma unroll %d\n", m == 1 ? 4 : 2);
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "#pragma unroll 4\n");
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "for (long rx_k = rx_sl; rx_k < rx_ext; rx_k += %d) {\n", S);
     g->indent++;
