@@ -83,7 +83,7 @@ static rx_buffer *buffer(rb *r, const char *name, int ndim, rx_expr *const *shap
 }
 
 /* A caller dim as the function sees it: its literal, or a fresh shape variable. */
-static rx_expr *fdim(rb *r, rx_expr *caller, const char *name)
+static rx_expr *func_dim(rb *r, rx_expr *caller, const char *name)
 {
     int64_t v;
     if (rx_expr_is_const(caller, &v)) return lit(r, v);
@@ -287,9 +287,9 @@ bool lg_rnn(lg_ctx *c, rx_func **out_fn, rx_sinfo **out)
         return lg_fail(c, "r's directions and hidden size must be literals, found %s",
                        rx_sinfo_str(c->a, s[2]));
     for (int i = 0; i < 7; i++) RX_VEC_PUSH(c->args, call->args[i]);
-    r.T = fdim(&r, s[0]->dims[0], "T");
-    r.B = fdim(&r, s[0]->dims[1], "B");
-    r.I = fdim(&r, s[0]->dims[2], "I");
+    r.T = func_dim(&r, s[0]->dims[0], "T");
+    r.B = func_dim(&r, s[0]->dims[1], "B");
+    r.I = func_dim(&r, s[0]->dims[2], "I");
     rx_expr *D = lit(&r, r.D), *H = lit(&r, r.H), *GH = lit(&r, r.G * r.H);
     rx_expr *sx[3] = {r.T, r.B, r.I}, *sw[3] = {D, GH, r.I}, *sr[3] = {D, GH, H},
             *sb[2] = {D, lit(&r, 2 * r.G * r.H)}, *sh[3] = {D, r.B, H}, *sp[2] = {D, lit(&r, 3 * r.H)},
