@@ -98,8 +98,11 @@ static rx_expr *ld(rb *r, rx_buffer *b, rx_expr *i0, rx_expr *i1, rx_expr *i2, r
     return rx_e_load(r->a, b, idx, b->ndim);
 }
 
-/* A nest of n loops v[k] over [0, ext[k]) (the last nred of them reduce loops) around
- * one block storing val into b[idx] (init, when not NULL, at the reduction's start). */
+/* A nest of n loops over [0, ext[k]) (the last nred of them reduce loops) around one
+ * block storing val into b[idx] (init, when not NULL, at the reduction's start), whose
+ * iterators v[k] (what idx, init and val use) are bound to the loops' own variables:
+ * explicit iterators, since the step variable is not one of them, which relax-json
+ * writes and reads back as they are. */
 typedef struct nest_spec {
     const char *name;
     int n, nred;
@@ -115,12 +118,14 @@ static rx_stmt *nest(rb *r, const nest_spec *ns)
     rx_arena *a = r->a;
     rx_stmt *s = rx_s_block(a, ns->name, RX_NEWN(a, rx_iter, ns->n), ns->n, (rx_stmts){0},
                             (rx_stmts){0});
+    const rx_svar *lv[5];
     for (int k = 0; k < ns->n; k++) {
+        lv[k] = loopvar(r, rx_arena_printf(a, "%s0", ns->v[k]->name));
         rx_iter *it = &s->u.block.iters[k];
         it->var = ns->v[k];
         it->kind = k < ns->n - ns->nred ? RX_ITER_SPATIAL : RX_ITER_REDUCE;
         it->dom = ns->ext[k];
-        it->bind = ev(r, ns->v[k]);
+        it->bind = ev(r, lv[k]);
     }
     rx_expr **idx = RX_NEWN(a, rx_expr *, ns->b->ndim); /* the store keeps the array */
     for (int k = 0; k < ns->b->ndim; k++) idx[k] = ns->idx[k];
@@ -131,7 +136,7 @@ static rx_stmt *nest(rb *r, const nest_spec *ns)
     }
     s->u.block.body = rx_stmts_one(a, rx_s_store(a, ns->b, idx, ns->b->ndim, val));
     for (int k = ns->n - 1; k >= 0; k--)
-        s = rx_s_for(a, ns->v[k], lit(r, 0), ns->ext[k], RX_LOOP_SERIAL, rx_stmts_one(a, s));
+        s = rx_s_for(a, lv[k], lit(r, 0), ns->ext[k], RX_LOOP_SERIAL, rx_stmts_one(a, s));
     return s;
 }
 
