@@ -58,6 +58,7 @@ typedef struct bstate {
 } bstate;
 
 static bool st_library_lower(bstate *s);
+static bool st_legalize(bstate *s);
 static bool st_memory_plan(bstate *s);
 static bool st_lower_vm(bstate *s);
 static bool st_codegen(bstate *s);
@@ -110,7 +111,7 @@ static const stage pipeline[] = {
     {"dce", "1c", 1, ST_GRAPH, rx_pass_dce, NULL, false, true, "", "unused pure bindings"},
     {"library_lower", "2", 2, ST_GRAPH, NULL, st_library_lower, false, true, "§4.6, Figure 12",
      "matmul [+ bias] [+ activation] chains -> call_dps_library of BLAS, by a cost rule"},
-    {"legalize", "3", 0, ST_GRAPH, rx_pass_legalize, NULL, false, true, "§4.7",
+    {"legalize", "3", 0, ST_GRAPH, NULL, st_legalize, false, true, "§4.7",
      "op calls -> call_tir of generated loop functions (symbolic shapes kept)"},
     {"dce_post", "3b", 0, ST_GRAPH, rx_pass_dce, NULL, false, true, "",
      "unused bindings and loop functions no longer called"},
@@ -209,6 +210,12 @@ static bool st_library_lower(bstate *s)
     o.opencl = s->tgt.kind == RX_TARGET_OPENCL; /* enabled() ran it: clblast=1 */
     o.cuda = s->tgt.kind == RX_TARGET_CUDA;     /* ... or cublas=1 */
     return rx_pass_library_lower(s->m, &o, s->d);
+}
+
+/* legalize: on a GPU target nn.rnn becomes loops (rt.rnn runs on CPU memory only). */
+static bool st_legalize(bstate *s)
+{
+    return rx_legalize_for(s->m, s->tgt.kind != RX_TARGET_CPU, NULL, s->d);
 }
 
 /* ---- lowering stages ---- */

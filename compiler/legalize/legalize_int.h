@@ -92,6 +92,12 @@ rx_expr *lg_attr_size(lg_ctx *c, const rx_attr *a);
  * *n = -1 for null. */
 void lg_attr_ints(const rx_attr *a, int64_t *out, int max, int *n);
 
+/* nn.rnn as one loop function with a serial time loop (legalize_rnn.c): the function
+ * (not yet in the module) and the call_tir's `out`, a tuple whose field 0 is the call's
+ * result and the rest workspaces; c->args gets the call's 7 operands. False after
+ * lg_fail. */
+bool lg_rnn(lg_ctx *c, rx_func **fn, rx_sinfo **out);
+
 /* ---- the groups ---- */
 extern const lg_rule_entry rx_lg_elemwise[]; /* legalize_elemwise.c: unary, binary, where */
 extern const int rx_lg_elemwise_count;

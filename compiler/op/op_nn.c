@@ -418,7 +418,8 @@ static rx_sinfo *deduce_adaptive_pool2d(rx_dctx *c, const rx_node *call)
 /* nn.rnn(x (T, B, I), w (D, G*H, I), r (D, G*H, H), b (D, 2*G*H), h0 (D, B, H),
  * c0 (D, B, H), p (D, 3*H)) -> (T + 2, D, B, H): rows 0..T-1 the hidden state after each
  * step, row T the last hidden state, row T+1 the last cell state (LSTM; else row T
- * again). f32 only: it runs as the runtime library's rt.rnn (docs/ops.md). */
+ * again). f32 or f64, every operand of one dtype: f32 runs as the runtime library's
+ * rt.rnn on the CPU, everything else as loops (legalize_rnn.c; docs/ops.md). */
 static const char *const rnn_modes[] = {"lstm", "gru", "rnn_tanh", "rnn_relu"};
 static const char *const rnn_dirs[] = {"forward", "reverse", "bidirectional"};
 
@@ -441,17 +442,25 @@ static rx_sinfo *deduce_rnn(rx_dctx *c, const rx_node *call)
         return NULL;
     }
     const rx_sinfo *a[7];
+    rx_dtype dt = RX_DT_UNKNOWN;
     for (int i = 0; i < 7; i++) {
         a[i] = rx_d_tensor_arg(c, call, i);
         if (!a[i] || !check_ndim(c, call, a[i], i, ndims[i])) return NULL;
-        if (a[i]->dtype != RX_DT_UNKNOWN && a[i]->dtype != RX_DT_F32) {
-            rx_op_fail(c, call, "argument %d must be f32 (the recurrence runs in f32), found %s",
-                       i, rx_dtype_name((rx_dtype)a[i]->dtype));
+        rx_dtype t = (rx_dtype)a[i]->dtype;
+        if (t == RX_DT_UNKNOWN) continue;
+        if (t != RX_DT_F32 && t != RX_DT_F64) {
+            rx_op_fail(c, call, "argument %d must be f32 or f64, found %s", i, rx_dtype_name(t));
             return NULL;
         }
+        if (dt != RX_DT_UNKNOWN && t != dt) {
+            rx_op_fail(c, call, "argument %d is %s where the ones before are %s (one dtype for "
+                       "all)", i, rx_dtype_name(t), rx_dtype_name(dt));
+            return NULL;
+        }
+        dt = t;
     }
     const rx_sinfo *x = a[0], *r = a[2];
-    if (!x->dims || !r->dims) return rx_si_tensor(c->a, RX_DT_F32, 4, NULL);
+    if (!x->dims || !r->dims) return rx_si_tensor(c->a, dt, 4, NULL);
     int64_t g = mode == 0 ? 4 : mode == 1 ? 3 : 1;
     rx_expr *h = r->dims[2];
     if (proved_ne(c, r->dims[1], rx_e_binary(c->a, RX_E_MUL, rx_e_int(c->a, g), h)) ||
@@ -464,7 +473,7 @@ static rx_sinfo *deduce_rnn(rx_dctx *c, const rx_node *call)
     rx_expr *d[4] = {rx_e_binary(c->a, RX_E_ADD, x->dims[0], rx_e_int(c->a, 2)),
                      rx_e_int(c->a, dir == 2 ? 2 : 1), x->dims[1], h};
     d[0] = rx_arith_simplify(c->ar, d[0]);
-    return rx_si_tensor(c->a, RX_DT_F32, 4, d);
+    return rx_si_tensor(c->a, dt, 4, d);
 }
 
 /* ---------------------------------------------------------------- table */

@@ -20,9 +20,11 @@
  *         and output against the function's buffers are re-checked, so a wrong rule
  *         shows up here rather than at run time.
  *
- * nn.rnn (a sequential recurrence over a run-time length) has no loop-function form: it
+ * nn.rnn (a sequential recurrence over a run-time length): on the CPU, in f32, it
  * becomes call_dps_library("rt.rnn", ...) here at every opt level (library_lower.c's
- * rx_lib_rnn_call); on a GPU target vmgen refuses that library call with a clear error.
+ * rx_lib_rnn_call; the runtime's tuned recurrence); on a GPU target (rx_legalize_for
+ * with device set) or in another dtype, one loop function with a serial time loop
+ * (legalize_rnn.c), called as `call_tir(@nn_rnn, ..., out=(Y, workspaces...))[0]`.
  * Left to later passes: the ops without a rule (data-dependent unique/nonzero and
  * shape_of, which the VM runs as builtins; every other v1 op has one) stay op calls;
  * calls whose result dims are unknown (run-time broadcasting, reshape of an unknown
@@ -262,6 +264,7 @@ typedef struct lg_pass {
     rx_module *m;
     rx_diags *d;
     rx_legalize_report *rep;
+    bool device;           /* a GPU target: nn.rnn as loops (rx_legalize_for) */
     RX_VEC(gen) gens;      /* functions generated in this run */
     RX_VEC(lg_check) checks; /* the last call's lg_require_*, for walk_seq */
     const char *check_op;  /* and its op's name */
@@ -312,12 +315,13 @@ static bool result_ok(lg_pass *p, const rx_node *call, int *nouts)
 static rx_node *legalize_call(lg_pass *p, rx_node *call)
 {
     const rx_op *op = call->u.call.op;
-    if (is_rnn(op->name) && call->sinfo) {
+    bool rnn = is_rnn(op->name);
+    if (rnn && call->sinfo && !p->device && call->sinfo->dtype == RX_DT_F32) {
         p->rep->legalized++;
-        return rx_lib_rnn_call(p->m, call); /* a recurrence has no loop-function form */
+        return rx_lib_rnn_call(p->m, call); /* the CPU library's tuned recurrence */
     }
     const lg_rule_entry *rule = find_rule(op->name);
-    if (!rule) {
+    if (!rule && !rnn) {
         note_left(p, op);
         return call;
     }
@@ -338,13 +342,16 @@ static rx_node *legalize_call(lg_pass *p, rx_node *call)
     c.call = call;
     c.d = p->d;
     rx_node *res = call;
-    if (!rule->rule(&c)) {
+    rx_te_func tf = {0};
+    rx_sinfo *out = call->sinfo;
+    if (rnn ? !lg_rnn(&c, &tf.fn, &out) : !rule->rule(&c)) {
         p->ok = false;
         goto out;
     }
-    RX_ASSERT(c.outs.n == nouts);
-    rx_te_func tf;
-    rx_te_build(c.te, "", c.ins.items, c.ins.n, c.outs.items, c.outs.n, &tf);
+    if (!rnn) {
+        RX_ASSERT(c.outs.n == nouts);
+        rx_te_build(c.te, "", c.ins.items, c.ins.n, c.outs.items, c.outs.n, &tf);
+    }
     gen g;
     rx_func_struct_hash(tf.fn, "legalize", g.hash);
     rx_func *fn = NULL;
@@ -361,9 +368,14 @@ static rx_node *legalize_call(lg_pass *p, rx_node *call)
         p->rep->generated++;
     }
     res = rx_n_call_tir(p->m, rx_n_global(p->m, fn->name, fn), c.args.items, c.args.n,
-                        call->sinfo, tf.tir_vars, tf.ntir_vars);
+                        out, tf.tir_vars, tf.ntir_vars);
     res->loc = call->loc;
-    res->sinfo = call->sinfo;
+    res->sinfo = out;
+    if (out != call->sinfo) { /* nn.rnn: the result, then workspaces */
+        res = rx_n_get_item(p->m, res, 0);
+        res->loc = call->loc;
+        res->sinfo = call->sinfo;
+    }
     p->rep->legalized++;
     for (int i = 0; i < c.checks.n; i++) RX_VEC_PUSH(p->checks, c.checks.items[i]);
     p->check_op = op->name;
@@ -442,8 +454,14 @@ static void walk_seq(lg_pass *p, rx_seq *s)
 
 bool rx_legalize(rx_module *m, rx_legalize_report *rep, rx_diags *d)
 {
+    return rx_legalize_for(m, false, rep, d);
+}
+
+bool rx_legalize_for(rx_module *m, bool device, rx_legalize_report *rep, rx_diags *d)
+{
     rx_legalize_report local;
     lg_pass p = {0};
+    p.device = device;
     p.m = m;
     p.d = d;
     p.rep = rep ? rep : &local;

@@ -6,9 +6,11 @@ Exports nn.LSTM(256, 512, batch_first=True) and nn.GRU(256, 512, batch_first=Tru
 times relax-run --bench, ONNX Runtime 1.30 (onnxruntime-node, tests/bench/setup_ort.sh)
 and PyTorch (OMP_WAIT_POLICY=PASSIVE in this process) on the same inputs, 2 threads, printing medians and the ratios. With
 --baseline RELAXC a second relaxc (an older build) is timed in the same run, so a
-before/after is measured side by side. Outputs are checked against PyTorch.
+before/after is measured side by side. Outputs are checked against PyTorch. With
+--dtype f64 the layers run in float64: relaxd's loop form of nn.rnn (docs/ops.md; the
+runtime library's rt.rnn is f32 only) against PyTorch's and ONNX Runtime's f64.
 
-Usage: bench_rnn.py RELAXC [--baseline RELAXC] [--repeat N] [--models lstm,gru]
+Usage: bench_rnn.py RELAXC [--baseline RELAXC] [--repeat N] [--models lstm,gru] [--dtype f64]
 (run under `flock /work/wt/bench.lock` on a shared machine).
 """
 import argparse
@@ -69,6 +71,7 @@ def main():
     ap.add_argument("--baseline")
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--models", default="lstm,gru")
+    ap.add_argument("--dtype", choices=["f32", "f64"], default="f32")
     a = ap.parse_args()
     torch.set_num_threads(T)
     env = dict(os.environ, OMP_NUM_THREADS=str(T), OPENBLAS_NUM_THREADS=str(T))
@@ -76,8 +79,9 @@ def main():
     tmp = tempfile.mkdtemp(prefix="bench-rnn-")
     for name in a.models.split(","):
         torch.manual_seed(0)
-        m = MODELS[name]().eval()
-        x = torch.randn(4, 32, 256)
+        dt = torch.float64 if a.dtype == "f64" else torch.float32
+        m = MODELS[name]().to(dt).eval()
+        x = torch.randn(4, 32, 256, dtype=dt)
         with torch.no_grad():
             want = m(x).numpy()
             m(x)
@@ -102,8 +106,8 @@ def main():
         rows = [("relax", a.relaxc)] + ([("baseline", a.baseline)] if a.baseline else [])
         for tag, relaxc in rows:
             ms, note = relax_ms(relaxc, onnx, xin, tmp, name + "_" + tag, want, a.repeat, env)
-            print("%-5s %-8s %8.2f ms  ort %7.2f  torch %7.2f  /ort %5.2f  /torch %5.2f  %s"
-                  % (name, tag, ms, ort, torch_ms, ms / ort, ms / torch_ms, note), flush=True)
+            print("%-5s %s %-8s %8.2f ms  ort %7.2f  torch %7.2f  /ort %5.2f  /torch %5.2f  %s"
+                  % (name, a.dtype, tag, ms, ort, torch_ms, ms / ort, ms / torch_ms, note), flush=True)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@
  * arrive with layout 0 and their own Transposes.
  * Supported: the default activations (an explicit list equal to the default is
  * accepted; RNN's Relu becomes mode rnn_relu), directions forward, reverse and
- * bidirectional, GRU's linear_before_reset, f32. sequence_lens, when given, must be a
+ * bidirectional, GRU's linear_before_reset, f32 and f64. sequence_lens, when given, must be a
  * constant equal to a literal sequence length everywhere; other activations, clip and
  * input_forget are located errors.
  */
@@ -108,8 +108,8 @@ bool ox_c_rnn(ox_ctx *c)
         return false;
     }
     rx_dtype dt = ox_dtype_of(x);
-    if (dt != RX_DT_F32) {
-        ox_err(c, "runs in float32 only, found %s", rx_dtype_name(dt));
+    if (dt != RX_DT_F32 && dt != RX_DT_F64) {
+        ox_err(c, "runs in float32 or float64, found %s", rx_dtype_name(dt));
         return false;
     }
     if (ox_in(c, 4)) { /* sequence_lens: every sequence full length */

@@ -44,6 +44,10 @@ typedef struct rx_legalize_report {
  * d (m may then be partly rewritten). rep may be NULL. */
 bool rx_legalize(rx_module *m, rx_legalize_report *rep, rx_diags *d);
 
+/* rx_legalize for a target: device set (a GPU target) legalizes f32 nn.rnn into loop
+ * functions too, instead of the CPU library call rt.rnn (other dtypes always are). */
+bool rx_legalize_for(rx_module *m, bool device, rx_legalize_report *rep, rx_diags *d);
+
 /* rx_legalize as an rx_pass_fn. */
 bool rx_pass_legalize(rx_module *m, rx_diags *d);
 

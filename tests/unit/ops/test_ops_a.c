@@ -623,16 +623,22 @@ START_TEST(pools)
 }
 END_TEST
 
-/* nn.rnn of x (dtype xdt), w, r, b, h0 = c0 (dims h), p. */
+/* nn.rnn of x (dtype xdt), w, r, b, h0 = c0 (dims h), p (dtype dt). */
+static rx_sinfo *rnn_run_dt(fx *f, rx_attr *attrs, const char *x, rx_dtype xdt, const char *w,
+                            const char *r, const char *b, const char *h, const char *p, rx_dtype dt)
+{
+    return run(f, "nn.rnn", attrs, 7, T(f, x, xdt), T(f, w, dt), T(f, r, dt), T(f, b, dt),
+               T(f, h, dt), T(f, h, dt), T(f, p, dt));
+}
+
 static rx_sinfo *rnn_run(fx *f, rx_attr *attrs, const char *x, rx_dtype xdt, const char *w,
                          const char *r, const char *b, const char *h, const char *p)
 {
-    return run(f, "nn.rnn", attrs, 7, T(f, x, xdt), T(f, w, F32), T(f, r, F32), T(f, b, F32),
-               T(f, h, F32), T(f, h, F32), T(f, p, F32));
+    return rnn_run_dt(f, attrs, x, xdt, w, r, b, h, p, F32);
 }
 
 /* nn.rnn: (T + 2, D, B, H) with a symbolic sequence length; r's gate count checked by
- * mode and direction; f32 only; unknown modes named. */
+ * mode and direction; f32 or f64, one dtype for all; unknown modes named. */
 START_TEST(rnn)
 {
     fx f;
@@ -652,7 +658,19 @@ START_TEST(rnn)
     fx_init(&f);
     expect_error(&f, rnn_run(&f, a_map(&f, 1, "mode", a_str(&f, "lstm")), "t, b, 6", RX_DT_F64,
                              "1, 32, 6", "1, 32, 8", "1, 64", "1, b, 8", "1, 24"),
-                 "argument 0 must be f32");
+                 "argument 1 is f32 where the ones before are f64");
+    fx_fini(&f);
+    fx_init(&f);
+    expect_error(&f, rnn_run_dt(&f, a_map(&f, 1, "mode", a_str(&f, "lstm")), "t, b, 6",
+                                RX_DT_I32, "1, 32, 6", "1, 32, 8", "1, 64", "1, b, 8", "1, 24",
+                                RX_DT_I32),
+                 "argument 0 must be f32 or f64, found i32");
+    fx_fini(&f);
+    fx_init(&f);
+    OK(&f, rnn_run_dt(&f, a_map(&f, 1, "mode", a_str(&f, "lstm")), "t, b, 6", RX_DT_F64,
+                      "1, 32, 6", "1, 32, 8", "1, 64", "1, b, 8", "1, 24", RX_DT_F64),
+       "(t + 2, 1, b, 8) f64");
+    ck_assert_int_eq(rx_diags_count(&f.d), 0);
     fx_fini(&f);
     fx_init(&f);
     expect_error(&f, rnn_run(&f, a_map(&f, 1, "mode", a_str(&f, "lstm2")), "t, b, 6", F32,

@@ -8,6 +8,7 @@
  * stay symbolic (one function, tir_vars where needed), the legalized module survives
  * a relax-json round trip, and unsupported calls give located errors. Every v1 op has a
  * rule except the data-dependent unique and nonzero and shape_of (run by the VM).
+ * nn.rnn's two forms (rt.rnn, or loops for GPU targets and f64): rnn_forms.
  */
 #include "pass_test.h"
 #include <check.h>
@@ -392,6 +393,93 @@ START_TEST(rule_errors)
 }
 END_TEST
 
+/* An LSTM module (x (t, 2, 6), hidden hid, one direction) in dtype dt: main = nn.rnn. */
+static rx_module *rnn_module(const char *dt, const char *hid)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{'format': 'relax-json', 'version': 1, 'functions': {'main': {'kind': 'relax', "
+             "'params': [{'name': 'x', 'type': {'tensor': {'shape': ['t', 2, 6], 'dtype': '%s'}}},"
+             "{'name': 'w', 'type': {'tensor': {'shape': [1, 32, 6], 'dtype': '%s'}}},"
+             "{'name': 'r', 'type': {'tensor': {'shape': [1, 32, %s], 'dtype': '%s'}}},"
+             "{'name': 'b', 'type': {'tensor': {'shape': [1, 64], 'dtype': '%s'}}},"
+             "{'name': 'h', 'type': {'tensor': {'shape': [1, 2, 8], 'dtype': '%s'}}},"
+             "{'name': 'p', 'type': {'tensor': {'shape': [1, 24], 'dtype': '%s'}}}],"
+             "'body': {'blocks': [{'bindings': [{'var': 'y', 'value': {'op': 'nn.rnn', "
+             "'args': ['x', 'w', 'r', 'b', 'h', 'h', 'p'], 'attrs': {'mode': 'lstm'}}},"
+             "{'var': 'z', 'value': {'op': 'nn.rnn', "
+             "'args': ['x', 'w', 'r', 'b', 'h', 'h', 'p'], 'attrs': {'mode': 'lstm'}}}]}], "
+             "'result': 'z'}}}}", dt, dt, hid, dt, dt, dt, dt);
+    return load_quoted(text);
+}
+
+/* The loop function behind binding var: get_item(call_tir(...), 0) after deduction. */
+static const rx_node *rnn_call(const rx_module *m, const char *var)
+{
+    const rx_func *f = rx_module_find(m, "main");
+    const rx_node *v = binding_value(f, var);
+    ck_assert_int_eq(v->kind, RX_N_GET_ITEM);
+    ck_assert_int_eq(v->u.index, 0);
+    const rx_node *c = v->args[0];
+    if (c->kind == RX_N_VAR) c = binding_value(f, c->u.var.name);
+    ck_assert_int_eq(c->kind, RX_N_CALL);
+    ck_assert_int_eq(c->call_kind, RX_CALL_TIR);
+    return c;
+}
+
+/* nn.rnn: f32 on the cpu is rt.rnn; f64, and f32 for a GPU target (rx_legalize_for),
+ * one loop function (shared by identical calls) with a serial step loop, its workspaces
+ * extra outputs; the module survives a relax-json round trip; a symbolic hidden size is
+ * a located error there (rt.rnn takes it). */
+START_TEST(rnn_forms)
+{
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_legalize_report rep;
+    rx_module *m = rnn_module("f32", "8");
+    ck_assert_msg(rx_legalize(m, &rep, &d) && rx_deduce_module(m, &d), "%s", diags_str(&d));
+    const rx_node *y = binding_value(rx_module_find(m, "main"), "y");
+    ck_assert_int_eq(y->call_kind, RX_CALL_LIB);
+    ck_assert_str_eq(y->u.call.lib, "rt.rnn");
+    ck_assert_int_eq(count_tir(m), 0);
+    rx_module_free(m);
+    for (int k = 0; k < 2; k++) {
+        m = rnn_module(k ? "f32" : "f64", "8");
+        ck_assert_msg(rx_legalize_for(m, k == 1, &rep, &d) && rx_deduce_module(m, &d), "%s",
+                      diags_str(&d));
+        ck_assert_int_eq(rep.legalized, 2);
+        ck_assert_int_eq(rep.generated, 1);
+        ck_assert_int_eq(rep.shared, 1);
+        const rx_node *c = rnn_call(m, "y");
+        ck_assert_ptr_eq(c->u.call.callee->u.global.fn, rnn_call(m, "z")->u.call.callee->u.global.fn);
+        ck_assert_str_eq(c->u.call.callee->u.global.name, "nn_rnn");
+        char *out = rx_sinfo_str(m->arena, c->sinfo);
+        ck_assert_str_eq(out, k ? "R.Tuple(R.Tensor((t + 2, 1, 2, 8), \"f32\"), "
+                                  "R.Tensor((t, 1, 2, 32), \"f32\"), R.Tensor((1, 2, 32), \"f32\"))"
+                                : "R.Tuple(R.Tensor((t + 2, 1, 2, 8), \"f64\"), "
+                                  "R.Tensor((t, 1, 2, 32), \"f64\"), R.Tensor((1, 2, 32), \"f64\"))");
+        const rx_func *fn = c->u.call.callee->u.global.fn;
+        /* h0, c0, the input projection, the step loop over t (serial) */
+        ck_assert_int_eq(fn->tbody.n, 4);
+        const rx_stmt *loop = fn->tbody.items[3];
+        ck_assert_int_eq(loop->kind, RX_S_FOR);
+        ck_assert_int_eq(loop->u.for_.loop_kind, RX_LOOP_SERIAL);
+        ck_assert_str_eq(rx_expr_str(m->arena, loop->u.for_.extent), "T");
+        ck_assert_int_eq(loop->u.for_.body.n, 4); /* product, cell, hidden, state */
+        roundtrip(m);
+        rx_module_free(m);
+    }
+    m = rnn_module("f64", "'k'");
+    ck_assert(!rx_legalize(m, NULL, &d));
+    char *e = diags_str(&d);
+    ck_assert_msg(strstr(e, "functions.main.body.blocks[0].bindings[0].value: cannot legalize nn.rnn: "
+                            "r's directions and hidden size must be literals") != NULL, "%s", e);
+    free(e);
+    rx_module_free(m);
+    rx_diags_free(&d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("legalize");
@@ -407,6 +495,7 @@ int main(void)
     tcase_add_test(tc, every_v1_op_has_a_rule);
     tcase_add_test(tc, tuples_and_sharing);
     tcase_add_test(tc, rule_errors);
+    tcase_add_test(tc, rnn_forms);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
