@@ -23,7 +23,10 @@
  *   A (m, k), B (k, n), C (m, n);  or batched A (b, m, k), B (b, k, n) or (k, n),
  *   C (b, m, n).
  * The fused matmul entries (what compiler/pass/library_lower.c emits) run the same
- * cblas_sgemm into C and then one epilogue pass over C, while the rows are still warm:
+ * cblas_sgemm into C and then one epilogue pass over C, while the rows are still warm;
+ * on the runtime's own sgemm a bias and relu are applied in its write-back instead (to
+ * each tile in L1 after its last block, rx_rt_gemm_epi: no pass of their own, on all
+ * the product's threads), gelu and silu stay in the pass:
  *   blas.matmul_bias           (A, B, bias, C)  C = A @ B + bias   (bias (n,), over the
  *                                                last axis)
  *   blas.matmul_bias_ACT       (A, B, bias, C)  C = act(A @ B + bias)
@@ -156,10 +159,13 @@ static const float *fdata(const DLTensor *t)
 }
 
 /* C = A @ B for the shapes of the essay: the whole of blas.matmul, and the first step
- * of the fused entries. *rows and *cols get C's row count (b * m) and n. */
+ * of the fused entries. *rows and *cols get C's row count (b * m) and n. With epi, the
+ * own sgemm applies bias (may be NULL) and relu in its write-back (rx_rt_gemm_epi) and
+ * *epi_done says so; the BLAS's leaves them to the caller. */
 static int32_t blas_gemm(const DLTensor *A, const DLTensor *B, DLTensor *C, int64_t *rows,
-                         int64_t *cols)
+                         int64_t *cols, bool epi, const float *bias, bool relu, bool *epi_done)
 {
+    *epi_done = false;
     if (!is_f32(A) || !is_f32(B) || !is_f32(C)) return BLAS_DTYPE;
     int64_t batch = 1, m, k, n;
     if (A->ndim == 2 && B->ndim == 2 && C->ndim == 2) {
@@ -185,8 +191,14 @@ static int32_t blas_gemm(const DLTensor *A, const DLTensor *B, DLTensor *C, int6
     }
     sgemm_fn gemm = rx_rt_gemm_pick(blas_sgemm, m, n, k);
     if (!gemm) return BLAS_NOLIB;
+    *epi_done = epi && gemm == rx_rt_gemm;
     for (int64_t i = 0; i < batch; i++) {
         if (m == 0 || n == 0) break;
+        if (*epi_done) { /* k 0 included: C = epilogue(0) */
+            rx_rt_gemm_epi(false, false, m, n, k, 1.0f, a + i * m * k, k, b + i * bstride, n,
+                           0.0f, c + i * m * n, n, true, bias, relu);
+            continue;
+        }
         if (k == 0) {
             memset(c + i * m * n, 0, sizeof(float) * (size_t)(m * n));
             continue;
@@ -204,7 +216,8 @@ static int32_t blas_sgemm_entry(DLTensor *const *args, int32_t nargs)
 {
     if (nargs != 3) return BLAS_ARGS;
     int64_t rows, cols;
-    return blas_gemm(args[0], args[1], args[2], &rows, &cols);
+    bool epi_done;
+    return blas_gemm(args[0], args[1], args[2], &rows, &cols, false, NULL, false, &epi_done);
 }
 
 /* ---- blas.matmul_view ---- */
@@ -451,10 +464,12 @@ static int32_t blas_fused(DLTensor *const *args, int32_t nargs, bool bias, int a
     int64_t rows, cols;
     if (bt && (bt->ndim != 1 || C->ndim < 1 || bt->shape[0] != C->shape[C->ndim - 1]))
         return is_f32(C) ? BLAS_SHAPE : BLAS_DTYPE;
-    int32_t rc = blas_gemm(args[0], args[1], C, &rows, &cols);
-    if (rc != BLAS_OK) return rc;
-    float *c = (float *)(uintptr_t)fdata(C);
     const float *b = bt ? fdata(bt) : NULL;
+    bool epi_done; /* bias and relu in the own sgemm's write-back */
+    int32_t rc = blas_gemm(args[0], args[1], C, &rows, &cols, act == ACT_NONE || act == ACT_RELU,
+                           b, act == ACT_RELU, &epi_done);
+    if (rc != BLAS_OK || epi_done) return rc;
+    float *c = (float *)(uintptr_t)fdata(C);
     for (int64_t i = 0; i < rows; i++) {
         float *row = c + i * cols;
         if (b)

@@ -24,11 +24,21 @@
  * floats), so a 256-deep panel maps onto a few L1 and L2 sets and is evicted before
  * the next row tile reuses it (measured: 64 x 1024 x 4096 at 0.64x OpenBLAS in place,
  * 0.95-1.03x packed, one thread).
+ * Up to STREAM_ROWS = 192 rows (prefill's and an encoder's products, 128..192 tokens)
+ * B is packed one micro-panel at a time (gemm_stream): all the rows of A packed per KC
+ * block (at most 192 KiB, in L2), then each 16-column panel of B packed into a 16 KiB
+ * buffer and multiplied by every row tile while it is in L1. Packing a whole NC-wide
+ * block first writes 2 MiB to L3 and reads it back per MC block: on a weight that comes
+ * from memory that was 0.1 of the product's time (perf, 128 x 768 x 3072, one thread);
+ * streamed, B is read once, row by row with the panel after next prefetched.
  *
  * The micro-kernel: an AVX2+FMA one (6 broadcasts of A, 2 loads of B, 12 FMAs per
  * reduction index: at the FMA unit's peak on L1-resident panels) compiled with a target
  * attribute and chosen at run time when the CPU has AVX2 and FMA
- * (__builtin_cpu_supports); elsewhere a portable C kernel with the same packing.
+ * (__builtin_cpu_supports); elsewhere a portable C kernel with the same packing. Its
+ * reduction loop is inline assembly with the 12 accumulators as register operands:
+ * from the same intrinsics gcc 12 (-O3) spilled accumulators to the stack and copied
+ * registers in the loop.
  *
  * Threads: rx_rt_gemm runs on the runtime's pool (rx_rt_parallel_for) from 2^19
  * multiply-adds up: the columns are split in NR multiples over the threads when there
@@ -46,8 +56,9 @@
  * kernel, from OWN_ROWS = 48 rows of C up; fewer rows (decode's products) and the
  * portable kernel stay with the BLAS. $RX_GEMM_KERNEL=portable forces the C kernel (the test's
  * second run).
- * Cost: 2 M N K flops; packing copies A once per NC-column block and B once per MC-row
- * block (B not at all up to DIRECT_ROWS rows).
+ * Cost: 2 M N K flops; packing copies A once per NC-column block (per KC block and
+ * thread up to STREAM_ROWS rows) and B once (once per MC-row block past STREAM_ROWS
+ * rows; not at all up to DIRECT_ROWS rows).
  */
 #include "rt_int.h"
 
@@ -64,9 +75,10 @@
 #endif
 
 enum { MR = 6, NR = 16, KC = 256, MC = 96, NC = 2048 };
-enum { PF = 96 }; /* the kernel prefetches A this many floats ahead (16 steps) */
+/* The kernel prefetches A 384 and 448 bytes ahead (16 reduction steps). */
 enum { DIRECT_ROWS = 4 * MR }; /* B read in place (not packed) up to this many rows */
 enum { OWN_ROWS = 48 };        /* auto: the own sgemm from this many rows of C up */
+enum { STREAM_ROWS = 2 * MC }; /* B packed a panel at a time up to this many rows */
 
 /* The micro-kernel: acc = A panel (kc x MR, packed) times B panel (kc rows of NR, row
  * stride ldb: NR when packed, B's own when read in place); then c (MR x NR, row stride
@@ -107,41 +119,59 @@ AVX2_FN static inline void row_out(float *c, __m256 lo, __m256 hi, __m256 va, __
     _mm256_storeu_ps(c + 8, hi);
 }
 
-#define FMA_ROW(r)                                                                         \
-    do {                                                                                   \
-        __m256 ar = _mm256_broadcast_ss(a + (r));                                          \
-        c##r##0 = _mm256_fmadd_ps(ar, b0, c##r##0);                                        \
-        c##r##1 = _mm256_fmadd_ps(ar, b1, c##r##1);                                        \
-    } while (0)
+/* One reduction index of the 6x16 tile in assembly: B's two vectors into ymm12/13,
+ * each of A's 6 values broadcast into ymm14/15 (alternating), 12 FMAs; then A and B
+ * step on. The accumulators are the asm operands %0..%11 (registers the compiler picks;
+ * with ymm12-15 clobbered, the 12 left). */
+#define K_STEP(aoff)                                                                       \
+    "vmovups (%[b]), %%ymm12\n\t"                                                          \
+    "vmovups 32(%[b]), %%ymm13\n\t"                                                        \
+    "add %[ldb], %[b]\n\t"                                                                 \
+    "vbroadcastss " #aoff "+0(%[a]), %%ymm14\n\t"                                          \
+    "vfmadd231ps %%ymm12, %%ymm14, %0\n\t"                                                 \
+    "vfmadd231ps %%ymm13, %%ymm14, %1\n\t"                                                 \
+    "vbroadcastss " #aoff "+4(%[a]), %%ymm15\n\t"                                          \
+    "vfmadd231ps %%ymm12, %%ymm15, %2\n\t"                                                 \
+    "vfmadd231ps %%ymm13, %%ymm15, %3\n\t"                                                 \
+    "vbroadcastss " #aoff "+8(%[a]), %%ymm14\n\t"                                          \
+    "vfmadd231ps %%ymm12, %%ymm14, %4\n\t"                                                 \
+    "vfmadd231ps %%ymm13, %%ymm14, %5\n\t"                                                 \
+    "vbroadcastss " #aoff "+12(%[a]), %%ymm15\n\t"                                         \
+    "vfmadd231ps %%ymm12, %%ymm15, %6\n\t"                                                 \
+    "vfmadd231ps %%ymm13, %%ymm15, %7\n\t"                                                 \
+    "vbroadcastss " #aoff "+16(%[a]), %%ymm14\n\t"                                         \
+    "vfmadd231ps %%ymm12, %%ymm14, %8\n\t"                                                 \
+    "vfmadd231ps %%ymm13, %%ymm14, %9\n\t"                                                 \
+    "vbroadcastss " #aoff "+20(%[a]), %%ymm15\n\t"                                         \
+    "vfmadd231ps %%ymm12, %%ymm15, %10\n\t"                                                \
+    "vfmadd231ps %%ymm13, %%ymm15, %11\n\t"
 
+/* The reduction loop is assembly (the essay): 4 steps per iteration with A prefetched
+ * 16 steps ahead, then the kc % 4 left one at a time. */
 AVX2_FN static void kern_avx2(int64_t kc, const float *a, const float *b, int64_t ldb,
                               float *c, int64_t ldc, float alpha, float beta)
 {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
            c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-#define STEP()                                                                             \
-    do {                                                                                   \
-        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);                       \
-        FMA_ROW(0);                                                                        \
-        FMA_ROW(1);                                                                        \
-        FMA_ROW(2);                                                                        \
-        FMA_ROW(3);                                                                        \
-        FMA_ROW(4);                                                                        \
-        FMA_ROW(5);                                                                        \
-        a += MR, b += ldb;                                                                 \
-    } while (0)
     for (int r = 0; r < MR; r++) _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
-    int64_t p = 0;
-    for (; p + 4 <= kc; p += 4) {
-        _mm_prefetch((const char *)(a + PF), _MM_HINT_T0);
-        _mm_prefetch((const char *)(a + PF + 16), _MM_HINT_T0);
-        STEP();
-        STEP();
-        STEP();
-        STEP();
-    }
-    for (; p < kc; p++) STEP();
-#undef STEP
+    int64_t ldb_bytes = ldb * (int64_t)sizeof(float);
+    const float *a4 = a + kc / 4 * 4 * MR, *a1 = a + kc * MR; /* where each loop stops */
+/* The loop "1: BODY; a += STEP bytes; until a reaches END" as one asm statement. */
+#define K_LOOP(BODY, STEP, END)                                                            \
+    __asm__ volatile("1:\n\t" BODY "add $" #STEP ", %[a]\n\t"                             \
+                     "cmp %[end], %[a]\n\t"                                                \
+                     "jb 1b\n\t"                                                           \
+                     : "+x"(c00), "+x"(c01), "+x"(c10), "+x"(c11), "+x"(c20), "+x"(c21),  \
+                       "+x"(c30), "+x"(c31), "+x"(c40), "+x"(c41), "+x"(c50), "+x"(c51),  \
+                       [a] "+r"(a), [b] "+r"(b)                                            \
+                     : [end] "r"(END), [ldb] "r"(ldb_bytes)                                \
+                     : "xmm12", "xmm13", "xmm14", "xmm15", "memory", "cc")
+    if (a < a4)
+        K_LOOP("prefetcht0 384(%[a])\n\t"
+               "prefetcht0 448(%[a])\n\t" K_STEP(0) K_STEP(24) K_STEP(48) K_STEP(72),
+               96, a4);
+    if (a < a1) K_LOOP(K_STEP(0), 24, a1);
+#undef K_LOOP
     __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
     row_out(c, c00, c01, va, vb, beta);
     row_out(c + ldc, c10, c11, va, vb, beta);
@@ -150,7 +180,7 @@ AVX2_FN static void kern_avx2(int64_t kc, const float *a, const float *b, int64_
     row_out(c + 4 * ldc, c40, c41, va, vb, beta);
     row_out(c + 5 * ldc, c50, c51, va, vb, beta);
 }
-#undef FMA_ROW
+#undef K_STEP
 
 /* The 8x8 block at src (row stride ld; rows past `rows` read as 0) transposed into
  * r[0..7]. */
@@ -263,6 +293,21 @@ static void pack_a(float *dst, const float *a, int64_t rs, int64_t cs, int64_t m
  * into NR-column micro-panels, zero columns past nc. */
 static void pack_b(float *dst, const float *b, int64_t rs, int64_t cs, int64_t kc, int64_t nc)
 {
+    if (cs == 1 && nc >= NR) {
+        /* Row by row: each of B's rows is read once, front to back (the hardware
+         * prefetcher streams it), and cut into the panels' 64-byte slots. Panel by panel
+         * instead reads 64 bytes from each of kc rows a whole row stride apart: on a
+         * weight that comes from memory, 0.1 of the GEMM's time went to those loads. */
+        int64_t full = nc / NR * NR;
+        for (int64_t p = 0; p < kc; p++) {
+            const float *src = b + p * rs;
+            float *d = dst + p * NR;
+            for (int64_t j0 = 0; j0 < full; j0 += NR, d += NR * kc)
+                memcpy(d, src + j0, sizeof(float) * NR);
+        }
+        if (full == nc) return;
+        dst += full * kc, b += full, nc -= full;
+    }
     for (int64_t j0 = 0; j0 < nc; j0 += NR, dst += NR * kc) {
         int64_t nr = nc - j0 < NR ? nc - j0 : NR;
         const float *bj = b + j0 * cs;
@@ -286,6 +331,26 @@ static void pack_b(float *dst, const float *b, int64_t rs, int64_t cs, int64_t k
     }
 }
 
+/* One micro-panel (nr <= NR columns) of B into dst, as pack_b; with ahead, the
+ * columns two panels on (in the caller's range) are prefetched row by row: a weight
+ * read from memory 64 bytes per row, a row stride apart, waits on each row otherwise. */
+static void pack_b_panel(float *dst, const float *b, int64_t rs, int64_t cs, int64_t kc,
+                         int64_t nr, bool ahead)
+{
+    if (cs != 1 || nr != NR) {
+        pack_b(dst, b, rs, cs, kc, nr);
+        return;
+    }
+    for (int64_t p = 0; p < kc; p++) {
+#if GEMM_X86
+        if (ahead) _mm_prefetch((const char *)(b + p * rs + 2 * NR), _MM_HINT_T0);
+#else
+        (void)ahead;
+#endif
+        memcpy(dst + p * NR, b + p * rs, sizeof(float) * NR);
+    }
+}
+
 /* ---- the blocked product on one thread ---- */
 
 typedef struct gemm_job {
@@ -296,7 +361,9 @@ typedef struct gemm_job {
     float *c;
     int64_t ldc;
     kern_fn kern;
-    bool split_n; /* threads take column ranges (else row ranges) */
+    bool split_n;      /* threads take column ranges (else row ranges) */
+    const float *bias; /* the epilogue: C[i][j] += bias[j], then max(C, 0) when relu */
+    bool relu;
 } gemm_job;
 
 /* Per-thread packing buffers, grown on demand and kept for the thread's life. */
@@ -313,20 +380,36 @@ static float *scratch(size_t floats)
     return tl_buf;
 }
 
-/* One MR x NR tile (or the mr x nr corner of one) of C at c: the kernel into c directly
- * when full, else through a buffer. */
+/* The epilogue on rows x cols of C at c (its first column is C's column col), while
+ * they are in L1: bias, then relu. */
+static void epilogue(const gemm_job *j, float *c, int64_t rows, int64_t cols, int64_t col)
+{
+    const float *bias = j->bias ? j->bias + col : NULL;
+    for (int64_t i = 0; i < rows; i++, c += j->ldc) {
+        if (bias)
+            for (int64_t q = 0; q < cols; q++) c[q] += bias[q];
+        if (j->relu)
+            for (int64_t q = 0; q < cols; q++) c[q] = c[q] > 0.0f ? c[q] : 0.0f;
+    }
+}
+
+/* One MR x NR tile (or the mr x nr corner of one) of C at c, C's column col: the kernel
+ * into c directly when full, else through a buffer; the epilogue after the last
+ * reduction block (last). */
 static void tile(const gemm_job *j, int64_t kc, const float *ap, const float *bp, int64_t ldb,
-                 float *c, int64_t mr, int64_t nr, float beta)
+                 float *c, int64_t mr, int64_t nr, float beta, int64_t col, bool last)
 {
     if (mr == MR && nr == NR) {
         j->kern(kc, ap, bp, ldb, c, j->ldc, j->alpha, beta);
-        return;
+    } else {
+        float t[MR * NR];
+        j->kern(kc, ap, bp, ldb, t, NR, j->alpha, 0.0f);
+        for (int64_t i = 0; i < mr; i++)
+            for (int64_t q = 0; q < nr; q++)
+                c[i * j->ldc + q] =
+                    t[i * NR + q] + (beta != 0.0f ? beta * c[i * j->ldc + q] : 0.0f);
     }
-    float t[MR * NR];
-    j->kern(kc, ap, bp, ldb, t, NR, j->alpha, 0.0f);
-    for (int64_t i = 0; i < mr; i++)
-        for (int64_t q = 0; q < nr; q++)
-            c[i * j->ldc + q] = t[i * NR + q] + (beta != 0.0f ? beta * c[i * j->ldc + q] : 0.0f);
+    if (last && (j->bias || j->relu)) epilogue(j, c, mr, nr, col);
 }
 
 /* C[m0:m1, n0:n1] without packing buffers: the answer when they cannot be allocated. */
@@ -339,6 +422,39 @@ static void gemm_plain(const gemm_job *j, int64_t m0, int64_t m1, int64_t n0, in
                 acc += j->a[i * j->ars + p * j->acs] * j->b[p * j->brs + q * j->bcs];
             *c = j->alpha * acc + (j->beta != 0.0f ? j->beta * *c : 0.0f);
         }
+    epilogue(j, j->c + m0 * j->ldc + n0, m1 - m0, n1 - n0, n0);
+}
+
+/* C[m0:m1, n0:n1] for at most STREAM_ROWS rows, B packed one micro-panel at a time:
+ * all the rows of A packed per KC block (at most 192 x 256 floats, in L2), then each
+ * 16-column panel of B packed into a 16 KiB buffer that stays in L1 and multiplied by
+ * every row tile at once. B is read once and its packed copy never leaves L1 (a whole
+ * NC-wide packed block, 2 MiB, is written to and read back from L3). */
+static void gemm_stream(const gemm_job *j, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
+{
+    int64_t mb = m1 - m0, mcap = (mb + MR - 1) / MR * MR, kcap = j->k < KC ? j->k : KC;
+    /* + 8: pack_a_avx2's last store (MR < 8 lanes of it belong to the panel) */
+    float *pa = scratch((size_t)(mcap * kcap + 8 + NR * kcap));
+    if (!pa) {
+        gemm_plain(j, m0, m1, n0, n1);
+        return;
+    }
+    float *pb = pa + mcap * kcap + 8;
+    for (int64_t pc = 0; pc < j->k; pc += KC) {
+        int64_t kc = j->k - pc < KC ? j->k - pc : KC;
+        float beta = pc == 0 ? j->beta : 1.0f;
+        pack_a(pa, j->a + m0 * j->ars + pc * j->acs, j->ars, j->acs, mb, kc);
+        for (int64_t jr = n0; jr < n1; jr += NR) {
+            int64_t nr = n1 - jr < NR ? n1 - jr : NR;
+            pack_b_panel(pb, j->b + pc * j->brs + jr * j->bcs, j->brs, j->bcs, kc, nr,
+                         jr + 3 * NR <= n1);
+            for (int64_t ir = 0; ir < mb; ir += MR) {
+                int64_t mr = mb - ir < MR ? mb - ir : MR;
+                tile(j, kc, pa + ir * kc, pb, NR, j->c + (m0 + ir) * j->ldc + jr, mr, nr, beta,
+                     jr, pc + kc == j->k);
+            }
+        }
+    }
 }
 
 /* C[m0:m1, n0:n1] of the job, on the calling thread. */
@@ -346,11 +462,15 @@ static void gemm_block(const gemm_job *j, int64_t m0, int64_t m1, int64_t n0, in
 {
     int64_t mb = m1 - m0, nb = n1 - n0;
     if (mb <= 0 || nb <= 0) return;
+    /* B in place: small M, B's columns unit-stride (not transposed). */
+    bool b_direct = mb <= DIRECT_ROWS && j->bcs == 1;
+    if (!b_direct && mb <= STREAM_ROWS) {
+        gemm_stream(j, m0, m1, n0, n1);
+        return;
+    }
     int64_t mcap = mb < MC ? (mb + MR - 1) / MR * MR : MC;
     int64_t ncap = nb < NC ? (nb + NR - 1) / NR * NR : NC;
     int64_t kcap = j->k < KC ? j->k : KC;
-    /* B in place: small M, B's columns unit-stride (not transposed). */
-    bool b_direct = mb <= DIRECT_ROWS && j->bcs == 1;
     /* + 8: pack_a_avx2's last store (MR < 8 lanes of it belong to the panel) */
     float *buf = scratch((size_t)(mcap * kcap + 8 + (b_direct ? 0 : ncap * kcap)));
     if (!buf) {
@@ -382,7 +502,7 @@ static void gemm_block(const gemm_job *j, int64_t m0, int64_t m1, int64_t n0, in
                     for (int64_t ir = 0; ir < mc; ir += MR) {
                         int64_t mr = mc - ir < MR ? mc - ir : MR;
                         tile(j, kc, pa + ir * kc, bp, ldb, j->c + (ic + ir) * j->ldc + jc + jr,
-                             mr, nr, beta);
+                             mr, nr, beta, jc + jr, pc + kc == j->k);
                     }
                 }
             }
@@ -409,17 +529,27 @@ void rx_rt_gemm_ex(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                    int64_t ldc, bool threads)
 {
+    rx_rt_gemm_epi(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads, NULL,
+                   false);
+}
+
+void rx_rt_gemm_epi(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                    float *c, int64_t ldc, bool threads, const float *bias, bool relu)
+{
     pthread_once(&kern_once, kern_choose);
     if (m <= 0 || n <= 0) return;
     if (k <= 0 || alpha == 0.0f) { /* C = beta * C */
+        gemm_job z = {.ldc = ldc, .bias = bias, .relu = relu};
         for (int64_t i = 0; i < m; i++)
             for (int64_t q = 0; q < n; q++)
                 c[i * ldc + q] = beta != 0.0f ? beta * c[i * ldc + q] : 0.0f;
+        epilogue(&z, c, m, n, 0);
         return;
     }
     gemm_job j = {m, n, k, alpha, beta, a, b,
                   trans_a ? 1 : lda, trans_a ? lda : 1, trans_b ? 1 : ldb, trans_b ? ldb : 1,
-                  c, ldc, kern_best, false};
+                  c, ldc, kern_best, false, bias, relu};
     int64_t ntiles = (n + NR - 1) / NR, mtiles = (m + MR - 1) / MR;
     j.split_n = ntiles >= 4 || ntiles >= mtiles;
     int id, nt;

@@ -204,6 +204,12 @@ rx_rt_sgemm_fn rx_rt_sgemm(void);
 void rx_rt_gemm_ex(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                    int64_t ldc, bool threads);
+/* rx_rt_gemm_ex and then the epilogue C[i][j] += bias[j] (bias NULL: none), then
+ * C = max(C, 0) when relu, applied to each tile of C as its last block is written (while
+ * it is in L1: no pass over C of its own). */
+void rx_rt_gemm_epi(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                    float *c, int64_t ldc, bool threads, const float *bias, bool relu);
 /* rx_rt_gemm_ex with cblas_sgemm's arguments (order 101 only; trans 112 transposes). */
 void rx_rt_gemm(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a,
                 int lda, const float *b, int ldb, float beta, float *c, int ldc);

@@ -37,6 +37,7 @@ typedef struct gcase {
     bool ta, tb;
     int64_t pad; /* extra elements in every leading dimension */
     float alpha, beta;
+    bool bias, relu; /* rx_rt_gemm_epi's epilogue: + bias[j], then max(., 0) */
 } gcase;
 
 /* Runs one case and checks every element of C (and that C's gap and an extra row past M
@@ -58,8 +59,13 @@ static void check_case(const gcase *g, bool threads)
         c0[i] = !inside ? sentinel : g->beta == 0.0f ? NAN : rnd(&s);
     }
     memcpy(c, c0, sizeof(float) * (size_t)((g->m + 1) * ldc));
-    rx_rt_gemm_ex(g->ta, g->tb, g->m, g->n, g->k, g->alpha, a, lda, b, ldb, g->beta, c, ldc,
-                  threads);
+    float *bias = g->bias ? matrix(1, g->n, g->n, &s) : NULL;
+    if (g->bias || g->relu)
+        rx_rt_gemm_epi(g->ta, g->tb, g->m, g->n, g->k, g->alpha, a, lda, b, ldb, g->beta, c, ldc,
+                       threads, bias, g->relu);
+    else
+        rx_rt_gemm_ex(g->ta, g->tb, g->m, g->n, g->k, g->alpha, a, lda, b, ldb, g->beta, c, ldc,
+                      threads);
     for (int64_t i = 0; i <= g->m; i++)
         for (int64_t j = 0; j < ldc; j++) {
             float got = c[i * ldc + j];
@@ -82,6 +88,8 @@ static void check_case(const gcase *g, bool threads)
                 ref += (double)g->beta * c0[i * ldc + j];
                 mag += fabs((double)g->beta * c0[i * ldc + j]);
             }
+            if (bias) ref += bias[j], mag += fabs(bias[j]);
+            if (g->relu && ref < 0.0) ref = 0.0;
             ck_assert_msg(fabs(got - ref) <= 1e-5 * mag + 1e-6,
                           "%lldx%lldx%lld ta=%d tb=%d pad=%lld alpha=%g beta=%g threads=%d: "
                           "C[%lld][%lld] = %.8g, reference %.8g", (long long)g->m,
@@ -93,15 +101,18 @@ static void check_case(const gcase *g, bool threads)
     free(b);
     free(c);
     free(c0);
+    free(bias);
 }
 
 /* Shapes: (m, n, k). Ragged around the 6x16 tile, the 256-deep and 96-row blocks; one
  * wider than the 2048-column block; ones large enough (>= 2^19 multiply-adds) to split
- * over threads by columns (100x70x75) and, n under 4 tiles, by rows (200x20x140). */
+ * over threads by columns (100x70x75) and, n under 4 tiles, by rows (200x20x140); the
+ * two sides of STREAM_ROWS = 192 (B packed a panel at a time, with the prefetch of the
+ * panel after next, against the whole-block packing), each over two 256-deep blocks. */
 static const int64_t shapes[][3] = {
     {1, 1, 1},    {5, 15, 3},   {6, 16, 8},    {7, 17, 9},    {13, 33, 31},
     {1, 40, 300}, {12, 48, 256}, {97, 23, 257}, {100, 70, 75}, {200, 20, 140},
-    {3, 2100, 5}, {25, 37, 513},
+    {3, 2100, 5}, {25, 37, 513}, {192, 50, 260}, {193, 20, 260},
 };
 
 START_TEST(test_gemm_shapes_transposes)
@@ -111,7 +122,8 @@ START_TEST(test_gemm_shapes_transposes)
     ck_assert_int_eq(rx_rt_set_threads(_i ? 2 : 1, &e), 0);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int t = 0; t < 4; t++) {
-            gcase g = {shapes[s][0], shapes[s][1], shapes[s][2], t & 1, t >> 1, 0, 1.0f, 0.0f};
+            gcase g = {shapes[s][0], shapes[s][1], shapes[s][2], t & 1, t >> 1, 0, 1.0f, 0.0f,
+                       false, false};
             check_case(&g, true);
         }
 }
@@ -126,17 +138,37 @@ START_TEST(test_gemm_strides_alpha_beta)
         for (int t = 0; t < 4; t++) {
             size_t v = (s + (size_t)t) % 4; /* every pair meets every shape's transposes */
             gcase g = {shapes[s][0], shapes[s][1], shapes[s][2], t & 1, t >> 1,
-                       (int64_t)(3 + s % 5), ab[v][0], ab[v][1]};
+                       (int64_t)(3 + s % 5), ab[v][0], ab[v][1], false, false};
             check_case(&g, true);
         }
+}
+END_TEST
+
+/* The write-back epilogue (bias, relu, both) on every shape, both splits over threads,
+ * alpha and beta: applied once, after the last 256-deep block (K = 257, 260, 513 have
+ * more than one), on every tile including the cut ones. */
+START_TEST(test_gemm_epilogue)
+{
+    rx_rt_err e = {0};
+    ck_assert_int_eq(rx_rt_set_threads(_i ? 2 : 1, &e), 0);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int v = (int)(s % 3), t = (int)(s % 4); /* 0 bias, 1 relu, 2 both with alpha, beta */
+        gcase g = {shapes[s][0], shapes[s][1], shapes[s][2], t & 1, t >> 1, 1,
+                   v == 2 ? 0.5f : 1.0f, v == 2 ? -1.0f : 0.0f, v != 1, v != 0};
+        check_case(&g, true);
+    }
+    /* k = 0: C = relu(beta C + bias) */
+    gcase g = {30, 40, 0, false, false, 0, 1.0f, 2.0f, true, true};
+    check_case(&g, true);
 }
 END_TEST
 
 /* k = 0 and alpha = 0: C = beta * C (beta 0: zeros, C not read). */
 START_TEST(test_gemm_degenerate)
 {
-    gcase g0 = {7, 9, 0, false, false, 2, 1.0f, 0.0f}, g1 = {7, 9, 0, true, true, 0, 1.0f, 3.0f},
-          g2 = {20, 30, 40, false, true, 1, 0.0f, 0.5f};
+    gcase g0 = {7, 9, 0, false, false, 2, 1.0f, 0.0f, false, false},
+          g1 = {7, 9, 0, true, true, 0, 1.0f, 3.0f, false, false},
+          g2 = {20, 30, 40, false, true, 1, 0.0f, 0.5f, false, false};
     check_case(&g0, true);
     check_case(&g1, true);
     check_case(&g2, true);
@@ -173,6 +205,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_gemm_shapes_transposes, 0, 2);
     tcase_add_loop_test(tc, test_gemm_strides_alpha_beta, 0, 2);
+    tcase_add_loop_test(tc, test_gemm_epilogue, 0, 2);
     tcase_add_test(tc, test_gemm_degenerate);
     tcase_add_test(tc, test_gemm_pick);
     suite_add_tcase(s, tc);
