@@ -26,8 +26,9 @@
  *   - M a literal: the library when M > 1 and, if b, K and N are literals too,
  *     b * M * N * K >= threshold (2^15 by default); a symbolic b, K or N counts as large;
  *   - M symbolic: the library. One artifact serves every M, and the rule cannot be
- *     decided at compile time; the library is the better choice for all but M = 1, where
- *     it costs a call with a thin sgemm (still correct);
+ *     decided at compile time; at run time the library gives M = 1 (a decode step) to
+ *     the runtime's one-row product (runtime/library_matvec.c: the weight's rows split
+ *     over the threads, at memory bandwidth) and more rows to an sgemm;
  *   - the chain stops before a gelu or silu: the library's epilogue is one serial pass
  *     of libm calls over C, while the generated activation runs on every core with
  *     vector code and FuseOps fuses it into its consumer (a Llama MLP's silu(gate) * up

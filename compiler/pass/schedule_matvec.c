@@ -69,6 +69,42 @@
  * about 25) the projections took 490 -> 642 us (1024 x 1024), 1758 -> 2394 us (2816 x
  * 1024) with this plan. Attention's probs @ v (64 columns per head) gained (107 -> 77 us).
  *
+ * The split plan (one row of a W (K, N) of at least SPLIT_MIN_BYTES, 128 KiB, with literal
+ * N and K, no batch loop: a decode projection at b = 1). Every plan above splits the
+ * columns among the threads, so each thread reads a piece of every row of W: 1 KB of
+ * each 4 KB row of a 1024-column weight per pass, a new page every kilobyte, which the
+ * prefetchers follow badly (one row at 1024 columns read ~9.5 GB/s where a plain read
+ * of the same bytes on the two threads took ~19). This plan splits K instead: SLICES = 4
+ * slices of whole rows of W, each a contiguous range of memory, the parallel loop (a
+ * thread's static share of slices is one contiguous range), each slice summed into an
+ * L1 accumulator of up to SPLIT_BYTES (4 KiB) of columns, then the slices' sums added
+ * in slice order:
+ *
+ *   part = alloc global (SLICES, N)                   (the heap, outside the region)
+ *   for ks in range(SLICES):                          parallel
+ *     for so in range(ceil(N / NS)):                  NS = 4 KiB of elements
+ *       acc = alloc local (NS), zeroed
+ *       for kk in range((k1 - k0) // 4):              k0 = ks * K // SLICES, k1 likewise
+ *         for si (vectorized): acc[si] = U(k + 3, U(k + 2, U(k + 1, U(k, acc[si]))))
+ *                                                     (U(k, a) = UPD[C := a, k, j := so * NS + si],
+ *                                                      k = k0 + 4 kk)
+ *       for kt in range((k1 - k0) % 4): the same, one row (k = the rows left)
+ *       for si (vectorized): part[ks, j] = acc[si]
+ *   for sj in range(N) (vectorized): C[.., sj] = (((INIT (or C) + part[0, sj]) + part[1, sj]) + ..)
+ *
+ * (the partial column tile has extent min(NS, N - so * NS); four rows per update add in
+ * row order, the same sums as one row at a time, with a quarter of acc's loads and stores:
+ * the decoder block's decode b = 1, O2, minimum of 30 calls alternated, load 8.6-9.7:
+ * gqa 3.40 -> 2.48 ms, pt 4.02 -> 3.19 ms). A literal one row is this
+ * alone, its statements under a LET of the slice count (the rewrite replaces one
+ * statement); a symbolic row count R gets IF (R == 1) this ELSE the plans above. The sum
+ * is reassociated as in the dots plan: each slice sums its K / 4 terms in order, then
+ * INIT and the 4 slice sums are added in slice order, the same whatever the thread count:
+ * the bound (K / 4 + 4) * eps * sum |x_k w_k| and the same checked tolerance. Measured in
+ * one run (load 3-4, relax-run --bench minimum, main's plan and this one alternated):
+ * x (1, 2816) @ W (2816, 1024) 1.20-1.41 -> 0.42-0.49 ms, x (1, 1024) @ W (1024, 2816)
+ * 0.85-0.86 -> 0.62 ms, x (b, 1, 2816) @ W at b = 1 1.67 -> 0.63 ms.
+ *
  * The dots plan (W (N, K)): each output is a dot product of a row of W with a row of
  * x along K, which is contiguous in both, so K is split into LANES = 32 bytes of
  * elements (8 f32: one AVX2 vector) summed side by side, JR = 4 rows of W by MR = 3
@@ -105,7 +141,8 @@
  * `relax-run --threads N` sets both.
  *
  * Cost: linear in the nest; the new nest holds E (or UPD) up to four times (full and
- * partial tiles, the K tail), and the original nest once more under a symbolic R.
+ * partial tiles, the K tail), once more for the split plan under a symbolic R, and the
+ * original nest once more under a symbolic R.
  */
 #include <string.h>
 
@@ -121,7 +158,11 @@ enum {
     LANE_BYTES = 32,  /* bytes of the dots plan's lanes along K (8 f32: one AVX2 vector) */
     JR_DOTS = 4,      /* rows of W per dots tile */
     KB_COLS = 128,    /* rows of W per K block of the columns plan (the pages it spans) */
-    WIDE_ONE_ROW = 64 /* most columns of a one-row columns nest this step takes */
+    WIDE_ONE_ROW = 64, /* most columns of a one-row columns nest the columns plan takes */
+    SPLIT_SLICES = 4,  /* K slices of the split plan (the parallel loop's iterations) */
+    SPLIT_BYTES = 4096, /* bytes of a split tile's row of W (its L1 accumulator) */
+    SPLIT_UNROLL = 4,   /* rows of W per update of the split plan's accumulator */
+    SPLIT_MIN_BYTES = 131072 /* literal weight bytes below which one row is not split */
 };
 
 /* One matched nest and its plan. */
@@ -140,6 +181,7 @@ typedef struct mvn {
     bool dots;                     /* W's last index steps with K */
     int64_t mr, nb, lanes, kb;     /* tile sizes (kb: the columns plan's K block) */
     rx_svar *jo, *jj, *jc, *jl, *ro, *ri, *rr, *ko, *kl; /* new loop variables */
+    bool split;                    /* one row of a (K, N) weight: the split plan */
 } mvn;
 
 /* ---------------------------------------------------------------- matching */
@@ -259,6 +301,20 @@ static int64_t min_rows(const mvn *t)
     return rx_expr_is_const(ext_of(t, t->n - 2), &nv) && nv <= WIDE_ONE_ROW ? 1 : 2;
 }
 
+/* The split plan takes the nest (file essay): columns, no batch loop, one row (none
+   but literal-1 rows, or a symbolic row count, then under IF (R == 1)), literal N and K
+   with K >= SPLIT_SLICES and a weight of at least SPLIT_MIN_BYTES. */
+static bool split_ok(const mvn *t)
+{
+    int p = t->n - 1;
+    int64_t nv, kv, esz = rx_dtype_bits((rx_dtype)t->C->dtype) / 8;
+    if (t->dots || (t->row >= 0 && rx_expr_is_const(ext_of(t, t->row), NULL))) return false;
+    for (int k = 0; k < p - 1; k++)
+        if (t->batch[k]) return false;
+    return rx_expr_is_const(ext_of(t, p - 1), &nv) && rx_expr_is_const(ext_of(t, p), &kv) &&
+           kv >= SPLIT_SLICES && nv * kv * esz >= SPLIT_MIN_BYTES;
+}
+
 /* The weight, the vector, the rows and the layout (file essay). */
 static bool classify(mvn *t)
 {
@@ -284,10 +340,12 @@ static bool classify(mvn *t)
     bool cols = rx_load_unit_step(ar, t->a, t->w, jv);
     t->dots = !cols && rx_load_unit_step(ar, t->a, t->w, kv);
     rx_arith_free(ar);
+    if (!cols && !t->dots) return false;
+    t->split = split_ok(t);
     if (t->row >= 0 && rx_expr_is_const(ext_of(t, t->row), &ext) && ext > max_rows(t)) return false;
     if (cols && min_rows(t) > 1 && (t->row < 0 || (rx_expr_is_const(ext_of(t, t->row), &ext) && ext < 2)))
-        return false;
-    return cols || t->dots;
+        return t->split; /* one row: split, or schedule_tile.c's one-row plan */
+    return true;
 }
 
 /* ---------------------------------------------------------------- building */
@@ -551,6 +609,81 @@ static rx_stmt *build(mvn *t)
     return s;
 }
 
+/* The split plan (file essay) of one row (r = 0): its statements, in order. */
+static rx_stmts build_split(mvn *t)
+{
+    int p = t->n - 1;
+    rx_arena *a = t->a;
+    rx_dtype dt = (rx_dtype)t->C->dtype;
+    int64_t esz = rx_dtype_bits(dt) / 8, nv = 0, kv = 0;
+    rx_expr_is_const(ext_of(t, p - 1), &nv);
+    rx_expr_is_const(ext_of(t, p), &kv);
+    int64_t nb = SPLIT_BYTES / esz < nv ? SPLIT_BYTES / esz : nv;
+    const rx_svar *jv = t->loops[p - 1]->u.for_.var, *kx = t->loops[p]->u.for_.var;
+    rx_svar *ks = new_var(t, kx, "ks"), *kk = new_var(t, kx, "kk"), *kt = new_var(t, kx, "kt"),
+            *so = new_var(t, jv, "so"),
+            *si = new_var(t, jv, "si"), *sj = new_var(t, jv, "sj");
+    /* part (SLICES, N): each slice's sums, global (the heap: outside the parallel loop) */
+    rx_buffer *pb = RX_NEW(a, rx_buffer);
+    pb->name = rx_arena_printf(a, "%s_mvpart", t->C->name);
+    pb->dtype = t->C->dtype;
+    pb->ndim = 2;
+    pb->shape = RX_NEWN(a, rx_expr *, 2);
+    pb->shape[0] = lit(t, SPLIT_SLICES);
+    pb->shape[1] = lit(t, nv);
+    pb->scope = RX_SCOPE_GLOBAL;
+    pb->id = rx_module_new_id(t->m);
+    int64_t accd[1] = {nb};
+    rx_buffer *acc = acc_buffer(t, accd, 1);
+    /* the slice: k0 = ks * K // SLICES .. (ks + 1) * K // SLICES */
+    rx_expr *k0 = bin(t, RX_E_FLOORDIV, bin(t, RX_E_MUL, var(t, ks), lit(t, kv)), lit(t, SPLIT_SLICES));
+    rx_expr *k1 = bin(t, RX_E_FLOORDIV, bin(t, RX_E_MUL, bin(t, RX_E_ADD, var(t, ks), lit(t, 1)), lit(t, kv)),
+                      lit(t, SPLIT_SLICES));
+    rx_expr *j = tiled(t, so, nb, si);
+    rx_expr *nb_e = always_full(ext_of(t, p - 1), nb) ? lit(t, nb) : part(t, lit(t, nv), so, nb);
+    rx_expr *ai[1] = {var(t, si)};
+    rx_expr *accv = rx_e_load(a, acc, ai, 1);
+    /* SPLIT_UNROLL rows of W per update, in order: acc = U(k + 3, U(k + 2, U(k + 1, U(k, acc)))),
+       the same sums as one row at a time without storing acc between them */
+    rx_expr *rows = bin(t, RX_E_SUB, k1, k0);
+    rx_expr *kq0 = bin(t, RX_E_ADD, k0, bin(t, RX_E_MUL, var(t, kk), lit(t, SPLIT_UNROLL)));
+    rx_expr *kt0 = bin(t, RX_E_ADD, k0, bin(t, RX_E_MUL, bin(t, RX_E_FLOORDIV, rows, lit(t, SPLIT_UNROLL)),
+                                            lit(t, SPLIT_UNROLL)));
+    rx_expr *upd4 = accv, *upd1 = NULL;
+    for (int u = 0; u <= SPLIT_UNROLL; u++) {
+        rx_vmap sub = {0};
+        tile_map(t, &sub, lit(t, 0), j);
+        map2(t, &sub, p, u < SPLIT_UNROLL ? bin(t, RX_E_ADD, kq0, lit(t, u)) : bin(t, RX_E_ADD, kt0, var(t, kt)));
+        if (u < SPLIT_UNROLL) upd4 = rx_expr_subst(a, swap_c(t, t->upd, upd4), &sub);
+        else upd1 = rx_expr_subst(a, swap_c(t, t->upd, accv), &sub);
+        rx_vmap_free(&sub);
+    }
+    rx_expr *pi[2] = {var(t, ks), j};
+    rx_stmt *tl[5] = {
+        rx_s_alloc(a, acc),
+        for1(t, si, nb_e, RX_LOOP_VECTORIZED, store(t, acc, ai, 1, rx_e_float(a, 0.0, dt))),
+        for1(t, kk, bin(t, RX_E_FLOORDIV, rows, lit(t, SPLIT_UNROLL)), RX_LOOP_SERIAL,
+             for1(t, si, nb_e, RX_LOOP_VECTORIZED, store(t, acc, ai, 1, upd4))),
+        for1(t, kt, bin(t, RX_E_FLOORMOD, rows, lit(t, SPLIT_UNROLL)), RX_LOOP_SERIAL,
+             for1(t, si, nb_e, RX_LOOP_VECTORIZED, store(t, acc, ai, 1, upd1))),
+        for1(t, si, nb_e, RX_LOOP_VECTORIZED, store(t, pb, pi, 2, accv))};
+    rx_stmt *slices = for1(t, ks, lit(t, SPLIT_SLICES), RX_LOOP_PARALLEL,
+                           mk_for(t, so, ceil_div(t, lit(t, nv), nb), RX_LOOP_SERIAL, rx_stmts_of(a, tl, 5)));
+    /* C[.., j] = INIT (or C) + part[0, j] + .. + part[SLICES - 1, j], in slice order */
+    rx_vmap fsub = {0};
+    tile_map(t, &fsub, lit(t, 0), var(t, sj));
+    rx_expr **cidx = c_index(t, &fsub);
+    rx_expr *sum = t->init ? rx_expr_subst(a, t->init, &fsub) : rx_e_load(a, t->C, cidx, p);
+    for (int64_t q = 0; q < SPLIT_SLICES; q++) {
+        rx_expr *qi[2] = {lit(t, q), var(t, sj)};
+        sum = bin(t, RX_E_ADD, sum, rx_e_load(a, pb, qi, 2));
+    }
+    rx_stmt *items[3] = {rx_s_alloc(a, pb), slices,
+                         for1(t, sj, lit(t, nv), RX_LOOP_VECTORIZED, store(t, t->C, cidx, p, sum))};
+    rx_vmap_free(&fsub);
+    return rx_stmts_of(a, items, 3);
+}
+
 /* The replacement of FOR s, or NULL when it is not a matrix-vector nest. */
 static rx_stmt *matvec_nest(rx_module *m, rx_stmt *s)
 {
@@ -559,12 +692,20 @@ static rx_stmt *matvec_nest(rx_module *m, rx_stmt *s)
     t.m = m;
     t.a = m->arena;
     if (!match(s, &t) || !classify(&t)) return NULL;
+    if (t.split && t.row < 0) { /* one row: the split plan, its statements under a LET */
+        rx_svar *n = new_var(&t, t.loops[t.n - 1]->u.for_.var, "slices");
+        return rx_s_let(t.a, n, lit(&t, SPLIT_SLICES), build_split(&t));
+    }
     rx_stmt *r = build(&t);
     if (t.row < 0 || rx_expr_is_const(ext_of(&t, t.row), NULL)) return r;
     rx_expr *cond = bin(&t, RX_E_LE, ext_of(&t, t.row), lit(&t, max_rows(&t)));
     if (min_rows(&t) > 1)
         cond = bin(&t, RX_E_AND, bin(&t, RX_E_GE, ext_of(&t, t.row), lit(&t, min_rows(&t))), cond);
-    return rx_s_if(t.a, cond, rx_stmts_one(t.a, r), rx_stmts_one(t.a, s));
+    rx_stmt *els = rx_s_if(t.a, cond, rx_stmts_one(t.a, r), rx_stmts_one(t.a, s));
+    if (!t.split) return els;
+    /* a symbolic row count: IF (R == 1) the split plan ELSE the other plans */
+    rx_expr *one = bin(&t, RX_E_EQ, ext_of(&t, t.row), lit(&t, 1));
+    return rx_s_if(t.a, one, build_split(&t), rx_stmts_one(t.a, els));
 }
 
 bool rx_schedule_matvec(rx_module *m, int *nrewritten)

@@ -7,13 +7,18 @@
  * parallel loop over the weight's columns (named *_mo) or, with a weight per batch and
  * head, over the heads; a symbolic row count b puts the plan under IF (b <= 16) for an
  * (N, K) weight ("dots") and IF (b >= 2 && b <= 4) for a (K, N) one ("columns"), the
- * original nest in the ELSE; literal rows have no IF. The dots plan has a loop over K's
+ * original nest in the ELSE; literal rows have no IF. One row of a (K, N) weight of at
+ * least 128 KiB gets the split plan: a parallel loop over K slices (named *_ks) and the
+ * slices' sums buffer (*_mvpart), under a LET for a literal row, under IF (b == 1) in
+ * front of the other plans for a symbolic b. The dots plan has a loop over K's
  * lanes that is vectorized (the reassociated sum), the columns plan none. Not rewritten:
  * 64 literal rows, a plain row sum (no vector operand), and one row (a 1-D x) times a
- * (K, N) weight with rows longer than 64 (schedule_tile.c's one-row plan streams it).
+ * (K, N) weight with rows longer than 64 below the split's 128 KiB (schedule_tile.c's
+ * one-row plan streams it).
  *
  * Formulations: x (b, 1, K) @ W (K, N) and @ permute_dims(W (N, K)); x (3, K) @ W (K, N)
- * and x (16, K) @ permute_dims(W); x reaching (b, 1, K) through
+ * and x (16, K) @ permute_dims(W); x (K) @ W (K, N) and x (1, K) @ W (K, 1100) (the split
+ * plan, a partial column tile); x reaching (b, 1, K) through
  * reshape of (b, K); W (N, K) as reshape + permute_dims of a (1, N, K) tensor; the
  * product followed by a bias add (fused); attention's decode scores q (b, 4, 1, 64) @
  * permute(k (b, 4, c, 64)) and probs (b, 4, 1, c) @ v (b, 4, c, 64) (a weight per batch
@@ -23,7 +28,7 @@
  * on the same seeded inputs, at b = 1, 3, 5, 16 and 21 (partial row tiles, both sides of
  * each IF) and c = 37, the rewritten kernel in its baseline ISA version (the full versions
  * contract a * b + c into FMAs): columns results are bit-identical (each sum keeps its order),
- * dots results within 1e-5 * sqrt(K) * max |output| (the documented tolerance of the
+ * dots and split results within 1e-5 * sqrt(K) * max |output| (the documented tolerance of the
  * reassociated sum), and the plain products also agree with a float64 reference computed
  * here from the kernel's own inputs within the same bound.
  * Limit (documented in docs/passes.md): a weight whose contiguity only shows in its flat
@@ -37,7 +42,7 @@
 
 #include "relax/driver.h"
 
-enum { K = 300, N = 202 };
+enum { K = 300, N = 202, NW = 1100 };
 
 #define TS(...) "{'tensor':{'shape':[" __VA_ARGS__ "],'dtype':'f32'}}"
 #define P(name, type) "{'name':'" name "','type':" type "}"
@@ -53,6 +58,7 @@ enum { K = 300, N = 202 };
 #define F_LIT3 MM("lit3", "3,300", "300,202", "'x'", "'w'")
 #define F_LIT16 MM("lit16", "16,300", "202,300", "'x'", WT)
 #define F_VEC MM("vec", "300", "300,202", "'x'", "'w'")
+#define F_WIDE MM("wide", "1,300", "300,1100", "'x'", "'w'")
 #define F_RESH MM("resh", "'b',300", "202,300", "{'op':'reshape','args':['x',{'shape':['b',1,300]}]}", WT)
 #define F_WVIEW MM("wview", "'b',1,300", "1,202,300", "'x'",                                  \
                    "{'op':'permute_dims','args':[{'op':'reshape','args':['w',{'shape':[202,300]}]}]}")
@@ -67,8 +73,9 @@ enum { K = 300, N = 202 };
 
 static const char MODULE[] = MOD(
     F_KN "," F_NK "," F_LIT3 "," F_LIT16 "," F_RESH "," F_WVIEW "," F_BIAS ","
-    F_SCORES "," F_PV ","
-    MM("big", "64,300", "300,202", "'x'", "'w'") "," F_VEC ","
+    F_SCORES "," F_PV "," F_VEC "," F_WIDE ","
+    MM("big", "64,300", "300,202", "'x'", "'w'") ","
+    MM("small", "100", "100,202", "'x'", "'w'") ","
     FN("rowsum", P("x", TS("202,300")), "{'op':'sum','args':['x'],'attrs':{'axis':[1]}}"));
 
 typedef struct form {
@@ -77,14 +84,17 @@ typedef struct form {
     int rows_if;  /* the IF's bound on b: 16 (dots), 4 (columns), 0: no IF */
     bool dots;    /* the reassociated plan */
     bool plain;   /* x @ W (or W^T) with x of b * K (or 3, 16, 1 rows) elements: a reference */
+    bool split;   /* one row (b = 1 under IF (b == 1), or literal) gets the split plan */
+    int n;        /* the weight's N (0: N) */
 } form;
 
 static const form FORMS[] = {
-    {"kn", MOD(F_KN), 4, false, true},         {"nk", MOD(F_NK), 16, true, true},
-    {"lit3", MOD(F_LIT3), 0, false, true},     {"lit16", MOD(F_LIT16), 0, true, true},
-    {"resh", MOD(F_RESH), 16, true, true},
-    {"wview", MOD(F_WVIEW), 16, true, true},   {"bias", MOD(F_BIAS), 16, true, false},
-    {"scores", MOD(F_SCORES), 0, true, false}, {"pv", MOD(F_PV), 0, false, false},
+    {"kn", MOD(F_KN), 4, false, true, true, 0},       {"nk", MOD(F_NK), 16, true, true, false, 0},
+    {"lit3", MOD(F_LIT3), 0, false, true, false, 0},  {"lit16", MOD(F_LIT16), 0, true, true, false, 0},
+    {"resh", MOD(F_RESH), 16, true, true, false, 0},
+    {"wview", MOD(F_WVIEW), 16, true, true, false, 0}, {"bias", MOD(F_BIAS), 16, true, false, false, 0},
+    {"scores", MOD(F_SCORES), 0, true, false, false, 0}, {"pv", MOD(F_PV), 0, false, false, false, 0},
+    {"vec", MOD(F_VEC), 0, false, true, true, 0},     {"wide", MOD(F_WIDE), 0, false, true, true, NW},
 };
 
 /* What a walk of a kernel body finds. */
@@ -93,6 +103,7 @@ typedef struct mfacts {
     const rx_stmt *par;  /* the last one */
     int lanes;           /* vectorized loops over a K lane variable (named *_li) */
     int mv_allocs;       /* accumulators of the plan (named *_mv) */
+    int parts;           /* the split plan's slice sums (named *_mvpart) */
 } mfacts;
 
 static bool suffix(const char *s, const char *suf)
@@ -120,7 +131,10 @@ static void mwalk(const rx_stmts *ss, mfacts *f)
             mwalk(&s->u.if_.then_s, f);
             mwalk(&s->u.if_.else_s, f);
             break;
-        case RX_S_ALLOC: f->mv_allocs += suffix(s->u.alloc.buf->name, "_mv"); break;
+        case RX_S_ALLOC:
+            f->mv_allocs += suffix(s->u.alloc.buf->name, "_mv");
+            f->parts += suffix(s->u.alloc.buf->name, "_mvpart");
+            break;
         case RX_S_BLOCK:
             mwalk(&s->u.block.init, f);
             mwalk(&s->u.block.body, f);
@@ -153,7 +167,27 @@ START_TEST(which_nests)
         const form *fm = &FORMS[g];
         const rx_stmt *s = plan_stmt(kr_product(m, fm->name));
         ck_assert_msg(s != NULL, "%s: not rewritten", fm->name);
+        if (fm->split) { /* IF (b == 1) split ELSE the others, or (literal) LET slices: split */
+            const rx_stmts *sp = NULL;
+            if (fm->rows_if) {
+                const rx_expr *c = s->kind == RX_S_IF ? s->u.if_.cond : NULL;
+                ck_assert_msg(c && c->kind == RX_E_EQ && rx_expr_is_int(c->u.op.b, 1) &&
+                              s->u.if_.else_s.n == 1, "%s: no IF (b == 1)", fm->name);
+                sp = &s->u.if_.then_s;
+            } else {
+                ck_assert_msg(s->kind == RX_S_LET, "%s: the split plan is not under a LET", fm->name);
+                sp = &s->u.let.body;
+            }
+            mfacts f = {0};
+            mwalk(sp, &f);
+            ck_assert_msg(f.npar == 1 && suffix(f.par->u.for_.var->name, "_ks") && f.parts == 1 &&
+                              f.mv_allocs == 1, "%s: split: %d parallel loops, %d part buffers",
+                          fm->name, f.npar, f.parts);
+            if (!fm->rows_if) continue;
+            s = s->u.if_.else_s.items[0];
+        }
         const rx_stmts *planned = NULL;
+        rx_stmts whole = {.items = (rx_stmt **)&s, .n = 1}; /* lives as long as planned */
         if (fm->rows_if) {
             /* columns of a long-rowed W: IF (b >= 2 && b <= 4) */
             const rx_expr *c = s->kind == RX_S_IF ? s->u.if_.cond : NULL;
@@ -171,7 +205,7 @@ START_TEST(which_nests)
                           fm->name);
         } else {
             ck_assert_msg(s->kind == RX_S_FOR, "%s: the plan is not a loop", fm->name);
-            planned = &(rx_stmts){.items = (rx_stmt **)&s, .n = 1};
+            planned = &whole;
         }
         mfacts t = {0};
         mwalk(planned, &t);
@@ -183,7 +217,7 @@ START_TEST(which_nests)
         ck_assert_msg((t.lanes > 0) == fm->dots, "%s: %d lane loops (dots %d)", fm->name, t.lanes,
                       fm->dots);
     }
-    const char *const plain[] = {"big", "rowsum", "vec"};
+    const char *const plain[] = {"big", "rowsum", "small"};
     for (int g = 0; g < 3; g++)
         ck_assert_msg(plan_stmt(kr_product(m, plain[g])) == NULL, "%s: rewritten", plain[g]);
     rx_module_free(m);
@@ -191,14 +225,14 @@ START_TEST(which_nests)
 END_TEST
 
 /* The float64 product at (i, j) of the kernel's inputs: x of rows * K elements, w the
-   other input (K * N, or N * K when nk); the output is buffer 2. */
-static double reference(const kr_run *r, int64_t rows, bool nk, int64_t i, int64_t j)
+   other input (K * n, or n * K when nk); the output is buffer 2. */
+static double reference(const kr_run *r, int64_t rows, bool nk, int64_t n, int64_t i, int64_t j)
 {
-    int xi = r->bytes[0] == (size_t)(rows * K * 4) && r->bytes[1] == (size_t)K * N * 4 ? 0 : 1;
+    int xi = r->bytes[0] == (size_t)(rows * K * 4) && r->bytes[1] == (size_t)(K * n * 4) ? 0 : 1;
     const float *x = (const float *)r->buf[xi], *w = (const float *)r->buf[1 - xi];
     double s = 0;
     for (int64_t k = 0; k < K; k++)
-        s += (double)x[i * K + k] * (double)w[nk ? j * K + k : k * N + j];
+        s += (double)x[i * K + k] * (double)w[nk ? j * K + k : k * n + j];
     return s;
 }
 
@@ -238,19 +272,20 @@ START_TEST(numerics)
             const float *yu = (const float *)ru.buf[o], *yt = (const float *)rt.buf[o];
             int64_t kred = !strcmp(fm->name, "scores") ? 64 : !strcmp(fm->name, "pv") ? 37 : K;
             double bound = 1e-5 * sqrt((double)kred) * (1.0 + max_abs(yu, ne));
-            if (!fm->dots) {
+            if (!fm->dots && !(fm->split && rows == 1)) {
                 kr_same(&ru, &rt, what);
             } else {
                 for (size_t i = 0; i < ne; i++)
                     ck_assert_msg(fabs((double)yt[i] - yu[i]) <= bound, "%s [%zu]: %g vs O0 %g", what,
                                   i, (double)yt[i], (double)yu[i]);
             }
+            int64_t nn = fm->n ? fm->n : N;
             if (fm->plain)
                 for (int64_t i = 0; i < rows; i++)
-                    for (int64_t j = 0; j < N; j++) {
-                        double want = reference(&rt, rows, fm->dots, i, j);
-                        ck_assert_msg(fabs(yt[i * N + j] - want) <= bound, "%s [%lld, %lld]: %g vs %g",
-                                      what, (long long)i, (long long)j, (double)yt[i * N + j], want);
+                    for (int64_t j = 0; j < nn; j++) {
+                        double want = reference(&rt, rows, fm->dots, nn, i, j);
+                        ck_assert_msg(fabs(yt[i * nn + j] - want) <= bound, "%s [%lld, %lld]: %g vs %g",
+                                      what, (long long)i, (long long)j, (double)yt[i * nn + j], want);
                     }
             kr_free(&ru);
             kr_free(&rt);

@@ -12,6 +12,7 @@
 #include "rt_test.h"
 
 #include "../../../runtime/rt_int.h"
+#include "gemm_ref.h"
 
 #include <math.h>
 
@@ -76,18 +77,8 @@ static void check_case(const gcase *g, bool threads)
                               (long long)j, (double)got);
                 continue;
             }
-            double ref = 0.0, mag = 0.0;
-            for (int64_t p = 0; p < g->k; p++) {
-                double x = g->ta ? a[p * lda + i] : a[i * lda + p];
-                double y = g->tb ? b[j * ldb + p] : b[p * ldb + j];
-                ref += x * y;
-                mag += fabs(x * y);
-            }
-            ref *= g->alpha, mag *= fabs(g->alpha);
-            if (g->beta != 0.0f) {
-                ref += (double)g->beta * c0[i * ldc + j];
-                mag += fabs((double)g->beta * c0[i * ldc + j]);
-            }
+            double mag, ref = gemm_ref(g->ta, g->tb, i, j, g->k, a, lda, b, ldb, g->alpha,
+                                       g->beta, c0[i * ldc + j], &mag);
             if (bias) ref += bias[j], mag += fabs(bias[j]);
             if (g->relu && ref < 0.0) ref = 0.0;
             ck_assert_msg(fabs(got - ref) <= 1e-5 * mag + 1e-6,
@@ -178,9 +169,9 @@ START_TEST(test_gemm_degenerate)
 }
 END_TEST
 
-/* The choice per call: RX_GEMM unset (auto) gives the BLAS's sgemm to products of under
- * 48 rows and to CPUs without AVX2+FMA, this one to the rest; no BLAS stays NULL (the
- * blas.* "not available" error). */
+/* The choice per call: RX_GEMM unset (auto) gives one row to rx_rt_matvec, the BLAS's
+ * sgemm to products of 2 to 47 rows and to CPUs without AVX2+FMA, this one to the rest;
+ * no BLAS stays NULL (the blas.* "not available" error). */
 START_TEST(test_gemm_pick)
 {
     ck_assert_ptr_null(getenv("RX_GEMM"));
@@ -190,7 +181,8 @@ START_TEST(test_gemm_pick)
     const char *want = getenv("RX_GEMM_KERNEL");
     ck_assert_int_eq(avx2, !(want && strcmp(want, "portable") == 0) &&
                                __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
-    ck_assert(rx_rt_gemm_pick(blas, 1, 1024, 1024) == blas);
+    ck_assert(rx_rt_gemm_pick(blas, 1, 1024, 1024) == rx_rt_matvec); /* one row: test_matvec.c */
+    ck_assert(rx_rt_gemm_pick(blas, 2, 1024, 1024) == blas);
     ck_assert(rx_rt_gemm_pick(blas, 47, 1024, 1024) == blas);
     ck_assert(rx_rt_gemm_pick(blas, 48, 1024, 1024) == (avx2 ? rx_rt_gemm : blas));
     ck_assert(rx_rt_gemm_pick(blas, 128, 64, 128) == (avx2 ? rx_rt_gemm : blas));

@@ -1,0 +1,148 @@
+/*
+ * test_matvec.c — one row times a weight (runtime/library_matvec.c, rx_rt_matvec) against
+ * a double-precision reference: W stored (K, N) (the K split: N past one 1024-column
+ * tile and ragged, K not a multiple of the 4 slices, K smaller than the slices) and (N, K)
+ * (the dots: K past and under the 8 lanes), leading dimensions larger than the matrix
+ * (the gap holds NaN: reading it poisons the result), alpha / beta (beta 0 with a
+ * NaN-filled C: C must not be read), C's gap and the row past it never written, on 1, 2
+ * and 3 threads, with results identical across thread counts (the order of each sum is
+ * the slices' and lanes', not the threads'); what it hands to rx_rt_gemm (2 rows, A
+ * transposed: checked by the same reference); and the per-call rule
+ * (rx_rt_gemm_pick: one row of at least 32768 weight elements under auto with a BLAS).
+ * ctest runs it twice: with the CPU's AVX2+FMA loops and with RX_GEMM_KERNEL=portable.
+ */
+#include "rt_test.h"
+
+#include "../../../runtime/rt_int.h"
+#include "gemm_ref.h"
+#include "../rx_check.h"
+
+#include <math.h>
+
+static float rnd(uint32_t *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+typedef struct mcase {
+    int m, n, k;
+    bool ta, tb;
+    int pad; /* extra elements in every leading dimension */
+    float alpha, beta;
+} mcase;
+
+/* Runs g on `threads` threads into c (m + 1 rows of ldc, sentinel outside the product);
+   returns c (caller frees). a, b, c0 as stored. */
+static float *run(const mcase *g, const float *a, int lda, const float *b, int ldb,
+                  const float *c0, int ldc, int threads)
+{
+    rx_rt_err e = {0};
+    ck_assert_int_eq(rx_rt_set_threads(threads, &e), 0);
+    size_t nc = (size_t)(g->m + 1) * (size_t)ldc;
+    float *c = malloc(sizeof(float) * nc);
+    ck_assert_ptr_nonnull(c);
+    memcpy(c, c0, sizeof(float) * nc);
+    rx_rt_matvec(101, g->ta ? 112 : 111, g->tb ? 112 : 111, g->m, g->n, g->k, g->alpha, a, lda,
+                 b, ldb, g->beta, c, ldc);
+    return c;
+}
+
+static void check_case(const mcase *g)
+{
+    uint32_t s = (uint32_t)(g->n * 17 + g->k * 7 + g->tb + g->m * 3);
+    int ar = g->ta ? g->k : g->m, ac = g->ta ? g->m : g->k;
+    int br = g->tb ? g->n : g->k, bc = g->tb ? g->k : g->n;
+    int lda = ac + g->pad, ldb = bc + g->pad, ldc = g->n + g->pad;
+    float *a = malloc(sizeof(float) * (size_t)ar * (size_t)lda);
+    float *b = malloc(sizeof(float) * (size_t)br * (size_t)ldb);
+    float *c0 = malloc(sizeof(float) * (size_t)(g->m + 1) * (size_t)ldc);
+    ck_assert(a && b && c0);
+    for (int i = 0; i < ar * lda; i++) a[i] = i % lda < ac ? rnd(&s) : NAN;
+    for (int i = 0; i < br * ldb; i++) b[i] = i % ldb < bc ? rnd(&s) : NAN;
+    const float sentinel = 12345.0f;
+    for (int i = 0; i < (g->m + 1) * ldc; i++) {
+        bool inside = i / ldc < g->m && i % ldc < g->n;
+        c0[i] = !inside ? sentinel : g->beta == 0.0f ? NAN : rnd(&s);
+    }
+    float *c1 = run(g, a, lda, b, ldb, c0, ldc, 1);
+    for (int threads = 2; threads <= 3; threads++) {
+        float *ct = run(g, a, lda, b, ldb, c0, ldc, threads);
+        ck_assert_msg(memcmp(c1, ct, sizeof(float) * (size_t)(g->m + 1) * (size_t)ldc) == 0,
+                      "%dx%dx%d tb=%d: %d threads differ from 1", g->m, g->n, g->k, g->tb, threads);
+        free(ct);
+    }
+    for (int i = 0; i <= g->m; i++)
+        for (int j = 0; j < ldc; j++) {
+            float got = c1[i * ldc + j];
+            if (i == g->m || j >= g->n) {
+                ck_assert_msg(got == sentinel, "%dx%dx%d tb=%d: C[%d][%d] outside the product "
+                              "written (%g)", g->m, g->n, g->k, g->tb, i, j, (double)got);
+                continue;
+            }
+            double mag, ref = gemm_ref(g->ta, g->tb, i, j, g->k, a, lda, b, ldb, g->alpha,
+                                       g->beta, c0[i * ldc + j], &mag);
+            ck_assert_msg(fabs(got - ref) <= 1e-5 * mag + 1e-6,
+                          "%dx%dx%d ta=%d tb=%d pad=%d alpha=%g beta=%g: C[%d][%d] = %.8g, "
+                          "reference %.8g", g->m, g->n, g->k, g->ta, g->tb, g->pad,
+                          (double)g->alpha, (double)g->beta, i, j, (double)got, ref);
+        }
+    free(a);
+    free(b);
+    free(c0);
+    free(c1);
+}
+
+/* (n, k): N ragged and past one tile (1100, 2500), K not a multiple of 4 slices or 8
+   lanes, K under 4 (3: some slices empty), one column. */
+static const int shapes[][2] = {
+    {1024, 1024}, {1100, 301}, {2500, 67}, {37, 1031}, {5, 3}, {1, 517}, {256, 40},
+};
+
+START_TEST(test_matvec_shapes)
+{
+    const float ab[][2] = {{1.0f, 0.0f}, {-0.5f, 2.0f}, {2.0f, 1.0f}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int tb = 0; tb < 2; tb++) {
+            size_t v = (s + (size_t)tb) % 3;
+            mcase g = {1, shapes[s][0], shapes[s][1], false, tb, (int)(s % 3) * 3, ab[v][0], ab[v][1]};
+            check_case(&g);
+        }
+}
+END_TEST
+
+/* Not one row, or A transposed: rx_rt_gemm computes it (same reference). */
+START_TEST(test_matvec_passes_on)
+{
+    mcase g2 = {2, 300, 200, false, false, 1, 1.0f, 0.0f}, gt = {1, 300, 200, true, true, 2, 1.5f, 0.5f};
+    check_case(&g2);
+    check_case(&gt);
+}
+END_TEST
+
+/* The rule: auto gives one row of >= 32768 weight elements to rx_rt_matvec when a BLAS
+   is there (no BLAS stays the "not available" NULL), more rows and small weights not. */
+START_TEST(test_matvec_pick)
+{
+    ck_assert_ptr_null(getenv("RX_GEMM"));
+    rx_rt_sgemm_fn blas = rx_rt_sgemm();
+    ck_assert_ptr_nonnull(blas);
+    ck_assert(rx_rt_gemm_pick(blas, 1, 1024, 1024) == rx_rt_matvec);
+    ck_assert(rx_rt_gemm_pick(blas, 1, 128, 256) == rx_rt_matvec);
+    ck_assert(rx_rt_gemm_pick(blas, 1, 100, 100) == blas);
+    ck_assert(rx_rt_gemm_pick(blas, 2, 1024, 1024) == blas);
+    ck_assert(rx_rt_gemm_pick(NULL, 1, 1024, 1024) == NULL);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("matvec");
+    TCase *tc = tcase_create("matvec");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_matvec_shapes);
+    tcase_add_test(tc, test_matvec_passes_on);
+    tcase_add_test(tc, test_matvec_pick);
+    suite_add_tcase(s, tc);
+    return rx_check_run(s);
+}
