@@ -493,7 +493,7 @@ void rxi_cg_expr(cg *g, const rx_expr *e, rx_loc loc)
         return;
     }
     case RX_E_SELECT:
-        if (!g->glsl && (t == RX_DT_F32 || t == RX_DT_F64) && eager_arm(b) &&
+        if (g->cpu && (t == RX_DT_F32 || t == RX_DT_F64) && eager_arm(b) &&
             eager_arm(e->u.op.c)) {
             use(g, H_SEL, t);
             rx_sb_printf(o, "rx_sel_%s(", hsuffix(t));

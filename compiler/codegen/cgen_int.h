@@ -65,6 +65,8 @@ typedef struct cg {
     bool ok;                 /* no error reported yet */
     bool isa_versions;       /* rx_codegen_opts.isa_versions */
     bool isa_exact;          /* rx_codegen_opts.exact_isa_versions, isa_versions off */
+    bool cpu;                /* the CPU's C (c_kernel.c), not a GPU dialect: float selects
+                                of arms that load nothing as rx_sel_f32/f64 (c_expr.c) */
     bool glsl;               /* GLSL 450 spelling (gpu_dialect.c): casts T(x), 64-bit literals
                                 Nl, no (void) statements, 32-bit subscripts, bools as int
                                 values tested with != 0 */
