@@ -389,6 +389,28 @@ static void emit_load(cg *g, const rx_expr *e, rx_loc loc)
 
 /* ---------------------------------------------------------------- expressions */
 
+/* True when select arm e may be evaluated whatever the condition: it reads no buffer
+ * element (a 0-d buffer's one element aside: always there) and divides no integer
+ * (x / 0 is undefined in C; a float one is inf or NaN under IEEE, never a trap the
+ * kernels enable). A float select of two such arms is emitted as rx_sel_f32(c, a, b),
+ * both arms computed and the result picked on the bits: gcc does not if-convert
+ * `c ? a : b` when an arm may trap under the default trapping math (a division, a
+ * comparison; it sinks the arm's work into the branch), so a loop with such a select
+ * stayed scalar. An arm that loads (a padding guard's x[i - pad]) keeps the branch;
+ * compiler/pass/schedule_rows.c binds the loads of arms it proves in bounds to LETs
+ * first (a masked softmax's where(mask, scores / c, lo)). Same values either way. */
+static bool eager_arm(const rx_expr *e)
+{
+    if (!e) return true;
+    if (e->kind == RX_E_LOAD && e->u.load.nidx > 0) return false;
+    if ((e->kind == RX_E_DIV || e->kind == RX_E_FLOORDIV || e->kind == RX_E_FLOORMOD) &&
+        !rx_dtype_is_float((rx_dtype)e->dtype))
+        return false;
+    for (int i = 0; i < rx_expr_nchildren(e); i++)
+        if (!eager_arm(rx_expr_child(e, i))) return false;
+    return true;
+}
+
 void rxi_cg_expr(cg *g, const rx_expr *e, rx_loc loc)
 {
     rx_sb *o = g->out;
@@ -471,6 +493,18 @@ void rxi_cg_expr(cg *g, const rx_expr *e, rx_loc loc)
         return;
     }
     case RX_E_SELECT:
+        if (g->cpu && (t == RX_DT_F32 || t == RX_DT_F64) && eager_arm(b) &&
+            eager_arm(e->u.op.c)) {
+            use(g, H_SEL, t);
+            rx_sb_printf(o, "rx_sel_%s(", hsuffix(t));
+            rxi_cg_expr_as(g, a, RX_DT_BOOL, loc);
+            rx_sb_puts(o, ", ");
+            rxi_cg_expr_as(g, b, t, loc);
+            rx_sb_puts(o, ", ");
+            rxi_cg_expr_as(g, e->u.op.c, t, loc);
+            rx_sb_putc(o, ')');
+            return;
+        }
         rx_sb_putc(o, '(');
         rxi_cg_expr_as(g, a, RX_DT_BOOL, loc);
         rx_sb_puts(o, g->glsl ? " != 0 ? " : " ? ");
@@ -900,6 +934,14 @@ void rxi_cg_prelude_ops(const cg *g, rx_sb *out)
             else
                 rx_sb_printf(out, "RX_HELPER %s rx_%s_%s(%s a, %s b) { return a %s b ? a : b; }\n",
                              ct, nm, sf, ct, ct, op);
+        }
+        if (needs(g, H_SEL, t)) { /* eager_arms: on the bits, no branch to if-convert */
+            const char *ut = t == RX_DT_F32 ? "uint32_t" : "uint64_t";
+            int nb = t == RX_DT_F32 ? 4 : 8;
+            rx_sb_printf(out, "RX_HELPER %s rx_sel_%s(int c, %s a, %s b) { %s x, y, m = (%s)0 - (%s)(c != 0); "
+                         "memcpy(&x, &a, %d); memcpy(&y, &b, %d); x = (x & m) | (y & ~m); memcpy(&a, &x, %d); "
+                         "return a; }\n",
+                         ct, sf, ct, ct, ut, ut, ut, nb, nb, nb);
         }
         if (needs(g, H_ABS, t) && g->glsl) /* - wraps in GLSL */
             rx_sb_printf(out, "RX_HELPER %s rx_abs_%s(%s a) { return a < %s(0) ? -a : a; }\n",

@@ -922,6 +922,7 @@ bool rx_codegen_c_with(const rx_module *m, const rx_codegen_opts *o, rx_sb *out,
     g.d = d;
     g.out = &body;
     g.ok = true;
+    g.cpu = true;
     g.isa_versions = o && o->isa_versions;
     g.isa_exact = o && o->exact_isa_versions && !g.isa_versions;
     RX_VEC(char *) syms = {0};

@@ -17,7 +17,8 @@
 #include "relax/codegen.h"
 
 /* Helpers the prelude can define; cg.need[h] has bit (1 << dtype) set when the
- * helper for that dtype was used (the helpers defined once use bit 0: H_F16, H_BF16,
+ * helper for that dtype was used (H_SEL: a float select of both arms, c_expr.c's
+ * eager_arms; the helpers defined once use bit 0: H_F16, H_BF16,
  * H_BITS, H_ALLOC; H_OMP: a parallel loop, which pins the OpenMP runtime; H_ISA: a
  * kernel with ISA versions, which needs the CPU check; H_EXPF, H_ERFF, H_TANHF, H_LOGF:
  * exp, erf, tanh, log in float (relax/codegen_math.h); H_CHECK: an index read from
@@ -25,7 +26,7 @@
  * H_F64MATH: GLSL's exp, log, pow, tanh of doubles (gpu_dialect.c's GLSL_F64); see
  * c_expr.c and c_kernel.c). */
 typedef enum cg_helper {
-    H_FLOORDIV, H_FLOORMOD, H_MIN, H_MAX, H_ABS, /* per dtype */
+    H_FLOORDIV, H_FLOORMOD, H_MIN, H_MAX, H_ABS, H_SEL, /* per dtype */
     H_F16, H_BF16, H_BITS, H_ALLOC, H_OMP, H_ISA, H_EXPF, H_ERFF, H_TANHF, H_LOGF, H_CHECK,
     H_CKARITH, H_F64MATH, /* once */
     H_COUNT
@@ -64,6 +65,8 @@ typedef struct cg {
     bool ok;                 /* no error reported yet */
     bool isa_versions;       /* rx_codegen_opts.isa_versions */
     bool isa_exact;          /* rx_codegen_opts.exact_isa_versions, isa_versions off */
+    bool cpu;                /* the CPU's C (c_kernel.c), not a GPU dialect: float selects
+                                of arms that load nothing as rx_sel_f32/f64 (c_expr.c) */
     bool glsl;               /* GLSL 450 spelling (gpu_dialect.c): casts T(x), 64-bit literals
                                 Nl, no (void) statements, 32-bit subscripts, bools as int
                                 values tested with != 0 */

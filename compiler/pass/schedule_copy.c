@@ -31,6 +31,16 @@
  * (along X's rows, by pi) and writes (along C's rows, by ni) both stay in T lines.
  * A literal extent that T divides keeps the literal T as the inner extents.
  *
+ * Pages. With no directly inside po, one po strip reads a 64-byte piece of every one
+ * of X's rows along n: for the 4096 x 4104 transpose, 4096 rows 16 KiB apart, each in
+ * its own page, more than the TLB holds, so the next strip (the same pages, the next
+ * 64 bytes) missed again. When no's tile count is a literal >= 2 * G (G = 16), no is
+ * split into nb (outside po) and a group of G tiles (inside it, min(G, count - nb * G)
+ * for the last group): one group reads 16 G rows of X for every po, which stay in the
+ * TLB. Measured (4096 x 4104 f32, 2 threads, same run, load ~7): 26.5 -> 20.5 ms median.
+ * Still 0.3-0.4 of memcpy: the tile's strided reads are scalar loads (no in-register
+ * transpose in the generated C).
+ *
  * Why it is exact: the store's indices are the nest's loop variables, so every element
  * of C is written exactly once, by the same VALUE at the same indices, whatever the
  * order; VALUE reads no C. For the same reason any loop of the new nest may run its
@@ -72,7 +82,7 @@
 
 #include "schedule_int.h"
 
-enum { TILE_BYTES = 64 };
+enum { TILE_BYTES = 64, GROUP_TILES = 16 };
 
 /* One matched nest. */
 typedef struct cnest {
@@ -233,12 +243,37 @@ static rx_stmt *build(rx_module *m, const cnest *c)
         a, RX_E_ADD, rx_e_binary(a, RX_E_MUL, rx_e_var(a, po), rx_e_int(a, c->t)), rx_e_var(a, pi));
     blk->u.block.iters[c->k.n - 1].bind = rx_e_binary(
         a, RX_E_ADD, rx_e_binary(a, RX_E_MUL, rx_e_var(a, no), rx_e_int(a, c->t)), rx_e_var(a, ni));
+    /* tiles along n in groups of GROUP_TILES, nb outside po (file essay: pages) */
+    int64_t nc;
+    rx_svar *nb = NULL;
+    rx_expr *gcount = ncount, *nbcount = NULL;
+    if (rx_expr_is_const(ncount, &nc) && nc >= 2 * GROUP_TILES) {
+        nb = fresh(m, ln->u.for_.var, "b");
+        rx_svar *ng = fresh(m, ln->u.for_.var, "g");
+        rx_expr *noe = rx_e_binary(a, RX_E_ADD,
+                                   rx_e_binary(a, RX_E_MUL, rx_e_var(a, nb), rx_e_int(a, GROUP_TILES)),
+                                   rx_e_var(a, ng));
+        rx_vmap vm = {0};
+        rx_vmap_set(&vm, no, noe);
+        nin = rx_expr_subst(a, nin, &vm);
+        blk->u.block.iters[c->k.n - 1].bind = rx_expr_subst(a, blk->u.block.iters[c->k.n - 1].bind, &vm);
+        rx_vmap_free(&vm);
+        nbcount = rx_e_int(a, (nc + GROUP_TILES - 1) / GROUP_TILES);
+        gcount = nc % GROUP_TILES == 0
+                     ? rx_e_int(a, GROUP_TILES)
+                     : rx_e_binary(a, RX_E_MIN, rx_e_int(a, GROUP_TILES),
+                                   rx_e_binary(a, RX_E_SUB, rx_e_int(a, nc),
+                                               rx_e_binary(a, RX_E_MUL, rx_e_var(a, nb),
+                                                           rx_e_int(a, GROUP_TILES))));
+        no = ng;
+    }
     rx_stmt *s = loop(a, ni, nin, RX_LOOP_VECTORIZED, blk);
     s = loop(a, pi, pin, RX_LOOP_SERIAL, s);
-    s = loop(a, no, ncount, RX_LOOP_SERIAL, s);
+    s = loop(a, no, gcount, RX_LOOP_SERIAL, s);
     for (int k = c->k.n - 2; k > c->p; k--)
         s = loop(a, c->k.loops[k]->u.for_.var, c->k.loops[k]->u.for_.extent, RX_LOOP_SERIAL, s);
     s = loop(a, po, pcount, RX_LOOP_SERIAL, s);
+    if (nb) s = loop(a, nb, nbcount, RX_LOOP_SERIAL, s);
     for (int k = c->p - 1; k >= 0; k--)
         s = loop(a, c->k.loops[k]->u.for_.var, c->k.loops[k]->u.for_.extent, RX_LOOP_SERIAL, s);
     /* the parallel loop: the outermost one not a literal below 2 (never ni) */

@@ -19,7 +19,14 @@
  * exp, sum, divide; an additive causal mask from full + triu or a where fused into
  * max and exp as a select, never materialized) are such runs, as are PyTorch's exported
  * forms once simplify.c has rewritten their spellings (ReduceMean of x * x, Pow,
- * Sqrt, Div: the same sum over the row).
+ * Sqrt, Div: the same sum over the row). A reduction may also read a buffer that other
+ * rows share (row_reduction: a mask every head reads, GPT-2's where(mask[:, :, s0:s1,
+ * :k], scores / c, lo) or an additive (b, 1, 1, s) one, scale before or after, a
+ * masked_fill) as long as some load is the row's own and the shared one is no factor
+ * of a product with another moving load (a matmul's: schedule_tile.c's). Measured
+ * before: GPT-2's masked softmax (1, 12, 128, 128) went to the tile schedule (the
+ * mask packed per tile, scalar selects): 1.64 ms; now one run with the select's loads
+ * bound to LETs (eager arms, below): 0.37 ms, same run, 2 threads.
  *
  * Measured before (prefill, (1, 128, 1024) f32, 2 threads): every nest of the run was
  * its own pass over the whole tensor; a reduction over the contiguous row was tiled by
@@ -271,23 +278,194 @@ static rx_stmt *loop(rbuild *B, const rx_svar *v, rx_expr *ext, rx_loopkind kind
     return rx_s_for(B->a, v, rx_e_int(B->a, 0), ext, kind, rx_stmts_one(B->a, body));
 }
 
-/* True when every load in e that moves with k uses every row iterator of t (the row
-   extents of literal 1 aside): a row reduction, not a product whose operands other
-   rows share (a matmul's weight: schedule_tile.c's register tiles reuse those). */
-static bool loads_per_row(const rnest *t, int p, const rx_expr *e, const rx_svar *k)
+/* True when load e uses every row iterator of t (the row extents of literal 1 aside). */
+static bool full_row_load(const rnest *t, int p, const rx_expr *e)
 {
-    if (!e) return true;
-    if (e->kind == RX_E_LOAD && rx_expr_uses_var(e, k)) {
-        for (int i = 0; i < p; i++) {
-            const rx_svar *iv = t->blk->u.block.iters[i].var, *lv = t->loops[i]->u.for_.var;
-            if (!rx_expr_is_int(t->loops[i]->u.for_.extent, 1) && !rx_expr_uses_var(e, iv) &&
-                !rx_expr_uses_var(e, lv))
-                return false;
-        }
+    for (int i = 0; i < p; i++) {
+        const rx_svar *iv = t->blk->u.block.iters[i].var, *lv = t->loops[i]->u.for_.var;
+        if (!rx_expr_is_int(t->loops[i]->u.for_.extent, 1) && !rx_expr_uses_var(e, iv) &&
+            !rx_expr_uses_var(e, lv))
+            return false;
+    }
+    return true;
+}
+
+/* What the loads of e that move with k (or ki) are: *full counts those using every
+   row iterator, *shared the others; *product is set when a product (or quotient) has
+   moving loads on both sides and a shared one among them: a matmul's A[i, k] * B[k, j]. */
+typedef struct rmove {
+    int full, shared;
+    bool product;
+} rmove;
+
+static void moving_loads(const rnest *t, int p, const rx_expr *e, const rx_svar *k,
+                         const rx_svar *ki, rmove *mv)
+{
+    if (!e) return;
+    if (e->kind == RX_E_LOAD && (rx_expr_uses_var(e, k) || rx_expr_uses_var(e, ki))) {
+        if (full_row_load(t, p, e)) mv->full++;
+        else mv->shared++;
+    }
+    if (e->kind == RX_E_MUL || e->kind == RX_E_DIV) {
+        rmove x = {0}, y = {0};
+        moving_loads(t, p, e->u.op.a, k, ki, &x);
+        moving_loads(t, p, e->u.op.b, k, ki, &y);
+        if (x.full + x.shared && y.full + y.shared && x.shared + y.shared) mv->product = true;
+        mv->full += x.full + y.full;
+        mv->shared += x.shared + y.shared;
+        mv->product |= x.product || y.product;
+        return;
     }
     for (int i = 0; i < rx_expr_nchildren(e); i++)
-        if (!loads_per_row(t, p, rx_expr_child(e, i), k)) return false;
+        moving_loads(t, p, rx_expr_child(e, i), k, ki, mv);
+}
+
+/* True when G (reduced along k, block iterator ki) is a row reduction: some load that
+   moves with k is the row's own (uses every row iterator of t), and a load that other
+   rows share (a mask [1, 1, s, s] read by every head, an additive [b, 1, 1, s] one) is
+   never a factor of a product with another moving load. A matmul's C[i, j] += A[i, k] *
+   B[k, j] is not one: schedule_tile.c's register tiles reuse A's and B's loads across
+   rows. A masked softmax's max(C, select(mask[0, 0, i, k], x[b, h, i, k] / c, lo)) is:
+   the mask only selects, its reuse across heads is the cache's. */
+static bool row_reduction(const rnest *t, int p, const rx_expr *g, const rx_svar *k,
+                          const rx_svar *ki)
+{
+    rmove mv = {0};
+    moving_loads(t, p, g, k, ki, &mv);
+    return mv.full > 0 && !mv.product;
+}
+
+/* e with each child c replaced by f(ctx, c); e itself when none changed. */
+static rx_expr *map_children(rx_arena *a, rx_expr *e, rx_expr *(*f)(void *, rx_expr *), void *ctx)
+{
+    int n = rx_expr_nchildren(e);
+    if (!n) return e;
+    rx_expr **kids = RX_NEWN(a, rx_expr *, n);
+    bool changed = false;
+    for (int i = 0; i < n; i++) {
+        kids[i] = f(ctx, rx_expr_child(e, i));
+        changed |= kids[i] != rx_expr_child(e, i);
+    }
+    return changed ? rx_expr_with_children(a, e, kids) : e;
+}
+
+/* ---------------------------------------------------------------- eager select arms */
+
+/* A float select whose arms load (a masked softmax's where(mask, x / c, lo): x read
+   only where the mask holds) is a branch to gcc, which does not if-convert it (the
+   load and, under trapping math, the division stay conditional): the inner loop stayed
+   scalar, 1.77 ms for GPT-2's (1, 12, 128, 128) softmax. When every load in the arms is
+   in bounds at every iteration (each index a loop variable or block iterator of the
+   nest whose extent is the buffer's dimension, or a literal inside a literal one), the
+   loads are bound to LETs inside the loop, ahead of the select; the arms then read no
+   buffer and codegen (c_expr.c's eager_arm) picks on the bits, no branch. Same values:
+   the loads read what they would have, only also where the other arm is taken. */
+
+enum { MAX_ARM_LETS = 8 };
+
+typedef struct rarms {
+    rbuild *B;
+    const rnest *t;
+    rx_svar *vars[MAX_ARM_LETS];
+    rx_expr *vals[MAX_ARM_LETS];
+    int n;
+} rarms;
+
+/* The extent of v in nest t: a loop's extent or a block iterator's domain (NULL: neither). */
+static rx_expr *extent_of(const rnest *t, const rx_svar *v)
+{
+    for (int i = 0; i < t->q; i++) {
+        if (t->loops[i]->u.for_.var == v) return t->loops[i]->u.for_.extent;
+        if (t->blk->u.block.iters[i].var == v) return t->blk->u.block.iters[i].dom;
+    }
+    return NULL;
+}
+
+/* True when every load of e (0-d ones aside) is in bounds at every iteration of h->t;
+   *n counts them. */
+static bool arm_loads_in_bounds(rarms *h, const rx_expr *e, int *n)
+{
+    if (!e) return true;
+    if (e->kind == RX_E_LOAD && e->u.load.nidx > 0) {
+        const rx_buffer *b = e->u.load.buf;
+        if (e->u.load.nidx != b->ndim) return false;
+        for (int i = 0; i < b->ndim; i++) {
+            rx_expr *x = e->u.load.idx[i], *ext;
+            int64_t c, d;
+            if (x->kind == RX_E_VAR && (ext = extent_of(h->t, x->u.var))) {
+                if (!rx_expr_same(ext, b->shape[i]) && !rx_arith_prove_equal(h->B->ar, ext, b->shape[i]))
+                    return false;
+            } else if (!rx_expr_is_const(x, &c) || !rx_expr_is_const(b->shape[i], &d) || c < 0 ||
+                       c >= d) {
+                return false;
+            }
+        }
+        (*n)++;
+    }
+    for (int i = 0; i < rx_expr_nchildren(e); i++)
+        if (!arm_loads_in_bounds(h, rx_expr_child(e, i), n)) return false;
     return true;
+}
+
+/* e with each load (0-d ones aside) replaced by the variable of its LET (made once per
+   distinct load). */
+static rx_expr *bind_cb(void *h, rx_expr *e);
+
+static rx_expr *bind_loads(rarms *h, rx_expr *e)
+{
+    rx_arena *a = h->B->a;
+    if (e->kind == RX_E_LOAD && e->u.load.nidx > 0) {
+        for (int i = 0; i < h->n; i++)
+            if (rx_expr_same(h->vals[i], e)) return rx_e_var(a, h->vars[i]);
+        rx_svar *v = rx_svar_new(a, rx_arena_printf(a, "arm%d", h->B->nrow++), (rx_dtype)e->dtype,
+                                 RX_SV_LOOP, rx_module_new_id(h->B->m));
+        h->vars[h->n] = v;
+        h->vals[h->n++] = e;
+        return rx_e_var(a, v);
+    }
+    return map_children(a, e, bind_cb, h);
+}
+
+static rx_expr *bind_cb(void *h, rx_expr *e)
+{
+    return bind_loads(h, e);
+}
+
+/* e with the loads of its float selects' arms bound to LETs where they are in bounds
+   (above); h collects the LETs. */
+static rx_expr *eager_cb(void *h, rx_expr *e);
+
+static rx_expr *eager_arms(rarms *h, rx_expr *e)
+{
+    if (!e) return e;
+    int cnt = 0;
+    if (e->kind == RX_E_SELECT && rx_dtype_is_float((rx_dtype)e->dtype) &&
+        arm_loads_in_bounds(h, e->u.op.b, &cnt) && arm_loads_in_bounds(h, e->u.op.c, &cnt) &&
+        cnt > 0 && h->n + cnt <= MAX_ARM_LETS) {
+        rx_expr *kids[3] = {eager_arms(h, e->u.op.a), bind_loads(h, e->u.op.b),
+                            bind_loads(h, e->u.op.c)};
+        return rx_expr_with_children(h->B->a, e, kids);
+    }
+    return map_children(h->B->a, e, eager_cb, h);
+}
+
+static rx_expr *eager_cb(void *h, rx_expr *e)
+{
+    return eager_arms(h, e);
+}
+
+/* s inside the LETs of h, outermost first, their values through vm1 then vm2 (either
+   may be NULL). */
+static rx_stmt *wrap_arms(const rarms *h, const rx_vmap *vm1, const rx_vmap *vm2, rx_stmt *s)
+{
+    rx_arena *a = h->B->a;
+    for (int i = h->n - 1; i >= 0; i--) {
+        rx_expr *v = h->vals[i];
+        if (vm1) v = rx_expr_subst(a, v, vm1);
+        if (vm2) v = rx_expr_subst(a, v, vm2);
+        s = rx_s_let(a, h->vars[i], v, rx_stmts_one(a, s));
+    }
+    return s;
 }
 
 /* The lanes form of reduction nest t's inner loop (file essay) written to out (returns
@@ -313,7 +491,7 @@ static int lanes(rbuild *B, const rnest *t, int p, rx_stmt **out)
     if (!identity(op, init, dt)) return 0;
     const rx_stmt *kl = t->loops[t->q - 1];
     const rx_svar *kv = kl->u.for_.var, *ki = t->blk->u.block.iters[t->q - 1].var;
-    if (!loads_per_row(t, p, g, ki) || !loads_per_row(t, p, g, kv)) return 0;
+    if (!row_reduction(t, p, g, kv, ki)) return 0;
     rx_vmap vm = {0};
     for (int i = 0; out && i < p; i++) {
         const rx_svar *iv = t->blk->u.block.iters[i].var;
@@ -332,6 +510,9 @@ static int lanes(rbuild *B, const rnest *t, int p, rx_stmt **out)
         rx_vmap_free(&vm);
         return ok ? 1 : 0;
     }
+    rarms arms = {.B = B, .t = t};
+    rx_expr *ge = eager_arms(&arms, g);
+    if (arms.n) gk = rx_expr_subst(a, ge, &vm);
     rx_buffer *acc = RX_NEW(a, rx_buffer);
     acc->name = rx_arena_printf(a, "%s_lanes", C->name);
     acc->dtype = dt;
@@ -350,11 +531,9 @@ static int lanes(rbuild *B, const rnest *t, int p, rx_stmt **out)
     rx_vmap km = {0};
     rx_vmap_set(&km, kv, bin(B, RX_E_ADD, bin(B, RX_E_MUL, rx_e_var(a, ko), lit_l), rx_e_var(a, l1)));
     rx_expr *g_body = rx_expr_subst(a, gk, &km);
-    rx_vmap_free(&km);
-    rx_vmap_set(&km, kv, bin(B, RX_E_ADD, bin(B, RX_E_MUL, nfull, lit_l), rx_e_var(a, tk)));
-    rx_expr *g_tail = rx_expr_subst(a, gk, &km);
-    rx_vmap_free(&km);
-    rx_vmap_free(&vm);
+    rx_vmap kt = {0};
+    rx_vmap_set(&kt, kv, bin(B, RX_E_ADD, bin(B, RX_E_MUL, nfull, lit_l), rx_e_var(a, tk)));
+    rx_expr *g_tail = rx_expr_subst(a, gk, &kt);
     rx_expr *a1 = rx_e_var(a, l1);
     rx_expr *c_at = rx_e_load(a, C, rows, B->p);
     rx_stmt **s = out;
@@ -362,7 +541,8 @@ static int lanes(rbuild *B, const rnest *t, int p, rx_stmt **out)
     s[1] = loop(B, l0, lit_l, RX_LOOP_VECTORIZED, store1(B, acc, rx_e_var(a, l0), init));
     s[2] = loop(B, ko, nfull, RX_LOOP_SERIAL,
                 loop(B, l1, lit_l, RX_LOOP_VECTORIZED,
-                     store1(B, acc, a1, rx_e_binary(a, op, rx_e_load(a, acc, &a1, 1), g_body))));
+                     wrap_arms(&arms, &vm, &km,
+                               store1(B, acc, a1, rx_e_binary(a, op, rx_e_load(a, acc, &a1, 1), g_body)))));
     s[3] = store(B, C, rows, B->p, init);
     rx_expr *a2 = rx_e_var(a, l2);
     s[4] = loop(B, l2, lit_l, RX_LOOP_SERIAL,
@@ -371,7 +551,10 @@ static int lanes(rbuild *B, const rnest *t, int p, rx_stmt **out)
     int ns = 5;
     if (!rx_expr_is_int(rest, 0))
         s[ns++] = loop(B, tk, rest, RX_LOOP_SERIAL,
-                       store(B, C, rows, B->p, rx_e_binary(a, op, c_at, g_tail)));
+                       wrap_arms(&arms, &vm, &kt, store(B, C, rows, B->p, rx_e_binary(a, op, c_at, g_tail))));
+    rx_vmap_free(&km);
+    rx_vmap_free(&kt);
+    rx_vmap_free(&vm);
     B->nlanes++;
     return ns;
 }
@@ -396,6 +579,8 @@ typedef struct rhoist {
 
 /* e with its largest subexpressions free of the inner loop that load or call replaced
    by fresh variables, each bound by a LET before the loop (in h->lets). */
+static rx_expr *hoist_cb(void *h, rx_expr *e);
+
 static rx_expr *hoist(rhoist *h, rx_expr *e)
 {
     if (!e) return e;
@@ -408,15 +593,12 @@ static rx_expr *hoist(rhoist *h, rx_expr *e)
         return rx_e_var(a, v);
     }
     if (!inner) return e;
-    int n = rx_expr_nchildren(e);
-    if (!n) return e;
-    rx_expr **kids = RX_NEWN(h->B->a, rx_expr *, n);
-    bool changed = false;
-    for (int i = 0; i < n; i++) {
-        kids[i] = hoist(h, rx_expr_child(e, i));
-        changed |= kids[i] != rx_expr_child(e, i);
-    }
-    return changed ? rx_expr_with_children(h->B->a, e, kids) : e;
+    return map_children(h->B->a, e, hoist_cb, h);
+}
+
+static rx_expr *hoist_cb(void *h, rx_expr *e)
+{
+    return hoist(h, e);
 }
 
 /* Elementwise inner loop `in` of nest t, vectorized, behind LETs of the per-row values
@@ -432,6 +614,9 @@ static rx_stmt *elementwise(rbuild *B, const rnest *t, rx_stmt *in)
     rx_stmt *st = (rx_stmt *)t->st;
     st->u.store.value = hoist(&h, st->u.store.value);
     rx_vmap_free(&rows);
+    rarms arms = {.B = B, .t = t};
+    st->u.store.value = eager_arms(&arms, st->u.store.value);
+    t->blk->u.block.body.items[0] = wrap_arms(&arms, NULL, NULL, st);
     rx_stmt *s = in;
     for (int i = h.n - 1; i >= 0; i--) {
         h.lets[i]->u.let.body = rx_stmts_one(B->a, s);

@@ -1,7 +1,8 @@
 /*
  * test_schedule_copy.c — tiled transposes of copy nests (compiler/pass/schedule_copy.c).
  *
- * Structure: which legalized permutes are tiled (a static and a symbolic 2-D transpose,
+ * Structure: which legalized permutes are tiled (static and symbolic 2-D transposes, a
+ * large static one whose tiles along C's rows go in groups of 16,
  * a 4-D permute that swaps the two inner axes, an f16 transpose) and which are not (a
  * permute that keeps the innermost axis, a tiny transpose, an elementwise add); the
  * tile edge (16 f32, 32 f16), the parallel loop (the outermost one) and the vectorized
@@ -24,6 +25,7 @@
 static const char MODULE[] =
     "{'format':'relax-json','version':1,'functions':{"
     FN("tr_static", P("x", TS("f32", "70,100")), PERM("[1,0]")) ","
+    FN("tr_groups", P("x", TS("f32", "600,520")), PERM("[1,0]")) ","
     FN("tr_sym", P("x", TS("f32", "'n','m'")), PERM("[1,0]")) ","
     FN("p0132", P("x", TS("f32", "2,'n',5,'m'")), PERM("[0,1,3,2]")) ","
     FN("tr16", P("x", TS("f16", "100,70")), PERM("[1,0]")) ","
@@ -53,25 +55,40 @@ static chain chain_of(const rx_func *f)
     return c;
 }
 
+/* The literal extent of loop k of chain c, -1 when it is not a literal. */
+static int64_t lit_extent(const chain *c, int k)
+{
+    int64_t e;
+    return rx_expr_is_const(c->loops[k]->u.for_.extent, &e) ? e : -1;
+}
+
 START_TEST(structure)
 {
     rx_module *m = load_legalized(MODULE);
     int n = -1;
     ck_assert(rx_schedule_copy(m, &n));
-    ck_assert_int_eq(n, 4); /* tr_static, tr_sym, p0132, tr16 */
+    ck_assert_int_eq(n, 5); /* tr_static, tr_groups, tr_sym, p0132, tr16 */
 
     /* 70 x 100 -> 100 x 70: po over the 100 axis that x is read along (ceil(100 / 16) =
      * 7 tiles, parallel), no over the 70 axis C is written along (5), pi, ni (vectorized) */
     chain c = chain_of(callee(m, "tr_static"));
-    int64_t e;
     ck_assert_int_eq(c.n, 4);
     ck_assert_int_eq(c.par_at, 0);
     ck_assert_int_eq(c.vec_at, 3);
-    ck_assert(rx_expr_is_const(c.loops[0]->u.for_.extent, &e));
-    ck_assert_int_eq(e, 7);
-    ck_assert(rx_expr_is_const(c.loops[1]->u.for_.extent, &e));
-    ck_assert_int_eq(e, 5); /* ceil(70 / 16) */
-    ck_assert(!rx_expr_is_const(c.loops[3]->u.for_.extent, &e)); /* min(16, ..) */
+    ck_assert_int_eq(lit_extent(&c, 0), 7);
+    ck_assert_int_eq(lit_extent(&c, 1), 5); /* ceil(70 / 16) */
+    ck_assert_int_eq(lit_extent(&c, 3), -1); /* min(16, ..) */
+
+    /* 600 x 520 -> 520 x 600: the 38 tiles along C's rows (600) in groups of 16 outside
+     * po, so one group's 256 rows of x (pages) are read for every po: nb (3, parallel),
+     * po (33), the group's tiles (min(16, 38 - nb * 16)), pi, ni */
+    c = chain_of(callee(m, "tr_groups"));
+    ck_assert_int_eq(c.n, 5);
+    ck_assert_int_eq(c.par_at, 0);
+    ck_assert_int_eq(c.vec_at, 4);
+    ck_assert_int_eq(lit_extent(&c, 0), 3);
+    ck_assert_int_eq(lit_extent(&c, 1), 33);
+    ck_assert_int_eq(lit_extent(&c, 2), -1);
 
     /* symbolic: the same chain, extents left to run time */
     c = chain_of(callee(m, "tr_sym"));
@@ -88,8 +105,7 @@ START_TEST(structure)
 
     /* f16: 32-element tiles, and 100 x 70 -> 70 x 100 */
     c = chain_of(callee(m, "tr16"));
-    ck_assert(rx_expr_is_const(c.loops[0]->u.for_.extent, &e));
-    ck_assert_int_eq(e, 3); /* ceil(70 / 32) */
+    ck_assert_int_eq(lit_extent(&c, 0), 3); /* ceil(70 / 32) */
 
     /* left alone: innermost axis kept, too small, not a permute */
     ck_assert_int_eq(chain_of(callee(m, "p0213")).vec_at, -1);
@@ -103,7 +119,7 @@ START_TEST(structure)
 }
 END_TEST
 
-static const char *const GNAMES[] = {"tr_static", "tr_sym", "p0132", "tr16", "p0213"};
+static const char *const GNAMES[] = {"tr_static", "tr_groups", "tr_sym", "p0132", "tr16", "p0213"};
 
 START_TEST(same_bytes)
 {

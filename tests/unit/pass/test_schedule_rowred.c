@@ -10,13 +10,18 @@
  * nn.rms_norm; the exported RMSNorm (power(x, 2), mean, add, sqrt, divide, multiply:
  * simplify.c rewrites the spellings, fusion makes a run of it); nn.layer_norm;
  * nn.softmax; softmax after an additive causal mask from full + triu, and after a
- * where(i >= j) mask. Not rewritten: a matmul (schedule_tile.c's register tiles take
- * it), a sum over a non-last axis (not contiguous along the reduction).
+ * where(i >= j) mask; after masks every head reads (row_reduction): GPT-2's bool mask
+ * buffer sliced by the sequence, where(mask, x / 8, lowest); an additive (b, 1, 1, s)
+ * float mask after a scale; masked_fill where(mask, lowest, x); the scale after the
+ * where. Their selects' arm loads are bound to LETs (3 per kernel) and the C uses the
+ * branch-free rx_sel_f32 (eager_selects). Not rewritten: a matmul (schedule_tile.c's
+ * register tiles take it), a sum over a non-last axis (not contiguous along the
+ * reduction).
  * Numerics: every scheduled kernel against the unscheduled kernel of the same function
  * (the serial order of O0) on the same seeded inputs, within 1e-6 relative to the
  * row's largest magnitude (the documented reassociation bound at these row lengths),
  * at row lengths with and without a tail (K % 16) and several row counts; rms_norm
- * and softmax (masked) also against float64 references computed here.
+ * and every softmax (masked) also against float64 references computed here.
  */
 #include <math.h>
 
@@ -30,6 +35,15 @@
 #define W1 P("w", TS("40"))
 #define SC P("x", TS("'b',4,'s','s'"))
 #define C1(v) "{'const':" v ",'dtype':'f32'}"
+#define MASK(...) "{'tensor':{'shape':[" __VA_ARGS__ "],'dtype':'bool'}}"
+/* GPT-2's causal mask: its (1, 1, 64, 64) buffer m sliced to (1, 1, s, s) as ms (the
+   importer's match_cast after a slice by the sequence length) */
+/* graph function NAME: the bindings BINDS, then r = softmax(LAST) its result */
+#define SOFTMAX_OF(name, params, binds, last) \
+    FN(name, params, binds "," B("r", "{'op':'nn.softmax','args':['" last "'],'attrs':{'axis':-1}}"), "r")
+#define SLICED_MASK                                                                             \
+    B("sl", "{'op':'strided_slice','args':['m'],'attrs':{'axes':[2,3],'begin':[0,0],'end':['s','s']}}") "," \
+    "{'var':'ms','match_cast':'sl','type':" MASK("1,1,'s','s'") "},"
 
 static const char MODULE[] =
     "{'format':'relax-json','version':1,'functions':{"
@@ -56,6 +70,19 @@ static const char MODULE[] =
        B("c", "{'op':'greater_equal','args':['ir','i']}") ","
        B("a", "{'op':'where','args':['c','x'," C1("-1e9") "]}") ","
        B("r", "{'op':'nn.softmax','args':['a'],'attrs':{'axis':-1}}"), "r") ","
+    SOFTMAX_OF("sm_gpt2", SC "," P("m", MASK("1,1,64,64")),
+       SLICED_MASK
+       B("d", "{'op':'divide','args':['x'," C1("8.0") "]}") ","
+       B("a", "{'op':'where','args':['ms','d'," C1("-3.4028235e38") "]}"), "a") ","
+    SOFTMAX_OF("sm_addmask", SC "," P("m", TS("'b',1,1,'s'")),
+       B("d", "{'op':'multiply','args':['x'," C1("0.125") "]}") ","
+       B("a", "{'op':'add','args':['d','m']}"), "a") ","
+    SOFTMAX_OF("sm_fill", SC "," P("m", MASK("'b',1,'s','s'")),
+       B("a", "{'op':'where','args':['m'," C1("-3.4028235e38") ",'x']}"), "a") ","
+    SOFTMAX_OF("sm_after", SC "," P("m", MASK("1,1,64,64")),
+       SLICED_MASK
+       B("a", "{'op':'where','args':['ms','x'," C1("-1e9") "]}") ","
+       B("d", "{'op':'divide','args':['a'," C1("8.0") "]}"), "d") ","
     FN("mm", P("x", TS("'s',64")) "," P("w", TS("64,48")),
        B("r", "{'op':'matmul','args':['x','w']}"), "r") ","
     FN("sum1", X3, B("r", "{'op':'sum','args':['x'],'attrs':{'axis':[1]}}"), "r")
@@ -72,6 +99,7 @@ typedef struct rshape {
     int par_top;      /* top-level parallel FORs */
     int reduce_blks;  /* blocks with a reduce iterator left */
     int lanes_bufs;   /* *_lanes allocations */
+    int arm_lets;     /* LETs of select arms' loads (armN) */
 } rshape;
 
 static void swalk(const rx_stmts *ss, rshape *r, int depth)
@@ -88,7 +116,10 @@ static void swalk(const rx_stmts *ss, rshape *r, int depth)
                 r->reduce_blks += s->u.block.iters[k].kind == RX_ITER_REDUCE;
             swalk(&s->u.block.body, r, depth);
             break;
-        case RX_S_LET: swalk(&s->u.let.body, r, depth); break;
+        case RX_S_LET:
+            r->arm_lets += !strncmp(s->u.let.var->name, "arm", 3);
+            swalk(&s->u.let.body, r, depth);
+            break;
         case RX_S_IF:
             swalk(&s->u.if_.then_s, r, depth);
             swalk(&s->u.if_.else_s, r, depth);
@@ -136,11 +167,12 @@ START_TEST(fires_on_formulations)
        the normalize over (b, s) rows (its load m[i0, i1, 0] is not at a row iterator:
        not fused); ln 1 (2: sum, variance); sm, sm_triu, sm_where 1 each (2: max, sum);
        mm and sum1 none */
-    ck_assert_int_eq(runs, 7);
-    ck_assert_int_eq(lanes, 10);
-    static const struct { const char *g; int lanes, par; } want[] = {
-        {"rms", 1, 1}, {"rms_pt", 1, 2}, {"ln", 2, 1}, {"sm", 2, 1}, {"sm_triu", 2, 1},
-        {"sm_where", 2, 1}};
+    ck_assert_int_eq(runs, 11);
+    ck_assert_int_eq(lanes, 18);
+    static const struct { const char *g; int lanes, par, arms; } want[] = {
+        {"rms", 1, 1, 0}, {"rms_pt", 1, 2, 0}, {"ln", 2, 1, 0}, {"sm", 2, 1, 0},
+        {"sm_triu", 2, 1, 0}, {"sm_where", 2, 1, 3}, {"sm_gpt2", 2, 1, 3}, {"sm_addmask", 2, 1, 0},
+        {"sm_fill", 2, 1, 3}, {"sm_after", 2, 1, 3}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         rshape r = shape_of(m, want[i].g);
         ck_assert_msg(r.par_top == want[i].par, "%s: %d top-level parallel loops", want[i].g,
@@ -148,6 +180,8 @@ START_TEST(fires_on_formulations)
         ck_assert_msg(r.reduce_blks == 0, "%s: %d reduction blocks left", want[i].g, r.reduce_blks);
         ck_assert_msg(r.lanes_bufs == want[i].lanes, "%s: %d lanes buffers", want[i].g,
                       r.lanes_bufs);
+        ck_assert_msg(r.arm_lets == want[i].arms, "%s: %d select arms' loads bound to LETs",
+                      want[i].g, r.arm_lets);
     }
     const char *const not[] = {"mm", "sum1"};
     for (int i = 0; i < 2; i++) {
@@ -225,6 +259,43 @@ static void check_softmax(const kr_run *r, int in, int out, int64_t rows, int64_
     }
 }
 
+/* float64 softmax of the masked formulations (kind 0 sm_gpt2: m[q, j] ? x / c : lo;
+   1 sm_addmask: x * c + m[b, j]; 2 sm_fill: m[b, q, j] ? lo : x; 3 sm_after: (m[q, j] ?
+   x : lo) / c) of run r: x buffer `in`, mask `mk`, the 0-d constants in parameter order
+   (c, lo; sm_after lo, c; sm_fill lo), the result `out`; b x 4 x s rows of s. */
+static void check_masked(const kr_run *r, int in, int mk, int out, int64_t b, int64_t s, int kind,
+                         const char *what)
+{
+    const float *x = (const float *)r->buf[in], *y = (const float *)r->buf[out];
+    const uint8_t *mb = r->buf[mk];
+    const float *mf = (const float *)r->buf[mk];
+    double sc[2] = {0, 0};
+    for (int q = 0, n = 0; q < r->nbuf && n < 2; q++)
+        if (r->bytes[q] == 4) sc[n++] = *(const float *)r->buf[q];
+    double c = kind == 3 ? sc[1] : sc[0], lo = kind == 3 ? sc[0] : kind == 2 ? sc[0] : sc[1];
+    for (int64_t i = 0; i < b * 4 * s; i++) {
+        int64_t bb = i / (4 * s), q = i % s;
+        double mx = -INFINITY, sum = 0, v[64];
+        ck_assert_int_le(s, 64);
+        for (int64_t j = 0; j < s; j++) {
+            double xv = x[i * s + j];
+            switch (kind) {
+            case 0: v[j] = mb[q * s + j] ? xv / (float)c : lo; break;
+            case 1: v[j] = (double)(float)(xv * c) + mf[bb * s + j]; break;
+            case 2: v[j] = mb[(bb * s + q) * s + j] ? lo : xv; break;
+            default: v[j] = (mb[q * s + j] ? xv : lo) / c; break;
+            }
+            mx = fmax(mx, v[j]);
+        }
+        for (int64_t j = 0; j < s; j++) sum += exp(v[j] - mx);
+        for (int64_t j = 0; j < s; j++) {
+            double want = exp(v[j] - mx) / sum;
+            ck_assert_msg(fabs(y[i * s + j] - want) <= 1e-5 * (1 + want), "%s [%lld, %lld]: %g vs %g",
+                          what, (long long)i, (long long)j, (double)y[i * s + j], want);
+        }
+    }
+}
+
 /* The index of the buffer parameter of f named n. */
 static int buf_index(const rx_func *f, const char *n)
 {
@@ -246,7 +317,8 @@ START_TEST(numerics)
     void *hu = kr_load(mu, NULL), *hs = kr_load(ms, NULL);
     const char *const names[] = {"b", "s"};
     static const int64_t shapes[][2] = {{1, 1}, {1, 37}, {3, 32}, {2, 64}};
-    const char *const gs[] = {"rms", "rms_pt", "ln", "sm", "sm_triu", "sm_where"};
+    const char *const gs[] = {"rms",     "rms_pt",     "ln",      "sm",      "sm_triu",
+                              "sm_where", "sm_gpt2", "sm_addmask", "sm_fill", "sm_after"};
     for (size_t g = 0; g < sizeof gs / sizeof gs[0]; g++)
         for (size_t v = 0; v < sizeof shapes / sizeof shapes[0]; v++) {
             rx_func *ku[4], *ks[4];
@@ -263,7 +335,12 @@ START_TEST(numerics)
                 close_runs(&ru, &rs, 1e-6, what);
                 int64_t rows = shapes[v][0] * shapes[v][1];
                 if (g == 0) check_rms(&rs, rows, what);
-                if (g >= 3 && ks[k]->ntparams >= 3) {
+                if (g >= 6 && ks[k]->ntparams >= 5) {
+                    const char *mn = g == 6 || g == 9 ? "ms" : "m";
+                    int in = buf_index(ks[k], "x"), mk = buf_index(ks[k], mn),
+                        out = buf_index(ks[k], "r");
+                    check_masked(&rs, in, mk, out, shapes[v][0], shapes[v][1], (int)g - 6, what);
+                } else if (g >= 3 && g < 6 && ks[k]->ntparams >= 3) {
                     int in = buf_index(ks[k], "x"), out = in + 1;
                     while (out < rs.nbuf && rs.bytes[out] != rs.bytes[in]) out++; /* the result */
                     ck_assert_int_lt(out, rs.nbuf);
@@ -280,6 +357,39 @@ START_TEST(numerics)
 }
 END_TEST
 
+/* Uses of rx_sel_f32 (c_expr.c's branch-free select) in the C of module m. */
+static int sel_uses(const rx_module *m)
+{
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_sb c = {0};
+    rx_codegen_opts co = {.isa_versions = true};
+    ck_assert_msg(rx_codegen_c_with(m, &co, &c, &d), "codegen: %s", diags_str(&d));
+    int n = 0;
+    for (const char *p = rx_sb_str(&c); (p = strstr(p, "rx_sel_f32(")); p++) n++;
+    rx_sb_free(&c);
+    rx_diags_free(&d);
+    return n;
+}
+
+/* The masked formulations' selects read x in an arm: unscheduled, a branch (the load
+   may not be hoisted: codegen cannot prove it in bounds); scheduled, the loads are LETs
+   and every such select is rx_sel_f32: 3 per kernel (max's lanes and tail, exp) in each
+   of 3 ISA versions, for sm_where, sm_gpt2, sm_fill and sm_after. */
+START_TEST(eager_selects)
+{
+    rx_module *mu = fused(), *ms = fused();
+    ck_assert(rx_schedule_rows(ms, NULL, NULL));
+    ck_assert(rx_schedule_cpu(ms, NULL, NULL));
+    /* unscheduled: only sm_triu's select(i < j, c, 0), which loads nothing */
+    int nu = sel_uses(mu), ns = sel_uses(ms);
+    ck_assert_int_le(nu, 4);
+    ck_assert_int_ge(ns - nu, 4 * 3 * 3);
+    rx_module_free(mu);
+    rx_module_free(ms);
+}
+END_TEST
+
 static Suite *rowred_suite(void)
 {
     Suite *s = suite_create("schedule_rowred");
@@ -287,6 +397,7 @@ static Suite *rowred_suite(void)
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, fires_on_formulations);
     tcase_add_test(tc, numerics);
+    tcase_add_test(tc, eager_selects);
     suite_add_tcase(s, tc);
     return s;
 }
