@@ -504,27 +504,25 @@ const char *rx_rt_module_device(const rx_rt_module *m, char *buf, size_t n)
 
 /* ---- CUDA Graphs ---- */
 
-/* The kept storage of (fn, site) with at least bytes, growing (and bumping the epoch)
- * when it is smaller; NULL with err. */
-static rx_rt_storage *kept(rx_rt_module *m, uint32_t fn, int64_t site, size_t bytes,
-                           rx_rt_err *err)
+/* The kept entry of (fn, site), or NULL. */
+static gr_keep *keep_find(rx_rt_gpu *g, uint32_t fn, int64_t site)
 {
-    rx_rt_gpu *g = m->gpu;
-    gr_keep *k = NULL;
-    for (size_t i = 0; i < g->nkeep && !k; i++)
-        if (g->keep[i].fn == fn && g->keep[i].site == site) k = &g->keep[i];
-    if (k && k->st->nbytes >= bytes) {
-        rx_rt_storage_retain(k->st);
-        return k->st;
-    }
-    rx_rt_storage *s = rx_rt_storage_dev(m->ctx, g->dev, bytes, err);
-    if (!s) return NULL;
-    if (s->split) return s; /* larger than one buffer: not kept */
+    for (size_t i = 0; i < g->nkeep; i++)
+        if (g->keep[i].fn == fn && g->keep[i].site == site) return &g->keep[i];
+    return NULL;
+}
+
+/* Entry k of (fn, site) (NULL: a new one) now holds storage s at byte offset off,
+ * retained, and the epoch moves (an address the captured graphs may hold has changed).
+ * -1 when the table cannot grow (nothing changed). */
+static int keep_set(rx_rt_gpu *g, gr_keep *k, uint32_t fn, int64_t site, rx_rt_storage *s,
+                    uint64_t off)
+{
     if (!k) {
         if (g->nkeep == g->capkeep) {
             size_t cap = g->capkeep ? 2 * g->capkeep : 16;
             gr_keep *nk = realloc(g->keep, cap * sizeof *nk);
-            if (!nk) return s;
+            if (!nk) return -1;
             g->keep = nk, g->capkeep = cap;
         }
         k = &g->keep[g->nkeep++];
@@ -532,9 +530,28 @@ static rx_rt_storage *kept(rx_rt_module *m, uint32_t fn, int64_t site, size_t by
     } else {
         rx_rt_storage_release(k->st);
     }
-    g->epoch++; /* an address the captured graphs may hold has changed */
-    k->st = s;
     rx_rt_storage_retain(s);
+    k->st = s;
+    k->off = off;
+    g->epoch++;
+    return 0;
+}
+
+/* The kept storage of (fn, site) with at least bytes, growing (and bumping the epoch)
+ * when it is smaller; NULL with err. */
+static rx_rt_storage *kept(rx_rt_module *m, uint32_t fn, int64_t site, size_t bytes,
+                           rx_rt_err *err)
+{
+    rx_rt_gpu *g = m->gpu;
+    gr_keep *k = keep_find(g, fn, site);
+    if (k && k->st->nbytes >= bytes) {
+        rx_rt_storage_retain(k->st);
+        return k->st;
+    }
+    rx_rt_storage *s = rx_rt_storage_dev(m->ctx, g->dev, bytes, err);
+    if (!s) return NULL;
+    if (!s->split) /* larger than one buffer: not kept (nor when the table cannot grow) */
+        (void)keep_set(g, k, fn, site, s, 0);
     return s;
 }
 
@@ -581,26 +598,10 @@ static int note_dev_arg(rx_rt_module *m, rx_rt_graph_call *gc, uint32_t i, const
 {
     rx_rt_gpu *g = m->gpu;
     int64_t site = GR_DEV_ARG - (int64_t)i;
-    gr_keep *k = NULL;
-    for (size_t j = 0; j < g->nkeep && !k; j++)
-        if (g->keep[j].fn == gc->fn && g->keep[j].site == site) k = &g->keep[j];
+    gr_keep *k = keep_find(g, gc->fn, site);
     if (k && k->st->data == t->storage->data && k->off == t->dl.byte_offset) return 0;
-    if (!k) {
-        if (g->nkeep == g->capkeep) {
-            size_t cap = g->capkeep ? 2 * g->capkeep : 16;
-            gr_keep *nk = realloc(g->keep, cap * sizeof *nk);
-            if (!nk) return rx_rt_fail(err, "out of memory");
-            g->keep = nk, g->capkeep = cap;
-        }
-        k = &g->keep[g->nkeep++];
-        *k = (gr_keep){gc->fn, site, NULL, 0};
-    } else {
-        rx_rt_storage_release(k->st);
-    }
-    rx_rt_storage_retain(t->storage);
-    k->st = t->storage;
-    k->off = t->dl.byte_offset;
-    g->epoch++;
+    if (keep_set(g, k, gc->fn, site, t->storage, t->dl.byte_offset))
+        return rx_rt_fail(err, "out of memory");
     return 0;
 }
 

@@ -122,6 +122,16 @@ static bool y_uses(const rx_gpu_red *r, const rx_svar *v)
     return uses;
 }
 
+/* The loops before the columns that y is free of (rx_gpu_red.rowmask's bits): each
+ * work-item keeps their rows in registers. */
+static uint32_t row_loops(const rx_stmt *const *chain, int n, const rx_gpu_red *r)
+{
+    uint32_t mask = 0;
+    for (int i = 0; i < n - 1; i++)
+        if (!y_uses(r, chain[i]->u.for_.var)) mask |= 1u << i;
+    return mask;
+}
+
 bool rx_gpu_match_matvec(const gk *k, const rx_stmt *const *chain, int n, const rx_stmts *under,
                          bool rows_any, rx_gpu_red *r)
 {
@@ -148,8 +158,7 @@ bool rx_gpu_match_matvec(const gk *k, const rx_stmt *const *chain, int n, const 
         threads >= dl->warp && columns_adjacent(k->g->f, r, r->loop->u.for_.var)) {
         r->kdot = true; /* a warp per column, its lanes along K (the essay) */
         r->cols = (int)(threads / dl->warp);
-        for (int i = 0; i < n - 1; i++)
-            if (!y_uses(r, chain[i]->u.for_.var)) r->rowmask |= 1u << i;
+        r->rowmask = row_loops(chain, n, r);
         r->local_bytes = 0;
         return true;
     }
@@ -157,9 +166,8 @@ bool rx_gpu_match_matvec(const gk *k, const rx_stmt *const *chain, int n, const 
     int64_t per = r->vec ? VEC : 1, slices = threads / (cols / per), bytes = threads * per * 4;
     if (rx_expr_is_const(r->loop->u.for_.extent, &v) && v < slices) return false;
     if (r->vec && across == CUDA_LANES && dl->shfl_down && threads % dl->warp == 0 &&
-        threads > dl->warp) { /* rows in registers (the essay): the loops y is free of */
-        for (int i = 0; i < n - 1; i++)
-            if (!y_uses(r, chain[i]->u.for_.var)) r->rowmask |= 1u << i;
+        threads > dl->warp) { /* rows in registers (the essay) */
+        r->rowmask = row_loops(chain, n, r);
         int64_t folded = (int64_t)MR * (threads / dl->warp) * CUDA_LANES * VEC * 4;
         if (folded > bytes) bytes = folded;
     }
@@ -167,15 +175,12 @@ bool rx_gpu_match_matvec(const gk *k, const rx_stmt *const *chain, int n, const 
                              &r->local_bytes);
 }
 
-/* The K loop of work-item (rx_sl, rx_cl) over its W columns from rx_j, one scalar load
- * of y per column and step; with several columns each is guarded (the block's edge). */
-static void k_loop_scalar(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r, int W,
-                          int S)
+/* `ACC(c) += val` at column rx_j + c and k = rx_k for c < W (acc: a printf format of
+ * the accumulator taking c); with several columns each is guarded (the block's edge). */
+static void scalar_columns(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r, int W,
+                           const char *acc)
 {
     cg *g = k->g;
-    rx_gpu_ind(g);
-    rx_sb_printf(g->out, "for (long rx_k = rx_sl; rx_k < rx_ext; rx_k += %d) {\n", S);
-    g->indent++;
     for (int c = 0; c < W; c++) {
         rx_sb jo = {0};
         rx_sb_printf(&jo, "rx_j + %d", c);
@@ -189,7 +194,8 @@ static void k_loop_scalar(gk *k, const rx_stmt *const *chain, int n, const rx_gp
         rx_gpu_bind_loop(g, r->loop, "rx_k");
         rxi_cg_iters(g, r->block, false);
         rx_gpu_ind(g);
-        rx_sb_printf(g->out, "rx_a%d += ", c);
+        rx_sb_printf(g->out, acc, c);
+        rx_sb_puts(g->out, " += ");
         rxi_cg_expr_as(g, r->val, RX_DT_F32, r->store->loc);
         rx_sb_puts(g->out, ";\n");
         rxi_cg_pop_syms(g, mark);
@@ -200,6 +206,18 @@ static void k_loop_scalar(gk *k, const rx_stmt *const *chain, int n, const rx_gp
         }
         rx_sb_free(&jo);
     }
+}
+
+/* The K loop of work-item (rx_sl, rx_cl) over its W columns from rx_j, one scalar load
+ * of y per column and step; with several columns each is guarded (the block's edge). */
+static void k_loop_scalar(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r, int W,
+                          int S)
+{
+    cg *g = k->g;
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "for (long rx_k = rx_sl; rx_k < rx_ext; rx_k += %d) {\n", S);
+    g->indent++;
+    scalar_columns(k, chain, n, r, W, "rx_a%d");
     g->indent--;
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "}\n");
@@ -478,26 +496,7 @@ static void emit_rows_in_registers(gk *k, const rx_stmt *const *chain, int n, co
     rx_sb_printf(g->out, "for (long rx_k = rx_sl; rx_k < rx_ext; rx_k += %d) {\n", S);
     g->indent++;
     rm = open_rows(k, chain, n, r, m);
-    for (int c = 0; c < VEC; c++) {
-        rx_sb jo = {0};
-        rx_sb_printf(&jo, "rx_j + %d", c);
-        rx_gpu_ind(g);
-        rx_sb_printf(g->out, "if (%s < rx_e%d) {\n", rx_sb_str(&jo), n - 1);
-        g->indent++;
-        int cm = g->syms.n;
-        rx_gpu_bind_loop(g, chain[n - 1], rx_sb_str(&jo));
-        rx_gpu_bind_loop(g, r->loop, "rx_k");
-        rxi_cg_iters(g, r->block, false);
-        rx_gpu_ind(g);
-        rx_sb_printf(g->out, "rx_a[rx_q][%d] += ", c);
-        rxi_cg_expr_as(g, r->val, RX_DT_F32, r->store->loc);
-        rx_sb_puts(g->out, ";\n");
-        rxi_cg_pop_syms(g, cm);
-        g->indent--;
-        rx_gpu_ind(g);
-        rx_sb_puts(g->out, "}\n");
-        rx_sb_free(&jo);
-    }
+    scalar_columns(k, chain, n, r, VEC, "rx_a[rx_q][%d]");
     close_rows(k, rm);
     g->indent--;
     rx_gpu_ind(g);
