@@ -26,7 +26,8 @@ once by relaxc and run at several sizes from the one artifact; outputs equal PyT
 * Idioms: F.pad(mode="reflect") (pads computed from constants, folded at import), a
   U-Net upsample to the skip's size (Resize with symbolic sizes), a KV cache written by
   index_copy at run-time positions, Whisper's conv front end with sliced sinusoidal
-  positions.
+  positions, a U-Net level whose ConvTranspose2d output ((h // 2) * 2 rows) is
+  concatenated with the skip connection (h rows; odd h refused at the concat).
 
 Usage: test_torch_blocks.py BIN_DIR
 """
@@ -245,6 +246,22 @@ class UpToSkip(nn.Module):
         return torch.cat([y, skip], 1)
 
 
+class UNetLevel(nn.Module):
+    """U-Net level: max pool, conv, ConvTranspose2d(2, stride 2) back up, concat with the
+    skip connection. The upsampled rows are (h // 2) * 2 against the skip's h: the
+    importer asserts them equal at the concat (a match_cast), so an odd h is refused
+    with a clear error, as PyTorch and ONNX Runtime fail at the cat."""
+    def __init__(s):
+        super().__init__()
+        s.d, s.m = nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 16, 3, padding=1)
+        s.u, s.o = nn.ConvTranspose2d(16, 8, 2, stride=2), nn.Conv2d(16, 2, 1)
+
+    def forward(s, x):
+        a = F.relu(s.d(x))
+        b = F.relu(s.m(F.max_pool2d(a, 2)))
+        return s.o(torch.cat([s.u(b), a], 1))
+
+
 class CacheIndexCopy(nn.Module):
     """A static KV cache written with index_copy at run-time positions (ScatterElements
     on the cache's shape vector builds the Expand target)."""
@@ -316,6 +333,8 @@ def main():
         ("up-to-skip", UpToSkip(), (torch.randn(1, 4, 5, 5), torch.randn(1, 2, 11, 11)),
          {"x": {0: "batch", 2: "h", 3: "w"}, "x1": {0: "batch", 2: "H", 3: "W"}},
          [(torch.randn(2, 4, 7, 6), torch.randn(2, 2, 15, 13))]),
+        ("unet-level", UNetLevel(), torch.randn(1, 3, 8, 8), {"x": {0: "batch", 2: "h", 3: "w"}},
+         [(2, 3, 12, 6)]),
         ("cache-index-copy", CacheIndexCopy(),
          (torch.randn(1, 2, 10, 4), torch.randn(1, 2, 3, 4), torch.arange(3) + 2),
          {"x": {0: "batch"}, "x1": {0: "batch", 2: "s"}, "x2": {0: "s"}},
@@ -354,6 +373,12 @@ def main():
                 got, p = run(rxa, np.random.rand(1, 40, 64).astype(np.float32), tmp)
                 check("gpt2 seq 40 > n_ctx 32 is refused", got is None and p.returncode == 1 and
                       "match_cast" in p.stderr and "expected (1, 1, seq, seq)" in p.stderr,
+                      p.stderr.strip()[-200:])
+            if name == "unet-level":  # odd h: the upsampled rows cannot match the skip's
+                got, p = run(rxa, np.random.rand(1, 3, 9, 8).astype(np.float32), tmp)
+                check("unet-level odd height 9 is refused at the concat",
+                      got is None and p.returncode == 1 and "match_cast" in p.stderr and
+                      "expected (batch, 8, h, w), got (1, 8, 8, 8)" in p.stderr,
                       p.stderr.strip()[-200:])
             if name == "swin":  # the export baked batch 2 into a view: other batches refused
                 got, p = run(rxa, np.random.rand(3, 8, 8, 16).astype(np.float32), tmp)

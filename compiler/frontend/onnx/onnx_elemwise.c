@@ -120,7 +120,7 @@ bool ox_c_binary(ox_ctx *c)
         b = ox_call1(c, "astype", b, m);
     }
     rx_node *ab[2] = {a, b};
-    ox_unify_bcast(c, ab, 2);
+    ox_unify_bcast(c, ab, 2, -1);
     return ox_out_node(c, 0, ox_call2(c, binary_map[i].relax, ab[0], ab[1]));
 }
 
@@ -193,7 +193,7 @@ bool ox_c_where(ox_ctx *c)
         }
     }
     rx_node *a[3] = {ox_node(c, cv), ox_node(c, x), ox_node(c, y)};
-    ox_unify_bcast(c, a, 3);
+    ox_unify_bcast(c, a, 3, -1);
     return ox_out_node(c, 0, ox_call(c, "where", a, 3, NULL));
 }
 

@@ -120,7 +120,7 @@ void ox_out_const(ox_ctx *c, int i, rx_const *k); /* a constant (folded) */
 rx_node *ox_call(ox_ctx *c, const char *op, rx_node **args, int nargs, rx_attr *attrs);
 /* Operands of a broadcasting op whose dims no proof relates to another's plain
  * variable dim are match_cast to it (onnx_read.c). */
-void ox_unify_bcast(ox_ctx *c, rx_node **args, int nargs);
+void ox_unify_bcast(ox_ctx *c, rx_node **args, int nargs, int skip);
 /* Attribute maps for ox_call. */
 rx_attr *ox_amap(ox_ctx *c);
 void ox_aset(ox_ctx *c, rx_attr *map, const char *key, rx_attr *v);

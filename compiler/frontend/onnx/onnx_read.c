@@ -391,19 +391,21 @@ static int dim_rank(rx_expr *e)
  * match_cast(x, dims). ONNX broadcasting needs them equal there unless one is 1 at run
  * time, which an exported symbolic dim is not; a call where they differ fails at the
  * match_cast's check with the binding and both shapes named, as ONNX Runtime fails at
- * the op. Without it the op's dims are unknown and the module cannot compile. */
-void ox_unify_bcast(ox_ctx *c, rx_node **args, int nargs)
+ * the op. Without it the op's dims are unknown and the module cannot compile.
+ * skip >= 0: operands of equal rank whose dim skip is exempt (Concat's axis: a UNet's
+ * upsampled (h // 2) * 2 rows concatenated with the skip connection's h). */
+void ox_unify_bcast(ox_ctx *c, rx_node **args, int nargs, int skip)
 {
     for (int i = 0; i < nargs; i++)
         if (!args[i] || !args[i]->sinfo || args[i]->sinfo->kind != RX_SI_TENSOR ||
-            !args[i]->sinfo->dims)
+            !args[i]->sinfo->dims || (skip >= 0 && args[i]->sinfo->ndim != args[0]->sinfo->ndim))
             return;
     for (int i = 0; i < nargs; i++) {
         const rx_sinfo *xs = args[i]->sinfo;
         rx_expr **d = NULL;
         for (int k = 0; k < xs->ndim; k++) {
             rx_expr *a = xs->dims[k];
-            if (dim_rank(a) < 0 || dim_rank(a) == 3) continue;
+            if (k == skip || dim_rank(a) < 0 || dim_rank(a) == 3) continue;
             for (int j = 0; j < nargs; j++) {
                 const rx_sinfo *ys = args[j]->sinfo;
                 int kj = k + (ys->ndim - xs->ndim);

@@ -242,6 +242,9 @@ bool ox_c_concat(ox_ctx *c)
     rx_node **fs = RX_NEWN(c->a, rx_node *, n ? n : 1);
     for (int i = 0; i < n; i++)
         if (!(fs[i] = ox_in_node(c, i))) return false;
+    int nd = n > 0 && fs[0]->sinfo && fs[0]->sinfo->kind == RX_SI_TENSOR ? fs[0]->sinfo->ndim : -1;
+    if (nd > 0 && axis >= -nd && axis < nd) /* dims other than the axis must agree */
+        ox_unify_bcast(c, fs, n, (int)(axis < 0 ? axis + nd : axis));
     return ox_out_node(c, 0, ox_concat(c, fs, n, axis));
 }
 
