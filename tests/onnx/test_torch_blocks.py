@@ -27,7 +27,9 @@ once by relaxc and run at several sizes from the one artifact; outputs equal PyT
   U-Net upsample to the skip's size (Resize with symbolic sizes), a KV cache written by
   index_copy at run-time positions, Whisper's conv front end with sliced sinusoidal
   positions, a U-Net level whose ConvTranspose2d output ((h // 2) * 2 rows) is
-  concatenated with the skip connection (h rows; odd h refused at the concat).
+  concatenated with the skip connection (h rows; odd h refused at the concat),
+  generation's position ids sliced from the attention mask's cumsum by
+  [:, -ids.shape[1]:] (a symbolic negative start).
 
 Usage: test_torch_blocks.py BIN_DIR
 """
@@ -262,6 +264,19 @@ class UNetLevel(nn.Module):
         return s.o(torch.cat([s.u(b), a], 1))
 
 
+class PositionsFromMask(nn.Module):
+    """Hugging Face generation's position ids: the attention mask's cumsum, the last
+    ids.shape[1] of them (a slice whose start is the Neg of a Shape: symbolic and <= 0,
+    counted from the end as ONNX counts a negative start)."""
+    def __init__(s):
+        super().__init__()
+        s.wte, s.wpe = nn.Embedding(50, 8), nn.Embedding(64, 8)
+
+    def forward(s, ids, amask):
+        pos = (amask.long().cumsum(-1) - 1).clamp(min=0)[:, -ids.shape[1]:]
+        return s.wte(ids) + s.wpe(pos)
+
+
 class CacheIndexCopy(nn.Module):
     """A static KV cache written with index_copy at run-time positions (ScatterElements
     on the cache's shape vector builds the Expand target)."""
@@ -335,6 +350,11 @@ def main():
          [(torch.randn(2, 4, 7, 6), torch.randn(2, 2, 15, 13))]),
         ("unet-level", UNetLevel(), torch.randn(1, 3, 8, 8), {"x": {0: "batch", 2: "h", 3: "w"}},
          [(2, 3, 12, 6)]),
+        ("positions-from-mask", PositionsFromMask(),
+         (torch.randint(0, 50, (2, 3)), torch.ones(2, 7, dtype=torch.long)),
+         {"x": {0: "batch", 1: "n"}, "x1": {0: "batch", 1: "t"}},
+         [(torch.randint(0, 50, (1, 1)), torch.tensor([[0, 0, 1, 1, 1]])),
+          (torch.randint(0, 50, (3, 4)), torch.ones(3, 4, dtype=torch.long))]),
         ("cache-index-copy", CacheIndexCopy(),
          (torch.randn(1, 2, 10, 4), torch.randn(1, 2, 3, 4), torch.arange(3) + 2),
          {"x": {0: "batch"}, "x1": {0: "batch", 2: "s"}, "x2": {0: "s"}},

@@ -305,6 +305,24 @@ bool ox_c_gather(ox_ctx *c)
     return ox_out_node(c, 0, ox_call(c, "take", a, 2, m));
 }
 
+/* A symbolic bound v <= 0 (PyTorch's x[:, -ids.shape[1]:], a Neg of a Shape) counted
+ * from the end of extent d, as ONNX counts a negative one: v < 0 is d + v clamped at 0,
+ * v == 0 stays 0, which max(d + v, 0) * min(-v, 1) is for every v <= 0. strided_slice
+ * takes symbolic bounds as nonnegative indices, so without this such a slice builds and
+ * every call fails its nonnegativity check. v itself when it is a literal or not proved
+ * <= 0. */
+static rx_expr *from_end(ox_ctx *c, rx_expr *d, rx_expr *v)
+{
+    int64_t k;
+    if (rx_expr_is_const(v, &k) ||
+        !rx_arith_prove(c->ar, rx_e_binary(c->a, RX_E_LE, v, ox_lit(c, 0))))
+        return v;
+    rx_expr *from = rx_e_binary(c->a, RX_E_MAX, rx_e_binary(c->a, RX_E_ADD, d, v), ox_lit(c, 0));
+    rx_expr *neg = rx_e_binary(c->a, RX_E_MIN, rx_e_binary(c->a, RX_E_SUB, ox_lit(c, 0), v),
+                               ox_lit(c, 1));
+    return ox_simp(c, rx_e_binary(c->a, RX_E_MUL, from, neg));
+}
+
 /* Slice: starts/ends/axes/steps as inputs (opset >= 10) or attributes. */
 bool ox_c_slice(ox_ctx *c)
 {
@@ -379,6 +397,10 @@ bool ox_c_slice(ox_ctx *c)
         if (!litdim && rx_expr_is_const(e[i], &ev) && step > 0) {
             if (ev >= (INT64_C(1) << 40)) e[i] = dim;
             else if (ev < 0) e[i] = ox_simp(c, rx_e_binary(c->a, RX_E_ADD, dim, e[i]));
+        }
+        if (step > 0) {
+            b[i] = from_end(c, dim, b[i]);
+            e[i] = from_end(c, dim, e[i]);
         }
         if (litdim && rx_expr_is_const(e[i], &ev) && ev > dv) e[i] = ox_lit(c, dv);
         if (litdim && rx_expr_is_const(e[i], &ev) && ev < -dv - 1) e[i] = ox_lit(c, -dv - 1);
