@@ -157,7 +157,8 @@ static const xcase CASES[] = {
      "{'store':'R[i]','value':'u32(A[i]) * u32(B[i]) + u32(E[i] * E[i]) - u32(D[i] % (D[i] | 1))'},"
      "{'store':'S[i]','value':'(G[i] && A[i] > B[i]) || !G[i]'},"
      "{'store':'T[i]','value':'i64(A[i]) * i64(B[i]) // (i64(C[i]) | 1) + min(i64(D[i]), 100) "
-     "+ select(G[i], i64(A[i]) % 7, -i64(B[i]) % 5) + (i64(A[i]) * i64(B[i]) >> 9)'}]}}", R_ANY, 0},
+     "+ select(G[i], i64(A[i]) % 7, -i64(B[i]) % 5) + (i64(A[i]) * i64(B[i]) >> 9) "
+     "+ i64(A[i]) // 12 - i64(B[i]) % 12 + i64(A[i] // 12) + i64(B[i] % 3)'}]}}", R_ANY, 0},
     /* hand-written: casts between float widths and to integers, f16 and bf16 arithmetic */
     {NULL, "'h_float':{'kind':'tir','params':[" BUF("A", "f32", "8") "," BUF("B", "f64", "8") ","
      BUF("H", "f16", "8") "," BUF("W", "bf16", "8") "," BUF("O", "f16", "8") "," BUF("P", "bf16", "8") ","
