@@ -9,7 +9,7 @@
 // is searched). SPEC: {"model": path, "inputs": {name: npy path}, "outputs": [names],
 // "threads": N, "warmup": W, "repeat": R, "out_dir": dir}. Prints one JSON line:
 // {"median_ms", "mean_ms", "min_ms", "max_ms", "repeat", "threads", "ort_version"}.
-// Only little-endian f32 C-order .npy files are read and written (what the bench uses).
+// Inputs: little-endian f32, i64 or i32 C-order .npy files; outputs are written as f32.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -21,15 +21,19 @@ function readNpy(file) {
   const hlen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
   const hstart = major === 1 ? 10 : 12;
   const header = buf.toString('latin1', hstart, hstart + hlen);
-  if (!/'descr':\s*'<f4'/.test(header) || /'fortran_order':\s*True/.test(header))
-    throw new Error(file + ': expected little-endian f32 in C order, header ' + header.trim());
+  const d = /'descr':\s*'<(f4|i8|i4)'/.exec(header);
+  if (!d || /'fortran_order':\s*True/.test(header))
+    throw new Error(file + ': expected little-endian f32, i64 or i32 in C order, header ' +
+                    header.trim());
   const m = /'shape':\s*\(([^)]*)\)/.exec(header);
   const dims = m[1].split(',').map((s) => s.trim()).filter((s) => s.length).map(Number);
   const n = dims.reduce((a, b) => a * b, 1);
   const off = hstart + hlen;
-  const data = new Float32Array(n);
-  Buffer.from(data.buffer).set(buf.subarray(off, off + 4 * n));
-  return { dims, data };
+  const kind = { f4: ['float32', Float32Array], i8: ['int64', BigInt64Array],
+                 i4: ['int32', Int32Array] }[d[1]];
+  const data = new kind[1](n);
+  Buffer.from(data.buffer).set(buf.subarray(off, off + data.byteLength));
+  return { dims, data, type: kind[0] };
 }
 
 function writeNpy(file, dims, data) {
@@ -63,7 +67,7 @@ async function main() {
   const feeds = {};
   for (const [name, file] of Object.entries(spec.inputs)) {
     const a = readNpy(file);
-    feeds[name] = new ort.Tensor('float32', a.data, a.dims);
+    feeds[name] = new ort.Tensor(a.type, a.data, a.dims);
   }
   let out = await session.run(feeds);
   fs.mkdirSync(spec.out_dir, { recursive: true });
