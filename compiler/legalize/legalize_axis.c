@@ -21,12 +21,18 @@
  *                    x + / * the sum / product of the landing updates; "max" / "min":
  *                    combined with x when any lands. O(K) per output element (K the
  *                    updates per axis row, or indices' leading element count for nd).
- *   cumsum           one reduction per output element over r in [0, d): out[i] = sum
- *                    of select(r <= i[axis], x[.., r, ..], 0) (r < i[axis] when
- *                    exclusive), in the result dtype; axis null runs over the raveled
- *                    x. Cost O(d) per element, O(d^2) per row: meant for the moderate
- *                    extents of model graphs (positions, sequence lengths), not as a
- *                    scan kernel.
+ *   cumsum           in the result dtype; axis null runs over the raveled x. A literal
+ *                    extent d <= 2 * BLK (128): one reduction per output element over r
+ *                    in [0, d): out[i] = sum of select(r <= i[axis], x[.., r, ..], 0)
+ *                    (r < i[axis] when exclusive), O(d^2) per row. Otherwise blocks of
+ *                    BLK along the axis, in four stages: S (block sums), P (exclusive
+ *                    prefix of S: a reduction over the d / BLK blocks), R (the sum within
+ *                    i's block up to i) and out = P[i // BLK] + R[i]: O(BLK + d / BLK) per
+ *                    element. The quadratic form made an imported decoder's position ids
+ *                    (the attention mask's cumsum over the whole context, every decode
+ *                    step) cost d / 2 additions an element. Floats are summed block by
+ *                    block (a reassociation of the sequential sum, within its rounding
+ *                    bound); integers are exact either way.
  */
 #include <string.h>
 
@@ -115,20 +121,90 @@ static bool rule_gather_nd(lg_ctx *c)
     return true;
 }
 
+enum { BLK = 64 };
+
+typedef struct cctx {
+    actx *s;
+    rx_expr *d;          /* the extent along the axis (the raveled size) */
+    int k;               /* the axis of the result and the block tensors */
+    rx_te_tensor *blk;   /* S or P, read by the next stage */
+} cctx;
+
+/* x at position pos along the scanned axis, the other coordinates idx's, cast to the
+   result dtype. */
+static rx_expr *scan_at(rx_te *te, actx *s, rx_expr *const *idx, rx_expr *pos)
+{
+    rx_expr *v;
+    if (s->ax < 0) {
+        v = rx_te_at(te, s->x, lg_unravel(s->c, s->x, pos));
+    } else {
+        rx_expr **xi = RX_NEWN(s->c->a, rx_expr *, s->nd);
+        for (int k = 0; k < s->nd; k++) xi[k] = k == s->ax ? pos : idx[k];
+        v = rx_te_at(te, s->x, xi);
+    }
+    return rx_te_cast(te, s->dt, v);
+}
+
 static rx_expr *cumsum_cb(rx_te *te, rx_expr *const *idx, rx_expr *const *r, void *ud)
 {
     actx *s = ud;
-    lg_ctx *c = s->c;
-    rx_expr *v, *pos = s->ax < 0 ? idx[0] : idx[s->ax];
-    if (s->ax < 0) {
-        v = rx_te_at(te, s->x, lg_unravel(c, s->x, r[0]));
-    } else {
-        rx_expr **xi = RX_NEWN(c->a, rx_expr *, s->nd);
-        for (int k = 0; k < s->nd; k++) xi[k] = k == s->ax ? r[0] : idx[k];
-        v = rx_te_at(te, s->x, xi);
-    }
-    rx_expr *in = bin(c, s->exclusive ? RX_E_LT : RX_E_LE, r[0], pos);
-    return rx_e_select(c->a, in, rx_te_cast(te, s->dt, v), rx_te_const(te, 0, s->dt));
+    rx_expr *pos = s->ax < 0 ? idx[0] : idx[s->ax];
+    rx_expr *in = bin(s->c, s->exclusive ? RX_E_LT : RX_E_LE, r[0], pos);
+    return rx_e_select(s->c->a, in, scan_at(te, s, idx, r[0]), rx_te_const(te, 0, s->dt));
+}
+
+/* idx with entry k replaced by v (a fresh array). */
+static rx_expr **with_at(lg_ctx *c, rx_expr *const *idx, int n, int k, rx_expr *v)
+{
+    rx_expr **r = RX_NEWN(c->a, rx_expr *, n);
+    for (int i = 0; i < n; i++) r[i] = i == k ? v : idx[i];
+    return r;
+}
+
+/* S[.., j, ..] = sum over r < BLK of x[.., j BLK + r, ..] (inside d). */
+static rx_expr *block_sum_cb(rx_te *te, rx_expr *const *idx, rx_expr *const *r, void *ud)
+{
+    cctx *b = ud;
+    lg_ctx *c = b->s->c;
+    rx_expr *pos = bin(c, RX_E_ADD, bin(c, RX_E_MUL, idx[b->k], rx_e_int(c->a, BLK)), r[0]);
+    return rx_e_select(c->a, bin(c, RX_E_LT, pos, b->d), scan_at(te, b->s, idx, pos),
+                       rx_te_const(te, 0, b->s->dt));
+}
+
+/* P[.., j, ..] = sum over q < j of S[.., q, ..]. */
+static rx_expr *block_prefix_cb(rx_te *te, rx_expr *const *idx, rx_expr *const *r, void *ud)
+{
+    cctx *b = ud;
+    lg_ctx *c = b->s->c;
+    return rx_e_select(c->a, bin(c, RX_E_LT, r[0], idx[b->k]),
+                       rx_te_at(te, b->blk, with_at(c, idx, rx_te_ndim(b->blk), b->k, r[0])),
+                       rx_te_const(te, 0, b->s->dt));
+}
+
+/* R[.., i, ..] = sum of x over i's block up to i (before i when exclusive). */
+static rx_expr *in_block_cb(rx_te *te, rx_expr *const *idx, rx_expr *const *r, void *ud)
+{
+    cctx *b = ud;
+    lg_ctx *c = b->s->c;
+    rx_expr *i = idx[b->k];
+    rx_expr *base = bin(c, RX_E_MUL, bin(c, RX_E_FLOORDIV, i, rx_e_int(c->a, BLK)),
+                        rx_e_int(c->a, BLK));
+    rx_expr *pos = bin(c, RX_E_ADD, base, r[0]);
+    return rx_e_select(c->a, bin(c, b->s->exclusive ? RX_E_LT : RX_E_LE, pos, i),
+                       scan_at(te, b->s, idx, pos), rx_te_const(te, 0, b->s->dt));
+}
+
+/* out = P[.., i // BLK, ..] + R[.., i, ..]. */
+typedef struct { cctx *b; rx_te_tensor *r; } join_ud;
+
+static rx_expr *join_cb(rx_te *te, rx_expr *const *idx, void *ud)
+{
+    join_ud *j = ud;
+    lg_ctx *c = j->b->s->c;
+    int n = rx_te_ndim(j->r);
+    rx_expr *blk = bin(c, RX_E_FLOORDIV, idx[j->b->k], rx_e_int(c->a, BLK));
+    return bin(c, RX_E_ADD, rx_te_at(te, j->b->blk, with_at(c, idx, n, j->b->k, blk)),
+               rx_te_at(te, j->r, idx));
 }
 
 static bool rule_cumsum(lg_ctx *c)
@@ -143,9 +219,28 @@ static bool rule_cumsum(lg_ctx *c)
     s.exclusive = rx_call_attr(c->call, "exclusive")->u.b;
     const rx_sinfo *o = lg_out(c, 0);
     s.dt = (rx_dtype)o->dtype;
-    rx_expr *ext = o->dims[s.ax < 0 ? 0 : s.ax];
-    lg_output(c, rx_te_reduce(c->te, lg_tname(c), s.dt, o->ndim, o->dims, RX_TE_SUM, 1, &ext,
-                              NULL, cumsum_cb, &s));
+    int k = s.ax < 0 ? 0 : s.ax;
+    rx_expr *ext = o->dims[k];
+    int64_t dv;
+    if (rx_expr_is_const(ext, &dv) && dv <= 2 * BLK) {
+        lg_output(c, rx_te_reduce(c->te, lg_tname(c), s.dt, o->ndim, o->dims, RX_TE_SUM, 1,
+                                  &ext, NULL, cumsum_cb, &s));
+        return true;
+    }
+    cctx b = {&s, ext, k, NULL};
+    rx_expr *blk = rx_e_int(c->a, BLK);
+    rx_expr *nb = bin(c, RX_E_FLOORDIV, bin(c, RX_E_ADD, ext, rx_e_int(c->a, BLK - 1)), blk);
+    rx_expr **bs = with_at(c, o->dims, o->ndim, k, nb);
+    rx_te_tensor *sums = rx_te_reduce(c->te, "block_sum", s.dt, o->ndim, bs, RX_TE_SUM, 1, &blk,
+                                      NULL, block_sum_cb, &b);
+    b.blk = sums;
+    rx_te_tensor *pre = rx_te_reduce(c->te, "block_prefix", s.dt, o->ndim, bs, RX_TE_SUM, 1, &nb,
+                                     NULL, block_prefix_cb, &b);
+    rx_te_tensor *in = rx_te_reduce(c->te, "in_block", s.dt, o->ndim, o->dims, RX_TE_SUM, 1,
+                                    &blk, NULL, in_block_cb, &b);
+    b.blk = pre;
+    join_ud j = {&b, in};
+    lg_output(c, rx_te_compute(c->te, lg_tname(c), s.dt, o->ndim, o->dims, join_cb, &j));
     return true;
 }
 
