@@ -53,9 +53,9 @@
  * (library.c, library_conv.c): $RX_GEMM = "own" always this one (no BLAS needed),
  * "blas" always the library's, unset or "auto" this one where it measured faster on the
  * decoder's and the MLP's shapes (docs/runtime.md has the figures): with the AVX2
- * kernel, from OWN_ROWS = 48 rows of C up; one row of a weight of at least 32768
- * elements goes to rx_rt_matvec (library_matvec.c: K split over the threads, at memory
- * bandwidth); 2 to 47 rows and the portable kernel stay with the BLAS.
+ * kernel, from OWN_ROWS = 48 rows of C up; 1 to 8 rows of a weight of at least 32768
+ * elements go to rx_rt_matvec (library_matvec.c: K split over the threads, at memory
+ * bandwidth); 9 to 47 rows and the portable kernel stay with the BLAS.
  * $RX_GEMM_KERNEL=portable forces the C kernel (the test's second run).
  * Cost: 2 M N K flops; packing copies A once per NC-column block (per KC block and
  * thread up to STREAM_ROWS rows) and B once (once per MC-row block past STREAM_ROWS
@@ -577,11 +577,11 @@ rx_rt_sgemm_fn rx_rt_gemm_pick(rx_rt_sgemm_fn blas, int64_t m, int64_t n, int64_
     default: break;
     }
     /* auto: no BLAS stays the callers' "not available" error (the blas.* contract); one
-     * row is rx_rt_matvec's (library_matvec.c); the portable kernel and fewer than
+     * to eight rows are rx_rt_matvec's (library_matvec.c); the portable kernel and fewer than
      * OWN_ROWS rows (decode's products: OpenBLAS's small-M path measured 1.1-1.3x faster
      * on one thread at 16-32 rows) are the BLAS's; the rest is ours (docs/runtime.md has
      * the measurements behind the rule). */
-    if (blas && rx_rt_matvec_takes(m, n, k)) return rx_rt_matvec; /* one row: library_matvec.c */
+    if (blas && rx_rt_matvec_takes(m, n, k)) return rx_rt_matvec; /* few rows: library_matvec.c */
     if (!blas || !have_avx2 || m < OWN_ROWS) return blas;
     return rx_rt_gemm;
 }

@@ -169,8 +169,8 @@ START_TEST(test_gemm_degenerate)
 }
 END_TEST
 
-/* The choice per call: RX_GEMM unset (auto) gives one row to rx_rt_matvec, the BLAS's
- * sgemm to products of 2 to 47 rows and to CPUs without AVX2+FMA, this one to the rest;
+/* The choice per call: RX_GEMM unset (auto) gives 1 to 8 rows to rx_rt_matvec, the BLAS's
+ * sgemm to products of 9 to 47 rows and to CPUs without AVX2+FMA, this one to the rest;
  * no BLAS stays NULL (the blas.* "not available" error). */
 START_TEST(test_gemm_pick)
 {
@@ -182,7 +182,8 @@ START_TEST(test_gemm_pick)
     ck_assert_int_eq(avx2, !(want && strcmp(want, "portable") == 0) &&
                                __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
     ck_assert(rx_rt_gemm_pick(blas, 1, 1024, 1024) == rx_rt_matvec); /* one row: test_matvec.c */
-    ck_assert(rx_rt_gemm_pick(blas, 2, 1024, 1024) == blas);
+    ck_assert(rx_rt_gemm_pick(blas, 8, 1024, 1024) == rx_rt_matvec); /* up to 8 rows */
+    ck_assert(rx_rt_gemm_pick(blas, 9, 1024, 1024) == blas);
     ck_assert(rx_rt_gemm_pick(blas, 47, 1024, 1024) == blas);
     ck_assert(rx_rt_gemm_pick(blas, 48, 1024, 1024) == (avx2 ? rx_rt_gemm : blas));
     ck_assert(rx_rt_gemm_pick(blas, 128, 64, 128) == (avx2 ? rx_rt_gemm : blas));

@@ -1,14 +1,15 @@
 /*
- * test_matvec.c — one row times a weight (runtime/library_matvec.c, rx_rt_matvec) against
+ * test_matvec.c — 1 to 8 rows times a weight (runtime/library_matvec.c, rx_rt_matvec) against
  * a double-precision reference: W stored (K, N) (the K split: N past one 1024-column
  * tile and ragged, K not a multiple of the 4 slices, K smaller than the slices) and (N, K)
  * (the dots: K past and under the 8 lanes), leading dimensions larger than the matrix
  * (the gap holds NaN: reading it poisons the result), alpha / beta (beta 0 with a
  * NaN-filled C: C must not be read), C's gap and the row past it never written, on 1, 2
  * and 3 threads, with results identical across thread counts (the order of each sum is
- * the slices' and lanes', not the threads'); what it hands to rx_rt_gemm (2 rows, A
- * transposed: checked by the same reference); and the per-call rule
- * (rx_rt_gemm_pick: one row of at least 32768 weight elements under auto with a BLAS).
+ * the slices' and lanes', not the threads'); each row of a 7-row product bit for bit
+ * the one-row product of that row; what it hands to rx_rt_gemm (9 rows, A transposed:
+ * checked by the same reference); and the per-call rule (rx_rt_gemm_pick: 1 to 8 rows
+ * and at least 32768 weight elements under auto with a BLAS).
  * ctest runs it twice: with the CPU's AVX2+FMA loops and with RX_GEMM_KERNEL=portable.
  */
 #include "rt_test.h"
@@ -102,26 +103,58 @@ static const int shapes[][2] = {
 START_TEST(test_matvec_shapes)
 {
     const float ab[][2] = {{1.0f, 0.0f}, {-0.5f, 2.0f}, {2.0f, 1.0f}};
+    const int rows[] = {1, 3, 8};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int tb = 0; tb < 2; tb++) {
             size_t v = (s + (size_t)tb) % 3;
-            mcase g = {1, shapes[s][0], shapes[s][1], false, tb, (int)(s % 3) * 3, ab[v][0], ab[v][1]};
+            mcase g = {rows[(s + (size_t)tb) % 3], shapes[s][0], shapes[s][1], false, tb,
+                       (int)(s % 3) * 3, ab[v][0], ab[v][1]};
             check_case(&g);
         }
 }
 END_TEST
 
-/* Not one row, or A transposed: rx_rt_gemm computes it (same reference). */
+/* Several rows: row i of an m-row product is bit for bit the one-row product of x's row
+   i (each sum's order is one row's, whatever m and the column tile it implies). */
+START_TEST(test_matvec_rows_as_one)
+{
+    for (int tb = 0; tb < 2; tb++) {
+        enum { M = 7, N = 1100, K = 301 };
+        uint32_t s = 99u + (uint32_t)tb;
+        int lda = K + 2, ldb = tb ? K + 1 : N + 1, ldc = N + 3;
+        float *a = malloc(sizeof(float) * M * (size_t)lda);
+        float *b = malloc(sizeof(float) * (size_t)(tb ? N : K) * (size_t)ldb);
+        float *c = malloc(sizeof(float) * M * (size_t)ldc), *c1 = malloc(sizeof(float) * N);
+        ck_assert(a && b && c && c1);
+        for (int i = 0; i < M * lda; i++) a[i] = rnd(&s);
+        for (int i = 0; i < (tb ? N : K) * ldb; i++) b[i] = rnd(&s);
+        rx_rt_matvec(101, 111, tb ? 112 : 111, M, N, K, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+        for (int i = 0; i < M; i++) {
+            rx_rt_matvec(101, 111, tb ? 112 : 111, 1, N, K, 1.0f, a + i * lda, lda, b, ldb, 0.0f,
+                         c1, N);
+            ck_assert_msg(memcmp(c1, c + i * ldc, sizeof(float) * N) == 0,
+                          "tb=%d: row %d of %d differs from the one-row product", tb, i, M);
+        }
+        free(a);
+        free(b);
+        free(c);
+        free(c1);
+    }
+}
+END_TEST
+
+/* More than 8 rows, or A transposed: rx_rt_gemm computes it (same reference). */
 START_TEST(test_matvec_passes_on)
 {
-    mcase g2 = {2, 300, 200, false, false, 1, 1.0f, 0.0f}, gt = {1, 300, 200, true, true, 2, 1.5f, 0.5f};
-    check_case(&g2);
+    mcase g9 = {9, 300, 200, false, false, 1, 1.0f, 0.0f}, gt = {1, 300, 200, true, true, 2, 1.5f, 0.5f};
+    check_case(&g9);
     check_case(&gt);
 }
 END_TEST
 
-/* The rule: auto gives one row of >= 32768 weight elements to rx_rt_matvec when a BLAS
-   is there (no BLAS stays the "not available" NULL), more rows and small weights not. */
+/* The rule: auto gives 1 to 8 rows times >= 32768 weight elements to rx_rt_matvec when
+   a BLAS is there (no BLAS stays the "not available" NULL), more rows and small weights
+   not. */
 START_TEST(test_matvec_pick)
 {
     ck_assert_ptr_null(getenv("RX_GEMM"));
@@ -130,7 +163,9 @@ START_TEST(test_matvec_pick)
     ck_assert(rx_rt_gemm_pick(blas, 1, 1024, 1024) == rx_rt_matvec);
     ck_assert(rx_rt_gemm_pick(blas, 1, 128, 256) == rx_rt_matvec);
     ck_assert(rx_rt_gemm_pick(blas, 1, 100, 100) == blas);
-    ck_assert(rx_rt_gemm_pick(blas, 2, 1024, 1024) == blas);
+    ck_assert(rx_rt_gemm_pick(blas, 2, 1024, 1024) == rx_rt_matvec);
+    ck_assert(rx_rt_gemm_pick(blas, 8, 1024, 1024) == rx_rt_matvec);
+    ck_assert(rx_rt_gemm_pick(blas, 9, 1024, 1024) == blas);
     ck_assert(rx_rt_gemm_pick(NULL, 1, 1024, 1024) == NULL);
 }
 END_TEST
@@ -141,6 +176,7 @@ int main(void)
     TCase *tc = tcase_create("matvec");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_matvec_shapes);
+    tcase_add_test(tc, test_matvec_rows_as_one);
     tcase_add_test(tc, test_matvec_passes_on);
     tcase_add_test(tc, test_matvec_pick);
     suite_add_tcase(s, tc);
