@@ -423,8 +423,9 @@ static int32_t blas_matmul_view(DLTensor *const *args, int32_t nargs)
     view_job j = {&a, &b, fdata(XA), fdata(XB), (float *)(uintptr_t)fdata(C), C->shape, nb,
                   batch, m, n, k, lda, ldb, ta, tb, (float)alpha, NULL};
     view_merge_batch(&j);
-    if (!(j.gemm = rx_rt_gemm_pick(blas_sgemm, j.m, n, k))) return BLAS_NOLIB;
-    if (j.batch < 2 || !m || !n || (j.gemm != rx_rt_gemm && !blas_in_region_ok()) ||
+    if (!(j.gemm = rx_rt_gemm_pick_items(blas_sgemm, j.batch, j.m, n, k))) return BLAS_NOLIB;
+    if (j.batch < 2 || !m || !n ||
+        (j.gemm != rx_rt_gemm && j.gemm != rx_rt_matvec && !blas_in_region_ok()) ||
         rx_rt_parallel(view_worker, &j) == 0)
         view_items(&j, 0, j.batch);
     return BLAS_OK;

@@ -585,3 +585,15 @@ rx_rt_sgemm_fn rx_rt_gemm_pick(rx_rt_sgemm_fn blas, int64_t m, int64_t n, int64_
     if (!blas || !have_avx2 || m < OWN_ROWS) return blas;
     return rx_rt_gemm;
 }
+
+rx_rt_sgemm_fn rx_rt_gemm_pick_items(rx_rt_sgemm_fn blas, int64_t batch, int64_t m, int64_t n,
+                                     int64_t k)
+{
+    pthread_once(&kern_once, kern_choose);
+    /* Batch items run inside one parallel region (blas.matmul_view): a few-row item has no
+     * threads of its own to start, so rx_rt_matvec takes it at any size (attention's
+     * per-head q . K^T and p . V at decode: 1 x 64 by 64 x 257, ~20 us each in OpenBLAS). */
+    if (pick_mode == PICK_AUTO && blas && batch >= 2 && rx_rt_matvec_takes_items(m, n, k))
+        return rx_rt_matvec;
+    return rx_rt_gemm_pick(blas, m, n, k);
+}

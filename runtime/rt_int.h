@@ -216,12 +216,18 @@ void rx_rt_gemm(int order, int ta, int tb, int m, int n, int k, float alpha, con
 /* Which sgemm an (m x k) @ (k x n) product runs on: rx_rt_gemm or blas (the BLAS's,
  * NULL when none), by $RX_GEMM (own / blas / auto, the default: library_gemm.c's rule). */
 rx_rt_sgemm_fn rx_rt_gemm_pick(rx_rt_sgemm_fn blas, int64_t m, int64_t n, int64_t k);
-/* One row times a weight at memory bandwidth (library_matvec.c), with cblas_sgemm's
- * arguments: m = 1, A not transposed, order 101; anything else goes to rx_rt_gemm. */
+/* 1 to 8 rows times a weight at memory bandwidth (library_matvec.c), with cblas_sgemm's
+ * arguments: A not transposed, order 101; anything else goes to rx_rt_gemm. */
 void rx_rt_matvec(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a,
                   int lda, const float *b, int ldb, float beta, float *c, int ldc);
 /* Whether auto gives an (m x k) @ (k x n) product to rx_rt_matvec (library_matvec.c). */
 bool rx_rt_matvec_takes(int64_t m, int64_t n, int64_t k);
+/* The same for the items of a batch run inside one parallel region: any size. */
+bool rx_rt_matvec_takes_items(int64_t m, int64_t n, int64_t k);
+/* rx_rt_gemm_pick for a batch of `batch` products (m x k) @ (k x n) that run inside one
+ * parallel region (library_gemm.c): a few-row item goes to rx_rt_matvec at any size. */
+rx_rt_sgemm_fn rx_rt_gemm_pick_items(rx_rt_sgemm_fn blas, int64_t batch, int64_t m, int64_t n,
+                                     int64_t k);
 /* The micro-kernel rx_rt_gemm runs on this CPU ("avx2+fma 6x16" or "portable 6x16"). */
 const char *rx_rt_gemm_kernel(void);
 /* blas.conv2d and rt.pool2d (library_conv.c) and their messages. */

@@ -9,7 +9,8 @@
  * the slices' and lanes', not the threads'); each row of a 7-row product bit for bit
  * the one-row product of that row; what it hands to rx_rt_gemm (9 rows, A transposed:
  * checked by the same reference); and the per-call rule (rx_rt_gemm_pick: 1 to 8 rows
- * and at least 32768 weight elements under auto with a BLAS).
+ * and at least 32768 weight elements under auto with a BLAS; any size for the items of
+ * a batch, rx_rt_gemm_pick_items).
  * ctest runs it twice: with the CPU's AVX2+FMA loops and with RX_GEMM_KERNEL=portable.
  */
 #include "rt_test.h"
@@ -167,6 +168,12 @@ START_TEST(test_matvec_pick)
     ck_assert(rx_rt_gemm_pick(blas, 8, 1024, 1024) == rx_rt_matvec);
     ck_assert(rx_rt_gemm_pick(blas, 9, 1024, 1024) == blas);
     ck_assert(rx_rt_gemm_pick(NULL, 1, 1024, 1024) == NULL);
+    /* items of a batch (one parallel region): a few rows at any size, else the rule */
+    ck_assert(rx_rt_gemm_pick_items(blas, 48, 1, 257, 64) == rx_rt_matvec);
+    ck_assert(rx_rt_gemm_pick_items(blas, 2, 8, 64, 257) == rx_rt_matvec);
+    ck_assert(rx_rt_gemm_pick_items(blas, 1, 1, 257, 64) == blas);
+    ck_assert(rx_rt_gemm_pick_items(blas, 48, 9, 257, 64) == blas);
+    ck_assert(rx_rt_gemm_pick_items(NULL, 48, 1, 257, 64) == NULL);
 }
 END_TEST
 
