@@ -42,7 +42,10 @@
  * literal, -(1 + i) X's dim i, 0 the one inferred from X's element count), R (r factors
  * >= 1: L's index i on that axis reads i / R) and P (a permutation). C (b.., m, n) is
  * dense; each operand's axes but the last two are right-aligned with C's batch axes
- * (extent 1 broadcasts). Each batch item's matrix must have one unit stride (the base's
+ * (extent 1 broadcasts). A weight B (no batch axes) with A's items one after another is
+ * one product of batch x m rows (view_merge_batch); with few-row items at a uniform
+ * stride (nn.MultiheadAttention's (s, b, d) transpose) it is m products of batch rows
+ * (view_swap_rows). Each batch item's matrix must have one unit stride (the base's
  * innermost axis as L's last axis: no transpose, or as its second last: transposed) and
  * no repeat; the other stride is lda / ldb. Everything is checked against the actual
  * shapes (code 4 on a mismatch, never an out-of-bounds read). One sgemm per batch item,
@@ -357,6 +360,30 @@ static void view_merge_batch(view_job *j)
     j->batch = 1;
 }
 
+/* Runs the call as m products of `batch` rows when that is bigger: B without batch axes
+ * (a weight) and few rows per item, one batch axis whose items are rows of A at a uniform
+ * stride (PyTorch's nn.MultiheadAttention with batch_first=True computes its projections
+ * on a (s, b, d) transpose of a contiguous (b, s, d) input: s items of b rows each, rows
+ * s * d apart, items d apart). Row r of every item, C[t, r, :] = A_t[r, :] @ B, is then
+ * one product of `batch` rows over t: A from a + r * lda at stride A's batch stride, C from
+ * c + r * n at stride m * n (C is dense). False (nothing done) when the view is not such. */
+static bool view_swap_rows(const view_job *j)
+{
+    const view_operand *a = j->a;
+    if (j->b->r != 2 || j->nb != 1 || a->r != 3 || j->ta != 111 || j->batch < 2 ||
+        j->m >= j->batch || j->m == 0 || j->n == 0 || j->k == 0 || a->div[0] != 1 ||
+        a->size[0] != j->cshape[0] || a->stride[0] < j->k || a->stride[0] > INT32_MAX ||
+        j->m * j->n > INT32_MAX || j->batch > INT32_MAX)
+        return false;
+    sgemm_fn gemm = rx_rt_gemm_pick(blas_sgemm, j->batch, j->n, j->k);
+    if (!gemm) return false;
+    for (int64_t r = 0; r < j->m; r++) /* CblasRowMajor = 101 */
+        gemm(101, j->ta, j->tb, (int)j->batch, (int)j->n, (int)j->k, j->alpha,
+             j->pa + r * j->lda, (int)a->stride[0], j->pb, (int)j->ldb, 0.0f, j->c + r * j->n,
+             (int)(j->m * j->n));
+    return true;
+}
+
 /* A thread of the parallel region: its contiguous share of the batch items. */
 static void view_worker(void *p)
 {
@@ -423,7 +450,9 @@ static int32_t blas_matmul_view(DLTensor *const *args, int32_t nargs)
     view_job j = {&a, &b, fdata(XA), fdata(XB), (float *)(uintptr_t)fdata(C), C->shape, nb,
                   batch, m, n, k, lda, ldb, ta, tb, (float)alpha, NULL};
     view_merge_batch(&j);
-    if (!(j.gemm = rx_rt_gemm_pick_items(blas_sgemm, j.batch, j.m, n, k))) return BLAS_NOLIB;
+    if (!(j.gemm = rx_rt_gemm_pick_items(blas_sgemm, b.r == 2 ? 1 : j.batch, j.m, n, k)))
+        return BLAS_NOLIB;
+    if (view_swap_rows(&j)) return BLAS_OK;
     if (j.batch < 2 || !m || !n ||
         (j.gemm != rx_rt_gemm && j.gemm != rx_rt_matvec && !blas_in_region_ok()) ||
         rx_rt_parallel(view_worker, &j) == 0)
