@@ -47,6 +47,16 @@
  *           phase 3  Figure 9: a group <= Injective whose root's only consumer is an
  *                    OutputEwiseFusible node joins that node's group as its prologue
  *                    (a user-written decode_q4 before a matmul).
+ *         The recompute rule bounds phases 1 and 2: a group of kind <= Injective whose
+ *         members cost RECOMPUTE_MIN or more per element (one per operation or load,
+ *         CALL_COST per math call, summed over the members' loop functions) does not
+ *         fuse when the fused kernel would evaluate it more than once per element: a
+ *         consumer of its root has at least twice its elements (a broadcast, a gather's
+ *         rows: T5's (s, s) position bucket read per head) or the target group reads an
+ *         input in several passes (a member loads one parameter twice or more: softmax's
+ *         max and exp passes). It is materialized instead; cheap producers (a causal
+ *         mask, a scale) still fuse. Reductions keep their epilogues (FuseTIR keeps a
+ *         reduction's value in a buffer), and phase 3 is left alone (Figure 9).
  *         Injective groups wait for phase 2 so that matmul epilogues are complete
  *         first (as in Relay). A group never exceeds MAX_GROUP nodes. Invariant: every
  *         member but the root has all its uses inside the group, so a group has one
@@ -82,8 +92,10 @@
 #include "relax/text.h"
 
 enum {
-    MAX_GROUP = 64, /* nodes per group (bounds fused functions and FuseTIR's work) */
-    MAX_NAME = 64   /* characters of a fused function's name before the uniquifier */
+    MAX_GROUP = 64,     /* nodes per group (bounds fused functions and FuseTIR's work) */
+    MAX_NAME = 64,      /* characters of a fused function's name before the uniquifier */
+    RECOMPUTE_MIN = 8,  /* per-element cost from which a reused producer is materialized */
+    CALL_COST = 8       /* cost of a math intrinsic call (exp, log, erf, ...) */
 };
 
 /* ---------------------------------------------------------------- the graph */
@@ -103,6 +115,8 @@ typedef struct fnode {
     uint8_t gpat;   /* representative: max kind of the members */
     int32_t mark;   /* visit stamp of check_path */
     int32_t gmark;  /* representative: stamp of the group-size count */
+    int32_t cost;   /* per-element cost of its loop function (recompute rule), -1 unknown */
+    int32_t passes; /* the most loads of one parameter in its loop function (with cost) */
 } fnode;
 
 typedef struct fedge {
@@ -279,6 +293,7 @@ static void build_graph(fo_ctx *c, rx_block *b, fgraph *g)
         n->size = 1;
         n->gpat = n->pat;
         n->dom = -1;
+        n->cost = -1;
         for (int a = 0; a < bd->value->nargs; a++) {
             int u = producer(c, b, bd->value->args[a]);
             if (u >= 0) g->n[u].nout++, ne++;
@@ -426,6 +441,146 @@ static int32_t merged_size(fgraph *g, int32_t src, int32_t sink)
     return total;
 }
 
+/* ---- the recompute rule ---- */
+
+/* Cost of evaluating e once: one per operation or load, CALL_COST per math call;
+ * *loads counts the loads of buffer buf (NULL: none). */
+static int64_t expr_cost(const rx_expr *e, const rx_buffer *buf, int32_t *loads)
+{
+    if (!e || e->kind == RX_E_INT || e->kind == RX_E_FLOAT || e->kind == RX_E_VAR) return 0;
+    int64_t c = e->kind == RX_E_CALL ? CALL_COST : 1;
+    if (e->kind == RX_E_LOAD && buf && e->u.load.buf == buf) ++*loads;
+    int n = rx_expr_nchildren(e);
+    for (int i = 0; i < n; i++) c += expr_cost(rx_expr_child(e, i), buf, loads);
+    return c;
+}
+
+/* The cost of the stores of a loop function body (per element of a single-op one). */
+static int64_t stmts_cost(const rx_stmts *ss, const rx_buffer *buf, int32_t *loads)
+{
+    int64_t c = 0;
+    for (int i = 0; i < ss->n; i++) {
+        const rx_stmt *s = ss->items[i];
+        switch (s->kind) {
+        case RX_S_FOR: c += stmts_cost(&s->u.for_.body, buf, loads); break;
+        case RX_S_BLOCK:
+            c += stmts_cost(&s->u.block.init, buf, loads) + stmts_cost(&s->u.block.body, buf, loads);
+            break;
+        case RX_S_STORE:
+            c += expr_cost(s->u.store.value, buf, loads);
+            for (int k = 0; k < s->u.store.nidx; k++) c += expr_cost(s->u.store.idx[k], buf, loads);
+            break;
+        case RX_S_LET:
+            c += expr_cost(s->u.let.value, buf, loads) + stmts_cost(&s->u.let.body, buf, loads);
+            break;
+        case RX_S_IF:
+            c += expr_cost(s->u.if_.cond, buf, loads) + stmts_cost(&s->u.if_.then_s, buf, loads) +
+                 stmts_cost(&s->u.if_.else_s, buf, loads);
+            break;
+        default: break; /* ALLOC */
+        }
+    }
+    return c;
+}
+
+/* Node i's cost and passes (the most loads of one parameter), computed once. */
+static void node_cost(fgraph *g, int32_t i)
+{
+    fnode *n = &g->n[i];
+    if (n->cost >= 0) return;
+    const rx_func *f = n->b->value->u.call.callee->u.global.fn;
+    int32_t loads = 0;
+    int64_t c = stmts_cost(&f->tbody, NULL, &loads);
+    n->cost = (int32_t)(c < INT32_MAX ? c : INT32_MAX);
+    n->passes = 1;
+    for (int k = 0; k < f->ntparams; k++) {
+        if (!f->tparams[k].buf) continue;
+        loads = 0;
+        stmts_cost(&f->tbody, f->tparams[k].buf, &loads);
+        if (loads > n->passes) n->passes = loads;
+    }
+}
+
+/* The summed costs of the members of group r (members are bound before their root). */
+static int32_t group_cost(fgraph *g, int32_t r)
+{
+    int32_t c = 0;
+    for (int32_t i = 0; i <= r && c < RECOMPUTE_MIN; i++) {
+        if (find(g, i) != r) continue;
+        node_cost(g, i);
+        c += g->n[i].cost;
+    }
+    return c;
+}
+
+/* The most passes of a member of group r over one of its inputs. */
+static int32_t group_passes(fgraph *g, int32_t r)
+{
+    int32_t p = 1;
+    for (int32_t i = 0; i <= r; i++) {
+        if (find(g, i) != r) continue;
+        node_cost(g, i);
+        if (g->n[i].passes > p) p = g->n[i].passes;
+    }
+    return p;
+}
+
+/* The element count of a static tensor (saturating at 2^40). */
+static bool static_numel(const rx_sinfo *t, int64_t *out)
+{
+    int64_t n = 1, v;
+    for (int i = 0; i < t->ndim; i++) {
+        if (!rx_expr_is_const(t->dims[i], &v) || v < 0) return false;
+        n = v > 0 && n > ((int64_t)1 << 40) / v ? (int64_t)1 << 40 : n * v;
+    }
+    *out = n;
+    return true;
+}
+
+/* True when tensor c provably has at least twice the elements of tensor p: both static,
+ * or every dim of p matched by an equal dim of c and the dims of c left over are a
+ * symbolic one or literals of product >= 2. */
+static bool larger_space(const rx_sinfo *p, const rx_sinfo *c)
+{
+    if (!p || !c || p->kind != RX_SI_TENSOR || c->kind != RX_SI_TENSOR || p->ndim < 0 ||
+        c->ndim < 0 || (p->ndim && !p->dims) || (c->ndim && !c->dims) || p->ndim > 16 || c->ndim > 16)
+        return false;
+    int64_t np, nc, v;
+    if (static_numel(p, &np) && static_numel(c, &nc)) return np > 0 && nc / 2 >= np;
+    bool used[16] = {false};
+    for (int i = 0; i < p->ndim; i++) {
+        int j = 0;
+        while (j < c->ndim && (used[j] || !rx_expr_same(p->dims[i], c->dims[j]))) j++;
+        if (j == c->ndim) return false;
+        used[j] = true;
+    }
+    int64_t left = 1;
+    for (int j = 0; j < c->ndim; j++) {
+        if (used[j]) continue;
+        if (!rx_expr_is_const(c->dims[j], &v)) return true;
+        left *= v;
+        if (left >= 2) return true;
+    }
+    return false;
+}
+
+/* The recompute rule: fusing an elementwise/injective group into its post-dominator p
+ * inlines the group's computation wherever the fused kernel reads its root. That is
+ * more than once per element of the root when a consumer reads it over a larger
+ * iteration space (a broadcast, a gather's rows), or when p's group reads its inputs
+ * in several passes (softmax: the max pass and the exp pass). When the group costs
+ * RECOMPUTE_MIN or more per element, it is better materialized once. */
+static bool recomputed(fgraph *g, int32_t i, int32_t p)
+{
+    const fnode *n = &g->n[i];
+    if (n->gpat > RX_PAT_INJECTIVE) return false;
+    const rx_sinfo *out = n->b->value->u.call.out;
+    bool reuse = false;
+    for (int k = 0; k < n->nout && !reuse; k++)
+        reuse = larger_space(out, g->n[g->e[n->out0 + k].to].b->value->u.call.out);
+    return (reuse || group_passes(g, find(g, p)) > 1) && group_cost(g, i) >= RECOMPUTE_MIN;
+}
+
 /* Fuses group root i into its post-dominator's group under rule r. */
 static bool try_fuse(fgraph *g, int32_t i, const rule *r)
 {
@@ -433,6 +588,7 @@ static bool try_fuse(fgraph *g, int32_t i, const rule *r)
     int32_t p = n->dom;
     rx_pattern e = (rx_pattern)n->dpat;
     if (r->edges == RX_PAT_ELEMWISE ? e != RX_PAT_ELEMWISE : e > r->edges) return false;
+    if (recomputed(g, i, p)) return false;
     if (!check_path(g, i, p, r) || merged_size(g, i, p) > MAX_GROUP) return false;
     int32_t tgt = find(g, p);
     join(g, i, tgt);
