@@ -264,25 +264,26 @@ START_TEST(activations)
     ck_assert_str_eq(bound(m, "g")->args[2]->u.var.name, "b1");
     ck_assert_int_eq(nbindings(m), 6); /* g t y y3 z w */
     rx_module_free(m);
-    /* auto (the cost rule): the chains stop before silu, which stays an op for FuseOps
-       (silu(gate) * up); gelu and relu are in the library call's epilogue */
+    /* auto (the cost rule): the chains stop before gelu and silu, which stay ops for
+       FuseOps; the relu chain is still one call */
     m = lower(acts, NULL, &n);
     ck_assert_int_eq(n, 4);
-    ck_assert_str_eq(lib_of(m, "g"), "blas.matmul_bias_gelu");
+    ck_assert_str_eq(lib_of(m, "s"), "blas.matmul_bias");
+    ck_assert_str_eq(lib_of(m, "g"), "(op)");
     ck_assert_str_eq(lib_of(m, "s2"), "blas.matmul_bias");
     ck_assert_str_eq(lib_of(m, "y"), "(op)");
     ck_assert_str_eq(lib_of(m, "y3"), "blas.matmul_relu");
     ck_assert_str_eq(lib_of(m, "z"), "blas.matmul");
-    ck_assert_str_eq(bound(m, "g")->args[2]->u.var.name, "b1");
-    ck_assert_int_eq(nbindings(m), 7); /* g t s2 y y3 z w */
+    ck_assert_str_eq(bound(m, "s")->args[2]->u.var.name, "b1");
+    ck_assert_int_eq(nbindings(m), 8); /* s g t s2 y y3 z w */
     rx_module_free(m);
 }
 END_TEST
 
 /* GELU as torch.onnx exports it (x / sqrt 2, erf, + 1, times x, times 0.5; or 0.5 * x
- * first), after matmul + bias, at the default --lib auto: the whole of it is one
- * blas.matmul_bias_gelu. A wrong constant or a third use of the sum stops the chain
- * before it. */
+ * first), after matmul + bias, under --lib all: the whole of it is one
+ * blas.matmul_bias_gelu (auto keeps it generated: the cost rule). A wrong constant or a
+ * third use of the sum stops the chain before it. */
 #define FC(v) "{\"const\": " v ", \"dtype\": \"f32\"}"
 /* h = x @ W1; s = add(S); d = D_OP(D); e = erf(d); a = add(A); p = multiply(P);
  * y = multiply(Y) [TAIL]; result R */
@@ -304,21 +305,26 @@ START_TEST(gelu_erf_exported)
         "[\"e\", " FC("1.0") "]", "[\"s\", \"a\"]", "[\"p\", " FC("0.5") "]",
         "," OP("z", "add", "[\"y\", \"s\"]"), "z");
     const char *const mods[] = {a, b};
+    rx_lib_opts all = {RX_LIB_ALL, NULL, 0, false, false};
     int n;
     for (int i = 0; i < 2; i++) {
-        rx_module *m = lower(mods[i], NULL, &n);
+        rx_module *m = lower(mods[i], &all, &n);
         ck_assert_int_eq(n, 1);
         ck_assert_str_eq(lib_of(m, "y"), "blas.matmul_bias_gelu");
         ck_assert_str_eq(bound(m, "y")->args[2]->u.var.name, "b1");
         ck_assert_int_eq(nbindings(m), 1);
         rx_module_free(m);
     }
-    rx_module *m = lower(bad, NULL, &n);
+    rx_module *m = lower(a, NULL, &n);
+    ck_assert_str_eq(lib_of(m, "s"), "blas.matmul_bias"); /* auto: the gelu stays */
+    ck_assert_int_eq(nbindings(m), 6);
+    rx_module_free(m);
+    m = lower(bad, &all, &n);
     ck_assert_str_eq(lib_of(m, "s"), "blas.matmul_bias");
     ck_assert_str_eq(lib_of(m, "y"), "(op)");
     ck_assert_int_eq(nbindings(m), 6);
     rx_module_free(m);
-    m = lower(third, NULL, &n);
+    m = lower(third, &all, &n);
     ck_assert_str_eq(lib_of(m, "s"), "blas.matmul_bias");
     ck_assert_int_eq(nbindings(m), 7);
     rx_module_free(m);
