@@ -16,12 +16,13 @@
  * in bench_opt_levels.py). Such a kernel is compiled once, as at O2. A matmul tile
  * (rows unrolled around a vectorized loop of columns) is not one.
  *
- * Exact versions (opt level 2, no contraction, so every version writes the baseline's
+ * Exact versions (opt levels 0 to 2, no contraction, so every version writes the baseline's
  * bits, which constant folding promises): only code where wider vectors pay, the hot
  * top-level statements (rxi_cg_hot_at). A statement is hot when
  *   - it computes exp, erf, tanh or log in f32 (exp, sigmoid, gelu: rx_expf and the
  *     other functions of relax/codegen_math.h, 30-70 vector instructions per element,
- *     which 4 SSE lanes leave compute-bound at a third of memory bandwidth) inside a
+ *     which 4 SSE lanes leave compute-bound at a third of memory bandwidth, and
+ *     whose explicit fmaf is a libm call per operation in the baseline) inside a
  *     vectorized loop; or
  *   - it holds the full tile of a tiled matmul or matrix-vector product: multiply-adds
  *     into a local accumulator inside a vectorized loop of literal extent (stmt_tile_update),
