@@ -77,8 +77,8 @@
  * enclosing function), elsewhere NAME is the baseline alone. The kernel ABI is
  * unchanged, an artifact still runs on any x86-64, and kernels without a vectorized
  * loop are emitted once.
- * ISA versions, exact (rx_codegen_opts.exact_isa_versions; the driver asks at opt level
- * 2): the versions are RX_TARGET_V4_EXACT and RX_TARGET_V3_EXACT, which do not contract,
+ * ISA versions, exact (rx_codegen_opts.exact_isa_versions; the driver asks at opt levels
+ * 0 to 2): the versions are RX_TARGET_V4_EXACT and RX_TARGET_V3_EXACT, which do not contract,
  * so every version rounds every operation as the baseline does and writes its bits
  * (what constant folding promises). They are made only for hot top-level statements
  * (c_isa.c says which, and why). A kernel whose top-level statements are all hot or
