@@ -48,8 +48,9 @@
  *                    OutputEwiseFusible node joins that node's group as its prologue
  *                    (a user-written decode_q4 before a matmul).
  *         The recompute rule bounds phases 1 and 2: a group of kind <= Injective whose
- *         members cost RECOMPUTE_MIN or more per element (one per operation or load,
- *         CALL_COST per math call, summed over the members' loop functions) does not
+ *         members cost RECOMPUTE_MIN or more per element (one per operation on values,
+ *         CALL_COST per math call or gather; plain loads and address arithmetic free;
+ *         summed over the members' loop functions) does not
  *         fuse when the fused kernel would evaluate it more than once per element: a
  *         consumer of its root has at least twice its elements (a broadcast, a gather's
  *         rows: T5's (s, s) position bucket read per head) or the target group reads an
@@ -443,16 +444,41 @@ static int32_t merged_size(fgraph *g, int32_t src, int32_t sink)
 
 /* ---- the recompute rule ---- */
 
-/* Cost of evaluating e once: one per operation or load, CALL_COST per math call;
- * *loads counts the loads of buffer buf (NULL: none). */
-static int64_t expr_cost(const rx_expr *e, const rx_buffer *buf, int32_t *loads)
+/* Whether e loads from a buffer (a gather's data-dependent index). */
+static bool loads_any(const rx_expr *e)
+{
+    if (!e) return false;
+    if (e->kind == RX_E_LOAD) return true;
+    for (int i = 0; i < rx_expr_nchildren(e); i++)
+        if (loads_any(rx_expr_child(e, i))) return true;
+    return false;
+}
+
+/* Cost of evaluating e once beyond reading its operands: one per operation on values,
+ * CALL_COST per math call and per gather (a load at a loaded index: random access);
+ * *loads counts the loads of buffer buf (NULL: none). Plain loads and address
+ * arithmetic (idx set: inside an index) cost nothing: a materialized producer is read
+ * back through them as well, and counting them put a causal mask's add (two 4-d loads,
+ * 3 multiplies and 3 adds each) over RECOMPUTE_MIN, so masked softmax lost its fused
+ * row schedule. */
+static int64_t expr_cost_in(const rx_expr *e, const rx_buffer *buf, int32_t *loads, bool idx)
 {
     if (!e || e->kind == RX_E_INT || e->kind == RX_E_FLOAT || e->kind == RX_E_VAR) return 0;
-    int64_t c = e->kind == RX_E_CALL ? CALL_COST : 1;
-    if (e->kind == RX_E_LOAD && buf && e->u.load.buf == buf) ++*loads;
+    bool load = e->kind == RX_E_LOAD;
+    int64_t c = e->kind == RX_E_CALL ? CALL_COST : idx ? 0 : !load ? 1 : 0;
+    if (load && buf && e->u.load.buf == buf) ++*loads;
     int n = rx_expr_nchildren(e);
-    for (int i = 0; i < n; i++) c += expr_cost(rx_expr_child(e, i), buf, loads);
+    for (int i = 0; i < n; i++) {
+        const rx_expr *ch = rx_expr_child(e, i);
+        if (load && !idx && loads_any(ch)) c += CALL_COST;
+        c += expr_cost_in(ch, buf, loads, idx || load);
+    }
     return c;
+}
+
+static int64_t expr_cost(const rx_expr *e, const rx_buffer *buf, int32_t *loads)
+{
+    return expr_cost_in(e, buf, loads, false);
 }
 
 /* The cost of the stores of a loop function body (per element of a single-op one). */
@@ -468,7 +494,8 @@ static int64_t stmts_cost(const rx_stmts *ss, const rx_buffer *buf, int32_t *loa
             break;
         case RX_S_STORE:
             c += expr_cost(s->u.store.value, buf, loads);
-            for (int k = 0; k < s->u.store.nidx; k++) c += expr_cost(s->u.store.idx[k], buf, loads);
+            for (int k = 0; k < s->u.store.nidx; k++)
+                c += expr_cost_in(s->u.store.idx[k], buf, loads, true);
             break;
         case RX_S_LET:
             c += expr_cost(s->u.let.value, buf, loads) + stmts_cost(&s->u.let.body, buf, loads);
