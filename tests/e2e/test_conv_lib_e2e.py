@@ -11,8 +11,8 @@ that the im2col panel is cut into several bands; ReLU6 as ONNX Clip imports it, 
 then minimum with scalar constants, after a 1x1, after a depthwise 3x3 (the one-pass
 3x3 row kernel on a plane wider than a vector) and after a stride-2 depthwise; a
 Hardtanh-like clamp(-0.5, 0.75) after a 3x3; maximum(., 0) alone as relu; minimum
-alone; nn.relu then clamp(0, 6) as F.relu6 exports, after a depthwise and after a 3x3),
-and max / avg poolings (the probe's
+alone; nn.relu then clamp(0, 6) as F.relu6 exports, after a depthwise and after a 3x3;
+depthwise 7x7 and 5x5 stride 1 through the register-blocked row), and max / avg poolings (the probe's
 3x3 stride 2 pad 1 max pool, dilation, ceil_mode, count_include_pad both ways, 4-value
 padding), all returned as a tuple. Checked:
   - `relaxc build` (default cost rule) turns every chain into one blas.conv2d call and
@@ -57,6 +57,10 @@ CASES = [
     ("k3_min_only", 8, 11, 12, (16, 8, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "o11", True, (None, 0.25)),
     ("dw3_relu_relu6", 16, 9, 21, (16, 1, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 16, "o11", False, (0.0, 6.0, "relu")),
     ("k3_relu_clamp", 8, 11, 12, (16, 8, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, None, False, (-1.0, 0.5, "relu")),
+    # the register-blocked KxK row (dwk_row): ConvNeXt's 7x7 (two 16-output blocks and
+    # tested columns each side), a 5x5 with asymmetric padding and a residual
+    ("dw7_convnext", 12, 15, 41, (12, 1, 7, 7), [1, 1], [3, 3, 3, 3], [1, 1], 12, "o11", False, False),
+    ("dw5_asym_res", 8, 11, 23, (8, 1, 5, 5), [1, 1], [1, 2, 3, 0], [1, 1], 8, None, True, True),
 ]
 
 # name, op, C, H, W, pool_size, strides, padding, dilation, ceil_mode, count_include_pad
