@@ -169,6 +169,44 @@ static bool s_normalize(rxi_ar_sum *s)
     return true;
 }
 
+static rxi_ar_sum *s_scale(rxi_ar_cx *cx, const rxi_ar_sum *x, int64_t k);
+
+/* The divisor c > 0 of term t when it is a lone floordiv (kind RX_E_FLOORDIV) or floormod
+ * atom by a constant, else 0. */
+static int64_t divmod_term(const rxi_ar_mono *t, int kind)
+{
+    int64_t c = 0;
+    if (t->n != 1 || t->atoms[0]->kind != kind || !rx_expr_is_const(t->atoms[0]->u.op.b, &c))
+        return 0;
+    return c > 0 ? c : 0;
+}
+
+/* (x // c) * (b c) + (x % c) * b == x * b: the two terms leave s for x's canonical sum
+ * (a reshape's flat index, (i * 32 + k // 128) * 128 + k % 128, is i * 4096 + k); s
+ * itself when no pair matches or the merge would overflow. */
+static rxi_ar_sum *merge_divmod(rxi_ar_cx *cx, rxi_ar_sum *s)
+{
+    for (int i = 0; s && i < s->n; i++) {
+        int64_t c = divmod_term(&s->t[i], RX_E_FLOORDIV), bc;
+        if (!c) continue;
+        for (int j = 0; j < s->n; j++) {
+            const rx_expr *d = s->t[i].atoms[0], *m = s->t[j].atoms[0];
+            if (divmod_term(&s->t[j], RX_E_FLOORMOD) != c ||
+                rxi_ar_expr_cmp(d->u.op.a, m->u.op.a) != 0 ||
+                __builtin_mul_overflow(s->t[j].coef, c, &bc) || bc != s->t[i].coef)
+                continue;
+            rxi_ar_sum *rest = s_new(cx, s->n - 2);
+            for (int t = 0; t < s->n; t++)
+                if (t != i && t != j) rest->t[rest->n++] = s->t[t];
+            rest->c = s->c;
+            rxi_ar_sum *x = s_scale(cx, rxi_ar_canon(cx, d->u.op.a), s->t[j].coef);
+            rxi_ar_sum *r = x ? rxi_ar_sum_add(cx, rest, x, 1) : NULL;
+            return r ? r : s; /* overflow: the terms stay as they are */
+        }
+    }
+    return s;
+}
+
 rxi_ar_sum *rxi_ar_sum_add(rxi_ar_cx *cx, const rxi_ar_sum *x, const rxi_ar_sum *y, int sign)
 {
     rxi_ar_sum *r = s_new(cx, x->n + y->n);
@@ -181,7 +219,7 @@ rxi_ar_sum *rxi_ar_sum_add(rxi_ar_cx *cx, const rxi_ar_sum *x, const rxi_ar_sum 
     int64_t yc;
     if (__builtin_mul_overflow(y->c, (int64_t)sign, &yc) || __builtin_add_overflow(x->c, yc, &r->c))
         return NULL;
-    return s_normalize(r) ? r : NULL;
+    return s_normalize(r) ? merge_divmod(cx, r) : NULL;
 }
 
 static rxi_ar_sum *s_addc(rxi_ar_cx *cx, const rxi_ar_sum *x, int64_t c)
@@ -347,7 +385,6 @@ rx_expr *rxi_ar_rebuild(rxi_ar_cx *cx, const rxi_ar_sum *s, int dt)
 
 /* ---------------------------------------------------------------- canonicalization */
 
-static rxi_ar_sum *canon(rxi_ar_cx *cx, rx_expr *e);
 
 /* A chain of + - and unary minus, flattened so that long chains cost O(k log k). */
 static rxi_ar_sum *canon_addchain(rxi_ar_cx *cx, rx_expr *e)
@@ -390,7 +427,7 @@ static rxi_ar_sum *canon_addchain(rxi_ar_cx *cx, rx_expr *e)
              !__builtin_add_overflow(r->c, c, &r->c);
     }
     RX_VEC_FREE(leaves);
-    if (ok && s_normalize(r)) return r;
+    if (ok && s_normalize(r)) return merge_divmod(cx, r);
     /* Overflow somewhere: combine the two operands, each canonical or opaque, so the
      * parts that do fold still do. */
     if (e->kind == RX_E_NEG) return s_scale(cx, rxi_ar_canon(cx, e->u.op.a), -1);

@@ -140,6 +140,10 @@ typedef struct rx_gpu_red {
     uint32_t rowmask;       /* matvec on CUDA with vec or kdot: bit i set when chain loop i (of the
                                loops before the columns) is one of the rows each work-item
                                keeps in registers (y is free of it); 0: the portable form */
+    bool xunit;             /* matvec on CUDA with rows in registers: x is a load of a
+                               buffer parameter free of the columns whose element index
+                               grows by 1 with K: each row's offset at k = 0 is computed
+                               once per pass and the K loop reads X[offset + k] */
 } rx_gpu_red;
 
 /* Whether the statements under a grid chain are one fold C[idx] = C[idx] OP val over one

@@ -44,6 +44,19 @@
  * (max_threads x 4 floats of local memory; without the room, or the proof, or for a
  * literal J below 128, or in a dialect without vectors (CUDA here), the scalar form).
  *
+ * CUDA, rows in registers (emit_rows_in_registers): a block covers 16 columns, 4
+ * work-items across them with a float4 each and max_threads / 4 slices of K, each
+ * work-item keeping up to MR rows of the loops y is free of (the batch b of decode) in
+ * registers, so a weight element is read once for all rows. With 16 rows a K step is
+ * one float4 of y and 16 loads of x for 64 multiply-adds, so the step's integer work
+ * decides the speed: where x's flat element index grows by exactly 1 with k
+ * (unit_stride, as for y's columns; r->xunit), each row's index at k = 0 is computed
+ * once per pass (x_offsets) and the loop reads X[rx_xo[q] + rx_k] instead of the
+ * index expression (a reshape's (i0 * 32 + k >> 7) * 128 + (k & 127) per row and step
+ * was 4x slower on an H100); and when the thread's first two float4s of y are 16-byte
+ * aligned (w_aligned; then all are: the step is their difference) the loop reads them
+ * with plain __ldg float4 loads instead of rx_ld4's test per load.
+ *
  * Taken for a matmul (rx_gpu_match_matmul) whose row count is a literal of at most
  * RX_GPU_MV_ROWS, or symbolic (then next to the tiles kernel, the launch records choose
  * at run time, gpu_kernel.c), K symbolic or at least S, J symbolic or at least C.
@@ -62,12 +75,12 @@ enum {
 };
 
 /* Whether y is a load of a buffer parameter whose element index grows by exactly 1 with
- * the output column vj (through the block's iterators, flattened row-major over the
- * buffer's shape, proved for every value of the other variables): then four adjacent
- * columns are four adjacent elements of one buffer, a float4/vec4 load. */
-static bool columns_adjacent(const rx_func *f, const rx_gpu_red *r, const rx_svar *vj)
+ * loop variable vj (through the block's iterators, flattened row-major over the
+ * buffer's shape, proved for every value of the other variables): with the output
+ * column, four adjacent columns are four adjacent elements of one buffer, a
+ * float4/vec4 load; with K, x's element at k is its element at 0 plus k. */
+static bool unit_stride(const rx_func *f, const rx_gpu_red *r, const rx_expr *y, const rx_svar *vj)
 {
-    const rx_expr *y = r->y;
     if (y->kind != RX_E_LOAD || (rx_dtype)y->dtype != RX_DT_F32) return false;
     const rx_buffer *b = y->u.load.buf;
     bool param = false;
@@ -104,10 +117,10 @@ static bool columns_adjacent(const rx_func *f, const rx_gpu_red *r, const rx_sva
     return ok;
 }
 
-/* Whether y (its indices with the block's iterators substituted) uses loop variable v. */
-static bool y_uses(const rx_gpu_red *r, const rx_svar *v)
+/* Whether load y (its indices with the block's iterators substituted) uses loop
+ * variable v. */
+static bool load_uses(const rx_gpu_red *r, const rx_expr *y, const rx_svar *v)
 {
-    const rx_expr *y = r->y;
     rx_arena *a = rx_arena_new();
     rx_vmap its = {0};
     for (int i = 0; i < r->block->u.block.niters; i++) {
@@ -128,7 +141,7 @@ static uint32_t row_loops(const rx_stmt *const *chain, int n, const rx_gpu_red *
 {
     uint32_t mask = 0;
     for (int i = 0; i < n - 1; i++)
-        if (!y_uses(r, chain[i]->u.for_.var)) mask |= 1u << i;
+        if (!load_uses(r, r->y, chain[i]->u.for_.var)) mask |= 1u << i;
     return mask;
 }
 
@@ -149,13 +162,13 @@ bool rx_gpu_match_matvec(const gk *k, const rx_stmt *const *chain, int n, const 
     int across = k->dl->kind == RX_TARGET_CUDA && threads >= CUDA_LANES ? CUDA_LANES : cols;
     if (k->dl->vec4 && cols == COLS && (!jlit || v >= VEC * across) &&
         threads * VEC * 4 <= rx_target_int(k->t, "max_local_bytes") &&
-        columns_adjacent(k->g->f, r, chain[n - 1]->u.for_.var)) {
+        unit_stride(k->g->f, r, r->y, chain[n - 1]->u.for_.var)) {
         r->vec = r->y;
         cols = across * VEC;
     }
     const rx_gpu_dialect *dl = k->dl;
     if (!r->vec && k->dl->kind == RX_TARGET_CUDA && dl->shfl_down && threads % dl->warp == 0 &&
-        threads >= dl->warp && columns_adjacent(k->g->f, r, r->loop->u.for_.var)) {
+        threads >= dl->warp && unit_stride(k->g->f, r, r->y, r->loop->u.for_.var)) {
         r->kdot = true; /* a warp per column, its lanes along K (the essay) */
         r->cols = (int)(threads / dl->warp);
         r->rowmask = row_loops(chain, n, r);
@@ -168,6 +181,8 @@ bool rx_gpu_match_matvec(const gk *k, const rx_stmt *const *chain, int n, const 
     if (r->vec && across == CUDA_LANES && dl->shfl_down && threads % dl->warp == 0 &&
         threads > dl->warp) { /* rows in registers (the essay) */
         r->rowmask = row_loops(chain, n, r);
+        r->xunit = r->x->kind == RX_E_LOAD && !load_uses(r, r->x, chain[n - 1]->u.for_.var) &&
+                   unit_stride(k->g->f, r, r->x, r->loop->u.for_.var);
         int64_t folded = (int64_t)MR * (threads / dl->warp) * CUDA_LANES * VEC * 4;
         if (folded > bytes) bytes = folded;
     }
@@ -319,8 +334,10 @@ static void bind_first_row(cg *g, const rx_stmt *const *chain, int n, const rx_g
 }
 
 /* `const float4 rx_w = rx_ld4(...)`: the four adjacent elements of y from the one at the
- * bound column and k (y is free of the rows: bound at the pass's first). */
-static void load_w4(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r)
+ * bound column and k (y is free of the rows: bound at the pass's first); with fmt (a
+ * printf format of the buffer and the index), that load instead. */
+static void load_w4_as(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r,
+                       const char *fmt)
 {
     cg *g = k->g;
     int ym = g->syms.n;
@@ -333,10 +350,46 @@ static void load_w4(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red 
     g->out = save;
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "const float4 rx_w = ");
-    rx_sb_printf(g->out, k->dl->vload4, bs->name, rx_sb_str(&idx));
+    rx_sb_printf(g->out, fmt ? fmt : k->dl->vload4, bs->name, rx_sb_str(&idx));
     rx_sb_puts(g->out, ";\n");
     rx_sb_free(&idx);
     rxi_cg_pop_syms(g, ym);
+}
+
+static void load_w4(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r)
+{
+    load_w4_as(k, chain, n, r, NULL);
+}
+
+/* `const bool rx_wal`: whether y's elements at the bound column and k = 0 and 1 are
+ * 16-byte aligned: then every float4 of the K loop is (the step is their difference),
+ * and the loop reads them with plain 16-byte loads, no test per load. */
+static void w_aligned(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r)
+{
+    cg *g = k->g;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "unsigned long long rx_wa = 0;\n");
+    for (int e = 0; e < 2; e++) {
+        rx_gpu_ind(g);
+        rx_sb_puts(g->out, "{\n");
+        g->indent++;
+        int ym = g->syms.n;
+        rx_gpu_bind_loop(g, chain[n - 1], "rx_j");
+        rx_gpu_bind_loop(g, r->loop, e ? "1" : "0");
+        bind_first_row(g, chain, n, r);
+        rxi_cg_iters(g, r->block, false);
+        const cg_sym *bs = rxi_cg_lookup(g, r->y->u.load.buf);
+        rx_gpu_ind(g);
+        rx_sb_printf(g->out, "rx_wa |= (unsigned long long)(%s + (", bs->name);
+        rxi_cg_index(g, bs, r->y->u.load.idx, r->y->u.load.nidx, r->store->loc);
+        rx_sb_puts(g->out, "));\n");
+        rxi_cg_pop_syms(g, ym);
+        g->indent--;
+        rx_gpu_ind(g);
+        rx_sb_puts(g->out, "}\n");
+    }
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "const bool rx_wal = (rx_wa & 15) == 0;\n");
 }
 
 /* `long rx_roI[m]`: for each row loop I, its offset in row rx_q0 + q of the pass (q <
@@ -433,6 +486,62 @@ static int open_width(gk *k, int wi)
     return widths[wi];
 }
 
+/* `long rx_xo[m]` (r->xunit): x's flat element index at k = 0 in each row of the pass;
+ * the K loop reads X[rx_xo[q] + rx_k], one add per row and step where the index
+ * expression (a reshape's divisions, 64-bit products) would be evaluated per row. */
+static void x_offsets(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r, int m)
+{
+    cg *g = k->g;
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "long rx_xo[%d];\n", m);
+    int rm = open_rows(k, chain, n, r, m);
+    int km = g->syms.n;
+    rx_gpu_bind_loop(g, chain[n - 1], "rx_j");
+    rx_gpu_bind_loop(g, r->loop, "0");
+    rxi_cg_iters(g, r->block, false);
+    const cg_sym *xs = rxi_cg_lookup(g, r->x->u.load.buf);
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "rx_xo[rx_q] = ");
+    rxi_cg_index(g, xs, r->x->u.load.idx, r->x->u.load.nidx, r->store->loc);
+    rx_sb_puts(g->out, ";\n");
+    rxi_cg_pop_syms(g, km);
+    close_rows(k, rm);
+}
+
+/* The K loop of the rows in registers over four in-range columns from rx_j: one float4
+ * of y per step (load_w4_as's fmt), x per row of the pass, 16 multiply-adds per row. */
+static void k_loop_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r, int m,
+                        int S, const char *fmt)
+{
+    cg *g = k->g;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "#pragma unroll 4\n");
+    rx_gpu_ind(g);
+    rx_sb_printf(g->out, "for (long rx_k = rx_sl; rx_k < rx_ext; rx_k += %d) {\n", S);
+    g->indent++;
+    int km = g->syms.n;
+    rx_gpu_bind_loop(g, chain[n - 1], "rx_j");
+    rx_gpu_bind_loop(g, r->loop, "rx_k");
+    load_w4_as(k, chain, n, r, fmt);
+    int rm = open_rows(k, chain, n, r, m);
+    if (!r->xunit) rxi_cg_iters(g, r->block, false);
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "const float rx_x = ");
+    if (r->xunit)
+        rx_sb_printf(g->out, "%s[rx_xo[rx_q] + rx_k]", rxi_cg_lookup(g, r->x->u.load.buf)->name);
+    else
+        rxi_cg_expr_as(g, r->x, RX_DT_F32, r->store->loc);
+    rx_sb_puts(g->out, ";\n");
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "rx_a[rx_q][0] += rx_x * rx_w.x; rx_a[rx_q][1] += rx_x * rx_w.y; "
+                       "rx_a[rx_q][2] += rx_x * rx_w.z; rx_a[rx_q][3] += rx_x * rx_w.w;\n");
+    close_rows(k, rm);
+    rxi_cg_pop_syms(g, km);
+    g->indent--;
+    rx_gpu_ind(g);
+    rx_sb_puts(g->out, "}\n");
+}
+
 /* The matvec on CUDA with rows in registers (the essay's "CUDA"): each work-item keeps
  * four columns of up to MR rows, so a pass reads each weight once for all its rows. */
 static void emit_rows_in_registers(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r)
@@ -461,30 +570,21 @@ static void emit_rows_in_registers(gk *k, const rx_stmt *const *chain, int n, co
     rx_sb_printf(g->out, "for (int rx_q = 0; rx_q < %d; rx_q++) "
                          "rx_a[rx_q][0] = rx_a[rx_q][1] = rx_a[rx_q][2] = rx_a[rx_q][3] = 0.0f;\n", m);
     row_offsets(k, chain, n, r, m);
+    if (r->xunit) x_offsets(k, chain, n, r, m);
+    w_aligned(k, chain, n, r);
     /* the vector loop: four columns in range */
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "if (rx_j + 3 < rx_e%d) {\n", n - 1);
     g->indent++;
     rx_gpu_ind(g);
-    rx_sb_puts(g->out, "#pragma unroll 4\n");
-    rx_gpu_ind(g);
-    rx_sb_printf(g->out, "for (long rx_k = rx_sl; rx_k < rx_ext; rx_k += %d) {\n", S);
+    rx_sb_puts(g->out, "if (rx_wal) {\n");
     g->indent++;
-    int km = g->syms.n;
-    rx_gpu_bind_loop(g, chain[n - 1], "rx_j");
-    rx_gpu_bind_loop(g, r->loop, "rx_k");
-    load_w4(k, chain, n, r);
-    int rm = open_rows(k, chain, n, r, m);
-    rxi_cg_iters(g, r->block, false);
+    k_loop_rows(k, chain, n, r, m, S, "__ldg((const float4 *)(%s + (%s)))");
+    g->indent--;
     rx_gpu_ind(g);
-    rx_sb_puts(g->out, "const float rx_x = ");
-    rxi_cg_expr_as(g, r->x, RX_DT_F32, r->store->loc);
-    rx_sb_puts(g->out, ";\n");
-    rx_gpu_ind(g);
-    rx_sb_puts(g->out, "rx_a[rx_q][0] += rx_x * rx_w.x; rx_a[rx_q][1] += rx_x * rx_w.y; "
-                       "rx_a[rx_q][2] += rx_x * rx_w.z; rx_a[rx_q][3] += rx_x * rx_w.w;\n");
-    close_rows(k, rm);
-    rxi_cg_pop_syms(g, km);
+    rx_sb_puts(g->out, "} else {\n");
+    g->indent++;
+    k_loop_rows(k, chain, n, r, m, S, NULL);
     g->indent--;
     rx_gpu_ind(g);
     rx_sb_puts(g->out, "}\n");
@@ -495,7 +595,7 @@ static void emit_rows_in_registers(gk *k, const rx_stmt *const *chain, int n, co
     rx_gpu_ind(g);
     rx_sb_printf(g->out, "for (long rx_k = rx_sl; rx_k < rx_ext; rx_k += %d) {\n", S);
     g->indent++;
-    rm = open_rows(k, chain, n, r, m);
+    int rm = open_rows(k, chain, n, r, m);
     scalar_columns(k, chain, n, r, VEC, "rx_a[rx_q][%d]");
     close_rows(k, rm);
     g->indent--;

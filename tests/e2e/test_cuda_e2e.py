@@ -213,6 +213,14 @@ def dialect(c, cu):
             and "__shared__ float rx_red[8];" in out and "rx_red[rx_t / 32] = rx_acc;" in out
             and "rx_red[rx_t + rx_s]" not in out,
             "CUDA C of llama_tiny: row reductions by warp shuffles, 256 / 32 shared partials")
+    # the matvec's rows in registers: x read at a per-row offset plus k (its index, a
+    # reshape of the attention output for the o-projection, computed once per pass), and
+    # the weight's float4s as plain 16-byte loads when the first two are aligned
+    c.check(rc == 0 and "[rx_xo[rx_q] + rx_k];" in out and "if (rx_wal) {" in out and
+            "__ldg((const float4 *)(" in out and
+            "l0_ctx_0[rx_xo[rx_q] + rx_k]" in out,
+            "CUDA C of llama_tiny: matvec rows read x at offset + k (the o-projection's "
+            "reshaped input too), aligned weights by plain float4 loads")
     rc, out, err = run_status([cu.relaxc, "print", llama, "--target", "cuda,max_threads=16",
                                "--after", "codegen"], nvrtc_env())
     c.check(rc == 0 and "__shfl_down_sync" not in out and "rx_red[rx_t + rx_s]" in out,

@@ -134,6 +134,27 @@ START_TEST(division_rules)
 }
 END_TEST
 
+/* x // c * c + x % c == x, with any common coefficient: a reshape's flat index
+ * (i * 32 + k // 128) * 128 + k % 128 is i * 4096 + k (the GPU matvec then proves x's
+ * element at k + 1 is the next one, gpu_matvec.c). */
+START_TEST(divmod_merge)
+{
+    rx_expr *k = add(M, I(1));
+    ck_assert_str_eq(S(add(mul(fdiv(N, I(8)), I(8)), fmod_(N, I(8)))), "n");
+    ck_assert_str_eq(S(add(mul(add(mul(P, I(32)), fdiv(N, I(128))), I(128)), fmod_(N, I(128)))),
+                     "n + p * 4096");
+    /* a coefficient on both, and a compound dividend */
+    ck_assert_str_eq(S(add(mul(fdiv(k, I(4)), I(12)), mul(fmod_(k, I(4)), I(3)))), "m * 3 + 3");
+    check_equal(sub(add(mul(fdiv(k, I(4)), I(4)), fmod_(k, I(4))), k), I(0));
+    /* p may be negative: floor semantics keep the identity */
+    ck_assert_str_eq(S(add(mul(fdiv(P, I(5)), I(5)), fmod_(P, I(5)))), "p");
+    /* no merge: different divisors, dividends or coefficients */
+    ck_assert_str_eq(S(add(mul(fdiv(N, I(4)), I(4)), fmod_(N, I(8)))), "n // 4 * 4 + n % 8");
+    ck_assert_str_eq(S(add(mul(fdiv(N, I(4)), I(4)), fmod_(M, I(4)))), "n // 4 * 4 + m % 4");
+    ck_assert_str_eq(S(add(mul(fdiv(N, I(4)), I(2)), fmod_(N, I(4)))), "n // 4 * 2 + n % 4");
+}
+END_TEST
+
 /* Exact quotients cancel common factors (a reshape's -1: b * 768 elements over b * 48). */
 static const char *Q(rx_expr *n, rx_expr *d)
 {
@@ -464,6 +485,7 @@ static Suite *arith_suite(void)
     tcase_add_test(tc, exact_quotient);
     tcase_add_test(tc, division_by_constant);
     tcase_add_test(tc, division_rules);
+    tcase_add_test(tc, divmod_merge);
     tcase_add_test(tc, min_max);
     tcase_add_test(tc, constant_folding);
     tcase_add_test(tc, overflow_left_alone);
