@@ -18,6 +18,10 @@ Each model is checked twice:
                 is an rsqrt (compiler/pass/simplify.c); with --disable-pass simplify the
                 power is still there (the rewrite, not the exporter, removed it) and the
                 numbers agree.
+    masked_select  torch.masked_select and x.nonzero() (NonZero, then Transpose, GatherND
+                and Shape / ReduceProd of the selection): the count is a fresh variable
+                bound by match_cast after nonzero (before, Shape refused the selection's
+                unknown dims); the numbers hold for several thresholds' counts, 0 included.
 Usage: test_exported_forms.py BIN_DIR
 """
 import os
@@ -195,12 +199,40 @@ def rms_norm(tmp):
           "rms_norm: the fused kernel has no pow call and one rsqrt", fused[-2000:])
 
 
+class MaskedSelect(torch.nn.Module):
+    def forward(s, x, t):
+        m = x > t
+        v = torch.masked_select(x, m)
+        c = torch.ones((), dtype=x.dtype) * (v.shape[0] + x.nonzero().shape[0])
+        return torch.stack([v.sum(), m.sum().float(), c, (v * v).sum()])
+
+
+def masked_select(tmp):
+    model = MaskedSelect().eval()
+    path = os.path.join(tmp, "masked_select.onnx")
+    export(model, (torch.randn(3, 7), torch.tensor(0.3)), ["x", "t"], {"x": {0: "b", 1: "s"}},
+           path, 17)
+    rng = np.random.default_rng(2)
+
+    def inputs(b, s, t):
+        x = rng.standard_normal((b, s)).astype(np.float32)
+        x[0, 0] = 0.0  # one element nonzero() leaves out
+        return {"x": x, "t": np.array(t, dtype=np.float32)}
+
+    numbers("masked_select", model, path, os.path.join(tmp, "ms.rxa"), tmp,
+            [(3, 7, 0.3), (2, 11, -0.5), (4, 5, 9.0)], inputs)
+    text = run([RELAXC, "print", path, "--after", "parse"]).stdout
+    check(re.search(r"R\.match_cast\(\w+, R\.Tensor\(\(2, nnz0\), \"i64\"\)\)", text) is not None,
+          "masked_select: nonzero's count is the fresh variable nnz0", text[-3000:])
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="rx_exported_") as tmp:
         for opset in (14, 17):
             repeat_kv(tmp, opset)
         repeat_interleave(tmp)
         rms_norm(tmp)
+        masked_select(tmp)
     print("%d failure(s)%s" % (len(FAILED), "".join("\n  " + f for f in FAILED)))
     return 1 if FAILED else 0
 

@@ -399,10 +399,20 @@ bool ox_c_top_k(ox_ctx *c)
     return ox_out_node(c, 0, vals) && (ox_nout(c) < 2 || ox_out_node(c, 1, ind));
 }
 
-/* NonZero -> nonzero (i64 [rank, count], the count known at run time). */
+/* NonZero -> nonzero (i64 [rank, count], the count known at run time), match_cast to
+ * (rank, nnzK) with a fresh variable when the input's rank is known: the ops after it
+ * (a masked_select's Transpose and GatherND, then Shape / ReduceProd of the selection)
+ * get shapes in that count instead of unknown dims. */
 bool ox_c_nonzero(ox_ctx *c)
 {
-    return ox_out_node(c, 0, ox_call1(c, "nonzero", ox_in_node(c, 0), NULL));
+    rx_node *x = ox_in_node(c, 0), *nz = ox_call1(c, "nonzero", x, NULL);
+    if (nz && x->sinfo && x->sinfo->kind == RX_SI_TENSOR && x->sinfo->ndim >= 0) {
+        rx_expr **d = RX_NEWN(c->a, rx_expr *, 2);
+        d[0] = ox_lit(c, x->sinfo->ndim);
+        d[1] = ox_fresh_dim(c, "nnz");
+        nz = ox_match_dims(c, nz, d, 2);
+    }
+    return ox_out_node(c, 0, nz);
 }
 
 /* ReverseSequence: gather_elements along time_axis with the index

@@ -121,6 +121,12 @@ rx_node *ox_call(ox_ctx *c, const char *op, rx_node **args, int nargs, rx_attr *
 /* Operands of a broadcasting op whose dims no proof relates to another's plain
  * variable dim are match_cast to it (onnx_read.c). */
 void ox_unify_bcast(ox_ctx *c, rx_node **args, int nargs, int skip);
+/* A fresh shape variable named BASE0, BASE1, ... (the first unused). */
+rx_expr *ox_fresh_dim(ox_ctx *c, const char *base);
+/* x bound by match_cast to a tensor of its dtype with the n dims d: a data-dependent
+ * result (NonZero's count) gets a fresh variable that later shapes use (Shape of a
+ * masked_select, a ReduceProd of it). x itself when it is not a tensor. */
+rx_node *ox_match_dims(ox_ctx *c, rx_node *x, rx_expr **d, int n);
 /* Attribute maps for ox_call. */
 rx_attr *ox_amap(ox_ctx *c);
 void ox_aset(ox_ctx *c, rx_attr *map, const char *key, rx_attr *v);

@@ -432,6 +432,33 @@ void ox_unify_bcast(ox_ctx *c, rx_node **args, int nargs, int skip)
     }
 }
 
+rx_expr *ox_fresh_dim(ox_ctx *c, const char *base)
+{
+    char name[64];
+    for (int k = 0;; k++) {
+        snprintf(name, sizeof name, "%s%d", base, k);
+        bool used = false;
+        for (int i = 0; i < c->svars.n && !used; i++) used = !strcmp(c->svars.items[i]->name, name);
+        if (!used) break;
+    }
+    rx_svar *v = rx_svar_new(c->a, rx_arena_strdup(c->a, name), RX_DT_I64, RX_SV_SHAPE,
+                             rx_module_new_id(c->m));
+    RX_VEC_PUSH(c->svars, v);
+    return rx_e_var(c->a, v);
+}
+
+rx_node *ox_match_dims(ox_ctx *c, rx_node *x, rx_expr **d, int n)
+{
+    if (!x || !x->sinfo || x->sinfo->kind != RX_SI_TENSOR) return x;
+    rx_sinfo *si = rx_si_tensor(c->a, (rx_dtype)x->sinfo->dtype, n, d);
+    rx_node *var = rx_n_var(c->m, ident(c, x->kind == RX_N_VAR ? x->u.var.name : "cast", "v_"),
+                            si, true);
+    var->loc = x->loc;
+    rx_binding b = {var, x, si, true, x->loc};
+    RX_VEC_PUSH(c->binds, b);
+    return var;
+}
+
 /* A call on constants with a small static result, folded at import (canonicalize's
  * folder: the values the kernel would compute), so that converters needing constant
  * operands see them: PyTorch computes F.pad's pads for reflect mode with Concat,
