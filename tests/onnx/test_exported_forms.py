@@ -22,6 +22,10 @@ Each model is checked twice:
                 and Shape / ReduceProd of the selection): the count is a fresh variable
                 bound by match_cast after nonzero (before, Shape refused the selection's
                 unknown dims); the numbers hold for several thresholds' counts, 0 included.
+    float_range  torch.arange(h, dtype=torch.float32) over a feature map's dynamic height
+                and width (Range over a Cast of a symbolic size, as detection anchors and
+                positional encodings write it): the integer arange, cast (before, Range
+                refused bounds that were not integers known at compile time).
 Usage: test_exported_forms.py BIN_DIR
 """
 import os
@@ -226,6 +230,29 @@ def masked_select(tmp):
           "masked_select: nonzero's count is the fresh variable nnz0", text[-3000:])
 
 
+class FloatRange(torch.nn.Module):
+    def forward(s, feat):
+        h, w = feat.shape[-2], feat.shape[-1]
+        ys, xs = torch.meshgrid(torch.arange(h, dtype=torch.float32),
+                                torch.arange(1, w + 1, 2, dtype=torch.float32), indexing="ij")
+        ctr = torch.stack([xs, ys], -1).reshape(-1, 2) * 8 + 4
+        wh = torch.exp(feat.flatten(2).transpose(1, 2)[:, :ctr.shape[0], :2]) * 16
+        return torch.cat([ctr - wh / 2, ctr + wh / 2], -1)
+
+
+def float_range(tmp):
+    model = FloatRange().eval()
+    path = os.path.join(tmp, "float_range.onnx")
+    export(model, (torch.randn(2, 4, 3, 5),), ["feat"], {"feat": {0: "b", 2: "h", 3: "w"}}, path, 17)
+    rng = np.random.default_rng(3)
+
+    def inputs(b, h, w):
+        return {"feat": rng.standard_normal((b, 4, h, w)).astype(np.float32)}
+
+    numbers("float_range", model, path, os.path.join(tmp, "fr.rxa"), tmp,
+            [(2, 3, 5), (1, 6, 4), (3, 1, 7)], inputs)
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="rx_exported_") as tmp:
         for opset in (14, 17):
@@ -233,6 +260,7 @@ def main():
         repeat_interleave(tmp)
         rms_norm(tmp)
         masked_select(tmp)
+        float_range(tmp)
     print("%d failure(s)%s" % (len(FAILED), "".join("\n  " + f for f in FAILED)))
     return 1 if FAILED else 0
 

@@ -216,7 +216,10 @@ bool ox_c_cast(ox_ctx *c)
     }
     rx_attr *m = ox_amap(c);
     ox_aset(c, m, "dtype", ox_astr(c, rx_dtype_name(dt)));
-    return ox_out_node(c, 0, ox_call1(c, "astype", ox_node(c, x), m));
+    if (!ox_out_node(c, 0, ox_call1(c, "astype", ox_node(c, x), m))) return false;
+    if (x && x->sym && x->symrank == 0 && x->nsym == 1 && rx_dtype_is_float(dt))
+        ox_out_fsym(c, 0, x->sym[0]); /* the node stays the value; Range may read it */
+    return true;
 }
 
 /* Mod: fmod = 0 is the floor modulo (the divisor's sign), x - floor(x / y) * y; fmod = 1

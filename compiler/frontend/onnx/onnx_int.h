@@ -29,6 +29,8 @@ typedef struct ox_val {
     int32_t nsym;      /* element count of sym */
     int8_t symrank;    /* 0 (scalar) or 1, when sym is set */
     rx_dtype symdt;    /* dtype of the sym tensor */
+    rx_expr *fsym;     /* a float scalar known to hold this integer (a Cast of a symbolic
+                          size to float: torch.arange(h, dtype=float)'s Range bound) */
     bool absent;       /* the empty name: an omitted optional input */
     int8_t depth;      /* subgraph nesting depth that defined it (0: the main graph) */
     int8_t kind;       /* OX_TENSOR, or a sequence / optional resolved at import: */
@@ -114,6 +116,8 @@ bool ox_out_node(ox_ctx *c, int i, rx_node *call);
 void ox_out_sym(ox_ctx *c, int i, rx_expr **sym, int n, int rank, rx_dtype dt);
 void ox_out_alias(ox_ctx *c, int i, ox_val *v);
 void ox_out_const(ox_ctx *c, int i, rx_const *k); /* a constant (folded) */
+/* Output i (a float scalar node) is known to hold the integer e (ox_val.fsym). */
+void ox_out_fsym(ox_ctx *c, int i, rx_expr *e);
 
 /* An op call: op name, args, attributes given as a map (NULL: defaults), deduced and
  * bound to a fresh variable. NULL after an error. */

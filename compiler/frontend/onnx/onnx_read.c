@@ -523,6 +523,12 @@ void ox_out_sym(ox_ctx *c, int i, rx_expr **sym, int n, int rank, rx_dtype dt)
     v->symdt = dt;
 }
 
+void ox_out_fsym(ox_ctx *c, int i, rx_expr *e)
+{
+    ox_val *v = out_val(c, i);
+    if (v) v->fsym = e;
+}
+
 void ox_out_const(ox_ctx *c, int i, rx_const *k)
 {
     ox_val *v = out_val(c, i);

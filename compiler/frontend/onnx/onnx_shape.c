@@ -584,6 +584,41 @@ bool ox_c_constant_of_shape(ox_ctx *c)
     return ox_out_node(c, 0, ox_call(c, "full", a, 2, m));
 }
 
+/* A float Range whose bounds are whole numbers: constants, or a symbolic size cast to
+ * float (ox_val.fsym; torch.arange(h, dtype=torch.float32) over a feature map's height,
+ * anchors and positional encodings): the integer arange, cast. Steps of whole numbers
+ * only (an integer count); false when it does not apply. */
+static bool float_range(ox_ctx *c)
+{
+    rx_expr *v[3];
+    rx_dtype dt = RX_DT_UNKNOWN;
+    bool sym = false;
+    for (int i = 0; i < 3; i++) {
+        ox_val *x = ox_in(c, i);
+        rx_const *k = x ? ox_const(c, x) : NULL;
+        if (x && x->fsym && x->node && rx_dtype_is_float(ox_dtype_of(x->node))) {
+            v[i] = x->fsym;
+            dt = ox_dtype_of(x->node);
+            sym = true;
+        } else if (k && ox_numel(k) == 1 && rx_dtype_is_float(k->dtype) &&
+                   ox_cf(k, 0) == floor(ox_cf(k, 0)) && fabs(ox_cf(k, 0)) < 9.0e15) {
+            v[i] = ox_lit(c, (int64_t)ox_cf(k, 0));
+            dt = k->dtype;
+        } else {
+            return false;
+        }
+    }
+    int64_t step;
+    if (!sym || !rx_expr_is_const(v[2], &step) || step == 0) return false;
+    rx_attr *m = ox_amap(c);
+    for (int i = 0; i < 3; i++)
+        ox_aset(c, m, i == 0 ? "start" : i == 1 ? "end" : "step", ox_aexprs(c, &v[i], 1)->u.arr.items[0]);
+    ox_aset(c, m, "dtype", ox_astr(c, "i64"));
+    rx_attr *f = ox_amap(c);
+    ox_aset(c, f, "dtype", ox_astr(c, rx_dtype_name(dt)));
+    return ox_out_node(c, 0, ox_call1(c, "astype", ox_call(c, "arange", NULL, 0, m), f));
+}
+
 bool ox_c_range(ox_ctx *c)
 {
     rx_const *k[3];
@@ -607,6 +642,7 @@ bool ox_c_range(ox_ctx *c)
     }
     rx_expr *v[3];
     rx_dtype dt = RX_DT_UNKNOWN;
+    if (float_range(c)) return true;
     for (int i = 0; i < 3; i++) {
         ox_val *x = ox_in(c, i);
         rx_expr **s;
