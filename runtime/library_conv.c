@@ -29,7 +29,7 @@
  *     rx_rt_gemm's micro-kernel (library_gemm.c's 6x16 AVX2 one, or its portable one):
  *     y_g (Og, OH*OW) = w_g (Og, Kc = Cg*KH*KW) @ the im2col matrix of x_g, which is
  *     never formed. The weights are packed into the kernel's 6-row panels once a call
- *     (per group and reduction block of at most IG_KC = 256 taps); x is rearranged
+ *     (per group and reduction block of at most IG_KC = 320 taps); x is rearranged
  *     once into zero-padded planes per stride phase (phase_planes: xt[i][j] = x[i*sh +
  *     ph - pt][j*sw + pw - pl], Hq x Wq), where tap (ch, kh, kw) of output pixel (oh,
  *     ow) is the element off[k] + oh*Wq + ow: for every tap, a run of output pixels in
@@ -279,7 +279,7 @@ static void gemm_job(void *ud, int t, int nthreads)
 
 /* ---- the implicit GEMM: B's panels packed straight from x (no im2col panel) ---- */
 
-enum { IG_KC = 256,    /* the most reduction indices a block (a B panel: 16 KiB, in L1) */
+enum { IG_KC = 320,    /* the most reduction indices a block (a B panel: 20 KiB, in L1) */
        IG_PANELS = 4,  /* the most NR-pixel panels a task (a short tail: the essay) */
        IG_TASKS = 16 }; /* tasks a thread, at least, where the output allows */
 
