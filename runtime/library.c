@@ -22,19 +22,17 @@
  * blas.sgemm / blas.matmul: args A, B, C (C is the destination), f32, dense:
  *   A (m, k), B (k, n), C (m, n);  or batched A (b, m, k), B (b, k, n) or (k, n),
  *   C (b, m, n).
- * The fused matmul entries (what compiler/pass/library_lower.c emits) run the same
- * cblas_sgemm into C and then one epilogue pass over C, while the rows are still warm;
- * on the runtime's own sgemm a bias and relu are applied in its write-back instead (to
- * each tile in L1 after its last block, rx_rt_gemm_epi: no pass of their own, on all
- * the product's threads), gelu and silu stay in the pass:
+ * The fused matmul entries (what compiler/pass/library_lower.c emits) apply their
+ * epilogue in the runtime's own sgemm's write-back (to each tile in L1 after its last
+ * block, rx_rt_gemm_act: no pass of their own, on all the product's threads); after a
+ * BLAS sgemm, in one pass over C's rows while they are warm:
  *   blas.matmul_bias           (A, B, bias, C)  C = A @ B + bias   (bias (n,), over the
  *                                                last axis)
  *   blas.matmul_bias_ACT       (A, B, bias, C)  C = act(A @ B + bias)
  *   blas.matmul_ACT            (A, B, C)        C = act(A @ B)
  * with ACT one of relu (max(x, 0)), gelu (0.5 x (1 + erf(x / sqrt 2))), silu
- * (x / (1 + exp(-x))) — the formulas of the generated loops (legalize_elemwise.c),
- * evaluated in float like them. Cost: the epilogue is one read and write of C, O(b m n),
- * against the O(b m n k) of the product.
+ * (x / (1 + exp(-x))), all by rx_rt_act_rows (library_act.c: vectorized, within a few
+ * 1e-7 of libm). Cost: the epilogue is O(b m n), against the O(b m n k) of the product.
  * blas.matmul_view (XA, XB, desc, C): C = alpha * L_A @ L_B where each operand L is a
  * strided view of its base X (dense row-major, any rank): L = permute(repeat(reshape(X,
  * S), R), P) (compiler/pass/library_view.c has the model). desc is an int64 1-D tensor:
@@ -166,7 +164,7 @@ static const float *fdata(const DLTensor *t)
  * own sgemm applies bias (may be NULL) and relu in its write-back (rx_rt_gemm_epi) and
  * *epi_done says so; the BLAS's leaves them to the caller. */
 static int32_t blas_gemm(const DLTensor *A, const DLTensor *B, DLTensor *C, int64_t *rows,
-                         int64_t *cols, bool epi, const float *bias, bool relu, bool *epi_done)
+                         int64_t *cols, bool epi, const float *bias, int act, bool *epi_done)
 {
     *epi_done = false;
     if (!is_f32(A) || !is_f32(B) || !is_f32(C)) return BLAS_DTYPE;
@@ -198,8 +196,8 @@ static int32_t blas_gemm(const DLTensor *A, const DLTensor *B, DLTensor *C, int6
     for (int64_t i = 0; i < batch; i++) {
         if (m == 0 || n == 0) break;
         if (*epi_done) { /* k 0 included: C = epilogue(0) */
-            rx_rt_gemm_epi(false, false, m, n, k, 1.0f, a + i * m * k, k, b + i * bstride, n,
-                           0.0f, c + i * m * n, n, true, bias, relu);
+            rx_rt_gemm_act(false, false, m, n, k, 1.0f, a + i * m * k, k, b + i * bstride, n,
+                           0.0f, c + i * m * n, n, true, bias, act);
             continue;
         }
         if (k == 0) {
@@ -220,7 +218,8 @@ static int32_t blas_sgemm_entry(DLTensor *const *args, int32_t nargs)
     if (nargs != 3) return BLAS_ARGS;
     int64_t rows, cols;
     bool epi_done;
-    return blas_gemm(args[0], args[1], args[2], &rows, &cols, false, NULL, false, &epi_done);
+    return blas_gemm(args[0], args[1], args[2], &rows, &cols, false, NULL, RX_RT_ACT_NONE,
+                     &epi_done);
 }
 
 /* ---- blas.matmul_view ---- */
@@ -471,19 +470,6 @@ static const char *blas_view_strerr(int32_t code)
     }
 }
 
-/* The epilogue activations (the essay's formulas). */
-enum { ACT_NONE, ACT_RELU, ACT_GELU, ACT_SILU };
-
-static float act_apply(int act, float x)
-{
-    switch (act) {
-    case ACT_RELU: return x > 0.0f ? x : 0.0f;
-    case ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
-    case ACT_SILU: return x / (1.0f + expf(-x));
-    default: return x;
-    }
-}
-
 /* C = act(A @ B [+ bias]): the fused entries. With a bias, args are (A, B, bias, C). */
 static int32_t blas_fused(DLTensor *const *args, int32_t nargs, bool bias, int act)
 {
@@ -495,17 +481,15 @@ static int32_t blas_fused(DLTensor *const *args, int32_t nargs, bool bias, int a
     if (bt && (bt->ndim != 1 || C->ndim < 1 || bt->shape[0] != C->shape[C->ndim - 1]))
         return is_f32(C) ? BLAS_SHAPE : BLAS_DTYPE;
     const float *b = bt ? fdata(bt) : NULL;
-    bool epi_done; /* bias and relu in the own sgemm's write-back */
-    int32_t rc = blas_gemm(args[0], args[1], C, &rows, &cols, act == ACT_NONE || act == ACT_RELU,
-                           b, act == ACT_RELU, &epi_done);
+    bool epi_done; /* bias and activation in the own sgemm's write-back */
+    int32_t rc = blas_gemm(args[0], args[1], C, &rows, &cols, true, b, act, &epi_done);
     if (rc != BLAS_OK || epi_done) return rc;
     float *c = (float *)(uintptr_t)fdata(C);
     for (int64_t i = 0; i < rows; i++) {
         float *row = c + i * cols;
         if (b)
             for (int64_t j = 0; j < cols; j++) row[j] += b[j];
-        if (act != ACT_NONE)
-            for (int64_t j = 0; j < cols; j++) row[j] = act_apply(act, row[j]);
+        rx_rt_act_rows(row, cols, act);
     }
     return BLAS_OK;
 }
@@ -515,13 +499,13 @@ static int32_t blas_fused(DLTensor *const *args, int32_t nargs, bool bias, int a
     {                                                                  \
         return blas_fused(args, nargs, bias, act);                     \
     }
-BLAS_FUSED(blas_matmul_bias, true, ACT_NONE)
-BLAS_FUSED(blas_matmul_bias_relu, true, ACT_RELU)
-BLAS_FUSED(blas_matmul_bias_gelu, true, ACT_GELU)
-BLAS_FUSED(blas_matmul_bias_silu, true, ACT_SILU)
-BLAS_FUSED(blas_matmul_relu, false, ACT_RELU)
-BLAS_FUSED(blas_matmul_gelu, false, ACT_GELU)
-BLAS_FUSED(blas_matmul_silu, false, ACT_SILU)
+BLAS_FUSED(blas_matmul_bias, true, RX_RT_ACT_NONE)
+BLAS_FUSED(blas_matmul_bias_relu, true, RX_RT_ACT_RELU)
+BLAS_FUSED(blas_matmul_bias_gelu, true, RX_RT_ACT_GELU)
+BLAS_FUSED(blas_matmul_bias_silu, true, RX_RT_ACT_SILU)
+BLAS_FUSED(blas_matmul_relu, false, RX_RT_ACT_RELU)
+BLAS_FUSED(blas_matmul_gelu, false, RX_RT_ACT_GELU)
+BLAS_FUSED(blas_matmul_silu, false, RX_RT_ACT_SILU)
 #undef BLAS_FUSED
 
 int rx_rt_register_library(rx_rt_ctx *ctx, const char *name, rx_rt_libfn fn,

@@ -363,8 +363,8 @@ typedef struct gemm_job {
     int64_t ldc;
     kern_fn kern;
     bool split_n;      /* threads take column ranges (else row ranges) */
-    const float *bias; /* the epilogue: C[i][j] += bias[j], then max(C, 0) when relu */
-    bool relu;
+    const float *bias; /* the epilogue: C[i][j] += bias[j], then the activation */
+    int act;           /* RX_RT_ACT_* (library_act.c) */
 } gemm_job;
 
 /* Per-thread packing buffers, grown on demand and kept for the thread's life. */
@@ -382,15 +382,14 @@ static float *scratch(size_t floats)
 }
 
 /* The epilogue on rows x cols of C at c (its first column is C's column col), while
- * they are in L1: bias, then relu. */
+ * they are in L1: bias, then the activation (rx_rt_act_rows). */
 static void epilogue(const gemm_job *j, float *c, int64_t rows, int64_t cols, int64_t col)
 {
     const float *bias = j->bias ? j->bias + col : NULL;
     for (int64_t i = 0; i < rows; i++, c += j->ldc) {
         if (bias)
             for (int64_t q = 0; q < cols; q++) c[q] += bias[q];
-        if (j->relu)
-            for (int64_t q = 0; q < cols; q++) c[q] = c[q] > 0.0f ? c[q] : 0.0f;
+        rx_rt_act_rows(c, cols, j->act);
     }
 }
 
@@ -410,7 +409,7 @@ static void tile(const gemm_job *j, int64_t kc, const float *ap, const float *bp
                 c[i * j->ldc + q] =
                     t[i * NR + q] + (beta != 0.0f ? beta * c[i * j->ldc + q] : 0.0f);
     }
-    if (last && (j->bias || j->relu)) epilogue(j, c, mr, nr, col);
+    if (last && (j->bias || j->act != RX_RT_ACT_NONE)) epilogue(j, c, mr, nr, col);
 }
 
 /* C[m0:m1, n0:n1] without packing buffers: the answer when they cannot be allocated. */
@@ -538,10 +537,18 @@ void rx_rt_gemm_epi(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                     const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                     float *c, int64_t ldc, bool threads, const float *bias, bool relu)
 {
+    rx_rt_gemm_act(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads, bias,
+                   relu ? RX_RT_ACT_RELU : RX_RT_ACT_NONE);
+}
+
+void rx_rt_gemm_act(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                    float *c, int64_t ldc, bool threads, const float *bias, int act)
+{
     pthread_once(&kern_once, kern_choose);
     if (m <= 0 || n <= 0) return;
     if (k <= 0 || alpha == 0.0f) { /* C = beta * C */
-        gemm_job z = {.ldc = ldc, .bias = bias, .relu = relu};
+        gemm_job z = {.ldc = ldc, .bias = bias, .act = act};
         for (int64_t i = 0; i < m; i++)
             for (int64_t q = 0; q < n; q++)
                 c[i * ldc + q] = beta != 0.0f ? beta * c[i * ldc + q] : 0.0f;
@@ -550,7 +557,7 @@ void rx_rt_gemm_epi(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
     }
     gemm_job j = {m, n, k, alpha, beta, a, b,
                   trans_a ? 1 : lda, trans_a ? lda : 1, trans_b ? 1 : ldb, trans_b ? ldb : 1,
-                  c, ldc, kern_best, false, bias, relu};
+                  c, ldc, kern_best, false, bias, act};
     int64_t ntiles = (n + NR - 1) / NR, mtiles = (m + MR - 1) / MR;
     j.split_n = ntiles >= 4 || ntiles >= mtiles;
     int id, nt;

@@ -200,12 +200,12 @@ void rx_rt_matvec(int order, int ta, int tb, int m, int n, int k, float alpha, c
     free(part);
 }
 
-bool rx_rt_matvec_takes(int64_t m, int64_t n, int64_t k)
-{
-    return m >= 1 && m <= MV_ROWS && n >= 1 && k >= 1 && n * k >= MIN_ELEMS;
-}
-
 bool rx_rt_matvec_takes_items(int64_t m, int64_t n, int64_t k)
 {
     return m >= 1 && m <= MV_ROWS && n >= 1 && k >= 1;
+}
+
+bool rx_rt_matvec_takes(int64_t m, int64_t n, int64_t k)
+{
+    return rx_rt_matvec_takes_items(m, n, k) && n * k >= MIN_ELEMS;
 }

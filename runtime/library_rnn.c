@@ -22,7 +22,8 @@
  *
  * How it runs, per direction, in one parallel region (rx_rt_parallel_for) for the whole
  * call: thread k owns a range of hidden units (whole blocks of NR = 16) and
- *   Step 1: packs its units' rows of W and of R (every gate) into 16-unit panels, and
+ *   Step 1: packs its units' rows of W and of R (every gate) into 16-unit panels (8 x 8
+ *           register transposes on the AVX2 path), and
  *           computes its columns of the input's share of every gate for all T steps,
  *           XG = x (T*B, I) @ W^T + Wb (+ Rb, folded for every gate but GRU's h gate
  *           with linear_before_reset), into a (T, B, G*H) workspace. A thread reads
@@ -37,11 +38,15 @@
  *           ends each step (GRU without linear_before_reset has a second one: (r * H)
  *           must be complete before its product with Rh). No thread is started per
  *           step. The cell state lives in y's row T+1 (each unit's owner alone reads
- *           and writes it).
+ *           and writes it). When the initial state is all zeros (PyTorch's default),
+ *           the first step's products with R are taken as zero and skipped.
  * Cost: O(T B G H (I + H)) flops; the workspace is T*B*G*H floats plus the packed
- * panels (G*(I + H)*H, rounded up to whole blocks), freed before returning. Each step
- * reads R's panels once from cache (G*H*H floats split over the threads): that, not
- * arithmetic, bounds a step at small batch.
+ * panels (G*(I + H)*H, rounded up to whole blocks), kept by the calling thread for its
+ * next call when it is at most 16 MiB (no fresh pages to fault in each call). Each step
+ * reads R's panels once from cache (G*H*H floats split over the threads); at B = 4 a
+ * step runs near the FMA peak (measured: a (4, 32, 256) -> 512 LSTM's steps at ~31
+ * GFLOP/s per Zen1 core). A dot-product form that reads R as stored (no panels) was
+ * tried and is 1.4x slower: its 4 + 2 vector loads per 8 FMAs saturate Zen1's loads.
  */
 #include "rt_int.h"
 
@@ -51,6 +56,8 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+
+#include "rt_vmath.h" /* rx_rt_exp8 */
 #define RNN_X86 1
 #endif
 
@@ -96,16 +103,16 @@ static inline float sigm(float v) { return 1.0f / (1.0f + expf(-v)); }
 typedef struct gate_args {
     int mode;
     bool lbr;
-    const float *xg[MR];       /* the step's XG row of each state row, at unit u0 */
-    int64_t H;                 /* gate stride in XG */
-    float (*acc)[MR][NR];      /* [gate][row][unit] */
-    const float *p;            /* peepholes at u0: i, o, f at 0, H, 2H */
-    const float *rbh;          /* GRU lbr: Rb of the h gate at u0 */
-    const float *hp[MR];       /* previous state rows at u0 */
-    float *hn[MR];             /* new state rows at u0 */
-    float *c[MR];              /* LSTM cell rows at u0 */
-    float *z[MR], *rh[MR];     /* GRU without lbr: phase 1 writes z and r * H */
-    int phase;                 /* GRU without lbr: 1 (z, r) or 2 (h~, H) */
+    const float *xg[MR];   /* the step's XG row of each state row, at unit u0 */
+    int64_t H;             /* gate stride in XG */
+    float (*acc)[MR][NR];  /* [gate][row][unit] */
+    const float *p;        /* peepholes at u0: i, o, f at 0, H, 2H */
+    const float *rbh;      /* GRU lbr: Rb of the h gate at u0 */
+    const float *hp[MR];   /* previous state rows at u0 */
+    float *hn[MR];         /* new state rows at u0 */
+    float *c[MR];          /* LSTM cell rows at u0 */
+    float *z[MR], *rh[MR]; /* GRU without lbr: phase 1 writes z and r * H */
+    int phase;             /* GRU without lbr: 1 (z, r) or 2 (h~, H) */
 } gate_args;
 
 static void gates_c(const gate_args *a, int nb, int nl)
@@ -151,7 +158,51 @@ static void gates_c(const gate_args *a, int nb, int nl)
         }
 }
 
+/* Columns [k0, K) of one panel: P[k * NR + l] = m[l * K + k] for the nl rows at m,
+ * zeros for l >= nl. */
+static void pack_cols(const float *m, int64_t K, int64_t k0, int nl, float *P)
+{
+    for (int64_t k = k0; k < K; k++)
+        for (int l = 0; l < NR; l++) P[k * NR + l] = l < nl ? m[l * K + k] : 0.0f;
+}
+
+static void pack_c(const float *m, int64_t K, int nl, float *P) { pack_cols(m, K, 0, nl, P); }
+
 #ifdef RNN_X86
+/* pack_c for whole blocks in 8 x 8 register transposes (a block's 16 rows in two halves
+ * of 8); k % 8 and partial blocks by pack_c. */
+__attribute__((target("avx2,fma"))) static void pack_avx2(const float *m, int64_t K, int nl,
+                                                          float *P)
+{
+    if (nl < NR) {
+        pack_c(m, K, nl, P);
+        return;
+    }
+    int64_t K8 = K & ~(int64_t)7;
+    for (int64_t k = 0; k < K8; k += 8)
+        for (int half = 0; half < 2; half++) {
+            const float *s = m + half * 8 * K + k;
+            __m256 r[8], t[8], u[8];
+            for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(s + i * K);
+            for (int i = 0; i < 8; i += 2) {
+                t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+                t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+            }
+            for (int i = 0; i < 8; i += 4) {
+                u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+                u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+                u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+                u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+            }
+            float *d = P + k * NR + half * 8;
+            for (int i = 0; i < 4; i++) {
+                _mm256_storeu_ps(d + i * NR, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+                _mm256_storeu_ps(d + (i + 4) * NR, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+            }
+        }
+    pack_cols(m, K, K8, NR, P);
+}
+
 /* tile_c with AVX2 + FMA: MR x NR accumulators in 8 registers. */
 __attribute__((target("avx2,fma"))) static void tile_avx2(const float *P, const float *const h[MR],
                                                           int64_t H, float out[MR][NR])
@@ -176,37 +227,18 @@ __attribute__((target("avx2,fma"))) static void tile_avx2(const float *P, const 
     _mm256_storeu_ps(out[3], a30), _mm256_storeu_ps(out[3] + 8, a31);
 }
 
-/* e^x for x clamped to [-88, 88]: Cody-Waite reduction and Cephes' degree-5
- * polynomial (within 2 ulp of expf over the range). */
-__attribute__((target("avx2,fma"))) static inline __m256 exp8(__m256 x)
-{
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-88.0f)), _mm256_set1_ps(88.0f));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    x = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    x = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), x);
-    __m256 y = _mm256_set1_ps(1.9875691500e-4f);
-    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507e-3f));
-    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073e-3f));
-    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894e-2f));
-    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
-    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
-    y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-}
-
 __attribute__((target("avx2,fma"))) static inline __m256 sigm8(__m256 x)
 {
     __m256 one = _mm256_set1_ps(1.0f);
-    return _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+    __m256 e = rx_rt_exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+    return _mm256_div_ps(one, _mm256_add_ps(one, e));
 }
 
 /* tanh x = sign(x) (1 - 2 / (e^{2|x|} + 1)) */
 __attribute__((target("avx2,fma"))) static inline __m256 tanh8(__m256 x)
 {
     __m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.0f)), ax = _mm256_xor_ps(x, sign);
-    __m256 e = exp8(_mm256_add_ps(ax, ax)), one = _mm256_set1_ps(1.0f);
+    __m256 e = rx_rt_exp8(_mm256_add_ps(ax, ax)), one = _mm256_set1_ps(1.0f);
     __m256 t = _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
     return _mm256_or_ps(t, sign);
 }
@@ -229,9 +261,10 @@ __attribute__((target("avx2,fma"))) static void gates_avx2(const gate_args *a, i
             switch (a->mode) {
             case M_LSTM: {
                 __m256 c = LD(a->c[i] + l);
-                __m256 gi = sigm8(_mm256_fmadd_ps(LD(a->p + l), c, _mm256_add_ps(LD(x), LD(a->acc[0][i] + l))));
-                __m256 gf = sigm8(_mm256_fmadd_ps(LD(a->p + 2 * H + l), c,
-                                                  _mm256_add_ps(LD(x + 2 * H), LD(a->acc[2][i] + l))));
+                __m256 gi = sigm8(
+                    _mm256_fmadd_ps(LD(a->p + l), c, _mm256_add_ps(LD(x), LD(a->acc[0][i] + l))));
+                __m256 gf = sigm8(_mm256_fmadd_ps(
+                    LD(a->p + 2 * H + l), c, _mm256_add_ps(LD(x + 2 * H), LD(a->acc[2][i] + l))));
                 __m256 gc = tanh8(_mm256_add_ps(LD(x + 3 * H), LD(a->acc[3][i] + l)));
                 c = _mm256_fmadd_ps(gf, c, _mm256_mul_ps(gi, gc));
                 __m256 go = sigm8(_mm256_fmadd_ps(LD(a->p + H + l), c,
@@ -250,8 +283,8 @@ __attribute__((target("avx2,fma"))) static void gates_avx2(const gate_args *a, i
                         _mm256_storeu_ps(a->rh[i] + l, _mm256_mul_ps(r, hprev));
                         continue;
                     }
-                    ht = tanh8(_mm256_fmadd_ps(r, _mm256_add_ps(LD(a->acc[2][i] + l), LD(a->rbh + l)),
-                                               LD(x + 2 * H)));
+                    ht = tanh8(_mm256_fmadd_ps(
+                        r, _mm256_add_ps(LD(a->acc[2][i] + l), LD(a->rbh + l)), LD(x + 2 * H)));
                 } else {
                     z = LD(a->z[i] + l);
                     ht = tanh8(_mm256_add_ps(LD(x + 2 * H), LD(a->acc[2][i] + l)));
@@ -271,43 +304,43 @@ __attribute__((target("avx2,fma"))) static void gates_avx2(const gate_args *a, i
 
 typedef void (*tile_fn)(const float *P, const float *const h[MR], int64_t H, float out[MR][NR]);
 typedef void (*gates_fn)(const gate_args *a, int nb, int nl);
+typedef void (*pack_fn)(const float *m, int64_t K, int nl, float *P);
 
 /* ---- one direction's recurrence ---- */
 
 typedef struct rnn_job {
-    int mode, g;        /* M_*, gates */
-    bool lbr, rev;      /* GRU linear_before_reset, reverse direction */
+    int mode, g;   /* M_*, gates */
+    bool lbr, rev; /* GRU linear_before_reset, reverse direction */
     int64_t T, B, H;
     float *xg;          /* (T, B, G*H): x W^T + biases (step 1) */
     const float *r;     /* (G*H, H) */
     float *panel;       /* ceil(H / NR) blocks of G panels (H, NR) of R */
     const float *x, *w; /* (T*B, I), (G*H, I): the input and its weights */
     int64_t I;
-    float *wpanel;      /* ceil(H / NR) blocks of G panels (I, NR) of W */
-    const float *bias;  /* (G*H): folded into XG */
-    const float *rbh;   /* GRU with lbr: Rb's h gate (H), else NULL */
-    const float *p;     /* LSTM peepholes (3H) */
-    const float *h0;    /* (B, H) */
-    float *y;           /* y's row 0 of this direction; row t at y + t * ys */
-    int64_t ys;         /* D * B * H */
-    float *c;           /* LSTM cell state (B, H): y's row T+1 */
-    float *z, *rh;      /* GRU without lbr: z and r * H (B, H) */
+    float *wpanel;     /* ceil(H / NR) blocks of G panels (I, NR) of W */
+    const float *bias; /* (G*H): folded into XG */
+    const float *rbh;  /* GRU with lbr: Rb's h gate (H), else NULL */
+    const float *p;    /* LSTM peepholes (3H) */
+    const float *h0;   /* (B, H) */
+    bool h0_zero;      /* every element of h0 is +-0: the first step skips its product */
+    float *y;          /* y's row 0 of this direction; row t at y + t * ys */
+    int64_t ys;        /* D * B * H */
+    float *c;          /* LSTM cell state (B, H): y's row T+1 */
+    float *z, *rh;     /* GRU without lbr: z and r * H (B, H) */
     tile_fn tile;
     gates_fn gates;
+    pack_fn pack;
 } rnn_job;
 
 /* Packs blocks [q0, q1) of the panels of m ((G*H, K) row major) into P (each thread its
  * own blocks: first touch). */
-static void pack(const float *m, int64_t K, int g, int64_t H, float *panel, int64_t q0, int64_t q1)
+static void pack(const rnn_job *j, const float *m, int64_t K, float *panel, int64_t q0, int64_t q1)
 {
     for (int64_t q = q0; q < q1; q++)
-        for (int gi = 0; gi < g; gi++) {
-            float *P = panel + (q * g + gi) * K * NR;
-            for (int l = 0; l < NR; l++) {
-                int64_t u = q * NR + l;
-                const float *row = m + (gi * H + u) * K;
-                for (int64_t k = 0; k < K; k++) P[k * NR + l] = u < H ? row[k] : 0.0f;
-            }
+        for (int gi = 0; gi < j->g; gi++) {
+            int64_t u0 = q * NR;
+            int nl = (int)(j->H - u0 < NR ? j->H - u0 : NR);
+            j->pack(m + (gi * j->H + u0) * K, K, nl, panel + (q * j->g + gi) * K * NR);
         }
 }
 
@@ -338,7 +371,7 @@ static void input_blocks(const rnn_job *j, int64_t q0, int64_t q1)
 
 /* Blocks [q0, q1) of one step (GRU without lbr: of one phase; gates g0 .. g1-1). */
 static void step_blocks(const rnn_job *j, const float *hp, float *hn, const float *xt, int64_t q0,
-                        int64_t q1, int phase)
+                        int64_t q1, int phase, bool skip)
 {
     int64_t H = j->H, GH = j->g * H;
     int g0 = phase == 2 ? 2 : 0, g1 = j->mode == M_GRU && !j->lbr && phase == 1 ? 2 : j->g;
@@ -350,8 +383,8 @@ static void step_blocks(const rnn_job *j, const float *hp, float *hn, const floa
         for (int64_t b0 = 0; b0 < j->B; b0 += MR) {
             int nb = (int)(j->B - b0 < MR ? j->B - b0 : MR);
             const float *rows[MR];
-            gate_args a = {j->mode, j->lbr, {0}, H, acc, j->p + u0, j->rbh ? j->rbh + u0 : NULL,
-                           {0}, {0}, {0}, {0}, {0}, phase};
+            gate_args a = {j->mode, j->lbr, {0}, H,   acc, j->p + u0, j->rbh ? j->rbh + u0 : NULL,
+                           {0},     {0},    {0}, {0}, {0}, phase};
             for (int i = 0; i < MR; i++) {
                 int64_t b = b0 + (i < nb ? i : 0), at = b * H + u0;
                 rows[i] = src + b * H;
@@ -359,7 +392,11 @@ static void step_blocks(const rnn_job *j, const float *hp, float *hn, const floa
                 a.hp[i] = hp + at, a.hn[i] = hn + at;
                 a.c[i] = j->c + at, a.z[i] = j->z + at, a.rh[i] = j->rh + at;
             }
-            for (int g = g0; g < g1; g++) j->tile(j->panel + (q * j->g + g) * H * NR, rows, H, acc[g]);
+            for (int g = g0; g < g1; g++)
+                if (skip)
+                    memset(acc[g], 0, sizeof acc[g]);
+                else
+                    j->tile(j->panel + (q * j->g + g) * H * NR, rows, H, acc[g]);
             j->gates(&a, nb, nl);
         }
     }
@@ -369,18 +406,19 @@ static void run_steps(void *ud, int t, int n)
 {
     const rnn_job *j = ud;
     int64_t nq = (j->H + NR - 1) / NR, q0 = nq * t / n, q1 = nq * (t + 1) / n;
-    pack(j->w, j->I, j->g, j->H, j->wpanel, q0, q1);
+    pack(j, j->w, j->I, j->wpanel, q0, q1);
     input_blocks(j, q0, q1); /* the thread's own XG columns: no barrier before the steps */
-    pack(j->r, j->H, j->g, j->H, j->panel, q0, q1);
+    pack(j, j->r, j->H, j->panel, q0, q1);
     for (int64_t s = 0; s < j->T; s++) {
         int64_t ti = j->rev ? j->T - 1 - s : s, tp = j->rev ? ti + 1 : ti - 1;
         const float *hp = s == 0 ? j->h0 : j->y + tp * j->ys;
         float *hn = j->y + ti * j->ys;
         const float *xt = j->xg + ti * j->B * j->g * j->H;
-        step_blocks(j, hp, hn, xt, q0, q1, 1);
+        bool skip = s == 0 && j->h0_zero;
+        step_blocks(j, hp, hn, xt, q0, q1, 1, skip);
         if (j->mode == M_GRU && !j->lbr) {
             if (n > 1) rx_rt_barrier();
-            step_blocks(j, hp, hn, xt, q0, q1, 2);
+            step_blocks(j, hp, hn, xt, q0, q1, 2, skip);
         }
         if (n > 1) rx_rt_barrier();
     }
@@ -388,9 +426,45 @@ static void run_steps(void *ud, int t, int n)
 
 /* ---- entry ---- */
 
+/* The workspace, kept by the calling thread between calls while it is at most KEEP
+ * floats (16 MiB): a fresh malloc this large is a fresh mmap whose pages fault in on
+ * first touch, which cost a tenth of a (4, 32, 256) -> 512 LSTM. Larger ones are
+ * malloc'ed and freed per call. rt.rnn never runs inside itself, so one buffer per
+ * thread suffices; a thread-specific key's destructor frees it when the thread exits
+ * (a server's worker threads come and go). */
+enum { KEEP = 1 << 22 };
+static _Thread_local float *ws_kept;
+static _Thread_local size_t ws_cap;
+static pthread_key_t ws_key;
+static pthread_once_t ws_once = PTHREAD_ONCE_INIT;
+static bool ws_key_ok;
+
+static void ws_key_make(void) { ws_key_ok = pthread_key_create(&ws_key, free) == 0; }
+
+static float *workspace(size_t n)
+{
+    if (n > KEEP) return malloc(n * sizeof(float));
+    pthread_once(&ws_once, ws_key_make);
+    if (!ws_key_ok) return malloc(n * sizeof(float) + sizeof(float)); /* freed per call */
+    if (n > ws_cap || !ws_kept) {
+        size_t cap = n < KEEP / 2 ? 2 * n + 1 : KEEP; /* room to grow without a realloc each call */
+        free(ws_kept);
+        ws_kept = malloc(cap * sizeof(float));
+        ws_cap = ws_kept ? cap : 0;
+        pthread_setspecific(ws_key, ws_kept);
+    }
+    return ws_kept;
+}
+
+static void workspace_done(float *ws)
+{
+    if (ws != ws_kept) free(ws);
+}
+
 static bool is_f32(const DLTensor *t, int ndim)
 {
-    return t->dtype.code == kDLFloat && t->dtype.bits == 32 && t->dtype.lanes == 1 && t->ndim == ndim;
+    return t->dtype.code == kDLFloat && t->dtype.bits == 32 && t->dtype.lanes == 1 &&
+           t->ndim == ndim;
 }
 
 static const float *fdata(const DLTensor *t)
@@ -403,6 +477,13 @@ static bool dims_are(const DLTensor *t, int64_t d0, int64_t d1, int64_t d2, int6
     int64_t want[4] = {d0, d1, d2, d3};
     for (int i = 0; i < t->ndim; i++)
         if (t->shape[i] != want[i]) return false;
+    return true;
+}
+
+static bool all_zero(const float *v, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (v[i] != 0.0f) return false;
     return true;
 }
 
@@ -420,36 +501,65 @@ int32_t rx_rt_rnn(DLTensor *const *args, int32_t nargs)
     const int64_t *pv = (const int64_t *)(const void *)((const char *)pr->data + pr->byte_offset);
     int mode = (int)pv[0], dir = (int)pv[1];
     bool lbr = pv[2] != 0;
-    if (pv[0] < 0 || pv[0] > 3 || pv[1] < 0 || pv[1] > 2 || pv[2] < 0 || pv[2] > 1) return RNN_PARAMS;
+    if (pv[0] < 0 || pv[0] > 3 || pv[1] < 0 || pv[1] > 2 || pv[2] < 0 || pv[2] > 1)
+        return RNN_PARAMS;
     int g = mode == M_LSTM ? 4 : mode == M_GRU ? 3 : 1;
     int64_t T = x->shape[0], B = x->shape[1], I = x->shape[2], D = dir == 2 ? 2 : 1;
     int64_t H = r->shape[2], GH = g * H;
-    if (T < 0 || B < 0 || I < 0 || H < 0 || !dims_are(w, D, GH, I, 0) || !dims_are(r, D, GH, H, 0) ||
-        !dims_are(b, D, 2 * GH, 0, 0) || !dims_are(h0, D, B, H, 0) || !dims_are(c0, D, B, H, 0) ||
-        !dims_are(p, D, 3 * H, 0, 0) || !dims_are(y, T + 2, D, B, H))
+    if (T < 0 || B < 0 || I < 0 || H < 0 || !dims_are(w, D, GH, I, 0) ||
+        !dims_are(r, D, GH, H, 0) || !dims_are(b, D, 2 * GH, 0, 0) || !dims_are(h0, D, B, H, 0) ||
+        !dims_are(c0, D, B, H, 0) || !dims_are(p, D, 3 * H, 0, 0) || !dims_are(y, T + 2, D, B, H))
         return RNN_SHAPE;
     /* the workspace: XG, GRU's z and r * H, the panel, the folded bias */
     size_t nxg = (size_t)(T * B * GH), nz = mode == M_GRU && !lbr ? (size_t)(2 * B * H) : 0;
-    size_t npanel = (size_t)((H + NR - 1) / NR * g * H * NR), nwp = (size_t)((H + NR - 1) / NR * g * I * NR);
+    size_t npanel = (size_t)((H + NR - 1) / NR * g * H * NR),
+           nwp = (size_t)((H + NR - 1) / NR * g * I * NR);
     size_t nws = nxg + nz + npanel + nwp + (size_t)GH;
-    float *ws = nws ? malloc(nws * sizeof *ws) : NULL;
-    if (nws && !ws) return RNN_OOM;
-    float *yd = (float *)(void *)((char *)y->data + y->byte_offset), *bias = ws + nxg + nz + npanel + nwp;
+    float *ws = workspace(nws);
+    if (!ws) return RNN_OOM;
+    float *yd = (float *)(void *)((char *)y->data + y->byte_offset),
+          *bias = ws + nxg + nz + npanel + nwp;
     int64_t BH = B * H, ys = D * BH;
     tile_fn tile = tile_c;
     gates_fn gates = gates_c;
+    pack_fn packf = pack_c;
 #ifdef RNN_X86
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && !getenv("RX_RNN_PORTABLE"))
-        tile = tile_avx2, gates = gates_avx2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        !getenv("RX_RNN_PORTABLE"))
+        tile = tile_avx2, gates = gates_avx2, packf = pack_avx2;
 #endif
     for (int64_t d = 0; d < D; d++) {
         const float *bd = fdata(b) + d * 2 * GH;
         bool fold_h = !(mode == M_GRU && lbr); /* Rb of the h gate added inside r * (...) */
-        for (int64_t k = 0; k < GH; k++) bias[k] = bd[k] + (k < 2 * H || fold_h ? bd[GH + k] : 0.0f);
-        rnn_job j = {mode, g, lbr, dir == 1 || d == 1, T, B, H, ws, fdata(r) + d * GH * H,
-                     ws + nxg + nz, fdata(x), fdata(w) + d * GH * I, I, ws + nxg + nz + npanel, bias,
-                     bd + GH + 2 * H, fdata(p) + d * 3 * H, fdata(h0) + d * BH,
-                     yd + d * BH, ys, yd + (T + 1) * ys + d * BH, ws + nxg, ws + nxg + BH, tile, gates};
+        for (int64_t k = 0; k < GH; k++)
+            bias[k] = bd[k] + (k < 2 * H || fold_h ? bd[GH + k] : 0.0f);
+        rnn_job j = {mode,
+                     g,
+                     lbr,
+                     dir == 1 || d == 1,
+                     T,
+                     B,
+                     H,
+                     ws,
+                     fdata(r) + d * GH * H,
+                     ws + nxg + nz,
+                     fdata(x),
+                     fdata(w) + d * GH * I,
+                     I,
+                     ws + nxg + nz + npanel,
+                     bias,
+                     bd + GH + 2 * H,
+                     fdata(p) + d * 3 * H,
+                     fdata(h0) + d * BH,
+                     all_zero(fdata(h0) + d * BH, BH),
+                     yd + d * BH,
+                     ys,
+                     yd + (T + 1) * ys + d * BH,
+                     ws + nxg,
+                     ws + nxg + BH,
+                     tile,
+                     gates,
+                     packf};
         if (mode == M_LSTM) memmove(j.c, fdata(c0) + d * BH, (size_t)BH * sizeof(float));
         if (T > 0 && BH > 0) rx_rt_parallel_for(run_steps, &j);
         /* Y_h: the state after the direction's last step (h0 when T is 0) */
@@ -457,6 +567,6 @@ int32_t rx_rt_rnn(DLTensor *const *args, int32_t nargs)
         memmove(yd + T * ys + d * BH, last, (size_t)BH * sizeof(float));
         if (mode != M_LSTM) memmove(j.c, last, (size_t)BH * sizeof(float));
     }
-    free(ws);
+    workspace_done(ws);
     return RNN_OK;
 }

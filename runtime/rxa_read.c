@@ -73,19 +73,19 @@ static uint64_t le64(const uint8_t *p)
 uint32_t rx_rxa_crc32(uint32_t crc, const void *p, size_t n)
 {
     /* Slicing by 8 (t[k][i]: the CRC of byte i followed by k zero bytes): eight bytes a
-     * step, ~6x the byte-at-a-time loop, which at ~0.5 GB/s spent a quarter of a
+     * step, ~4x the byte-at-a-time loop, which at ~0.45 GB/s spent a quarter of a
      * decoder's relax-run start-up checking its weights. The tables are built per call
-     * (16k operations, no global state), so short inputs keep the byte loop. */
+     * (no global state): t[0] always, the other seven for inputs of SLICE_MIN or more. */
     enum { SLICE_MIN = 4096 };
+    uint32_t t[8][256];
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
+        t[0][i] = c;
+    }
     const uint8_t *b = p;
     crc = ~crc;
     if (n >= SLICE_MIN) {
-        uint32_t t[8][256];
-        for (uint32_t i = 0; i < 256; i++) {
-            uint32_t c = i;
-            for (int k = 0; k < 8; k++) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
-            t[0][i] = c;
-        }
         for (uint32_t i = 0; i < 256; i++)
             for (int k = 1; k < 8; k++) t[k][i] = t[0][t[k - 1][i] & 0xff] ^ (t[k - 1][i] >> 8);
         for (; n >= 8; n -= 8, b += 8) {
@@ -94,16 +94,8 @@ uint32_t rx_rxa_crc32(uint32_t crc, const void *p, size_t n)
             crc = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^
                   t[4][lo >> 24] ^ t[3][b[4]] ^ t[2][b[5]] ^ t[1][b[6]] ^ t[0][b[7]];
         }
-        for (; n > 0; n--, b++) crc = t[0][(crc ^ *b) & 0xff] ^ (crc >> 8);
-        return ~crc;
     }
-    uint32_t table[256];
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
-        table[i] = c;
-    }
-    for (size_t i = 0; i < n; i++) crc = table[(crc ^ b[i]) & 0xff] ^ (crc >> 8);
+    for (; n > 0; n--, b++) crc = t[0][(crc ^ *b) & 0xff] ^ (crc >> 8);
     return ~crc;
 }
 

@@ -2,7 +2,8 @@
  * c_isa.c — which loop-function code gets ISA versions (c_kernel.c emits them).
  *
  * Full versions (opt level 3, contracting a * b + c into fused multiply-adds): every
- * kernel that holds a vectorized loop (rxi_cg_wants_isa), except a kernel whose
+ * kernel that holds a vectorized loop or computes f32 exp, erf, tanh or log anywhere
+ * (their fmaf, below) (rxi_cg_wants_isa), except a kernel whose
  * register tile gathers: an innermost unrolled loop (a tile's columns, no vectorized
  * loop inside) around an accumulator update that loads an operand along the loop's
  * variable by other than one element per step: in another index than the last, so
@@ -16,13 +17,16 @@
  * in bench_opt_levels.py). Such a kernel is compiled once, as at O2. A matmul tile
  * (rows unrolled around a vectorized loop of columns) is not one.
  *
- * Exact versions (opt level 2, no contraction, so every version writes the baseline's
+ * Exact versions (opt levels 0 to 2, no contraction, so every version writes the baseline's
  * bits, which constant folding promises): only code where wider vectors pay, the hot
  * top-level statements (rxi_cg_hot_at). A statement is hot when
  *   - it computes exp, erf, tanh or log in f32 (exp, sigmoid, gelu: rx_expf and the
  *     other functions of relax/codegen_math.h, 30-70 vector instructions per element,
- *     which 4 SSE lanes leave compute-bound at a third of memory bandwidth) inside a
- *     vectorized loop; or
+ *     which 4 SSE lanes leave compute-bound at a third of memory bandwidth), inside a
+ *     vectorized loop or not: their explicit fmaf is a libm call per operation in the
+ *     baseline (8-13x slower than the vector form), so any loop computing them, an
+ *     O0 kernel's unscheduled nest or a reduction's serial loop, gets the versions
+ *     where fmaf is one instruction; or
  *   - it holds the full tile of a tiled matmul or matrix-vector product: multiply-adds
  *     into a local accumulator inside a vectorized loop of literal extent (stmt_tile_update),
  *     which SSE without fused multiply-adds leaves compute-bound. Measured on a
@@ -167,9 +171,12 @@ static bool holds_for(const rx_stmts *ss)
     return false;
 }
 
+static bool stmt_expf(const rx_stmt *s);
+
 bool rxi_cg_wants_isa(const rx_stmts *ss)
 {
-    return any_in_simd(ss, false, false, any_stmt) && !gather_tile(ss, NULL);
+    return (any_in_simd(ss, false, false, any_stmt) || any_in_simd(ss, true, false, stmt_expf)) &&
+           !gather_tile(ss, NULL);
 }
 
 /* Whether e computes exp, erf, tanh or log in f32 (exp or sigmoid: an inlined rx_expf,
@@ -221,7 +228,7 @@ static bool stmt_tile_update(const rx_stmt *s)
 
 bool rxi_cg_hot(const rx_stmts *ss)
 {
-    return any_in_simd(ss, false, false, stmt_expf) ||
+    return any_in_simd(ss, true, false, stmt_expf) || /* anywhere: see the file essay */
            any_in_simd(ss, false, true, stmt_tile_update);
 }
 

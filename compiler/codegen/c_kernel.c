@@ -77,8 +77,8 @@
  * enclosing function), elsewhere NAME is the baseline alone. The kernel ABI is
  * unchanged, an artifact still runs on any x86-64, and kernels without a vectorized
  * loop are emitted once.
- * ISA versions, exact (rx_codegen_opts.exact_isa_versions; the driver asks at opt level
- * 2): the versions are RX_TARGET_V4_EXACT and RX_TARGET_V3_EXACT, which do not contract,
+ * ISA versions, exact (rx_codegen_opts.exact_isa_versions; the driver asks at opt levels
+ * 0 to 2): the versions are RX_TARGET_V4_EXACT and RX_TARGET_V3_EXACT, which do not contract,
  * so every version rounds every operation as the baseline does and writes its bits
  * (what constant folding promises). They are made only for hot top-level statements
  * (c_isa.c says which, and why). A kernel whose top-level statements are all hot or
@@ -873,15 +873,25 @@ static void emit_parts(cg *g, const rx_func *f, const char *sym, bool restr)
 }
 
 /* f as the kernel `sym`: one definition; in full mode, when it holds a vectorized loop,
- * ISA versions; in exact mode, parts with versions where hot ("ISA versions" above). */
+ * ISA versions; in exact mode, parts with versions where hot ("ISA versions" above). A
+ * kernel that full mode refuses (a gathering tile, c_isa.c) gets exact mode's treatment,
+ * what opt level 2 makes of it, so opt level 3 never runs it slower than 2 does: the
+ * gather may share the kernel with a hot tile in another branch (an (N, K) weight's
+ * product: a one-row gather for b = 1, a packed 6 x 16 tile above), which left without
+ * versions ran 1.57x slower at O3 than O2 (bench_opt_levels.py, gpu_matvec_decode). */
 static void emit_func(cg *g, const rx_func *f, const char *sym)
 {
     g->f = f;
     bool restr = may_restrict(g->m, f);
-    if (g->isa_exact)
+    if (g->isa_exact) {
         emit_parts(g, f, sym, restr);
-    else
-        emit_versions(g, f, &f->tbody, "", sym, restr, g->isa_versions && rxi_cg_wants_isa(&f->tbody));
+    } else if (g->isa_versions && !rxi_cg_wants_isa(&f->tbody)) {
+        g->isa_exact = true;
+        emit_parts(g, f, sym, restr);
+        g->isa_exact = false;
+    } else {
+        emit_versions(g, f, &f->tbody, "", sym, restr, g->isa_versions);
+    }
     g->f = NULL;
 }
 

@@ -303,7 +303,9 @@ static bool st_codegen(bstate *s)
         return true;
     }
     rx_codegen_opts co = {.isa_versions = s->o->opt_level >= 3, /* AVX versions at O3 */
-                          .exact_isa_versions = s->o->opt_level == 2}; /* exp kernels, no fma */
+                          /* exp, erf, tanh, log kernels without contraction below O3
+                             (their explicit fmaf is a libm call in the baseline) */
+                          .exact_isa_versions = s->o->opt_level <= 2};
     if (!rx_codegen_c_with(s->m, &co, &s->csrc, s->d)) return false;
     return rx_cc_build(rx_sb_str(&s->csrc), s->csrc.n, s->o->cc, &s->so, &s->so_n, s->d);
 }

@@ -47,6 +47,17 @@
  *           phase 3  Figure 9: a group <= Injective whose root's only consumer is an
  *                    OutputEwiseFusible node joins that node's group as its prologue
  *                    (a user-written decode_q4 before a matmul).
+ *         The recompute rule bounds phases 1 and 2: a group of kind <= Injective whose
+ *         members cost RECOMPUTE_MIN or more per element (fuse_cost.c: one per
+ *         operation on values, 8 per math call or gather; plain loads and address
+ *         arithmetic free; summed over the members' loop functions) does not
+ *         fuse when the fused kernel would evaluate it more than once per element: a
+ *         consumer of its root has at least twice its elements (a broadcast, a gather's
+ *         rows: T5's (s, s) position bucket read per head) or the target group reads an
+ *         input in several passes (a member loads one parameter twice or more: softmax's
+ *         max and exp passes). It is materialized instead; cheap producers (a causal
+ *         mask, a scale) still fuse. Reductions keep their epilogues (FuseTIR keeps a
+ *         reduction's value in a buffer), and phase 3 is left alone (Figure 9).
  *         Injective groups wait for phase 2 so that matmul epilogues are complete
  *         first (as in Relay). A group never exceeds MAX_GROUP nodes. Invariant: every
  *         member but the root has all its uses inside the group, so a group has one
@@ -81,9 +92,12 @@
 #include "relax/pass.h"
 #include "relax/text.h"
 
+#include "fuse_cost.h"
+
 enum {
-    MAX_GROUP = 64, /* nodes per group (bounds fused functions and FuseTIR's work) */
-    MAX_NAME = 64   /* characters of a fused function's name before the uniquifier */
+    MAX_GROUP = 64,     /* nodes per group (bounds fused functions and FuseTIR's work) */
+    MAX_NAME = 64,      /* characters of a fused function's name before the uniquifier */
+    RECOMPUTE_MIN = 8   /* per-element cost from which a reused producer is materialized */
 };
 
 /* ---------------------------------------------------------------- the graph */
@@ -103,6 +117,8 @@ typedef struct fnode {
     uint8_t gpat;   /* representative: max kind of the members */
     int32_t mark;   /* visit stamp of check_path */
     int32_t gmark;  /* representative: stamp of the group-size count */
+    int32_t cost;   /* per-element cost of its loop function (recompute rule), -1 unknown */
+    int32_t passes; /* the most loads of one parameter in its loop function (with cost) */
 } fnode;
 
 typedef struct fedge {
@@ -279,6 +295,7 @@ static void build_graph(fo_ctx *c, rx_block *b, fgraph *g)
         n->size = 1;
         n->gpat = n->pat;
         n->dom = -1;
+        n->cost = -1;
         for (int a = 0; a < bd->value->nargs; a++) {
             int u = producer(c, b, bd->value->args[a]);
             if (u >= 0) g->n[u].nout++, ne++;
@@ -426,6 +443,56 @@ static int32_t merged_size(fgraph *g, int32_t src, int32_t sink)
     return total;
 }
 
+/* ---- the recompute rule ---- */
+
+/* Node i's cost and passes (fuse_cost.c), computed once. */
+static void node_cost(fgraph *g, int32_t i)
+{
+    fnode *n = &g->n[i];
+    if (n->cost < 0) rxi_fuse_cost(n->b->value->u.call.callee->u.global.fn, &n->cost, &n->passes);
+}
+
+/* The summed costs of the members of group r (members are bound before their root). */
+static int32_t group_cost(fgraph *g, int32_t r)
+{
+    int32_t c = 0;
+    for (int32_t i = 0; i <= r && c < RECOMPUTE_MIN; i++) {
+        if (find(g, i) != r) continue;
+        node_cost(g, i);
+        c += g->n[i].cost;
+    }
+    return c;
+}
+
+/* The most passes of a member of group r over one of its inputs. */
+static int32_t group_passes(fgraph *g, int32_t r)
+{
+    int32_t p = 1;
+    for (int32_t i = 0; i <= r; i++) {
+        if (find(g, i) != r) continue;
+        node_cost(g, i);
+        if (g->n[i].passes > p) p = g->n[i].passes;
+    }
+    return p;
+}
+
+/* The recompute rule: fusing an elementwise/injective group into its post-dominator p
+ * inlines the group's computation wherever the fused kernel reads its root. That is
+ * more than once per element of the root when a consumer reads it over a larger
+ * iteration space (a broadcast, a gather's rows), or when p's group reads its inputs
+ * in several passes (softmax: the max pass and the exp pass). When the group costs
+ * RECOMPUTE_MIN or more per element, it is better materialized once. */
+static bool recomputed(fgraph *g, int32_t i, int32_t p)
+{
+    const fnode *n = &g->n[i];
+    if (n->gpat > RX_PAT_INJECTIVE) return false;
+    const rx_sinfo *out = n->b->value->u.call.out;
+    bool reuse = false;
+    for (int k = 0; k < n->nout && !reuse; k++)
+        reuse = rxi_fuse_larger_space(out, g->n[g->e[n->out0 + k].to].b->value->u.call.out);
+    return (reuse || group_passes(g, find(g, p)) > 1) && group_cost(g, i) >= RECOMPUTE_MIN;
+}
+
 /* Fuses group root i into its post-dominator's group under rule r. */
 static bool try_fuse(fgraph *g, int32_t i, const rule *r)
 {
@@ -433,6 +500,7 @@ static bool try_fuse(fgraph *g, int32_t i, const rule *r)
     int32_t p = n->dom;
     rx_pattern e = (rx_pattern)n->dpat;
     if (r->edges == RX_PAT_ELEMWISE ? e != RX_PAT_ELEMWISE : e > r->edges) return false;
+    if (recomputed(g, i, p)) return false;
     if (!check_path(g, i, p, r) || merged_size(g, i, p) > MAX_GROUP) return false;
     int32_t tgt = find(g, p);
     join(g, i, tgt);

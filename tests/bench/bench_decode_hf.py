@@ -34,6 +34,8 @@ import warnings
 
 import numpy as np
 import torch
+
+import rxbench
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -41,14 +43,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def parse_args():
-    ap = argparse.ArgumentParser(description="HF-style decoder with past key/values vs ORT")
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--repeat", type=int, default=10)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--relaxc", default="build/bin/relaxc")
-    ap.add_argument("--relax-run", default="build/bin/relax-run")
-    ap.add_argument("--ort-dir", default=os.environ.get(
-        "RX_ORT_DIR", os.path.expanduser("~/.cache/relaxd/ort-1.30.0")))
+    ap = rxbench.vs_ort_args(argparse.ArgumentParser(
+        description="HF-style decoder with past key/values vs ORT"))
     return ap.parse_args()
 
 
@@ -109,7 +105,7 @@ def main():
     torch.manual_seed(0)
     torch.set_num_threads(ARGS.threads)
     model = Decoder().eval()
-    have_ort = os.path.isdir(os.path.join(ARGS.ort_dir, "node_modules", "onnxruntime-node"))
+    have_ort = rxbench.have_ort(ARGS.ort_dir)
     env = dict(os.environ, OMP_NUM_THREADS=str(ARGS.threads),
                OPENBLAS_NUM_THREADS=str(ARGS.threads))
     work = {"decode_b1_p128": (1, 1, 128), "decode_b4_p256": (4, 1, 256),

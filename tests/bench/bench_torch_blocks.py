@@ -33,20 +33,16 @@ import warnings
 import numpy as np
 import torch
 
+import rxbench
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "onnx"))
 
 
 def parse_args():
-    ap = argparse.ArgumentParser(description="user-written blocks vs ORT and PyTorch")
-    ap.add_argument("--quick", action="store_true")
+    ap = rxbench.vs_ort_args(argparse.ArgumentParser(
+        description="user-written blocks vs ORT and PyTorch"))
     ap.add_argument("--blocks", default="gpt2,llama,vit,t5")
-    ap.add_argument("--repeat", type=int, default=10)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--relaxc", default="build/bin/relaxc")
-    ap.add_argument("--relax-run", default="build/bin/relax-run")
-    ap.add_argument("--ort-dir", default=os.environ.get(
-        "RX_ORT_DIR", os.path.expanduser("~/.cache/relaxd/ort-1.30.0")))
     return ap.parse_args()
 
 
@@ -80,7 +76,7 @@ def main():
     env = dict(os.environ, OMP_NUM_THREADS=str(ARGS.threads),
                OPENBLAS_NUM_THREADS=str(ARGS.threads))
     ort_js = os.path.join(HERE, "bench_vs_ort_run.js")
-    have_ort = os.path.isdir(os.path.join(ARGS.ort_dir, "node_modules", "onnxruntime-node"))
+    have_ort = rxbench.have_ort(ARGS.ort_dir)
     repeat = 1 if ARGS.quick else ARGS.repeat
     failed = False
     with tempfile.TemporaryDirectory(prefix="bench_blocks.") as tmp:

@@ -7,6 +7,8 @@
 * relax_bench(...): relax-run --bench on given .npy inputs; the JSON line as a dict.
 * median_ms(fn, repeat, warmup): the median wall time of a Python callable, in ms.
 * finish(who, lines, failed): prints the JSON lines; exits 1 naming the failures.
+* vs_ort_args(ap): the options of the benchmarks run beside ONNX Runtime (--quick,
+  --repeat, --threads, --relaxc, --relax-run, --ort-dir); have_ort(dir).
 """
 import json
 import os
@@ -135,3 +137,20 @@ def load_note():
         warn = ("warning: load average %.1f on %d CPUs: timings are not reliable "
                 "(threads wait for cores)" % (load, cpus))
     return {"loadavg": round(load, 2), "cpus": cpus}, warn
+
+
+def vs_ort_args(ap, repeat=10):
+    """Adds the options every relax-vs-ONNX-Runtime benchmark takes to parser ap."""
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--repeat", type=int, default=repeat)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--relaxc", default="build/bin/relaxc")
+    ap.add_argument("--relax-run", default="build/bin/relax-run")
+    ap.add_argument("--ort-dir", default=os.environ.get(
+        "RX_ORT_DIR", os.path.expanduser("~/.cache/relaxd/ort-1.30.0")))
+    return ap
+
+
+def have_ort(ort_dir):
+    """Whether tests/bench/setup_ort.sh installed onnxruntime-node under ort_dir."""
+    return os.path.isdir(os.path.join(ort_dir, "node_modules", "onnxruntime-node"))

@@ -9,7 +9,11 @@ blas.matmul_relu) runs under relax-run on explicit inputs:
   - with RX_BLAS_LIB naming a library that does not exist: exit status 1 and the
     runtime's message naming $RX_BLAS_LIB, and no output written.
 Every successful run must equal NumPy's relu(x @ w) (rtol 1e-5); the two libraries
-must agree with each other within the same tolerance. Prints one line per check and
+must agree with each other within the same tolerance. Then GELU as torch.onnx exports
+it, y = (s * (erf(s / 1.4142135) + 1)) * 0.5 with s = x @ w + b, built with --lib all
+for 64 and 7 rows (the own sgemm's tile epilogue, and the BLAS's sgemm then
+the pass): one blas.matmul_bias_gelu call, equal to NumPy (rtol 1e-5, atol 1e-5).
+Prints one line per check and
 `N passed, M failed`; exit 1 on a failure.
 """
 
@@ -33,6 +37,54 @@ def module(m, k, n):
     return {"format": "relax-json", "version": 1, "functions": {"main": {
         "kind": "relax", "params": [t("x", [m, k]), t("w", [k, n])],
         "body": {"blocks": [{"dataflow": True, "bindings": bindings}], "result": "y"}}}}
+
+
+def gelu_module(m, k, n):
+    def t(name, shape):
+        return {"name": name, "type": {"tensor": {"shape": shape, "dtype": "f32"}}}
+
+    def op(var, name, *args):
+        return {"var": var, "value": {"op": name, "args": list(args)}}
+
+    def c(v):
+        return {"const": v, "dtype": "f32"}
+    bindings = [op("h", "matmul", "x", "w"), op("s", "add", "h", "b"),
+                op("d", "divide", "s", c(1.4142135)), op("e", "erf", "d"),
+                op("a", "add", "e", c(1.0)), op("p", "multiply", "s", "a"),
+                op("y", "multiply", "p", c(0.5))]
+    return {"format": "relax-json", "version": 1, "functions": {"main": {
+        "kind": "relax", "params": [t("x", [m, k]), t("w", [k, n]), t("b", [n])],
+        "body": {"blocks": [{"dataflow": True, "bindings": bindings}], "result": "y"}}}}
+
+
+def check_gelu(relaxc, relax_run, check, tmp):
+    """The exporter's GELU after a matmul + bias: one library call, NumPy-equal."""
+    from math import erf
+    rng = np.random.default_rng(7)
+    for m in (64, 7):
+        x = rng.standard_normal((m, 96)).astype(np.float32)
+        w = (rng.standard_normal((96, 53)) / 4).astype(np.float32)
+        b = rng.standard_normal(53).astype(np.float32)
+        s = x.astype(np.float64) @ w + b
+        want = 0.5 * s * (1 + np.vectorize(erf)(s / np.sqrt(2.0)))
+        src, rxa = os.path.join(tmp, "g%d.json" % m), os.path.join(tmp, "g%d.rxa" % m)
+        with open(src, "w") as f:
+            json.dump(gelu_module(m, 96, 53), f)
+        text = run_status([relaxc, "print", src, "--after", "lower_vm", "--lib", "all"])[1]
+        check(text.count("blas.matmul_bias_gelu") == 1 and "erf" not in text,
+              "gelu %d rows: one blas.matmul_bias_gelu call at --lib all" % m)
+        rc, _, err = run_status([relaxc, "build", src, "--lib", "all", "-o", rxa])
+        ins = []
+        for name, v in (("x", x), ("w", w), ("b", b)):
+            np.save(os.path.join(tmp, name + ".npy"), v)
+            ins += ["--in", "%s=%s" % (name, os.path.join(tmp, name + ".npy"))]
+        out = os.path.join(tmp, "gout%d" % m)
+        if rc == 0:
+            rc, _, err = run_status([relax_run, rxa] + ins + ["--out-dir", out])
+        path = os.path.join(out, "out0.npy")
+        got = np.load(path) if rc == 0 and os.path.exists(path) else None
+        check(got is not None and np.allclose(got, want, rtol=1e-5, atol=1e-5),
+              "gelu %d rows: NumPy-equal" % m + ("" if rc == 0 else ": " + err.strip()[:200]))
 
 
 def main():
@@ -87,6 +139,7 @@ def main():
         check(rc == 1 and got3 is None, "RX_BLAS_LIB missing: exit 1, no output (got %d)" % rc)
         check("blas.matmul_relu: OpenBLAS is not available (dlopen of $RX_BLAS_LIB failed)" in err,
               "RX_BLAS_LIB missing: the message names it: " + err.strip()[:200])
+        check_gelu(relaxc, relax_run, check, tmp)
     return checks.done()
 
 

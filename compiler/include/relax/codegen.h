@@ -71,7 +71,8 @@ typedef struct rx_codegen_opts {
     bool exact_isa_versions; /* without isa_versions: only kernels computing exp in f32
                                 inside a vectorized loop get AVX-512 and AVX2 versions,
                                 compiled without contraction, so every version writes
-                                the baseline's bits. The driver sets it at opt level 2. */
+                                the baseline's bits. The driver sets it at opt levels
+                                0 to 2. */
 } rx_codegen_opts;
 
 /* rx_codegen_c with options; o may be NULL (all off). */

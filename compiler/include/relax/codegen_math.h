@@ -6,28 +6,32 @@
  * promises what the kernel would write), which call rx_expf_ref.
  *
  *   rx_expf_ref(x)  e^x in float: n = round(x / ln 2) by the 1.5 * 2^23 trick,
- *                   r = x - n ln 2 in two parts (Cody-Waite), Cephes' degree-6
- *                   polynomial for e^r, then two exact scalings by powers of two (a
- *                   subnormal result is rounded once; n halved by a floor). The clamp
- *                   of x to 89 above, and below -104 (where e^x rounds to +0) e^0
- *                   computed and +0 selected instead (a scaling to +0 through the
- *                   subnormal range took a microcode assist per lane: a softmax after a
- *                   causal mask, half its exps at -1e9, ran 2x slower than without the
- *                   mask), and its selects work on the bits, so there is
- *                   no branch and no floating-point comparison (which gcc does not
- *                   if-convert under the default trapping math): it vectorizes inside
- *                   `omp simd` loops,
- *                   where libm's expf is a call per element. NaN passes the clamp and
- *                   gives NaN; x > 88.73 gives inf, x < -103.98 gives 0. Over all 2^32
- *                   inputs: at most 0.99 ulp from e^x, infinities, zeros and NaNs
- *                   exact (tests/unit/codegen/test_expf.c samples a million).
+ *                   r = x - n ln 2 in two parts (Cody-Waite), e^r = 1 + r (1 + r q(r))
+ *                   with q of degree 4 (a near-minimax fit of the relative error on
+ *                   [-ln 2 / 2, ln 2 / 2]: least squares on Chebyshev nodes in double,
+ *                   iteratively reweighted, rounded to float; 0.08 ulp before rounding),
+ *                   then two exact scalings by powers of two, 2^(n -+ 32) and 2^(+-32)
+ *                   (the sign of n picks; a subnormal result is rounded once). Out of
+ *                   range, x > 88.7228 and x < -104 (ordered comparisons: NaN is
+ *                   neither), x is replaced by 0 and the second factor by inf or +0,
+ *                   so the result is inf or +0 without passing through the subnormal
+ *                   range (a scaling to +0 through it took a microcode assist per lane:
+ *                   a softmax after a causal mask, half its exps at -1e9, ran 2x slower
+ *                   than without the mask). The selects work on the bits: no branch,
+ *                   and the comparisons are used as integers, which gcc vectorizes
+ *                   inside `omp simd` loops (it does not if-convert a floating-point
+ *                   select under the default trapping math), where libm's expf is a
+ *                   call per element. NaN gives NaN, x in (88.7228, inf] inf, x in
+ *                   [-inf, -104) +0 (and x in [-104, -103.97] rounds to +0). Measured
+ *                   over every 7th float bit pattern: at most 0.88 ulp from e^x;
+ *                   infinities, zeros and NaNs exact (tests/unit/codegen/test_expf.c
+ *                   samples a million, asserting 1 ulp).
  *
  *   rx_expf_normal_ref(x)  e^x for x in [-87, 88] (normal results) only: rx_expf's
- *                   steps without the clamp, one scaling (n added to the exponent
- *                   bits), the polynomial by Estrin's scheme (shorter dependency chains
- *                   than Horner's; vector units are latency-bound on these loops).
- *                   Used inside erf and tanh, whose arguments are clamped first; NaN
- *                   and other x give garbage there, which the callers never select.
+ *                   steps without the clamp and with one scaling (n added to the
+ *                   exponent bits); its bits equal rx_expf's there. Used inside erf
+ *                   and tanh, whose arguments are clamped first; NaN and other x give
+ *                   garbage there, which the callers never select.
  *
  *   rx_erff_ref(x)  erf in float, odd (the sign bit of x copied onto erf(|x|)), two
  *                   pieces picked by selects on the bits of a = |x| (both computed; no
@@ -37,79 +41,86 @@
  *                   [0.84375, 3.92] with weight erfc(a) (the error it makes in erf)
  *                   plus a floor (relative accuracy where erf nears 1),
  *                   the exp rx_expf_normal; a is clamped to 3.92 beyond which erf
- *                   rounds to 1. Both polynomials by Estrin's scheme. Coefficients:
- *                   Lawson minimax fits in double, rounded to float. NaN (sent to the
- *                   first piece) gives NaN, +-inf +-1, -0 -0. Measured: at most 1.41
- *                   ulp from erf in double over all floats of [0.5, 4), where the
- *                   largest errors are (1.35 with contraction), and every 5th float.
- *                   Some 70 vector instructions per 8 lanes, half of the three-piece
- *                   form this replaced (1 - e^(-a^2) Q(a) with the full rx_expf).
+ *                   rounds to 1. Both polynomials by Estrin's scheme (shorter chains
+ *                   of dependent operations than Horner's, which left the loop
+ *                   latency-bound). Coefficients: Lawson minimax fits in double,
+ *                   rounded to float. NaN (sent to the first piece) gives NaN, +-inf
+ *                   +-1, -0 -0. Measured: at most 1.35 ulp from erf in double over
+ *                   every 7th float.
  *   rx_tanhf_ref(x) odd; a = |x| < 0.625: a + a z P(z), z = a^2, P Cephes' degree 4;
  *                   else 1 - 2 / (e^(2a) + 1), a clamped to 9.1 (tanh rounds to 1
  *                   beyond) so rx_expf_normal serves. NaN (first piece) gives NaN, -0
- *                   -0. Measured: at most 1.33 ulp from tanh in double.
+ *                   -0. Measured: at most 1.36 ulp from tanh in double.
  *   rx_logf_ref(x)  subnormals scaled by 2^23 first; x = 2^k m with m in [sqrt(2)/2,
  *                   sqrt(2)) from the bits, f = m - 1 (exact), log(1 + f) by Cephes'
  *                   degree-8 polynomial (Estrin's scheme), k ln 2 added in two parts.
  *                   Selects on the bits give +-0 -> -inf, x < 0 -> NaN, +inf -> +inf,
- *                   NaN -> NaN. Measured: at most 0.85 ulp from log in double.
- * The other "measured" bounds are over every 5th (tanh, erf) or 13th (log) float bit
- * pattern; tests/unit/codegen/test_transcend.c checks 2^17 inputs over all floats,
- * every 256th float of [0.5, 4) where the pieces meet, and the edges, asserting a
- * 2-ulp limit. At O3 the kernels' ISA versions may contract a * b + c into fused
- * multiply-adds (one rounding instead of two), which the same test bounds.
+ *                   NaN -> NaN. Measured: at most 0.84 ulp from log in double.
+ * The other "measured" bounds are over every 7th float bit pattern too;
+ * tests/unit/codegen/test_transcend.c checks 2^17 inputs over all floats, every 256th
+ * float of [0.5, 4) where the pieces meet, and the edges, asserting a 2-ulp limit.
  *
- * Both copies are compiled without contraction (-std=c11 with gcc; the #pragma below
- * for clang), so they round identically.
+ * Every a * b + c of these functions is an explicit fmaf (one rounding: correctly
+ * rounded by definition, so every compiler and ISA computes the same bits). The ISA
+ * versions of the kernels (x86-64-v3, v4) compile it to one vfmadd: e^x costs some 30
+ * vector instructions per 8 lanes, 0.75 of the separate multiply-and-add form's time
+ * (sigmoid 0.7, tanh 0.85). x86-64's baseline has no fused multiply-add: there fmaf
+ * is libm's (a call per operation, ~8-13x slower than the vector form), which is why
+ * the driver asks for the exact ISA versions of these statements at every opt level
+ * below 3 (c_isa.c), leaving the baseline to CPUs without AVX2 and FMA
+ * (RX_KERNEL_ISA=base). Apart from the fmaf calls, both copies are compiled without
+ * contraction (-std=c11 with gcc; the #pragma below for clang), so they round
+ * identically.
  */
 #ifndef RELAX_CODEGEN_MATH_H
 #define RELAX_CODEGEN_MATH_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 /* The range reduction both exps share: n = round(X / ln 2) (t's low bits; n as unsigned,
- * wrapping), r = X - n ln 2 in two parts (Cody-Waite). */
+ * wrapping), r = X - n ln 2 in two parts (Cody-Waite), each step one fused multiply-add. */
 #define RX_EXPF_REDUCE_(X)                                                                \
-    float t = (X) * 1.44269504088896341f + 12582912.0f;                                   \
+    float t = fmaf((X), 1.44269504088896341f, 12582912.0f);                               \
     float fn = t - 12582912.0f;                                                           \
     uint32_t tb;                                                                          \
     memcpy(&tb, &t, 4);                                                                   \
     uint32_t n = tb - 0x4b400000u;                                                        \
-    float r = (X) - fn * 0.693359375f;                                                    \
-    r = r - fn * -2.12194440e-4f;
+    float r = fmaf(fn, -0.693359375f, (X));                                               \
+    r = fmaf(fn, 2.12194440e-4f, r);
+
+/* e^r = 1 + r (1 + r q(r)) on [-ln 2 / 2, ln 2 / 2], q of degree 4, all by Horner's scheme
+ * in fused multiply-adds: y = e^r in [0.70, 1.42]. */
+#define RX_EXPF_POLY_                                                                     \
+    float p = 0x1.6a23aap-10f;                                                            \
+    p = fmaf(p, r, 0x1.123a24p-7f);                                                       \
+    p = fmaf(p, r, 0x1.5558f4p-5f);                                                       \
+    p = fmaf(p, r, 0x1.55549p-3f);                                                        \
+    p = fmaf(p, r, 0x1.fffffcp-2f);                                                       \
+    p = fmaf(p, r, 1.0f);                                                                 \
+    float y = fmaf(p, r, 1.0f);
 
 /* The definition of `float NAME(float x)` with storage class SPEC. */
 #define RX_EXPF_SOURCE(SPEC, NAME)                                                        \
     SPEC float NAME(float x)                                                              \
     {                                                                                     \
+        uint32_t lo = 0u - (uint32_t)(x < -104.0f);                                       \
+        uint32_t hi = 0u - (uint32_t)(x > 88.72283172607421875f);                         \
         uint32_t xb;                                                                      \
         memcpy(&xb, &x, 4);                                                               \
-        uint32_t hi = 0u - (uint32_t)(xb - 0x42b20001u < 0x7f800000u - 0x42b20000u);      \
-        xb = (xb & ~hi) | (0x42b20000u & hi);                                             \
-        uint32_t lo = 0u - (uint32_t)(xb - 0xc2d00001u < 0xff800000u - 0xc2d00000u);      \
-        xb &= ~lo; /* below -104: e^0 computed, then +0 selected (no underflow) */       \
+        xb &= ~(lo | hi); /* out of range: e^0 computed, then 0 or inf selected */        \
         float xc;                                                                         \
         memcpy(&xc, &xb, 4);                                                              \
         RX_EXPF_REDUCE_(xc)                                                               \
-        float p = 1.9875691500e-4f;                                                       \
-        p = p * r + 1.3981999507e-3f;                                                     \
-        p = p * r + 8.3334519073e-3f;                                                     \
-        p = p * r + 4.1665795894e-2f;                                                     \
-        p = p * r + 1.6666665459e-1f;                                                     \
-        p = p * r + 5.0000001201e-1f;                                                     \
-        float y = p * (r * r) + r + 1.0f;                                                 \
-        uint32_t h = ((n + 256u) >> 1) - 128u;                                            \
-        uint32_t b1 = (h + 127u) << 23, b2 = (n - h + 127u) << 23;                        \
+        RX_EXPF_POLY_                                                                     \
+        uint32_t mk = (0u - (n >> 31)) & 0x20000000u;                                     \
+        uint32_t b1 = (n << 23) + mk + 0x2f800000u;                                       \
+        uint32_t b2 = ((0x4f800000u - mk) & ~lo) | (hi & 0x7f800000u);                    \
         float s1, s2;                                                                     \
         memcpy(&s1, &b1, 4);                                                              \
         memcpy(&s2, &b2, 4);                                                              \
-        float e = y * s1 * s2;                                                            \
-        uint32_t eb;                                                                      \
-        memcpy(&eb, &e, 4);                                                               \
-        eb &= ~lo;                                                                        \
-        memcpy(&e, &eb, 4);                                                               \
-        return e;                                                                         \
+        return y * s1 * s2;                                                               \
     }
 
 /* e^x for x in [-87, 88] only (a normal result), the same steps as RX_EXPF_SOURCE without
@@ -120,12 +131,7 @@
     SPEC float NAME(float x)                                                              \
     {                                                                                     \
         RX_EXPF_REDUCE_(x)                                                                \
-        float r2 = r * r;                                                                 \
-        float p01 = 5.0000001201e-1f + 1.6666665459e-1f * r;                              \
-        float p23 = 4.1665795894e-2f + 8.3334519073e-3f * r;                              \
-        float p45 = 1.3981999507e-3f + 1.9875691500e-4f * r;                              \
-        float p = (p01 + p23 * r2) + p45 * (r2 * r2);                                     \
-        float y = p * r2 + r + 1.0f;                                                      \
+        RX_EXPF_POLY_                                                                     \
         uint32_t yb;                                                                      \
         memcpy(&yb, &y, 4);                                                               \
         yb += n << 23;                                                                    \
@@ -144,17 +150,17 @@
         float a;                                                                                  \
         memcpy(&a, &cb, 4);                                                                       \
         float z = a * a, z2 = z * z;                                                              \
-        float p01 = 1.283791670e-01f + -3.761263718e-01f * z;                                     \
-        float p23 = 1.128375250e-01f + -2.686281907e-02f * z;                                     \
-        float p45 = 5.210256636e-03f + -8.256813642e-04f * z;                                     \
-        float p = (p01 + p23 * z2) + (p45 + 8.897523956e-05f * z2) * (z2 * z2);                   \
-        float ys = a + a * p;                                                                     \
+        float p01 = fmaf(-3.761263718e-01f, z, 1.283791670e-01f);                                 \
+        float p23 = fmaf(-2.686281907e-02f, z, 1.128375250e-01f);                                 \
+        float p45 = fmaf(-8.256813642e-04f, z, 5.210256636e-03f);                                 \
+        float p = fmaf(fmaf(8.897523956e-05f, z2, p45), z2 * z2, fmaf(p23, z2, p01));             \
+        float ys = fmaf(a, p, a);                                                                 \
         float u = a - 0.84375f, u2 = u * u;                                                       \
-        float h01 = -1.457685828e+00f + -2.378699541e+00f * u;                                    \
-        float h23 = -8.220787048e-01f + -4.833563045e-02f * u;                                    \
-        float h45 = 1.168986782e-02f + -2.260528738e-03f * u;                                     \
-        float h67 = 2.985430474e-04f + -1.931713450e-05f * u;                                     \
-        float h = (h01 + h23 * u2) + (h45 + h67 * u2) * (u2 * u2);                                \
+        float h01 = fmaf(-2.378699541e+00f, u, -1.457685828e+00f);                                \
+        float h23 = fmaf(-4.833563045e-02f, u, -8.220787048e-01f);                                \
+        float h45 = fmaf(-2.260528738e-03f, u, 1.168986782e-02f);                                 \
+        float h67 = fmaf(-1.931713450e-05f, u, 2.985430474e-04f);                                 \
+        float h = fmaf(fmaf(h67, u2, h45), u2 * u2, fmaf(h23, u2, h01));                          \
         float yb = 1.0f - EXPN(h);                                                                \
         uint32_t sb, bb;                                                                          \
         memcpy(&sb, &ys, 4);                                                                      \
@@ -178,11 +184,11 @@
         memcpy(&a, &cb, 4);                                                             \
         float z = a * a;                                                                \
         float p = -5.70498872745e-3f;                                                   \
-        p = p * z + 2.06390887954e-2f;                                                  \
-        p = p * z + -5.37397043740e-2f;                                                 \
-        p = p * z + 1.33314422036e-1f;                                                  \
-        p = p * z + -3.33332819422e-1f;                                                 \
-        float ys = a + a * (z * p);                                                     \
+        p = fmaf(p, z, 2.06390887954e-2f);                                              \
+        p = fmaf(p, z, -5.37397043740e-2f);                                             \
+        p = fmaf(p, z, 1.33314422036e-1f);                                              \
+        p = fmaf(p, z, -3.33332819422e-1f);                                             \
+        float ys = fmaf(a, z * p, a);                                                   \
         float yb = 1.0f - 2.0f / (EXPN(a + a) + 1.0f);                                  \
         uint32_t sb, bb;                                                                \
         memcpy(&sb, &ys, 4);                                                            \
@@ -212,17 +218,18 @@
         float f = m - 1.0f;                                                             \
         float e = (float)k;                                                             \
         float z = f * f;                                                                \
-        float z4 = z * z;                                                                 \
-        float q01 = 3.3333331174e-1f + -2.4999993993e-1f * f;                               \
-        float q23 = 2.0000714765e-1f + -1.6668057665e-1f * f;                               \
-        float q45 = 1.4249322787e-1f + -1.2420140846e-1f * f;                               \
-        float q67 = 1.1676998740e-1f + -1.1514610310e-1f * f;                               \
-        float p = ((q01 + q23 * z) + (q45 + q67 * z) * z4) + 7.0376836292e-2f * (z4 * z4);  \
+        float z4 = z * z;                                                               \
+        float q01 = fmaf(-2.4999993993e-1f, f, 3.3333331174e-1f);                       \
+        float q23 = fmaf(-1.6668057665e-1f, f, 2.0000714765e-1f);                       \
+        float q45 = fmaf(-1.2420140846e-1f, f, 1.4249322787e-1f);                       \
+        float q67 = fmaf(-1.1514610310e-1f, f, 1.1676998740e-1f);                       \
+        float p = fmaf(fmaf(q67, z, q45), z4, fmaf(q23, z, q01));                       \
+        p = fmaf(7.0376836292e-2f, z4 * z4, p);                                         \
         float y = p * f * z;                                                            \
-        y = y + e * -2.12194440e-4f;                                                    \
-        y = y - 0.5f * z;                                                               \
+        y = fmaf(e, -2.12194440e-4f, y);                                                \
+        y = fmaf(-0.5f, z, y);                                                          \
         float r = f + y;                                                                \
-        r = r + e * 0.693359375f;                                                       \
+        r = fmaf(e, 0.693359375f, r);                                                   \
         uint32_t rb;                                                                    \
         memcpy(&rb, &r, 4);                                                             \
         uint32_t kn = 0u - (uint32_t)(ix - 0x7f800000u < 0x00800000u);                  \

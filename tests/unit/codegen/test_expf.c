@@ -5,8 +5,9 @@
  * A kernel B[i] = exp(A[i]) over ~1.05 million inputs: every 4096th float bit pattern
  * (all signs, exponents and many mantissas), plus the edges: +-0, +-inf, NaN, the
  * overflow threshold (88.7228), the ranges where the result is subnormal and where it
- * underflows to 0, tiny arguments. Each result is within 1 ulp of exp computed in
- * double (the measured maximum over all 2^32 inputs is 0.99 ulp), infinities and zeros
+ * underflows to 0, tiny arguments. Each result is within 0.9 ulp of exp computed in
+ * double (the measured maximum over every 7th float is 0.88 ulp; the separate
+ * multiply-and-add form before the fused one reached 1.0), infinities and zeros
  * exactly where the rounded double result has them, NaN for NaN. A second kernel
  * checks sigmoid against 1 / (1 + exp(-x)) in double within 2 ulp; both are built
  * with -Wall -Wextra -Werror.
@@ -51,7 +52,7 @@ START_TEST(exp_accuracy)
             ck_assert_msg(b[i] == wf, "exp(%a) = %a, want %a", (double)a[i], (double)b[i], (double)wf);
         } else {
             double u = cg_ulps(b[i], want);
-            ck_assert_msg(u <= 1.0, "exp(%a) = %a: %.3f ulp", (double)a[i], (double)b[i], u);
+            ck_assert_msg(u <= 0.9, "exp(%a) = %a: %.3f ulp", (double)a[i], (double)b[i], u);
             if (u > worst) worst = u;
         }
     }
@@ -81,6 +82,8 @@ START_TEST(exp_in_text)
     ck_assert_ptr_nonnull(strstr(rx_sb_str(&c), "RX_MATH_HELPER float rx_expf(float x)"));
     ck_assert_ptr_nonnull(strstr(rx_sb_str(&c), "(1.0f + rx_expf(-(")); /* sigmoid uses it too */
     ck_assert_ptr_null(strstr(rx_sb_str(&c), "+ expf("));
+    /* the polynomial in fused multiply-adds: one rounding each, the same in every ISA */
+    ck_assert_ptr_nonnull(strstr(rx_sb_str(&c), "= fmaf(p, r, "));
     rx_sb_free(&c);
     rx_diags_free(&d);
     rx_module_free(m);

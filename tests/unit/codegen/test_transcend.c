@@ -10,7 +10,7 @@
  * meet and the largest errors are), plus
  * the edges (+-0, +-inf, NaN, the smallest subnormal, the pieces' breakpoints, large
  * |x|). Each result is within 2 ulp of the function computed in double (the header's
- * measured maxima are 1.41, 1.33 and 0.85 ulp); special values are exact: erf(+-inf) =
+ * measured maxima are 1.35, 1.36 and 0.84 ulp); special values are exact: erf(+-inf) =
  * +-1, tanh(+-inf) = +-1, log(+-0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN for
  * NaN, and -0 gives -0 for erf and tanh. The kernels are built twice: as the baseline
  * (whose bits must equal the compiler evaluator's rx_*_ref, which constant folding

@@ -13,7 +13,9 @@
  * matmul), what must not fuse (an Opaque kernel, a value used by another block, a
  * value used by an op call, across an if), tir_vars over a variable the inputs do not
  * carry, the group size bound, names (binding order, uniqueness, length), sharing of
- * identical groups and the tiny Llama (prefill and decode).
+ * identical groups, the recompute rule (an expensive producer read over a larger space
+ * or by a multi-pass reduction stays materialized) and the tiny Llama (prefill and
+ * decode).
  */
 #include "pass_test.h"
 #include <check.h>
@@ -581,6 +583,26 @@ static const rx_node *value_of(const rx_module *m, const char *fn, const char *v
     return NULL;
 }
 
+START_TEST(recompute_rule_materializes)
+{
+    /* an exp (cost 9 >= RECOMPUTE_MIN) read by an add over 16 times its space, and
+     * by a softmax (two passes over its input): both stay materialized; a negative
+     * (cost 2) in the same places fuses. A symbolic broadcast (n more rows) counts. */
+    rx_module *m = run_quoted(MOD(FN("main", P("x", "4,8") "," P("y", "16,4,8") "," P("z", "'n',4,8"), DF(
+        OP("a", "exp", "'x'") "," OP("b", "add", "'a','y'") ","
+        OP("c", "negative", "'x'") "," OP("d", "add", "'c','y'") ","
+        OP("e", "exp", "'y'") "," OPA("f", "nn.softmax", "'e'", "'axis':-1") ","
+        OP("g", "negative", "'y'") "," OPA("h", "nn.softmax", "'g'", "'axis':-1") ","
+        OP("k", "exp", "'x'") "," OP("l", "add", "'k','z'")),
+        "{'tuple':['b','d','f','h','l']}")), true);
+    ck_assert_str_eq(summary(m, "main"),
+                     "a=tir:@exp(x); b=tir:@add(a, y); d=@fused_negative_add(x, y); "
+                     "e=tir:@exp_1(y); f=tir:@nn_softmax(e); h=@fused_negative_1_nn_softmax(y); "
+                     "k=tir:@exp(x); l=tir:@add_1(k, z) -> (b, d, f, h, l)");
+    rx_module_free(m);
+}
+END_TEST
+
 START_TEST(llama_tiny)
 {
     rx_module *m = llama_after_fuse();
@@ -642,6 +664,7 @@ static Suite *fuse_ops_suite(void)
     tcase_add_test(t, tir_vars_need_shape_param);
     tcase_add_test(t, group_size_bound);
     tcase_add_test(t, names_unique_and_sharing);
+    tcase_add_test(t, recompute_rule_materializes);
     tcase_add_test(t, llama_tiny);
     suite_add_tcase(s, t);
     return s;

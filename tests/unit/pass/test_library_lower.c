@@ -6,7 +6,9 @@
  * written by hand. Then the cost rule (static M = 1 and a small static volume stay
  * generated, --lib all takes them), --lib none keeps every op, an intermediate used
  * twice is not fused (the matmul alone goes), a disabled pattern falls back to a shorter
- * one, the activations and the bias on the left, batched shapes, what is not taken
+ * one, the activations and the bias on the left, GELU as torch.onnx exports it
+ * (erf form, both product orders; a wrong constant or a third use not taken), batched
+ * shapes, what is not taken
  * (i64, 1-D, out_dtype), and an unknown pattern name as an option error. The OpenCL
  * registry (opencl,clblast=1): bare matmuls become clblast.matmul under the same cost
  * rule, biases and activations stay ops. matmul_view: attention's products as PyTorch
@@ -278,6 +280,57 @@ START_TEST(activations)
 }
 END_TEST
 
+/* GELU as torch.onnx exports it (x / sqrt 2, erf, + 1, times x, times 0.5; or 0.5 * x
+ * first), after matmul + bias, under --lib all: the whole of it is one
+ * blas.matmul_bias_gelu (auto keeps it generated: the cost rule). A wrong constant or a
+ * third use of the sum stops the chain before it. */
+#define FC(v) "{\"const\": " v ", \"dtype\": \"f32\"}"
+/* h = x @ W1; s = add(S); d = D_OP(D); e = erf(d); a = add(A); p = multiply(P);
+ * y = multiply(Y) [TAIL]; result R */
+#define GELU_MOD(S, D_OP, D, A, P, Y, TAIL, R)                                               \
+    MODULE(MLP_PARAMS,                                                                      \
+           OP("h", "matmul", "[\"x\", \"W1\"]") "," OP("s", "add", S) "," OP("d", D_OP, D) "," \
+           OP("e", "erf", "[\"d\"]") "," OP("a", "add", A) "," OP("p", "multiply", P) ","     \
+           OP("y", "multiply", Y) TAIL, R)
+START_TEST(gelu_erf_exported)
+{
+    static const char a[] = GELU_MOD("[\"h\", \"b1\"]", "divide", "[\"s\", " FC("1.4142135") "]",
+        "[\"e\", " FC("1.0") "]", "[\"s\", \"a\"]", "[\"p\", " FC("0.5") "]", "", "y");
+    static const char b[] = GELU_MOD("[\"b1\", \"h\"]", "multiply", "[" FC("0.70710677") ", \"s\"]",
+        "[" FC("1.0") ", \"e\"]", "[" FC("0.5") ", \"s\"]", "[\"a\", \"p\"]", "", "y");
+    static const char bad[] = GELU_MOD("[\"h\", \"b1\"]", "divide", "[\"s\", " FC("1.5") "]",
+        "[\"e\", " FC("1.0") "]", "[\"s\", \"a\"]", "[\"p\", " FC("0.5") "]", "", "y");
+    static const char third[] = GELU_MOD(
+        "[\"h\", \"b1\"]", "divide", "[\"s\", " FC("1.4142135") "]",
+        "[\"e\", " FC("1.0") "]", "[\"s\", \"a\"]", "[\"p\", " FC("0.5") "]",
+        "," OP("z", "add", "[\"y\", \"s\"]"), "z");
+    const char *const mods[] = {a, b};
+    rx_lib_opts all = {RX_LIB_ALL, NULL, 0, false, false};
+    int n;
+    for (int i = 0; i < 2; i++) {
+        rx_module *m = lower(mods[i], &all, &n);
+        ck_assert_int_eq(n, 1);
+        ck_assert_str_eq(lib_of(m, "y"), "blas.matmul_bias_gelu");
+        ck_assert_str_eq(bound(m, "y")->args[2]->u.var.name, "b1");
+        ck_assert_int_eq(nbindings(m), 1);
+        rx_module_free(m);
+    }
+    rx_module *m = lower(a, NULL, &n);
+    ck_assert_str_eq(lib_of(m, "s"), "blas.matmul_bias"); /* auto: the gelu stays */
+    ck_assert_int_eq(nbindings(m), 6);
+    rx_module_free(m);
+    m = lower(bad, &all, &n);
+    ck_assert_str_eq(lib_of(m, "s"), "blas.matmul_bias");
+    ck_assert_str_eq(lib_of(m, "y"), "(op)");
+    ck_assert_int_eq(nbindings(m), 6);
+    rx_module_free(m);
+    m = lower(third, &all, &n);
+    ck_assert_str_eq(lib_of(m, "s"), "blas.matmul_bias");
+    ck_assert_int_eq(nbindings(m), 7);
+    rx_module_free(m);
+}
+END_TEST
+
 /* Batched shapes go; i64, 1-D operands, a bias that broadcasts the result do not. */
 START_TEST(shapes_taken_or_not)
 {
@@ -537,6 +590,7 @@ static Suite *ll_suite(void)
     tcase_add_test(tc, used_twice_not_fused);
     tcase_add_test(tc, disable_falls_back);
     tcase_add_test(tc, activations);
+    tcase_add_test(tc, gelu_erf_exported);
     tcase_add_test(tc, shapes_taken_or_not);
     tcase_add_test(tc, opencl_registry);
     tcase_add_test(tc, view_attention_forms);

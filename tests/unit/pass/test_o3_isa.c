@@ -15,6 +15,11 @@
  * elementwise kernel still get theirs; the same pipeline's C text at O3 compiles.
  * Numerics are the baseline's (the kernel is the O2 kernel): test_schedule_tile.c and
  * the e2e runs at O2/O3 cover them.
+ * A refused kernel gets what O2 makes of it, not less: x (b, 1, 130) @ permute(wt (50,
+ * 130)) is one kernel holding a gather (b = 1: wt's rows as an unrolled tile's columns)
+ * and a packed 6 x 16 register tile (b >= 2) that O2 versions exactly; at O3 it keeps
+ * those exact AVX versions (without them it ran 1.57x slower at O3 than at O2 in
+ * bench_opt_levels.py's gpu_matvec_decode case) and its C text is O2's.
  */
 #include "kernel_run.h"
 #include "../rx_check.h"
@@ -30,6 +35,9 @@ static const char MODULE[] =
     FN("mm", P("x", TS("'m',256")) "," P("w", TS("256,128")), B("r", "{'op':'matmul','args':['x','w']}"),
        "r") ","
     FN("ew", P("x", TS("'m',256")), B("r", "{'op':'exp','args':['x']}"), "r") ","
+    FN("xwt", P("x", TS("'b',1,130")) "," P("wt", TS("50,130")),
+       B("wtt", "{'op':'permute_dims','args':['wt'],'attrs':{'axes':[1,0]}}") ","
+       B("r", "{'op':'matmul','args':['x','wtt']}"), "r") ","
     FN("convt", P("x", TS("2,4,'h','w'")) "," P("k", TS("4,4,3,3")),
        B("r", "{'op':'nn.conv2d_transpose','args':['x','k'],'attrs':{'strides':[2,2]}}"), "r")
     "}}";
@@ -64,6 +72,19 @@ START_TEST(gather_tiles_keep_one_version)
     ck_assert_msg(!has_v4(t, m, "convt"), "the strided transposed-conv tile got AVX versions");
     ck_assert_msg(has_v4(t, m, "mm"), "a matmul tile lost its AVX versions");
     ck_assert_msg(has_v4(t, m, "ew"), "an elementwise kernel lost its AVX versions");
+    /* refused but hot: O2's exact versions, the same text as O2 gives the kernel */
+    char name[256];
+    snprintf(name, sizeof name, "RX_TARGET_V3_EXACT int32_t rxk_%s", tir_callee(m, "xwt")->name);
+    ck_assert_msg(strstr(t, name) != NULL, "the (N, K) weight's product lost O2's versions");
+    rx_sb o2 = {0};
+    rx_codegen_opts co2 = {.exact_isa_versions = true};
+    ck_assert(rx_codegen_c_with(m, &co2, &o2, &d));
+    snprintf(name, sizeof name, "rxk_%s", tir_callee(m, "xwt")->name);
+    const char *a = strstr(t, name), *b = strstr(rx_sb_str(&o2), name);
+    ck_assert(a && b);
+    size_t n = strlen(b) < 4000 ? strlen(b) : 4000;
+    ck_assert_msg(strncmp(a, b, n) == 0, "O3's text of the kernel differs from O2's");
+    rx_sb_free(&o2);
     /* the scores kernel is the tiled one: an accumulator under an unrolled loop */
     ck_assert_ptr_nonnull(strstr(t, "RX_UNROLL"));
     rx_sb_free(&c);

@@ -381,9 +381,11 @@ START_TEST(eager_selects)
     rx_module *mu = fused(), *ms = fused();
     ck_assert(rx_schedule_rows(ms, NULL, NULL));
     ck_assert(rx_schedule_cpu(ms, NULL, NULL));
-    /* unscheduled: only sm_triu's select(i < j, c, 0), which loads nothing */
+    /* unscheduled: only sm_triu's select(i < j, c, 0), which loads nothing, in each of
+       the 3 versions of its kernel (a kernel computing exp has exact ISA versions at
+       every level: its fmaf is a libm call in the baseline) */
     int nu = sel_uses(mu), ns = sel_uses(ms);
-    ck_assert_int_le(nu, 4);
+    ck_assert_int_le(nu, 4 * 3);
     ck_assert_int_ge(ns - nu, 4 * 3 * 3);
     rx_module_free(mu);
     rx_module_free(ms);

@@ -6,8 +6,8 @@
  * holds NaN: reading it poisons the result), alpha / beta (beta 0 with a NaN-filled C:
  * C must not be read), C's gap and the rows past M never written, on 1 and 2 threads
  * (both the column and the row split); the per-call choice between it and the BLAS
- * (rx_rt_gemm_pick). ctest runs it twice: with the CPU's best kernel and with
- * RX_GEMM_KERNEL=portable (the C fallback).
+ * (rx_rt_gemm_pick); the epilogue activations (library_act.c). ctest runs it twice:
+ * with the CPU's best kernel and with RX_GEMM_KERNEL=portable (the C fallback).
  */
 #include "rt_test.h"
 
@@ -155,6 +155,59 @@ START_TEST(test_gemm_epilogue)
 END_TEST
 
 /* k = 0 and alpha = 0: C = beta * C (beta 0: zeros, C not read). */
+/* The epilogue activations (library_act.c) against double-precision formulas: every
+ * length 1..40 (the vector body and its padded tail), values over [-12, 12] and the
+ * extremes; then rx_rt_gemm_act on a ragged product, C = act(A B + bias). */
+static double act_ref(int act, double x)
+{
+    switch (act) {
+    case RX_RT_ACT_RELU: return x > 0 ? x : 0;
+    case RX_RT_ACT_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case RX_RT_ACT_SILU: return x / (1 + exp(-x));
+    default: return x;
+    }
+}
+
+START_TEST(test_gemm_activations)
+{
+    static const int acts[] = {RX_RT_ACT_RELU, RX_RT_ACT_GELU, RX_RT_ACT_SILU};
+    for (int ai = 0; ai < 3; ai++) {
+        int act = acts[ai];
+        for (int n = 1; n <= 40; n++) {
+            float x[40];
+            for (int i = 0; i < n; i++) x[i] = -12.0f + 24.0f * (float)(i * 7 + n) / 287.0f;
+            if (n == 40) x[0] = -100.0f, x[1] = 100.0f, x[2] = 0.0f, x[3] = -1e-30f;
+            float y[40];
+            memcpy(y, x, sizeof x);
+            rx_rt_act_rows(y, n, act);
+            for (int i = 0; i < n; i++) {
+                double want = act_ref(act, x[i]), tol = 1e-6 * fmax(1.0, fabs(x[i]));
+                ck_assert_msg(fabs(y[i] - want) <= tol, "act %d n %d: f(%g) = %.9g, want %.9g",
+                              act, n, (double)x[i], (double)y[i], want);
+            }
+        }
+    }
+    uint32_t s = 7;
+    int64_t m = 67, n = 45, k = 300;
+    float *a = matrix(m, k, k, &s), *b = matrix(k, n, n, &s), *bias = matrix(1, n, n, &s);
+    float *c = malloc(sizeof(float) * (size_t)(m * n));
+    ck_assert_ptr_nonnull(c);
+    for (int ai = 0; ai < 3; ai++) {
+        rx_rt_gemm_act(false, false, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n, true, bias, acts[ai]);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double acc = bias[j];
+                for (int64_t p = 0; p < k; p++) acc += (double)a[i * k + p] * b[p * n + j];
+                double want = act_ref(acts[ai], acc);
+                ck_assert_msg(fabs(c[i * n + j] - want) <= 1e-4 * fmax(1.0, fabs(want)),
+                              "gemm act %d [%lld][%lld]: %g vs %g", acts[ai], (long long)i,
+                              (long long)j, (double)c[i * n + j], want);
+            }
+    }
+    free(a), free(b), free(bias), free(c);
+}
+END_TEST
+
 START_TEST(test_gemm_degenerate)
 {
     gcase g0 = {7, 9, 0, false, false, 2, 1.0f, 0.0f, false, false},
@@ -199,6 +252,7 @@ int main(void)
     tcase_add_loop_test(tc, test_gemm_shapes_transposes, 0, 2);
     tcase_add_loop_test(tc, test_gemm_strides_alpha_beta, 0, 2);
     tcase_add_loop_test(tc, test_gemm_epilogue, 0, 2);
+    tcase_add_test(tc, test_gemm_activations);
     tcase_add_test(tc, test_gemm_degenerate);
     tcase_add_test(tc, test_gemm_pick);
     suite_add_tcase(s, tc);

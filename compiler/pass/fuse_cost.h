@@ -1,0 +1,19 @@
+/*
+ * fuse_cost.h — the recompute rule's measures (fuse_cost.c), used by fuse_ops.c.
+ */
+#ifndef RX_FUSE_COST_H
+#define RX_FUSE_COST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "relax/ir.h"
+
+/* Loop function f's cost per element (saturating at INT32_MAX) and its passes: the
+ * most loads of one of its parameters (at least 1). */
+void rxi_fuse_cost(const rx_func *f, int32_t *cost, int32_t *passes);
+
+/* True when tensor c provably has at least twice the elements of tensor p. */
+bool rxi_fuse_larger_space(const rx_sinfo *p, const rx_sinfo *c);
+
+#endif
