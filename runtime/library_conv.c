@@ -39,10 +39,16 @@
  *     xt just before the kernel multiplies it by every row tile (pack_panel: per tap one
  *     fixed 64-byte copy per output-row run; the panel stays in L1, the weight block in
  *     L2); the kernel writes y's tiles in place (ldc = OH*OW), and the epilogue runs on
- *     each task's block while it is in cache. Tasks (image, group, at most IG_PANELS =
+ *     each task's block while it is in cache. The packing and rearranging units come
+ *     first from one atomic counter; then the tasks (image, group, at most IG_PANELS =
  *     4 panels, and output-channel ranges when a small plane gives fewer than IG_TASKS
- *     a thread) come from one atomic counter, after the packing and rearranging units,
- *     so no barrier waits for a thread the OS has not run yet.
+ *     a thread) are cut into one contiguous lane a thread, each taking its own lane's
+ *     from the front and, when done, the others' from their ends (lane_take): a thread
+ *     works on a contiguous part of y, and no barrier waits for a thread the OS has not
+ *     run yet. Tasks dealt round-robin from one counter made 2 threads no faster than
+ *     one on the 1x1 and stem layers (the threads interleaved every 64 pixels of every
+ *     row of y); at 2 threads the lanes took the probe CNN (1x3x224x224) from 1.2x to
+ *     0.87-0.94x main's im2col way, the MobileNet block from 1.18x to 0.93-0.96x.
  *     Against the im2col way below (the probe's layers, one thread, min of 10, load
  *     ~8): 0.93-1.01x its time on the 3x3 and 1x1 layers of 28..56-pixel planes, 0.7x
  *     on the 4-group 3x3; the whole probe CNN (1x3x224x224) 0.90x on one thread. What
@@ -282,7 +288,8 @@ static void gemm_job(void *ud, int t, int nthreads)
 
 enum { IG_KC = 320,    /* the most reduction indices a block (a B panel: 20 KiB, in L1) */
        IG_PANELS = 4,  /* the most NR-pixel panels a task (a short tail: the essay) */
-       IG_TASKS = 16 }; /* tasks a thread, at least, where the output allows */
+       IG_TASKS = 16,  /* tasks a thread, at least, where the output allows */
+       IG_SPINS = 1 << 14 }; /* pauses before ig_wait yields (~1 ms on Zen 1) */
 
 /* The call's plan. xt holds, per image, channel and stride phase (ph, pw), the plane
  * xt[i][j] = x[i * sh + ph - pt][j * sw + pw - pl] (0 in the padding), Hq x Wq: then
@@ -299,6 +306,7 @@ typedef struct igemm {
     int64_t *off;               /* Kc tap offsets into one group's planes */
     int64_t Hq, Wq, img;        /* xt's plane extents and floats per image */
     int64_t panels, nchunk, mchunks, mrows, tasks; /* the task cut (plan_tasks) */
+    _Atomic uint64_t *lanes;    /* per thread, its tasks' state (lane_take); 0 at the start */
 } igemm;
 
 /* How a call is cut into tasks: per (image, group), nchunk pixel chunks of whole
@@ -396,59 +404,114 @@ static void ig_tile(rx_rt_gemm_kern_fn kern, int64_t kc, const float *ap, const 
             y[i * ldy + j] = t[i * RX_GEMM_NR + j] + (beta != 0.0f ? y[i * ldy + j] : 0.0f);
 }
 
+/* Task k of the cut (plan_tasks): the product of its pixel chunk and output channels,
+ * then the epilogue on the block while it is in cache. */
+static void ig_task(const igemm *ig, int64_t k, float *pb)
+{
+    const conv *c = ig->c;
+    int64_t plane = c->OH * c->OW, gplanes = ig->img / c->C * c->Cg;
+    int64_t mc = k % ig->mchunks, pc = k / ig->mchunks % ig->nchunk;
+    int64_t g = k / ig->mchunks / ig->nchunk % c->groups;
+    int64_t n = k / ig->mchunks / ig->nchunk / c->groups;
+    int64_t m0 = mc * ig->mrows, m1 = m0 + ig->mrows < c->Og ? m0 + ig->mrows : c->Og;
+    int64_t q0 = pc * ig->panels / ig->nchunk * RX_GEMM_NR;
+    int64_t q1 = (pc + 1) * ig->panels / ig->nchunk * RX_GEMM_NR;
+    q1 = q1 < plane ? q1 : plane;
+    const float *xg = ig->xt + n * ig->img + g * gplanes;
+    float *yg = c->y + (n * c->O + g * c->Og) * plane;
+    for (int64_t b = 0; b < ig->nkb; b++) {
+        int64_t k0 = b * ig->kcb, kc = c->Kc - k0 < ig->kcb ? c->Kc - k0 : ig->kcb;
+        const float *ap = ig->wp + (g * ig->nkb + b) * ig->wstride;
+        for (int64_t q = q0; q < q1; q += RX_GEMM_NR) {
+            int64_t nr = q1 - q < RX_GEMM_NR ? q1 - q : RX_GEMM_NR;
+            pack_panel(ig, xg, k0, kc, q, nr, pb);
+            for (int64_t i = m0; i < m1; i += RX_GEMM_MR)
+                ig_tile(ig->kern, kc, ap + i * kc, pb, yg + i * plane + q, plane,
+                        m1 - i < RX_GEMM_MR ? m1 - i : RX_GEMM_MR, nr, b ? 1.0f : 0.0f);
+        }
+    }
+    for (int64_t o = m0; o < m1 && (c->bias || c->res || c->act); o++) {
+        int64_t at = (n * c->O + g * c->Og + o) * plane + q0;
+        epilogue(c, g * c->Og + o, c->y + at, c->res ? c->res + at : NULL, q1 - q0);
+    }
+}
+
+/* Lane l of nt: the tasks [tasks * l / nt, tasks * (l + 1) / nt), taken from the front by
+ * its thread and from the back by the others once theirs are done. Its state is one word
+ * changed by compare-and-swap: LANE_ON | end << 32 | front, both relative to the lane's
+ * first task (below 2^31: igemm_job); 0 is "not started" (the first taker, owner or not,
+ * sets the whole lane; LANE_ON keeps an emptied lane from reading as 0 again), so a
+ * thread that has not run yet leaves its lane to the others. Returns the task, or -1. */
+#define LANE_ON ((uint64_t)1 << 63)
+static int64_t lane_take(const igemm *ig, int64_t l, int nt, bool back)
+{
+    int64_t lo = ig->tasks * l / nt, len = ig->tasks * (l + 1) / nt - lo;
+    _Atomic uint64_t *st = &ig->lanes[l];
+    uint64_t v = atomic_load(st);
+    if (v == 0) {
+        uint64_t want = LANE_ON | (uint64_t)len << 32;
+        if (atomic_compare_exchange_strong(st, &v, want)) v = want;
+    }
+    for (;;) {
+        uint64_t f = v & 0xffffffffu, e = v >> 32 & 0x7fffffffu;
+        if (f >= e) return -1;
+        uint64_t nv = back ? LANE_ON | (e - 1) << 32 | f : v + 1;
+        if (atomic_compare_exchange_weak(st, &v, nv)) return lo + (int64_t)(back ? e - 1 : f);
+    }
+}
+
+/* Until every preparation unit is done: a short spin (the last unit takes tens of
+ * microseconds); sched_yield only after a millisecond (the unit's thread preempted). A
+ * yield from the start gave the core to any other process on the machine until the next
+ * scheduler tick: 4 ms stalls under load, 2-thread calls slower than 1-thread ones. */
+static void ig_wait(const conv *c, int64_t prep)
+{
+    for (int64_t spins = 0; atomic_load_explicit(&c->prepped, memory_order_acquire) < prep;
+         spins++) {
+        if (spins < IG_SPINS) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        } else {
+            sched_yield();
+        }
+    }
+}
+
 static void igemm_job(void *ud, int t, int nt)
 {
     igemm *shared = ud, me = *shared, *ig = &me; /* the cut is this thread's (the same) */
     conv *c = ig->c;
     plan_tasks(ig, nt);
-    /* The first units of the queue pack the weights (one reduction block of a group
-     * each, with its own slack (rt_int.h): no thread writes into another's) and build
-     * the phase planes (one channel of an image each); the products after them wait
-     * until every one is done. No barrier: a thread the OS has not started yet (or
-     * preempted) leaves its share to the others instead of holding them up. */
+    /* The first units of a shared counter pack the weights (one reduction block of a
+     * group each, with its own slack (rt_int.h): no thread writes into another's) and
+     * build the phase planes (one channel of an image each); the products wait until
+     * every one is done. Then each thread takes the tasks of its own lane in order (a
+     * contiguous run of pixel chunks: its rows of y and x are streams the prefetchers
+     * follow, and no cache line is written by both threads; tasks dealt from one counter
+     * interleaved the threads every 64 pixels, and 2 threads ran the 1x1 and stem layers
+     * no faster than one), then the others' lanes from their ends. No barrier: a thread
+     * the OS has not started yet (or preempted) leaves its share to the others. */
     int64_t nw = c->groups * ig->nkb, prep = nw + (ig->xbuf ? c->N * c->C : 0);
-    int64_t plane = c->OH * c->OW, gplanes = ig->img / c->C * c->Cg;
     _Alignas(64) float pb[(IG_KC + 1) * RX_GEMM_NR]; /* + NR: pack_panel's slack */
-    for (int64_t k; (k = atomic_fetch_add(&c->next, 1)) < prep + ig->tasks;) {
+    for (int64_t k; (k = atomic_fetch_add(&c->next, 1)) < prep;) {
         if (k < nw) {
             int64_t g = k / ig->nkb, k0 = k % ig->nkb * ig->kcb;
             int64_t kc = c->Kc - k0 < ig->kcb ? c->Kc - k0 : ig->kcb;
             rx_rt_gemm_pack_a(ig->wp + k * ig->wstride, c->w + g * c->Og * c->Kc + k0, c->Kc,
                               c->Og, kc);
-        } else if (k < prep) {
+        } else {
             phase_planes(ig, (k - nw) / c->C, (k - nw) % c->C);
         }
-        if (k < prep) {
-            atomic_fetch_add(&c->prepped, 1);
-            continue;
-        }
-        while (atomic_load(&c->prepped) < prep) sched_yield();
-        k -= prep;
-        int64_t mc = k % ig->mchunks, pc = k / ig->mchunks % ig->nchunk;
-        int64_t g = k / ig->mchunks / ig->nchunk % c->groups;
-        int64_t n = k / ig->mchunks / ig->nchunk / c->groups;
-        int64_t m0 = mc * ig->mrows, m1 = m0 + ig->mrows < c->Og ? m0 + ig->mrows : c->Og;
-        int64_t q0 = pc * ig->panels / ig->nchunk * RX_GEMM_NR;
-        int64_t q1 = (pc + 1) * ig->panels / ig->nchunk * RX_GEMM_NR;
-        q1 = q1 < plane ? q1 : plane;
-        const float *xg = ig->xt + n * ig->img + g * gplanes;
-        float *yg = c->y + (n * c->O + g * c->Og) * plane;
-        for (int64_t b = 0; b < ig->nkb; b++) {
-            int64_t k0 = b * ig->kcb, kc = c->Kc - k0 < ig->kcb ? c->Kc - k0 : ig->kcb;
-            const float *ap = ig->wp + (g * ig->nkb + b) * ig->wstride;
-            for (int64_t q = q0; q < q1; q += RX_GEMM_NR) {
-                int64_t nr = q1 - q < RX_GEMM_NR ? q1 - q : RX_GEMM_NR;
-                pack_panel(ig, xg, k0, kc, q, nr, pb);
-                for (int64_t i = m0; i < m1; i += RX_GEMM_MR)
-                    ig_tile(ig->kern, kc, ap + i * kc, pb, yg + i * plane + q, plane,
-                            m1 - i < RX_GEMM_MR ? m1 - i : RX_GEMM_MR, nr, b ? 1.0f : 0.0f);
-            }
-        }
-        for (int64_t o = m0; o < m1 && (c->bias || c->res || c->act); o++) {
-            int64_t at = (n * c->O + g * c->Og + o) * plane + q0;
-            epilogue(c, g * c->Og + o, c->y + at, c->res ? c->res + at : NULL, q1 - q0);
-        }
+        atomic_fetch_add_explicit(&c->prepped, 1, memory_order_release);
     }
+    ig_wait(c, prep);
+    if (ig->tasks / nt >= INT32_MAX) { /* a lane's end is 31 bits (lane_take) */
+        for (int64_t k; (k = atomic_fetch_add(&c->next, 1) - prep) < ig->tasks;) ig_task(ig, k, pb);
+        return;
+    }
+    for (int i = 0; i < nt; i++)
+        for (int64_t k; (k = lane_take(ig, (t + i) % nt, nt, i > 0)) >= 0;) ig_task(ig, k, pb);
 }
 
 /* The calling thread's buffers (packed weights and phase planes; tap offsets), grown on
@@ -513,6 +576,9 @@ static int32_t conv_igemm(conv *c)
         ig.off[k] = ((ch * c->sh + ph) * c->sw + pw) * ppl + kh * c->dh / c->sh * ig.Wq +
                     kw * c->dw / c->sw;
     }
+    _Atomic uint64_t lanes[RX_RT_MAX_THREADS];
+    for (int i = 0; i < RX_RT_MAX_THREADS; i++) atomic_init(&lanes[i], 0);
+    ig.lanes = lanes;
     rx_rt_parallel_for(igemm_job, &ig);
     return c->failed ? CV_NOMEM : CV_OK;
 }

@@ -22,7 +22,8 @@ padding), all returned as a tuple. Checked:
     every pooling into one rt.pool2d (the counts in the lowered module);
   - relax-run at batch 2 and batch 1 of the same artifact equals a float64 NumPy
     convolution of the same formulation (rtol 1e-4, atol 1e-4), every output; batch 2
-    also with RX_GEMM=blas (the im2col way) and RX_GEMM_KERNEL=portable;
+    also with RX_GEMM=blas (the im2col way), RX_GEMM_KERNEL=portable and --threads 3
+    (the implicit GEMM's lanes of unequal lengths, tasks taken from others' ends);
   - the poolings built with --lib-disable conv2d --lib-disable pool2d (the generated
     loops, whose avg divisors the NumPy reference restates) agree too.
 Prints one line per check and `N passed, M failed`; exit 1 on a failure.
@@ -269,8 +270,12 @@ def main():
         envs = {"lib": None, "gen": None,
                 "blas": dict(os.environ, RX_GEMM="blas"),
                 "portable": dict(os.environ, RX_GEMM_KERNEL="portable")}
-        rxa["blas"] = rxa["portable"] = rxa["lib"]
-        for n, tags in ((2, ("lib", "gen", "blas", "portable")), (1, ("lib",))):
+        rxa["blas"] = rxa["portable"] = rxa["threads3"] = rxa["lib"]
+        envs["threads3"] = None
+        # 3 threads on the machine's cores: the implicit GEMM's lanes of unequal lengths,
+        # and threads that finish theirs take tasks from the end of the others'
+        extra = {"threads3": ["--threads", "3"]}
+        for n, tags in ((2, ("lib", "gen", "blas", "portable", "threads3")), (1, ("lib",))):
             arrs, want = inputs(rng, n)
             ins, gen_ins = [], []
             for k, v in arrs.items():
@@ -281,7 +286,7 @@ def main():
             for tag in tags:
                 out = os.path.join(tmp, "out_%s_%d" % (tag, n))
                 os.makedirs(out)
-                rc, _, err = run_status([relax_run, rxa[tag], "--out-dir", out] +
+                rc, _, err = run_status([relax_run, rxa[tag], "--out-dir", out] + extra.get(tag, []) +
                                         (gen_ins if tag == "gen" else ins), envs[tag])
                 check(rc == 0, "relax-run %s batch %d" % (tag, n) + ("" if rc == 0 else ": " + err[-500:]))
                 if rc != 0:
