@@ -90,6 +90,9 @@
 
 #include <float.h>
 #include <sched.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +174,24 @@ static void share(int64_t total, int t, int n, int64_t *lo, int64_t *hi)
     *hi = total * (t + 1) / n;
 }
 
+/* dst[j] = src[2 * j] for j in [0, n), reading no further than src[2 * n - 2]: stride-2
+ * convolutions' phase planes and im2col rows (the C compiler left the strided loop
+ * scalar: 2.6% of the probe CNN's time at 2 threads); SSE2 shuffles on x86-64. */
+static void evens(float *dst, const float *src, int64_t n)
+{
+    int64_t j = 0;
+#if defined(__SSE2__)
+    for (; j + 9 <= n; j += 8) { /* reads src[2j .. 2j + 15], 2j + 15 < 2n - 2 */
+        const float *s = src + 2 * j;
+        __m128 a = _mm_loadu_ps(s), b = _mm_loadu_ps(s + 4);
+        __m128 c = _mm_loadu_ps(s + 8), d = _mm_loadu_ps(s + 12);
+        _mm_storeu_ps(dst + j, _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)));
+        _mm_storeu_ps(dst + j + 4, _mm_shuffle_ps(c, d, _MM_SHUFFLE(2, 0, 2, 0)));
+    }
+#endif
+    for (; j < n; j++) dst[j] = src[2 * j];
+}
+
 /* dst[j] = row ih of plane xp at column j * sw + off for j in [0, n), 0 outside the
  * plane ([lo, hi): the j inside it along the row, valid_range). */
 static void tap_row(const conv *c, const float *xp, int64_t ih, int64_t off, int64_t lo,
@@ -183,6 +204,7 @@ static void tap_row(const conv *c, const float *xp, int64_t ih, int64_t off, int
     const float *row = xp + ih * c->W + off;
     for (int64_t j = 0; j < lo; j++) dst[j] = 0.0f;
     if (c->sw == 1) memcpy(dst + lo, row + lo, sizeof(float) * (size_t)(hi - lo));
+    else if (c->sw == 2) evens(dst + lo, row + 2 * lo, hi - lo);
     else
         for (int64_t j = lo; j < hi; j++) dst[j] = row[j * c->sw];
     for (int64_t j = hi; j < n; j++) dst[j] = 0.0f;
