@@ -47,8 +47,10 @@
  *     works on a contiguous part of y, and no barrier waits for a thread the OS has not
  *     run yet. Tasks dealt round-robin from one counter made 2 threads no faster than
  *     one on the 1x1 and stem layers (the threads interleaved every 64 pixels of every
- *     row of y); at 2 threads the lanes took the probe CNN (1x3x224x224) from 1.2x to
- *     0.87-0.94x main's im2col way, the MobileNet block from 1.18x to 0.93-0.96x.
+ *     row of y). At 2 threads (load 7-10, same-run ratios to the im2col way, with
+ *     evens for stride 2): the probe CNN (1x3x224x224) 1.2x before the lanes, 0.85-0.93x
+ *     after; at batch 8 (112x112) 0.89-0.93x; the MobileNet block 1.18x -> 0.90-0.99x;
+ *     ViT-S's 16x16 stride-16 patch conv 0.56-0.59x.
  *     Against the im2col way below (the probe's layers, one thread, min of 10, load
  *     ~8): 0.93-1.01x its time on the 3x3 and 1x1 layers of 28..56-pixel planes, 0.7x
  *     on the 4-group 3x3; the whole probe CNN (1x3x224x224) 0.90x on one thread. What
