@@ -1,7 +1,8 @@
 /*
  * library_conv.c — the NCHW f32 window ops of library lowering (compiler/pass/
- * library_lower.c's conv and pool rules): blas.conv2d, convolutions on OpenBLAS's sgemm
- * with the epilogue the compiler fused into the call, and rt.pool2d.
+ * library_lower.c's conv and pool rules): blas.conv2d, convolutions as an implicit GEMM
+ * on the runtime's own sgemm micro-kernel (or im2col panels on the BLAS's sgemm) with the
+ * epilogue the compiler fused into the call, and rt.pool2d.
  *
  *   blas.conv2d (x, w, params, [bias], [residual], y)
  *     x (N, C, H, W), w (O, C / groups, KH, KW), y (N, O, OH, OW), all f32 and dense;
@@ -16,9 +17,7 @@
  *   the call replaces, so the result is the generated loops' up to summation order
  *   (clamp is min(max(v, lo), hi), the order of the maximum and minimum it replaces).
  *
- * Three ways, by the shapes:
- *   - pointwise (1x1, stride 1, no padding): y_g[band] (Og, cols) = w_g (Og, Cg) @
- *     x_g[band] (Cg, cols, ldb = H*W), sgemm reading x in place;
+ * Two ways, by the shapes (three with $RX_GEMM=blas):
  *   - one input channel per group (depthwise, any channel multiplier): direct loops per
  *     output row (window_row: each tap row clipped to its valid outputs once, so the
  *     inner loop has no bounds test and, for stride 1, is a contiguous multiply-add the
@@ -27,21 +26,55 @@
  *     9 loads and 1 store an output instead of 9 read-modify-writes; other KxK stride-1
  *     undilated kernels, on AVX2 CPUs, the same way in blocks of 16 outputs held in two
  *     vector registers (dwk_row: ConvNeXt's 7x7)); output planes split across threads;
- *   - otherwise (KxK, strides, dilation, grouped): im2col — a panel col (Cg*KH*KW,
- *     rows*OW) of the input taps for a band of output rows, zero where the tap falls in
- *     the padding — then y_g[band] = w_g (Og, Cg*KH*KW) @ col, ldc = OH*OW.
- * The sgemm ways cut the output into bands (image, group, output rows): the panel under
+ *   - otherwise (1x1, KxK, strides, padding, dilation, grouped): an implicit GEMM on
+ *     rx_rt_gemm's micro-kernel (library_gemm.c's 6x16 AVX2 one, or its portable one):
+ *     y_g (Og, OH*OW) = w_g (Og, Kc = Cg*KH*KW) @ the im2col matrix of x_g, which is
+ *     never formed. The weights are packed into the kernel's 6-row panels once a call
+ *     (per group and reduction block of at most IG_KC = 320 taps); x is rearranged
+ *     once into zero-padded planes per stride phase (phase_planes: xt[i][j] = x[i*sh +
+ *     ph - pt][j*sw + pw - pl], Hq x Wq), where tap (ch, kh, kw) of output pixel (oh,
+ *     ow) is the element off[k] + oh*Wq + ow: for every tap, a run of output pixels in
+ *     one row is a run of contiguous floats, and no tap needs a bounds test (a 1x1,
+ *     stride-1, unpadded conv reads x itself). Each 16-pixel panel of B is packed from
+ *     xt just before the kernel multiplies it by every row tile (pack_panel: per tap one
+ *     fixed 64-byte copy per output-row run; the panel stays in L1, the weight block in
+ *     L2); the kernel writes y's tiles in place (ldc = OH*OW), and the epilogue runs on
+ *     each task's block while it is in cache. The packing and rearranging units come
+ *     first from one atomic counter; then the tasks (image, group, at most IG_PANELS =
+ *     4 panels, and output-channel ranges when a small plane gives fewer than IG_TASKS
+ *     a thread) are cut into one contiguous lane a thread, each taking its own lane's
+ *     from the front and, when done, the others' from their ends (lane_take): a thread
+ *     works on a contiguous part of y, and no barrier waits for a thread the OS has not
+ *     run yet. Tasks dealt round-robin from one counter made 2 threads no faster than
+ *     one on the 1x1 and stem layers (the threads interleaved every 64 pixels of every
+ *     row of y). At 2 threads (load 7-10, same-run ratios to the im2col way, with
+ *     evens for stride 2): the probe CNN (1x3x224x224) 1.2x before the lanes, 0.85-0.93x
+ *     after; at batch 8 (112x112) 0.89-0.93x; the MobileNet block 1.18x -> 0.90-0.99x;
+ *     ViT-S's 16x16 stride-16 patch conv 0.56-0.59x.
+ *     Against the im2col way below (the probe's layers, one thread, min of 10, load
+ *     ~8): 0.93-1.01x its time on the 3x3 and 1x1 layers of 28..56-pixel planes, 0.7x
+ *     on the 4-group 3x3; the whole probe CNN (1x3x224x224) 0.90x on one thread. What
+ *     is left to ONNX Runtime (MLAS) is the micro-kernel's own speed: the kernel takes
+ *     ~80% of the time, at ~0.9 of what the 1024^3 GEMM reaches.
+ *   - with $RX_GEMM=blas, the non-depthwise ones as before the implicit GEMM: im2col — a
+ *     panel col (Cg*KH*KW, rows*OW) of the input taps for a band of output rows, zero
+ *     where the tap falls in the padding — then y_g[band] = w_g (Og, Cg*KH*KW) @ col
+ *     on the BLAS's sgemm, ldc = OH*OW (pointwise: x read in place).
+ * The im2col way cuts the output into bands (image, group, output rows): the panel under
  * PANEL_FLOATS (4 MiB), two bands a thread where the output has enough rows, at least
  * LEAST_COLS columns each (OpenBLAS 0.3.21's single-threaded sgemm falls from ~33 to
  * ~11 GFLOP/s on this machine when N drops from 336 to 320 columns, at M 64..128 and
- * K 576..1152: the probe's 28x28 layers had 196-column bands). One parallel region per call (rx_rt_parallel_for: the kernels'
- * libgomp pool, so --threads applies); each thread takes bands from an atomic counter
- * and runs im2col into its own panel, a single-threaded sgemm (OpenBLAS's OpenMP build
- * runs one thread inside a parallel region) and the epilogue on the band while it is
- * warm. One region instead of three per band matters on a loaded machine: every
- * region's barrier waits for a thread the OS may have preempted.
- * Cost: O(N O OH OW Cg KH KW) multiply-adds; im2col copies O(N C KH KW OH OW), 1/Og of
- * the product's work; the epilogue O(N O OH OW).
+ * K 576..1152: the probe's 28x28 layers had 196-column bands). One parallel region per
+ * call (rx_rt_parallel_for: the kernels' libgomp pool, so --threads applies); each
+ * thread takes bands from an atomic counter and runs im2col into its own panel, a
+ * single-threaded sgemm (OpenBLAS's OpenMP build runs one thread inside a parallel
+ * region) and the epilogue on the band while it is warm. One region instead of three
+ * per band matters on a loaded machine: every region's barrier waits for a thread the
+ * OS may have preempted.
+ * Cost: O(N O OH OW Cg KH KW) multiply-adds; the phase planes copy O(N C Hq Wq sh sw)
+ * (about x's size), B's panels O(N Cg KH KW OH OW) / (Og / 6) per group, the weights
+ * once; im2col copies O(N C KH KW OH OW), 1/Og of the product's work; the epilogue
+ * O(N O OH OW).
  *
  *   rt.pool2d (x, params, y): max / avg pooling, f32 NCHW, params i64 (13,) = pool
  *     size (h, w), strides, padding (top, left, bottom, right), dilation, ceil_mode, max
@@ -52,11 +85,16 @@
  *     contiguous or strided passes instead of KH * KW; window_row if the row buffer
  *     cannot be had).
  *     Cost O(N C OH OW KH KW).
- * Codes: 2 arguments, 3 dtype, 4 shape, 5 params, 6 out of memory, 1 no BLAS.
+ * Codes: 2 arguments, 3 dtype, 4 shape, 5 params, 6 out of memory, 1 no BLAS (only
+ * with $RX_GEMM=blas).
  */
 #include "rt_int.h"
 
 #include <float.h>
+#include <sched.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +118,7 @@ const char *rx_rt_conv2d_strerr(int32_t code)
     case CV_PARAMS:
         return "bad params (11 int64: strides, padding, dilation >= 1, groups, flags, act 0..1; "
                "or 13 with act 2 and the clamp's f32 bounds lo <= hi)";
-    case CV_NOMEM: return "out of memory for the im2col panel";
+    case CV_NOMEM: return "out of memory for the packing buffers or the im2col panel";
     default: return NULL;
     }
 }
@@ -96,6 +134,7 @@ typedef struct conv {
     rx_rt_sgemm_fn sgemm;
     _Atomic int64_t next;      /* the next band task (gemm_job) */
     _Atomic int failed;        /* a thread could not get its panel */
+    _Atomic int64_t prepped;   /* igemm_job's preparation units done */
 } conv;
 
 /* One band: output rows [r0, r1) of image n, group g. */
@@ -137,6 +176,42 @@ static void share(int64_t total, int t, int n, int64_t *lo, int64_t *hi)
     *hi = total * (t + 1) / n;
 }
 
+/* dst[j] = src[2 * j] for j in [0, n), reading no further than src[2 * n - 2]: stride-2
+ * convolutions' phase planes and im2col rows (the C compiler left the strided loop
+ * scalar: 2.6% of the probe CNN's time at 2 threads); SSE2 shuffles on x86-64. */
+static void evens(float *dst, const float *src, int64_t n)
+{
+    int64_t j = 0;
+#if defined(__SSE2__)
+    for (; j + 9 <= n; j += 8) { /* reads src[2j .. 2j + 15], 2j + 15 < 2n - 2 */
+        const float *s = src + 2 * j;
+        __m128 a = _mm_loadu_ps(s), b = _mm_loadu_ps(s + 4);
+        __m128 c = _mm_loadu_ps(s + 8), d = _mm_loadu_ps(s + 12);
+        _mm_storeu_ps(dst + j, _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)));
+        _mm_storeu_ps(dst + j + 4, _mm_shuffle_ps(c, d, _MM_SHUFFLE(2, 0, 2, 0)));
+    }
+#endif
+    for (; j < n; j++) dst[j] = src[2 * j];
+}
+
+/* dst[j] = row ih of plane xp at column j * sw + off for j in [0, n), 0 outside the
+ * plane ([lo, hi): the j inside it along the row, valid_range). */
+static void tap_row(const conv *c, const float *xp, int64_t ih, int64_t off, int64_t lo,
+                    int64_t hi, int64_t n, float *dst)
+{
+    if (ih < 0 || ih >= c->H || lo == hi) {
+        memset(dst, 0, sizeof(float) * (size_t)n);
+        return;
+    }
+    const float *row = xp + ih * c->W + off;
+    for (int64_t j = 0; j < lo; j++) dst[j] = 0.0f;
+    if (c->sw == 1) memcpy(dst + lo, row + lo, sizeof(float) * (size_t)(hi - lo));
+    else if (c->sw == 2) evens(dst + lo, row + 2 * lo, hi - lo);
+    else
+        for (int64_t j = lo; j < hi; j++) dst[j] = row[j * c->sw];
+    for (int64_t j = hi; j < n; j++) dst[j] = 0.0f;
+}
+
 /* ---- im2col: panel rows q = (c, kh, kw), columns (r - r0) * OW + ow ---- */
 
 static void im2col(const conv *c, const band *bd, float *col)
@@ -148,41 +223,42 @@ static void im2col(const conv *c, const band *bd, float *col)
         float *dst = col + q * cols;
         int64_t off = kw * c->dw - c->pl, lo, hi;
         valid_range(c->OW, c->W, c->sw, off, &lo, &hi);
-        for (int64_t r = bd->r0; r < bd->r1; r++, dst += c->OW) {
-            int64_t ih = r * c->sh - c->pt + kh * c->dh;
-            if (ih < 0 || ih >= c->H || lo == hi) {
-                memset(dst, 0, sizeof(float) * (size_t)c->OW);
-                continue;
-            }
-            const float *row = xp + ih * c->W + off;
-            for (int64_t ow = 0; ow < lo; ow++) dst[ow] = 0.0f;
-            if (c->sw == 1) memcpy(dst + lo, row + lo, sizeof(float) * (size_t)(hi - lo));
-            else
-                for (int64_t ow = lo; ow < hi; ow++) dst[ow] = row[ow * c->sw];
-            for (int64_t ow = hi; ow < c->OW; ow++) dst[ow] = 0.0f;
-        }
+        for (int64_t r = bd->r0; r < bd->r1; r++, dst += c->OW)
+            tap_row(c, xp, r * c->sh - c->pt + kh * c->dh, off, lo, hi, c->OW, dst);
     }
 }
 
 /* ---- the epilogue over one plane's span [0, len) of output channel o ---- */
 
-static void epilogue(const conv *c, int64_t o, float *y, const float *res, int64_t len)
+/* dst[i] = act(src[i] + bias[o] + res[i]), the terms present (src may be dst): one
+ * simple loop per case, each vectorized by the compiler (one loop testing every case per
+ * element was not, and its relu branch mispredicted on every other element). */
+static void epi_copy(const conv *c, int64_t o, float *dst, const float *src, const float *res,
+                     int64_t len)
 {
-    if (c->bias) {
-        float b = c->bias[o];
-        for (int64_t i = 0; i < len; i++) y[i] += b;
-    }
-    if (res)
-        for (int64_t i = 0; i < len; i++) y[i] += res[i];
+    float b = c->bias ? c->bias[o] : 0.0f;
+    if (c->bias && res)
+        for (int64_t i = 0; i < len; i++) dst[i] = src[i] + b + res[i];
+    else if (c->bias)
+        for (int64_t i = 0; i < len; i++) dst[i] = src[i] + b;
+    else if (res)
+        for (int64_t i = 0; i < len; i++) dst[i] = src[i] + res[i];
+    else if (dst != src)
+        memcpy(dst, src, sizeof(float) * (size_t)len);
     if (c->act == CV_ACT_RELU)
-        for (int64_t i = 0; i < len; i++) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+        for (int64_t i = 0; i < len; i++) dst[i] = dst[i] > 0.0f ? dst[i] : 0.0f;
     if (c->act == CV_ACT_CLAMP) {
         float lo = c->lo, hi = c->hi;
         for (int64_t i = 0; i < len; i++) {
-            float v = y[i] > lo ? y[i] : lo;
-            y[i] = v < hi ? v : hi;
+            float v = dst[i] > lo ? dst[i] : lo;
+            dst[i] = v < hi ? v : hi;
         }
     }
+}
+
+static void epilogue(const conv *c, int64_t o, float *y, const float *res, int64_t len)
+{
+    epi_copy(c, o, y, y, res, len);
 }
 
 /* ---- the sgemm ways: band tasks taken from c->next by every thread ---- */
@@ -230,6 +306,305 @@ static void gemm_job(void *ud, int t, int nthreads)
         }
     }
     free(col);
+}
+
+/* ---- the implicit GEMM: B's panels packed straight from x (no im2col panel) ---- */
+
+enum { IG_KC = 320,    /* the most reduction indices a block (a B panel: 20 KiB, in L1) */
+       IG_PANELS = 4,  /* the most NR-pixel panels a task (a short tail: the essay) */
+       IG_TASKS = 16,  /* tasks a thread, at least, where the output allows */
+       IG_SPINS = 1 << 14 }; /* pauses before ig_wait yields (~1 ms on Zen 1) */
+
+/* The call's plan. xt holds, per image, channel and stride phase (ph, pw), the plane
+ * xt[i][j] = x[i * sh + ph - pt][j * sw + pw - pl] (0 in the padding), Hq x Wq: then
+ * the tap k = (ch * KH + kh) * KW + kw of output pixel (oh, ow) is xt's element off[k] +
+ * oh * Wq + ow of the image (Wq >= OW: the "virtual" pixel; a run of output pixels in one
+ * row is a run of contiguous floats for every tap). A pointwise conv uses x itself. */
+typedef struct igemm {
+    conv *c;
+    rx_rt_gemm_kern_fn kern;
+    float *wp;                  /* w packed: block (g, b) at wp + (g * nkb + b) * wstride */
+    int64_t nkb, kcb, wstride;  /* reduction blocks, their size (the last may be less) */
+    const float *xt;            /* the phase planes (x itself when pointwise) */
+    float *xbuf;                /* xt's storage (NULL when pointwise) */
+    int64_t *off;               /* Kc tap offsets into one group's planes */
+    int64_t Hq, Wq, img;        /* xt's plane extents and floats per image */
+    int64_t panels, nchunk, mchunks, mrows, tasks; /* the task cut (plan_tasks) */
+    _Atomic uint64_t *lanes;    /* per thread, its tasks' state (lane_take); 0 at the start */
+} igemm;
+
+/* How a call is cut into tasks: per (image, group), nchunk pixel chunks of whole
+ * NR-pixel panels (at most IG_PANELS each) times mchunks output-channel chunks of mrows
+ * rows (an MR multiple); the channels are cut only when the pixels give fewer than
+ * IG_TASKS tasks a thread (small planes at batch 1). */
+static void plan_tasks(igemm *ig, int nt)
+{
+    const conv *c = ig->c;
+    int64_t base = c->N * c->groups, want = (int64_t)IG_TASKS * nt;
+    int64_t tiles = (c->Og + RX_GEMM_MR - 1) / RX_GEMM_MR;
+    ig->panels = (c->OH * c->OW + RX_GEMM_NR - 1) / RX_GEMM_NR;
+    ig->nchunk = (ig->panels + IG_PANELS - 1) / IG_PANELS;
+    int64_t more = (want + base - 1) / base; /* chunks an (image, group) for `want` tasks */
+    if (ig->nchunk < more) ig->nchunk = more < ig->panels ? more : ig->panels;
+    ig->mchunks = (want + base * ig->nchunk - 1) / (base * ig->nchunk);
+    if (ig->mchunks > tiles) ig->mchunks = tiles;
+    ig->mrows = (tiles + ig->mchunks - 1) / ig->mchunks * RX_GEMM_MR;
+    ig->mchunks = (c->Og + ig->mrows - 1) / ig->mrows;
+    ig->tasks = base * ig->nchunk * ig->mchunks;
+}
+
+/* The phase planes of image n, channel ch into xt (layout: igemm's essay). */
+static void phase_planes(const igemm *ig, int64_t n, int64_t ch)
+{
+    const conv *c = ig->c;
+    const float *xp = c->x + (n * c->C + ch) * c->H * c->W;
+    float *dst = ig->xbuf + n * ig->img + ch * c->sh * c->sw * ig->Hq * ig->Wq;
+    for (int64_t ph = 0; ph < c->sh; ph++)
+        for (int64_t pw = 0; pw < c->sw; pw++) {
+            int64_t off = pw - c->pl, lo, hi; /* columns j with j * sw + off in [0, W) */
+            valid_range(ig->Wq, c->W, c->sw, off, &lo, &hi);
+            for (int64_t i = 0; i < ig->Hq; i++, dst += ig->Wq)
+                tap_row(c, xp, i * c->sh + ph - c->pt, off, lo, hi, ig->Wq, dst);
+        }
+}
+
+/* One NR-pixel panel into dst (kc rows of NR, and NR floats of slack after them): rows
+ * the taps [k0, k0 + kc) of group g, columns the output pixels [q, q + nr) of image n
+ * (oh * OW + ow); columns past nr are 0. The panel is cut at output rows into runs, each
+ * contiguous in xt (virtual pixel oh * Wq + ow); per row of the panel, each run is one
+ * whole 16-float copy from its first column on, the next run overwriting the excess
+ * (the last row's lands in the slack): fixed-size copies, no per-tap bounds tests. */
+static void pack_panel(const igemm *ig, const float *xg, int64_t k0, int64_t kc, int64_t q,
+                       int64_t nr, float *dst)
+{
+    enum { NR = RX_GEMM_NR };
+    const conv *c = ig->c;
+    const int64_t *off = ig->off + k0;
+    int64_t rj[NR], rv[NR], runs = 0;
+    for (int64_t j = 0; j < nr; runs++) {
+        int64_t oh = (q + j) / c->OW, ow = (q + j) % c->OW;
+        rj[runs] = j, rv[runs] = oh * ig->Wq + ow;
+        j += c->OW - ow;
+    }
+    if ((runs == 1 || !ig->xbuf) && nr == NR) { /* x itself: Wq = OW, one run */
+        const float *src = xg + rv[0];
+        for (int64_t p = 0; p < kc; p++) {
+#if defined(__GNUC__) || defined(__clang__)
+            /* the panel after next (the rows are a plane apart: the hardware prefetcher
+             * does not follow them); a prefetch past the end does not fault */
+            __builtin_prefetch(src + off[p] + 2 * NR);
+#endif
+            memcpy(dst + p * NR, src + off[p], sizeof(float) * NR);
+        }
+        return;
+    }
+    if (!ig->xbuf) { /* x itself, nothing readable past its end */
+        for (int64_t p = 0; p < kc; p++, dst += NR) {
+            memcpy(dst, xg + off[p] + q, sizeof(float) * (size_t)nr);
+            memset(dst + nr, 0, sizeof(float) * (size_t)(NR - nr));
+        }
+        return;
+    }
+    for (int64_t p = 0; p < kc; p++, dst += NR) {
+        for (int64_t r = 0; r < runs; r++)
+            memcpy(dst + rj[r], xg + off[p] + rv[r], sizeof(float) * NR);
+        if (nr < NR) memset(dst + nr, 0, sizeof(float) * (size_t)(NR - nr));
+    }
+}
+
+/* The mr x nr corner of one micro-tile at y (row stride ldy): the kernel straight into y
+ * when the tile is whole, else through a buffer; beta 0 writes, 1 accumulates. */
+static void ig_tile(rx_rt_gemm_kern_fn kern, int64_t kc, const float *ap, const float *bp,
+                    float *y, int64_t ldy, int64_t mr, int64_t nr, float beta)
+{
+    if (mr == RX_GEMM_MR && nr == RX_GEMM_NR) {
+        kern(kc, ap, bp, RX_GEMM_NR, y, ldy, 1.0f, beta);
+        return;
+    }
+    float t[RX_GEMM_MR * RX_GEMM_NR];
+    kern(kc, ap, bp, RX_GEMM_NR, t, RX_GEMM_NR, 1.0f, 0.0f);
+    for (int64_t i = 0; i < mr; i++)
+        for (int64_t j = 0; j < nr; j++)
+            y[i * ldy + j] = t[i * RX_GEMM_NR + j] + (beta != 0.0f ? y[i * ldy + j] : 0.0f);
+}
+
+/* Task k of the cut (plan_tasks): the product of its pixel chunk and output channels,
+ * then the epilogue on the block while it is in cache. */
+static void ig_task(const igemm *ig, int64_t k, float *pb)
+{
+    const conv *c = ig->c;
+    int64_t plane = c->OH * c->OW, gplanes = ig->img / c->C * c->Cg;
+    int64_t mc = k % ig->mchunks, pc = k / ig->mchunks % ig->nchunk;
+    int64_t g = k / ig->mchunks / ig->nchunk % c->groups;
+    int64_t n = k / ig->mchunks / ig->nchunk / c->groups;
+    int64_t m0 = mc * ig->mrows, m1 = m0 + ig->mrows < c->Og ? m0 + ig->mrows : c->Og;
+    int64_t q0 = pc * ig->panels / ig->nchunk * RX_GEMM_NR;
+    int64_t q1 = (pc + 1) * ig->panels / ig->nchunk * RX_GEMM_NR;
+    q1 = q1 < plane ? q1 : plane;
+    const float *xg = ig->xt + n * ig->img + g * gplanes;
+    float *yg = c->y + (n * c->O + g * c->Og) * plane;
+    for (int64_t b = 0; b < ig->nkb; b++) {
+        int64_t k0 = b * ig->kcb, kc = c->Kc - k0 < ig->kcb ? c->Kc - k0 : ig->kcb;
+        const float *ap = ig->wp + (g * ig->nkb + b) * ig->wstride;
+        for (int64_t q = q0; q < q1; q += RX_GEMM_NR) {
+            int64_t nr = q1 - q < RX_GEMM_NR ? q1 - q : RX_GEMM_NR;
+            pack_panel(ig, xg, k0, kc, q, nr, pb);
+            for (int64_t i = m0; i < m1; i += RX_GEMM_MR)
+                ig_tile(ig->kern, kc, ap + i * kc, pb, yg + i * plane + q, plane,
+                        m1 - i < RX_GEMM_MR ? m1 - i : RX_GEMM_MR, nr, b ? 1.0f : 0.0f);
+        }
+    }
+    for (int64_t o = m0; o < m1 && (c->bias || c->res || c->act); o++) {
+        int64_t at = (n * c->O + g * c->Og + o) * plane + q0;
+        epilogue(c, g * c->Og + o, c->y + at, c->res ? c->res + at : NULL, q1 - q0);
+    }
+}
+
+/* Lane l of nt: the tasks [tasks * l / nt, tasks * (l + 1) / nt), taken from the front by
+ * its thread and from the back by the others once theirs are done. Its state is one word
+ * changed by compare-and-swap: LANE_ON | end << 32 | front, both relative to the lane's
+ * first task (below 2^31: igemm_job); 0 is "not started" (the first taker, owner or not,
+ * sets the whole lane; LANE_ON keeps an emptied lane from reading as 0 again), so a
+ * thread that has not run yet leaves its lane to the others. Returns the task, or -1. */
+#define LANE_ON ((uint64_t)1 << 63)
+static int64_t lane_take(const igemm *ig, int64_t l, int nt, bool back)
+{
+    int64_t lo = ig->tasks * l / nt, len = ig->tasks * (l + 1) / nt - lo;
+    _Atomic uint64_t *st = &ig->lanes[l];
+    uint64_t v = atomic_load(st);
+    if (v == 0) {
+        uint64_t want = LANE_ON | (uint64_t)len << 32;
+        if (atomic_compare_exchange_strong(st, &v, want)) v = want;
+    }
+    for (;;) {
+        uint64_t f = v & 0xffffffffu, e = v >> 32 & 0x7fffffffu;
+        if (f >= e) return -1;
+        uint64_t nv = back ? LANE_ON | (e - 1) << 32 | f : v + 1;
+        if (atomic_compare_exchange_weak(st, &v, nv)) return lo + (int64_t)(back ? e - 1 : f);
+    }
+}
+
+/* Until every preparation unit is done: a short spin (the last unit takes tens of
+ * microseconds); sched_yield only after a millisecond (the unit's thread preempted). A
+ * yield from the start gave the core to any other process on the machine until the next
+ * scheduler tick: 4 ms stalls under load, 2-thread calls slower than 1-thread ones. */
+static void ig_wait(const conv *c, int64_t prep)
+{
+    for (int64_t spins = 0; atomic_load_explicit(&c->prepped, memory_order_acquire) < prep;
+         spins++) {
+        if (spins < IG_SPINS) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        } else {
+            sched_yield();
+        }
+    }
+}
+
+static void igemm_job(void *ud, int t, int nt)
+{
+    igemm *shared = ud, me = *shared, *ig = &me; /* the cut is this thread's (the same) */
+    conv *c = ig->c;
+    plan_tasks(ig, nt);
+    /* The first units of a shared counter pack the weights (one reduction block of a
+     * group each, with its own slack (rt_int.h): no thread writes into another's) and
+     * build the phase planes (one channel of an image each); the products wait until
+     * every one is done. Then each thread takes the tasks of its own lane in order (a
+     * contiguous run of pixel chunks: its rows of y and x are streams the prefetchers
+     * follow, and no cache line is written by both threads; tasks dealt from one counter
+     * interleaved the threads every 64 pixels, and 2 threads ran the 1x1 and stem layers
+     * no faster than one), then the others' lanes from their ends. No barrier: a thread
+     * the OS has not started yet (or preempted) leaves its share to the others. */
+    int64_t nw = c->groups * ig->nkb, prep = nw + (ig->xbuf ? c->N * c->C : 0);
+    _Alignas(64) float pb[(IG_KC + 1) * RX_GEMM_NR]; /* + NR: pack_panel's slack */
+    for (int64_t k; (k = atomic_fetch_add(&c->next, 1)) < prep;) {
+        if (k < nw) {
+            int64_t g = k / ig->nkb, k0 = k % ig->nkb * ig->kcb;
+            int64_t kc = c->Kc - k0 < ig->kcb ? c->Kc - k0 : ig->kcb;
+            rx_rt_gemm_pack_a(ig->wp + k * ig->wstride, c->w + g * c->Og * c->Kc + k0, c->Kc,
+                              c->Og, kc);
+        } else {
+            phase_planes(ig, (k - nw) / c->C, (k - nw) % c->C);
+        }
+        atomic_fetch_add_explicit(&c->prepped, 1, memory_order_release);
+    }
+    ig_wait(c, prep);
+    if (ig->tasks / nt >= INT32_MAX) { /* a lane's end is 31 bits (lane_take) */
+        for (int64_t k; (k = atomic_fetch_add(&c->next, 1) - prep) < ig->tasks;) ig_task(ig, k, pb);
+        return;
+    }
+    for (int i = 0; i < nt; i++)
+        for (int64_t k; (k = lane_take(ig, (t + i) % nt, nt, i > 0)) >= 0;) ig_task(ig, k, pb);
+}
+
+/* The calling thread's buffers (packed weights and phase planes; tap offsets), grown on
+ * demand and kept for the thread's life: a fresh megabyte a call cost a page fault per
+ * 4 KiB (3% of the probe's time in the kernel's page clearing). */
+static _Thread_local void *tl_mem, *tl_off;
+static _Thread_local size_t tl_mem_cap, tl_off_cap;
+
+static void *ig_scratch(void **buf, size_t *cap, size_t bytes)
+{
+    bytes = (bytes + 63) / 64 * 64;
+    if (bytes > *cap) {
+        free(*buf);
+        *buf = aligned_alloc(64, bytes);
+        *cap = *buf ? bytes : 0;
+    }
+    return *buf;
+}
+
+/* blas.conv2d's KxK, strided, dilated and grouped ways (Cg > 1) on rx_rt_gemm's
+ * micro-kernel: y_g (Og, pixels) = w_g (Og, Kc) @ the im2col matrix of x_g, whose
+ * panels are packed from the phase planes as the kernel needs them (the essay). */
+static int32_t conv_igemm(conv *c)
+{
+    igemm ig = {.c = c, .kern = rx_rt_gemm_micro()};
+    if (c->Kc == 0) { /* an empty window (0 channels or a 0-extent kernel): the epilogue of 0 */
+        int64_t plane = c->OH * c->OW;
+        memset(c->y, 0, sizeof(float) * (size_t)(c->N * c->O * plane));
+        for (int64_t p = 0; p < c->N * c->O; p++)
+            epilogue(c, p % c->O, c->y + p * plane, c->res ? c->res + p * plane : NULL, plane);
+        return CV_OK;
+    }
+    ig.nkb = (c->Kc + IG_KC - 1) / IG_KC;
+    ig.kcb = (c->Kc + ig.nkb - 1) / ig.nkb;
+    ig.wstride = (c->Og + RX_GEMM_MR - 1) / RX_GEMM_MR * RX_GEMM_MR * ig.kcb + 8;
+    int64_t KK = c->KH * c->KW, ppl; /* floats per phase plane */
+    if (c->pointwise) { /* x itself: one phase, Hq x Wq = H x W = OH x OW */
+        ig.Hq = c->H, ig.Wq = c->W, ppl = c->H * c->W;
+    } else {
+        ig.Hq = ((c->OH - 1) * c->sh + (c->KH - 1) * c->dh) / c->sh + 1;
+        ig.Wq = ((c->OW - 1) * c->sw + (c->KW - 1) * c->dw) / c->sw + 1;
+        ppl = ig.Hq * ig.Wq;
+    }
+    ig.img = c->C * (c->pointwise ? 1 : c->sh * c->sw) * ppl;
+    size_t wfl = (size_t)(c->groups * ig.nkb * ig.wstride);
+    /* + Wq + 64: the virtual columns of the last row read up to (KW - 1) * dw past it */
+    size_t xfl = c->pointwise ? 0 : (size_t)(c->N * ig.img + ig.Wq + 64);
+    float *mem = ig_scratch(&tl_mem, &tl_mem_cap, (wfl + xfl) * sizeof(float));
+    ig.off = ig_scratch(&tl_off, &tl_off_cap, sizeof(int64_t) * (size_t)c->Kc);
+    if (!mem || !ig.off) return CV_NOMEM;
+    ig.wp = mem;
+    ig.xbuf = c->pointwise ? NULL : mem + wfl;
+    ig.xt = c->pointwise ? c->x : ig.xbuf;
+    if (ig.xbuf) memset(ig.xbuf + c->N * ig.img, 0, sizeof(float) * (size_t)(ig.Wq + 64));
+    for (int64_t k = 0; k < c->Kc; k++) {
+        int64_t ch = k / KK, kh = k % KK / c->KW, kw = k % c->KW;
+        if (c->pointwise) {
+            ig.off[k] = ch * ppl;
+            continue;
+        }
+        int64_t ph = kh * c->dh % c->sh, pw = kw * c->dw % c->sw;
+        ig.off[k] = ((ch * c->sh + ph) * c->sw + pw) * ppl + kh * c->dh / c->sh * ig.Wq +
+                    kw * c->dw / c->sw;
+    }
+    _Atomic uint64_t lanes[RX_RT_MAX_THREADS];
+    for (int i = 0; i < RX_RT_MAX_THREADS; i++) atomic_init(&lanes[i], 0);
+    ig.lanes = lanes;
+    rx_rt_parallel_for(igemm_job, &ig);
+    return c->failed ? CV_NOMEM : CV_OK;
 }
 
 /* ---- one output row of a window op (depthwise conv, pooling) ---- */
@@ -611,8 +986,9 @@ int32_t rx_rt_conv2d(DLTensor *const *args, int32_t nargs)
         rx_rt_parallel_for(direct_job, &c);
         return CV_OK;
     }
-    if (!(c.sgemm = rx_rt_gemm_pick(rx_rt_sgemm(), c.Og, c.OH * c.OW, c.Kc))) return CV_NOLIB;
     c.pointwise = c.KH == 1 && c.KW == 1 && c.sh == 1 && c.sw == 1 && c.OH == c.H && c.OW == c.W;
+    if (!rx_rt_gemm_blas_only()) return conv_igemm(&c);
+    if (!(c.sgemm = rx_rt_gemm_pick(rx_rt_sgemm(), c.Og, c.OH * c.OW, c.Kc))) return CV_NOLIB;
     rx_rt_parallel_for(gemm_job, &c);
     return c.failed ? CV_NOMEM : CV_OK;
 }

@@ -604,3 +604,26 @@ rx_rt_sgemm_fn rx_rt_gemm_pick_items(rx_rt_sgemm_fn blas, int64_t batch, int64_t
         return rx_rt_matvec;
     return rx_rt_gemm_pick(blas, m, n, k);
 }
+
+/* ---- pieces for library_conv.c's implicit GEMM (rt_int.h) ---- */
+
+_Static_assert((int)MR == (int)RX_GEMM_MR && (int)NR == (int)RX_GEMM_NR,
+               "rt_int.h's tile is this file's");
+
+rx_rt_gemm_kern_fn rx_rt_gemm_micro(void)
+{
+    pthread_once(&kern_once, kern_choose);
+    return kern_best;
+}
+
+void rx_rt_gemm_pack_a(float *dst, const float *a, int64_t lda, int64_t mc, int64_t kc)
+{
+    pthread_once(&kern_once, kern_choose);
+    pack_a(dst, a, lda, 1, mc, kc);
+}
+
+bool rx_rt_gemm_blas_only(void)
+{
+    pthread_once(&kern_once, kern_choose);
+    return pick_mode == PICK_BLAS;
+}

@@ -238,6 +238,19 @@ rx_rt_sgemm_fn rx_rt_gemm_pick_items(rx_rt_sgemm_fn blas, int64_t batch, int64_t
                                      int64_t k);
 /* The micro-kernel rx_rt_gemm runs on this CPU ("avx2+fma 6x16" or "portable 6x16"). */
 const char *rx_rt_gemm_kernel(void);
+/* rx_rt_gemm's pieces for library_conv.c's implicit GEMM (library_gemm.c): its
+ * micro-kernel (acc = the packed A panel (kc x RX_GEMM_MR) times the B panel (kc rows
+ * of RX_GEMM_NR, row stride ldb); c (MR x NR, row stride ldc) = alpha * acc + beta * c,
+ * c not read when beta is 0), its packing of rows [0, mc) x reduction [0, kc) of a
+ * row-major A (row stride lda) into MR-row panels (zero rows past mc; with AVX2 the
+ * last store of a panel writes up to 8 floats past it: leave that slack), and whether
+ * $RX_GEMM=blas asks for the BLAS's sgemm everywhere. */
+enum { RX_GEMM_MR = 6, RX_GEMM_NR = 16 };
+typedef void (*rx_rt_gemm_kern_fn)(int64_t kc, const float *a, const float *b, int64_t ldb,
+                                   float *c, int64_t ldc, float alpha, float beta);
+rx_rt_gemm_kern_fn rx_rt_gemm_micro(void);
+void rx_rt_gemm_pack_a(float *dst, const float *a, int64_t lda, int64_t mc, int64_t kc);
+bool rx_rt_gemm_blas_only(void);
 /* blas.conv2d and rt.pool2d (library_conv.c) and their messages. */
 int32_t rx_rt_conv2d(DLTensor *const *args, int32_t nargs);
 const char *rx_rt_conv2d_strerr(int32_t code);

@@ -12,13 +12,18 @@ then minimum with scalar constants, after a 1x1, after a depthwise 3x3 (the one-
 3x3 row kernel on a plane wider than a vector) and after a stride-2 depthwise; a
 Hardtanh-like clamp(-0.5, 0.75) after a 3x3; maximum(., 0) alone as relu; minimum
 alone; nn.relu then clamp(0, 6) as F.relu6 exports, after a depthwise and after a 3x3;
-depthwise 7x7 and 5x5 stride 1 through the register-blocked row), and max / avg poolings (the probe's
+depthwise 7x7 and 5x5 stride 1 through the register-blocked row; the implicit GEMM's
+corners: a 7-wide plane with 64 channels and a residual, a 3-channel stride-2 stem,
+strides 3/2 with dilations 2/3 and a clamp, 720 reduction indices into 14 channels,
+3 groups of 3 channels at stride and dilation 2), and max / avg poolings (the probe's
 3x3 stride 2 pad 1 max pool, dilation, ceil_mode, count_include_pad both ways, 4-value
 padding), all returned as a tuple. Checked:
   - `relaxc build` (default cost rule) turns every chain into one blas.conv2d call and
     every pooling into one rt.pool2d (the counts in the lowered module);
   - relax-run at batch 2 and batch 1 of the same artifact equals a float64 NumPy
-    convolution of the same formulation (rtol 1e-4, atol 1e-4), every output;
+    convolution of the same formulation (rtol 1e-4, atol 1e-4), every output; batch 2
+    also with RX_GEMM=blas (the im2col way), RX_GEMM_KERNEL=portable and --threads 3
+    (the implicit GEMM's lanes of unequal lengths, tasks taken from others' ends);
   - the poolings built with --lib-disable conv2d --lib-disable pool2d (the generated
     loops, whose avg divisors the NumPy reference restates) agree too.
 Prints one line per check and `N passed, M failed`; exit 1 on a failure.
@@ -57,6 +62,16 @@ CASES = [
     ("k3_min_only", 8, 11, 12, (16, 8, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "o11", True, (None, 0.25)),
     ("dw3_relu_relu6", 16, 9, 21, (16, 1, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 16, "o11", False, (0.0, 6.0, "relu")),
     ("k3_relu_clamp", 8, 11, 12, (16, 8, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, None, False, (-1.0, 0.5, "relu")),
+    # the implicit GEMM's corners: a 7-wide plane (a 16-pixel panel spans 3 output rows)
+    # with 64 channels (at batch 1 the output channels are split across tasks too); the
+    # stem's 3 channels at stride 2 (4 phase planes); strides 3 and 2 with dilations 2
+    # and 3 (taps in every phase, odd offsets); 720 reduction indices (3 blocks) and 14
+    # rows (a partial micro-tile); 3 groups of 3 rows (less than one micro-tile)
+    ("k3_w7_res_relu", 24, 7, 7, (64, 24, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "o11", True, True),
+    ("stem_s2", 3, 33, 31, (32, 3, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 1, "1o11", False, True),
+    ("s3_dil23_clamp", 6, 23, 21, (10, 6, 3, 3), [3, 2], [2, 1, 0, 3], [2, 3], 1, "1o11", False, (-0.5, 0.75)),
+    ("deep_k720", 80, 9, 11, (14, 80, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, None, False, False),
+    ("grouped_s2_dil", 12, 15, 13, (9, 4, 3, 3), [2, 2], [1, 1, 1, 1], [2, 2], 3, "o11", False, True),
     # the register-blocked KxK row (dwk_row): ConvNeXt's 7x7 (two 16-output blocks and
     # tested columns each side), a 5x5 with asymmetric padding and a residual
     ("dw7_convnext", 12, 15, 41, (12, 1, 7, 7), [1, 1], [3, 3, 3, 3], [1, 1], 12, "o11", False, False),
@@ -250,7 +265,17 @@ def main():
         gen_text = run_status([relaxc, "print", src, "--after", "library_lower"] + gen_opts)[1]
         check("blas.conv2d" not in gen_text and "rt.pool2d" not in gen_text,
               "--lib-disable conv2d, pool2d keep the generated loops")
-        for n, tags in ((2, ("lib", "gen")), (1, ("lib",))):
+        # batch 2 also on the runtime's other ways: RX_GEMM=blas (im2col panels on the
+        # BLAS's sgemm) and RX_GEMM_KERNEL=portable (the implicit GEMM on the C kernel)
+        envs = {"lib": None, "gen": None,
+                "blas": dict(os.environ, RX_GEMM="blas"),
+                "portable": dict(os.environ, RX_GEMM_KERNEL="portable")}
+        rxa["blas"] = rxa["portable"] = rxa["threads3"] = rxa["lib"]
+        envs["threads3"] = None
+        # 3 threads on the machine's cores: the implicit GEMM's lanes of unequal lengths,
+        # and threads that finish theirs take tasks from the end of the others'
+        extra = {"threads3": ["--threads", "3"]}
+        for n, tags in ((2, ("lib", "gen", "blas", "portable", "threads3")), (1, ("lib",))):
             arrs, want = inputs(rng, n)
             ins, gen_ins = [], []
             for k, v in arrs.items():
@@ -261,12 +286,12 @@ def main():
             for tag in tags:
                 out = os.path.join(tmp, "out_%s_%d" % (tag, n))
                 os.makedirs(out)
-                rc, _, err = run_status([relax_run, rxa[tag], "--out-dir", out] +
-                                        (ins if tag == "lib" else gen_ins))
+                rc, _, err = run_status([relax_run, rxa[tag], "--out-dir", out] + extra.get(tag, []) +
+                                        (gen_ins if tag == "gen" else ins), envs[tag])
                 check(rc == 0, "relax-run %s batch %d" % (tag, n) + ("" if rc == 0 else ": " + err[-500:]))
                 if rc != 0:
                     continue
-                skip = 0 if tag == "lib" else len(CASES)
+                skip = len(CASES) if tag == "gen" else 0
                 for i, c in enumerate(CASES + POOLS):
                     if i < skip:
                         continue
