@@ -28,6 +28,8 @@ and the epilogues (bias and activation in the call, library_epi.c), x (2, 64, 8)
   silu_t      x @ permute(w) + bias, x * sigmoid(x)
   gelu_reuse  addmm_gelut's chain plus the sum once more: the activation stays ops, the
               bias is taken
+  gelut_off   addmm_gelut with 0.0447 for 0.044715 (7e-6 from the GELU near |x| = 2,
+              past library_epi.c's 1e-6): not recognized, the bias alone taken
   rows4_t     x (4, 256) @ permute(w (128, 256)) + bias, SiLU: the few-row product
               (library_matvec.c) under RX_GEMM=auto
   swap_t      permute(x, (1, 0, 2)) @ w + bias, nn.gelu_tanh: 64 items of 2 rows, run as
@@ -149,14 +151,14 @@ def epilogues():
     x = {"name": "x", "type": T(EPI_X)}
     bias = {"name": "bias", "type": T((EPI_N,))}
 
-    def gelut(bs, h, extra=False):
+    def gelut(bs, h, extra=False, k3=0.044715):
         def b(name, value):
             bs.append({"var": name, "value": value})
             return name
         half = b("g_half", op("multiply", h, c32(0.5)))
         sq = b("g_sq", op("multiply", h, h))
         cube = b("g_cube", op("multiply", sq, h))
-        m1 = b("g_m1", op("multiply", cube, c32(0.044715)))
+        m1 = b("g_m1", op("multiply", cube, c32(k3)))
         a2 = b("g_a2", op("add", h, m1))
         m2 = b("g_m2", op("multiply", a2, c32(0.7978846)))
         th = b("g_th", op("tanh", m2))
@@ -164,13 +166,13 @@ def epilogues():
         y = b("g_y", op("multiply", half, a3))
         return b("g_z", op("add", y, h)) if extra else y
 
-    for name in ("addmm_gelut", "gelu_reuse"):
+    for name in ("addmm_gelut", "gelu_reuse", "gelut_off"):
         bs = [{"var": "x2", "value": op("reshape", "x", {"shape": [EPI_X[0] * EPI_X[1], EPI_K]})},
               {"var": "mm", "value": op("matmul", "x2", "w")},
               {"var": "s", "value": op("add", "mm", "bias")},
               {"var": "h", "value": op("reshape", "s", {"shape": [EPI_X[0], EPI_X[1], EPI_N]})}]
         fns[name] = ([x, {"name": "w", "type": T((EPI_K, EPI_N))}, bias], bs,
-                     gelut(bs, "h", name == "gelu_reuse"))
+                     gelut(bs, "h", name == "gelu_reuse", 0.0447 if name == "gelut_off" else 0.044715))
     fns["lin_gelut"] = ([x, {"name": "w", "type": T((EPI_K, EPI_N))}, bias],
                         [{"var": "mm", "value": op("matmul", "x", "w")},
                          {"var": "s", "value": op("add", "mm", "bias")},
@@ -216,19 +218,22 @@ def epi_reference(name, x):
         return 0.5 * s * (1 + erf(s / math.sqrt(2)))
     if name in ("silu_t", "rows4_t"):
         return s / (1 + np.exp(-s))
-    g = 0.5 * s * (1 + np.tanh(math.sqrt(2 / math.pi) * (s + 0.044715 * s ** 3)))
+    k3 = 0.0447 if name == "gelut_off" else 0.044715
+    g = 0.5 * s * (1 + np.tanh(0.7978846 * (s + k3 * s ** 3)))
     return g + s if name == "gelu_reuse" else g
 
 
 EPI_OPS = ("R.add(", "R.tanh(", "R.erf(", "R.sigmoid(", "R.nn.relu(", "R.nn.gelu_tanh(")
-EPI_LEFT = {"gelu_reuse": 4}  # its chain's two adds and tanh stay, and the sum's add
+EPI_LEFT = {"gelu_reuse": 4,  # its chain's two adds and tanh stay, and the sum's add
+            "gelut_off": 3}  # 0.0447 for 0.044715: not a GELU, its adds and tanh stay
 # at the default --lib auto the exact GELU and SiLU stay generated (the cost rule): the
 # bias alone is taken (gelu_t keeps erf and its + 1); --lib all takes them too
 EPI_LEFT_AUTO = {"gelu_t": 2, "silu_t": 1, "rows4_t": 1}
 
 EXPECT = {"pt": 2, "kt": 2, "qscale": 2, "gqa_repeat": 2, "gqa_expand": 2, "linear_t": 1,
           "bcast4": 1, "mha_b1": 1, "decode": 0, "addmm_gelut": 1, "lin_gelut": 1,
-          "relu_t": 1, "gelu_t": 1, "silu_t": 1, "gelu_reuse": 1, "rows4_t": 1, "swap_t": 1}
+          "relu_t": 1, "gelu_t": 1, "silu_t": 1, "gelu_reuse": 1, "rows4_t": 1, "swap_t": 1,
+          "gelut_off": 1}
 
 
 def reference(name, ins):
