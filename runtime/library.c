@@ -31,12 +31,15 @@
  *   blas.matmul_bias_ACT       (A, B, bias, C)  C = act(A @ B + bias)
  *   blas.matmul_ACT            (A, B, C)        C = act(A @ B)
  * with ACT one of relu (max(x, 0)), gelu (0.5 x (1 + erf(x / sqrt 2))), silu
- * (x / (1 + exp(-x))), all by rx_rt_act_rows (library_act.c: vectorized, within a few
+ * (x / (1 + exp(-x))), all by rx_rt_epilogue_rows (library_act.c: vectorized, within a few
  * 1e-7 of libm). Cost: the epilogue is O(b m n), against the O(b m n k) of the product.
- * blas.matmul_view (XA, XB, desc, C): C = alpha * L_A @ L_B where each operand L is a
- * strided view of its base X (dense row-major, any rank): L = permute(repeat(reshape(X,
- * S), R), P) (compiler/pass/library_view.c has the model). desc is an int64 1-D tensor:
- * 1 (the version), alpha (f64 bits), then per operand r (2..8), S (r extents: > 0 a
+ * blas.matmul_view (XA, XB, desc, [bias,] C): C = act(alpha * L_A @ L_B [+ bias]) where
+ * each operand L is a strided view of its base X (dense row-major, any rank): L =
+ * permute(repeat(reshape(X, S), R), P) (compiler/pass/library_view.c has the model).
+ * desc is an int64 1-D tensor: the version, alpha (f64 bits), with version 2 the
+ * epilogue's act (RX_RT_ACT_*: 0 none, 1 relu, 2 gelu, 3 silu, 4 gelu_tanh) and a bias
+ * flag (1: the f32 (n,) tensor bias comes after desc, added over C's last axis before
+ * act; version 1 has neither), then per operand r (2..8), S (r extents: > 0 a
  * literal, -(1 + i) X's dim i, 0 the one inferred from X's element count), R (r factors
  * >= 1: L's index i on that axis reads i / R) and P (a permutation). C (b.., m, n) is
  * dense; each operand's axes but the last two are right-aligned with C's batch axes
@@ -49,7 +52,9 @@
  * shapes (code 4 on a mismatch, never an out-of-bounds read). One sgemm per batch item,
  * the items split over one libgomp region (rx_rt_parallel, threads.c) when the BLAS is
  * OpenBLAS's OpenMP or sequential build (its sgemm then runs one thread inside a
- * region); else one after another, each on the BLAS's own threads.
+ * region); else one after another, each on the BLAS's own threads. The epilogue is the
+ * fused entries': in the own sgemm's write-back, else a pass over each item's rows right
+ * after its sgemm (rx_rt_epilogue_rows).
  * blas.conv2d (convolutions on the same sgemm, with their epilogues) is library_conv.c's.
  * "sgemm" above is, per call, the runtime's own (library_gemm.c) or the BLAS's, as
  * rx_rt_gemm_pick says ($RX_GEMM); the own one always runs inside a region.
@@ -224,7 +229,9 @@ static int32_t blas_sgemm_entry(DLTensor *const *args, int32_t nargs)
 
 /* ---- blas.matmul_view ---- */
 
-enum { VIEW_MAXR = 8, VIEW_HDR = 2 }; /* the descriptor: version, alpha, then operands */
+/* The descriptor: version, alpha[, act, bias flag] (VIEW_HDR words, VIEW_HDR_EPI for
+ * version 2), then the operands. */
+enum { VIEW_MAXR = 8, VIEW_HDR = 2, VIEW_HDR_EPI = 4 };
 
 /* One operand of blas.matmul_view as the logical tensor L it reads (the essay): its
  * rank, extents, element strides into the base and repeat divisors, per L axis. */
@@ -319,7 +326,9 @@ typedef struct view_job {
     int64_t batch, m, n, k, lda, ldb;
     int ta, tb;
     float alpha;
-    sgemm_fn gemm; /* rx_rt_gemm or the BLAS's (rx_rt_gemm_pick) */
+    sgemm_fn gemm;     /* rx_rt_gemm or the BLAS's (rx_rt_gemm_pick) */
+    const float *bias; /* the epilogue: C[.., j] += bias[j] (NULL: none), then act */
+    int act;           /* RX_RT_ACT_* (library_act.c) */
 } view_job;
 
 static void view_items(const view_job *j, int64_t lo, int64_t hi)
@@ -328,11 +337,18 @@ static void view_items(const view_job *j, int64_t lo, int64_t hi)
     for (int d = j->nb - 1; d >= 0; d--) idx[d] = rest % j->cshape[d], rest /= j->cshape[d];
     for (int64_t t = lo; t < hi && j->m && j->n; t++) {
         float *ct = j->c + t * j->m * j->n;
-        if (j->k == 0) memset(ct, 0, sizeof(float) * (size_t)(j->m * j->n));
-        else /* CblasRowMajor = 101 */
-            j->gemm(101, j->ta, j->tb, (int)j->m, (int)j->n, (int)j->k, j->alpha,
-                    j->pa + view_offset(j->a, idx, j->nb), (int)j->lda,
-                    j->pb + view_offset(j->b, idx, j->nb), (int)j->ldb, 0.0f, ct, (int)j->n);
+        const float *at = j->pa + view_offset(j->a, idx, j->nb);
+        const float *bt = j->pb + view_offset(j->b, idx, j->nb);
+        if (j->gemm == rx_rt_gemm) { /* the epilogue in the write-back; k 0 included */
+            rx_rt_gemm_act(j->ta == 112, j->tb == 112, j->m, j->n, j->k, j->alpha, at, j->lda, bt,
+                           j->ldb, 0.0f, ct, j->n, true, j->bias, j->act);
+        } else {
+            if (j->k == 0) memset(ct, 0, sizeof(float) * (size_t)(j->m * j->n));
+            else /* CblasRowMajor = 101 */
+                j->gemm(101, j->ta, j->tb, (int)j->m, (int)j->n, (int)j->k, j->alpha, at,
+                        (int)j->lda, bt, (int)j->ldb, 0.0f, ct, (int)j->n);
+            rx_rt_epilogue_rows(ct, j->m, j->n, j->n, j->bias, j->act); /* while warm */
+        }
         for (int d = j->nb - 1; d >= 0 && ++idx[d] == j->cshape[d]; d--) idx[d] = 0;
     }
 }
@@ -376,10 +392,19 @@ static bool view_swap_rows(const view_job *j)
         return false;
     sgemm_fn gemm = rx_rt_gemm_pick(blas_sgemm, j->batch, j->n, j->k);
     if (!gemm) return false;
-    for (int64_t r = 0; r < j->m; r++) /* CblasRowMajor = 101 */
+    for (int64_t r = 0; r < j->m; r++) { /* CblasRowMajor = 101 */
+        float *cr = j->c + r * j->n;
+        if (gemm == rx_rt_gemm) {
+            rx_rt_gemm_act(false, j->tb == 112, j->batch, j->n, j->k, j->alpha, j->pa + r * j->lda,
+                           a->stride[0], j->pb, j->ldb, 0.0f, cr, j->m * j->n, true, j->bias,
+                           j->act);
+            continue;
+        }
         gemm(101, j->ta, j->tb, (int)j->batch, (int)j->n, (int)j->k, j->alpha,
-             j->pa + r * j->lda, (int)a->stride[0], j->pb, (int)j->ldb, 0.0f, j->c + r * j->n,
+             j->pa + r * j->lda, (int)a->stride[0], j->pb, (int)j->ldb, 0.0f, cr,
              (int)(j->m * j->n));
+        rx_rt_epilogue_rows(cr, j->batch, j->n, j->m * j->n, j->bias, j->act);
+    }
     return true;
 }
 
@@ -408,19 +433,25 @@ static bool blas_in_region_ok(void)
     return kind == 0 || kind == 2;
 }
 
-/* blas.matmul_view (XA, XB, desc, C): C = alpha * L_A @ L_B, the operands views of the
- * bases XA and XB described by desc (the essay). */
+/* blas.matmul_view (XA, XB, desc, [bias,] C): C = act(alpha * L_A @ L_B [+ bias]), the
+ * operands views of the bases XA and XB described by desc (the essay). */
 static int32_t blas_matmul_view(DLTensor *const *args, int32_t nargs)
 {
-    if (nargs != 4) return BLAS_ARGS;
+    if (nargs < 3) return BLAS_ARGS;
     const DLTensor *XA = args[0], *XB = args[1], *D = args[2];
-    DLTensor *C = args[3];
-    if (!is_f32(XA) || !is_f32(XB) || !is_f32(C)) return BLAS_DTYPE;
     if (D->dtype.code != kDLInt || D->dtype.bits != 64 || D->dtype.lanes != 1 || D->ndim != 1)
         return BLAS_DTYPE;
     const int64_t *d = (const int64_t *)(const void *)((const char *)D->data + D->byte_offset);
-    int64_t nd = D->shape[0], at = VIEW_HDR;
-    if (nd < VIEW_HDR || d[0] != 1) return BLAS_SHAPE;
+    int64_t nd = D->shape[0], at = d[0] == 2 ? VIEW_HDR_EPI : VIEW_HDR;
+    if (nd < at || (d[0] != 1 && d[0] != 2)) return BLAS_SHAPE;
+    int act = d[0] == 2 ? (int)d[2] : RX_RT_ACT_NONE;
+    bool has_bias = d[0] == 2 && d[3];
+    if (act < RX_RT_ACT_NONE || act > RX_RT_ACT_GELU_TANH || (d[0] == 2 && (d[3] & ~1)))
+        return BLAS_SHAPE;
+    if (nargs != 4 + has_bias) return BLAS_ARGS;
+    DLTensor *C = args[nargs - 1];
+    const DLTensor *bt = has_bias ? args[3] : NULL;
+    if (!is_f32(XA) || !is_f32(XB) || !is_f32(C) || (bt && !is_f32(bt))) return BLAS_DTYPE;
     double alpha;
     memcpy(&alpha, &d[1], sizeof alpha);
     view_operand a, b;
@@ -431,7 +462,9 @@ static int32_t blas_matmul_view(DLTensor *const *args, int32_t nargs)
         return BLAS_SHAPE;
     int nb = C->ndim - 2;
     int64_t m = C->shape[nb], n = C->shape[nb + 1], k = a.size[a.r - 1], batch = 1;
-    if (a.size[a.r - 2] != m || b.size[b.r - 2] != k || b.size[b.r - 1] != n) return BLAS_SHAPE;
+    if (a.size[a.r - 2] != m || b.size[b.r - 2] != k || b.size[b.r - 1] != n ||
+        (bt && (bt->ndim != 1 || bt->shape[0] != n)))
+        return BLAS_SHAPE;
     for (int j = 0; j < nb; j++) {
         for (int w = 0; w < 2; w++) {
             const view_operand *o = w ? &b : &a;
@@ -447,7 +480,8 @@ static int32_t blas_matmul_view(DLTensor *const *args, int32_t nargs)
         return BLAS_SHAPE;
     pthread_once(&blas_once, blas_open);
     view_job j = {&a, &b, fdata(XA), fdata(XB), (float *)(uintptr_t)fdata(C), C->shape, nb,
-                  batch, m, n, k, lda, ldb, ta, tb, (float)alpha, NULL};
+                  batch, m, n, k, lda, ldb, ta, tb, (float)alpha, NULL, bt ? fdata(bt) : NULL,
+                  act};
     view_merge_batch(&j);
     if (!(j.gemm = rx_rt_gemm_pick_items(blas_sgemm, b.r == 2 ? 1 : j.batch, j.m, n, k)))
         return BLAS_NOLIB;
@@ -462,8 +496,10 @@ static int32_t blas_matmul_view(DLTensor *const *args, int32_t nargs)
 static const char *blas_view_strerr(int32_t code)
 {
     switch (code) {
-    case BLAS_ARGS: return "expects 4 tensors (A base, B base, view descriptor, C)";
-    case BLAS_DTYPE: return "expects float32 bases and C and an int64 1-D descriptor";
+    case BLAS_ARGS:
+        return "expects 4 tensors (A base, B base, view descriptor, C), 5 with the "
+               "descriptor's bias (A base, B base, descriptor, bias, C)";
+    case BLAS_DTYPE: return "expects float32 bases, bias and C and an int64 1-D descriptor";
     case BLAS_SHAPE:
         return "the view descriptor does not fit the bases and C (see library.c's essay)";
     default: return blas_strerr(code);
@@ -484,13 +520,7 @@ static int32_t blas_fused(DLTensor *const *args, int32_t nargs, bool bias, int a
     bool epi_done; /* bias and activation in the own sgemm's write-back */
     int32_t rc = blas_gemm(args[0], args[1], C, &rows, &cols, true, b, act, &epi_done);
     if (rc != BLAS_OK || epi_done) return rc;
-    float *c = (float *)(uintptr_t)fdata(C);
-    for (int64_t i = 0; i < rows; i++) {
-        float *row = c + i * cols;
-        if (b)
-            for (int64_t j = 0; j < cols; j++) row[j] += b[j];
-        rx_rt_act_rows(row, cols, act);
-    }
+    rx_rt_epilogue_rows((float *)(uintptr_t)fdata(C), rows, cols, cols, b, act);
     return BLAS_OK;
 }
 

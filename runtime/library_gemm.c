@@ -382,15 +382,10 @@ static float *scratch(size_t floats)
 }
 
 /* The epilogue on rows x cols of C at c (its first column is C's column col), while
- * they are in L1: bias, then the activation (rx_rt_act_rows). */
+ * they are in L1: bias, then the activation (rx_rt_epilogue_rows). */
 static void epilogue(const gemm_job *j, float *c, int64_t rows, int64_t cols, int64_t col)
 {
-    const float *bias = j->bias ? j->bias + col : NULL;
-    for (int64_t i = 0; i < rows; i++, c += j->ldc) {
-        if (bias)
-            for (int64_t q = 0; q < cols; q++) c[q] += bias[q];
-        rx_rt_act_rows(c, cols, j->act);
-    }
+    rx_rt_epilogue_rows(c, rows, cols, j->ldc, j->bias ? j->bias + col : NULL, j->act);
 }
 
 /* One MR x NR tile (or the mr x nr corner of one) of C at c, C's column col: the kernel

@@ -211,9 +211,12 @@ void rx_rt_gemm_epi(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                     const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                     float *c, int64_t ldc, bool threads, const float *bias, bool relu);
 /* The epilogue activations (library_act.c's essay has the formulas). */
-enum { RX_RT_ACT_NONE, RX_RT_ACT_RELU, RX_RT_ACT_GELU, RX_RT_ACT_SILU };
-/* x[0..n) = act(x[0..n)) in place (vectorized where the CPU has AVX2 and FMA). */
-void rx_rt_act_rows(float *x, int64_t n, int act);
+enum { RX_RT_ACT_NONE, RX_RT_ACT_RELU, RX_RT_ACT_GELU, RX_RT_ACT_SILU, RX_RT_ACT_GELU_TANH };
+/* The epilogue on rows x cols of C at c (row stride ldc), in place: c[i][j] = act(c[i][j]
+ * + bias[j]) (bias NULL: none); nothing when there is neither. Vectorized where the CPU
+ * has AVX2 and FMA. */
+void rx_rt_epilogue_rows(float *c, int64_t rows, int64_t cols, int64_t ldc, const float *bias,
+                         int act);
 /* rx_rt_gemm_epi with any RX_RT_ACT_* activation after the bias. */
 void rx_rt_gemm_act(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                     const float *a, int64_t lda, const float *b, int64_t ldb, float beta,

@@ -37,6 +37,25 @@ bool rx_lv_blas_able(const rx_lv_view *v);
  * S is not a literal, one of the base's dims, or the one inferred. */
 bool rx_lv_encode_operand(const rx_lv_view *v, int64_t *out, int *n);
 
+/* The activations of the library epilogues (runtime/library_act.c's RX_RT_ACT_* codes,
+ * which blas.matmul_view's descriptor carries). */
+enum { RX_LE_ACT_NONE, RX_LE_ACT_RELU, RX_LE_ACT_GELU, RX_LE_ACT_SILU, RX_LE_ACT_GELU_TANH };
+
+/* What rx_le_match reads of the function: use counts by variable id (nids of them) and
+ * the bindings' values (scalar constants seen through variables). */
+typedef struct rx_le_ctx {
+    const int32_t *uses;
+    int32_t nids;
+    rx_lv_defs defs;
+} rx_le_ctx;
+
+/* The activation that op-call bindings of block b after index `after` (none marked in
+ * drop) compute from the variable x alone, with x and every intermediate used only by
+ * them (library_epi.c's essay): their binding indices into chain (ascending, the result's
+ * last; room for 16) and the activation into *act; returns how many, or 0. */
+int rx_le_match(const rx_le_ctx *c, rx_block *b, rx_node *x, int after, const bool *drop,
+                int *chain, int *act);
+
 /* call_dps_library("rt.rnn", the 7 operands of the nn.rnn call, params) with the call's
  * annotation and location (library_lower.c; legalize.c takes every nn.rnn this way). */
 rx_node *rx_lib_rnn_call(rx_module *m, rx_node *call);

@@ -63,11 +63,21 @@
  * stands (an operand is a view, a scale is folded, or a rank above 3 / broadcast
  * batch), and the cost rule above says library (M, N and the batch from the result's
  * extents, K from A's), the matmul becomes
- *   call_dps_library("blas.matmul_view", (A base, B base, descriptor), out=...)
+ *   call_dps_library("blas.matmul_view", (A base, B base, descriptor[, bias]), out=...)
  * with the descriptor an int64 constant (runtime/library.c). A multiply by a scalar f32
  * constant that alone uses the product is folded too (alpha), the call taking its
- * binding. The producers stay for other users (dce drops the rest). The plain 2-D / 3-D
- * products keep the patterns above (their bias and relu epilogues).
+ * binding. The producers stay for other users (dce drops the rest). Its epilogue
+ * (view_epilogue; descriptor version 2): an add of a (n,) bias that alone uses the
+ * (scaled) product, passed as the call's fourth argument, then an activation the
+ * bindings after it compute (library_epi.c recognizes relu, the erf and tanh GELUs and
+ * SiLU however they are spelt), possibly through one reshape that keeps the last axis
+ * (GPT-2's Conv1D: addmm at 2-D, reshaped to 3-D, then its GELU): the call then keeps
+ * the product's shape at the sum's binding and the reshape, reading it, moves to the
+ * activation's result. By the cost rule relu and the tanh GELU join the call (the
+ * generated tanh GELU chain cost more than the epilogue: docs/runtime.md), the exact GELU
+ * and SiLU under --lib all only, as for the patterns. The plain 2-D / 3-D products keep
+ * the patterns above (their bias and relu epilogues) but for a tanh GELU, which they have
+ * no entry for.
  * The conv rule (try_conv, its own functions below the matmul ones): a chain
  *
  *   c = nn.conv2d(x, w)       (f32, data_layout NCHW, kernel_layout OIHW, out_dtype null
@@ -475,6 +485,57 @@ static bool try_pattern(ll_ctx *c, const lib_pattern *p, rx_block *b, int j, boo
     return true;
 }
 
+/* Whether the matmul_view epilogue takes activation act: the cost rule's second part as
+ * pattern_worth has it, and the tanh GELU (a generated one cost more than the epilogue:
+ * docs/runtime.md). */
+static bool view_act_worth(const ll_ctx *c, int act)
+{
+    if (c->o && c->o->mode == RX_LIB_ALL) return true;
+    return act == RX_LE_ACT_RELU || act == RX_LE_ACT_GELU_TANH;
+}
+
+/* The epilogue of a matmul_view whose product (scaled) is bound at *last: the sole user
+ * adding a (n,) bias, then an activation (library_epi.c), possibly after one reshape that
+ * keeps the last axis (GPT-2's Conv1D: a 2-D addmm reshaped to 3-D, then its GELU). On a
+ * match *last becomes the binding the call goes to, the indices of the bindings it
+ * replaces are appended to drops, and with a reshape *moved is it and *y the
+ * activation's result: the call then stays at the product's (or the sum's) binding with
+ * its shape, and the caller moves the reshape, reading the call, to *y. */
+static void view_epilogue(ll_ctx *c, rx_block *b, const bool *drop, rx_binding **last,
+                          rx_node **bias, int *act, int *drops, int *nd, rx_binding **moved,
+                          rx_binding **y)
+{
+    rx_node *cur = (*last)->var;
+    rx_binding *u = sole_user(c, cur, b, (int)(*last - b->bindings));
+    if (u && !drop[u - b->bindings] && (*bias = bias_of(u->value, cur))) {
+        drops[(*nd)++] = (int)(*last - b->bindings);
+        *last = u;
+        cur = u->var;
+    }
+    rx_node *x = cur;
+    int after = (int)(*last - b->bindings);
+    rx_binding *r = sole_user(c, cur, b, after);
+    const rx_sinfo *cs = cur->sinfo, *rs = r ? r->value->sinfo : NULL;
+    if (r && !drop[r - b->bindings] && is_op(r->value, "reshape") && f32_tensor(rs, rs->ndim) &&
+        rx_expr_same(rs->dims[rs->ndim - 1], cs->dims[cs->ndim - 1])) {
+        x = r->var;
+        after = (int)(r - b->bindings);
+    }
+    rx_le_ctx le = {c->uses, c->nids, {def_of, c}};
+    int ch[16], a = RX_LE_ACT_NONE, k = rx_le_match(&le, b, x, after, drop, ch, &a);
+    if (!k || !view_act_worth(c, a)) return;
+    *act = a;
+    for (int i = 0; i < k - 1; i++) drops[(*nd)++] = ch[i];
+    if (x != cur) {
+        drops[(*nd)++] = (int)(r - b->bindings);
+        *moved = r;
+        *y = &b->bindings[ch[k - 1]];
+    } else {
+        drops[(*nd)++] = (int)(*last - b->bindings);
+        *last = &b->bindings[ch[k - 1]];
+    }
+}
+
 /* matmul_view (the essay): the matmul binding j of block b with both operands read as
  * strided views of their bases, and a following multiply by a scalar constant folded
  * into alpha; on a match rewrites the last binding and marks the matmul's in drop. */
@@ -495,11 +556,11 @@ static bool try_view(ll_ctx *c, rx_block *b, int j, bool *drop)
         !rx_lv_view_of(&defs, call->args[1], &vb, c->m->arena) || va.r < 2 || vb.r < 2 ||
         !rx_lv_blas_able(&va) || !rx_lv_blas_able(&vb))
         return false;
-    /* blas.matmul and its chains take the dense 2-D / 3-D cases */
-    if (!va.moved && !vb.moved && va.alpha == 1.0 && vb.alpha == 1.0 && matmul_ok(call))
-        return false;
+    /* blas.matmul and its chains take the dense 2-D / 3-D cases, but for an epilogue
+     * they have no entry for (the tanh GELU) */
+    bool plain = !va.moved && !vb.moved && va.alpha == 1.0 && vb.alpha == 1.0 && matmul_ok(call);
     if (!worth_library(c, call)) return false;
-    int64_t words[2 + 2 * (1 + 3 * RX_LV_MAXR)];
+    int64_t words[4 + 2 * (1 + 3 * RX_LV_MAXR)];
     int n = 2;
     double alpha = va.alpha * vb.alpha, s;
     rx_binding *last = mm, *u = sole_user(c, mm->var, b, j);
@@ -511,9 +572,18 @@ static bool try_view(ll_ctx *c, rx_block *b, int j, bool *drop)
             last = u;
         }
     }
+    rx_node *bias = NULL;
+    int act = RX_LE_ACT_NONE, drops[24], nd = 0;
+    rx_binding *moved = NULL, *y = NULL; /* a reshape between the sum and the activation */
+    if (last != mm) drops[nd++] = j;
+    view_epilogue(c, b, drop, &last, &bias, &act, drops, &nd, &moved, &y);
+    if (plain && act != RX_LE_ACT_GELU_TANH) return false;
+    bool epi = bias || act != RX_LE_ACT_NONE; /* descriptor version 2 */
+    n = epi ? 4 : 2;
     if (!rx_lv_encode_operand(&va, words, &n) || !rx_lv_encode_operand(&vb, words, &n))
         return false;
-    words[0] = 1;
+    words[0] = epi ? 2 : 1;
+    if (epi) words[2] = act, words[3] = bias != NULL;
     memcpy(&words[1], &alpha, sizeof alpha);
     rx_const *k = RX_NEW(c->m->arena, rx_const);
     k->dtype = RX_DT_I64;
@@ -523,12 +593,16 @@ static bool try_view(ll_ctx *c, rx_block *b, int j, bool *drop)
     k->nbytes = sizeof(int64_t) * (size_t)n;
     k->data = rx_arena_dup(c->m->arena, words, k->nbytes);
     k->loc = call->loc;
-    rx_node *args[3] = {va.base, vb.base, rx_n_const(c->m, k)};
-    rx_expr *len = rx_e_int(c->m->arena, n);
-    args[2]->sinfo = rx_si_tensor(c->m->arena, RX_DT_I64, 1, &len);
+    rx_node *args[4] = {va.base, vb.base, rx_n_const(c->m, k), bias};
+    rx_expr *words_len = rx_e_int(c->m->arena, n);
+    args[2]->sinfo = rx_si_tensor(c->m->arena, RX_DT_I64, 1, &words_len);
     args[2]->loc = call->loc;
-    put_lib(c, last, "blas.matmul_view", args, 3);
-    if (last != mm) drop[j] = true;
+    put_lib(c, last, "blas.matmul_view", args, bias ? 4 : 3);
+    for (int i = 0; i < nd; i++) drop[drops[i]] = true;
+    if (moved) { /* the reshape, reading the call, now binds the activation's result */
+        y->value = moved->value;
+        if (var_id_ok(c, y->var)) c->def[y->var->u.var.id] = y->value;
+    }
     return true;
 }
 

@@ -17,11 +17,31 @@ One module, symbolic b and s, one function per way of writing attention's produc
               rule counts 64 rows (a literal batch times M = 1) and the runtime runs
               the 64 one-row items as one sgemm of 64 rows
   decode      q of one row (M = 1, static): the cost rule keeps it generated
+and the epilogues (bias and activation in the call, library_epi.c), x (2, 64, 8):
+  addmm_gelut GPT-2's Conv1D: reshape to 2-D, matmul + bias, reshape back, the tanh GELU
+              written out (0.5 h (1 + tanh(0.7978846 (h + 0.044715 h h h))))
+  lin_gelut   x @ w + bias (plain 3-D operands: blas.matmul has no tanh-GELU entry)
+              then nn.gelu_tanh
+  relu_t      x @ permute(w) + bias, nn.relu
+  gelu_t      x @ permute(w), bias on the left, F.gelu as exported (x * 0.70710677,
+              erf, + 1, * x, * 0.5)
+  silu_t      x @ permute(w) + bias, x * sigmoid(x)
+  gelu_reuse  addmm_gelut's chain plus the sum once more: the activation stays ops, the
+              bias is taken
+  gelut_off   addmm_gelut with 0.0447 for 0.044715 (7e-6 from the GELU near |x| = 2,
+              past library_epi.c's 1e-6): not recognized, the bias alone taken
+  rows4_t     x (4, 256) @ permute(w (128, 256)) + bias, SiLU: the few-row product
+              (library_matvec.c) under RX_GEMM=auto
+  swap_t      permute(x, (1, 0, 2)) @ w + bias, nn.gelu_tanh: 64 items of 2 rows, run as
+              2 products of 64 rows (library.c's view_swap_rows)
 each causal-masked (full + triu) and softmaxed where attention. Built at O2 with
 --dump-ir: each function's library_lower dump must call blas.matmul_view the expected
-number of times (2 for attention, 1 for linear_t and bcast4, 0 for decode), and
+number of times (2 for attention, 1 for linear_t and bcast4, 0 for decode, 1 for the
+epilogues, with no add, tanh, erf, sigmoid or relu op left but gelu_reuse's), and
 relax-run's outputs at b = 2, s = 5 must equal NumPy's float64 math (rtol 1e-4,
-atol 1e-5). Prints one line per check and `N passed, M failed`; exit 1 on a failure.
+atol 1e-5), the epilogue functions also with RX_GEMM=blas (OpenBLAS's sgemm, then a pass
+over each item) and built with --lib all (where the exact GELU and SiLU join the
+epilogue; at auto they stay ops, the bias alone taken). Prints one line per check and `N passed, M failed`; exit 1 on a failure.
 """
 
 import json
@@ -112,18 +132,115 @@ def functions():
                       {"var": "q_h", "value": op("permute_dims", "q_r", axes=[0, 2, 1, 3])},
                       {"var": "k_t", "value": op("permute_dims", "kc", axes=[0, 1, 3, 2])},
                       {"var": "y", "value": op("matmul", "q_h", "k_t")}], "y")
+    fns.update(epilogues())
     return {name: {"kind": "relax", "params": p,
                    "body": {"blocks": [{"dataflow": True, "bindings": bs}], "result": r}}
             for name, (p, bs, r) in fns.items()}
 
 
+EPI_X, EPI_K, EPI_N = (2, 64, 8), 8, 40  # 128 rows x 8 x 40: past the cost rule's 2^15
+
+
+def c32(v):
+    return {"const": v, "dtype": "f32"}
+
+
+def epilogues():
+    """The epilogue functions of the docstring: {name: (params, bindings, result)}."""
+    fns = {}
+    x = {"name": "x", "type": T(EPI_X)}
+    bias = {"name": "bias", "type": T((EPI_N,))}
+
+    def gelut(bs, h, extra=False, k3=0.044715):
+        def b(name, value):
+            bs.append({"var": name, "value": value})
+            return name
+        half = b("g_half", op("multiply", h, c32(0.5)))
+        sq = b("g_sq", op("multiply", h, h))
+        cube = b("g_cube", op("multiply", sq, h))
+        m1 = b("g_m1", op("multiply", cube, c32(k3)))
+        a2 = b("g_a2", op("add", h, m1))
+        m2 = b("g_m2", op("multiply", a2, c32(0.7978846)))
+        th = b("g_th", op("tanh", m2))
+        a3 = b("g_a3", op("add", th, c32(1.0)))
+        y = b("g_y", op("multiply", half, a3))
+        return b("g_z", op("add", y, h)) if extra else y
+
+    for name in ("addmm_gelut", "gelu_reuse", "gelut_off"):
+        bs = [{"var": "x2", "value": op("reshape", "x", {"shape": [EPI_X[0] * EPI_X[1], EPI_K]})},
+              {"var": "mm", "value": op("matmul", "x2", "w")},
+              {"var": "s", "value": op("add", "mm", "bias")},
+              {"var": "h", "value": op("reshape", "s", {"shape": [EPI_X[0], EPI_X[1], EPI_N]})}]
+        fns[name] = ([x, {"name": "w", "type": T((EPI_K, EPI_N))}, bias], bs,
+                     gelut(bs, "h", name == "gelu_reuse", 0.0447 if name == "gelut_off" else 0.044715))
+    fns["lin_gelut"] = ([x, {"name": "w", "type": T((EPI_K, EPI_N))}, bias],
+                        [{"var": "mm", "value": op("matmul", "x", "w")},
+                         {"var": "s", "value": op("add", "mm", "bias")},
+                         {"var": "y", "value": op("nn.gelu_tanh", "s")}], "y")
+    wt = {"name": "w", "type": T((EPI_N, EPI_K))}
+    head = [{"var": "wt", "value": op("permute_dims", "w")},
+            {"var": "mm", "value": op("matmul", "x", "wt")}]
+    fns["relu_t"] = ([x, wt, bias], head + [
+        {"var": "s", "value": op("add", "mm", "bias")},
+        {"var": "y", "value": op("nn.relu", "s")}], "y")
+    fns["gelu_t"] = ([x, wt, bias], head + [
+        {"var": "s", "value": op("add", "bias", "mm")},
+        {"var": "d", "value": op("multiply", "s", c32(0.70710677))},
+        {"var": "e", "value": op("erf", "d")},
+        {"var": "a", "value": op("add", "e", c32(1.0))},
+        {"var": "p", "value": op("multiply", "s", "a")},
+        {"var": "y", "value": op("multiply", "p", c32(0.5))}], "y")
+    fns["silu_t"] = ([x, wt, bias], head + [
+        {"var": "s", "value": op("add", "mm", "bias")},
+        {"var": "g", "value": op("sigmoid", "s")},
+        {"var": "y", "value": op("multiply", "s", "g")}], "y")
+    fns["rows4_t"] = ([{"name": "x", "type": T((4, 256))}, {"name": "w", "type": T((128, 256))},
+                       {"name": "bias", "type": T((128,))}], head + [
+        {"var": "s", "value": op("add", "mm", "bias")},
+        {"var": "g", "value": op("sigmoid", "s")},
+        {"var": "y", "value": op("multiply", "g", "s")}], "y")
+    fns["swap_t"] = ([x, {"name": "w", "type": T((EPI_K, EPI_N))}, bias],
+                     [{"var": "xt", "value": op("permute_dims", "x", axes=[1, 0, 2])},
+                      {"var": "mm", "value": op("matmul", "xt", "w")},
+                      {"var": "s", "value": op("add", "mm", "bias")},
+                      {"var": "y", "value": op("nn.gelu_tanh", "s")}], "y")
+    return fns
+
+
+def epi_reference(name, x):
+    """NumPy float64 of the epilogue function `name` (x: the float64 inputs)."""
+    w = x[1].T if name.endswith("_t") and name != "swap_t" else x[1]
+    s = (x[0].transpose(1, 0, 2) if name == "swap_t" else x[0]) @ w + x[2]
+    if name == "relu_t":
+        return np.maximum(s, 0)
+    if name == "gelu_t":
+        erf = np.vectorize(math.erf)
+        return 0.5 * s * (1 + erf(s / math.sqrt(2)))
+    if name in ("silu_t", "rows4_t"):
+        return s / (1 + np.exp(-s))
+    k3 = 0.0447 if name == "gelut_off" else 0.044715
+    g = 0.5 * s * (1 + np.tanh(0.7978846 * (s + k3 * s ** 3)))
+    return g + s if name == "gelu_reuse" else g
+
+
+EPI_OPS = ("R.add(", "R.tanh(", "R.erf(", "R.sigmoid(", "R.nn.relu(", "R.nn.gelu_tanh(")
+EPI_LEFT = {"gelu_reuse": 4,  # its chain's two adds and tanh stay, and the sum's add
+            "gelut_off": 3}  # 0.0447 for 0.044715: not a GELU, its adds and tanh stay
+# at the default --lib auto the exact GELU and SiLU stay generated (the cost rule): the
+# bias alone is taken (gelu_t keeps erf and its + 1); --lib all takes them too
+EPI_LEFT_AUTO = {"gelu_t": 2, "silu_t": 1, "rows4_t": 1}
+
 EXPECT = {"pt": 2, "kt": 2, "qscale": 2, "gqa_repeat": 2, "gqa_expand": 2, "linear_t": 1,
-          "bcast4": 1, "mha_b1": 1, "decode": 0}
+          "bcast4": 1, "mha_b1": 1, "decode": 0, "addmm_gelut": 1, "lin_gelut": 1,
+          "relu_t": 1, "gelu_t": 1, "silu_t": 1, "gelu_reuse": 1, "rows4_t": 1, "swap_t": 1,
+          "gelut_off": 1}
 
 
 def reference(name, ins):
     """NumPy float64 of function `name` on inputs ins (a list)."""
     x = [a.astype(np.float64) for a in ins]
+    if name in EPI_LEFT or name in epilogues():
+        return epi_reference(name, x)
     if name == "linear_t":
         return x[0] @ x[1].T
     if name == "bcast4":
@@ -145,8 +262,8 @@ def reference(name, ins):
     return (p @ v).transpose(0, 2, 1, 3).reshape(B, S, A * D)
 
 
-def lowered_counts(dump):
-    """{function: number of blas.matmul_view calls} of a library_lower dump."""
+def lowered_counts(dump, needles=('"blas.matmul_view"',)):
+    """{function: occurrences of the needles} in a library_lower dump."""
     counts, cur = {}, None
     for line in dump.splitlines():
         m = re.match(r"def (\w+)\(", line)
@@ -154,7 +271,7 @@ def lowered_counts(dump):
             cur = m.group(1)
             counts[cur] = 0
         elif cur:
-            counts[cur] += line.count('"blas.matmul_view"')
+            counts[cur] += sum(line.count(n) for n in needles)
     return counts
 
 
@@ -170,16 +287,26 @@ def main():
         src, rxa, ir = (os.path.join(tmp, n) for n in ("m.json", "m.rxa", "ir"))
         with open(src, "w") as f:
             json.dump(mod, f)
-        rc, _, err = run_status([relaxc, "build", src, "-o", rxa, "--dump-ir", ir])
-        check(rc == 0, "relaxc build" + ("" if rc == 0 else ": " + err[-2000:]))
-        if rc != 0:
-            return checks.done()
-        dump = [n for n in os.listdir(ir) if n.endswith("library_lower.txt")]
-        with open(os.path.join(ir, dump[0])) as f:
-            counts = lowered_counts(f.read())
+        texts = {}
+        for lib in ("auto", "all"):
+            out, d = (rxa, ir) if lib == "auto" else (rxa + ".all", ir + ".all")
+            rc, _, err = run_status([relaxc, "build", src, "-o", out, "--dump-ir", d, "--lib", lib])
+            check(rc == 0, "relaxc build --lib %s" % lib + ("" if rc == 0 else ": " + err[-2000:]))
+            if rc != 0:
+                return checks.done()
+            dump = [n for n in os.listdir(d) if n.endswith("library_lower.txt")]
+            with open(os.path.join(d, dump[0])) as f:
+                texts[lib] = f.read()
+        counts = lowered_counts(texts["auto"])
         for name, want in EXPECT.items():
             check(counts.get(name) == want, "%s: %d blas.matmul_view (got %s)"
                   % (name, want, counts.get(name)))
+        for lib in ("auto", "all"):
+            left = lowered_counts(texts[lib], EPI_OPS)
+            for name in epilogues():
+                want = EPI_LEFT.get(name, EPI_LEFT_AUTO.get(name, 0) if lib == "auto" else 0)
+                check(left.get(name) == want, "%s --lib %s: %d elementwise ops left (got %s)"
+                      % (name, lib, want, left.get(name)))
         for name, fn in mod["functions"].items():
             ins, argv = [], [relax_run, rxa, "--fn", name, "--out-dir", os.path.join(tmp, name)]
             for p in fn["params"]:
@@ -189,15 +316,21 @@ def main():
                 np.save(path, a)
                 ins.append(a)
                 argv += ["--in", "%s=%s" % (p["name"], path)]
-            try:
-                run(argv)
-                got = np.load(os.path.join(tmp, name, "out0.npy"))
-                want = reference(name, ins)
-                ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5)
-                err = float(np.abs(got - want).max()) if got.shape == want.shape else float("inf")
-                check(ok, "%s equals NumPy (max |diff| %.2g)" % (name, err))
-            except RuntimeError as e:
-                check(False, "%s runs: %s" % (name, e))
+            runs = [("auto", rxa)]
+            if name in epilogues():
+                runs += [("blas", rxa), ("auto", rxa + ".all"), ("blas", rxa + ".all")]
+            for gemm, art in runs:
+                argv[1] = art
+                try:
+                    run(argv, dict(os.environ, RX_GEMM=gemm))
+                    got = np.load(os.path.join(tmp, name, "out0.npy"))
+                    want = reference(name, ins)
+                    ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5)
+                    err = float(np.abs(got - want).max()) if got.shape == want.shape else float("inf")
+                    check(ok, "%s equals NumPy, RX_GEMM=%s%s (max |diff| %.2g)"
+                          % (name, gemm, " --lib all" if art != rxa else "", err))
+                except RuntimeError as e:
+                    check(False, "%s runs: %s" % (name, e))
     return checks.done()
 
 

@@ -164,27 +164,39 @@ static double act_ref(int act, double x)
     case RX_RT_ACT_RELU: return x > 0 ? x : 0;
     case RX_RT_ACT_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
     case RX_RT_ACT_SILU: return x / (1 + exp(-x));
+    case RX_RT_ACT_GELU_TANH:
+        return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
     default: return x;
     }
 }
 
 START_TEST(test_gemm_activations)
 {
-    static const int acts[] = {RX_RT_ACT_RELU, RX_RT_ACT_GELU, RX_RT_ACT_SILU};
-    for (int ai = 0; ai < 3; ai++) {
+    static const int acts[] = {RX_RT_ACT_RELU, RX_RT_ACT_GELU, RX_RT_ACT_SILU,
+                               RX_RT_ACT_GELU_TANH, RX_RT_ACT_NONE};
+    enum { NACTS = sizeof acts / sizeof *acts };
+    for (int ai = 0; ai < NACTS; ai++) {
         int act = acts[ai];
         for (int n = 1; n <= 40; n++) {
             float x[40];
             for (int i = 0; i < n; i++) x[i] = -12.0f + 24.0f * (float)(i * 7 + n) / 287.0f;
             if (n == 40) x[0] = -100.0f, x[1] = 100.0f, x[2] = 0.0f, x[3] = -1e-30f;
-            float y[40];
-            memcpy(y, x, sizeof x);
-            rx_rt_act_rows(y, n, act);
-            for (int i = 0; i < n; i++) {
-                double want = act_ref(act, x[i]), tol = 1e-6 * fmax(1.0, fabs(x[i]));
-                ck_assert_msg(fabs(y[i] - want) <= tol, "act %d n %d: f(%g) = %.9g, want %.9g",
-                              act, n, (double)x[i], (double)y[i], want);
-            }
+            /* two rows 41 apart: without a bias, then with one (the sum's f32 rounding
+             * is the reference's input) */
+            float y[82], bias[40];
+            memcpy(y, x, sizeof(float) * (size_t)n);
+            memcpy(y + 41, x, sizeof(float) * (size_t)n);
+            for (int i = 0; i < n; i++) bias[i] = 0.25f * (float)i - 3.0f;
+            rx_rt_epilogue_rows(y, 1, n, 41, NULL, act);
+            rx_rt_epilogue_rows(y + 41, 1, n, 41, bias, act);
+            for (int i = 0; i < n; i++)
+                for (int r = 0; r < 2; r++) {
+                    double in = r ? (double)(x[i] + bias[i]) : (double)x[i];
+                    double want = act_ref(act, in), tol = 1e-6 * fmax(1.0, fabs(in));
+                    ck_assert_msg(fabs(y[41 * r + i] - want) <= tol,
+                                  "act %d n %d bias %d: f(%g) = %.9g, want %.9g", act, n, r, in,
+                                  (double)y[41 * r + i], want);
+                }
         }
     }
     uint32_t s = 7;
@@ -192,7 +204,7 @@ START_TEST(test_gemm_activations)
     float *a = matrix(m, k, k, &s), *b = matrix(k, n, n, &s), *bias = matrix(1, n, n, &s);
     float *c = malloc(sizeof(float) * (size_t)(m * n));
     ck_assert_ptr_nonnull(c);
-    for (int ai = 0; ai < 3; ai++) {
+    for (int ai = 0; ai < NACTS; ai++) {
         rx_rt_gemm_act(false, false, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n, true, bias, acts[ai]);
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++) {

@@ -2,12 +2,15 @@
  * test_library.c — the library registry: blas.sgemm / blas.matmul through OpenBLAS
  * (loaded at run time) and the runtime-native rt.matmul against a naive loop, 2-D and
  * batched, the fused blas.matmul_bias / blas.matmul[_bias]_{relu,gelu,silu} against a
- * naive product plus epilogue (2-D and batched, k = 0, a wrong bias), rt.rms_norm in f32
+ * naive product plus epilogue (2-D and batched, k = 0, a wrong bias), blas.matmul_view's
+ * bias and activation epilogue and its descriptor errors, rt.rms_norm in f32
  * and f64 against a double reference, the exported list of
  * built-in names, which OpenBLAS build is loaded, their error messages, a
  * user-registered function, and an unknown name rejected at load.
  */
 #include "rt_test.h"
+
+#include "../../../runtime/rt_int.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -509,6 +512,59 @@ START_TEST(fused_errors)
 }
 END_TEST
 
+/* blas.matmul_view's version-2 descriptor, called directly: C = act(A @ B + bias) for
+ * A (3, 4) and B (4, 5) as plain views, each activation against a double reference (the
+ * tanh GELU as 0.5 x (1 + tanh(...))); a bad activation code, a bias of the wrong length,
+ * a missing bias and an unknown version are errors with the view messages, never a
+ * read past the bias. */
+START_TEST(view_epilogue)
+{
+    rx_rt_ctx *ctx = rx_rt_ctx_new();
+    rx_rt_libentry e;
+    ck_assert_int_eq(rx_rt_lib_find(ctx, "blas.matmul_view", &e), 0);
+    float a[12], b[20], bias[5], c[15];
+    fill(a, 12, 3);
+    fill(b, 20, 4);
+    fill(bias, 5, 5);
+    double one = 1.0;
+    int64_t d[4 + 2 * 7] = {2, 0, 0, 1, 2, 3, 4, 1, 1, 0, 1, 2, 4, 5, 1, 1, 0, 1};
+    memcpy(&d[1], &one, sizeof one);
+    int64_t sa[2] = {3, 4}, sb[2] = {4, 5}, sv[1] = {5}, sc[2] = {3, 5}, sd[1] = {18}, s4[1] = {4};
+    DLTensor A = rt_dl(a, RX_RXA_F32, 2, sa), B = rt_dl(b, RX_RXA_F32, 2, sb);
+    DLTensor V = rt_dl(bias, RX_RXA_F32, 1, sv), C = rt_dl(c, RX_RXA_F32, 2, sc);
+    DLTensor D = rt_dl(d, RX_RXA_I64, 1, sd), V4 = rt_dl(bias, RX_RXA_F32, 1, s4);
+    DLTensor *args[5] = {&A, &B, &D, &V, &C};
+    static const int acts[] = {0, 1, 2, 3, 4}; /* none relu gelu silu gelu_tanh */
+    for (int ai = 0; ai < 5; ai++) {
+        d[2] = acts[ai];
+        ck_assert_int_eq(e.fn(args, 5), 0);
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 5; j++) {
+                double x = bias[j];
+                for (int p = 0; p < 4; p++) x += (double)a[i * 4 + p] * b[p * 5 + j];
+                double want = acts[ai] == 4
+                    ? 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+                    : ref_act(acts[ai], x);
+                ck_assert_msg(fabs(c[i * 5 + j] - want) < 1e-5, "act %d [%d,%d]: %g vs %g",
+                              acts[ai], i, j, (double)c[i * 5 + j], want);
+            }
+    }
+    d[2] = 9; /* no such activation */
+    ck_assert_int_eq(e.fn(args, 5), 4);
+    ck_assert_msg(strstr(e.strerr(4), "view descriptor"), "%s", e.strerr(4));
+    d[2] = 1;
+    args[3] = &V4; /* bias (4,) for n = 5 */
+    ck_assert_int_eq(e.fn(args, 5), 4);
+    args[3] = &C; /* the bias flag set, the bias missing: (A, B, desc, C) */
+    ck_assert_int_eq(e.fn(args, 4), 2);
+    ck_assert_msg(strstr(e.strerr(2), "5 with the descriptor's bias"), "%s", e.strerr(2));
+    d[0] = 3; /* unknown version */
+    args[3] = &V;
+    ck_assert_int_eq(e.fn(args, 5), 4);
+    rx_rt_ctx_free(ctx);
+}
+END_TEST
+
 static Suite *lib_suite(void)
 {
     Suite *s = suite_create("library");
@@ -518,6 +574,7 @@ static Suite *lib_suite(void)
     tcase_add_loop_test(tc, batched_matmul, 0, 2);
     tcase_add_loop_test(tc, fused_matches_naive, 0, (int)(sizeof fused_libs / sizeof *fused_libs));
     tcase_add_test(tc, fused_errors);
+    tcase_add_test(tc, view_epilogue);
     tcase_add_test(tc, rms_norm_f32_f64);
     tcase_add_test(tc, rms_norm_errors);
     tcase_add_test(tc, builtin_names);
