@@ -7,7 +7,7 @@
  *
  *   relu       max(x, 0)
  *   gelu       0.5 x (1 + erf(x / sqrt 2))
- *   silu       x / (1 + exp(-x))
+ *   silu       x sigmoid(x) = x / (1 + exp(-x))
  *   gelu_tanh  0.5 x (1 + tanh(u)), u = sqrt(2 / pi) (x + 0.044715 x^3) (GPT-2's "new
  *              GELU", PyTorch's approximate="tanh"), evaluated as x / (1 + e^(-2u)):
  *              0.5 (1 + tanh u) is the logistic function of 2u, so one exp and one
@@ -15,7 +15,8 @@
  *              result x or ~0
  *
  * The vector forms: exp by rx_rt_exp8 (rt_vmath.h: range reduction x = n ln 2 + r and
- * a polynomial for e^r, scaled by 2^n through the exponent bits); erf by Abramowitz and
+ * a polynomial for e^r, scaled by 2^n through the exponent bits), SiLU as x times
+ * rt_vmath.h's rx_rt_sigmoid8 (the one the recurrent cells' gates use); erf by Abramowitz and
  * Stegun 7.1.26 (|error| <= 1.5e-7 absolute), erf(x) = 1 - t (a1 + t (a2 + ... a5))
  * e^(-x^2), t = 1 / (1 + p |x|), sign restored; each 1 / d as the reciprocal estimate
  * and one Newton step (v_rcp). The error against libm's erff / expf / tanhf is a few
@@ -93,10 +94,7 @@ ACT_FN static inline __m256 v_act(int act, __m256 x)
         __m256 e = v_erf(_mm256_mul_ps(x, _mm256_set1_ps(0.70710678118654752f)));
         return _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_add_ps(one, e));
     }
-    case RX_RT_ACT_SILU: {
-        __m256 e = rx_rt_exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
-        return _mm256_mul_ps(x, v_rcp(_mm256_add_ps(one, e)));
-    }
+    case RX_RT_ACT_SILU: return _mm256_mul_ps(x, rx_rt_sigmoid8(x));
     case RX_RT_ACT_GELU_TANH: { /* -2u = x (c1 + c2 x^2), c1 = -2 sqrt(2/pi), c2 = c1 0.044715 */
         __m256 x2 = _mm256_mul_ps(x, x);
         __m256 k = _mm256_fmadd_ps(x2, _mm256_set1_ps(-0.0713548162726f),

@@ -57,7 +57,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
-#include "rt_vmath.h" /* rx_rt_exp8 */
+#include "rt_vmath.h" /* rx_rt_exp8, rx_rt_sigmoid8 */
 #define RNN_X86 1
 #endif
 
@@ -227,13 +227,6 @@ __attribute__((target("avx2,fma"))) static void tile_avx2(const float *P, const 
     _mm256_storeu_ps(out[3], a30), _mm256_storeu_ps(out[3] + 8, a31);
 }
 
-__attribute__((target("avx2,fma"))) static inline __m256 sigm8(__m256 x)
-{
-    __m256 one = _mm256_set1_ps(1.0f);
-    __m256 e = rx_rt_exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
-    return _mm256_div_ps(one, _mm256_add_ps(one, e));
-}
-
 /* tanh x = sign(x) (1 - 2 / (e^{2|x|} + 1)) */
 __attribute__((target("avx2,fma"))) static inline __m256 tanh8(__m256 x)
 {
@@ -261,13 +254,13 @@ __attribute__((target("avx2,fma"))) static void gates_avx2(const gate_args *a, i
             switch (a->mode) {
             case M_LSTM: {
                 __m256 c = LD(a->c[i] + l);
-                __m256 gi = sigm8(
+                __m256 gi = rx_rt_sigmoid8(
                     _mm256_fmadd_ps(LD(a->p + l), c, _mm256_add_ps(LD(x), LD(a->acc[0][i] + l))));
-                __m256 gf = sigm8(_mm256_fmadd_ps(
+                __m256 gf = rx_rt_sigmoid8(_mm256_fmadd_ps(
                     LD(a->p + 2 * H + l), c, _mm256_add_ps(LD(x + 2 * H), LD(a->acc[2][i] + l))));
                 __m256 gc = tanh8(_mm256_add_ps(LD(x + 3 * H), LD(a->acc[3][i] + l)));
                 c = _mm256_fmadd_ps(gf, c, _mm256_mul_ps(gi, gc));
-                __m256 go = sigm8(_mm256_fmadd_ps(LD(a->p + H + l), c,
+                __m256 go = rx_rt_sigmoid8(_mm256_fmadd_ps(LD(a->p + H + l), c,
                                                   _mm256_add_ps(LD(x + H), LD(a->acc[1][i] + l))));
                 _mm256_storeu_ps(a->c[i] + l, c);
                 h = _mm256_mul_ps(go, tanh8(c));
@@ -276,8 +269,8 @@ __attribute__((target("avx2,fma"))) static void gates_avx2(const gate_args *a, i
             case M_GRU: {
                 __m256 z, ht;
                 if (a->phase == 1) {
-                    z = sigm8(_mm256_add_ps(LD(x), LD(a->acc[0][i] + l)));
-                    __m256 r = sigm8(_mm256_add_ps(LD(x + H), LD(a->acc[1][i] + l)));
+                    z = rx_rt_sigmoid8(_mm256_add_ps(LD(x), LD(a->acc[0][i] + l)));
+                    __m256 r = rx_rt_sigmoid8(_mm256_add_ps(LD(x + H), LD(a->acc[1][i] + l)));
                     if (!a->lbr) {
                         _mm256_storeu_ps(a->z[i] + l, z);
                         _mm256_storeu_ps(a->rh[i] + l, _mm256_mul_ps(r, hprev));

@@ -1,5 +1,6 @@
 /*
- * rt_vmath.h — vector math shared by the runtime's AVX2 kernels: e^x on 8 floats.
+ * rt_vmath.h — vector math shared by the runtime's AVX2 kernels: e^x and the logistic
+ * sigmoid on 8 floats (library_rnn.c's gates, library_act.c's SiLU).
  * Include after <immintrin.h>, on x86-64 with gcc or clang only.
  */
 #ifndef RX_RT_VMATH_H
@@ -27,6 +28,15 @@ __attribute__((target("avx2,fma"))) static inline __m256 rx_rt_exp8(__m256 x)
     __m256i e =
         _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+}
+
+/* 1 / (1 + e^-x): rx_rt_exp8's clamp keeps e^-x finite, so x < -88 gives about
+ * 6e-39 (the true value is smaller still) and x > 88 gives 1. */
+__attribute__((target("avx2,fma"))) static inline __m256 rx_rt_sigmoid8(__m256 x)
+{
+    __m256 one = _mm256_set1_ps(1.0f);
+    __m256 e = rx_rt_exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+    return _mm256_div_ps(one, _mm256_add_ps(one, e));
 }
 
 #endif

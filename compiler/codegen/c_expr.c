@@ -894,10 +894,8 @@ static const char PRELUDE_ISA[] =
 /* exp in float: relax/codegen_math.h's rx_expf_ref as text (one source for the kernels
    and the compiler's loop-function evaluator; the header says how and how accurate). */
 static const char PRELUDE_EXPF[] = RX_MATH_STR(RX_EXPF_SOURCE(RX_MATH_HELPER, rx_expf)) "\n";
-/* erf and tanh: e^x of a normal result (their clamped arguments), one scaling */
-static const char PRELUDE_EXPFN[] = RX_MATH_STR(RX_EXPF_NORMAL_SOURCE(RX_MATH_HELPER, rx_expfn)) "\n";
-static const char PRELUDE_ERFF[] = RX_MATH_STR(RX_ERFF_SOURCE(RX_MATH_HELPER, rx_erff, rx_expfn)) "\n";
-static const char PRELUDE_TANHF[] = RX_MATH_STR(RX_TANHF_SOURCE(RX_MATH_HELPER, rx_tanhf, rx_expfn)) "\n";
+static const char PRELUDE_ERFF[] = RX_MATH_STR(RX_ERFF_SOURCE(RX_MATH_HELPER, rx_erff)) "\n";
+static const char PRELUDE_TANHF[] = RX_MATH_STR(RX_TANHF_SOURCE(RX_MATH_HELPER, rx_tanhf)) "\n";
 static const char PRELUDE_LOGF[] = RX_MATH_STR(RX_LOGF_SOURCE(RX_MATH_HELPER, rx_logf)) "\n";
 
 static bool needs(const cg *g, cg_helper h, rx_dtype t)
@@ -917,7 +915,6 @@ void rxi_cg_prelude(const cg *g, rx_sb *out)
     if (g->need[H_OMP]) rx_sb_puts(out, PRELUDE_OMP);
     if (g->need[H_ISA]) rx_sb_puts(out, PRELUDE_ISA);
     if (g->need[H_EXPF]) rx_sb_puts(out, PRELUDE_EXPF);
-    if (g->need[H_ERFF] || g->need[H_TANHF]) rx_sb_puts(out, PRELUDE_EXPFN);
     if (g->need[H_ERFF]) rx_sb_puts(out, PRELUDE_ERFF);
     if (g->need[H_TANHF]) rx_sb_puts(out, PRELUDE_TANHF);
     if (g->need[H_LOGF]) rx_sb_puts(out, PRELUDE_LOGF);

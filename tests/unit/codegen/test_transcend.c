@@ -6,16 +6,17 @@
  * One module, three kernels B[i] = f(A[i]), run over ~229 thousand inputs: every
  * 32768th float bit pattern, low mantissa bits varied (all signs, exponents,
  * subnormals and many mantissas; an eighth of test_expf.c's sweep, as the sanitizer
- * build runs three functions twice), every 256th float of [0.5, 4) (where the pieces
- * meet and the largest errors are), plus
- * the edges (+-0, +-inf, NaN, the smallest subnormal, the pieces' breakpoints, large
- * |x|). Each result is within 2 ulp of the function computed in double (the header's
- * measured maxima are 1.35, 1.36 and 0.84 ulp); special values are exact: erf(+-inf) =
+ * build runs three functions twice), every 256th float of [0.5, 4) (where erf's
+ * largest errors are) and every 1024th of [1/32, 1/8) (tanh's), plus
+ * the edges (+-0, +-inf, NaN, the smallest subnormal, the clamps, large
+ * |x|). Each result is within the header's documented bound of the function computed
+ * in double (erf 6, tanh 3, log 2 ulp; measured maxima 5.82,
+ * 2.53 and 0.84 ulp); special values are exact: erf(+-inf) =
  * +-1, tanh(+-inf) = +-1, log(+-0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN for
  * NaN, and -0 gives -0 for erf and tanh. The kernels are built twice: as the baseline
  * (whose bits must equal the compiler evaluator's rx_*_ref, which constant folding
  * uses) and, where the CPU has FMA, for x86-64-v3 with contraction (what O3's ISA
- * versions do), held to the same 2 ulp. A last check reads the C text: the prelude's
+ * versions do), held to the same bounds. A last check reads the C text: the prelude's
  * functions are called, libm's erff/tanhf/logf are not.
  */
 #include <math.h>
@@ -37,10 +38,12 @@ typedef struct fn_case {
     const char *name;
     double (*ref)(double);   /* libm in double */
     float (*own)(float);     /* codegen_math.h's reference copy */
+    double ulps;             /* the documented bound */
 } fn_case;
 
-static const fn_case CASES[] = {
-    {"erf", erf, rx_erff_ref}, {"tanh", tanh, rx_tanhf_ref}, {"log", log, rx_logf_ref}};
+static const fn_case CASES[] = {{"erf", erf, rx_erff_ref, 6.0},
+                                {"tanh", tanh, rx_tanhf_ref, 3.0},
+                                {"log", log, rx_logf_ref, 2.0}};
 
 static const float EDGE[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 0x1p-149f, -0x1p-149f,
                              0x1p-126f, 0x1.fffffcp-127f, 0.84375f, 0.8437499f, 1.25f,
@@ -71,12 +74,12 @@ static void check_all(cg_lib lib, const float *a, float *b, int n, bool exact)
             if (isnan(wf)) {
                 ck_assert_msg(isnan(b[i]), "%s(%a) = %a, want NaN", fc->name, (double)a[i],
                               (double)b[i]);
-            } else if (isinf(wf) || wf == 0.0f || fabsf(wf) == 1.0f) {
+            } else if (isinf(wf) || wf == 0.0f || isinf(a[i])) {
                 ck_assert_msg(b[i] == wf && signbit(b[i]) == signbit(wf), "%s(%a) = %a, want %a",
                               fc->name, (double)a[i], (double)b[i], (double)wf);
             } else {
                 double u = cg_ulps(b[i], want);
-                ck_assert_msg(u <= 2.0, "%s(%a) = %a: %.3f ulp", fc->name, (double)a[i],
+                ck_assert_msg(u <= fc->ulps, "%s(%a) = %a: %.3f ulp", fc->name, (double)a[i],
                               (double)b[i], u);
                 if (u > worst) worst = u;
             }
@@ -85,18 +88,23 @@ static void check_all(cg_lib lib, const float *a, float *b, int n, bool exact)
     }
 }
 
-/* Every 256th float of [0.5, 4): the pieces' breakpoints and erf's and tanh's largest
- * errors are there. */
-enum { DENSE_LO = 0x3f000000, DENSE_N = (0x40800000 - DENSE_LO) / 256 };
+/* Every 256th float of [0.5, 4) (erf's largest errors are there, near 1) and every
+ * 1024th of [1/32, 1/8) (tanh's, where e^(2a) - 1 is small). */
+enum {
+    DENSE_LO = 0x3f000000, DENSE_N = (0x40800000 - DENSE_LO) / 256,
+    SMALL_LO = 0x3d000000, SMALL_N = (0x3e000000 - SMALL_LO) / 1024
+};
 
 static float *inputs(int *n)
 {
-    enum { NE = sizeof EDGE / sizeof EDGE[0], N = (1 << 17) + DENSE_N + NE };
+    enum { NE = sizeof EDGE / sizeof EDGE[0], N = (1 << 17) + DENSE_N + SMALL_N + NE };
     float *a = malloc(sizeof(float) * N);
     for (uint32_t i = 0; i < (1u << 17); i++) a[i] = cg_from_bits(i * 32768u + (i * 7u & 32767u));
     for (uint32_t i = 0; i < DENSE_N; i++)
         a[(1 << 17) + i] = cg_from_bits(DENSE_LO + i * 256u + (i * 13u & 255u));
-    memcpy(a + (1 << 17) + DENSE_N, EDGE, sizeof EDGE);
+    for (uint32_t i = 0; i < SMALL_N; i++)
+        a[(1 << 17) + DENSE_N + i] = cg_from_bits(SMALL_LO + i * 1024u + (i * 29u & 1023u));
+    memcpy(a + (1 << 17) + DENSE_N + SMALL_N, EDGE, sizeof EDGE);
     *n = N;
     return a;
 }
@@ -146,8 +154,7 @@ START_TEST(functions_in_text)
     ck_assert_ptr_nonnull(strstr(t, "= rx_tanhf(A_"));
     ck_assert_ptr_nonnull(strstr(t, "= rx_logf(A_"));
     ck_assert_ptr_nonnull(strstr(t, "RX_MATH_HELPER float rx_erff(float x)"));
-    /* erf and tanh use the exp of normal results */
-    ck_assert_ptr_nonnull(strstr(t, "RX_MATH_HELPER float rx_expfn(float x)"));
+    ck_assert_ptr_nonnull(strstr(t, "RX_MATH_HELPER float rx_tanhf(float x)"));
     ck_assert_ptr_null(strstr(t, "= erff("));
     ck_assert_ptr_null(strstr(t, "= tanhf("));
     ck_assert_ptr_null(strstr(t, "= logf("));
