@@ -18,14 +18,11 @@
  *   (clamp is min(max(v, lo), hi), the order of the maximum and minimum it replaces).
  *
  * Two ways, by the shapes (three with $RX_GEMM=blas):
- *   - one input channel per group (depthwise, any channel multiplier): direct loops per
- *     output row (window_row: each tap row clipped to its valid outputs once, so the
- *     inner loop has no bounds test and, for stride 1, is a contiguous multiply-add the
- *     C compiler vectorizes; a 3x3 stride-1 undilated kernel takes the output rows whose
- *     three input rows all exist in one pass of nine multiply-adds per output (dw3_row):
- *     9 loads and 1 store an output instead of 9 read-modify-writes; other KxK stride-1
- *     undilated kernels, on AVX2 CPUs, the same way in blocks of 16 outputs held in two
- *     vector registers (dwk_row: ConvNeXt's 7x7)); output planes split across threads;
+ *   - one input channel per group (depthwise, any channel multiplier): output planes
+ *     split across threads; stride 1 undilated, a plane at a time through a zero-padded
+ *     copy in vector registers, edges included (library_dwconv.c: ConvNeXt's 7x7, the
+ *     MobileNet 3x3); otherwise direct loops per output row (window_row: each tap row
+ *     clipped to its valid outputs once, so the inner loop has no bounds test);
  *   - otherwise (1x1, KxK, strides, padding, dilation, grouped): an implicit GEMM on
  *     rx_rt_gemm's micro-kernel (library_gemm.c's 6x16 AVX2 one, or its portable one):
  *     y_g (Og, OH*OW) = w_g (Og, Kc = Cg*KH*KW) @ the im2col matrix of x_g, which is
@@ -646,119 +643,6 @@ static void window_row(const win *g, const float *xp, const float *taps, int mod
     }
 }
 
-/* Output row oh of a 3x3, stride 1, undilated window whose three input rows
- * oh - pt .. oh - pt + 2 all lie in the plane xp: one pass, nine multiply-adds per output
- * in window_row's tap order (the same sums); the columns whose taps leave the row (at
- * most pl on the left, a few on the right) test each tap. */
-static void dw3_row(const win *g, const float *xp, const float *k, int64_t oh, float *yr)
-{
-    int64_t i0 = (oh - g->pt) * g->W, lo, hi;
-    valid_range(g->OW, g->W - 2, 1, -g->pl, &lo, &hi); /* taps ow - pl .. ow - pl + 2 inside */
-    for (int64_t ow = 0; ow < g->OW; ow++) {
-        if (ow == lo && lo < hi) {
-            const float *a = xp + i0 + (lo - g->pl), *b = a + g->W, *d = b + g->W;
-            float *y = yr + lo;
-            for (int64_t j = 0; j < hi - lo; j++) {
-                float v = k[0] * a[j];
-                v += k[1] * a[j + 1];
-                v += k[2] * a[j + 2];
-                v += k[3] * b[j];
-                v += k[4] * b[j + 1];
-                v += k[5] * b[j + 2];
-                v += k[6] * d[j];
-                v += k[7] * d[j + 1];
-                v += k[8] * d[j + 2];
-                y[j] = v;
-            }
-            ow = hi - 1;
-            continue;
-        }
-        float v = 0.0f;
-        for (int64_t kh = 0; kh < 3; kh++)
-            for (int64_t kw = 0; kw < 3; kw++) {
-                int64_t col = ow - g->pl + kw;
-                if (col >= 0 && col < g->W) v += k[kh * 3 + kw] * xp[i0 + kh * g->W + col];
-            }
-        yr[ow] = v;
-    }
-}
-
-/* Output row oh of a KH x KW (KW <= 16), stride 1, undilated window whose KH input rows
- * all lie in the plane xp (ConvNeXt's 7x7 depthwise, 5x5): blocks of DWK_BLOCK outputs
- * accumulate every tap in two AVX registers, in window_row's tap order with a multiply
- * then an add (the same sums and bits), then store once: one load and one
- * multiply-add per tap and 8 outputs, where window_row's pass per tap also loads and
- * stores the output row (the C compiler left a 16-float accumulator array scalar at
- * -O2: 8.5 ms against window_row's 5.4 on the probe's 96 x 56 x 56 7x7, so only CPUs
- * with AVX2 take this row). The columns whose taps leave the row test each tap, as
- * dw3_row's. */
-enum { DWK_BLOCK = 16 };
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define DWK_X86 1
-
-__attribute__((target("avx2"))) static void dwk_block(const float *r0, int64_t W, const float *k,
-                                                      int64_t KH, int64_t KW, float *y)
-{
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    for (int64_t kh = 0; kh < KH; kh++) {
-        const float *r = r0 + kh * W;
-        for (int64_t kw = 0; kw < KW; kw++) {
-            __m256 w = _mm256_set1_ps(k[kh * KW + kw]);
-            a0 = _mm256_add_ps(a0, _mm256_mul_ps(w, _mm256_loadu_ps(r + kw)));
-            a1 = _mm256_add_ps(a1, _mm256_mul_ps(w, _mm256_loadu_ps(r + kw + 8)));
-        }
-    }
-    _mm256_storeu_ps(y, a0);
-    _mm256_storeu_ps(y + 8, a1);
-}
-
-static pthread_once_t dwk_once = PTHREAD_ONCE_INIT;
-static bool dwk_avx2;
-
-static void dwk_choose(void)
-{
-    __builtin_cpu_init();
-    dwk_avx2 = __builtin_cpu_supports("avx2");
-}
-#else
-#define DWK_X86 0
-#endif
-
-/* Whether dwk_row runs here (an AVX2 CPU). */
-static bool dwk_available(void)
-{
-#if DWK_X86
-    pthread_once(&dwk_once, dwk_choose);
-    return dwk_avx2;
-#else
-    return false;
-#endif
-}
-
-static void dwk_row(const win *g, const float *xp, const float *k, int64_t oh, float *yr)
-{
-    int64_t i0 = (oh - g->pt) * g->W, lo, hi, KH = g->KH, KW = g->KW;
-    valid_range(g->OW, g->W - (KW - 1), 1, -g->pl, &lo, &hi); /* every tap inside */
-    for (int64_t ow = 0; ow < g->OW; ow++) {
-#if DWK_X86
-        if (ow >= lo && ow + DWK_BLOCK <= hi) {
-            dwk_block(xp + i0 + (ow - g->pl), g->W, k, KH, KW, yr + ow);
-            ow += DWK_BLOCK - 1;
-            continue;
-        }
-#endif
-        float v = 0.0f;
-        for (int64_t kh = 0; kh < KH; kh++)
-            for (int64_t kw = 0; kw < KW; kw++) {
-                int64_t col = ow - g->pl + kw;
-                if (col >= 0 && col < g->W) v += k[kh * KW + kw] * xp[i0 + kh * g->W + col];
-            }
-        yr[ow] = v;
-    }
-}
-
 /* ---- one input channel per group: direct loops, planes split across threads ---- */
 
 static void direct_job(void *ud, int t, int n)
@@ -767,23 +651,21 @@ static void direct_job(void *ud, int t, int n)
     int64_t p0, p1, plane = c->OH * c->OW, KK = c->KH * c->KW;
     win g = {c->H, c->W, c->OW, c->KH, c->KW, c->sh, c->sw, c->pt, c->pl, c->dh, c->dw};
     bool unit = c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1;
-    bool k3 = unit && c->KH == 3 && c->KW == 3 && c->W >= 3;
-    bool kk = unit && !k3 && c->KW <= DWK_BLOCK && c->W >= c->KW && c->OW >= DWK_BLOCK &&
-              dwk_available();
     share(c->N * c->O, t, n, &p0, &p1);
+    float *buf = NULL; /* library_dwconv.c's padded plane */
+    if (unit && p0 < p1)
+        buf = malloc(sizeof(float) * (size_t)rx_rt_dwconv_buf_floats(c->OH, c->OW, c->KH, c->KW));
     for (int64_t p = p0; p < p1; p++) {
         int64_t img = p / c->O, o = p % c->O, ch = o / c->Og; /* Cg == 1: group o / Og */
         const float *xp = c->x + (img * c->C + ch) * c->H * c->W;
         float *yp = c->y + p * plane;
-        for (int64_t oh = 0; oh < c->OH; oh++) {
-            int64_t ih = oh - c->pt;
-            if (k3 && ih >= 0 && ih + 2 < c->H) dw3_row(&g, xp, c->w + o * KK, oh, yp + oh * c->OW);
-            else if (kk && ih >= 0 && ih + c->KH - 1 < c->H)
-                dwk_row(&g, xp, c->w + o * KK, oh, yp + oh * c->OW);
-            else window_row(&g, xp, c->w + o * KK, ROW_MAC, oh, yp + oh * c->OW);
-        }
+        bool done = buf && rx_rt_dwconv_plane(xp, c->H, c->W, c->w + o * KK, c->KH, c->KW, c->pt,
+                                               c->pl, c->OH, c->OW, buf, yp);
+        for (int64_t oh = 0; oh < c->OH && !done; oh++)
+            window_row(&g, xp, c->w + o * KK, ROW_MAC, oh, yp + oh * c->OW);
         epilogue(c, o, yp, c->res ? c->res + p * plane : NULL, plane);
     }
+    free(buf);
 }
 
 /* ---- rt.pool2d ---- */

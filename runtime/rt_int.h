@@ -259,6 +259,14 @@ int32_t rx_rt_conv2d(DLTensor *const *args, int32_t nargs);
 const char *rx_rt_conv2d_strerr(int32_t code);
 int32_t rx_rt_pool2d(DLTensor *const *args, int32_t nargs);
 const char *rx_rt_pool2d_strerr(int32_t code);
+/* One output plane yp (OH x OW) of a stride-1, undilated depthwise convolution of the
+ * plane xp (H x W) with the KH x KW taps k, padding pt on top and pl on the left, zero
+ * outside (library_dwconv.c); buf: rx_rt_dwconv_buf_floats(OH, OW, KH, KW) floats of
+ * scratch. False (nothing written) where it is not built (no vector extensions). */
+bool rx_rt_dwconv_plane(const float *xp, int64_t H, int64_t W, const float *k, int64_t KH,
+                        int64_t KW, int64_t pt, int64_t pl, int64_t OH, int64_t OW, float *buf,
+                        float *yp);
+int64_t rx_rt_dwconv_buf_floats(int64_t OH, int64_t OW, int64_t KH, int64_t KW);
 /* Runs fn(ud, t, n) for t in [0, n) on the kernels' OpenMP pool (rx_rt_parallel's one
  * region; n = 1 on the calling thread when there is none). threads.c. */
 void rx_rt_parallel_for(void (*fn)(void *ud, int t, int n), void *ud);

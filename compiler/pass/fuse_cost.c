@@ -7,7 +7,8 @@
  * per gather (a load at a loaded index); plain loads and address arithmetic are free,
  * since a materialized result is read back through them too. Passes: the most loads of
  * one parameter in the body (softmax reads its input in the max and the exp pass).
- * One walk of the body per parameter, no allocation.
+ * One walk of the body per parameter, no allocation. Transposes: whether a store reads
+ * a tensor with its innermost axis moved (one more walk).
  */
 #include "fuse_cost.h"
 
@@ -91,6 +92,53 @@ void rxi_fuse_cost(const rx_func *f, int32_t *cost, int32_t *passes)
         stmts_cost(&f->tbody, f->tparams[k].buf, &loads);
         if (loads > *passes) *passes = loads;
     }
+}
+
+/* Whether e holds a load of rank >= 2 that uses v but not in its last index. */
+static bool moved_load(const rx_expr *e, const rx_svar *v)
+{
+    if (!e) return false;
+    if (e->kind == RX_E_LOAD && e->u.load.nidx >= 2 &&
+        !rx_expr_uses_var(e->u.load.idx[e->u.load.nidx - 1], v))
+        for (int k = 0; k < e->u.load.nidx - 1; k++)
+            if (rx_expr_uses_var(e->u.load.idx[k], v)) return true;
+    for (int i = 0; i < rx_expr_nchildren(e); i++)
+        if (moved_load(rx_expr_child(e, i), v)) return true;
+    return false;
+}
+
+static bool stmts_transpose(const rx_stmts *ss)
+{
+    for (int i = 0; i < ss->n; i++) {
+        const rx_stmt *s = ss->items[i];
+        switch (s->kind) {
+        case RX_S_FOR:
+            if (stmts_transpose(&s->u.for_.body)) return true;
+            break;
+        case RX_S_BLOCK:
+            if (stmts_transpose(&s->u.block.body)) return true;
+            break;
+        case RX_S_LET:
+            if (stmts_transpose(&s->u.let.body)) return true;
+            break;
+        case RX_S_IF:
+            if (stmts_transpose(&s->u.if_.then_s) || stmts_transpose(&s->u.if_.else_s)) return true;
+            break;
+        case RX_S_STORE: {
+            const rx_expr *last = s->u.store.nidx ? s->u.store.idx[s->u.store.nidx - 1] : NULL;
+            if (last && last->kind == RX_E_VAR && moved_load(s->u.store.value, last->u.var))
+                return true;
+            break;
+        }
+        default: break;
+        }
+    }
+    return false;
+}
+
+bool rxi_fuse_transposes(const rx_func *f)
+{
+    return stmts_transpose(&f->tbody);
 }
 
 /* The element count of a static tensor (saturating at 2^40). */

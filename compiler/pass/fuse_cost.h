@@ -13,6 +13,11 @@
  * most loads of one of its parameters (at least 1). */
 void rxi_fuse_cost(const rx_func *f, int32_t *cost, int32_t *passes);
 
+/* True when a store of loop function f reads a tensor transposed: the store's last index
+ * is a variable that a load of rank >= 2 in its value uses, but not in its last index
+ * (permute_dims moving the innermost axis: each element read strides through memory). */
+bool rxi_fuse_transposes(const rx_func *f);
+
 /* True when tensor c provably has at least twice the elements of tensor p. */
 bool rxi_fuse_larger_space(const rx_sinfo *p, const rx_sinfo *c);
 

@@ -56,8 +56,13 @@
  *         rows: T5's (s, s) position bucket read per head) or the target group reads an
  *         input in several passes (a member loads one parameter twice or more: softmax's
  *         max and exp passes). It is materialized instead; cheap producers (a causal
- *         mask, a scale) still fuse. Reductions keep their epilogues (FuseTIR keeps a
- *         reduction's value in a buffer), and phase 3 is left alone (Figure 9).
+ *         mask, a scale) still fuse. A group that reads a tensor transposed (its
+ *         innermost axis moved: fuse_cost.c) is materialized at any cost when the
+ *         target group reads in several passes: each pass would stride through
+ *         memory, where the transpose alone is one tiled copy (schedule_copy.c) and the
+ *         passes read rows (ConvNeXt's NCHW -> NHWC permute before its layer_norm).
+ *         Reductions keep their epilogues (FuseTIR keeps a reduction's value in a
+ *         buffer), and phase 3 is left alone (Figure 9).
  *         Injective groups wait for phase 2 so that matmul epilogues are complete
  *         first (as in Relay). A group never exceeds MAX_GROUP nodes. Invariant: every
  *         member but the root has all its uses inside the group, so a group has one
@@ -476,12 +481,22 @@ static int32_t group_passes(fgraph *g, int32_t r)
     return p;
 }
 
+/* Whether a member of group r reads a tensor transposed (fuse_cost.c). */
+static bool group_transposes(fgraph *g, int32_t r)
+{
+    for (int32_t i = 0; i <= r; i++)
+        if (find(g, i) == r && rxi_fuse_transposes(g->n[i].b->value->u.call.callee->u.global.fn))
+            return true;
+    return false;
+}
+
 /* The recompute rule: fusing an elementwise/injective group into its post-dominator p
  * inlines the group's computation wherever the fused kernel reads its root. That is
  * more than once per element of the root when a consumer reads it over a larger
  * iteration space (a broadcast, a gather's rows), or when p's group reads its inputs
  * in several passes (softmax: the max pass and the exp pass). When the group costs
- * RECOMPUTE_MIN or more per element, it is better materialized once. */
+ * RECOMPUTE_MIN or more per element, it is better materialized once; so is a group
+ * that reads a tensor transposed, under a target that reads in several passes. */
 static bool recomputed(fgraph *g, int32_t i, int32_t p)
 {
     const fnode *n = &g->n[i];
@@ -490,7 +505,9 @@ static bool recomputed(fgraph *g, int32_t i, int32_t p)
     bool reuse = false;
     for (int k = 0; k < n->nout && !reuse; k++)
         reuse = rxi_fuse_larger_space(out, g->n[g->e[n->out0 + k].to].b->value->u.call.out);
-    return (reuse || group_passes(g, find(g, p)) > 1) && group_cost(g, i) >= RECOMPUTE_MIN;
+    int32_t passes = group_passes(g, find(g, p));
+    if ((reuse || passes > 1) && group_cost(g, i) >= RECOMPUTE_MIN) return true;
+    return passes > 1 && group_transposes(g, i); /* each pass would stride through memory */
 }
 
 /* Fuses group root i into its post-dominator's group under rule r. */

@@ -12,10 +12,11 @@ then minimum with scalar constants, after a 1x1, after a depthwise 3x3 (the one-
 3x3 row kernel on a plane wider than a vector) and after a stride-2 depthwise; a
 Hardtanh-like clamp(-0.5, 0.75) after a 3x3; maximum(., 0) alone as relu; minimum
 alone; nn.relu then clamp(0, 6) as F.relu6 exports, after a depthwise and after a 3x3;
-depthwise 7x7 and 5x5 stride 1 through the register-blocked row; the implicit GEMM's
-corners: a 7-wide plane with 64 channels and a residual, a 3-channel stride-2 stem,
-strides 3/2 with dilations 2/3 and a clamp, 720 reduction indices into 14 channels,
-3 groups of 3 channels at stride and dilation 2), and max / avg poolings (the probe's
+stride-1 depthwise 7x7, 5x5, 3x5, 9x9, 1x1 padded and a channel multiplier through the
+zero-padded plane; the implicit GEMM's corners: a 7-wide plane with 64 channels and a
+residual, a 3-channel stride-2 stem, strides 3/2 with dilations 2/3 and a clamp, 720
+reduction indices into 14 channels, 3 groups of 3 channels at stride and dilation 2),
+and max / avg poolings (the probe's
 3x3 stride 2 pad 1 max pool, dilation, ceil_mode, count_include_pad both ways, 4-value
 padding), all returned as a tuple. Checked:
   - `relaxc build` (default cost rule) turns every chain into one blas.conv2d call and
@@ -72,10 +73,17 @@ CASES = [
     ("s3_dil23_clamp", 6, 23, 21, (10, 6, 3, 3), [3, 2], [2, 1, 0, 3], [2, 3], 1, "1o11", False, (-0.5, 0.75)),
     ("deep_k720", 80, 9, 11, (14, 80, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, None, False, False),
     ("grouped_s2_dil", 12, 15, 13, (9, 4, 3, 3), [2, 2], [1, 1, 1, 1], [2, 2], 3, "o11", False, True),
-    # the register-blocked KxK row (dwk_row): ConvNeXt's 7x7 (two 16-output blocks and
-    # tested columns each side), a 5x5 with asymmetric padding and a residual
+    # stride-1 depthwise planes through the zero-padded copy (library_dwconv.c): ConvNeXt's
+    # 7x7 (two 16-column blocks, an 8-column one, a 1-column tail; odd row count), a 5x5
+    # with asymmetric padding and a residual, a 7x7 with channel multiplier 2 on a plane
+    # narrower and shorter than the kernel (the bounce-buffer store), a 3x5 with one
+    # padding side 0 (OW 31), a 9x9 (no unrolled width), a 1x1-padded depthwise
     ("dw7_convnext", 12, 15, 41, (12, 1, 7, 7), [1, 1], [3, 3, 3, 3], [1, 1], 12, "o11", False, False),
     ("dw5_asym_res", 8, 11, 23, (8, 1, 5, 5), [1, 1], [1, 2, 3, 0], [1, 1], 8, None, True, True),
+    ("dw7_mult2_small", 3, 4, 5, (6, 1, 7, 7), [1, 1], [3, 3, 3, 3], [1, 1], 3, "o11", True, False),
+    ("dw3x5_asym", 8, 9, 31, (8, 1, 3, 5), [1, 1], [0, 2, 1, 2], [1, 1], 8, "1o11", False, (0.0, 6.0)),
+    ("dw9", 4, 13, 20, (4, 1, 9, 9), [1, 1], [4, 4, 4, 4], [1, 1], 4, None, False, False),
+    ("dw1_padded", 4, 5, 9, (4, 1, 1, 1), [1, 1], [1, 2, 0, 1], [1, 1], 4, "o11", False, False),
 ]
 
 # name, op, C, H, W, pool_size, strides, padding, dilation, ceil_mode, count_include_pad

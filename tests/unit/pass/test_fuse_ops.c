@@ -14,8 +14,8 @@
  * value used by an op call, across an if), tir_vars over a variable the inputs do not
  * carry, the group size bound, names (binding order, uniqueness, length), sharing of
  * identical groups, the recompute rule (an expensive producer read over a larger space
- * or by a multi-pass reduction stays materialized) and the tiny Llama (prefill and
- * decode).
+ * or by a multi-pass reduction stays materialized; so does a transpose read by a
+ * multi-pass reduction) and the tiny Llama (prefill and decode).
  */
 #include "pass_test.h"
 #include <check.h>
@@ -603,6 +603,28 @@ START_TEST(recompute_rule_materializes)
 }
 END_TEST
 
+START_TEST(transpose_before_multipass_materializes)
+{
+    /* a permute moving the innermost axis, read by a layer_norm (sum, variance and
+     * normalize passes over it): materialized (every pass would stride through x); one
+     * keeping the innermost axis fuses, and so does a transpose read in one pass (an
+     * add). Planted: without the transpose test the first group fuses. */
+    rx_module *m = run_quoted(MOD(FN("main", P("x", "8,4,16") "," P("y", "8,16,4") ","
+                                     P("g", "4") "," P("h", "16"), DF(
+        OPA("a", "permute_dims", "'x'", "'axes':[0,2,1]") ","
+        OPA("b", "nn.layer_norm", "'a','g','g'", "'axes':[-1],'epsilon':1e-5") ","
+        OPA("c", "permute_dims", "'x'", "'axes':[1,0,2]") ","
+        OPA("d", "nn.layer_norm", "'c','h','h'", "'axes':[-1],'epsilon':1e-5") ","
+        OPA("e", "permute_dims", "'x'", "'axes':[0,2,1]") "," OP("f", "add", "'e','y'")),
+        "{'tuple':['b','d','f']}")), true);
+    ck_assert_str_eq(summary(m, "main"),
+                     "a=tir:@permute_dims(x); b=tir:@nn_layer_norm(a, g, g); "
+                     "d=@fused_permute_dims_1_nn_layer_norm_1(x, h); "
+                     "f=@fused_permute_dims_add(x, y) -> (b, d, f)");
+    rx_module_free(m);
+}
+END_TEST
+
 START_TEST(llama_tiny)
 {
     rx_module *m = llama_after_fuse();
@@ -665,6 +687,7 @@ static Suite *fuse_ops_suite(void)
     tcase_add_test(t, group_size_bound);
     tcase_add_test(t, names_unique_and_sharing);
     tcase_add_test(t, recompute_rule_materializes);
+    tcase_add_test(t, transpose_before_multipass_materializes);
     tcase_add_test(t, llama_tiny);
     suite_add_tcase(s, t);
     return s;

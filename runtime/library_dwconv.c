@@ -1,0 +1,215 @@
+/*
+ * library_dwconv.c — one output plane of a stride-1, undilated depthwise convolution
+ * (blas.conv2d with one input channel per group, library_conv.c's direct way), edges
+ * included, in vector registers.
+ *
+ *   rx_rt_dwconv_plane(xp, H, W, k, KH, KW, pt, pl, OH, OW, buf, yp)
+ *     yp[oh][ow] = sum over kh, kw of k[kh][kw] * x[oh - pt + kh][ow - pl + kw], x zero
+ *     outside the plane (the legalized convolution's zero padding).
+ *
+ * Step 1: the plane is copied into buf with its padding made explicit, rows
+ * -pt .. OH - pt + KH - 2 and columns -pl .. -pl + WP - 1 (WP = OW rounded up to 8,
+ * plus KW - 1), zeros outside the input. Every output then reads KH x KW taps that all
+ * lie in buf, so no column or row is special: on ConvNeXt's 7x7 on 56 x 56, 8 of 56
+ * columns and 6 of 56 rows have taps outside the plane, and scalar loops testing every
+ * tap there took about two thirds of the time.
+ * Step 2: output rows two at a time, 16 columns at a time (an 8-column block for the
+ * rest of the row, its last block stored through a bounce buffer): four accumulators
+ * of 8 lanes; each input row's vector of taps is loaded once and serves both output
+ * rows (input row oh + r is tap row r of output oh and r - 1 of output oh + 1).
+ *
+ * Exactness: each output sums k[kh][kw] * x in the order kh, then kw ascending, from
+ * +0: window_row's order. On AVX2 + FMA CPUs each term is one fused multiply-add (one
+ * rounding instead of two: 1.67 -> 1.43 ms on the 7x7 above, one thread, Zen 1),
+ * elsewhere a multiply then an add, window_row's operations; so results differ from
+ * window_row's (other strides) by rounding only, as the sgemm ways' do. The taps in the
+ * padding add w * 0 = +-0, which leaves a sum unchanged (a -0 sum becomes +0), as the
+ * generated loops add them; a non-finite weight on such a tap makes NaN there, as it
+ * does in the generated loops.
+ * Cost: O(OH OW KH KW) multiply-adds; the copy O((OH + KH) WP); buf holds
+ * rx_rt_dwconv_buf_floats(...) floats (18 KiB for the 7x7 on 56 x 56: L1-resident).
+ * Without GCC/Clang vector extensions it declines and library_conv.c's rows run.
+ */
+#include "rt_int.h"
+
+#include <string.h>
+
+enum { DWV = 8 }; /* floats in one vector */
+
+/* The padded plane's row length: OW rounded up to a vector, plus the taps' reach. */
+static int64_t padded_w(int64_t OW, int64_t KW)
+{
+    return (OW + DWV - 1) / DWV * DWV + KW - 1;
+}
+
+int64_t rx_rt_dwconv_buf_floats(int64_t OH, int64_t OW, int64_t KH, int64_t KW)
+{
+    return (OH + KH - 1) * padded_w(OW, KW);
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+typedef float v8f __attribute__((vector_size(DWV * sizeof(float))));
+
+#define DW_LOAD(v, p) memcpy(&(v), (p), sizeof(v8f))
+#define DW_STORE(p, v) memcpy((p), &(v), sizeof(v8f))
+#define DW_INLINE static inline __attribute__((always_inline))
+
+/* Step 1: buf[r][j] = x[r - pt][j - pl], zero outside the plane. */
+static void pad_plane(const float *xp, int64_t H, int64_t W, int64_t pt, int64_t pl, int64_t rows,
+                      int64_t WP, float *buf)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        float *d = buf + r * WP;
+        int64_t ih = r - pt;
+        if (ih < 0 || ih >= H || pl >= WP) {
+            memset(d, 0, sizeof(float) * (size_t)WP);
+            continue;
+        }
+        int64_t n = W < WP - pl ? W : WP - pl; /* input columns that land in the row */
+        memset(d, 0, sizeof(float) * (size_t)pl);
+        memcpy(d + pl, xp + ih * W, sizeof(float) * (size_t)n);
+        memset(d + pl + n, 0, sizeof(float) * (size_t)(WP - pl - n));
+    }
+}
+
+/* One input row's taps: acc (NV vectors) += ka[kw] * row[kw ..] for kw ascending when
+ * ua, and bcc += kb[kw] * the same vectors when ub (ua, ub constant after inlining). */
+DW_INLINE void dw_taps(const float *row, bool ua, const float *ka, bool ub, const float *kb,
+                       int64_t KW, int NV, v8f *acc, v8f *bcc)
+{
+    for (int64_t kw = 0; kw < KW; kw++) {
+        v8f x[2];
+        for (int v = 0; v < NV; v++) DW_LOAD(x[v], row + kw + v * DWV);
+        if (ua) {
+            float c = ka[kw];
+            v8f w = {c, c, c, c, c, c, c, c};
+            for (int v = 0; v < NV; v++) acc[v] = acc[v] + w * x[v];
+        }
+        if (ub) {
+            float c = kb[kw];
+            v8f w = {c, c, c, c, c, c, c, c};
+            for (int v = 0; v < NV; v++) bcc[v] = bcc[v] + w * x[v];
+        }
+    }
+}
+
+/* Outputs [ow, ow + NV * 8) of rows oh (acc a) and, when two, oh + 1 (acc b); p is buf's
+ * row oh at column ow. The rows' first `keep` columns are stored, through a bounce
+ * buffer when keep < NV * 8. NV is 1 or 2 (constant after inlining). */
+DW_INLINE void dw_block(const float *p, int64_t WP, const float *k, int64_t KH, int64_t KW,
+                        int NV, bool two, float *y0, float *y1, int64_t keep)
+{
+    v8f a[2] = {{0}, {0}}, b[2] = {{0}, {0}};
+    /* input row oh + r: tap row r of output oh, r - 1 of output oh + 1 */
+    if (!two) {
+        for (int64_t r = 0; r < KH; r++) dw_taps(p + r * WP, true, k + r * KW, false, k, KW, NV, a, b);
+    } else {
+        dw_taps(p, true, k, false, k, KW, NV, a, b);
+        for (int64_t r = 1; r < KH; r++)
+            dw_taps(p + r * WP, true, k + r * KW, true, k + (r - 1) * KW, KW, NV, a, b);
+        dw_taps(p + KH * WP, true, k + (KH - 1) * KW, false, k, KW, NV, b, a);
+    }
+    float tmp[2 * DWV];
+    for (int i = 0; i < 1 + two; i++) {
+        v8f *acc = i ? b : a;
+        float *y = i ? y1 : y0;
+        if (keep >= NV * DWV) {
+            for (int v = 0; v < NV; v++) DW_STORE(y + v * DWV, acc[v]);
+        } else {
+            for (int v = 0; v < NV; v++) DW_STORE(tmp + v * DWV, acc[v]);
+            memcpy(y, tmp, sizeof(float) * (size_t)keep);
+        }
+    }
+}
+
+/* Step 2 for output rows oh and, when two, oh + 1. */
+DW_INLINE void dw_rows(const float *buf, int64_t WP, const float *k, int64_t KH, int64_t KW,
+                       int64_t OW, int64_t oh, bool two, float *yp)
+{
+    const float *p = buf + oh * WP;
+    float *y0 = yp + oh * OW, *y1 = two ? y0 + OW : NULL;
+    int64_t ow = 0;
+    for (; ow + 2 * DWV <= OW; ow += 2 * DWV)
+        dw_block(p + ow, WP, k, KH, KW, 2, two, y0 + ow, two ? y1 + ow : NULL, 2 * DWV);
+    for (; ow < OW; ow += DWV)
+        dw_block(p + ow, WP, k, KH, KW, 1, two, y0 + ow, two ? y1 + ow : NULL, OW - ow);
+}
+
+DW_INLINE void dw_plane(const float *xp, int64_t H, int64_t W, const float *k, int64_t KH,
+                        int64_t KW, int64_t pt, int64_t pl, int64_t OH, int64_t OW, float *buf,
+                        float *yp)
+{
+    int64_t WP = padded_w(OW, KW);
+    pad_plane(xp, H, W, pt, pl, OH + KH - 1, WP, buf);
+    int64_t oh = 0;
+    for (; oh + 2 <= OH; oh += 2) dw_rows(buf, WP, k, KH, KW, OW, oh, true, yp);
+    if (oh < OH) dw_rows(buf, WP, k, KH, KW, OW, oh, false, yp);
+}
+
+/* dw_plane with the common widths constant (the tap loop unrolled). */
+#define DW_DISPATCH()                                                              \
+    switch (KW) {                                                                  \
+    case 3: dw_plane(xp, H, W, k, KH, 3, pt, pl, OH, OW, buf, yp); break;          \
+    case 5: dw_plane(xp, H, W, k, KH, 5, pt, pl, OH, OW, buf, yp); break;          \
+    case 7: dw_plane(xp, H, W, k, KH, 7, pt, pl, OH, OW, buf, yp); break;          \
+    default: dw_plane(xp, H, W, k, KH, KW, pt, pl, OH, OW, buf, yp); break;        \
+    }
+
+#if defined(__x86_64__)
+/* The AVX2 clone contracts acc + w * x into one fused multiply-add: GCC's -std=c11 keeps
+ * contraction off unless the function asks; Clang contracts within an expression. */
+#if defined(__clang__)
+#define DW_CONTRACT
+#else
+#define DW_CONTRACT __attribute__((optimize("fp-contract=fast")))
+#endif
+
+__attribute__((target("avx2,fma"))) DW_CONTRACT static void dw_plane_avx2(const float *xp, int64_t H, int64_t W,
+                                                          const float *k, int64_t KH, int64_t KW,
+                                                          int64_t pt, int64_t pl, int64_t OH,
+                                                          int64_t OW, float *buf, float *yp)
+{
+    DW_DISPATCH();
+}
+
+static pthread_once_t dw_once = PTHREAD_ONCE_INIT;
+static bool dw_avx2;
+
+static void dw_choose(void)
+{
+    __builtin_cpu_init();
+    dw_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#endif
+
+static void dw_plane_portable(const float *xp, int64_t H, int64_t W, const float *k, int64_t KH,
+                              int64_t KW, int64_t pt, int64_t pl, int64_t OH, int64_t OW,
+                              float *buf, float *yp)
+{
+    DW_DISPATCH();
+}
+
+bool rx_rt_dwconv_plane(const float *xp, int64_t H, int64_t W, const float *k, int64_t KH,
+                        int64_t KW, int64_t pt, int64_t pl, int64_t OH, int64_t OW, float *buf,
+                        float *yp)
+{
+#if defined(__x86_64__)
+    pthread_once(&dw_once, dw_choose);
+    if (dw_avx2) {
+        dw_plane_avx2(xp, H, W, k, KH, KW, pt, pl, OH, OW, buf, yp);
+        return true;
+    }
+#endif
+    dw_plane_portable(xp, H, W, k, KH, KW, pt, pl, OH, OW, buf, yp);
+    return true;
+}
+#else
+bool rx_rt_dwconv_plane(const float *xp, int64_t H, int64_t W, const float *k, int64_t KH,
+                        int64_t KW, int64_t pt, int64_t pl, int64_t OH, int64_t OW, float *buf,
+                        float *yp)
+{
+    (void)xp, (void)H, (void)W, (void)k, (void)KH, (void)KW, (void)pt, (void)pl, (void)OH;
+    (void)OW, (void)buf, (void)yp;
+    return false;
+}
+#endif
