@@ -25,6 +25,8 @@ padding), all returned as a tuple. Checked:
     convolution of the same formulation (rtol 1e-4, atol 1e-4), every output; batch 2
     also with RX_GEMM=blas (the im2col way), RX_GEMM_KERNEL=portable and --threads 3
     (the implicit GEMM's lanes of unequal lengths, tasks taken from others' ends);
+    batch 5 with --threads 2 and 3 (each image's phase planes built before its first
+    task by the threads that need it, lanes that end inside an image);
   - the poolings built with --lib-disable conv2d --lib-disable pool2d (the generated
     loops, whose avg divisors the NumPy reference restates) agree too.
 Prints one line per check and `N passed, M failed`; exit 1 on a failure.
@@ -283,7 +285,13 @@ def main():
         # 3 threads on the machine's cores: the implicit GEMM's lanes of unequal lengths,
         # and threads that finish theirs take tasks from the end of the others'
         extra = {"threads3": ["--threads", "3"]}
-        for n, tags in ((2, ("lib", "gen", "blas", "portable", "threads3")), (1, ("lib",))):
+        # batch 5: an image's phase planes are built before its first task by the threads
+        # that need it (lanes that end mid-image, a thread taking tasks of an image from
+        # another's end before that thread reaches it; 2 and 3 threads)
+        extra["threads2"] = ["--threads", "2"]
+        rxa["threads2"], envs["threads2"] = rxa["lib"], None
+        for n, tags in ((2, ("lib", "gen", "blas", "portable", "threads3")), (1, ("lib",)),
+                        (5, ("threads2", "threads3"))):
             arrs, want = inputs(rng, n)
             ins, gen_ins = [], []
             for k, v in arrs.items():
