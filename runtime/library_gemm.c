@@ -71,6 +71,8 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define GEMM_X86 1
 #include <immintrin.h>
+
+#include "rt_vmath.h"
 #else
 #define GEMM_X86 0
 #endif
@@ -183,34 +185,6 @@ AVX2_FN static void kern_avx2(int64_t kc, const float *a, const float *b, int64_
 }
 #undef K_STEP
 
-/* The 8x8 block at src (row stride ld; rows past `rows` read as 0) transposed into
- * r[0..7]. */
-AVX2_FN static inline void tr8(const float *src, int64_t ld, int rows, __m256 r[8])
-{
-    __m256 z = _mm256_setzero_ps();
-    __m256 t0 = _mm256_loadu_ps(src), t1 = _mm256_loadu_ps(src + ld),
-           t2 = _mm256_loadu_ps(src + 2 * ld), t3 = _mm256_loadu_ps(src + 3 * ld),
-           t4 = _mm256_loadu_ps(src + 4 * ld), t5 = _mm256_loadu_ps(src + 5 * ld),
-           t6 = rows > 6 ? _mm256_loadu_ps(src + 6 * ld) : z,
-           t7 = rows > 7 ? _mm256_loadu_ps(src + 7 * ld) : z;
-    __m256 u0 = _mm256_unpacklo_ps(t0, t1), u1 = _mm256_unpackhi_ps(t0, t1),
-           u2 = _mm256_unpacklo_ps(t2, t3), u3 = _mm256_unpackhi_ps(t2, t3),
-           u4 = _mm256_unpacklo_ps(t4, t5), u5 = _mm256_unpackhi_ps(t4, t5),
-           u6 = _mm256_unpacklo_ps(t6, t7), u7 = _mm256_unpackhi_ps(t6, t7);
-    __m256 v0 = _mm256_shuffle_ps(u0, u2, 0x44), v1 = _mm256_shuffle_ps(u0, u2, 0xEE),
-           v2 = _mm256_shuffle_ps(u1, u3, 0x44), v3 = _mm256_shuffle_ps(u1, u3, 0xEE),
-           v4 = _mm256_shuffle_ps(u4, u6, 0x44), v5 = _mm256_shuffle_ps(u4, u6, 0xEE),
-           v6 = _mm256_shuffle_ps(u5, u7, 0x44), v7 = _mm256_shuffle_ps(u5, u7, 0xEE);
-    r[0] = _mm256_permute2f128_ps(v0, v4, 0x20);
-    r[1] = _mm256_permute2f128_ps(v1, v5, 0x20);
-    r[2] = _mm256_permute2f128_ps(v2, v6, 0x20);
-    r[3] = _mm256_permute2f128_ps(v3, v7, 0x20);
-    r[4] = _mm256_permute2f128_ps(v0, v4, 0x31);
-    r[5] = _mm256_permute2f128_ps(v1, v5, 0x31);
-    r[6] = _mm256_permute2f128_ps(v2, v6, 0x31);
-    r[7] = _mm256_permute2f128_ps(v3, v7, 0x31);
-}
-
 /* A full NR-column micro-panel of a transposed B (column j of the panel is the
  * contiguous row src + j * ld), reduction indices [0, kc8) with kc8 a multiple of 8. */
 AVX2_FN static void pack_bt_avx2(float *dst, const float *src, int64_t ld, int64_t kc8)
@@ -218,7 +192,7 @@ AVX2_FN static void pack_bt_avx2(float *dst, const float *src, int64_t ld, int64
     __m256 r[8];
     for (int64_t p = 0; p < kc8; p += 8)
         for (int h = 0; h < 2; h++) {
-            tr8(src + h * 8 * ld + p, ld, 8, r);
+            rx_rt_tr8x8(src + h * 8 * ld + p, ld, 8, r);
             for (int q = 0; q < 8; q++) _mm256_storeu_ps(dst + (p + q) * NR + h * 8, r[q]);
         }
 }
@@ -231,7 +205,7 @@ AVX2_FN static void pack_a_avx2(float *dst, const float *src, int64_t ld, int64_
 {
     __m256 r[8];
     for (int64_t p = 0; p < kc8; p += 8) {
-        tr8(src + p, ld, MR, r);
+        rx_rt_tr8x8(src + p, ld, MR, r);
         for (int q = 0; q < 8; q++) _mm256_storeu_ps(dst + (p + q) * MR, r[q]);
     }
 }

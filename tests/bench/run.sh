@@ -4,6 +4,9 @@
 # The only source of real numbers (ctest runs each benchmark once on a tiny input, as a
 # test). Builds build-bench with CMAKE_BUILD_TYPE=Release and no sanitizers, then runs:
 #   bench_frontend  parse + deduce + print of 10,000 bindings vs jansson alone
+#   bench_transpose a 4096 x 4104 f32 transpose: the generated tile's loop nest vs 8 x 8
+#                   AVX2 in-register transposes (plain, streaming stores), on 4 KiB and 2 MiB
+#                   pages, each vs memcpy on the same pages (what bounds transpose_2d)
 #   bench_vm        VM dispatch overhead per instruction: a 1,000-op chain vs the same
 #                   kernels called directly from C
 #   bench_mlp.py    2-layer MLP (512 -> 2048 -> 512) through relaxc + relax-run vs NumPy,
@@ -62,9 +65,10 @@ cd "$(dirname "$0")/../.."
 ./deploy/packages.sh bench  # the test set + wrk and nginx (bench_server.py), torch, node
 ./tests/bench/setup_ort.sh  # onnxruntime-node from npm, into $RX_ORT_DIR or ~/.cache
 cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DRX_SANITIZE=OFF >/dev/null
-ninja -C build-bench bench_frontend bench_vm bench_device bench_clblast bench_memory_run relaxc relax-run relaxd relax-agent >/dev/null
+ninja -C build-bench bench_frontend bench_vm bench_device bench_clblast bench_memory_run bench_transpose relaxc relax-run relaxd relax-agent >/dev/null
 ./build-bench/bin/bench_frontend --bindings 10000 --repeat 20
 ./build-bench/bin/bench_vm --ops 1000 --repeat 25 --number 200
+./build-bench/bin/bench_transpose --repeat 5
 ./build-bench/bin/bench_device --repeat 9 --number 500
 /usr/bin/python3 tests/bench/bench_gpu.py --repeat 9 \
     --relaxc ./build-bench/bin/relaxc --relax-run ./build-bench/bin/relax-run \
