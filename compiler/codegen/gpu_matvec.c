@@ -333,11 +333,10 @@ static void bind_first_row(cg *g, const rx_stmt *const *chain, int n, const rx_g
         }
 }
 
-/* `const float4 rx_w = rx_ld4(...)`: the four adjacent elements of y from the one at the
- * bound column and k (y is free of the rows: bound at the pass's first); with fmt (a
- * printf format of the buffer and the index), that load instead. */
-static void load_w4_as(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r,
-                       const char *fmt)
+/* PRE then fmt (a printf format of y's buffer and flat index) and ";": y at the bound
+ * column and k, its rows bound at the pass's first (y is free of them). */
+static void put_y(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r,
+                  const char *pre, const char *fmt)
 {
     cg *g = k->g;
     int ym = g->syms.n;
@@ -349,16 +348,20 @@ static void load_w4_as(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_r
     rxi_cg_index(g, bs, r->y->u.load.idx, r->y->u.load.nidx, r->store->loc);
     g->out = save;
     rx_gpu_ind(g);
-    rx_sb_puts(g->out, "const float4 rx_w = ");
-    rx_sb_printf(g->out, fmt ? fmt : k->dl->vload4, bs->name, rx_sb_str(&idx));
+    rx_sb_puts(g->out, pre);
+    rx_sb_printf(g->out, fmt, bs->name, rx_sb_str(&idx));
     rx_sb_puts(g->out, ";\n");
     rx_sb_free(&idx);
     rxi_cg_pop_syms(g, ym);
 }
 
-static void load_w4(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r)
+/* `const float4 rx_w = rx_ld4(...)`: the four adjacent elements of y from the one at the
+ * bound column and k; with fmt (a printf format of the buffer and the index), that load
+ * instead. */
+static void load_w4(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r,
+                    const char *fmt)
 {
-    load_w4_as(k, chain, n, r, NULL);
+    put_y(k, chain, n, r, "const float4 rx_w = ", fmt ? fmt : k->dl->vload4);
 }
 
 /* `const bool rx_wal`: whether y's elements at the bound column and k = 0 and 1 are
@@ -376,13 +379,7 @@ static void w_aligned(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_re
         int ym = g->syms.n;
         rx_gpu_bind_loop(g, chain[n - 1], "rx_j");
         rx_gpu_bind_loop(g, r->loop, e ? "1" : "0");
-        bind_first_row(g, chain, n, r);
-        rxi_cg_iters(g, r->block, false);
-        const cg_sym *bs = rxi_cg_lookup(g, r->y->u.load.buf);
-        rx_gpu_ind(g);
-        rx_sb_printf(g->out, "rx_wa |= (unsigned long long)(%s + (", bs->name);
-        rxi_cg_index(g, bs, r->y->u.load.idx, r->y->u.load.nidx, r->store->loc);
-        rx_sb_puts(g->out, "));\n");
+        put_y(k, chain, n, r, "rx_wa |= ", "(unsigned long long)(%s + (%s))");
         rxi_cg_pop_syms(g, ym);
         g->indent--;
         rx_gpu_ind(g);
@@ -509,7 +506,7 @@ static void x_offsets(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_re
 }
 
 /* The K loop of the rows in registers over four in-range columns from rx_j: one float4
- * of y per step (load_w4_as's fmt), x per row of the pass, 16 multiply-adds per row. */
+ * of y per step (load_w4's fmt), x per row of the pass, 16 multiply-adds per row. */
 static void k_loop_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_red *r, int m,
                         int S, const char *fmt)
 {
@@ -522,7 +519,7 @@ static void k_loop_rows(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_
     int km = g->syms.n;
     rx_gpu_bind_loop(g, chain[n - 1], "rx_j");
     rx_gpu_bind_loop(g, r->loop, "rx_k");
-    load_w4_as(k, chain, n, r, fmt);
+    load_w4(k, chain, n, r, fmt);
     int rm = open_rows(k, chain, n, r, m);
     if (!r->xunit) rxi_cg_iters(g, r->block, false);
     rx_gpu_ind(g);
@@ -770,7 +767,7 @@ static void emit_kdot(gk *k, const rx_stmt *const *chain, int n, const rx_gpu_re
     {
         int ym = g->syms.n;
         rx_gpu_bind_loop(g, r->loop, "rx_k");
-        load_w4(k, chain, n, r);
+        load_w4(k, chain, n, r, NULL);
         rxi_cg_pop_syms(g, ym);
     }
     kdot_rows(k, chain, n, r, m, true, 0);

@@ -420,15 +420,7 @@ void ox_unify_bcast(ox_ctx *c, rx_node **args, int nargs, int skip)
                 break;
             }
         }
-        if (!d) continue;
-        rx_sinfo *si = rx_si_tensor(c->a, (rx_dtype)xs->dtype, xs->ndim, d);
-        rx_node *var = rx_n_var(c->m, ident(c, args[i]->kind == RX_N_VAR ? args[i]->u.var.name
-                                                                          : "cast", "v_"),
-                                si, true);
-        var->loc = args[i]->loc;
-        rx_binding b = {var, args[i], si, true, args[i]->loc};
-        RX_VEC_PUSH(c->binds, b);
-        args[i] = var;
+        if (d) args[i] = ox_match_dims(c, args[i], d, xs->ndim);
     }
 }
 
