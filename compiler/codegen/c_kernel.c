@@ -276,8 +276,18 @@ static bool stmts_find(const rx_stmts *ss, int kind)
 
 static bool stmts_heap_free(const rx_stmts *ss) { return !stmts_find(ss, -1); }
 
-/* Statement executions of one run of ss when every loop extent in it is a literal
- * (saturating at INT64_MAX); -1 when some extent is symbolic (its work is unknown). */
+/* A literal bound of extent x: x itself, or c of min(c, y) / min(y, c) (a split loop's
+ * tail). */
+static bool extent_bound(const rx_expr *x, int64_t *v)
+{
+    if (rx_expr_is_const(x, v)) return true;
+    return x->kind == RX_E_MIN &&
+           (rx_expr_is_const(x->u.op.a, v) || rx_expr_is_const(x->u.op.b, v));
+}
+
+/* Statement executions of one run of ss (at most that, with a split loop's tail) when
+ * every loop extent in it has a literal bound (saturating at INT64_MAX); -1 when some
+ * extent is symbolic (its work is unknown). */
 static int64_t stmts_work(const rx_stmts *ss)
 {
     int64_t w = 0;
@@ -286,7 +296,7 @@ static int64_t stmts_work(const rx_stmts *ss)
         int64_t a = 1, b = 0, ext;
         switch ((rx_skind)s->kind) {
         case RX_S_FOR:
-            if (!rx_expr_is_const(s->u.for_.extent, &ext) || (a = stmts_work(&s->u.for_.body)) < 0)
+            if (!extent_bound(s->u.for_.extent, &ext) || (a = stmts_work(&s->u.for_.body)) < 0)
                 return -1;
             if (ext < 0) ext = 0;
             if (__builtin_mul_overflow(a, ext, &a)) a = INT64_MAX;

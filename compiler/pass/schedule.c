@@ -41,8 +41,17 @@
  * The innermost FORs of a nest (those whose body holds no FOR) become VECTORIZED by
  * the same rules 1, 3 and 4 applied to the loop alone, with p fixed to the LAST index
  * of every stored buffer (contiguous, stride-1 writes), and no allocation in the body.
- * A nest's single loop may be both outermost and innermost; it is then parallel only.
  * Vectorization is a hint: codegen emits it only where OpenMP simd applies.
+ *
+ * Flat nests: a nest that is one loop, outermost and innermost at once (an elementwise
+ * op over a 1-d tensor, or over (1, n): loops that run at most once are looked
+ * through), would be parallel but never vectorized (gcc's -O2 cost model leaves a loop
+ * whose trip count per thread is unknown scalar: a 16M-element 1-d gelu ran 4x slower
+ * than the same op over (16384, 1024)), or, under a unit loop, vectorized on one
+ * thread. When it passes both rules it is split (split_flat): `for o (parallel) { for
+ * i (vectorized, FLAT_RUN or the tail) { let v = o * FLAT_RUN + i { body } } }`; the let
+ * keeps the body as it was (no substitution). A literal extent below FLAT_PAR_MIN,
+ * which codegen would run serially anyway, is vectorized instead of split.
  *
  * Matrix-vector nests are rewritten before, by the pipeline's step schedule_matvec
  * (rx_pass_schedule_matvec: schedule_matvec.c), which `--disable-pass schedule_matvec`
@@ -61,7 +70,12 @@
 
 #include "schedule_int.h"
 
-enum { HEADS_MIN = 8 }; /* literal extent of a heads loop that is parallel in a batch's stead */
+enum {
+    HEADS_MIN = 8,  /* literal extent of a heads loop that is parallel in a batch's stead */
+    FLAT_RUN = 1024,    /* iterations of a flat nest's vectorized inner loop */
+    FLAT_PAR_MIN = 32768 /* a literal flat nest shorter than this is vectorized, not split
+                            (codegen runs smaller parallel loops serially: RX_PAR_MIN_WORK) */
+};
 
 typedef RX_VEC(const rx_svar *) svar_vec;
 typedef RX_VEC(const rx_buffer *) buf_vec;
@@ -342,22 +356,79 @@ void rx_schedule_nest_kinds(rx_stmt *s, int *npar, int *nvec)
     if (has_for(&s->u.for_.body)) mark_inner(&s->u.for_.body, nvec);
 }
 
-/* Finds the top-level nests of ss and schedules each. */
-static void schedule_list(const rx_stmts *ss, int *npar, int *nvec)
+/* A one-loop nest (file essay: flat nests): FOR s, serial and unbound, holding no FOR,
+   that passes both the parallel and the vectorize rule. With a literal extent below
+   FLAT_PAR_MIN, s itself vectorized; else `for o (parallel) { for i (vectorized) { let
+   v = min + o * FLAT_RUN + i { body } } }`, i's extent min(FLAT_RUN, E - o * FLAT_RUN)
+   (FLAT_RUN when it divides a literal E). NULL when s is not such a nest. */
+static rx_stmt *split_flat(rx_module *m, rx_stmt *s)
+{
+    int64_t e;
+    bool lit = rx_expr_is_const(s->u.for_.extent, &e);
+    if (has_for(&s->u.for_.body) || !loop_ok(s, false) || !loop_ok(s, true)) return NULL;
+    if (lit && e < FLAT_PAR_MIN) { /* vectorized on one thread */
+        s->u.for_.loop_kind = RX_LOOP_VECTORIZED;
+        return s;
+    }
+    rx_arena *a = m->arena;
+    const rx_svar *v = s->u.for_.var;
+    rx_svar *o = rx_svar_new(a, rx_arena_printf(a, "%s_o", v->name), RX_DT_I64, RX_SV_LOOP,
+                             rx_module_new_id(m));
+    rx_svar *in = rx_svar_new(a, rx_arena_printf(a, "%s_i", v->name), RX_DT_I64, RX_SV_LOOP,
+                              rx_module_new_id(m));
+    rx_expr *run = rx_e_int(a, FLAT_RUN), *start = rx_e_binary(a, RX_E_MUL, rx_e_var(a, o), run);
+    rx_expr *count, *inner;
+    if (lit) {
+        count = rx_e_int(a, (e + FLAT_RUN - 1) / FLAT_RUN);
+        inner = e % FLAT_RUN == 0 ? run
+                                  : rx_e_binary(a, RX_E_MIN, run, rx_e_binary(a, RX_E_SUB, rx_e_int(a, e), start));
+    } else {
+        count = rx_e_binary(a, RX_E_FLOORDIV,
+                            rx_e_binary(a, RX_E_ADD, s->u.for_.extent, rx_e_int(a, FLAT_RUN - 1)), run);
+        inner = rx_e_binary(a, RX_E_MIN, run, rx_e_binary(a, RX_E_SUB, s->u.for_.extent, start));
+    }
+    rx_expr *at = rx_e_binary(a, RX_E_ADD, s->u.for_.min,
+                              rx_e_binary(a, RX_E_ADD, start, rx_e_var(a, in)));
+    rx_stmt *body = rx_s_let(a, v, at, s->u.for_.body);
+    rx_stmt *vl = rx_s_for(a, in, rx_e_int(a, 0), inner, RX_LOOP_VECTORIZED, rx_stmts_one(a, body));
+    rx_stmt *ol = rx_s_for(a, o, rx_e_int(a, 0), count, RX_LOOP_PARALLEL, rx_stmts_one(a, vl));
+    ol->loc = vl->loc = body->loc = s->loc;
+    return ol;
+}
+
+/* Finds the top-level nests of ss and schedules each: a flat nest, directly or under
+   loops that run at most once (a (1, n) tensor), split (split_flat), the others given
+   their kinds. */
+static void schedule_list(rx_module *m, const rx_stmts *ss, int *npar, int *nvec)
 {
     for (int i = 0; i < ss->n; i++) {
-        rx_stmt *s = ss->items[i];
+        rx_stmt *s = ss->items[i], **at = &ss->items[i], *r;
         switch ((rx_skind)s->kind) {
-        case RX_S_FOR: rx_schedule_nest_kinds(s, npar, nvec); break;
+        case RX_S_FOR: {
+            int64_t ext;
+            while ((*at)->u.for_.loop_kind == RX_LOOP_SERIAL && !(*at)->u.for_.thread &&
+                   rx_expr_is_const((*at)->u.for_.extent, &ext) && ext < 2 &&
+                   (*at)->u.for_.body.n == 1 && (*at)->u.for_.body.items[0]->kind == RX_S_FOR)
+                at = &(*at)->u.for_.body.items[0];
+            if ((*at)->u.for_.loop_kind == RX_LOOP_SERIAL && !(*at)->u.for_.thread &&
+                (r = split_flat(m, *at))) {
+                *npar += r != *at;
+                (*nvec)++;
+                *at = r;
+            } else {
+                rx_schedule_nest_kinds(s, npar, nvec);
+            }
+            break;
+        }
         case RX_S_BLOCK:
-            schedule_list(&s->u.block.init, npar, nvec);
-            schedule_list(&s->u.block.body, npar, nvec);
+            schedule_list(m, &s->u.block.init, npar, nvec);
+            schedule_list(m, &s->u.block.body, npar, nvec);
             break;
         case RX_S_IF:
-            schedule_list(&s->u.if_.then_s, npar, nvec);
-            schedule_list(&s->u.if_.else_s, npar, nvec);
+            schedule_list(m, &s->u.if_.then_s, npar, nvec);
+            schedule_list(m, &s->u.if_.else_s, npar, nvec);
             break;
-        case RX_S_LET: schedule_list(&s->u.let.body, npar, nvec); break;
+        case RX_S_LET: schedule_list(m, &s->u.let.body, npar, nvec); break;
         default: break;
         }
     }
@@ -368,7 +439,7 @@ bool rx_schedule_cpu(rx_module *m, int *nparallel, int *nvectorized)
     int np = 0, nv = 0;
     for (int i = 0; i < m->nfuncs; i++) {
         rx_func *f = m->funcs[i];
-        if (f->kind == RX_F_TIR) schedule_list(&f->tbody, &np, &nv);
+        if (f->kind == RX_F_TIR) schedule_list(m, &f->tbody, &np, &nv);
     }
     if (nparallel) *nparallel = np;
     if (nvectorized) *nvectorized = nv;

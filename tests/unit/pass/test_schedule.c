@@ -6,8 +6,10 @@
  * nest with a store independent of the outer variable, or reading a stored buffer at
  * another iteration's element, left serial; a literal extent of 1 left serial; a
  * symbolic batch's 8 heads over rows x columns parallel instead of the batch; kinds
- * written by the user kept. Then a numeric check: the scheduled kernels built with
- * OpenMP give bit-identical results to the same kernels built serially.
+ * written by the user kept; flat (one-loop) nests split into parallel vectorized runs.
+ * Then numeric checks: the scheduled kernels built with OpenMP give bit-identical
+ * results to the same kernels built serially; flat nests compute every element of
+ * extents around the run length and nothing past the end.
  */
 #include "pass_test.h"
 #include <check.h>
@@ -27,6 +29,10 @@
     "'" name "':{'kind':'tir','params':[" params "],'body':[" body "]}"
 #define BUF(n, shape) "{'name':'" n "','buffer':{'shape':[" shape "],'dtype':'f32'}}"
 #define MOD(fns) "{'format':'relax-json','version':1,'functions':{" fns "}}"
+/* C[idx] = A[idx] OP: an elementwise loop function over one shape */
+#define EW(name, shape, grid, extents, idx, op)                                             \
+    TIR(name, BUF("A", shape) "," BUF("C", shape),                                          \
+        "{'grid':[" grid "],'extents':[" extents "],'body':{'store':'C[" idx "]','value':'A[" idx "]" op "'}}")
 
 /* The kind of the loop at depth `depth` of the first top-level nest of fn (following
  * the first FOR found under each loop, through blocks). */
@@ -161,12 +167,9 @@ typedef int32_t (*kernel_fn)(void *const *data, const int64_t *ivars);
 START_TEST(parallel_needs_enough_work)
 {
     rx_module *m = load_quoted(MOD(
-        TIR("small", BUF("A", "16,16") "," BUF("C", "16,16"),
-            "{'grid':['i','j'],'extents':[16,16],'body':{'store':'C[i, j]','value':'A[i, j] * 2.0'}}") ","
-        TIR("big", BUF("A", "256,256") "," BUF("C", "256,256"),
-            "{'grid':['i','j'],'extents':[256,256],'body':{'store':'C[i, j]','value':'A[i, j] * 2.0'}}") ","
-        TIR("rows", BUF("A", "'n',64") "," BUF("C", "'n',64"),
-            "{'grid':['i','j'],'extents':['n',64],'body':{'store':'C[i, j]','value':'A[i, j] * 2.0'}}")));
+        EW("small", "16,16", "'i','j'", "16,16", "i, j", " * 2.0") ","
+        EW("big", "256,256", "'i','j'", "256,256", "i, j", " * 2.0") ","
+        EW("rows", "'n',64", "'i','j'", "'n',64", "i, j", " * 2.0")));
     ck_assert(rx_schedule_cpu(m, NULL, NULL));
     ck_assert_str_eq(kind_at(m, "small", 0), "parallel");
     rx_diags d;
@@ -264,6 +267,65 @@ START_TEST(parallel_equals_serial)
 }
 END_TEST
 
+/* Flat nests (one loop, over a 1-d tensor or a (1, n) one) are split into a parallel
+ * loop of vectorized runs of 1024; a short literal one is vectorized only. Each
+ * computes every element, and not one past its end, for extents around the run. */
+START_TEST(flat_nests)
+{
+    rx_module *m = load_quoted(MOD(
+        EW("fbig", "100000", "'i'", "100000", "i", " * 2.0 + 1.0") ","
+        EW("fsym", "'n'", "'i'", "'n'", "i", " * 2.0 + 1.0") ","
+        EW("funit", "1,'n'", "'b','i'", "1,'n'", "b, i", " * 2.0 + 1.0") ","
+        EW("fsmall", "1000", "'i'", "1000", "i", " * 2.0 + 1.0")));
+    int np = -1, nv = -1;
+    ck_assert(rx_schedule_cpu(m, &np, &nv));
+    ck_assert_int_eq(np, 3);
+    ck_assert_int_eq(nv, 4);
+    ck_assert_str_eq(kind_at(m, "fbig", 0), "parallel");
+    ck_assert_str_eq(kind_at(m, "fbig", 1), "vectorized");
+    ck_assert_str_eq(kind_at(m, "fsym", 0), "parallel");
+    ck_assert_str_eq(kind_at(m, "fsym", 1), "vectorized");
+    ck_assert_str_eq(kind_at(m, "funit", 0), "serial");
+    ck_assert_str_eq(kind_at(m, "funit", 1), "parallel");
+    ck_assert_str_eq(kind_at(m, "funit", 2), "vectorized");
+    ck_assert_str_eq(kind_at(m, "fsmall", 0), "vectorized");
+    int64_t e;
+    ck_assert(rx_expr_is_const(nth_loop(&rx_module_find(m, "fbig")->tbody, 0)->u.for_.extent, &e));
+    ck_assert_int_eq(e, 98); /* ceil(100000 / 1024) runs */
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_sb c = {0};
+    ck_assert_msg(rx_codegen_c(m, &c, &d), "codegen: %s", diags_str(&d));
+    void *h = build_load(rx_sb_str(&c), false);
+    enum { MAXN = 100001 };
+    float *A = malloc(MAXN * sizeof *A), *C = malloc(MAXN * sizeof *C);
+    for (int i = 0; i < MAXN; i++) A[i] = (float)(i % 977) - 300.0f;
+    const char *syms[] = {"rxk_fbig", "rxk_fsym", "rxk_funit", "rxk_fsmall"};
+    const int64_t ns[] = {1, 1023, 1024, 1025, 40000, 70001};
+    for (size_t k = 0; k < 4; k++) {
+        kernel_fn f = (kernel_fn)(uintptr_t)dlsym(h, syms[k]);
+        ck_assert_msg(f != NULL, "%s missing", syms[k]);
+        size_t cases = k == 1 || k == 2 ? sizeof ns / sizeof ns[0] : 1;
+        for (size_t t = 0; t < cases; t++) {
+            int64_t n = k == 0 ? 100000 : k == 3 ? 1000 : ns[t];
+            for (int i = 0; i < MAXN; i++) C[i] = -7.0f;
+            void *data[2] = {A, C};
+            ck_assert_int_eq(f(data, &n), 0);
+            for (int64_t i = 0; i < n; i++)
+                ck_assert_msg(C[i] == A[i] * 2.0f + 1.0f, "%s n=%lld: C[%lld] = %g", syms[k],
+                              (long long)n, (long long)i, (double)C[i]);
+            ck_assert_msg(C[n] == -7.0f, "%s n=%lld: wrote past the end", syms[k], (long long)n);
+        }
+    }
+    free(A);
+    free(C);
+    dlclose(h);
+    rx_sb_free(&c);
+    rx_diags_free(&d);
+    rx_module_free(m);
+}
+END_TEST
+
 static Suite *schedule_suite(void)
 {
     Suite *s = suite_create("schedule");
@@ -272,6 +334,7 @@ static Suite *schedule_suite(void)
     tcase_add_test(tc, marks);
     tcase_add_test(tc, parallel_equals_serial);
     tcase_add_test(tc, parallel_needs_enough_work);
+    tcase_add_test(tc, flat_nests);
     suite_add_tcase(s, tc);
     return s;
 }
