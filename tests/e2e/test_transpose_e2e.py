@@ -5,8 +5,8 @@
 One module, one function per case; each permute_dims moves the innermost axis, so the
 copy schedule tiles it (compiler/pass/schedule_copy.c) and the C generator emits the
 tiles of 32-bit elements as in-register 8 x 8 AVX2 transposes (compiler/codegen/
-c_transpose.c), falling back to the scalar loops for tiles whose extents are not
-multiples of 8, for other dtypes and on CPUs without AVX2:
+c_transpose.c; 16-bit ones as SSE2 transposes), falling back to the scalar loops for
+tiles whose extents are not multiples of 8, for other dtypes and on CPUs without AVX2:
   tr_odd      f32 (70, 100) -> (100, 70): edge tiles of 6 and 4 (scalar), interior 16 x 16
   tr_eight    f32 (72, 104): edge tiles of 8 (the helper's 8-row remainder)
   tr_sym      f32 (n, m) at n = 67, m = 90: symbolic extents, the tile test at run time
@@ -16,11 +16,12 @@ multiples of 8, for other dtypes and on CPUs without AVX2:
   p0132       f32 (2, 3, 24, 40) -> (2, 3, 40, 24): the two inner axes swapped
   p0312       f32 (2, 17, 24, 48) -> (2, 48, 17, 24): an odd axis between the tiled ones
   p201        f32 (40, 8, 33) -> (33, 40, 8): tiles 8 wide along the middle axis
-  tr_f16      f16 (100, 70): a 2-byte type, the scalar tile only
-  p0132_f16   f16 (2, 3, 40, 72)
-Checks: the generated C at O2 calls rx_tr32 in every 4-byte case and in no f16 one
-(so the fast path is what the numbers test), inside parallel loops that end with the
-streaming stores' fence; at O0, O1, O2 and O3, relax-run's output
+  tr_f16      f16 (100, 70): a 2-byte type, 32 x 32 tiles, edge tiles of 4 and 6
+  p0132_f16   f16 (2, 3, 40, 72): edge tiles of 8
+  tr_nt_f16   f16 (1448, 1456): a 4.2 MB destination, 16-byte aligned rows: streaming
+Checks: the generated C at O2 calls rx_tr32 in every 4-byte case and rx_tr16 in every
+2-byte one (so the fast paths are what the numbers test), inside parallel loops that
+end with the streaming stores' fence; at O0, O1, O2 and O3, relax-run's output
 equals NumPy's transpose bit for bit, with the AVX2 path (the default on this CPU) and
 with RX_KERNEL_ISA=base (the scalar tiles). Prints one line per check and
 `N passed, M failed`; exit 1 on a failure.
@@ -48,6 +49,7 @@ CASES = {
     "p201": ("f32", [40, 8, 33], [2, 0, 1]),
     "tr_f16": ("f16", [100, 70], [1, 0]),
     "p0132_f16": ("f16", [2, 3, 40, 72], [0, 1, 3, 2]),
+    "tr_nt_f16": ("f16", [1448, 1456], [1, 0]),
 }
 SIZES = {"n": 67, "m": 90}
 NP = {"f32": np.float32, "i32": np.int32, "f16": np.float16}
@@ -86,10 +88,13 @@ def cases(relaxc, relax_run, checks):
         # and every transposing kernel of a 4-byte type calls rx_tr32.
         text = run([relaxc, "print", src, "--after", "codegen"])
         kernels = kernel_texts(text)
-        calls = [k for k, body in kernels.items() if "rx_tr32(" in body]
-        want = sum(1 for c in CASES.values() if c[0] != "f16")
-        check(len(calls) == want, "codegen: %d kernels call rx_tr32 (got %d: %s)"
-              % (want, len(calls), ", ".join(sorted(calls))))
+        calls = []
+        for helper, dts in (("rx_tr32(", ("f32", "i32")), ("rx_tr16(", ("f16",))):
+            some = [k for k, body in kernels.items() if helper in body]
+            want = sum(1 for c in CASES.values() if c[0] in dts)
+            check(len(some) == want, "codegen: %d kernels call %s) (got %d: %s)"
+                  % (want, helper, len(some), ", ".join(sorted(some))))
+            calls += some
         # every such tile is inside a parallel loop, whose iterations end with the fence
         check(all("rx_tr_fence();" in kernels[k] and ", 0);" in kernels[k] for k in calls),
               "codegen: the parallel loops around the tiles end with rx_tr_fence")
