@@ -85,14 +85,16 @@ static bool step_of(rx_arith *ar, rx_arena *a, rx_expr *e, const rx_svar *v, int
 }
 
 /* Whether the indices of an access step along u by (0, .., 0, 1) and along w by
- * literals (any), none reading data. */
+ * literals (any), none reading data or naming the tile's loop variables l[0], l[1]
+ * other than through the iterators. */
 static bool access_ok(rx_arith *ar, rx_arena *a, rx_expr *const *idx, int n, const rx_svar *u,
-                      const rx_svar *w)
+                      const rx_svar *w, const rx_svar *const *l)
 {
     if (n < 1) return false;
     for (int d = 0; d < n; d++) {
         int64_t su, sw;
-        if (rx_expr_loads_buf(idx[d], NULL) || !step_of(ar, a, idx[d], u, &su) ||
+        if (rx_expr_loads_buf(idx[d], NULL) || rx_expr_uses_var(idx[d], l[0]) ||
+            rx_expr_uses_var(idx[d], l[1]) || !step_of(ar, a, idx[d], u, &su) ||
             !step_of(ar, a, idx[d], w, &sw) || su != (d == n - 1 ? 1 : 0))
             return false;
     }
@@ -145,9 +147,10 @@ static bool match(rx_arith *ar, rx_arena *a, const rx_stmt *s, trtile *t)
         if (sp) t->p = it->var;
         else t->n = it->var;
     }
+    const rx_svar *const l[2] = {vp, vn};
     return t->p && t->n &&
-           access_ok(ar, a, t->st->u.store.idx, t->st->u.store.nidx, t->n, t->p) &&
-           access_ok(ar, a, v->u.load.idx, v->u.load.nidx, t->p, t->n);
+           access_ok(ar, a, t->st->u.store.idx, t->st->u.store.nidx, t->n, t->p, l) &&
+           access_ok(ar, a, v->u.load.idx, v->u.load.nidx, t->p, t->n, l);
 }
 
 static void indent(cg *g)
