@@ -75,6 +75,8 @@ int rx_rt_fail(rx_rt_err *err, const char *fmt, ...) __attribute__((format(print
 #define RX_RT_RESERVE_MIN ((size_t)64 << 20) /* blocks of this class size or more are
                                                 reserved, not committed (device_cpu.c) */
 #define RX_RT_COMMIT_CHUNK ((size_t)1 << 20) /* commit granularity of a reserved block */
+#define RX_RT_HUGE_MIN ((size_t)4 << 20) /* blocks of this class size or more start on a 2 MiB
+                                            boundary, advised for transparent huge pages */
 
 typedef struct rx_rt_block {
     struct rx_rt_block *next; /* free-list link (header lives in a side allocation) */
@@ -83,6 +85,7 @@ typedef struct rx_rt_block {
     int cls;                  /* size class of cap */
     int reserved;             /* address space only (mmap PROT_NONE): chunks are committed
                                  by rx_rt_block_commit as views of them are made */
+    int mapped;               /* not reserved, but mmap'ed (RX_RT_HUGE_MIN or more): munmap */
     uint64_t *chunks;         /* reserved: bit i set = chunk i is committed */
     size_t committed;         /* reserved: committed bytes (whole chunks) */
 } rx_rt_block;

@@ -2,7 +2,7 @@
  * rt_vmath.h — vector math shared by the runtime's AVX2 kernels: e^x and the logistic
  * sigmoid on 8 floats (library_rnn.c's gates, library_act.c's SiLU), and the in-register
  * 8 x 8 f32 transpose (library_gemm.c's packing of a transposed B; tests/bench/
- * bench_transpose.c).
+ * bench_transpose.c; its shuffles are rt_transpose.h's, which generated kernels share).
  * Include after <immintrin.h>, on x86-64 with gcc or clang only.
  */
 #ifndef RX_RT_VMATH_H
@@ -10,6 +10,8 @@
 
 #include <immintrin.h>
 #include <stdint.h>
+
+#include "rt_transpose.h" /* RX_TR8X8_SHUFFLE */
 
 /* e^x for x clamped to [-88, 88]: Cody-Waite reduction and Cephes' degree-5
  * polynomial (within 2 ulp of expf over the range; 0 below about -87.3, where the
@@ -53,22 +55,8 @@ __attribute__((target("avx2,fma"))) static inline void rx_rt_tr8x8(
            t4 = _mm256_loadu_ps(src + 4 * ld), t5 = _mm256_loadu_ps(src + 5 * ld),
            t6 = rows > 6 ? _mm256_loadu_ps(src + 6 * ld) : z,
            t7 = rows > 7 ? _mm256_loadu_ps(src + 7 * ld) : z;
-    __m256 u0 = _mm256_unpacklo_ps(t0, t1), u1 = _mm256_unpackhi_ps(t0, t1),
-           u2 = _mm256_unpacklo_ps(t2, t3), u3 = _mm256_unpackhi_ps(t2, t3),
-           u4 = _mm256_unpacklo_ps(t4, t5), u5 = _mm256_unpackhi_ps(t4, t5),
-           u6 = _mm256_unpacklo_ps(t6, t7), u7 = _mm256_unpackhi_ps(t6, t7);
-    __m256 v0 = _mm256_shuffle_ps(u0, u2, 0x44), v1 = _mm256_shuffle_ps(u0, u2, 0xEE),
-           v2 = _mm256_shuffle_ps(u1, u3, 0x44), v3 = _mm256_shuffle_ps(u1, u3, 0xEE),
-           v4 = _mm256_shuffle_ps(u4, u6, 0x44), v5 = _mm256_shuffle_ps(u4, u6, 0xEE),
-           v6 = _mm256_shuffle_ps(u5, u7, 0x44), v7 = _mm256_shuffle_ps(u5, u7, 0xEE);
-    r[0] = _mm256_permute2f128_ps(v0, v4, 0x20);
-    r[1] = _mm256_permute2f128_ps(v1, v5, 0x20);
-    r[2] = _mm256_permute2f128_ps(v2, v6, 0x20);
-    r[3] = _mm256_permute2f128_ps(v3, v7, 0x20);
-    r[4] = _mm256_permute2f128_ps(v0, v4, 0x31);
-    r[5] = _mm256_permute2f128_ps(v1, v5, 0x31);
-    r[6] = _mm256_permute2f128_ps(v2, v6, 0x31);
-    r[7] = _mm256_permute2f128_ps(v3, v7, 0x31);
+    __m256 t[8] = {t0, t1, t2, t3, t4, t5, t6, t7};
+    RX_TR8X8_SHUFFLE(t, r);
 }
 
 #endif

@@ -23,12 +23,12 @@
  * kernel with ISA versions, which needs the CPU check; H_EXPF, H_ERFF, H_TANHF, H_LOGF:
  * exp, erf, tanh, log in float (relax/codegen_math.h); H_CHECK: an index read from
  * data, checked (rx_chk); H_CKARITH: overflow-checked size arithmetic (c_check.c);
- * H_F64MATH: GLSL's exp, log, pow, tanh of doubles (gpu_dialect.c's GLSL_F64); see
- * c_expr.c and c_kernel.c). */
+ * H_F64MATH: GLSL's exp, log, pow, tanh of doubles (gpu_dialect.c's GLSL_F64); H_TR32: a
+ * transposing tile's 8 x 8 register transposes (c_transpose.c); see c_expr.c and c_kernel.c). */
 typedef enum cg_helper {
     H_FLOORDIV, H_FLOORMOD, H_MIN, H_MAX, H_ABS, H_SEL, /* per dtype */
     H_F16, H_BF16, H_BITS, H_ALLOC, H_OMP, H_ISA, H_EXPF, H_ERFF, H_TANHF, H_LOGF, H_CHECK,
-    H_CKARITH, H_F64MATH, /* once */
+    H_CKARITH, H_F64MATH, H_TR32, /* once */
     H_COUNT
 } cg_helper;
 
@@ -60,6 +60,8 @@ typedef struct cg {
     RX_VEC(const rx_stmt *) hoisted; /* blocks whose init was emitted before their reduce loops */
     int counter;             /* suffix of fresh names, per function */
     int nchecks;             /* checked indices emitted so far (rx_chk) */
+    int tr_tiles;            /* register-transpose tiles emitted so far (c_transpose.c) */
+    int par_depth;           /* parallel loops around the statement being emitted */
     bool checked_arith;      /* i64 + - * as rx_ckadd/rx_cksub/rx_ckmul (c_check.c) */
     int indent;              /* current indentation level */
     bool ok;                 /* no error reported yet */
@@ -122,5 +124,16 @@ bool rxi_cg_size_checks(cg *g, const rx_stmts *body);
 bool rxi_cg_wants_isa(const rx_stmts *ss);       /* full versions: a vectorized loop */
 bool rxi_cg_hot(const rx_stmts *ss);             /* exact versions: exp or a product tile */
 bool rxi_cg_hot_at(const rx_stmts *ss, int i);   /* rxi_cg_hot of top-level statement i */
+
+/* c_transpose.c: a transposing tile of 32-bit elements as 8 x 8 register transposes.
+ * rxi_cg_tr_tile emits `if (the fast path applies) { .. } else {` before FOR s and
+ * returns true when s is such a tile (the caller then emits s and rxi_cg_tr_tile_end);
+ * rxi_cg_prelude_tr32 writes the helper the tiles call, when one was emitted. */
+bool rxi_cg_tr_tile(cg *g, const rx_stmt *s);
+void rxi_cg_tr_tile_end(cg *g);
+/* At the end of a parallel loop's body: the sfence of the tiles emitted in it (when
+ * g->tr_tiles passed `tiles`), once per iteration instead of once per tile. */
+void rxi_cg_tr_fence(cg *g, int tiles);
+void rxi_cg_prelude_tr32(const cg *g, rx_sb *out);
 
 #endif

@@ -38,11 +38,12 @@
  * split into nb (outside po) and a group of G tiles (inside it, min(G, count - nb * G)
  * for the last group): one group reads 16 G rows of X for every po, which stay in the
  * TLB. Measured (4096 x 4104 f32, 2 threads, same run, load ~7): 26.5 -> 20.5 ms median.
- * Still 0.3-0.4 of memcpy: the tile's strided reads are scalar loads (no in-register
- * transpose in the generated C). tests/bench/bench_transpose.c measures what would
- * lift it: this nest with 8 x 8 AVX2 register transposes is 1.3-1.45x faster (about
- * 0.5 of memcpy), and reaches 0.7-0.9 only with streaming stores and 2 MiB pages too
- * (4 KiB pages bound every variant near half of memcpy).
+ * Written as loops, still 0.3-0.4 of memcpy: the tile's strided reads are scalar loads.
+ * The C generator emits the tiles of 32-bit types as in-register 8 x 8 AVX2 transposes
+ * with streaming stores into large destinations (compiler/codegen/c_transpose.c), and
+ * the runtime puts large buffers on 2 MiB pages (runtime/device_cpu.c): tests/bench/
+ * bench_transpose.c measured that all three are needed for 0.7 of memcpy (4 KiB pages
+ * bound every variant near half of it).
  *
  * Why it is exact: the store's indices are the nest's loop variables, so every element
  * of C is written exactly once, by the same VALUE at the same indices, whatever the

@@ -17,6 +17,7 @@
  * past the end of the buffer, so callers learn the length to allocate, as with
  * snprintf; profile names are JSON-escaped.
  */
+#define _DEFAULT_SOURCE 1 /* madvise, MADV_HUGEPAGE */
 #include "bench.h"
 
 #include "npy.h"
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* One parameter's argument: the API argument plus the memory it points to. */
 struct rx_bench_buf {
@@ -221,9 +223,19 @@ static rx_bench_ekind eval_dim(errbuf *e, const syms *s, const rx_rxa_dim *d, co
 
 /* ---- inputs ---- */
 
+/* An input's data: 64-byte aligned; one of 4 MiB or more starts on a 2 MiB boundary and
+ * is advised for transparent huge pages, as NumPy does with its large arrays and the
+ * runtime's pool with its large blocks (device_cpu.c), so a kernel reads a benchmark's
+ * input on the pages it would read a caller's. */
 static void *alloc_data(size_t nbytes)
 {
-    return aligned_alloc(64, nbytes ? (nbytes + 63) / 64 * 64 : 64);
+    const size_t huge = (size_t)2 << 20;
+    if (nbytes < 2 * huge) return aligned_alloc(64, nbytes ? (nbytes + 63) / 64 * 64 : 64);
+    void *p = aligned_alloc(huge, (nbytes + huge - 1) / huge * huge);
+#ifdef MADV_HUGEPAGE
+    if (p) (void)madvise(p, (nbytes + huge - 1) / huge * huge, MADV_HUGEPAGE); /* advice only */
+#endif
+    return p;
 }
 
 /* Reads a given input (file or memory image) into npy. */

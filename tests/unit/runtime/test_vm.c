@@ -327,6 +327,38 @@ START_TEST(call_depth_is_bounded)
 }
 END_TEST
 
+/* Storages of 4 MiB or more start on a 2 MiB boundary (advised for huge pages,
+ * runtime/device_cpu.c) whether reserved or not; smaller ones stay 64-byte aligned, and
+ * the byte counts are what they were: requested bytes resident below 64 MiB, committed
+ * chunks of a reserved block. */
+START_TEST(pool_huge_blocks)
+{
+    rx_rt_ctx *ctx = rx_rt_ctx_new();
+    rx_rt_err err;
+    rx_rt_stats s;
+    DLDataType f32 = {kDLFloat, 32, 1};
+    const int64_t sizes[3] = {1000, (5 << 20) / 4, (65 << 20) / 4}; /* elements */
+    for (int i = 0; i < 3; i++) {
+        rx_rt_tensor *t = rx_rt_tensor_new(ctx, f32, 1, &sizes[i], &err);
+        ck_assert_ptr_nonnull(t);
+        float *d = rx_rt_tensor_dl(t)->data;
+        uintptr_t align = i ? (uintptr_t)2 << 20 : 64;
+        ck_assert_uint_eq((uintptr_t)d % align, 0);
+        for (int64_t k = 0; k < sizes[i]; k += 1024) d[k] = (float)k; /* every page writable */
+        d[sizes[i] - 1] = 1.0f;
+        rx_rt_get_stats(ctx, &s);
+        ck_assert_int_eq(s.live_bytes, sizes[i] * 4);
+        ck_assert_int_eq(s.resident_bytes, sizes[i] * 4); /* reserved: 65 whole chunks */
+        rx_rt_tensor_release(t);
+    }
+    rx_rt_trim(ctx);
+    rx_rt_get_stats(ctx, &s);
+    ck_assert_int_eq(s.pool_bytes, 0);
+    ck_assert_int_eq(s.resident_bytes, 0);
+    rx_rt_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(pool_reuse_and_peak)
 {
     /* alloc 1000, release, alloc 1000 (reused), alloc 500 -> peak 1500; return a 500-byte
@@ -596,6 +628,7 @@ static Suite *vm_suite(void)
     tcase_add_test(tc, tuples_branches_calls);
     tcase_add_test(tc, call_depth_is_bounded);
     tcase_add_test(tc, pool_reuse_and_peak);
+    tcase_add_test(tc, pool_huge_blocks);
     tcase_add_test(tc, constants_outlive_module);
     tcase_add_test(tc, type_errors_at_run_time);
     tcase_add_test(tc, verifier_rejects_bad_code);
