@@ -42,7 +42,7 @@
  *   ALLOC  global scope, or a size that is not a small constant: heap (rx_alloc),
  *          freed at the end of the enclosing statement list; on NULL the kernel frees
  *          every live allocation and returns RX_KERNEL_ENOMEM. Constant local or shared
- *          buffers of at most 256 KiB (STACK_ALLOC_MAX; schedule_tile.c's packed panels
+ *          buffers of at most 256 KiB (c_stmts.c STACK_ALLOC_MAX; schedule_tile.c's packed panels
  *          are the largest): a zeroed C array on the stack, used through a `T *const`
  *          pointer above 4 KiB (GCC then keeps register tiles in registers)
  *   IF     if/else;  LET  a C block with a const local
@@ -97,7 +97,6 @@
 #include "cgen_int.h"
 
 enum {
-    STACK_ALLOC_MAX = 262144, /* bytes; larger or non-constant allocs go to the heap */
     STACK_DIRECT_MAX = 1024, /* bytes; larger stack arrays are used through a pointer (a
                                 register tile's accumulator, 6 x 16 f32, stays an array) */
     RX_PAR_MIN_WORK = 32768  /* statement executions below which a parallel loop runs
@@ -227,103 +226,6 @@ static void emit_body(cg *g, const rx_stmts *ss)
     rx_sb_puts(g->out, "}\n");
 }
 
-/* True when codegen puts buffer b on the stack (a zeroed C array declared where the
- * ALLOC stands), false when on the heap (rx_alloc, which may fail and return). */
-static bool alloc_on_stack(const rx_buffer *b)
-{
-    int64_t total = 1;
-    for (int k = 0; k < b->ndim; k++) {
-        int64_t v;
-        if (!rx_expr_is_const(b->shape[k], &v) || v < 0 || (v && total > STACK_ALLOC_MAX / v))
-            return false;
-        total *= v;
-    }
-    return b->scope != RX_SCOPE_GLOBAL && total * (int64_t)rxi_cg_ssize((rx_dtype)b->dtype) <=
-                                              STACK_ALLOC_MAX;
-}
-
-/* True when ss (nested statements included) holds no heap allocation: no failure path
- * returns from inside it, as OpenMP's structured blocks require. kind: which
- * statement kind to look for instead (RX_S_FOR), or -1 for heap allocations. */
-static bool stmts_find(const rx_stmts *ss, int kind)
-{
-    for (int i = 0; i < ss->n; i++) {
-        const rx_stmt *s = ss->items[i];
-        if (kind >= 0 && s->kind == kind) return true;
-        switch ((rx_skind)s->kind) {
-        case RX_S_FOR:
-            if (stmts_find(&s->u.for_.body, kind)) return true;
-            break;
-        case RX_S_BLOCK:
-            if (stmts_find(&s->u.block.init, kind) || stmts_find(&s->u.block.body, kind))
-                return true;
-            break;
-        case RX_S_ALLOC:
-            if (kind < 0 && !alloc_on_stack(s->u.alloc.buf)) return true;
-            break;
-        case RX_S_IF:
-            if (stmts_find(&s->u.if_.then_s, kind) || stmts_find(&s->u.if_.else_s, kind))
-                return true;
-            break;
-        case RX_S_LET:
-            if (stmts_find(&s->u.let.body, kind)) return true;
-            break;
-        case RX_S_STORE: break;
-        default: return true; /* unknown: assume the worst */
-        }
-    }
-    return false;
-}
-
-static bool stmts_heap_free(const rx_stmts *ss) { return !stmts_find(ss, -1); }
-
-/* A literal bound of extent x: x itself, or c of min(c, y) / min(y, c) (a split loop's
- * tail). */
-static bool extent_bound(const rx_expr *x, int64_t *v)
-{
-    if (rx_expr_is_const(x, v)) return true;
-    return x->kind == RX_E_MIN &&
-           (rx_expr_is_const(x->u.op.a, v) || rx_expr_is_const(x->u.op.b, v));
-}
-
-/* Statement executions of one run of ss (at most that, with a split loop's tail) when
- * every loop extent in it has a literal bound (saturating at INT64_MAX); -1 when some
- * extent is symbolic (its work is unknown). */
-static int64_t stmts_work(const rx_stmts *ss)
-{
-    int64_t w = 0;
-    for (int i = 0; i < ss->n; i++) {
-        const rx_stmt *s = ss->items[i];
-        int64_t a = 1, b = 0, ext;
-        switch ((rx_skind)s->kind) {
-        case RX_S_FOR:
-            if (!extent_bound(s->u.for_.extent, &ext) || (a = stmts_work(&s->u.for_.body)) < 0)
-                return -1;
-            if (ext < 0) ext = 0;
-            if (__builtin_mul_overflow(a, ext, &a)) a = INT64_MAX;
-            break;
-        case RX_S_BLOCK:
-            if ((a = stmts_work(&s->u.block.init)) < 0 || (b = stmts_work(&s->u.block.body)) < 0)
-                return -1;
-            if (__builtin_add_overflow(a, b, &a)) a = INT64_MAX;
-            break;
-        case RX_S_IF:
-            if ((a = stmts_work(&s->u.if_.then_s)) < 0 || (b = stmts_work(&s->u.if_.else_s)) < 0)
-                return -1;
-            if (__builtin_add_overflow(a, b, &a)) a = INT64_MAX;
-            break;
-        case RX_S_LET:
-            if ((a = stmts_work(&s->u.let.body)) < 0) return -1;
-            break;
-        case RX_S_ALLOC: a = 0; break;
-        default: a = 1; break; /* a store */
-        }
-        if (__builtin_add_overflow(w, a, &w)) w = INT64_MAX;
-    }
-    return w < 1 ? 1 : w;
-}
-static bool stmts_have_for(const rx_stmts *ss) { return stmts_find(ss, RX_S_FOR); }
-
 /* `{ /<star> block NAME` with the free-form name kept out of comment terminators. */
 static void emit_block_head(cg *g, const rx_stmt *s, const char *what)
 {
@@ -423,11 +325,11 @@ static void emit_for_plain(cg *g, const rx_stmt *s)
     switch (s->u.for_.loop_kind) {
     case RX_LOOP_PARALLEL:
         ind(g);
-        if (stmts_heap_free(&s->u.for_.body)) {
+        if (rxi_cg_heap_free(&s->u.for_.body)) {
             /* Forking threads costs microseconds: a loop nest of literal extents with
              * less than RX_PAR_MIN_WORK statement executions runs serially, and one
              * whose only symbolic extent is this loop's decides at run time. */
-            int64_t inner = stmts_work(&s->u.for_.body), total;
+            int64_t inner = rxi_cg_work(&s->u.for_.body), total;
             if (inner >= 0 && lit && !__builtin_mul_overflow(inner, ext < 0 ? 0 : ext, &total) &&
                 total < RX_PAR_MIN_WORK) {
                 rx_sb_printf(g->out, "/* parallel: runs serially (%lld statement executions) */\n",
@@ -450,7 +352,7 @@ static void emit_for_plain(cg *g, const rx_stmt *s)
         break;
     case RX_LOOP_VECTORIZED:
         ind(g);
-        rx_sb_puts(g->out, stmts_heap_free(&s->u.for_.body) && !stmts_have_for(&s->u.for_.body)
+        rx_sb_puts(g->out, rxi_cg_heap_free(&s->u.for_.body) && !rxi_cg_has_for(&s->u.for_.body)
                                ? "RX_SIMD\n" : "RX_IVDEP\n");
         break;
     case RX_LOOP_UNROLLED:
@@ -571,7 +473,7 @@ static void emit_alloc(cg *g, const rx_stmt *s)
     rx_dtype t = (rx_dtype)b->dtype;
     const char *st = rxi_cg_stype(t);
     int64_t total = 1;
-    bool stack = alloc_on_stack(b);
+    bool stack = rxi_cg_alloc_on_stack(b);
     for (int k = 0; stack && k < b->ndim; k++) {
         int64_t v = 0;
         rx_expr_is_const(b->shape[k], &v);
@@ -1007,5 +909,4 @@ char *rxi_cg_fresh(cg *g, const char *base) { return fresh(g, base); }
 cg_sym *rxi_cg_push_sym(cg *g, const void *key, char *name) { return push_sym(g, key, name); }
 void rxi_cg_pop_syms(cg *g, int mark) { pop_syms(g, mark); }
 void rxi_cg_declare_dims(cg *g, cg_sym *s, const rx_buffer *b) { declare_dims(g, s, b); }
-bool rxi_cg_alloc_on_stack(const rx_buffer *b) { return alloc_on_stack(b); }
 void rxi_cg_iters(cg *g, const rx_stmt *s, bool spatial_only) { emit_iters(g, s, spatial_only); }

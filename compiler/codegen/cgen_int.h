@@ -100,16 +100,24 @@ const cg_sym *rxi_cg_lookup(const cg *g, const void *key);
 void rxi_cg_err(cg *g, rx_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* c_kernel.c, for the GPU generator (gpu_kernel.c): the statement emitter, fresh
- * names, the scope stack, a buffer's extents as C text, and whether an ALLOC lands on
- * the stack (a private array) rather than the heap. */
+ * names, the scope stack, a buffer's extents as C text. */
 void rxi_cg_stmts(cg *g, const rx_stmts *ss);
 char *rxi_cg_fresh(cg *g, const char *base);
 cg_sym *rxi_cg_push_sym(cg *g, const void *key, char *name);
 void rxi_cg_pop_syms(cg *g, int mark);
 void rxi_cg_declare_dims(cg *g, cg_sym *s, const rx_buffer *b);
-bool rxi_cg_alloc_on_stack(const rx_buffer *b);
 /* Binds block s's iterators (the spatial ones only when spatial_only) as const locals. */
 void rxi_cg_iters(cg *g, const rx_stmt *s, bool spatial_only);
+
+/* c_stmts.c: whether codegen puts ALLOC b on the stack (a private array) rather than
+ * the heap; whether ss (nested statements included) holds no heap allocation, or a
+ * FOR; the statement executions of one run of ss when every loop extent in it has a
+ * literal bound (a literal, or c of a split tail's min(c, x)), saturating at
+ * INT64_MAX, or -1 when some extent is symbolic. */
+bool rxi_cg_alloc_on_stack(const rx_buffer *b);
+bool rxi_cg_heap_free(const rx_stmts *ss);
+bool rxi_cg_has_for(const rx_stmts *ss);
+int64_t rxi_cg_work(const rx_stmts *ss);
 
 /* c_expr.c: the per-dtype operation helpers (floor division and modulo, min, max, abs)
  * the kernels used, as RX_HELPER definitions: plain C that OpenCL C also compiles. */
