@@ -26,6 +26,11 @@ Each model is checked twice:
                 and width (Range over a Cast of a symbolic size, as detection anchors and
                 positional encodings write it): the integer arange, cast (before, Range
                 refused bounds that were not integers known at compile time).
+    conv_transpose  ConvTranspose whose kernel equals its stride (a UNet's 2x2 stride-2
+                upsampler; 1-d, 2-d and 3-d, with and without bias, dynamic batch and
+                spatial dims) imports as a matmul and a pixel shuffle (no
+                nn.conv*_transpose left after parse), and one with k=3, s=2, pads and
+                output_padding keeps the gather form; the numbers agree with PyTorch.
 Usage: test_exported_forms.py BIN_DIR
 """
 import os
@@ -253,6 +258,36 @@ def float_range(tmp):
             [(2, 3, 5), (1, 6, 4), (3, 1, 7)], inputs)
 
 
+class ConvT(torch.nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.up2 = torch.nn.ConvTranspose2d(6, 4, 2, stride=2)
+        s.up1 = torch.nn.ConvTranspose1d(6, 3, 4, stride=4, bias=False)
+        s.up3 = torch.nn.ConvTranspose3d(6, 2, (1, 2, 3), stride=(1, 2, 3))
+        s.gen = torch.nn.ConvTranspose2d(6, 5, 3, stride=2, padding=1, output_padding=1)
+
+    def forward(s, x):
+        return s.up2(x), s.up1(x.flatten(2)), s.up3(x.unsqueeze(2)), s.gen(x)
+
+
+def conv_transpose(tmp):
+    model = ConvT().eval()
+    path = os.path.join(tmp, "conv_transpose.onnx")
+    export(model, (torch.randn(2, 6, 3, 5),), ["x"], {"x": {0: "b", 2: "h", 3: "w"}}, path, 17)
+    rng = np.random.default_rng(4)
+
+    def inputs(b, h, w):
+        return {"x": rng.standard_normal((b, 6, h, w)).astype(np.float32)}
+
+    numbers("conv_transpose", model, path, os.path.join(tmp, "ct.rxa"), tmp,
+            [(2, 3, 5), (1, 7, 4), (3, 1, 1)], inputs)
+    text = run([RELAXC, "print", path, "--after", "parse"]).stdout
+    check(text.count("R.nn.conv2d_transpose(") == 1 and "conv3d_transpose" not in text
+          and text.count("R.matmul(") == 3,
+          "conv_transpose: kernel == stride imports as 3 matmuls, the general one stays",
+          text[-3000:])
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="rx_exported_") as tmp:
         for opset in (14, 17):
@@ -261,6 +296,7 @@ def main():
         rms_norm(tmp)
         masked_select(tmp)
         float_range(tmp)
+        conv_transpose(tmp)
     print("%d failure(s)%s" % (len(FAILED), "".join("\n  " + f for f in FAILED)))
     return 1 if FAILED else 0
 
