@@ -31,6 +31,10 @@ Each model is checked twice:
                 spatial dims) imports as a matmul and a pixel shuffle (no
                 nn.conv*_transpose left after parse), and one with k=3, s=2, pads and
                 output_padding keeps the gather form; the numbers agree with PyTorch.
+    one_index   a Gather of one constant index (timm's q, k, v = qkv[0], qkv[1], qkv[2]
+                of a permuted (3, b, heads, n, d) projection; x[:, -1]; x[:, [2]])
+                imports as strided_slice (+ reshape for a 0-d index): no take after
+                parse; the numbers agree with PyTorch at several batch sizes.
 Usage: test_exported_forms.py BIN_DIR
 """
 import os
@@ -288,6 +292,34 @@ def conv_transpose(tmp):
           text[-3000:])
 
 
+class OneIndex(torch.nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.qkv = torch.nn.Linear(8, 24)
+
+    def forward(s, x):
+        b, n, _ = x.shape
+        qkv = s.qkv(x).reshape(b, n, 3, 2, 4).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        a = torch.softmax(q @ k.transpose(-2, -1), -1) @ v
+        return a, x[:, -1], x[:, [2]]
+
+
+def one_index(tmp):
+    model = OneIndex().eval()
+    path = os.path.join(tmp, "one_index.onnx")
+    export(model, (torch.randn(2, 5, 8),), ["x"], {"x": {0: "b"}}, path, 17)
+    rng = np.random.default_rng(5)
+
+    def inputs(b):
+        return {"x": rng.standard_normal((b, 5, 8)).astype(np.float32)}
+
+    numbers("one_index", model, path, os.path.join(tmp, "oi.rxa"), tmp, [(2,), (1,), (3,)], inputs)
+    text = run([RELAXC, "print", path, "--after", "parse"]).stdout
+    check("R.take(" not in text and text.count("R.strided_slice(") == 5,
+          "one_index: 5 constant-index Gathers import as strided_slice, no take", text[-3000:])
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="rx_exported_") as tmp:
         for opset in (14, 17):
@@ -297,6 +329,7 @@ def main():
         masked_select(tmp)
         float_range(tmp)
         conv_transpose(tmp)
+        one_index(tmp)
     print("%d failure(s)%s" % (len(FAILED), "".join("\n  " + f for f in FAILED)))
     return 1 if FAILED else 0
 
