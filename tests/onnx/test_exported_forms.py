@@ -35,6 +35,11 @@ Each model is checked twice:
                 of a permuted (3, b, heads, n, d) projection; x[:, -1]; x[:, [2]])
                 imports as strided_slice (+ reshape for a 0-d index): no take after
                 parse; the numbers agree with PyTorch at several batch sizes.
+    upsample    nn.Upsample(scale_factor=2) and F.interpolate(scale_factor=3) in nearest
+                mode (Resize asymmetric + floor, dynamic h and w) index the input by
+                integer division after legalize (no floor of a float coordinate); a
+                scale of 1.5 (static export) keeps the float form; the numbers agree
+                with PyTorch.
 Usage: test_exported_forms.py BIN_DIR
 """
 import os
@@ -320,6 +325,42 @@ def one_index(tmp):
           "one_index: 5 constant-index Gathers import as strided_slice, no take", text[-3000:])
 
 
+class Upsample(torch.nn.Module):
+    def __init__(s, frac):
+        super().__init__()
+        s.frac = frac
+        s.up = torch.nn.Upsample(scale_factor=2, mode="nearest")
+
+    def forward(s, x):
+        y = torch.nn.functional.interpolate(x, scale_factor=3, mode="nearest")
+        if s.frac:
+            return torch.nn.functional.interpolate(x, scale_factor=1.5, mode="nearest")
+        return torch.cat([s.up(x), x.repeat(1, 1, 2, 2)], 1), y
+
+
+def upsample(tmp):
+    rng = np.random.default_rng(6)
+
+    def inputs(b, h, w):
+        return {"x": rng.standard_normal((b, 3, h, w)).astype(np.float32)}
+
+    for frac in (False, True):
+        model = Upsample(frac).eval()
+        path = os.path.join(tmp, "upsample_%d.onnx" % frac)
+        # a non-integer scale needs literal extents: that export is static
+        export(model, (torch.randn(1, 3, 4, 6),), ["x"], {} if frac else {"x": {0: "b", 2: "h", 3: "w"}},
+               path, 17)
+        what = "upsample" + (" 1.5" if frac else "")
+        numbers(what, model, path, os.path.join(tmp, "up.rxa"), tmp,
+                [(1, 4, 6)] if frac else [(1, 4, 6), (2, 5, 3), (1, 1, 7)], inputs)
+        text = run([RELAXC, "print", path, "--after", "legalize"]).stdout
+        if frac:
+            check("floor(" in text, "upsample 1.5: the float coordinate's floor stays", text[-3000:])
+        else:
+            check("floor(" not in text and "// 2" in text and "// 3" in text,
+                  "upsample: nearest x2 and x3 index by integer division", text[-3000:])
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="rx_exported_") as tmp:
         for opset in (14, 17):
@@ -330,6 +371,7 @@ def main():
         float_range(tmp)
         conv_transpose(tmp)
         one_index(tmp)
+        upsample(tmp)
     print("%d failure(s)%s" % (len(FAILED), "".join("\n  " + f for f in FAILED)))
     return 1 if FAILED else 0
 
