@@ -40,6 +40,10 @@ Each model is checked twice:
                 integer division after legalize (no floor of a float coordinate); a
                 scale of 1.5 (static export) keeps the float form; the numbers agree
                 with PyTorch.
+    yolo_head   a detector head's sigmoid of the permuted concat of three flattened maps
+                (and a tanh of a reshape): after simplify the sigmoid applies to each
+                map (3 sigmoids) and the movement follows; the numbers agree with
+                PyTorch at several batch sizes.
 Usage: test_exported_forms.py BIN_DIR
 """
 import os
@@ -361,6 +365,29 @@ def upsample(tmp):
                   "upsample: nearest x2 and x3 index by integer division", text[-3000:])
 
 
+class YoloHead(torch.nn.Module):
+    def forward(s, p3, p4, p5):
+        y = torch.cat([p.flatten(2) for p in (p3, p4, p5)], 2).permute(0, 2, 1).sigmoid()
+        return y, torch.tanh(p4.reshape(p4.shape[0], -1))
+
+
+def yolo_head(tmp):
+    model = YoloHead().eval()
+    path = os.path.join(tmp, "yolo_head.onnx")
+    args = (torch.randn(2, 7, 4, 4), torch.randn(2, 7, 2, 2), torch.randn(2, 7, 1, 1))
+    export(model, args, ["p3", "p4", "p5"], {n: {0: "b"} for n in ("p3", "p4", "p5")}, path, 17)
+    rng = np.random.default_rng(7)
+
+    def inputs(b):
+        return {n: rng.standard_normal((b, 7, h, h)).astype(np.float32)
+                for n, h in (("p3", 4), ("p4", 2), ("p5", 1))}
+
+    numbers("yolo_head", model, path, os.path.join(tmp, "yh.rxa"), tmp, [(2,), (1,), (3,)], inputs)
+    text = run([RELAXC, "print", path, "--after", "simplify"]).stdout
+    check(text.count("R.sigmoid(") == 3 and text.count("R.tanh(p4)") == 1,
+          "yolo_head: the sigmoid applies to each map, the tanh before the reshape", text[-3000:])
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="rx_exported_") as tmp:
         for opset in (14, 17):
@@ -372,6 +399,7 @@ def main():
         conv_transpose(tmp)
         one_index(tmp)
         upsample(tmp)
+        yolo_head(tmp)
     print("%d failure(s)%s" % (len(FAILED), "".join("\n  " + f for f in FAILED)))
     return 1 if FAILED else 0
 
