@@ -104,11 +104,43 @@ static rx_expr *keys(rctx *s, rx_expr *t, bool far)
     return bin(s, RX_E_SUB, bin(s, RX_E_MUL, p, t), fl(s, 4 * a));
 }
 
+/* The integer factor q of axis k when nearest_neighbor's index is floor(x / q) exactly:
+ * asymmetric coordinates, rounding floor, the scale an integer q >= 1 (the attribute, or
+ * literal extents O = q * D). That is PyTorch's nn.Upsample(scale_factor=q) and
+ * F.interpolate(mode="nearest") as exported; x // q then is the same index (x / q in
+ * float is correctly rounded, and the quotient of an integer x < 2^24 by q never rounds
+ * across an integer), without the per-element conversions, floorf and clamps (a YOLO
+ * neck's 2x upsample + concat, (1, 96, 40, 40), 2 threads: 590 us before). 0 otherwise. */
+static int64_t int_factor(rctx *s, int k)
+{
+    if (s->method != NEAREST || strcmp(s->mode, "asymmetric") || strcmp(s->round, "floor"))
+        return 0;
+    if (s->has_scale) {
+        double v = s->scale[k];
+        return v >= 1 && v <= (1 << 20) && v == (double)(int64_t)v ? (int64_t)v : 0;
+    }
+    int64_t o, d;
+    if (!rx_expr_is_const(lg_out(s->c, 0)->dims[2 + k], &o) ||
+        !rx_expr_is_const(rx_te_dim(s->x, 2 + k), &d) || d <= 0 || o % d)
+        return 0;
+    return o / d;
+}
+
 static void taps(rctx *s, int k, rx_expr *i, axis_taps *t)
 {
     lg_ctx *c = s->c;
-    rx_expr *u = coord(s, k, i), *d = rx_te_dim(s->x, 2 + k);
+    rx_expr *d = rx_te_dim(s->x, 2 + k);
     rx_expr *dm1 = rx_te_simplify(c->te, rx_e_binary(c->a, RX_E_SUB, d, rx_e_int(c->a, 1)));
+    int64_t fq = int_factor(s, k);
+    if (fq) {
+        t->n = 1;
+        t->out = NULL;
+        t->w[0] = fl(s, 1);
+        rx_expr *j = fq == 1 ? i : rx_e_binary(c->a, RX_E_FLOORDIV, i, rx_e_int(c->a, fq));
+        t->idx[0] = rx_te_simplify(c->te, rx_e_binary(c->a, RX_E_MIN, j, dm1));
+        return;
+    }
+    rx_expr *u = coord(s, k, i);
     t->out = NULL;
     if (!strcmp(s->mode, "tf_crop_and_resize"))
         t->out = bin(s, RX_E_OR, bin(s, RX_E_LT, u, fl(s, 0)),

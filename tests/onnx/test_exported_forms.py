@@ -26,6 +26,24 @@ Each model is checked twice:
                 and width (Range over a Cast of a symbolic size, as detection anchors and
                 positional encodings write it): the integer arange, cast (before, Range
                 refused bounds that were not integers known at compile time).
+    conv_transpose  ConvTranspose whose kernel equals its stride (a UNet's 2x2 stride-2
+                upsampler; 1-d, 2-d and 3-d, with and without bias, dynamic batch and
+                spatial dims) imports as a matmul and a pixel shuffle (no
+                nn.conv*_transpose left after parse), and one with k=3, s=2, pads and
+                output_padding keeps the gather form; the numbers agree with PyTorch.
+    one_index   a Gather of one constant index (timm's q, k, v = qkv[0], qkv[1], qkv[2]
+                of a permuted (3, b, heads, n, d) projection; x[:, -1]; x[:, [2]])
+                imports as strided_slice (+ reshape for a 0-d index): no take after
+                parse; the numbers agree with PyTorch at several batch sizes.
+    upsample    nn.Upsample(scale_factor=2) and F.interpolate(scale_factor=3) in nearest
+                mode (Resize asymmetric + floor, dynamic h and w) index the input by
+                integer division after legalize (no floor of a float coordinate); a
+                scale of 1.5 (static export) keeps the float form; the numbers agree
+                with PyTorch.
+    yolo_head   a detector head's sigmoid of the permuted concat of three flattened maps
+                (and a tanh of a reshape): after simplify the sigmoid applies to each
+                map (3 sigmoids) and the movement follows; the numbers agree with
+                PyTorch at several batch sizes.
 Usage: test_exported_forms.py BIN_DIR
 """
 import os
@@ -253,6 +271,123 @@ def float_range(tmp):
             [(2, 3, 5), (1, 6, 4), (3, 1, 7)], inputs)
 
 
+class ConvT(torch.nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.up2 = torch.nn.ConvTranspose2d(6, 4, 2, stride=2)
+        s.up1 = torch.nn.ConvTranspose1d(6, 3, 4, stride=4, bias=False)
+        s.up3 = torch.nn.ConvTranspose3d(6, 2, (1, 2, 3), stride=(1, 2, 3))
+        s.gen = torch.nn.ConvTranspose2d(6, 5, 3, stride=2, padding=1, output_padding=1)
+
+    def forward(s, x):
+        return s.up2(x), s.up1(x.flatten(2)), s.up3(x.unsqueeze(2)), s.gen(x)
+
+
+def conv_transpose(tmp):
+    model = ConvT().eval()
+    path = os.path.join(tmp, "conv_transpose.onnx")
+    export(model, (torch.randn(2, 6, 3, 5),), ["x"], {"x": {0: "b", 2: "h", 3: "w"}}, path, 17)
+    rng = np.random.default_rng(4)
+
+    def inputs(b, h, w):
+        return {"x": rng.standard_normal((b, 6, h, w)).astype(np.float32)}
+
+    numbers("conv_transpose", model, path, os.path.join(tmp, "ct.rxa"), tmp,
+            [(2, 3, 5), (1, 7, 4), (3, 1, 1)], inputs)
+    text = run([RELAXC, "print", path, "--after", "parse"]).stdout
+    check(text.count("R.nn.conv2d_transpose(") == 1 and "conv3d_transpose" not in text
+          and text.count("R.matmul(") == 3,
+          "conv_transpose: kernel == stride imports as 3 matmuls, the general one stays",
+          text[-3000:])
+
+
+class OneIndex(torch.nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.qkv = torch.nn.Linear(8, 24)
+
+    def forward(s, x):
+        b, n, _ = x.shape
+        qkv = s.qkv(x).reshape(b, n, 3, 2, 4).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        a = torch.softmax(q @ k.transpose(-2, -1), -1) @ v
+        return a, x[:, -1], x[:, [2]]
+
+
+def one_index(tmp):
+    model = OneIndex().eval()
+    path = os.path.join(tmp, "one_index.onnx")
+    export(model, (torch.randn(2, 5, 8),), ["x"], {"x": {0: "b"}}, path, 17)
+    rng = np.random.default_rng(5)
+
+    def inputs(b):
+        return {"x": rng.standard_normal((b, 5, 8)).astype(np.float32)}
+
+    numbers("one_index", model, path, os.path.join(tmp, "oi.rxa"), tmp, [(2,), (1,), (3,)], inputs)
+    text = run([RELAXC, "print", path, "--after", "parse"]).stdout
+    check("R.take(" not in text and text.count("R.strided_slice(") == 5,
+          "one_index: 5 constant-index Gathers import as strided_slice, no take", text[-3000:])
+
+
+class Upsample(torch.nn.Module):
+    def __init__(s, frac):
+        super().__init__()
+        s.frac = frac
+        s.up = torch.nn.Upsample(scale_factor=2, mode="nearest")
+
+    def forward(s, x):
+        y = torch.nn.functional.interpolate(x, scale_factor=3, mode="nearest")
+        if s.frac:
+            return torch.nn.functional.interpolate(x, scale_factor=1.5, mode="nearest")
+        return torch.cat([s.up(x), x.repeat(1, 1, 2, 2)], 1), y
+
+
+def upsample(tmp):
+    rng = np.random.default_rng(6)
+
+    def inputs(b, h, w):
+        return {"x": rng.standard_normal((b, 3, h, w)).astype(np.float32)}
+
+    for frac in (False, True):
+        model = Upsample(frac).eval()
+        path = os.path.join(tmp, "upsample_%d.onnx" % frac)
+        # a non-integer scale needs literal extents: that export is static
+        export(model, (torch.randn(1, 3, 4, 6),), ["x"], {} if frac else {"x": {0: "b", 2: "h", 3: "w"}},
+               path, 17)
+        what = "upsample" + (" 1.5" if frac else "")
+        numbers(what, model, path, os.path.join(tmp, "up.rxa"), tmp,
+                [(1, 4, 6)] if frac else [(1, 4, 6), (2, 5, 3), (1, 1, 7)], inputs)
+        text = run([RELAXC, "print", path, "--after", "legalize"]).stdout
+        if frac:
+            check("floor(" in text, "upsample 1.5: the float coordinate's floor stays", text[-3000:])
+        else:
+            check("floor(" not in text and "// 2" in text and "// 3" in text,
+                  "upsample: nearest x2 and x3 index by integer division", text[-3000:])
+
+
+class YoloHead(torch.nn.Module):
+    def forward(s, p3, p4, p5):
+        y = torch.cat([p.flatten(2) for p in (p3, p4, p5)], 2).permute(0, 2, 1).sigmoid()
+        return y, torch.tanh(p4.reshape(p4.shape[0], -1))
+
+
+def yolo_head(tmp):
+    model = YoloHead().eval()
+    path = os.path.join(tmp, "yolo_head.onnx")
+    args = (torch.randn(2, 7, 4, 4), torch.randn(2, 7, 2, 2), torch.randn(2, 7, 1, 1))
+    export(model, args, ["p3", "p4", "p5"], {n: {0: "b"} for n in ("p3", "p4", "p5")}, path, 17)
+    rng = np.random.default_rng(7)
+
+    def inputs(b):
+        return {n: rng.standard_normal((b, 7, h, h)).astype(np.float32)
+                for n, h in (("p3", 4), ("p4", 2), ("p5", 1))}
+
+    numbers("yolo_head", model, path, os.path.join(tmp, "yh.rxa"), tmp, [(2,), (1,), (3,)], inputs)
+    text = run([RELAXC, "print", path, "--after", "simplify"]).stdout
+    check(text.count("R.sigmoid(") == 3 and text.count("R.tanh(p4)") == 1,
+          "yolo_head: the sigmoid applies to each map, the tanh before the reshape", text[-3000:])
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="rx_exported_") as tmp:
         for opset in (14, 17):
@@ -261,6 +396,10 @@ def main():
         rms_norm(tmp)
         masked_select(tmp)
         float_range(tmp)
+        conv_transpose(tmp)
+        one_index(tmp)
+        upsample(tmp)
+        yolo_head(tmp)
     print("%d failure(s)%s" % (len(FAILED), "".join("\n  " + f for f in FAILED)))
     return 1 if FAILED else 0
 

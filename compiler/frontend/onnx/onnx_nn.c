@@ -279,6 +279,16 @@ static const char *sp_name(ox_ctx *c, const char *fmt, int S)
     return rx_arena_strdup(c->a, buf);
 }
 
+/* y (N, C, spatial S) plus the bias input `bias` (C) per channel, when bias >= 0 and
+ * the input is present. */
+static rx_node *add_bias(ox_ctx *c, rx_node *y, int bias, int S)
+{
+    if (!y || bias < 0 || !ox_in(c, bias)) return y;
+    rx_expr *d[2 + MAXSP] = {ox_lit(c, 1), y->sinfo->dims[1]};
+    for (int i = 0; i < S; i++) d[2 + i] = ox_lit(c, 1);
+    return ox_call2(c, "add", y, ox_reshape(c, ox_in_node(c, bias), d, 2 + S));
+}
+
 /* The conv op call with the window attributes (output_padding when op is given), the
  * bias (input `bias`, when >= 0 and present) added per output channel, the result
  * unlifted. */
@@ -294,13 +304,7 @@ static rx_node *conv_out(ox_ctx *c, const char *fmt, rx_node *x, rx_node *w, con
     ox_aset(c, m, "dilation", ox_aints(c, dil, S));
     ox_aset(c, m, "groups", ox_aint(c, ox_attr_i(c, "group", 1)));
     rx_node *a[2] = {x, w};
-    rx_node *y = ox_call(c, sp_name(c, fmt, S), a, 2, m);
-    if (y && bias >= 0 && ox_in(c, bias)) {
-        rx_expr *d[2 + MAXSP] = {ox_lit(c, 1), y->sinfo->dims[1]};
-        for (int i = 0; i < S; i++) d[2 + i] = ox_lit(c, 1);
-        y = ox_call2(c, "add", y, ox_reshape(c, ox_in_node(c, bias), d, 2 + S));
-    }
-    return unlift(c, y, sr);
+    return unlift(c, add_bias(c, ox_call(c, sp_name(c, fmt, S), a, 2, m), bias, S), sr);
 }
 
 /* The literal kernel dims of a lifted weight w (1 where symbolic). */
@@ -355,6 +359,58 @@ bool ox_c_conv(ox_ctx *c)
     return ox_out_node(c, 0, conv_of(c, ox_in_node(c, 0), ox_in_node(c, 1), 2));
 }
 
+/* A transposed convolution whose kernel equals its stride (no padding, dilation 1,
+ * output_padding 0, one group: the UNet / FPN 2x2 stride-2 upsampler) writes every
+ * output element from exactly one tap, so it is a product and a pixel shuffle:
+ *     y = W' @ x'   W' = w (Ci, Co, k...) permuted to (Co, k..., Ci), as (Co * K, Ci)
+ *                   x' = x as (N, Ci, P), P = the input's spatial positions
+ *     (N, Co * K, P) as (N, Co, k0.., D0..) permuted to (N, Co, D0, k0, D1, k1..), as
+ *     (N, Co, D0 * k0, D1 * k1..)
+ * The product takes the matmul schedules and libraries; the gather form the legalizer
+ * gives nn.conv2d_transpose reads every tap of every input channel for every output,
+ * K times the work with a select per term. NULL when the form does not apply (w's
+ * kernel dims or Ci not literal, the attributes other than the above). */
+static rx_node *convt_as_matmul(ox_ctx *c, rx_node *x, rx_node *w, int S, const int64_t *k,
+                                const int64_t *s, const int64_t *dil, const int64_t *op,
+                                const int64_t *pads)
+{
+    if (ox_attr_i(c, "group", 1) != 1 || !ox_need_dims(c, x) || !ox_need_dims(c, w)) return NULL;
+    int64_t ci, wci;
+    if (!rx_expr_is_const(x->sinfo->dims[1], &ci) || !rx_expr_is_const(w->sinfo->dims[0], &wci) ||
+        ci != wci)
+        return NULL;
+    for (int i = 0; i < S; i++) {
+        int64_t kd;
+        if (!rx_expr_is_const(w->sinfo->dims[2 + i], &kd) || kd != k[i] || k[i] != s[i] ||
+            (dil[i] != 1 && k[i] != 1) || op[i] || pads[i] || pads[S + i])
+            return NULL;
+    }
+    rx_expr **xd = x->sinfo->dims, *co = w->sinfo->dims[1];
+    int64_t wp[2 + MAXSP];
+    wp[0] = 1;
+    for (int i = 0; i < S; i++) wp[1 + i] = 2 + i;
+    wp[1 + S] = 0;
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axes", ox_aints(c, wp, 2 + S));
+    rx_expr *wd[2] = {ox_prod(c, w->sinfo->dims, 1, 2 + S), ox_lit(c, ci)};
+    rx_node *wt = ox_reshape(c, ox_call1(c, "permute_dims", w, m), wd, 2);
+    rx_expr *xr[3] = {xd[0], xd[1], ox_prod(c, xd, 2, 2 + S)};
+    rx_node *y = ox_call2(c, "matmul", wt, ox_reshape(c, x, xr, 3));
+    rx_expr *yd[2 + 2 * MAXSP] = {xd[0], co}, *od[2 + MAXSP] = {xd[0], co};
+    int64_t yp[2 + 2 * MAXSP] = {0, 1};
+    for (int i = 0; i < S; i++) {
+        yd[2 + i] = ox_lit(c, k[i]);
+        yd[2 + S + i] = xd[2 + i];
+        yp[2 + 2 * i] = 2 + S + i;
+        yp[3 + 2 * i] = 2 + i;
+        od[2 + i] = ox_simp(c, rx_e_binary(c->a, RX_E_MUL, xd[2 + i], ox_lit(c, k[i])));
+    }
+    m = ox_amap(c);
+    ox_aset(c, m, "axes", ox_aints(c, yp, 2 + 2 * S));
+    y = ox_call1(c, "permute_dims", ox_reshape(c, y, yd, 2 + 2 * S), m);
+    return y ? ox_reshape(c, y, od, 2 + S) : NULL;
+}
+
 /* ConvTranspose (1-d lifted to 2-d, 2-d, 3-d) -> nn.conv2d_transpose / nn.conv3d_transpose
  * (+ bias). output_shape and auto_pad SAME_* set the pads from the total padding
  * stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - out (out = in * stride
@@ -394,6 +450,8 @@ bool ox_c_conv_transpose(ox_ctx *c)
             pads[S + i] = lower ? small : big;
         }
     }
+    rx_node *y = convt_as_matmul(c, x, w, S, k, s, dil, op, pads);
+    if (y) return ox_out_node(c, 0, unlift(c, add_bias(c, y, 2, S), sr));
     return ox_out_node(c, 0, conv_out(c, "nn.conv%dd_transpose", x, w, s, pads, dil, op, sr, 2));
 }
 

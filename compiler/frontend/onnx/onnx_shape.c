@@ -248,6 +248,42 @@ bool ox_c_concat(ox_ctx *c)
     return ox_out_node(c, 0, ox_concat(c, fs, n, axis));
 }
 
+/* Gather of one constant index i (0-d, or a 1-element vector) along literal axis ax of
+ * x: strided_slice(x, [i, i + 1)) along ax, reshaped without ax for a 0-d index. Timm's
+ * and Swin's q, k, v = qkv[0], qkv[1], qkv[2] of the permuted (3, B, heads, N, d)
+ * projection: as a take, each was a kernel of its own checking the index per element
+ * (Swin's (16, 3, 64, 32) slices, 2 threads: 200 us each, about 2 GB/s); a slice is a
+ * view the fused copies and matmul_view read. *out is that, or NULL when the form does
+ * not apply; false after an error (the index out of range). */
+static bool one_index(ox_ctx *c, rx_node *x, const rx_const *ik, int ax, rx_node **out)
+{
+    int64_t dv, nd = ox_ndim(x);
+    if (!ik || ik->ndim > 1 || ox_numel(ik) != 1 || !x->sinfo->dims ||
+        !rx_expr_is_const(x->sinfo->dims[ax], &dv))
+        return true;
+    int64_t i = ox_ci(ik, 0), j = i < 0 ? i + dv : i;
+    if (j < 0 || j >= dv) {
+        ox_err(c, "index %lld is out of range for an axis of %lld", (long long)i, (long long)dv);
+        return false;
+    }
+    rx_expr *b = ox_lit(c, j), *e = ox_lit(c, j + 1), *one = ox_lit(c, 1);
+    int64_t axes = ax;
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axes", ox_aints(c, &axes, 1));
+    ox_aset(c, m, "begin", ox_aexprs(c, &b, 1));
+    ox_aset(c, m, "end", ox_aexprs(c, &e, 1));
+    ox_aset(c, m, "strides", ox_aexprs(c, &one, 1));
+    rx_node *y = ox_call1(c, "strided_slice", x, m);
+    if (y && ik->ndim == 0) {
+        rx_expr **d = RX_NEWN(c->a, rx_expr *, nd > 1 ? nd - 1 : 1);
+        for (int k = 0, n = 0; k < nd; k++)
+            if (k != ax) d[n++] = x->sinfo->dims[k];
+        y = ox_reshape(c, y, d, (int)nd - 1);
+    }
+    *out = y;
+    return y != NULL;
+}
+
 bool ox_c_gather(ox_ctx *c)
 {
     ox_val *xv = ox_in(c, 0), *iv = ox_in(c, 1);
@@ -285,6 +321,9 @@ bool ox_c_gather(ox_ctx *c)
     /* negative constant indices count from the end of a literal dim */
     rx_const *ik = ox_const(c, iv);
     int64_t dv;
+    rx_node *one = NULL;
+    if (!one_index(c, x, ik, ax, &one)) return false;
+    if (one) return ox_out_node(c, 0, one);
     if (ik && x->sinfo->dims && rx_expr_is_const(x->sinfo->dims[ax], &dv)) {
         bool neg = false;
         for (int64_t i = 0; i < ox_numel(ik); i++) neg |= ox_ci(ik, i) < 0;

@@ -82,8 +82,8 @@ bool rx_codegen_c_with(const rx_module *m, const rx_codegen_opts *o, rx_sb *out,
 typedef struct rx_cc_opts {
     const char *cc;           /* compiler, looked up in PATH; NULL: "cc" */
     const char *const *flags; /* NULL-terminated; replaces the default flags
-                                 {"-std=c11", "-O2", "-falign-loops=64", "-fPIC",
-                                 "-shared", "-fopenmp"}
+                                 {"-std=c11", "-O2", "-falign-loops=64",
+                                 "-fno-math-errno", "-fPIC", "-shared", "-fopenmp"}
                                  and the reproducibility flags when non-NULL */
     const char *const *extra; /* NULL-terminated flags added after them, or NULL */
     int timeout_s;            /* wall-clock limit in seconds; 0: $RX_CC_TIMEOUT_S, else 120 */

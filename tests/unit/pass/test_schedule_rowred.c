@@ -1,7 +1,8 @@
 /*
  * test_schedule_rowred.c — the row-reduction schedule (compiler/pass/schedule_rows.c):
  * rms_norm, layer_norm and softmax (with and without a causal mask) fused per row, their
- * reductions over vector lanes, the rows one parallel loop.
+ * reductions over vector lanes, the rows one parallel loop; reductions that read their
+ * row through a reshape (GroupNorm's) read flat.
  *
  * Structure (each formulation built with rx_build_module up to lift_workspace at opt
  * level 2, no library, then rx_schedule_rows): the number of runs rewritten and of
@@ -16,7 +17,10 @@
  * where. Their selects' arm loads are bound to LETs (3 per kernel) and the C uses the
  * branch-free rx_sel_f32 (eager_selects). Not rewritten: a matmul (schedule_tile.c's
  * register tiles take it), a sum over a non-last axis (not contiguous along the
- * reduction).
+ * reduction). GroupNorm as exported (x (b, 8, 6, 5) viewed as (b, 2, 120), mean,
+ * variance, normalize, viewed back): its two sums load x[b, g * 4 + k // 30, k // 5 %
+ * 6, k % 5] (digits of k, not a unit step in any index) and get lanes all the same
+ * (flat_load), checked against a float64 group norm too.
  * Numerics: every scheduled kernel against the unscheduled kernel of the same function
  * (the serial order of O0) on the same seeded inputs, within 1e-6 relative to the
  * row's largest magnitude (the documented reassociation bound at these row lengths),
@@ -85,7 +89,17 @@ static const char MODULE[] =
        B("d", "{'op':'divide','args':['a'," C1("8.0") "]}"), "d") ","
     FN("mm", P("x", TS("'s',64")) "," P("w", TS("64,48")),
        B("r", "{'op':'matmul','args':['x','w']}"), "r") ","
-    FN("sum1", X3, B("r", "{'op':'sum','args':['x'],'attrs':{'axis':[1]}}"), "r")
+    FN("sum1", X3, B("r", "{'op':'sum','args':['x'],'attrs':{'axis':[1]}}"), "r") ","
+    FN("gn", P("x", TS("'b',8,6,5")),
+       B("v", "{'op':'reshape','args':['x',{'shape':['b',2,120]}]}") ","
+       B("m", "{'op':'mean','args':['v'],'attrs':{'axis':[-1],'keepdims':true}}") ","
+       B("d", "{'op':'subtract','args':['v','m']}") ","
+       B("q", "{'op':'multiply','args':['d','d']}") ","
+       B("w", "{'op':'mean','args':['q'],'attrs':{'axis':[-1],'keepdims':true}}") ","
+       B("e", "{'op':'add','args':['w'," C1("1e-5") "]}") ","
+       B("t", "{'op':'sqrt','args':['e']}") ","
+       B("n", "{'op':'divide','args':['d','t']}") ","
+       B("r", "{'op':'reshape','args':['n',{'shape':['b',8,6,5]}]}"), "r")
     "}}";
 
 static rx_module *fused(void)
@@ -166,13 +180,14 @@ START_TEST(fires_on_formulations)
     /* rms 1 run (1 lane reduction); rms_pt 2: the sum and mean over (b, s, 1) rows, then
        the normalize over (b, s) rows (its load m[i0, i1, 0] is not at a row iterator:
        not fused); ln 1 (2: sum, variance); sm, sm_triu, sm_where 1 each (2: max, sum);
-       mm and sum1 none */
-    ck_assert_int_eq(runs, 11);
-    ck_assert_int_eq(lanes, 18);
+       mm and sum1 none; gn 2 (the sum and mean, the sum of squares and mean: the
+       normalize reads the (b, 2, 1) statistics at c // 4, no row iterator) */
+    ck_assert_int_eq(runs, 13);
+    ck_assert_int_eq(lanes, 20);
     static const struct { const char *g; int lanes, par, arms; } want[] = {
         {"rms", 1, 1, 0}, {"rms_pt", 1, 2, 0}, {"ln", 2, 1, 0}, {"sm", 2, 1, 0},
         {"sm_triu", 2, 1, 0}, {"sm_where", 2, 1, 3}, {"sm_gpt2", 2, 1, 3}, {"sm_addmask", 2, 1, 0},
-        {"sm_fill", 2, 1, 3}, {"sm_after", 2, 1, 3}};
+        {"sm_fill", 2, 1, 3}, {"sm_after", 2, 1, 3}, {"gn", 2, 2, 0}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         rshape r = shape_of(m, want[i].g);
         ck_assert_msg(r.par_top == want[i].par, "%s: %d top-level parallel loops", want[i].g,
@@ -296,6 +311,31 @@ static void check_masked(const kr_run *r, int in, int mk, int out, int64_t b, in
     }
 }
 
+/* float64 group norm (2 groups of 4 channels of 6 x 5, no affine) of run r's x (buffer
+   `in`, b x 240) against buffer `out`; eps is the kernel's 0-d constant buffer (seeded
+   like every input). */
+static void check_gn(const kr_run *r, int in, int out, int64_t b, const char *what)
+{
+    const float *x = (const float *)r->buf[in], *y = (const float *)r->buf[out];
+    double eps = 0;
+    int neps = 0;
+    for (int q = 0; q < r->nbuf; q++)
+        if (r->bytes[q] == 4) eps = *(const float *)r->buf[q], neps++;
+    ck_assert_int_eq(neps, 1);
+    for (int64_t g = 0; g < b * 2; g++) {
+        const float *xg = x + g * 120;
+        double mean = 0, var = 0;
+        for (int k = 0; k < 120; k++) mean += xg[k] / 120.0;
+        for (int k = 0; k < 120; k++) var += (xg[k] - mean) * (xg[k] - mean) / 120.0;
+        ck_assert(var + eps > 0.01); /* the seeded eps leaves a well-conditioned root */
+        for (int k = 0; k < 120; k++) {
+            double want = (xg[k] - mean) / sqrt(var + eps);
+            ck_assert_msg(fabs(y[g * 120 + k] - want) <= 1e-5 * (1 + fabs(want)), "%s [%lld, %d]: %g vs %g",
+                          what, (long long)g, k, (double)y[g * 120 + k], want);
+        }
+    }
+}
+
 /* The index of the buffer parameter of f named n. */
 static int buf_index(const rx_func *f, const char *n)
 {
@@ -318,7 +358,8 @@ START_TEST(numerics)
     const char *const names[] = {"b", "s"};
     static const int64_t shapes[][2] = {{1, 1}, {1, 37}, {3, 32}, {2, 64}};
     const char *const gs[] = {"rms",     "rms_pt",     "ln",      "sm",      "sm_triu",
-                              "sm_where", "sm_gpt2", "sm_addmask", "sm_fill", "sm_after"};
+                              "sm_where", "sm_gpt2", "sm_addmask", "sm_fill", "sm_after",
+                              "gn"};
     for (size_t g = 0; g < sizeof gs / sizeof gs[0]; g++)
         for (size_t v = 0; v < sizeof shapes / sizeof shapes[0]; v++) {
             rx_func *ku[4], *ks[4];
@@ -335,7 +376,10 @@ START_TEST(numerics)
                 close_runs(&ru, &rs, 1e-6, what);
                 int64_t rows = shapes[v][0] * shapes[v][1];
                 if (g == 0) check_rms(&rs, rows, what);
-                if (g >= 6 && ks[k]->ntparams >= 5) {
+                if (g == 10) {
+                    ck_assert_int_eq(n, 1); /* one kernel: x in, r out */
+                    check_gn(&rs, buf_index(ks[k], "x"), buf_index(ks[k], "r"), shapes[v][0], what);
+                } else if (g >= 6 && ks[k]->ntparams >= 5) {
                     const char *mn = g == 6 || g == 9 ? "ms" : "m";
                     int in = buf_index(ks[k], "x"), mk = buf_index(ks[k], mn),
                         out = buf_index(ks[k], "r");
