@@ -1,7 +1,8 @@
 /*
  * test_gemm.c — the runtime's own sgemm (runtime/library_gemm.c) against a double-precision
  * reference: ragged shapes (M, N, K not multiples of the 6x16 tile, K past one 256-deep
- * block, N past one 2048-wide block, M past one 96-row block and under one micro-tile),
+ * block, N past one 2048-wide block, M past one 96-row block and under one micro-tile;
+ * last row tiles of 1 to 5 rows, which the AVX2 build runs on kernels of their own),
  * the four transpose combinations, leading dimensions larger than the matrix (the gap
  * holds NaN: reading it poisons the result), alpha / beta (beta 0 with a NaN-filled C:
  * C must not be read), C's gap and the rows past M never written, on 1 and 2 threads
