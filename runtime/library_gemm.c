@@ -25,12 +25,17 @@
  * the next row tile reuses it (measured: 64 x 1024 x 4096 at 0.64x OpenBLAS in place,
  * 0.95-1.03x packed, one thread).
  * Up to STREAM_ROWS = 192 rows (prefill's and an encoder's products, 128..192 tokens)
- * B is packed one micro-panel at a time (gemm_stream): all the rows of A packed per KC
- * block (at most 192 KiB, in L2), then each 16-column panel of B packed into a 16 KiB
- * buffer and multiplied by every row tile while it is in L1. Packing a whole NC-wide
- * block first writes 2 MiB to L3 and reads it back per MC block: on a weight that comes
- * from memory that was 0.1 of the product's time (perf, 128 x 768 x 3072, one thread);
- * streamed, B is read once, row by row with the panel after next prefetched.
+ * B is packed SG = 4 micro-panels at a time (gemm_stream): all the rows of A packed per
+ * KC block (at most 192 KiB, in L2), then each 64-column group of B packed into a 64 KiB
+ * buffer (L2) and each of its panels multiplied by every row tile while it is in L1.
+ * Packing a whole NC-wide block first writes 2 MiB to L3 and reads it back per MC block:
+ * on a weight that comes from memory that was 0.1 of the product's time (perf, 128 x
+ * 768 x 3072, one thread); streamed, B is read once, 256 bytes of a row at a time, the
+ * next group's rows prefetched a slice per row tile. perf on the mlp probe (64 x 1024 x
+ * 4096 and back, 2 threads), share of the time in packing and its waits: one panel at
+ * a time with the panel after next prefetched at once 13.3%; one panel, prefetch spread
+ * over the tiles 11.7%; groups of 4 panels 9.8% (8: 11.3%, 16: 16.7%; 4 without the
+ * prefetch 11.9%).
  *
  * The micro-kernel: an AVX2+FMA one (6 broadcasts of A, 2 loads of B, 12 FMAs per
  * reduction index: at the FMA unit's peak on L1-resident panels) compiled with a target
@@ -85,7 +90,8 @@ enum { MR = 6, NR = 16, KC = 256, MC = 96, NC = 2048 };
 /* The kernel prefetches A 384 and 448 bytes ahead (16 reduction steps). */
 enum { DIRECT_ROWS = 4 * MR }; /* B read in place (not packed) up to this many rows */
 enum { OWN_ROWS = 48 };        /* auto: the own sgemm from this many rows of C up */
-enum { STREAM_ROWS = 2 * MC }; /* B packed a panel at a time up to this many rows */
+enum { STREAM_ROWS = 2 * MC }; /* B packed SG panels at a time up to this many rows */
+enum { SG = 4 };               /* gemm_stream's group of B panels (64 columns, 64 KiB) */
 
 /* The micro-kernel: acc = A panel (kc x MR, packed) times B panel (kc rows of NR, row
  * stride ldb: NR when packed, B's own when read in place); then c (MR x NR, row stride
@@ -353,24 +359,23 @@ static void pack_b(float *dst, const float *b, int64_t rs, int64_t cs, int64_t k
     }
 }
 
-/* One micro-panel (nr <= NR columns) of B into dst, as pack_b; with ahead, the
- * columns two panels on (in the caller's range) are prefetched row by row: a weight
- * read from memory 64 bytes per row, a row stride apart, waits on each row otherwise. */
-static void pack_b_panel(float *dst, const float *b, int64_t rs, int64_t cs, int64_t kc,
-                         int64_t nr, bool ahead)
+/* Rows [p0, p1) of a group of B's columns (nb: its first element, row stride rs, unit
+ * column stride; lines 64-byte lines a row) prefetched: the next group's slice for one
+ * row tile. A weight read from memory arrives a few lines a row, a row stride apart, out
+ * of reach of the hardware prefetcher; prefetching a whole panel at once (256 rows)
+ * filled the core's miss buffers and the packing loop waited on them (perf, mlp probe
+ * 64 x 1024 x 4096 on 2 threads: ~9% of the time on that prefetch); a few lines per row
+ * tile overlap with the kernel's arithmetic instead. */
+static inline void prefetch_rows(const float *nb, int64_t rs, int64_t lines, int64_t p0,
+                                 int64_t p1)
 {
-    if (cs != 1 || nr != NR) {
-        pack_b(dst, b, rs, cs, kc, nr);
-        return;
-    }
-    for (int64_t p = 0; p < kc; p++) {
 #if GEMM_X86
-        if (ahead) _mm_prefetch((const char *)(b + p * rs + 2 * NR), _MM_HINT_T0);
+    for (int64_t p = p0; p < p1; p++)
+        for (int64_t l = 0; l < lines; l++)
+            _mm_prefetch((const char *)(nb + p * rs + l * 16), _MM_HINT_T0);
 #else
-        (void)ahead;
+    (void)nb, (void)rs, (void)lines, (void)p0, (void)p1;
 #endif
-        memcpy(dst + p * NR, b + p * rs, sizeof(float) * NR);
-    }
 }
 
 /* ---- the blocked product on one thread ---- */
@@ -443,33 +448,53 @@ static void gemm_plain(const gemm_job *j, int64_t m0, int64_t m1, int64_t n0, in
     epilogue(j, j->c + m0 * j->ldc + n0, m1 - m0, n1 - n0, n0);
 }
 
-/* C[m0:m1, n0:n1] for at most STREAM_ROWS rows, B packed one micro-panel at a time:
+/* C[m0:m1, n0:n1] for at most STREAM_ROWS rows, B packed SG micro-panels at a time:
  * all the rows of A packed per KC block (at most 192 x 256 floats, in L2), then each
- * 16-column panel of B packed into a 16 KiB buffer that stays in L1 and multiplied by
- * every row tile at once. B is read once and its packed copy never leaves L1 (a whole
- * NC-wide packed block, 2 MiB, is written to and read back from L3). */
+ * group of SG 16-column panels of B packed (64 KiB, in L2; each of B's rows read 256
+ * contiguous bytes at a time: four lines for one row visit, where one panel at a time
+ * took one) and each panel multiplied by every row tile while it is in L1; the next
+ * group's rows prefetched a slice per row tile. B is read once and its packed copy
+ * never leaves L2 (a whole NC-wide packed block, 2 MiB, is written to and read back from
+ * L3). */
 static void gemm_stream(const gemm_job *j, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
 {
     int64_t mb = m1 - m0, mcap = (mb + MR - 1) / MR * MR, kcap = j->k < KC ? j->k : KC;
     /* + 8: pack_a_avx2's last store (MR < 8 lanes of it belong to the panel) */
-    float *pa = scratch((size_t)(mcap * kcap + 8 + NR * kcap));
+    float *pa = scratch((size_t)(mcap * kcap + 8 + SG * NR * kcap));
     if (!pa) {
         gemm_plain(j, m0, m1, n0, n1);
         return;
     }
     float *pb = pa + mcap * kcap + 8;
+    int64_t tiles = (mb + MR - 1) / MR, gw = SG * NR;
     for (int64_t pc = 0; pc < j->k; pc += KC) {
         int64_t kc = j->k - pc < KC ? j->k - pc : KC;
         float beta = pc == 0 ? j->beta : 1.0f;
         pack_a(pa, j->a + m0 * j->ars + pc * j->acs, j->ars, j->acs, mb, kc);
-        for (int64_t jr = n0; jr < n1; jr += NR) {
-            int64_t nr = n1 - jr < NR ? n1 - jr : NR;
-            pack_b_panel(pb, j->b + pc * j->brs + jr * j->bcs, j->brs, j->bcs, kc, nr,
-                         jr + 3 * NR <= n1);
-            for (int64_t ir = 0; ir < mb; ir += MR) {
-                int64_t mr = mb - ir < MR ? mb - ir : MR;
-                tile(j, kc, pa + ir * kc, pb, NR, j->c + (m0 + ir) * j->ldc + jr, mr, nr, beta,
-                     jr, pc + kc == j->k);
+        for (int64_t jg = n0; jg < n1; jg += gw) {
+            int64_t ng = n1 - jg < gw ? n1 - jg : gw;
+            pack_b(pb, j->b + pc * j->brs + jg * j->bcs, j->brs, j->bcs, kc, ng);
+            /* The group packed next: the next columns, else the next block's first. */
+            const float *nb = NULL;
+            int64_t nkc = 0, nw = 0;
+            if (j->bcs == 1 && jg + gw < n1) {
+                nb = j->b + pc * j->brs + jg + gw, nkc = kc;
+                nw = n1 - jg - gw < gw ? n1 - jg - gw : gw;
+            } else if (j->bcs == 1 && pc + kc < j->k) {
+                nb = j->b + (pc + kc) * j->brs + n0;
+                nkc = j->k - pc - kc < KC ? j->k - pc - kc : KC;
+                nw = n1 - n0 < gw ? n1 - n0 : gw;
+            }
+            int64_t lines = (nw + 15) / 16, calls = tiles * ((ng + NR - 1) / NR), t = 0;
+            for (int64_t jr = 0; jr < ng; jr += NR) {
+                int64_t nr = ng - jr < NR ? ng - jr : NR;
+                for (int64_t ir = 0; ir < mb; ir += MR, t++) {
+                    int64_t mr = mb - ir < MR ? mb - ir : MR;
+                    if (nb) prefetch_rows(nb, j->brs, lines, nkc * t / calls, nkc * (t + 1) / calls);
+                    tile(j, kc, pa + ir * kc, pb + jr * kc, NR,
+                         j->c + (m0 + ir) * j->ldc + jg + jr, mr, nr, beta, jg + jr,
+                         pc + kc == j->k);
+                }
             }
         }
     }
