@@ -25,12 +25,17 @@
  * the next row tile reuses it (measured: 64 x 1024 x 4096 at 0.64x OpenBLAS in place,
  * 0.95-1.03x packed, one thread).
  * Up to STREAM_ROWS = 192 rows (prefill's and an encoder's products, 128..192 tokens)
- * B is packed one micro-panel at a time (gemm_stream): all the rows of A packed per KC
- * block (at most 192 KiB, in L2), then each 16-column panel of B packed into a 16 KiB
- * buffer and multiplied by every row tile while it is in L1. Packing a whole NC-wide
- * block first writes 2 MiB to L3 and reads it back per MC block: on a weight that comes
- * from memory that was 0.1 of the product's time (perf, 128 x 768 x 3072, one thread);
- * streamed, B is read once, row by row with the panel after next prefetched.
+ * B is packed SG = 4 micro-panels at a time (gemm_stream): all the rows of A packed per
+ * KC block (at most 192 KiB, in L2), then each 64-column group of B packed into a 64 KiB
+ * buffer (L2) and each of its panels multiplied by every row tile while it is in L1.
+ * Packing a whole NC-wide block first writes 2 MiB to L3 and reads it back per MC block:
+ * on a weight that comes from memory that was 0.1 of the product's time (perf, 128 x
+ * 768 x 3072, one thread); streamed, B is read once, 256 bytes of a row at a time, the
+ * next group's rows prefetched a slice per row tile. perf on the mlp probe (64 x 1024 x
+ * 4096 and back, 2 threads), share of the time in packing and its waits: one panel at
+ * a time with the panel after next prefetched at once 13.3%; one panel, prefetch spread
+ * over the tiles 11.7%; groups of 4 panels 9.8% (8: 11.3%, 16: 16.7%; 4 without the
+ * prefetch 11.9%).
  *
  * The micro-kernel: an AVX2+FMA one (6 broadcasts of A, 2 loads of B, 12 FMAs per
  * reduction index: at the FMA unit's peak on L1-resident panels) compiled with a target
@@ -38,7 +43,11 @@
  * (__builtin_cpu_supports); elsewhere a portable C kernel with the same packing. Its
  * reduction loop is inline assembly with the 12 accumulators as register operands:
  * from the same intrinsics gcc 12 (-O3) spilled accumulators to the stack and copied
- * registers in the loop.
+ * registers in the loop. A last row tile of 1 to 4 rows (M = 128 and 512 leave 2) has
+ * kernels of its own with 2 to 8 accumulators (intrinsics; few enough to stay in
+ * registers): the 6-row kernel on a 2-row tile did 3x its arithmetic, ~3% of a
+ * 128-row product (one thread, CPU time of a decoder block's seven products at 128
+ * rows: 84.0-84.5 ms against 86.2-87.3, same run).
  *
  * Threads: rx_rt_gemm runs on the runtime's pool (rx_rt_parallel_for) from 2^19
  * multiply-adds up: the columns are split in NR multiples over the threads when there
@@ -81,7 +90,8 @@ enum { MR = 6, NR = 16, KC = 256, MC = 96, NC = 2048 };
 /* The kernel prefetches A 384 and 448 bytes ahead (16 reduction steps). */
 enum { DIRECT_ROWS = 4 * MR }; /* B read in place (not packed) up to this many rows */
 enum { OWN_ROWS = 48 };        /* auto: the own sgemm from this many rows of C up */
-enum { STREAM_ROWS = 2 * MC }; /* B packed a panel at a time up to this many rows */
+enum { STREAM_ROWS = 2 * MC }; /* B packed SG panels at a time up to this many rows */
+enum { SG = 4 };               /* gemm_stream's group of B panels (64 columns, 64 KiB) */
 
 /* The micro-kernel: acc = A panel (kc x MR, packed) times B panel (kc rows of NR, row
  * stride ldb: NR when packed, B's own when read in place); then c (MR x NR, row stride
@@ -185,6 +195,42 @@ AVX2_FN static void kern_avx2(int64_t kc, const float *a, const float *b, int64_
 }
 #undef K_STEP
 
+/* The kernel for a last row tile of R < MR rows (R = 1..4: M = 128 or 512 leaves 2),
+ * with R x 2 accumulators: the 6-row kernel would do MR / R times the arithmetic.
+ * The A panel is still MR wide (zero rows past R, not read); only R rows of C are
+ * written. The accumulators are named variables, the rows past R dead code: as arrays
+ * gcc 12 stored them to the stack on every reduction step. */
+#define ROW_FMA(R, r, l, h)                                                                \
+    if (R > r) {                                                                           \
+        __m256 ar = _mm256_broadcast_ss(a + r);                                            \
+        l = _mm256_fmadd_ps(ar, b0, l);                                                    \
+        h = _mm256_fmadd_ps(ar, b1, h);                                                    \
+    }
+#define KERN_ROWS(R)                                                                       \
+    AVX2_FN static void kern_avx2_r##R(int64_t kc, const float *a, const float *b,         \
+                                       int64_t ldb, float *c, int64_t ldc, float alpha,    \
+                                       float beta)                                         \
+    {                                                                                      \
+        __m256 l0 = _mm256_setzero_ps(), h0 = l0, l1 = l0, h1 = l0, l2 = l0, h2 = l0,      \
+               l3 = l0, h3 = l0;                                                           \
+        for (int64_t p = 0; p < kc; p++, a += MR, b += ldb) {                              \
+            __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);                   \
+            ROW_FMA(R, 0, l0, h0) ROW_FMA(R, 1, l1, h1) ROW_FMA(R, 2, l2, h2)               \
+            ROW_FMA(R, 3, l3, h3)                                                          \
+        }                                                                                  \
+        __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);                      \
+        row_out(c, l0, h0, va, vb, beta);                                                  \
+        if (R > 1) row_out(c + ldc, l1, h1, va, vb, beta);                                 \
+        if (R > 2) row_out(c + 2 * ldc, l2, h2, va, vb, beta);                             \
+        if (R > 3) row_out(c + 3 * ldc, l3, h3, va, vb, beta);                             \
+    }
+KERN_ROWS(1)
+KERN_ROWS(2)
+KERN_ROWS(3)
+KERN_ROWS(4)
+#undef KERN_ROWS
+#undef ROW_FMA
+
 /* A full NR-column micro-panel of a transposed B (column j of the panel is the
  * contiguous row src + j * ld), reduction indices [0, kc8) with kc8 a multiple of 8. */
 AVX2_FN static void pack_bt_avx2(float *dst, const float *src, int64_t ld, int64_t kc8)
@@ -213,6 +259,8 @@ AVX2_FN static void pack_a_avx2(float *dst, const float *src, int64_t ld, int64_
 
 static pthread_once_t kern_once = PTHREAD_ONCE_INIT;
 static kern_fn kern_best = kern_c; /* process-wide: the CPU does not change */
+/* kern_rows[r]: the kernel for a tile of r rows (NULL: kern_best, all MR rows). */
+static kern_fn kern_rows[MR];
 static bool have_avx2;             /* the AVX2 packing routines may run */
 static enum { PICK_AUTO, PICK_OWN, PICK_BLAS } pick_mode; /* $RX_GEMM */
 
@@ -223,10 +271,15 @@ static void kern_choose(void)
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         kern_best = kern_avx2;
         have_avx2 = true;
+        kern_rows[1] = kern_avx2_r1, kern_rows[2] = kern_avx2_r2;
+        kern_rows[3] = kern_avx2_r3, kern_rows[4] = kern_avx2_r4;
     }
 #endif
     const char *env = getenv("RX_GEMM_KERNEL");
-    if (env && strcmp(env, "portable") == 0) kern_best = kern_c, have_avx2 = false;
+    if (env && strcmp(env, "portable") == 0) {
+        kern_best = kern_c, have_avx2 = false;
+        memset(kern_rows, 0, sizeof kern_rows);
+    }
     const char *mode = getenv("RX_GEMM");
     pick_mode = !mode ? PICK_AUTO
                 : strcmp(mode, "own") == 0 ? PICK_OWN
@@ -306,24 +359,23 @@ static void pack_b(float *dst, const float *b, int64_t rs, int64_t cs, int64_t k
     }
 }
 
-/* One micro-panel (nr <= NR columns) of B into dst, as pack_b; with ahead, the
- * columns two panels on (in the caller's range) are prefetched row by row: a weight
- * read from memory 64 bytes per row, a row stride apart, waits on each row otherwise. */
-static void pack_b_panel(float *dst, const float *b, int64_t rs, int64_t cs, int64_t kc,
-                         int64_t nr, bool ahead)
+/* Rows [p0, p1) of a group of B's columns (nb: its first element, row stride rs, unit
+ * column stride; lines 64-byte lines a row) prefetched: the next group's slice for one
+ * row tile. A weight read from memory arrives a few lines a row, a row stride apart, out
+ * of reach of the hardware prefetcher; prefetching a whole panel at once (256 rows)
+ * filled the core's miss buffers and the packing loop waited on them (perf, mlp probe
+ * 64 x 1024 x 4096 on 2 threads: ~9% of the time on that prefetch); a few lines per row
+ * tile overlap with the kernel's arithmetic instead. */
+static inline void prefetch_rows(const float *nb, int64_t rs, int64_t lines, int64_t p0,
+                                 int64_t p1)
 {
-    if (cs != 1 || nr != NR) {
-        pack_b(dst, b, rs, cs, kc, nr);
-        return;
-    }
-    for (int64_t p = 0; p < kc; p++) {
 #if GEMM_X86
-        if (ahead) _mm_prefetch((const char *)(b + p * rs + 2 * NR), _MM_HINT_T0);
+    for (int64_t p = p0; p < p1; p++)
+        for (int64_t l = 0; l < lines; l++)
+            _mm_prefetch((const char *)(nb + p * rs + l * 16), _MM_HINT_T0);
 #else
-        (void)ahead;
+    (void)nb, (void)rs, (void)lines, (void)p0, (void)p1;
 #endif
-        memcpy(dst + p * NR, b + p * rs, sizeof(float) * NR);
-    }
 }
 
 /* ---- the blocked product on one thread ---- */
@@ -368,11 +420,13 @@ static void epilogue(const gemm_job *j, float *c, int64_t rows, int64_t cols, in
 static void tile(const gemm_job *j, int64_t kc, const float *ap, const float *bp, int64_t ldb,
                  float *c, int64_t mr, int64_t nr, float beta, int64_t col, bool last)
 {
-    if (mr == MR && nr == NR) {
-        j->kern(kc, ap, bp, ldb, c, j->ldc, j->alpha, beta);
+    /* A short tile's own kernel when there is one (the job's kernel is kern_best's). */
+    kern_fn kern = mr < MR && kern_rows[mr] && j->kern == kern_best ? kern_rows[mr] : j->kern;
+    if (nr == NR && (mr == MR || kern != j->kern)) {
+        kern(kc, ap, bp, ldb, c, j->ldc, j->alpha, beta);
     } else {
         float t[MR * NR];
-        j->kern(kc, ap, bp, ldb, t, NR, j->alpha, 0.0f);
+        kern(kc, ap, bp, ldb, t, NR, j->alpha, 0.0f);
         for (int64_t i = 0; i < mr; i++)
             for (int64_t q = 0; q < nr; q++)
                 c[i * j->ldc + q] =
@@ -394,33 +448,53 @@ static void gemm_plain(const gemm_job *j, int64_t m0, int64_t m1, int64_t n0, in
     epilogue(j, j->c + m0 * j->ldc + n0, m1 - m0, n1 - n0, n0);
 }
 
-/* C[m0:m1, n0:n1] for at most STREAM_ROWS rows, B packed one micro-panel at a time:
+/* C[m0:m1, n0:n1] for at most STREAM_ROWS rows, B packed SG micro-panels at a time:
  * all the rows of A packed per KC block (at most 192 x 256 floats, in L2), then each
- * 16-column panel of B packed into a 16 KiB buffer that stays in L1 and multiplied by
- * every row tile at once. B is read once and its packed copy never leaves L1 (a whole
- * NC-wide packed block, 2 MiB, is written to and read back from L3). */
+ * group of SG 16-column panels of B packed (64 KiB, in L2; each of B's rows read 256
+ * contiguous bytes at a time: four lines for one row visit, where one panel at a time
+ * took one) and each panel multiplied by every row tile while it is in L1; the next
+ * group's rows prefetched a slice per row tile. B is read once and its packed copy
+ * never leaves L2 (a whole NC-wide packed block, 2 MiB, is written to and read back from
+ * L3). */
 static void gemm_stream(const gemm_job *j, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
 {
     int64_t mb = m1 - m0, mcap = (mb + MR - 1) / MR * MR, kcap = j->k < KC ? j->k : KC;
     /* + 8: pack_a_avx2's last store (MR < 8 lanes of it belong to the panel) */
-    float *pa = scratch((size_t)(mcap * kcap + 8 + NR * kcap));
+    float *pa = scratch((size_t)(mcap * kcap + 8 + SG * NR * kcap));
     if (!pa) {
         gemm_plain(j, m0, m1, n0, n1);
         return;
     }
     float *pb = pa + mcap * kcap + 8;
+    int64_t tiles = (mb + MR - 1) / MR, gw = SG * NR;
     for (int64_t pc = 0; pc < j->k; pc += KC) {
         int64_t kc = j->k - pc < KC ? j->k - pc : KC;
         float beta = pc == 0 ? j->beta : 1.0f;
         pack_a(pa, j->a + m0 * j->ars + pc * j->acs, j->ars, j->acs, mb, kc);
-        for (int64_t jr = n0; jr < n1; jr += NR) {
-            int64_t nr = n1 - jr < NR ? n1 - jr : NR;
-            pack_b_panel(pb, j->b + pc * j->brs + jr * j->bcs, j->brs, j->bcs, kc, nr,
-                         jr + 3 * NR <= n1);
-            for (int64_t ir = 0; ir < mb; ir += MR) {
-                int64_t mr = mb - ir < MR ? mb - ir : MR;
-                tile(j, kc, pa + ir * kc, pb, NR, j->c + (m0 + ir) * j->ldc + jr, mr, nr, beta,
-                     jr, pc + kc == j->k);
+        for (int64_t jg = n0; jg < n1; jg += gw) {
+            int64_t ng = n1 - jg < gw ? n1 - jg : gw;
+            pack_b(pb, j->b + pc * j->brs + jg * j->bcs, j->brs, j->bcs, kc, ng);
+            /* The group packed next: the next columns, else the next block's first. */
+            const float *nb = NULL;
+            int64_t nkc = 0, nw = 0;
+            if (j->bcs == 1 && jg + gw < n1) {
+                nb = j->b + pc * j->brs + jg + gw, nkc = kc;
+                nw = n1 - jg - gw < gw ? n1 - jg - gw : gw;
+            } else if (j->bcs == 1 && pc + kc < j->k) {
+                nb = j->b + (pc + kc) * j->brs + n0;
+                nkc = j->k - pc - kc < KC ? j->k - pc - kc : KC;
+                nw = n1 - n0 < gw ? n1 - n0 : gw;
+            }
+            int64_t lines = (nw + 15) / 16, calls = tiles * ((ng + NR - 1) / NR), t = 0;
+            for (int64_t jr = 0; jr < ng; jr += NR) {
+                int64_t nr = ng - jr < NR ? ng - jr : NR;
+                for (int64_t ir = 0; ir < mb; ir += MR, t++) {
+                    int64_t mr = mb - ir < MR ? mb - ir : MR;
+                    if (nb) prefetch_rows(nb, j->brs, lines, nkc * t / calls, nkc * (t + 1) / calls);
+                    tile(j, kc, pa + ir * kc, pb + jr * kc, NR,
+                         j->c + (m0 + ir) * j->ldc + jg + jr, mr, nr, beta, jg + jr,
+                         pc + kc == j->k);
+                }
             }
         }
     }

@@ -1,7 +1,8 @@
 /*
  * test_gemm.c — the runtime's own sgemm (runtime/library_gemm.c) against a double-precision
  * reference: ragged shapes (M, N, K not multiples of the 6x16 tile, K past one 256-deep
- * block, N past one 2048-wide block, M past one 96-row block and under one micro-tile),
+ * block, N past one 2048-wide block, M past one 96-row block and under one micro-tile;
+ * last row tiles of 1 to 5 rows, which the AVX2 build runs on kernels of their own),
  * the four transpose combinations, leading dimensions larger than the matrix (the gap
  * holds NaN: reading it poisons the result), alpha / beta (beta 0 with a NaN-filled C:
  * C must not be read), C's gap and the rows past M never written, on 1 and 2 threads
@@ -98,12 +99,14 @@ static void check_case(const gcase *g, bool threads)
 /* Shapes: (m, n, k). Ragged around the 6x16 tile, the 256-deep and 96-row blocks; one
  * wider than the 2048-column block; ones large enough (>= 2^19 multiply-adds) to split
  * over threads by columns (100x70x75) and, n under 4 tiles, by rows (200x20x140); the
- * two sides of STREAM_ROWS = 192 (B packed a panel at a time, with the prefetch of the
- * panel after next, against the whole-block packing), each over two 256-deep blocks. */
+ * two sides of STREAM_ROWS = 192 (B packed 64-column groups at a time, the next group
+ * prefetched, against the whole-block packing), each over two 256-deep blocks; groups
+ * cut by N (70, 150: a full group, then a partial one ending in a partial panel) and by
+ * the threads' column ranges (64 x 150 on 2 threads: 80 columns each). */
 static const int64_t shapes[][3] = {
     {1, 1, 1},    {5, 15, 3},   {6, 16, 8},    {7, 17, 9},    {13, 33, 31},
     {1, 40, 300}, {12, 48, 256}, {97, 23, 257}, {100, 70, 75}, {200, 20, 140},
-    {3, 2100, 5}, {25, 37, 513}, {192, 50, 260}, {193, 20, 260},
+    {3, 2100, 5}, {25, 37, 513}, {192, 50, 260}, {193, 20, 260}, {64, 150, 300},
 };
 
 START_TEST(test_gemm_shapes_transposes)
