@@ -329,7 +329,8 @@ enum { IG_KC = 320,    /* the most reduction indices a block (a B panel: 20 KiB,
        IG_SPINS = 1 << 14, /* pauses before ig_wait yields (~1 ms on Zen 1) */
        IG_WIDE_PANELS = 16, /* wide: at most this many NR-pixel panels an image */
        IG_WIDE_ROWS = 8 * RX_GEMM_MR, /* wide: the most output channels a task */
-       IG_WIDE_W = 1 << 16 }; /* wide: weights of at least this many floats (256 KiB) */
+       IG_WIDE_W = 1 << 18 }; /* wide: weights of at least this many floats (1 MiB: at
+                               * 590 KiB, 8 images of 14x14, the pixel chunks were 8% faster) */
 #define IG_WIDE_B ((int64_t)1 << 20) /* wide: the most floats of B's panels an image */
 
 /* The call's plan. xt holds, per image, channel and stride phase (ph, pw), the plane

@@ -83,13 +83,14 @@ CASES = [
     # planes (a partial 16-pixel panel through the bounce tile)
     ("deep_o13_res_clamp", 40, 10, 9, (13, 40, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "1o11", True, (-0.5, 0.75)),
     ("k5_o11_res_relu", 20, 8, 10, (11, 20, 5, 5), [1, 1], [2, 2, 2, 2], [1, 1], 1, "o11", True, True),
-    # wide (small planes, weights over 256 KiB: each weight read once, B's panels packed
-    # per image first): 120 channels (20 tiles) on a 5x7 plane (3 panels, the last
-    # partial) with a residual; a pointwise 512 -> 130 on 6x6 (x read in place, a
-    # 4-row tile); stride 2 with dilation 2 onto 4x4 (one panel) with a clamp
-    ("wide_k3_res_relu", 64, 5, 7, (120, 64, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "o11", True, True),
-    ("wide_pw_o130", 512, 6, 6, (130, 512, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1, "1o11", False, False),
-    ("wide_s2_dil_clamp", 96, 9, 9, (80, 96, 3, 3), [2, 2], [1, 1, 1, 1], [2, 2], 1, None, False, (-0.5, 0.75)),
+    # wide (small planes, weights of 1 MiB or more: each weight read once, B's panels
+    # packed per image first): 234 channels (39 tiles, 2 to 8 a task) on a
+    # 5x7 plane (3 panels, the last partial) with a residual; a pointwise 1024 -> 260 on
+    # 6x6 (x read in place, a 2-row tile); stride 2 with dilation 2 onto 4x4 (one panel)
+    # with a clamp
+    ("wide_k3_res_relu", 128, 5, 7, (234, 128, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "o11", True, True),
+    ("wide_pw_o260", 1024, 6, 6, (260, 1024, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1, "1o11", False, False),
+    ("wide_s2_dil_clamp", 128, 9, 9, (256, 128, 3, 3), [2, 2], [1, 1, 1, 1], [2, 2], 1, None, False, (-0.5, 0.75)),
     # stride-1 depthwise planes through the zero-padded copy (library_dwconv.c): ConvNeXt's
     # 7x7 (two 16-column blocks, an 8-column one, a 1-column tail; odd row count), a 5x5
     # with asymmetric padding and a residual, a 7x7 with channel multiplier 2 on a plane
