@@ -10,8 +10,8 @@
  *     relu / clamp, for i < mr <= RX_GEMM_MR, j < nr <= RX_GEMM_NR.
  *     a is rx_rt_gemm_pack_a's 6-row panel (rows past mr are padding, never read), b a
  *     16-column panel as library_conv.c's pack_panel writes it; nr <= 8 multiplies its
- *     first 8 columns only (a 7x7 plane's last panel has 1 pixel: 23% of the 4 panels'
- *     work was padding, 12.5% now).
+ *     first 8 columns only, nr <= 4 its first 4 in 128-bit registers (a 7x7 plane's
+ *     last panel has 1 pixel: 23% of the 4 panels' work was padding, ~6% now).
  *
  * Why not library_gemm.c's kernel: it always computes all 6 rows, so a channel count
  * that is not a multiple of 6 wastes the rest of the last tile and that tile goes through
@@ -107,20 +107,54 @@ CK_INLINE void ck_tile(const int MR, const int NV, int64_t kc, const float *a, c
 #undef CK_ROW
 #undef CK_OUT
 
+/* MR rows by 4 columns (b's first 4) in 128-bit registers: a plane's last panel with at
+ * most 4 pixels (7x7's 49th pixel), a quarter of the 8-column tile's multiply-adds
+ * (Zen 1 issues two 128-bit FMAs a cycle, one 256-bit one). Same sums, same order. */
+#define CK_ROW4(R)                                                                         \
+    if (MR > R) c##R = _mm_fmadd_ps(_mm_broadcast_ss(a + R), b0, c##R);
+#define CK_OUT4(R)                                                                         \
+    if (MR > R) {                                                                          \
+        float *yr = y + R * ldy;                                                           \
+        if (acc) c##R = _mm_add_ps(c##R, _mm_loadu_ps(yr));                                \
+        if (e && e->bias) c##R = _mm_add_ps(c##R, _mm_set1_ps(e->bias[R]));                \
+        if (e && e->res) c##R = _mm_add_ps(c##R, _mm_loadu_ps(e->res + R * ldy));          \
+        if (e && e->act) c##R = _mm_max_ps(c##R, lo4);                                     \
+        if (e && e->act == 2) c##R = _mm_min_ps(c##R, hi4);                                \
+        _mm_storeu_ps(yr, c##R);                                                           \
+    }
+
+CK_INLINE void ck_tile_q(const int MR, int64_t kc, const float *a, const float *b, float *y,
+                         int64_t ldy, bool acc, const rx_rt_conv_epi *e)
+{
+    __m128 c0 = _mm_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
+    for (int64_t p = 0; p < kc; p++, a += RX_GEMM_MR, b += RX_GEMM_NR) {
+        __m128 b0 = _mm_loadu_ps(b);
+        CK_ROW4(0) CK_ROW4(1) CK_ROW4(2) CK_ROW4(3) CK_ROW4(4) CK_ROW4(5)
+    }
+    __m128 lo4 = _mm_set1_ps(e && e->act == 2 ? e->lo : 0.0f);
+    __m128 hi4 = _mm_set1_ps(e && e->act == 2 ? e->hi : 0.0f);
+    CK_OUT4(0) CK_OUT4(1) CK_OUT4(2) CK_OUT4(3) CK_OUT4(4) CK_OUT4(5)
+}
+#undef CK_ROW4
+#undef CK_OUT4
+
 #define CK_SPEC(M, V)                                                                      \
     CK_FN static void ck_tile##M##_##V(int64_t kc, const float *a, const float *b, float *y, \
                                        int64_t ldy, bool acc, const rx_rt_conv_epi *e)     \
     {                                                                                      \
-        ck_tile(M, V, kc, a, b, y, ldy, acc, e);                                           \
+        if (V == 0) ck_tile_q(M, kc, a, b, y, ldy, acc, e);                                \
+        else ck_tile(M, V, kc, a, b, y, ldy, acc, e);                                      \
     }
+CK_SPEC(1, 0) CK_SPEC(2, 0) CK_SPEC(3, 0) CK_SPEC(4, 0) CK_SPEC(5, 0) CK_SPEC(6, 0)
 CK_SPEC(1, 1) CK_SPEC(2, 1) CK_SPEC(3, 1) CK_SPEC(4, 1) CK_SPEC(5, 1) CK_SPEC(6, 1)
 CK_SPEC(1, 2) CK_SPEC(2, 2) CK_SPEC(3, 2) CK_SPEC(4, 2) CK_SPEC(5, 2) CK_SPEC(6, 2)
 #undef CK_SPEC
 
 typedef void (*ck_fn)(int64_t, const float *, const float *, float *, int64_t, bool,
                       const rx_rt_conv_epi *);
-/* [vectors - 1][rows] */
-static const ck_fn ck_by_rows[2][RX_GEMM_MR + 1] = {
+/* [0: 4 columns, 1: 8, 2: 16][rows] */
+static const ck_fn ck_by_rows[3][RX_GEMM_MR + 1] = {
+    {NULL, ck_tile1_0, ck_tile2_0, ck_tile3_0, ck_tile4_0, ck_tile5_0, ck_tile6_0},
     {NULL, ck_tile1_1, ck_tile2_1, ck_tile3_1, ck_tile4_1, ck_tile5_1, ck_tile6_1},
     {NULL, ck_tile1_2, ck_tile2_2, ck_tile3_2, ck_tile4_2, ck_tile5_2, ck_tile6_2}};
 #endif
@@ -130,9 +164,10 @@ void rx_rt_conv_tile(int64_t kc, const float *a, const float *b, float *y, int64
 {
 #if CK_X86
     if (mr < 1 || mr > RX_GEMM_MR || nr < 1 || nr > RX_GEMM_NR) return;
-    int nv = nr > RX_GEMM_NR / 2 ? 2 : 1; /* 8 columns or fewer: half the multiply-adds */
-    if (nr == RX_GEMM_NR || nr == RX_GEMM_NR / 2) {
-        ck_by_rows[nv - 1][mr](kc, a, b, y, ldy, acc, epi);
+    /* 8 columns or fewer: half the multiply-adds; 4 or fewer: a quarter */
+    int nv = nr > RX_GEMM_NR / 2 ? 2 : nr > RX_GEMM_NR / 4 ? 1 : 0;
+    if (nr == RX_GEMM_NR || nr == RX_GEMM_NR / 2 || nr == RX_GEMM_NR / 4) {
+        ck_by_rows[nv][mr](kc, a, b, y, ldy, acc, epi);
         return;
     }
     /* a partial panel (the last of a plane): through a bounce tile of NR columns */
@@ -144,7 +179,7 @@ void rx_rt_conv_tile(int64_t kc, const float *a, const float *b, float *y, int64
         if (epi && epi->res) memcpy(r + i * RX_GEMM_NR, epi->res + i * ldy, sizeof(float) * (size_t)nr);
     }
     if (epi) e2 = *epi, e2.res = epi->res ? r : NULL;
-    ck_by_rows[nv - 1][mr](kc, a, b, t, RX_GEMM_NR, acc, epi ? &e2 : NULL);
+    ck_by_rows[nv][mr](kc, a, b, t, RX_GEMM_NR, acc, epi ? &e2 : NULL);
     for (int i = 0; i < mr; i++) memcpy(y + i * ldy, t + i * RX_GEMM_NR, sizeof(float) * (size_t)nr);
 #else
     (void)kc, (void)a, (void)b, (void)y, (void)ldy, (void)mr, (void)nr, (void)acc, (void)epi;

@@ -17,6 +17,7 @@ zero-padded plane; the implicit GEMM's corners: a 7-wide plane with 64 channels 
 residual, a 3-channel stride-2 stem, strides 3/2 with dilations 2/3 and a clamp, 720
 reduction indices into 14 channels, 3 groups of 3 channels at stride and dilation 2;
 the tile's epilogue on 13 and 11 channels after 2 reduction blocks with a residual;
+a 24-pixel plane (an 8-pixel last panel);
 small planes with large weights (the wide cut: 3x3, pointwise, stride 2 dilated)),
 and max / avg poolings (the probe's
 3x3 stride 2 pad 1 max pool, dilation, ceil_mode, count_include_pad both ways, 4-value
@@ -83,6 +84,9 @@ CASES = [
     # planes (a partial 16-pixel panel through the bounce tile)
     ("deep_o13_res_clamp", 40, 10, 9, (13, 40, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "1o11", True, (-0.5, 0.75)),
     ("k5_o11_res_relu", 20, 8, 10, (11, 20, 5, 5), [1, 1], [2, 2, 2, 2], [1, 1], 1, "o11", True, True),
+    # a plane of 24 pixels: its last panel 8 wide (the 8-column tile straight into y;
+    # 4-column tails: the 11x12 and 6x6 cases, 1 and 3: the 7x7 and 5x7 ones)
+    ("k3_tail8_res_relu", 12, 6, 4, (20, 12, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "1o11", True, True),
     # wide (small planes, weights of 1 MiB or more: each weight read once, B's panels
     # packed per image first): 234 channels (39 tiles, 2 to 8 a task) on a
     # 5x7 plane (3 panels, the last partial) with a residual; a pointwise 1024 -> 260 on
