@@ -109,34 +109,30 @@ CK_INLINE void ck_tile(const int MR, const int NV, int64_t kc, const float *a, c
 
 /* MR rows by 4 columns (b's first 4) in 128-bit registers: a plane's last panel with at
  * most 4 pixels (7x7's 49th pixel), a quarter of the 8-column tile's multiply-adds
- * (Zen 1 issues two 128-bit FMAs a cycle, one 256-bit one). Same sums, same order. */
-#define CK_ROW4(R)                                                                         \
-    if (MR > R) c##R = _mm_fmadd_ps(_mm_broadcast_ss(a + R), b0, c##R);
-#define CK_OUT4(R)                                                                         \
-    if (MR > R) {                                                                          \
-        float *yr = y + R * ldy;                                                           \
-        if (acc) c##R = _mm_add_ps(c##R, _mm_loadu_ps(yr));                                \
-        if (e && e->bias) c##R = _mm_add_ps(c##R, _mm_set1_ps(e->bias[R]));                \
-        if (e && e->res) c##R = _mm_add_ps(c##R, _mm_loadu_ps(e->res + R * ldy));          \
-        if (e && e->act) c##R = _mm_max_ps(c##R, lo4);                                     \
-        if (e && e->act == 2) c##R = _mm_min_ps(c##R, hi4);                                \
-        _mm_storeu_ps(yr, c##R);                                                           \
-    }
-
+ * (Zen 1 issues two 128-bit FMAs a cycle, one 256-bit one). Same sums, same order; the
+ * row loops are unrolled (MR is a constant), so c stays in registers. */
 CK_INLINE void ck_tile_q(const int MR, int64_t kc, const float *a, const float *b, float *y,
                          int64_t ldy, bool acc, const rx_rt_conv_epi *e)
 {
-    __m128 c0 = _mm_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
+    __m128 c[RX_GEMM_MR];
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++) c[r] = _mm_setzero_ps();
     for (int64_t p = 0; p < kc; p++, a += RX_GEMM_MR, b += RX_GEMM_NR) {
         __m128 b0 = _mm_loadu_ps(b);
-        CK_ROW4(0) CK_ROW4(1) CK_ROW4(2) CK_ROW4(3) CK_ROW4(4) CK_ROW4(5)
+#pragma GCC unroll 6
+        for (int r = 0; r < MR; r++) c[r] = _mm_fmadd_ps(_mm_broadcast_ss(a + r), b0, c[r]);
     }
-    __m128 lo4 = _mm_set1_ps(e && e->act == 2 ? e->lo : 0.0f);
-    __m128 hi4 = _mm_set1_ps(e && e->act == 2 ? e->hi : 0.0f);
-    CK_OUT4(0) CK_OUT4(1) CK_OUT4(2) CK_OUT4(3) CK_OUT4(4) CK_OUT4(5)
+    int act = e ? e->act : 0;
+    __m128 lo4 = _mm_set1_ps(act == 2 ? e->lo : 0.0f), hi4 = _mm_set1_ps(act == 2 ? e->hi : 0.0f);
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++) { /* ck_vec's steps on 4 columns */
+        __m128 v = acc ? _mm_add_ps(c[r], _mm_loadu_ps(y + r * ldy)) : c[r];
+        if (e && e->bias) v = _mm_add_ps(v, _mm_set1_ps(e->bias[r]));
+        if (e && e->res) v = _mm_add_ps(v, _mm_loadu_ps(e->res + r * ldy));
+        v = act ? _mm_max_ps(v, lo4) : v;
+        _mm_storeu_ps(y + r * ldy, act == 2 ? _mm_min_ps(v, hi4) : v);
+    }
 }
-#undef CK_ROW4
-#undef CK_OUT4
 
 #define CK_SPEC(M, V)                                                                      \
     CK_FN static void ck_tile##M##_##V(int64_t kc, const float *a, const float *b, float *y, \
