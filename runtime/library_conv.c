@@ -52,6 +52,18 @@
  *     evens for stride 2): the probe CNN (1x3x224x224) 1.2x before the lanes, 0.85-0.93x
  *     after; at batch 8 (112x112) 0.89-0.93x; the MobileNet block 1.18x -> 0.90-0.99x;
  *     ViT-S's 16x16 stride-16 patch conv 0.56-0.59x.
+ *     On AVX2 + FMA CPUs the tiles are library_conv_kern.c's (rx_rt_conv_tile): the
+ *     tile has the rows left (a 64-channel layer no longer computes 66) and the last
+ *     reduction block applies the epilogue in registers before its only store (the
+ *     probe CNN's 3x3 layers at 2 threads 0.95-0.96x, its 32-channel stem 0.87x).
+ *     Wide cut: a small plane (at most IG_WIDE_PANELS panels), one group and weights
+ *     of at least IG_WIDE_W floats: the pixel chunks above each read every weight
+ *     (ResNet-18's 512 x 4608 on 7x7: 9.4 MB packed, written, read 4 times a call,
+ *     ~30 GF/s). There, tasks are (image, at most IG_WIDE_ROWS output channels) over
+ *     every pixel; the image's B panels are packed first (ig_panels, a panel a unit,
+ *     like the planes) into bfull, and each task packs its own channels' weights per
+ *     block (ig_task_wide): each weight read once an image, no shared weight packing
+ *     (that layer 7.1 -> 5.0 ms, the 256 x 2304 on 14x14 4.4 -> 4.1 ms).
  *     Against the im2col way below (the probe's layers, one thread, min of 10, load
  *     ~8): 0.93-1.01x its time on the 3x3 and 1x1 layers of 28..56-pixel planes, 0.7x
  *     on the 4-group 3x3; the whole probe CNN (1x3x224x224) 0.90x on one thread. What
@@ -314,7 +326,12 @@ static void gemm_job(void *ud, int t, int nthreads)
 enum { IG_KC = 320,    /* the most reduction indices a block (a B panel: 20 KiB, in L1) */
        IG_PANELS = 4,  /* the most NR-pixel panels a task (a short tail: the essay) */
        IG_TASKS = 16,  /* tasks a thread, at least, where the output allows */
-       IG_SPINS = 1 << 14 }; /* pauses before ig_wait yields (~1 ms on Zen 1) */
+       IG_SPINS = 1 << 14, /* pauses before ig_wait yields (~1 ms on Zen 1) */
+       IG_WIDE_PANELS = 16, /* wide: at most this many NR-pixel panels an image */
+       IG_WIDE_ROWS = 8 * RX_GEMM_MR, /* wide: the most output channels a task */
+       IG_WIDE_W = 1 << 18 }; /* wide: weights of at least this many floats (1 MiB: at
+                               * 590 KiB, 8 images of 14x14, the pixel chunks were 8% faster) */
+#define IG_WIDE_B ((int64_t)1 << 20) /* wide: the most floats of B's panels an image */
 
 /* The call's plan. xt holds, per image, channel and stride phase (ph, pw), the plane
  * xt[i][j] = x[i * sh + ph - pt][j * sw + pw - pl] (0 in the padding), Hq x Wq: then
@@ -324,6 +341,10 @@ enum { IG_KC = 320,    /* the most reduction indices a block (a B panel: 20 KiB,
 typedef struct igemm {
     conv *c;
     rx_rt_gemm_kern_fn kern;
+    bool tile;                  /* rx_rt_conv_tile (epilogue in it) instead of kern */
+    bool wide;                  /* small planes: weights streamed once (ig_task_wide) */
+    float *bfull;               /* wide: B's panels, per image, block and panel */
+    int64_t pstride;            /* wide: floats a panel of bfull (kcb + 1 rows of NR) */
     float *wp;                  /* w packed: block (g, b) at wp + (g * nkb + b) * wstride */
     int64_t nkb, kcb, wstride;  /* reduction blocks, their size (the last may be less) */
     const float *xt;            /* the phase planes (x itself when pointwise) */
@@ -331,7 +352,8 @@ typedef struct igemm {
     int64_t *off;               /* Kc tap offsets into one group's planes */
     int64_t Hq, Wq, img;        /* xt's plane extents and floats per image */
     int64_t panels, nchunk, mchunks, mrows, tasks; /* the task cut (plan_tasks) */
-    _Atomic int64_t *imgs;      /* per image n: [2n] channels claimed, [2n + 1] built */
+    _Atomic int64_t *imgs;      /* per image n: [4n] channels claimed, [4n + 1] built;
+                                 * wide: [4n + 2] B panels claimed, [4n + 3] built */
     _Atomic uint64_t *lanes;    /* per thread, its tasks' state (lane_take); 0 at the start */
 } igemm;
 
@@ -345,6 +367,13 @@ static void plan_tasks(igemm *ig, int nt)
     int64_t base = c->N * c->groups, want = (int64_t)IG_TASKS * nt;
     int64_t tiles = (c->Og + RX_GEMM_MR - 1) / RX_GEMM_MR;
     ig->panels = (c->OH * c->OW + RX_GEMM_NR - 1) / RX_GEMM_NR;
+    if (ig->wide) { /* every panel a task; rows cut to give `want` tasks, at most WIDE_ROWS */
+        int64_t per = (want + base - 1) / base, rows = (tiles + per - 1) / per * RX_GEMM_MR;
+        ig->mrows = rows > IG_WIDE_ROWS ? IG_WIDE_ROWS : rows;
+        ig->nchunk = 1, ig->mchunks = (c->Og + ig->mrows - 1) / ig->mrows;
+        ig->tasks = base * ig->mchunks;
+        return;
+    }
     ig->nchunk = (ig->panels + IG_PANELS - 1) / IG_PANELS;
     int64_t more = (want + base - 1) / base; /* chunks an (image, group) for `want` tasks */
     if (ig->nchunk < more) ig->nchunk = more < ig->panels ? more : ig->panels;
@@ -430,6 +459,32 @@ static void ig_tile(rx_rt_gemm_kern_fn kern, int64_t kc, const float *ap, const 
             y[i * ldy + j] = t[i * RX_GEMM_NR + j] + (beta != 0.0f ? y[i * ldy + j] : 0.0f);
 }
 
+/* One micro-tile of y at yt (output channel o of the image is its first row): the
+ * tile with the epilogue in it (the last block), or the GEMM kernel (ig_epilogue later). */
+static void ig_put(const igemm *ig, int64_t kc, const float *ap, const float *bp, float *yt,
+                   int64_t o, int64_t mr, int64_t nr, bool acc, bool epi)
+{
+    const conv *c = ig->c;
+    if (!ig->tile) {
+        ig_tile(ig->kern, kc, ap, bp, yt, c->OH * c->OW, mr, nr, acc ? 1.0f : 0.0f);
+        return;
+    }
+    rx_rt_conv_epi e = {c->bias ? c->bias + o : NULL, c->res ? c->res + (yt - c->y) : NULL,
+                        c->act, c->lo, c->hi};
+    rx_rt_conv_tile(kc, ap, bp, yt, c->OH * c->OW, (int)mr, (int)nr, acc, epi ? &e : NULL);
+}
+
+/* Without the fused tile: the epilogue on output channels [o0, o1) of image n, pixels
+ * [q0, q1). */
+static void ig_epilogue(const igemm *ig, int64_t n, int64_t o0, int64_t o1, int64_t q0, int64_t q1)
+{
+    const conv *c = ig->c;
+    for (int64_t o = o0; o < o1 && !ig->tile && (c->bias || c->res || c->act); o++) {
+        int64_t at = (n * c->O + o) * c->OH * c->OW + q0;
+        epilogue(c, o, c->y + at, c->res ? c->res + at : NULL, q1 - q0);
+    }
+}
+
 /* Task k of the cut (plan_tasks): the product of its pixel chunk and output channels,
  * then the epilogue on the block while it is in cache. */
 static void ig_task(const igemm *ig, int64_t k, float *pb)
@@ -448,18 +503,41 @@ static void ig_task(const igemm *ig, int64_t k, float *pb)
     for (int64_t b = 0; b < ig->nkb; b++) {
         int64_t k0 = b * ig->kcb, kc = c->Kc - k0 < ig->kcb ? c->Kc - k0 : ig->kcb;
         const float *ap = ig->wp + (g * ig->nkb + b) * ig->wstride;
+        bool epi = b == ig->nkb - 1 && (c->bias || c->res || c->act);
         for (int64_t q = q0; q < q1; q += RX_GEMM_NR) {
             int64_t nr = q1 - q < RX_GEMM_NR ? q1 - q : RX_GEMM_NR;
             pack_panel(ig, xg, k0, kc, q, nr, pb);
             for (int64_t i = m0; i < m1; i += RX_GEMM_MR)
-                ig_tile(ig->kern, kc, ap + i * kc, pb, yg + i * plane + q, plane,
-                        m1 - i < RX_GEMM_MR ? m1 - i : RX_GEMM_MR, nr, b ? 1.0f : 0.0f);
+                ig_put(ig, kc, ap + i * kc, pb, yg + i * plane + q, g * c->Og + i,
+                       m1 - i < RX_GEMM_MR ? m1 - i : RX_GEMM_MR, nr, b > 0, epi);
         }
     }
-    for (int64_t o = m0; o < m1 && (c->bias || c->res || c->act); o++) {
-        int64_t at = (n * c->O + g * c->Og + o) * plane + q0;
-        epilogue(c, g * c->Og + o, c->y + at, c->res ? c->res + at : NULL, q1 - q0);
+    ig_epilogue(ig, n, g * c->Og + m0, g * c->Og + m1, q0, q1);
+}
+
+/* Task k of a wide cut (plan_tasks; image k / mchunks, its output channels chunk k %
+ * mchunks, every pixel): per reduction block, the chunk's weights packed into ab
+ * (IG_WIDE_ROWS x kcb: L1/L2) and multiplied by every prepacked panel of B (ig_panels:
+ * L2), so each weight is read once a call (and once an image), not once per pixel chunk. */
+static void ig_task_wide(const igemm *ig, int64_t k, float *ab)
+{
+    const conv *c = ig->c;
+    int64_t plane = c->OH * c->OW, n = k / ig->mchunks, m0 = k % ig->mchunks * ig->mrows;
+    int64_t m1 = m0 + ig->mrows < c->Og ? m0 + ig->mrows : c->Og;
+    float *yn = c->y + n * c->O * plane;
+    for (int64_t b = 0; b < ig->nkb; b++) {
+        int64_t k0 = b * ig->kcb, kc = c->Kc - k0 < ig->kcb ? c->Kc - k0 : ig->kcb;
+        const float *bb = ig->bfull + (n * ig->nkb + b) * ig->panels * ig->pstride;
+        bool epi = b == ig->nkb - 1 && (c->bias || c->res || c->act);
+        rx_rt_gemm_pack_a(ab, c->w + m0 * c->Kc + k0, c->Kc, m1 - m0, kc);
+        for (int64_t i = m0; i < m1; i += RX_GEMM_MR)
+            for (int64_t q = 0; q < ig->panels; q++)
+                ig_put(ig, kc, ab + (i - m0) * kc, bb + q * ig->pstride, yn + i * plane + q * RX_GEMM_NR,
+                       i, m1 - i < RX_GEMM_MR ? m1 - i : RX_GEMM_MR,
+                       plane - q * RX_GEMM_NR < RX_GEMM_NR ? plane - q * RX_GEMM_NR : RX_GEMM_NR, b > 0,
+                       epi);
     }
+    ig_epilogue(ig, n, m0, m1, 0, plane);
 }
 
 /* Lane l of nt: the tasks [tasks * l / nt, tasks * (l + 1) / nt), taken from the front by
@@ -510,7 +588,7 @@ static void ig_wait(_Atomic int64_t *done, int64_t want)
 static void ig_image(const igemm *ig, int64_t n)
 {
     const conv *c = ig->c;
-    _Atomic int64_t *claim = &ig->imgs[2 * n], *built = claim + 1;
+    _Atomic int64_t *claim = &ig->imgs[4 * n], *built = claim + 1;
     if (atomic_load_explicit(built, memory_order_acquire) == c->C) return;
     for (int64_t ch; (ch = atomic_fetch_add(claim, 1)) < c->C;) {
         phase_planes(ig, n, ch);
@@ -519,12 +597,39 @@ static void ig_image(const igemm *ig, int64_t n)
     ig_wait(built, c->C);
 }
 
-/* Task k after what it reads: its image's planes (ig_image) and, on the thread's first
- * task, every packed weight block (nw units; after the image, so that a thread builds
- * planes while another still packs weights). */
+/* Wide: image n's B panels packed (after its planes) into bfull, a panel at a time
+ * claimed from the image's counter, as ig_image. */
+static void ig_panels(const igemm *ig, int64_t n)
+{
+    const conv *c = ig->c;
+    _Atomic int64_t *claim = &ig->imgs[4 * n + 2], *built = claim + 1;
+    int64_t plane = c->OH * c->OW;
+    if (atomic_load_explicit(built, memory_order_acquire) == ig->panels) return;
+    for (int64_t q; (q = atomic_fetch_add(claim, 1)) < ig->panels;) {
+        int64_t nr = plane - q * RX_GEMM_NR < RX_GEMM_NR ? plane - q * RX_GEMM_NR : RX_GEMM_NR;
+        for (int64_t b = 0; b < ig->nkb; b++) {
+            int64_t k0 = b * ig->kcb, kc = c->Kc - k0 < ig->kcb ? c->Kc - k0 : ig->kcb;
+            pack_panel(ig, ig->xt + n * ig->img, k0, kc, q * RX_GEMM_NR, nr,
+                       ig->bfull + ((n * ig->nkb + b) * ig->panels + q) * ig->pstride);
+        }
+        atomic_fetch_add_explicit(built, 1, memory_order_release);
+    }
+    ig_wait(built, ig->panels);
+}
+
+/* Task k after what it reads: its image's planes (ig_image; wide: and B's panels) and,
+ * on the thread's first task, every packed weight block (nw units; after the image, so
+ * that a thread builds planes while another still packs weights). pb: a B panel, or
+ * wide, the task's packed weights. */
 static void ig_run(igemm *ig, int64_t k, int64_t nw, bool *weighed, float *pb)
 {
-    if (ig->xbuf) ig_image(ig, k / ig->mchunks / ig->nchunk / ig->c->groups);
+    int64_t n = ig->wide ? k / ig->mchunks : k / ig->mchunks / ig->nchunk / ig->c->groups;
+    if (ig->xbuf) ig_image(ig, n);
+    if (ig->wide) {
+        ig_panels(ig, n);
+        ig_task_wide(ig, k, pb);
+        return;
+    }
     if (!*weighed) ig_wait(&ig->c->prepped, nw), *weighed = true;
     ig_task(ig, k, pb);
 }
@@ -545,9 +650,14 @@ static void igemm_job(void *ud, int t, int nt)
      * interleaved the threads every 64 pixels, and 2 threads ran the 1x1 and stem layers
      * no faster than one), then the others' lanes from their ends. No barrier: a thread
      * the OS has not started yet (or preempted) leaves its share to the others. */
-    int64_t nw = c->groups * ig->nkb;
+    int64_t nw = ig->wide ? 0 : c->groups * ig->nkb;
     bool weighed = false;
-    _Alignas(64) float pb[(IG_KC + 1) * RX_GEMM_NR]; /* + NR: pack_panel's slack */
+    _Alignas(64) float pbuf[(IG_KC + 1) * RX_GEMM_NR]; /* + NR: pack_panel's slack */
+    float *pb = pbuf; /* wide: the task's weights (+ 8: pack_a's slack) */
+    if (ig->wide && !(pb = malloc(sizeof(float) * (size_t)(IG_WIDE_ROWS * ig->kcb + 8)))) {
+        c->failed = 1; /* this thread's lane is left to the others */
+        return;
+    }
     for (int64_t k; (k = atomic_fetch_add(&c->next, 1)) < nw;) {
         int64_t g = k / ig->nkb, k0 = k % ig->nkb * ig->kcb;
         int64_t kc = c->Kc - k0 < ig->kcb ? c->Kc - k0 : ig->kcb;
@@ -563,6 +673,7 @@ static void igemm_job(void *ud, int t, int nt)
     for (int i = 0; i < nt; i++)
         for (int64_t k; (k = lane_take(ig, (t + i) % nt, nt, i > 0)) >= 0;)
             ig_run(ig, k, nw, &weighed, pb);
+    if (pb != pbuf) free(pb);
 }
 
 /* The calling thread's buffers (packed weights and phase planes; tap offsets), grown on
@@ -587,7 +698,7 @@ static void *ig_scratch(void **buf, size_t *cap, size_t bytes)
  * panels are packed from the phase planes as the kernel needs them (the essay). */
 static int32_t conv_igemm(conv *c)
 {
-    igemm ig = {.c = c, .kern = rx_rt_gemm_micro()};
+    igemm ig = {.c = c, .kern = rx_rt_gemm_micro(), .tile = rx_rt_conv_tile_ok()};
     if (c->Kc == 0) { /* an empty window (0 channels or a 0-extent kernel): the epilogue of 0 */
         int64_t plane = c->OH * c->OW;
         memset(c->y, 0, sizeof(float) * (size_t)(c->N * c->O * plane));
@@ -607,16 +718,23 @@ static int32_t conv_igemm(conv *c)
         ppl = ig.Hq * ig.Wq;
     }
     ig.img = c->C * (c->pointwise ? 1 : c->sh * c->sw) * ppl;
-    size_t wfl = (size_t)(c->groups * ig.nkb * ig.wstride);
+    /* wide (the essay): a small plane, one group, weights too large for L2 */
+    int64_t panels = (c->OH * c->OW + RX_GEMM_NR - 1) / RX_GEMM_NR;
+    ig.pstride = (ig.kcb + 1) * RX_GEMM_NR;
+    ig.wide = c->groups == 1 && panels <= IG_WIDE_PANELS && c->Og >= 4 * RX_GEMM_MR &&
+              c->Og * c->Kc >= IG_WIDE_W && ig.nkb * panels * ig.pstride <= IG_WIDE_B &&
+              c->N * ig.nkb * panels * ig.pstride <= 4 * IG_WIDE_B;
+    size_t wfl = ig.wide ? 0 : (size_t)(c->groups * ig.nkb * ig.wstride);
     /* + Wq + 64: the virtual columns of the last row read up to (KW - 1) * dw past it */
     size_t xfl = c->pointwise ? 0 : (size_t)(c->N * ig.img + ig.Wq + 64);
-    float *mem = ig_scratch(&tl_mem, &tl_mem_cap, (wfl + xfl) * sizeof(float));
+    size_t bfl = ig.wide ? (size_t)(c->N * ig.nkb * panels * ig.pstride) : 0;
+    float *mem = ig_scratch(&tl_mem, &tl_mem_cap, (wfl + xfl + bfl) * sizeof(float));
     ig.off = ig_scratch(&tl_off, &tl_off_cap, sizeof(int64_t) * (size_t)c->Kc);
-    ig.imgs = c->pointwise ? NULL
-                           : ig_scratch(&tl_imgs, &tl_imgs_cap, sizeof(int64_t) * (size_t)(2 * c->N));
-    if (!mem || !ig.off || (!c->pointwise && !ig.imgs)) return CV_NOMEM;
-    for (int64_t i = 0; ig.imgs && i < 2 * c->N; i++) atomic_init(&ig.imgs[i], 0);
+    ig.imgs = ig_scratch(&tl_imgs, &tl_imgs_cap, sizeof(int64_t) * (size_t)(4 * c->N));
+    if (!mem || !ig.off || !ig.imgs) return CV_NOMEM;
+    for (int64_t i = 0; i < 4 * c->N; i++) atomic_init(&ig.imgs[i], 0);
     ig.wp = mem;
+    ig.bfull = ig.wide ? mem + wfl + xfl : NULL;
     ig.xbuf = c->pointwise ? NULL : mem + wfl;
     ig.xt = c->pointwise ? c->x : ig.xbuf;
     if (ig.xbuf) memset(ig.xbuf + c->N * ig.img, 0, sizeof(float) * (size_t)(ig.Wq + 64));

@@ -270,6 +270,19 @@ bool rx_rt_dwconv_plane(const float *xp, int64_t H, int64_t W, const float *k, i
                         int64_t KW, int64_t pt, int64_t pl, int64_t OH, int64_t OW, float *buf,
                         float *yp);
 int64_t rx_rt_dwconv_buf_floats(int64_t OH, int64_t OW, int64_t KH, int64_t KW);
+/* blas.conv2d's implicit-GEMM tile (library_conv_kern.c): y (mr x nr, row stride ldy)
+ * = the packed 6-row A panel a times the 16-column B panel b over kc (+ y when acc),
+ * then with epi: + bias[i], + res (row stride ldy), then act (1 relu, 2 clamp [lo, hi]).
+ * rx_rt_conv_tile_ok(): false where it cannot run (no AVX2 + FMA, or the portable
+ * GEMM kernel chosen); the caller then uses rx_rt_gemm_micro and its own epilogue. */
+typedef struct rx_rt_conv_epi {
+    const float *bias, *res;
+    int act;
+    float lo, hi;
+} rx_rt_conv_epi;
+bool rx_rt_conv_tile_ok(void);
+void rx_rt_conv_tile(int64_t kc, const float *a, const float *b, float *y, int64_t ldy, int mr,
+                     int nr, bool acc, const rx_rt_conv_epi *epi);
 /* Runs fn(ud, t, n) for t in [0, n) on the kernels' OpenMP pool (rx_rt_parallel's one
  * region; n = 1 on the calling thread when there is none). threads.c. */
 void rx_rt_parallel_for(void (*fn)(void *ud, int t, int n), void *ud);

@@ -15,7 +15,10 @@ alone; nn.relu then clamp(0, 6) as F.relu6 exports, after a depthwise and after 
 stride-1 depthwise 7x7, 5x5, 3x5, 9x9, 1x1 padded and a channel multiplier through the
 zero-padded plane; the implicit GEMM's corners: a 7-wide plane with 64 channels and a
 residual, a 3-channel stride-2 stem, strides 3/2 with dilations 2/3 and a clamp, 720
-reduction indices into 14 channels, 3 groups of 3 channels at stride and dilation 2),
+reduction indices into 14 channels, 3 groups of 3 channels at stride and dilation 2;
+the tile's epilogue on 13 and 11 channels after 2 reduction blocks with a residual;
+a 24-pixel plane (an 8-pixel last panel);
+small planes with large weights (the wide cut: 3x3, pointwise, stride 2 dilated)),
 and max / avg poolings (the probe's
 3x3 stride 2 pad 1 max pool, dilation, ceil_mode, count_include_pad both ways, 4-value
 padding), all returned as a tuple. Checked:
@@ -75,6 +78,23 @@ CASES = [
     ("s3_dil23_clamp", 6, 23, 21, (10, 6, 3, 3), [3, 2], [2, 1, 0, 3], [2, 3], 1, "1o11", False, (-0.5, 0.75)),
     ("deep_k720", 80, 9, 11, (14, 80, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, None, False, False),
     ("grouped_s2_dil", 12, 15, 13, (9, 4, 3, 3), [2, 2], [1, 1, 1, 1], [2, 2], 3, "o11", False, True),
+    # the tile with its epilogue (library_conv_kern.c): 13 rows (6 + 6 + 1) and 11 rows
+    # (6 + 5), 2 reduction blocks (the epilogue on the last only: the first block's
+    # partial sums read back once), bias, residual, clamp and relu, 90- and 80-pixel
+    # planes (a partial 16-pixel panel through the bounce tile)
+    ("deep_o13_res_clamp", 40, 10, 9, (13, 40, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "1o11", True, (-0.5, 0.75)),
+    ("k5_o11_res_relu", 20, 8, 10, (11, 20, 5, 5), [1, 1], [2, 2, 2, 2], [1, 1], 1, "o11", True, True),
+    # a plane of 24 pixels: its last panel 8 wide (the 8-column tile straight into y;
+    # 4-column tails: the 11x12 and 6x6 cases, 1 and 3: the 7x7 and 5x7 ones)
+    ("k3_tail8_res_relu", 12, 6, 4, (20, 12, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "1o11", True, True),
+    # wide (small planes, weights of 1 MiB or more: each weight read once, B's panels
+    # packed per image first): 234 channels (39 tiles, 2 to 8 a task) on a
+    # 5x7 plane (3 panels, the last partial) with a residual; a pointwise 1024 -> 260 on
+    # 6x6 (x read in place, a 2-row tile); stride 2 with dilation 2 onto 4x4 (one panel)
+    # with a clamp
+    ("wide_k3_res_relu", 128, 5, 7, (234, 128, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "o11", True, True),
+    ("wide_pw_o260", 1024, 6, 6, (260, 1024, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1, "1o11", False, False),
+    ("wide_s2_dil_clamp", 128, 9, 9, (256, 128, 3, 3), [2, 2], [1, 1, 1, 1], [2, 2], 1, None, False, (-0.5, 0.75)),
     # stride-1 depthwise planes through the zero-padded copy (library_dwconv.c): ConvNeXt's
     # 7x7 (two 16-column blocks, an 8-column one, a 1-column tail; odd row count), a 5x5
     # with asymmetric padding and a residual, a 7x7 with channel multiplier 2 on a plane
