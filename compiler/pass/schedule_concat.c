@@ -39,6 +39,18 @@
  * iterations write disjoint elements of C and, loading no C, read none another writes:
  * it may run in parallel.
  *
+ * With one g (a literal extent of 1: a batch of one, YOLO's neck concat((1, 64, 40, 40),
+ * (1, 32, 40, 40)) on the channels after a nearest upsample) nothing would run in
+ * parallel, and schedule.c's rule finds no candidate (g runs once and holds several
+ * loops): each field loop y_k becomes the parallel loop instead, when inner loops
+ * remain under it (p < n - 1). Its iterations store C only at x_p = y, distinct per
+ * iteration, and load no C: the same argument as for g, one parallel region per field.
+ * Measured (2 threads, same run, load ~6-7): YOLO's upsample + concat into
+ * (1, 96, 40, 40) 242-282 -> 123-140 us, its head's sigmoid + concat + permute
+ * (1, 2100, 85) 390-608 -> 190-257 us; a smaller (1, 192, 20, 20) one 54-60 us either
+ * way when parallel, but 120-125 us when left serial behind the parallel ones (a floor
+ * on the volume was tried and dropped for that).
+ *
  * Not split: p = 0 (nothing outside the axis to share among threads; the fields are
  * already contiguous runs), a condition on another axis or with a bound that mentions
  * the nest, and nests of a literal volume below RX_COPY_MIN_VOLUME elements.
@@ -182,6 +194,8 @@ static rx_stmt *build(rx_module *m, const catnest *c)
     }
     int64_t e;
     bool par = !rx_expr_is_const(stride, &e) || e >= 2;
+    if (!par && c->p + 1 < c->k.n) /* one g (a batch of one): each field's loop instead */
+        for (int k = 0; k < c->nf; k++) fields.items[k]->u.for_.loop_kind = RX_LOOP_PARALLEL;
     return mk_for(a, g, rx_e_int(a, 0), stride, par ? RX_LOOP_PARALLEL : RX_LOOP_SERIAL, fields);
 }
 

@@ -10,7 +10,8 @@
  * fields on axis 1 of a matrix, and the last axis (a K-transposed cache); each becomes
  * one parallel FOR from 0 holding one FOR per field, the first from 0 and the others
  * from the previous field's end, with no select left in any store. Not split: a concat
- * on axis 0.
+ * on axis 0. A batch of one ((1, 6, c, 8) and (1, 3, c, 8) on axis 1): the loop over the
+ * batch stays serial and each field loop is parallel instead.
  * Numerics: every split kernel is bit-identical to the unsplit kernel at sizes with an
  * empty cache (c = 0), one row (b = 1) and ragged ones, and the appended cache equals
  * the cache then the new step, element by element.
@@ -36,7 +37,9 @@ static const char MODULE[] =
        B("r", CAT("'x','y','z'", "1")), "r") ","
     FN("last", P("k", TS("'b',4,16,'c'")) "," P("kn", TS("'b',4,16,1")),
        B("r", CAT("'k','kn'", "3")), "r") ","
-    FN("axis0", P("x", TS("'c',64")) "," P("y", TS("'b',64")), B("r", CAT("'x','y'", "0")), "r")
+    FN("axis0", P("x", TS("'c',64")) "," P("y", TS("'b',64")), B("r", CAT("'x','y'", "0")), "r") ","
+    FN("batch1", P("x", TS("1,6,'c',8")) "," P("y", TS("1,3,'c',8")),
+       B("r", CAT("'x','y'", "1")), "r")
     "}}";
 
 static rx_module *fused(void)
@@ -75,7 +78,7 @@ START_TEST(which_split)
     rx_module *m = fused();
     int n = -1;
     ck_assert(rx_schedule_concat(m, &n));
-    ck_assert_int_eq(n, 4);
+    ck_assert_int_eq(n, 5);
     const char *const split[] = {"kv", "kv_fused", "three", "last"};
     const int fields[] = {2, 2, 3, 2};
     for (int g = 0; g < 4; g++) {
@@ -101,6 +104,18 @@ START_TEST(which_split)
     /* the append's parallel loop covers b x heads: b * 4 iterations */
     const rx_stmt *kv = kernel(m, "kv")->tbody.items[0];
     ck_assert_int_eq(kv->u.for_.extent->kind, RX_E_MUL);
+    /* a batch of one: g runs once, serial; each field loop (channels) is the parallel one */
+    const rx_stmt *b1 = kernel(m, "batch1")->tbody.items[0];
+    ck_assert_int_eq(b1->kind, RX_S_FOR);
+    ck_assert_int_eq(b1->u.for_.loop_kind, RX_LOOP_SERIAL);
+    ck_assert_int_eq(b1->u.for_.body.n, 2);
+    for (int k = 0; k < 2; k++) {
+        const rx_stmt *fl = b1->u.for_.body.items[k];
+        ck_assert_int_eq(fl->kind, RX_S_FOR);
+        ck_assert_msg(fl->u.for_.loop_kind == RX_LOOP_PARALLEL, "batch1: field %d not parallel", k);
+        ck_assert(rx_expr_is_int(fl->u.for_.min, k ? 6 : 0));
+        ck_assert(rx_expr_is_int(fl->u.for_.extent, k ? 3 : 6));
+    }
     const rx_func *a0 = kernel(m, "axis0");
     int sel = 0;
     selects(&a0->tbody, &sel);
@@ -117,7 +132,7 @@ START_TEST(bit_exact)
     void *hu = kr_load(mu, NULL), *hs = kr_load(ms, NULL);
     const char *const names[] = {"b", "c"};
     static const int64_t vals[][2] = {{1, 0}, {1, 7}, {3, 40}, {2, 1}};
-    const char *const gn[] = {"kv", "kv_fused", "three", "last", "axis0"};
+    const char *const gn[] = {"kv", "kv_fused", "three", "last", "axis0", "batch1"};
     for (size_t g = 0; g < sizeof gn / sizeof gn[0]; g++)
         for (size_t v = 0; v < sizeof vals / sizeof vals[0]; v++) {
             kr_run ru, rs;
