@@ -2,7 +2,8 @@
  * library_conv.c — the NCHW f32 window ops of library lowering (compiler/pass/
  * library_lower.c's conv and pool rules): blas.conv2d, convolutions as an implicit GEMM
  * on the runtime's own sgemm micro-kernel (or im2col panels on the BLAS's sgemm) with the
- * epilogue the compiler fused into the call, and rt.pool2d.
+ * epilogue the compiler fused into the call (rt.pool2d, on this file's window rows, is
+ * library_pool.c).
  *
  *   blas.conv2d (x, w, params, [bias], [residual], y)
  *     x (N, C, H, W), w (O, C / groups, KH, KW), y (N, O, OH, OW), all f32 and dense;
@@ -21,7 +22,7 @@
  *   - one input channel per group (depthwise, any channel multiplier): output planes
  *     split across threads; stride 1 undilated, a plane at a time through a zero-padded
  *     copy in vector registers, edges included (library_dwconv.c: ConvNeXt's 7x7, the
- *     MobileNet 3x3); otherwise direct loops per output row (window_row: each tap row
+ *     MobileNet 3x3); otherwise direct loops per output row (rx_rt_window_row: each tap row
  *     clipped to its valid outputs once, so the inner loop has no bounds test);
  *   - otherwise (1x1, KxK, strides, padding, dilation, grouped): an implicit GEMM on
  *     rx_rt_gemm's micro-kernel (library_gemm.c's 6x16 AVX2 one, or its portable one):
@@ -89,15 +90,6 @@
  * once; im2col copies O(N C KH KW OH OW), 1/Og of the product's work; the epilogue
  * O(N O OH OW).
  *
- *   rt.pool2d (x, params, y): max / avg pooling, f32 NCHW, params i64 (13,) = pool
- *     size (h, w), strides, padding (top, left, bottom, right), dilation, ceil_mode, max
- *     (1) or avg (0), count_include_pad; y's extents must be op_nn.c's window
- *     arithmetic of x's. Max starts from -FLT_MAX (padding never wins); avg divides by
- *     legalize_nn.c's tap count. Planes split across threads; each output row reduces
- *     the window's input rows column by column, then the columns (pool_row: KH + KW
- *     contiguous or strided passes instead of KH * KW; window_row if the row buffer
- *     cannot be had).
- *     Cost O(N C OH OW KH KW).
  * Codes: 2 arguments, 3 dtype, 4 shape, 5 params, 6 out of memory, 1 no BLAS (only
  * with $RX_GEMM=blas).
  */
@@ -172,8 +164,7 @@ static int64_t numel(const DLTensor *t)
     return k;
 }
 
-/* [lo, hi) of the outputs ow whose input column ow * s + off lies in [0, W). */
-static void valid_range(int64_t OW, int64_t W, int64_t s, int64_t off, int64_t *lo, int64_t *hi)
+void rx_rt_valid_range(int64_t OW, int64_t W, int64_t s, int64_t off, int64_t *lo, int64_t *hi)
 {
     /* ow * s >= -off and ow * s <= W - 1 - off */
     int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
@@ -182,8 +173,7 @@ static void valid_range(int64_t OW, int64_t W, int64_t s, int64_t off, int64_t *
     *hi = b < *lo ? *lo : b > OW ? OW : b;
 }
 
-/* The slice [total * t / n, total * (t + 1) / n) of [0, total). */
-static void share(int64_t total, int t, int n, int64_t *lo, int64_t *hi)
+void rx_rt_share(int64_t total, int t, int n, int64_t *lo, int64_t *hi)
 {
     *lo = total * t / n;
     *hi = total * (t + 1) / n;
@@ -235,7 +225,7 @@ static void im2col(const conv *c, const band *bd, float *col)
         const float *xp = c->x + ((bd->n * c->C + bd->g * c->Cg + ch) * c->H) * c->W;
         float *dst = col + q * cols;
         int64_t off = kw * c->dw - c->pl, lo, hi;
-        valid_range(c->OW, c->W, c->sw, off, &lo, &hi);
+        rx_rt_valid_range(c->OW, c->W, c->sw, off, &lo, &hi);
         for (int64_t r = bd->r0; r < bd->r1; r++, dst += c->OW)
             tap_row(c, xp, r * c->sh - c->pt + kh * c->dh, off, lo, hi, c->OW, dst);
     }
@@ -393,7 +383,7 @@ static void phase_planes(const igemm *ig, int64_t n, int64_t ch)
     for (int64_t ph = 0; ph < c->sh; ph++)
         for (int64_t pw = 0; pw < c->sw; pw++) {
             int64_t off = pw - c->pl, lo, hi; /* columns j with j * sw + off in [0, W) */
-            valid_range(ig->Wq, c->W, c->sw, off, &lo, &hi);
+            rx_rt_valid_range(ig->Wq, c->W, c->sw, off, &lo, &hi);
             for (int64_t i = 0; i < ig->Hq; i++, dst += ig->Wq)
                 tap_row(c, xp, i * c->sh + ph - c->pt, off, lo, hi, ig->Wq, dst);
         }
@@ -757,19 +747,15 @@ static int32_t conv_igemm(conv *c)
 
 /* ---- one output row of a window op (depthwise conv, pooling) ---- */
 
-/* The window geometry of one plane. */
-typedef struct win {
-    int64_t H, W, OW, KH, KW, sh, sw, pt, pl, dh, dw;
-} win;
-
-enum { ROW_MAC, ROW_MAX, ROW_SUM };
+typedef rx_rt_win win;
+enum { ROW_MAC = RX_RT_ROW_MAC, ROW_MAX = RX_RT_ROW_MAX, ROW_SUM = RX_RT_ROW_SUM };
 
 /* Output row oh of a plane xp: yr[ow] = the sum of taps[k] * x (ROW_MAC), the max
  * (ROW_MAX, from -FLT_MAX: padding never wins) or the sum (ROW_SUM) over the window's
  * taps inside the input. Each tap row is clipped to its valid outputs once, so the
  * inner loop has no bounds test (and for stride 1 is contiguous: vectorized). */
-static void window_row(const win *g, const float *xp, const float *taps, int mode, int64_t oh,
-                       float *yr)
+void rx_rt_window_row(const win *g, const float *xp, const float *taps, int mode, int64_t oh,
+                      float *yr)
 {
     for (int64_t ow = 0; ow < g->OW; ow++) yr[ow] = mode == ROW_MAX ? -FLT_MAX : 0.0f;
     for (int64_t kh = 0; kh < g->KH; kh++) {
@@ -777,7 +763,7 @@ static void window_row(const win *g, const float *xp, const float *taps, int mod
         if (ih < 0 || ih >= g->H) continue;
         for (int64_t kw = 0; kw < g->KW; kw++) {
             int64_t off = kw * g->dw - g->pl, lo, hi, s = g->sw;
-            valid_range(g->OW, g->W, s, off, &lo, &hi);
+            rx_rt_valid_range(g->OW, g->W, s, off, &lo, &hi);
             const float *row = xp + ih * g->W + off;
             if (mode == ROW_MAX) {
                 for (int64_t ow = lo; ow < hi; ow++) yr[ow] = row[ow * s] > yr[ow] ? row[ow * s] : yr[ow];
@@ -802,7 +788,7 @@ static void direct_job(void *ud, int t, int n)
     int64_t p0, p1, plane = c->OH * c->OW, KK = c->KH * c->KW;
     win g = {c->H, c->W, c->OW, c->KH, c->KW, c->sh, c->sw, c->pt, c->pl, c->dh, c->dw};
     bool unit = c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1;
-    share(c->N * c->O, t, n, &p0, &p1);
+    rx_rt_share(c->N * c->O, t, n, &p0, &p1);
     float *buf = NULL; /* library_dwconv.c's padded plane */
     if (unit && p0 < p1)
         buf = malloc(sizeof(float) * (size_t)rx_rt_dwconv_buf_floats(c->OH, c->OW, c->KH, c->KW));
@@ -813,142 +799,10 @@ static void direct_job(void *ud, int t, int n)
         bool done = buf && rx_rt_dwconv_plane(xp, c->H, c->W, c->w + o * KK, c->KH, c->KW, c->pt,
                                                c->pl, c->OH, c->OW, buf, yp);
         for (int64_t oh = 0; oh < c->OH && !done; oh++)
-            window_row(&g, xp, c->w + o * KK, ROW_MAC, oh, yp + oh * c->OW);
+            rx_rt_window_row(&g, xp, c->w + o * KK, ROW_MAC, oh, yp + oh * c->OW);
         epilogue(c, o, yp, c->res ? c->res + p * plane : NULL, plane);
     }
     free(buf);
-}
-
-/* ---- rt.pool2d ---- */
-
-enum { PL_NPARAMS = 13 };
-
-typedef struct pool {
-    const float *x;
-    float *y;
-    int64_t NC, H, W, OH, OW, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw;
-    bool ceil_mode, is_max, cip;
-} pool;
-
-/* floor(a / b) for b > 0 */
-static int64_t floordiv(int64_t a, int64_t b)
-{
-    return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-
-/* The taps of a window along one dim at output o that avg counts (legalize_nn.c's
- * tap_count): inside [0, H - 1], or [-pb, H - 1 + pa] with count_include_pad. */
-static int64_t taps(const pool *p, int64_t o, int64_t K, int64_t st, int64_t dl, int64_t pb,
-                    int64_t pa, int64_t H)
-{
-    if (!p->ceil_mode && (p->cip || (pb == 0 && pa == 0))) return K;
-    int64_t s = o * st - pb, lo = p->cip ? -pb : 0, hi = p->cip ? H - 1 + pa : H - 1;
-    int64_t a = floordiv(lo - s + dl - 1, dl), b = floordiv(hi - s, dl);
-    int64_t kmin = a > 0 ? a : 0, kmax = b < K - 1 ? b : K - 1;
-    return kmax - kmin + 1 > 0 ? kmax - kmin + 1 : 0;
-}
-
-/* Output row oh of a pooling by columns first: col[w] = the max / sum of the window's
- * input rows at column w (whole rows, contiguous: vectorized), then yr[ow] = the max /
- * sum of col over the window's columns, each tap clipped once (window_row's clipping);
- * KH + KW passes instead of KH * KW. */
-static void pool_row(const win *g, const float *xp, bool is_max, int64_t oh, float *col, float *yr)
-{
-    int64_t rows = 0;
-    for (int64_t ow = 0; ow < g->OW; ow++) yr[ow] = is_max ? -FLT_MAX : 0.0f;
-    for (int64_t kh = 0; kh < g->KH; kh++) {
-        int64_t ih = oh * g->sh - g->pt + kh * g->dh;
-        if (ih < 0 || ih >= g->H) continue;
-        const float *r = xp + ih * g->W;
-        if (!rows++) memcpy(col, r, sizeof(float) * (size_t)g->W);
-        else if (is_max)
-            for (int64_t w = 0; w < g->W; w++) col[w] = r[w] > col[w] ? r[w] : col[w];
-        else
-            for (int64_t w = 0; w < g->W; w++) col[w] += r[w];
-    }
-    if (!rows) return;
-    for (int64_t kw = 0; kw < g->KW; kw++) {
-        int64_t off = kw * g->dw - g->pl, lo, hi, s = g->sw;
-        valid_range(g->OW, g->W, s, off, &lo, &hi);
-        if (is_max)
-            for (int64_t ow = lo; ow < hi; ow++) {
-                float v = col[ow * s + off];
-                yr[ow] = v > yr[ow] ? v : yr[ow];
-            }
-        else
-            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += col[ow * s + off];
-    }
-}
-
-static void pool_job(void *ud, int t, int n)
-{
-    const pool *p = ud;
-    int64_t p0, p1;
-    win g = {p->H, p->W, p->OW, p->kh, p->kw, p->sh, p->sw, p->pt, p->pl, p->dh, p->dw};
-    share(p->NC, t, n, &p0, &p1);
-    if (p0 == p1) return;
-    /* col: one input row's column reductions; cw: avg's tap counts along W per column */
-    float *col = malloc(sizeof(float) * (size_t)(p->W + p->OW)), *cw = col ? col + p->W : NULL;
-    for (int64_t ow = 0; cw && !p->is_max && ow < p->OW; ow++)
-        cw[ow] = (float)taps(p, ow, p->kw, p->sw, p->dw, p->pl, p->pr, p->W);
-    for (int64_t pl = p0; pl < p1; pl++) {
-        for (int64_t oh = 0; oh < p->OH; oh++) {
-            float *yr = p->y + (pl * p->OH + oh) * p->OW;
-            const float *xp = p->x + pl * p->H * p->W;
-            if (col) pool_row(&g, xp, p->is_max, oh, col, yr);
-            else window_row(&g, xp, NULL, p->is_max ? ROW_MAX : ROW_SUM, oh, yr);
-            if (p->is_max) continue;
-            int64_t ch = taps(p, oh, p->kh, p->sh, p->dh, p->pt, p->pb, p->H);
-            for (int64_t ow = 0; ow < p->OW; ow++) {
-                int64_t cnt = ch * (cw ? (int64_t)cw[ow] : taps(p, ow, p->kw, p->sw, p->dw, p->pl, p->pr, p->W));
-                if ((p->ceil_mode || !p->cip) && cnt < 1) cnt = 1;
-                yr[ow] /= (float)cnt;
-            }
-        }
-    }
-    free(col);
-}
-
-const char *rx_rt_pool2d_strerr(int32_t code)
-{
-    switch (code) {
-    case CV_ARGS: return "expects 3 tensors (x, params, y)";
-    case CV_DTYPE: return "expects float32 x and y, int64 params";
-    case CV_SHAPE: return "shape mismatch (x (N, C, H, W), y (N, C, OH, OW))";
-    case CV_PARAMS:
-        return "bad params (13 int64: pool size, strides, padding, dilation >= 1, ceil_mode, "
-               "max, count_include_pad)";
-    default: return NULL;
-    }
-}
-
-int32_t rx_rt_pool2d(DLTensor *const *args, int32_t nargs)
-{
-    if (nargs != 3) return CV_ARGS;
-    const DLTensor *x = args[0], *pr = args[1], *y = args[2];
-    if (pr->dtype.code != kDLInt || pr->dtype.bits != 64 || pr->dtype.lanes != 1 || !f32(x) ||
-        !f32(y))
-        return CV_DTYPE;
-    if (pr->ndim != 1 || pr->shape[0] != PL_NPARAMS) return CV_PARAMS;
-    const int64_t *q = data(pr);
-    for (int i = 0; i < PL_NPARAMS; i++)
-        if (q[i] < (i >= 4 && i < 8 ? 0 : i >= 10 ? 0 : 1) || (i >= 10 && q[i] > 1)) return CV_PARAMS;
-    if (x->ndim != 4 || y->ndim != 4 || x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1])
-        return CV_SHAPE;
-    pool p = {data(x), data(y), x->shape[0] * x->shape[1], x->shape[2], x->shape[3], y->shape[2],
-              y->shape[3], q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], q[8], q[9],
-              q[10] != 0, q[11] != 0, q[12] != 0};
-    /* the output extents of the window attributes (op_nn.c's window arithmetic) */
-    int64_t ext[2] = {p.H, p.W}, K[2] = {p.kh, p.kw}, st[2] = {p.sh, p.sw}, dl[2] = {p.dh, p.dw};
-    int64_t pb[2] = {p.pt, p.pl}, pa[2] = {p.pb, p.pr}, want[2];
-    for (int d = 0; d < 2; d++) {
-        int64_t span = ext[d] + pb[d] + pa[d] - dl[d] * (K[d] - 1) - 1;
-        if (span < 0) return CV_SHAPE;
-        want[d] = (p.ceil_mode ? (span + st[d] - 1) / st[d] : span / st[d]) + 1;
-    }
-    if (want[0] != p.OH || want[1] != p.OW) return CV_SHAPE;
-    if (p.NC && p.OH && p.OW) rx_rt_parallel_for(pool_job, &p);
-    return CV_OK;
 }
 
 /* ---- argument checks ---- */

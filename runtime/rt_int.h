@@ -257,11 +257,25 @@ typedef void (*rx_rt_gemm_kern_fn)(int64_t kc, const float *a, const float *b, i
 rx_rt_gemm_kern_fn rx_rt_gemm_micro(void);
 void rx_rt_gemm_pack_a(float *dst, const float *a, int64_t lda, int64_t mc, int64_t kc);
 bool rx_rt_gemm_blas_only(void);
-/* blas.conv2d and rt.pool2d (library_conv.c) and their messages. */
+/* blas.conv2d (library_conv.c) and rt.pool2d (library_pool.c) and their messages. */
 int32_t rx_rt_conv2d(DLTensor *const *args, int32_t nargs);
 const char *rx_rt_conv2d_strerr(int32_t code);
 int32_t rx_rt_pool2d(DLTensor *const *args, int32_t nargs);
 const char *rx_rt_pool2d_strerr(int32_t code);
+/* library_conv.c's window rows, which library_pool.c shares. The window geometry of
+ * one plane; output row oh of plane xp: yr[ow] = the sum of taps[k] * x (ROW_MAC), the
+ * max (ROW_MAX, from -FLT_MAX: padding never wins) or the sum (ROW_SUM) over the
+ * window's taps inside the input. rx_rt_valid_range: [lo, hi) of the outputs ow whose
+ * input column ow * s + off lies in [0, W). rx_rt_share: the slice [total * t / n,
+ * total * (t + 1) / n) of [0, total). */
+typedef struct rx_rt_win {
+    int64_t H, W, OW, KH, KW, sh, sw, pt, pl, dh, dw;
+} rx_rt_win;
+enum { RX_RT_ROW_MAC, RX_RT_ROW_MAX, RX_RT_ROW_SUM };
+void rx_rt_window_row(const rx_rt_win *g, const float *xp, const float *taps, int mode,
+                      int64_t oh, float *yr);
+void rx_rt_valid_range(int64_t OW, int64_t W, int64_t s, int64_t off, int64_t *lo, int64_t *hi);
+void rx_rt_share(int64_t total, int t, int n, int64_t *lo, int64_t *hi);
 /* One output plane yp (OH x OW) of a stride-1, undilated depthwise convolution of the
  * plane xp (H x W) with the KH x KW taps k, padding pt on top and pl on the left, zero
  * outside (library_dwconv.c); buf: rx_rt_dwconv_buf_floats(OH, OW, KH, KW) floats of

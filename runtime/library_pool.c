@@ -1,0 +1,156 @@
+/*
+ * library_pool.c — rt.pool2d, the pooling of library lowering (compiler/pass/
+ * library_lower.c's pool rule), on library_conv.c's window rows.
+ *
+ *   rt.pool2d (x, params, y): max / avg pooling, f32 NCHW, params i64 (13,) = pool
+ *     size (h, w), strides, padding (top, left, bottom, right), dilation, ceil_mode, max
+ *     (1) or avg (0), count_include_pad; y's extents must be op_nn.c's window
+ *     arithmetic of x's. Max starts from -FLT_MAX (padding never wins); avg divides by
+ *     legalize_nn.c's tap count. Planes split across threads; each output row reduces
+ *     the window's input rows column by column, then the columns (pool_row: KH + KW
+ *     contiguous or strided passes instead of KH * KW; rx_rt_window_row if the row buffer
+ *     cannot be had).
+ *     Cost O(N C OH OW KH KW).
+ * Codes (library_conv.c's): 2 arguments, 3 dtype, 4 shape, 5 params.
+ */
+#include "rt_int.h"
+
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { CV_OK = 0, CV_ARGS = 2, CV_DTYPE = 3, CV_SHAPE = 4, CV_PARAMS = 5, PL_NPARAMS = 13 };
+
+static bool f32(const DLTensor *t)
+{
+    return t->dtype.code == kDLFloat && t->dtype.bits == 32 && t->dtype.lanes == 1;
+}
+static void *at(const DLTensor *t) { return (char *)t->data + t->byte_offset; }
+
+typedef struct pool {
+    const float *x;
+    float *y;
+    int64_t NC, H, W, OH, OW, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw;
+    bool ceil_mode, is_max, cip;
+} pool;
+
+/* floor(a / b) for b > 0 */
+static int64_t floordiv(int64_t a, int64_t b)
+{
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+/* The taps of a window along one dim at output o that avg counts (legalize_nn.c's
+ * tap_count): inside [0, H - 1], or [-pb, H - 1 + pa] with count_include_pad. */
+static int64_t taps(const pool *p, int64_t o, int64_t K, int64_t st, int64_t dl, int64_t pb,
+                    int64_t pa, int64_t H)
+{
+    if (!p->ceil_mode && (p->cip || (pb == 0 && pa == 0))) return K;
+    int64_t s = o * st - pb, lo = p->cip ? -pb : 0, hi = p->cip ? H - 1 + pa : H - 1;
+    int64_t a = floordiv(lo - s + dl - 1, dl), b = floordiv(hi - s, dl);
+    int64_t kmin = a > 0 ? a : 0, kmax = b < K - 1 ? b : K - 1;
+    return kmax - kmin + 1 > 0 ? kmax - kmin + 1 : 0;
+}
+
+/* Output row oh of a pooling by columns first: col[w] = the max / sum of the window's
+ * input rows at column w (whole rows, contiguous: vectorized), then yr[ow] = the max /
+ * sum of col over the window's columns, each tap clipped once (window_row's clipping);
+ * KH + KW passes instead of KH * KW. */
+static void pool_row(const rx_rt_win *g, const float *xp, bool is_max, int64_t oh, float *col, float *yr)
+{
+    int64_t rows = 0;
+    for (int64_t ow = 0; ow < g->OW; ow++) yr[ow] = is_max ? -FLT_MAX : 0.0f;
+    for (int64_t kh = 0; kh < g->KH; kh++) {
+        int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+        if (ih < 0 || ih >= g->H) continue;
+        const float *r = xp + ih * g->W;
+        if (!rows++) memcpy(col, r, sizeof(float) * (size_t)g->W);
+        else if (is_max)
+            for (int64_t w = 0; w < g->W; w++) col[w] = r[w] > col[w] ? r[w] : col[w];
+        else
+            for (int64_t w = 0; w < g->W; w++) col[w] += r[w];
+    }
+    if (!rows) return;
+    for (int64_t kw = 0; kw < g->KW; kw++) {
+        int64_t off = kw * g->dw - g->pl, lo, hi, s = g->sw;
+        rx_rt_valid_range(g->OW, g->W, s, off, &lo, &hi);
+        if (is_max)
+            for (int64_t ow = lo; ow < hi; ow++) {
+                float v = col[ow * s + off];
+                yr[ow] = v > yr[ow] ? v : yr[ow];
+            }
+        else
+            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += col[ow * s + off];
+    }
+}
+
+static void pool_job(void *ud, int t, int n)
+{
+    const pool *p = ud;
+    int64_t p0, p1;
+    rx_rt_win g = {p->H, p->W, p->OW, p->kh, p->kw, p->sh, p->sw, p->pt, p->pl, p->dh, p->dw};
+    rx_rt_share(p->NC, t, n, &p0, &p1);
+    if (p0 == p1) return;
+    /* col: one input row's column reductions; cw: avg's tap counts along W per column */
+    float *col = malloc(sizeof(float) * (size_t)(p->W + p->OW)), *cw = col ? col + p->W : NULL;
+    for (int64_t ow = 0; cw && !p->is_max && ow < p->OW; ow++)
+        cw[ow] = (float)taps(p, ow, p->kw, p->sw, p->dw, p->pl, p->pr, p->W);
+    for (int64_t pl = p0; pl < p1; pl++) {
+        for (int64_t oh = 0; oh < p->OH; oh++) {
+            float *yr = p->y + (pl * p->OH + oh) * p->OW;
+            const float *xp = p->x + pl * p->H * p->W;
+            if (col) pool_row(&g, xp, p->is_max, oh, col, yr);
+            else rx_rt_window_row(&g, xp, NULL, p->is_max ? RX_RT_ROW_MAX : RX_RT_ROW_SUM, oh, yr);
+            if (p->is_max) continue;
+            int64_t ch = taps(p, oh, p->kh, p->sh, p->dh, p->pt, p->pb, p->H);
+            for (int64_t ow = 0; ow < p->OW; ow++) {
+                int64_t cnt = ch * (cw ? (int64_t)cw[ow] : taps(p, ow, p->kw, p->sw, p->dw, p->pl, p->pr, p->W));
+                if ((p->ceil_mode || !p->cip) && cnt < 1) cnt = 1;
+                yr[ow] /= (float)cnt;
+            }
+        }
+    }
+    free(col);
+}
+
+const char *rx_rt_pool2d_strerr(int32_t code)
+{
+    switch (code) {
+    case CV_ARGS: return "expects 3 tensors (x, params, y)";
+    case CV_DTYPE: return "expects float32 x and y, int64 params";
+    case CV_SHAPE: return "shape mismatch (x (N, C, H, W), y (N, C, OH, OW))";
+    case CV_PARAMS:
+        return "bad params (13 int64: pool size, strides, padding, dilation >= 1, ceil_mode, "
+               "max, count_include_pad)";
+    default: return NULL;
+    }
+}
+
+int32_t rx_rt_pool2d(DLTensor *const *args, int32_t nargs)
+{
+    if (nargs != 3) return CV_ARGS;
+    const DLTensor *x = args[0], *pr = args[1], *y = args[2];
+    if (pr->dtype.code != kDLInt || pr->dtype.bits != 64 || pr->dtype.lanes != 1 || !f32(x) ||
+        !f32(y))
+        return CV_DTYPE;
+    if (pr->ndim != 1 || pr->shape[0] != PL_NPARAMS) return CV_PARAMS;
+    const int64_t *q = at(pr);
+    for (int i = 0; i < PL_NPARAMS; i++)
+        if (q[i] < (i >= 4 && i < 8 ? 0 : i >= 10 ? 0 : 1) || (i >= 10 && q[i] > 1)) return CV_PARAMS;
+    if (x->ndim != 4 || y->ndim != 4 || x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1])
+        return CV_SHAPE;
+    pool p = {at(x), at(y), x->shape[0] * x->shape[1], x->shape[2], x->shape[3], y->shape[2],
+              y->shape[3], q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], q[8], q[9],
+              q[10] != 0, q[11] != 0, q[12] != 0};
+    /* the output extents of the window attributes (op_nn.c's window arithmetic) */
+    int64_t ext[2] = {p.H, p.W}, K[2] = {p.kh, p.kw}, st[2] = {p.sh, p.sw}, dl[2] = {p.dh, p.dw};
+    int64_t pb[2] = {p.pt, p.pl}, pa[2] = {p.pb, p.pr}, want[2];
+    for (int d = 0; d < 2; d++) {
+        int64_t span = ext[d] + pb[d] + pa[d] - dl[d] * (K[d] - 1) - 1;
+        if (span < 0) return CV_SHAPE;
+        want[d] = (p.ceil_mode ? (span + st[d] - 1) / st[d] : span / st[d]) + 1;
+    }
+    if (want[0] != p.OH || want[1] != p.OW) return CV_SHAPE;
+    if (p.NC && p.OH && p.OW) rx_rt_parallel_for(pool_job, &p);
+    return CV_OK;
+}
