@@ -31,30 +31,28 @@
 
 typedef RX_VEC(int32_t) count_vec; /* uses per variable id */
 
-static void count_seq(const rx_seq *s, count_vec *uses);
-
-static void count_node(const rx_node *n, count_vec *uses)
+static void count_node(const rx_node *n, int32_t *uses, int32_t nids)
 {
     if (!n) return;
     if (n->kind == RX_N_VAR) {
-        if (n->u.var.id >= 0 && n->u.var.id < uses->n) uses->items[n->u.var.id]++;
+        if (n->u.var.id >= 0 && n->u.var.id < nids) uses[n->u.var.id]++;
         return;
     }
-    if (n->kind == RX_N_CALL && n->u.call.callee) count_node(n->u.call.callee, uses);
+    if (n->kind == RX_N_CALL && n->u.call.callee) count_node(n->u.call.callee, uses, nids);
     if (n->kind == RX_N_IF) {
-        count_seq(n->u.if_.then_body, uses);
-        count_seq(n->u.if_.else_body, uses);
+        rx_count_var_uses(n->u.if_.then_body, uses, nids);
+        rx_count_var_uses(n->u.if_.else_body, uses, nids);
     }
-    for (int i = 0; i < n->nargs; i++) count_node(n->args[i], uses);
+    for (int i = 0; i < n->nargs; i++) count_node(n->args[i], uses, nids);
 }
 
-static void count_seq(const rx_seq *s, count_vec *uses)
+void rx_count_var_uses(const rx_seq *s, int32_t *uses, int32_t n)
 {
     if (!s) return;
     for (int i = 0; i < s->nblocks; i++)
         for (int j = 0; j < s->blocks[i]->nbindings; j++)
-            count_node(s->blocks[i]->bindings[j].value, uses);
-    count_node(s->result, uses);
+            count_node(s->blocks[i]->bindings[j].value, uses, n);
+    count_node(s->result, uses, n);
 }
 
 static bool droppable(const rx_node *v, bool dataflow)
@@ -106,7 +104,7 @@ static void dce_func(rx_module *m, rx_func *f)
         RX_VEC_GROW(uses, m->next_id + 1);
         uses.n = m->next_id + 1;
         memset(uses.items, 0, sizeof *uses.items * (size_t)uses.n);
-        count_seq(f->body, &uses);
+        rx_count_var_uses(f->body, uses.items, uses.n);
         if (!sweep_seq(f->body, &uses)) break;
     }
     RX_VEC_FREE(uses);

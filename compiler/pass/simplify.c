@@ -61,7 +61,7 @@
 typedef struct sp_ctx {
     rx_module *m;
     rx_node **def; /* variable id -> bound value (not match_cast), or NULL */
-    int *uses;     /* variable id -> references in the module */
+    int32_t *uses; /* variable id -> references in the module */
     int nids;
 } sp_ctx;
 
@@ -287,34 +287,6 @@ static void simplify_seq(sp_ctx *c, rx_seq *s)
     }
 }
 
-static void count_seq(sp_ctx *c, const rx_seq *s);
-
-/* Adds the variable references in n to c->uses. */
-static void count_node(sp_ctx *c, const rx_node *n)
-{
-    if (!n) return;
-    if (n->kind == RX_N_VAR) {
-        if (n->u.var.id >= 0 && n->u.var.id < c->nids) c->uses[n->u.var.id]++;
-        return;
-    }
-    if (n->kind == RX_N_CALL || n->kind == RX_N_TUPLE || n->kind == RX_N_GET_ITEM ||
-        n->kind == RX_N_IF)
-        for (int i = 0; i < n->nargs; i++) count_node(c, n->args[i]);
-    if (n->kind == RX_N_CALL && n->call_kind != RX_CALL_OP) count_node(c, n->u.call.callee);
-    if (n->kind == RX_N_IF) {
-        count_seq(c, n->u.if_.then_body);
-        count_seq(c, n->u.if_.else_body);
-    }
-}
-
-static void count_seq(sp_ctx *c, const rx_seq *s)
-{
-    if (!s) return;
-    for (int i = 0; i < s->nblocks; i++)
-        for (int j = 0; j < s->blocks[i]->nbindings; j++) count_node(c, s->blocks[i]->bindings[j].value);
-    count_node(c, s->result);
-}
-
 bool rx_pass_simplify(rx_module *m, rx_diags *d)
 {
     (void)d;
@@ -322,7 +294,7 @@ bool rx_pass_simplify(rx_module *m, rx_diags *d)
     c.def = rx_xcalloc((size_t)c.nids, sizeof *c.def);
     c.uses = rx_xcalloc((size_t)c.nids, sizeof *c.uses);
     for (int i = 0; i < m->nfuncs; i++)
-        if (m->funcs[i]->kind == RX_F_RELAX) count_seq(&c, m->funcs[i]->body);
+        if (m->funcs[i]->kind == RX_F_RELAX) rx_count_var_uses(m->funcs[i]->body, c.uses, c.nids);
     for (int i = 0; i < m->nfuncs; i++)
         if (m->funcs[i]->kind == RX_F_RELAX) simplify_seq(&c, m->funcs[i]->body);
     free(c.uses);

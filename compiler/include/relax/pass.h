@@ -110,6 +110,9 @@ rx_node *rx_fold_call(rx_module *m, rx_node *call, int64_t *steps_left);
  * longer called from any graph function. Every graph function is kept (v1 has no
  * export marker). Always true. */
 bool rx_pass_dce(rx_module *m, rx_diags *d);
+/* Adds to uses[id] (n entries, id in [0, n)) the references to each variable in s:
+ * binding values, callees, if branches, nested bodies, the result (dce.c's count). */
+void rx_count_var_uses(const rx_seq *s, int32_t *uses, int32_t n);
 
 /* ---- partial library lowering (compiler/pass/library_lower.c) ---- */
 
