@@ -4,7 +4,9 @@
  * ConstantOfShape Range. Each first tries to fold on symbolic elements (ox_syms, the
  * output of Shape and everything computed from it, and small integer constants: Expand
  * and Split of a known vector too), so a chain from Shape to a Reshape becomes the
- * reshape's symbolic target shape; otherwise it emits the Relax op.
+ * reshape's symbolic target shape; otherwise it emits the Relax op. Tile with symbolic
+ * repeats becomes reshape + broadcast_to + reshape; Split with constant sizes on a
+ * symbolic axis match_casts that axis to their sum (ONNX Runtime's run-time check).
  */
 #include <math.h>
 #include <string.h>
@@ -506,8 +508,19 @@ bool ox_c_split(ox_ctx *c)
             ox_err(c, "%d split sizes for %d outputs", nsz, nout);
             return false;
         }
-        int64_t *ind = RX_NEWN(c->a, int64_t, nsz ? nsz : 1), acc = 0;
+        int64_t *ind = RX_NEWN(c->a, int64_t, nsz ? nsz : 1), acc = 0, total = 0;
         for (int i = 0; i + 1 < nsz; i++) ind[i] = acc += sizes[i];
+        for (int i = 0; i < nsz; i++) total += sizes[i];
+        rx_expr *ext = x->sinfo->dims[ax], *lit = ox_lit(c, total);
+        if (nsz > 0 && !rx_expr_is_const(ext, NULL) && !rx_arith_prove_equal(c->ar, ext, lit)) {
+            /* constant sizes on a symbolic axis (a traced x.split(x.shape[-1] // 2)): the
+             * axis must equal their sum, as ONNX Runtime checks at the op; asserted by a
+             * match_cast so each piece has its size (else the last one is ext - acc) */
+            rx_expr **d = RX_NEWN(c->a, rx_expr *, nd);
+            memcpy(d, x->sinfo->dims, sizeof *d * (size_t)nd);
+            d[ax] = lit;
+            x = ox_match_dims(c, x, d, nd);
+        }
         ox_aset(c, m, "indices_or_sections", ox_aints(c, ind, nsz - 1));
     } else {
         ox_aset(c, m, "indices_or_sections", ox_aint(c, nout));
@@ -565,14 +578,49 @@ bool ox_c_expand(ox_ctx *c)
     return ox_out_node(c, 0, ox_call2(c, "broadcast_to", x, ox_shape_node(c, d, r)));
 }
 
+/* Tile whose repeats are symbolic (DETR's query_embed.repeat(1, b, 1) with a dynamic
+ * batch: Concat of constants and a Shape element): x (d0 .. dn-1) is reshaped to
+ * (1, d0, 1, d1, ..), broadcast to (r0, d0, r1, d1, ..) and reshaped to (r0 * d0, ..),
+ * which is what tile computes (each axis' copies outermost). One injective chain for the
+ * fusion pass; an axis whose input extent is 1 skips the pair (broadcast only). */
+static bool tile_symbolic(ox_ctx *c)
+{
+    rx_expr **rep;
+    int n;
+    rx_node *x = ox_in_node(c, 0);
+    if (!ox_syms(c, ox_in(c, 1), &rep, &n)) {
+        ox_err(c, "repeats must be computable at compile time (constants or shape arithmetic)");
+        return false;
+    }
+    if (!ox_need_dims(c, x)) return false;
+    int nd = x->sinfo->ndim;
+    if (n != nd) {
+        ox_err(c, "%d repeats for an input of rank %d", n, nd);
+        return false;
+    }
+    rx_expr **pair = RX_NEWN(c->a, rx_expr *, 2 * nd + 1), **full = RX_NEWN(c->a, rx_expr *, 2 * nd + 1);
+    rx_expr **out = RX_NEWN(c->a, rx_expr *, nd + 1);
+    int np = 0;
+    for (int i = 0; i < nd; i++) {
+        rx_expr *d = x->sinfo->dims[i], *r = ox_simp(c, rep[i]);
+        out[i] = ox_simp(c, rx_e_binary(c->a, RX_E_MUL, r, d));
+        if (!rx_expr_is_int(d, 1)) {
+            pair[np] = ox_lit(c, 1);
+            full[np++] = r;
+        }
+        pair[np] = d;
+        full[np++] = rx_expr_is_int(d, 1) ? r : d;
+    }
+    rx_node *p = ox_reshape(c, x, pair, np);
+    rx_node *b = p ? ox_call2(c, "broadcast_to", p, ox_shape_node(c, full, np)) : NULL;
+    return b && ox_out_node(c, 0, ox_reshape(c, b, out, nd));
+}
+
 bool ox_c_tile(ox_ctx *c)
 {
     int64_t *rep;
     int n;
-    if (!ox_ints(c, ox_in(c, 1), &rep, &n)) {
-        ox_err(c, "repeats must be a constant");
-        return false;
-    }
+    if (!ox_ints(c, ox_in(c, 1), &rep, &n)) return tile_symbolic(c);
     rx_attr *m = ox_amap(c);
     ox_aset(c, m, "repeats", ox_aints(c, rep, n));
     return ox_out_node(c, 0, ox_call1(c, "tile", ox_in_node(c, 0), m));

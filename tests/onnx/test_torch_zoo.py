@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+"""Models nobody here wrote (tests/onnx/zoo_models.py: BERT with token types and a padded
+attention mask, DistilBERT, RoBERTa's position ids, ConvNeXt, MobileNetV3, EfficientNet, a
+TCN with weight_norm, DLRM, a conv autoencoder, a bilinear segmentation head,
+nn.MultiheadAttention with a key padding mask, einsum attention, a masked bidirectional
+GRU, top-k / cumsum / argmax heads, a Whisper encoder, a Conformer conv module, an LSTM
+with initial states, DETR's queries, position ids by repeat, a traced split, padding
+masks, cdist, sorts), exported by torch.onnx.export with their dynamic axes, built once by
+relaxc (O2) and run at two sizes from the one artifact: every output equals PyTorch's
+(floats rtol 1e-4, atol 1e-4; integers exactly). docs/onnx.md, "From PyTorch".
+
+Regressions (each failed to import before):
+* detr_queries: query_embed.weight[:, None].repeat(1, b, 1) with a dynamic batch, a Tile
+  whose repeats come from Shape; pos_repeat: arange(s)[None].repeat(b, 1) and
+  w.repeat(b, 2) (a repeated axis whose extent is not 1). Also built at O0.
+* traced_split: x.split(x.shape[-1] // 2, -1), which the tracer exports as Split with
+  constant sizes (4, 4) on the dynamic axis: the artifact runs every batch at s = 8 and
+  refuses s = 12 with a match_cast error, as ONNX Runtime fails at the Split.
+
+Usage: test_torch_zoo.py BIN_DIR [NAME,NAME...]
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zoo_models  # noqa: E402
+
+BIN = sys.argv[1] if len(sys.argv) > 1 else "build/bin"
+ONLY = sys.argv[2].split(",") if len(sys.argv) > 2 else None
+O0_TOO = {"detr_queries", "pos_repeat", "traced_split"}
+failures = 0
+
+
+def check(name, ok, detail=""):
+    global failures
+    print("%s %s %s" % ("PASS" if ok else "FAIL", name, detail), flush=True)
+    failures += 0 if ok else 1
+
+
+def run(rxa, names, xs, tmp):
+    """relax-run on xs bound by name; (outputs, process)."""
+    od, argv = os.path.join(tmp, "out"), [os.path.join(BIN, "relax-run"), rxa]
+    for n, x in zip(names, xs):
+        f = os.path.join(tmp, n + ".npy")
+        np.save(f, x.numpy())
+        argv += ["--in", "%s=%s" % (n, f)]
+    if os.path.isdir(od):
+        for f in os.listdir(od):
+            os.remove(os.path.join(od, f))
+    p = subprocess.run(argv + ["--out-dir", od, "--threads", "2"], capture_output=True, text=True)
+    if p.returncode:
+        return None, p
+    return [np.load(os.path.join(od, f)) for f in
+            sorted(os.listdir(od), key=lambda f: int(f[3:-4]))], p
+
+
+def compare(got, want):
+    """'' when every output matches, else what differs."""
+    if len(got) != len(want):
+        return "%d outputs, want %d" % (len(got), len(want))
+    for k, (g, w) in enumerate(zip(got, want)):
+        w = w.numpy()
+        if g.shape != w.shape:
+            return "out%d shape %s, want %s" % (k, g.shape, w.shape)
+        if w.dtype.kind in "iub":
+            if not np.array_equal(g.astype(w.dtype), w):
+                return "out%d: %d integers differ" % (k, int((g != w).sum()))
+        elif not np.allclose(g, w, rtol=1e-4, atol=1e-4):
+            return "out%d max abs error %.3g" % (k, float(np.abs(g - w).max()))
+    return ""
+
+
+def main():
+    torch.set_num_threads(2)
+    with tempfile.TemporaryDirectory(prefix="torch-zoo-") as tmp:
+        for name, case in zoo_models.cases().items():
+            if ONLY and name not in ONLY:
+                continue
+            torch.manual_seed(1)
+            model = case.make().eval()
+            for mod in model.modules():  # BatchNorm with non-trivial statistics
+                if isinstance(mod, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)):
+                    mod.running_mean.uniform_(-0.5, 0.5)
+                    mod.running_var.uniform_(0.5, 2)
+            path = os.path.join(tmp, name + ".onnx")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(model, case.inputs(*case.sizes[0]), path,
+                                  input_names=case.names, output_names=case.outputs,
+                                  dynamic_axes=case.dynamic, opset_version=case.opset)
+            for lv in ["2", "0"] if name in O0_TOO else ["2"]:
+                rxa = os.path.join(tmp, "%s_O%s.rxa" % (name, lv))
+                p = subprocess.run([os.path.join(BIN, "relaxc"), "build", path, "-o", rxa,
+                                    "--opt-level", lv], capture_output=True, text=True)
+                if p.returncode:
+                    check("%s O%s builds" % (name, lv), False, p.stderr.strip()[-400:])
+                    continue
+                for i, size in enumerate(case.sizes):
+                    torch.manual_seed(10 + i)
+                    xs = case.inputs(*size)
+                    with torch.no_grad():
+                        want = model(*xs)
+                    want = want if isinstance(want, tuple) else (want,)
+                    got, p = run(rxa, case.names, xs, tmp)
+                    err = p.stderr.strip()[-300:] if got is None else compare(got, want)
+                    check("%s O%s %s" % (name, lv, " ".join(str(tuple(x.shape)) for x in xs)),
+                          not err, err)
+                if name == "traced_split":  # s = 12 against the traced sizes (4, 4)
+                    got, p = run(rxa, case.names, case.inputs(1, 12), tmp)
+                    check("traced_split O%s s 12 is refused" % lv,
+                          got is None and "match_cast" in p.stderr and
+                          "expected (b, 4, 8), got (1, 4, 12)" in p.stderr,
+                          p.stderr.strip()[-200:])
+    print("%d failure(s)" % failures)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
