@@ -8,7 +8,8 @@
  * since a materialized result is read back through them too. Passes: the most loads of
  * one parameter in the body (softmax reads its input in the max and the exp pass).
  * One walk of the body per parameter, no allocation. Transposes: whether a store reads
- * a tensor with its innermost axis moved (one more walk).
+ * a tensor with its innermost axis moved (one more walk). Larger spaces: structural, or
+ * per dim with the caller's prover (terms built in the caller's arena).
  */
 #include "fuse_cost.h"
 
@@ -153,10 +154,33 @@ static bool static_numel(const rx_sinfo *t, int64_t *out)
     return true;
 }
 
+/* Whether a >= m * b is proved (ar's interval and canonical-form rules). */
+static bool at_least(rx_arith *ar, rx_arena *a, rx_expr *x, int64_t m, rx_expr *y)
+{
+    rx_expr *rhs = m == 1 ? y : rx_e_binary(a, RX_E_MUL, rx_e_int(a, m), y);
+    return rx_arith_prove(ar, rx_e_binary(a, RX_E_GE, x, rhs));
+}
+
+/* Equal ranks, every dim of c provably >= the same dim of p and one that is not a
+ * literal 1 in p >= twice it (a 2x resize of an (n, c, (h - 1) // 4 * 2 + 2, ...) map:
+ * no dim of c equals one of p). A keepdims statistic's 1 read along a row does not
+ * count, as in the matching rule: the row schedules hoist it (schedule_rows.c). */
+static bool dims_dominate(rx_arith *ar, rx_arena *a, const rx_sinfo *p, const rx_sinfo *c)
+{
+    if (!ar || !a || p->ndim != c->ndim || !p->ndim) return false;
+    bool twice = false;
+    for (int i = 0; i < p->ndim; i++) {
+        if (rx_expr_same(p->dims[i], c->dims[i])) continue;
+        if (!at_least(ar, a, c->dims[i], 1, p->dims[i])) return false;
+        twice = twice || (!rx_expr_is_int(p->dims[i], 1) && at_least(ar, a, c->dims[i], 2, p->dims[i]));
+    }
+    return twice;
+}
+
 /* True when tensor c provably has at least twice the elements of tensor p: both static,
  * or every dim of p matched by an equal dim of c and the dims of c left over are a
- * symbolic one or literals of product >= 2. */
-bool rxi_fuse_larger_space(const rx_sinfo *p, const rx_sinfo *c)
+ * symbolic one or literals of product >= 2, or (ar given) dims_dominate. */
+bool rxi_fuse_larger_space(rx_arith *ar, rx_arena *a, const rx_sinfo *p, const rx_sinfo *c)
 {
     if (!p || !c || p->kind != RX_SI_TENSOR || c->kind != RX_SI_TENSOR || p->ndim < 0 ||
         c->ndim < 0 || (p->ndim && !p->dims) || (c->ndim && !c->dims) || p->ndim > 16 || c->ndim > 16)
@@ -167,7 +191,7 @@ bool rxi_fuse_larger_space(const rx_sinfo *p, const rx_sinfo *c)
     for (int i = 0; i < p->ndim; i++) {
         int j = 0;
         while (j < c->ndim && (used[j] || !rx_expr_same(p->dims[i], c->dims[j]))) j++;
-        if (j == c->ndim) return false;
+        if (j == c->ndim) return dims_dominate(ar, a, p, c);
         used[j] = true;
     }
     int64_t left = 1;

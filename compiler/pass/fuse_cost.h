@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "relax/arith.h"
 #include "relax/ir.h"
 
 /* Loop function f's cost per element (saturating at INT32_MAX) and its passes: the
@@ -18,7 +19,8 @@ void rxi_fuse_cost(const rx_func *f, int32_t *cost, int32_t *passes);
  * (permute_dims moving the innermost axis: each element read strides through memory). */
 bool rxi_fuse_transposes(const rx_func *f);
 
-/* True when tensor c provably has at least twice the elements of tensor p. */
-bool rxi_fuse_larger_space(const rx_sinfo *p, const rx_sinfo *c);
+/* True when tensor c provably has at least twice the elements of tensor p (ar and a,
+ * when given, prove per-dim bounds of symbolic dims; a holds the terms built). */
+bool rxi_fuse_larger_space(rx_arith *ar, rx_arena *a, const rx_sinfo *p, const rx_sinfo *c);
 
 #endif

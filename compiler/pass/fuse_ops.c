@@ -61,8 +61,15 @@
  *         target group reads in several passes: each pass would stride through
  *         memory, where the transpose alone is one tiled copy (schedule_copy.c) and the
  *         passes read rows (ConvNeXt's NCHW -> NHWC permute before its layer_norm).
- *         Reductions keep their epilogues (FuseTIR keeps a reduction's value in a
- *         buffer), and phase 3 is left alone (Figure 9).
+ *         "Larger" is checked against the direct consumer and against the target
+ *         group's root (a cheap relu already fused into a 2x resize: the norm before
+ *         it is then evaluated per element of the resize), the cost being then the
+ *         group's plus the target members' read over that larger space; symbolic dims
+ *         are compared with the prover (fuse_cost.c). A Reduction group obeys the rule
+ *         too with the cost of its members but the reductions (FuseTIR keeps a
+ *         reduction's value in a buffer, the rest is inlined where the root is read);
+ *         a group whose root is the reduction itself keeps fusing into its epilogue.
+ *         Phase 3 is left alone (Figure 9).
  *         Injective groups wait for phase 2 so that matmul epilogues are complete
  *         first (as in Relay). A group never exceeds MAX_GROUP nodes. Invariant: every
  *         member but the root has all its uses inside the group, so a group has one
@@ -137,6 +144,8 @@ typedef struct fgraph {
     fedge *e;                /* consumer edges, grouped by producer (heap) */
     int32_t stamp;           /* current visit stamp */
     RX_VEC(int32_t) seen;    /* nodes the last check_path visited */
+    rx_arith *ar;            /* the pass's prover (recompute rule: symbolic dims) */
+    rx_arena *tmp;           /* its terms */
 } fgraph;
 
 /* A shared primitive function and its hash. */
@@ -154,6 +163,8 @@ typedef struct fo_ctx {
     RX_VEC(fshared) shared;  /* primitive functions made by this run */
     RX_VEC(rx_func *) added; /* ... in creation order, appended to the module at the end */
     int fused;               /* groups replaced */
+    rx_arena *tmp;           /* terms of the recompute rule's proofs */
+    rx_arith *ar;            /* their prover */
 } fo_ctx;
 
 static rx_pattern pmax(rx_pattern a, rx_pattern b) { return a > b ? a : b; }
@@ -497,16 +508,56 @@ static bool group_transposes(fgraph *g, int32_t r)
  * in several passes (softmax: the max pass and the exp pass). When the group costs
  * RECOMPUTE_MIN or more per element, it is better materialized once; so is a group
  * that reads a tensor transposed, under a target that reads in several passes. */
+static bool larger(fgraph *g, const rx_sinfo *p, const rx_sinfo *c)
+{
+    return rxi_fuse_larger_space(g->ar, g->tmp, p, c);
+}
+
+/* The summed costs of the members of group t that its root reads over a larger space
+ * (they sit behind a broadcast, a resize or a gather in t, and are evaluated more than
+ * once per element of t's root). */
+static int32_t behind_cost(fgraph *g, int32_t t)
+{
+    const rx_sinfo *root = g->n[t].b->value->u.call.out;
+    int32_t c = 0;
+    for (int32_t m = 0; m < t && c < RECOMPUTE_MIN; m++) {
+        if (find(g, m) != t || !larger(g, g->n[m].b->value->u.call.out, root)) continue;
+        node_cost(g, m);
+        c += g->n[m].cost;
+    }
+    return c;
+}
+
+/* The summed costs of the members of reduction group r but its reductions (FuseTIR
+ * keeps a reduction's value in a buffer; the rest is inlined where the root is read). */
+static int32_t epilogue_cost(fgraph *g, int32_t r)
+{
+    int32_t c = 0;
+    for (int32_t m = 0; m <= r && c < RECOMPUTE_MIN; m++) {
+        if (find(g, m) != r || g->n[m].pat > RX_PAT_INJECTIVE) continue;
+        node_cost(g, m);
+        c += g->n[m].cost;
+    }
+    return c;
+}
+
 static bool recomputed(fgraph *g, int32_t i, int32_t p)
 {
     const fnode *n = &g->n[i];
-    if (n->gpat > RX_PAT_INJECTIVE) return false;
+    if (n->gpat > RX_PAT_REDUCTION) return false;
     const rx_sinfo *out = n->b->value->u.call.out;
+    int32_t tg = find(g, p), behind = 0;
     bool reuse = false;
     for (int k = 0; k < n->nout && !reuse; k++)
-        reuse = rxi_fuse_larger_space(out, g->n[g->e[n->out0 + k].to].b->value->u.call.out);
-    int32_t passes = group_passes(g, find(g, p));
-    if ((reuse || passes > 1) && group_cost(g, i) >= RECOMPUTE_MIN) return true;
+        reuse = larger(g, out, g->n[g->e[n->out0 + k].to].b->value->u.call.out);
+    if (larger(g, out, g->n[tg].b->value->u.call.out)) { /* read over a larger space */
+        reuse = true;
+        behind = behind_cost(g, tg);
+    }
+    if (n->gpat == RX_PAT_REDUCTION) /* its epilogue, inlined per element of the reader */
+        return reuse && n->pat != RX_PAT_REDUCTION && epilogue_cost(g, i) + behind >= RECOMPUTE_MIN;
+    int32_t passes = group_passes(g, tg);
+    if ((reuse || passes > 1) && group_cost(g, i) + behind >= RECOMPUTE_MIN) return true;
     return passes > 1 && group_transposes(g, i); /* each pass would stride through memory */
 }
 
@@ -863,7 +914,7 @@ static void fuse_seq(fo_ctx *c, rx_seq *s)
             }
         }
         if (!b->dataflow) continue;
-        fgraph g = {0};
+        fgraph g = {.ar = c->ar, .tmp = c->tmp};
         build_graph(c, b, &g);
         if (g.nn >= 2) {
             post_dominators(&g);
@@ -894,6 +945,8 @@ bool rx_pass_fuse_ops(rx_module *m, rx_diags *d)
     c.def_block = rx_xcalloc(n, sizeof *c.def_block);
     c.def_node = rx_xcalloc(n, sizeof *c.def_node);
     c.ext = rx_xcalloc(n, sizeof *c.ext);
+    c.tmp = rx_arena_new();
+    c.ar = rx_arith_new(c.tmp);
     int nf = m->nfuncs;
     for (int i = 0; i < nf; i++) {
         rx_func *f = m->funcs[i];
@@ -906,6 +959,8 @@ bool rx_pass_fuse_ops(rx_module *m, rx_diags *d)
     free(c.def_block);
     free(c.def_node);
     free(c.ext);
+    rx_arith_free(c.ar);
+    rx_arena_free(c.tmp);
     RX_VEC_FREE(c.shared);
     RX_VEC_FREE(c.added);
     if (!c.fused) m->unchanged = true;

@@ -11,14 +11,25 @@ on the same .onnx file) and PyTorch eager, same inputs, same run, 2 threads each
   vit       ViT-S block: d 384, patch 16, 224x224 image (patch Conv2d, class token,
             nn.MultiheadAttention, Linear head)
   t5        T5-style attention: d 512, 8 heads, 8 buckets, s 128
+  zoo:NAME  a model of tests/onnx/zoo_models.py at its bench size (Case.big): bert
+            (d 768, 1 layer, b 2, s 128, token types, padded attention mask),
+            distilbert, roberta_emb, convnext (dim 96, 224x224), mobilenetv3,
+            efficientnet, tcn (4 levels of 64, t 1024, b 8), dlrm (b 2048), autoencoder
+            (256x256), interp_head, mha_pad, einsum_attn, gru_masked, heads, whisper_enc
+            (t 1500), conformer_conv, lstm_state, detr_queries, pos_repeat,
+            traced_split, pad_masks, cdist, sorts; several inputs and outputs, every
+            output compared (integer ones exactly by relax-run; ORT's as f32; a model
+            with a bool input, mha_pad and pad_masks, runs without ORT: its runner
+            reads f32, i64 and i32)
 
 Each prints one JSON line: relax_ms, ort_ms, torch_ms (medians of --repeat calls after
 warm-ups), relax/ORT and relax/torch (goal <= 1.0) and the max |diff| of relax's and
 ORT's outputs against PyTorch's (checked: rtol 1e-3, atol 1e-4; a mismatch fails).
---quick: tiny sizes, one call each (ctest bench/torch_blocks_quick; ORT only when
-installed).
+--quick: tiny sizes, one call each, the four blocks and zoo:bert, zoo:autoencoder
+(ctest bench/torch_blocks_quick; ORT only when installed).
 
-  bench_torch_blocks.py [--quick] [--blocks gpt2,llama,vit,t5] [--repeat R] [--threads 2]
+  bench_torch_blocks.py [--quick] [--blocks gpt2,llama,vit,t5,zoo:bert,zoo] [--repeat R]
+                        [--threads 2]
                         [--relaxc P] [--relax-run P] [--ort-dir DIR]
 """
 import argparse
@@ -42,25 +53,44 @@ sys.path.insert(0, os.path.join(HERE, "..", "onnx"))
 def parse_args():
     ap = rxbench.vs_ort_args(argparse.ArgumentParser(
         description="user-written blocks vs ORT and PyTorch"))
-    ap.add_argument("--blocks", default="gpt2,llama,vit,t5")
+    ap.add_argument("--blocks", default="gpt2,llama,vit,t5,zoo",
+                    help="names; zoo: every model of zoo_models.py, zoo:NAME one")
     return ap.parse_args()
 
 
 ARGS = parse_args()
 sys.argv = [sys.argv[0], os.path.dirname(ARGS.relaxc)]  # test_torch_blocks reads BIN
 import test_torch_blocks as tb  # noqa: E402  (the block classes)
+import zoo_models  # noqa: E402
 
 
 def blocks(quick):
+    """name -> (make, inputs, input names, output names, dynamic axes, opset)."""
+    def one(make, shape):
+        return (make, lambda: (torch.randn(*shape),), ["x"], ["y"], None, 17)
     if quick:
-        return {"gpt2": (lambda: tb.GPT2Block(), (2, 7, 64)),
-                "llama": (lambda: tb.LlamaBlock(), (2, 7, 64)),
-                "vit": (lambda: tb.ViTBlock(), (2, 3, 16, 16)),
-                "t5": (lambda: tb.T5Attention(), (2, 9, 32))}
-    return {"gpt2": (lambda: tb.GPT2Block(d=768, h=12, n_ctx=1024), (1, 128, 768)),
-            "llama": (lambda: tb.LlamaBlock(d=1024, h=16, kvh=4, inter=2816), (1, 128, 1024)),
-            "vit": (lambda: tb.ViTBlock(d=384, p=16, img=224), (1, 3, 224, 224)),
-            "t5": (lambda: tb.T5Attention(d=512, h=8, buckets=8), (1, 128, 512))}
+        out = {"gpt2": one(lambda: tb.GPT2Block(), (2, 7, 64)),
+               "llama": one(lambda: tb.LlamaBlock(), (2, 7, 64)),
+               "vit": one(lambda: tb.ViTBlock(), (2, 3, 16, 16)),
+               "t5": one(lambda: tb.T5Attention(), (2, 9, 32))}
+    else:
+        out = {"gpt2": one(lambda: tb.GPT2Block(d=768, h=12, n_ctx=1024), (1, 128, 768)),
+               "llama": one(lambda: tb.LlamaBlock(d=1024, h=16, kvh=4, inter=2816),
+                            (1, 128, 1024)),
+               "vit": one(lambda: tb.ViTBlock(d=384, p=16, img=224), (1, 3, 224, 224)),
+               "t5": one(lambda: tb.T5Attention(d=512, h=8, buckets=8), (1, 128, 512))}
+    for name, c in zoo_models.cases(big=not quick).items():
+        size = c.sizes[0] if quick else c.big
+        out["zoo:" + name] = (c.make, lambda c=c, size=size: c.inputs(*size), c.names,
+                              c.outputs, c.dynamic, c.opset)
+    return out
+
+
+def wanted(name, quick):
+    sel = ARGS.blocks.split(",")
+    if quick and ARGS.blocks == "gpt2,llama,vit,t5,zoo":
+        sel = ["gpt2", "llama", "vit", "t5", "zoo:bert", "zoo:autoencoder"]
+    return name in sel or (name.startswith("zoo:") and "zoo" in sel)
 
 
 def sh(argv, env=None):
@@ -68,6 +98,25 @@ def sh(argv, env=None):
     if p.returncode:
         raise RuntimeError("%s failed:\n%s" % (" ".join(argv), p.stderr[-1500:]))
     return p.stdout
+
+
+def max_err(got, want):
+    return max(float(np.abs(g.astype(np.float64) - w.astype(np.float64)).max()) if g.size else 0.0
+               for g, w in zip(got, want))
+
+
+def same(got, want, exact_ints):
+    """Every output: floats at rtol 1e-3, atol 1e-4; integers exactly (ORT's come back as
+    f32: compared as floats)."""
+    for g, w in zip(got, want):
+        if g.shape != w.shape:
+            return False
+        if w.dtype.kind in "iub" and exact_ints:
+            if not np.array_equal(g.astype(w.dtype), w):
+                return False
+        elif not np.allclose(g.astype(np.float64), w.astype(np.float64), rtol=1e-3, atol=1e-4):
+            return False
+    return True
 
 
 def main():
@@ -80,54 +129,62 @@ def main():
     repeat = 1 if ARGS.quick else ARGS.repeat
     failed = False
     with tempfile.TemporaryDirectory(prefix="bench_blocks.") as tmp:
-        for name, (make, shape) in blocks(ARGS.quick).items():
-            if name not in ARGS.blocks.split(","):
+        for name, (make, inputs, names, outs, dyn, opset) in blocks(ARGS.quick).items():
+            if not wanted(name, ARGS.quick):
                 continue
+            torch.manual_seed(0)
             model = make().eval()
-            x = torch.randn(*shape)
-            path, rxa = os.path.join(tmp, name + ".onnx"), os.path.join(tmp, name + ".rxa")
+            xs = inputs()
+            fname = name.replace(":", "_")
+            path, rxa = os.path.join(tmp, fname + ".onnx"), os.path.join(tmp, fname + ".rxa")
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                torch.onnx.export(model, (x,), path, input_names=["x"], output_names=["y"],
-                                  opset_version=17)
-            xin = os.path.join(tmp, name + "_x.npy")
-            np.save(xin, x.numpy())
+                torch.onnx.export(model, xs, path, input_names=names, output_names=outs,
+                                  opset_version=opset, dynamic_axes=dyn)
+            ins = {}
+            for n, x in zip(names, xs):
+                ins[n] = os.path.join(tmp, "%s_%s.npy" % (fname, n))
+                np.save(ins[n], x.numpy())
             with torch.no_grad():
-                want = model(x).numpy()
+                want = model(*xs)
+                want = [w.numpy() for w in (want if isinstance(want, tuple) else (want,))]
                 for _ in range(0 if ARGS.quick else 2):
-                    model(x)
+                    model(*xs)
                 ts = []
                 for _ in range(repeat):
                     t0 = time.perf_counter()
-                    model(x)
+                    model(*xs)
                     ts.append((time.perf_counter() - t0) * 1e3)
             torch_ms = float(np.median(ts))
             sh([ARGS.relaxc, "build", path, "-o", rxa])
-            od = os.path.join(tmp, name + "_out")
-            sh([ARGS.relax_run, rxa, "--in", "x=" + xin, "--out-dir", od,
-                "--threads", str(ARGS.threads)], env)
-            got = np.load(os.path.join(od, "out0.npy"))
-            res = {"bench": "torch_blocks", "block": name, "shape": list(shape),
+            od = os.path.join(tmp, fname + "_out")
+            inargs = [a for n, f in ins.items() for a in ("--in", "%s=%s" % (n, f))]
+            sh([ARGS.relax_run, rxa, "--out-dir", od, "--threads", str(ARGS.threads)] + inargs,
+               env)
+            got = [np.load(os.path.join(od, "out%d.npy" % k)) for k in range(len(want))]
+            res = {"bench": "torch_blocks", "block": name,
+                   "shape": [list(x.shape) for x in xs] if len(xs) > 1 else list(xs[0].shape),
                    "threads": ARGS.threads, "repeat": repeat, "torch_ms": round(torch_ms, 3)}
-            errs = {"relax": float(np.abs(got - want).max())}
-            ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-3, atol=1e-4)
+            errs = {"relax": max_err(got, want)}
+            ok = same(got, want, exact_ints=True)
             if not ARGS.quick:
-                r = json.loads(sh([ARGS.relax_run, rxa, "--in", "x=" + xin, "--bench",
-                                   "--repeat", str(repeat), "--warmup", "2", "--threads",
-                                   str(ARGS.threads)], env).strip().splitlines()[-1])
+                r = json.loads(sh([ARGS.relax_run, rxa, "--bench", "--repeat", str(repeat),
+                                   "--warmup", "2", "--threads", str(ARGS.threads)] + inargs,
+                                  env).strip().splitlines()[-1])
                 res["relax_ms"] = round(r["median_ms"], 3)
                 res["relax_over_torch"] = round(r["median_ms"] / torch_ms, 3)
-            if have_ort:
-                spec = os.path.join(tmp, name + "_spec.json")
+            if have_ort and all(x.dtype != torch.bool for x in xs):
+                spec = os.path.join(tmp, fname + "_spec.json")
                 with open(spec, "w") as f:
-                    json.dump({"model": path, "inputs": {"x": xin}, "outputs": ["y"],
+                    json.dump({"model": path, "inputs": ins, "outputs": outs,
                                "threads": ARGS.threads, "warmup": 0 if ARGS.quick else 2,
-                               "repeat": repeat, "out_dir": os.path.join(tmp, name + "_ort")},
+                               "repeat": repeat, "out_dir": os.path.join(tmp, fname + "_ort")},
                               f)
                 o = json.loads(sh(["node", ort_js, ARGS.ort_dir, spec]).strip().splitlines()[-1])
-                og = np.load(os.path.join(tmp, name + "_ort", "out0.npy"))
-                errs["ort"] = float(np.abs(og - want).max())
-                ok &= og.shape == want.shape and np.allclose(og, want, rtol=1e-3, atol=1e-4)
+                og = [np.load(os.path.join(tmp, fname + "_ort", "out%d.npy" % k))
+                      for k in range(len(want))]
+                errs["ort"] = max_err(og, want)
+                ok &= same(og, want, exact_ints=False)
                 res["ort_ms"] = round(o["median_ms"], 3)
                 if "relax_ms" in res:
                     res["relax_over_ort"] = round(res["relax_ms"] / o["median_ms"], 3)

@@ -29,8 +29,11 @@ Each model is checked twice:
     conv_transpose  ConvTranspose whose kernel equals its stride (a UNet's 2x2 stride-2
                 upsampler; 1-d, 2-d and 3-d, with and without bias, dynamic batch and
                 spatial dims) imports as a matmul and a pixel shuffle (no
-                nn.conv*_transpose left after parse), and one with k=3, s=2, pads and
-                output_padding keeps the gather form; the numbers agree with PyTorch.
+                nn.conv*_transpose left after parse); a 2-d one with k=3, s=2, pads and
+                output_padding and a 1-d one with k=4, s=2, pad 1 (constant weights)
+                import as one conv2d and a pixel shuffle (the sub-pixel form, onnx_nn.c),
+                a 3-d and a grouped one keep the gather form; the numbers agree with
+                PyTorch.
     one_index   a Gather of one constant index (timm's q, k, v = qkv[0], qkv[1], qkv[2]
                 of a permuted (3, b, heads, n, d) projection; x[:, -1]; x[:, [2]])
                 imports as strided_slice (+ reshape for a 0-d index): no take after
@@ -278,9 +281,13 @@ class ConvT(torch.nn.Module):
         s.up1 = torch.nn.ConvTranspose1d(6, 3, 4, stride=4, bias=False)
         s.up3 = torch.nn.ConvTranspose3d(6, 2, (1, 2, 3), stride=(1, 2, 3))
         s.gen = torch.nn.ConvTranspose2d(6, 5, 3, stride=2, padding=1, output_padding=1)
+        s.gen1 = torch.nn.ConvTranspose1d(6, 3, 4, stride=2, padding=1)
+        s.gen3 = torch.nn.ConvTranspose3d(6, 2, 3, stride=2, padding=1)
+        s.grp = torch.nn.ConvTranspose2d(6, 4, 3, stride=2, groups=2)
 
     def forward(s, x):
-        return s.up2(x), s.up1(x.flatten(2)), s.up3(x.unsqueeze(2)), s.gen(x)
+        return (s.up2(x), s.up1(x.flatten(2)), s.up3(x.unsqueeze(2)), s.gen(x),
+                s.gen1(x.flatten(2)), s.gen3(x.unsqueeze(2)), s.grp(x))
 
 
 def conv_transpose(tmp):
@@ -295,10 +302,10 @@ def conv_transpose(tmp):
     numbers("conv_transpose", model, path, os.path.join(tmp, "ct.rxa"), tmp,
             [(2, 3, 5), (1, 7, 4), (3, 1, 1)], inputs)
     text = run([RELAXC, "print", path, "--after", "parse"]).stdout
-    check(text.count("R.nn.conv2d_transpose(") == 1 and "conv3d_transpose" not in text
-          and text.count("R.matmul(") == 3,
-          "conv_transpose: kernel == stride imports as 3 matmuls, the general one stays",
-          text[-3000:])
+    check(text.count("R.nn.conv2d_transpose(") == 1 and text.count("R.nn.conv3d_transpose(") == 1
+          and text.count("R.matmul(") == 3 and text.count("R.nn.conv2d(") == 2,
+          "conv_transpose: kernel == stride imports as 3 matmuls, the 1-d and 2-d general ones "
+          "as conv2d + pixel shuffle, the 3-d and grouped ones stay", text[-3000:])
 
 
 class OneIndex(torch.nn.Module):
