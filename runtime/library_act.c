@@ -22,7 +22,7 @@
  * $RX_ACT_KERNEL=avx2 or portable caps the path (tests/unit/runtime/test_act.c runs
  * all three on one machine). Accuracy against the formulas in double (test_act.c's
  * bounds, measured on every 2048th float of [-16, 16]): GELU within 3 ulp plus 2^-24 |x|
- * absolute (the cancellation of 1 + erf below x = -3, as with libm), 1.21 ulp measured
+ * absolute (the cancellation of 1 + erf below x = -3, as with libm), 1.51 ulp measured
  * where it does not cancel (Abramowitz-Stegun 7.1.26 before: 1.5e-7 absolute, 10% of
  * the value at x = -5); SiLU within 4 ulp (3.1 measured with AVX-512, 3.35 with AVX2;
  * before, e^-x overflowed below x = -88.4: 0 or NaN where x e^x is a normal float);

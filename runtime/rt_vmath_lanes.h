@@ -18,7 +18,7 @@
  *           on, both computed and one blended in, exactly 1 beyond 3.92 (so GELU of a
  *           large negative x is -0, not the cancellation of 1 - 0.99999994):
  *           codegen_math.h's polynomials (the generated kernels' rx_erff: at most
- *           1.02 ulp). The sign of x copied on. A NaN x gives +-1; the GELU around it
+ *           1.60 ulp). The sign of x copied on. A NaN x gives +-1; the GELU around it
  *           multiplies by x, so GELU(NaN) is NaN.
  *   vrcp    1 / d: the reciprocal estimate (12 bits with AVX2, 14 with AVX-512) and
  *           one Newton step (~1 ulp), cheaper than a division on Zen 1.
@@ -100,22 +100,21 @@ RX_VL_FN static inline RX_V RX_VN(verf)(RX_V x)
     RX_V ax = RX_VOP(andnot_ps)(RX_VS(-0.0f), x);
     RX_V a = RX_VOP(min_ps)(ax, RX_VS(3.92f));
     RX_V z = RX_VOP(mul_ps)(a, a);
-    RX_V p = RX_VS(0x1.496a32p-14f);
-    p = RX_VOP(fmadd_ps)(p, z, RX_VS(-0x1.a3f7p-11f));
-    p = RX_VOP(fmadd_ps)(p, z, RX_VS(0x1.5405b2p-8f));
-    p = RX_VOP(fmadd_ps)(p, z, RX_VS(-0x1.b7f90ep-6f));
-    p = RX_VOP(fmadd_ps)(p, z, RX_VS(0x1.ce2cf8p-4f));
-    p = RX_VOP(fmadd_ps)(p, z, RX_VS(-0x1.81273ep-2f));
-    p = RX_VOP(fmadd_ps)(p, z, RX_VS(0x1.06eba8p-3f));
+    RX_V p = RX_VS(-0x1.273facp-11f);
+    p = RX_VOP(fmadd_ps)(p, z, RX_VS(0x1.4246d2p-8f));
+    p = RX_VOP(fmadd_ps)(p, z, RX_VS(-0x1.b5a35cp-6f));
+    p = RX_VOP(fmadd_ps)(p, z, RX_VS(0x1.ce0942p-4f));
+    p = RX_VOP(fmadd_ps)(p, z, RX_VS(-0x1.812674p-2f));
+    p = RX_VOP(fmadd_ps)(p, z, RX_VS(0x1.06eba2p-3f));
     RX_V ys = RX_VOP(fmadd_ps)(a, p, a);
     RX_V t = RX_VOP(sub_ps)(a, RX_VS(0x1.3ae148p+1f));
-    static const float Q[15] = {-0x1.24d03ep-20f, -0x1.c90026p-24f, 0x1.225c7cp-16f,
-                                -0x1.9d2934p-16f, -0x1.3dc336p-14f, 0x1.39f2d4p-12f,
-                                -0x1.7546e6p-12f, -0x1.e15c6ap-12f, 0x1.80fcf6p-9f,
-                                -0x1.bda03ap-8f,  0x1.44de1p-7f,    -0x1.42304p-7f,
-                                0x1.ac3f1p-8f,    -0x1.5c289ep-9f,  0x1.07e6f6p-11f};
+    static const float Q[13] = {0x1.322c44p-17f,  -0x1.aa7c04p-16f, -0x1.b16834p-15f,
+                                0x1.3c545ep-12f,  -0x1.9a21eap-12f, -0x1.e49e0ap-12f,
+                                0x1.846eeep-9f,   -0x1.bd7db4p-8f,  0x1.448fb2p-7f,
+                                -0x1.423522p-7f,  0x1.ac53e6p-8f,   -0x1.5c270cp-9f,
+                                0x1.07e35cp-11f};
     RX_V q = RX_VS(Q[0]);
-    for (int i = 1; i < 15; i++) q = RX_VOP(fmadd_ps)(q, t, RX_VS(Q[i]));
+    for (int i = 1; i < 13; i++) q = RX_VOP(fmadd_ps)(q, t, RX_VS(Q[i]));
     RX_V yl = RX_VOP(sub_ps)(RX_VS(1.0f), q);
     RX_V y = RX_VLT_BLEND(a, RX_VS(1.0f), ys, yl);
     return RX_VOP(or_ps)(RX_VLT_BLEND(ax, RX_VS(3.92f), y, RX_VS(1.0f)), sign);

@@ -12,7 +12,7 @@
  * tanh's meet, at 0.625), plus the edges (+-0, +-inf, NaN, the smallest subnormal,
  * the pieces' joins and clamps, large |x|). Each result is within 2 ulp of the
  * function computed in double (the header's bound; measured maxima over every 7th
- * float: erf 1.02, tanh 1.50, log 0.84, sigmoid 1.5 ulp), except sigmoid's flushed
+ * float: erf 1.60, tanh 1.50, log 0.84, sigmoid 1.5 ulp), except sigmoid's flushed
  * tail (x < -88.72: +0 where the true value is below 2^-128, an absolute error of at
  * most 2^-128); special values are exact: erf(+-inf) = +-1, tanh(+-inf) = +-1,
  * log(+-0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN for NaN, and -0 gives -0 for
