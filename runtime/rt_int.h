@@ -217,9 +217,12 @@ void rx_rt_gemm_epi(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
 enum { RX_RT_ACT_NONE, RX_RT_ACT_RELU, RX_RT_ACT_GELU, RX_RT_ACT_SILU, RX_RT_ACT_GELU_TANH };
 /* The epilogue on rows x cols of C at c (row stride ldc), in place: c[i][j] = act(c[i][j]
  * + bias[j]) (bias NULL: none); nothing when there is neither. Vectorized where the CPU
- * has AVX2 and FMA. */
+ * has AVX-512 (16 lanes) or AVX2 and FMA (8 lanes). */
 void rx_rt_epilogue_rows(float *c, int64_t rows, int64_t cols, int64_t ldc, const float *bias,
                          int act);
+/* The epilogue's path on this CPU: "avx512", "avx2+fma" or "portable" ($RX_ACT_KERNEL =
+ * avx2 or portable caps it, read once). */
+const char *rx_rt_act_kernel(void);
 /* rx_rt_gemm_epi with any RX_RT_ACT_* activation after the bias. */
 void rx_rt_gemm_act(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                     const float *a, int64_t lda, const float *b, int64_t ldb, float beta,

@@ -1,6 +1,7 @@
 /*
  * rt_vmath.h — vector math shared by the runtime's AVX2 kernels: e^x and the logistic
- * sigmoid on 8 floats (library_rnn.c's gates, library_act.c's SiLU), and the in-register
+ * sigmoid on 8 floats (library_rnn.c's gates; the epilogue activations have their own,
+ * at 8 and 16 lanes, in rt_vmath_lanes.h), and the in-register
  * 8 x 8 f32 transpose (library_gemm.c's packing of a transposed B; tests/bench/
  * bench_transpose.c; its shuffles are rt_transpose.h's, which generated kernels share).
  * Include after <immintrin.h>, on x86-64 with gcc or clang only.

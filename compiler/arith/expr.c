@@ -189,6 +189,19 @@ bool rx_expr_loads_buf(const rx_expr *e, const struct rx_buffer *b)
     return false;
 }
 
+bool rx_expr_calls_vmath(const rx_expr *e)
+{
+    if (!e) return false;
+    if (e->kind == RX_E_CALL && (rx_dtype)e->dtype == RX_DT_F32 &&
+        (e->u.call.fn == RX_FN_EXP || e->u.call.fn == RX_FN_SIGMOID ||
+         e->u.call.fn == RX_FN_ERF || e->u.call.fn == RX_FN_TANH || e->u.call.fn == RX_FN_LOG))
+        return true;
+    int n = rx_expr_nchildren(e);
+    for (int i = 0; i < n; i++)
+        if (rx_expr_calls_vmath(rx_expr_child(e, i))) return true;
+    return false;
+}
+
 void rx_expr_vars(const rx_expr *e, rx_svar_vec *out)
 {
     if (!e) return;

@@ -225,28 +225,15 @@ bool rxi_cg_wants_isa(const rx_stmts *ss)
            !gather_tile(ss, NULL);
 }
 
-/* Whether e computes exp, erf, tanh or log in f32 (exp or sigmoid: an inlined rx_expf,
- * some thirty vector instructions per element; erf, tanh, log: codegen_math.h's others,
- * thirty to seventy). */
-static bool expr_expf(const rx_expr *e)
-{
-    if (!e) return false;
-    if (e->kind == RX_E_CALL && (rx_dtype)e->dtype == RX_DT_F32 &&
-        (e->u.call.fn == RX_FN_EXP || e->u.call.fn == RX_FN_SIGMOID ||
-         e->u.call.fn == RX_FN_ERF || e->u.call.fn == RX_FN_TANH || e->u.call.fn == RX_FN_LOG))
-        return true;
-    for (int i = 0; i < rx_expr_nchildren(e); i++)
-        if (expr_expf(rx_expr_child(e, i))) return true;
-    return false;
-}
-
-/* Whether statement s (its own expressions, not nested statements) computes exp. */
+/* Whether statement s (its own expressions, not nested statements) computes exp, erf,
+ * tanh or log in f32 (exp or sigmoid: an inlined rx_expf, some thirty vector
+ * instructions per element; erf, tanh, log: codegen_math.h's others, thirty to fifty). */
 static bool stmt_expf(const rx_stmt *s)
 {
     switch ((rx_skind)s->kind) {
-    case RX_S_STORE: return expr_expf(s->u.store.value);
-    case RX_S_IF: return expr_expf(s->u.if_.cond);
-    case RX_S_LET: return expr_expf(s->u.let.value);
+    case RX_S_STORE: return rx_expr_calls_vmath(s->u.store.value);
+    case RX_S_IF: return rx_expr_calls_vmath(s->u.if_.cond);
+    case RX_S_LET: return rx_expr_calls_vmath(s->u.let.value);
     default: return false;
     }
 }

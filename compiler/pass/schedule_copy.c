@@ -78,7 +78,12 @@
  * given schedule.c's loop kinds (rx_schedule_nest_kinds). None of that changes a bit
  * of any result, so O0 stays the reference build while its KV-cache append, permutes
  * and reshapes run on every thread, vectorized (O0's append: 0.29x of memcpy before).
- * Nests that compute are left to "schedule" (O1+), which finds these already marked.
+ * So does an elementwise nest of the same shape computing exp, sigmoid, erf, tanh or
+ * log in f32 (rx_expr_calls_vmath: an activation, GELU or SiLU): each element is
+ * computed once by the same scalar code, so the bits are the serial nest's, and those
+ * functions, tens of vector instructions per element, ran at 0.05-0.13x of memcpy
+ * serial and scalar at O0 (docs/passes.md). Other nests that compute are left to
+ * "schedule" (O1+), which finds these already marked.
  *
  * Cost: linear in the size of the nest; the block is shared, not copied.
  */
@@ -430,12 +435,15 @@ static bool moves_data(const rx_expr *e)
     return e->kind == RX_E_SELECT && moves_data(e->u.op.b) && moves_data(e->u.op.c);
 }
 
-/* A data-movement nest split, tiled and given its loop kinds in place; the new nest, or
- * NULL when s is not one (or only its kinds changed). */
+/* A data-movement nest (or an elementwise one computing vector math) split, tiled and
+ * given its loop kinds in place; the new nest, or NULL when s is not one (or only its
+ * kinds changed). */
 static rx_stmt *move_nest(rx_module *m, rx_stmt *s)
 {
     rx_copy_nest k;
-    if (!rx_copy_nest_match(s, &k) || !moves_data(k.st->u.store.value)) return NULL;
+    if (!rx_copy_nest_match(s, &k) ||
+        !(moves_data(k.st->u.store.value) || rx_expr_calls_vmath(k.st->u.store.value)))
+        return NULL;
     rx_stmt *r = rx_schedule_concat_nest(m, s);
     if (!r) r = rx_schedule_copy_nest(m, s);
     int np = 0, nv = 0;

@@ -11,7 +11,13 @@ GIL, each thread copies half), bytes = 2 x copied (read + write). `ratio` = achi
 the better of the two (goal >= 0.70).
 
 Also in (a): the vectorized transcendental functions (erf, nn.gelu, nn.gelu_tanh, tanh,
-sigmoid, log: relax/codegen_math.h), checked against float64 references within rtol 1e-5.
+sigmoid, nn.silu, log: relax/codegen_math.h), checked against float64 references within
+rtol 1e-5. --elem-levels picks the opt levels (default 2,3); --base-relaxc and
+--base-relax-run name a second build (e.g. main's) whose artifact of each case is timed
+in the same run, alternated with this build's over --elem-rounds rounds, memcpy timed
+between them (best median of each side kept): `base_ratio` and `speedup` = base ms /
+this build's ms; `ratio_min`, `base_ratio_min` and `speedup_min` compare the fastest
+calls of each side and of memcpy instead (steadier on a loaded machine, as in (c)).
 
 (c) Copies (f32, batch 1 and 16, at O0..O3): the KV-cache append (concat of a (b, 16,
 512, 64) cache and one new step on axis 2), permutes keeping (0, 2, 1, 3) and moving
@@ -98,6 +104,11 @@ def parse_args():
     ap.add_argument("--mv-rows", default="1,16", help="matvec row counts m (comma list)")
     ap.add_argument("--rows-s", dest="rows_s", type=int, default=128,
                     help="sequence length of the rows section")
+    ap.add_argument("--elem-levels", default="2,3", help="opt levels of the elem section")
+    ap.add_argument("--elem-rounds", type=int, default=1,
+                    help="alternated rounds per elementwise case (this build, base build)")
+    ap.add_argument("--base-relaxc", default="", help="a second build's relaxc (elem section)")
+    ap.add_argument("--base-relax-run", default="", help="a second build's relax-run")
     ap.add_argument("--ops", default="", help="only these elementwise ops and copies (comma list)")
     ap.add_argument("--sections", default="elem,copy,rows,matvec,matmul,own_gemm",
                     help="which parts run (comma list of elem, copy, rows, matvec, matmul, "
@@ -137,12 +148,13 @@ def module(params, value):
     return {"format": "relax-json", "version": 1, "functions": {"main": main}}
 
 
-def build(tmp, name, mod, opt, lib=None):
+def build(tmp, name, mod, opt, lib=None, relaxc=None):
     src = os.path.join(tmp, name + ".json")
-    rxa = os.path.join(tmp, "%s.O%s%s.rxa" % (name, opt, "." + lib if lib else ""))
+    rxa = os.path.join(tmp, "%s.O%s%s%s.rxa" % (name, opt, "." + lib if lib else "",
+                                               ".base" if relaxc else ""))
     with open(src, "w") as f:
         json.dump(mod, f)
-    argv = [ARGS.relaxc, "build", src, "--target", "cpu", "--opt-level", str(opt), "-o", rxa]
+    argv = [relaxc or ARGS.relaxc, "build", src, "--target", "cpu", "--opt-level", str(opt), "-o", rxa]
     if lib:
         argv += ["--lib", lib]
     t0 = time.perf_counter()
@@ -150,9 +162,9 @@ def build(tmp, name, mod, opt, lib=None):
     return rxa, (time.perf_counter() - t0) * 1e3
 
 
-def run_outputs(tmp, rxa, inputs):
+def run_outputs(tmp, rxa, inputs, relax_run=None):
     """Runs rxa once on explicit inputs (name -> array); returns out0."""
-    argv = [ARGS.relax_run, rxa]
+    argv = [relax_run or ARGS.relax_run, rxa]
     for name, arr in inputs.items():
         path = os.path.join(tmp, name + ".npy")
         np.save(path, arr)
@@ -163,10 +175,10 @@ def run_outputs(tmp, rxa, inputs):
     return np.load(os.path.join(out, "out0.npy"))
 
 
-def bench(rxa, repeat, shapes=(), gemm=None):
+def bench(rxa, repeat, shapes=(), gemm=None, relax_run=None):
     """relax-run --bench on its own seeded inputs (symbolic sizes from shapes, a list of
     "VAR=N"; gemm: RX_GEMM for the child, None: this process's): (median_ms, min_ms)."""
-    argv = [ARGS.relax_run, rxa, "--bench", "--repeat", str(repeat), "--number", "1",
+    argv = [relax_run or ARGS.relax_run, rxa, "--bench", "--repeat", str(repeat), "--number", "1",
             "--warmup", "1"]
     for sv in shapes:
         argv += ["--shape", sv]
@@ -272,36 +284,67 @@ def transcendental_cases(a):
          lambda: 0.5 * d * (1 + np.tanh(0.7978845608028654 * (d + 0.044715 * d ** 3)))),
         ("tanh", a, lambda: np.tanh(d)),
         ("sigmoid", a, lambda: 1 / (1 + np.exp(-d))),
+        ("nn.silu", a, lambda: d / (1 + np.exp(-d))),
         ("log", pos, lambda: np.log(pos.astype(np.float64))),
     ]
 
 
 def bench_elementwise(tmp, sizes, levels, repeat):
     failed = False
+    base = bool(ARGS.base_relaxc)
     for n in sizes:
         cases = elem_cases(n)
         nb = (n // 1024) * 1024 * 4
-        np_ms, mc2_ms = memcpy_ms(nb, repeat)
-        copy_gbs = max(2 * nb / np_ms / 1e6, 2 * nb / mc2_ms / 1e6)
         for name, mod, inputs, ref, moved, rtol in cases:
             if ARGS.ops and name not in ARGS.ops.split(","):
                 continue
             want = ref()
             for opt in levels:
-                rxa, build_ms = build(tmp, "%s_%d" % (name, n), mod, opt)
-                got = run_outputs(tmp, rxa, inputs)
-                ok = got.shape == want.shape and bool(np.allclose(got, want, rtol=rtol, atol=1e-6))
-                failed |= not ok
-                med, mn = bench(rxa, repeat)
+                sides = [("new", ARGS.relaxc, ARGS.relax_run)]
+                if base:
+                    sides.append(("base", ARGS.base_relaxc, ARGS.base_relax_run))
+                rxas, ok = {}, {}
+                for side, rc, rr in sides:
+                    rxa, build_ms = build(tmp, "%s_%d" % (name, n), mod, opt,
+                                          relaxc=rc if side == "base" else None)
+                    got = run_outputs(tmp, rxa, inputs, relax_run=rr)
+                    ok[side] = got.shape == want.shape and \
+                        bool(np.allclose(got, want, rtol=rtol, atol=1e-6))
+                    rxas[side] = (rxa, rr, build_ms)
+                failed |= not ok["new"]
+                best = {side: (float("inf"), float("inf")) for side, _, _ in sides}
+                np_ms, mc2_ms, copy_min = float("inf"), float("inf"), float("inf")
+                mins = {side: float("inf") for side, _, _ in sides}
+                for _ in range(max(1, ARGS.elem_rounds)):
+                    for side, _, _ in sides:
+                        med, mn = bench(rxas[side][0], repeat, relax_run=rxas[side][1])
+                        best[side] = min(best[side], (med, mn))
+                        mins[side] = min(mins[side], mn)
+                    t1, t2 = memcpy_samples(nb, repeat)
+                    np_ms = min(np_ms, statistics.median(t1))
+                    mc2_ms = min(mc2_ms, statistics.median(t2))
+                    copy_min = min(copy_min, min(t1), min(t2))
+                copy_gbs = max(2 * nb / np_ms / 1e6, 2 * nb / mc2_ms / 1e6)
+                med, mn = best["new"]
                 gbs = moved / med / 1e6
-                print(json.dumps({
+                row = {
                     "bench": "elementwise", "op": name, "elements": n, "opt_level": opt,
-                    "mbytes_moved": round(moved / 1e6, 1), "ok": ok, "median_ms": round(med, 4),
-                    "min_ms": round(mn, 4), "gbytes_per_s": round(gbs, 2),
+                    "mbytes_moved": round(moved / 1e6, 1), "ok": ok["new"],
+                    "median_ms": round(med, 4), "min_ms": round(mn, 4),
+                    "gbytes_per_s": round(gbs, 2),
                     "memcpy_numpy_gbs": round(2 * nb / np_ms / 1e6, 2),
                     "memcpy_2t_gbs": round(2 * nb / mc2_ms / 1e6, 2),
                     "ratio": round(gbs / copy_gbs, 2), "goal": 0.7,
-                    "threads": ARGS.threads, "build_ms": round(build_ms, 1)}), flush=True)
+                    "ratio_min": round(moved / mins["new"] / (2 * nb / copy_min), 2),
+                    "threads": ARGS.threads, "build_ms": round(rxas["new"][2], 1)}
+                if base:
+                    bmed = best["base"][0]
+                    row.update({"base_ok": ok["base"], "base_median_ms": round(bmed, 4),
+                                "base_ratio": round(moved / bmed / 1e6 / copy_gbs, 2),
+                                "speedup": round(bmed / med, 2),
+                                "base_ratio_min": round(moved / mins["base"] / (2 * nb / copy_min), 2),
+                                "speedup_min": round(mins["base"] / mins["new"], 2)})
+                print(json.dumps(row), flush=True)
     return failed
 
 
@@ -605,17 +648,19 @@ def bench_own_gemm(tmp, sizes, repeat):
 def main():
     if ARGS.smoke:
         elem_sizes, levels, repeat = [65536], [2], 1
+        elem_levels = levels
         mm_sizes = [(64, 96, 80), (1, 512, 256)]
     else:
         elem_sizes = [int(s) for s in ARGS.elem_sizes.split(",")]
         levels, repeat = [2, 3], ARGS.repeat
+        elem_levels = [int(v) for v in ARGS.elem_levels.split(",")]
         spec = DECODER_MM if ARGS.mm_sizes == "decoder" else ARGS.mm_sizes
         mm_sizes = [tuple(int(v) for v in s.split("x")) for s in spec.split(",")]
     sections = ARGS.sections.split(",")
     failed = False
     with tempfile.TemporaryDirectory(prefix="bench_kernels_") as tmp:
         if "elem" in sections:
-            failed |= bench_elementwise(tmp, elem_sizes, levels, repeat)
+            failed |= bench_elementwise(tmp, elem_sizes, elem_levels, repeat)
         if "copy" in sections:
             failed |= bench_copies(tmp, [1] if ARGS.smoke else [1, 16],
                                    [0, 2] if ARGS.smoke else [0, 1, 2, 3], repeat, ARGS.smoke)

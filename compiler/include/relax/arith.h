@@ -118,6 +118,10 @@ bool rx_expr_is_const(const rx_expr *e, int64_t *v);       /* integer literal */
 bool rx_expr_uses_var(const rx_expr *e, const rx_svar *v);
 bool rx_expr_loads_buf(const rx_expr *e, const struct rx_buffer *b); /* a LOAD of b (NULL:
                                                                       any) in e */
+/* A call in e of exp, sigmoid, erf, tanh or log computing in f32: the functions the C
+ * kernels compute with relax/codegen_math.h's vectorizable code (tens of vector
+ * instructions per element), which the schedules and the ISA versioning look for. */
+bool rx_expr_calls_vmath(const rx_expr *e);
 
 /* Generic walk over the expression operands of e, in the order of the node table:
  * rx_expr_nchildren is 0 for INT, FLOAT and VAR, 1 for NOT NEG BITNOT CAST, 3 for

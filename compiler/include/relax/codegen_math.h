@@ -27,39 +27,55 @@
  *                   infinities, zeros and NaNs exact (tests/unit/codegen/test_expf.c
  *                   samples a million, asserting 1 ulp).
  *
- *   rx_erff_ref(x)  erf in float, odd (the sign bit of x copied onto erf(|x|)), one
- *                   rational form, no exp and no pieces: a = |x| clamped to 3.92
- *                   (beyond which erf rounds to 1; a clamped lane gives exactly 1),
- *                   erf(a) = a P(a^2) / Q(a^2), P of degree 5, Q of degree 6 (Horner's
- *                   scheme in fused multiply-adds, one division). Coefficients: a
- *                   linearized (Loeb) minimax fit of the relative error on [0, 3.92] in
- *                   double (0.04 ulp), rounded to float. About 20 vector instructions
- *                   per 8 lanes where the two-piece form (a polynomial for small a, 1 -
- *                   e^h(a) beyond) took 73: erf and gelu 2x faster. The price is
- *                   accuracy near erf = 1, where the float roundings of P, Q and the
- *                   quotient add up (the two-piece form scaled its rounding down by
- *                   erfc(a)). NaN gives NaN, +-inf +-1, -0 -0. Measured: at most 5.82 ulp from erf in double
- *                   over every 7th float (the two-piece form: 1.35).
- *   rx_tanhf_ref(x) odd; a = |x| clamped to 9.1 (tanh rounds to 1 beyond),
- *                   tanh(a) = em / (em + 2), em = e^(2a) - 1 by rx_expf's range
- *                   reduction (2a = n ln 2 + r), e^r - 1 = r + r^2 p(r) (p of degree 4,
- *                   a minimax fit of the relative error of e^r - 1, rounded to float)
- *                   and em = 2^n (e^r - 1) + (2^n - 1) in one fused multiply-add. One
- *                   exp-like evaluation and one division, no pieces (the odd
- *                   polynomial for a < 0.625 and 1 - 2 / (e^(2a) + 1) beyond, both
- *                   computed, took 54 instructions per 8 lanes; this takes 29, 1.4x
- *                   faster). NaN gives NaN (its bits ored in), -0 -0. Measured: at most
- *                   2.53 ulp from tanh in double (two-piece: 1.36), the largest
- *                   near |x| = 0.06 where em's and em + 2's roundings add.
+ *   rx_erff_ref(x)  erf in float, odd (the sign bit of x copied onto erf(|x|)), two
+ *                   polynomials, both computed for every lane and one selected on the
+ *                   bits (no branch, no exp, no division): a = |x| clamped to 3.92
+ *                   (beyond which erf rounds to 1; a clamped lane gives exactly 1);
+ *                   below 1, erf(a) = a + a p(a^2), p of degree 5 (a near-minimax fit
+ *                   of erf(a) / a - 1, relative to erf(a) / a: 4.0e-8); from 1 to
+ *                   3.92, erf(a) = 1 - q(a - 2.46), q of degree 12 fitting erfc with
+ *                   an absolute error of 2.9e-8 (half an ulp of erf there; a - 2.46 is
+ *                   exact), so erfc's own rounding is scaled down by its size. Fits: least squares on Chebyshev nodes in double, iteratively
+ *                   reweighted (Lawson), rounded to float; Horner's scheme in fused
+ *                   multiply-adds. 19 multiply-adds and ~20 other vector instructions
+ *                   per 16 lanes (degrees 6 and 14 gave 1.02 ulp for 23 multiply-adds,
+ *                   which bound these loops on cache-resident data); the one-piece rational form it replaces (a P(a^2) /
+ *                   Q(a^2), one division) was 5.82 ulp off near erf = 1, where the
+ *                   roundings of P, Q and the quotient added up. NaN gives NaN, +-inf
+ *                   +-1, -0 -0. Measured: at most 1.60 ulp from erf in double over
+ *                   every float of [2^-31, 4]. The price: on cache-resident data the
+ *                   one-piece form was 1.5x faster (0.156 against 0.233 ns per element,
+ *                   one Zen 5 core, AVX-512); 16M-element tensors stay memory-bound.
+ *   rx_tanhf_ref(x) odd; a = |x| clamped to 9.1 (tanh rounds to 1 beyond); below
+ *                   0.625, tanh(a) = a + a z w(z), z = a^2, w of degree 5 (a fit of
+ *                   (tanh(a) / a - 1) / z, 1.6e-10); from there tanh(a) = em / (em + 2),
+ *                   em = e^(2a) - 1 by rx_expf's range reduction (2a = n ln 2 + r),
+ *                   e^r - 1 = r + r^2 p(r) (p of degree 4, a minimax fit of the
+ *                   relative error of e^r - 1, rounded to float) and em = 2^n (e^r - 1)
+ *                   + (2^n - 1) in one fused multiply-add; both computed, one selected
+ *                   on the bits. The quotient alone was 2.53 ulp off near |x| = 0.06,
+ *                   where em's and em + 2's roundings add; the odd polynomial is exact
+ *                   to its last rounding there (cost: 1.3x the quotient alone's time on
+ *                   cache-resident data, 0.24 against 0.186 ns per element). NaN gives NaN (its bits ored in), -0
+ *                   -0. Measured: at most 1.50 ulp from tanh in double.
  *   rx_logf_ref(x)  subnormals scaled by 2^23 first; x = 2^k m with m in [sqrt(2)/2,
  *                   sqrt(2)) from the bits, f = m - 1 (exact), log(1 + f) by Cephes'
  *                   degree-8 polynomial (Estrin's scheme), k ln 2 added in two parts.
  *                   Selects on the bits give +-0 -> -inf, x < 0 -> NaN, +inf -> +inf,
- *                   NaN -> NaN. Measured: at most 0.84 ulp from log in double.
+ *                   NaN -> NaN. The subnormal test is two compares, not ix - 1 <
+ *                   2^23 - 1: gcc made that -1 with vpternlogd into the register that
+ *                   held the last iteration's result, a false dependency that chained
+ *                   every 16 lanes to the previous ones (1.14 ns per element instead
+ *                   of 0.30 on Zen 5, slower than the 8-lane version). Measured: at
+ *                   most 0.84 ulp from log in double.
+ *   sigmoid         (c_expr.c) 1 / (1 + rx_expf(-x)): within 2 ulp where the result is
+ *                   at least 2^-126 (x > -87.3); for x < -88.72 e^-x is inf and the
+ *                   result +0, an absolute error below 2^-128.
  * The other "measured" bounds are over every 7th float bit pattern too;
  * tests/unit/codegen/test_transcend.c checks 2^17 inputs over all floats, every 256th
- * float of [0.5, 4) where the largest errors are, and the edges, asserting each
- * function's limit (erf 6, tanh 3, log 2 ulp).
+ * float of [0.5, 4) and every 1024th of [1/32, 1) where the pieces meet, and the edges,
+ * asserting 2 ulp for each (erf, tanh, log, sigmoid) in the baseline and the v3 and v4
+ * builds.
  *
  * Every a * b + c of these functions is an explicit fmaf (one rounding: correctly
  * rounded by definition, so every compiler and ISA computes the same bits). The ISA
@@ -143,34 +159,47 @@
     memcpy(&res, &BITS, 4);                                                         \
     return res;
 
-/* erf(x) = x P(x^2) / Q(x^2) for |x| <= 3.92 (see the top of the file). */
+/* erf(|x|): a + a p(a^2) below 1, 1 - q(a - 2.46) from 1 to 3.92, both computed and one
+ * selected on the bits (see the top of the file). */
 #define RX_ERFF_SOURCE(SPEC, NAME)                                                      \
     SPEC float NAME(float x)                                                            \
     {                                                                                   \
         RX_ODD_ARG_(0x407ae148u)                                                        \
         uint32_t big = 0u - (uint32_t)(ab > 0x407ae148u);                               \
+        uint32_t sm = 0u - (uint32_t)(ab < 0x3f800000u);                                \
         float z = a * a;                                                                \
-        float p = 0x1.b90572p-18f;                                                      \
-        p = fmaf(p, z, 0x1.a8f84ap-12f);                                                \
-        p = fmaf(p, z, 0x1.12b8b6p-8f);                                                 \
-        p = fmaf(p, z, 0x1.c737dep-5f);                                                 \
-        p = fmaf(p, z, 0x1.8a15fap-3f);                                                 \
-        p = fmaf(p, z, 0x1.20dd76p+0f);                                                 \
-        float q = 0x1.0a5462p-22f;                                                      \
-        q = fmaf(q, z, 0x1.29c188p-14f);                                                \
-        q = fmaf(q, z, 0x1.70ae88p-10f);                                                \
-        q = fmaf(q, z, 0x1.0986aep-6f);                                                 \
-        q = fmaf(q, z, 0x1.e00e24p-4f);                                                 \
-        q = fmaf(q, z, 0x1.01faa6p-1f);                                                 \
-        q = fmaf(q, z, 1.0f);                                                           \
-        float y = a * p / q;                                                            \
-        uint32_t yb;                                                                    \
-        memcpy(&yb, &y, 4);                                                             \
+        float p = -0x1.273facp-11f;                                                     \
+        p = fmaf(p, z, 0x1.4246d2p-8f);                                                 \
+        p = fmaf(p, z, -0x1.b5a35cp-6f);                                                \
+        p = fmaf(p, z, 0x1.ce0942p-4f);                                                 \
+        p = fmaf(p, z, -0x1.812674p-2f);                                                \
+        p = fmaf(p, z, 0x1.06eba2p-3f);                                                 \
+        float ys = fmaf(a, p, a);                                                       \
+        float t = a - 0x1.3ae148p+1f;                                                   \
+        float q = 0x1.322c44p-17f;                                                      \
+        q = fmaf(q, t, -0x1.aa7c04p-16f);                                               \
+        q = fmaf(q, t, -0x1.b16834p-15f);                                               \
+        q = fmaf(q, t, 0x1.3c545ep-12f);                                                \
+        q = fmaf(q, t, -0x1.9a21eap-12f);                                               \
+        q = fmaf(q, t, -0x1.e49e0ap-12f);                                               \
+        q = fmaf(q, t, 0x1.846eeep-9f);                                                 \
+        q = fmaf(q, t, -0x1.bd7db4p-8f);                                                \
+        q = fmaf(q, t, 0x1.448fb2p-7f);                                                 \
+        q = fmaf(q, t, -0x1.423522p-7f);                                                \
+        q = fmaf(q, t, 0x1.ac53e6p-8f);                                                 \
+        q = fmaf(q, t, -0x1.5c270cp-9f);                                                \
+        q = fmaf(q, t, 0x1.07e35cp-11f);                                                \
+        float yl = 1.0f - q;                                                            \
+        uint32_t sb, yb;                                                                \
+        memcpy(&sb, &ys, 4);                                                            \
+        memcpy(&yb, &yl, 4);                                                            \
+        yb = (sb & sm) | (yb & ~sm);                                                    \
         yb = (yb & ~big) | (0x3f800000u & big);                                         \
         RX_ODD_RETURN_(yb)                                                              \
     }
 
-/* tanh(x) = em / (em + 2), em = e^(2|x|) - 1 (see the top of the file). */
+/* tanh(|x|): a + a z w(z) (z = a^2) below 0.625, em / (em + 2) with em = e^(2a) - 1 from
+ * there, both computed and one selected on the bits (see the top of the file). */
 #define RX_TANHF_SOURCE(SPEC, NAME)                                                     \
     SPEC float NAME(float x)                                                            \
     {                                                                                   \
@@ -188,8 +217,19 @@
         memcpy(&s, &sbits, 4);                                                          \
         float em = fmaf(s, er, s - 1.0f);                                               \
         float q = em / (em + 2.0f);                                                     \
-        uint32_t qb;                                                                    \
+        float z = a * a;                                                                \
+        float w = 0x1.18e1dep-9f;                                                       \
+        w = fmaf(w, z, -0x1.0bf4fcp-7f);                                                \
+        w = fmaf(w, z, 0x1.638b58p-6f);                                                 \
+        w = fmaf(w, z, -0x1.b9ee9p-5f);                                                 \
+        w = fmaf(w, z, 0x1.111066p-3f);                                                 \
+        w = fmaf(w, z, -0x1.555554p-2f);                                                \
+        float ys = fmaf(a, z * w, a);                                                   \
+        uint32_t sm = 0u - (uint32_t)(ab < 0x3f200000u);                                \
+        uint32_t qb, sb;                                                                \
         memcpy(&qb, &q, 4);                                                             \
+        memcpy(&sb, &ys, 4);                                                            \
+        qb = (sb & sm) | (qb & ~sm);                                                    \
         RX_ODD_RETURN_(qb)                                                              \
     }
 
@@ -198,7 +238,7 @@
     {                                                                                   \
         uint32_t ix;                                                                    \
         memcpy(&ix, &x, 4);                                                             \
-        uint32_t sub = 0u - (uint32_t)(ix - 1u < 0x007fffffu);                          \
+        uint32_t sub = (0u - (uint32_t)(ix < 0x00800000u)) & (0u - (uint32_t)(ix != 0u)); \
         float xs = x * 8388608.0f;                                                      \
         uint32_t sbits;                                                                 \
         memcpy(&sbits, &xs, 4);                                                         \

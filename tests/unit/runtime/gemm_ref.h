@@ -1,6 +1,7 @@
 /*
  * gemm_ref.h — the double-precision reference of one element of an sgemm, shared by
- * test_gemm.c (the own sgemm) and test_matvec.c (the one-row product).
+ * test_gemm.c (the own sgemm) and test_matvec.c (the one-row product), and of the
+ * epilogue activations (test_gemm.c, test_act.c; include rt_int.h first).
  */
 #ifndef RX_GEMM_REF_H
 #define RX_GEMM_REF_H
@@ -31,5 +32,20 @@ static inline double gemm_ref(bool ta, bool tb, int64_t i, int64_t j, int64_t k,
     *mag = m;
     return ref;
 }
+
+#ifdef RX_RT_INT_H
+/* An RX_RT_ACT_* activation of x in double (library_act.c's formulas). */
+static inline double act_ref(int act, double x)
+{
+    switch (act) {
+    case RX_RT_ACT_RELU: return x > 0 ? x : 0;
+    case RX_RT_ACT_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case RX_RT_ACT_SILU: return x / (1 + exp(-x));
+    case RX_RT_ACT_GELU_TANH:
+        return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+    default: return x;
+    }
+}
+#endif
 
 #endif

@@ -160,19 +160,8 @@ END_TEST
 /* k = 0 and alpha = 0: C = beta * C (beta 0: zeros, C not read). */
 /* The epilogue activations (library_act.c) against double-precision formulas: every
  * length 1..40 (the vector body and its padded tail), values over [-12, 12] and the
- * extremes; then rx_rt_gemm_act on a ragged product, C = act(A B + bias). */
-static double act_ref(int act, double x)
-{
-    switch (act) {
-    case RX_RT_ACT_RELU: return x > 0 ? x : 0;
-    case RX_RT_ACT_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
-    case RX_RT_ACT_SILU: return x / (1 + exp(-x));
-    case RX_RT_ACT_GELU_TANH:
-        return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
-    default: return x;
-    }
-}
-
+ * extremes; then rx_rt_gemm_act on a ragged product, C = act(A B + bias) (act_ref:
+ * gemm_ref.h). */
 START_TEST(test_gemm_activations)
 {
     static const int acts[] = {RX_RT_ACT_RELU, RX_RT_ACT_GELU, RX_RT_ACT_SILU,
