@@ -52,15 +52,19 @@
  * The AVX-512 tile (library_gemm512.c): on a CPU with AVX-512F the products run on an
  * 8x32 tile instead (16 zmm accumulators; its reduction loop assembly as well), with
  * the same driver: the tile and the blocking are a gemm_geom per product (6x16: the
- * figures above; 8x32: KC = 256 (a B micro-panel, 32 KiB, in a 48 KiB L1d), MC = 128,
- * NC = 2048, B in place up to 24 rows, B streamed two 32-column panels at a time up to
- * 256 rows (A's 256 x 256 block, 256 KiB, in a 1 MiB L2)). Short tiles run the kernel
- * instantiated for their rows and write through column masks (no buffer). Packing is
- * the same code at 8 rows / 32 columns. Measured on the Zen 5 (2 x 512-bit FMA a cycle,
- * one thread, CPU time, load 7-10): 233-235 GFLOP/s on 512x512x64 (the FMA peak; OpenBLAS
- * SkylakeX 211-218, Haswell 118-120), 165-215 on 512x1024x2816 (SkylakeX 207-212); KC
- * 128..512, MC 64..256 and streaming up to 1024 rows measured within the noise of it.
- * The 6x16 kernel gets 107 and 118 there (an AVX2 FMA is half as wide).
+ * figures above; 8x32: KC = 256 (a B micro-panel, 32 KiB, in a 48 KiB L1d), MC = 128
+ * (an A block, 128 KiB), NC = 256 (a packed B block, 256 KiB: with A's block in the
+ * 1 MiB L2, where the 2048-wide one, 1-2 MiB, was not), B in place up to 24 rows, never
+ * streamed: the whole-block packing is the faster one at every row count with these
+ * blocks). Short tiles run the kernel instantiated for their rows and write through
+ * column masks (no buffer). Packing is the same code at 8 rows / 32 columns. Measured
+ * on the Zen 5 (2 x 512-bit FMA a cycle, one thread, CPU time of 10-40 calls, three
+ * runs each, load 7-14): 233-235 GFLOP/s on 512x512x64 (the FMA peak; OpenBLAS SkylakeX
+ * 211-218, Haswell 118-120); NC 2048 -> 256: 512x1024x2816 163-166 -> 139-145 ms (~205
+ * GFLOP/s, SkylakeX 207-212), 512x2816x1024 182-191 -> 144-151; not streaming B (the
+ * 6x16 tile's gemm_stream): 0.86-0.96x the time at 32, 64, 128 and 256 rows (e.g. 128 x
+ * 2816 x 1024 109-110 against 122-125 ms); KC 128..512 and MC 64..256 within the
+ * noise. The 6x16 kernel gets 107 and 118 GFLOP/s there (an AVX2 FMA is half as wide).
  *
  * Threads: rx_rt_gemm runs on the runtime's pool (rx_rt_parallel_for) from 2^19
  * multiply-adds up: the columns are split in NR multiples over the threads when there
@@ -113,8 +117,8 @@ enum { OWN_ROWS512 = 9 };      /* the same with the AVX-512 tile: past rx_rt_mat
 enum { STREAM_ROWS = 2 * MC }; /* B packed SG panels at a time up to this many rows */
 enum { SG = 4 };               /* gemm_stream's group of B panels (64 columns, 64 KiB) */
 /* The AVX-512 8x32 tile's blocking (48 KiB L1d, 1 MiB L2: the essay). */
-enum { KC512 = 256, MC512 = 128, SG512 = 2 };
-enum { DIRECT_ROWS512 = 3 * RX_GEMM512_MR, STREAM_ROWS512 = 256 };
+enum { KC512 = 256, MC512 = 128, NC512 = 256, SG512 = 2 };
+enum { DIRECT_ROWS512 = 3 * RX_GEMM512_MR, STREAM_ROWS512 = 0 }; /* 0: never streamed */
 enum { KC_MAX = (int)KC512 > (int)KC ? (int)KC512 : (int)KC, NR_MAX = (int)RX_GEMM512_NR };
 
 /* A product's register tile and blocking (the essay): the 6x16 kernels' or the AVX-512
@@ -128,7 +132,7 @@ typedef struct gemm_geom {
 } gemm_geom;
 
 static const gemm_geom geom6x16 = {MR, NR, KC, MC, NC, DIRECT_ROWS, STREAM_ROWS, SG, false};
-static const gemm_geom geom8x32 = {RX_GEMM512_MR, RX_GEMM512_NR, KC512, MC512, NC,
+static const gemm_geom geom8x32 = {RX_GEMM512_MR, RX_GEMM512_NR, KC512, MC512, NC512,
                                    DIRECT_ROWS512, STREAM_ROWS512, SG512, true};
 
 /* The micro-kernel: acc = A panel (kc x MR, packed) times B panel (kc rows of NR, row

@@ -9,7 +9,7 @@
  * (both the column and the row split); the per-call choice between it and the BLAS
  * (rx_rt_gemm_pick); the epilogue activations (library_act.c). The shapes cover the
  * AVX-512 8x32 tile (library_gemm512.c) as well: last row tiles of 1 to 7 rows, column
- * tails of 1 to 31, the 128-row block and the 256-row streaming bound. ctest runs it
+ * tails of 1 to 31, its 128-row and 256-column blocks. ctest runs it
  * three times: with the CPU's best kernel (AVX-512 here), with RX_GEMM_KERNEL=avx2 (the
  * 6x16 AVX2 kernel) and with RX_GEMM_KERNEL=portable (the C fallback).
  */
@@ -111,10 +111,10 @@ static const int64_t shapes[][3] = {
     {1, 40, 300}, {12, 48, 256}, {97, 23, 257}, {100, 70, 75}, {200, 20, 140},
     {3, 2100, 5}, {25, 37, 513}, {192, 50, 260}, {193, 20, 260}, {64, 150, 300},
     /* the 8x32 tile: row tails 2, 3, 6, 7 past full tiles, one exact tile, column tails
-     * 1 and 31 past full ones; 129 and 257 rows: past the 128-row block and the 256-row
-     * streaming bound (each with a 1-row tail) */
+     * 1 and 31 past full ones; 129 and 257 rows: past one and two 128-row blocks (each
+     * with a 1-row tail); 300 columns: past the 256-column block, ending in 12 */
     {10, 70, 33}, {11, 97, 260}, {14, 40, 7}, {31, 63, 129}, {8, 32, 5},
-    {129, 100, 64}, {257, 45, 300},
+    {129, 100, 64}, {257, 45, 300}, {40, 300, 70},
 };
 
 START_TEST(test_gemm_shapes_transposes)
