@@ -54,17 +54,20 @@
  * the same driver: the tile and the blocking are a gemm_geom per product (6x16: the
  * figures above; 8x32: KC = 256 (a B micro-panel, 32 KiB, in a 48 KiB L1d), MC = 128
  * (an A block, 128 KiB), NC = 256 (a packed B block, 256 KiB: with A's block in the
- * 1 MiB L2, where the 2048-wide one, 1-2 MiB, was not), B in place up to 24 rows, never
- * streamed: the whole-block packing is the faster one at every row count with these
- * blocks). Short tiles run the kernel instantiated for their rows and write through
+ * 1 MiB L2, where the 2048-wide one, 1-2 MiB, was not), B in place up to 24 rows, B
+ * streamed two 32-column panels at a time up to 128 rows (a weight that comes from
+ * memory: a decoder block's 44 MB of weights do not fit the 32 MiB L3). Short tiles run
+ * the kernel instantiated for their rows and write through
  * column masks (no buffer). Packing is the same code at 8 rows / 32 columns. Measured
  * on the Zen 5 (2 x 512-bit FMA a cycle, one thread, CPU time of 10-40 calls, three
  * runs each, load 7-14): 233-235 GFLOP/s on 512x512x64 (the FMA peak; OpenBLAS SkylakeX
  * 211-218, Haswell 118-120); NC 2048 -> 256: 512x1024x2816 163-166 -> 139-145 ms (~205
- * GFLOP/s, SkylakeX 207-212), 512x2816x1024 182-191 -> 144-151; not streaming B (the
- * 6x16 tile's gemm_stream): 0.86-0.96x the time at 32, 64, 128 and 256 rows (e.g. 128 x
- * 2816 x 1024 109-110 against 122-125 ms); KC 128..512 and MC 64..256 within the
- * noise. The 6x16 kernel gets 107 and 118 GFLOP/s there (an AVX2 FMA is half as wide).
+ * GFLOP/s, SkylakeX 207-212), 512x2816x1024 182-191 -> 144-151. Streaming B against
+ * packing whole blocks: with B from memory (6 weights in turn, 69 MB) 0.90-0.93x the
+ * time at 32 and 64 rows, 0.93-0.98x at 128 (128x1024x2816 190-193 against 203-208
+ * ms), 1.0x at 512 (the blocks then); with B in L3 (one weight) 1.04-1.14x at 32-256
+ * rows: the rows where a weight is read once a call (prefill, an MLP) stream. KC
+ * 128..512 and MC 64..256 within the noise. The 6x16 kernel gets 107 and 118 GFLOP/s there (an AVX2 FMA is half as wide).
  *
  * Threads: rx_rt_gemm runs on the runtime's pool (rx_rt_parallel_for) from 2^19
  * multiply-adds up: the columns are split in NR multiples over the threads when there
@@ -118,7 +121,7 @@ enum { STREAM_ROWS = 2 * MC }; /* B packed SG panels at a time up to this many r
 enum { SG = 4 };               /* gemm_stream's group of B panels (64 columns, 64 KiB) */
 /* The AVX-512 8x32 tile's blocking (48 KiB L1d, 1 MiB L2: the essay). */
 enum { KC512 = 256, MC512 = 128, NC512 = 256, SG512 = 2 };
-enum { DIRECT_ROWS512 = 3 * RX_GEMM512_MR, STREAM_ROWS512 = 0 }; /* 0: never streamed */
+enum { DIRECT_ROWS512 = 3 * RX_GEMM512_MR, STREAM_ROWS512 = 128 };
 enum { KC_MAX = (int)KC512 > (int)KC ? (int)KC512 : (int)KC, NR_MAX = (int)RX_GEMM512_NR };
 
 /* A product's register tile and blocking (the essay): the 6x16 kernels' or the AVX-512
