@@ -49,6 +49,26 @@
  * 128-row product (one thread, CPU time of a decoder block's seven products at 128
  * rows: 84.0-84.5 ms against 86.2-87.3, same run).
  *
+ * The AVX-512 tile (library_gemm512.c): on a CPU with AVX-512F the products run on an
+ * 8x32 tile instead (16 zmm accumulators; its reduction loop assembly as well), with
+ * the same driver: the tile and the blocking are a gemm_geom per product (6x16: the
+ * figures above; 8x32: KC = 256 (a B micro-panel, 32 KiB, in a 48 KiB L1d), MC = 128
+ * (an A block, 128 KiB), NC = 256 (a packed B block, 256 KiB: with A's block in the
+ * 1 MiB L2, where the 2048-wide one, 1-2 MiB, was not), B in place up to 24 rows, B
+ * streamed two 32-column panels at a time up to 128 rows (a weight that comes from
+ * memory: a decoder block's 44 MB of weights do not fit the 32 MiB L3). Short tiles run
+ * the kernel instantiated for their rows and write through
+ * column masks (no buffer). Packing is the same code at 8 rows / 32 columns. Measured
+ * on the Zen 5 (2 x 512-bit FMA a cycle, one thread, CPU time of 10-40 calls, three
+ * runs each, load 7-14): 233-235 GFLOP/s on 512x512x64 (the FMA peak; OpenBLAS SkylakeX
+ * 211-218, Haswell 118-120); NC 2048 -> 256: 512x1024x2816 163-166 -> 139-145 ms (~205
+ * GFLOP/s, SkylakeX 207-212), 512x2816x1024 182-191 -> 144-151. Streaming B against
+ * packing whole blocks: with B from memory (6 weights in turn, 69 MB) 0.90-0.93x the
+ * time at 32 and 64 rows, 0.93-0.98x at 128 (128x1024x2816 190-193 against 203-208
+ * ms), 1.0x at 512 (the blocks then); with B in L3 (one weight) 1.04-1.14x at 32-256
+ * rows: the rows where a weight is read once a call (prefill, an MLP) stream. KC
+ * 128..512 and MC 64..256 within the noise. The 6x16 kernel gets 107 and 118 GFLOP/s there (an AVX2 FMA is half as wide).
+ *
  * Threads: rx_rt_gemm runs on the runtime's pool (rx_rt_parallel_for) from 2^19
  * multiply-adds up: the columns are split in NR multiples over the threads when there
  * are at least 4 micro-panels of them (or no fewer than row tiles), else the rows in MR
@@ -62,10 +82,16 @@
  * (library.c, library_conv.c): $RX_GEMM = "own" always this one (no BLAS needed),
  * "blas" always the library's, unset or "auto" this one where it measured faster on the
  * decoder's and the MLP's shapes (docs/runtime.md has the figures): with the AVX2
- * kernel, from OWN_ROWS = 48 rows of C up; 1 to 8 rows of a weight of at least 32768
- * elements go to rx_rt_matvec (library_matvec.c: K split over the threads, at memory
- * bandwidth); 9 to 47 rows and the portable kernel stay with the BLAS.
- * $RX_GEMM_KERNEL=portable forces the C kernel (the test's second run).
+ * kernel, from OWN_ROWS = 48 rows of C up; with the AVX-512 tile from OWN_ROWS512 = 9
+ * (one thread, CPU time, own / OpenBLAS-Haswell time on n x k = 1024 x 2816 and 2816 x
+ * 1024: 9 rows 1.06 and 0.60, 12 rows 0.92 / 0.77, 16 rows 0.71 / 0.60, 24-48 rows
+ * 0.58-0.78; against OpenBLAS's SkylakeX kernels 0.54-0.93 at 9-24 rows); 1 to 8 rows
+ * of a weight of at least 32768 elements go to rx_rt_matvec (library_matvec.c: K split
+ * over the threads, at memory bandwidth); the rest (9 to 47 rows with the 6x16 kernel,
+ * the portable kernel) stays with the BLAS.
+ * $RX_GEMM_KERNEL=avx2 forces the 6x16 AVX2 kernel (no AVX-512 tile), =portable the C
+ * kernel (the test's second and third runs). library_conv.c's micro-kernel
+ * (rx_rt_gemm_micro) is the 6x16 one in any case.
  * Cost: 2 M N K flops; packing copies A once per NC-column block (per KC block and
  * thread up to STREAM_ROWS rows) and B once (once per MC-row block past STREAM_ROWS
  * rows; not at all up to DIRECT_ROWS rows).
@@ -89,9 +115,28 @@
 enum { MR = 6, NR = 16, KC = 256, MC = 96, NC = 2048 };
 /* The kernel prefetches A 384 and 448 bytes ahead (16 reduction steps). */
 enum { DIRECT_ROWS = 4 * MR }; /* B read in place (not packed) up to this many rows */
-enum { OWN_ROWS = 48 };        /* auto: the own sgemm from this many rows of C up */
+enum { OWN_ROWS = 48 };        /* auto: the own sgemm from this many rows of C up (AVX2) */
+enum { OWN_ROWS512 = 9 };      /* the same with the AVX-512 tile: past rx_rt_matvec's 8 */
 enum { STREAM_ROWS = 2 * MC }; /* B packed SG panels at a time up to this many rows */
 enum { SG = 4 };               /* gemm_stream's group of B panels (64 columns, 64 KiB) */
+/* The AVX-512 8x32 tile's blocking (48 KiB L1d, 1 MiB L2: the essay). */
+enum { KC512 = 256, MC512 = 128, NC512 = 256, SG512 = 2 };
+enum { DIRECT_ROWS512 = 3 * RX_GEMM512_MR, STREAM_ROWS512 = 128 };
+enum { KC_MAX = (int)KC512 > (int)KC ? (int)KC512 : (int)KC, NR_MAX = (int)RX_GEMM512_NR };
+
+/* A product's register tile and blocking (the essay): the 6x16 kernels' or the AVX-512
+ * 8x32 one's. */
+typedef struct gemm_geom {
+    int64_t mr, nr;                   /* the register tile */
+    int64_t kc, mc, nc;               /* reduction, row and column blocks */
+    int64_t direct_rows, stream_rows; /* B in place / B streamed up to this many rows */
+    int64_t sg;                       /* gemm_stream's group: sg panels of nr columns */
+    bool wide;                        /* rx_rt_gemm512_tile (else the 6x16 kernels) */
+} gemm_geom;
+
+static const gemm_geom geom6x16 = {MR, NR, KC, MC, NC, DIRECT_ROWS, STREAM_ROWS, SG, false};
+static const gemm_geom geom8x32 = {RX_GEMM512_MR, RX_GEMM512_NR, KC512, MC512, NC512,
+                                   DIRECT_ROWS512, STREAM_ROWS512, SG512, true};
 
 /* The micro-kernel: acc = A panel (kc x MR, packed) times B panel (kc rows of NR, row
  * stride ldb: NR when packed, B's own when read in place); then c (MR x NR, row stride
@@ -231,28 +276,32 @@ KERN_ROWS(4)
 #undef KERN_ROWS
 #undef ROW_FMA
 
-/* A full NR-column micro-panel of a transposed B (column j of the panel is the
- * contiguous row src + j * ld), reduction indices [0, kc8) with kc8 a multiple of 8. */
-AVX2_FN static void pack_bt_avx2(float *dst, const float *src, int64_t ld, int64_t kc8)
+/* A full nr-column micro-panel (nr a multiple of 8) of a transposed B (column j of the
+ * panel is the contiguous row src + j * ld), reduction indices [0, kc8) with kc8 a
+ * multiple of 8. */
+AVX2_FN static void pack_bt_avx2(float *dst, const float *src, int64_t ld, int64_t kc8,
+                                 int64_t nr)
 {
     __m256 r[8];
     for (int64_t p = 0; p < kc8; p += 8)
-        for (int h = 0; h < 2; h++) {
+        for (int64_t h = 0; h < nr / 8; h++) {
             rx_rt_tr8x8(src + h * 8 * ld + p, ld, 8, r);
-            for (int q = 0; q < 8; q++) _mm256_storeu_ps(dst + (p + q) * NR + h * 8, r[q]);
+            for (int q = 0; q < 8; q++) _mm256_storeu_ps(dst + (p + q) * nr + h * 8, r[q]);
         }
 }
 
-/* A full MR-row micro-panel of a non-transposed A (row i of the panel is the contiguous
- * row src + i * ld), reduction indices [0, kc8) with kc8 a multiple of 8. Each store
- * writes 8 lanes, the last 2 into the next reduction index's slots (rewritten by the
- * next store, or by the caller's tail; the last one lands in the buffer's slack). */
-AVX2_FN static void pack_a_avx2(float *dst, const float *src, int64_t ld, int64_t kc8)
+/* A full mr-row micro-panel (mr 6 or 8) of a non-transposed A (row i of the panel is the
+ * contiguous row src + i * ld), reduction indices [0, kc8) with kc8 a multiple of 8.
+ * Each store writes 8 lanes; with 6 rows the last 2 land in the next reduction index's
+ * slots (rewritten by the next store, or by the caller's tail; the last one lands in
+ * the buffer's slack). */
+AVX2_FN static void pack_a_avx2(float *dst, const float *src, int64_t ld, int64_t kc8,
+                                int64_t mr)
 {
     __m256 r[8];
     for (int64_t p = 0; p < kc8; p += 8) {
-        rx_rt_tr8x8(src + p, ld, MR, r);
-        for (int q = 0; q < 8; q++) _mm256_storeu_ps(dst + (p + q) * MR, r[q]);
+        rx_rt_tr8x8(src + p, ld, (int)mr, r);
+        for (int q = 0; q < 8; q++) _mm256_storeu_ps(dst + (p + q) * mr, r[q]);
     }
 }
 #endif
@@ -262,6 +311,7 @@ static kern_fn kern_best = kern_c; /* process-wide: the CPU does not change */
 /* kern_rows[r]: the kernel for a tile of r rows (NULL: kern_best, all MR rows). */
 static kern_fn kern_rows[MR];
 static bool have_avx2;             /* the AVX2 packing routines may run */
+static bool use512;                /* products on the AVX-512 8x32 tile */
 static enum { PICK_AUTO, PICK_OWN, PICK_BLAS } pick_mode; /* $RX_GEMM */
 
 static void kern_choose(void)
@@ -273,9 +323,11 @@ static void kern_choose(void)
         have_avx2 = true;
         kern_rows[1] = kern_avx2_r1, kern_rows[2] = kern_avx2_r2;
         kern_rows[3] = kern_avx2_r3, kern_rows[4] = kern_avx2_r4;
+        use512 = __builtin_cpu_supports("avx512f");
     }
 #endif
     const char *env = getenv("RX_GEMM_KERNEL");
+    if (env && (strcmp(env, "portable") == 0 || strcmp(env, "avx2") == 0)) use512 = false;
     if (env && strcmp(env, "portable") == 0) {
         kern_best = kern_c, have_avx2 = false;
         memset(kern_rows, 0, sizeof kern_rows);
@@ -292,69 +344,78 @@ const char *rx_rt_gemm_kernel(void)
     return kern_best == kern_c ? "portable 6x16" : "avx2+fma 6x16";
 }
 
+const char *rx_rt_gemm_isa(void)
+{
+    pthread_once(&kern_once, kern_choose);
+    return use512 ? "avx512 8x32" : rx_rt_gemm_kernel();
+}
+
 /* ---- packing ---- */
 
 /* A block rows [0, mc) x reduction [0, kc) of A (element (i, p) at a[i * rs + p * cs])
- * into MR-row micro-panels, zero rows past mc. */
-static void pack_a(float *dst, const float *a, int64_t rs, int64_t cs, int64_t mc, int64_t kc)
+ * into PR-row micro-panels (PR = 6 or 8: the tile's rows), zero rows past mc. */
+static void pack_a(float *dst, const float *a, int64_t rs, int64_t cs, int64_t mc, int64_t kc,
+                   int64_t PR)
 {
-    for (int64_t i0 = 0; i0 < mc; i0 += MR, dst += MR * kc) {
-        int64_t mr = mc - i0 < MR ? mc - i0 : MR;
+    for (int64_t i0 = 0; i0 < mc; i0 += PR, dst += PR * kc) {
+        int64_t mr = mc - i0 < PR ? mc - i0 : PR;
         const float *ai = a + i0 * rs;
         if (cs == 1) {
             int64_t p0 = 0;
 #if GEMM_X86
-            if (have_avx2 && mr == MR) pack_a_avx2(dst, ai, rs, p0 = kc / 8 * 8);
+            if (have_avx2 && mr == PR) pack_a_avx2(dst, ai, rs, p0 = kc / 8 * 8, PR);
 #endif
             for (int64_t i = 0; i < mr; i++)
-                for (int64_t p = p0; p < kc; p++) dst[p * MR + i] = ai[i * rs + p];
+                for (int64_t p = p0; p < kc; p++) dst[p * PR + i] = ai[i * rs + p];
         } else {
             for (int64_t p = 0; p < kc; p++)
-                for (int64_t i = 0; i < mr; i++) dst[p * MR + i] = ai[i * rs + p * cs];
+                for (int64_t i = 0; i < mr; i++) dst[p * PR + i] = ai[i * rs + p * cs];
         }
-        for (int64_t i = mr; i < MR; i++)
-            for (int64_t p = 0; p < kc; p++) dst[p * MR + i] = 0.0f;
+        for (int64_t i = mr; i < PR; i++)
+            for (int64_t p = 0; p < kc; p++) dst[p * PR + i] = 0.0f;
     }
 }
 
 /* A block reduction [0, kc) x columns [0, nc) of B (element (p, j) at b[p * rs + j * cs])
- * into NR-column micro-panels, zero columns past nc. */
-static void pack_b(float *dst, const float *b, int64_t rs, int64_t cs, int64_t kc, int64_t nc)
+ * into PN-column micro-panels (PN = 16 or 32: the tile's columns), zero columns past nc. */
+static void pack_b(float *dst, const float *b, int64_t rs, int64_t cs, int64_t kc, int64_t nc,
+                   int64_t PN)
 {
-    if (cs == 1 && nc >= NR) {
+    if (cs == 1 && nc >= PN) {
         /* Row by row: each of B's rows is read once, front to back (the hardware
          * prefetcher streams it), and cut into the panels' 64-byte slots. Panel by panel
          * instead reads 64 bytes from each of kc rows a whole row stride apart: on a
          * weight that comes from memory, 0.1 of the GEMM's time went to those loads. */
-        int64_t full = nc / NR * NR;
+        int64_t full = nc / PN * PN;
         for (int64_t p = 0; p < kc; p++) {
             const float *src = b + p * rs;
-            float *d = dst + p * NR;
-            for (int64_t j0 = 0; j0 < full; j0 += NR, d += NR * kc)
-                memcpy(d, src + j0, sizeof(float) * NR);
+            float *d = dst + p * PN;
+            for (int64_t j0 = 0; j0 < full; j0 += PN, d += PN * kc)
+                memcpy(d, src + j0, sizeof(float) * (size_t)PN);
         }
         if (full == nc) return;
         dst += full * kc, b += full, nc -= full;
     }
-    for (int64_t j0 = 0; j0 < nc; j0 += NR, dst += NR * kc) {
-        int64_t nr = nc - j0 < NR ? nc - j0 : NR;
+    for (int64_t j0 = 0; j0 < nc; j0 += PN, dst += PN * kc) {
+        int64_t nr = nc - j0 < PN ? nc - j0 : PN;
         const float *bj = b + j0 * cs;
-        if (cs == 1 && nr == NR) {
-            for (int64_t p = 0; p < kc; p++) memcpy(dst + p * NR, bj + p * rs, sizeof(float) * NR);
+        if (cs == 1 && nr == PN) {
+            for (int64_t p = 0; p < kc; p++)
+                memcpy(dst + p * PN, bj + p * rs, sizeof(float) * (size_t)PN);
         } else if (cs == 1) {
             for (int64_t p = 0; p < kc; p++) {
-                memcpy(dst + p * NR, bj + p * rs, sizeof(float) * (size_t)nr);
-                memset(dst + p * NR + nr, 0, sizeof(float) * (size_t)(NR - nr));
+                memcpy(dst + p * PN, bj + p * rs, sizeof(float) * (size_t)nr);
+                memset(dst + p * PN + nr, 0, sizeof(float) * (size_t)(PN - nr));
             }
         } else {
             int64_t p0 = 0;
 #if GEMM_X86
-            if (have_avx2 && rs == 1 && nr == NR) pack_bt_avx2(dst, bj, cs, p0 = kc / 8 * 8);
+            if (have_avx2 && rs == 1 && nr == PN) pack_bt_avx2(dst, bj, cs, p0 = kc / 8 * 8, PN);
 #endif
             for (int64_t j = 0; j < nr; j++)
-                for (int64_t p = p0; p < kc; p++) dst[p * NR + j] = bj[j * cs + p * rs];
-            for (int64_t p = 0; p < kc && nr < NR; p++)
-                for (int64_t j = nr; j < NR; j++) dst[p * NR + j] = 0.0f;
+                for (int64_t p = p0; p < kc; p++) dst[p * PN + j] = bj[j * cs + p * rs];
+            for (int64_t p = 0; p < kc && nr < PN; p++)
+                for (int64_t j = nr; j < PN; j++) dst[p * PN + j] = 0.0f;
         }
     }
 }
@@ -388,6 +449,7 @@ typedef struct gemm_job {
     float *c;
     int64_t ldc;
     kern_fn kern;
+    const gemm_geom *g; /* the tile and blocking */
     bool split_n;      /* threads take column ranges (else row ranges) */
     const float *bias; /* the epilogue: C[i][j] += bias[j], then the activation */
     int act;           /* RX_RT_ACT_* (library_act.c) */
@@ -420,6 +482,11 @@ static void epilogue(const gemm_job *j, float *c, int64_t rows, int64_t cols, in
 static void tile(const gemm_job *j, int64_t kc, const float *ap, const float *bp, int64_t ldb,
                  float *c, int64_t mr, int64_t nr, float beta, int64_t col, bool last)
 {
+    if (j->g->wide) { /* short tiles in the kernel itself */
+        rx_rt_gemm512_tile(kc, ap, bp, ldb, c, j->ldc, j->alpha, beta, mr, nr);
+        if (last && (j->bias || j->act != RX_RT_ACT_NONE)) epilogue(j, c, mr, nr, col);
+        return;
+    }
     /* A short tile's own kernel when there is one (the job's kernel is kern_best's). */
     kern_fn kern = mr < MR && kern_rows[mr] && j->kern == kern_best ? kern_rows[mr] : j->kern;
     if (nr == NR && (mr == MR || kern != j->kern)) {
@@ -458,22 +525,24 @@ static void gemm_plain(const gemm_job *j, int64_t m0, int64_t m1, int64_t n0, in
  * L3). */
 static void gemm_stream(const gemm_job *j, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
 {
-    int64_t mb = m1 - m0, mcap = (mb + MR - 1) / MR * MR, kcap = j->k < KC ? j->k : KC;
-    /* + 8: pack_a_avx2's last store (MR < 8 lanes of it belong to the panel) */
-    float *pa = scratch((size_t)(mcap * kcap + 8 + SG * NR * kcap));
+    const gemm_geom *g = j->g;
+    const int64_t MR_ = g->mr, NR_ = g->nr, KC_ = g->kc;
+    int64_t mb = m1 - m0, mcap = (mb + MR_ - 1) / MR_ * MR_, kcap = j->k < KC_ ? j->k : KC_;
+    /* + 8: pack_a_avx2's last store (with 6 rows only 6 of its 8 lanes are the panel's) */
+    float *pa = scratch((size_t)(mcap * kcap + 8 + g->sg * NR_ * kcap));
     if (!pa) {
         gemm_plain(j, m0, m1, n0, n1);
         return;
     }
     float *pb = pa + mcap * kcap + 8;
-    int64_t tiles = (mb + MR - 1) / MR, gw = SG * NR;
-    for (int64_t pc = 0; pc < j->k; pc += KC) {
-        int64_t kc = j->k - pc < KC ? j->k - pc : KC;
+    int64_t tiles = (mb + MR_ - 1) / MR_, gw = g->sg * NR_;
+    for (int64_t pc = 0; pc < j->k; pc += KC_) {
+        int64_t kc = j->k - pc < KC_ ? j->k - pc : KC_;
         float beta = pc == 0 ? j->beta : 1.0f;
-        pack_a(pa, j->a + m0 * j->ars + pc * j->acs, j->ars, j->acs, mb, kc);
+        pack_a(pa, j->a + m0 * j->ars + pc * j->acs, j->ars, j->acs, mb, kc, MR_);
         for (int64_t jg = n0; jg < n1; jg += gw) {
             int64_t ng = n1 - jg < gw ? n1 - jg : gw;
-            pack_b(pb, j->b + pc * j->brs + jg * j->bcs, j->brs, j->bcs, kc, ng);
+            pack_b(pb, j->b + pc * j->brs + jg * j->bcs, j->brs, j->bcs, kc, ng, NR_);
             /* The group packed next: the next columns, else the next block's first. */
             const float *nb = NULL;
             int64_t nkc = 0, nw = 0;
@@ -482,16 +551,16 @@ static void gemm_stream(const gemm_job *j, int64_t m0, int64_t m1, int64_t n0, i
                 nw = n1 - jg - gw < gw ? n1 - jg - gw : gw;
             } else if (j->bcs == 1 && pc + kc < j->k) {
                 nb = j->b + (pc + kc) * j->brs + n0;
-                nkc = j->k - pc - kc < KC ? j->k - pc - kc : KC;
+                nkc = j->k - pc - kc < KC_ ? j->k - pc - kc : KC_;
                 nw = n1 - n0 < gw ? n1 - n0 : gw;
             }
-            int64_t lines = (nw + 15) / 16, calls = tiles * ((ng + NR - 1) / NR), t = 0;
-            for (int64_t jr = 0; jr < ng; jr += NR) {
-                int64_t nr = ng - jr < NR ? ng - jr : NR;
-                for (int64_t ir = 0; ir < mb; ir += MR, t++) {
-                    int64_t mr = mb - ir < MR ? mb - ir : MR;
+            int64_t lines = (nw + 15) / 16, calls = tiles * ((ng + NR_ - 1) / NR_), t = 0;
+            for (int64_t jr = 0; jr < ng; jr += NR_) {
+                int64_t nr = ng - jr < NR_ ? ng - jr : NR_;
+                for (int64_t ir = 0; ir < mb; ir += MR_, t++) {
+                    int64_t mr = mb - ir < MR_ ? mb - ir : MR_;
                     if (nb) prefetch_rows(nb, j->brs, lines, nkc * t / calls, nkc * (t + 1) / calls);
-                    tile(j, kc, pa + ir * kc, pb + jr * kc, NR,
+                    tile(j, kc, pa + ir * kc, pb + jr * kc, NR_,
                          j->c + (m0 + ir) * j->ldc + jg + jr, mr, nr, beta, jg + jr,
                          pc + kc == j->k);
                 }
@@ -505,45 +574,47 @@ static void gemm_block(const gemm_job *j, int64_t m0, int64_t m1, int64_t n0, in
 {
     int64_t mb = m1 - m0, nb = n1 - n0;
     if (mb <= 0 || nb <= 0) return;
+    const gemm_geom *g = j->g;
+    const int64_t MR_ = g->mr, NR_ = g->nr, KC_ = g->kc, MC_ = g->mc, NC_ = g->nc;
     /* B in place: small M, B's columns unit-stride (not transposed). */
-    bool b_direct = mb <= DIRECT_ROWS && j->bcs == 1;
-    if (!b_direct && mb <= STREAM_ROWS) {
+    bool b_direct = mb <= g->direct_rows && j->bcs == 1;
+    if (!b_direct && mb <= g->stream_rows) {
         gemm_stream(j, m0, m1, n0, n1);
         return;
     }
-    int64_t mcap = mb < MC ? (mb + MR - 1) / MR * MR : MC;
-    int64_t ncap = nb < NC ? (nb + NR - 1) / NR * NR : NC;
-    int64_t kcap = j->k < KC ? j->k : KC;
-    /* + 8: pack_a_avx2's last store (MR < 8 lanes of it belong to the panel) */
+    int64_t mcap = mb < MC_ ? (mb + MR_ - 1) / MR_ * MR_ : MC_;
+    int64_t ncap = nb < NC_ ? (nb + NR_ - 1) / NR_ * NR_ : NC_;
+    int64_t kcap = j->k < KC_ ? j->k : KC_;
+    /* + 8: pack_a_avx2's last store (with 6 rows only 6 of its 8 lanes are the panel's) */
     float *buf = scratch((size_t)(mcap * kcap + 8 + (b_direct ? 0 : ncap * kcap)));
     if (!buf) {
         gemm_plain(j, m0, m1, n0, n1);
         return;
     }
     float *pa = buf, *pb = buf + mcap * kcap + 8;
-    for (int64_t jc = n0; jc < n1; jc += NC) {
-        int64_t nc = n1 - jc < NC ? n1 - jc : NC;
-        for (int64_t pc = 0; pc < j->k; pc += KC) {
-            int64_t kc = j->k - pc < KC ? j->k - pc : KC;
+    for (int64_t jc = n0; jc < n1; jc += NC_) {
+        int64_t nc = n1 - jc < NC_ ? n1 - jc : NC_;
+        for (int64_t pc = 0; pc < j->k; pc += KC_) {
+            int64_t kc = j->k - pc < KC_ ? j->k - pc : KC_;
             float beta = pc == 0 ? j->beta : 1.0f;
             const float *bsrc = j->b + pc * j->brs + jc * j->bcs;
-            if (!b_direct) pack_b(pb, bsrc, j->brs, j->bcs, kc, nc);
-            for (int64_t ic = m0; ic < m1; ic += MC) {
-                int64_t mc = m1 - ic < MC ? m1 - ic : MC;
-                pack_a(pa, j->a + ic * j->ars + pc * j->acs, j->ars, j->acs, mc, kc);
-                for (int64_t jr = 0; jr < nc; jr += NR) {
-                    int64_t nr = nc - jr < NR ? nc - jr : NR;
+            if (!b_direct) pack_b(pb, bsrc, j->brs, j->bcs, kc, nc, NR_);
+            for (int64_t ic = m0; ic < m1; ic += MC_) {
+                int64_t mc = m1 - ic < MC_ ? m1 - ic : MC_;
+                pack_a(pa, j->a + ic * j->ars + pc * j->acs, j->ars, j->acs, mc, kc, MR_);
+                for (int64_t jr = 0; jr < nc; jr += NR_) {
+                    int64_t nr = nc - jr < NR_ ? nc - jr : NR_;
                     const float *bp;
                     int64_t ldb;
-                    float bt[KC * NR];
-                    if (!b_direct) bp = pb + jr * kc, ldb = NR;
-                    else if (nr == NR) bp = bsrc + jr, ldb = j->brs;
+                    float bt[KC_MAX * NR_MAX];
+                    if (!b_direct) bp = pb + jr * kc, ldb = NR_;
+                    else if (nr == NR_) bp = bsrc + jr, ldb = j->brs;
                     else { /* the last, partial micro-panel: packed, zero-padded */
-                        pack_b(bt, bsrc + jr, j->brs, 1, kc, nr);
-                        bp = bt, ldb = NR;
+                        pack_b(bt, bsrc + jr, j->brs, 1, kc, nr, NR_);
+                        bp = bt, ldb = NR_;
                     }
-                    for (int64_t ir = 0; ir < mc; ir += MR) {
-                        int64_t mr = mc - ir < MR ? mc - ir : MR;
+                    for (int64_t ir = 0; ir < mc; ir += MR_) {
+                        int64_t mr = mc - ir < MR_ ? mc - ir : MR_;
                         tile(j, kc, pa + ir * kc, bp, ldb, j->c + (ic + ir) * j->ldc + jc + jr,
                              mr, nr, beta, jc + jr, pc + kc == j->k);
                     }
@@ -559,7 +630,7 @@ static void gemm_block(const gemm_job *j, int64_t m0, int64_t m1, int64_t n0, in
 static void gemm_worker(void *ud, int t, int n)
 {
     const gemm_job *j = ud;
-    int64_t total = j->split_n ? j->n : j->m, unit = j->split_n ? NR : MR;
+    int64_t total = j->split_n ? j->n : j->m, unit = j->split_n ? j->g->nr : j->g->mr;
     int64_t units = (total + unit - 1) / unit, per = units / n, extra = units % n;
     int64_t lo = (t * per + (t < extra ? t : extra)) * unit;
     int64_t hi = lo + (per + (t < extra)) * unit;
@@ -600,8 +671,8 @@ void rx_rt_gemm_act(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
     }
     gemm_job j = {m, n, k, alpha, beta, a, b,
                   trans_a ? 1 : lda, trans_a ? lda : 1, trans_b ? 1 : ldb, trans_b ? ldb : 1,
-                  c, ldc, kern_best, false, bias, act};
-    int64_t ntiles = (n + NR - 1) / NR, mtiles = (m + MR - 1) / MR;
+                  c, ldc, kern_best, use512 ? &geom8x32 : &geom6x16, false, bias, act};
+    int64_t ntiles = (n + j.g->nr - 1) / j.g->nr, mtiles = (m + j.g->mr - 1) / j.g->mr;
     j.split_n = ntiles >= 4 || ntiles >= mtiles;
     int id, nt;
     rx_rt_parallel_id(&id, &nt);
@@ -632,7 +703,7 @@ rx_rt_sgemm_fn rx_rt_gemm_pick(rx_rt_sgemm_fn blas, int64_t m, int64_t n, int64_
      * on one thread at 16-32 rows) are the BLAS's; the rest is ours (docs/runtime.md has
      * the measurements behind the rule). */
     if (blas && rx_rt_matvec_takes(m, n, k)) return rx_rt_matvec; /* few rows: library_matvec.c */
-    if (!blas || !have_avx2 || m < OWN_ROWS) return blas;
+    if (!blas || !have_avx2 || m < (use512 ? OWN_ROWS512 : OWN_ROWS)) return blas;
     return rx_rt_gemm;
 }
 
@@ -662,7 +733,7 @@ rx_rt_gemm_kern_fn rx_rt_gemm_micro(void)
 void rx_rt_gemm_pack_a(float *dst, const float *a, int64_t lda, int64_t mc, int64_t kc)
 {
     pthread_once(&kern_once, kern_choose);
-    pack_a(dst, a, lda, 1, mc, kc);
+    pack_a(dst, a, lda, 1, mc, kc, MR);
 }
 
 bool rx_rt_gemm_blas_only(void)

@@ -245,8 +245,21 @@ bool rx_rt_matvec_takes_items(int64_t m, int64_t n, int64_t k);
  * parallel region (library_gemm.c): a few-row item goes to rx_rt_matvec at any size. */
 rx_rt_sgemm_fn rx_rt_gemm_pick_items(rx_rt_sgemm_fn blas, int64_t batch, int64_t m, int64_t n,
                                      int64_t k);
-/* The micro-kernel rx_rt_gemm runs on this CPU ("avx2+fma 6x16" or "portable 6x16"). */
+/* The 6x16 micro-kernel of this CPU (rx_rt_gemm_micro's: "avx2+fma 6x16" or "portable
+ * 6x16"; $RX_GEMM_KERNEL=portable forces the second). */
 const char *rx_rt_gemm_kernel(void);
+/* The tile rx_rt_gemm's products run on: "avx512 8x32" (library_gemm512.c, where the CPU
+ * has AVX-512F and $RX_GEMM_KERNEL is neither avx2 nor portable), else
+ * rx_rt_gemm_kernel()'s. */
+const char *rx_rt_gemm_isa(void);
+/* rx_rt_gemm's AVX-512 tile (library_gemm512.c; call only where the CPU has AVX-512F):
+ * acc = the packed A panel (kc x RX_GEMM512_MR, zero rows past mr) times the B panel (kc
+ * rows of RX_GEMM512_NR, row stride ldb, zero columns past nr); then rows [0, mr) x
+ * columns [0, nr) of c (row stride ldc) = alpha * acc + beta * c, c not read when beta is
+ * 0; nothing else of c is read or written. 1 <= mr <= MR, 1 <= nr <= NR. */
+enum { RX_GEMM512_MR = 8, RX_GEMM512_NR = 32 };
+void rx_rt_gemm512_tile(int64_t kc, const float *a, const float *b, int64_t ldb, float *c,
+                        int64_t ldc, float alpha, float beta, int64_t mr, int64_t nr);
 /* rx_rt_gemm's pieces for library_conv.c's implicit GEMM (library_gemm.c): its
  * micro-kernel (acc = the packed A panel (kc x RX_GEMM_MR) times the B panel (kc rows
  * of RX_GEMM_NR, row stride ldb); c (MR x NR, row stride ldc) = alpha * acc + beta * c,

@@ -7,8 +7,11 @@
  * holds NaN: reading it poisons the result), alpha / beta (beta 0 with a NaN-filled C:
  * C must not be read), C's gap and the rows past M never written, on 1 and 2 threads
  * (both the column and the row split); the per-call choice between it and the BLAS
- * (rx_rt_gemm_pick); the epilogue activations (library_act.c). ctest runs it twice:
- * with the CPU's best kernel and with RX_GEMM_KERNEL=portable (the C fallback).
+ * (rx_rt_gemm_pick); the epilogue activations (library_act.c). The shapes cover the
+ * AVX-512 8x32 tile (library_gemm512.c) as well: last row tiles of 1 to 7 rows, column
+ * tails of 1 to 31, its 128-row and 256-column blocks. ctest runs it
+ * three times: with the CPU's best kernel (AVX-512 here), with RX_GEMM_KERNEL=avx2 (the
+ * 6x16 AVX2 kernel) and with RX_GEMM_KERNEL=portable (the C fallback).
  */
 #include "rt_test.h"
 
@@ -107,6 +110,11 @@ static const int64_t shapes[][3] = {
     {1, 1, 1},    {5, 15, 3},   {6, 16, 8},    {7, 17, 9},    {13, 33, 31},
     {1, 40, 300}, {12, 48, 256}, {97, 23, 257}, {100, 70, 75}, {200, 20, 140},
     {3, 2100, 5}, {25, 37, 513}, {192, 50, 260}, {193, 20, 260}, {64, 150, 300},
+    /* the 8x32 tile: row tails 2, 3, 6, 7 past full tiles, one exact tile, column tails
+     * 1 and 31 past full ones; 129 and 257 rows: past one and two 128-row blocks (each
+     * with a 1-row tail); 300 columns: past the 256-column block, ending in 12 */
+    {10, 70, 33}, {11, 97, 260}, {14, 40, 7}, {31, 63, 129}, {8, 32, 5},
+    {129, 100, 64}, {257, 45, 300}, {40, 300, 70},
 };
 
 START_TEST(test_gemm_shapes_transposes)
@@ -226,22 +234,30 @@ START_TEST(test_gemm_degenerate)
 }
 END_TEST
 
-/* The choice per call: RX_GEMM unset (auto) gives 1 to 8 rows to rx_rt_matvec, the BLAS's
- * sgemm to products of 9 to 47 rows and to CPUs without AVX2+FMA, this one to the rest;
- * no BLAS stays NULL (the blas.* "not available" error). */
+/* The kernel per $RX_GEMM_KERNEL: unset, the CPU's best (the AVX-512 8x32 tile where it
+ * has AVX-512F); avx2, the 6x16 AVX2 one; portable, the C one. The 6x16 micro-kernel
+ * library_conv.c calls (rx_rt_gemm_kernel) is the AVX2 one under both unset and avx2.
+ * Then the choice per call: RX_GEMM unset (auto) gives 1 to 8 rows to rx_rt_matvec, the
+ * BLAS's sgemm to CPUs without AVX2+FMA and, with the 6x16 kernel, to products of 9 to 47
+ * rows, this one to the rest; no BLAS stays NULL (the blas.* "not available" error). */
 START_TEST(test_gemm_pick)
 {
     ck_assert_ptr_null(getenv("RX_GEMM"));
     rx_rt_sgemm_fn blas = rx_rt_sgemm();
     ck_assert_ptr_nonnull(blas);
-    bool avx2 = strcmp(rx_rt_gemm_kernel(), "avx2+fma 6x16") == 0;
     const char *want = getenv("RX_GEMM_KERNEL");
-    ck_assert_int_eq(avx2, !(want && strcmp(want, "portable") == 0) &&
-                               __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+    bool portable = want && strcmp(want, "portable") == 0;
+    bool avx2 = strcmp(rx_rt_gemm_kernel(), "avx2+fma 6x16") == 0;
+    ck_assert_int_eq(avx2, !portable && __builtin_cpu_supports("avx2") &&
+                               __builtin_cpu_supports("fma"));
+    bool wide = strcmp(rx_rt_gemm_isa(), "avx512 8x32") == 0;
+    ck_assert_int_eq(wide, avx2 && !(want && strcmp(want, "avx2") == 0) &&
+                               __builtin_cpu_supports("avx512f"));
+    if (!wide) ck_assert_str_eq(rx_rt_gemm_isa(), rx_rt_gemm_kernel());
     ck_assert(rx_rt_gemm_pick(blas, 1, 1024, 1024) == rx_rt_matvec); /* one row: test_matvec.c */
     ck_assert(rx_rt_gemm_pick(blas, 8, 1024, 1024) == rx_rt_matvec); /* up to 8 rows */
-    ck_assert(rx_rt_gemm_pick(blas, 9, 1024, 1024) == blas);
-    ck_assert(rx_rt_gemm_pick(blas, 47, 1024, 1024) == blas);
+    ck_assert(rx_rt_gemm_pick(blas, 9, 1024, 1024) == (wide ? rx_rt_gemm : blas));
+    ck_assert(rx_rt_gemm_pick(blas, 47, 1024, 1024) == (wide ? rx_rt_gemm : blas));
     ck_assert(rx_rt_gemm_pick(blas, 48, 1024, 1024) == (avx2 ? rx_rt_gemm : blas));
     ck_assert(rx_rt_gemm_pick(blas, 128, 64, 128) == (avx2 ? rx_rt_gemm : blas));
     ck_assert(rx_rt_gemm_pick(NULL, 128, 1024, 1024) == NULL);
