@@ -4,10 +4,9 @@
  *
  * The tile: RX_GEMM512_MR = 8 rows by RX_GEMM512_NR = 32 columns (two zmm vectors a
  * row), 16 accumulators. Per reduction index: B's 32 values loaded once (two loads),
- * each of A's 8 values broadcast straight from the packed panel into the FMA (embedded
- * broadcast, no register), 16 FMAs: with 2 x 512-bit FMA units that is 8 cycles for 10
- * loads, in reach of 2 loads a cycle; 16 independent chains cover the FMA latency (4
- * cycles x 2 units). 8 rows keep M = 128 and 512 (prefill) free of short tiles and the
+ * each of A's 8 values broadcast once into a register for its two FMAs (K_STEP below),
+ * 16 FMAs: with 2 x 512-bit FMA units that is 8 cycles for 10 loads, in reach of 2
+ * loads a cycle; 16 independent chains cover the FMA latency (4 cycles x 2 units). 8 rows keep M = 128 and 512 (prefill) free of short tiles and the
  * A packing an 8x8 transpose; 32 columns keep attention's 64-wide heads whole.
  * The panels: A packed kc x 8 (the 8 values of one reduction index together), B kc rows
  * of 32 at row stride ldb (32 when packed; B's own row stride when read in place).
