@@ -295,6 +295,18 @@ typedef struct rx_rt_conv_epi {
     float lo, hi;
 } rx_rt_conv_epi;
 bool rx_rt_conv_tile_ok(void);
+/* Which tile runs (once a process): RX_CONV_TILE_AVX512 where the CPU has AVX-512F
+ * (rx_rt_conv_tile512: up to RX_CONV_TILE_ROWS rows of the weights unpacked, row r at
+ * a + r * lda, by up to 32 columns: the 16 of the B panel b and, past 16, the next
+ * panel's at b + bs; masked), else RX_CONV_TILE_AVX2
+ * (rx_rt_conv_tile) with AVX2 + FMA, else NONE; $RX_CONV_KERNEL=avx2 / portable forces a
+ * lower one (tests). */
+enum { RX_CONV_TILE_NONE = 0, RX_CONV_TILE_AVX2 = 1, RX_CONV_TILE_AVX512 = 2,
+       RX_CONV_TILE_ROWS = 12 };
+int rx_rt_conv_tile_kind(void);
+void rx_rt_conv_tile512(int64_t kc, const float *a, int64_t lda, const float *b, int64_t bs,
+                        float *y, int64_t ldy, int mr, int nr, bool acc,
+                        const rx_rt_conv_epi *epi);
 void rx_rt_conv_tile(int64_t kc, const float *a, const float *b, float *y, int64_t ldy, int mr,
                      int nr, bool acc, const rx_rt_conv_epi *epi);
 /* Runs fn(ud, t, n) for t in [0, n) on the kernels' OpenMP pool (rx_rt_parallel's one

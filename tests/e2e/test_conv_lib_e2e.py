@@ -21,12 +21,13 @@ a 24-pixel plane (an 8-pixel last panel);
 small planes with large weights (the wide cut: 3x3, pointwise, stride 2 dilated)),
 and max / avg poolings (the probe's
 3x3 stride 2 pad 1 max pool, dilation, ceil_mode, count_include_pad both ways, 4-value
-padding), all returned as a tuple. Checked:
+padding, stride 1 on 37 columns), all returned as a tuple. Checked:
   - `relaxc build` (default cost rule) turns every chain into one blas.conv2d call and
     every pooling into one rt.pool2d (the counts in the lowered module);
   - relax-run at batch 2 and batch 1 of the same artifact equals a float64 NumPy
     convolution of the same formulation (rtol 1e-4, atol 1e-4), every output; batch 2
-    also with RX_GEMM=blas (the im2col way), RX_GEMM_KERNEL=portable and --threads 3
+    also with RX_GEMM=blas (the im2col way), RX_GEMM_KERNEL=portable, RX_CONV_KERNEL=avx2
+    and =portable (the lower tiles on an AVX-512 CPU; batch 1 too) and --threads 3
     (the implicit GEMM's lanes of unequal lengths, tasks taken from others' ends);
     batch 5 with --threads 2 and 3 (each image's phase planes built before its first
     task by the threads that need it, lanes that end inside an image);
@@ -87,6 +88,12 @@ CASES = [
     # a plane of 24 pixels: its last panel 8 wide (the 8-column tile straight into y;
     # 4-column tails: the 11x12 and 6x6 cases, 1 and 3: the 7x7 and 5x7 ones)
     ("k3_tail8_res_relu", 12, 6, 4, (20, 12, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "1o11", True, True),
+    # the AVX-512 tile (up to 12 rows of the unpacked weights by two 16-pixel panels):
+    # 25 channels (tiles of 9, 8, 8 rows) on a 17-pixel plane (a 2-panel tile whose second
+    # panel has 1 column) with a residual; one output channel on a 66-pixel plane (32,
+    # 32, then 2 columns) with a clamp
+    ("t512_o25_p17_res", 9, 1, 17, (25, 9, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "o11", True, True),
+    ("t512_o1_p66_clamp", 5, 6, 11, (1, 5, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "1o11", False, (-0.5, 0.75)),
     # wide (small planes, weights of 1 MiB or more: each weight read once, B's panels
     # packed per image first): 234 channels (39 tiles, 2 to 8 a task) on a
     # 5x7 plane (3 panels, the last partial) with a residual; a pointwise 1024 -> 260 on
@@ -115,6 +122,11 @@ POOLS = [
     ("avg_pad_exclude", "avg", 8, 21, 22, [3, 3], [2, 2], [1], [1, 1], False, False),
     ("avg_pad_include_ceil", "avg", 8, 21, 22, [3, 3], [2, 2], [1, 0, 0, 1], [1, 1], True, True),
     ("avg_k2s2", "avg", 8, 20, 22, [2, 2], [2, 2], [0], [1, 1], False, True),
+    # stride 1 (16 columns a load in the AVX-512 row), 37 columns (a partial last vector);
+    # ResNet's 3x3/2 max on 39 columns (two vectors of outputs, the second partial)
+    ("max_k3s1p1_w37", "max", 8, 9, 37, [3, 3], [1, 1], [1, 1, 1, 1], [1, 1], False, False),
+    ("avg_k3s1_w37", "avg", 8, 9, 37, [3, 3], [1, 1], [1, 0, 1, 2], [1, 1], False, False),
+    ("max_k3s2p1_w39", "max", 8, 7, 67, [3, 3], [2, 2], [1, 1, 1, 1], [1, 1], False, False),
 ]
 
 
@@ -296,11 +308,15 @@ def main():
         check("blas.conv2d" not in gen_text and "rt.pool2d" not in gen_text,
               "--lib-disable conv2d, pool2d keep the generated loops")
         # batch 2 also on the runtime's other ways: RX_GEMM=blas (im2col panels on the
-        # BLAS's sgemm) and RX_GEMM_KERNEL=portable (the implicit GEMM on the C kernel)
+        # BLAS's sgemm), RX_GEMM_KERNEL=portable (the implicit GEMM on the C kernel), and
+        # on an AVX-512 CPU the lower tiles: RX_CONV_KERNEL=avx2 (library_conv_kern.c's
+        # 6x16 AVX2 tile) and =portable (rx_rt_gemm_micro, then the epilogue pass)
         envs = {"lib": None, "gen": None,
                 "blas": dict(os.environ, RX_GEMM="blas"),
-                "portable": dict(os.environ, RX_GEMM_KERNEL="portable")}
-        rxa["blas"] = rxa["portable"] = rxa["threads3"] = rxa["lib"]
+                "portable": dict(os.environ, RX_GEMM_KERNEL="portable"),
+                "avx2": dict(os.environ, RX_CONV_KERNEL="avx2"),
+                "kern": dict(os.environ, RX_CONV_KERNEL="portable")}
+        rxa["blas"] = rxa["portable"] = rxa["threads3"] = rxa["avx2"] = rxa["kern"] = rxa["lib"]
         envs["threads3"] = None
         # 3 threads on the machine's cores: the implicit GEMM's lanes of unequal lengths,
         # and threads that finish theirs take tasks from the end of the others'
@@ -310,7 +326,8 @@ def main():
         # another's end before that thread reaches it; 2 and 3 threads)
         extra["threads2"] = ["--threads", "2"]
         rxa["threads2"], envs["threads2"] = rxa["lib"], None
-        for n, tags in ((2, ("lib", "gen", "blas", "portable", "threads3")), (1, ("lib",)),
+        for n, tags in ((2, ("lib", "gen", "blas", "portable", "avx2", "kern", "threads3")),
+                        (1, ("lib", "avx2")),
                         (5, ("threads2", "threads3")), (0, ("lib",))):
             arrs, want = inputs(rng, n)
             ins, gen_ins = [], []
