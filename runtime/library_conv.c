@@ -737,6 +737,7 @@ static _Thread_local size_t tl_mem_cap, tl_off_cap, tl_imgs_cap;
 static void *ig_scratch(void **buf, size_t *cap, size_t bytes)
 {
     bytes = (bytes + 63) / 64 * 64;
+    if (bytes == 0) bytes = 64; /* nothing to hold (a pointwise call on the AVX-512 tile) */
     if (bytes > *cap) {
         free(*buf);
         *buf = aligned_alloc(64, bytes);

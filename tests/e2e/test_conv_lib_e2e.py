@@ -245,10 +245,11 @@ def module(cases, pools):
         "body": {"blocks": [{"dataflow": True, "bindings": bind}], "result": {"tuple": results}}}}}
 
 
-def inputs(rng, n):
-    """(arrays by name, expected outputs) at batch n."""
+def inputs(rng, n, cases=None, pools=None):
+    """(arrays by name, expected outputs) at batch n (CASES and POOLS unless given)."""
     arrs, want = {}, []
-    for i, c in enumerate(CASES):
+    cases, pools = CASES if cases is None else cases, POOLS if pools is None else pools
+    for i, c in enumerate(cases):
         name, C, H, W, ws, st, pd, dl, g, bias, res, relu = c
         OH, OW = out_hw(c)
         x = rng.standard_normal((n, C, H, W)).astype(np.float32)
@@ -270,7 +271,7 @@ def inputs(rng, n):
             y = y if relu[0] is None else np.maximum(y, relu[0])
             y = y if relu[1] is None else np.minimum(y, relu[1])
         want.append(y)
-    for i, c in enumerate(POOLS):
+    for i, c in enumerate(pools):
         x = rng.standard_normal((n,) + tuple(c[2:5])).astype(np.float32)
         arrs["px%d" % i] = x
         want.append(pool_ref(x, c))
@@ -352,6 +353,27 @@ def main():
                     ok = got.shape == want[i].shape and np.allclose(got, want[i], rtol=1e-4, atol=1e-4)
                     err_s = float(np.abs(got - want[i]).max(initial=0.0)) if got.shape == want[i].shape else -1
                     check(ok, "%s %s batch %d equals NumPy (max err %.2e)" % (c[0], tag, n, err_s))
+        # a process whose first convolution is pointwise: on the AVX-512 tile it needs no
+        # scratch at all (x and the weights read in place), which once failed as "out of
+        # memory" (the empty scratch request); every tile kind
+        pw = [c for c in CASES if c[0] == "pw_bias_res_relu"]
+        first = os.path.join(tmp, "first_pw.json")
+        with open(first, "w") as f:
+            json.dump(module(pw, []), f)
+        rc, _, err = run_status([relaxc, "build", first, "-o", first + ".rxa"])
+        check(rc == 0, "relaxc build (pointwise alone)" + ("" if rc == 0 else ": " + err))
+        arrs, want = inputs(rng, 2, pw, [])
+        ins = []
+        for k, v in arrs.items():
+            np.save(os.path.join(tmp, "first_%s.npy" % k), v)
+            ins += ["--in", "%s=%s" % (k, os.path.join(tmp, "first_%s.npy" % k))]
+        for kind in ("avx512", "avx2", "portable"):
+            out = os.path.join(tmp, "out_first_" + kind)
+            rc, _, err = run_status([relax_run, first + ".rxa", "--out-dir", out, "--threads", "1"] +
+                                    ins, dict(os.environ, RX_CONV_KERNEL=kind))
+            got = np.load(os.path.join(out, "out0.npy")) if rc == 0 else None
+            check(rc == 0 and np.allclose(got, want[0], rtol=1e-4, atol=1e-4),
+                  "pointwise as the first call (%s) equals NumPy" % kind + ("" if rc == 0 else ": " + err[-300:]))
     return checks.done()
 
 
