@@ -22,8 +22,8 @@
  *   - one input channel per group (depthwise, any channel multiplier): output planes
  *     split across threads; stride 1 undilated, a plane at a time through a zero-padded
  *     copy in vector registers, edges included (library_dwconv.c: ConvNeXt's 7x7, the
- *     MobileNet 3x3); stride 2 undilated on AVX-512 CPUs the same way, 16 outputs by
- *     a permute of 32 inputs (rx_rt_dwconv_plane_s2); otherwise direct loops per output
+ *     MobileNet 3x3); on AVX-512 CPUs strides 1 and 2 undilated the same way, 16
+ *     outputs a step (rx_rt_dwconv_plane512); otherwise direct loops per output
  *     row (rx_rt_window_row: each tap row clipped to its valid outputs once, so the inner
  *     loop has no bounds test);
  *   - otherwise (1x1, KxK, strides, padding, dilation, grouped): an implicit GEMM on
@@ -73,7 +73,9 @@
  *     a task's rows are cut into equal tiles of at most 12 (ig_rows: 64 channels are
  *     11, 11, 11, 11, 10, 10, not 5 x 12 + 4), and pixel chunks are whole pairs of
  *     panels (ig->unit 32: with single panels MobileNet's 14x14 and 7x7 layers ran
- *     16-column tiles; 1.36x on the whole MobileNetV2 at one thread). ResNet-18 at
+ *     16-column tiles; 1.36x on the whole MobileNetV2 at one thread). A pointwise
+ *     layer's tile reading x in place (rows a plane apart) instead of the packed pair
+ *     was slower: MobileNetV2 1.27x the time (min of 12, one thread, load 12). ResNet-18 at
  *     1x3x224x224 (one thread, load 7): 0.54x the AVX2 tile's time, 1.19x ORT's.
  *     Against the im2col way below (the probe's layers, one thread, min of 10, load
  *     ~8): 0.93-1.01x its time on the 3x3 and 1x1 layers of 28..56-pixel planes, 0.7x
@@ -853,20 +855,22 @@ static void direct_job(void *ud, int t, int n)
     int64_t p0, p1, plane = c->OH * c->OW, KK = c->KH * c->KW;
     win g = {c->H, c->W, c->OW, c->KH, c->KW, c->sh, c->sw, c->pt, c->pl, c->dh, c->dw};
     bool unit = c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1;
-    bool s2 = c->sh == 2 && c->sw == 2 && c->dh == 1 && c->dw == 1 &&
-              rx_rt_conv_tile_kind() == RX_CONV_TILE_AVX512;
+    bool v512 = c->sh == c->sw && c->sh <= 2 && c->dh == 1 && c->dw == 1 &&
+                rx_rt_conv_tile_kind() == RX_CONV_TILE_AVX512;
     rx_rt_share(c->N * c->O, t, n, &p0, &p1);
     float *buf = NULL; /* library_dwconv.c's padded plane */
-    if ((unit || s2) && p0 < p1)
-        buf = malloc(sizeof(float) * (size_t)(unit ? rx_rt_dwconv_buf_floats(c->OH, c->OW, c->KH, c->KW)
-                                                   : rx_rt_dwconv_s2_buf_floats(c->OH, c->OW, c->KH, c->KW)));
+    if ((unit || v512) && p0 < p1)
+        buf = malloc(sizeof(float) * (size_t)(v512 ? rx_rt_dwconv512_buf_floats(c->OH, c->OW, c->KH, c->KW)
+                                                   : rx_rt_dwconv_buf_floats(c->OH, c->OW, c->KH, c->KW)));
     for (int64_t p = p0; p < p1; p++) {
         int64_t img = p / c->O, o = p % c->O, ch = o / c->Og; /* Cg == 1: group o / Og */
         const float *xp = c->x + (img * c->C + ch) * c->H * c->W;
         float *yp = c->y + p * plane;
-        bool done = buf && (unit ? rx_rt_dwconv_plane : rx_rt_dwconv_plane_s2)(
-                               xp, c->H, c->W, c->w + o * KK, c->KH, c->KW, c->pt, c->pl, c->OH,
-                               c->OW, buf, yp);
+        bool done = buf && (v512 ? rx_rt_dwconv_plane512(xp, c->H, c->W, c->w + o * KK, c->KH,
+                                                         c->KW, c->sh, c->pt, c->pl, c->OH,
+                                                         c->OW, buf, yp)
+                                 : rx_rt_dwconv_plane(xp, c->H, c->W, c->w + o * KK, c->KH, c->KW,
+                                                      c->pt, c->pl, c->OH, c->OW, buf, yp));
         for (int64_t oh = 0; oh < c->OH && !done; oh++)
             rx_rt_window_row(&g, xp, c->w + o * KK, ROW_MAC, oh, yp + oh * c->OW);
         epilogue(c, o, yp, c->res ? c->res + p * plane : NULL, plane);

@@ -30,14 +30,16 @@
  * rx_rt_dwconv_buf_floats(...) floats (18 KiB for the 7x7 on 56 x 56: L1-resident).
  * Without GCC/Clang vector extensions it declines and library_conv.c's rows run.
  *
- *   rx_rt_dwconv_plane_s2(...): the same for stride 2, undilated, on CPUs with AVX-512F
- *     (rx_rt_conv_tile_kind, so $RX_CONV_KERNEL=avx2 / portable keep window_row): the
- *     plane padded the same way (rows to 2 OH + KH, columns to 2 * OW rounded up to 32
- *     plus the taps' reach and 16 of slack), then 16 outputs of a row at a time: at each
- *     tap 32 padded floats loaded from column 2 ow + kw, their evens kept by one
- *     two-source permute, one FMA (order kh, kw ascending from +0, as above). Stride-2
- *     depthwise layers (MobileNetV2 has four, 3x3) ran window_row's scalar loops: 17% of
- *     MobileNetV2 at one thread (perf), 3.3% now; the model 0.86x (min of 6, load 11).
+ *   rx_rt_dwconv_plane512(..., S, ...): strides S = 1 and 2, undilated, on CPUs with
+ *     AVX-512F (rx_rt_conv_tile_kind, so $RX_CONV_KERNEL=avx2 / portable keep the rows
+ *     above and window_row): the plane padded the same way (rows to 2 OH + KH, columns to
+ *     2 * OW rounded up to 32 plus the taps' reach and 16 of slack), then 16 outputs of a
+ *     row at a time, one FMA a tap (order kh, kw ascending from +0, as above) on the 16
+ *     inputs from column S ow + kw (stride 2: 32 loaded, the evens kept by one
+ *     two-source permute). Stride 1 gives the AVX2 rows' results bit for bit with half
+ *     the FMAs (MobileNetV2 at one thread 0.66-0.88x the time, min / median of 10, load
+ *     14); stride-2 layers (MobileNetV2 has four, 3x3) ran window_row's scalar loops: 17%
+ *     of MobileNetV2 at one thread (perf), 3.3% now, the model 0.86x (min of 6, load 11).
  */
 #include "rt_int.h"
 
@@ -213,16 +215,17 @@ bool rx_rt_dwconv_plane(const float *xp, int64_t H, int64_t W, const float *k, i
     return true;
 }
 
-/* ---- stride 2 with AVX-512 ---- */
+/* ---- strides 1 and 2 with AVX-512 ---- */
 
-/* The padded plane's row length for stride 2: 2 * OW rounded up to 32, plus the taps'
- * reach and one vector of slack (a block of 16 outputs loads 32 floats at each tap). */
+/* The padded plane's row length for rx_rt_dwconv_plane512: 2 * OW rounded up to 32, plus
+ * the taps' reach and one vector of slack (stride 2: a block of 16 outputs loads 32
+ * floats at each tap; stride 1 needs less). */
 static int64_t padded_w2(int64_t OW, int64_t KW)
 {
     return (OW + 15) / 16 * 32 + KW - 1 + 16;
 }
 
-int64_t rx_rt_dwconv_s2_buf_floats(int64_t OH, int64_t OW, int64_t KH, int64_t KW)
+int64_t rx_rt_dwconv512_buf_floats(int64_t OH, int64_t OW, int64_t KH, int64_t KW)
 {
     return (2 * OH + KH) * padded_w2(OW, KW);
 }
@@ -230,25 +233,28 @@ int64_t rx_rt_dwconv_s2_buf_floats(int64_t OH, int64_t OW, int64_t KH, int64_t K
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-/* Stride 2, undilated: the plane padded as for stride 1 (pad_plane), then per output row
- * 16 outputs at a time: at each tap (kh, kw ascending) the 32 padded floats from column
- * 2 * ow + kw, their evens kept by one two-source permute, one FMA; partial blocks
- * masked. MobileNetV2's four stride-2 depthwise layers ran window_row's scalar loops. */
-__attribute__((target("avx512f"))) static void dw_plane_s2_512(
-    const float *xp, int64_t H, int64_t W, const float *k, int64_t KH, int64_t KW, int64_t pt,
-    int64_t pl, int64_t OH, int64_t OW, float *buf, float *yp)
+/* Stride S (1 or 2), undilated: the plane padded as above (pad_plane), then per output
+ * row 16 outputs at a time: at each tap (kh, kw ascending, from +0) one FMA of the
+ * weight by the 16 padded inputs from column S * ow + kw (stride 2: 32 loaded, their
+ * evens kept by one two-source permute); partial blocks masked. Stride 1: the AVX2
+ * rows' sums (FMA, same order), bit-identical, with half the FMAs; stride 2 ran
+ * window_row's scalar loops (MobileNetV2 has four such 3x3 layers). */
+__attribute__((target("avx512f"))) static inline __attribute__((always_inline)) void
+dw_plane_512(const int S, const float *xp, int64_t H, int64_t W, const float *k, int64_t KH,
+             int64_t KW, int64_t pt, int64_t pl, int64_t OH, int64_t OW, float *buf, float *yp)
 {
     int64_t WP = padded_w2(OW, KW);
-    pad_plane(xp, H, W, pt, pl, 2 * OH + KH, WP, buf);
+    pad_plane(xp, H, W, pt, pl, S * OH + KH, WP, buf);
     const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     for (int64_t oh = 0; oh < OH; oh++) {
         for (int64_t ow = 0; ow < OW; ow += 16) {
             __m512 acc = _mm512_setzero_ps();
             for (int64_t kh = 0; kh < KH; kh++) {
-                const float *r = buf + (2 * oh + kh) * WP + 2 * ow;
+                const float *r = buf + (S * oh + kh) * WP + S * ow;
                 for (int64_t kw = 0; kw < KW; kw++) {
-                    __m512 v = _mm512_permutex2var_ps(_mm512_loadu_ps(r + kw), evens,
-                                                      _mm512_loadu_ps(r + kw + 16));
+                    __m512 v = S == 1 ? _mm512_loadu_ps(r + kw)
+                                      : _mm512_permutex2var_ps(_mm512_loadu_ps(r + kw), evens,
+                                                               _mm512_loadu_ps(r + kw + 16));
                     acc = _mm512_fmadd_ps(_mm512_set1_ps(k[kh * KW + kw]), v, acc);
                 }
             }
@@ -258,43 +264,47 @@ __attribute__((target("avx512f"))) static void dw_plane_s2_512(
     }
 }
 
-/* KW 3 constant (the tap loop unrolled): MobileNet's 3x3. */
-__attribute__((target("avx512f"))) static void dw_plane_s2_512_k3(
-    const float *xp, int64_t H, int64_t W, const float *k, int64_t KH, int64_t pt, int64_t pl,
-    int64_t OH, int64_t OW, float *buf, float *yp)
-{
-    dw_plane_s2_512(xp, H, W, k, KH, 3, pt, pl, OH, OW, buf, yp);
-}
+/* Each stride with KW 3 constant (the tap loop unrolled: MobileNet's 3x3) or any KW. */
+#define DZ_SPEC(S, K, KWV)                                                                 \
+    __attribute__((target("avx512f"))) static void dw_plane_512_##S##_##K(                 \
+        const float *xp, int64_t H, int64_t W, const float *k, int64_t KH, int64_t KW,     \
+        int64_t pt, int64_t pl, int64_t OH, int64_t OW, float *buf, float *yp)             \
+    {                                                                                      \
+        (void)KW;                                                                          \
+        dw_plane_512(S, xp, H, W, k, KH, KWV, pt, pl, OH, OW, buf, yp);                    \
+    }
+DZ_SPEC(1, 3, 3) DZ_SPEC(1, n, KW) DZ_SPEC(2, 3, 3) DZ_SPEC(2, n, KW)
+#undef DZ_SPEC
 #endif
 
-bool rx_rt_dwconv_plane_s2(const float *xp, int64_t H, int64_t W, const float *k, int64_t KH,
-                           int64_t KW, int64_t pt, int64_t pl, int64_t OH, int64_t OW,
+bool rx_rt_dwconv_plane512(const float *xp, int64_t H, int64_t W, const float *k, int64_t KH,
+                           int64_t KW, int64_t S, int64_t pt, int64_t pl, int64_t OH, int64_t OW,
                            float *buf, float *yp)
 {
 #if defined(__x86_64__)
-    if (rx_rt_conv_tile_kind() == RX_CONV_TILE_AVX512) {
-        if (KW == 3) dw_plane_s2_512_k3(xp, H, W, k, KH, pt, pl, OH, OW, buf, yp);
-        else dw_plane_s2_512(xp, H, W, k, KH, KW, pt, pl, OH, OW, buf, yp);
+    if (rx_rt_conv_tile_kind() == RX_CONV_TILE_AVX512 && (S == 1 || S == 2)) {
+        if (S == 1) (KW == 3 ? dw_plane_512_1_3 : dw_plane_512_1_n)(xp, H, W, k, KH, KW, pt, pl, OH, OW, buf, yp);
+        else (KW == 3 ? dw_plane_512_2_3 : dw_plane_512_2_n)(xp, H, W, k, KH, KW, pt, pl, OH, OW, buf, yp);
         return true;
     }
 #endif
-    (void)xp, (void)H, (void)W, (void)k, (void)KH, (void)KW, (void)pt, (void)pl, (void)OH;
-    (void)OW, (void)buf, (void)yp;
+    (void)xp, (void)H, (void)W, (void)k, (void)KH, (void)KW, (void)S, (void)pt, (void)pl;
+    (void)OH, (void)OW, (void)buf, (void)yp;
     return false;
 }
 #else
-int64_t rx_rt_dwconv_s2_buf_floats(int64_t OH, int64_t OW, int64_t KH, int64_t KW)
+int64_t rx_rt_dwconv512_buf_floats(int64_t OH, int64_t OW, int64_t KH, int64_t KW)
 {
     (void)OH, (void)OW, (void)KH, (void)KW;
     return 0;
 }
 
-bool rx_rt_dwconv_plane_s2(const float *xp, int64_t H, int64_t W, const float *k, int64_t KH,
-                           int64_t KW, int64_t pt, int64_t pl, int64_t OH, int64_t OW,
+bool rx_rt_dwconv_plane512(const float *xp, int64_t H, int64_t W, const float *k, int64_t KH,
+                           int64_t KW, int64_t S, int64_t pt, int64_t pl, int64_t OH, int64_t OW,
                            float *buf, float *yp)
 {
-    (void)xp, (void)H, (void)W, (void)k, (void)KH, (void)KW, (void)pt, (void)pl, (void)OH;
-    (void)OW, (void)buf, (void)yp;
+    (void)xp, (void)H, (void)W, (void)k, (void)KH, (void)KW, (void)S, (void)pt, (void)pl;
+    (void)OH, (void)OW, (void)buf, (void)yp;
     return false;
 }
 

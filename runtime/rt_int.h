@@ -284,12 +284,12 @@ bool rx_rt_dwconv_plane(const float *xp, int64_t H, int64_t W, const float *k, i
                         int64_t KW, int64_t pt, int64_t pl, int64_t OH, int64_t OW, float *buf,
                         float *yp);
 int64_t rx_rt_dwconv_buf_floats(int64_t OH, int64_t OW, int64_t KH, int64_t KW);
-/* The same for stride 2, undilated, where the AVX-512 rows run (rx_rt_conv_tile_kind);
- * false otherwise (window_row then); buf: rx_rt_dwconv_s2_buf_floats(...) floats. */
-bool rx_rt_dwconv_plane_s2(const float *xp, int64_t H, int64_t W, const float *k, int64_t KH,
-                           int64_t KW, int64_t pt, int64_t pl, int64_t OH, int64_t OW,
+/* The same for stride S of 1 or 2 (both axes), undilated, where the AVX-512 rows run
+ * (rx_rt_conv_tile_kind); false otherwise; buf: rx_rt_dwconv512_buf_floats(...) floats. */
+bool rx_rt_dwconv_plane512(const float *xp, int64_t H, int64_t W, const float *k, int64_t KH,
+                           int64_t KW, int64_t S, int64_t pt, int64_t pl, int64_t OH, int64_t OW,
                            float *buf, float *yp);
-int64_t rx_rt_dwconv_s2_buf_floats(int64_t OH, int64_t OW, int64_t KH, int64_t KW);
+int64_t rx_rt_dwconv512_buf_floats(int64_t OH, int64_t OW, int64_t KH, int64_t KW);
 /* blas.conv2d's implicit-GEMM tile (library_conv_kern.c): y (mr x nr, row stride ldy)
  * = the packed 6-row A panel a times the 16-column B panel b over kc (+ y when acc),
  * then with epi: + bias[i], + res (row stride ldy), then act (1 relu, 2 clamp [lo, hi]).

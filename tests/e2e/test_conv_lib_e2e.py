@@ -27,7 +27,8 @@ padding, stride 1 on 37 columns), all returned as a tuple. Checked:
   - relax-run at batch 2 and batch 1 of the same artifact equals a float64 NumPy
     convolution of the same formulation (rtol 1e-4, atol 1e-4), every output; batch 2
     also with RX_GEMM=blas (the im2col way), RX_GEMM_KERNEL=portable, RX_CONV_KERNEL=avx2
-    and =portable (the lower tiles on an AVX-512 CPU; batch 1 too) and --threads 3
+    and =portable (the lower tiles on an AVX-512 CPU; batch 1 too: bit-identical to
+    the default way, all but the stride-2 depthwise cases) and --threads 3
     (the implicit GEMM's lanes of unequal lengths, tasks taken from others' ends);
     batch 5 with --threads 2 and 3 (each image's phase planes built before its first
     task by the threads that need it, lanes that end inside an image);
@@ -327,6 +328,7 @@ def main():
         # another's end before that thread reaches it; 2 and 3 threads)
         extra["threads2"] = ["--threads", "2"]
         rxa["threads2"], envs["threads2"] = rxa["lib"], None
+        outs = {}
         for n, tags in ((2, ("lib", "gen", "blas", "portable", "avx2", "kern", "threads3")),
                         (1, ("lib", "avx2")),
                         (5, ("threads2", "threads3")), (0, ("lib",))):
@@ -350,9 +352,22 @@ def main():
                     if i < skip:
                         continue
                     got = np.load(os.path.join(out, "out%d.npy" % (i - skip)))
+                    outs[tag, n, i] = got
                     ok = got.shape == want[i].shape and np.allclose(got, want[i], rtol=1e-4, atol=1e-4)
                     err_s = float(np.abs(got - want[i]).max(initial=0.0)) if got.shape == want[i].shape else -1
                     check(ok, "%s %s batch %d equals NumPy (max err %.2e)" % (c[0], tag, n, err_s))
+        # the AVX-512 tile, the AVX2 tile and the GEMM kernel + epilogue pass sum in the
+        # same order with the same roundings: bit-identical outputs (so are the AVX-512
+        # pooling rows and stride-1 depthwise planes); only stride-2 depthwise differs
+        # (FMAs on AVX-512, window_row's multiply then add below it)
+        for n in (2, 1):
+            for i, c in enumerate(CASES + POOLS):
+                dw_s2 = i < len(CASES) and c[4][1] == 1 and c[8] > 1 and c[5] != [1, 1]
+                for tag in ("avx2", "kern") if n == 2 else ("avx2",):
+                    a, b = outs.get(("lib", n, i)), outs.get((tag, n, i))
+                    if a is not None and b is not None and not dw_s2:
+                        check(np.array_equal(a, b), "%s batch %d: %s bit-identical to the "
+                              "AVX-512 way" % (c[0], n, tag))
         # a process whose first convolution is pointwise: on the AVX-512 tile it needs no
         # scratch at all (x and the weights read in place), which once failed as "out of
         # memory" (the empty scratch request); every tile kind
