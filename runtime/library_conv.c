@@ -77,6 +77,10 @@
  *     layer's tile reading x in place (rows a plane apart) instead of the packed pair
  *     was slower: MobileNetV2 1.27x the time (min of 12, one thread, load 12). ResNet-18 at
  *     1x3x224x224 (one thread, load 7): 0.54x the AVX2 tile's time, 1.19x ORT's.
+ *     bench_cnn.py, one thread, batch 1, O2, medians of 4 rounds, load 8, relax / ORT
+ *     (the main build's AVX2 kernels in brackets): ResNet-18 1.17 (2.08), VGG-11/2 1.07
+ *     (1.87), MobileNetV2 0.93 (1.93), small CNN 1.23 (2.14). Not measured, a guess at
+ *     what is left to MLAS: its NCHWc convolution reorders the weights once at load.
  *     Against the im2col way below (the probe's layers, one thread, min of 10, load
  *     ~8): 0.93-1.01x its time on the 3x3 and 1x1 layers of 28..56-pixel planes, 0.7x
  *     on the 4-group 3x3; the whole probe CNN (1x3x224x224) 0.90x on one thread. What
