@@ -870,14 +870,17 @@ static void direct_job(void *ud, int t, int n)
         int64_t img = p / c->O, o = p % c->O, ch = o / c->Og; /* Cg == 1: group o / Og */
         const float *xp = c->x + (img * c->C + ch) * c->H * c->W;
         float *yp = c->y + p * plane;
-        bool done = buf && (v512 ? rx_rt_dwconv_plane512(xp, c->H, c->W, c->w + o * KK, c->KH,
-                                                         c->KW, c->sh, c->pt, c->pl, c->OH,
-                                                         c->OW, buf, yp)
-                                 : rx_rt_dwconv_plane(xp, c->H, c->W, c->w + o * KK, c->KH, c->KW,
-                                                      c->pt, c->pl, c->OH, c->OW, buf, yp));
+        rx_rt_conv_epi e = {c->bias ? c->bias + o : NULL, c->res ? c->res + p * plane : NULL,
+                            c->act, c->lo, c->hi};
+        bool fused = buf && v512 && rx_rt_dwconv_plane512(xp, c->H, c->W, c->w + o * KK, c->KH,
+                                                          c->KW, c->sh, c->pt, c->pl, c->OH,
+                                                          c->OW, buf, yp, &e);
+        bool done = fused || (buf && !v512 &&
+                              rx_rt_dwconv_plane(xp, c->H, c->W, c->w + o * KK, c->KH, c->KW,
+                                                 c->pt, c->pl, c->OH, c->OW, buf, yp));
         for (int64_t oh = 0; oh < c->OH && !done; oh++)
             rx_rt_window_row(&g, xp, c->w + o * KK, ROW_MAC, oh, yp + oh * c->OW);
-        epilogue(c, o, yp, c->res ? c->res + p * plane : NULL, plane);
+        if (!fused) epilogue(c, o, yp, e.res, plane);
     }
     free(buf);
 }
