@@ -26,8 +26,8 @@
  * the end), then library_conv.c's epi_copy's operations in its order ((v + bias) +
  * residual, then max(v, 0) / min(max(v, lo), hi) with the scalar code's NaN choices):
  * the results are bit-identical to the kernel-then-epilogue way.
- * Without AVX2 + FMA (the CPU, or $RX_GEMM_KERNEL=portable, library_gemm.c) or a
- * GCC/Clang x86-64 build, rx_rt_conv_tile_ok() is false and library_conv.c keeps its
+ * Without AVX2 + FMA (the CPU, or $RX_GEMM_KERNEL=portable, library_gemm.c, or
+ * $RX_CONV_KERNEL=portable) or a GCC/Clang x86-64 build, rx_rt_conv_tile_ok() is false and library_conv.c keeps its
  * kernel-then-epilogue way.
  *
  *   rx_rt_conv_tile512(kc, a, lda, b, bs, y, ldy, mr, nr, acc, epi)

@@ -289,7 +289,8 @@ int64_t rx_rt_dwconv_buf_floats(int64_t OH, int64_t OW, int64_t KH, int64_t KW);
  * = the packed 6-row A panel a times the 16-column B panel b over kc (+ y when acc),
  * then with epi: + bias[i], + res (row stride ldy), then act (1 relu, 2 clamp [lo, hi]).
  * rx_rt_conv_tile_ok(): false where it cannot run (no AVX2 + FMA, or the portable
- * GEMM kernel chosen); the caller then uses rx_rt_gemm_micro and its own epilogue. */
+ * GEMM kernel or $RX_CONV_KERNEL=portable chosen); the caller then uses
+ * rx_rt_gemm_micro and its own epilogue. */
 typedef struct rx_rt_conv_epi {
     const float *bias, *res;
     int act;
