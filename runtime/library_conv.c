@@ -22,8 +22,10 @@
  *   - one input channel per group (depthwise, any channel multiplier): output planes
  *     split across threads; stride 1 undilated, a plane at a time through a zero-padded
  *     copy in vector registers, edges included (library_dwconv.c: ConvNeXt's 7x7, the
- *     MobileNet 3x3); otherwise direct loops per output row (rx_rt_window_row: each tap row
- *     clipped to its valid outputs once, so the inner loop has no bounds test);
+ *     MobileNet 3x3); on AVX-512 CPUs strides 1 and 2 undilated the same way, 16
+ *     outputs a step (rx_rt_dwconv_plane512); otherwise direct loops per output
+ *     row (rx_rt_window_row: each tap row clipped to its valid outputs once, so the inner
+ *     loop has no bounds test);
  *   - otherwise (1x1, KxK, strides, padding, dilation, grouped): an implicit GEMM on
  *     rx_rt_gemm's micro-kernel (library_gemm.c's 6x16 AVX2 one, or its portable one):
  *     y_g (Og, OH*OW) = w_g (Og, Kc = Cg*KH*KW) @ the im2col matrix of x_g, which is
@@ -65,6 +67,20 @@
  *     like the planes) into bfull, and each task packs its own channels' weights per
  *     block (ig_task_wide): each weight read once an image, no shared weight packing
  *     (that layer 7.1 -> 5.0 ms, the 256 x 2304 on 14x14 4.4 -> 4.1 ms).
+ *     With AVX-512F (rx_rt_conv_tile_kind, $RX_CONV_KERNEL) the tiles are
+ *     rx_rt_conv_tile512's 12 x 32: it reads the weights unpacked (no packing units,
+ *     no wp; the wide cut packs nothing either), so its row tiles may start anywhere and
+ *     a task's rows are cut into equal tiles of at most 12 (ig_rows: 64 channels are
+ *     11, 11, 11, 11, 10, 10, not 5 x 12 + 4), and pixel chunks are whole pairs of
+ *     panels (ig->unit 32: with single panels MobileNet's 14x14 and 7x7 layers ran
+ *     16-column tiles; 1.36x on the whole MobileNetV2 at one thread). A pointwise
+ *     layer's tile reading x in place (rows a plane apart) instead of the packed pair
+ *     was slower: MobileNetV2 1.27x the time (min of 12, one thread, load 12). ResNet-18 at
+ *     1x3x224x224 (one thread, load 7): 0.54x the AVX2 tile's time, 1.19x ORT's.
+ *     bench_cnn.py, one thread, batch 1, O2, medians of 4 rounds, load 8, relax / ORT
+ *     (the main build's AVX2 kernels in brackets): ResNet-18 1.17 (2.08), VGG-11/2 1.07
+ *     (1.87), MobileNetV2 0.93 (1.93), small CNN 1.23 (2.14). Not measured, a guess at
+ *     what is left to MLAS: its NCHWc convolution reorders the weights once at load.
  *     Against the im2col way below (the probe's layers, one thread, min of 10, load
  *     ~8): 0.93-1.01x its time on the 3x3 and 1x1 layers of 28..56-pixel planes, 0.7x
  *     on the 4-group 3x3; the whole probe CNN (1x3x224x224) 0.90x on one thread. What
@@ -321,6 +337,7 @@ enum { IG_KC = 320,    /* the most reduction indices a block (a B panel: 20 KiB,
        IG_WIDE_ROWS = 8 * RX_GEMM_MR, /* wide: the most output channels a task */
        IG_WIDE_W = 1 << 18 }; /* wide: weights of at least this many floats (1 MiB: at
                                * 590 KiB, 8 images of 14x14, the pixel chunks were 8% faster) */
+#define IG_PB ((IG_KC + 1) * RX_GEMM_NR) /* floats of a B panel, + NR: pack_panel's slack */
 #define IG_WIDE_B ((int64_t)1 << 20) /* wide: the most floats of B's panels an image */
 
 /* The call's plan. xt holds, per image, channel and stride phase (ph, pw), the plane
@@ -331,7 +348,8 @@ enum { IG_KC = 320,    /* the most reduction indices a block (a B panel: 20 KiB,
 typedef struct igemm {
     conv *c;
     rx_rt_gemm_kern_fn kern;
-    bool tile;                  /* rx_rt_conv_tile (epilogue in it) instead of kern */
+    int tile;                   /* RX_CONV_TILE_*: a tile with the epilogue in it, or kern */
+    int64_t mt;                 /* rows a tile call takes: 12 (AVX-512 tile) or RX_GEMM_MR */
     bool wide;                  /* small planes: weights streamed once (ig_task_wide) */
     float *bfull;               /* wide: B's panels, per image, block and panel */
     int64_t pstride;            /* wide: floats a panel of bfull (kcb + 1 rows of NR) */
@@ -342,6 +360,7 @@ typedef struct igemm {
     int64_t *off;               /* Kc tap offsets into one group's planes */
     int64_t Hq, Wq, img;        /* xt's plane extents and floats per image */
     int64_t panels, nchunk, mchunks, mrows, tasks; /* the task cut (plan_tasks) */
+    int64_t unit, units;        /* pixels a chunk is a multiple of, and units a plane */
     _Atomic int64_t *imgs;      /* per image n: [4n] channels claimed, [4n + 1] built;
                                  * wide: [4n + 2] B panels claimed, [4n + 3] built */
     _Atomic uint64_t *lanes;    /* per thread, its tasks' state (lane_take); 0 at the start */
@@ -364,9 +383,14 @@ static void plan_tasks(igemm *ig, int nt)
         ig->tasks = base * ig->mchunks;
         return;
     }
-    ig->nchunk = (ig->panels + IG_PANELS - 1) / IG_PANELS;
+    /* pixel chunks of whole units: a panel, or for the AVX-512 tile two (its 32 columns;
+     * single panels left 12 x 16 tiles on MobileNet's 14x14 and 7x7 1x1 layers) */
+    int64_t up = ig->tile == RX_CONV_TILE_AVX512 ? 2 : 1, units = (ig->panels + up - 1) / up;
+    ig->unit = up * RX_GEMM_NR;
+    ig->nchunk = (units + IG_PANELS / up - 1) / (IG_PANELS / up);
     int64_t more = (want + base - 1) / base; /* chunks an (image, group) for `want` tasks */
-    if (ig->nchunk < more) ig->nchunk = more < ig->panels ? more : ig->panels;
+    if (ig->nchunk < more) ig->nchunk = more < units ? more : units;
+    ig->units = units;
     ig->mchunks = (want + base * ig->nchunk - 1) / (base * ig->nchunk);
     if (ig->mchunks > tiles) ig->mchunks = tiles;
     ig->mrows = (tiles + ig->mchunks - 1) / ig->mchunks * RX_GEMM_MR;
@@ -451,17 +475,50 @@ static void ig_tile(rx_rt_gemm_kern_fn kern, int64_t kc, const float *ap, const 
 
 /* One micro-tile of y at yt (output channel o of the image is its first row): the
  * tile with the epilogue in it (the last block), or the GEMM kernel (ig_epilogue later). */
-static void ig_put(const igemm *ig, int64_t kc, const float *ap, const float *bp, float *yt,
-                   int64_t o, int64_t mr, int64_t nr, bool acc, bool epi)
+static void ig_put(const igemm *ig, int64_t kc, const float *ap, const float *bp, int64_t bs,
+                   float *yt, int64_t o, int64_t mr, int64_t nr, bool acc, bool epi)
 {
     const conv *c = ig->c;
-    if (!ig->tile) {
-        ig_tile(ig->kern, kc, ap, bp, yt, c->OH * c->OW, mr, nr, acc ? 1.0f : 0.0f);
+    int64_t ldy = c->OH * c->OW;
+    if (ig->tile == RX_CONV_TILE_AVX512) { /* ap: the weights' row o at the block's start */
+        rx_rt_conv_epi e = {c->bias ? c->bias + o : NULL, c->res ? c->res + (yt - c->y) : NULL,
+                            c->act, c->lo, c->hi};
+        rx_rt_conv_tile512(kc, ap, c->Kc, bp, bs, yt, ldy, (int)mr, (int)nr, acc,
+                           epi ? &e : NULL);
         return;
     }
-    rx_rt_conv_epi e = {c->bias ? c->bias + o : NULL, c->res ? c->res + (yt - c->y) : NULL,
-                        c->act, c->lo, c->hi};
-    rx_rt_conv_tile(kc, ap, bp, yt, c->OH * c->OW, (int)mr, (int)nr, acc, epi ? &e : NULL);
+    for (int64_t i = 0; i < mr; i += RX_GEMM_MR) { /* mr <= ig->mt = RX_GEMM_MR here */
+        int64_t r = mr - i < RX_GEMM_MR ? mr - i : RX_GEMM_MR;
+        float *yi = yt + i * ldy;
+        if (!ig->tile) {
+            ig_tile(ig->kern, kc, ap + i * kc, bp, yi, ldy, r, nr, acc ? 1.0f : 0.0f);
+            continue;
+        }
+        rx_rt_conv_epi e = {c->bias ? c->bias + o + i : NULL,
+                            c->res ? c->res + (yi - c->y) : NULL, c->act, c->lo, c->hi};
+        rx_rt_conv_tile(kc, ap + i * kc, bp, yi, ldy, (int)r, (int)nr, acc, epi ? &e : NULL);
+    }
+}
+
+/* Tile t of the rows [m0, m1) of a task: its first row *i and row count (the return).
+ * Packed 6-row panels: RX_GEMM_MR rows from m0 on (the last tile the rest). The AVX-512
+ * tile reads the weights unpacked, so a tile may start on any row: the rows are cut into
+ * ig_ntiles tiles of equal sizes (64 channels: 11, 11, 11, 11, 10, 10, not five 12s and
+ * a 4: a tile of fewer than 8 rows leaves the two FMA pipes waiting on its chains). */
+static int64_t ig_ntiles(const igemm *ig, int64_t m0, int64_t m1)
+{
+    return (m1 - m0 + ig->mt - 1) / ig->mt;
+}
+
+static int64_t ig_rows(const igemm *ig, int64_t m0, int64_t m1, int64_t t, int64_t *i)
+{
+    if (ig->tile != RX_CONV_TILE_AVX512) {
+        *i = m0 + t * RX_GEMM_MR;
+        return m1 - *i < RX_GEMM_MR ? m1 - *i : RX_GEMM_MR;
+    }
+    int64_t nt = ig_ntiles(ig, m0, m1);
+    *i = m0 + (m1 - m0) * t / nt;
+    return m0 + (m1 - m0) * (t + 1) / nt - *i;
 }
 
 /* Without the fused tile: the epilogue on output channels [o0, o1) of image n, pixels
@@ -485,21 +542,27 @@ static void ig_task(const igemm *ig, int64_t k, float *pb)
     int64_t g = k / ig->mchunks / ig->nchunk % c->groups;
     int64_t n = k / ig->mchunks / ig->nchunk / c->groups;
     int64_t m0 = mc * ig->mrows, m1 = m0 + ig->mrows < c->Og ? m0 + ig->mrows : c->Og;
-    int64_t q0 = pc * ig->panels / ig->nchunk * RX_GEMM_NR;
-    int64_t q1 = (pc + 1) * ig->panels / ig->nchunk * RX_GEMM_NR;
+    int64_t q0 = pc * ig->units / ig->nchunk * ig->unit;
+    int64_t q1 = (pc + 1) * ig->units / ig->nchunk * ig->unit;
     q1 = q1 < plane ? q1 : plane;
     const float *xg = ig->xt + n * ig->img + g * gplanes;
     float *yg = c->y + (n * c->O + g * c->Og) * plane;
     for (int64_t b = 0; b < ig->nkb; b++) {
         int64_t k0 = b * ig->kcb, kc = c->Kc - k0 < ig->kcb ? c->Kc - k0 : ig->kcb;
-        const float *ap = ig->wp + (g * ig->nkb + b) * ig->wstride;
+        bool raw = ig->tile == RX_CONV_TILE_AVX512; /* the weights unpacked */
+        const float *ap = raw ? c->w + g * c->Og * c->Kc + k0
+                              : ig->wp + (g * ig->nkb + b) * ig->wstride;
         bool epi = b == ig->nkb - 1 && (c->bias || c->res || c->act);
-        for (int64_t q = q0; q < q1; q += RX_GEMM_NR) {
-            int64_t nr = q1 - q < RX_GEMM_NR ? q1 - q : RX_GEMM_NR;
-            pack_panel(ig, xg, k0, kc, q, nr, pb);
-            for (int64_t i = m0; i < m1; i += RX_GEMM_MR)
-                ig_put(ig, kc, ap + i * kc, pb, yg + i * plane + q, g * c->Og + i,
-                       m1 - i < RX_GEMM_MR ? m1 - i : RX_GEMM_MR, nr, b > 0, epi);
+        int64_t step = raw ? 2 * RX_GEMM_NR : RX_GEMM_NR; /* AVX-512: two panels a tile */
+        for (int64_t q = q0; q < q1; q += step) {
+            int64_t nr = q1 - q < step ? q1 - q : step;
+            pack_panel(ig, xg, k0, kc, q, nr < RX_GEMM_NR ? nr : RX_GEMM_NR, pb);
+            if (nr > RX_GEMM_NR) pack_panel(ig, xg, k0, kc, q + RX_GEMM_NR, nr - RX_GEMM_NR, pb + IG_PB);
+            for (int64_t t = 0, i, mr; t < ig_ntiles(ig, m0, m1); t++) {
+                mr = ig_rows(ig, m0, m1, t, &i);
+                ig_put(ig, kc, ap + i * (raw ? c->Kc : kc), pb, IG_PB, yg + i * plane + q,
+                       g * c->Og + i, mr, nr, b > 0, epi);
+            }
         }
     }
     ig_epilogue(ig, n, g * c->Og + m0, g * c->Og + m1, q0, q1);
@@ -519,13 +582,18 @@ static void ig_task_wide(const igemm *ig, int64_t k, float *ab)
         int64_t k0 = b * ig->kcb, kc = c->Kc - k0 < ig->kcb ? c->Kc - k0 : ig->kcb;
         const float *bb = ig->bfull + (n * ig->nkb + b) * ig->panels * ig->pstride;
         bool epi = b == ig->nkb - 1 && (c->bias || c->res || c->act);
-        rx_rt_gemm_pack_a(ab, c->w + m0 * c->Kc + k0, c->Kc, m1 - m0, kc);
-        for (int64_t i = m0; i < m1; i += RX_GEMM_MR)
-            for (int64_t q = 0; q < ig->panels; q++)
-                ig_put(ig, kc, ab + (i - m0) * kc, bb + q * ig->pstride, yn + i * plane + q * RX_GEMM_NR,
-                       i, m1 - i < RX_GEMM_MR ? m1 - i : RX_GEMM_MR,
-                       plane - q * RX_GEMM_NR < RX_GEMM_NR ? plane - q * RX_GEMM_NR : RX_GEMM_NR, b > 0,
-                       epi);
+        bool raw = ig->tile == RX_CONV_TILE_AVX512; /* the weights unpacked */
+        if (!raw) rx_rt_gemm_pack_a(ab, c->w + m0 * c->Kc + k0, c->Kc, m1 - m0, kc);
+        int64_t step = raw ? 2 : 1; /* panels a tile (AVX-512: two) */
+        for (int64_t t = 0, i, mr; t < ig_ntiles(ig, m0, m1); t++) {
+            mr = ig_rows(ig, m0, m1, t, &i);
+            for (int64_t q = 0; q < ig->panels; q += step) {
+                int64_t nr = plane - q * RX_GEMM_NR, most = step * RX_GEMM_NR;
+                ig_put(ig, kc, raw ? c->w + i * c->Kc + k0 : ab + (i - m0) * kc,
+                       bb + q * ig->pstride, ig->pstride, yn + i * plane + q * RX_GEMM_NR, i,
+                       mr, nr < most ? nr : most, b > 0, epi);
+            }
+        }
     }
     ig_epilogue(ig, n, m0, m1, 0, plane);
 }
@@ -640,11 +708,11 @@ static void igemm_job(void *ud, int t, int nt)
      * interleaved the threads every 64 pixels, and 2 threads ran the 1x1 and stem layers
      * no faster than one), then the others' lanes from their ends. No barrier: a thread
      * the OS has not started yet (or preempted) leaves its share to the others. */
-    int64_t nw = ig->wide ? 0 : c->groups * ig->nkb;
+    int64_t nw = ig->wide || ig->tile == RX_CONV_TILE_AVX512 ? 0 : c->groups * ig->nkb;
     bool weighed = false;
-    _Alignas(64) float pbuf[(IG_KC + 1) * RX_GEMM_NR]; /* + NR: pack_panel's slack */
+    _Alignas(64) float pbuf[2 * IG_PB]; /* two B panels (AVX-512 tile), else one */
     float *pb = pbuf; /* wide: the task's weights (+ 8: pack_a's slack) */
-    if (ig->wide && !(pb = malloc(sizeof(float) * (size_t)(IG_WIDE_ROWS * ig->kcb + 8)))) {
+    if (ig->wide && ig->tile != RX_CONV_TILE_AVX512 && !(pb = malloc(sizeof(float) * (size_t)(IG_WIDE_ROWS * ig->kcb + 8)))) {
         c->failed = 1; /* this thread's lane is left to the others */
         return;
     }
@@ -675,6 +743,7 @@ static _Thread_local size_t tl_mem_cap, tl_off_cap, tl_imgs_cap;
 static void *ig_scratch(void **buf, size_t *cap, size_t bytes)
 {
     bytes = (bytes + 63) / 64 * 64;
+    if (bytes == 0) bytes = 64; /* nothing to hold (a pointwise call on the AVX-512 tile) */
     if (bytes > *cap) {
         free(*buf);
         *buf = aligned_alloc(64, bytes);
@@ -688,7 +757,8 @@ static void *ig_scratch(void **buf, size_t *cap, size_t bytes)
  * panels are packed from the phase planes as the kernel needs them (the essay). */
 static int32_t conv_igemm(conv *c)
 {
-    igemm ig = {.c = c, .kern = rx_rt_gemm_micro(), .tile = rx_rt_conv_tile_ok()};
+    igemm ig = {.c = c, .kern = rx_rt_gemm_micro(), .tile = rx_rt_conv_tile_kind()};
+    ig.mt = ig.tile == RX_CONV_TILE_AVX512 ? RX_CONV_TILE_ROWS : RX_GEMM_MR;
     if (c->Kc == 0) { /* an empty window (0 channels or a 0-extent kernel): the epilogue of 0 */
         int64_t plane = c->OH * c->OW;
         memset(c->y, 0, sizeof(float) * (size_t)(c->N * c->O * plane));
@@ -714,7 +784,8 @@ static int32_t conv_igemm(conv *c)
     ig.wide = c->groups == 1 && panels <= IG_WIDE_PANELS && c->Og >= 4 * RX_GEMM_MR &&
               c->Og * c->Kc >= IG_WIDE_W && ig.nkb * panels * ig.pstride <= IG_WIDE_B &&
               c->N * ig.nkb * panels * ig.pstride <= 4 * IG_WIDE_B;
-    size_t wfl = ig.wide ? 0 : (size_t)(c->groups * ig.nkb * ig.wstride);
+    size_t wfl = ig.wide || ig.tile == RX_CONV_TILE_AVX512 ? 0
+                 : (size_t)(c->groups * ig.nkb * ig.wstride);
     /* + Wq + 64: the virtual columns of the last row read up to (KW - 1) * dw past it */
     size_t xfl = c->pointwise ? 0 : (size_t)(c->N * ig.img + ig.Wq + 64);
     size_t bfl = ig.wide ? (size_t)(c->N * ig.nkb * panels * ig.pstride) : 0;
@@ -788,19 +859,28 @@ static void direct_job(void *ud, int t, int n)
     int64_t p0, p1, plane = c->OH * c->OW, KK = c->KH * c->KW;
     win g = {c->H, c->W, c->OW, c->KH, c->KW, c->sh, c->sw, c->pt, c->pl, c->dh, c->dw};
     bool unit = c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1;
+    bool v512 = c->sh == c->sw && c->sh <= 2 && c->dh == 1 && c->dw == 1 &&
+                rx_rt_conv_tile_kind() == RX_CONV_TILE_AVX512;
     rx_rt_share(c->N * c->O, t, n, &p0, &p1);
     float *buf = NULL; /* library_dwconv.c's padded plane */
-    if (unit && p0 < p1)
-        buf = malloc(sizeof(float) * (size_t)rx_rt_dwconv_buf_floats(c->OH, c->OW, c->KH, c->KW));
+    if ((unit || v512) && p0 < p1)
+        buf = malloc(sizeof(float) * (size_t)(v512 ? rx_rt_dwconv512_buf_floats(c->OH, c->OW, c->KH, c->KW)
+                                                   : rx_rt_dwconv_buf_floats(c->OH, c->OW, c->KH, c->KW)));
     for (int64_t p = p0; p < p1; p++) {
         int64_t img = p / c->O, o = p % c->O, ch = o / c->Og; /* Cg == 1: group o / Og */
         const float *xp = c->x + (img * c->C + ch) * c->H * c->W;
         float *yp = c->y + p * plane;
-        bool done = buf && rx_rt_dwconv_plane(xp, c->H, c->W, c->w + o * KK, c->KH, c->KW, c->pt,
-                                               c->pl, c->OH, c->OW, buf, yp);
+        rx_rt_conv_epi e = {c->bias ? c->bias + o : NULL, c->res ? c->res + p * plane : NULL,
+                            c->act, c->lo, c->hi};
+        bool fused = buf && v512 && rx_rt_dwconv_plane512(xp, c->H, c->W, c->w + o * KK, c->KH,
+                                                          c->KW, c->sh, c->pt, c->pl, c->OH,
+                                                          c->OW, buf, yp, &e);
+        bool done = fused || (buf && !v512 &&
+                              rx_rt_dwconv_plane(xp, c->H, c->W, c->w + o * KK, c->KH, c->KW,
+                                                 c->pt, c->pl, c->OH, c->OW, buf, yp));
         for (int64_t oh = 0; oh < c->OH && !done; oh++)
             rx_rt_window_row(&g, xp, c->w + o * KK, ROW_MAC, oh, yp + oh * c->OW);
-        epilogue(c, o, yp, c->res ? c->res + p * plane : NULL, plane);
+        if (!fused) epilogue(c, o, yp, e.res, plane);
     }
     free(buf);
 }

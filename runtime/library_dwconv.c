@@ -29,6 +29,19 @@
  * Cost: O(OH OW KH KW) multiply-adds; the copy O((OH + KH) WP); buf holds
  * rx_rt_dwconv_buf_floats(...) floats (18 KiB for the 7x7 on 56 x 56: L1-resident).
  * Without GCC/Clang vector extensions it declines and library_conv.c's rows run.
+ *
+ *   rx_rt_dwconv_plane512(..., S, ...): strides S = 1 and 2, undilated, on CPUs with
+ *     AVX-512F (rx_rt_conv_tile_kind, so $RX_CONV_KERNEL=avx2 / portable keep the rows
+ *     above and window_row): the plane padded the same way (rows to 2 OH + KH, columns to
+ *     2 * OW rounded up to 32 plus the taps' reach and 16 of slack), then 16 outputs of a
+ *     row at a time, one FMA a tap (order kh, kw ascending from +0, as above) on the 16
+ *     inputs from column S ow + kw (stride 2: 32 loaded, the evens kept by one
+ *     two-source permute); the call's epilogue (bias, residual, relu / clamp: the epilogue
+ *     pass's steps in its order) applied before the only store (that pass was 5% of
+ *     MobileNetV2 at one thread, perf; the model 0.97x, min of 12, load 6). Stride 1 gives the AVX2 rows' results bit for bit with half
+ *     the FMAs (MobileNetV2 at one thread 0.66-0.88x the time, min / median of 10, load
+ *     14); stride-2 layers (MobileNetV2 has four, 3x3) ran window_row's scalar loops: 17%
+ *     of MobileNetV2 at one thread (perf), 3.3% now, the model 0.86x (min of 6, load 11).
  */
 #include "rt_int.h"
 
@@ -203,7 +216,115 @@ bool rx_rt_dwconv_plane(const float *xp, int64_t H, int64_t W, const float *k, i
     dw_plane_portable(xp, H, W, k, KH, KW, pt, pl, OH, OW, buf, yp);
     return true;
 }
+
+/* ---- strides 1 and 2 with AVX-512 ---- */
+
+/* The padded plane's row length for rx_rt_dwconv_plane512: 2 * OW rounded up to 32, plus
+ * the taps' reach and one vector of slack (stride 2: a block of 16 outputs loads 32
+ * floats at each tap; stride 1 needs less). */
+static int64_t padded_w2(int64_t OW, int64_t KW)
+{
+    return (OW + 15) / 16 * 32 + KW - 1 + 16;
+}
+
+int64_t rx_rt_dwconv512_buf_floats(int64_t OH, int64_t OW, int64_t KH, int64_t KW)
+{
+    return (2 * OH + KH) * padded_w2(OW, KW);
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* Stride S (1 or 2), undilated: the plane padded as above (pad_plane), then per output
+ * row 16 outputs at a time: at each tap (kh, kw ascending, from +0) one FMA of the
+ * weight by the 16 padded inputs from column S * ow + kw (stride 2: 32 loaded, their
+ * evens kept by one two-source permute); partial blocks masked. Stride 1: the AVX2
+ * rows' sums (FMA, same order), bit-identical, with half the FMAs; stride 2 ran
+ * window_row's scalar loops (MobileNetV2 has four such 3x3 layers). */
+__attribute__((target("avx512f"))) static inline __attribute__((always_inline)) void
+dw_plane_512(const int S, const float *xp, int64_t H, int64_t W, const float *k, int64_t KH,
+             int64_t KW, int64_t pt, int64_t pl, int64_t OH, int64_t OW, float *buf, float *yp,
+             const rx_rt_conv_epi *e)
+{
+    int act = e ? e->act : 0;
+    __m512 bias = _mm512_set1_ps(e && e->bias ? e->bias[0] : 0.0f);
+    __m512 lo = _mm512_set1_ps(act == 2 ? e->lo : 0.0f), hi = _mm512_set1_ps(act == 2 ? e->hi : 0.0f);
+    int64_t WP = padded_w2(OW, KW);
+    pad_plane(xp, H, W, pt, pl, S * OH + KH, WP, buf);
+    const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    for (int64_t oh = 0; oh < OH; oh++) {
+        for (int64_t ow = 0; ow < OW; ow += 16) {
+            __m512 acc = _mm512_setzero_ps();
+            for (int64_t kh = 0; kh < KH; kh++) {
+                const float *r = buf + (S * oh + kh) * WP + S * ow;
+                for (int64_t kw = 0; kw < KW; kw++) {
+                    __m512 v = S == 1 ? _mm512_loadu_ps(r + kw)
+                                      : _mm512_permutex2var_ps(_mm512_loadu_ps(r + kw), evens,
+                                                               _mm512_loadu_ps(r + kw + 16));
+                    acc = _mm512_fmadd_ps(_mm512_set1_ps(k[kh * KW + kw]), v, acc);
+                }
+            }
+            __mmask16 m = OW - ow >= 16 ? 0xFFFF : (__mmask16)((1u << (OW - ow)) - 1);
+            /* the epilogue pass's steps and order: + bias, + residual, max(v, lo) (v > lo ?
+             * v : lo), min(v, hi) */
+            if (e && e->bias) acc = _mm512_add_ps(acc, bias);
+            if (e && e->res) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, e->res + oh * OW + ow));
+            if (act) acc = _mm512_max_ps(acc, lo);
+            if (act == 2) acc = _mm512_min_ps(acc, hi);
+            _mm512_mask_storeu_ps(yp + oh * OW + ow, m, acc);
+        }
+    }
+}
+
+/* Each stride with KW 3 constant (the tap loop unrolled: MobileNet's 3x3) or any KW. */
+#define DZ_SPEC(S, K, KWV)                                                                 \
+    __attribute__((target("avx512f"))) static void dw_plane_512_##S##_##K(                 \
+        const float *xp, int64_t H, int64_t W, const float *k, int64_t KH, int64_t KW,     \
+        int64_t pt, int64_t pl, int64_t OH, int64_t OW, float *buf, float *yp,             \
+        const rx_rt_conv_epi *e)                                                           \
+    {                                                                                      \
+        (void)KW;                                                                          \
+        dw_plane_512(S, xp, H, W, k, KH, KWV, pt, pl, OH, OW, buf, yp, e);                 \
+    }
+DZ_SPEC(1, 3, 3) DZ_SPEC(1, n, KW) DZ_SPEC(2, 3, 3) DZ_SPEC(2, n, KW)
+#undef DZ_SPEC
+#endif
+
+bool rx_rt_dwconv_plane512(const float *xp, int64_t H, int64_t W, const float *k, int64_t KH,
+                           int64_t KW, int64_t S, int64_t pt, int64_t pl, int64_t OH, int64_t OW,
+                           float *buf, float *yp, const rx_rt_conv_epi *epi)
+{
+#if defined(__x86_64__)
+    if (rx_rt_conv_tile_kind() == RX_CONV_TILE_AVX512 && (S == 1 || S == 2)) {
+        if (S == 1)
+            (KW == 3 ? dw_plane_512_1_3 : dw_plane_512_1_n)(xp, H, W, k, KH, KW, pt, pl, OH, OW,
+                                                            buf, yp, epi);
+        else
+            (KW == 3 ? dw_plane_512_2_3 : dw_plane_512_2_n)(xp, H, W, k, KH, KW, pt, pl, OH, OW,
+                                                            buf, yp, epi);
+        return true;
+    }
+#endif
+    (void)xp, (void)H, (void)W, (void)k, (void)KH, (void)KW, (void)S, (void)pt, (void)pl;
+    (void)OH, (void)OW, (void)buf, (void)yp, (void)epi;
+    return false;
+}
 #else
+int64_t rx_rt_dwconv512_buf_floats(int64_t OH, int64_t OW, int64_t KH, int64_t KW)
+{
+    (void)OH, (void)OW, (void)KH, (void)KW;
+    return 0;
+}
+
+bool rx_rt_dwconv_plane512(const float *xp, int64_t H, int64_t W, const float *k, int64_t KH,
+                           int64_t KW, int64_t S, int64_t pt, int64_t pl, int64_t OH, int64_t OW,
+                           float *buf, float *yp, const rx_rt_conv_epi *epi)
+{
+    (void)xp, (void)H, (void)W, (void)k, (void)KH, (void)KW, (void)S, (void)pt, (void)pl;
+    (void)OH, (void)OW, (void)buf, (void)yp, (void)epi;
+    return false;
+}
+
 bool rx_rt_dwconv_plane(const float *xp, int64_t H, int64_t W, const float *k, int64_t KH,
                         int64_t KW, int64_t pt, int64_t pl, int64_t OH, int64_t OW, float *buf,
                         float *yp)

@@ -9,7 +9,13 @@
  *     legalize_nn.c's tap count. Planes split across threads; each output row reduces
  *     the window's input rows column by column, then the columns (pool_row: KH + KW
  *     contiguous or strided passes instead of KH * KW; rx_rt_window_row if the row buffer
- *     cannot be had).
+ *     cannot be had). With AVX-512F (the conv tile's choice, rx_rt_conv_tile_kind,
+ *     so $RX_CONV_KERNEL=avx2 / portable force the C rows) pool_row512: the column
+ *     reductions go into a buffer with the padding as fill values, and 16 outputs are
+ *     reduced at a time (stride 2: 32 columns loaded, the evens kept by one permute);
+ *     the baseline build's C rows are SSE and scalar for the strided column pass.
+ *     ResNet's 3x3/2 max pool on 64x112x112 (one thread, min of 8, load 12): 0.234 ->
+ *     0.130 ms; bit-identical results.
  *     Cost O(N C OH OW KH KW).
  * Codes (library_conv.c's): 2 arguments, 3 dtype, 4 shape, 5 params.
  */
@@ -84,6 +90,70 @@ static void pool_row(const rx_rt_win *g, const float *xp, bool is_max, int64_t o
     }
 }
 
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#include <immintrin.h>
+#define PZ_FN __attribute__((target("avx512f")))
+
+/* pool_row in AVX-512 registers (the CPU has it and rx_rt_conv_tile_kind() is AVX512):
+ * colp holds the column reductions at colp[pl + w], and pl columns of fill (-FLT_MAX for
+ * max, 0 for avg) before them and enough after them (pool_job fills colp once), so
+ * every tap of the column pass is in colp and no range is clipped. 16 outputs at a
+ * time; stride 1 loads 16 columns, stride 2 loads 32 and keeps the evens (a 2-source
+ * permute), other strides gather. Same operations in the same order as pool_row (max:
+ * v > acc ? v : acc, kw ascending from the fill; avg: + each tap from 0, where a fill tap
+ * adds +0 and changes nothing): bit-identical results. */
+PZ_FN static void pool_row512(const rx_rt_win *g, const float *xp, bool is_max, int64_t oh,
+                              float *colp, float *yr)
+{
+    float *col = colp + g->pl;
+    __m512 fill = _mm512_set1_ps(is_max ? -FLT_MAX : 0.0f);
+    int64_t rows = 0, W = g->W;
+    for (int64_t kh = 0; kh < g->KH; kh++) {
+        int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+        if (ih < 0 || ih >= g->H) continue;
+        const float *r = xp + ih * W;
+        for (int64_t w = 0; w < W; w += 16) {
+            __mmask16 m = W - w >= 16 ? 0xFFFF : (__mmask16)((1u << (W - w)) - 1);
+            __m512 v = _mm512_maskz_loadu_ps(m, r + w);
+            if (rows) {
+                __m512 c = _mm512_maskz_loadu_ps(m, col + w);
+                v = is_max ? _mm512_max_ps(v, c) : _mm512_add_ps(c, v);
+            }
+            _mm512_mask_storeu_ps(col + w, m, v);
+        }
+        rows++;
+    }
+    int64_t s = g->sw;
+    const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i step = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5,
+                                                             4, 3, 2, 1, 0),
+                                            _mm512_set1_epi32((int)s));
+    for (int64_t ow = 0; ow < g->OW; ow += 16) {
+        __mmask16 m = g->OW - ow >= 16 ? 0xFFFF : (__mmask16)((1u << (g->OW - ow)) - 1);
+        __m512 acc = fill;
+        for (int64_t kw = 0; rows && kw < g->KW; kw++) {
+            const float *c = colp + ow * s + kw * g->dw;
+            __m512 v;
+            if (s == 1) v = _mm512_loadu_ps(c);
+            else if (s == 2) v = _mm512_permutex2var_ps(_mm512_loadu_ps(c), evens, _mm512_loadu_ps(c + 16));
+            else v = _mm512_i32gather_ps(step, c, 4);
+            acc = is_max ? _mm512_max_ps(v, acc) : _mm512_add_ps(acc, v);
+        }
+        _mm512_mask_storeu_ps(yr + ow, m, acc);
+    }
+}
+#define PZ_HAVE 1
+#else
+#define PZ_HAVE 0
+#endif
+
+/* colp's floats for pool_row512: pl fill, W columns, then what the last 16 outputs'
+ * taps and their vector loads reach past them (stride 2 reads 32 floats). */
+static int64_t colp_floats(const pool *p)
+{
+    return p->pl + p->W + (p->OW + 16) * p->sw + p->kw * p->dw + 32;
+}
+
 static void pool_job(void *ud, int t, int n)
 {
     const pool *p = ud;
@@ -91,14 +161,22 @@ static void pool_job(void *ud, int t, int n)
     rx_rt_win g = {p->H, p->W, p->OW, p->kh, p->kw, p->sh, p->sw, p->pt, p->pl, p->dh, p->dw};
     rx_rt_share(p->NC, t, n, &p0, &p1);
     if (p0 == p1) return;
-    /* col: one input row's column reductions; cw: avg's tap counts along W per column */
-    float *col = malloc(sizeof(float) * (size_t)(p->W + p->OW)), *cw = col ? col + p->W : NULL;
+    /* col: one input row's column reductions (wide: padded, pool_row512); cw: avg's tap
+     * counts along W per column */
+    bool wide = PZ_HAVE && rx_rt_conv_tile_kind() == RX_CONV_TILE_AVX512;
+    int64_t ncol = wide ? colp_floats(p) : p->W;
+    float *col = malloc(sizeof(float) * (size_t)(ncol + p->OW)), *cw = col ? col + ncol : NULL;
+    for (int64_t i = 0; wide && col && i < ncol; i++) col[i] = p->is_max ? -FLT_MAX : 0.0f;
     for (int64_t ow = 0; cw && !p->is_max && ow < p->OW; ow++)
         cw[ow] = (float)taps(p, ow, p->kw, p->sw, p->dw, p->pl, p->pr, p->W);
     for (int64_t pl = p0; pl < p1; pl++) {
         for (int64_t oh = 0; oh < p->OH; oh++) {
             float *yr = p->y + (pl * p->OH + oh) * p->OW;
             const float *xp = p->x + pl * p->H * p->W;
+#if PZ_HAVE
+            if (col && wide) pool_row512(&g, xp, p->is_max, oh, col, yr);
+            else
+#endif
             if (col) pool_row(&g, xp, p->is_max, oh, col, yr);
             else rx_rt_window_row(&g, xp, NULL, p->is_max ? RX_RT_ROW_MAX : RX_RT_ROW_SUM, oh, yr);
             if (p->is_max) continue;

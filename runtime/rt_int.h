@@ -300,17 +300,39 @@ bool rx_rt_dwconv_plane(const float *xp, int64_t H, int64_t W, const float *k, i
                         int64_t KW, int64_t pt, int64_t pl, int64_t OH, int64_t OW, float *buf,
                         float *yp);
 int64_t rx_rt_dwconv_buf_floats(int64_t OH, int64_t OW, int64_t KH, int64_t KW);
+
 /* blas.conv2d's implicit-GEMM tile (library_conv_kern.c): y (mr x nr, row stride ldy)
  * = the packed 6-row A panel a times the 16-column B panel b over kc (+ y when acc),
  * then with epi: + bias[i], + res (row stride ldy), then act (1 relu, 2 clamp [lo, hi]).
  * rx_rt_conv_tile_ok(): false where it cannot run (no AVX2 + FMA, or the portable
- * GEMM kernel chosen); the caller then uses rx_rt_gemm_micro and its own epilogue. */
+ * GEMM kernel or $RX_CONV_KERNEL=portable chosen); the caller then uses
+ * rx_rt_gemm_micro and its own epilogue. */
 typedef struct rx_rt_conv_epi {
     const float *bias, *res;
     int act;
     float lo, hi;
 } rx_rt_conv_epi;
 bool rx_rt_conv_tile_ok(void);
+/* Which tile runs (once a process): RX_CONV_TILE_AVX512 where the CPU has AVX-512F
+ * (rx_rt_conv_tile512: up to RX_CONV_TILE_ROWS rows of the weights unpacked, row r at
+ * a + r * lda, by up to 32 columns: the 16 of the B panel b and, past 16, the next
+ * panel's at b + bs; masked), else RX_CONV_TILE_AVX2
+ * (rx_rt_conv_tile) with AVX2 + FMA, else NONE; $RX_CONV_KERNEL=avx2 / portable forces a
+ * lower one (tests). */
+enum { RX_CONV_TILE_NONE = 0, RX_CONV_TILE_AVX2 = 1, RX_CONV_TILE_AVX512 = 2,
+       RX_CONV_TILE_ROWS = 12 };
+int rx_rt_conv_tile_kind(void);
+/* rx_rt_dwconv_plane for stride S of 1 or 2 (both axes), undilated, where the AVX-512
+ * rows run (rx_rt_conv_tile_kind), with the epilogue in it (epi: bias[0], res a plane of
+ * y's shape, act; NULL: none); false otherwise; buf: rx_rt_dwconv512_buf_floats(...)
+ * floats. */
+bool rx_rt_dwconv_plane512(const float *xp, int64_t H, int64_t W, const float *k, int64_t KH,
+                           int64_t KW, int64_t S, int64_t pt, int64_t pl, int64_t OH, int64_t OW,
+                           float *buf, float *yp, const rx_rt_conv_epi *epi);
+int64_t rx_rt_dwconv512_buf_floats(int64_t OH, int64_t OW, int64_t KH, int64_t KW);
+void rx_rt_conv_tile512(int64_t kc, const float *a, int64_t lda, const float *b, int64_t bs,
+                        float *y, int64_t ldy, int mr, int nr, bool acc,
+                        const rx_rt_conv_epi *epi);
 void rx_rt_conv_tile(int64_t kc, const float *a, const float *b, float *y, int64_t ldy, int mr,
                      int nr, bool acc, const rx_rt_conv_epi *epi);
 /* Runs fn(ud, t, n) for t in [0, n) on the kernels' OpenMP pool (rx_rt_parallel's one

@@ -9,6 +9,8 @@
 * finish(who, lines, failed): prints the JSON lines; exits 1 naming the failures.
 * vs_ort_args(ap): the options of the benchmarks run beside ONNX Runtime (--quick,
   --repeat, --threads, --relaxc, --relax-run, --ort-dir); have_ort(dir).
+* ort_run(...): one ONNX model timed by ONNX Runtime (bench_vs_ort_run.js); the JSON
+  line as a dict and the first output as an array.
 """
 import json
 import os
@@ -154,3 +156,19 @@ def vs_ort_args(ap, repeat=10):
 def have_ort(ort_dir):
     """Whether tests/bench/setup_ort.sh installed onnxruntime-node under ort_dir."""
     return os.path.isdir(os.path.join(ort_dir, "node_modules", "onnxruntime-node"))
+
+
+def ort_run(ort_dir, model, inputs, outputs, threads, warmup, repeat, work):
+    """Times model (an .onnx path) on inputs ({name: .npy path}) with onnxruntime-node
+    (tests/bench/bench_vs_ort_run.js), the spec and outputs under the folder work;
+    returns (its JSON line as a dict, the first output as an array)."""
+    import numpy as np
+    os.makedirs(work, exist_ok=True)
+    spec, out_dir = os.path.join(work, "spec.json"), os.path.join(work, "out")
+    with open(spec, "w") as f:
+        json.dump({"model": model, "inputs": inputs, "outputs": outputs, "threads": threads,
+                   "warmup": warmup, "repeat": repeat, "out_dir": out_dir}, f)
+    js = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_vs_ort_run.js")
+    line = json.loads(run(["node", js, ort_dir, spec], what="onnxruntime-node")
+                      .strip().splitlines()[-1])
+    return line, np.load(os.path.join(out_dir, "out0.npy"))

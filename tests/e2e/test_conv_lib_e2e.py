@@ -21,12 +21,14 @@ a 24-pixel plane (an 8-pixel last panel);
 small planes with large weights (the wide cut: 3x3, pointwise, stride 2 dilated)),
 and max / avg poolings (the probe's
 3x3 stride 2 pad 1 max pool, dilation, ceil_mode, count_include_pad both ways, 4-value
-padding), all returned as a tuple. Checked:
+padding, stride 1 on 37 columns), all returned as a tuple. Checked:
   - `relaxc build` (default cost rule) turns every chain into one blas.conv2d call and
     every pooling into one rt.pool2d (the counts in the lowered module);
   - relax-run at batch 2 and batch 1 of the same artifact equals a float64 NumPy
     convolution of the same formulation (rtol 1e-4, atol 1e-4), every output; batch 2
-    also with RX_GEMM=blas (the im2col way), RX_GEMM_KERNEL=portable and --threads 3
+    also with RX_GEMM=blas (the im2col way), RX_GEMM_KERNEL=portable, RX_CONV_KERNEL=avx2
+    and =portable (the lower tiles on an AVX-512 CPU; batch 1 too: bit-identical to
+    the default way, all but the stride-2 depthwise cases) and --threads 3
     (the implicit GEMM's lanes of unequal lengths, tasks taken from others' ends);
     batch 5 with --threads 2 and 3 (each image's phase planes built before its first
     task by the threads that need it, lanes that end inside an image);
@@ -87,6 +89,12 @@ CASES = [
     # a plane of 24 pixels: its last panel 8 wide (the 8-column tile straight into y;
     # 4-column tails: the 11x12 and 6x6 cases, 1 and 3: the 7x7 and 5x7 ones)
     ("k3_tail8_res_relu", 12, 6, 4, (20, 12, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "1o11", True, True),
+    # the AVX-512 tile (up to 12 rows of the unpacked weights by two 16-pixel panels):
+    # 25 channels (tiles of 9, 8, 8 rows) on a 17-pixel plane (a 2-panel tile whose second
+    # panel has 1 column) with a residual; one output channel on a 66-pixel plane (32,
+    # 32, then 2 columns) with a clamp
+    ("t512_o25_p17_res", 9, 1, 17, (25, 9, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "o11", True, True),
+    ("t512_o1_p66_clamp", 5, 6, 11, (1, 5, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "1o11", False, (-0.5, 0.75)),
     # wide (small planes, weights of 1 MiB or more: each weight read once, B's panels
     # packed per image first): 234 channels (39 tiles, 2 to 8 a task) on a
     # 5x7 plane (3 panels, the last partial) with a residual; a pointwise 1024 -> 260 on
@@ -115,6 +123,11 @@ POOLS = [
     ("avg_pad_exclude", "avg", 8, 21, 22, [3, 3], [2, 2], [1], [1, 1], False, False),
     ("avg_pad_include_ceil", "avg", 8, 21, 22, [3, 3], [2, 2], [1, 0, 0, 1], [1, 1], True, True),
     ("avg_k2s2", "avg", 8, 20, 22, [2, 2], [2, 2], [0], [1, 1], False, True),
+    # stride 1 (16 columns a load in the AVX-512 row), 37 columns (a partial last vector);
+    # ResNet's 3x3/2 max on 39 columns (two vectors of outputs, the second partial)
+    ("max_k3s1p1_w37", "max", 8, 9, 37, [3, 3], [1, 1], [1, 1, 1, 1], [1, 1], False, False),
+    ("avg_k3s1_w37", "avg", 8, 9, 37, [3, 3], [1, 1], [1, 0, 1, 2], [1, 1], False, False),
+    ("max_k3s2p1_w39", "max", 8, 7, 67, [3, 3], [2, 2], [1, 1, 1, 1], [1, 1], False, False),
 ]
 
 
@@ -233,10 +246,11 @@ def module(cases, pools):
         "body": {"blocks": [{"dataflow": True, "bindings": bind}], "result": {"tuple": results}}}}}
 
 
-def inputs(rng, n):
-    """(arrays by name, expected outputs) at batch n."""
+def inputs(rng, n, cases=None, pools=None):
+    """(arrays by name, expected outputs) at batch n (CASES and POOLS unless given)."""
     arrs, want = {}, []
-    for i, c in enumerate(CASES):
+    cases, pools = CASES if cases is None else cases, POOLS if pools is None else pools
+    for i, c in enumerate(cases):
         name, C, H, W, ws, st, pd, dl, g, bias, res, relu = c
         OH, OW = out_hw(c)
         x = rng.standard_normal((n, C, H, W)).astype(np.float32)
@@ -258,7 +272,7 @@ def inputs(rng, n):
             y = y if relu[0] is None else np.maximum(y, relu[0])
             y = y if relu[1] is None else np.minimum(y, relu[1])
         want.append(y)
-    for i, c in enumerate(POOLS):
+    for i, c in enumerate(pools):
         x = rng.standard_normal((n,) + tuple(c[2:5])).astype(np.float32)
         arrs["px%d" % i] = x
         want.append(pool_ref(x, c))
@@ -296,11 +310,15 @@ def main():
         check("blas.conv2d" not in gen_text and "rt.pool2d" not in gen_text,
               "--lib-disable conv2d, pool2d keep the generated loops")
         # batch 2 also on the runtime's other ways: RX_GEMM=blas (im2col panels on the
-        # BLAS's sgemm) and RX_GEMM_KERNEL=portable (the implicit GEMM on the C kernel)
+        # BLAS's sgemm), RX_GEMM_KERNEL=portable (the implicit GEMM on the C kernel), and
+        # on an AVX-512 CPU the lower tiles: RX_CONV_KERNEL=avx2 (library_conv_kern.c's
+        # 6x16 AVX2 tile) and =portable (rx_rt_gemm_micro, then the epilogue pass)
         envs = {"lib": None, "gen": None,
                 "blas": dict(os.environ, RX_GEMM="blas"),
-                "portable": dict(os.environ, RX_GEMM_KERNEL="portable")}
-        rxa["blas"] = rxa["portable"] = rxa["threads3"] = rxa["lib"]
+                "portable": dict(os.environ, RX_GEMM_KERNEL="portable"),
+                "avx2": dict(os.environ, RX_CONV_KERNEL="avx2"),
+                "kern": dict(os.environ, RX_CONV_KERNEL="portable")}
+        rxa["blas"] = rxa["portable"] = rxa["threads3"] = rxa["avx2"] = rxa["kern"] = rxa["lib"]
         envs["threads3"] = None
         # 3 threads on the machine's cores: the implicit GEMM's lanes of unequal lengths,
         # and threads that finish theirs take tasks from the end of the others'
@@ -310,7 +328,9 @@ def main():
         # another's end before that thread reaches it; 2 and 3 threads)
         extra["threads2"] = ["--threads", "2"]
         rxa["threads2"], envs["threads2"] = rxa["lib"], None
-        for n, tags in ((2, ("lib", "gen", "blas", "portable", "threads3")), (1, ("lib",)),
+        outs = {}
+        for n, tags in ((2, ("lib", "gen", "blas", "portable", "avx2", "kern", "threads3")),
+                        (1, ("lib", "avx2")),
                         (5, ("threads2", "threads3")), (0, ("lib",))):
             arrs, want = inputs(rng, n)
             ins, gen_ins = [], []
@@ -332,9 +352,43 @@ def main():
                     if i < skip:
                         continue
                     got = np.load(os.path.join(out, "out%d.npy" % (i - skip)))
+                    outs[tag, n, i] = got
                     ok = got.shape == want[i].shape and np.allclose(got, want[i], rtol=1e-4, atol=1e-4)
                     err_s = float(np.abs(got - want[i]).max(initial=0.0)) if got.shape == want[i].shape else -1
                     check(ok, "%s %s batch %d equals NumPy (max err %.2e)" % (c[0], tag, n, err_s))
+        # the AVX-512 tile, the AVX2 tile and the GEMM kernel + epilogue pass sum in the
+        # same order with the same roundings: bit-identical outputs (so are the AVX-512
+        # pooling rows and stride-1 depthwise planes); only stride-2 depthwise differs
+        # (FMAs on AVX-512, window_row's multiply then add below it)
+        for n in (2, 1):
+            for i, c in enumerate(CASES + POOLS):
+                dw_s2 = i < len(CASES) and c[4][1] == 1 and c[8] > 1 and c[5] != [1, 1]
+                for tag in ("avx2", "kern") if n == 2 else ("avx2",):
+                    a, b = outs.get(("lib", n, i)), outs.get((tag, n, i))
+                    if a is not None and b is not None and not dw_s2:
+                        check(np.array_equal(a, b), "%s batch %d: %s bit-identical to the "
+                              "AVX-512 way" % (c[0], n, tag))
+        # a process whose first convolution is pointwise: on the AVX-512 tile it needs no
+        # scratch at all (x and the weights read in place), which once failed as "out of
+        # memory" (the empty scratch request); every tile kind
+        pw = [c for c in CASES if c[0] == "pw_bias_res_relu"]
+        first = os.path.join(tmp, "first_pw.json")
+        with open(first, "w") as f:
+            json.dump(module(pw, []), f)
+        rc, _, err = run_status([relaxc, "build", first, "-o", first + ".rxa"])
+        check(rc == 0, "relaxc build (pointwise alone)" + ("" if rc == 0 else ": " + err))
+        arrs, want = inputs(rng, 2, pw, [])
+        ins = []
+        for k, v in arrs.items():
+            np.save(os.path.join(tmp, "first_%s.npy" % k), v)
+            ins += ["--in", "%s=%s" % (k, os.path.join(tmp, "first_%s.npy" % k))]
+        for kind in ("avx512", "avx2", "portable"):
+            out = os.path.join(tmp, "out_first_" + kind)
+            rc, _, err = run_status([relax_run, first + ".rxa", "--out-dir", out, "--threads", "1"] +
+                                    ins, dict(os.environ, RX_CONV_KERNEL=kind))
+            got = np.load(os.path.join(out, "out0.npy")) if rc == 0 else None
+            check(rc == 0 and np.allclose(got, want[0], rtol=1e-4, atol=1e-4),
+                  "pointwise as the first call (%s) equals NumPy" % kind + ("" if rc == 0 else ": " + err[-300:]))
     return checks.done()
 
 
