@@ -59,6 +59,7 @@ typedef struct bstate {
 
 static bool st_library_lower(bstate *s);
 static bool st_legalize(bstate *s);
+static bool st_schedule_moves(bstate *s);
 static bool st_memory_plan(bstate *s);
 static bool st_lower_vm(bstate *s);
 static bool st_codegen(bstate *s);
@@ -127,7 +128,7 @@ static const stage pipeline[] = {
      "static-shape copies of loop functions per call"},
     {"schedule_matvec", "7b", 1, ST_GRAPH, rx_pass_schedule_matvec, NULL, false, false, "",
      "decode's matrix-vector products (<= 16 rows): the weight streamed once, columns split"},
-    {"schedule_moves", "7m", 0, ST_GRAPH, rx_pass_schedule_moves, NULL, false, false, "§4.6",
+    {"schedule_moves", "7m", 0, ST_GRAPH, NULL, st_schedule_moves, false, false, "§4.6",
      "CPU data movement (copies, permutes, concat): split, tiled, parallel, vectorized"},
     {"schedule", "7", 1, ST_GRAPH, rx_pass_schedule_cpu, NULL, false, false, "§4.6",
      "CPU tiling of reductions and transposes, then loop kinds: parallel, vectorized"},
@@ -216,6 +217,17 @@ static bool st_library_lower(bstate *s)
 static bool st_legalize(bstate *s)
 {
     return rx_legalize_for(s->m, s->tgt.kind != RX_TARGET_CPU, NULL, s->d);
+}
+
+/* schedule_moves: elementwise vector-math nests too where "schedule" will not run (O0,
+ * or disabled): from O1 its row schedules take them with their reductions. */
+static bool st_schedule_moves(bstate *s)
+{
+    bool sched = false;
+    for (int i = 0; i < RX_COUNTOF(pipeline); i++)
+        if (!strcmp(pipeline[i].name, "schedule"))
+            sched = enabled(s->o, &s->tgt, "schedule", pipeline[i].min_opt);
+    return rx_schedule_moves(s->m, !sched, NULL);
 }
 
 /* ---- lowering stages ---- */

@@ -82,8 +82,13 @@
  * log in f32 (rx_expr_calls_vmath: an activation, GELU or SiLU): each element is
  * computed once by the same scalar code, so the bits are the serial nest's, and those
  * functions, tens of vector instructions per element, ran at 0.05-0.13x of memcpy
- * serial and scalar at O0 (docs/passes.md). Other nests that compute are left to
- * "schedule" (O1+), which finds these already marked.
+ * serial and scalar at O0 (docs/passes.md). That only where "schedule" does not run
+ * (O0, or --disable-pass schedule: the driver's math flag): from O1 its row schedules
+ * take such a nest together with the reductions around it (softmax's exp between its
+ * max and its sum, one pass over each row); scheduled here first, the exp nest was a
+ * pass of its own and a decoder block's masked softmax at prefill 512 took 4.8 ms
+ * instead of 1.8 (O2, 2 threads). Other nests that compute are left to "schedule",
+ * which finds these already marked.
  *
  * Cost: linear in the size of the nest; the block is shared, not copied.
  */
@@ -435,14 +440,14 @@ static bool moves_data(const rx_expr *e)
     return e->kind == RX_E_SELECT && moves_data(e->u.op.b) && moves_data(e->u.op.c);
 }
 
-/* A data-movement nest (or an elementwise one computing vector math) split, tiled and
- * given its loop kinds in place; the new nest, or NULL when s is not one (or only its
- * kinds changed). */
-static rx_stmt *move_nest(rx_module *m, rx_stmt *s)
+/* A data-movement nest (or, with math, an elementwise one computing vector math) split,
+ * tiled and given its loop kinds in place; the new nest, or NULL when s is not one (or
+ * only its kinds changed). */
+static rx_stmt *move_nest_kinds(rx_module *m, rx_stmt *s, bool math)
 {
     rx_copy_nest k;
     if (!rx_copy_nest_match(s, &k) ||
-        !(moves_data(k.st->u.store.value) || rx_expr_calls_vmath(k.st->u.store.value)))
+        !(moves_data(k.st->u.store.value) || (math && rx_expr_calls_vmath(k.st->u.store.value))))
         return NULL;
     rx_stmt *r = rx_schedule_concat_nest(m, s);
     if (!r) r = rx_schedule_copy_nest(m, s);
@@ -451,15 +456,19 @@ static rx_stmt *move_nest(rx_module *m, rx_stmt *s)
     return r;
 }
 
-bool rx_schedule_moves(rx_module *m, int *nmoves)
+static rx_stmt *move_nest(rx_module *m, rx_stmt *s)
 {
-    int n = rx_schedule_nests(m, move_nest);
-    if (nmoves) *nmoves = n;
-    return true;
+    return move_nest_kinds(m, s, false);
 }
 
-bool rx_pass_schedule_moves(rx_module *m, rx_diags *d)
+static rx_stmt *move_or_math_nest(rx_module *m, rx_stmt *s)
 {
-    (void)d;
-    return rx_schedule_moves(m, NULL);
+    return move_nest_kinds(m, s, true);
+}
+
+bool rx_schedule_moves(rx_module *m, bool math, int *nmoves)
+{
+    int n = rx_schedule_nests(m, math ? move_or_math_nest : move_nest);
+    if (nmoves) *nmoves = n;
+    return true;
 }

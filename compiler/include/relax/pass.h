@@ -233,12 +233,12 @@ bool rx_pass_schedule_matvec(rx_module *m, rx_diags *d);
  * on the CPU, so that O0's copies run at memory speed too): each top-level copy nest
  * whose stored value is a load, or a select chain of loads (concat), is split by field
  * (rx_schedule_concat) or tiled as a transpose (rx_schedule_copy) when it has that
- * shape, then given rx_schedule_cpu's loop kinds. Nests that compute are left to
- * "schedule" (O1+), which finds these already scheduled. Results are the same
- * elements. *nmoves (may be NULL) gets the number of nests rebuilt (split or tiled).
- * Never fails. */
-bool rx_schedule_moves(rx_module *m, int *nmoves);
-bool rx_pass_schedule_moves(rx_module *m, rx_diags *d);
+ * shape, then given rx_schedule_cpu's loop kinds. With math (the driver sets it where
+ * "schedule" does not run: O0) so is an elementwise nest computing f32 exp, sigmoid,
+ * erf, tanh or log; other nests that compute are left to "schedule", which finds these
+ * already scheduled. Results are the same elements. *nmoves (may be NULL) gets the
+ * number of nests rebuilt (split or tiled). Never fails. */
+bool rx_schedule_moves(rx_module *m, bool math, int *nmoves);
 /* CUDA Graph offloading (cuda_graph.c, paper §4.6): marks, in the "cuda_graph"
  * attribute of each graph function, the maximal runs of at least two call_tir bindings
  * of a dataflow block whose tensors are static (outputs of literal or upper-bounded

@@ -188,6 +188,20 @@ START_TEST(bit_exact)
 }
 END_TEST
 
+/* From O1 an elementwise vector-math nest is "schedule"'s (its row schedules take it with
+ * the reductions around it: softmax's exp between max and sum), so schedule_moves leaves
+ * it as it is there, while it still schedules the copies. */
+START_TEST(math_left_to_schedule_at_o1)
+{
+    rx_module *m = built(MODULE, 1, "schedule_moves");
+    shape ge = shape_of(m, "gelu");
+    ck_assert_int_eq(ge.kinds[RX_LOOP_PARALLEL] + ge.kinds[RX_LOOP_VECTORIZED], 0);
+    shape kp = shape_of(m, "keep");
+    ck_assert_int_eq(kp.kinds[RX_LOOP_PARALLEL], 1);
+    rx_module_free(m);
+}
+END_TEST
+
 /* The innermost FOR of FOR s's chain. */
 static const rx_stmt *innermost(const rx_stmt *s)
 {
@@ -282,6 +296,7 @@ static Suite *moves_suite(void)
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, scheduled_at_o0);
     tcase_add_test(tc, bit_exact);
+    tcase_add_test(tc, math_left_to_schedule_at_o1);
     tcase_add_test(tc, inner_runs);
     suite_add_tcase(s, tc);
     return s;
