@@ -264,6 +264,49 @@ def main():
               and o.shape == w.shape and np.allclose(o, w)) for o, w in zip(outs, want)),
               "sequence ops equal NumPy; a sequence output is its tensors", r.stderr + q.stderr)
 
+        # 4c. Einsum: two operands whose labels fit a batched matmul import as one
+        # (attention's and linear layers' equations), the rest as broadcast products; all
+        # against numpy.einsum
+        rs = np.random.RandomState(3)
+        eqs = [("bihd,bjhd->bhij", [(2, 5, 3, 4), (2, 6, 3, 4)], True),
+               ("bhij,bjhd->bihd", [(2, 3, 5, 6), (2, 6, 3, 4)], True),
+               ("bsd,df->bsf", [(2, 5, 4), (4, 7)], True),
+               ("ij,kj->ik", [(3, 4), (5, 4)], True),
+               ("bij,bjk->bki", [(2, 3, 4), (2, 4, 5)], True),
+               ("abcd,cdf->abf", [(2, 3, 4, 5), (4, 5, 6)], True),
+               ("bnd,md->bnm", [(2, 3, 4), (5, 4)], True),
+               ("i,i->", [(6,), (6,)], True),
+               ("bi,bi->b", [(3, 6), (3, 6)], True),
+               ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)], True),
+               ("ij,jk->", [(3, 4), (4, 5)], False),
+               ("i,j->ij", [(3,), (4,)], False),
+               ("ii->i", [(4, 4)], False),
+               ("bij,bjk,bkl->bil", [(2, 3, 4), (2, 4, 5), (2, 5, 2)], False)]
+        for k, (eq, shapes, mm) in enumerate(eqs):
+            names = ["e%d" % i for i in range(len(shapes))]
+            xs = [rs.randn(*sh).astype(np.float32) for sh in shapes]
+            want = np.einsum(eq, *xs)
+            g = helper.make_graph([helper.make_node("Einsum", names, ["y"], equation=eq)], "g",
+                                  [f32(n, list(sh)) for n, sh in zip(names, shapes)],
+                                  [f32("y", None)])
+            p = save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]),
+                     "ein%d.onnx" % k)
+            parsed = relaxc("print", p, "--after", "parse").stdout
+            r = relaxc("build", p, "-o", rxa)
+            argv = [RUN, rxa, "--out-dir", os.path.join(tmp, "oein%d" % k)]
+            for n, a in zip(names, xs):
+                np.save(os.path.join(tmp, n + ".npy"), a)
+                argv += ["--in", "%s=%s" % (n, os.path.join(tmp, n + ".npy"))]
+            q = subprocess.run(argv, capture_output=True, text=True)
+            f = os.path.join(tmp, "oein%d" % k, "out0.npy")
+            got = np.load(f) if q.returncode == 0 and os.path.exists(f) else None
+            check(r.returncode == 0 and got is not None and got.shape == want.shape and
+                  np.allclose(got, want, 1e-4, 1e-4), "einsum %s equals numpy.einsum" % eq,
+                  r.stderr + q.stderr)
+            check(("R.matmul(" in parsed) == mm and (mm == ("R.sum(" not in parsed) or not mm),
+                  "einsum %s imports as %s" % (eq, "a matmul" if mm else "a broadcast product"),
+                  parsed[-600:])
+
         # 5. external data next to the model is read; a path escaping the directory is not
         ext = os.path.join(tmp, "ext")
         os.makedirs(ext)

@@ -24,7 +24,8 @@
  *                      mean / variance over the spatial (given) axes, then scale, bias
  *   LRN                the square sum over the channel window as a matmul with a 0/1
  *                      band matrix (C x C), x / (bias + alpha / size * sum) ^ beta
- *   Einsum             diagonals, permute_dims, broadcast multiply, sum (at ox_c_einsum)
+ *   Einsum             diagonals, then a batched matmul (two operands, at ein_matmul) or
+ *                      permute_dims, broadcast multiply, sum (at ox_c_einsum)
  *   Det                the Leibniz formula over the n! permutations (literal n <= 4)
  */
 #include <math.h>
@@ -369,7 +370,8 @@ bool ox_c_lrn(ox_ctx *c)
  * 1s for the labels it lacks; the operands are multiplied and the summed labels
  * reduced. Ellipsis dims are labels of their own, right-aligned across operands. Memory
  * is the broadcast product's: fine for the small contractions of model graphs, no
- * substitute for matmul on large ones. */
+ * substitute for matmul on large ones, so two operands whose labels fit a batched
+ * matmul become one (ein_matmul). */
 enum { EIN_MAX = 52 + 16 };
 
 typedef struct ein_term {
@@ -436,6 +438,138 @@ static rx_node *ein_diag(ox_ctx *c, rx_node *v, ein_term *t)
     return v;
 }
 
+/* x's axes permuted to the labels `want` of term t (each in t once), then reshaped to
+ * dims (n of them). */
+static rx_node *ein_arrange(ox_ctx *c, rx_node *x, const ein_term *t, const int *want, int nw,
+                            rx_expr **dims, int n)
+{
+    int64_t perm[EIN_MAX];
+    for (int o = 0; o < nw; o++)
+        for (int k = 0; k < t->n; k++)
+            if (t->lab[k] == want[o]) perm[o] = k;
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axes", ox_aints(c, perm, nw));
+    x = ox_call1(c, "permute_dims", x, m);
+    return x ? ox_reshape(c, x, dims, n) : NULL;
+}
+
+static bool ein_has(const ein_term *t, int l)
+{
+    for (int k = 0; k < t->n; k++)
+        if (t->lab[k] == l) return true;
+    return false;
+}
+
+static int ein_axis(const ein_term *t, int l)
+{
+    for (int k = 0; k < t->n; k++)
+        if (t->lab[k] == l) return k;
+    return -1;
+}
+
+/* Two operands (diagonals taken) as one batched matmul: the labels in both operands and
+ * the output are batch axes, those summed are the reduction (several only with literal,
+ * equal extents: merged into one axis), those of one operand and the output its rows
+ * (a) or columns (b). A (batch, a-rows but the last, 1 per b-column label but the last,
+ * last a-row or 1, k) times B (batch, 1 per a-row label but the last, b-columns but the
+ * last, k, last b-column or 1): matmul broadcasts the 1s; the product is reshaped
+ * without its unit placeholders and permuted to the output's order. That is matmul's
+ * cost instead of the broadcast product's memory and time (einsum attention's
+ * "bihd,bjhd->bhij" was a fused multiply-and-sum kernel at ~1 GFLOP/s: 3.5 of its
+ * model's 6 ms at one thread). *fits is false (NULL returned) for anything else: a label
+ * summed inside one operand, no summed label, or merged extents that are not literal. */
+static rx_node *ein_matmul(ox_ctx *c, rx_node *const x[2], const ein_term t[2],
+                           const ein_term *out, bool *fits)
+{
+    int bat[EIN_MAX], ra[EIN_MAX], cb[EIN_MAX], red[EIN_MAX], nb = 0, na = 0, nc = 0, nr = 0;
+    *fits = false;
+    for (int k = 0; k < out->n; k++) {
+        int l = out->lab[k];
+        bool i0 = ein_has(&t[0], l), i1 = ein_has(&t[1], l);
+        if (i0 && i1) bat[nb++] = l;
+        else if (i0) ra[na++] = l;
+        else if (i1) cb[nc++] = l;
+        else return NULL;
+    }
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < t[i].n; k++) {
+            int l = t[i].lab[k];
+            if (ein_has(out, l)) continue;
+            if (!ein_has(&t[1 - i], l)) return NULL; /* summed inside one operand */
+            if (i == 0) red[nr++] = l;
+        }
+    if (nr == 0) return NULL;
+    for (int r = 0; r < nr; r++) { /* an extent broadcast (1 against n) stays broadcast */
+        int64_t d0, d1;
+        if (rx_expr_is_const(x[0]->sinfo->dims[ein_axis(&t[0], red[r])], &d0) &&
+            rx_expr_is_const(x[1]->sinfo->dims[ein_axis(&t[1], red[r])], &d1) && d0 != d1)
+            return NULL;
+    }
+    int64_t kprod = 1;
+    rx_expr *kdim = x[0]->sinfo->dims[ein_axis(&t[0], red[0])];
+    if (nr > 1) {
+        for (int r = 0; r < nr; r++) {
+            int64_t d0, d1;
+            if (!rx_expr_is_const(x[0]->sinfo->dims[ein_axis(&t[0], red[r])], &d0) ||
+                !rx_expr_is_const(x[1]->sinfo->dims[ein_axis(&t[1], red[r])], &d1) || d0 != d1)
+                return NULL;
+            kprod *= d0;
+        }
+        kdim = ox_lit(c, kprod);
+    }
+    *fits = true;
+    int wa[EIN_MAX], wb[EIN_MAX], n0 = 0, n1 = 0, nd = 0, nbd = 0;
+    rx_expr *da[EIN_MAX], *db[EIN_MAX];
+    for (int k = 0; k < nb; k++) {
+        wa[n0++] = wb[n1++] = bat[k];
+        da[nd++] = x[0]->sinfo->dims[ein_axis(&t[0], bat[k])];
+        db[nbd++] = x[1]->sinfo->dims[ein_axis(&t[1], bat[k])];
+    }
+    for (int k = 0; k + 1 < na; k++) {
+        wa[n0++] = ra[k];
+        da[nd++] = x[0]->sinfo->dims[ein_axis(&t[0], ra[k])];
+        db[nbd++] = ox_lit(c, 1);
+    }
+    for (int k = 0; k + 1 < nc; k++) {
+        wb[n1++] = cb[k];
+        da[nd++] = ox_lit(c, 1);
+        db[nbd++] = x[1]->sinfo->dims[ein_axis(&t[1], cb[k])];
+    }
+    if (na) wa[n0++] = ra[na - 1];
+    da[nd++] = na ? x[0]->sinfo->dims[ein_axis(&t[0], ra[na - 1])] : ox_lit(c, 1);
+    for (int r = 0; r < nr; r++) wa[n0++] = wb[n1++] = red[r];
+    da[nd++] = kdim;
+    db[nbd++] = kdim;
+    if (nc) wb[n1++] = cb[nc - 1];
+    db[nbd++] = nc ? x[1]->sinfo->dims[ein_axis(&t[1], cb[nc - 1])] : ox_lit(c, 1);
+    rx_node *a = ein_arrange(c, x[0], &t[0], wa, n0, da, nd);
+    rx_node *b = ein_arrange(c, x[1], &t[1], wb, n1, db, nbd);
+    rx_node *p = a && b ? ox_call2(c, "matmul", a, b) : NULL;
+    if (!p || !ox_need_dims(c, p)) return NULL;
+    /* the product's labels: batch, a-rows but the last, b-columns but the last, then the
+     * last a-row and b-column (each -1 when a unit placeholder) */
+    ein_term res = {.n = 0};
+    rx_expr *rd[EIN_MAX];
+    int nrd = 0, pd = 0;
+    for (int k = 0; k < nb; k++) res.lab[res.n++] = bat[k], rd[nrd++] = p->sinfo->dims[pd++];
+    for (int k = 0; k + 1 < na; k++) res.lab[res.n++] = ra[k], rd[nrd++] = p->sinfo->dims[pd++];
+    for (int k = 0; k + 1 < nc; k++) res.lab[res.n++] = cb[k], rd[nrd++] = p->sinfo->dims[pd++];
+    if (na) res.lab[res.n++] = ra[na - 1], rd[nrd++] = p->sinfo->dims[pd];
+    pd++;
+    if (nc) res.lab[res.n++] = cb[nc - 1], rd[nrd++] = p->sinfo->dims[pd];
+    if (!na || !nc) p = ox_reshape(c, p, rd, nrd);
+    int64_t perm[EIN_MAX];
+    bool ident = true;
+    for (int o = 0; o < out->n; o++) {
+        perm[o] = ein_axis(&res, out->lab[o]);
+        ident &= perm[o] == o;
+    }
+    if (!p || ident) return p;
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axes", ox_aints(c, perm, out->n));
+    return ox_call1(c, "permute_dims", p, m);
+}
+
 bool ox_c_einsum(ox_ctx *c)
 {
     const char *eq = ox_attr_s(c, "equation", "");
@@ -481,10 +615,16 @@ bool ox_c_einsum(ox_ctx *c)
     }
     for (int l = 0; l < EIN_MAX; l++)
         if (count[l] && !placed[l]) order[no++] = l;
+    for (int i = 0; i < nin; i++)
+        if (!(v[i] = ein_diag(c, v[i], &in[i]))) return false;
+    if (nin == 2) {
+        bool fits;
+        rx_node *mm = ein_matmul(c, v, in, &out, &fits);
+        if (fits) return mm && ox_out_node(c, 0, mm);
+    }
     rx_node *prod = NULL;
     for (int i = 0; i < nin; i++) {
-        rx_node *x = ein_diag(c, v[i], &in[i]);
-        if (!x) return false;
+        rx_node *x = v[i];
         int64_t perm[EIN_MAX];
         rx_expr *dims[EIN_MAX];
         int np = 0;
