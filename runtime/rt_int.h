@@ -335,6 +335,13 @@ void rx_rt_conv_tile512(int64_t kc, const float *a, int64_t lda, const float *b,
                         const rx_rt_conv_epi *epi);
 void rx_rt_conv_tile(int64_t kc, const float *a, const float *b, float *y, int64_t ldy, int mr,
                      int nr, bool acc, const rx_rt_conv_epi *epi);
+/* library_conv.c's B panel (16 floats a tap) with AVX-512 moves, for the AVX-512 tile:
+ * per tap p < kc, for each run r < runs (ascending) the 16 floats at
+ * src + off[p] + rv[r] to dst + p * 16 + rj[r] (a run's excess lands where the next run
+ * or tap overwrites it, the last in the panel's slack), then zeros past nr; exact: only
+ * the nr floats at src + off[p] + rv[0] read (runs 1), the rest zero. */
+void rx_rt_conv_pack512(const float *src, const int64_t *off, int64_t kc, const int64_t *rj,
+                        const int64_t *rv, int64_t runs, int64_t nr, bool exact, float *dst);
 /* Runs fn(ud, t, n) for t in [0, n) on the kernels' OpenMP pool (rx_rt_parallel's one
  * region; n = 1 on the calling thread when there is none). threads.c. */
 void rx_rt_parallel_for(void (*fn)(void *ud, int t, int n), void *ud);
