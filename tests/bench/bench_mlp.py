@@ -16,7 +16,7 @@ reference with OpenBLAS limited to one thread, since the generated kernels run o
 has no erf, so its reference then applies math.erf elementwise (timed too, but the
 comparison that matters is PyTorch's). PyTorch: /usr/bin/python3's torch, with
 torch.set_num_threads(--threads, 2) and OMP_WAIT_POLICY=PASSIVE (set before it is
-imported), timed the same way on torch tensors sharing the arrays' memory:
+imported, for this process only: relax-run does not inherit it), timed the same way on torch tensors sharing the arrays' memory:
 F.gelu(x @ W1) @ W2 or relu; `ratio_torch` = relax / torch (goal <= 1.0 for gelu).
 
 Correctness, for every n: relax-run is also given explicit inputs (.npy files written
@@ -68,9 +68,15 @@ def module_json(act="relu"):
 
 
 def run(argv, timeout=900):
-    """Runs argv (no shell); returns stdout, exits with its stderr on failure."""
+    """Runs argv (no shell); returns stdout, exits with its stderr on failure. The
+    OMP_WAIT_POLICY=PASSIVE set here for PyTorch is not passed on: relax-run runs with
+    libgomp's defaults, as users run it (inherited, it made the 32-row MLP 0.87 ms a call
+    instead of 0.40), unless the caller's environment had the variable."""
+    env = dict(os.environ)
+    if USER_WAIT_POLICY is None:
+        env.pop("OMP_WAIT_POLICY", None)
     p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       timeout=timeout, check=False)
+                       timeout=timeout, check=False, env=env)
     if p.returncode != 0:
         sys.exit("bench_mlp: %s failed (exit %d):\n%s" % (argv[0], p.returncode, p.stderr))
     return p.stdout
@@ -155,6 +161,9 @@ def median_ms(fn, repeat):
 
 def numpy_median_ms(x, w1, w2, repeat, act="relu"):
     return median_ms(lambda: numpy_mlp(x, w1, w2, act), repeat)
+
+
+USER_WAIT_POLICY = os.environ.get("OMP_WAIT_POLICY")  # before torch_module sets it
 
 
 def torch_module(threads):
