@@ -28,7 +28,6 @@ installed).
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -191,13 +190,6 @@ def models(quick):
             "small": (lambda: SmallCNN(), (3, 64, 64))}
 
 
-def sh(argv, env=None):
-    p = subprocess.run(argv, capture_output=True, text=True, env=env)
-    if p.returncode:
-        raise RuntimeError("%s failed:\n%s" % (" ".join(argv), p.stderr[-1500:]))
-    return p.stdout
-
-
 def close(got, want):
     return got.shape == want.shape and np.allclose(
         got, want, rtol=1e-3, atol=1e-3 * max(1.0, float(np.abs(want).max())))
@@ -246,9 +238,9 @@ def main():
                     ok, errs, times = ort_ok, {}, {}
                     for who, relaxc, rrun in builds:
                         rxa = os.path.join(tmp, "%s_O%d_%s.rxa" % (tag, lv, who))
-                        sh([relaxc, "build", path, "-o", rxa, "--opt-level", str(lv)])
+                        rxbench.call([relaxc, "build", path, "-o", rxa, "--opt-level", str(lv)])
                         od = os.path.join(tmp, "%s_O%d_%s_out" % (tag, lv, who))
-                        sh([rrun, rxa, "--in", "x=" + xin, "--out-dir", od,
+                        rxbench.call([rrun, rxa, "--in", "x=" + xin, "--out-dir", od,
                             "--threads", str(a.threads)], env)
                         got = np.load(os.path.join(od, "out0.npy"))
                         errs[who] = float(np.abs(got - want).max())
@@ -263,7 +255,7 @@ def main():
                             mins["ort"] = min(mins.get("ort", 1e30), o["min_ms"])
                         for who, _, rrun in builds:  # interleaved: same load for each
                             rxa = os.path.join(tmp, "%s_O%d_%s.rxa" % (tag, lv, who))
-                            r = json.loads(sh([rrun, rxa, "--in", "x=" + xin, "--bench",
+                            r = json.loads(rxbench.call([rrun, rxa, "--in", "x=" + xin, "--bench",
                                                "--repeat", str(repeat), "--warmup", "2",
                                                "--threads", str(a.threads)], env)
                                            .strip().splitlines()[-1])

@@ -36,7 +36,6 @@ ORT's outputs against PyTorch's (checked: rtol 1e-3, atol 1e-4; a mismatch fails
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -92,13 +91,6 @@ def wanted(name, quick):
     if quick and ARGS.blocks == "gpt2,llama,vit,t5,zoo":
         sel = ["gpt2", "llama", "vit", "t5", "zoo:bert", "zoo:autoencoder"]
     return name in sel or (name.startswith("zoo:") and "zoo" in sel)
-
-
-def sh(argv, env=None):
-    p = subprocess.run(argv, capture_output=True, text=True, env=env)
-    if p.returncode:
-        raise RuntimeError("%s failed:\n%s" % (" ".join(argv), p.stderr[-1500:]))
-    return p.stdout
 
 
 def max_err(got, want):
@@ -157,10 +149,10 @@ def main():
                     model(*xs)
                     ts.append((time.perf_counter() - t0) * 1e3)
             torch_ms = float(np.median(ts))
-            sh([ARGS.relaxc, "build", path, "-o", rxa])
+            rxbench.call([ARGS.relaxc, "build", path, "-o", rxa])
             od = os.path.join(tmp, fname + "_out")
             inargs = [a for n, f in ins.items() for a in ("--in", "%s=%s" % (n, f))]
-            sh([ARGS.relax_run, rxa, "--out-dir", od, "--threads", str(ARGS.threads)] + inargs,
+            rxbench.call([ARGS.relax_run, rxa, "--out-dir", od, "--threads", str(ARGS.threads)] + inargs,
                env)
             got = [np.load(os.path.join(od, "out%d.npy" % k)) for k in range(len(want))]
             res = {"bench": "torch_blocks", "block": name,
@@ -169,7 +161,7 @@ def main():
             errs = {"relax": max_err(got, want)}
             ok = same(got, want, exact_ints=True)
             if not ARGS.quick:
-                r = json.loads(sh([ARGS.relax_run, rxa, "--bench", "--repeat", str(repeat),
+                r = json.loads(rxbench.call([ARGS.relax_run, rxa, "--bench", "--repeat", str(repeat),
                                    "--warmup", "2", "--threads", str(ARGS.threads)] + inargs,
                                   env).strip().splitlines()[-1])
                 res["relax_ms"] = round(r["median_ms"], 3)
@@ -181,7 +173,7 @@ def main():
                                "threads": ARGS.threads, "warmup": 0 if ARGS.quick else 2,
                                "repeat": repeat, "out_dir": os.path.join(tmp, fname + "_ort")},
                               f)
-                o = json.loads(sh(["node", ort_js, ARGS.ort_dir, spec]).strip().splitlines()[-1])
+                o = json.loads(rxbench.call(["node", ort_js, ARGS.ort_dir, spec]).strip().splitlines()[-1])
                 og = [np.load(os.path.join(tmp, fname + "_ort", "out%d.npy" % k))
                       for k in range(len(want))]
                 fl = [k for k, w in enumerate(want) if w.dtype.kind == "f"]  # ORT's ints

@@ -38,6 +38,15 @@ def run(argv, timeout=1800, what=None):
     return p.stdout
 
 
+def call(argv, env=None):
+    """Runs argv (a list, no shell); returns stdout; raises RuntimeError with the tail of
+    its stderr on failure (for scripts that record a failed case and go on)."""
+    p = subprocess.run(argv, capture_output=True, text=True, env=env)
+    if p.returncode:
+        raise RuntimeError("%s failed:\n%s" % (" ".join(argv), p.stderr[-1500:]))
+    return p.stdout
+
+
 def rxa_metadata(path):
     """The METADATA JSON of the artifact at path (header and section table as in
     docs/artifact.md); ValueError when the file is not an artifact or has none."""

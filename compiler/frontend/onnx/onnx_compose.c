@@ -453,18 +453,20 @@ static rx_node *ein_arrange(ox_ctx *c, rx_node *x, const ein_term *t, const int 
     return x ? ox_reshape(c, x, dims, n) : NULL;
 }
 
-static bool ein_has(const ein_term *t, int l)
-{
-    for (int k = 0; k < t->n; k++)
-        if (t->lab[k] == l) return true;
-    return false;
-}
-
+/* The axis of label l in term t, -1 when t lacks it. */
 static int ein_axis(const ein_term *t, int l)
 {
     for (int k = 0; k < t->n; k++)
         if (t->lab[k] == l) return k;
     return -1;
+}
+
+static bool ein_has(const ein_term *t, int l) { return ein_axis(t, l) >= 0; }
+
+/* Operand x's extent along label l of its term t (t has l). */
+static rx_expr *ein_dim(rx_node *x, const ein_term *t, int l)
+{
+    return x->sinfo->dims[ein_axis(t, l)];
 }
 
 /* Two operands (diagonals taken) as one batched matmul: the labels in both operands and
@@ -499,49 +501,42 @@ static rx_node *ein_matmul(ox_ctx *c, rx_node *const x[2], const ein_term t[2],
             if (i == 0) red[nr++] = l;
         }
     if (nr == 0) return NULL;
-    for (int r = 0; r < nr; r++) { /* an extent broadcast (1 against n) stays broadcast */
-        int64_t d0, d1;
-        if (rx_expr_is_const(x[0]->sinfo->dims[ein_axis(&t[0], red[r])], &d0) &&
-            rx_expr_is_const(x[1]->sinfo->dims[ein_axis(&t[1], red[r])], &d1) && d0 != d1)
-            return NULL;
-    }
+    /* literal extents must agree (1 against n stays the broadcast form); several summed
+     * labels merge only when all are literal */
     int64_t kprod = 1;
-    rx_expr *kdim = x[0]->sinfo->dims[ein_axis(&t[0], red[0])];
-    if (nr > 1) {
-        for (int r = 0; r < nr; r++) {
-            int64_t d0, d1;
-            if (!rx_expr_is_const(x[0]->sinfo->dims[ein_axis(&t[0], red[r])], &d0) ||
-                !rx_expr_is_const(x[1]->sinfo->dims[ein_axis(&t[1], red[r])], &d1) || d0 != d1)
-                return NULL;
-            kprod *= d0;
-        }
-        kdim = ox_lit(c, kprod);
+    for (int r = 0; r < nr; r++) {
+        int64_t d0, d1;
+        bool lit = rx_expr_is_const(ein_dim(x[0], &t[0], red[r]), &d0) &&
+                   rx_expr_is_const(ein_dim(x[1], &t[1], red[r]), &d1);
+        if ((lit && d0 != d1) || (!lit && nr > 1)) return NULL;
+        kprod *= lit ? d0 : 1;
     }
+    rx_expr *kdim = nr > 1 ? ox_lit(c, kprod) : ein_dim(x[0], &t[0], red[0]);
     *fits = true;
     int wa[EIN_MAX], wb[EIN_MAX], n0 = 0, n1 = 0, nd = 0, nbd = 0;
     rx_expr *da[EIN_MAX], *db[EIN_MAX];
     for (int k = 0; k < nb; k++) {
         wa[n0++] = wb[n1++] = bat[k];
-        da[nd++] = x[0]->sinfo->dims[ein_axis(&t[0], bat[k])];
-        db[nbd++] = x[1]->sinfo->dims[ein_axis(&t[1], bat[k])];
+        da[nd++] = ein_dim(x[0], &t[0], bat[k]);
+        db[nbd++] = ein_dim(x[1], &t[1], bat[k]);
     }
     for (int k = 0; k + 1 < na; k++) {
         wa[n0++] = ra[k];
-        da[nd++] = x[0]->sinfo->dims[ein_axis(&t[0], ra[k])];
+        da[nd++] = ein_dim(x[0], &t[0], ra[k]);
         db[nbd++] = ox_lit(c, 1);
     }
     for (int k = 0; k + 1 < nc; k++) {
         wb[n1++] = cb[k];
         da[nd++] = ox_lit(c, 1);
-        db[nbd++] = x[1]->sinfo->dims[ein_axis(&t[1], cb[k])];
+        db[nbd++] = ein_dim(x[1], &t[1], cb[k]);
     }
     if (na) wa[n0++] = ra[na - 1];
-    da[nd++] = na ? x[0]->sinfo->dims[ein_axis(&t[0], ra[na - 1])] : ox_lit(c, 1);
+    da[nd++] = na ? ein_dim(x[0], &t[0], ra[na - 1]) : ox_lit(c, 1);
     for (int r = 0; r < nr; r++) wa[n0++] = wb[n1++] = red[r];
     da[nd++] = kdim;
     db[nbd++] = kdim;
     if (nc) wb[n1++] = cb[nc - 1];
-    db[nbd++] = nc ? x[1]->sinfo->dims[ein_axis(&t[1], cb[nc - 1])] : ox_lit(c, 1);
+    db[nbd++] = nc ? ein_dim(x[1], &t[1], cb[nc - 1]) : ox_lit(c, 1);
     rx_node *a = ein_arrange(c, x[0], &t[0], wa, n0, da, nd);
     rx_node *b = ein_arrange(c, x[1], &t[1], wb, n1, db, nbd);
     rx_node *p = a && b ? ox_call2(c, "matmul", a, b) : NULL;
