@@ -419,6 +419,35 @@ static int run(vm *V, rx_vm_value *result)
             set_reg(V, &R(a), (rx_vm_value){RX_V_TENSOR, {.t = t}});
             vmbreak;
         }
+        vmcase(VIEW) {
+            int64_t a = ARG(), b = ARG(), n = ARG();
+            int64_t dims[RX_RXA_MAX_NDIM];
+            for (int64_t i = 0; i < n; i++) dims[i] = DIM();
+            if (R(b).kind != RX_V_TENSOR) FAIL("pc %zu: VIEW of %s", at, rx_vm_kind_desc(R(b).kind));
+            const DLTensor *x = &R(b).u.t->dl;
+            int64_t want = rx_rt_dense_bytes(x->dtype, (int32_t)n, dims);
+            if (want < 0 || want != rx_rt_dense_bytes(x->dtype, x->ndim, x->shape)) {
+                char from[160] = "", to[160] = "";
+                append_shape(from, sizeof from, x->shape, x->ndim);
+                append_shape(to, sizeof to, dims, (int32_t)n);
+                FAIL("pc %zu: cannot view a %s tensor as %s: the element counts differ", at, from, to);
+            }
+            rx_rt_err e;
+            rx_rt_tensor *t;
+            if (R(b).u.t->storage) {
+                t = rx_rt_cache_view(&V->cache, R(b).u.t->storage, (size_t)x->byte_offset, x->dtype,
+                                     (int32_t)n, dims, &e);
+            } else { /* an argument: borrowed memory, viewed for this call alike */
+                DLTensor v = *x;
+                v.ndim = (int32_t)n;
+                v.shape = dims;
+                v.strides = NULL;
+                t = rx_rt_tensor_borrow(&v, &e);
+            }
+            if (!t) FAIL("pc %zu: %s", at, e.msg);
+            set_reg(V, &R(a), (rx_vm_value){RX_V_TENSOR, {.t = t}});
+            vmbreak;
+        }
         vmcase(CALL_KERNEL) {
             const rx_rxa_kernel *k = &V->a->kernels[ARG()];
             int64_t kidx = code[pc - 1];

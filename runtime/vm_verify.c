@@ -178,7 +178,7 @@ static int verify_func(const rx_rxa *a, uint32_t fi, char *err, size_t errlen)
                       counts[0]);
                 goto out;
             }
-        } else if ((op == RX_OP_MKSHAPE || op == RX_OP_ALLOC_TENSOR) &&
+        } else if ((op == RX_OP_MKSHAPE || op == RX_OP_ALLOC_TENSOR || op == RX_OP_VIEW) &&
                    counts[0] > RX_RXA_MAX_NDIM) {
             vfail(&v, "%s with %" PRId64 " dims", rx_vm_op_name(op), counts[0]);
             goto out;

@@ -94,7 +94,8 @@ typedef struct stage {
  * it, docs/passes.md's table is checked against it (tests/integration), and the opt
  * levels are its min_opt column:
  *   0  what is needed to run: deduce, legalize, lower, codegen; no planning; data
- *      movement (copies, permutes, concat) scheduled for memory speed (schedule_moves)
+ *      movement (copies, permutes, concat) scheduled for memory speed (schedule_moves),
+ *      reshapes as views (reshape_view)
  *   1  + clean-ups (simplify, canonicalize, dce), CPU loop scheduling and tiling, memory planning
  *   2  + library lowering, FuseOps + FuseTIR, workspace lifting (the default)
  *   3  + static-shape specialization
@@ -124,6 +125,8 @@ static const stage pipeline[] = {
      "one loop function per group; intermediates inlined or allocated"},
     {"lift_workspace", "6", 2, ST_GRAPH, rx_pass_lift_workspace, NULL, false, true, "§4.4, Figure 11",
      "kernel workspaces -> outputs planned by the graph"},
+    {"reshape_view", "6b", 0, ST_GRAPH, rx_pass_reshape_view, NULL, false, true, "",
+     "CPU: calls copying a tensor in row-major order (reshape, flatten, squeeze, expand_dims) -> views"},
     {"specialize", "7a", 3, ST_GRAPH, rx_pass_specialize, NULL, false, true, "",
      "static-shape copies of loop functions per call"},
     {"schedule_matvec", "7b", 1, ST_GRAPH, rx_pass_schedule_matvec, NULL, false, false, "",
@@ -150,16 +153,18 @@ const char *rx_pipeline_name(int i)
 }
 
 /* Steps that are for the CPU only: schedule and specialize write OpenMP loop kinds and
- * CPU tiles; library lowering calls CPU libraries (BLAS), except on `opencl,clblast=1`
- * and `cuda,cublas=1`, where its registry is CLBlast's or cuBLAS's (library_lower.c). A GPU build skips them; its kernels
- * are scheduled by codegen (gpu_kernel.c). */
+ * CPU tiles; reshape_view makes VIEWs, which the device VM does not place in its split
+ * storages; library lowering calls CPU libraries (BLAS), except on `opencl,clblast=1`
+ * and `cuda,cublas=1`, where its registry is CLBlast's or cuBLAS's (library_lower.c). A
+ * GPU build skips them; its kernels are scheduled by codegen (gpu_kernel.c). */
 static bool cpu_only(const rx_target *t, const char *name)
 {
     if (!strcmp(name, "library_lower"))
         return !(t->kind == RX_TARGET_OPENCL && rx_target_int(t, "clblast")) &&
                !(t->kind == RX_TARGET_CUDA && rx_target_int(t, "cublas"));
     return !strcmp(name, "schedule") || !strcmp(name, "schedule_matvec") ||
-           !strcmp(name, "schedule_moves") || !strcmp(name, "specialize");
+           !strcmp(name, "schedule_moves") || !strcmp(name, "specialize") ||
+           !strcmp(name, "reshape_view");
 }
 
 /* Whether the step `name` of minimum level min_opt runs under o for target t. */

@@ -82,6 +82,28 @@ rx_attr *rx_attr_map_get(const rx_attr *map, const char *key)
     return NULL;
 }
 
+/* f->attrs with key set to v: a new map, the other entries kept in order (see ir.h). */
+void rx_func_set_attr(rx_module *m, rx_func *f, const char *key, rx_attr *v)
+{
+    rx_attr *old = f->attrs && f->attrs->kind == RX_A_MAP ? f->attrs : NULL;
+    int n = old ? old->u.map.n : 0;
+    rx_attr *map = RX_NEW(m->arena, rx_attr);
+    map->kind = RX_A_MAP;
+    map->loc = old ? old->loc : 0;
+    map->u.map.keys = RX_NEWN(m->arena, const char *, n + 1);
+    map->u.map.vals = RX_NEWN(m->arena, rx_attr *, n + 1);
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(old->u.map.keys[i], key)) continue;
+        map->u.map.keys[k] = old->u.map.keys[i];
+        map->u.map.vals[k++] = old->u.map.vals[i];
+    }
+    map->u.map.keys[k] = key;
+    map->u.map.vals[k++] = v;
+    map->u.map.n = k;
+    f->attrs = map;
+}
+
 /* Entry indices of a map sorted by key (see ir.h). */
 int *rx_attr_sorted_keys(const rx_attr *map)
 {

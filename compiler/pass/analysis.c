@@ -348,27 +348,13 @@ rx_pattern rx_analyze_pattern(rx_arena *a, const rx_func *f)
 
 /* ---------------------------------------------------------------- the pass */
 
-/* f->attrs with key set to a string value (a new map; other entries kept). */
+/* f->attrs with key set to a string value. */
 static void set_attr_str(rx_module *m, rx_func *f, const char *key, const char *val)
 {
     rx_attr *v = RX_NEW(m->arena, rx_attr);
     v->kind = RX_A_STR;
     v->u.s = val;
-    rx_attr *old = f->attrs && f->attrs->kind == RX_A_MAP ? f->attrs : NULL;
-    int n = old ? old->u.map.n : 0;
-    rx_attr *map = RX_NEW(m->arena, rx_attr);
-    map->kind = RX_A_MAP;
-    map->loc = old ? old->loc : 0;
-    map->u.map.keys = RX_NEWN(m->arena, const char *, n + 1);
-    map->u.map.vals = RX_NEWN(m->arena, rx_attr *, n + 1);
-    for (int i = 0; i < n; i++) {
-        map->u.map.keys[i] = old->u.map.keys[i];
-        map->u.map.vals[i] = old->u.map.vals[i];
-    }
-    map->u.map.keys[n] = key;
-    map->u.map.vals[n] = v;
-    map->u.map.n = n + 1;
-    f->attrs = map;
+    rx_func_set_attr(m, f, key, v);
 }
 
 bool rx_pass_annotate_patterns(rx_module *m, rx_diags *d)

@@ -29,7 +29,9 @@
  * shape_of, which the VM runs as builtins; every other v1 op has one) stay op calls;
  * calls whose result dims are unknown (run-time broadcasting, reshape of an unknown
  * shape) are errors for now. Generated functions carry no compute_pattern (step 4 of
- * the pipeline, analysis, computes it), no schedule (step 7) and no fusion (step 5).
+ * the pipeline, analysis, computes it), no schedule (step 7) and no fusion (step 5);
+ * those of reshape, flatten, squeeze and expand_dims (a copy in row-major order) carry
+ * the attribute "reshape": true, by which reshape_view makes their calls views.
  * Cost: linear in the module plus, per legalized call, the size of its function
  * (building, hashing).
  */
@@ -61,6 +63,14 @@ static const lg_rule_entry *find_rule(const char *op)
 }
 
 /* nn.rnn (or relax.nn.rnn): legalized into the library call rt.rnn, not a rule's loops. */
+/* Ops whose output is the input's elements in the same row-major order: their loop
+ * functions get the attribute "reshape" (true), which reshape_view reads. */
+static bool is_view(const char *op)
+{
+    return !strcmp(op, "reshape") || !strcmp(op, "flatten") || !strcmp(op, "squeeze") ||
+           !strcmp(op, "expand_dims");
+}
+
 static bool is_rnn(const char *op)
 {
     return op && !strcmp(!strncmp(op, "relax.", 6) ? op + 6 : op, "nn.rnn");
@@ -362,6 +372,12 @@ static rx_node *legalize_call(lg_pass *p, rx_node *call)
     } else {
         fn = tf.fn;
         fn->name = unique_name(p->m, lg_ident(&c));
+        if (is_view(op->name)) { /* reshape_view may call it a view (attribute "reshape") */
+            rx_attr *t = RX_NEW(p->m->arena, rx_attr);
+            t->kind = RX_A_BOOL;
+            t->u.b = true;
+            rx_func_set_attr(p->m, fn, "reshape", t);
+        }
         g.fn = fn;
         RX_VEC_PUSH(p->gens, g);
         rx_te_add_func(p->m, fn);

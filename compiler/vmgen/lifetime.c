@@ -10,7 +10,8 @@
  * the plan's arithmetic where upper_bounds are bound) and that size's constant bound.
  *
  * Step 2 (aliases): a variable refers to the tensors of a DPS binding when it is that
- * binding, a copy `u = v` or `u = match_cast(v, ...)` of one, or `u = t[k]` of a
+ * binding, a copy `u = v` or `u = match_cast(v, ...)` of one, a view `u = reshape(v,
+ * s)` of one (what reshape_view leaves: VIEW shares v's bytes), or `u = t[k]` of a
  * tuple-output binding t (then to field k only). Each use of a referring variable is
  * benign — an argument of a DPS call, of shape_of or of a graph function that never
  * returns (an alias of) a parameter, an if's condition, the source of a tracked alias —
@@ -261,6 +262,13 @@ static void binding(lctx *c, const rx_binding *bd, int32_t body, int32_t item)
     if (v->kind == RX_N_VAR && c->ref_root[v->u.var.id] >= 0) { /* copy or match_cast */
         c->ref_root[id] = c->ref_root[v->u.var.id];
         c->ref_field[id] = c->ref_field[v->u.var.id];
+        return;
+    }
+    if (!bd->match_cast && v->kind == RX_N_CALL && v->call_kind == RX_CALL_OP &&
+        !strcmp(v->u.call.op->name, "reshape") && v->args[0]->kind == RX_N_VAR &&
+        c->ref_root[v->args[0]->u.var.id] >= 0) { /* a VIEW (reshape_view.c) */
+        c->ref_root[id] = c->ref_root[v->args[0]->u.var.id];
+        c->ref_field[id] = c->ref_field[v->args[0]->u.var.id];
         return;
     }
     if (!bd->match_cast && v->kind == RX_N_GET_ITEM && v->args[0]->kind == RX_N_VAR) {

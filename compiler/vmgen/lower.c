@@ -445,11 +445,38 @@ static void unique_flags(vg_fn *F, const rx_node *n, vg_regs *regs, vg_regs *tem
     }
 }
 
-/* The op calls legalization leaves: shape_of and the data-dependent built-ins. */
+/* reshape_view's `reshape(x, shape)`: VIEW dest, x, the annotation's dims. */
+static bool lower_view(vg_fn *F, const rx_node *n, int64_t dest)
+{
+    const rx_sinfo *si = n->sinfo;
+    if (!si || si->kind != RX_SI_TENSOR || !si->dims) {
+        vg_error(F->M, n->loc, "%s: operator reshape was not legalized and its result shape is unknown",
+                 F->f->name);
+        return false;
+    }
+    vg_regs temps = {0};
+    vg_words w = {0};
+    int64_t x;
+    bool ok = operand(F, n->args[0], &x, &temps);
+    vg_w(&w, RX_OP_VIEW), vg_w(&w, dest), vg_w(&w, x), vg_w(&w, si->ndim);
+    for (int i = 0; i < si->ndim && ok; i++) {
+        vg_dim d;
+        ok = vg_expr(F, n->loc, si->dims[i], &d);
+        vg_wd(&w, d);
+    }
+    if (ok) vg_emit_words(F, &w);
+    release_all(F, &temps);
+    RX_VEC_FREE(temps), RX_VEC_FREE(w);
+    return ok;
+}
+
+/* The op calls legalization leaves: shape_of, the data-dependent built-ins, and
+ * reshape_view's reshapes. */
 static bool lower_call_op(vg_fn *F, const rx_node *n, int64_t dest)
 {
     const char *name = n->u.call.op->name;
     const char *builtin = NULL;
+    if (!strcmp(name, "reshape")) return lower_view(F, n, dest);
     if (!strcmp(name, "unique")) {
         builtin = "unique";
     } else if (!strcmp(name, "nonzero")) {

@@ -34,8 +34,8 @@ RELAXC = os.path.join(BIN, "relaxc")
 MODULE = os.path.join(SRC, "tests", "modules", "valid", "fig03_symbolic_shape.json")
 TMP = rxtest.scratch("rxrepro-")
 PIPELINE = ["deduce", "simplify", "canonicalize", "dce", "library_lower", "legalize",
-            "dce_post", "analysis", "fuse_ops", "fuse_tir", "lift_workspace", "specialize",
-            "schedule_matvec", "schedule_moves", "schedule", "lower_vm", "codegen"]
+            "dce_post", "analysis", "fuse_ops", "fuse_tir", "lift_workspace", "reshape_view",
+            "specialize", "schedule_matvec", "schedule_moves", "schedule", "lower_vm", "codegen"]
 MIN_OPT = {"simplify": 1, "canonicalize": 1, "dce": 1, "library_lower": 2, "fuse_ops": 2,
            "fuse_tir": 2, "lift_workspace": 2, "specialize": 3, "schedule_matvec": 1,
            "schedule": 1}

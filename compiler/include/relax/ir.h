@@ -103,6 +103,9 @@ struct rx_attr {
 };
 
 rx_attr *rx_attr_map_get(const rx_attr *map, const char *key); /* NULL when absent */
+/* Sets f's attribute key to v (arena of m): f->attrs becomes a new map with the other
+ * entries in their order and key last (replacing an entry of that key). */
+void rx_func_set_attr(rx_module *m, rx_func *f, const char *key, rx_attr *v);
 /* The indices of map's entries ordered by key (strcmp), for output that must not
  * depend on input order. Returns a malloc'd array of max(n, 1) ints that the caller
  * frees. O(n^2) (insertion sort: maps are small). */

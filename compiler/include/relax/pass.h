@@ -305,6 +305,14 @@ bool rx_pass_fuse_tir(rx_module *m, rx_diags *d);
  * A function some call site cannot express an extent for is left alone. Always true. */
 bool rx_pass_lift_workspace(rx_module *m, rx_diags *d);
 
+/* ---- reshapes as views (compiler/pass/reshape_view.c) ---- */
+
+/* Every `v = call_tir(@f, [x], out=T)` of a loop function f with the attribute
+ * "reshape": true (legalize's reshape, flatten, squeeze, expand_dims), x a tensor of
+ * T's dtype, becomes `v = reshape(x, T's shape)`, which lower_vm emits as VIEW (no
+ * copy); loop functions no call names any more are removed. CPU targets. Always true. */
+bool rx_pass_reshape_view(rx_module *m, rx_diags *d);
+
 /* ---- static-shape specialization (compiler/pass/specialize.c) ---- */
 
 /* Opt level 3: every call_tir whose callee has symbolic variables that are integer

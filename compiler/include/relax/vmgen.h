@@ -39,7 +39,8 @@
  *                    available on target cpu (available: blas.matmul, ...)"
  *   graph calls      CALL (a global) or CALL_VALUE (a callable value; FUNCREF makes one)
  *   values           tuples TUPLE, get_item GETITEM, constants LOADK, shapes MKSHAPE,
- *                    integer prim values LOADI, shape_of SHAPEOF, unique/nonzero
+ *                    integer prim values LOADI, shape_of SHAPEOF, reshape (what
+ *                    reshape_view leaves) VIEW of its input, unique/nonzero
  *                    CALL_BUILTIN (unique's attributes as LOADI int arguments unless
  *                    all default), match_cast MATCH_* (may define new variables)
  *   if               JMPIFNOT/GOTO, both branches writing the same register

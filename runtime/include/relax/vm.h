@@ -159,7 +159,8 @@ typedef struct rx_vm_kernel_err {
     X(NOTE,          "s",      "nothing; s names the binding of the next instruction (CALL_LIB) in its errors") \
     X(GRAPH_BEGIN,   "i*d",    "CUDA Graph region i begins, its key the values D... (captured once per key, then replayed)") \
     X(GRAPH_END,     "i",      "CUDA Graph region i ends (a capture becomes a graph; the graph is launched)") \
-    X(LIBJMP,        "lt",     "goto t when device library l cannot be loaded on this host (a notice once per process): what follows t runs the generated kernel instead")
+    X(LIBJMP,        "lt",     "goto t when device library l cannot be loaded on this host (a notice once per process): what follows t runs the generated kernel instead") \
+    X(VIEW,          "rr*d",   "R[A] := tensor R[B]'s bytes under the shape (D...), sharing its storage (no copy); the element counts must agree")
 
 typedef enum rx_vm_op {
 #define RX_VM_X_ENUM(name, fmt, doc) RX_OP_##name,

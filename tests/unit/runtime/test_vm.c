@@ -282,6 +282,75 @@ START_TEST(tuples_branches_calls)
 }
 END_TEST
 
+/* VIEW: a borrowed argument viewed (same memory, new shape), a pooled tensor viewed at
+ * its offset (the view keeps the storage alive after the tensor's register is
+ * released), and the errors: element counts that differ, a view of a non-tensor. */
+START_TEST(view_shares_bytes)
+{
+    rx_rxa_builder *b = rx_rxa_builder_new();
+    rx_rxa_type params[1] = {rt_any("x")};
+    rx_rxa_func f = rt_func("views", 1, params, 6, 0);
+    rx_rxa_code c = {0};
+    RX_EMIT(&c, RX_OP_VIEW, 1, 0, 1, RX_D_IMM, 12);
+    RX_EMIT(&c, RX_OP_ALLOC_STORAGE, 2, RX_D_IMM, 64, RX_DEV_CPU);
+    RX_EMIT(&c, RX_OP_ALLOC_TENSOR, 3, 2, RX_D_IMM, 16, RX_RXA_F32, 2, RX_D_IMM, 2, RX_D_IMM, 4);
+    RX_EMIT(&c, RX_OP_RELEASE, 2);
+    RX_EMIT(&c, RX_OP_VIEW, 4, 3, 2, RX_D_IMM, 4, RX_D_IMM, 2);
+    RX_EMIT(&c, RX_OP_RELEASE, 3);
+    RX_EMIT(&c, RX_OP_TUPLE, 5, 2, 1, 4);
+    RX_EMIT(&c, RX_OP_RET, 5);
+    rx_rxa_add_function(b, &f, c.w, c.n);
+    rx_rxa_code_free(&c);
+    rx_rxa_func g = rt_func("bad", 1, params, 3, 0);
+    RX_EMIT(&c, RX_OP_VIEW, 1, 0, 1, RX_D_IMM, 13);
+    RX_EMIT(&c, RX_OP_RET, 1);
+    rx_rxa_add_function(b, &g, c.w, c.n);
+    rx_rxa_code_free(&c);
+    rx_rxa_func h = rt_func("not_tensor", 1, params, 3, 0);
+    RX_EMIT(&c, RX_OP_LOADI, 1, RX_D_IMM, 5);
+    RX_EMIT(&c, RX_OP_VIEW, 2, 1, 0);
+    RX_EMIT(&c, RX_OP_RET, 2);
+    rx_rxa_add_function(b, &h, c.w, c.n);
+    rx_rxa_code_free(&c);
+    rx_rt_ctx *ctx = rx_rt_ctx_new();
+    rx_rt_module *m = rt_load(ctx, b);
+    rx_rxa_builder_free(b);
+
+    float xv[12] = {0};
+    int64_t sx[2] = {3, 4};
+    DLTensor X = rt_dl(xv, RX_RXA_F32, 2, sx);
+    rx_rt_arg arg = rt_targ(&X);
+    rx_rt_outputs *out;
+    rx_rt_err err;
+    rx_rt_stats s;
+    ck_assert_msg(rx_rt_call(m, 0, &arg, 1, &out, NULL, &err) == 0, "%s", err.msg);
+    DLTensor *v = rx_rt_outputs_tensor(out, 0);
+    ck_assert_ptr_eq(v->data, (void *)xv); /* the argument's memory, not a copy */
+    ck_assert_int_eq(v->ndim, 1);
+    ck_assert_int_eq(v->shape[0], 12);
+    DLTensor *w = rx_rt_outputs_tensor(out, 1);
+    ck_assert_int_eq(w->byte_offset, 16);
+    ck_assert_int_eq(w->ndim, 2);
+    ck_assert_int_eq(w->shape[0], 4);
+    ck_assert_int_eq(w->shape[1], 2);
+    rx_rt_get_stats(ctx, &s);
+    ck_assert_int_eq(s.live_bytes, 64); /* the view holds the storage */
+    rx_rt_outputs_free(out);
+    rx_rt_get_stats(ctx, &s);
+    ck_assert_int_eq(s.live_bytes, 0);
+
+    ck_assert_int_eq(rx_rt_call(m, 1, &arg, 1, &out, NULL, &err), -1);
+    ck_assert_str_eq(err.msg, "bad: pc 0: cannot view a (3, 4) tensor as (13,): the element counts differ");
+    ck_assert_int_eq(rx_rt_call(m, 2, &arg, 1, &out, NULL, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "not_tensor: pc 4: VIEW of "));
+    char *dis = rx_vm_disasm(rx_rt_module_artifact(m), 0);
+    ck_assert_ptr_nonnull(strstr(dis, "VIEW r1 r0"));
+    free(dis);
+    rx_rt_module_free(m);
+    rx_rt_ctx_free(ctx);
+}
+END_TEST
+
 /* rec(n) = n == 0 ? 42 : rec(n - 1) */
 static rx_rt_module *rec_module(rx_rt_ctx *ctx)
 {
@@ -626,6 +695,7 @@ static Suite *vm_suite(void)
     tcase_add_test(tc, kernel_error_code);
     tcase_add_test(tc, heap_arithmetic_floor);
     tcase_add_test(tc, tuples_branches_calls);
+    tcase_add_test(tc, view_shares_bytes);
     tcase_add_test(tc, call_depth_is_bounded);
     tcase_add_test(tc, pool_reuse_and_peak);
     tcase_add_test(tc, pool_huge_blocks);

@@ -87,9 +87,10 @@ START_TEST(pipeline_table)
 {
     const char *want[] = {"deduce", "simplify", "canonicalize", "dce", "library_lower",
                           "legalize", "dce_post", "analysis", "fuse_ops", "fuse_tir",
-                          "lift_workspace", "specialize", "schedule_matvec", "schedule_moves",
-                          "schedule", "memory_plan", "cuda_graph", "lower_vm", "codegen"};
-    const int level[] = {0, 1, 1, 1, 2, 0, 0, 0, 2, 2, 2, 3, 1, 0, 1, 1, 2, 0, 0};
+                          "lift_workspace", "reshape_view", "specialize", "schedule_matvec",
+                          "schedule_moves", "schedule", "memory_plan", "cuda_graph", "lower_vm",
+                          "codegen"};
+    const int level[] = {0, 1, 1, 1, 2, 0, 0, 0, 2, 2, 2, 0, 3, 1, 0, 1, 1, 2, 0, 0};
     ck_assert_int_eq(rx_pipeline_count(), RX_COUNTOF(want));
     for (int i = 0; i < RX_COUNTOF(want); i++) {
         ck_assert_str_eq(rx_pipeline_name(i), want[i]);
@@ -134,15 +135,15 @@ static void passes_run(const uint8_t *bytes, size_t n, char *out, size_t cap)
 START_TEST(opt_levels_and_disable)
 {
     static const char *const runs[4] = {
-        "deduce,legalize,dce_post,analysis,schedule_moves,lower_vm,codegen;planned=0",
-        "deduce,simplify,canonicalize,dce,legalize,dce_post,analysis,schedule_matvec,"
+        "deduce,legalize,dce_post,analysis,reshape_view,schedule_moves,lower_vm,codegen;planned=0",
+        "deduce,simplify,canonicalize,dce,legalize,dce_post,analysis,reshape_view,schedule_matvec,"
         "schedule_moves,schedule,lower_vm,codegen;planned=1",
         "deduce,simplify,canonicalize,dce,library_lower,legalize,dce_post,analysis,fuse_ops,"
-        "fuse_tir,lift_workspace,schedule_matvec,schedule_moves,schedule,lower_vm,codegen;"
-        "planned=1",
+        "fuse_tir,lift_workspace,reshape_view,schedule_matvec,schedule_moves,schedule,lower_vm,"
+        "codegen;planned=1",
         "deduce,simplify,canonicalize,dce,library_lower,legalize,dce_post,analysis,fuse_ops,"
-        "fuse_tir,lift_workspace,specialize,schedule_matvec,schedule_moves,schedule,lower_vm,"
-        "codegen;planned=1"};
+        "fuse_tir,lift_workspace,reshape_view,specialize,schedule_matvec,schedule_moves,schedule,"
+        "lower_vm,codegen;planned=1"};
     char got[512];
     for (int lv = 0; lv <= 3; lv++) {
         rx_build_opts o = {.target = "cpu", .opt_level = lv};
@@ -159,7 +160,7 @@ START_TEST(opt_levels_and_disable)
     uint8_t *b = vt_build(mod, &o, &n);
     passes_run(b, n, got, sizeof got);
     ck_assert_str_eq(got, "deduce,simplify,canonicalize,dce,library_lower,legalize,dce_post,"
-                          "analysis,fuse_tir,lift_workspace,schedule_matvec,schedule_moves,"
+                          "analysis,fuse_tir,lift_workspace,reshape_view,schedule_matvec,schedule_moves,"
                           "schedule,lower_vm,codegen;planned=0");
     free(b);
 
@@ -502,7 +503,7 @@ START_TEST(reproducible_bytes)
         ck_assert_ptr_nonnull(rx_rxa_section_get(x, RX_RXA_KERNELS_CPU));
         rx_rxa_free(x);
         /* the times: one per pass that ran, in the result and its JSON form */
-        ck_assert_int_eq(r1.ntimes, levels[i] ? 16 : 7);
+        ck_assert_int_eq(r1.ntimes, levels[i] ? 17 : 8);
         json_t *t = rx_build_times_json(&r1);
         ck_assert_int_eq((int)json_array_size(t), r1.ntimes);
         ck_assert_str_eq(json_string_value(json_object_get(json_array_get(t, 0), "name")), "deduce");
