@@ -3,8 +3,9 @@
  * (pipeline step 7m, "schedule_moves": compiler/pass/schedule_copy.c; issue 13, item 3:
  * copies at memcpy speed at every opt level).
  *
- * Structure (built with rx_build_module at opt level 0 up to schedule_moves, so only
- * legalize's one kernel per op is there): the KV-cache append (concat on axis 2 with
+ * Structure (built with rx_build_module at opt level 0 up to analysis, so only
+ * legalize's one kernel per op is there, then the step; the pipeline's reshape_view
+ * would make the reshape a view first, which reshape_is_a_view_at_o0 checks): the KV-cache append (concat on axis 2 with
  * symbolic b and c) is split by field under one parallel loop with no select left; a
  * permute keeping the innermost axis and a reshape materialization get a parallel
  * loop and a vectorized innermost loop; a permute moving the innermost axis is tiled
@@ -62,7 +63,16 @@ static rx_module *built(const char *src, int lv, const char *after)
     return kr_module_at(src, lv, after);
 }
 
-static rx_module *at_o0(const char *after) { return built(MODULE, 0, after); }
+/* MODULE at O0 after `after`; for schedule_moves, the build up to analysis and then the
+ * step itself: the pipeline's reshape_view, between them, makes "resh" a view (no
+ * kernel), and the materialized reshape is what a module keeping one gets scheduled. */
+static rx_module *at_o0(const char *after)
+{
+    if (strcmp(after, "schedule_moves")) return built(MODULE, 0, after);
+    rx_module *m = built(MODULE, 0, "analysis");
+    ck_assert(rx_schedule_moves(m, true, NULL));
+    return m;
+}
 
 /* The loop function graph function gname calls (its one call_tir). */
 static rx_func *kernel(const rx_module *m, const char *gname) { return tir_callee(m, gname); }
@@ -156,6 +166,19 @@ START_TEST(scheduled_at_o0)
 }
 END_TEST
 
+/* The pipeline at O0: reshape_view leaves "resh" a view of its parameter (no kernel to
+ * schedule) and the permute a kernel. */
+START_TEST(reshape_is_a_view_at_o0)
+{
+    rx_module *m = built(MODULE, 0, "schedule_moves");
+    const rx_node *v = rx_module_find(m, "resh")->body->blocks[0]->bindings[0].value;
+    ck_assert_int_eq(v->call_kind, RX_CALL_OP);
+    ck_assert_str_eq(v->u.call.op->name, "reshape");
+    ck_assert_int_eq(kernel(m, "keep")->kind, RX_F_TIR);
+    rx_module_free(m);
+}
+END_TEST
+
 START_TEST(bit_exact)
 {
     rx_module *mu = at_o0("analysis"), *ms = at_o0("schedule_moves");
@@ -222,7 +245,8 @@ static bool unit_loads(rx_arith *ar, rx_arena *a, const rx_expr *e, const rx_sva
 START_TEST(inner_runs)
 {
     rx_module *fu = built(RUNS, 2, "lift_workspace"), *fs = built(RUNS, 2, "lift_workspace");
-    rx_module *ou = built(RUNS, 0, "analysis"), *os = built(RUNS, 0, "schedule_moves");
+    rx_module *ou = built(RUNS, 0, "analysis"), *os = built(RUNS, 0, "analysis");
+    ck_assert(rx_schedule_moves(os, true, NULL)); /* the pipeline would view "flat" first */
     int n = -1;
     ck_assert(rx_schedule_copy(fs, &n));
     ck_assert_int_eq(n, 2);
@@ -295,6 +319,7 @@ static Suite *moves_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, scheduled_at_o0);
+    tcase_add_test(tc, reshape_is_a_view_at_o0);
     tcase_add_test(tc, bit_exact);
     tcase_add_test(tc, math_left_to_schedule_at_o1);
     tcase_add_test(tc, inner_runs);
