@@ -1,0 +1,194 @@
+#!/usr/bin/python3
+"""Operands the importer folds from sizes (docs/onnx.md, "Exporters' idioms"), each found
+by a model of tests/onnx/zoo_models2.py and failing to import before:
+
+* Pad whose pads are shape arithmetic, written as PyTorch 1.13 writes F.pad with computed
+  widths (Concat of widths and zeros, Reshape (-1, 2), Slice step -1, Transpose, Reshape
+  (-1)): milesial's U-Net padding its upsampled map to the skip's size. Numbers against
+  NumPy at sizes where the widths are 0, positive and negative (a crop), from one
+  artifact; mode reflect with such pads is a located import error.
+* The rank-2 known values that chain goes through: a Slice with steps on both axes of a
+  reshaped shape vector, and Shape of one (the value materialized as a tensor).
+* Trilu whose k is computed from a size (T5's decoder mask `triu(ones(n, p + n), p + 1)`
+  over a cache of run-time length p) or read from an input tensor: where(col - row >= k).
+
+Each builds a small model with onnx.helper and runs it with relax-run.
+Usage: test_import_sym.py BIN_DIR
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_import as ti  # noqa: E402  (check, RELAXC, RUN; reads BIN from argv)
+
+check = ti.check
+
+
+def i64(name, v):
+    return numpy_helper.from_array(np.array(v, dtype=np.int64), name)
+
+
+def model(nodes, inputs, outputs, inits, opset=13):
+    g = helper.make_graph(nodes, "g", inputs, outputs, inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def build(tmp, m, name):
+    path, rxa = os.path.join(tmp, name + ".onnx"), os.path.join(tmp, name + ".rxa")
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+    p = subprocess.run([ti.RELAXC, "build", path, "-o", rxa], capture_output=True, text=True)
+    return (rxa if p.returncode == 0 else None), p.stderr
+
+
+def run(tmp, rxa, **xs):
+    od, argv = os.path.join(tmp, "out"), [ti.RUN, rxa]
+    for n, x in xs.items():
+        f = os.path.join(tmp, n + ".npy")
+        np.save(f, x)
+        argv += ["--in", "%s=%s" % (n, f)]
+    if os.path.isdir(od):
+        for f in os.listdir(od):
+            os.remove(os.path.join(od, f))
+    p = subprocess.run(argv + ["--out-dir", od], capture_output=True, text=True)
+    if p.returncode:
+        return None, p
+    return [np.load(os.path.join(od, f)) for f in sorted(os.listdir(od))], p
+
+
+def pad_model(mode="constant"):
+    """y = F.pad(x, [dx // 2, dx - dx // 2, dy // 2, dy - dy // 2], value=v) with
+    dy = skip.h - x.h, dx = skip.w - x.w, in PyTorch 1.13's opset-13 form."""
+    nodes = [helper.make_node("Shape", ["x"], ["shx"]), helper.make_node("Shape", ["skip"], ["shs"])]
+    for ax, tag in ((2, "y"), (3, "x")):
+        nodes += [helper.make_node("Gather", ["shs", "a%d" % ax], ["s%s" % tag], axis=0),
+                  helper.make_node("Gather", ["shx", "a%d" % ax], ["x%s" % tag], axis=0),
+                  helper.make_node("Sub", ["s%s" % tag, "x%s" % tag], ["d%s" % tag]),
+                  helper.make_node("Div", ["d%s" % tag, "two"], ["h%s" % tag]),
+                  helper.make_node("Sub", ["d%s" % tag, "h%s" % tag], ["r%s" % tag])]
+        nodes += [helper.make_node("Unsqueeze", [v + tag, "zero1"], ["u%s%s" % (v, tag)])
+                  for v in ("h", "r")]
+    nodes += [helper.make_node("Concat", ["uhx", "urx", "uhy", "ury", "zeros4"], ["cat"], axis=0),
+              helper.make_node("Reshape", ["cat", "m1_2"], ["pairs"]),
+              helper.make_node("Slice", ["pairs", "m1", "big_neg", "zero1", "m1"], ["rev"]),
+              helper.make_node("Transpose", ["rev"], ["tr"], perm=[1, 0]),
+              helper.make_node("Reshape", ["tr", "m1"], ["flat"]),
+              helper.make_node("Cast", ["flat"], ["pads"], to=TensorProto.INT64),
+              helper.make_node("Pad", ["x", "pads", "val"], ["y"], mode=mode)]
+    inits = [i64("a2", 2), i64("a3", 3), i64("two", 2), i64("zero1", [0]), i64("zeros4", [0] * 4),
+             i64("m1_2", [-1, 2]), i64("m1", [-1]), i64("big_neg", [-(2 ** 63)]),
+             numpy_helper.from_array(np.array(-1.5, dtype=np.float32), "val")]
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 2, "h", "w"]),
+           helper.make_tensor_value_info("skip", TensorProto.FLOAT, ["n", 1, "H", "W"])]
+    return model(nodes, ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+
+
+def pads(tmp):
+    rxa, err = build(tmp, pad_model(), "pad")
+    check(rxa is not None, "Pad with pads computed from sizes (F.pad's reversed pairs) builds", err)
+    if rxa:
+        for h, w, hh, ww in ((4, 6, 4, 6), (4, 6, 5, 9), (3, 2, 7, 3)):
+            x = np.random.randn(2, 2, h, w).astype(np.float32)
+            skip = np.zeros((2, 1, hh, ww), np.float32)
+            dy, dx = hh - h, ww - w
+            want = np.pad(x, [(0, 0), (0, 0), (dy // 2, dy - dy // 2), (dx // 2, dx - dx // 2)],
+                          constant_values=-1.5)
+            got, p = run(tmp, rxa, x=x, skip=skip)
+            check(got is not None and got[0].shape == want.shape and np.array_equal(got[0], want),
+                  "symbolic pad x %s to %s equals numpy" % ((h, w), (hh, ww)),
+                  p.stderr if got is None else str(got[0].shape))
+        got, p = run(tmp, rxa, x=np.zeros((1, 2, 5, 5), np.float32),
+                     skip=np.zeros((1, 1, 3, 5), np.float32))
+        x = np.random.randn(1, 2, 5, 7).astype(np.float32)
+        got, p = run(tmp, rxa, x=x, skip=np.zeros((1, 1, 3, 9), np.float32))
+        want = np.pad(x[:, :, 1:4, :], [(0, 0), (0, 0), (0, 0), (1, 1)], constant_values=-1.5)
+        got2, p2 = run(tmp, rxa, x=x, skip=np.zeros((1, 1, 1, 5), np.float32))
+        got = got if got2 is not None and np.array_equal(got2[0], x[:, :, 2:3, 1:6]) else None
+        check(got is not None and np.array_equal(got[0], want),
+              "negative computed pads crop, as ONNX Pad does (with a pad on the other axis)", p.stderr if got is None else
+              str(got[0].shape))
+    rxa, err = build(tmp, pad_model("reflect"), "pad_reflect")
+    check(rxa is None and "Pad" in err and "mode constant" in err,
+          "reflect Pad with computed pads is a located import error", err)
+
+
+def sym_matrix(tmp):
+    """Slice steps on both axes of Reshape(Shape(x), (2, 2)); Shape of the result."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Reshape", ["s", "t22"], ["m"]),
+             helper.make_node("Slice", ["m", "st", "en", "axes", "steps"], ["r"]),  # m[::-1, 1:]
+             helper.make_node("Reshape", ["r", "m1"], ["v"]),
+             helper.make_node("Concat", ["m1", "v"], ["t"], axis=0),
+             helper.make_node("Reshape", ["x", "t"], ["y"]),
+             helper.make_node("Shape", ["m"], ["ms"]),
+             helper.make_node("Cast", ["m"], ["mc"], to=TensorProto.INT64)]
+    inits = [i64("t22", [2, 2]), i64("st", [-1, 1]), i64("en", [-(2 ** 63), 2 ** 62]),
+             i64("axes", [0, 1]), i64("steps", [-1, 1]), i64("m1", [-1])]
+    m = model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["a", "b", "c", "d"])],
+              [helper.make_tensor_value_info(n, TensorProto.FLOAT if n == "y" else TensorProto.INT64, None)
+               for n in ("y", "ms", "mc")], inits)
+    rxa, err = build(tmp, m, "symmat")
+    check(rxa is not None, "slices of a reshaped shape vector build", err)
+    if rxa:
+        x = np.random.randn(2, 3, 4, 5).astype(np.float32)
+        got, p = run(tmp, rxa, x=x)
+        ok = got is not None and got[0].shape == (8, 5, 3) and np.array_equal(got[0].ravel(), x.ravel())
+        check(ok and got[1].tolist() == [2, 2] and got[2].tolist() == [[2, 3], [4, 5]],
+              "x.reshape(-1, d, b), Shape (2, 2) and the matrix itself as data",
+              p.stderr if got is None else str([g.shape for g in got]) + str(got[1:]))
+
+
+def trilu(tmp):
+    """triu(ones(n, p + n), p + 1) with p = past.shape[2]; tril(x, k) with k an input."""
+    nodes = [helper.make_node("Shape", ["past"], ["sp"]),
+             helper.make_node("Gather", ["sp", "two"], ["p"], axis=0),
+             helper.make_node("Shape", ["x"], ["sx"]),
+             helper.make_node("Gather", ["sx", "one"], ["n"], axis=0),
+             helper.make_node("Add", ["p", "n"], ["pn"]),
+             helper.make_node("Add", ["p", "one"], ["k"]),
+             helper.make_node("Unsqueeze", ["n", "zero1"], ["un"]),
+             helper.make_node("Unsqueeze", ["pn", "zero1"], ["upn"]),
+             helper.make_node("Concat", ["un", "upn"], ["shape"], axis=0),
+             helper.make_node("ConstantOfShape", ["shape"], ["ones"],
+                              value=helper.make_tensor("v", TensorProto.BOOL, [1], [True])),
+             helper.make_node("Trilu", ["ones", "k"], ["mask"], upper=1),
+             helper.make_node("Trilu", ["x", "kk"], ["low"], upper=0)]
+    inits = [i64("two", 2), i64("one", 1), i64("zero1", [0])]
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "n", "m"]),
+           helper.make_tensor_value_info("past", TensorProto.FLOAT, ["b", 2, "p", 4]),
+           helper.make_tensor_value_info("kk", TensorProto.INT64, [])]
+    outs = [helper.make_tensor_value_info("mask", TensorProto.BOOL, None),
+            helper.make_tensor_value_info("low", TensorProto.FLOAT, None)]
+    rxa, err = build(tmp, model(nodes, ins, outs, inits, opset=14), "trilu")
+    check(rxa is not None, "Trilu with k from a size and from an input builds", err)
+    if not rxa:
+        return
+    for b, n, m, p, kk in ((1, 3, 5, 4, 0), (2, 4, 4, 0, -1), (1, 2, 6, 7, 3)):
+        x = np.random.randn(b, n, m).astype(np.float32)
+        got, proc = run(tmp, rxa, x=x, past=np.zeros((b, 2, p, 4), np.float32),
+                        kk=np.array(kk, np.int64))
+        want_mask = np.triu(np.ones((n, p + n), bool), p + 1)
+        want_low = np.tril(x, kk)
+        check(got is not None and np.array_equal(got[0].astype(bool), want_mask) and
+              np.array_equal(got[1], want_low),
+              "triu(ones(%d, %d), %d) and tril(x, %d) equal numpy" % (n, p + n, p + 1, kk),
+              proc.stderr if got is None else str(got[0]))
+
+
+def main():
+    np.random.seed(0)
+    with tempfile.TemporaryDirectory(prefix="onnx-sym-") as tmp:
+        pads(tmp)
+        sym_matrix(tmp)
+        trilu(tmp)
+    print("%d failure(s)" % ti.failures)
+    return 1 if ti.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
