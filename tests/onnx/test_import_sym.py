@@ -12,6 +12,9 @@ by a model of tests/onnx/zoo_models2.py and failing to import before:
 * Trilu whose k is computed from a size (T5's decoder mask `triu(ones(n, p + n), p + 1)`
   over a cache of run-time length p) or read from an input tensor: where(col - row >= k).
 
+And one found by its numbers: InstanceNormalization's mean over a large extent (a U-Net's
+H * W, GroupNorm's C / G * H * W) taken in stages, within 2e-5 of float64.
+
 Each builds a small model with onnx.helper and runs it with relax-run.
 Usage: test_import_sym.py BIN_DIR
 """
@@ -180,12 +183,51 @@ def trilu(tmp):
               proc.stderr if got is None else str(got[0]))
 
 
+def norms(tmp):
+    """InstanceNormalization over H * W = 67584 elements (a U-Net decoder's), and over one
+    axis of a symbolic product (GroupNorm's export: Reshape to (n, 2, -1), 2 * h * w) and
+    of a sum of terms (the same of a slice: 2 * (h - 1) * (w - 1) expanded): within 2e-5
+    of float64 NumPy (one serial f32 sum per channel was 1.6e-3 off)."""
+    x = (np.maximum(np.random.randn(1, 4, 256, 264), 0) * 3 + 5).astype(np.float32)
+    nodes = [helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-5),
+             helper.make_node("Reshape", ["x", "g"], ["xg"]),
+             helper.make_node("InstanceNormalization", ["xg", "s2", "b2"], ["yg"], epsilon=1e-5),
+             helper.make_node("Slice", ["x", "one2", "big2", "ax23"], ["xs"]),
+             helper.make_node("Reshape", ["xs", "g"], ["xsg"]),
+             helper.make_node("InstanceNormalization", ["xsg", "s2", "b2"], ["ys"], epsilon=1e-5)]
+    inits = [numpy_helper.from_array(np.ones(4, np.float32), "s"),
+             numpy_helper.from_array(np.zeros(4, np.float32), "b"),
+             numpy_helper.from_array(np.ones(2, np.float32), "s2"),
+             numpy_helper.from_array(np.zeros(2, np.float32), "b2"), i64("g", [0, 2, -1]),
+             i64("one2", [1, 1]), i64("big2", [2 ** 62, 2 ** 62]), i64("ax23", [2, 3])]
+    m = model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4, "h", "w"])],
+              [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "yg", "ys")],
+              inits)
+    rxa, err = build(tmp, m, "norms")
+    check(rxa is not None, "InstanceNormalization over a large and a product extent builds", err)
+    if not rxa:
+        return
+    got, p = run(tmp, rxa, x=x)
+    x64 = x.astype(np.float64)
+    want = (x64 - x64.mean((2, 3), keepdims=True)) / np.sqrt(x64.var((2, 3), keepdims=True) + 1e-5)
+    xg = x64.reshape(1, 2, -1)
+    wantg = (xg - xg.mean(2, keepdims=True)) / np.sqrt(xg.var(2, keepdims=True) + 1e-5)
+    xs = x64[:, :, 1:, 1:].reshape(1, 2, -1)  # 2 * (h - 1) * (w - 1): a sum of terms
+    wants = (xs - xs.mean(2, keepdims=True)) / np.sqrt(xs.var(2, keepdims=True) + 1e-5)
+    errs = [float(np.abs(g.reshape(w.shape) - w).max())
+            for g, w in zip(got or [], (want, wantg.reshape(1, 2, -1), wants))]
+    check(got is not None and max(errs) < 2e-5,
+          "instance and group norm over 67584 / 135168 / 133380 elements within 2e-5 of float64",
+          p.stderr if got is None else str(errs))
+
+
 def main():
     np.random.seed(0)
     with tempfile.TemporaryDirectory(prefix="onnx-sym-") as tmp:
         pads(tmp)
         sym_matrix(tmp)
         trilu(tmp)
+        norms(tmp)
     print("%d failure(s)" % ti.failures)
     return 1 if ti.failures else 0
 
