@@ -12,6 +12,9 @@ by a model of tests/onnx/zoo_models2.py and failing to import before:
 * Trilu whose k is computed from a size (T5's decoder mask `triu(ones(n, p + n), p + 1)`
   over a cache of run-time length p) or read from an input tensor: where(col - row >= k).
 
+A Reshape's -1 with target dims equal to the input's cancelled first (ShuffleNet's
+channel shuffle over a pool's dims, whose product the simplifier expands: a literal, not
+a floordiv).
 And one found by its numbers: InstanceNormalization's mean over a large extent (a U-Net's
 H * W, GroupNorm's C / G * H * W) taken in stages, within 2e-5 of float64.
 
@@ -221,6 +224,43 @@ def norms(tmp):
           p.stderr if got is None else str(errs))
 
 
+def shuffle(tmp):
+    """ShuffleNet's channel_shuffle on a map whose dims are expressions (a pool's):
+    x.view(b, 2, c // 2, h', w').transpose(1, 2).contiguous().view(b, -1, h', w'). The -1
+    is the literal 4 (target dims equal to input dims cancel first), not a floordiv of
+    expanded products."""
+    nodes = [helper.make_node("MaxPool", ["x0"], ["x"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Shape", ["x"], ["s"])]
+    for i in range(4):
+        nodes.append(helper.make_node("Gather", ["s", "i%d" % i], ["g%d" % i], axis=0))
+        nodes.append(helper.make_node("Unsqueeze", ["g%d" % i, "zero1"], ["u%d" % i]))
+    nodes += [helper.make_node("Concat", ["u0", "two1", "two1", "u2", "u3"], ["t5"], axis=0),
+              helper.make_node("Reshape", ["x", "t5"], ["x5"]),
+              helper.make_node("Transpose", ["x5"], ["x5t"], perm=[0, 2, 1, 3, 4]),
+              helper.make_node("Concat", ["u0", "m1", "u2", "u3"], ["t4"], axis=0),
+              helper.make_node("Reshape", ["x5t", "t4"], ["y"])]
+    inits = [i64("i%d" % i, i) for i in range(4)] + [
+        i64("zero1", [0]), i64("two1", [2]), i64("m1", [-1])]
+    m = model(nodes, [helper.make_tensor_value_info("x0", TensorProto.FLOAT, ["b", 4, "h", "w"])],
+              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    rxa, err = build(tmp, m, "shuffle")
+    check(rxa is not None, "channel shuffle of a pooled map builds", err)
+    if not rxa:
+        return
+    parsed = subprocess.run([ti.RELAXC, "print", os.path.join(tmp, "shuffle.onnx"), "--after",
+                             "parse"], capture_output=True, text=True).stdout
+    line = [ln for ln in parsed.splitlines() if " y = R.reshape(" in ln or "\ty = R.reshape(" in ln
+            or ln.strip().startswith("y = R.reshape(")]
+    check(len(line) == 1 and "R.shape([b, 4, (h - 2) // 2 + 1, (w - 2) // 2 + 1])" in line[0],
+          "view(b, -1, h', w') infers the literal 4", str(line))
+    x = np.random.randn(2, 4, 8, 13).astype(np.float32)
+    got, p = run(tmp, rxa, x0=x)
+    xs = x[:, :, :, :12].reshape(2, 4, 4, 2, 6, 2).max((3, 5))
+    want = xs.reshape(2, 2, 2, 4, 6).transpose(0, 2, 1, 3, 4).reshape(2, 4, 4, 6)
+    check(got is not None and np.array_equal(got[0], want), "the shuffle equals numpy",
+          p.stderr if got is None else str(got[0].shape))
+
+
 def main():
     np.random.seed(0)
     with tempfile.TemporaryDirectory(prefix="onnx-sym-") as tmp:
@@ -228,6 +268,7 @@ def main():
         sym_matrix(tmp)
         trilu(tmp)
         norms(tmp)
+        shuffle(tmp)
     print("%d failure(s)" % ti.failures)
     return 1 if ti.failures else 0
 

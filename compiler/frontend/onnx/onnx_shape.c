@@ -222,8 +222,28 @@ bool ox_c_reshape(ox_ctx *c)
     }
     if (infer >= 0) {
         d[infer] = ox_lit(c, 1);
-        rx_expr *total = ox_prod(c, x->sinfo->dims, 0, x->sinfo->ndim);
-        rx_expr *rest = ox_prod(c, d, 0, n);
+        /* dims of the target equal to dims of the input cancel first: ShuffleNet's
+         * x.view(b, -1, h, w) of a (b, 2, 24, h', w') map is 48 even when h' and w' are
+         * expressions the simplifier expands into sums (the quotient of the expanded
+         * products is no monomial division; it was a floordiv, and the reshape then
+         * flattened every index through it) */
+        int xn = x->sinfo->ndim;
+        rx_expr **xl = RX_NEWN(c->a, rx_expr *, xn ? xn : 1), **tl = RX_NEWN(c->a, rx_expr *, n);
+        for (int i = 0; i < xn; i++) xl[i] = x->sinfo->dims[i];
+        for (int i = 0; i < n; i++) {
+            tl[i] = d[i];
+            int64_t lit;
+            if (i == infer || rx_expr_is_const(ox_simp(c, d[i]), &lit)) continue;
+            for (int j = 0; j < xn; j++)
+                if (xl[j] && rx_arith_prove_equal(c->ar, xl[j], d[i])) {
+                    xl[j] = tl[i] = NULL;
+                    break;
+                }
+        }
+        for (int i = 0; i < xn; i++) xl[i] = xl[i] ? xl[i] : ox_lit(c, 1);
+        for (int i = 0; i < n; i++) tl[i] = tl[i] ? tl[i] : ox_lit(c, 1);
+        rx_expr *total = ox_prod(c, xl, 0, xn);
+        rx_expr *rest = ox_prod(c, tl, 0, n);
         /* the quotient by cancelling common factors: (b * 768) / (b * 48) is 16 (a
          * reshape of b * 768 elements to b * 48 * q has q == 16 whenever b > 0) */
         d[infer] = rx_arith_exact_quotient(c->ar, total, rest);
