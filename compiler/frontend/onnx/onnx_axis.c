@@ -3,7 +3,8 @@
  * GatherElements -> gather_elements; CumSum -> cumsum (reverse: on the input reversed
  * along the axis, the result reversed back; the axis a constant input); BitShift ->
  * left_shift / right_shift by `direction`; ReverseSequence -> gather_elements with
- * computed indices.
+ * computed indices; Pad -> nn.pad (constant pads), or with widths computed from sizes
+ * (F.pad to a skip's size) nn.pad + a crop strided_slice + full blocks concatenated.
  */
 #include <string.h>
 

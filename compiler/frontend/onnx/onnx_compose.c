@@ -21,7 +21,10 @@
  *   DepthToSpace SpaceToDepth
  *                      reshape, permute_dims, reshape (DCR and CRD modes)
  *   InstanceNormalization MeanVarianceNormalization
- *                      mean / variance over the spatial (given) axes, then scale, bias
+ *                      mean / variance over the spatial (given) axes, then scale, bias;
+ *                      each mean in stages (staged_mean: one axis at a time, a product
+ *                      extent split in two), as one f32 chain over 67584 terms was 1e-3
+ *                      off (docs/onnx.md)
  *   LRN                the square sum over the channel window as a matmul with a 0/1
  *                      band matrix (C x C), x / (bias + alpha / size * sum) ^ beta
  *   Einsum             diagonals, then a batched matmul (two operands, at ein_matmul) or

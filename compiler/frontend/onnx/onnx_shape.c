@@ -7,6 +7,8 @@
  * reshape's symbolic target shape; otherwise it emits the Relax op. Tile with symbolic
  * repeats becomes reshape + broadcast_to + reshape; Split with constant sizes on a
  * symbolic axis match_casts that axis to their sum (ONNX Runtime's run-time check).
+ * Known values may be 2-d (F.pad's pads as pairs, reversed: reshape_known, slice_known,
+ * the Transpose); Trilu with a non-constant k is a where over iotas.
  */
 #include <math.h>
 #include <string.h>
