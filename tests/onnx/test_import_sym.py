@@ -210,6 +210,12 @@ def norms(tmp):
     check(rxa is not None, "InstanceNormalization over a large and a product extent builds", err)
     if not rxa:
         return
+    parsed = subprocess.run([ti.RELAXC, "print", os.path.join(tmp, "norms.onnx"), "--after",
+                             "parse"], capture_output=True, text=True).stdout
+    check("R.reshape(x, R.shape([n, 2, 2, h, w]))" in parsed and
+          "R.reshape(xs, R.shape([n, 2, 2, max(" in parsed,
+          "GroupNorm's (n, 2, -1) normalizes the (n, 2, 2, h, w) view of its source",
+          "\n".join(ln for ln in parsed.splitlines() if "reshape" in ln))
     got, p = run(tmp, rxa, x=x)
     x64 = x.astype(np.float64)
     want = (x64 - x64.mean((2, 3), keepdims=True)) / np.sqrt(x64.var((2, 3), keepdims=True) + 1e-5)

@@ -408,6 +408,36 @@ static rx_node *per_channel(ox_ctx *c, rx_node *v, int nd)
     return ox_reshape(c, v, d, nd);
 }
 
+/* PyTorch's GroupNorm export, InstanceNormalization of x = reshape(y, (N, G, E)) with y
+ * (N, C, S...) and G dividing a literal C: the normalization of y viewed as (N, G, C / G,
+ * S...) over the axes after G, reshaped to x's dims. That view groups C into (G, C / G)
+ * and keeps S, where x flattens C / G * S into E (an expanded sum when S is symbolic)
+ * and each of its elements is found by divisions by that sum. The Reshape back to y's
+ * dims that follows then folds to one reshape of the view (ox_c_reshape). NULL when x
+ * is not such a view. */
+static rx_node *group_view(ox_ctx *c, rx_node *x, rx_node *s, rx_node *b, double eps)
+{
+    rx_node *y = ox_reshape_source(c, x);
+    int64_t ch, g;
+    if (!y || !ox_need_dims(c, x) || x->sinfo->ndim != 3 || !y->sinfo ||
+        y->sinfo->kind != RX_SI_TENSOR || !y->sinfo->dims || y->sinfo->ndim < 3 ||
+        y->sinfo->ndim > 30 || !rx_expr_is_const(ox_simp(c, y->sinfo->dims[1]), &ch) ||
+        !rx_expr_is_const(ox_simp(c, x->sinfo->dims[1]), &g) || g < 1 || ch % g ||
+        !rx_arith_prove_equal(c->ar, x->sinfo->dims[0], y->sinfo->dims[0]))
+        return NULL;
+    int yn = y->sinfo->ndim, zn = yn + 1;
+    rx_expr **zd = RX_NEWN(c->a, rx_expr *, zn);
+    int64_t ax[32];
+    zd[0] = y->sinfo->dims[0];
+    zd[1] = ox_lit(c, g);
+    zd[2] = ox_lit(c, ch / g);
+    for (int i = 2; i < yn; i++) zd[i + 1] = y->sinfo->dims[i];
+    for (int i = 2; i < zn; i++) ax[i - 2] = i;
+    rx_node *z = normalize(c, ox_reshape(c, y, zd, zn), ax, zn - 2, eps);
+    z = add(c, mul(c, z, per_channel(c, s, zn)), per_channel(c, b, zn));
+    return z ? ox_reshape(c, z, x->sinfo->dims, 3) : NULL;
+}
+
 bool ox_c_instance_norm(ox_ctx *c)
 {
     rx_node *x = ox_in_node(c, 0), *s = ox_in_node(c, 1), *b = ox_in_node(c, 2);
@@ -417,6 +447,8 @@ bool ox_c_instance_norm(ox_ctx *c)
         ox_err(c, "needs an input of rank 3 to 66 (N, C, D...)");
         return false;
     }
+    rx_node *gv = group_view(c, x, s, b, ox_attr_f(c, "epsilon", 1e-5));
+    if (gv) return ox_out_node(c, 0, gv);
     int64_t ax[64];
     for (int i = 2; i < nd; i++) ax[i - 2] = i;
     rx_node *y = normalize(c, x, ax, nd - 2, ox_attr_f(c, "epsilon", 1e-5));

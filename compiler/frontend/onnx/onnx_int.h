@@ -200,6 +200,11 @@ int ox_ndim(const rx_node *n);
 rx_dtype ox_dtype_of(const rx_node *n);
 rx_node *ox_shape_node(ox_ctx *c, rx_expr **dims, int n);
 rx_node *ox_reshape(ox_ctx *c, rx_node *x, rx_expr **dims, int n);
+/* y when x is bound (among the last 64 bindings) to reshape(y, ...), else NULL: a
+ * reshape of x is the same reshape of y, and a reshape of a reshape whose dims the
+ * legalizer cannot group (a flatten to an expanded product) indexes through divisions
+ * by symbolic sums per element. */
+rx_node *ox_reshape_source(ox_ctx *c, rx_node *x);
 rx_expr *ox_lit(ox_ctx *c, int64_t v);
 rx_expr *ox_simp(ox_ctx *c, rx_expr *e);
 rx_expr *ox_prod(ox_ctx *c, rx_expr **d, int lo, int hi);

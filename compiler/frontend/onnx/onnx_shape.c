@@ -252,7 +252,8 @@ bool ox_c_reshape(ox_ctx *c)
         if (!d[infer]) d[infer] = ox_simp(c, rx_e_binary(c->a, RX_E_FLOORDIV, total, rest));
     }
     for (int i = 0; i < n; i++) d[i] = ox_simp(c, d[i]);
-    return ox_out_node(c, 0, ox_reshape(c, x, d, n));
+    rx_node *src = ox_reshape_source(c, x); /* reshape(reshape(y)) is reshape(y) */
+    return ox_out_node(c, 0, ox_reshape(c, src ? src : x, d, n));
 }
 
 bool ox_c_flatten(ox_ctx *c)
