@@ -52,6 +52,16 @@ def build(tmp, m, name):
     return (rxa if p.returncode == 0 else None), p.stderr
 
 
+def built(tmp, m, name, what):
+    """build m, check it built: (artifact, the module printed after parse) or (None, '')."""
+    rxa, err = build(tmp, m, name)
+    check(rxa is not None, what, err)
+    if not rxa:
+        return None, ""
+    return rxa, subprocess.run([ti.RELAXC, "print", os.path.join(tmp, name + ".onnx"), "--after",
+                                "parse"], capture_output=True, text=True).stdout
+
+
 def run(tmp, rxa, **xs):
     od, argv = os.path.join(tmp, "out"), [ti.RUN, rxa]
     for n, x in xs.items():
@@ -206,12 +216,10 @@ def norms(tmp):
     m = model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4, "h", "w"])],
               [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "yg", "ys")],
               inits)
-    rxa, err = build(tmp, m, "norms")
-    check(rxa is not None, "InstanceNormalization over a large and a product extent builds", err)
+    rxa, parsed = built(tmp, m, "norms",
+                        "InstanceNormalization over a large and a product extent builds")
     if not rxa:
         return
-    parsed = subprocess.run([ti.RELAXC, "print", os.path.join(tmp, "norms.onnx"), "--after",
-                             "parse"], capture_output=True, text=True).stdout
     check("R.reshape(x, R.shape([n, 2, 2, h, w]))" in parsed and
           "R.reshape(xs, R.shape([n, 2, 2, max(" in parsed,
           "GroupNorm's (n, 2, -1) normalizes the (n, 2, 2, h, w) view of its source",
@@ -249,12 +257,9 @@ def shuffle(tmp):
         i64("zero1", [0]), i64("two1", [2]), i64("m1", [-1])]
     m = model(nodes, [helper.make_tensor_value_info("x0", TensorProto.FLOAT, ["b", 4, "h", "w"])],
               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
-    rxa, err = build(tmp, m, "shuffle")
-    check(rxa is not None, "channel shuffle of a pooled map builds", err)
+    rxa, parsed = built(tmp, m, "shuffle", "channel shuffle of a pooled map builds")
     if not rxa:
         return
-    parsed = subprocess.run([ti.RELAXC, "print", os.path.join(tmp, "shuffle.onnx"), "--after",
-                             "parse"], capture_output=True, text=True).stdout
     line = [ln for ln in parsed.splitlines() if " y = R.reshape(" in ln or "\ty = R.reshape(" in ln
             or ln.strip().startswith("y = R.reshape(")]
     check(len(line) == 1 and "R.shape([b, 4, (h - 2) // 2 + 1, (w - 2) // 2 + 1])" in line[0],
