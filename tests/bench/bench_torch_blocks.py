@@ -17,19 +17,25 @@ on the same .onnx file) and PyTorch eager, same inputs, same run, 2 threads each
             efficientnet, tcn (4 levels of 64, t 1024, b 8), dlrm (b 2048), autoencoder
             (256x256), interp_head, mha_pad, einsum_attn, gru_masked, heads, whisper_enc
             (t 1500), conformer_conv, lstm_state, detr_queries, pos_repeat,
-            traced_split, pad_masks, cdist, sorts; several inputs and outputs, every
+            traced_split, pad_masks, cdist, sorts;
+  zoo2:NAME a model of tests/onnx/zoo_models2.py at its bench size (at its last opset):
+            torch_encoder (d 512, 2 layers, s 128), torch_decoder, mha_masks, gpt2_past
+            (d 768, decode of 1 token over 256 cached, b 4), t5_decoder_bias, swin_stage,
+            resnet50 (stem + 2 stages, 224), resnext50, densenet, squeezenet, shufflenet,
+            unet (256), yolo_detect (640), seq2seq, rotary, norms, gather_scatter,
+            arcface, wav2vec2_features (32000 samples), clip_text, mlp_mixer ("zoo2":
+            all of them; not in the default set); several inputs and outputs, every
             output compared (integer ones exactly by relax-run; ORT's float ones only: its
-            runner writes every output as f32; a model
-            with a bool input, mha_pad and pad_masks, runs without ORT: its runner
-            reads f32, i64 and i32)
+            runner writes every output as f32; it reads f32, i64, i32 and bool inputs)
 
 Each prints one JSON line: relax_ms, ort_ms, torch_ms (medians of --repeat calls after
-warm-ups), relax/ORT and relax/torch (goal <= 1.0) and the max |diff| of relax's and
+warm-ups), relax/ORT and relax/torch (goal <= 1.0), relax_min_ms, ort_min_ms and their
+ratio relax_over_ort_min (the fastest calls: steadier than medians on a loaded machine) and the max |diff| of relax's and
 ORT's outputs against PyTorch's (checked: rtol 1e-3, atol 1e-4; a mismatch fails).
 --quick: tiny sizes, one call each, the four blocks and zoo:bert, zoo:autoencoder
 (ctest bench/torch_blocks_quick; ORT only when installed).
 
-  bench_torch_blocks.py [--quick] [--blocks gpt2,llama,vit,t5,zoo:bert,zoo] [--repeat R]
+  bench_torch_blocks.py [--quick] [--blocks gpt2,llama,vit,t5,zoo:bert,zoo,zoo2] [--repeat R]
                         [--threads 2]
                         [--relaxc P] [--relax-run P] [--ort-dir DIR]
 """
@@ -54,7 +60,8 @@ def parse_args():
     ap = rxbench.vs_ort_args(argparse.ArgumentParser(
         description="user-written blocks vs ORT and PyTorch"))
     ap.add_argument("--blocks", default="gpt2,llama,vit,t5,zoo",
-                    help="names; zoo: every model of zoo_models.py, zoo:NAME one")
+                    help="names; zoo: every model of zoo_models.py, zoo:NAME one; "
+                         "zoo2, zoo2:NAME: zoo_models2.py")
     return ap.parse_args()
 
 
@@ -62,6 +69,7 @@ ARGS = parse_args()
 sys.argv = [sys.argv[0], os.path.dirname(ARGS.relaxc)]  # test_torch_blocks reads BIN
 import test_torch_blocks as tb  # noqa: E402  (the block classes)
 import zoo_models  # noqa: E402
+import zoo_models2  # noqa: E402
 
 
 def blocks(quick):
@@ -79,10 +87,12 @@ def blocks(quick):
                             (1, 128, 1024)),
                "vit": one(lambda: tb.ViTBlock(d=384, p=16, img=224), (1, 3, 224, 224)),
                "t5": one(lambda: tb.T5Attention(d=512, h=8, buckets=8), (1, 128, 512))}
-    for name, c in zoo_models.cases(big=not quick).items():
-        size = c.sizes[0] if quick else c.big
-        out["zoo:" + name] = (c.make, lambda c=c, size=size: c.inputs(*size), c.names,
-                              c.outputs, c.dynamic, c.opset)
+    for prefix, mod in (("zoo:", zoo_models), ("zoo2:", zoo_models2)):
+        for name, c in mod.cases(big=not quick).items():
+            size = c.sizes[0] if quick else c.big
+            out[prefix + name] = (c.make, lambda c=c, size=size: c.inputs(*size), c.names,
+                                  c.outputs, c.dynamic,
+                                  c.opset[-1] if isinstance(c.opset, list) else c.opset)
     return out
 
 
@@ -90,7 +100,8 @@ def wanted(name, quick):
     sel = ARGS.blocks.split(",")
     if quick and ARGS.blocks == "gpt2,llama,vit,t5,zoo":
         sel = ["gpt2", "llama", "vit", "t5", "zoo:bert", "zoo:autoencoder"]
-    return name in sel or (name.startswith("zoo:") and "zoo" in sel)
+    return name in sel or (name.startswith("zoo:") and "zoo" in sel) or \
+        (name.startswith("zoo2:") and "zoo2" in sel)
 
 
 def max_err(got, want):
@@ -165,8 +176,9 @@ def main():
                                    "--warmup", "2", "--threads", str(ARGS.threads)] + inargs,
                                   env).strip().splitlines()[-1])
                 res["relax_ms"] = round(r["median_ms"], 3)
+                res["relax_min_ms"] = round(r["min_ms"], 3)
                 res["relax_over_torch"] = round(r["median_ms"] / torch_ms, 3)
-            if have_ort and all(x.dtype != torch.bool for x in xs):
+            if have_ort:
                 spec = os.path.join(tmp, fname + "_spec.json")
                 with open(spec, "w") as f:
                     json.dump({"model": path, "inputs": ins, "outputs": outs,
@@ -180,8 +192,10 @@ def main():
                 errs["ort"] = max_err([og[k] for k in fl], [want[k] for k in fl])  # as f32
                 ok &= same([og[k] for k in fl], [want[k] for k in fl], exact_ints=False)
                 res["ort_ms"] = round(o["median_ms"], 3)
+                res["ort_min_ms"] = round(o["min_ms"], 3)
                 if "relax_ms" in res:
                     res["relax_over_ort"] = round(res["relax_ms"] / o["median_ms"], 3)
+                    res["relax_over_ort_min"] = round(r["min_ms"] / o["min_ms"], 3)
             res["max_abs_err"] = errs
             res["ok"] = bool(ok)
             failed |= not ok

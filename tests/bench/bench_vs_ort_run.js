@@ -9,7 +9,8 @@
 // is searched). SPEC: {"model": path, "inputs": {name: npy path}, "outputs": [names],
 // "threads": N, "warmup": W, "repeat": R, "out_dir": dir}. Prints one JSON line:
 // {"median_ms", "mean_ms", "min_ms", "max_ms", "repeat", "threads", "ort_version"}.
-// Inputs: little-endian f32, i64 or i32 C-order .npy files; outputs are written as f32.
+// Inputs: little-endian f32, i64, i32 or bool C-order .npy files; outputs are written as
+// f32 (integer and bool outputs converted).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -21,22 +22,23 @@ function readNpy(file) {
   const hlen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
   const hstart = major === 1 ? 10 : 12;
   const header = buf.toString('latin1', hstart, hstart + hlen);
-  const d = /'descr':\s*'<(f4|i8|i4)'/.exec(header);
+  const d = /'descr':\s*'[<|](f4|i8|i4|b1)'/.exec(header);
   if (!d || /'fortran_order':\s*True/.test(header))
-    throw new Error(file + ': expected little-endian f32, i64 or i32 in C order, header ' +
+    throw new Error(file + ': expected little-endian f32, i64, i32 or bool in C order, header ' +
                     header.trim());
   const m = /'shape':\s*\(([^)]*)\)/.exec(header);
   const dims = m[1].split(',').map((s) => s.trim()).filter((s) => s.length).map(Number);
   const n = dims.reduce((a, b) => a * b, 1);
   const off = hstart + hlen;
   const kind = { f4: ['float32', Float32Array], i8: ['int64', BigInt64Array],
-                 i4: ['int32', Int32Array] }[d[1]];
+                 i4: ['int32', Int32Array], b1: ['bool', Uint8Array] }[d[1]];
   const data = new kind[1](n);
   Buffer.from(data.buffer).set(buf.subarray(off, off + data.byteLength));
   return { dims, data, type: kind[0] };
 }
 
-function writeNpy(file, dims, data) {
+function writeNpy(file, dims, data) {  // every output as f32 (integers and bools converted)
+  if (!(data instanceof Float32Array)) data = Float32Array.from(data, Number);
   const shape = dims.length === 1 ? '(' + dims[0] + ',)' : '(' + dims.join(', ') + ')';
   let header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ', }';
   const pad = 64 - ((10 + header.length + 1) % 64);

@@ -3,7 +3,8 @@
  * GatherElements -> gather_elements; CumSum -> cumsum (reverse: on the input reversed
  * along the axis, the result reversed back; the axis a constant input); BitShift ->
  * left_shift / right_shift by `direction`; ReverseSequence -> gather_elements with
- * computed indices.
+ * computed indices; Pad -> nn.pad (constant pads), or with widths computed from sizes
+ * (F.pad to a skip's size) nn.pad + a crop strided_slice + full blocks concatenated.
  */
 #include <string.h>
 
@@ -275,6 +276,90 @@ bool ox_c_grid_sample(ox_ctx *c)
     return ox_out_node(c, 0, ox_call(c, "image.grid_sample", a, 2, m));
 }
 
+static rx_node *full_of(ox_ctx *c, rx_expr **dims, int nd, rx_dtype dt, double value)
+{
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "dtype", ox_astr(c, rx_dtype_name(dt)));
+    rx_node *a[2] = {ox_shape_node(c, dims, nd), ox_scalar(c, dt, value)};
+    return ox_call(c, "full", a, 2, m);
+}
+
+/* e simplified */
+static rx_expr *bin(ox_ctx *c, int op, rx_expr *x, rx_expr *y)
+{
+    return ox_simp(c, rx_e_binary(c->a, op, x, y));
+}
+
+/* Pad in constant mode whose pads are shape arithmetic (milesial's U-Net pads the
+ * upsampled map to its skip's size: `F.pad(x1, [dx // 2, dx - dx // 2, ...])` with `dx`
+ * a difference of sizes): nn.pad of the literal widths (the symbolic ones 0), then along
+ * each axis with a symbolic width w a strided_slice dropping max(-w, 0) (a negative
+ * width crops, as ONNX says) and a concat of full(value) blocks of max(w, 0) before and
+ * after. The slice is the identity when w >= 0, a view the fused concat reads. */
+static bool pad_symbolic(ox_ctx *c, rx_node *x, rx_expr **p, int nd, double value)
+{
+    if (!ox_need_dims(c, x)) return false;
+    if (strcmp(ox_attr_s(c, "mode", "constant"), "constant") != 0) {
+        ox_err(c, "pads computed from sizes need mode constant");
+        return false;
+    }
+    int64_t pw[128], v;
+    rx_expr **cur = RX_NEWN(c->a, rx_expr *, nd), *zero = ox_lit(c, 0);
+    for (int i = 0; i < 2 * nd; i++) {
+        p[i] = ox_simp(c, p[i]);
+        if (!rx_expr_is_const(p[i], &pw[2 * (i % nd) + i / nd])) pw[2 * (i % nd) + i / nd] = 0;
+    }
+    for (int i = 0; i < nd; i++)
+        cur[i] = bin(c, RX_E_ADD, x->sinfo->dims[i], ox_lit(c, pw[2 * i] + pw[2 * i + 1]));
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "pad_width", ox_aints(c, pw, 2 * nd));
+    ox_aset(c, m, "pad_mode", ox_astr(c, "constant"));
+    ox_aset(c, m, "pad_value", ox_afloat(c, value));
+    bool lit = false;
+    for (int i = 0; i < 2 * nd; i++) lit |= pw[i] != 0;
+    rx_node *y = lit ? ox_call1(c, "nn.pad", x, m) : x;
+    rx_dtype dt = ox_dtype_of(x);
+    for (int i = 0; i < nd && y; i++) {
+        rx_expr *w[2] = {p[i], p[nd + i]}, *grow[2], *crop[2];
+        bool sym[2];
+        for (int s = 0; s < 2; s++) {
+            sym[s] = !rx_expr_is_const(w[s], &v);
+            grow[s] = sym[s] ? bin(c, RX_E_MAX, w[s], zero) : zero;
+            crop[s] = sym[s] ? bin(c, RX_E_MAX, rx_e_unary(c->a, RX_E_NEG, w[s]), zero) : zero;
+        }
+        if (!sym[0] && !sym[1]) continue;
+        if (!rx_expr_is_const(crop[0], &v) || v || !rx_expr_is_const(crop[1], &v) || v) {
+            int64_t axis = i, one = 1;
+            rx_expr *end = bin(c, RX_E_SUB, cur[i], crop[1]);
+            rx_attr *sm = ox_amap(c);
+            ox_aset(c, sm, "axes", ox_aints(c, &axis, 1));
+            ox_aset(c, sm, "begin", ox_aexprs(c, &crop[0], 1));
+            ox_aset(c, sm, "end", ox_aexprs(c, &end, 1));
+            ox_aset(c, sm, "strides", ox_aints(c, &one, 1));
+            cur[i] = bin(c, RX_E_SUB, end, crop[0]);
+            rx_expr **dims = RX_NEWN(c->a, rx_expr *, nd); /* deduction may not see these */
+            memcpy(dims, cur, sizeof *dims * (size_t)nd);
+            y = ox_match_dims(c, ox_call1(c, "strided_slice", y, sm), dims, nd);
+        }
+        rx_node *parts[3];
+        int np = 0;
+        for (int s = 0; s < 2 && y; s++) {
+            if (s == 1) parts[np++] = y;
+            if (!sym[s]) continue;
+            rx_expr *keep = cur[i];
+            cur[i] = grow[s];
+            parts[np++] = full_of(c, cur, nd, dt, value);
+            cur[i] = keep;
+        }
+        /* the axis is d + w0 + w1 whatever the signs: stated so, not as the maxes */
+        cur[i] = bin(c, RX_E_ADD, x->sinfo->dims[i], bin(c, RX_E_ADD, w[0], w[1]));
+        rx_expr **dims = RX_NEWN(c->a, rx_expr *, nd);
+        memcpy(dims, cur, sizeof *dims * (size_t)nd);
+        y = y ? ox_match_dims(c, ox_concat(c, parts, np, i), dims, nd) : NULL;
+    }
+    return y && ox_out_node(c, 0, y);
+}
+
 /* Pad: pads [x1_begin, ..., x1_end, ...] (an attribute before opset 11, a constant
  * input after), the constant value, mode constant / edge / reflect -> nn.pad. */
 bool ox_c_pad(ox_ctx *c)
@@ -300,8 +385,18 @@ bool ox_c_pad(ox_ctx *c)
             value = ox_cf(k, 0);
         }
     }
+    rx_expr **ps;
+    int ns;
+    if (!p && c->opset >= 11 && nd > 0 && nd <= 64 && ox_syms(c, ox_in(c, 1), &ps, &ns) &&
+        ns == 2 * nd)
+    {
+        rx_expr **cp = RX_NEWN(c->a, rx_expr *, ns); /* pad_symbolic simplifies in place */
+        memcpy(cp, ps, sizeof(*ps) * (size_t)ns);
+        return pad_symbolic(c, x, cp, nd, value);
+    }
     if (nd < 0 || np != 2 * nd || nd > 64) {
-        ox_err(c, "pads must be a constant of 2 values per axis of the input (rank %d)", nd);
+        ox_err(c, "pads must be a constant, or shape arithmetic in constant mode, of 2 values "
+               "per axis of the input (rank %d)", nd);
         return false;
     }
     int64_t pw[128];

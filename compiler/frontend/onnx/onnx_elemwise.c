@@ -211,7 +211,8 @@ bool ox_c_cast(ox_ctx *c)
     }
     ox_val *x = ox_in(c, 0);
     if (x && x->sym && !rx_dtype_is_float(dt) && dt != RX_DT_BOOL) {
-        ox_out_sym(c, 0, x->sym, x->nsym, x->symrank, dt);
+        if (x->symrank == 2) ox_out_sym2(c, 0, x->sym, x->nsym / x->symcols, x->symcols, dt);
+        else ox_out_sym(c, 0, x->sym, x->nsym, x->symrank, dt);
         return true;
     }
     rx_attr *m = ox_amap(c);

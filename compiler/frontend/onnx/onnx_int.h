@@ -27,7 +27,9 @@ typedef struct ox_val {
     rx_const *k;       /* constant data or NULL */
     rx_expr **sym;     /* known integer elements or NULL */
     int32_t nsym;      /* element count of sym */
-    int8_t symrank;    /* 0 (scalar) or 1, when sym is set */
+    int8_t symrank;    /* 0 (scalar), 1, or 2 (a (nsym / symcols, symcols) matrix: F.pad's
+                          pads reshaped to pairs and reversed; ox_syms refuses it) */
+    int32_t symcols;   /* symrank 2: the inner extent */
     rx_dtype symdt;    /* dtype of the sym tensor */
     rx_expr *fsym;     /* a float scalar known to hold this integer (a Cast of a symbolic
                           size to float: torch.arange(h, dtype=float)'s Range bound) */
@@ -114,6 +116,8 @@ bool ox_syms(ox_ctx *c, ox_val *v, rx_expr ***out, int *n);
 bool ox_out_node(ox_ctx *c, int i, rx_node *call);
 /* Output i of the current node is known symbolically / as an existing value. */
 void ox_out_sym(ox_ctx *c, int i, rx_expr **sym, int n, int rank, rx_dtype dt);
+/* The same for a 2-d known value of rows x cols elements (row-major). */
+void ox_out_sym2(ox_ctx *c, int i, rx_expr **sym, int rows, int cols, rx_dtype dt);
 void ox_out_alias(ox_ctx *c, int i, ox_val *v);
 void ox_out_const(ox_ctx *c, int i, rx_const *k); /* a constant (folded) */
 /* Output i (a float scalar node) is known to hold the integer e (ox_val.fsym). */
@@ -196,6 +200,11 @@ int ox_ndim(const rx_node *n);
 rx_dtype ox_dtype_of(const rx_node *n);
 rx_node *ox_shape_node(ox_ctx *c, rx_expr **dims, int n);
 rx_node *ox_reshape(ox_ctx *c, rx_node *x, rx_expr **dims, int n);
+/* y when x is bound (among the last 64 bindings) to reshape(y, ...), else NULL: a
+ * reshape of x is the same reshape of y, and a reshape of a reshape whose dims the
+ * legalizer cannot group (a flatten to an expanded product) indexes through divisions
+ * by symbolic sums per element. */
+rx_node *ox_reshape_source(ox_ctx *c, rx_node *x);
 rx_expr *ox_lit(ox_ctx *c, int64_t v);
 rx_expr *ox_simp(ox_ctx *c, rx_expr *e);
 rx_expr *ox_prod(ox_ctx *c, rx_expr **d, int lo, int hi);

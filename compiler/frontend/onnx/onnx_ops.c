@@ -99,6 +99,21 @@ rx_node *ox_reshape(ox_ctx *c, rx_node *x, rx_expr **dims, int n)
     return ox_call2(c, "reshape", x, ox_shape_node(c, dims, n));
 }
 
+rx_node *ox_reshape_source(ox_ctx *c, rx_node *x)
+{
+    if (!x || x->kind != RX_N_VAR) return NULL;
+    for (int i = c->binds.n - 1, seen = 0; i >= 0 && seen < 64; i--, seen++) {
+        const rx_binding *b = &c->binds.items[i];
+        if (b->var != x) continue;
+        const rx_node *v = b->value;
+        if (b->match_cast || v->kind != RX_N_CALL || v->call_kind != RX_CALL_OP ||
+            strcmp(v->u.call.op->name, "reshape") != 0 || v->nargs < 1)
+            return NULL;
+        return v->args[0];
+    }
+    return NULL;
+}
+
 rx_expr *ox_lit(ox_ctx *c, int64_t v) { return rx_e_int(c->a, v); }
 
 rx_expr *ox_simp(ox_ctx *c, rx_expr *e) { return rx_arith_simplify(c->ar, e); }

@@ -220,8 +220,12 @@ rx_const *ox_const(ox_ctx *c, ox_val *v)
     int64_t *lits = RX_NEWN(c->a, int64_t, v->nsym ? v->nsym : 1);
     for (int i = 0; i < v->nsym; i++)
         if (!rx_expr_is_const(rx_arith_simplify(c->ar, v->sym[i]), &lits[i])) return NULL;
-    int64_t shape = v->nsym;
-    rx_const *k = ox_new_const(c, v->symdt, v->symrank, &shape);
+    int64_t shape[2] = {v->nsym, 1};
+    if (v->symrank == 2) {
+        shape[0] = v->nsym / v->symcols;
+        shape[1] = v->symcols;
+    }
+    rx_const *k = ox_new_const(c, v->symdt, v->symrank, shape);
     for (int i = 0; i < v->nsym; i++) {
         if (rx_dtype_is_float(v->symdt)) {
             double f = (double)lits[i];
@@ -237,7 +241,7 @@ rx_const *ox_const(ox_ctx *c, ox_val *v)
 
 bool ox_syms(ox_ctx *c, ox_val *v, rx_expr ***out, int *n)
 {
-    if (!v) return false;
+    if (!v || (v->sym && v->symrank == 2)) return false; /* a matrix is no shape operand */
     if (v->sym) {
         *out = v->sym;
         *n = v->nsym;
@@ -285,6 +289,10 @@ static rx_node *sym_tensor(ox_ctx *c, ox_val *v)
         if (!(parts[i] = ox_call(c, "arange", NULL, 0, am))) return NULL;
     }
     rx_node *t = v->nsym == 1 ? parts[0] : ox_concat(c, parts, v->nsym, 0);
+    if (t && v->symrank == 2) {
+        rx_expr *rc[2] = {ox_lit(c, v->nsym / v->symcols), ox_lit(c, v->symcols)};
+        return ox_reshape(c, t, rc, 2);
+    }
     return t && v->symrank == 0 ? ox_reshape(c, t, NULL, 0) : t;
 }
 
@@ -298,7 +306,7 @@ rx_node *ox_node(ox_ctx *c, ox_val *v)
         return NULL;
     }
     rx_const *k = ox_const(c, v);
-    if (!k && v->sym && (v->symrank == 0 || v->symrank == 1) && v->nsym >= 1 && v->nsym <= 16 &&
+    if (!k && v->sym && v->nsym >= 1 && v->nsym <= 16 &&
         !rx_dtype_is_float(v->symdt) && v->symdt != RX_DT_BOOL)
         return v->node = sym_tensor(c, v);
     if (!k) {
@@ -513,6 +521,14 @@ void ox_out_sym(ox_ctx *c, int i, rx_expr **sym, int n, int rank, rx_dtype dt)
     v->nsym = n;
     v->symrank = (int8_t)rank;
     v->symdt = dt;
+    v->symcols = 0;
+}
+
+void ox_out_sym2(ox_ctx *c, int i, rx_expr **sym, int rows, int cols, rx_dtype dt)
+{
+    ox_out_sym(c, i, sym, rows * cols, 2, dt);
+    ox_val *v = out_val(c, i);
+    if (v) v->symcols = cols;
 }
 
 void ox_out_fsym(ox_ctx *c, int i, rx_expr *e)

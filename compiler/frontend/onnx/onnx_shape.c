@@ -7,6 +7,8 @@
  * reshape's symbolic target shape; otherwise it emits the Relax op. Tile with symbolic
  * repeats becomes reshape + broadcast_to + reshape; Split with constant sizes on a
  * symbolic axis match_casts that axis to their sum (ONNX Runtime's run-time check).
+ * Known values may be 2-d (F.pad's pads as pairs, reversed: reshape_known, slice_known,
+ * the Transpose); Trilu with a non-constant k is a where over iotas.
  */
 #include <math.h>
 #include <string.h>
@@ -21,7 +23,7 @@ bool ox_c_shape(ox_ctx *c)
     rx_expr *vdim[1];
     rx_expr **dims;
     int nd;
-    if (xv && xv->sym) { /* a shape value itself (PyTorch's expand: Shape of the target
+    if (xv && xv->sym && xv->symrank < 2) { /* a shape value itself (PyTorch's expand: Shape of the target
                           * shape, for ConstantOfShape/Equal/Where): its shape is literal */
         nd = xv->symrank;
         vdim[0] = ox_lit(c, xv->nsym);
@@ -93,6 +95,96 @@ static bool target_shape(ox_ctx *c, rx_expr ***t, int *n)
 }
 
 /* Target dims of Reshape: 0 copies the input dim (unless allowzero), -1 is inferred. */
+/* ---- known integer values of rank 2. PyTorch's F.pad with sizes computed at run time
+ * (a U-Net padding its upsampled map to the skip's size) writes its pads as the Concat
+ * of the computed widths and zeros, Reshape to (-1, 2), Slice with step -1 on axis 0,
+ * Transpose, Reshape to (-1): each stays a list of symbolic elements, so the Pad sees
+ * its widths as shape arithmetic. Literal shapes, bounds and steps only. */
+
+/* Dims of a known value: (nsym), (rows, cols) or (). */
+static int sym_dims(const ox_val *v, int64_t d[2])
+{
+    if (v->symrank == 2) {
+        d[0] = v->nsym / v->symcols;
+        d[1] = v->symcols;
+    } else {
+        d[0] = v->nsym;
+    }
+    return v->symrank;
+}
+
+/* Reshape of a known value of rank 1 or 2 to a literal shape of rank 1 or 2. */
+static bool reshape_known(ox_ctx *c, ox_val *xv, rx_expr **t, int n)
+{
+    int64_t d[2], xd[2], rest = 1;
+    int infer = -1, xr = sym_dims(xv, xd);
+    if (xr < 1 || n < 1 || n > 2) return false;
+    for (int i = 0; i < n; i++) {
+        if (!rx_expr_is_const(ox_simp(c, t[i]), &d[i])) return false;
+        if (d[i] == 0 && !ox_attr_i(c, "allowzero", 0)) {
+            if (i >= xr) return false;
+            d[i] = xd[i];
+        }
+        if (d[i] == -1 && infer < 0) infer = i;
+        else if (d[i] < 0) return false;
+        else rest *= d[i];
+    }
+    if (infer >= 0) {
+        if (rest == 0 || xv->nsym % rest) return false;
+        d[infer] = xv->nsym / rest;
+    }
+    if ((n == 2 ? d[0] * d[1] : d[0]) != xv->nsym) return false;
+    if (n == 1) ox_out_sym(c, 0, xv->sym, xv->nsym, 1, xv->symdt);
+    else if (d[1] == 0) return false;
+    else ox_out_sym2(c, 0, xv->sym, (int)d[0], (int)d[1], xv->symdt);
+    return true;
+}
+
+/* ONNX Slice's indices along an axis of extent len (negative steps too): count. */
+static int slice_indices(int64_t s, int64_t e, int64_t step, int64_t len, int64_t *out)
+{
+    if (s < 0) s += len;
+    if (e < 0) e += len;
+    if (step > 0) {
+        s = s < 0 ? 0 : s > len ? len : s;
+        e = e < 0 ? 0 : e > len ? len : e;
+    } else {
+        s = s < 0 ? 0 : s > len - 1 ? len - 1 : s;
+        e = e < -1 ? -1 : e > len - 1 ? len - 1 : e;
+    }
+    int n = 0;
+    for (int64_t i = s; step > 0 ? i < e : i > e; i += step) out[n++] = i;
+    return n;
+}
+
+/* Slice of a known value of rank 2 (or rank 1 with a step other than 1) with literal
+ * starts, ends, axes and steps. */
+static bool slice_known(ox_ctx *c, ox_val *xv, rx_expr **st, rx_expr **en, int ns,
+                        const int64_t *ax, const int64_t *steps)
+{
+    int64_t d[2] = {0, 1}, keep[2][256];
+    int r = sym_dims(xv, d), cnt[2];
+    if (r < 1 || d[0] > 256 || d[1] > 256) return false;
+    for (int a = 0; a < r; a++) cnt[a] = slice_indices(0, d[a], 1, d[a], keep[a]);
+    for (int i = 0; i < ns; i++) {
+        int64_t s, e, a = ax ? ax[i] : i, step = steps ? steps[i] : 1;
+        if (a < 0) a += r;
+        if (a < 0 || a >= r || step == 0 || !rx_expr_is_const(ox_simp(c, st[i]), &s) ||
+            !rx_expr_is_const(ox_simp(c, en[i]), &e))
+            return false;
+        cnt[a] = slice_indices(s, e, step, d[a], keep[a]);
+    }
+    int n1 = r == 2 ? cnt[1] : 1, total = cnt[0] * n1;
+    rx_expr **o = RX_NEWN(c->a, rx_expr *, total > 0 ? total : 1);
+    for (int i = 0; i < cnt[0]; i++)
+        for (int j = 0; j < n1; j++)
+            o[i * n1 + j] = xv->sym[r == 2 ? keep[0][i] * d[1] + keep[1][j] : keep[0][i]];
+    if (r == 2 && n1 > 0) ox_out_sym2(c, 0, o, cnt[0], n1, xv->symdt);
+    else if (r == 2) return false;
+    else ox_out_sym(c, 0, o, cnt[0], 1, xv->symdt);
+    return true;
+}
+
 bool ox_c_reshape(ox_ctx *c)
 {
     ox_val *xv = ox_in(c, 0);
@@ -103,6 +195,7 @@ bool ox_c_reshape(ox_ctx *c)
         ox_out_alias(c, 0, xv);
         return true;
     }
+    if (xv && xv->sym && reshape_known(c, xv, t, n)) return true;
     rx_node *x = ox_node(c, xv);
     if (!ox_need_dims(c, x)) return false;
     bool allowzero = ox_attr_i(c, "allowzero", 0) != 0;
@@ -131,15 +224,36 @@ bool ox_c_reshape(ox_ctx *c)
     }
     if (infer >= 0) {
         d[infer] = ox_lit(c, 1);
-        rx_expr *total = ox_prod(c, x->sinfo->dims, 0, x->sinfo->ndim);
-        rx_expr *rest = ox_prod(c, d, 0, n);
+        /* dims of the target equal to dims of the input cancel first: ShuffleNet's
+         * x.view(b, -1, h, w) of a (b, 2, 24, h', w') map is 48 even when h' and w' are
+         * expressions the simplifier expands into sums (the quotient of the expanded
+         * products is no monomial division; it was a floordiv, and the reshape then
+         * flattened every index through it) */
+        int xn = x->sinfo->ndim;
+        rx_expr **xl = RX_NEWN(c->a, rx_expr *, xn ? xn : 1), **tl = RX_NEWN(c->a, rx_expr *, n);
+        for (int i = 0; i < xn; i++) xl[i] = x->sinfo->dims[i];
+        for (int i = 0; i < n; i++) {
+            tl[i] = d[i];
+            int64_t lit;
+            if (i == infer || rx_expr_is_const(ox_simp(c, d[i]), &lit)) continue;
+            for (int j = 0; j < xn; j++)
+                if (xl[j] && rx_arith_prove_equal(c->ar, xl[j], d[i])) {
+                    xl[j] = tl[i] = NULL;
+                    break;
+                }
+        }
+        for (int i = 0; i < xn; i++) xl[i] = xl[i] ? xl[i] : ox_lit(c, 1);
+        for (int i = 0; i < n; i++) tl[i] = tl[i] ? tl[i] : ox_lit(c, 1);
+        rx_expr *total = ox_prod(c, xl, 0, xn);
+        rx_expr *rest = ox_prod(c, tl, 0, n);
         /* the quotient by cancelling common factors: (b * 768) / (b * 48) is 16 (a
          * reshape of b * 768 elements to b * 48 * q has q == 16 whenever b > 0) */
         d[infer] = rx_arith_exact_quotient(c->ar, total, rest);
         if (!d[infer]) d[infer] = ox_simp(c, rx_e_binary(c->a, RX_E_FLOORDIV, total, rest));
     }
     for (int i = 0; i < n; i++) d[i] = ox_simp(c, d[i]);
-    return ox_out_node(c, 0, ox_reshape(c, x, d, n));
+    rx_node *src = ox_reshape_source(c, x); /* reshape(reshape(y)) is reshape(y) */
+    return ox_out_node(c, 0, ox_reshape(c, src ? src : x, d, n));
 }
 
 bool ox_c_flatten(ox_ctx *c)
@@ -161,6 +275,15 @@ bool ox_c_transpose(ox_ctx *c)
 {
     int n;
     const int64_t *perm = ox_attr_ints(c, "perm", &n);
+    ox_val *xv = ox_in(c, 0);
+    if (xv && xv->sym && xv->symrank == 2 && (n < 0 || (n == 2 && perm[0] == 1 && perm[1] == 0))) {
+        int rows = xv->nsym / xv->symcols, cols = xv->symcols;
+        rx_expr **o = RX_NEWN(c->a, rx_expr *, xv->nsym ? xv->nsym : 1);
+        for (int i = 0; i < rows; i++)
+            for (int j = 0; j < cols; j++) o[j * rows + i] = xv->sym[i * cols + j];
+        ox_out_sym2(c, 0, o, cols, rows, xv->symdt);
+        return true;
+    }
     rx_attr *m = ox_amap(c);
     if (n >= 0) ox_aset(c, m, "axes", ox_aints(c, perm, n));
     return ox_out_node(c, 0, ox_call1(c, "permute_dims", ox_in_node(c, 0), m));
@@ -400,6 +523,9 @@ bool ox_c_slice(ox_ctx *c)
         return false;
     }
     ox_val *xv = ox_in(c, 0);
+    if (xv && xv->sym && (xv->symrank == 2 || (xv->symrank == 1 && nst >= 0 && steps[0] != 1)) &&
+        slice_known(c, xv, st, en, ns, na >= 0 ? ax : NULL, nst >= 0 ? steps : NULL))
+        return true;
     if (xv && xv->sym && xv->symrank == 1 && ns == 1 && (na < 0 || ax[0] == 0 || ax[0] == -1)) {
         int64_t s, e, step = nst >= 0 ? steps[0] : 1, len = xv->nsym;
         if (step == 1 && rx_expr_is_const(ox_simp(c, st[0]), &s) && rx_expr_is_const(ox_simp(c, en[0]), &e)) {
@@ -626,14 +752,34 @@ bool ox_c_tile(ox_ctx *c)
     return ox_out_node(c, 0, ox_call1(c, "tile", ox_in_node(c, 0), m));
 }
 
+/* Trilu whose k is not a constant (T5's decoder mask `triu(ones(n, past + n), past + 1)`
+ * over a cache of run-time length, a k read from data): where(col - row >= k (upper) or
+ * <= k (lower), x, 0) over iotas of the last two dims; k's symbolic value becomes a 0-d
+ * tensor computed on the host. */
+static bool trilu_dynamic(ox_ctx *c)
+{
+    rx_node *x = ox_in_node(c, 0), *k = ox_astype(c, ox_in_node(c, 1), RX_DT_I64);
+    if (!ox_need_dims(c, x) || !k) return false;
+    int nd = ox_ndim(x);
+    if (nd < 2) {
+        ox_err(c, "the input must have rank 2 or more");
+        return false;
+    }
+    rx_expr **d = x->sinfo->dims;
+    rx_node *diff = ox_call2(c, "subtract", ox_iota(c, d[nd - 1], nd - 1, nd, RX_DT_I64),
+                             ox_iota(c, d[nd - 2], nd - 2, nd, RX_DT_I64));
+    if (ox_ndim(k) != 0) k = ox_reshape(c, k, NULL, 0);
+    rx_node *w[3] = {ox_call2(c, ox_attr_i(c, "upper", 1) ? "greater_equal" : "less_equal",
+                              diff, k), x, ox_scalar(c, ox_dtype_of(x), 0)};
+    if (!w[0] || !w[2]) return false;
+    return ox_out_node(c, 0, ox_call(c, "where", w, 3, NULL));
+}
+
 bool ox_c_trilu(ox_ctx *c)
 {
     int64_t *k = NULL;
     int n = 0;
-    if (ox_in(c, 1) && (!ox_ints(c, ox_in(c, 1), &k, &n) || n != 1)) {
-        ox_err(c, "k must be a constant scalar");
-        return false;
-    }
+    if (ox_in(c, 1) && (!ox_ints(c, ox_in(c, 1), &k, &n) || n != 1)) return trilu_dynamic(c);
     rx_attr *m = ox_amap(c);
     ox_aset(c, m, "k", ox_aint(c, k ? k[0] : 0));
     return ox_out_node(c, 0, ox_call1(c, ox_attr_i(c, "upper", 1) ? "triu" : "tril", ox_in_node(c, 0), m));
