@@ -20,11 +20,12 @@
  *   - inner > 1: rows j of inner elements, y[j] = y[j -/+ 1] + x[j] (exclusive:
  *     + x[j -/+ 1]), elementwise over inner (vectorized by the compiler), exact sequential
  *     order per element.
- * Threads: rows of the outer extent (times chunks of inner for the second form) split
- * into contiguous runs; a single contiguous row of at least 2^16 elements splits into
- * 64 chunks: local sums, then each chunk's offset (the totals of the chunks before it)
- * added in a second parallel pass (one more write of the row). $RX_SCAN_KERNEL=portable or avx2 forces
- * the lower kernels (tests run each). Cost O(numel), two reads and one write per
+ * Threads, from 2^20 elements (below, one thread scans in about the time a parallel
+ * region takes to start): rows of the outer extent (times chunks of inner for the
+ * second form) split into contiguous runs; a single contiguous row splits into 64
+ * chunks: local sums, then each chunk's offset (the totals of the chunks before it)
+ * added in a second parallel pass (one more write of the row). $RX_SCAN_KERNEL=portable
+ * or avx2 forces the lower kernels (tests run each). Cost O(numel), two reads and one write per
  * element at most. Codes: 2 arguments, 3 dtype, 4 shape, 5 params.
  */
 #include "rt_int.h"
@@ -381,9 +382,9 @@ int32_t rx_rt_cumsum(DLTensor *const *args, int32_t nargs)
     s.reverse = pv[2] != 0;
     s.chunks = 1;
     if (s.inner > 1 && s.outer < 8) s.chunks = (s.inner + 255) / 256 < 8 ? (s.inner + 255) / 256 : 8;
-    if (numel < 32768) {
+    if (numel < (1 << 20)) { /* ~0.1 ms on one thread: a parallel region costs as much */
         rows_part(&s, 0, 1);
-    } else if (s.inner == 1 && s.outer == 1 && s.n >= 65536) {
+    } else if (s.inner == 1 && s.outer == 1) {
         double tot[NCHUNK];
         int64_t itot[NCHUNK];
         s.tot = tot;
