@@ -620,10 +620,14 @@ static const char *cublas_on_host_strerr(int32_t code)
     X("blas.sgemm", blas_sgemm_entry, blas_strerr)                          \
     X("clblast.matmul", clblast_on_host, clblast_on_host_strerr)            \
     X("cublas.matmul", clblast_on_host, cublas_on_host_strerr)              \
+    X("rt.cumsum", rx_rt_cumsum, rx_rt_cumsum_strerr)                       \
+    X("rt.group_norm", rx_rt_group_norm, rx_rt_group_norm_strerr)           \
     X("rt.matmul", rx_rt_matmul, rx_rt_matmul_strerr)                       \
     X("rt.pool2d", rx_rt_pool2d, rx_rt_pool2d_strerr)                       \
+    X("rt.resize2d", rx_rt_resize2d, rx_rt_resize2d_strerr)                 \
     X("rt.rms_norm", rx_rt_rms_norm, rx_rt_rms_norm_strerr)                 \
-    X("rt.rnn", rx_rt_rnn, rx_rt_rnn_strerr)
+    X("rt.rnn", rx_rt_rnn, rx_rt_rnn_strerr)                                \
+    X("rt.topk", rx_rt_topk, rx_rt_topk_strerr)
 
 const char *const *rx_rt_builtin_library_names(void)
 {

@@ -195,6 +195,19 @@ void rx_rt_barrier(void);
 /* rt.rnn (library_rnn.c) and its messages. */
 int32_t rx_rt_rnn(DLTensor *const *args, int32_t nargs);
 const char *rx_rt_rnn_strerr(int32_t code);
+/* rt.topk (library_sort.c), rt.cumsum (library_scan.c), rt.resize2d (library_resize.c),
+ * rt.group_norm (library_norm.c) and their messages. */
+int32_t rx_rt_resize2d(DLTensor *const *args, int32_t nargs);
+const char *rx_rt_resize2d_strerr(int32_t code);
+int32_t rx_rt_group_norm(DLTensor *const *args, int32_t nargs);
+const char *rx_rt_group_norm_strerr(int32_t code);
+/* The widest of 0 portable, 1 AVX2 + FMA, 2 AVX-512F that the CPU runs, lowered by
+ * $var = "portable" or "avx2" (library_scan.c; callers cache it). */
+int rx_rt_isa_choice(const char *var);
+int32_t rx_rt_topk(DLTensor *const *args, int32_t nargs);
+const char *rx_rt_topk_strerr(int32_t code);
+int32_t rx_rt_cumsum(DLTensor *const *args, int32_t nargs);
+const char *rx_rt_cumsum_strerr(int32_t code);
 /* cblas_sgemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) of
  * that library (opened on the first call), NULL when none could be opened. */
 typedef void (*rx_rt_sgemm_fn)(int, int, int, int, int, int, float, const float *, int,

@@ -32,7 +32,10 @@
  *                    (the attention mask's cumsum over the whole context, every decode
  *                    step) cost d / 2 additions an element. Floats are summed block by
  *                    block (a reassociation of the sequential sum, within its rounding
- *                    bound); integers are exact either way.
+ *                    bound); integers are exact either way. `reverse` flips positions
+ *                    (d - 1 - i) where x is read and where the result is placed. On the
+ *                    CPU in f32/f64/i32/i64 with x's dtype, legalize_lib.c's rt.cumsum
+ *                    (a vectorized running sum) takes the call instead of this rule.
  */
 #include <string.h>
 
@@ -44,6 +47,8 @@ typedef struct actx {
     int ax;          /* the axis (-1: raveled) */
     int nd;
     bool exclusive;
+    bool reverse;    /* cumsum: sums from the end (positions flipped: d - 1 - i) */
+    rx_expr *d;      /* cumsum: the scanned extent */
     rx_dtype dt;     /* result dtype */
 } actx;
 
@@ -132,9 +137,16 @@ typedef struct cctx {
 
 /* x at position pos along the scanned axis, the other coordinates idx's, cast to the
    result dtype. */
+static rx_expr *flip_pos(actx *s, rx_expr *pos)
+{
+    if (!s->reverse) return pos;
+    return bin(s->c, RX_E_SUB, bin(s->c, RX_E_SUB, s->d, rx_e_int(s->c->a, 1)), pos);
+}
+
 static rx_expr *scan_at(rx_te *te, actx *s, rx_expr *const *idx, rx_expr *pos)
 {
     rx_expr *v;
+    pos = flip_pos(s, pos);
     if (s->ax < 0) {
         v = rx_te_at(te, s->x, lg_unravel(s->c, s->x, pos));
     } else {
@@ -148,7 +160,7 @@ static rx_expr *scan_at(rx_te *te, actx *s, rx_expr *const *idx, rx_expr *pos)
 static rx_expr *cumsum_cb(rx_te *te, rx_expr *const *idx, rx_expr *const *r, void *ud)
 {
     actx *s = ud;
-    rx_expr *pos = s->ax < 0 ? idx[0] : idx[s->ax];
+    rx_expr *pos = flip_pos(s, s->ax < 0 ? idx[0] : idx[s->ax]);
     rx_expr *in = bin(s->c, s->exclusive ? RX_E_LT : RX_E_LE, r[0], pos);
     return rx_e_select(s->c->a, in, scan_at(te, s, idx, r[0]), rx_te_const(te, 0, s->dt));
 }
@@ -202,9 +214,10 @@ static rx_expr *join_cb(rx_te *te, rx_expr *const *idx, void *ud)
     join_ud *j = ud;
     lg_ctx *c = j->b->s->c;
     int n = rx_te_ndim(j->r);
-    rx_expr *blk = bin(c, RX_E_FLOORDIV, idx[j->b->k], rx_e_int(c->a, BLK));
+    rx_expr *i = flip_pos(j->b->s, idx[j->b->k]);
+    rx_expr *blk = bin(c, RX_E_FLOORDIV, i, rx_e_int(c->a, BLK));
     return bin(c, RX_E_ADD, rx_te_at(te, j->b->blk, with_at(c, idx, n, j->b->k, blk)),
-               rx_te_at(te, j->r, idx));
+               rx_te_at(te, j->r, with_at(c, idx, n, j->b->k, i)));
 }
 
 static bool rule_cumsum(lg_ctx *c)
@@ -217,10 +230,12 @@ static bool rule_cumsum(lg_ctx *c)
     s.ax = -1;
     if (axis->kind != RX_A_NULL && !lg_axis(c, axis->u.i, s.nd, &s.ax)) return false;
     s.exclusive = rx_call_attr(c->call, "exclusive")->u.b;
+    s.reverse = rx_call_attr(c->call, "reverse")->u.b;
     const rx_sinfo *o = lg_out(c, 0);
     s.dt = (rx_dtype)o->dtype;
     int k = s.ax < 0 ? 0 : s.ax;
     rx_expr *ext = o->dims[k];
+    s.d = ext;
     int64_t dv;
     if (rx_expr_is_const(ext, &dv) && dv <= 2 * BLK) {
         lg_output(c, rx_te_reduce(c->te, lg_tname(c), s.dt, o->ndim, o->dims, RX_TE_SUM, 1,

@@ -98,6 +98,19 @@ void lg_attr_ints(const rx_attr *a, int64_t *out, int max, int *n);
  * lg_fail. */
 bool lg_rnn(lg_ctx *c, rx_func **fn, rx_sinfo **out);
 
+/* The runtime library forms (legalize_lib.c): lg_lib_form says 1 when call (deduced)
+ * becomes a library call (topk / sort / argsort, cumsum in f32/f64/i32/i64,
+ * nn.group_norm in f32/f64) on this
+ * target, -1 when the op has no form at all there (the sorts on a GPU target), 0 when
+ * the rules take it; lg_lib_call builds the call_dps_library with the call's annotation
+ * and location. */
+int lg_lib_form(const rx_node *call, bool device);
+bool lg_lib_only(const char *op); /* topk, sort, argsort: no rule, only the library form */
+rx_node *lg_lib_call(rx_module *m, rx_node *call);
+
+/* nn.group_norm's loops (legalize_gnorm.c; in rx_lg_norm's table). */
+bool lg_group_norm(lg_ctx *c);
+
 /* ---- the groups ---- */
 extern const lg_rule_entry rx_lg_elemwise[]; /* legalize_elemwise.c: unary, binary, where */
 extern const int rx_lg_elemwise_count;

@@ -1,5 +1,6 @@
 /*
- * legalize_norm.c — legalization rules of variance and the normalizations.
+ * legalize_norm.c — legalization rules of variance and the normalizations (nn.group_norm's
+ * is legalize_gnorm.c's).
  *
  * All four reduce over a set of axes R of x (the "normalized" axes) and read the
  * per-row statistics back at the remaining positions. The statistics are
@@ -334,6 +335,7 @@ static bool rule_batch_norm(lg_ctx *c)
 const lg_rule_entry rx_lg_norm[] = {
     {"variance", rule_variance},
     {"nn.layer_norm", rule_layer_norm},
+    {"nn.group_norm", lg_group_norm}, /* legalize_gnorm.c */
     {"nn.rms_norm", rule_rms_norm},
     {"nn.batch_norm", rule_batch_norm},
 };

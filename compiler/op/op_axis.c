@@ -11,7 +11,8 @@
  *   cumsum(x; axis = null, dtype = null, exclusive = false): running sums along axis
  *       (null: over the raveled x, a 1-d result); `dtype` null keeps x's, and the sums
  *       are computed in the result dtype; `exclusive` leaves each element out of its
- *       own sum (the first is 0).
+ *       own sum (the first is 0); `reverse` sums from the end (ONNX CumSum's attribute,
+ *       not TVM's: element i sums the elements at i and after).
  *   gather_nd(x, indices; batch_dims = 0): indices (..., m), m literal: out[i, r] =
  *       x[i[:batch_dims], indices[i, 0..m), r] (negative indices count from the end),
  *       shaped indices' dims but the last, then x's dims after batch_dims + m.
@@ -213,6 +214,7 @@ static const rx_attr_spec cumsum_attrs[] = {
     RX_ATTR_NUL("axis", RX_AT_INT, "null"),
     RX_ATTR_NUL("dtype", RX_AT_DTYPE, "null"),
     RX_ATTR_DEF("exclusive", RX_AT_BOOL, "false"),
+    RX_ATTR_DEF("reverse", RX_AT_BOOL, "false"),
 };
 
 /* The axis ops (registered by op/registry.c). */

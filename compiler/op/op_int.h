@@ -29,6 +29,8 @@ extern const rx_op rx_ops_axis[];     /* op_axis.c: gather_elements, cumsum */
 extern const int rx_ops_axis_count;
 extern const rx_op rx_ops_image[];    /* op_image.c: image.resize2d */
 extern const int rx_ops_image_count;
+extern const rx_op rx_ops_sort[];     /* op_sort.c: topk, sort, argsort */
+extern const int rx_ops_sort_count;
 
 /* The groups in registry order: X(array, count). */
 #define RX_OP_GROUPS(X)                           \
@@ -40,7 +42,8 @@ extern const int rx_ops_image_count;
     X(rx_ops_create, rx_ops_create_count)         \
     X(rx_ops_misc, rx_ops_misc_count)             \
     X(rx_ops_axis, rx_ops_axis_count)             \
-    X(rx_ops_image, rx_ops_image_count)
+    X(rx_ops_image, rx_ops_image_count)           \
+    X(rx_ops_sort, rx_ops_sort_count)
 
 /* Schema entry shorthands for the group files. */
 #define RX_ATTR_REQ(nm, k) { (nm), (k), false, NULL }          /* required */

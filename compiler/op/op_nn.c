@@ -1,5 +1,5 @@
 /*
- * op_nn.c — neural-network ops: softmax and log_softmax, layer/RMS/batch norm,
+ * op_nn.c — neural-network ops: softmax and log_softmax, layer/RMS/batch/group norm,
  * conv2d / conv3d (and their transposes), max/avg pooling in 2-d and 3-d, adaptive
  * average pooling; nn.rnn, the recurrence of ONNX's LSTM / GRU / RNN (docs/ops.md).
  *
@@ -118,6 +118,34 @@ static bool check_param(rx_dctx *c, const rx_node *call, const rx_sinfo *x, cons
             return false;
         }
     return true;
+}
+
+/* group_norm(x, gamma, beta; num_groups, channel_axis = 1, axes = null, epsilon,
+ * center, scale): x float of rank >= 2 with channels at axis 1 (a multiple of
+ * num_groups when literal), normalized per (n, group) over the group's channels and
+ * every axis after 1; gamma and beta (C,). TVM's relax.op.nn.group_norm with
+ * channel_axis 1 and axes 2.. (null): the only layout accepted. */
+static rx_sinfo *deduce_group_norm(rx_dctx *c, const rx_node *call)
+{
+    const rx_sinfo *args[3];
+    for (int i = 0; i < 3; i++)
+        if (!(args[i] = rx_d_tensor_arg(c, call, i))) return NULL;
+    const rx_sinfo *x = args[0];
+    rx_dtype dt;
+    if (!check_float(c, call, x) || !common_dtype(c, call, args, 3, &dt)) return NULL;
+    int64_t g = rx_call_attr(call, "num_groups")->u.i, ch;
+    const rx_attr *axes = rx_call_attr(call, "axes");
+    if (g < 1) return rx_op_fail(c, call, "num_groups must be at least 1, found %lld", (long long)g);
+    if (rx_call_attr(call, "channel_axis")->u.i != 1 || axes->kind != RX_A_NULL)
+        return rx_op_fail(c, call, "only channel_axis 1 with the axes after it (axes null) is supported");
+    if (x->ndim >= 0 && x->ndim < 2) return rx_op_fail(c, call, "needs an input of rank 2 or more");
+    if (x->dims && rx_expr_is_const(x->dims[1], &ch) && ch % g)
+        return rx_op_fail(c, call, "num_groups %lld does not divide the %lld channels", (long long)g,
+                          (long long)ch);
+    int ax = 1;
+    for (int i = 1; i < 3 && x->ndim >= 0; i++)
+        if (!check_param(c, call, x, &ax, 1, args[i], i)) return NULL;
+    return rx_op_like(c, x, dt);
 }
 
 /* layer_norm (nparams 2: gamma, beta) and rms_norm (nparams 1: weight). */
@@ -486,6 +514,14 @@ static const rx_attr_spec layer_norm_attrs[] = {
     RX_ATTR_DEF("center", RX_AT_BOOL, "true"),
     RX_ATTR_DEF("scale", RX_AT_BOOL, "true"),
 };
+static const rx_attr_spec group_norm_attrs[] = {
+    RX_ATTR_REQ("num_groups", RX_AT_INT),
+    RX_ATTR_DEF("channel_axis", RX_AT_INT, "1"),
+    RX_ATTR_NUL("axes", RX_AT_AXES, "null"),
+    RX_ATTR_DEF("epsilon", RX_AT_FLOAT, "1e-5"),
+    RX_ATTR_DEF("center", RX_AT_BOOL, "true"),
+    RX_ATTR_DEF("scale", RX_AT_BOOL, "true"),
+};
 static const rx_attr_spec rms_norm_attrs[] = {
     RX_ATTR_DEF("axes", RX_AT_AXES, "-1"),
     RX_ATTR_DEF("epsilon", RX_AT_FLOAT, "1e-5"),
@@ -548,6 +584,7 @@ const rx_op rx_ops_nn[] = {
     OP("nn.log_softmax", 1, 1, softmax_attrs, deduce_softmax),
     OP("nn.layer_norm", 3, 3, layer_norm_attrs, deduce_norm),
     OP("nn.rms_norm", 2, 2, rms_norm_attrs, deduce_norm),
+    OP("nn.group_norm", 3, 3, group_norm_attrs, deduce_group_norm),
     OP("nn.batch_norm", 5, 5, batch_norm_attrs, deduce_batch_norm),
     OP("nn.conv2d", 2, 2, conv2d_attrs, deduce_conv),
     OP("nn.conv2d_transpose", 2, 2, conv2d_transpose_attrs, deduce_conv_transpose),

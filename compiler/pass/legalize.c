@@ -25,6 +25,10 @@
  * rx_lib_rnn_call; the runtime's tuned recurrence); on a GPU target (rx_legalize_for
  * with device set) or in another dtype, one loop function with a serial time loop
  * (legalize_rnn.c), called as `call_tir(@nn_rnn, ..., out=(Y, workspaces...))[0]`.
+ * topk, sort, argsort (always), cumsum in f32/f64/i32/i64, nn.group_norm in f32/f64 and
+ * f32 NCHW nearest / linear image.resize2d become runtime library calls on the CPU
+ * (legalize_lib.c: rt.topk, rt.cumsum, rt.group_norm, rt.resize2d; not fused with their
+ * neighbours); the sorts are an error on a GPU target, the others keep their rules there.
  * Left to later passes: the ops without a rule (data-dependent unique/nonzero and
  * shape_of, which the VM runs as builtins; every other v1 op has one) stay op calls;
  * calls whose result dims are unknown (run-time broadcasting, reshape of an unknown
@@ -76,7 +80,10 @@ static bool is_rnn(const char *op)
     return op && !strcmp(!strncmp(op, "relax.", 6) ? op + 6 : op, "nn.rnn");
 }
 
-bool rx_legalize_has_rule(const char *name) { return find_rule(name) != NULL || is_rnn(name); }
+bool rx_legalize_has_rule(const char *name)
+{
+    return find_rule(name) != NULL || is_rnn(name) || (name && lg_lib_only(name));
+}
 
 /* ---------------------------------------------------------------- rule helpers */
 
@@ -329,6 +336,18 @@ static rx_node *legalize_call(lg_pass *p, rx_node *call)
     if (rnn && call->sinfo && !p->device && call->sinfo->dtype == RX_DT_F32) {
         p->rep->legalized++;
         return rx_lib_rnn_call(p->m, call); /* the CPU library's tuned recurrence */
+    }
+    int lib = rnn ? 0 : lg_lib_form(call, p->device);
+    if (lib != 0) { /* legalize_lib.c: a runtime library call, or no form on this target */
+        int nouts;
+        if (lib < 0)
+            lg_error(p->m, p->d, call->loc, "cannot legalize %s: no form for a GPU target", op->name);
+        else if (!call->sinfo)
+            lg_error(p->m, p->d, call->loc, "cannot legalize %s: the module is not deduced", op->name);
+        else if (result_ok(p, call, &nouts))
+            return p->rep->legalized++, lg_lib_call(p->m, call);
+        p->ok = false;
+        return call;
     }
     const lg_rule_entry *rule = find_rule(op->name);
     if (!rule && !rnn) {

@@ -791,10 +791,65 @@ def op_cumsum(c, x):
     dt = c.dtype("dtype") or x.dtype
     v = x.reshape(-1) if ax is None else x
     a = 0 if ax is None else _axis(ax, x.ndim, c)
+    rev = c.bool("reverse", False)
+    if rev:
+        v = np.flip(v, a)
     r = np.cumsum(v.astype(np.float64 if is_float(dt) else dt), axis=a)
     if c.bool("exclusive", False):
         r = r - v.astype(r.dtype)
+    if rev:
+        r = np.flip(r, a)
     return r.astype(dt)
+
+
+def op_group_norm(c, x, gamma, beta):
+    g = c.int("num_groups")
+    v = _f64(x).reshape(x.shape[0], g, -1)
+    y = ((v - v.mean(-1, keepdims=True)) / np.sqrt(v.var(-1, keepdims=True) + c.float("epsilon", 1e-5)))
+    y = y.reshape(x.shape)
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    if c.bool("scale", True):
+        y = y * _f64(gamma).reshape(shape)
+    if c.bool("center", True):
+        y = y + _f64(beta).reshape(shape)
+    return y.astype(x.dtype)
+
+
+def _order(x, ax, descending):
+    """Indices that order x along ax: a total order with NaN after every number and
+    -0.0 equal to +0.0 (descending: NaN first), equal elements lower index first."""
+    xm = np.moveaxis(x, ax, -1)
+    if is_float(x.dtype):
+        k = np.where(np.isnan(xm), np.inf, _f64(xm) + 0.0)  # NaN ranks with +inf ...
+        nan = np.isnan(xm).astype(np.int8)                     # ... then after it
+        k, nan = (-k, -nan) if descending else (k, nan)
+        order = np.lexsort((np.broadcast_to(np.arange(xm.shape[-1]), xm.shape), k, nan), axis=-1)
+    else:
+        k = -xm.astype(object) if descending else xm
+        order = np.argsort(k, axis=-1, kind="stable")
+    return order
+
+
+def op_topk(c, x):
+    ax = _axis(c.int("axis", -1), x.ndim, c)
+    k = c.int("k", 1)
+    order = _order(x, ax, c.bool("largest", True))[..., :k]
+    vals = np.moveaxis(np.take_along_axis(np.moveaxis(x, ax, -1), order, axis=-1), -1, ax)
+    inds = np.moveaxis(order, -1, ax).astype(c.dtype("dtype", "i32"))
+    rt = c.raw("ret_type", "both")
+    return (vals, inds) if rt == "both" else vals if rt == "values" else inds
+
+
+def op_sort(c, x):
+    ax = _axis(c.int("axis", -1), x.ndim, c)
+    order = _order(x, ax, c.bool("descending", False))
+    return np.moveaxis(np.take_along_axis(np.moveaxis(x, ax, -1), order, axis=-1), -1, ax)
+
+
+def op_argsort(c, x):
+    ax = _axis(c.int("axis", -1), x.ndim, c)
+    order = _order(x, ax, c.bool("descending", False))
+    return np.moveaxis(order, -1, ax).astype(c.dtype("dtype", "i32"))
 
 
 def _shift(left):
@@ -834,6 +889,7 @@ OPS = {
     "nn.conv3d": op_conv3d, "nn.conv3d_transpose": op_conv3d_transpose,
     "nn.max_pool3d": op_max_pool3d, "nn.avg_pool3d": op_avg_pool3d,
     "scatter_elements": op_scatter_elements, "scatter_nd": op_scatter_nd, "nn.pad": op_pad, "cumsum": op_cumsum,
+    "topk": op_topk, "sort": op_sort, "argsort": op_argsort, "nn.group_norm": op_group_norm,
     "left_shift": _shift(True), "right_shift": _shift(False),
 }
 for _k, _f in UNARY.items():

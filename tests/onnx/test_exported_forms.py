@@ -40,9 +40,9 @@ Each model is checked twice:
                 parse; the numbers agree with PyTorch at several batch sizes.
     upsample    nn.Upsample(scale_factor=2) and F.interpolate(scale_factor=3) in nearest
                 mode (Resize asymmetric + floor, dynamic h and w) index the input by
-                integer division after legalize (no floor of a float coordinate); a
-                scale of 1.5 (static export) keeps the float form; the numbers agree
-                with PyTorch.
+                integer division after legalize for a GPU target (no floor of a float
+                coordinate); a scale of 1.5 (static export) keeps the float form; on the
+                cpu each is one rt.resize2d; the numbers agree with PyTorch.
     yolo_head   a detector head's sigmoid of the permuted concat of three flattened maps
                 (and a tanh of a reshape): after simplify the sigmoid applies to each
                 map (3 sigmoids) and the movement follows; the numbers agree with
@@ -364,12 +364,16 @@ def upsample(tmp):
         what = "upsample" + (" 1.5" if frac else "")
         numbers(what, model, path, os.path.join(tmp, "up.rxa"), tmp,
                 [(1, 4, 6)] if frac else [(1, 4, 6), (2, 5, 3), (1, 1, 7)], inputs)
-        text = run([RELAXC, "print", path, "--after", "legalize"]).stdout
+        # the loops (a GPU target's form; the cpu runs rt.resize2d, below)
+        text = run([RELAXC, "print", path, "--after", "legalize", "--target", "vulkan"]).stdout
         if frac:
             check("floor(" in text, "upsample 1.5: the float coordinate's floor stays", text[-3000:])
         else:
             check("floor(" not in text and "// 2" in text and "// 3" in text,
                   "upsample: nearest x2 and x3 index by integer division", text[-3000:])
+        text = run([RELAXC, "print", path, "--after", "legalize"]).stdout
+        check(text.count('R.call_dps_library("rt.resize2d"') == (1 if frac else 2),
+              "%s: the cpu resizes with rt.resize2d" % what, text[-3000:])
 
 
 class YoloHead(torch.nn.Module):

@@ -1,7 +1,7 @@
 /*
  * onnx_axis.c — the ONNX importer's converters onto the axis ops and the shifts:
- * GatherElements -> gather_elements; CumSum -> cumsum (reverse: on the input reversed
- * along the axis, the result reversed back; the axis a constant input); BitShift ->
+ * GatherElements -> gather_elements; CumSum -> cumsum (exclusive and reverse as its
+ * attributes; the axis a constant input); TopK -> topk; BitShift ->
  * left_shift / right_shift by `direction`; ReverseSequence -> gather_elements with
  * computed indices; Pad -> nn.pad (constant pads), or with widths computed from sizes
  * (F.pad to a skip's size) nn.pad + a crop strided_slice + full blocks concatenated.
@@ -80,14 +80,11 @@ bool ox_c_cumsum(ox_ctx *c)
     }
     int nd = ox_ndim(x), a = ox_norm_axis(c, ax[0], nd > 0 ? nd : 1);
     if (a < 0) return false;
-    bool rev = ox_attr_i(c, "reverse", 0) != 0;
-    if (rev) x = ox_flip(c, x, a);
     rx_attr *m = ox_amap(c);
     ox_aset(c, m, "axis", ox_aint(c, a));
     ox_aset(c, m, "exclusive", ox_abool(c, ox_attr_i(c, "exclusive", 0) != 0));
-    rx_node *y = ox_call1(c, "cumsum", x, m);
-    if (y && rev) y = ox_flip(c, y, a);
-    return ox_out_node(c, 0, y);
+    ox_aset(c, m, "reverse", ox_abool(c, ox_attr_i(c, "reverse", 0) != 0));
+    return ox_out_node(c, 0, ox_call1(c, "cumsum", x, m));
 }
 
 bool ox_c_bit_shift(ox_ctx *c)
@@ -441,57 +438,35 @@ bool ox_c_compress(ox_ctx *c)
     return ox_out_node(c, 0, ox_call(c, "take", a, 2, m));
 }
 
-/* TopK with a constant k: k rounds of argmax (argmin for largest = 0) along the axis,
- * each pick masked out of the next round (the lowest / highest value written where
- * the index was taken); ties go to the lower index, as ONNX's sorted order. The values
- * are gathered with gather_elements. O(k * n) per row: for the small k of models. The
- * mask is -inf (+inf): a row holding infinities of the masked sign can pick an index
- * twice. */
+/* TopK -> topk(x; k, axis, largest, ret_type "both", dtype i64): k a constant or a
+ * value known symbolically (torch.sort and torch.argsort export TopK of the axis's own
+ * extent, read with Shape and Gather); `sorted` = 0 allows any order, and the sorted
+ * one is used. Ties: the lower index first; NaN greater than every number (op_sort.c). */
 bool ox_c_top_k(ox_ctx *c)
 {
     rx_node *x = ox_in_node(c, 0);
-    int64_t *kv;
-    int nk;
+    rx_expr **kv = NULL;
+    int nk = 0;
     if (!x || !ox_need_dims(c, x)) return false;
     if (c->opset < 10) {
-        kv = RX_NEWN(c->a, int64_t, 1);
-        kv[0] = ox_attr_i(c, "k", 0);
+        kv = RX_NEWN(c->a, rx_expr *, 1);
+        kv[0] = ox_lit(c, ox_attr_i(c, "k", 0));
         nk = 1;
-    } else if (!ox_ints(c, ox_in(c, 1), &kv, &nk) || nk != 1) {
-        ox_err(c, "k must be a constant");
+    } else if (!ox_syms(c, ox_in(c, 1), &kv, &nk) || nk != 1) {
+        ox_err(c, "k must be a single value known at compile time (a constant or a size)");
         return false;
     }
     int nd = x->sinfo->ndim, ax = ox_norm_axis(c, ox_attr_i(c, "axis", -1), nd > 0 ? nd : 1);
     if (ax < 0) return false;
-    int64_t d, k = kv[0];
-    if (!rx_expr_is_const(ox_simp(c, x->sinfo->dims[ax]), &d) || k < 0 || k > d || k > 256) {
-        ox_err(c, "k must be at most the axis extent (a literal) and 256");
-        return false;
-    }
-    bool largest = ox_attr_i(c, "largest", 1) != 0;
-    rx_dtype dt = ox_dtype_of(x);
-    rx_node *iota = ox_iota(c, ox_lit(c, d), ax, nd, RX_DT_I64), *cur = x;
-    rx_node *fill = ox_scalar(c, dt, largest ? -1e300 : 1e300);
-    if (!rx_dtype_is_float(dt)) {
-        ox_err(c, "only float inputs are supported");
-        return false;
-    }
-    rx_node **picks = RX_NEWN(c->a, rx_node *, k > 0 ? k : 1);
-    for (int64_t i = 0; i < k; i++) {
-        rx_attr *m = ox_amap(c);
-        ox_aset(c, m, "axis", ox_aint(c, ax));
-        ox_aset(c, m, "keepdims", ox_abool(c, true));
-        picks[i] = ox_call1(c, largest ? "argmax" : "argmin", cur, m);
-        if (!picks[i]) return false;
-        rx_node *w[3] = {ox_call2(c, "equal", iota, picks[i]), fill, cur};
-        cur = ox_call(c, "where", w, 3, NULL);
-    }
-    rx_node *ind = ox_concat(c, picks, (int)k, ax);
-    rx_attr *g = ox_amap(c);
-    ox_aset(c, g, "axis", ox_aint(c, ax));
-    rx_node *a[2] = {x, ind};
-    rx_node *vals = ind ? ox_call(c, "gather_elements", a, 2, g) : NULL;
-    return ox_out_node(c, 0, vals) && (ox_nout(c) < 2 || ox_out_node(c, 1, ind));
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "k", ox_aexprs(c, kv, 1)->u.arr.items[0]);
+    ox_aset(c, m, "axis", ox_aint(c, ax));
+    ox_aset(c, m, "largest", ox_abool(c, ox_attr_i(c, "largest", 1) != 0));
+    ox_aset(c, m, "dtype", ox_astr(c, "i64"));
+    rx_node *t = ox_call1(c, "topk", x, m);
+    if (!t) return false;
+    return ox_out_node(c, 0, ox_field(c, t, 0, "values")) &&
+           (ox_nout(c) < 2 || ox_out_node(c, 1, ox_field(c, t, 1, "indices")));
 }
 
 /* NonZero -> nonzero (i64 [rank, count], the count known at run time), match_cast to

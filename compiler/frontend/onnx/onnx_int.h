@@ -263,6 +263,7 @@ bool ox_c_eye_like(ox_ctx *c);
 bool ox_c_window(ox_ctx *c);
 bool ox_c_depth_space(ox_ctx *c);
 bool ox_c_instance_norm(ox_ctx *c);
+bool ox_c_group_norm(ox_ctx *c);
 bool ox_c_mvn(ox_ctx *c);
 bool ox_c_lrn(ox_ctx *c);
 bool ox_c_argreduce(ox_ctx *c);

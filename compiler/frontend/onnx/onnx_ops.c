@@ -35,14 +35,14 @@
  *   ThresholdedRelu   -> compositions of the elementwise ops
  *   Identity Dropout  -> the input value
  *   Atan Asin Acos Sinh Cosh Asinh Acosh Atanh Celu Shrink IsInf Hardmax OneHot EyeLike, the window
- *   functions, DepthToSpace SpaceToDepth InstanceNormalization
+ *   functions, DepthToSpace SpaceToDepth InstanceNormalization GroupNormalization
  *   MeanVarianceNormalization LRN Einsum Det -> compositions (onnx_compose.c's essay)
  *   ReverseSequence -> gather_elements of where(t < len, len - 1 - t, t)
  *   MaxUnpool -> scatter_elements into zeros (onnx_nn.c)
  *   GatherElements GatherND CumSum BitShift -> gather_elements gather_nd cumsum
  *                     left_shift right_shift; ScatterElements Scatter ScatterND ->
  *                     scatter_elements scatter_nd; Pad -> nn.pad; Compress (constant
- *                     condition) -> take; TopK (constant k) -> k rounds of argmax
+ *                     condition) -> take; TopK (k a constant or a known size) -> topk
  *   RNN GRU LSTM      -> unrolled steps of matmul and elementwise ops (onnx_rnn.c)
  *   Resize Upsample   -> image.resize2d; GridSample -> image.grid_sample; Unique -> unique;
  *                     NonZero -> nonzero
@@ -274,6 +274,7 @@ static const ox_opdef ops[] = {
     {"DepthToSpace", ox_c_depth_space, "blocksize,mode"},
     {"SpaceToDepth", ox_c_depth_space, "blocksize"},
     {"InstanceNormalization", ox_c_instance_norm, "epsilon"},
+    {"GroupNormalization", ox_c_group_norm, "num_groups,epsilon,stash_type"},
     {"MeanVarianceNormalization", ox_c_mvn, "axes"},
     {"LRN", ox_c_lrn, "alpha,beta,bias,size"},
     {"GatherElements", ox_c_gather_elements, "axis"}, {"GatherND", ox_c_gather_nd, "batch_dims"},

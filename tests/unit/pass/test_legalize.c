@@ -413,6 +413,61 @@ static rx_module *rnn_module(const char *dt, const char *hid)
     return load_quoted(text);
 }
 
+/* topk / sort / argsort, cumsum and nn.group_norm: on the cpu rt.topk, rt.cumsum and
+ * rt.group_norm (params axis, largest / descending, outputs; axis, exclusive, reverse;
+ * num_groups, flags), no loop function; a cumsum into another dtype keeps its rule;
+ * for a GPU target the sorts are a located error, cumsum and group_norm loops. */
+START_TEST(library_forms)
+{
+    static const char *text =
+        "{'format': 'relax-json', 'version': 1, 'functions': {'main': {'kind': 'relax', "
+        "'params': [{'name': 'x', 'type': {'tensor': {'shape': ['n', 40], 'dtype': 'f32'}}},"
+        "{'name': 'p', 'type': {'tensor': {'shape': [40], 'dtype': 'f32'}}}],"
+        "'body': {'blocks': [{'bindings': ["
+        "{'var': 'g', 'value': {'op': 'nn.group_norm', 'args': ['x', 'p', 'p'], 'attrs': {'num_groups': 4}}},"
+        "{'var': 't', 'value': {'op': 'topk', 'args': ['x'], 'attrs': {'k': 'n', 'axis': 0}}},"
+        "{'var': 's', 'value': {'op': 'argsort', 'args': ['x'], 'attrs': {'descending': true}}},"
+        "{'var': 'c', 'value': {'op': 'cumsum', 'args': ['x'], 'attrs': {'axis': 1, 'reverse': true}}},"
+        "{'var': 'd', 'value': {'op': 'cumsum', 'args': ['x'], 'attrs': {'dtype': 'f64'}}}]}], "
+        "'result': 'd'}}}}";
+    static const struct { const char *var, *lib; int64_t p[3]; int karg; } want[] = {
+        {"t", "rt.topk", {0, 1, 3}, 1}, {"s", "rt.topk", {1, 1, 2}, 1},
+        {"c", "rt.cumsum", {1, 0, 1}, 1}, {"g", "rt.group_norm", {4, 3, 0}, 3}};
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_legalize_report rep;
+    rx_module *m = load_quoted(text);
+    ck_assert_msg(rx_legalize(m, &rep, &d) && rx_deduce_module(m, &d), "%s", diags_str(&d));
+    const rx_func *f = rx_module_find(m, "main");
+    for (int i = 0; i < 4; i++) {
+        const rx_node *v = binding_value(f, want[i].var);
+        ck_assert_int_eq(v->call_kind, RX_CALL_LIB);
+        ck_assert_str_eq(v->u.call.lib, want[i].lib);
+        const rx_const *k = v->args[want[i].karg]->u.konst;
+        ck_assert_int_eq(k->dtype, RX_DT_I64);
+        for (int j = 0; j < (i == 3 ? 2 : 3); j++) {
+            int64_t got;
+            memcpy(&got, k->data + 8 * j, 8);
+            ck_assert_int_eq(got, want[i].p[j]);
+        }
+    }
+    char *out = rx_sinfo_str(m->arena, binding_value(f, "t")->sinfo);
+    ck_assert_str_eq(out, "R.Tuple(R.Tensor((n, 40), \"f32\"), R.Tensor((n, 40), \"i32\"))");
+    ck_assert_int_eq(binding_value(f, "d")->call_kind, RX_CALL_TIR);
+    ck_assert_int_eq(count_tir(m), 1);
+    rx_module_free(m);
+    m = load_quoted(text);
+    ck_assert(!rx_legalize_for(m, true, &rep, &d));
+    char *e = diags_str(&d);
+    ck_assert_msg(strstr(e, "cannot legalize topk: no form for a GPU target") != NULL, "%s", e);
+    ck_assert_msg(strstr(e, "cannot legalize argsort: no form for a GPU target") != NULL, "%s", e);
+    ck_assert_msg(strstr(e, "cumsum") == NULL && strstr(e, "group_norm") == NULL, "%s", e);
+    free(e);
+    rx_module_free(m);
+    rx_diags_free(&d);
+}
+END_TEST
+
 /* The loop function behind binding var: get_item(call_tir(...), 0) after deduction. */
 static const rx_node *rnn_call(const rx_module *m, const char *var)
 {
@@ -496,6 +551,7 @@ int main(void)
     tcase_add_test(tc, tuples_and_sharing);
     tcase_add_test(tc, rule_errors);
     tcase_add_test(tc, rnn_forms);
+    tcase_add_test(tc, library_forms);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

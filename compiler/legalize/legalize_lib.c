@@ -1,0 +1,171 @@
+/*
+ * legalize_lib.c — the op calls that legalize turns into runtime library calls on the
+ * CPU instead of loop functions (legalize.c asks before its rules), because their
+ * best form is not a tensor expression:
+ *
+ *   topk, sort, argsort  -> call_dps_library("rt.topk", x, params) (runtime/
+ *                           library_sort.c: a radix sort or a selection per row, rows
+ *                           over the threads). params i64 (3,) = axis, largest (sort /
+ *                           argsort: descending), outputs (1 values, 2 indices, 3 both);
+ *                           out = the call's annotation (a tuple for topk "both"). On a
+ *                           GPU target there is no form: a located error.
+ *   cumsum               -> call_dps_library("rt.cumsum", x, params) when x's dtype is
+ *                           the result's and one of f32, f64, i32, i64 (runtime/
+ *                           library_scan.c: a vectorized running sum, O(numel)); params
+ *                           i64 (3,) = axis (-1: raveled), exclusive, reverse. Other
+ *                           dtypes and GPU targets keep legalize_axis.c's rule.
+ *   nn.group_norm        -> call_dps_library("rt.group_norm", x, gamma, beta, params) in
+ *                           f32 / f64 (runtime/library_norm.c: per (n, group) block, two
+ *                           passes of statistics and one of output, blocks over the
+ *                           threads); params i64 (3,) = num_groups, flags (1 scale,
+ *                           2 center), epsilon's f64 bits. Other targets: legalize_gnorm.c.
+ *   image.resize2d       -> call_dps_library("rt.resize2d", x, params) for f32 NCHW,
+ *                           nearest_neighbor or linear, coordinate modes but
+ *                           tf_crop_and_resize (runtime/library_resize.c: index tables
+ *                           per axis, rows resampled once and blended); params i64 (5,)
+ *                           = method, mode, rounding (the MODES / ROUNDS indices), the h
+ *                           and w scales as f32 bits (0: none). Cubic, other dtypes and
+ *                           GPU targets keep legalize_image.c's loops.
+ * The result's dims are the op's deduction (checked by legalize.c before); the library
+ * reads k from the output's extent. Cost O(1) per call.
+ */
+#include <string.h>
+
+#include "legalize_int.h"
+
+static const char *bare(const char *op) { return !strncmp(op, "relax.", 6) ? op + 6 : op; }
+
+bool lg_lib_only(const char *op)
+{
+    op = bare(op);
+    return !strcmp(op, "topk") || !strcmp(op, "sort") || !strcmp(op, "argsort");
+}
+
+static bool cumsum_lib(const rx_node *call)
+{
+    const rx_sinfo *x = call->args[0]->sinfo, *o = call->sinfo;
+    if (!x || !o || x->kind != RX_SI_TENSOR || o->kind != RX_SI_TENSOR || x->dtype != o->dtype)
+        return false;
+    return o->dtype == RX_DT_F32 || o->dtype == RX_DT_F64 || o->dtype == RX_DT_I32 ||
+           o->dtype == RX_DT_I64;
+}
+
+static const char *const MODES[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+                                    "asymmetric", "tf_half_pixel_for_nn"};
+static const char *const ROUNDS[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil",
+                                     "round"};
+
+static int index_of(const char *const *names, int n, const char *s)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(names[i], s)) return i;
+    return -1;
+}
+
+/* image.resize2d that rt.resize2d takes: f32 NCHW in and out, nearest or linear, a
+ * coordinate mode and rounding it knows. */
+static bool resize_lib(const rx_node *call)
+{
+    const rx_sinfo *x = call->args[0]->sinfo, *o = call->sinfo;
+    const char *m = rx_call_attr(call, "method")->u.s;
+    if (!x || !o || x->kind != RX_SI_TENSOR || x->dtype != RX_DT_F32 || o->dtype != RX_DT_F32 ||
+        x->ndim != 4 || strcmp(rx_call_attr(call, "layout")->u.s, "NCHW"))
+        return false;
+    if (strcmp(m, "linear") && strcmp(m, "nearest_neighbor")) return false;
+    return index_of(MODES, RX_COUNTOF(MODES), rx_call_attr(call, "coordinate_transformation_mode")->u.s) >= 0 &&
+           index_of(ROUNDS, RX_COUNTOF(ROUNDS), rx_call_attr(call, "rounding_method")->u.s) >= 0;
+}
+
+int lg_lib_form(const rx_node *call, bool device)
+{
+    const char *op = call->u.call.op->name;
+    if (lg_lib_only(op)) return device ? -1 : 1;
+    if (!strcmp(bare(op), "cumsum") && !device && cumsum_lib(call)) return 1;
+    if (!strcmp(bare(op), "nn.group_norm") && !device && call->sinfo &&
+        (call->sinfo->dtype == RX_DT_F32 || call->sinfo->dtype == RX_DT_F64))
+        return 1;
+    if (!strcmp(bare(op), "image.resize2d") && !device && resize_lib(call)) return 1;
+    return 0;
+}
+
+static rx_node *int_params(rx_module *m, const int64_t *p, int n)
+{
+    rx_const *k = RX_NEW(m->arena, rx_const);
+    int64_t *shape = RX_NEWN(m->arena, int64_t, 1);
+    uint8_t *bytes = RX_NEWN(m->arena, uint8_t, 8 * (size_t)n);
+    shape[0] = n;
+    for (int i = 0; i < 8 * n; i++) bytes[i] = (uint8_t)((uint64_t)p[i / 8] >> (8 * (i % 8)));
+    *k = (rx_const){NULL, RX_DT_I64, 1, shape, bytes, 8 * (size_t)n, 0};
+    rx_node *kn = rx_n_const(m, k);
+    rx_expr *d = rx_e_int(m->arena, n);
+    kn->sinfo = rx_si_tensor(m->arena, RX_DT_I64, 1, &d);
+    return kn;
+}
+
+/* The axis attribute normalized against x's rank (the deduction checked it). */
+static int64_t norm_axis(const rx_node *call, const char *name)
+{
+    const rx_attr *a = rx_call_attr(call, name);
+    if (a->kind == RX_A_NULL) return -1;
+    int nd = call->args[0]->sinfo->ndim;
+    return a->u.i < 0 ? a->u.i + nd : a->u.i;
+}
+
+rx_node *lg_lib_call(rx_module *m, rx_node *call)
+{
+    const char *op = bare(call->u.call.op->name), *lib;
+    int64_t p[3];
+    if (!strcmp(op, "nn.group_norm") || !strcmp(op, "image.resize2d")) {
+        lib = ""; /* params below */
+    } else if (!strcmp(op, "cumsum")) {
+        lib = "rt.cumsum";
+        p[0] = norm_axis(call, "axis");
+        p[1] = rx_call_attr(call, "exclusive")->u.b;
+        p[2] = rx_call_attr(call, "reverse")->u.b;
+    } else {
+        lib = "rt.topk";
+        p[0] = norm_axis(call, "axis");
+        if (!strcmp(op, "topk")) {
+            const char *rt = rx_call_attr(call, "ret_type")->u.s;
+            p[1] = rx_call_attr(call, "largest")->u.b;
+            p[2] = !strcmp(rt, "both") ? 3 : !strcmp(rt, "values") ? 1 : 2;
+        } else {
+            p[1] = rx_call_attr(call, "descending")->u.b;
+            p[2] = !strcmp(op, "sort") ? 1 : 2;
+        }
+    }
+    rx_node **args = RX_NEWN(m->arena, rx_node *, 4);
+    int nargs = 2;
+    args[0] = call->args[0];
+    if (!strcmp(op, "nn.group_norm")) {
+        lib = "rt.group_norm";
+        double eps = rx_call_attr(call, "epsilon")->u.f;
+        p[0] = rx_call_attr(call, "num_groups")->u.i;
+        p[1] = rx_call_attr(call, "scale")->u.b | 2 * rx_call_attr(call, "center")->u.b;
+        memcpy(&p[2], &eps, 8);
+        args[1] = call->args[1];
+        args[2] = call->args[2];
+        nargs = 4;
+    }
+    int np = 3;
+    int64_t rp[5];
+    if (!strcmp(op, "image.resize2d")) {
+        const rx_attr *sc = rx_call_attr(call, "scales");
+        lib = "rt.resize2d";
+        rp[0] = !strcmp(rx_call_attr(call, "method")->u.s, "linear");
+        rp[1] = index_of(MODES, RX_COUNTOF(MODES), rx_call_attr(call, "coordinate_transformation_mode")->u.s);
+        rp[2] = index_of(ROUNDS, RX_COUNTOF(ROUNDS), rx_call_attr(call, "rounding_method")->u.s);
+        for (int i = 0; i < 2; i++) { /* f32 bits, as the loops' f32 constant; 0: O / D */
+            float f = sc->kind == RX_A_NULL ? 0.0f : (float)sc->u.arr.items[i]->u.f;
+            uint32_t u;
+            memcpy(&u, &f, 4);
+            rp[3 + i] = u;
+        }
+        np = 5;
+    }
+    args[nargs - 1] = int_params(m, np == 5 ? rp : p, np);
+    rx_node *n = rx_n_call_lib(m, lib, args, nargs, call->sinfo);
+    n->sinfo = call->sinfo;
+    n->loc = call->loc;
+    return n;
+}
