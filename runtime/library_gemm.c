@@ -455,16 +455,26 @@ typedef struct gemm_job {
     int act;           /* RX_RT_ACT_* (library_act.c) */
 } gemm_job;
 
-/* Per-thread packing buffers, grown on demand and kept for the thread's life. */
+/* Per-thread packing buffers, grown on demand and kept for the thread's life: a
+ * thread-specific key's destructor frees one when its thread exits (libgomp ends the
+ * threads past a smaller count when the thread count goes down; a server's workers come
+ * and go), as library_rnn.c's workspace. */
 static _Thread_local float *tl_buf;
 static _Thread_local size_t tl_cap;
+static pthread_key_t tl_key;
+static pthread_once_t tl_once = PTHREAD_ONCE_INIT;
+static bool tl_key_ok;
+
+static void tl_key_make(void) { tl_key_ok = pthread_key_create(&tl_key, free) == 0; }
 
 static float *scratch(size_t floats)
 {
     if (floats > tl_cap) {
+        pthread_once(&tl_once, tl_key_make);
         free(tl_buf);
         tl_buf = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
         tl_cap = tl_buf ? floats : 0;
+        if (tl_key_ok) pthread_setspecific(tl_key, tl_buf);
     }
     return tl_buf;
 }
