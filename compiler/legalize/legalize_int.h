@@ -105,7 +105,7 @@ bool lg_rnn(lg_ctx *c, rx_func **fn, rx_sinfo **out);
  * the rules take it; lg_lib_call builds the call_dps_library with the call's annotation
  * and location. */
 int lg_lib_form(const rx_node *call, bool device);
-bool lg_lib_only(const char *op); /* topk, sort, argsort: no rule, only the library form */
+bool lg_lib_only(const char *op); /* topk, sort, argsort: the library form on the CPU */
 rx_node *lg_lib_call(rx_module *m, rx_node *call);
 
 /* nn.group_norm's loops (legalize_gnorm.c; in rx_lg_norm's table). */
@@ -132,6 +132,8 @@ extern const lg_rule_entry rx_lg_axis[];     /* legalize_axis.c: gather_elements
 extern const int rx_lg_axis_count;
 extern const lg_rule_entry rx_lg_image[];    /* legalize_image.c: image.resize2d */
 extern const int rx_lg_image_count;
+extern const lg_rule_entry rx_lg_sort[];     /* legalize_sort.c: topk sort argsort (GPU) */
+extern const int rx_lg_sort_count;
 
 #define LG_GROUPS(X)                          \
     X(rx_lg_elemwise, rx_lg_elemwise_count)   \
@@ -143,6 +145,7 @@ extern const int rx_lg_image_count;
     X(rx_lg_slice, rx_lg_slice_count)         \
     X(rx_lg_index, rx_lg_index_count)         \
     X(rx_lg_axis, rx_lg_axis_count)           \
-    X(rx_lg_image, rx_lg_image_count)
+    X(rx_lg_image, rx_lg_image_count)         \
+    X(rx_lg_sort, rx_lg_sort_count)
 
 #endif

@@ -8,7 +8,7 @@
  *                           over the threads). params i64 (3,) = axis, largest (sort /
  *                           argsort: descending), outputs (1 values, 2 indices, 3 both);
  *                           out = the call's annotation (a tuple for topk "both"). On a
- *                           GPU target there is no form: a located error.
+ *                           GPU target: legalize_sort.c's loops (a rank sort).
  *   cumsum               -> call_dps_library("rt.cumsum", x, params) when x's dtype is
  *                           the result's and one of f32, f64, i32, i64 (runtime/
  *                           library_scan.c: a vectorized running sum, O(numel)); params
@@ -79,7 +79,7 @@ static bool resize_lib(const rx_node *call)
 int lg_lib_form(const rx_node *call, bool device)
 {
     const char *op = call->u.call.op->name;
-    if (lg_lib_only(op)) return device ? -1 : 1;
+    if (lg_lib_only(op)) return device ? 0 : 1; /* GPU: legalize_sort.c's rank sort */
     if (!strcmp(bare(op), "cumsum") && !device && cumsum_lib(call)) return 1;
     if (!strcmp(bare(op), "nn.group_norm") && !device && call->sinfo &&
         (call->sinfo->dtype == RX_DT_F32 || call->sinfo->dtype == RX_DT_F64))
