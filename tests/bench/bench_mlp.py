@@ -234,7 +234,11 @@ def main():
             ok = got.shape == ref.shape and got.dtype == np.float32 and err <= 1e-4 * scale
             failed |= not ok
 
-            # Timing: relax-run on its own random inputs, then NumPy.
+            # Timing: relax-run on its own random inputs, then NumPy. First a pause: the
+            # reference computed just above leaves NumPy's OpenBLAS threads spinning for
+            # ~0.1 s on the cores relax-run's threads need (n = 1 read 9-14 ms a call
+            # instead of the 0.05 ms it takes alone).
+            time.sleep(0.3)
             out = run([a.relax_run, rxa, "--shape", "n=%d" % n, "--bench",
                        "--repeat", str(repeat), "--number", "1", "--warmup", "1"])
             rb = json.loads(out.strip().splitlines()[-1])
