@@ -140,7 +140,7 @@ static void mark_seq(const rx_seq *s, const rx_module *m, bool *live)
     mark_node(s->result, m, live);
 }
 
-static void drop_uncalled_loop_funcs(rx_module *m)
+void rx_drop_uncalled_loop_funcs(rx_module *m)
 {
     bool *live = RX_NEWN(m->arena, bool, m->nfuncs + 1), any_graph = false;
     for (int i = 0; i < m->nfuncs; i++) {
@@ -159,6 +159,6 @@ bool rx_pass_dce(rx_module *m, rx_diags *d)
 {
     for (int i = 0; i < m->nfuncs; i++)
         if (m->funcs[i]->kind == RX_F_RELAX) dce_func(m, m->funcs[i]);
-    drop_uncalled_loop_funcs(m);
+    rx_drop_uncalled_loop_funcs(m);
     return true;
 }

@@ -27,10 +27,10 @@
  * returned view keeps its input out of the arena). No kernel writes its inputs.
  *
  * CPU only (the driver's cpu_only list): the device VM's split storages (docs/gpu.md)
- * would need views placed in segments. Loop functions left uncalled are removed (as
- * dce does). Runs at every opt level, after workspace lifting and before
- * specialization (so a specialized copy never has to carry the attribute). Cost: one
- * walk of the graph functions.
+ * would need views placed in segments. Loop functions left uncalled are removed
+ * (dce's rx_drop_uncalled_loop_funcs; no binding becomes dead here). Runs at every opt
+ * level, after workspace lifting and before specialization (so a specialized copy never
+ * has to carry the attribute). Cost: one walk of the graph functions.
  */
 #include <string.h>
 
@@ -90,9 +90,8 @@ bool rx_pass_reshape_view(rx_module *m, rx_diags *d)
     RX_ASSERT(c.reshape);
     for (int i = 0; i < m->nfuncs; i++)
         if (m->funcs[i]->kind == RX_F_RELAX) walk_seq(&c, m->funcs[i]->body);
-    if (!c.views) {
-        m->unchanged = true;
-        return true;
-    }
-    return rx_pass_dce(m, d); /* the copy functions no call names any more */
+    (void)d;
+    if (!c.views) m->unchanged = true;
+    else rx_drop_uncalled_loop_funcs(m); /* the copy functions no call names any more */
+    return true;
 }

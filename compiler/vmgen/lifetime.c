@@ -259,16 +259,15 @@ static void binding(lctx *c, const rx_binding *bd, int32_t body, int32_t item)
         for (int i = 0; i < v->nargs; i++) use(c, v->args[i], true, body, item);
         return;
     }
-    if (v->kind == RX_N_VAR && c->ref_root[v->u.var.id] >= 0) { /* copy or match_cast */
-        c->ref_root[id] = c->ref_root[v->u.var.id];
-        c->ref_field[id] = c->ref_field[v->u.var.id];
-        return;
-    }
-    if (!bd->match_cast && v->kind == RX_N_CALL && v->call_kind == RX_CALL_OP &&
-        !strcmp(v->u.call.op->name, "reshape") && v->args[0]->kind == RX_N_VAR &&
-        c->ref_root[v->args[0]->u.var.id] >= 0) { /* a VIEW (reshape_view.c) */
-        c->ref_root[id] = c->ref_root[v->args[0]->u.var.id];
-        c->ref_field[id] = c->ref_field[v->args[0]->u.var.id];
+    /* a copy or match_cast of a variable, or a VIEW of one (reshape_view.c) */
+    const rx_node *src = v->kind == RX_N_VAR ? v
+                         : !bd->match_cast && v->kind == RX_N_CALL && v->call_kind == RX_CALL_OP &&
+                                   !strcmp(v->u.call.op->name, "reshape")
+                             ? v->args[0]
+                             : NULL;
+    if (src && src->kind == RX_N_VAR && c->ref_root[src->u.var.id] >= 0) {
+        c->ref_root[id] = c->ref_root[src->u.var.id];
+        c->ref_field[id] = c->ref_field[src->u.var.id];
         return;
     }
     if (!bd->match_cast && v->kind == RX_N_GET_ITEM && v->args[0]->kind == RX_N_VAR) {

@@ -110,6 +110,9 @@ rx_node *rx_fold_call(rx_module *m, rx_node *call, int64_t *steps_left);
  * longer called from any graph function. Every graph function is kept (v1 has no
  * export marker). Always true. */
 bool rx_pass_dce(rx_module *m, rx_diags *d);
+/* dce's step 2 alone: removes the loop functions no graph function references (a module
+ * without graph functions keeps them). */
+void rx_drop_uncalled_loop_funcs(rx_module *m);
 /* Adds to uses[id] (n entries, id in [0, n)) the references to each variable in s:
  * binding values, callees, if branches, nested bodies, the result (dce.c's count). */
 void rx_count_var_uses(const rx_seq *s, int32_t *uses, int32_t n);
