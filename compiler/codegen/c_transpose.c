@@ -70,7 +70,7 @@ enum { NT_MIN_BYTES = 4 << 20 };
 
 /* The literal step of integer expression e along v (e at v + 1 minus e), proved by the
  * arithmetic; false when it is not a literal. */
-static bool step_of(rx_arith *ar, rx_arena *a, rx_expr *e, const rx_svar *v, int64_t *step)
+bool rxi_cg_step_of(rx_arith *ar, rx_arena *a, rx_expr *e, const rx_svar *v, int64_t *step)
 {
     if (!rx_dtype_is_int((rx_dtype)e->dtype)) return false;
     if (!rx_expr_uses_var(e, v)) {
@@ -94,8 +94,8 @@ static bool access_ok(rx_arith *ar, rx_arena *a, rx_expr *const *idx, int n, con
     for (int d = 0; d < n; d++) {
         int64_t su, sw;
         if (rx_expr_loads_buf(idx[d], NULL) || rx_expr_uses_var(idx[d], l[0]) ||
-            rx_expr_uses_var(idx[d], l[1]) || !step_of(ar, a, idx[d], u, &su) ||
-            !step_of(ar, a, idx[d], w, &sw) || su != (d == n - 1 ? 1 : 0))
+            rx_expr_uses_var(idx[d], l[1]) || !rxi_cg_step_of(ar, a, idx[d], u, &su) ||
+            !rxi_cg_step_of(ar, a, idx[d], w, &sw) || su != (d == n - 1 ? 1 : 0))
             return false;
     }
     return true;
@@ -139,7 +139,7 @@ static bool match(rx_arith *ar, rx_arena *a, const rx_stmt *s, trtile *t)
         const rx_iter *it = &t->blk->u.block.iters[i];
         if (!it->bind) return false;
         int64_t sp, sn;
-        if (!step_of(ar, a, it->bind, vp, &sp) || !step_of(ar, a, it->bind, vn, &sn)) return false;
+        if (!rxi_cg_step_of(ar, a, it->bind, vp, &sp) || !rxi_cg_step_of(ar, a, it->bind, vn, &sn)) return false;
         if (sp == 0 && sn == 0) continue;
         if (it->kind != RX_ITER_SPATIAL || (sp && sn) || (sp && (sp != 1 || t->p)) ||
             (sn && (sn != 1 || t->n)))
@@ -159,7 +159,7 @@ static void indent(cg *g)
 }
 
 /* `&NAME[flat index]` of buffer b at idx. */
-static void address(cg *g, const cg_sym *b, rx_expr *const *idx, int n, rx_loc loc)
+void rxi_cg_address(cg *g, const cg_sym *b, rx_expr *const *idx, int n, rx_loc loc)
 {
     rx_sb_puts(g->out, "&");
     rxi_cg_sub_open(g, b);
@@ -219,11 +219,11 @@ bool rxi_cg_tr_tile(cg *g, const rx_stmt *s)
         xs = rxi_cg_lookup(g, t.ld->u.load.buf);
         indent(g);
         rx_sb_puts(g->out, bytes == 4 ? "rx_tr32(" : "rx_tr16(");
-        address(g, xs, t.ld->u.load.idx, t.ld->u.load.nidx, loc);
+        rxi_cg_address(g, xs, t.ld->u.load.idx, t.ld->u.load.nidx, loc);
         rx_sb_puts(g->out, ", ");
         row_step(g, a, xs, t.ld->u.load.idx, t.ld->u.load.nidx, t.n, loc);
         rx_sb_puts(g->out, ", ");
-        address(g, cs, t.st->u.store.idx, t.st->u.store.nidx, loc);
+        rxi_cg_address(g, cs, t.st->u.store.idx, t.st->u.store.nidx, loc);
         rx_sb_puts(g->out, ", ");
         row_step(g, a, cs, t.st->u.store.idx, t.st->u.store.nidx, t.p, loc);
         rx_sb_puts(g->out, ", ");

@@ -1,4 +1,5 @@
-"""test_transpose_e2e.py — transposes and innermost-axis permutes against NumPy, end to end.
+"""test_transpose_e2e.py — transposes, innermost-axis permutes and streaming row copies
+against NumPy, end to end.
 
     /usr/bin/python3 tests/e2e/test_transpose_e2e.py BUILD_DIR
 
@@ -19,11 +20,23 @@ tiles whose extents are not multiples of 8, for other dtypes and on CPUs without
   tr_f16      f16 (100, 70): a 2-byte type, 32 x 32 tiles, edge tiles of 4 and 6
   p0132_f16   f16 (2, 3, 40, 72): edge tiles of 8
   tr_nt_f16   f16 (1448, 1456): a 4.2 MB destination, 16-byte aligned rows: streaming
-Checks: the generated C at O2 calls rx_tr32 in every 4-byte case and rx_tr16 in every
-2-byte one (so the fast paths are what the numbers test), inside parallel loops that
-end with the streaming stores' fence; at O0, O1, O2 and O3, relax-run's output
+and copies that keep the innermost axis into destinations of at least 16 MiB, whose rows
+the C generator copies with streaming stores (compiler/codegen/c_ntrow.c, rx_nt_row):
+  row_nt      f32 (2, 1024, 8, 260) -> (2, 8, 1024, 260): 1040-byte rows, so their
+              starts move through every 16-byte offset of a line (the memcpy'd head and
+              tail around the streamed lines)
+  row_nt_f16  f16 (2, 2048, 8, 264) -> (2, 8, 2048, 264): a 2-byte type
+  row_sym     f32 (b, 64, 16, 64) at b = 80 -> (b, 16, 64, 64): a symbolic size, the
+              threshold tested at run time (21 MB)
+  cat_nt      f32 concat((x, x), axis 1) of (4, 1030, 520): the KV-cache append's form
+  row_small   f32 (4, 64, 16, 64) permuted as row_sym: 1 MiB, under the threshold, so
+              no streaming copy is emitted
+Checks: the generated C at O2 calls rx_tr32 in every 4-byte transposing case and rx_tr16
+in every 2-byte one, and rx_nt_row in every row case but row_small (so the fast paths
+are what the numbers test), inside parallel loops that end with the streaming stores'
+fence; at O0, O1, O2 and O3, relax-run's output
 equals NumPy's transpose bit for bit, with the AVX2 path (the default on this CPU) and
-with RX_KERNEL_ISA=base (the scalar tiles). Prints one line per check and
+with RX_KERNEL_ISA=base (the scalar tiles and plain row loops). Prints one line per check and
 `N passed, M failed`; exit 1 on a failure.
 """
 
@@ -50,17 +63,26 @@ CASES = {
     "tr_f16": ("f16", [100, 70], [1, 0]),
     "p0132_f16": ("f16", [2, 3, 40, 72], [0, 1, 3, 2]),
     "tr_nt_f16": ("f16", [1448, 1456], [1, 0]),
+    "row_nt": ("f32", [2, 1024, 8, 260], [0, 2, 1, 3]),
+    "row_nt_f16": ("f16", [2, 2048, 8, 264], [0, 2, 1, 3]),
+    "row_sym": ("f32", ["b", 64, 16, 64], [0, 2, 1, 3]),
+    "cat_nt": ("f32", [4, 1030, 520], "concat"),
+    "row_small": ("f32", [4, 64, 16, 64], [0, 2, 1, 3]),
 }
-SIZES = {"n": 67, "m": 90}
+ROWS = ("row_nt", "row_nt_f16", "row_sym", "cat_nt")  # rx_nt_row, not a transposing tile
+SIZES = {"n": 67, "m": 90, "b": 80}
 NP = {"f32": np.float32, "i32": np.int32, "f16": np.float16}
 
 
 def function(dtype, shape, axes):
+    """r = permute_dims(x, axes), or concat((x, x), axis=1) when axes is "concat"."""
+    value = {"op": "permute_dims", "args": ["x"], "attrs": {"axes": axes}}
+    if axes == "concat":
+        value = {"op": "concat", "args": [{"tuple": ["x", "x"]}], "attrs": {"axis": 1}}
     return {"kind": "relax",
             "params": [{"name": "x", "type": {"tensor": {"shape": shape, "dtype": dtype}}}],
             "body": {"blocks": [{"dataflow": True, "bindings": [
-                {"var": "r", "value": {"op": "permute_dims", "args": ["x"],
-                                       "attrs": {"axes": axes}}}]}],
+                {"var": "r", "value": value}]}],
                      "result": "r"}}
 
 
@@ -91,7 +113,7 @@ def cases(relaxc, relax_run, checks):
         calls = []
         for helper, dts in (("rx_tr32(", ("f32", "i32")), ("rx_tr16(", ("f16",))):
             some = [k for k, body in kernels.items() if helper in body]
-            want = sum(1 for c in CASES.values() if c[0] in dts)
+            want = sum(1 for n, c in CASES.items() if c[0] in dts and n.startswith(("tr", "p")))
             check(len(some) == want, "codegen: %d kernels call %s) (got %d: %s)"
                   % (want, helper, len(some), ", ".join(sorted(some))))
             calls += some
@@ -100,6 +122,12 @@ def cases(relaxc, relax_run, checks):
               "codegen: the parallel loops around the tiles end with rx_tr_fence")
         check("_mm256_stream_ps" in text and "RX_TR8X8" not in text,
               "codegen: the helper has streaming stores and the expanded shuffle sequence")
+        rows = sorted(k for k, body in kernels.items() if "rx_nt_row(&" in body)
+        check(len(rows) == len(ROWS) and all("rx_tr_fence();" in kernels[k] for k in rows),
+              "codegen: %d kernels copy rows with rx_nt_row inside fenced parallel loops "
+              "(got %s)" % (len(ROWS), ", ".join(rows)))
+        check("_mm512_stream_si512" in text and "_mm_stream_si128" in text,
+              "codegen: rx_nt_row streams 64-byte lines (AVX-512) or 16-byte pieces")
         inputs = {}
         for name, (dt, shape, axes) in CASES.items():
             shp = [SIZES.get(d, d) for d in shape]
@@ -127,7 +155,8 @@ def cases(relaxc, relax_run, checks):
                         run([relax_run, rxa, "--fn", name, "--in", "x=" + path,
                              "--out-dir", out], env)
                         got = np.load(os.path.join(out, "out0.npy"))
-                        ref = np.ascontiguousarray(a.transpose(axes))
+                        ref = np.concatenate([a, a], axis=1) if axes == "concat" else \
+                            np.ascontiguousarray(a.transpose(axes))
                         ok = got.shape == ref.shape and got.dtype == ref.dtype and \
                             got.tobytes() == ref.tobytes()
                         check(ok, "%s O%d isa=%s: equals NumPy bit for bit %s"
