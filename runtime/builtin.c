@@ -1,5 +1,6 @@
 /*
- * builtin.c — the VM's built-in functions: unique and nonzero (contracts in builtin.h).
+ * builtin.c — the VM's built-in functions: unique and nonzero (contracts in builtin.h;
+ * nms is builtin_nms.c's), and the table of them all.
  *
  * Both read a dense tensor and allocate a result whose size they only learn from the
  * data. unique views x as slices (single elements, or the slices along `axis`), sorts
@@ -159,16 +160,15 @@ static const DLTensor *tensor_arg(const char *who, const rx_vm_value *args, int6
     return &args[0].u.t->dl;
 }
 
-static int64_t numel(const DLTensor *t)
+int64_t rx_bi_numel(const DLTensor *t)
 {
     int64_t n = 1;
     for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i];
     return n;
 }
 
-/* A new dense tensor of the pool; NULL with err set. */
-static rx_rt_tensor *new_tensor(rx_rt_ctx *ctx, const char *who, DLDataType dt, int32_t ndim,
-                                const int64_t *shape, rx_rt_err *err)
+rx_rt_tensor *rx_bi_new_tensor(rx_rt_ctx *ctx, const char *who, DLDataType dt, int32_t ndim,
+                               const int64_t *shape, rx_rt_err *err)
 {
     int64_t bytes = rx_rt_dense_bytes(dt, ndim, shape);
     if (bytes < 0) {
@@ -337,7 +337,7 @@ static int bi_unique(rx_rt_ctx *ctx, const rx_vm_value *args, int64_t nargs, rx_
     c.isnan_ = nan_test(x->dtype);
     c.nan_distinct = has_axis;
     c.outer = c.inner = 1;
-    c.len = numel(x);
+    c.len = rx_bi_numel(x);
     if (has_axis) {
         c.len = x->shape[axis];
         for (int32_t d = 0; d < x->ndim; d++)
@@ -389,7 +389,7 @@ static int bi_unique(rx_rt_ctx *ctx, const rx_vm_value *args, int64_t nargs, rx_
     }
     DLDataType i64 = {kDLInt, 64, 1};
     int rc = 0;
-    rx_rt_tensor *t = new_tensor(ctx, "unique", x->dtype, vnd, vshape, err);
+    rx_rt_tensor *t = rx_bi_new_tensor(ctx, "unique", x->dtype, vnd, vshape, err);
     if (t) {
         char *dst = t->dl.data;
         size_t row = c.es * (size_t)c.inner;
@@ -401,7 +401,7 @@ static int bi_unique(rx_rt_ctx *ctx, const rx_vm_value *args, int64_t nargs, rx_
     for (int e = 1; e < 4 && t; e++) {
         if (!flag[e]) continue;
         int64_t len = e == 2 ? n : k;
-        t = new_tensor(ctx, "unique", i64, 1, &len, err);
+        t = rx_bi_new_tensor(ctx, "unique", i64, 1, &len, err);
         if (!t) break;
         int64_t *o = t->dl.data;
         for (int64_t j = 0; j < len; j++)
@@ -463,12 +463,12 @@ static int bi_nonzero(rx_rt_ctx *ctx, const rx_vm_value *args, int64_t nargs, rx
                           rx_rxa_dtype_name(rx_rt_dtype_pack(x->dtype), dn, sizeof dn));
     size_t es = rx_rxa_dtype_bytes(rx_rt_dtype_pack(x->dtype));
     const char *base = (const char *)x->data + x->byte_offset;
-    int64_t n = numel(x), count = 0;
+    int64_t n = rx_bi_numel(x), count = 0;
     int32_t nd = x->ndim > 0 ? x->ndim : 1;
     for (int64_t i = 0; i < n; i++) count += elem_nonzero(x, base, es, i);
     int64_t shape[2] = {nd, count};
     DLDataType i64 = {kDLInt, 64, 1};
-    rx_rt_tensor *t = new_tensor(ctx, "nonzero", i64, 2, shape, err);
+    rx_rt_tensor *t = rx_bi_new_tensor(ctx, "nonzero", i64, 2, shape, err);
     if (!t) return -1;
     int64_t *o = t->dl.data, idx[RX_RXA_MAX_NDIM] = {0}, col = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -497,6 +497,7 @@ static const struct {
 } builtins[] = {
     {"unique", bi_unique},
     {"nonzero", bi_nonzero},
+    {"nms", rx_bi_nms},
 };
 
 int rx_vm_builtin_find(const char *name)

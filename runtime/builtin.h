@@ -29,6 +29,14 @@
  *   nonzero(x)  i64 tensor (ndim, count): row d holds the index along dim d of each
  *               nonzero element in row-major order (NumPy's nonzero stacked; a 0-d x
  *               reads as a 1-element 1-D tensor). Float -0.0 is zero, NaN nonzero.
+ *   nms(center_point_box, boxes, scores[, max_output_boxes_per_class[, iou_threshold
+ *       [, score_threshold]]])
+ *               ONNX NonMaxSuppression (builtin_nms.c): boxes (B, N, 4) and scores
+ *               (B, C, N), both f32 or both f64; the optional arguments one-element
+ *               tensors (i64 / i32 count, default 0: nothing selected; float
+ *               thresholds, iou default 0, in [0, 1], no score threshold when absent:
+ *               a box passes when its score is greater). Result i64 (n, 3): (batch,
+ *               class, box) per selected box, by batch, class, then descending score.
  */
 #ifndef RX_RT_BUILTIN_H
 #define RX_RT_BUILTIN_H
@@ -43,5 +51,13 @@ int rx_vm_builtin_find(const char *name);
  * the function-name prefix the VM adds). */
 int rx_vm_builtin_call(int idx, rx_rt_ctx *ctx, const rx_vm_value *args, int64_t nargs,
                        rx_vm_value *out, rx_rt_err *err);
+
+/* For the built-ins' files: the element count of t; a new dense tensor of the pool
+ * (NULL with err set, `who` naming the built-in); nms (builtin_nms.c). */
+int64_t rx_bi_numel(const DLTensor *t);
+rx_rt_tensor *rx_bi_new_tensor(rx_rt_ctx *ctx, const char *who, DLDataType dt, int32_t ndim,
+                               const int64_t *shape, rx_rt_err *err);
+int rx_bi_nms(rx_rt_ctx *ctx, const rx_vm_value *args, int64_t nargs, rx_vm_value *out,
+              rx_rt_err *err);
 
 #endif

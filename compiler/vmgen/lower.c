@@ -414,6 +414,15 @@ static bool lower_call_fn(vg_fn *F, const rx_node *n, int64_t dest)
     return ok;
 }
 
+/* An int immediate as a new register (a built-in's int argument), released with temps. */
+static void int_arg(vg_fn *F, int64_t v, vg_regs *regs, vg_regs *temps)
+{
+    int64_t r = vg_new_reg(F);
+    RX_EMIT(&F->code, RX_OP_LOADI, r, RX_D_IMM, v);
+    RX_VEC_PUSH(*regs, r);
+    RX_VEC_PUSH(*temps, r);
+}
+
 /* unique's attributes as int arguments after x (runtime/builtin.h): none for the
  * default (sorted, nothing extra, no axis), else sorted, return_index, return_inverse,
  * return_counts and, when given, the axis (normalized when x's rank is known; the
@@ -437,12 +446,7 @@ static void unique_flags(vg_fn *F, const rx_node *n, vg_regs *regs, vg_regs *tem
         if (x && x->kind == RX_SI_TENSOR && x->ndim > 0 && v[4] < 0) v[4] += x->ndim;
         nv = 5;
     }
-    for (int i = 0; i < nv; i++) {
-        int64_t r = vg_new_reg(F);
-        RX_EMIT(&F->code, RX_OP_LOADI, r, RX_D_IMM, v[i]);
-        RX_VEC_PUSH(*regs, r);
-        RX_VEC_PUSH(*temps, r);
-    }
+    for (int i = 0; i < nv; i++) int_arg(F, v[i], regs, temps);
 }
 
 /* reshape_view's `reshape(x, shape)`: VIEW dest, x, the annotation's dims. */
@@ -471,7 +475,8 @@ static bool lower_view(vg_fn *F, const rx_node *n, int64_t dest)
 }
 
 /* The op calls legalization leaves: shape_of, the data-dependent built-ins, and
- * reshape_view's reshapes. */
+ * reshape_view's reshapes. The built-ins' arguments (runtime/builtin.h): unique's x
+ * and its flags; nonzero's x; nms's center_point_box, then its operands. */
 static bool lower_call_op(vg_fn *F, const rx_node *n, int64_t dest)
 {
     const char *name = n->u.call.op->name;
@@ -481,17 +486,23 @@ static bool lower_call_op(vg_fn *F, const rx_node *n, int64_t dest)
         builtin = "unique";
     } else if (!strcmp(name, "nonzero")) {
         builtin = "nonzero";
+    } else if (!strcmp(name, "vision.all_class_non_max_suppression")) {
+        builtin = "nms";
     } else if (strcmp(name, "shape_of")) {
         vg_error(F->M, n->loc, "%s: operator %s was not legalized and the VM has no built-in for it",
                  F->f->name, name);
         return false;
     }
-    vg_regs temps = {0};
-    int64_t x;
-    bool ok = operand(F, n->args[0], &x, &temps);
+    vg_regs temps = {0}, regs = {0};
+    bool ok = true;
+    if (builtin && !strcmp(builtin, "nms"))
+        int_arg(F, rx_call_attr(n, "center_point_box")->u.i, &regs, &temps);
+    for (int i = 0; ok && i < (builtin ? n->nargs : 1); i++) {
+        int64_t x;
+        ok = operand(F, n->args[i], &x, &temps);
+        if (ok) RX_VEC_PUSH(regs, x);
+    }
     if (ok && builtin) {
-        vg_regs regs = {0};
-        RX_VEC_PUSH(regs, x);
         if (!strcmp(builtin, "unique")) unique_flags(F, n, &regs, &temps);
         vg_words w = {0};
         vg_note_builtin(F->M, builtin);
@@ -499,12 +510,12 @@ static bool lower_call_op(vg_fn *F, const rx_node *n, int64_t dest)
         vg_w(&w, regs.n);
         for (int i = 0; i < regs.n; i++) vg_w(&w, regs.items[i]);
         vg_emit_words(F, &w);
-        RX_VEC_FREE(w), RX_VEC_FREE(regs);
+        RX_VEC_FREE(w);
     } else if (ok) {
-        RX_EMIT(&F->code, RX_OP_SHAPEOF, dest, x);
+        RX_EMIT(&F->code, RX_OP_SHAPEOF, dest, regs.items[0]);
     }
     release_all(F, &temps);
-    RX_VEC_FREE(temps);
+    RX_VEC_FREE(temps), RX_VEC_FREE(regs);
     return ok;
 }
 

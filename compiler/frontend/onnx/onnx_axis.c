@@ -485,6 +485,35 @@ bool ox_c_nonzero(ox_ctx *c)
     return ox_out_node(c, 0, nz);
 }
 
+/* NonMaxSuppression -> vision.all_class_non_max_suppression (i64 (n, 3), n known at
+ * run time: match_cast to (nmsK, 3) with a fresh variable, as NonZero). An omitted
+ * max_output_boxes_per_class or iou_threshold before a given later input is its ONNX
+ * default (0: nothing selected; 0.0), a trailing omitted one is left out (the built-in
+ * has the same defaults, and no score threshold at all when that one is absent). */
+bool ox_c_nms(ox_ctx *c)
+{
+    int n = ox_nin(c);
+    rx_node *a[5];
+    for (int i = 0; i < n && i < 5; i++) {
+        a[i] = ox_in(c, i) ? ox_in_node(c, i)
+                           : ox_scalar(c, i == 2 ? RX_DT_I64 : RX_DT_F32, 0);
+        if (!a[i]) return false;
+    }
+    int64_t cpb = ox_attr_i(c, "center_point_box", 0);
+    if (cpb != 0 && cpb != 1) {
+        ox_err(c, "center_point_box must be 0 or 1, got %lld", (long long)cpb);
+        return false;
+    }
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "center_point_box", ox_aint(c, cpb));
+    rx_node *r = ox_call(c, "vision.all_class_non_max_suppression", a, n < 5 ? n : 5, m);
+    if (!r) return false;
+    rx_expr **d = RX_NEWN(c->a, rx_expr *, 2);
+    d[0] = ox_fresh_dim(c, "nms");
+    d[1] = ox_lit(c, 3);
+    return ox_out_node(c, 0, ox_match_dims(c, r, d, 2));
+}
+
 /* ReverseSequence: gather_elements along time_axis with the index
  * t < len[b] ? len[b] - 1 - t : t (t the time position, b the batch one), built from
  * arange and the sequence_lens input and broadcast to the input's shape. */

@@ -2,7 +2,8 @@
  * onnx_nn.c — the ONNX importer's reductions and neural-network converters: Reduce*
  * (the composite ones as a prologue/epilogue around sum), ArgMax ArgMin,
  * LayerNormalization (with Mean and InvStdDev), BatchNormalization (inference), Conv ConvTranspose (1-d to 3-d),
- * MaxPool AveragePool (1-d, 2-d, 3-d; explicit or auto pads), GlobalAveragePool GlobalMaxPool.
+ * MaxPool AveragePool LpPool (1-d, 2-d, 3-d; explicit or auto pads), GlobalAveragePool
+ * GlobalMaxPool GlobalLpPool, LpNormalization.
  */
 #include <math.h>
 #include <stdio.h>
@@ -533,42 +534,118 @@ bool ox_c_conv_transpose(ox_ctx *c)
     return ox_out_node(c, 0, conv_out(c, "nn.conv%dd_transpose", x, w, s, pads, dil, op, sr, 2));
 }
 
-bool ox_c_pool(ox_ctx *c)
+/* MaxPool, AveragePool and LpPool's window sum: the pool of x (in ONNX's layout) with
+ * the node's window attributes; *kprod the window's size. NULL after an error. */
+static rx_node *window_pool(ox_ctx *c, rx_node *x, bool maxp, bool include_pad, int64_t *kprod)
 {
-    bool maxp = !strcmp(c->node->op_type, "MaxPool");
-    rx_node *x = ox_in_node(c, 0);
     int sr = window_rank(c, x, NULL, "pooling");
-    if (!sr || !(x = lift(c, x))) return false;
+    if (!sr || !(x = lift(c, x))) return NULL;
     int S = op_sp(sr);
     if (ox_nout(c) > 1 && c->node->output[1][0] && sr != 2) {
         ox_err(c, "the Indices output is supported for 2-d pools only");
-        return false;
+        return NULL;
     }
 
     int64_t k[MAXSP], s[MAXSP], dil[MAXSP], pads[2 * MAXSP];
     if (!ints_sp(c, "kernel_shape", 0, k, sr) || !ints_sp(c, "strides", 1, s, sr) ||
         !ints_sp(c, "dilations", 1, dil, sr) || !window_pads(c, x, k, s, dil, pads, sr))
-        return false;
-    for (int i = 0; i < S; i++)
+        return NULL;
+    *kprod = 1;
+    for (int i = 0; i < S; i++) {
         if (k[i] <= 0) {
             ox_err(c, "needs kernel_shape");
-            return false;
+            return NULL;
         }
+        *kprod *= k[i];
+    }
     rx_attr *m = ox_amap(c);
     ox_aset(c, m, "pool_size", ox_aints(c, k, S));
     ox_aset(c, m, "strides", ox_aints(c, s, S));
     ox_aset(c, m, "padding", ox_aints(c, pads, 2 * S));
     ox_aset(c, m, "dilation", ox_aints(c, dil, S));
     ox_aset(c, m, "ceil_mode", ox_abool(c, ox_attr_i(c, "ceil_mode", 0) != 0));
-    if (!maxp)
-        ox_aset(c, m, "count_include_pad", ox_abool(c, ox_attr_i(c, "count_include_pad", 0) != 0));
+    if (!maxp) ox_aset(c, m, "count_include_pad", ox_abool(c, include_pad));
     const char *op = sp_name(c, maxp ? "nn.max_pool%dd" : "nn.avg_pool%dd", S);
     rx_node *y = ox_call1(c, op, x, m);
     bool want_ind = ox_nout(c) > 1 && c->node->output[1][0];
     if (y && want_ind &&
         !ox_pool_indices(c, x, y, k, s, dil, pads, ox_attr_i(c, "storage_order", 0) != 0))
+        return NULL;
+    return unlift(c, y, sr);
+}
+
+bool ox_c_pool(ox_ctx *c)
+{
+    bool maxp = !strcmp(c->node->op_type, "MaxPool");
+    int64_t kprod;
+    return ox_out_node(c, 0, window_pool(c, ox_in_node(c, 0), maxp,
+                                         ox_attr_i(c, "count_include_pad", 0) != 0, &kprod));
+}
+
+/* |x| ** p (x * x for p = 2) for the Lp converters; NULL stays NULL. */
+static rx_node *abs_pow(ox_ctx *c, rx_node *x, int64_t p)
+{
+    if (!x) return NULL;
+    if (p == 2) return ox_call2(c, "multiply", x, x);
+    rx_node *a = ox_call1(c, "abs", x, NULL);
+    return p == 1 ? a : ox_call2(c, "power", a, ox_scalar(c, ox_dtype_of(x), (double)p));
+}
+
+/* y ** (1 / p) (sqrt for p = 2). */
+static rx_node *root_p(ox_ctx *c, rx_node *y, int64_t p)
+{
+    if (!y || p == 1) return y;
+    if (p == 2) return ox_call1(c, "sqrt", y, NULL);
+    return ox_call2(c, "power", y, ox_scalar(c, ox_dtype_of(y), 1.0 / (double)p));
+}
+
+static bool lp_order(ox_ctx *c, int64_t *p)
+{
+    *p = ox_attr_i(c, "p", 2);
+    if (*p >= 1) return true;
+    ox_err(c, "p must be 1 or more, got %lld", (long long)*p);
+    return false;
+}
+
+/* LpPool: (window sum of |x| ** p) ** (1 / p), the sum being the average pool over the
+ * whole window (padding included: zeros add nothing) times the window's size. */
+bool ox_c_lp_pool(ox_ctx *c)
+{
+    int64_t p, kprod;
+    if (!lp_order(c, &p)) return false;
+    rx_node *x = ox_in_node(c, 0), *y = window_pool(c, abs_pow(c, x, p), false, true, &kprod);
+    if (y) y = ox_call2(c, "multiply", y, ox_scalar(c, ox_dtype_of(y), (double)kprod));
+    return ox_out_node(c, 0, root_p(c, y, p));
+}
+
+/* GlobalLpPool: (sum over the spatial axes of |x| ** p, kept) ** (1 / p). LpNormalization:
+ * x / (sum along axis of |x| ** p) ** (1 / p), p 1 or 2 (ONNX), a zero norm read as 1 so a
+ * zero vector stays zero. */
+bool ox_c_lp_reduce(ox_ctx *c)
+{
+    int64_t p;
+    rx_node *x = ox_in_node(c, 0);
+    int nd = ox_ndim(x);
+    if (!x || !lp_order(c, &p)) return false;
+    bool norm = !strcmp(c->node->op_type, "LpNormalization");
+    if (norm ? (p != 1 && p != 2) : nd < 3) {
+        ox_err(c, norm ? "p must be 1 or 2" : "needs an input of rank 3 or more");
         return false;
-    return ox_out_node(c, 0, unlift(c, y, sr));
+    }
+    int64_t *ax = RX_NEWN(c->a, int64_t, nd > 0 ? nd : 1);
+    int nax = 0;
+    if (norm) ax[nax++] = ox_attr_i(c, "axis", -1);
+    else
+        for (int i = 2; i < nd; i++) ax[nax++] = i;
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axis", ox_aints(c, ax, nax));
+    ox_aset(c, m, "keepdims", ox_abool(c, true));
+    rx_node *r = root_p(c, ox_call1(c, "sum", abs_pow(c, x, p), m), p);
+    if (!norm || !r) return ox_out_node(c, 0, r);
+    rx_dtype dt = ox_dtype_of(x);
+    rx_node *w[3] = {ox_call2(c, "equal", r, ox_scalar(c, dt, 0)), ox_scalar(c, dt, 1), r};
+    if (!w[0]) return false;
+    return ox_out_node(c, 0, ox_call2(c, "divide", x, ox_call(c, "where", w, 3, NULL)));
 }
 
 bool ox_c_global_pool(ox_ctx *c)

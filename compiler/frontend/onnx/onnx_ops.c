@@ -45,7 +45,8 @@
  *                     condition) -> take; TopK (k a constant or a known size) -> topk
  *   RNN GRU LSTM      -> unrolled steps of matmul and elementwise ops (onnx_rnn.c)
  *   Resize Upsample   -> image.resize2d; GridSample -> image.grid_sample; Unique -> unique;
- *                     NonZero -> nonzero
+ *                     NonZero -> nonzero; NonMaxSuppression ->
+ *                     vision.all_class_non_max_suppression
  *   QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger QLinearMatMul QLinearConv
  *                     -> compositions (onnx_quant.c's essay)
  *   DFT STFT MelWeightMatrix -> matmul with constant cos/sin matrices, a constant
@@ -259,6 +260,8 @@ static const ox_opdef ops[] = {
     {"MaxPool", ox_c_pool, "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides"},
     {"AveragePool", ox_c_pool, "auto_pad,ceil_mode,count_include_pad,kernel_shape,pads,strides"},
     {"GlobalAveragePool", ox_c_global_pool, ""}, {"GlobalMaxPool", ox_c_global_pool, ""},
+    {"LpPool", ox_c_lp_pool, "auto_pad,ceil_mode,dilations,kernel_shape,p,pads,strides"},
+    {"GlobalLpPool", ox_c_lp_reduce, "p"}, {"LpNormalization", ox_c_lp_reduce, "axis,p"},
     {"Sinh", ox_c_math, ""}, {"Cosh", ox_c_math, ""}, {"Asinh", ox_c_math, ""},
     {"Acosh", ox_c_math, ""}, {"Atanh", ox_c_math, ""}, {"Celu", ox_c_math, "alpha"},
     {"Shrink", ox_c_math, "bias,lambd"}, {"IsInf", ox_c_math, "detect_negative,detect_positive"},
@@ -280,7 +283,7 @@ static const ox_opdef ops[] = {
     {"GatherElements", ox_c_gather_elements, "axis"}, {"GatherND", ox_c_gather_nd, "batch_dims"},
     {"ScatterElements", ox_c_scatter, "axis,reduction"}, {"Scatter", ox_c_scatter, "axis"},
     {"ScatterND", ox_c_scatter, "reduction"}, {"Pad", ox_c_pad, "mode,pads,paddings,value"},
-    {"NonZero", ox_c_nonzero, ""}, {"Compress", ox_c_compress, "axis"}, {"TopK", ox_c_top_k, "axis,k,largest,sorted"},
+    {"NonZero", ox_c_nonzero, ""}, {"NonMaxSuppression", ox_c_nms, "center_point_box"}, {"Compress", ox_c_compress, "axis"}, {"TopK", ox_c_top_k, "axis,k,largest,sorted"},
     {"CumSum", ox_c_cumsum, "exclusive,reverse"}, {"BitShift", ox_c_bit_shift, "direction"},
     {"Resize", ox_c_resize, "coordinate_transformation_mode,cubic_coeff_a,exclude_outside,"
                             "extrapolation_value,mode,nearest_mode"},
