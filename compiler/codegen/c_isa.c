@@ -40,6 +40,12 @@
  *     decoder block at O2: decode (b = 1) 23-38 ms -> 16 ms (the weights' memory
  *     bandwidth), prefill (s = 128) 122-131 -> 113-118 ms, for +35% C compile time on
  *     the 32-layer Llama module (4.5 -> 6.1 s).
+ *   - it rounds a float to an integral value (round, floor, ceil: a quantization's
+ *     round(x / scale)): the baseline calls libm's nearbyintf / floorf per element and
+ *     leaves the loop scalar, SSE4.1's roundps is one instruction and vectorizes (the
+ *     same bits: nearbyint is roundps with the inexact exception suppressed). Measured
+ *     on a dynamic quantization of a (128, 3072) f32 tensor (round, add the zero point,
+ *     clip, to u8 and back), one thread: baseline 0.56 ms, AVX2 0.11, AVX-512 0.06.
  * Memory-bound loops (elementwise, row sums and maxima) gain nothing from wider
  * vectors and are compiled once: versioning every kernel with a vectorized loop at O2
  * more than doubled that module's compile time.
@@ -259,9 +265,30 @@ static bool stmt_tile_update(const rx_stmt *s)
            rx_expr_loads_buf(s->u.store.value, s->u.store.buf) && float_mul(s->u.store.value);
 }
 
+/* Whether e rounds a float to an integral value (round, floor, ceil). */
+static bool rounds(const rx_expr *e)
+{
+    if (e->kind == RX_E_CALL && rx_dtype_is_float((rx_dtype)e->dtype) &&
+        (e->u.call.fn == RX_FN_ROUND || e->u.call.fn == RX_FN_FLOOR || e->u.call.fn == RX_FN_CEIL))
+        return true;
+    for (int i = 0; i < rx_expr_nchildren(e); i++)
+        if (rounds(rx_expr_child(e, i))) return true;
+    return false;
+}
+
+static bool stmt_round(const rx_stmt *s)
+{
+    switch ((rx_skind)s->kind) {
+    case RX_S_STORE: return rounds(s->u.store.value);
+    case RX_S_LET: return rounds(s->u.let.value);
+    default: return false;
+    }
+}
+
 bool rxi_cg_hot(const rx_stmts *ss)
 {
     return any_in_simd(ss, true, false, stmt_expf) || /* anywhere: see the file essay */
+           any_in_simd(ss, true, false, stmt_round) ||
            any_in_simd(ss, false, true, stmt_tile_update);
 }
 

@@ -21,11 +21,11 @@ import sys
 import tempfile
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from e2e_check import run_status, start  # noqa: E402
+from e2e_check import start  # noqa: E402
+from onnx_runner import Runner  # noqa: E402
 
 INT64_MAX = 2**63 - 1
 
@@ -127,37 +127,6 @@ def unary_model(node, x_shape, y_shape, opset=13):
 
 # ---- running ----
 
-class Runner:
-    def __init__(self, relaxc, relax_run, checks, tmp):
-        self.relaxc, self.relax_run, self.checks, self.tmp = relaxc, relax_run, checks, tmp
-
-    def build(self, model, name, target="cpu"):
-        path = os.path.join(self.tmp, name + ".onnx")
-        onnx.save(model, path)
-        rxa = os.path.join(self.tmp, "%s.%s.rxa" % (name, target))
-        rc, _, err = run_status([self.relaxc, "build", path, "-o", rxa, "--target", target])
-        self.checks.check(rc == 0, "%s: relaxc build --target %s%s"
-                          % (name, target, "" if rc == 0 else ": " + err[-1500:]))
-        return rxa if rc == 0 else None
-
-    def outputs(self, rxa, ins):
-        """(list of outputs, "") or (None, stderr)."""
-        args = []
-        for name, a in ins.items():
-            f = os.path.join(self.tmp, name + ".npy")
-            np.save(f, a)
-            args += ["--in", "%s=%s" % (name, f)]
-        out = tempfile.mkdtemp(dir=self.tmp, prefix="out")
-        rc, _, err = run_status([self.relax_run, rxa, "--out-dir", out] + args)
-        if rc != 0:
-            return None, err
-        got, i = [], 0
-        while os.path.exists(os.path.join(out, "out%d.npy" % i)):
-            got.append(np.load(os.path.join(out, "out%d.npy" % i)))
-            i += 1
-        return got, ""
-
-
 def test_nms(r, rng):
     check = r.checks.check
     b, c = 2, 3
@@ -167,7 +136,7 @@ def test_nms(r, rng):
     for cpb in (0, 1):
         for opt, what in combos:
             name = "nms_cpb%d_%s" % (cpb, what.split()[0])
-            rxa = r.build(nms_model(40, list(opt), cpb), name)
+            rxa, _ = r.build(nms_model(40, list(opt), cpb), name)
             if not rxa:
                 continue
             boxes = random_boxes(rng, b, 40, cpb)
@@ -178,7 +147,7 @@ def test_nms(r, rng):
             check(ok, "nms center_point_box=%d, %s: %d rows equal the reference%s"
                   % (cpb, what, len(want), "" if ok else ": got %s / %s" % (got, err[-800:])))
     # a symbolic box count: one artifact, two sizes, and the kept boxes gathered
-    rxa = r.build(nms_model("n", [INT64_MAX, 0.45, None], 0, gather=True), "nms_sym")
+    rxa, _ = r.build(nms_model("n", [INT64_MAX, 0.45, None], 0, gather=True), "nms_sym")
     for n in (7, 300):
         if not rxa:
             break
@@ -191,14 +160,14 @@ def test_nms(r, rng):
         check(ok, "nms symbolic n=%d (INT64_MAX boxes, then Gather): %d rows and their boxes"
               % (n, len(want)) + ("" if ok else ": %s / %s" % (got, err[-800:])))
     # a bad threshold is a run-time error naming it
-    rxa = r.build(nms_model(8, [3, 1.5, None], 0), "nms_bad_iou")
+    rxa, _ = r.build(nms_model(8, [3, 1.5, None], 0), "nms_bad_iou")
     if rxa:
         boxes = random_boxes(rng, 1, 8, 0)
         got, err = r.outputs(rxa, {"boxes": boxes, "scores": rng.random((1, 1, 8)).astype(np.float32)})
         check(got is None and "iou_threshold must be in [0, 1]" in err,
               "nms iou_threshold 1.5: a clear error (%s)" % err.strip()[-200:])
     # OpenCL (PoCL here): the built-in runs on the host between device moves
-    rxa = r.build(nms_model(30, [3, 0.5, 0.1], 0), "nms_opencl", "opencl")
+    rxa, _ = r.build(nms_model(30, [3, 0.5, 0.1], 0), "nms_opencl", "opencl")
     if rxa:
         boxes = random_boxes(rng, 2, 30, 0)
         scores = rng.random((2, 3, 30)).astype(np.float32)
@@ -214,7 +183,7 @@ def test_norms(r, rng):
     for p in (1, 2):
         for axis in (-1, 1):
             node = helper.make_node("LpNormalization", ["x"], ["y"], p=p, axis=axis)
-            rxa = r.build(unary_model(node, ["b", 5, 6, 7], ["b", 5, 6, 7]), "lpnorm%d_%d" % (p, axis))
+            rxa, _ = r.build(unary_model(node, ["b", 5, 6, 7], ["b", 5, 6, 7]), "lpnorm%d_%d" % (p, axis))
             if not rxa:
                 continue
             got, err = r.outputs(rxa, {"x": x})
@@ -227,7 +196,7 @@ def test_norms(r, rng):
     for p in (2, 3):
         node = helper.make_node("LpPool", ["x"], ["y"], p=p, kernel_shape=[3, 3], strides=[2, 2],
                                 pads=[1, 1, 1, 1])
-        rxa = r.build(unary_model(node, [2, 3, 9, 10], [2, 3, 5, 5], 18), "lppool%d" % p)
+        rxa, _ = r.build(unary_model(node, [2, 3, 9, 10], [2, 3, 5, 5], 18), "lppool%d" % p)
         if not rxa:
             continue
         got, err = r.outputs(rxa, {"x": xp})
@@ -240,7 +209,7 @@ def test_norms(r, rng):
         ok = got is not None and np.allclose(got[0], want, rtol=1e-5, atol=1e-6)
         check(ok, "LpPool p=%d 3x3 stride 2 pads 1%s" % (p, "" if ok else ": %s" % err[-600:]))
     node = helper.make_node("GlobalLpPool", ["x"], ["y"], p=2)
-    rxa = r.build(unary_model(node, ["b", 3, "h", "w"], ["b", 3, 1, 1]), "globallppool")
+    rxa, _ = r.build(unary_model(node, ["b", 3, "h", "w"], ["b", 3, 1, 1]), "globallppool")
     if rxa:
         got, err = r.outputs(rxa, {"x": xp})
         want = np.sqrt((xp.astype(np.float64) ** 2).sum(axis=(2, 3), keepdims=True))

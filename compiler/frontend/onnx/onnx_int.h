@@ -221,6 +221,8 @@ rx_node *ox_field(ox_ctx *c, rx_node *t, int i, const char *name);
 /* concat of v[0..n) along axis (NULL if any is NULL). */
 rx_node *ox_concat(ox_ctx *c, rx_node **v, int n, int64_t axis);
 /* x reversed along axis ax (onnx_nn.c). */
+/* strided_slice of x along one axis: elements begin, begin + step, .. before end. */
+rx_node *ox_slice1(ox_ctx *c, rx_node *x, int64_t axis, int64_t begin, int64_t end, int64_t step);
 rx_node *ox_flip(ox_ctx *c, rx_node *x, int ax);
 
 /* ---- the converters (onnx_elemwise.c, onnx_shape.c, onnx_nn.c) ---- */

@@ -45,16 +45,20 @@ bool ox_c_reduce(ox_ctx *c)
     return ox_out_node(c, 0, y);
 }
 
-/* x reversed along axis ax: strided_slice from the last element down, stride -1. */
-rx_node *ox_flip(ox_ctx *c, rx_node *x, int ax)
+rx_node *ox_slice1(ox_ctx *c, rx_node *x, int64_t axis, int64_t begin, int64_t end, int64_t step)
 {
-    int64_t axis = ax, begin = -1, end = -((int64_t)1 << 62), step = -1;
     rx_attr *m = ox_amap(c);
     ox_aset(c, m, "axes", ox_aints(c, &axis, 1));
     ox_aset(c, m, "begin", ox_aints(c, &begin, 1));
     ox_aset(c, m, "end", ox_aints(c, &end, 1));
     ox_aset(c, m, "strides", ox_aints(c, &step, 1));
     return ox_call1(c, "strided_slice", x, m);
+}
+
+/* x reversed along axis ax: strided_slice from the last element down, stride -1. */
+rx_node *ox_flip(ox_ctx *c, rx_node *x, int ax)
+{
+    return ox_slice1(c, x, ax, -1, -((int64_t)1 << 62), -1);
 }
 
 /* ArgMax ArgMin; select_last_index = 1 runs on x reversed along the axis and maps the

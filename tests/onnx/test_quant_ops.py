@@ -1,0 +1,237 @@
+#!/usr/bin/python3
+"""Integer products of quantized models through the ONNX importer and relax-run
+(docs/onnx.md "Quantization"), exact against NumPy's int64 arithmetic:
+  matmulinteger  MatMulInteger u8 x i8 and u8 x u8 with scalar, per-row (a) and
+                 per-column (b) zero points, contractions of 64, 700 and 2000 (one,
+                 two and four f32 blocks: the product is computed in f32 blocks each
+                 exact below 2^24; one case's sums are all above 2^24, so one f32
+                 product would round them), a 3-d a over a 2-d b, b a constant and b an input
+                 (the weights given at run time), the i32 result bit for bit
+  qlinear        QLinearMatMul with K = 1500: requantized u8 equal to the float64
+                 reference's round-half-even
+  qdq            QuantizeLinear / DequantizeLinear around a MatMul whose int8 weight has
+                 per-column scales: dequantized once at import (no int8 tensor left)
+  dynamic        quantize_dynamic's pattern (DynamicQuantizeLinear, MatMulInteger,
+                 Cast, the scales' product, bias, ReLU, a second layer) on
+                 (128, 768) x (768, 3072) x (3072, 768) against NumPy computing the same
+                 steps (exactly: f32 scales as ONNX Runtime computes them), and the
+                 generated C rounds with the vector ISA versions (rx_isa) and the
+                 min/max of the quantization run as row reductions (no whole-tensor
+                 serial loop left)
+Usage: test_quant_ops.py BUILD_DIR
+"""
+import os
+import sys
+import tempfile
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from e2e_check import run_status, start  # noqa: E402
+from onnx_runner import Runner  # noqa: E402
+
+T = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8, np.float32: TensorProto.FLOAT,
+     np.int32: TensorProto.INT32}
+
+
+def model(nodes, inputs, outputs, inits=(), opset=13):
+    g = helper.make_graph(nodes, "q", inputs, outputs, list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def vi(name, dt, shape):
+    return helper.make_tensor_value_info(name, T[dt], shape)
+
+
+def test_matmulinteger(r, rng):
+    check = r.checks.check
+    cases = [  # (name, M, K, N, a dtype, b dtype, a zp kind, b zp kind, b given at run time)
+        ("k64_scalar", 5, 64, 9, np.uint8, np.int8, "scalar", "scalar", False),
+        ("k700_rowcol", 7, 700, 33, np.uint8, np.int8, "row", "col", False),
+        ("k2000_u8u8", 6, 2000, 17, np.uint8, np.uint8, "scalar", "col", False),
+        ("k700_3d", (2, 3), 700, 20, np.uint8, np.int8, "scalar", "scalar", False),
+        ("k1500_runtime_b", 4, 1500, 12, np.uint8, np.int8, "scalar", "col", True),
+        ("k900_nozp", 3, 900, 8, np.uint8, np.int8, None, None, False),
+        ("k2000_large", 4, 2000, 16, np.uint8, np.int8, None, None, False),
+    ]
+    for name, m, k, n, adt, bdt, az, bz, b_input in cases:
+        lead = list(m) if isinstance(m, tuple) else [m]
+        a = rng.integers(0, 256, lead + [k]).astype(adt)
+        info = np.iinfo(bdt)
+        b = rng.integers(info.min, info.max + 1, (k, n)).astype(bdt)
+        if name.endswith("large"):  # sums near 2000 * 227 * 113: odd ones above 2^24
+            a = rng.integers(200, 256, lead + [k]).astype(adt)
+            b = rng.integers(100, 128, (k, n)).astype(bdt)
+        azp = None if az is None else (rng.integers(0, 256, (lead[-1],)) if az == "row"
+                                       else rng.integers(0, 256, (1,))).astype(adt)
+        bzp = None if bz is None else (rng.integers(info.min, info.max + 1, (n,)) if bz == "col"
+                                       else rng.integers(info.min, info.max + 1, (1,))).astype(bdt)
+        if az == "scalar":
+            azp = azp.reshape(())
+        if bz == "scalar":
+            bzp = bzp.reshape(())
+        inits, ins = [], ["a", "b", "", ""]
+        inputs = [vi("a", adt, lead + [k])]
+        if b_input:
+            inputs.append(vi("b", bdt, [k, n]))
+        else:
+            inits.append(numpy_helper.from_array(b, "b"))
+        if azp is not None:
+            inits.append(numpy_helper.from_array(azp, "azp"))
+            ins[2] = "azp"
+        if bzp is not None:
+            inits.append(numpy_helper.from_array(bzp, "bzp"))
+            ins[3] = "bzp"
+        while ins[-1] == "":
+            ins.pop()
+        node = helper.make_node("MatMulInteger", ins, ["y"])
+        rxa, _ = r.build(model([node], inputs, [vi("y", np.int32, lead + [n])], inits),
+                         "mmi_" + name)
+        if not rxa:
+            continue
+        feeds = {"a": a}
+        if b_input:
+            feeds["b"] = b
+        got, err = r.outputs(rxa, feeds)
+        got = got[0] if got else None
+        a64 = a.astype(np.int64) - (0 if azp is None else
+                                    (azp.astype(np.int64)[:, None] if az == "row" else azp.astype(np.int64)))
+        b64 = b.astype(np.int64) - (0 if bzp is None else bzp.astype(np.int64))
+        want = (a64 @ b64).astype(np.int32)
+        ok = got is not None and got.dtype == np.int32 and np.array_equal(got, want)
+        check(ok, "MatMulInteger %s (K %d, |sum| up to %d): i32 equal to NumPy%s"
+              % (name, k, int(np.abs(a64 @ b64).max()), "" if ok else ": " + err[-600:]))
+
+
+def test_qlinear(r, rng):
+    check = r.checks.check
+    m, k, n = 6, 1500, 10
+    a = rng.integers(0, 256, (m, k)).astype(np.uint8)
+    b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    sa, za, sb, zb, sy, zy = 0.02, 120, 0.01, 0, 40.0, 128
+    inits = [numpy_helper.from_array(np.array(v, dt), nm) for nm, v, dt in
+             (("sa", sa, np.float32), ("za", za, np.uint8), ("b", b, np.int8),
+              ("sb", sb, np.float32), ("zb", zb, np.int8), ("sy", sy, np.float32),
+              ("zy", zy, np.uint8))]
+    node = helper.make_node("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"], ["y"])
+    rxa, _ = r.build(model([node], [vi("a", np.uint8, [m, k])], [vi("y", np.uint8, [m, n])], inits),
+                     "qlinearmatmul")
+    if rxa:
+        got, err = r.outputs(rxa, {"a": a})
+        got = got[0] if got else None
+        acc = (a.astype(np.int64) - za) @ (b.astype(np.int64) - zb)
+        scale = np.float32(np.float32(sa) * np.float32(sb) / np.float32(sy))
+        want = np.clip(np.round(acc.astype(np.float32) * scale) + zy, 0, 255).astype(np.uint8)
+        ok = got is not None and np.array_equal(got, want)
+        check(ok, "QLinearMatMul K %d: u8 equal to the reference%s" % (k, "" if ok else ": " + err[-600:]))
+
+
+def test_qdq(r, rng):
+    """QuantizeLinear / DequantizeLinear pairs around a MatMul (the QDQ format), the
+    weight an int8 constant with per-column scales: the importer dequantizes it once
+    (a f32 constant), so no kernel reads the int8 weight."""
+    check = r.checks.check
+    m, k, n = 16, 96, 40
+    w = rng.integers(-127, 128, (k, n)).astype(np.int8)
+    ws = (rng.random(n) * 0.02 + 0.001).astype(np.float32)
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(ws, "ws"),
+             numpy_helper.from_array(np.zeros(n, np.int8), "wz"),
+             numpy_helper.from_array(np.array(0.05, np.float32), "xs"),
+             numpy_helper.from_array(np.array(128, np.uint8), "xz")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], axis=1),
+             helper.make_node("MatMul", ["xd", "wd"], ["y"])]
+    rxa, path = r.build(model(nodes, [vi("x", np.float32, [m, k])], [vi("y", np.float32, [m, n])],
+                              inits), "qdq_matmul")
+    if not rxa:
+        return
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    got, err = r.outputs(rxa, {"x": x})
+    xd = (np.clip(np.round(x / np.float32(0.05)) + 128, 0, 255) - 128).astype(np.float32) * np.float32(0.05)
+    wd = w.astype(np.float32) * ws
+    want = xd.astype(np.float64) @ wd.astype(np.float64)
+    ok = got is not None and np.allclose(got[0], want, rtol=1e-5, atol=1e-5)
+    check(ok, "QDQ matmul with a per-column int8 weight%s" % ("" if ok else ": " + err[-600:]))
+    rc, ir, _ = run_status([r.relaxc, "print", path, "--after", "legalize"])
+    used = [ln for ln in ir.splitlines() if "i8" in ln and not ln.startswith("metadata[")]
+    check(rc == 0 and not used, "legalize: no int8 tensor used (the weight dequantized at "
+          "import): %s" % used[:2])
+
+
+def dyn_ref(x, w, ws, b):
+    """DynamicQuantizeLinear + MatMulInteger + Cast + scales + bias in ONNX's f32 steps."""
+    lo, hi = np.float32(min(x.min(), 0)), np.float32(max(x.max(), 0))
+    s = np.float32((hi - lo) / np.float32(255))
+    zp = np.float32(np.clip(np.round(np.float32(-lo) / s), 0, 255))
+    q = np.clip(np.round(x / s) + zp, 0, 255)
+    acc = (q.astype(np.int64) - int(zp)) @ w.astype(np.int64)
+    return acc.astype(np.int32).astype(np.float32) * np.float32(s * ws) + b
+
+
+def test_dynamic(r, rng):
+    check = r.checks.check
+    m, k, n = 128, 768, 3072
+    nodes, inits, x = [], [], "x"
+    ws, bs = [], []
+    for i, (kk, nn) in enumerate([(k, n), (n, k)]):
+        w = rng.integers(-127, 128, (kk, nn)).astype(np.int8)
+        bias = (rng.standard_normal(nn) * 0.1).astype(np.float32)
+        ws.append(w)
+        bs.append(bias)
+        inits += [numpy_helper.from_array(w, "w%d" % i),
+                  numpy_helper.from_array(np.array(0.01, np.float32), "ws%d" % i),
+                  numpy_helper.from_array(np.array(0, np.int8), "wz%d" % i),
+                  numpy_helper.from_array(bias, "b%d" % i)]
+        nodes += [helper.make_node("DynamicQuantizeLinear", [x], ["q%d" % i, "qs%d" % i, "qz%d" % i]),
+                  helper.make_node("MatMulInteger", ["q%d" % i, "w%d" % i, "qz%d" % i, "wz%d" % i],
+                                   ["mi%d" % i]),
+                  helper.make_node("Cast", ["mi%d" % i], ["mf%d" % i], to=TensorProto.FLOAT),
+                  helper.make_node("Mul", ["qs%d" % i, "ws%d" % i], ["sc%d" % i]),
+                  helper.make_node("Mul", ["mf%d" % i, "sc%d" % i], ["ms%d" % i]),
+                  helper.make_node("Add", ["ms%d" % i, "b%d" % i], ["y%d" % i])]
+        if i == 0:
+            nodes.append(helper.make_node("Relu", ["y0"], ["r0"]))
+            x = "r0"
+    rxa, path = r.build(model(nodes, [vi("x", np.float32, [m, k])], [vi("y1", np.float32, [m, k])],
+                              inits), "dynamic_mlp")
+    if not rxa:
+        return
+    xin = rng.standard_normal((m, k)).astype(np.float32)
+    got, err = r.outputs(rxa, {"x": xin})
+    got = got[0] if got else None
+    h = np.maximum(dyn_ref(xin, ws[0], np.float32(0.01), bs[0]), 0)
+    want = dyn_ref(h, ws[1], np.float32(0.01), bs[1])
+    ok = got is not None and np.allclose(got, want, rtol=1e-5, atol=1e-4)
+    check(ok, "dynamic quantization MLP 128x768x3072x768: equal to NumPy's steps (max |diff| %s)%s"
+          % (None if got is None else float(np.abs(got - want).max()), "" if ok else ": " + err[-600:]))
+    rc, c_text, err = run_status([r.relaxc, "print", path, "--after", "codegen"])
+    versions = [part.split("\n}\n")[0] for part in c_text.split("static RX_TARGET_V3_EXACT ")[1:]]
+    rounding = [v.split("(")[0] for v in versions if "nearbyintf(" in v]
+    check(rc == 0 and len(rounding) >= 2,
+          "codegen: the quantizing kernels have exact AVX2 versions (%s)" % ", ".join(rounding))
+    rc, ir, err = run_status([r.relaxc, "print", path, "--after", "legalize"])
+    whole = [ln for ln in ir.splitlines() if (" = min(" in ln or " = max(" in ln) and "axis" not in ln
+             and "(128, 768)" in ln]
+    check(rc == 0 and not whole, "legalize: no min / max over a whole (128, 768) tensor (%s)"
+          % whole[:2])
+
+
+def main():
+    tools = start(sys.argv, __doc__)
+    if tools is None:
+        return 2
+    relaxc, relax_run, checks = tools
+    rng = np.random.default_rng(5)
+    with tempfile.TemporaryDirectory(prefix="rx_quant.") as tmp:
+        r = Runner(relaxc, relax_run, checks, tmp)
+        test_matmulinteger(r, rng)
+        test_qlinear(r, rng)
+        test_qdq(r, rng)
+        test_dynamic(r, rng)
+    return checks.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
