@@ -317,6 +317,7 @@ static void run_job(rx_compiler *k, rx_job *j, json_t **result, json_t **error, 
     rx_compile_opts_apply(&j->opts, &bo, &names);
     bo.cc = &cc;
     bo.max_memory = (size_t)k->cfg->max_compile_memory;
+    bo.max_module_bytes = (size_t)k->cfg->max_module_bytes; /* parsed against it already */
     rx_build_result br;
     rx_diags d;
     rx_diags_init(&d);

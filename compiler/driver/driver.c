@@ -409,7 +409,8 @@ static bool run(bstate *s, const char *json, size_t n, int last)
         r->failed = "options";
         return false;
     }
-    s->m = rx_json_read(json, n, NULL, s->d);
+    rx_read_opts ro = {.max_bytes = s->o->max_module_bytes};
+    s->m = rx_json_read(json, n, &ro, s->d);
     if (!s->m) {
         r->failed = "parse";
         return false;

@@ -37,7 +37,10 @@
  * print and hash; non-default values are part of the cache key. --opt-level picks the
  * passes (driver.h); --disable-pass (repeatable) turns one optional step off.
  * --max-compile-memory bounds the compiler's memory (rx_build_opts.max_memory, as
- * relaxd's setting of the same name; default: no limit).
+ * relaxd's setting of the same name; default: no limit). A module read here is the
+ * user's own file, not a request: its text may hold up to LOCAL_MAX_BYTES (the reader's
+ * default 256 MiB refused a 12-layer BERT-base, 584 MB of relax-json with its weights
+ * inline; relaxd keeps its max_module_bytes).
  *
  * Exit status: 0 success; 1 a user-facing failure (one `error:` line, then the
  * located details, on stderr); 2 bad usage. "-" reads the module from stdin.
@@ -128,6 +131,9 @@ static void report(const char *path, const rx_diags *d)
 
 static bool read_module(const char *path, rx_sb *text);
 
+#define LOCAL_MAX_BYTES ((size_t)64 << 30) /* a local module's text (file essay) */
+static const rx_read_opts LOCAL_READ = {.max_bytes = LOCAL_MAX_BYTES};
+
 /* Loads and (when deduce) deduces a module; NULL after reporting. */
 static rx_module *load(const char *path, bool deduce)
 {
@@ -136,7 +142,7 @@ static rx_module *load(const char *path, bool deduce)
     rx_module *m = NULL;
     if (rx_onnx_is_path(path)) {
         rx_sb text = {0};
-        if (read_module(path, &text)) m = rx_json_read(rx_sb_str(&text), text.n, NULL, &d);
+        if (read_module(path, &text)) m = rx_json_read(rx_sb_str(&text), text.n, &LOCAL_READ, &d);
         rx_sb_free(&text);
         if (!m) {
             rx_diags_free(&d);
@@ -150,10 +156,10 @@ static rx_module *load(const char *path, bool deduce)
             rx_diags_free(&d);
             return NULL;
         }
-        m = rx_json_read(rx_sb_str(&text), text.n, NULL, &d);
+        m = rx_json_read(rx_sb_str(&text), text.n, &LOCAL_READ, &d);
         rx_sb_free(&text);
     } else {
-        m = rx_json_read_file(path, NULL, &d);
+        m = rx_json_read_file(path, &LOCAL_READ, &d);
     }
     if (m && deduce && !(rx_deduce_module(m, &d) && rx_verify_module(m, "deduce", &d))) {
         rx_module_free(m);
@@ -467,7 +473,7 @@ int main(int argc, char **argv)
     off[noff] = NULL;
     rx_build_opts bo = {.target = target, .opt_level = opt_level, .dump_dir = dump_dir,
                         .lib = lib, .disable = noff ? off : NULL, .max_memory = max_memory,
-                        .verify_each = verify_each};
+                        .max_module_bytes = LOCAL_MAX_BYTES, .verify_each = verify_each};
     if (!strcmp(cmd, "print")) {
         bool known = after && !strcmp(after, "parse");
         for (int i = 0; after && i < rx_pipeline_count(); i++) known = known || !strcmp(after, rx_pipeline_name(i));

@@ -46,6 +46,9 @@ typedef struct rx_build_opts {
                               pass's results) may hold; checked after parsing and after
                               each pass, the build failing at stage "memory" past it.
                               0: no limit. Not in the cache key */
+    size_t max_module_bytes; /* the module text's size limit (rx_read_opts.max_bytes; 0:
+                              the reader's 256 MiB): relaxc lifts it for local files,
+                              relaxd passes max_module_bytes. Not in the cache key */
     bool verify_each;      /* rx_verify_module after every graph-level stage (always
                               on without NDEBUG). Not in the cache key */
     /* Called after every graph-level stage that ran, before the verifier, with the

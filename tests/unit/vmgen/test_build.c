@@ -384,6 +384,31 @@ START_TEST(print_after_each_pass)
 }
 END_TEST
 
+/* rx_build_opts.max_module_bytes bounds the module text the build parses (relaxc lifts
+ * it for local files, relaxd passes its max_module_bytes); 0 is the reader's 256 MiB. */
+START_TEST(module_size_limit)
+{
+    char *j = vt_json(mod);
+    size_t n = strlen(j);
+    rx_build_opts o = {.max_module_bytes = n - 1};
+    rx_build_result r;
+    rx_diags d;
+    rx_diags_init(&d);
+    ck_assert(!rx_build_run(j, n, &o, &r, &d));
+    ck_assert_str_eq(r.failed, "parse");
+    ck_assert_msg(strstr(d.list.items[0].msg, "over the limit of"), "%s", d.list.items[0].msg);
+    rx_diags_free(&d);
+    for (int i = 0; i < 2; i++) {
+        o.max_module_bytes = i ? n : 0;
+        rx_diags_init(&d);
+        ck_assert(rx_build_run(j, n, &o, &r, &d));
+        free(r.rxa);
+        rx_diags_free(&d);
+    }
+    free(j);
+}
+END_TEST
+
 START_TEST(lowering_errors_are_located)
 {
     static const char fl[] =
@@ -585,6 +610,7 @@ static Suite *build_suite(void)
     tcase_add_test(tc, reproducible_bytes);
     tcase_add_test(tc, library_mismatch_names_binding);
     tcase_add_test(tc, print_after_each_pass);
+    tcase_add_test(tc, module_size_limit);
     tcase_add_test(tc, lowering_errors_are_located);
     tcase_add_test(tc, library_not_on_target);
     tcase_add_test(tc, concurrent_builds);
