@@ -9,6 +9,9 @@
                  (the weights given at run time), the i32 result bit for bit
   qlinear        QLinearMatMul with K = 1500: requantized u8 equal to the float64
                  reference's round-half-even
+  convinteger    ConvInteger u8 x i8 with 576 and 1170 terms (two and three blocks of input
+                 channels), stride 2, depthwise, 1x1, zero points per tensor and per output
+                 channel; QLinearConv with an i32 bias; i32 / u8 exact against NumPy
   qdq            QuantizeLinear / DequantizeLinear around a MatMul whose int8 weight has
                  per-column scales: dequantized once at import (no int8 tensor left)
   dynamic        quantize_dynamic's pattern (DynamicQuantizeLinear, MatMulInteger,
@@ -160,6 +163,81 @@ def test_qdq(r, rng):
           "import): %s" % used[:2])
 
 
+def conv_ref(x, w, stride, pad, group):
+    """int64 NCHW convolution (cross-correlation) by taps, as ONNX defines it."""
+    n, ci, h, wd = x.shape
+    co, cig, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    y = np.zeros((n, co, oh, ow), np.int64)
+    per = co // group
+    for o in range(co):
+        g = o // per
+        for i in range(cig):
+            for a in range(kh):
+                for b in range(kw):
+                    y[:, o] += w[o, i, a, b] * xp[:, g * cig + i, a:a + stride * oh:stride,
+                                                 b:b + stride * ow:stride]
+    return y
+
+
+def test_conv_integer(r, rng):
+    """ConvInteger and QLinearConv as exact f32 blocks: the input channels cut into blocks
+    when (C / group) * taps passes one block's terms."""
+    check = r.checks.check
+    cases = [  # name, C in, C out, k, stride, pad, group, weight zero point per channel
+        ("c64_3x3", 64, 16, 3, 1, 1, 1, True),     # 576 terms: two blocks
+        ("c130_3x3_s2", 130, 8, 3, 2, 1, 1, False),  # 1170 terms: three blocks, sums > 2^24
+        ("dw_3x3", 24, 24, 3, 1, 1, 24, False),    # depthwise: 9 terms
+        ("c32_1x1", 32, 12, 1, 1, 0, 1, True),
+    ]
+    for name, ci, co, k, st, pad, group, per_ch in cases:
+        x = rng.integers(0, 256, (2, ci, 9, 10)).astype(np.uint8)
+        w = rng.integers(-128, 128, (co, ci // group, k, k)).astype(np.int8)
+        xz = np.array(rng.integers(0, 256), np.uint8)
+        wz = rng.integers(-5, 6, (co,)).astype(np.int8) if per_ch else np.array(3, np.int8)
+        if name.startswith("c130"):  # sums near 1170 * 227 * 113: past 2^24, one f32 rounds
+            x = rng.integers(200, 256, x.shape).astype(np.uint8)
+            w = rng.integers(100, 128, w.shape).astype(np.int8)
+            xz, wz = np.array(0, np.uint8), np.array(0, np.int8)
+        inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(xz, "xz"),
+                 numpy_helper.from_array(wz, "wz")]
+        node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], strides=[st, st],
+                                pads=[pad] * 4, group=group)
+        rxa, _ = r.build(model([node], [vi("x", np.uint8, [2, ci, 9, 10])],
+                               [vi("y", np.int32, None)], inits, opset=10), "convint_" + name)
+        if not rxa:
+            continue
+        got, err = r.outputs(rxa, {"x": x})
+        wzb = wz.astype(np.int64).reshape(-1, 1, 1, 1) if per_ch else int(wz)
+        want = conv_ref(x.astype(np.int64) - int(xz), w.astype(np.int64) - wzb, st, pad, group)
+        ok = got is not None and got[0].dtype == np.int32 and np.array_equal(got[0], want)
+        check(ok, "ConvInteger %s (%d terms): i32 equal to NumPy%s"
+              % (name, ci // group * k * k, "" if ok else ": " + err[-600:]))
+    ci, co = 96, 10
+    x = rng.integers(0, 256, (1, ci, 8, 8)).astype(np.uint8)
+    w = rng.integers(-128, 128, (co, ci, 3, 3)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, (co,)).astype(np.int32)
+    sx, zx, sw, sy, zy = 0.02, 100, 0.01, 2.0, 128
+    inits = [numpy_helper.from_array(np.array(v, dt), nm) for nm, v, dt in
+             (("sx", sx, np.float32), ("zx", zx, np.uint8), ("sw", sw, np.float32),
+              ("zw", 0, np.int8), ("sy", sy, np.float32), ("zy", zy, np.uint8))]
+    inits += [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "bias")]
+    node = helper.make_node("QLinearConv", ["x", "sx", "zx", "w", "sw", "zw", "sy", "zy", "bias"],
+                            ["y"], pads=[1, 1, 1, 1])
+    rxa, _ = r.build(model([node], [vi("x", np.uint8, [1, ci, 8, 8])], [vi("y", np.uint8, None)],
+                           inits, opset=10), "qlinearconv")
+    if rxa:
+        got, err = r.outputs(rxa, {"x": x})
+        acc = conv_ref(x.astype(np.int64) - zx, w.astype(np.int64), 1, 1, 1) + \
+            bias.astype(np.int64).reshape(1, -1, 1, 1)
+        scale = np.float32(np.float32(sx) * np.float32(sw) / np.float32(sy))
+        want = np.clip(np.round(acc.astype(np.float32) * scale) + zy, 0, 255).astype(np.uint8)
+        ok = got is not None and np.array_equal(got[0], want)
+        check(ok, "QLinearConv 96 channels 3x3 (864 terms, two blocks) with an i32 bias%s"
+              % ("" if ok else ": " + err[-600:]))
+
+
 def dyn_ref(x, w, ws, b):
     """DynamicQuantizeLinear + MatMulInteger + Cast + scales + bias in ONNX's f32 steps."""
     lo, hi = np.float32(min(x.min(), 0)), np.float32(max(x.max(), 0))
@@ -229,6 +307,7 @@ def main():
         test_matmulinteger(r, rng)
         test_qlinear(r, rng)
         test_qdq(r, rng)
+        test_conv_integer(r, rng)
         test_dynamic(r, rng)
     return checks.done()
 

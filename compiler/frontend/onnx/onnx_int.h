@@ -243,6 +243,11 @@ bool ox_pool_indices(ox_ctx *c, rx_node *x, rx_node *y, const int64_t k[2],
                      bool col_major);
 /* The i32 convolution of inputs xi, wi less their zero points xz, wz (per output
  * channel for the weight), plus the bias input (when >= 0 and present); onnx_nn.c. */
+/* The node's convolution of x and w (its window attributes, no bias: onnx_nn.c); the
+ * i32 convolution of ConvInteger / QLinearConv as exact f32 blocks, NULL when they do
+ * not apply (onnx_quant.c). */
+rx_node *ox_conv_window(ox_ctx *c, rx_node *x, rx_node *w);
+rx_node *ox_conv_blocked(ox_ctx *c, int xi, int xz, int wi, int wz, int bias);
 rx_node *ox_conv_integer(ox_ctx *c, int xi, int xz, int wi, int wz, int bias);
 bool ox_c_scatter(ox_ctx *c);
 bool ox_c_pad(ox_ctx *c);

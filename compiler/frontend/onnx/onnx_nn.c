@@ -351,9 +351,12 @@ static rx_node *conv_of(ox_ctx *c, rx_node *x, rx_node *w, int bias)
     return conv_out(c, "nn.conv%dd", x, w, s, pads, dil, NULL, sr, bias);
 }
 
+rx_node *ox_conv_window(ox_ctx *c, rx_node *x, rx_node *w) { return conv_of(c, x, w, -1); }
+
 rx_node *ox_conv_integer(ox_ctx *c, int xi, int xz, int wi, int wz, int bias)
 {
-    return conv_of(c, int_operand(c, xi, xz), int_operand(c, wi, wz), bias);
+    rx_node *y = ox_conv_blocked(c, xi, xz, wi, wz, bias); /* exact f32 blocks */
+    return y ? y : conv_of(c, int_operand(c, xi, xz), int_operand(c, wi, wz), bias);
 }
 
 /* Conv, and ConvInteger (i32 operands less their zero points, no bias). */
