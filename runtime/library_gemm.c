@@ -36,6 +36,17 @@
  * a time with the panel after next prefetched at once 13.3%; one panel, prefetch spread
  * over the tiles 11.7%; groups of 4 panels 9.8% (8: 11.3%, 16: 16.7%; 4 without the
  * prefetch 11.9%).
+ * Past STREAM_ROWS rows (whole blocks), the B block packed next (the next KC rows of
+ * these columns, else the next NC columns' first) is prefetched a slice per tile while
+ * the current one computes, as gemm_stream does for its groups: an encoder's weights
+ * (ViT, BERT: 197-256 rows) come from memory or L3 each call, and pack_b waited on
+ * every line (perf, one thread, Zen 5: pack_b 11-14% of a ViT block's and of a chain of
+ * 768 -> 3072 -> 768 linears' time at 256 rows, 3.5% after; the prefetch itself 5-6%).
+ * One thread, CPU time, alternated with the build before, medians of 5: linears 768 ->
+ * 3072 -> 768 x 3 at 256 rows 0.966x, 384 -> 1536 -> 384 x 4 at 197 rows 0.91x.
+ * Prefetching into L2 only (_MM_HINT_T1) measured the same. Copying a panel row with
+ * a constant-size memcpy, or 8 rows per sweep over the panels, did not change pack_b's
+ * share: its time is the loads of B.
  *
  * The micro-kernel: an AVX2+FMA one (6 broadcasts of A, 2 loads of B, 12 FMAs per
  * reduction index: at the FMA unit's peak on L1-resident panels) compiled with a target
@@ -609,6 +620,19 @@ static void gemm_block(const gemm_job *j, int64_t m0, int64_t m1, int64_t n0, in
             float beta = pc == 0 ? j->beta : 1.0f;
             const float *bsrc = j->b + pc * j->brs + jc * j->bcs;
             if (!b_direct) pack_b(pb, bsrc, j->brs, j->bcs, kc, nc, NR_);
+            /* The B block packed next (the next reduction block, else the next columns'
+             * first) prefetched a slice per tile while this one computes. */
+            const float *nbp = NULL;
+            int64_t nkc = 0, nw = 0;
+            if (!b_direct && j->bcs == 1 && pc + kc < j->k) {
+                nbp = j->b + (pc + kc) * j->brs + jc, nw = nc;
+                nkc = j->k - pc - kc < KC_ ? j->k - pc - kc : KC_;
+            } else if (!b_direct && j->bcs == 1 && jc + nc < n1) {
+                nbp = j->b + jc + nc, nkc = kcap;
+                nw = n1 - jc - nc < NC_ ? n1 - jc - nc : NC_;
+            }
+            int64_t plines = (nw + 15) / 16, t = 0;
+            int64_t calls = (mb + MR_ - 1) / MR_ * ((nc + NR_ - 1) / NR_);
             for (int64_t ic = m0; ic < m1; ic += MC_) {
                 int64_t mc = m1 - ic < MC_ ? m1 - ic : MC_;
                 pack_a(pa, j->a + ic * j->ars + pc * j->acs, j->ars, j->acs, mc, kc, MR_);
@@ -625,6 +649,10 @@ static void gemm_block(const gemm_job *j, int64_t m0, int64_t m1, int64_t n0, in
                     }
                     for (int64_t ir = 0; ir < mc; ir += MR_) {
                         int64_t mr = mc - ir < MR_ ? mc - ir : MR_;
+                        if (nbp)
+                            prefetch_rows(nbp, j->brs, plines, nkc * t / calls,
+                                          nkc * (t + 1) / calls);
+                        t++;
                         tile(j, kc, pa + ir * kc, bp, ldb, j->c + (ic + ir) * j->ldc + jc + jr,
                              mr, nr, beta, jc + jr, pc + kc == j->k);
                     }

@@ -115,6 +115,10 @@ static const int64_t shapes[][3] = {
      * with a 1-row tail); 300 columns: past the 256-column block, ending in 12 */
     {10, 70, 33}, {11, 97, 260}, {14, 40, 7}, {31, 63, 129}, {8, 32, 5},
     {129, 100, 64}, {257, 45, 300}, {40, 300, 70},
+    /* whole blocks past the streamed rows, the next B block prefetched while one
+     * computes: the next reduction block (300 deep), then the next columns' (the 8x32
+     * tile's 256-column blocks of 600, the last ending in a partial panel) */
+    {200, 600, 300},
 };
 
 START_TEST(test_gemm_shapes_transposes)
