@@ -13,11 +13,16 @@
  *                              or minimum(r, hi), scalar f32 constants lo <= hi: ONNX
  *                              Clip, as ReLU6 and Hardtanh export; F.relu6 exports as
  *                              Relu then Clip)
+ *   y = act(r)                (or, with r used by them alone: SiLU, r * sigmoid(r) or
+ *                              nn.silu however spelt (library_epi.c decides), act 3; or
+ *                              hardswish as ONNX HardSwish imports, r * min(max(r * 1/6
+ *                              + 0.5, 0), 1) in those five bindings, act 4)
  *
  * with every intermediate used once by the next becomes
  *   y = call_dps_library("blas.conv2d", x, w, params, [bias], [residual], out=...)
  * where params is an int64 (11,) constant (strides h, w; padding top, left, bottom,
- * right; dilation h, w; groups; flags 1 bias, 2 residual; act 1 relu), or (13,) with
+ * right; dilation h, w; groups; flags 1 bias, 2 residual; act 1 relu, 3 SiLU, 4
+ * hardswish), or (13,) with
  * act 2 (clamp) and the bounds' f32 bit patterns (maximum(r, 0) alone is act 1) —
  * runtime/library_conv.c says how it runs (sgemm on im2col panels, pointwise sgemm,
  * direct depthwise loops). Its cost rule: the library when N * O * OH * OW * (C / groups)
@@ -28,7 +33,10 @@
  * The pool rule (rx_ll_try_pool): an f32 NCHW nn.max_pool2d or nn.avg_pool2d becomes
  * call_dps_library("rt.pool2d", x, params) (params: pool size, strides, padding,
  * dilation, ceil_mode, max, count_include_pad; i64 (13,)) under the same volume rule on
- * the taps; name "pool2d".
+ * the taps; name "pool2d". So does an nn.adaptive_avg_pool2d whose windows are all one
+ * size (literal H, W divisible by the output's OH, OW; global average pooling is 1, 1):
+ * the avg pool of H / OH by W / OW, stride the same, no padding (its windows are the
+ * adaptive ones exactly). Other adaptive poolings stay generated.
  * The rnn form (rx_lib_rnn_call, called by legalize at every opt level): nn.rnn becomes
  * call_dps_library("rt.rnn", its 7 operands, params (mode, direction,
  * linear_before_reset)).
@@ -47,8 +55,9 @@
 
 /* ---- the conv rule: nn.conv2d chains -> blas.conv2d (runtime/library_conv.c) ---- */
 
-enum { CONV_NPARAMS = 11 }; /* blas.conv2d's params: strides, padding, dilation, groups,
-                               flags (1 bias, 2 residual), act (1 relu) */
+enum { CONV_NPARAMS = 11, /* blas.conv2d's params: strides, padding, dilation, groups,
+                            flags (1 bias, 2 residual), act (1 relu, 3 SiLU, 4 hardswish) */
+       CONV_MAXCHAIN = 24 }; /* conv, bias, residual, and the activation's bindings */
 
 /* The n = 1 or S = 2 (or 2 * S with padding) integers of attribute name into v. */
 static bool conv_ints(const rx_node *call, const char *name, int64_t *v, int max, int *n)
@@ -217,6 +226,60 @@ static int conv_act(const rx_ll_ctx *c, rx_block *b, rx_binding *u, int *chain, 
     return CONV_NPARAMS + 2;
 }
 
+/* The scalar f32 constant k within 1e-6 relative (absolute at 0) of want. */
+static bool scalar_near(const rx_ll_ctx *c, const rx_node *k, double want)
+{
+    double v;
+    return k && rx_ll_scalar_f32(c, k, &v) && fabs(v - want) <= 1e-6 * (want ? fabs(want) : 1.0);
+}
+
+/* Hardswish as ONNX HardSwish imports (and x * HardSigmoid(x) with alpha 1/6, beta 0.5):
+ * with x used exactly twice, m = x * 1/6; s = m + 0.5; a = maximum(s, 0); h = minimum(a,
+ * 1); y = x * h (each in either operand order, every intermediate used once). Appends the
+ * five bindings (y's last) to chain; returns whether it matched. */
+static bool hardswish_chain(const rx_ll_ctx *c, rx_block *b, rx_node *x, int after,
+                            const bool *drop, int *chain, int *len)
+{
+    if (x->kind != RX_N_VAR || x->u.var.id < 0 || x->u.var.id >= c->nids ||
+        c->uses[x->u.var.id] != 2)
+        return false;
+    rx_binding *m = NULL;
+    for (int k = after + 1; k < b->nbindings && !m; k++)
+        if (!drop[k] && !b->bindings[k].match_cast &&
+            scalar_near(c, op_other(b->bindings[k].value, "multiply", x), 1.0 / 6.0))
+            m = &b->bindings[k];
+    rx_binding *s = m ? conv_next(c, m->var, b, (int)(m - b->bindings), drop) : NULL;
+    if (!s || !scalar_near(c, op_other(s->value, "add", m->var), 0.5)) return false;
+    rx_binding *a = conv_next(c, s->var, b, (int)(s - b->bindings), drop);
+    if (!a || !scalar_near(c, op_other(a->value, "maximum", s->var), 0.0)) return false;
+    rx_binding *h = conv_next(c, a->var, b, (int)(a - b->bindings), drop);
+    if (!h || !scalar_near(c, op_other(h->value, "minimum", a->var), 1.0)) return false;
+    rx_binding *y = conv_next(c, h->var, b, (int)(h - b->bindings), drop);
+    if (!y || op_other(y->value, "multiply", h->var) != x) return false;
+    rx_binding *at[5] = {m, s, a, h, y};
+    for (int i = 0; i < 5; i++) chain[(*len)++] = (int)(at[i] - b->bindings);
+    return true;
+}
+
+/* SiLU (x * sigmoid(x), nn.silu, however spelt: library_epi.c) or hardswish ending a conv
+ * chain whose last value x is used by them alone: appends their bindings to chain and
+ * sets p's act (3, 4). */
+static void conv_gate_act(const rx_ll_ctx *c, rx_block *b, int *chain, int *len,
+                          const bool *drop, int64_t p[CONV_NPARAMS])
+{
+    rx_node *x = b->bindings[chain[*len - 1]].var;
+    if (hardswish_chain(c, b, x, chain[*len - 1], drop, chain, len)) {
+        p[10] = 4;
+        return;
+    }
+    rx_le_ctx le = {c->uses, c->nids, {rx_ll_def_of, (void *)c}};
+    int ch[16], act = RX_LE_ACT_NONE;
+    int k = rx_le_match(&le, b, x, chain[*len - 1], drop, ch, &act);
+    if (!k || act != RX_LE_ACT_SILU || *len + k > CONV_MAXCHAIN) return;
+    for (int i = 0; i < k; i++) chain[(*len)++] = ch[i];
+    p[10] = 3;
+}
+
 /* Tries the conv rule on binding j of dataflow block b: the chain
  *   y = nn.conv2d(x, w) [-> add per-channel bias] [-> add residual of y's shape]
  *       [-> nn.relu and/or a clamp: conv_act]
@@ -228,7 +291,7 @@ bool rx_ll_try_conv(rx_ll_ctx *c, rx_block *b, int j, bool *drop)
     int64_t p[CONV_NPARAMS + 2] = {0};
     if (!conv_ok(cb->value, p) || !conv_worth(c, cb->value)) return false;
     rx_node *cur = cb->var, *args[5] = {cb->value->args[0], cb->value->args[1], NULL};
-    int chain[6] = {j}, len = 1, nargs = 3;
+    int chain[CONV_MAXCHAIN] = {j}, len = 1, nargs = 3;
     rx_binding *u = conv_next(c, cur, b, j, drop);
     rx_node *k = u ? op_other(u->value, "add", cur) : NULL;
     if (k && channel_bias(k, cur)) {
@@ -240,7 +303,9 @@ bool rx_ll_try_conv(rx_ll_ctx *c, rx_block *b, int j, bool *drop)
         p[9] |= 2, args[nargs++] = k, chain[len++] = (int)(u - b->bindings), cur = u->var;
         u = conv_next(c, cur, b, chain[len - 1], drop);
     }
-    int np = u ? conv_act(c, b, u, chain, &len, drop, p) : CONV_NPARAMS;
+    int np = CONV_NPARAMS;
+    if (u) np = conv_act(c, b, u, chain, &len, drop, p);
+    else conv_gate_act(c, b, chain, &len, drop, p);
     args[2] = int_params(c->m, p, np);
     rx_ll_put_lib(c, &b->bindings[chain[len - 1]], "blas.conv2d", args, nargs);
     for (int i = 0; i < len - 1; i++) drop[chain[i]] = true;
@@ -264,18 +329,36 @@ static bool attr_bool(const rx_node *call, const char *name, bool *v)
  * N * C * OH * OW * KH * KW reach the threshold (a symbolic dim counts as large). The
  * generated pooling reads each tap through a bounds select (~3 ns a tap measured on the
  * probe's 3x3 stride-2 max pool); rt.pool2d clips the window per row instead. */
+/* An nn.adaptive_avg_pool2d whose windows are all one size: literal H, W divisible by the
+ * output's OH, OW (global average pooling: 1, 1). Its pool size and strides (H / OH,
+ * W / OW; no padding, dilation 1) into k and st. */
+static bool adaptive_as_pool(const rx_node *call, int64_t k[2], int64_t st[2])
+{
+    const rx_sinfo *x = call->args[0]->sinfo, *y = call->sinfo;
+    for (int d = 0; d < 2; d++) {
+        int64_t h, oh;
+        if (!rx_expr_is_const(x->dims[2 + d], &h) || !rx_expr_is_const(y->dims[2 + d], &oh) ||
+            oh < 1 || h < oh || h % oh)
+            return false;
+        k[d] = st[d] = h / oh;
+    }
+    return true;
+}
+
 bool rx_ll_try_pool(rx_ll_ctx *c, rx_binding *bd)
 {
     rx_node *call = bd->value;
-    bool is_max = rx_ll_is_op(call, "nn.max_pool2d");
-    if ((!is_max && !rx_ll_is_op(call, "nn.avg_pool2d")) || call->nargs != 1 ||
+    bool is_max = rx_ll_is_op(call, "nn.max_pool2d"),
+         adaptive = rx_ll_is_op(call, "nn.adaptive_avg_pool2d");
+    if ((!is_max && !adaptive && !rx_ll_is_op(call, "nn.avg_pool2d")) || call->nargs != 1 ||
         !rx_ll_f32_tensor(call->args[0]->sinfo, 4) || !rx_ll_f32_tensor(call->sinfo, 4) ||
         !attr_is(call, "layout", "NCHW"))
         return false;
-    int64_t k[2], st[2], pd[4], dl[2], p[POOL_NPARAMS] = {0};
-    int nk, ns, np, nd;
-    bool ceil_mode, cip = false;
-    if (!conv_ints(call, "pool_size", k, 2, &nk) || !conv_ints(call, "strides", st, 2, &ns) ||
+    int64_t k[2], st[2], pd[4] = {0}, dl[2] = {1, 1}, p[POOL_NPARAMS] = {0};
+    int nk = 2, ns = 2, np = 1, nd = 1;
+    bool ceil_mode = false, cip = false;
+    if (adaptive ? !adaptive_as_pool(call, k, st) :
+        !conv_ints(call, "pool_size", k, 2, &nk) || !conv_ints(call, "strides", st, 2, &ns) ||
         !conv_ints(call, "padding", pd, 4, &np) || np == 3 ||
         !conv_ints(call, "dilation", dl, 2, &nd) || !attr_bool(call, "ceil_mode", &ceil_mode) ||
         (!is_max && !attr_bool(call, "count_include_pad", &cip)))
