@@ -5,7 +5,9 @@
  *   rt.pool2d (x, params, y): max / avg pooling, f32 NCHW, params i64 (13,) = pool
  *     size (h, w), strides, padding (top, left, bottom, right), dilation, ceil_mode, max
  *     (1) or avg (0), count_include_pad; y's extents must be op_nn.c's window
- *     arithmetic of x's. Max starts from -FLT_MAX (padding never wins); avg divides by
+ *     arithmetic of x's; pool size and strides all 0 (with avg, no padding, dilation 1,
+ *     ceil_mode 0, y (N, C, 1, 1)): the global average of x's planes, whatever their
+ *     extents (library lowering's adaptive_avg_pool2d to 1 x 1 on symbolic H, W). Max starts from -FLT_MAX (padding never wins); avg divides by
  *     legalize_nn.c's tap count. Planes split across threads; each output row reduces
  *     the window's input rows column by column, then the columns (pool_row: KH + KW
  *     contiguous or strided passes instead of KH * KW; rx_rt_window_row if the row buffer
@@ -228,7 +230,7 @@ const char *rx_rt_pool2d_strerr(int32_t code)
     case CV_SHAPE: return "shape mismatch (x (N, C, H, W), y (N, C, OH, OW))";
     case CV_PARAMS:
         return "bad params (13 int64: pool size, strides, padding, dilation >= 1, ceil_mode, "
-               "max, count_include_pad)";
+               "max, count_include_pad; pool size and strides 0: a global average)";
     default: return NULL;
     }
 }
@@ -242,13 +244,24 @@ int32_t rx_rt_pool2d(DLTensor *const *args, int32_t nargs)
         return CV_DTYPE;
     if (pr->ndim != 1 || pr->shape[0] != PL_NPARAMS) return CV_PARAMS;
     const int64_t *q = at(pr);
+    /* pool size and strides 0: the global average, a window of x's whole plane (its
+     * extents known at the call only) */
+    bool global = q[0] == 0 && q[1] == 0 && q[2] == 0 && q[3] == 0 && q[11] == 0;
     for (int i = 0; i < PL_NPARAMS; i++)
-        if (q[i] < (i >= 4 && i < 8 ? 0 : i >= 10 ? 0 : 1) || (i >= 10 && q[i] > 1)) return CV_PARAMS;
+        if (q[i] < (i >= 4 && i < 8 ? 0 : i >= 10 ? 0 : global && i < 4 ? 0 : 1) ||
+            (i >= 10 && q[i] > 1))
+            return CV_PARAMS;
     if (x->ndim != 4 || y->ndim != 4 || x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1])
         return CV_SHAPE;
     pool p = {at(x), at(y), x->shape[0] * x->shape[1], x->shape[2], x->shape[3], y->shape[2],
               y->shape[3], q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], q[8], q[9],
               q[10] != 0, q[11] != 0, q[12] != 0};
+    if (global) {
+        if (q[4] || q[5] || q[6] || q[7] || q[8] != 1 || q[9] != 1 || q[10] || p.OH != 1 || p.OW != 1)
+            return q[8] != 1 || q[9] != 1 || q[10] || q[4] || q[5] || q[6] || q[7] ? CV_PARAMS : CV_SHAPE;
+        if (p.H < 1 || p.W < 1) return CV_SHAPE; /* an empty window has no average */
+        p.kh = p.sh = p.H, p.kw = p.sw = p.W;
+    }
     /* the output extents of the window attributes (op_nn.c's window arithmetic) */
     int64_t ext[2] = {p.H, p.W}, K[2] = {p.kh, p.kw}, st[2] = {p.sh, p.sw}, dl[2] = {p.dh, p.dw};
     int64_t pb[2] = {p.pt, p.pl}, pa[2] = {p.pb, p.pr}, want[2];

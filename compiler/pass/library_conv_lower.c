@@ -36,7 +36,9 @@
  * the taps; name "pool2d". So does an nn.adaptive_avg_pool2d whose windows are all one
  * size (literal H, W divisible by the output's OH, OW; global average pooling is 1, 1):
  * the avg pool of H / OH by W / OW, stride the same, no padding (its windows are the
- * adaptive ones exactly). Other adaptive poolings stay generated.
+ * adaptive ones exactly); an output of 1 x 1 on any H, W (DenseNet's head on a dynamic
+ * map) is the global average, pool size and strides 0 in the params. Other adaptive
+ * poolings stay generated.
  * The rnn form (rx_lib_rnn_call, called by legalize at every opt level): nn.rnn becomes
  * call_dps_library("rt.rnn", its 7 operands, params (mode, direction,
  * linear_before_reset)).
@@ -335,14 +337,18 @@ static bool attr_bool(const rx_node *call, const char *name, bool *v)
 static bool adaptive_as_pool(const rx_node *call, int64_t k[2], int64_t st[2])
 {
     const rx_sinfo *x = call->args[0]->sinfo, *y = call->sinfo;
-    for (int d = 0; d < 2; d++) {
+    bool literal = true;
+    for (int d = 0; d < 2 && literal; d++) {
         int64_t h, oh;
-        if (!rx_expr_is_const(x->dims[2 + d], &h) || !rx_expr_is_const(y->dims[2 + d], &oh) ||
-            oh < 1 || h < oh || h % oh)
-            return false;
-        k[d] = st[d] = h / oh;
+        literal = rx_expr_is_const(x->dims[2 + d], &h) && rx_expr_is_const(y->dims[2 + d], &oh) &&
+                  oh >= 1 && h >= oh && h % oh == 0;
+        k[d] = st[d] = literal ? h / oh : 0;
     }
-    return true;
+    int64_t gh, gw; /* else global on a symbolic plane: rt.pool2d's size and strides 0 */
+    if (literal) return true;
+    k[0] = k[1] = st[0] = st[1] = 0;
+    return rx_expr_is_const(y->dims[2], &gh) && rx_expr_is_const(y->dims[3], &gw) && gh == 1 &&
+           gw == 1;
 }
 
 bool rx_ll_try_pool(rx_ll_ctx *c, rx_binding *bd)
@@ -370,6 +376,11 @@ bool rx_ll_try_pool(rx_ll_ctx *c, rx_binding *bd)
     p[10] = ceil_mode, p[11] = is_max, p[12] = cip;
     if (!(c->o && c->o->mode == RX_LIB_ALL)) {
         double volume = (double)p[0] * (double)p[1];
+        for (int d = 0; d < 2 && p[0] == 0; d++) { /* the global average: the plane's taps */
+            int64_t v;
+            volume = d ? volume : 1.0;
+            volume *= rx_expr_is_const(call->args[0]->sinfo->dims[2 + d], &v) ? (double)v : INFINITY;
+        }
         for (int i = 0; i < 4; i++) {
             int64_t v;
             if (!rx_expr_is_const(call->sinfo->dims[i], &v)) volume = INFINITY;

@@ -24,7 +24,7 @@ small planes with large weights (the wide cut: 3x3, pointwise, stride 2 dilated)
 and max / avg poolings (the probe's
 3x3 stride 2 pad 1 max pool, dilation, ceil_mode, count_include_pad both ways, 4-value
 padding, stride 1 on 37 columns; adaptive average pooling with equal windows, global
-and 2x3), all returned as a tuple. Checked:
+and 2x3; global on a symbolic h x w map), all returned as a tuple. Checked:
   - `relaxc build` (default cost rule) turns every chain into one blas.conv2d call and
     every pooling into one rt.pool2d (the counts in the lowered module);
   - relax-run at batch 2 and batch 1 of the same artifact equals a float64 NumPy
@@ -148,6 +148,9 @@ POOLS = [
     # rt.pool2d: global average pooling (SE blocks, heads) on 13x37, and 2x3 outputs
     ("adaptive_global", "adaptive", 24, 13, 37, [13, 37], [13, 37], [0], [1, 1], False, False),
     ("adaptive_2x3", "adaptive", 8, 12, 21, [6, 7], [6, 7], [0], [1, 1], False, False),
+    # global average pooling on a symbolic map (h, w: DenseNet's head): rt.pool2d's
+    # global form, the plane's extents read at the call
+    ("adaptive_global_sym", "adaptive_sym", 16, 9, 14, [9, 14], [9, 14], [0], [1, 1], False, False),
 ]
 
 
@@ -267,13 +270,13 @@ def module(cases, pools):
         results.append(cur)
     for i, c in enumerate(pools):
         name, op, C, H, W, k, st, pd, dl, ceil, cip = c
-        params.append(t("px%d" % i, ["n", C, H, W]))
+        params.append(t("px%d" % i, ["n", C, "h", "w"] if op == "adaptive_sym" else ["n", C, H, W]))
         attrs = {"pool_size": k, "strides": st, "padding": pd, "dilation": dl, "ceil_mode": ceil}
         if op == "avg":
             attrs["count_include_pad"] = cip
-        if op == "adaptive":
+        if op.startswith("adaptive"):
             attrs = {"output_size": [H // k[0], W // k[1]]}
-        bind.append({"var": "p%d" % i, "value": {"op": "nn.%s_pool2d" % op.replace("adaptive", "adaptive_avg"),
+        bind.append({"var": "p%d" % i, "value": {"op": "nn.%s_pool2d" % ("adaptive_avg" if op.startswith("adaptive") else op),
                                                  "args": ["px%d" % i], "attrs": attrs}})
         results.append("p%d" % i)
     return {"format": "relax-json", "version": 1, "functions": {"main": {

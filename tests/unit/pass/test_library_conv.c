@@ -363,24 +363,30 @@ static void assert_pool(const rx_module *m, const char *name, const char *x, con
 START_TEST(pools)
 {
     static const char mod[] = MODULE(
-        P("x", "[\"n\", 32, 56, 56]") "," P("s", "[1, 2, 4, 4]"),
+        P("x", "[\"n\", 32, 56, 56]") "," P("s", "[1, 2, 4, 4]") "," P("d", "[\"n\", 8, \"h\", \"w\"]"),
         POOL("mx", "nn.max_pool2d", "x", "\"pool_size\": [3, 3], \"strides\": [2, 2], \"padding\": [1, 1, 1, 1]") ","
         POOL("av", "nn.avg_pool2d", "x", "\"pool_size\": [2, 3], \"strides\": [2, 1], \"padding\": [0, 1], "
                                          "\"dilation\": [1, 2], \"ceil_mode\": true, \"count_include_pad\": true") ","
         POOL("sm", "nn.max_pool2d", "s", "\"pool_size\": [2, 2]") ","
         POOL("ga", "nn.adaptive_avg_pool2d", "x", "\"output_size\": [1, 1]") ","
         POOL("a7", "nn.adaptive_avg_pool2d", "x", "\"output_size\": [7, 8]") ","
-        POOL("a5", "nn.adaptive_avg_pool2d", "x", "\"output_size\": [5, 5]"),
+        POOL("a5", "nn.adaptive_avg_pool2d", "x", "\"output_size\": [5, 5]") ","
+        POOL("gs", "nn.adaptive_avg_pool2d", "d", "\"output_size\": [1, 1]") ","
+        POOL("ds", "nn.adaptive_avg_pool2d", "d", "\"output_size\": [2, 2]"),
         "mx");
     int n;
     rx_module *m = lower(mod, NULL, &n);
-    ck_assert_int_eq(n, 4);
+    ck_assert_int_eq(n, 5);
     /* adaptive average pooling with equal windows: an avg pool of H / OH, W / OW */
     static const int64_t p_ga[13] = {56, 56, 56, 56, 0, 0, 0, 0, 1, 1, 0, 0, 0};
     assert_pool(m, "ga", "x", p_ga);
     static const int64_t p_a7[13] = {8, 7, 8, 7, 0, 0, 0, 0, 1, 1, 0, 0, 0};
     assert_pool(m, "a7", "x", p_a7);
     ck_assert_int_eq(bound(m, "a5")->call_kind, RX_CALL_OP); /* 56 / 5: windows differ */
+    /* 1 x 1 on a symbolic h, w: the global form, pool size and strides 0 */
+    static const int64_t p_gs[13] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0};
+    assert_pool(m, "gs", "d", p_gs);
+    ck_assert_int_eq(bound(m, "ds")->call_kind, RX_CALL_OP); /* 2 x 2 of h, w: unknown windows */
     static const int64_t p_mx[13] = {3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 1, 0};
     assert_pool(m, "mx", "x", p_mx);
     static const int64_t p_av[13] = {2, 3, 2, 1, 0, 1, 0, 1, 1, 2, 1, 0, 1};
