@@ -37,7 +37,9 @@
  *     row at a time, one FMA a tap (order kh, kw ascending from +0, as above) on the 16
  *     inputs from column S ow + kw (stride 2: 32 loaded, the evens kept by one
  *     two-source permute); the call's epilogue (bias, residual, relu / clamp: the epilogue
- *     pass's steps in its order) applied before the only store (that pass was 5% of
+ *     pass's steps in its order; SiLU / hardswish: library_act.c's 16-lane forms, so
+ *     these functions carry target("avx512f,avx512dq,avx2,fma"), which
+ *     rx_rt_conv_tile_kind's AVX-512 choice requires) applied before the only store (that pass was 5% of
  *     MobileNetV2 at one thread, perf; the model 0.97x, min of 12, load 6). Stride 1 gives the AVX2 rows' results bit for bit with half
  *     the FMAs (MobileNetV2 at one thread 0.66-0.88x the time, min / median of 10, load
  *     14); stride-2 layers (MobileNetV2 has four, 3x3) ran window_row's scalar loops: 17%
