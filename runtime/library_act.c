@@ -7,6 +7,9 @@
  *   relu       max(x, 0) (NaN stays NaN)
  *   gelu       0.5 x (1 + erf(x / sqrt 2))
  *   silu       x sigmoid(x) = x / (1 + exp(-x)), as x e^x / (1 + e^x) below 0
+ *   hardswish  x min(max(x / 6 + 0.5, 0), 1) (ONNX HardSwish, as its import's bindings
+ *              compute it: the product by the f32 1/6, the sum, max, min, the product;
+ *              blas.conv2d's epilogue)
  *   gelu_tanh  0.5 x (1 + tanh(u)), u = sqrt(2 / pi) (x + 0.044715 x^3) (GPT-2's "new
  *              GELU", PyTorch's approximate="tanh"), evaluated as x times the
  *              logistic function of 2u: 0.5 (1 + tanh u) is that function, so one exp
@@ -58,6 +61,11 @@ static float act_scalar(int act, float x)
     }
     case RX_RT_ACT_GELU_TANH:
         return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case RX_RT_ACT_HARDSWISH: { /* ONNX HardSwish's steps: x * 1/6 + 0.5, max 0, min 1 */
+        float h = x * 0.16666667f + 0.5f;
+        h = h > 0.0f ? h : 0.0f;
+        return x * (h < 1.0f ? h : 1.0f);
+    }
     default: return x;
     }
 }

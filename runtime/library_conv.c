@@ -9,7 +9,8 @@
  *     x (N, C, H, W), w (O, C / groups, KH, KW), y (N, O, OH, OW), all f32 and dense;
  *     params: i64 (11,) = stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right,
  *       dilation_h, dilation_w, groups, flags (1: a bias follows, 2: a residual follows),
- *       act (0: none, 1: relu, 2: clamp), or i64 (13,) with act 2: the same and the
+ *       act (0: none, 1: relu, 2: clamp, 3: SiLU, 4: hardswish: library_act.c's forms),
+ *       or i64 (13,) with act 2: the same and the
  *       clamp's bounds lo, hi as the bit patterns of two f32 (relu6 is clamp(0, 6);
  *       lo <= hi, neither NaN);
  *     bias: f32 with O elements (one per output channel: (O,), (O, 1, 1), (1, O, 1, 1));
@@ -139,7 +140,7 @@ const char *rx_rt_conv2d_strerr(int32_t code)
         return "shape mismatch (x (N, C, H, W), w (O, C / groups, KH, KW), y (N, O, OH, OW), "
                "bias O elements, residual y's shape)";
     case CV_PARAMS:
-        return "bad params (11 int64: strides, padding, dilation >= 1, groups, flags, act 0..1; "
+        return "bad params (11 int64: strides, padding, dilation >= 1, groups, flags, act 0, 1, 3, 4; "
                "or 13 with act 2 and the clamp's f32 bounds lo <= hi)";
     case CV_NOMEM: return "out of memory for the packing buffers or the im2col panel";
     default: return NULL;
@@ -275,6 +276,7 @@ static void epi_copy(const conv *c, int64_t o, float *dst, const float *src, con
             dst[i] = v < hi ? v : hi;
         }
     }
+    if (c->act > CV_ACT_CLAMP) rx_rt_epilogue_rows(dst, 1, len, len, NULL, rx_rt_conv_act_rt(c->act));
 }
 
 static void epilogue(const conv *c, int64_t o, float *y, const float *res, int64_t len)
@@ -917,7 +919,9 @@ static int32_t read_args(DLTensor *const *args, int32_t nargs, conv *c)
     int want = 4 + !!(flags & CV_FLAG_BIAS) + !!(flags & CV_FLAG_RES);
     bool clamp = pr->shape[0] == CV_NPARAMS_CLAMP;
     if (flags & ~(int64_t)(CV_FLAG_BIAS | CV_FLAG_RES) ||
-        (clamp ? p[10] != CV_ACT_CLAMP : p[10] != 0 && p[10] != CV_ACT_RELU))
+        (clamp ? p[10] != CV_ACT_CLAMP
+               : p[10] != 0 && p[10] != CV_ACT_RELU && p[10] != RX_RT_CONV_ACT_SILU &&
+                     p[10] != RX_RT_CONV_ACT_HARDSWISH))
         return CV_PARAMS;
     float bounds[2] = {0.0f, 0.0f};
     for (int i = 0; clamp && i < 2; i++) {

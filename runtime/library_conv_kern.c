@@ -7,7 +7,12 @@
  *   rx_rt_conv_tile(kc, a, b, y, ldy, mr, nr, acc, epi)
  *     y[i][j] = sum over p < kc of a[p * RX_GEMM_MR + i] * b[p * RX_GEMM_NR + j]
  *               (+ y[i][j] when acc), then with epi: + bias[i], + res[i * ldy + j], then
- *     relu / clamp, for i < mr <= RX_GEMM_MR, j < nr <= RX_GEMM_NR.
+ *     relu / clamp, for i < mr <= RX_GEMM_MR, j < nr <= RX_GEMM_NR; SiLU and hardswish
+ *     (act 3, 4) after the store, over the tile in place (rx_rt_epilogue_rows: its
+ *     vector forms, $RX_ACT_KERNEL's path) while it is in L1. The AVX-512 tile applies
+ *     them to the accumulators (library_act.c's 16-lane vact, the values epi16 gives):
+ *     reading back a tile just written by masked stores, which the CPU does not forward
+ *     to loads, stalled (half of EfficientNet's SiLU time sat on that load, perf).
  *     a is rx_rt_gemm_pack_a's 6-row panel (rows past mr are padding, never read), b a
  *     16-column panel as library_conv.c's pack_panel writes it; nr <= 8 multiplies its
  *     first 8 columns only, nr <= 4 its first 4 in 128-bit registers (a 7x7 plane's
@@ -33,9 +38,9 @@
  *   rx_rt_conv_tile512(kc, a, lda, b, bs, y, ldy, mr, nr, acc, epi)
  *     the same for mr <= 12 rows of the weights as they are (row i at a + i * lda: no
  *     packing) by nr <= 32 columns: b's 16 and, past 16, those of the panel at b + bs.
- * On CPUs with AVX-512F (Zen 4/5, Intel since Skylake-SP), picked at run time
+ * On CPUs with AVX-512F and DQ (Zen 4/5, Intel since Skylake-SP), picked at run time
  * (rx_rt_conv_tile_kind: the code is built for the baseline, these functions carry
- * target("avx512f")). The register tile is 12 x 32: 24 zmm accumulators, per reduction
+ * target("avx512f,avx512dq,avx2,fma"): DQ for the activations' vector forms). The register tile is 12 x 32: 24 zmm accumulators, per reduction
  * index 2 vector loads and 12 broadcasts folded into the FMAs as {1to16} memory operands;
  * the two FMA pipes of Zen 5 need at least 8 independent chains of 4 cycles, and the
  * loads (14 a 24 FMAs) stay under its load ports' rate. Partial columns are masked loads
@@ -80,7 +85,8 @@ static void tile_choose(void)
 #if CK_X86
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = RX_CONV_TILE_AVX2;
-    if (best && __builtin_cpu_supports("avx512f")) best = RX_CONV_TILE_AVX512;
+    if (best && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
+        best = RX_CONV_TILE_AVX512; /* DQ: the activations' forms (rt_vmath_lanes.h) */
 #endif
     const char *g = getenv("RX_GEMM_KERNEL"), *k = getenv("RX_CONV_KERNEL");
     if (g && strcmp(g, "portable") == 0) best = RX_CONV_TILE_NONE;
@@ -205,11 +211,26 @@ static const ck_fn ck_by_rows[3][RX_GEMM_MR + 1] = {
     {NULL, ck_tile1_2, ck_tile2_2, ck_tile3_2, ck_tile4_2, ck_tile5_2, ck_tile6_2}};
 #endif
 
+/* SiLU and hardswish (act past the clamp): the tile with bias and residual in registers,
+ * then the activation over its mr x nr values in place, while they are in L1. */
+static bool tile_act_after(const rx_rt_conv_epi *epi, rx_rt_conv_epi *e2)
+{
+    if (!epi || epi->act <= RX_RT_CONV_ACT_CLAMP) return false;
+    *e2 = *epi, e2->act = 0;
+    return true;
+}
+
 void rx_rt_conv_tile(int64_t kc, const float *a, const float *b, float *y, int64_t ldy, int mr,
                      int nr, bool acc, const rx_rt_conv_epi *epi)
 {
 #if CK_X86
     if (mr < 1 || mr > RX_GEMM_MR || nr < 1 || nr > RX_GEMM_NR) return;
+    rx_rt_conv_epi ea;
+    if (tile_act_after(epi, &ea)) {
+        rx_rt_conv_tile(kc, a, b, y, ldy, mr, nr, acc, &ea);
+        rx_rt_epilogue_rows(y, mr, nr, ldy, NULL, rx_rt_conv_act_rt(epi->act));
+        return;
+    }
     /* 8 columns or fewer: half the multiply-adds; 4 or fewer: a quarter */
     int nv = nr > RX_GEMM_NR / 2 ? 2 : nr > RX_GEMM_NR / 4 ? 1 : 0;
     if (nr == RX_GEMM_NR || nr == RX_GEMM_NR / 2 || nr == RX_GEMM_NR / 4) {
@@ -238,8 +259,15 @@ void rx_rt_conv_tile(int64_t kc, const float *a, const float *b, float *y, int64
 #ifndef CZ_PFD
 #define CZ_PFD 32
 #endif
-#define CZ_FN __attribute__((target("avx512f")))
-#define CZ_INLINE static inline __attribute__((always_inline, target("avx512f")))
+#define CZ_FN __attribute__((target("avx512f,avx512dq,avx2,fma")))
+#define CZ_INLINE static inline __attribute__((always_inline, target("avx512f,avx512dq,avx2,fma")))
+#define RX_VL 16 /* vact16: SiLU and hardswish on the accumulators (library_act.c's forms) */
+#define RX_VL_FN CZ_FN
+#define RX_VL_ACT_ONLY
+#include "rt_vmath_lanes.h"
+#undef RX_VL
+#undef RX_VL_FN
+#undef RX_VL_ACT_ONLY
 
 /* One row of the tile: + y (acc), + bias, + residual, act, stored; m: the nr columns. */
 CZ_INLINE void cz_row(float *y, const float *res, const rx_rt_conv_epi *e, int r, bool acc,
@@ -248,7 +276,9 @@ CZ_INLINE void cz_row(float *y, const float *res, const rx_rt_conv_epi *e, int r
     if (acc) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, y));
     if (e && e->bias) v = _mm512_add_ps(v, _mm512_set1_ps(e->bias[r]));
     if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, res));
-    if (e && e->act) { /* max(v, lo): v > lo ? v : lo, as ck_vec */
+    if (e && e->act > RX_RT_CONV_ACT_CLAMP) {
+        v = vact16(rx_rt_conv_act_rt(e->act), v); /* epi16's values: no store, reload */
+    } else if (e && e->act) { /* max(v, lo): v > lo ? v : lo, as ck_vec */
         v = _mm512_max_ps(v, lo);
         if (e->act == 2) v = _mm512_min_ps(v, hi);
     }

@@ -37,7 +37,9 @@
  *     row at a time, one FMA a tap (order kh, kw ascending from +0, as above) on the 16
  *     inputs from column S ow + kw (stride 2: 32 loaded, the evens kept by one
  *     two-source permute); the call's epilogue (bias, residual, relu / clamp: the epilogue
- *     pass's steps in its order) applied before the only store (that pass was 5% of
+ *     pass's steps in its order; SiLU / hardswish: library_act.c's 16-lane forms, so
+ *     these functions carry target("avx512f,avx512dq,avx2,fma"), which
+ *     rx_rt_conv_tile_kind's AVX-512 choice requires) applied before the only store (that pass was 5% of
  *     MobileNetV2 at one thread, perf; the model 0.97x, min of 12, load 6). Stride 1 gives the AVX2 rows' results bit for bit with half
  *     the FMAs (MobileNetV2 at one thread 0.66-0.88x the time, min / median of 10, load
  *     14); stride-2 layers (MobileNetV2 has four, 3x3) ran window_row's scalar loops: 17%
@@ -241,7 +243,16 @@ int64_t rx_rt_dwconv512_buf_floats(int64_t OH, int64_t OW, int64_t KH, int64_t K
  * evens kept by one two-source permute); partial blocks masked. Stride 1: the AVX2
  * rows' sums (FMA, same order), bit-identical, with half the FMAs; stride 2 ran
  * window_row's scalar loops (MobileNetV2 has four such 3x3 layers). */
-__attribute__((target("avx512f"))) static inline __attribute__((always_inline)) void
+#define DZ_TARGET __attribute__((target("avx512f,avx512dq,avx2,fma")))
+#define RX_VL 16 /* vact16: SiLU and hardswish on the sums (library_act.c's forms) */
+#define RX_VL_FN DZ_TARGET
+#define RX_VL_ACT_ONLY
+#include "rt_vmath_lanes.h"
+#undef RX_VL
+#undef RX_VL_FN
+#undef RX_VL_ACT_ONLY
+
+DZ_TARGET static inline __attribute__((always_inline)) void
 dw_plane_512(const int S, const float *xp, int64_t H, int64_t W, const float *k, int64_t KH,
              int64_t KW, int64_t pt, int64_t pl, int64_t OH, int64_t OW, float *buf, float *yp,
              const rx_rt_conv_epi *e)
@@ -266,10 +277,11 @@ dw_plane_512(const int S, const float *xp, int64_t H, int64_t W, const float *k,
             }
             __mmask16 m = OW - ow >= 16 ? 0xFFFF : (__mmask16)((1u << (OW - ow)) - 1);
             /* the epilogue pass's steps and order: + bias, + residual, max(v, lo) (v > lo ?
-             * v : lo), min(v, hi) */
+             * v : lo), min(v, hi); or SiLU / hardswish (epi16's values) */
             if (e && e->bias) acc = _mm512_add_ps(acc, bias);
             if (e && e->res) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, e->res + oh * OW + ow));
-            if (act) acc = _mm512_max_ps(acc, lo);
+            if (act > RX_RT_CONV_ACT_CLAMP) acc = vact16(rx_rt_conv_act_rt(act), acc);
+            else if (act) acc = _mm512_max_ps(acc, lo);
             if (act == 2) acc = _mm512_min_ps(acc, hi);
             _mm512_mask_storeu_ps(yp + oh * OW + ow, m, acc);
         }
@@ -278,7 +290,7 @@ dw_plane_512(const int S, const float *xp, int64_t H, int64_t W, const float *k,
 
 /* Each stride with KW 3 constant (the tap loop unrolled: MobileNet's 3x3) or any KW. */
 #define DZ_SPEC(S, K, KWV)                                                                 \
-    __attribute__((target("avx512f"))) static void dw_plane_512_##S##_##K(                 \
+    DZ_TARGET static void dw_plane_512_##S##_##K(                                          \
         const float *xp, int64_t H, int64_t W, const float *k, int64_t KH, int64_t KW,     \
         int64_t pt, int64_t pl, int64_t OH, int64_t OW, float *buf, float *yp,             \
         const rx_rt_conv_epi *e)                                                           \

@@ -5,7 +5,9 @@
  *   rt.pool2d (x, params, y): max / avg pooling, f32 NCHW, params i64 (13,) = pool
  *     size (h, w), strides, padding (top, left, bottom, right), dilation, ceil_mode, max
  *     (1) or avg (0), count_include_pad; y's extents must be op_nn.c's window
- *     arithmetic of x's. Max starts from -FLT_MAX (padding never wins); avg divides by
+ *     arithmetic of x's; pool size and strides all 0 (with avg, no padding, dilation 1,
+ *     ceil_mode 0, y (N, C, 1, 1)): the global average of x's planes, whatever their
+ *     extents (library lowering's adaptive_avg_pool2d to 1 x 1 on symbolic H, W). Max starts from -FLT_MAX (padding never wins); avg divides by
  *     legalize_nn.c's tap count. Planes split across threads; each output row reduces
  *     the window's input rows column by column, then the columns (pool_row: KH + KW
  *     contiguous or strided passes instead of KH * KW; rx_rt_window_row if the row buffer
@@ -15,7 +17,9 @@
  *     reduced at a time (stride 2: 32 columns loaded, the evens kept by one permute);
  *     the baseline build's C rows are SSE and scalar for the strided column pass.
  *     ResNet's 3x3/2 max pool on 64x112x112 (one thread, min of 8, load 12): 0.234 ->
- *     0.130 ms; bit-identical results.
+ *     0.130 ms; bit-identical results. A global average (one unpadded window over the
+ *     plane: library lowering's adaptive_avg_pool2d to 1 x 1) sums each plane in one
+ *     pass of 16 interleaved partial sums (plane_mean), on every path.
  *     Cost O(N C OH OW KH KW).
  * Codes (library_conv.c's): 2 arguments, 3 dtype, 4 shape, 5 params.
  */
@@ -154,6 +158,29 @@ static int64_t colp_floats(const pool *p)
     return p->pl + p->W + (p->OW + 16) * p->sw + p->kw * p->dw + 32;
 }
 
+/* Whether p is a global average: one unpadded window over the whole plane (an SE
+ * block's squeeze, a classifier head's pooling). */
+static bool global_avg(const pool *p)
+{
+    return !p->is_max && p->kh == p->H && p->kw == p->W && p->OH == 1 && p->OW == 1 &&
+           p->pt == 0 && p->pl == 0 && p->pb == 0 && p->pr == 0 && p->dh == 1 && p->dw == 1;
+}
+
+/* The mean of x[0, n): 16 interleaved partial sums (one vector's lanes: the compiler
+ * vectorizes the inner loop without reassociating), then the tail and the partial sums
+ * in order. One pass at the plane's read bandwidth, where the window rows add each input
+ * row into a column buffer (a load, an add and a store per 16 values). */
+static float plane_mean(const float *x, int64_t n)
+{
+    float s[16] = {0}, t = 0.0f;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) s[j] += x[i + j];
+    for (; i < n; i++) t += x[i];
+    for (int j = 0; j < 16; j++) t += s[j];
+    return t / (float)n;
+}
+
 static void pool_job(void *ud, int t, int n)
 {
     const pool *p = ud;
@@ -161,6 +188,10 @@ static void pool_job(void *ud, int t, int n)
     rx_rt_win g = {p->H, p->W, p->OW, p->kh, p->kw, p->sh, p->sw, p->pt, p->pl, p->dh, p->dw};
     rx_rt_share(p->NC, t, n, &p0, &p1);
     if (p0 == p1) return;
+    if (global_avg(p)) {
+        for (int64_t pl = p0; pl < p1; pl++) p->y[pl] = plane_mean(p->x + pl * p->H * p->W, p->H * p->W);
+        return;
+    }
     /* col: one input row's column reductions (wide: padded, pool_row512); cw: avg's tap
      * counts along W per column */
     bool wide = PZ_HAVE && rx_rt_conv_tile_kind() == RX_CONV_TILE_AVX512;
@@ -199,7 +230,7 @@ const char *rx_rt_pool2d_strerr(int32_t code)
     case CV_SHAPE: return "shape mismatch (x (N, C, H, W), y (N, C, OH, OW))";
     case CV_PARAMS:
         return "bad params (13 int64: pool size, strides, padding, dilation >= 1, ceil_mode, "
-               "max, count_include_pad)";
+               "max, count_include_pad; pool size and strides 0: a global average)";
     default: return NULL;
     }
 }
@@ -213,13 +244,24 @@ int32_t rx_rt_pool2d(DLTensor *const *args, int32_t nargs)
         return CV_DTYPE;
     if (pr->ndim != 1 || pr->shape[0] != PL_NPARAMS) return CV_PARAMS;
     const int64_t *q = at(pr);
+    /* pool size and strides 0: the global average, a window of x's whole plane (its
+     * extents known at the call only) */
+    bool global = q[0] == 0 && q[1] == 0 && q[2] == 0 && q[3] == 0 && q[11] == 0;
     for (int i = 0; i < PL_NPARAMS; i++)
-        if (q[i] < (i >= 4 && i < 8 ? 0 : i >= 10 ? 0 : 1) || (i >= 10 && q[i] > 1)) return CV_PARAMS;
+        if (q[i] < (i >= 4 && i < 8 ? 0 : i >= 10 ? 0 : global && i < 4 ? 0 : 1) ||
+            (i >= 10 && q[i] > 1))
+            return CV_PARAMS;
     if (x->ndim != 4 || y->ndim != 4 || x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1])
         return CV_SHAPE;
     pool p = {at(x), at(y), x->shape[0] * x->shape[1], x->shape[2], x->shape[3], y->shape[2],
               y->shape[3], q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], q[8], q[9],
               q[10] != 0, q[11] != 0, q[12] != 0};
+    if (global) {
+        if (q[4] || q[5] || q[6] || q[7] || q[8] != 1 || q[9] != 1 || q[10] || p.OH != 1 || p.OW != 1)
+            return q[8] != 1 || q[9] != 1 || q[10] || q[4] || q[5] || q[6] || q[7] ? CV_PARAMS : CV_SHAPE;
+        if (p.H < 1 || p.W < 1) return CV_SHAPE; /* an empty window has no average */
+        p.kh = p.sh = p.H, p.kw = p.sw = p.W;
+    }
     /* the output extents of the window attributes (op_nn.c's window arithmetic) */
     int64_t ext[2] = {p.H, p.W}, K[2] = {p.kh, p.kw}, st[2] = {p.sh, p.sw}, dl[2] = {p.dh, p.dw};
     int64_t pb[2] = {p.pt, p.pl}, pa[2] = {p.pb, p.pr}, want[2];

@@ -227,7 +227,8 @@ void rx_rt_gemm_epi(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                     const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                     float *c, int64_t ldc, bool threads, const float *bias, bool relu);
 /* The epilogue activations (library_act.c's essay has the formulas). */
-enum { RX_RT_ACT_NONE, RX_RT_ACT_RELU, RX_RT_ACT_GELU, RX_RT_ACT_SILU, RX_RT_ACT_GELU_TANH };
+enum { RX_RT_ACT_NONE, RX_RT_ACT_RELU, RX_RT_ACT_GELU, RX_RT_ACT_SILU, RX_RT_ACT_GELU_TANH,
+       RX_RT_ACT_HARDSWISH };
 /* The epilogue on rows x cols of C at c (row stride ldc), in place: c[i][j] = act(c[i][j]
  * + bias[j]) (bias NULL: none); nothing when there is neither. Vectorized where the CPU
  * has AVX-512 (16 lanes) or AVX2 and FMA (8 lanes). */
@@ -316,15 +317,27 @@ int64_t rx_rt_dwconv_buf_floats(int64_t OH, int64_t OW, int64_t KH, int64_t KW);
 
 /* blas.conv2d's implicit-GEMM tile (library_conv_kern.c): y (mr x nr, row stride ldy)
  * = the packed 6-row A panel a times the 16-column B panel b over kc (+ y when acc),
- * then with epi: + bias[i], + res (row stride ldy), then act (1 relu, 2 clamp [lo, hi]).
+ * then with epi: + bias[i], + res (row stride ldy), then act (1 relu, 2 clamp [lo, hi],
+ * 3 SiLU, 4 hardswish).
  * rx_rt_conv_tile_ok(): false where it cannot run (no AVX2 + FMA, or the portable
  * GEMM kernel or $RX_CONV_KERNEL=portable chosen); the caller then uses
  * rx_rt_gemm_micro and its own epilogue. */
 typedef struct rx_rt_conv_epi {
     const float *bias, *res;
-    int act;
-    float lo, hi;
+    int act;       /* RX_RT_CONV_ACT_* */
+    float lo, hi;  /* the clamp's bounds */
 } rx_rt_conv_epi;
+/* blas.conv2d's act codes. The tiles apply relu and clamp in registers; SiLU and
+ * hardswish after their stores, on the tile while it is in L1 (rx_rt_epilogue_rows with
+ * rx_rt_conv_act_rt's code). */
+enum { RX_RT_CONV_ACT_RELU = 1, RX_RT_CONV_ACT_CLAMP = 2, RX_RT_CONV_ACT_SILU = 3,
+       RX_RT_CONV_ACT_HARDSWISH = 4 };
+/* The RX_RT_ACT_* code of a conv act past the clamp (0 for the others). */
+static inline int rx_rt_conv_act_rt(int act)
+{
+    return act == RX_RT_CONV_ACT_SILU ? RX_RT_ACT_SILU
+           : act == RX_RT_CONV_ACT_HARDSWISH ? RX_RT_ACT_HARDSWISH : RX_RT_ACT_NONE;
+}
 bool rx_rt_conv_tile_ok(void);
 /* Which tile runs (once a process): RX_CONV_TILE_AVX512 where the CPU has AVX-512F
  * (rx_rt_conv_tile512: up to RX_CONV_TILE_ROWS rows of the weights unpacked, row r at

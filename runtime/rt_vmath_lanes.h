@@ -23,7 +23,12 @@
  *   vrcp    1 / d: the reciprocal estimate (12 bits with AVX2, 14 with AVX-512) and
  *           one Newton step (~1 ulp), cheaper than a division on Zen 1.
  *   vact    relu (max(0, x): a NaN x is returned, as NumPy's maximum does), GELU 0.5 x (1 + erf(x / sqrt 2)) as h + h erf (h = x / 2, one fused
- *           multiply-add), SiLU x / (1 + e^-x), tanh GELU x / (1 + e^(-2u)).
+ *           multiply-add), SiLU x / (1 + e^-x), tanh GELU x / (1 + e^(-2u)),
+ *           hardswish x min(max(x * 1/6 + 0.5, 0), 1) (separate product and sum).
+ *
+ * With RX_VL_ACT_ONLY defined, only the vector functions (vexp ... vact), not the row
+ * loops. All but verf are always inlined: a kernel applying vact per vector in registers
+ * (the conv tile) must not pay a call for each.
  *
  * Width adapter macros: RX_V (the float vector), RX_VI (its integers), RX_VOP(op)
  * (_mm256_op / _mm512_op), RX_VSI(op) (the integer form: _mm256_op_si256 names),
@@ -58,7 +63,7 @@
 #endif
 #define RX_VS(v) RX_VOP(set1_ps)(v)
 
-RX_VL_FN static inline RX_V RX_VN(vexp)(RX_V x)
+RX_VL_FN static inline __attribute__((always_inline)) RX_V RX_VN(vexp)(RX_V x)
 {
     x = RX_VOP(min_ps)(RX_VOP(max_ps)(x, RX_VS(-87.33654f)), RX_VS(88.0f));
     RX_V t = RX_VOP(fmadd_ps)(x, RX_VS(1.44269504088896341f), RX_VS(12582912.0f));
@@ -78,7 +83,7 @@ RX_VL_FN static inline RX_V RX_VN(vexp)(RX_V x)
     return RX_VOP(mul_ps)(y, RX_VCASTF(s));
 }
 
-RX_VL_FN static inline RX_V RX_VN(vrcp)(RX_V d)
+RX_VL_FN static inline __attribute__((always_inline)) RX_V RX_VN(vrcp)(RX_V d)
 {
     RX_V r = RX_VRCP14(d);
     return RX_VOP(mul_ps)(r, RX_VOP(fnmadd_ps)(d, r, RX_VS(2.0f)));
@@ -86,7 +91,7 @@ RX_VL_FN static inline RX_V RX_VN(vrcp)(RX_V d)
 
 /* x times the logistic function of s: x e / (1 + e) for s < 0, x / (1 + e) otherwise,
  * e = e^-|s| in (0, 1] (never overflows; 1 + e in [1, 2]). */
-RX_VL_FN static inline RX_V RX_VN(vxsig)(RX_V x, RX_V s)
+RX_VL_FN static inline __attribute__((always_inline)) RX_V RX_VN(vxsig)(RX_V x, RX_V s)
 {
     RX_V zero = RX_VOP(setzero_ps)(), one = RX_VS(1.0f);
     RX_V e = RX_VN(vexp)(RX_VOP(or_ps)(s, RX_VS(-0.0f)));
@@ -120,7 +125,7 @@ RX_VL_FN static inline RX_V RX_VN(verf)(RX_V x)
     return RX_VOP(or_ps)(RX_VLT_BLEND(ax, RX_VS(3.92f), y, RX_VS(1.0f)), sign);
 }
 
-RX_VL_FN static inline RX_V RX_VN(vact)(int act, RX_V x)
+RX_VL_FN static inline __attribute__((always_inline)) RX_V RX_VN(vact)(int act, RX_V x)
 {
     switch (act) {
     case RX_RT_ACT_RELU: return RX_VOP(max_ps)(RX_VOP(setzero_ps)(), x); /* NaN: x's */
@@ -135,10 +140,16 @@ RX_VL_FN static inline RX_V RX_VN(vact)(int act, RX_V x)
         RX_V k = RX_VOP(fmadd_ps)(x2, RX_VS(-0.0713548162726f), RX_VS(-1.59576912160573f));
         return RX_VN(vxsig)(x, RX_VOP(sub_ps)(RX_VOP(setzero_ps)(), RX_VOP(mul_ps)(x, k)));
     }
+    case RX_RT_ACT_HARDSWISH: { /* act_scalar's steps (no FMA: the same roundings) */
+        RX_V h = RX_VOP(add_ps)(RX_VOP(mul_ps)(x, RX_VS(0.16666667f)), RX_VS(0.5f));
+        h = RX_VOP(min_ps)(RX_VOP(max_ps)(h, RX_VOP(setzero_ps)()), RX_VS(1.0f));
+        return RX_VOP(mul_ps)(x, h);
+    }
     default: return x;
     }
 }
 
+#ifndef RX_VL_ACT_ONLY /* an includer that wants vact alone (library_conv_kern.c's tile) */
 /* rows x cols of c (row stride ldc) = act(c + bias) in one pass of loads and stores;
  * inlined per (act, bias or not) by the includer's dispatch, so neither is tested per
  * vector. The tail of a row goes through a padded RX_VL-lane buffer, so a value's
@@ -178,11 +189,13 @@ RX_VL_FN static void RX_VN(epi)(float *c, int64_t rows, int64_t cols, int64_t ld
         RX_EPI_CASE(RX_RT_ACT_GELU)
         RX_EPI_CASE(RX_RT_ACT_SILU)
         RX_EPI_CASE(RX_RT_ACT_GELU_TANH)
+        RX_EPI_CASE(RX_RT_ACT_HARDSWISH)
     default: RX_VN(epi_loop)(c, rows, cols, ldc, bias, RX_RT_ACT_NONE); break;
     }
 }
 
 #undef RX_EPI_CASE
+#endif
 #undef RX_V
 #undef RX_VI
 #undef RX_VOP

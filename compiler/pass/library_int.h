@@ -1,12 +1,15 @@
 /*
- * library_int.h — what library_lower.c shares with library_view.c: a matmul operand
- * as a strided view of a base tensor (library_view.c's essay has the model).
+ * library_int.h — what library_lower.c shares with library_view.c (a matmul operand
+ * as a strided view of a base tensor: library_view.c's essay has the model),
+ * library_epi.c (the activation a chain computes) and library_conv_lower.c (the conv,
+ * pool and rnn rules, on library_lower.c's use counts and rewriting).
  */
 #ifndef RX_PASS_LIBRARY_INT_H
 #define RX_PASS_LIBRARY_INT_H
 
 #include "relax/arith.h"
 #include "relax/ir.h"
+#include "relax/pass.h"
 
 enum { RX_LV_MAXR = 8 }; /* the highest rank of a view (runtime/library.c's VIEW_MAXR) */
 
@@ -59,5 +62,45 @@ int rx_le_match(const rx_le_ctx *c, rx_block *b, rx_node *x, int after, const bo
 /* call_dps_library("rt.rnn", the 7 operands of the nn.rnn call, params) with the call's
  * annotation and location (library_lower.c; legalize.c takes every nn.rnn this way). */
 rx_node *rx_lib_rnn_call(rx_module *m, rx_node *call);
+
+/* ---- what library_lower.c's matmul rules share with library_conv_lower.c's rules ---- */
+
+enum { RX_LL_NPATTERNS = 9 }; /* library_lower.c's matmul registry (checked there) */
+
+/* One library lowering run: the options and the function's use and def tables. */
+typedef struct rx_ll_ctx {
+    rx_module *m;
+    const rx_lib_opts *o;
+    bool enabled[RX_LL_NPATTERNS];     /* by pattern index: not disabled */
+    bool conv_enabled;                  /* the conv rule: not disabled, not opencl or cuda */
+    bool pool_enabled;                  /* the pool rule: likewise */
+    int32_t *uses;                      /* by variable id: occurrences in the function */
+    rx_block **user_block;              /* by variable id: the block of the last use */
+    int32_t *user_idx;                  /* ... and the binding index there (-1: a result) */
+    rx_node **def;                      /* by variable id: the value bound to it, or NULL */
+    rx_block **def_block;               /* ... and the block of that binding */
+    rx_block *cur;                      /* the block try_view works in */
+    int32_t nids;                       /* m->next_id when the arrays were made */
+    int rewritten;                      /* chains replaced */
+} rx_ll_ctx;
+
+/* Whether n is a call of op name. */
+bool rx_ll_is_op(const rx_node *n, const char *name);
+/* Whether s is an f32 tensor annotation of rank ndim with known dims. */
+bool rx_ll_f32_tensor(const rx_sinfo *s, int ndim);
+/* The binding that alone uses v, in block b after index after; NULL when v has another
+ * use, is used elsewhere, or by a match_cast. */
+rx_binding *rx_ll_sole_user(const rx_ll_ctx *c, const rx_node *v, rx_block *b, int after);
+/* The value bound to var in the block being lowered (c->cur), or NULL (ctx: the rx_ll_ctx). */
+rx_node *rx_ll_def_of(void *ctx, const rx_node *var);
+/* The value of a scalar f32 constant operand (inline or bound), or false. */
+bool rx_ll_scalar_f32(const rx_ll_ctx *c, const rx_node *n, double *out);
+/* Binding at (the last of a rewritten chain) becomes call_dps_library(lib, args) with its
+ * annotation and location; counted as one rewrite. */
+void rx_ll_put_lib(rx_ll_ctx *c, rx_binding *at, const char *lib, rx_node **args, int nargs);
+/* library_conv_lower.c's rules on binding j of dataflow block b (its essay): the conv
+ * chain (the bindings it replaces marked in drop) and the pools; true when rewritten. */
+bool rx_ll_try_conv(rx_ll_ctx *c, rx_block *b, int j, bool *drop);
+bool rx_ll_try_pool(rx_ll_ctx *c, rx_binding *bd);
 
 #endif

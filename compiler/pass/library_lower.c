@@ -78,32 +78,8 @@
  * and SiLU under --lib all only, as for the patterns. The plain 2-D / 3-D products keep
  * the patterns above (their bias and relu epilogues) but for a tanh GELU, which they have
  * no entry for.
- * The conv rule (try_conv, its own functions below the matmul ones): a chain
- *
- *   c = nn.conv2d(x, w)       (f32, data_layout NCHW, kernel_layout OIHW, out_dtype null
- *                              or f32; any strides, padding, dilation, groups)
- *   s = add(c, bias)          (optional; either order; bias f32 (O, 1, 1) or (1, O, 1, 1))
- *   r = add(s, residual)      (optional; either order; residual f32 of c's shape)
- *   y = nn.relu(r)            (optional; and/or a clamp: maximum(r, lo) [-> minimum(., hi)]
- *                              or minimum(r, hi), scalar f32 constants lo <= hi: ONNX
- *                              Clip, as ReLU6 and Hardtanh export; F.relu6 exports as
- *                              Relu then Clip)
- *
- * with every intermediate used once by the next becomes
- *   y = call_dps_library("blas.conv2d", x, w, params, [bias], [residual], out=...)
- * where params is an int64 (11,) constant (strides h, w; padding top, left, bottom,
- * right; dilation h, w; groups; flags 1 bias, 2 residual; act 1 relu), or (13,) with
- * act 2 (clamp) and the bounds' f32 bit patterns (maximum(r, 0) alone is act 1) —
- * runtime/library_conv.c says how it runs (sgemm on im2col panels, pointwise sgemm,
- * direct depthwise loops). Its cost rule: the library when N * O * OH * OW * (C / groups)
- * * KH * KW reaches the threshold, a symbolic dim counting as large (the generated loops
- * ran the probe's convolutions at ~2.4 GFLOP/s, depthwise at ~1). One name, "conv2d",
- * disables it; the OpenCL registry has no convolution. PyTorch's exporter folds
- * BatchNorm into the weights and bias, so a conv + BN + relu arrives as this chain.
- * The pool rule (try_pool): an f32 NCHW nn.max_pool2d or nn.avg_pool2d becomes
- * call_dps_library("rt.pool2d", x, params) (params: pool size, strides, padding,
- * dilation, ceil_mode, max, count_include_pad; i64 (13,)) under the same volume rule on
- * the taps; name "pool2d".
+ * The conv, pool and rnn rules (blas.conv2d, rt.pool2d, rt.rnn) are library_conv_lower.c's
+ * (its essay), called from the same walk (lower_block) on these use counts.
  *
  * Cost: one walk to count uses (arrays indexed by variable id), one walk to match, each
  * O(size of the module); the module is deduced again when anything changed. What is
@@ -141,6 +117,7 @@ static const lib_pattern patterns[] = {
 };
 
 enum { VIEW_PATTERN = RX_COUNTOF(patterns) - 1 }; /* matmul_view, last */
+_Static_assert(RX_COUNTOF(patterns) == RX_LL_NPATTERNS, "library_int.h's RX_LL_NPATTERNS");
 /* The conv rule's name (one for all its chains), listed after the matmul registry. */
 #define CONV_PATTERN "conv2d"
 #define POOL_PATTERN "pool2d"
@@ -181,30 +158,15 @@ bool rx_lib_opts_check(const rx_lib_opts *o, rx_diags *d)
 
 /* ---- use counts ---- */
 
-typedef struct ll_ctx {
-    rx_module *m;
-    const rx_lib_opts *o;
-    bool enabled[RX_COUNTOF(patterns)]; /* by pattern index: not disabled */
-    bool conv_enabled;                  /* the conv rule: not disabled, not opencl or cuda */
-    bool pool_enabled;                  /* the pool rule: likewise */
-    int32_t *uses;                      /* by variable id: occurrences in the function */
-    rx_block **user_block;              /* by variable id: the block of the last use */
-    int32_t *user_idx;                  /* ... and the binding index there (-1: a result) */
-    rx_node **def;                      /* by variable id: the value bound to it, or NULL */
-    rx_block **def_block;               /* ... and the block of that binding */
-    rx_block *cur;                      /* the block try_view works in */
-    int32_t nids;                       /* m->next_id when the arrays were made */
-    int rewritten;                      /* chains replaced */
-} ll_ctx;
 
-static bool var_id_ok(const ll_ctx *c, const rx_node *v)
+static bool var_id_ok(const rx_ll_ctx *c, const rx_node *v)
 {
     return v->kind == RX_N_VAR && v->u.var.id >= 0 && v->u.var.id < c->nids;
 }
 
-static void count_seq(ll_ctx *c, const rx_seq *s);
+static void count_seq(rx_ll_ctx *c, const rx_seq *s);
 
-static void count_node(ll_ctx *c, const rx_node *n, rx_block *b, int32_t idx)
+static void count_node(rx_ll_ctx *c, const rx_node *n, rx_block *b, int32_t idx)
 {
     if (!n) return;
     switch (n->kind) {
@@ -232,7 +194,7 @@ static void count_node(ll_ctx *c, const rx_node *n, rx_block *b, int32_t idx)
     }
 }
 
-static void count_seq(ll_ctx *c, const rx_seq *s)
+static void count_seq(rx_ll_ctx *c, const rx_seq *s)
 {
     if (!s) return;
     for (int i = 0; i < s->nblocks; i++)
@@ -249,13 +211,13 @@ static void count_seq(ll_ctx *c, const rx_seq *s)
 
 /* ---- matching ---- */
 
-static bool is_op(const rx_node *n, const char *name)
+bool rx_ll_is_op(const rx_node *n, const char *name)
 {
     return n && n->kind == RX_N_CALL && n->call_kind == RX_CALL_OP &&
            !strcmp(n->u.call.op->name, name);
 }
 
-static bool f32_tensor(const rx_sinfo *s, int ndim)
+bool rx_ll_f32_tensor(const rx_sinfo *s, int ndim)
 {
     return s && s->kind == RX_SI_TENSOR && s->dtype == RX_DT_F32 && s->ndim == ndim && s->dims;
 }
@@ -263,19 +225,19 @@ static bool f32_tensor(const rx_sinfo *s, int ndim)
 /* Whether call is a matmul the library functions take (the essay's shapes). */
 static bool matmul_ok(const rx_node *call)
 {
-    if (!is_op(call, "matmul") || call->nargs != 2) return false;
+    if (!rx_ll_is_op(call, "matmul") || call->nargs != 2) return false;
     const rx_sinfo *a = call->args[0]->sinfo, *b = call->args[1]->sinfo, *r = call->sinfo;
     if (!a || a->kind != RX_SI_TENSOR || (a->ndim != 2 && a->ndim != 3)) return false;
-    if (!f32_tensor(a, a->ndim) || !f32_tensor(r, a->ndim)) return false;
+    if (!rx_ll_f32_tensor(a, a->ndim) || !rx_ll_f32_tensor(r, a->ndim)) return false;
     const rx_attr *od = rx_call_attr(call, "out_dtype");
     if (od->kind != RX_A_NULL && !(od->kind == RX_A_STR && !strcmp(od->u.s, "f32"))) return false;
-    if (f32_tensor(b, 2)) return true;
-    return a->ndim == 3 && f32_tensor(b, 3) && rx_expr_same(a->dims[0], b->dims[0]);
+    if (rx_ll_f32_tensor(b, 2)) return true;
+    return a->ndim == 3 && rx_ll_f32_tensor(b, 3) && rx_expr_same(a->dims[0], b->dims[0]);
 }
 
 /* The cost rule's second part: in auto mode a chain ends before a gelu or silu. On
  * opencl only the bare matmul is in the registry. */
-static bool pattern_worth(const ll_ctx *c, const lib_pattern *p)
+static bool pattern_worth(const rx_ll_ctx *c, const lib_pattern *p)
 {
     if (c->o && (c->o->opencl || c->o->cuda)) return !p->bias && !p->act;
     if (c->o && c->o->mode == RX_LIB_ALL) return true;
@@ -284,7 +246,7 @@ static bool pattern_worth(const ll_ctx *c, const lib_pattern *p)
 
 /* The cost rule of the essay for a matmul_ok call, or one matmul_view takes (M, N and
  * the batch from the result's extents, K from A's). */
-static bool worth_library(const ll_ctx *c, const rx_node *call)
+static bool worth_library(const rx_ll_ctx *c, const rx_node *call)
 {
     if (c->o && c->o->mode == RX_LIB_ALL) return true;
     const rx_sinfo *a = call->args[0]->sinfo, *r = call->sinfo;
@@ -311,7 +273,7 @@ static bool worth_library(const ll_ctx *c, const rx_node *call)
 
 /* Binding at (the last of a rewritten chain) becomes call_dps_library(lib, args) with
  * its annotation and location; counted as one rewrite. */
-static void put_lib(ll_ctx *c, rx_binding *at, const char *lib, rx_node **args, int nargs)
+void rx_ll_put_lib(rx_ll_ctx *c, rx_binding *at, const char *lib, rx_node **args, int nargs)
 {
     rx_sinfo *out = at->value->sinfo;
     rx_node *call = rx_n_call_lib(c->m, lib, args, nargs, out);
@@ -329,7 +291,7 @@ static void put_lib(ll_ctx *c, rx_binding *at, const char *lib, rx_node **args, 
 
 /* The binding that alone uses v, in block b after index after; NULL when v has another
  * use, is used elsewhere, or by a match_cast. */
-static rx_binding *sole_user(const ll_ctx *c, const rx_node *v, rx_block *b, int after)
+rx_binding *rx_ll_sole_user(const rx_ll_ctx *c, const rx_node *v, rx_block *b, int after)
 {
     if (!var_id_ok(c, v)) return NULL;
     int32_t id = v->u.var.id;
@@ -342,20 +304,20 @@ static rx_binding *sole_user(const ll_ctx *c, const rx_node *v, rx_block *b, int
  * (n,) and the sum of v's shape; else NULL. */
 static rx_node *bias_of(const rx_node *s, const rx_node *v)
 {
-    if (!is_op(s, "add") || s->nargs != 2) return NULL;
+    if (!rx_ll_is_op(s, "add") || s->nargs != 2) return NULL;
     int k = s->args[0] == v ? 1 : s->args[1] == v ? 0 : -1;
     if (k < 0 || s->args[k] == v) return NULL;
     const rx_sinfo *vs = v->sinfo, *bs = s->args[k]->sinfo, *rs = s->sinfo;
-    if (!f32_tensor(bs, 1) || !f32_tensor(rs, vs->ndim)) return NULL;
+    if (!rx_ll_f32_tensor(bs, 1) || !rx_ll_f32_tensor(rs, vs->ndim)) return NULL;
     if (!rx_expr_same(bs->dims[0], vs->dims[vs->ndim - 1])) return NULL;
     for (int i = 0; i < vs->ndim; i++)
         if (!rx_expr_same(rs->dims[i], vs->dims[i])) return NULL;
     return s->args[k];
 }
 
-static rx_node *def_of(void *ctx, const rx_node *var)
+rx_node *rx_ll_def_of(void *ctx, const rx_node *var)
 {
-    const ll_ctx *c = ctx; /* producers of this block only: a base must be in scope */
+    const rx_ll_ctx *c = ctx; /* producers of this block only: a base must be in scope */
     return var_id_ok(c, var) && c->def_block[var->u.var.id] == c->cur ? c->def[var->u.var.id]
                                                                        : NULL;
 }
@@ -370,9 +332,9 @@ static bool same_tensor(const rx_sinfo *x, const rx_sinfo *y)
 }
 
 /* The value of a scalar f32 constant operand (inline or bound), or false. */
-static bool scalar_f32(const ll_ctx *c, const rx_node *n, double *out)
+bool rx_ll_scalar_f32(const rx_ll_ctx *c, const rx_node *n, double *out)
 {
-    if (n->kind == RX_N_VAR) n = def_of((void *)c, n);
+    if (n->kind == RX_N_VAR) n = rx_ll_def_of((void *)c, n);
     if (!n || n->kind != RX_N_CONST || n->u.konst->dtype != RX_DT_F32 || n->u.konst->nbytes != 4)
         return false;
     float f;
@@ -383,23 +345,23 @@ static bool scalar_f32(const ll_ctx *c, const rx_node *n, double *out)
 
 /* n is op(v, s) or op(s, v) with s a scalar f32 constant
  * within 1e-6 relative of want. */
-static bool op_with_scalar(const ll_ctx *c, const rx_node *n, const char *op, const rx_node *v,
+static bool op_with_scalar(const rx_ll_ctx *c, const rx_node *n, const char *op, const rx_node *v,
                            double want)
 {
-    if (!is_op(n, op) || n->nargs != 2) return false;
+    if (!rx_ll_is_op(n, op) || n->nargs != 2) return false;
     int k = n->args[0] == v ? 1 : n->args[1] == v ? 0 : -1;
     double got;
-    if (k < 0 || n->args[k] == v || !scalar_f32(c, n->args[k], &got)) return false;
+    if (k < 0 || n->args[k] == v || !rx_ll_scalar_f32(c, n->args[k], &got)) return false;
     return fabs(got - want) <= 1e-6 * fabs(want);
 }
 
 /* The op-call binding of block b after index after whose value is op(x, y) in either
  * order, or NULL. */
-static rx_binding *binary_user(const ll_ctx *c, rx_block *b, const rx_node *x, const rx_node *y,
+static rx_binding *binary_user(const rx_ll_ctx *c, rx_block *b, const rx_node *x, const rx_node *y,
                                const char *op, int after)
 {
-    rx_binding *u = sole_user(c, y, b, after);
-    if (!u || !is_op(u->value, op) || u->value->nargs != 2) return NULL;
+    rx_binding *u = rx_ll_sole_user(c, y, b, after);
+    if (!u || !rx_ll_is_op(u->value, op) || u->value->nargs != 2) return NULL;
     const rx_node *const *a = (const rx_node *const *)u->value->args;
     return (a[0] == x && a[1] == y) || (a[0] == y && a[1] == x) ? u : NULL;
 }
@@ -409,7 +371,7 @@ static rx_binding *binary_user(const ll_ctx *c, rx_block *b, const rx_node *x, c
  *   then h = x * a; y = h * 0.5   or   h = x * 0.5; y = h * a
  * (each product in either operand order). Appends the bindings' indices to chain (y's
  * last) and returns how many, or 0. */
-static int gelu_erf_chain(const ll_ctx *c, rx_block *b, rx_node *x, int after, int *chain)
+static int gelu_erf_chain(const rx_ll_ctx *c, rx_block *b, rx_node *x, int after, int *chain)
 {
     if (!var_id_ok(c, x) || c->uses[x->u.var.id] != 2) return 0;
     rx_binding *us[2];
@@ -429,13 +391,13 @@ static int gelu_erf_chain(const ll_ctx *c, rx_block *b, rx_node *x, int after, i
                d->value->args[0] == x) ||
               op_with_scalar(c, d->value, "multiply", x, 0.7071067811865476)))
             continue;
-        rx_binding *e = sole_user(c, d->var, b, (int)(d - b->bindings));
-        if (!e || !is_op(e->value, "erf") || e->value->args[0] != d->var) continue;
-        rx_binding *a = sole_user(c, e->var, b, (int)(e - b->bindings));
+        rx_binding *e = rx_ll_sole_user(c, d->var, b, (int)(d - b->bindings));
+        if (!e || !rx_ll_is_op(e->value, "erf") || e->value->args[0] != d->var) continue;
+        rx_binding *a = rx_ll_sole_user(c, e->var, b, (int)(e - b->bindings));
         if (!a || !op_with_scalar(c, a->value, "add", e->var, 1.0)) continue;
         rx_binding *y = NULL;
         if (binary_user(c, b, x, a->var, "multiply", (int)(a - b->bindings)) == h) {
-            y = sole_user(c, h->var, b, (int)(h - b->bindings));
+            y = rx_ll_sole_user(c, h->var, b, (int)(h - b->bindings));
             if (y && !op_with_scalar(c, y->value, "multiply", h->var, 0.5)) y = NULL;
         } else if (op_with_scalar(c, h->value, "multiply", x, 0.5)) {
             y = binary_user(c, b, h->var, a->var, "multiply", (int)(h - b->bindings));
@@ -452,27 +414,27 @@ static int gelu_erf_chain(const ll_ctx *c, rx_block *b, rx_node *x, int after, i
 
 /* Tries pattern p on the matmul binding j of dataflow block b; on a match rewrites the
  * chain's last binding and marks the others in `drop`. */
-static bool try_pattern(ll_ctx *c, const lib_pattern *p, rx_block *b, int j, bool *drop)
+static bool try_pattern(rx_ll_ctx *c, const lib_pattern *p, rx_block *b, int j, bool *drop)
 {
     rx_binding *mm = &b->bindings[j];
     rx_node *cur = mm->var, *bias = NULL;
     int chain[8] = {j}, len = 1;
     if (p->bias) {
-        rx_binding *u = sole_user(c, cur, b, chain[len - 1]);
+        rx_binding *u = rx_ll_sole_user(c, cur, b, chain[len - 1]);
         if (!u || !(bias = bias_of(u->value, cur))) return false;
         chain[len++] = (int)(u - b->bindings);
         cur = u->var;
     }
     if (p->act) {
-        rx_binding *u = sole_user(c, cur, b, chain[len - 1]);
+        rx_binding *u = rx_ll_sole_user(c, cur, b, chain[len - 1]);
         int n = 0;
         if (!u && !strcmp(p->act, "nn.gelu"))
             n = gelu_erf_chain(c, b, cur, chain[len - 1], chain + len);
         if (n) {
             len += n;
         } else {
-            if (!u || !is_op(u->value, p->act) || u->value->nargs != 1 ||
-                u->value->args[0] != cur || !f32_tensor(u->value->sinfo, mm->value->sinfo->ndim))
+            if (!u || !rx_ll_is_op(u->value, p->act) || u->value->nargs != 1 ||
+                u->value->args[0] != cur || !rx_ll_f32_tensor(u->value->sinfo, mm->value->sinfo->ndim))
                 return false;
             chain[len++] = (int)(u - b->bindings);
         }
@@ -480,7 +442,7 @@ static bool try_pattern(ll_ctx *c, const lib_pattern *p, rx_block *b, int j, boo
     rx_node *args[3] = {mm->value->args[0], mm->value->args[1], bias};
     const char *lib = !c->o ? p->lib : c->o->opencl ? "clblast.matmul"
                     : c->o->cuda ? "cublas.matmul" : p->lib;
-    put_lib(c, &b->bindings[chain[len - 1]], lib, args, bias ? 3 : 2);
+    rx_ll_put_lib(c, &b->bindings[chain[len - 1]], lib, args, bias ? 3 : 2);
     for (int k = 0; k < len - 1; k++) drop[chain[k]] = true;
     return true;
 }
@@ -488,7 +450,7 @@ static bool try_pattern(ll_ctx *c, const lib_pattern *p, rx_block *b, int j, boo
 /* Whether the matmul_view epilogue takes activation act: the cost rule's second part as
  * pattern_worth has it, and the tanh GELU (a generated one cost more than the epilogue:
  * docs/runtime.md). */
-static bool view_act_worth(const ll_ctx *c, int act)
+static bool view_act_worth(const rx_ll_ctx *c, int act)
 {
     if (c->o && c->o->mode == RX_LIB_ALL) return true;
     return act == RX_LE_ACT_RELU || act == RX_LE_ACT_GELU_TANH;
@@ -501,12 +463,12 @@ static bool view_act_worth(const ll_ctx *c, int act)
  * replaces are appended to drops, and with a reshape *moved is it and *y the
  * activation's result: the call then stays at the product's (or the sum's) binding with
  * its shape, and the caller moves the reshape, reading the call, to *y. */
-static void view_epilogue(ll_ctx *c, rx_block *b, const bool *drop, rx_binding **last,
+static void view_epilogue(rx_ll_ctx *c, rx_block *b, const bool *drop, rx_binding **last,
                           rx_node **bias, int *act, int *drops, int *nd, rx_binding **moved,
                           rx_binding **y)
 {
     rx_node *cur = (*last)->var;
-    rx_binding *u = sole_user(c, cur, b, (int)(*last - b->bindings));
+    rx_binding *u = rx_ll_sole_user(c, cur, b, (int)(*last - b->bindings));
     if (u && !drop[u - b->bindings] && (*bias = bias_of(u->value, cur))) {
         drops[(*nd)++] = (int)(*last - b->bindings);
         *last = u;
@@ -514,14 +476,14 @@ static void view_epilogue(ll_ctx *c, rx_block *b, const bool *drop, rx_binding *
     }
     rx_node *x = cur;
     int after = (int)(*last - b->bindings);
-    rx_binding *r = sole_user(c, cur, b, after);
+    rx_binding *r = rx_ll_sole_user(c, cur, b, after);
     const rx_sinfo *cs = cur->sinfo, *rs = r ? r->value->sinfo : NULL;
-    if (r && !drop[r - b->bindings] && is_op(r->value, "reshape") && f32_tensor(rs, rs->ndim) &&
+    if (r && !drop[r - b->bindings] && rx_ll_is_op(r->value, "reshape") && rx_ll_f32_tensor(rs, rs->ndim) &&
         rx_expr_same(rs->dims[rs->ndim - 1], cs->dims[cs->ndim - 1])) {
         x = r->var;
         after = (int)(r - b->bindings);
     }
-    rx_le_ctx le = {c->uses, c->nids, {def_of, c}};
+    rx_le_ctx le = {c->uses, c->nids, {rx_ll_def_of, c}};
     int ch[16], a = RX_LE_ACT_NONE, k = rx_le_match(&le, b, x, after, drop, ch, &a);
     if (!k || !view_act_worth(c, a)) return;
     *act = a;
@@ -539,18 +501,18 @@ static void view_epilogue(ll_ctx *c, rx_block *b, const bool *drop, rx_binding *
 /* matmul_view (the essay): the matmul binding j of block b with both operands read as
  * strided views of their bases, and a following multiply by a scalar constant folded
  * into alpha; on a match rewrites the last binding and marks the matmul's in drop. */
-static bool try_view(ll_ctx *c, rx_block *b, int j, bool *drop)
+static bool try_view(rx_ll_ctx *c, rx_block *b, int j, bool *drop)
 {
     rx_binding *mm = &b->bindings[j];
     rx_node *call = mm->value;
-    if (!is_op(call, "matmul") || call->nargs != 2) return false;
+    if (!rx_ll_is_op(call, "matmul") || call->nargs != 2) return false;
     const rx_sinfo *r = call->sinfo;
     const rx_attr *od = rx_call_attr(call, "out_dtype");
     if (!r || r->kind != RX_SI_TENSOR || !r->dims || r->ndim < 2 || r->ndim > RX_LV_MAXR ||
         r->dtype != RX_DT_F32 ||
         (od->kind != RX_A_NULL && !(od->kind == RX_A_STR && !strcmp(od->u.s, "f32"))))
         return false;
-    rx_lv_defs defs = {def_of, c};
+    rx_lv_defs defs = {rx_ll_def_of, c};
     rx_lv_view va, vb;
     if (!rx_lv_view_of(&defs, call->args[0], &va, c->m->arena) ||
         !rx_lv_view_of(&defs, call->args[1], &vb, c->m->arena) || va.r < 2 || vb.r < 2 ||
@@ -563,11 +525,11 @@ static bool try_view(ll_ctx *c, rx_block *b, int j, bool *drop)
     int64_t words[4 + 2 * (1 + 3 * RX_LV_MAXR)];
     int n = 2;
     double alpha = va.alpha * vb.alpha, s;
-    rx_binding *last = mm, *u = sole_user(c, mm->var, b, j);
-    if (u && is_op(u->value, "multiply") && u->value->nargs == 2 &&
+    rx_binding *last = mm, *u = rx_ll_sole_user(c, mm->var, b, j);
+    if (u && rx_ll_is_op(u->value, "multiply") && u->value->nargs == 2 &&
         same_tensor(u->value->sinfo, r)) {
         rx_node *o = u->value->args[0] == mm->var ? u->value->args[1] : u->value->args[0];
-        if (o != mm->var && scalar_f32(c, o, &s)) {
+        if (o != mm->var && rx_ll_scalar_f32(c, o, &s)) {
             alpha *= s;
             last = u;
         }
@@ -597,7 +559,7 @@ static bool try_view(ll_ctx *c, rx_block *b, int j, bool *drop)
     rx_expr *words_len = rx_e_int(c->m->arena, n);
     args[2]->sinfo = rx_si_tensor(c->m->arena, RX_DT_I64, 1, &words_len);
     args[2]->loc = call->loc;
-    put_lib(c, last, "blas.matmul_view", args, bias ? 4 : 3);
+    rx_ll_put_lib(c, last, "blas.matmul_view", args, bias ? 4 : 3);
     for (int i = 0; i < nd; i++) drop[drops[i]] = true;
     if (moved) { /* the reshape, reading the call, now binds the activation's result */
         y->value = moved->value;
@@ -606,11 +568,9 @@ static bool try_view(ll_ctx *c, rx_block *b, int j, bool *drop)
     return true;
 }
 
-static void lower_seq(ll_ctx *c, rx_seq *s);
-static bool try_conv(ll_ctx *c, rx_block *b, int j, bool *drop);
-static bool try_pool(ll_ctx *c, rx_binding *bd);
+static void lower_seq(rx_ll_ctx *c, rx_seq *s);
 
-static void lower_block(ll_ctx *c, rx_block *b)
+static void lower_block(rx_ll_ctx *c, rx_block *b)
 {
     for (int j = 0; j < b->nbindings; j++) {
         rx_node *v = b->bindings[j].value;
@@ -627,7 +587,7 @@ static void lower_block(ll_ctx *c, rx_block *b)
         rx_binding *bd = &b->bindings[j];
         if (drop[j] || bd->match_cast) continue;
         c->cur = b;
-        if ((c->conv_enabled && try_conv(c, b, j, drop)) || (c->pool_enabled && try_pool(c, bd))) {
+        if ((c->conv_enabled && rx_ll_try_conv(c, b, j, drop)) || (c->pool_enabled && rx_ll_try_pool(c, bd))) {
             any = true;
             continue;
         }
@@ -653,287 +613,10 @@ static void lower_block(ll_ctx *c, rx_block *b)
     free(drop);
 }
 
-static void lower_seq(ll_ctx *c, rx_seq *s)
+static void lower_seq(rx_ll_ctx *c, rx_seq *s)
 {
     if (!s) return;
     for (int i = 0; i < s->nblocks; i++) lower_block(c, s->blocks[i]);
-}
-
-/* ---- the conv rule: nn.conv2d chains -> blas.conv2d (runtime/library_conv.c) ---- */
-
-enum { CONV_NPARAMS = 11 }; /* blas.conv2d's params: strides, padding, dilation, groups,
-                               flags (1 bias, 2 residual), act (1 relu) */
-
-/* The n = 1 or S = 2 (or 2 * S with padding) integers of attribute name into v. */
-static bool conv_ints(const rx_node *call, const char *name, int64_t *v, int max, int *n)
-{
-    const rx_attr *a = rx_call_attr(call, name);
-    if (!a || a->kind != RX_A_ARRAY || a->u.arr.n < 1 || a->u.arr.n > max) return false;
-    for (int i = 0; i < a->u.arr.n; i++) {
-        if (a->u.arr.items[i]->kind != RX_A_INT) return false;
-        v[i] = a->u.arr.items[i]->u.i;
-    }
-    *n = a->u.arr.n;
-    return true;
-}
-
-static bool attr_is(const rx_node *call, const char *name, const char *want)
-{
-    const rx_attr *a = rx_call_attr(call, name);
-    return a && a->kind == RX_A_STR && !strcmp(a->u.s, want);
-}
-
-/* Whether call is an nn.conv2d blas.conv2d takes (f32 NCHW x, OIHW w, f32 result); its
- * params' first nine entries into p. */
-static bool conv_ok(const rx_node *call, int64_t p[CONV_NPARAMS])
-{
-    if (!is_op(call, "nn.conv2d") || call->nargs != 2) return false;
-    if (!f32_tensor(call->args[0]->sinfo, 4) || !f32_tensor(call->args[1]->sinfo, 4) ||
-        !f32_tensor(call->sinfo, 4) || !attr_is(call, "data_layout", "NCHW") ||
-        !attr_is(call, "kernel_layout", "OIHW"))
-        return false;
-    const rx_attr *od = rx_call_attr(call, "out_dtype"), *g = rx_call_attr(call, "groups");
-    if (od->kind != RX_A_NULL && !(od->kind == RX_A_STR && !strcmp(od->u.s, "f32"))) return false;
-    int64_t st[2], pd[4], dl[2];
-    int ns, np, nd;
-    if (!g || g->kind != RX_A_INT || g->u.i < 1 || !conv_ints(call, "strides", st, 2, &ns) ||
-        !conv_ints(call, "padding", pd, 4, &np) || np == 3 || !conv_ints(call, "dilation", dl, 2, &nd))
-        return false;
-    for (int i = 0; i < 2; i++) {
-        p[i] = st[ns == 1 ? 0 : i];     /* stride h, w */
-        p[6 + i] = dl[nd == 1 ? 0 : i]; /* dilation h, w */
-    }
-    for (int i = 0; i < 4; i++) p[2 + i] = np == 1 ? pd[0] : np == 2 ? pd[i % 2] : pd[i];
-    p[8] = g->u.i;
-    return true;
-}
-
-/* The cost rule for a conv_ok call: the library when the multiply-adds N * O * OH * OW *
- * (C / groups) * KH * KW reach the threshold (a symbolic dim counts as large). */
-static bool conv_worth(const ll_ctx *c, const rx_node *call)
-{
-    if (c->o && c->o->mode == RX_LIB_ALL) return true;
-    const rx_sinfo *w = call->args[1]->sinfo, *r = call->sinfo;
-    rx_expr *d[7] = {r->dims[0], r->dims[1], r->dims[2], r->dims[3], w->dims[1], w->dims[2], w->dims[3]};
-    double volume = 1;
-    for (int i = 0; i < 7; i++) {
-        int64_t v;
-        if (!rx_expr_is_const(d[i], &v)) return true;
-        volume *= (double)v;
-    }
-    int64_t threshold = c->o && c->o->threshold > 0 ? c->o->threshold : RX_LIB_THRESHOLD_DEFAULT;
-    return volume >= (double)threshold;
-}
-
-/* The binding after `after` that alone uses v, when it is an op call not taken yet. */
-static rx_binding *conv_next(const ll_ctx *c, const rx_node *v, rx_block *b, int after,
-                             const bool *drop)
-{
-    rx_binding *u = sole_user(c, v, b, after);
-    if (!u || drop[u - b->bindings] || !u->value || u->value->kind != RX_N_CALL ||
-        u->value->call_kind != RX_CALL_OP || !f32_tensor(u->value->sinfo, 4))
-        return NULL;
-    for (int i = 0; i < 4; i++)
-        if (!rx_expr_same(u->value->sinfo->dims[i], v->sinfo->dims[i])) return NULL;
-    return u;
-}
-
-/* The other operand of s = op(v, k) or op(k, v) (op "add", "maximum", "minimum"), or NULL. */
-static rx_node *op_other(const rx_node *s, const char *op, const rx_node *v)
-{
-    if (!is_op(s, op) || s->nargs != 2) return NULL;
-    int k = s->args[0] == v ? 1 : s->args[1] == v ? 0 : -1;
-    return k < 0 || s->args[k] == v ? NULL : s->args[k];
-}
-
-/* Whether k is a per-channel bias of the 4-d v: f32 (O, 1, 1) or (1, O, 1, 1). */
-static bool channel_bias(const rx_node *k, const rx_node *v)
-{
-    const rx_sinfo *s = k->sinfo;
-    if (!s || s->kind != RX_SI_TENSOR || s->dtype != RX_DT_F32 || !s->dims || s->ndim < 3 ||
-        s->ndim > 4)
-        return false;
-    int64_t one;
-    for (int i = 0; i < s->ndim; i++) {
-        int at = 4 - s->ndim + i; /* right-aligned against (N, O, OH, OW) */
-        if (at == 1 ? !rx_expr_same(s->dims[i], v->sinfo->dims[1])
-                    : !rx_expr_is_const(s->dims[i], &one) || one != 1)
-            return false;
-    }
-    return true;
-}
-
-/* Whether k has the 4-d v's shape (f32): a residual. */
-static bool same_shape(const rx_node *k, const rx_node *v)
-{
-    if (!f32_tensor(k->sinfo, 4)) return false;
-    for (int i = 0; i < 4; i++)
-        if (!rx_expr_same(k->sinfo->dims[i], v->sinfo->dims[i])) return false;
-    return true;
-}
-
-/* An i64 (n,) constant of p: a library call's params. */
-static rx_node *int_params(rx_module *m, const int64_t *p, int n)
-{
-    rx_const *k = RX_NEW(m->arena, rx_const);
-    int64_t *shape = RX_NEWN(m->arena, int64_t, 1);
-    uint8_t *bytes = RX_NEWN(m->arena, uint8_t, 8 * (size_t)n);
-    shape[0] = n;
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < 8; j++) bytes[8 * i + j] = (uint8_t)((uint64_t)p[i] >> (8 * j));
-    *k = (rx_const){NULL, RX_DT_I64, 1, shape, bytes, 8 * (size_t)n, 0};
-    rx_node *kn = rx_n_const(m, k);
-    rx_expr *d = rx_e_int(m->arena, n);
-    kn->sinfo = rx_si_tensor(m->arena, RX_DT_I64, 1, &d);
-    return kn;
-}
-
-/* The f32 bits of v as a params word. */
-static int64_t f32_bits(double v)
-{
-    float f = (float)v;
-    uint32_t bits;
-    memcpy(&bits, &f, sizeof bits);
-    return (int64_t)bits;
-}
-
-/* The activation that may end a conv chain at binding u (the sole user of the chain so
- * far): [nn.relu ->] [maximum(v, lo) ->] [minimum(., hi)], lo and hi scalar f32
- * constants, the clamp's bounds max(0 if relu, lo) <= hi (ONNX Clip imports as maximum
- * then minimum; PyTorch exports F.relu6 as Relu then Clip(0, 6), nn.ReLU6 and Hardtanh
- * as Clip). Appends the bindings taken to chain and sets p's act: relu for a lower bound
- * 0 alone, else clamp with the bounds in p[11], p[12]; returns the params' length (11 or
- * 13). With lo > hi (ONNX: hi wins) only a leading relu is taken. */
-static int conv_act(const ll_ctx *c, rx_block *b, rx_binding *u, int *chain, int *len,
-                    const bool *drop, int64_t p[CONV_NPARAMS + 2])
-{
-    double lo = -INFINITY, hi = INFINITY, v;
-    rx_node *cur = b->bindings[chain[*len - 1]].var, *k;
-    int taken = 0, at[3];
-    if (is_op(u->value, "nn.relu") && u->value->nargs == 1) {
-        lo = 0.0, p[10] = 1, chain[(*len)++] = (int)(u - b->bindings), cur = u->var;
-        u = conv_next(c, cur, b, chain[*len - 1], drop);
-    }
-    k = u ? op_other(u->value, "maximum", cur) : NULL;
-    if (k && scalar_f32(c, k, &v)) {
-        lo = v > lo ? v : lo, at[taken++] = (int)(u - b->bindings), cur = u->var;
-        u = conv_next(c, cur, b, at[0], drop);
-    }
-    k = u ? op_other(u->value, "minimum", cur) : NULL;
-    if (k && scalar_f32(c, k, &hi)) at[taken++] = (int)(u - b->bindings);
-    if (!taken || !(lo <= hi)) return CONV_NPARAMS;
-    for (int i = 0; i < taken; i++) chain[(*len)++] = at[i];
-    if (lo == 0.0 && hi == INFINITY) {
-        p[10] = 1;
-        return CONV_NPARAMS;
-    }
-    p[10] = 2, p[11] = f32_bits(lo), p[12] = f32_bits(hi);
-    return CONV_NPARAMS + 2;
-}
-
-/* Tries the conv rule on binding j of dataflow block b: the chain
- *   y = nn.conv2d(x, w) [-> add per-channel bias] [-> add residual of y's shape]
- *       [-> nn.relu and/or a clamp: conv_act]
- * (every intermediate used once, by the next) becomes one call
- *   blas.conv2d(x, w, params, [bias], [residual]) at the chain's last binding. */
-static bool try_conv(ll_ctx *c, rx_block *b, int j, bool *drop)
-{
-    rx_binding *cb = &b->bindings[j];
-    int64_t p[CONV_NPARAMS + 2] = {0};
-    if (!conv_ok(cb->value, p) || !conv_worth(c, cb->value)) return false;
-    rx_node *cur = cb->var, *args[5] = {cb->value->args[0], cb->value->args[1], NULL};
-    int chain[6] = {j}, len = 1, nargs = 3;
-    rx_binding *u = conv_next(c, cur, b, j, drop);
-    rx_node *k = u ? op_other(u->value, "add", cur) : NULL;
-    if (k && channel_bias(k, cur)) {
-        p[9] |= 1, args[nargs++] = k, chain[len++] = (int)(u - b->bindings), cur = u->var;
-        u = conv_next(c, cur, b, chain[len - 1], drop);
-        k = u ? op_other(u->value, "add", cur) : NULL;
-    }
-    if (k && same_shape(k, cur)) {
-        p[9] |= 2, args[nargs++] = k, chain[len++] = (int)(u - b->bindings), cur = u->var;
-        u = conv_next(c, cur, b, chain[len - 1], drop);
-    }
-    int np = u ? conv_act(c, b, u, chain, &len, drop, p) : CONV_NPARAMS;
-    args[2] = int_params(c->m, p, np);
-    put_lib(c, &b->bindings[chain[len - 1]], "blas.conv2d", args, nargs);
-    for (int i = 0; i < len - 1; i++) drop[chain[i]] = true;
-    return true;
-}
-
-/* ---- the pool rule: nn.max_pool2d / nn.avg_pool2d -> rt.pool2d ---- */
-
-enum { POOL_NPARAMS = 13 }; /* rt.pool2d's params: pool size, strides, padding, dilation,
-                               ceil_mode, max, count_include_pad */
-
-static bool attr_bool(const rx_node *call, const char *name, bool *v)
-{
-    const rx_attr *a = rx_call_attr(call, name);
-    if (!a || a->kind != RX_A_BOOL) return false;
-    *v = a->u.b;
-    return true;
-}
-
-/* An f32 NCHW max or avg pooling (its params into p) when worth the library: the taps
- * N * C * OH * OW * KH * KW reach the threshold (a symbolic dim counts as large). The
- * generated pooling reads each tap through a bounds select (~3 ns a tap measured on the
- * probe's 3x3 stride-2 max pool); rt.pool2d clips the window per row instead. */
-static bool try_pool(ll_ctx *c, rx_binding *bd)
-{
-    rx_node *call = bd->value;
-    bool is_max = is_op(call, "nn.max_pool2d");
-    if ((!is_max && !is_op(call, "nn.avg_pool2d")) || call->nargs != 1 ||
-        !f32_tensor(call->args[0]->sinfo, 4) || !f32_tensor(call->sinfo, 4) ||
-        !attr_is(call, "layout", "NCHW"))
-        return false;
-    int64_t k[2], st[2], pd[4], dl[2], p[POOL_NPARAMS] = {0};
-    int nk, ns, np, nd;
-    bool ceil_mode, cip = false;
-    if (!conv_ints(call, "pool_size", k, 2, &nk) || !conv_ints(call, "strides", st, 2, &ns) ||
-        !conv_ints(call, "padding", pd, 4, &np) || np == 3 ||
-        !conv_ints(call, "dilation", dl, 2, &nd) || !attr_bool(call, "ceil_mode", &ceil_mode) ||
-        (!is_max && !attr_bool(call, "count_include_pad", &cip)))
-        return false;
-    for (int i = 0; i < 2; i++) {
-        p[i] = k[nk == 1 ? 0 : i], p[2 + i] = st[ns == 1 ? 0 : i], p[8 + i] = dl[nd == 1 ? 0 : i];
-    }
-    for (int i = 0; i < 4; i++) p[4 + i] = np == 1 ? pd[0] : np == 2 ? pd[i % 2] : pd[i];
-    p[10] = ceil_mode, p[11] = is_max, p[12] = cip;
-    if (!(c->o && c->o->mode == RX_LIB_ALL)) {
-        double volume = (double)p[0] * (double)p[1];
-        for (int i = 0; i < 4; i++) {
-            int64_t v;
-            if (!rx_expr_is_const(call->sinfo->dims[i], &v)) volume = INFINITY;
-            else volume *= (double)v;
-        }
-        int64_t threshold = c->o && c->o->threshold > 0 ? c->o->threshold : RX_LIB_THRESHOLD_DEFAULT;
-        if (volume < (double)threshold) return false;
-    }
-    rx_node *args[2] = {call->args[0], int_params(c->m, p, POOL_NPARAMS)};
-    put_lib(c, bd, "rt.pool2d", args, 2);
-    return true;
-}
-
-/* ---- nn.rnn -> rt.rnn (called by legalize, at every opt level) ---- */
-
-rx_node *rx_lib_rnn_call(rx_module *m, rx_node *call)
-{
-    static const char *const modes[] = {"lstm", "gru", "rnn_tanh", "rnn_relu"};
-    static const char *const dirs[] = {"forward", "reverse", "bidirectional"};
-    int64_t p[3] = {0, 0, 0};
-    for (int i = 0; i < RX_COUNTOF(modes); i++)
-        if (attr_is(call, "mode", modes[i])) p[0] = i;
-    for (int i = 0; i < RX_COUNTOF(dirs); i++)
-        if (attr_is(call, "direction", dirs[i])) p[1] = i;
-    bool lbr = false;
-    p[2] = attr_bool(call, "linear_before_reset", &lbr) && lbr;
-    rx_node **args = RX_NEWN(m->arena, rx_node *, 8);
-    for (int i = 0; i < 7; i++) args[i] = call->args[i];
-    args[7] = int_params(m, p, 3);
-    rx_node *lib = rx_n_call_lib(m, "rt.rnn", args, 8, call->sinfo);
-    lib->sinfo = call->sinfo;
-    lib->loc = call->loc;
-    return lib;
 }
 
 bool rx_library_lower(rx_module *m, const rx_lib_opts *o, int *rewritten, rx_diags *d)
@@ -941,7 +624,7 @@ bool rx_library_lower(rx_module *m, const rx_lib_opts *o, int *rewritten, rx_dia
     if (rewritten) *rewritten = 0;
     if (!rx_lib_opts_check(o, d)) return false;
     if (o && o->mode == RX_LIB_NONE) return true;
-    ll_ctx c = {0};
+    rx_ll_ctx c = {0};
     c.m = m;
     c.o = o;
     for (int p = 0; p < RX_COUNTOF(patterns); p++) {

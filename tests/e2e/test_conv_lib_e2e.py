@@ -10,7 +10,9 @@ with bias, residual and relu; 1x1 with stride 2; 1x1 with padding; a layer large
 that the im2col panel is cut into several bands; ReLU6 as ONNX Clip imports it, maximum
 then minimum with scalar constants, after a 1x1, after a depthwise 3x3 (the one-pass
 3x3 row kernel on a plane wider than a vector) and after a stride-2 depthwise; a
-Hardtanh-like clamp(-0.5, 0.75) after a 3x3; maximum(., 0) alone as relu; minimum
+Hardtanh-like clamp(-0.5, 0.75) after a 3x3; SiLU and hardswish (as ONNX HardSwish
+imports) after pointwise, 3x3, depthwise (stride 1 and 2), stem and wide convolutions;
+maximum(., 0) alone as relu; minimum
 alone; nn.relu then clamp(0, 6) as F.relu6 exports, after a depthwise and after a 3x3;
 stride-1 depthwise 7x7, 5x5, 3x5, 9x9, 1x1 padded and a channel multiplier through the
 zero-padded plane; the implicit GEMM's corners: a 7-wide plane with 64 channels and a
@@ -21,7 +23,8 @@ a 24-pixel plane (an 8-pixel last panel);
 small planes with large weights (the wide cut: 3x3, pointwise, stride 2 dilated)),
 and max / avg poolings (the probe's
 3x3 stride 2 pad 1 max pool, dilation, ceil_mode, count_include_pad both ways, 4-value
-padding, stride 1 on 37 columns), all returned as a tuple. Checked:
+padding, stride 1 on 37 columns; adaptive average pooling with equal windows, global
+and 2x3; global on a symbolic h x w map), all returned as a tuple. Checked:
   - `relaxc build` (default cost rule) turns every chain into one blas.conv2d call and
     every pooling into one rt.pool2d (the counts in the lowered module);
   - relax-run at batch 2 and batch 1 of the same artifact equals a float64 NumPy
@@ -114,6 +117,19 @@ CASES = [
     ("dw3x5_asym", 8, 9, 31, (8, 1, 3, 5), [1, 1], [0, 2, 1, 2], [1, 1], 8, "1o11", False, (0.0, 6.0)),
     ("dw9", 4, 13, 20, (4, 1, 9, 9), [1, 1], [4, 4, 4, 4], [1, 1], 4, None, False, False),
     ("dw1_padded", 4, 5, 9, (4, 1, 1, 1), [1, 1], [1, 2, 0, 1], [1, 1], 4, "o11", False, False),
+    # SiLU (x * sigmoid(x), EfficientNet's) and hardswish (ONNX HardSwish's import:
+    # * 1/6, + 0.5, maximum 0, minimum 1, times x; MobileNetV3's) as the call's epilogue,
+    # after each tile: pointwise (the AVX-512 tile, 2 panels, the last partial), a 3x3
+    # with bias and residual on 13 rows (AVX2: 6 + 6 + 1), 2 reduction blocks, stride-1
+    # and stride-2 depthwise (the AVX-512 planes), a 3-channel stem at stride 2, the wide
+    # cut
+    ("pw_silu", 16, 5, 7, (24, 16, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1, "1o11", False, "silu"),
+    ("deep_o13_res_silu", 40, 10, 9, (13, 40, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "o11", True, "silu"),
+    ("dw3_silu", 24, 13, 37, (24, 1, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 24, "1o11", False, "silu"),
+    ("dw5_s2_hswish", 16, 13, 37, (16, 1, 5, 5), [2, 2], [2, 2, 2, 2], [1, 1], 16, "o11", False, "hardswish"),
+    ("stem_s2_hswish", 3, 33, 31, (16, 3, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 1, "1o11", False, "hardswish"),
+    ("pw_res_hswish", 16, 9, 9, (20, 16, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1, None, True, "hardswish"),
+    ("wide_k3_silu", 128, 5, 7, (64, 128, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "o11", False, "silu"),
 ]
 
 # name, op, C, H, W, pool_size, strides, padding, dilation, ceil_mode, count_include_pad
@@ -128,6 +144,13 @@ POOLS = [
     ("max_k3s1p1_w37", "max", 8, 9, 37, [3, 3], [1, 1], [1, 1, 1, 1], [1, 1], False, False),
     ("avg_k3s1_w37", "avg", 8, 9, 37, [3, 3], [1, 1], [1, 0, 1, 2], [1, 1], False, False),
     ("max_k3s2p1_w39", "max", 8, 7, 67, [3, 3], [2, 2], [1, 1, 1, 1], [1, 1], False, False),
+    # nn.adaptive_avg_pool2d whose windows are all one size (output (H / k, W / k)) as
+    # rt.pool2d: global average pooling (SE blocks, heads) on 13x37, and 2x3 outputs
+    ("adaptive_global", "adaptive", 24, 13, 37, [13, 37], [13, 37], [0], [1, 1], False, False),
+    ("adaptive_2x3", "adaptive", 8, 12, 21, [6, 7], [6, 7], [0], [1, 1], False, False),
+    # global average pooling on a symbolic map (h, w: DenseNet's head): rt.pool2d's
+    # global form, the plane's extents read at the call
+    ("adaptive_global_sym", "adaptive_sym", 16, 9, 14, [9, 14], [9, 14], [0], [1, 1], False, False),
 ]
 
 
@@ -222,6 +245,19 @@ def module(cases, pools):
         if relu is True:
             bind.append({"var": "y%d" % i, "value": {"op": "nn.relu", "args": [cur]}})
             cur = "y%d" % i
+        elif relu == "silu":
+            bind.append({"var": "g%d" % i, "value": {"op": "sigmoid", "args": [cur]}})
+            bind.append({"var": "y%d" % i, "value": {"op": "multiply", "args": [cur, "g%d" % i]}})
+            cur = "y%d" % i
+        elif relu == "hardswish":
+            steps = (("multiply", 1.0 / 6.0), ("add", 0.5), ("maximum", 0.0), ("minimum", 1.0))
+            h = cur
+            for j, (op, k) in enumerate(steps):
+                bind.append({"var": "h%d_%d" % (i, j),
+                             "value": {"op": op, "args": [h, {"const": k, "dtype": "f32"}]}})
+                h = "h%d_%d" % (i, j)
+            bind.append({"var": "y%d" % i, "value": {"op": "multiply", "args": [h, cur]}})
+            cur = "y%d" % i
         elif relu:
             if len(relu) > 2:
                 bind.append({"var": "y%d" % i, "value": {"op": "nn.relu", "args": [cur]}})
@@ -234,12 +270,14 @@ def module(cases, pools):
         results.append(cur)
     for i, c in enumerate(pools):
         name, op, C, H, W, k, st, pd, dl, ceil, cip = c
-        params.append(t("px%d" % i, ["n", C, H, W]))
+        params.append(t("px%d" % i, ["n", C, "h", "w"] if op == "adaptive_sym" else ["n", C, H, W]))
         attrs = {"pool_size": k, "strides": st, "padding": pd, "dilation": dl, "ceil_mode": ceil}
         if op == "avg":
             attrs["count_include_pad"] = cip
-        bind.append({"var": "p%d" % i, "value": {"op": "nn.%s_pool2d" % op, "args": ["px%d" % i],
-                                                 "attrs": attrs}})
+        if op.startswith("adaptive"):
+            attrs = {"output_size": [H // k[0], W // k[1]]}
+        bind.append({"var": "p%d" % i, "value": {"op": "nn.%s_pool2d" % ("adaptive_avg" if op.startswith("adaptive") else op),
+                                                 "args": ["px%d" % i], "attrs": attrs}})
         results.append("p%d" % i)
     return {"format": "relax-json", "version": 1, "functions": {"main": {
         "kind": "relax", "params": params,
@@ -267,6 +305,10 @@ def inputs(rng, n, cases=None, pools=None):
             y = y + r
         if relu is True:
             y = np.maximum(y, 0)
+        elif relu == "silu":
+            y = y / (1.0 + np.exp(-y))
+        elif relu == "hardswish":
+            y = y * np.clip(y / 6.0 + 0.5, 0.0, 1.0)
         elif relu:
             y = y if len(relu) < 3 else np.maximum(y, 0)
             y = y if relu[0] is None else np.maximum(y, relu[0])
@@ -302,8 +344,9 @@ def main():
         text = run_status([relaxc, "print", src, "--after", "library_lower"])[1]
         check(text.count('"blas.conv2d"') == len(CASES),
               "every chain is one blas.conv2d (%d of %d)" % (text.count('"blas.conv2d"'), len(CASES)))
-        check("maximum" not in text and "minimum" not in text and "nn.relu" not in text,
-              "every relu and clamp is the call's epilogue (none left in the lowered module)")
+        check(all(op not in text for op in ("maximum", "minimum", "nn.relu", "sigmoid", "multiply")),
+              "every relu, clamp, SiLU and hardswish is the call's epilogue (none left in the "
+              "lowered module)")
         check(text.count('"rt.pool2d"') == len(POOLS),
               "every pooling is one rt.pool2d (%d of %d)" % (text.count('"rt.pool2d"'), len(POOLS)))
         gen_text = run_status([relaxc, "print", src, "--after", "library_lower"] + gen_opts)[1]

@@ -234,6 +234,43 @@ START_TEST(clamps)
 }
 END_TEST
 
+/* SiLU (x * sigmoid(x), either order) and hardswish (ONNX HardSwish's import) end the
+ * chain as act 3 and 4; not taken: a sigmoid product whose x has a third use, a
+ * hardswish with 0.2 for 1/6 (HardSigmoid's default alpha), a product of two tensors. */
+START_TEST(gates)
+{
+    static const char mod[] = MODULE(
+        P("x", "[\"n\", 16, 20, 20]") "," P("w", "[16, 16, 1, 1]") "," P("b", "[1, 16, 1, 1]"),
+        CONV("c1", "x", "w", "") "," OP("s1", "add", "[\"c1\", \"b\"]") ","
+        OP("g1", "sigmoid", "[\"s1\"]") "," OP("y1", "multiply", "[\"g1\", \"s1\"]") ","
+        CONV("c2", "y1", "w", "") "," OP("h1", "multiply", "[\"c2\", " KF("0.16666667") "]") ","
+        OP("h2", "add", "[" KF("0.5") ", \"h1\"]") "," OP("h3", "maximum", "[\"h2\", " KF("0.0") "]") ","
+        OP("h4", "minimum", "[\"h3\", " KF("1.0") "]") "," OP("y2", "multiply", "[\"c2\", \"h4\"]") ","
+        CONV("c3", "y2", "w", "") "," OP("g3", "sigmoid", "[\"c3\"]") ","
+        OP("m3", "multiply", "[\"c3\", \"g3\"]") "," OP("y3", "add", "[\"m3\", \"c3\"]") ","
+        CONV("c4", "y3", "w", "") "," OP("k1", "multiply", "[\"c4\", " KF("0.2") "]") ","
+        OP("k2", "add", "[\"k1\", " KF("0.5") "]") "," OP("k3", "maximum", "[\"k2\", " KF("0.0") "]") ","
+        OP("k4", "minimum", "[\"k3\", " KF("1.0") "]") "," OP("y4", "multiply", "[\"c4\", \"k4\"]") ","
+        CONV("c5", "y4", "w", "") "," OP("y5", "multiply", "[\"c5\", \"y4\"]"),
+        "y5");
+    int n;
+    rx_module *m = lower(mod, NULL, &n);
+    ck_assert_int_eq(n, 5);
+    static const char *const eb[] = {"b", NULL};
+    static const int64_t p1[11] = {1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 3};
+    assert_conv(m, "y1", "x", "w", p1, eb);
+    static const int64_t p2[11] = {1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 4};
+    assert_conv(m, "y2", "y1", "w", p2, NULL);
+    ck_assert(is_conv_call(m, "c3")); /* c3 used three times: the conv alone */
+    ck_assert_int_eq(bound(m, "g3")->call_kind, RX_CALL_OP);
+    ck_assert(is_conv_call(m, "c4")); /* 0.2 is not hardswish's 1/6 */
+    ck_assert_int_eq(bound(m, "k1")->call_kind, RX_CALL_OP);
+    ck_assert(is_conv_call(m, "c5"));
+    ck_assert_int_eq(bound(m, "y5")->call_kind, RX_CALL_OP);
+    rx_module_free(m);
+}
+END_TEST
+
 /* What the rule leaves: a (O,) bias, i64, an intermediate used twice. */
 START_TEST(not_taken)
 {
@@ -326,15 +363,30 @@ static void assert_pool(const rx_module *m, const char *name, const char *x, con
 START_TEST(pools)
 {
     static const char mod[] = MODULE(
-        P("x", "[\"n\", 32, 56, 56]") "," P("s", "[1, 2, 4, 4]"),
+        P("x", "[\"n\", 32, 56, 56]") "," P("s", "[1, 2, 4, 4]") "," P("d", "[\"n\", 8, \"h\", \"w\"]"),
         POOL("mx", "nn.max_pool2d", "x", "\"pool_size\": [3, 3], \"strides\": [2, 2], \"padding\": [1, 1, 1, 1]") ","
         POOL("av", "nn.avg_pool2d", "x", "\"pool_size\": [2, 3], \"strides\": [2, 1], \"padding\": [0, 1], "
                                          "\"dilation\": [1, 2], \"ceil_mode\": true, \"count_include_pad\": true") ","
-        POOL("sm", "nn.max_pool2d", "s", "\"pool_size\": [2, 2]"),
+        POOL("sm", "nn.max_pool2d", "s", "\"pool_size\": [2, 2]") ","
+        POOL("ga", "nn.adaptive_avg_pool2d", "x", "\"output_size\": [1, 1]") ","
+        POOL("a7", "nn.adaptive_avg_pool2d", "x", "\"output_size\": [7, 8]") ","
+        POOL("a5", "nn.adaptive_avg_pool2d", "x", "\"output_size\": [5, 5]") ","
+        POOL("gs", "nn.adaptive_avg_pool2d", "d", "\"output_size\": [1, 1]") ","
+        POOL("ds", "nn.adaptive_avg_pool2d", "d", "\"output_size\": [2, 2]"),
         "mx");
     int n;
     rx_module *m = lower(mod, NULL, &n);
-    ck_assert_int_eq(n, 2);
+    ck_assert_int_eq(n, 5);
+    /* adaptive average pooling with equal windows: an avg pool of H / OH, W / OW */
+    static const int64_t p_ga[13] = {56, 56, 56, 56, 0, 0, 0, 0, 1, 1, 0, 0, 0};
+    assert_pool(m, "ga", "x", p_ga);
+    static const int64_t p_a7[13] = {8, 7, 8, 7, 0, 0, 0, 0, 1, 1, 0, 0, 0};
+    assert_pool(m, "a7", "x", p_a7);
+    ck_assert_int_eq(bound(m, "a5")->call_kind, RX_CALL_OP); /* 56 / 5: windows differ */
+    /* 1 x 1 on a symbolic h, w: the global form, pool size and strides 0 */
+    static const int64_t p_gs[13] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0};
+    assert_pool(m, "gs", "d", p_gs);
+    ck_assert_int_eq(bound(m, "ds")->call_kind, RX_CALL_OP); /* 2 x 2 of h, w: unknown windows */
     static const int64_t p_mx[13] = {3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 1, 0};
     assert_pool(m, "mx", "x", p_mx);
     static const int64_t p_av[13] = {2, 3, 2, 1, 0, 1, 0, 1, 1, 2, 1, 0, 1};
@@ -356,6 +408,7 @@ static Suite *conv_suite(void)
     tcase_add_test(tc, basic_block);
     tcase_add_test(tc, formulations);
     tcase_add_test(tc, clamps);
+    tcase_add_test(tc, gates);
     tcase_add_test(tc, not_taken);
     tcase_add_test(tc, cost_and_options);
     tcase_add_test(tc, pools);

@@ -43,6 +43,7 @@ static inline double act_ref(int act, double x)
     case RX_RT_ACT_SILU: return x / (1 + exp(-x));
     case RX_RT_ACT_GELU_TANH:
         return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+    case RX_RT_ACT_HARDSWISH: return x * fmin(fmax(x / 6 + 0.5, 0), 1);
     default: return x;
     }
 }

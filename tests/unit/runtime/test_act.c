@@ -1,6 +1,6 @@
 /*
  * test_act.c — the runtime's epilogue activations (runtime/library_act.c over
- * rt_vmath_lanes.h: GELU, tanh GELU, SiLU, relu) on the path this CPU picks, against
+ * rt_vmath_lanes.h: GELU, tanh GELU, SiLU, hardswish, relu) on the path this CPU picks, against
  * the formulas in double, over a dense sweep and the special values. ctest runs it three
  * times: as is (AVX-512 on a CPU that has it), with RX_ACT_KERNEL=avx2 and with
  * RX_ACT_KERNEL=portable (libm's erff, expf, tanhf); the first check asserts the path
@@ -14,7 +14,9 @@
  * relu exact; GELU
  * U = 3, A = 2^-24 (for x below about -3, 1 + erf cancels: an absolute error of about
  * 2^-25 |x|, as with libm's erff); SiLU U = 4, A = 0; tanh GELU U = 4, A = 2^-24 (its
- * x (c1 + c2 x^2) rounds, and e^(-2u) amplifies that by 2u). Measured maxima (AVX-512 and
+ * x (c1 + c2 x^2) rounds, and e^(-2u) amplifies that by 2u); hardswish U = 1, A = 2^-23
+ * (x * 1/6 + 0.5 in f32, as the import's bindings compute it: near x = -3 the sum
+ * cancels, an absolute error of about 2^-25 |x|). Measured maxima (AVX-512 and
  * AVX2 equal): printed by the test. NaN gives NaN; +inf gives +inf; rows of every
  * length 1..40 give the same values as one long row (the padded tail), and a bias is
  * added before the activation. A planted error (one erf coefficient off by a unit in
@@ -39,7 +41,8 @@ typedef struct act_case {
 static const act_case CASES[] = {{RX_RT_ACT_RELU, "relu", 0, 0},
                                  {RX_RT_ACT_GELU, "gelu", 3, 0x1p-24},
                                  {RX_RT_ACT_SILU, "silu", 4, 0},
-                                 {RX_RT_ACT_GELU_TANH, "gelu_tanh", 4, 0x1p-24}};
+                                 {RX_RT_ACT_GELU_TANH, "gelu_tanh", 4, 0x1p-24},
+                                 {RX_RT_ACT_HARDSWISH, "hardswish", 1, 0x1p-23}};
 
 
 static float from_bits(uint32_t b)
