@@ -36,8 +36,10 @@
  *           panels in MR x NR register tiles (MR = 8 rows: one 16-lane register a row
  *           with AVX-512 F + DQ, two 4-row halves of two 8-lane registers with AVX2 +
  *           FMA, portable C otherwise; chosen by cpuid, capped by $RX_RNN_KERNEL =
- *           avx2 | portable, which the tests use to check the lower paths; both vector
- *           tiles sum each lane in k order, so they give the same bits), applies the
+ *           avx2 | portable, which the tests use to check the lower paths; with one or
+ *           two state rows the AVX-512 tile takes four gates' panels at once instead, so
+ *           its 8 FMA chains are gates x rows, not copies of row 0; every vector tile
+ *           sums each lane in k order, so they all give the same bits), applies the
  *           gate nonlinearities (16 or 8 units at a time, rt_rnn_lanes.h: an exp-based
  *           sigmoid and tanh within a few ulp of libm, the same bits at both widths,
  *           a block's last units when H is not a multiple of the width through lane
@@ -276,6 +278,34 @@ __attribute__((target("avx512f"))) static void tile_512(const float *P, const fl
     _mm512_storeu_ps(out[6], a6), _mm512_storeu_ps(out[7], a7);
 }
 
+/* tile_512 for few state rows (nb <= 2: a stream of one or two sequences): the panels
+ * of ng <= 4 gates at once, 4 x 2 FMA chains (gates x rows) where tile_512 would run
+ * one gate's 8 chains with 6 or 7 of them repeating row 0; every lane summed in k order
+ * as tile_512 sums it (the same bits). out[g] for g < ng; P[g] for g >= ng is read (give
+ * P[0]), never stored. */
+__attribute__((target("avx512f"))) static void tile_gates_512(const float *const P[4], int ng,
+                                                              const float *const h[MR], int64_t K,
+                                                              float (*out)[MR][NR])
+{
+    __m512 a00 = _mm512_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00,
+           a30 = a00, a31 = a00;
+    const float *p0 = P[0], *p1 = P[1], *p2 = P[2], *p3 = P[3], *h0 = h[0], *h1 = h[1];
+    for (int64_t k = 0; k < K; k++) {
+        __m512 v0 = _mm512_set1_ps(h0[k]), v1 = _mm512_set1_ps(h1[k]);
+        __m512 r = _mm512_loadu_ps(p0 + k * NR);
+        a00 = _mm512_fmadd_ps(v0, r, a00), a01 = _mm512_fmadd_ps(v1, r, a01);
+        r = _mm512_loadu_ps(p1 + k * NR);
+        a10 = _mm512_fmadd_ps(v0, r, a10), a11 = _mm512_fmadd_ps(v1, r, a11);
+        r = _mm512_loadu_ps(p2 + k * NR);
+        a20 = _mm512_fmadd_ps(v0, r, a20), a21 = _mm512_fmadd_ps(v1, r, a21);
+        r = _mm512_loadu_ps(p3 + k * NR);
+        a30 = _mm512_fmadd_ps(v0, r, a30), a31 = _mm512_fmadd_ps(v1, r, a31);
+    }
+    __m512 a[4][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
+    for (int g = 0; g < ng; g++)
+        _mm512_storeu_ps(out[g][0], a[g][0]), _mm512_storeu_ps(out[g][1], a[g][1]);
+}
+
 #define RNN_VL 8
 #define RNN_VL_FN __attribute__((target("avx2,fma")))
 #include "rt_rnn_lanes.h" /* gates8 */
@@ -290,6 +320,8 @@ __attribute__((target("avx512f"))) static void tile_512(const float *P, const fl
 
 typedef void (*tile_fn)(const float *P, const float *const h[MR], int nb, int64_t K,
                         float out[MR][NR]);
+typedef void (*tile_gates_fn)(const float *const P[4], int ng, const float *const h[MR],
+                              int64_t K, float (*out)[MR][NR]);
 typedef void (*gates_fn)(const gate_args *a, int nb, int nl);
 typedef void (*pack_fn)(const float *m, int64_t K, int nl, float *P);
 
@@ -315,6 +347,7 @@ typedef struct rnn_job {
     float *c;          /* LSTM cell state (B, H): y's row T+1 */
     float *z, *rh;     /* GRU without lbr: z and r * H (B, H) */
     tile_fn tile;
+    tile_gates_fn tile_gates; /* nb <= 2 rows, several gates at once; NULL: tile alone */
     gates_fn gates;
     pack_fn pack;
 } rnn_job;
@@ -379,11 +412,15 @@ static void step_blocks(const rnn_job *j, const float *hp, float *hn, const floa
                 a.hp[i] = hp + at, a.hn[i] = hn + at;
                 a.c[i] = j->c + at, a.z[i] = j->z + at, a.rh[i] = j->rh + at;
             }
-            for (int g = g0; g < g1; g++)
-                if (skip)
-                    memset(acc[g], 0, sizeof acc[g]);
-                else
-                    j->tile(j->panel + (q * j->g + g) * H * NR, rows, nb, H, acc[g]);
+            const float *P[4];
+            for (int g = 0; g < 4; g++) /* gates g0 .. g1-1, then g0 again (read, not stored) */
+                P[g] = j->panel + (q * j->g + (g0 + g < g1 ? g0 + g : g0)) * H * NR;
+            if (skip)
+                memset(acc[g0], 0, sizeof acc[0] * (size_t)(g1 - g0));
+            else if (j->tile_gates && nb <= 2 && g1 - g0 >= 2)
+                j->tile_gates(P, g1 - g0, rows, H, acc + g0);
+            else
+                for (int g = g0; g < g1; g++) j->tile(P[g - g0], rows, nb, H, acc[g]);
             j->gates(&a, nb, nl);
         }
     }
@@ -556,6 +593,7 @@ int32_t rx_rt_rnn(DLTensor *const *args, int32_t nargs)
     float *yd = (float *)(void *)((char *)y->data + y->byte_offset);
     int64_t BH = B * H, ys = D * BH;
     tile_fn tile = tile_c;
+    tile_gates_fn tile_gates = NULL;
     gates_fn gates = gates_c;
     pack_fn packf = pack_c;
 #ifdef RNN_X86
@@ -564,7 +602,7 @@ int32_t rx_rt_rnn(DLTensor *const *args, int32_t nargs)
     if (!portable && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         tile = tile_avx2, gates = gates8, packf = pack_avx2;
         if (!avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
-            tile = tile_512, gates = gates16;
+            tile = tile_512, tile_gates = tile_gates_512, gates = gates16;
     }
 #endif
     rnn_job jobs[2];
@@ -599,6 +637,7 @@ int32_t rx_rt_rnn(DLTensor *const *args, int32_t nargs)
                      wd + nxg,
                      wd + nxg + BH,
                      tile,
+                     tile_gates,
                      gates,
                      packf};
         if (mode == M_LSTM) memmove(j.c, fdata(c0) + d * BH, (size_t)BH * sizeof(float));

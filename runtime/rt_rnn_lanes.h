@@ -9,10 +9,11 @@
  *            where the scale's exponent underflows)
  *   sigmoid  1 / (1 + e^-x): the clamp keeps e^-x finite, so x < -88 gives about 6e-39
  *            (the true value is smaller still) and x > 88 gives 1
- *   tanh     sign(x) (1 - 2 / (e^{2|x|} + 1)) A tile's units run RNN_VL at a time; a part of a vector (a block's last
- * units when H is not a multiple of the width) is read and written through a lane mask
- * (maskload / maskstore with AVX2, masked moves with AVX-512), never past the tile's nl
- * units. Needs library_rnn.c's gate_args, NR and the M_* modes defined first.
+ *   tanh     sign(x) (1 - 2 / (e^{2|x|} + 1))
+ * A tile's units run RNN_VL at a time; a part of a vector (a block's last units when H
+ * is not a multiple of the width) is read and written through a lane mask (maskload /
+ * maskstore with AVX2, masked moves with AVX-512), never past the tile's nl units.
+ * Needs library_rnn.c's gate_args, NR and the M_* modes defined first.
  */
 #if !defined(RNN_VL) || (RNN_VL != 8 && RNN_VL != 16)
 #error "define RNN_VL as 8 or 16 before including rt_rnn_lanes.h"
@@ -26,12 +27,15 @@
 #define RV_ROUND(x) _mm256_round_ps((x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define RV_CASTF _mm256_castsi256_ps
 #define RV_MASK __m256i
-#define RV_MASK_OF(n) _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+#define RV_MASK_OF(n) \
+    _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
 #define RV_LD(p) (full ? _mm256_loadu_ps(p) : _mm256_maskload_ps((p), mask))
-#define RV_ST(p, v)                                                                        \
-    do {                                                                                   \
-        if (full) _mm256_storeu_ps((p), (v));                                              \
-        else _mm256_maskstore_ps((p), mask, (v));                                          \
+#define RV_ST(p, v)                              \
+    do {                                         \
+        if (full)                                \
+            _mm256_storeu_ps((p), (v));          \
+        else                                     \
+            _mm256_maskstore_ps((p), mask, (v)); \
     } while (0)
 #define RV_TANH tanh8
 #define RNN_GATES_FN gates8
@@ -73,7 +77,6 @@ RNN_VL_FN static inline RV RV_SIG(RV x)
     return RVOP(div_ps)(one, RVOP(add_ps)(one, RV_EXP(RVOP(sub_ps)(RVOP(setzero_ps)(), x))));
 }
 
-
 RNN_VL_FN static inline RV RV_TANH(RV x)
 {
     RV sign = RVOP(and_ps)(x, RVOP(set1_ps)(-0.0f)), ax = RVOP(xor_ps)(x, sign);
@@ -97,16 +100,16 @@ RNN_VL_FN static void RNN_GATES_FN(const gate_args *a, int nb, int nl)
             switch (a->mode) {
             case M_LSTM: {
                 RV c = RV_LD(a->c[i] + l);
-                RV gi = RV_SIG(RVOP(fmadd_ps)(RV_LD(a->p + l), c,
-                                              RVOP(add_ps)(RV_LD(x), RVOP(loadu_ps)(a->acc[0][i] + l))));
+                RV gi = RV_SIG(RVOP(fmadd_ps)(
+                    RV_LD(a->p + l), c, RVOP(add_ps)(RV_LD(x), RVOP(loadu_ps)(a->acc[0][i] + l))));
                 RV gf = RV_SIG(RVOP(fmadd_ps)(
                     RV_LD(a->p + 2 * H + l), c,
                     RVOP(add_ps)(RV_LD(x + 2 * H), RVOP(loadu_ps)(a->acc[2][i] + l))));
                 RV gc = RV_TANH(RVOP(add_ps)(RV_LD(x + 3 * H), RVOP(loadu_ps)(a->acc[3][i] + l)));
                 c = RVOP(fmadd_ps)(gf, c, RVOP(mul_ps)(gi, gc));
-                RV go = RV_SIG(RVOP(fmadd_ps)(
-                    RV_LD(a->p + H + l), c,
-                    RVOP(add_ps)(RV_LD(x + H), RVOP(loadu_ps)(a->acc[1][i] + l))));
+                RV go = RV_SIG(
+                    RVOP(fmadd_ps)(RV_LD(a->p + H + l), c,
+                                   RVOP(add_ps)(RV_LD(x + H), RVOP(loadu_ps)(a->acc[1][i] + l))));
                 RV_ST(a->c[i] + l, c);
                 h = RVOP(mul_ps)(go, RV_TANH(c));
                 break;
@@ -131,8 +134,11 @@ RNN_VL_FN static void RNN_GATES_FN(const gate_args *a, int nb, int nl)
                 h = RVOP(fmadd_ps)(z, RVOP(sub_ps)(hprev, ht), ht); /* (1-z) h~ + z H */
                 break;
             }
-            case M_TANH: h = RV_TANH(RVOP(add_ps)(RV_LD(x), RVOP(loadu_ps)(a->acc[0][i] + l))); break;
-            default: h = RVOP(max_ps)(RVOP(add_ps)(RV_LD(x), RVOP(loadu_ps)(a->acc[0][i] + l)), zero);
+            case M_TANH:
+                h = RV_TANH(RVOP(add_ps)(RV_LD(x), RVOP(loadu_ps)(a->acc[0][i] + l)));
+                break;
+            default:
+                h = RVOP(max_ps)(RVOP(add_ps)(RV_LD(x), RVOP(loadu_ps)(a->acc[0][i] + l)), zero);
             }
             RV_ST(a->hn[i] + l, h);
         }

@@ -8,7 +8,8 @@ initial states (h0 / c0 as graph inputs), returning the sequence output and the 
 states. Exported with torch.onnx.export (opset 14) with a dynamic sequence axis (and a
 dynamic batch axis for some), each is built once (O2) and run at two sequence lengths
 and batches (2, 5 and, with a dynamic batch, 9: part of an 8-row tile, a whole one and
-a part) from that one artifact; hidden
+a part; 2 and 9's last row take the AVX-512 few-row tile, four gates at once) from that
+one artifact; hidden
 sizes from 7 to 40 cover whole 16-unit blocks and partial ones; every output is compared with PyTorch at rtol 1e-4,
 atol 1e-4. One LSTM is also built at O0 (no library lowering: legalize takes nn.rnn).
 Five cases run again with RX_RNN_KERNEL=avx2 (AVX2 + FMA instead of AVX-512) and three
