@@ -20,28 +20,41 @@
  *   The cell equations are ONNX's with the default activations (sigmoid, tanh, tanh;
  *   relu for mode 3). Codes: 2 arguments, 3 dtype, 4 shape, 5 params, 6 out of memory.
  *
- * How it runs, per direction, in one parallel region (rx_rt_parallel_for) for the whole
- * call: thread k owns a range of hidden units (whole blocks of NR = 16) and
+ * How it runs: every direction's job is set up first, then one parallel region (or
+ * the calling thread alone) runs them all (rnn_threads below decides how many threads):
+ * thread t runs direction t % D, and the threads of one direction each own a range of
+ * its hidden units (whole blocks of NR = 16). A bidirectional layer on two threads is
+ * one direction per thread and no barrier; a small layer (a step of a few microseconds)
+ * runs on one thread with no region. Each thread, for its direction and units,
  *   Step 1: packs its units' rows of W and of R (every gate) into 16-unit panels (8 x 8
  *           register transposes on the AVX2 path), and
  *           computes its columns of the input's share of every gate for all T steps,
  *           XG = x (T*B, I) @ W^T + Wb (+ Rb, folded for every gate but GRU's h gate
- *           with linear_before_reset), into a (T, B, G*H) workspace. A thread reads
- *           back only the columns it wrote, so no barrier follows.
+ *           with linear_before_reset), into a (T, B, G*H) workspace of the direction. A
+ *           thread reads back only the columns it wrote, so no barrier follows.
  *   Step 2: for each step, multiplies the previous hidden state's B rows with its R
- *           panels in MR x NR register tiles (AVX2 + FMA when the CPU has them, chosen
- *           by cpuid; portable C otherwise, or when the environment sets
- *           RX_RNN_PORTABLE, which the tests use to check that path), applies the gate
- *           nonlinearities (8 units at a time on the AVX2 path, with an exp-based
- *           sigmoid and tanh within a few ulp of libm; libm otherwise) and writes its units of the new state
- *           straight into y's row t, which is the next step's previous state. A barrier
- *           ends each step (GRU without linear_before_reset has a second one: (r * H)
- *           must be complete before its product with Rh). No thread is started per
- *           step. The cell state lives in y's row T+1 (each unit's owner alone reads
- *           and writes it). When the initial state is all zeros (PyTorch's default),
- *           the first step's products with R are taken as zero and skipped.
- * Cost: O(T B G H (I + H)) flops; the workspace is T*B*G*H floats plus the packed
- * panels (G*(I + H)*H, rounded up to whole blocks), kept by the calling thread for its
+ *           panels in MR x NR register tiles (MR = 8 rows: one 16-lane register a row
+ *           with AVX-512 F + DQ, two 4-row halves of two 8-lane registers with AVX2 +
+ *           FMA, portable C otherwise; chosen by cpuid, capped by $RX_RNN_KERNEL =
+ *           avx2 | portable, which the tests use to check the lower paths; with one or
+ *           two state rows the AVX-512 tile takes four gates' panels at once instead, so
+ *           its 8 FMA chains are gates x rows, not copies of row 0; every vector tile
+ *           sums each lane in k order, so they all give the same bits), applies the
+ *           gate nonlinearities (16 or 8 units at a time, rt_rnn_lanes.h: an exp-based
+ *           sigmoid and tanh within a few ulp of libm, the same bits at both widths,
+ *           a block's last units when H is not a multiple of the width through lane
+ *           masks; libm on the portable path) and writes its units of the new state
+ *           straight into y's row t, which is the next step's previous state. When
+ *           several threads share a direction a barrier ends each step (GRU without
+ *           linear_before_reset has a second one: (r * H) must be complete before its
+ *           product with Rh; the barrier is the region's, so every thread, whatever
+ *           its direction, takes the same barriers: the directions have the same T).
+ *           No thread is started per step. The cell state lives in y's row T+1 (each
+ *           unit's owner alone reads and writes it). When the initial state is all
+ *           zeros (PyTorch's default), the first step's products with R are taken as
+ *           zero and skipped.
+ * Cost: O(T B G H (I + H)) flops; the workspace is, per direction, T*B*G*H floats plus
+ * the packed panels (G*(I + H)*H, rounded up to whole blocks), kept by the calling thread for its
  * next call when it is at most 16 MiB (no fresh pages to fault in each call). Each step
  * reads R's panels once from cache (G*H*H floats split over the threads); at B = 4 a
  * step runs near the FMA peak (measured: a (4, 32, 256) -> 512 LSTM's steps at ~31
@@ -57,7 +70,6 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
-#include "rt_vmath.h" /* rx_rt_exp8, rx_rt_sigmoid8 */
 #define RNN_X86 1
 #endif
 
@@ -82,16 +94,18 @@ const char *rx_rt_rnn_strerr(int32_t code)
  * R's rows are packed once per direction into panels of NR = 16 hidden units: block q
  * (units 16q .. 16q+15, zeros past H), gate g, column k holds R[g*H + 16q + l][k] for
  * l < 16, so a block's product with a state row streams one contiguous panel. A tile is
- * MR = 4 state rows times NR units of one gate, accumulated in registers. */
+ * up to MR = 8 state rows times NR units of one gate, accumulated in registers (rows
+ * past nb repeat row 0: computed, never stored). */
 
-enum { NR = 16, MR = 4 };
+enum { NR = 16, MR = 8 };
 
-/* out[i][l] = sum_k h_i[k] * P[k*NR + l], i < MR (rows h[i] of length H). */
-static void tile_c(const float *P, const float *const h[MR], int64_t H, float out[MR][NR])
+/* out[i][l] = sum_k h_i[k] * P[k*NR + l], i < nb (rows h[i] of length K). */
+static void tile_c(const float *P, const float *const h[MR], int nb, int64_t K,
+                   float out[MR][NR])
 {
     memset(out, 0, sizeof(float) * MR * NR);
-    for (int64_t k = 0; k < H; k++)
-        for (int i = 0; i < MR; i++) {
+    for (int64_t k = 0; k < K; k++)
+        for (int i = 0; i < nb; i++) {
             float v = h[i][k];
             for (int l = 0; l < NR; l++) out[i][l] += v * P[k * NR + l];
         }
@@ -203,14 +217,15 @@ __attribute__((target("avx2,fma"))) static void pack_avx2(const float *m, int64_
     pack_cols(m, K, K8, NR, P);
 }
 
-/* tile_c with AVX2 + FMA: MR x NR accumulators in 8 registers. */
-__attribute__((target("avx2,fma"))) static void tile_avx2(const float *P, const float *const h[MR],
-                                                          int64_t H, float out[MR][NR])
+/* Four rows of tile_c with AVX2 + FMA: 4 x NR accumulators in 8 registers. */
+__attribute__((target("avx2,fma"))) static inline void tile4_avx2(const float *P,
+                                                                  const float *const h[4],
+                                                                  int64_t K, float out[][NR])
 {
     __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00,
            a30 = a00, a31 = a00;
     const float *h0 = h[0], *h1 = h[1], *h2 = h[2], *h3 = h[3];
-    for (int64_t k = 0; k < H; k++) {
+    for (int64_t k = 0; k < K; k++) {
         __m256 r0 = _mm256_loadu_ps(P + k * NR), r1 = _mm256_loadu_ps(P + k * NR + 8);
         __m256 v = _mm256_broadcast_ss(h0 + k);
         a00 = _mm256_fmadd_ps(v, r0, a00), a01 = _mm256_fmadd_ps(v, r1, a01);
@@ -227,75 +242,86 @@ __attribute__((target("avx2,fma"))) static void tile_avx2(const float *P, const 
     _mm256_storeu_ps(out[3], a30), _mm256_storeu_ps(out[3] + 8, a31);
 }
 
-/* tanh x = sign(x) (1 - 2 / (e^{2|x|} + 1)) */
-__attribute__((target("avx2,fma"))) static inline __m256 tanh8(__m256 x)
+/* tile_c with AVX2 + FMA: rows 0-3, and rows 4-7 when nb > 4. */
+__attribute__((target("avx2,fma"))) static void tile_avx2(const float *P, const float *const h[MR],
+                                                          int nb, int64_t K, float out[MR][NR])
 {
-    __m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.0f)), ax = _mm256_xor_ps(x, sign);
-    __m256 e = rx_rt_exp8(_mm256_add_ps(ax, ax)), one = _mm256_set1_ps(1.0f);
-    __m256 t = _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
-    return _mm256_or_ps(t, sign);
+    tile4_avx2(P, h, K, out);
+    if (nb > 4) tile4_avx2(P, h + 4, K, out + 4);
 }
 
-#define LD(p) _mm256_loadu_ps(p)
-
-/* gates_c with AVX2 for whole tiles (nl == NR), 8 units at a time. */
-__attribute__((target("avx2,fma"))) static void gates_avx2(const gate_args *a, int nb, int nl)
+/* tile_c with AVX-512: one 16-unit register per row, MR = 8 independent FMA chains
+ * (two FMAs a cycle at four cycles' latency), every lane summed in k order as the AVX2
+ * tile sums it (the same bits). */
+__attribute__((target("avx512f"))) static void tile_512(const float *P, const float *const h[MR],
+                                                        int nb, int64_t K, float out[MR][NR])
 {
-    if (nl != NR) {
-        gates_c(a, nb, nl);
-        return;
+    (void)nb;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+           a7 = a0;
+    const float *h0 = h[0], *h1 = h[1], *h2 = h[2], *h3 = h[3], *h4 = h[4], *h5 = h[5],
+                *h6 = h[6], *h7 = h[7];
+    for (int64_t k = 0; k < K; k++) {
+        __m512 r = _mm512_loadu_ps(P + k * NR);
+        a0 = _mm512_fmadd_ps(_mm512_set1_ps(h0[k]), r, a0);
+        a1 = _mm512_fmadd_ps(_mm512_set1_ps(h1[k]), r, a1);
+        a2 = _mm512_fmadd_ps(_mm512_set1_ps(h2[k]), r, a2);
+        a3 = _mm512_fmadd_ps(_mm512_set1_ps(h3[k]), r, a3);
+        a4 = _mm512_fmadd_ps(_mm512_set1_ps(h4[k]), r, a4);
+        a5 = _mm512_fmadd_ps(_mm512_set1_ps(h5[k]), r, a5);
+        a6 = _mm512_fmadd_ps(_mm512_set1_ps(h6[k]), r, a6);
+        a7 = _mm512_fmadd_ps(_mm512_set1_ps(h7[k]), r, a7);
     }
-    int64_t H = a->H;
-    __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
-    for (int i = 0; i < nb; i++)
-        for (int l = 0; l < NR; l += 8) {
-            const float *x = a->xg[i] + l;
-            __m256 hprev = LD(a->hp[i] + l), h;
-            switch (a->mode) {
-            case M_LSTM: {
-                __m256 c = LD(a->c[i] + l);
-                __m256 gi = rx_rt_sigmoid8(
-                    _mm256_fmadd_ps(LD(a->p + l), c, _mm256_add_ps(LD(x), LD(a->acc[0][i] + l))));
-                __m256 gf = rx_rt_sigmoid8(_mm256_fmadd_ps(
-                    LD(a->p + 2 * H + l), c, _mm256_add_ps(LD(x + 2 * H), LD(a->acc[2][i] + l))));
-                __m256 gc = tanh8(_mm256_add_ps(LD(x + 3 * H), LD(a->acc[3][i] + l)));
-                c = _mm256_fmadd_ps(gf, c, _mm256_mul_ps(gi, gc));
-                __m256 go = rx_rt_sigmoid8(_mm256_fmadd_ps(LD(a->p + H + l), c,
-                                                  _mm256_add_ps(LD(x + H), LD(a->acc[1][i] + l))));
-                _mm256_storeu_ps(a->c[i] + l, c);
-                h = _mm256_mul_ps(go, tanh8(c));
-                break;
-            }
-            case M_GRU: {
-                __m256 z, ht;
-                if (a->phase == 1) {
-                    z = rx_rt_sigmoid8(_mm256_add_ps(LD(x), LD(a->acc[0][i] + l)));
-                    __m256 r = rx_rt_sigmoid8(_mm256_add_ps(LD(x + H), LD(a->acc[1][i] + l)));
-                    if (!a->lbr) {
-                        _mm256_storeu_ps(a->z[i] + l, z);
-                        _mm256_storeu_ps(a->rh[i] + l, _mm256_mul_ps(r, hprev));
-                        continue;
-                    }
-                    ht = tanh8(_mm256_fmadd_ps(
-                        r, _mm256_add_ps(LD(a->acc[2][i] + l), LD(a->rbh + l)), LD(x + 2 * H)));
-                } else {
-                    z = LD(a->z[i] + l);
-                    ht = tanh8(_mm256_add_ps(LD(x + 2 * H), LD(a->acc[2][i] + l)));
-                }
-                h = _mm256_fmadd_ps(z, _mm256_sub_ps(hprev, ht), ht); /* (1-z) h~ + z H */
-                break;
-            }
-            case M_TANH: h = tanh8(_mm256_add_ps(LD(x), LD(a->acc[0][i] + l))); break;
-            default: h = _mm256_max_ps(_mm256_add_ps(LD(x), LD(a->acc[0][i] + l)), zero);
-            }
-            _mm256_storeu_ps(a->hn[i] + l, h);
-        }
-    (void)one;
+    _mm512_storeu_ps(out[0], a0), _mm512_storeu_ps(out[1], a1);
+    _mm512_storeu_ps(out[2], a2), _mm512_storeu_ps(out[3], a3);
+    _mm512_storeu_ps(out[4], a4), _mm512_storeu_ps(out[5], a5);
+    _mm512_storeu_ps(out[6], a6), _mm512_storeu_ps(out[7], a7);
 }
-#undef LD
+
+/* tile_512 for few state rows (nb <= 2: a stream of one or two sequences): the panels
+ * of ng <= 4 gates at once, 4 x 2 FMA chains (gates x rows) where tile_512 would run
+ * one gate's 8 chains with 6 or 7 of them repeating row 0; every lane summed in k order
+ * as tile_512 sums it (the same bits). out[g] for g < ng; P[g] for g >= ng is read (give
+ * P[0]), never stored. */
+__attribute__((target("avx512f"))) static void tile_gates_512(const float *const P[4], int ng,
+                                                              const float *const h[MR], int64_t K,
+                                                              float (*out)[MR][NR])
+{
+    __m512 a00 = _mm512_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00,
+           a30 = a00, a31 = a00;
+    const float *p0 = P[0], *p1 = P[1], *p2 = P[2], *p3 = P[3], *h0 = h[0], *h1 = h[1];
+    for (int64_t k = 0; k < K; k++) {
+        __m512 v0 = _mm512_set1_ps(h0[k]), v1 = _mm512_set1_ps(h1[k]);
+        __m512 r = _mm512_loadu_ps(p0 + k * NR);
+        a00 = _mm512_fmadd_ps(v0, r, a00), a01 = _mm512_fmadd_ps(v1, r, a01);
+        r = _mm512_loadu_ps(p1 + k * NR);
+        a10 = _mm512_fmadd_ps(v0, r, a10), a11 = _mm512_fmadd_ps(v1, r, a11);
+        r = _mm512_loadu_ps(p2 + k * NR);
+        a20 = _mm512_fmadd_ps(v0, r, a20), a21 = _mm512_fmadd_ps(v1, r, a21);
+        r = _mm512_loadu_ps(p3 + k * NR);
+        a30 = _mm512_fmadd_ps(v0, r, a30), a31 = _mm512_fmadd_ps(v1, r, a31);
+    }
+    __m512 a[4][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
+    for (int g = 0; g < ng; g++)
+        _mm512_storeu_ps(out[g][0], a[g][0]), _mm512_storeu_ps(out[g][1], a[g][1]);
+}
+
+#define RNN_VL 8
+#define RNN_VL_FN __attribute__((target("avx2,fma")))
+#include "rt_rnn_lanes.h" /* gates8 */
+#undef RNN_VL
+#undef RNN_VL_FN
+#define RNN_VL 16
+#define RNN_VL_FN __attribute__((target("avx512f,avx512dq")))
+#include "rt_rnn_lanes.h" /* gates16 */
+#undef RNN_VL
+#undef RNN_VL_FN
 #endif
 
-typedef void (*tile_fn)(const float *P, const float *const h[MR], int64_t H, float out[MR][NR]);
+typedef void (*tile_fn)(const float *P, const float *const h[MR], int nb, int64_t K,
+                        float out[MR][NR]);
+typedef void (*tile_gates_fn)(const float *const P[4], int ng, const float *const h[MR],
+                              int64_t K, float (*out)[MR][NR]);
 typedef void (*gates_fn)(const gate_args *a, int nb, int nl);
 typedef void (*pack_fn)(const float *m, int64_t K, int nl, float *P);
 
@@ -321,6 +347,7 @@ typedef struct rnn_job {
     float *c;          /* LSTM cell state (B, H): y's row T+1 */
     float *z, *rh;     /* GRU without lbr: z and r * H (B, H) */
     tile_fn tile;
+    tile_gates_fn tile_gates; /* nb <= 2 rows, several gates at once; NULL: tile alone */
     gates_fn gates;
     pack_fn pack;
 } rnn_job;
@@ -352,7 +379,7 @@ static void input_blocks(const rnn_job *j, int64_t q0, int64_t q1)
                 int nb = (int)(TB - m0 < MR ? TB - m0 : MR);
                 const float *rows[MR];
                 for (int i = 0; i < MR; i++) rows[i] = j->x + (m0 + (i < nb ? i : 0)) * j->I;
-                j->tile(P, rows, j->I, acc);
+                j->tile(P, rows, nb, j->I, acc);
                 for (int i = 0; i < nb; i++) {
                     float *o = j->xg + (m0 + i) * GH + g * H + u0;
                     for (int l = 0; l < nl; l++) o[l] = acc[i][l] + bias[l];
@@ -385,20 +412,25 @@ static void step_blocks(const rnn_job *j, const float *hp, float *hn, const floa
                 a.hp[i] = hp + at, a.hn[i] = hn + at;
                 a.c[i] = j->c + at, a.z[i] = j->z + at, a.rh[i] = j->rh + at;
             }
-            for (int g = g0; g < g1; g++)
-                if (skip)
-                    memset(acc[g], 0, sizeof acc[g]);
-                else
-                    j->tile(j->panel + (q * j->g + g) * H * NR, rows, H, acc[g]);
+            const float *P[4];
+            for (int g = 0; g < 4; g++) /* gates g0 .. g1-1, then g0 again (read, not stored) */
+                P[g] = j->panel + (q * j->g + (g0 + g < g1 ? g0 + g : g0)) * H * NR;
+            if (skip)
+                memset(acc[g0], 0, sizeof acc[0] * (size_t)(g1 - g0));
+            else if (j->tile_gates && nb <= 2 && g1 - g0 >= 2)
+                j->tile_gates(P, g1 - g0, rows, H, acc + g0);
+            else
+                for (int g = g0; g < g1; g++) j->tile(P[g - g0], rows, nb, H, acc[g]);
             j->gates(&a, nb, nl);
         }
     }
 }
 
-static void run_steps(void *ud, int t, int n)
+/* Blocks [q0, q1) of one direction, every step; sync: the region's other threads share
+ * the direction's blocks (or run another direction's in step) and a barrier ends each
+ * step (two for GRU without lbr). */
+static void run_dir(const rnn_job *j, int64_t q0, int64_t q1, bool sync)
 {
-    const rnn_job *j = ud;
-    int64_t nq = (j->H + NR - 1) / NR, q0 = nq * t / n, q1 = nq * (t + 1) / n;
     pack(j, j->w, j->I, j->wpanel, q0, q1);
     input_blocks(j, q0, q1); /* the thread's own XG columns: no barrier before the steps */
     pack(j, j->r, j->H, j->panel, q0, q1);
@@ -410,11 +442,34 @@ static void run_steps(void *ud, int t, int n)
         bool skip = s == 0 && j->h0_zero;
         step_blocks(j, hp, hn, xt, q0, q1, 1, skip);
         if (j->mode == M_GRU && !j->lbr) {
-            if (n > 1) rx_rt_barrier();
+            if (sync) rx_rt_barrier();
             step_blocks(j, hp, hn, xt, q0, q1, 2, skip);
         }
-        if (n > 1) rx_rt_barrier();
+        if (sync) rx_rt_barrier();
     }
+}
+
+/* The region's plan: D directions (one job each), n threads, thread t runs direction
+ * t % D on its share of the blocks (the threads of a direction split its nq blocks). */
+typedef struct rnn_plan {
+    const rnn_job *jobs;
+    int64_t D;
+} rnn_plan;
+
+static void run_threads(void *ud, int t, int n)
+{
+    const rnn_plan *pl = ud;
+    if (n < pl->D) { /* one thread (a region could not start): the directions in turn */
+        for (int64_t d = 0; d < pl->D; d++) {
+            const rnn_job *j = &pl->jobs[d];
+            run_dir(j, 0, (j->H + NR - 1) / NR, false);
+        }
+        return;
+    }
+    int64_t d = t % pl->D, r = t / pl->D, m = (n - d + pl->D - 1) / pl->D; /* rank, team */
+    const rnn_job *j = &pl->jobs[d];
+    int64_t nq = (j->H + NR - 1) / NR;
+    run_dir(j, nq * r / m, nq * (r + 1) / m, n > pl->D);
 }
 
 /* ---- entry ---- */
@@ -480,6 +535,31 @@ static bool all_zero(const float *v, int64_t n)
     return true;
 }
 
+/* The threads a call runs on. A direction's blocks are split among threads only when a
+ * step's product (2 B G H flops a unit, over the padded blocks) gives each thread at
+ * least SPLIT_MIN flops (a few microseconds): a barrier ends every step, and below that
+ * the barrier and the imbalance of whole 16-unit blocks cost more than the split saves
+ * on a busy machine, where the partner of a barrier may not be running (measured in
+ * docs/runtime.md). The directions of a bidirectional layer run on two threads when
+ * there are two: they are independent, so there is no barrier at all. One thread
+ * starts no region. $RX_RNN_SPLIT_MIN (flops per thread, 0 = split whenever there are
+ * blocks enough) overrides the bound (the tests force the barrier path with it). */
+enum { SPLIT_MIN = 1 << 18 };
+
+static int rnn_threads(int64_t B, int g, int64_t H, int64_t D)
+{
+    int n = rx_rt_max_threads();
+    int64_t nq = (H + NR - 1) / NR, flops = 2 * B * g * nq * NR * H, min = SPLIT_MIN;
+    const char *env = getenv("RX_RNN_SPLIT_MIN");
+    if (env && *env) min = strtoll(env, NULL, 10);
+    int64_t split = n / D < 1 ? 1 : n / D; /* threads per direction */
+    while (split > 1 && flops < min * split) split--;
+    if (split > nq) split = nq;
+    int64_t nt = D * split;
+    if (nt > n) nt = n;
+    return nt < D ? 1 : (int)nt;
+}
+
 int32_t rx_rt_rnn(DLTensor *const *args, int32_t nargs)
 {
     if (nargs != 9) return RNN_ARGS;
@@ -503,26 +583,32 @@ int32_t rx_rt_rnn(DLTensor *const *args, int32_t nargs)
         !dims_are(r, D, GH, H, 0) || !dims_are(b, D, 2 * GH, 0, 0) || !dims_are(h0, D, B, H, 0) ||
         !dims_are(c0, D, B, H, 0) || !dims_are(p, D, 3 * H, 0, 0) || !dims_are(y, T + 2, D, B, H))
         return RNN_SHAPE;
-    /* the workspace: XG, GRU's z and r * H, the panel, the folded bias */
+    /* the workspace, per direction: XG, GRU's z and r * H, the panels, the folded bias */
     size_t nxg = (size_t)(T * B * GH), nz = mode == M_GRU && !lbr ? (size_t)(2 * B * H) : 0;
-    size_t npanel = (size_t)((H + NR - 1) / NR * g * H * NR),
-           nwp = (size_t)((H + NR - 1) / NR * g * I * NR);
-    size_t nws = nxg + nz + npanel + nwp + (size_t)GH;
-    float *ws = workspace(nws);
+    int64_t nq = (H + NR - 1) / NR;
+    size_t npanel = (size_t)(nq * g * H * NR), nwp = (size_t)(nq * g * I * NR);
+    size_t per = nxg + nz + npanel + nwp + (size_t)GH;
+    float *ws = workspace((size_t)D * per);
     if (!ws) return RNN_OOM;
-    float *yd = (float *)(void *)((char *)y->data + y->byte_offset),
-          *bias = ws + nxg + nz + npanel + nwp;
+    float *yd = (float *)(void *)((char *)y->data + y->byte_offset);
     int64_t BH = B * H, ys = D * BH;
     tile_fn tile = tile_c;
+    tile_gates_fn tile_gates = NULL;
     gates_fn gates = gates_c;
     pack_fn packf = pack_c;
 #ifdef RNN_X86
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        !getenv("RX_RNN_PORTABLE"))
-        tile = tile_avx2, gates = gates_avx2, packf = pack_avx2;
+    const char *cap = getenv("RX_RNN_KERNEL");
+    bool portable = cap && strcmp(cap, "portable") == 0, avx2 = cap && strcmp(cap, "avx2") == 0;
+    if (!portable && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        tile = tile_avx2, gates = gates8, packf = pack_avx2;
+        if (!avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
+            tile = tile_512, tile_gates = tile_gates_512, gates = gates16;
+    }
 #endif
+    rnn_job jobs[2];
     for (int64_t d = 0; d < D; d++) {
         const float *bd = fdata(b) + d * 2 * GH;
+        float *wd = ws + (size_t)d * per, *bias = wd + nxg + nz + npanel + nwp;
         bool fold_h = !(mode == M_GRU && lbr); /* Rb of the h gate added inside r * (...) */
         for (int64_t k = 0; k < GH; k++)
             bias[k] = bd[k] + (k < 2 * H || fold_h ? bd[GH + k] : 0.0f);
@@ -533,13 +619,13 @@ int32_t rx_rt_rnn(DLTensor *const *args, int32_t nargs)
                      T,
                      B,
                      H,
-                     ws,
+                     wd,
                      fdata(r) + d * GH * H,
-                     ws + nxg + nz,
+                     wd + nxg + nz,
                      fdata(x),
                      fdata(w) + d * GH * I,
                      I,
-                     ws + nxg + nz + npanel,
+                     wd + nxg + nz + npanel,
                      bias,
                      bd + GH + 2 * H,
                      fdata(p) + d * 3 * H,
@@ -548,17 +634,25 @@ int32_t rx_rt_rnn(DLTensor *const *args, int32_t nargs)
                      yd + d * BH,
                      ys,
                      yd + (T + 1) * ys + d * BH,
-                     ws + nxg,
-                     ws + nxg + BH,
+                     wd + nxg,
+                     wd + nxg + BH,
                      tile,
+                     tile_gates,
                      gates,
                      packf};
         if (mode == M_LSTM) memmove(j.c, fdata(c0) + d * BH, (size_t)BH * sizeof(float));
-        if (T > 0 && BH > 0) rx_rt_parallel_for(run_steps, &j);
+        jobs[d] = j;
+    }
+    if (T > 0 && BH > 0) {
+        rnn_plan plan = {jobs, D};
+        rx_rt_parallel_for_n(run_threads, &plan, rnn_threads(B, g, H, D));
+    }
+    for (int64_t d = 0; d < D; d++) {
         /* Y_h: the state after the direction's last step (h0 when T is 0) */
-        const float *last = T == 0 ? j.h0 : yd + (j.rev ? 0 : T - 1) * ys + d * BH;
+        const rnn_job *j = &jobs[d];
+        const float *last = T == 0 ? j->h0 : yd + (j->rev ? 0 : T - 1) * ys + d * BH;
         memmove(yd + T * ys + d * BH, last, (size_t)BH * sizeof(float));
-        if (mode != M_LSTM) memmove(j.c, last, (size_t)BH * sizeof(float));
+        if (mode != M_LSTM) memmove(j->c, last, (size_t)BH * sizeof(float));
     }
     workspace_done(ws);
     return RNN_OK;

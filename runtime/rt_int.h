@@ -371,6 +371,12 @@ void rx_rt_conv_pack512(const float *src, const int64_t *off, int64_t kc, const 
 /* Runs fn(ud, t, n) for t in [0, n) on the kernels' OpenMP pool (rx_rt_parallel's one
  * region; n = 1 on the calling thread when there is none). threads.c. */
 void rx_rt_parallel_for(void (*fn)(void *ud, int t, int n), void *ud);
+/* The threads a region of the calling thread would have (1 without libgomp). */
+int rx_rt_max_threads(void);
+/* rx_rt_parallel_for on min(n, rx_rt_max_threads()) threads: a work too small for the
+ * whole pool starts only the threads it can use (n <= 1: the calling thread alone, no
+ * region). */
+void rx_rt_parallel_for_n(void (*fn)(void *ud, int t, int n), void *ud, int n);
 /* Closes libraries opened by the built-ins. */
 void rx_rt_lib_close(rx_rt_ctx *ctx);
 /* The runtime-native library functions "rt.*" and their messages (library_rt.c). */

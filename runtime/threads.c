@@ -144,3 +144,22 @@ void rx_rt_parallel_for(void (*fn)(void *ud, int t, int n), void *ud)
     par_job j = {fn, ud};
     if (!rx_rt_parallel(par_tramp, &j)) fn(ud, 0, 1);
 }
+
+int rx_rt_max_threads(void)
+{
+    pthread_once(&omp_once, omp_open);
+    int n = omp_parallel ? omp_max_threads() : 1;
+    return n < 1 ? 1 : n;
+}
+
+void rx_rt_parallel_for_n(void (*fn)(void *ud, int t, int n), void *ud, int n)
+{
+    int most = rx_rt_max_threads();
+    if (n > most) n = most;
+    if (n <= 1) {
+        fn(ud, 0, 1);
+        return;
+    }
+    par_job j = {fn, ud};
+    omp_parallel(par_tramp, &j, (unsigned)n, 0);
+}

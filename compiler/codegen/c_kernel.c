@@ -17,7 +17,8 @@
  *          on this target. Loop kinds become prelude macros that expand to OpenMP
  *          pragmas when the unit is built with -fopenmp (cc.c's default) and to
  *          nothing (ivdep for simd) without: parallel -> RX_PARALLEL (`omp parallel
- *          for schedule(static)`), vectorized -> RX_SIMD (`omp simd`), unrolled ->
+ *          for schedule(static)`; RX_PARALLEL_IF or serial when its work is small:
+ *          c_par.c), vectorized -> RX_SIMD (`omp simd`), unrolled ->
  *          RX_UNROLL. Everything a loop body declares (loop variable, iterators, LET
  *          values, stack buffers) is a C local of the body: private to an iteration,
  *          hence to a thread. OpenMP forbids returning out of such a loop, so a
@@ -97,10 +98,8 @@
 #include "cgen_int.h"
 
 enum {
-    STACK_DIRECT_MAX = 1024, /* bytes; larger stack arrays are used through a pointer (a
-                                register tile's accumulator, 6 x 16 f32, stays an array) */
-    RX_PAR_MIN_WORK = 32768  /* statement executions below which a parallel loop runs
-                                serially: forking and joining threads costs microseconds */
+    STACK_DIRECT_MAX = 1024 /* bytes; larger stack arrays are used through a pointer (a
+                               register tile's accumulator, 6 x 16 f32, stays an array) */
 };
 
 void rxi_cg_err(cg *g, rx_loc loc, const char *fmt, ...)
@@ -327,30 +326,7 @@ static void emit_for_plain(cg *g, const rx_stmt *s)
     switch (s->u.for_.loop_kind) {
     case RX_LOOP_PARALLEL:
         ind(g);
-        if (rxi_cg_heap_free(&s->u.for_.body)) {
-            /* Forking threads costs microseconds: a loop nest of literal extents with
-             * less than RX_PAR_MIN_WORK statement executions runs serially, and one
-             * whose only symbolic extent is this loop's decides at run time. */
-            int64_t inner = rxi_cg_work(&s->u.for_.body), total;
-            if (inner >= 0 && lit && !__builtin_mul_overflow(inner, ext < 0 ? 0 : ext, &total) &&
-                total < RX_PAR_MIN_WORK) {
-                rx_sb_printf(g->out, "/* parallel: runs serially (%lld statement executions) */\n",
-                             (long long)total);
-            } else if (inner >= 0 && !lit && inner < RX_PAR_MIN_WORK) {
-                g->need[H_OMP] |= 1;
-                rx_sb_puts(g->out, "RX_PARALLEL_IF((int64_t)(");
-                if (simple) rxi_cg_expr_as(g, ex, RX_DT_I64, s->loc);
-                else rx_sb_printf(g->out, "%s_hi - %s_lo", name, name);
-                rx_sb_printf(g->out, ") * %lld >= %lld)\n", (long long)inner,
-                             (long long)RX_PAR_MIN_WORK);
-            } else {
-                g->need[H_OMP] |= 1;
-                rx_sb_puts(g->out, "RX_PARALLEL\n");
-            }
-        } else {
-            rx_sb_puts(g->out, "/* parallel: runs serially (a heap allocation inside may fail "
-                               "and return) */\n");
-        }
+        rxi_cg_par_pragma(g, s, name, lit, simple);
         break;
     case RX_LOOP_VECTORIZED:
         ind(g);

@@ -129,6 +129,12 @@ void rxi_cg_prelude_ops(const cg *g, rx_sb *out);
  * Returns whether there were any. */
 bool rxi_cg_size_checks(cg *g, const rx_stmts *body);
 
+/* c_par.c: the pragma line of parallel FOR s (emitted as `name`; lit: literal bounds,
+ * simple: a literal start and a variable extent, else name_lo / name_hi in scope):
+ * RX_PARALLEL, RX_PARALLEL_IF(the work counted at run time >= the bound), or a comment
+ * when it runs serially. */
+void rxi_cg_par_pragma(cg *g, const rx_stmt *s, const char *name, bool lit, bool simple);
+
 /* c_isa.c: which code gets ISA versions. */
 bool rxi_cg_wants_isa(const rx_stmts *ss);       /* full versions: a vectorized loop */
 bool rxi_cg_hot(const rx_stmts *ss);             /* exact versions: exp or a product tile */

@@ -7,10 +7,16 @@ Each case is a module as users write it: nn.LSTM / nn.GRU / nn.RNN (tanh and rel
 initial states (h0 / c0 as graph inputs), returning the sequence output and the final
 states. Exported with torch.onnx.export (opset 14) with a dynamic sequence axis (and a
 dynamic batch axis for some), each is built once (O2) and run at two sequence lengths
-and batches (2 and 5: a whole 4-row tile and a part) from that one artifact; hidden
+and batches (2, 5 and, with a dynamic batch, 9: part of an 8-row tile, a whole one and
+a part; 2 and 9's last row take the AVX-512 few-row tile, four gates at once) from that
+one artifact; hidden
 sizes from 7 to 40 cover whole 16-unit blocks and partial ones; every output is compared with PyTorch at rtol 1e-4,
 atol 1e-4. One LSTM is also built at O0 (no library lowering: legalize takes nn.rnn).
-Three cases run again with RX_RNN_PORTABLE=1 (the portable C kernels instead of AVX2).
+Five cases run again with RX_RNN_KERNEL=avx2 (AVX2 + FMA instead of AVX-512) and three
+with RX_RNN_KERNEL=portable (the portable C kernels); three, and a GRU with
+linear_before_reset 0 and 20 units, with RX_RNN_SPLIT_MIN=0 on 4 threads (a direction's
+16-unit blocks split among threads with a barrier a step, which layers this small do
+not take by themselves), on the default kernels and on AVX2.
 The loop form of nn.rnn (compiler/legalize/legalize_rnn.c: a serial time loop, one
 launch per step on a GPU), which f32 on the CPU never takes:
   - f64 layers (LSTM bidirectional 2 layers, GRU, RNN relu) on the cpu at O2 and O0
@@ -142,7 +148,7 @@ def run_case(tmp, name, cell, with_state, bf, insz, dyn_batch, opt="2", target="
     except RuntimeError as e:
         e2e.check_fail(name, str(e))
         return
-    for b, t in [(2, 5), (5 if dyn_batch else 2, 11)]:
+    for b, t in [(2, 5), (5 if dyn_batch else 2, 11)] + ([(9, 4)] if dyn_batch else []):
         xs = inputs(cell, bf, insz, with_state, b, t, dt)
         args = []
         for n, v in zip(in_names, xs):
@@ -162,11 +168,11 @@ def run_case(tmp, name, cell, with_state, bf, insz, dyn_batch, opt="2", target="
             check("%s O%s %s b=%d t=%d" % (name, opt, out_names[i], b, t), got, w.numpy(), tol)
 
 
-def gru_lbr0(tmp, dt, target):
+def gru_lbr0(tmp, dt, target, hidden=9, tag=""):
     """A GRU with linear_before_reset 0 (ONNX's default; the PyTorch export edited) against
     a NumPy recurrence in float64, for dtype dt on target."""
-    name = "gru linear_before_reset=0 %s %s" % (target, np.dtype(dt).name)
-    cell = nn.GRU(5, 9).double() if dt == np.float64 else nn.GRU(5, 9)
+    name = "gru linear_before_reset=0 %s%s %s" % (tag, target, np.dtype(dt).name)
+    cell = nn.GRU(5, hidden).double() if dt == np.float64 else nn.GRU(5, hidden)
     path, rxa = os.path.join(tmp, "gru0.onnx"), os.path.join(tmp, "gru0.rxa")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -246,11 +252,23 @@ def main():
         for c in cases():
             run_case(tmp, *c)
         run_case(tmp, "lstm", nn.LSTM(6, 8, batch_first=True), True, True, 6, True, opt="0")
-        # the portable kernels (no AVX2), forced on this machine
-        os.environ["RX_RNN_PORTABLE"] = "1"
-        for c in [cases()[i] for i in (1, 5, 7)]:
-            run_case(tmp, "portable " + c[0], *c[1:])
-        del os.environ["RX_RNN_PORTABLE"]
+        # the lower kernels (AVX2 + FMA without AVX-512, portable C), forced on this machine
+        for kern, which in (("avx2", (0, 1, 2, 5, 7)), ("portable", (1, 5, 7))):
+            os.environ["RX_RNN_KERNEL"] = kern
+            for c in [cases()[i] for i in which]:
+                run_case(tmp, kern + " " + c[0], *c[1:])
+        del os.environ["RX_RNN_KERNEL"]
+        # the barrier path (a direction's blocks split among threads, a barrier a step),
+        # which these small layers do not take by themselves: forced, on 4 threads (a
+        # bidirectional layer: a team of 2 threads per direction), with both kernels' tiles
+        os.environ.update(RX_RNN_SPLIT_MIN="0", OMP_NUM_THREADS="4")
+        for kern in ("", "avx2"):
+            os.environ["RX_RNN_KERNEL"] = kern
+            for c in [cases()[i] for i in (1, 5, 7)]:
+                run_case(tmp, "split %s%s" % (kern + " " if kern else "", c[0]), *c[1:])
+            gru_lbr0(tmp, np.float32, "cpu", hidden=20, tag="split %s" % (kern + " " if kern else ""))
+        for k in ("RX_RNN_SPLIT_MIN", "OMP_NUM_THREADS", "RX_RNN_KERNEL"):
+            del os.environ[k]
         # the loop form: f64 on the cpu, every GPU target
         cs = cases()
         for c in (cs[3], cs[5], cs[7]):

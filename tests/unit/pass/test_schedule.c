@@ -161,6 +161,18 @@ static void *build_load(const char *c, bool serial)
 
 typedef int32_t (*kernel_fn)(void *const *data, const int64_t *ivars);
 
+/* Runs kernel f (C = A * 2 over n elements, f32) at ivars and checks every element. */
+static void check_doubles(kernel_fn f, const int64_t *ivars, int64_t n)
+{
+    float *A = malloc((size_t)n * sizeof *A), *C = malloc((size_t)n * sizeof *C);
+    for (int64_t i = 0; i < n; i++) A[i] = (float)i, C[i] = -1;
+    void *data[2] = {A, C};
+    ck_assert_int_eq(f(data, ivars), 0);
+    for (int64_t i = 0; i < n; i++) ck_assert_float_eq(C[i], 2.0f * (float)i);
+    free(A);
+    free(C);
+}
+
 /* A parallel loop forks threads only for enough work (RX_PAR_MIN_WORK = 32768 statement
  * executions): a literal nest below it runs serially, a literal nest above it is
  * parallel, and a symbolic extent with literal inner loops decides at run time. */
@@ -195,15 +207,42 @@ START_TEST(parallel_needs_enough_work)
     void *sym = dlsym(h, "rxk_rows");
     ck_assert_ptr_nonnull(sym);
     memcpy(&fr, &sym, sizeof fr);
-    for (int64_t n = 1; n <= 1024; n *= 32) { /* 64 (serial) and 65536 (parallel) elements */
-        float *A = malloc((size_t)n * 64 * sizeof *A), *C = malloc((size_t)n * 64 * sizeof *C);
-        for (int64_t i = 0; i < n * 64; i++) A[i] = (float)i, C[i] = -1;
-        void *data[2] = {A, C};
-        ck_assert_int_eq(fr(data, &n), 0);
-        for (int64_t i = 0; i < n * 64; i++) ck_assert_float_eq(C[i], 2.0f * (float)i);
-        free(A);
-        free(C);
-    }
+    for (int64_t n = 1; n <= 1024; n *= 32) /* 64 (serial) and 65536 (parallel) elements */
+        check_doubles(fr, &n, n * 64);
+    dlclose(h);
+    rx_sb_free(&c);
+    rx_diags_free(&d);
+    rx_module_free(m);
+}
+END_TEST
+
+/* A nest whose inner extents are symbolic too counts its work at run time (c_par.c): the
+ * product of the extents, in double, against the same bound; before, such a loop forked
+ * threads at every size (a decode step's (2, b, 24) state slice). Both sizes compute
+ * what they should. */
+START_TEST(parallel_symbolic_nest)
+{
+    rx_module *m = load_quoted(MOD(EW("grid2", "'n','m'", "'i','j'", "'n','m'", "i, j", " * 2.0")));
+    ck_assert(rx_schedule_cpu(m, NULL, NULL));
+    ck_assert_str_eq(kind_at(m, "grid2", 0), "parallel");
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_sb c = {0};
+    ck_assert_msg(rx_codegen_c(m, &c, &d), "codegen: %s", diags_str(&d));
+    const char *src = rx_sb_str(&c);
+    ck_assert_msg(strstr(src, "RX_PARALLEL_IF((double)(") && strstr(src, ">= 32768.0)\n"),
+                  "no run-time work count:\n%s", src);
+    const char *def = strstr(src, "int32_t rxk_grid2(void *const *data, const int64_t *ivars)\n{");
+    ck_assert_ptr_nonnull(def);
+    ck_assert_ptr_null(strstr(def, "RX_PARALLEL\n")); /* not forking at every size */
+    void *h = build_load(src, false);
+    kernel_fn f;
+    void *sym = dlsym(h, "rxk_grid2");
+    ck_assert_ptr_nonnull(sym);
+    memcpy(&f, &sym, sizeof f);
+    const int64_t sizes[2][2] = {{2, 3}, {300, 200}}; /* 6 (serial) and 60000 (parallel) */
+    for (int t = 0; t < 2; t++)
+        check_doubles(f, sizes[t], sizes[t][0] * sizes[t][1]);
     dlclose(h);
     rx_sb_free(&c);
     rx_diags_free(&d);
@@ -334,6 +373,7 @@ static Suite *schedule_suite(void)
     tcase_add_test(tc, marks);
     tcase_add_test(tc, parallel_equals_serial);
     tcase_add_test(tc, parallel_needs_enough_work);
+    tcase_add_test(tc, parallel_symbolic_nest);
     tcase_add_test(tc, flat_nests);
     suite_add_tcase(s, tc);
     return s;
