@@ -34,8 +34,9 @@ on the same .onnx file) and PyTorch eager, same inputs, same run, 2 threads each
             25x26), bilstm_tagger / packed_gru (pack_padded_sequence, b 8, s 64), crnn,
             pointnet (1024 points), gcn / gat (2000 nodes, 10000 edges), vae,
             diffusion_unet, scripted, seq_cls_pool, resnest, conv_tasnet, style_transfer
-            (256), espcn, yolov8_head (640), perceiver ("zoo3": all of them; not in the
-            default set)
+            (256), espcn, yolov8_head (640), perceiver, conformer_relpos (d 256, t 256),
+            swinv2_attn, segformer (512), w2v2_posconv (d 768, k 128), deform_attn
+            ("zoo3": all of them; not in the default set)
 
 Each prints one JSON line: relax_ms, ort_ms, torch_ms (medians of --repeat calls after
 warm-ups), relax/ORT and relax/torch (goal <= 1.0), relax_min_ms, ort_min_ms and their

@@ -35,7 +35,9 @@ LayerNormalization, GPT-NeoX, Falcon, Mistral's sliding window, Phi, T5's encode
 ALiBi, DeBERTa, DeiT, ConvNeXt V2, MobileViT, a DETR decoder, a packed BiLSTM tagger and
 GRU encoder, CRNN, PointNet, GCN / GAT message passing, a VAE, a diffusion U-Net, a
 scripted module, HF sequence pooling, ResNeSt, Conv-TasNet, fast neural style, ESPCN, a
-YOLOv8 head, Perceiver, DINOv2's interpolated positions) runs with --module zoo_models3.
+YOLOv8 head, Perceiver, DINOv2's interpolated positions, Conformer's rel_shift, Swin V2,
+SegFormer, wav2vec2's positional conv, Deformable DETR's grid_sample) runs with --module
+zoo_models3.
 Regressions (each failed before): scripted (torch.jit.script) exports `if bool(y.mean() >
 0)` as an If on a run-time condition (now both branches and a where), checked on inputs
 taking each branch, also at O0; bilstm_tagger and packed_gru (pack_padded_sequence) need

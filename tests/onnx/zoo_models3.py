@@ -3,17 +3,23 @@ BERT (opset 17's LayerNormalization), GPT-NeoX (parallel residual, partial rotar
 Falcon (multi-query attention from one fused projection), Mistral (sliding-window mask by
 log of a triangular band, GQA), Phi (partial rotary, gelu_new), T5's encoder (bidirectional
 buckets, gated GELU), BLOOM (ALiBi from the mask's cumsum, baddbmm), DeBERTa's
-disentangled attention (gather by relative positions), a packed BiLSTM tagger and GRU encoder
-(pack_padded_sequence), timm DeiT (distillation token,
-LayerScale, unbind), DINOv2 (bicubic position interpolation), ConvNeXt V2 (GRN), MobileViT (unfold / fold by reshapes), a DETR
-decoder (query positions, stacked intermediate outputs), CRNN (OCR), a
-PointNet (T-Net by bmm), GCN and GAT message passing (scatter_add / index_add over an
-edge list), a VAE (reparameterization, KL), a diffusion U-Net (sinusoidal time embedding,
-GroupNorm, attention), a scripted module (If on run-time conditions, a Loop over a static extent), HF sequence-classification
-pooling, ResNeSt split attention, Conv-TasNet (gLN, PReLU, ConvTranspose1d), fast
-neural style (reflection pad, InstanceNorm, nearest upsampling), ESPCN (pixel shuffle),
-a YOLOv8 DFL head, Perceiver latents. Written out in plain torch.nn since none of those
-packages is installed here; each class follows its source's forward.
+disentangled attention (gather by relative positions), timm DeiT (distillation token,
+LayerScale, unbind), DINOv2 (bicubic position interpolation), ConvNeXt V2 (GRN),
+MobileViT (unfold / fold by reshapes), a DETR decoder (query positions, stacked
+intermediate outputs), a packed BiLSTM tagger and GRU encoder (pack_padded_sequence), CRNN
+(OCR), PointNet (T-Net by bmm), GCN and GAT message passing (scatter_add over an edge
+list), a VAE (reparameterization, KL), a diffusion U-Net (sinusoidal time embedding,
+GroupNorm, attention), a scripted module (If on run-time conditions, a Loop over a static
+extent), HF sequence-classification pooling, ResNeSt split attention, Conv-TasNet (gLN,
+PReLU, ConvTranspose1d), fast neural style (reflection pad, InstanceNorm, nearest
+upsampling), ESPCN (pixel shuffle), a YOLOv8 DFL head, Perceiver latents, Conformer's
+relative-position attention (rel_shift by pad and view), Swin V2's cosine attention with
+its position-bias MLP, SegFormer (reduced keys, Mix-FFN), wav2vec2's positional conv
+(weight_norm over dim 2), Deformable DETR's sampling (grid_sample per level). Written out
+in plain torch.nn since none of those packages is installed here; each class follows its
+source's forward. (PyG's index_add_ form of GCN is not here: torch 1.13 exports
+index_add_ as a ScatterElements without reduction, wrong with repeated targets, as its
+own warning says; the scatter_add_ form is.)
 
 Same Case as tests/onnx/zoo_models.py (make, inputs, names, outputs, dynamic, opset,
 sizes, big); opset may be a list (the test exports at each, the bench at the last). Used by
@@ -1082,6 +1088,171 @@ class Perceiver(nn.Module):
         return self.head(lat.mean(dim=1))
 
 
+# ---------------- Conformer relative positions, Swin V2, SegFormer, wav2vec2, Deformable DETR ----------------
+class RelPosMHA(nn.Module):
+    """ESPnet / Conformer RelPositionMultiHeadedAttention with rel_shift (pad + view)"""
+    def __init__(self, d=32, h=4):
+        super().__init__()
+        self.h, self.dk = h, d // h
+        self.linear_q, self.linear_k, self.linear_v, self.linear_out = (nn.Linear(d, d) for _ in range(4))
+        self.linear_pos = nn.Linear(d, d, bias=False)
+        self.pos_bias_u = nn.Parameter(torch.randn(h, self.dk) * 0.1)
+        self.pos_bias_v = nn.Parameter(torch.randn(h, self.dk) * 0.1)
+        self.d = d
+
+    def rel_shift(self, x):
+        zero_pad = torch.zeros((*x.size()[:3], 1), dtype=x.dtype)
+        x_padded = torch.cat([zero_pad, x], dim=-1)
+        x_padded = x_padded.view(*x.size()[:2], x.size(3) + 1, x.size(2))
+        return x_padded[:, :, 1:].view_as(x)[:, :, :, : x.size(-1) // 2 + 1]
+
+    def pos_emb(self, t):
+        pos = torch.arange(t - 1, -t, -1.0).unsqueeze(1)
+        div = torch.exp(torch.arange(0, self.d, 2, dtype=torch.float32) * -(math.log(10000.0) / self.d))
+        pe = torch.zeros(2 * t - 1, self.d)
+        pe[:, 0::2] = torch.sin(pos * div)
+        pe[:, 1::2] = torch.cos(pos * div)
+        return pe.unsqueeze(0)
+
+    def forward(self, x, mask):
+        b, t, _ = x.shape
+        q = self.linear_q(x).view(b, -1, self.h, self.dk)
+        k = self.linear_k(x).view(b, -1, self.h, self.dk).transpose(1, 2)
+        v = self.linear_v(x).view(b, -1, self.h, self.dk).transpose(1, 2)
+        p = self.linear_pos(self.pos_emb(t)).view(1, -1, self.h, self.dk).transpose(1, 2)
+        q_u = (q + self.pos_bias_u).transpose(1, 2)
+        q_v = (q + self.pos_bias_v).transpose(1, 2)
+        ac = torch.matmul(q_u, k.transpose(-2, -1))
+        bd = self.rel_shift(torch.matmul(q_v, p.transpose(-2, -1)))
+        scores = (ac + bd) / math.sqrt(self.dk)
+        m = mask.unsqueeze(1).unsqueeze(1).eq(0)
+        attn = torch.softmax(scores.masked_fill(m, -10000.0), dim=-1).masked_fill(m, 0.0)
+        o = torch.matmul(attn, v).transpose(1, 2).contiguous().view(b, -1, self.h * self.dk)
+        return self.linear_out(o)
+
+
+class SwinV2Attn(nn.Module):
+    """Swin V2 window attention: cosine similarity with a clamped learned logit scale, the
+    continuous position bias MLP over log-spaced relative coordinates, 16 * sigmoid"""
+    def __init__(self, d=32, h=4, ws=4):
+        super().__init__()
+        self.h, self.ws = h, ws
+        self.logit_scale = nn.Parameter(torch.log(10 * torch.ones((h, 1, 1))))
+        self.cpb_mlp = nn.Sequential(nn.Linear(2, 64), nn.ReLU(inplace=True), nn.Linear(64, h, bias=False))
+        rh = torch.arange(-(ws - 1), ws, dtype=torch.float32)
+        table = torch.stack(torch.meshgrid([rh, rh], indexing="ij")).permute(1, 2, 0).contiguous().unsqueeze(0)
+        table = table / (ws - 1) * 8
+        table = torch.sign(table) * torch.log2(torch.abs(table) + 1.0) / math.log2(8)
+        self.register_buffer("relative_coords_table", table)
+        c = torch.stack(torch.meshgrid([torch.arange(ws), torch.arange(ws)], indexing="ij")).flatten(1)
+        rel = (c[:, :, None] - c[:, None, :]).permute(1, 2, 0).contiguous()
+        rel[:, :, 0] += ws - 1
+        rel[:, :, 1] += ws - 1
+        rel[:, :, 0] *= 2 * ws - 1
+        self.register_buffer("relative_position_index", rel.sum(-1))
+        self.qkv = nn.Linear(d, 3 * d, bias=False)
+        self.q_bias, self.v_bias = nn.Parameter(0.1 * torch.randn(d)), nn.Parameter(0.1 * torch.randn(d))
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x):
+        B_, N, C = x.shape
+        qkv_bias = torch.cat((self.q_bias, torch.zeros_like(self.v_bias, requires_grad=False), self.v_bias))
+        qkv = F.linear(input=x, weight=self.qkv.weight, bias=qkv_bias)
+        qkv = qkv.reshape(B_, N, 3, self.h, -1).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        attn = (F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1))
+        logit_scale = torch.clamp(self.logit_scale, max=math.log(1.0 / 0.01)).exp()
+        attn = attn * logit_scale
+        table = self.cpb_mlp(self.relative_coords_table).view(-1, self.h)
+        bias = table[self.relative_position_index.view(-1)].view(N, N, -1).permute(2, 0, 1).contiguous()
+        attn = (attn + 16 * torch.sigmoid(bias).unsqueeze(0)).softmax(-1)
+        return self.proj((attn @ v).transpose(1, 2).reshape(B_, N, C))
+
+
+class SegFormer(nn.Module):
+    """SegFormer's efficient self-attention (keys and values from a strided conv + LayerNorm)
+    and Mix-FFN (a depthwise 3x3 conv between the linears), then the all-MLP decode head's
+    bilinear upsampling"""
+    def __init__(self, c=32, h=2, sr=2, classes=5):
+        super().__init__()
+        self.h, self.sr = h, sr
+        self.patch = nn.Conv2d(3, c, 7, 4, 3)
+        self.ln0 = nn.LayerNorm(c)
+        self.ln1, self.ln2 = nn.LayerNorm(c), nn.LayerNorm(c)
+        self.q, self.kv, self.proj = nn.Linear(c, c), nn.Linear(c, 2 * c), nn.Linear(c, c)
+        self.sr_conv, self.sr_norm = nn.Conv2d(c, c, sr, sr), nn.LayerNorm(c)
+        self.fc1, self.dw, self.fc2 = nn.Linear(c, 4 * c), nn.Conv2d(4 * c, 4 * c, 3, 1, 1, groups=4 * c), nn.Linear(4 * c, c)
+        self.head = nn.Conv2d(c, classes, 1)
+
+    def forward(self, img):
+        x = self.patch(img)
+        B, C, H, W = x.shape
+        x = self.ln0(x.flatten(2).transpose(1, 2))
+        y = self.ln1(x)
+        q = self.q(y).reshape(B, -1, self.h, C // self.h).permute(0, 2, 1, 3)
+        y_ = y.permute(0, 2, 1).reshape(B, C, H, W)
+        y_ = self.sr_norm(self.sr_conv(y_).reshape(B, C, -1).permute(0, 2, 1))
+        kv = self.kv(y_).reshape(B, -1, 2, self.h, C // self.h).permute(2, 0, 3, 1, 4)
+        k, v = kv[0], kv[1]
+        a = (q @ k.transpose(-2, -1) * (C // self.h) ** -0.5).softmax(-1)
+        x = x + self.proj((a @ v).transpose(1, 2).reshape(B, -1, C))
+        y = self.fc1(self.ln2(x))
+        n = y.shape[-1]
+        y = self.dw(y.transpose(1, 2).view(B, n, H, W)).flatten(2).transpose(1, 2)
+        x = x + self.fc2(F.gelu(y))
+        x = x.permute(0, 2, 1).reshape(B, C, H, W)
+        return F.interpolate(self.head(x), size=img.shape[2:], mode="bilinear", align_corners=False)
+
+
+class W2V2PosConv(nn.Module):
+    """wav2vec2's positional convolution: weight_norm over dim 2, a grouped Conv1d of
+    even kernel, SamePad dropping the last step, GELU, added to the features"""
+    def __init__(self, d=32, k=16, groups=4):
+        super().__init__()
+        self.conv = nn.utils.weight_norm(nn.Conv1d(d, d, k, padding=k // 2, groups=groups), name="weight", dim=2)
+        self.remove = 1 if k % 2 == 0 else 0
+        self.ln = nn.LayerNorm(d)
+
+    def forward(self, x):
+        h = self.conv(x.transpose(1, 2))
+        if self.remove > 0:
+            h = h[:, :, : -self.remove]
+        return self.ln(x + F.gelu(h).transpose(1, 2))
+
+
+class DeformAttn(nn.Module):
+    """Deformable DETR's ms_deform_attn_core_pytorch: sampling offsets and weights from the
+    queries, values split by level, grid_sample (bilinear, zeros) per level, weighted sum"""
+    def __init__(self, d=32, h=4, points=2, hw=((8, 8), (4, 4))):
+        super().__init__()
+        levels = len(hw)
+        self.h, self.L, self.P, self.d, self.hw = h, levels, points, d, hw
+        self.sampling_offsets = nn.Linear(d, h * levels * points * 2)
+        self.attention_weights = nn.Linear(d, h * levels * points)
+        self.value_proj, self.output_proj = nn.Linear(d, d), nn.Linear(d, d)
+
+    def forward(self, query, ref, value, shapes):
+        N, Lq, _ = query.shape
+        Lin = value.shape[1]
+        v = self.value_proj(value).view(N, Lin, self.h, self.d // self.h)
+        off = self.sampling_offsets(query).view(N, Lq, self.h, self.L, self.P, 2)
+        aw = F.softmax(self.attention_weights(query).view(N, Lq, self.h, self.L * self.P), -1)
+        aw = aw.view(N, Lq, self.h, self.L, self.P)
+        normalizer = torch.stack([shapes[..., 1], shapes[..., 0]], -1)
+        loc = ref[:, :, None, :, None, :] + off / normalizer[None, None, None, :, None, :]
+        dh = self.d // self.h
+        grids = 2 * loc - 1
+        outs, start = [], 0
+        for lid, (H, W) in enumerate(self.hw):
+            vl = v[:, start:start + H * W].flatten(2).transpose(1, 2).reshape(N * self.h, dh, H, W)
+            start += H * W
+            g = grids[:, :, :, lid].transpose(1, 2).flatten(0, 1)
+            outs.append(F.grid_sample(vl, g, mode="bilinear", padding_mode="zeros", align_corners=False))
+        aw = aw.transpose(1, 2).reshape(N * self.h, 1, Lq, self.L * self.P)
+        o = (torch.stack(outs, dim=-2).flatten(-2) * aw).sum(-1).view(N, self.h * dh, Lq)
+        return self.output_proj(o.transpose(1, 2).contiguous())
+
+
 # ---------------- cases ----------------
 
 
@@ -1233,4 +1404,27 @@ def cases(big=False):
         lambda b, s: (torch.randn(b, s, 64 if big else 24), padmask(b, s) == 0),
         ["x", "pad"], ["y"], {"x": {0: "b", 1: "s"}, "pad": {0: "b", 1: "s"}}, 14, [(2, 9), (3, 6)],
         (8, 512))
+    z["conformer_relpos"] = Case(
+        lambda: RelPosMHA(d=256, h=4) if big else RelPosMHA(),
+        lambda b, s: (torch.randn(b, s, 256 if big else 32), padmask(b, s)), ["x", "mask"], ["y"],
+        {"x": {0: "b", 1: "t"}, "mask": {0: "b", 1: "t"}}, 14, [(2, 9), (3, 5)], (8, 256))
+    z["swinv2_attn"] = Case(
+        lambda: SwinV2Attn(d=96, h=3, ws=8) if big else SwinV2Attn(),
+        lambda b, s: (torch.randn(b, 64 if big else 16, 96 if big else 32),), ["x"], ["y"], {"x": {0: "b"}}, 14,
+        [(3, 0), (5, 0)], (64, 0))
+    z["segformer"] = Case(
+        lambda: SegFormer(c=64, h=1, sr=8) if big else SegFormer(),
+        lambda b, s: (torch.randn(b, 3, s, s + 8 if not big else s),), ["img"], ["y"],
+        {"img": {0: "b", 2: "h", 3: "w"}}, [13, 17], [(2, 32), (1, 48)], (1, 512))
+    z["w2v2_posconv"] = Case(
+        lambda: W2V2PosConv(d=768, k=128, groups=16) if big else W2V2PosConv(),
+        lambda b, s: (torch.randn(b, s, 768 if big else 32),), ["x"], ["y"], {"x": {0: "b", 1: "t"}}, 14,
+        [(2, 20), (1, 33)], (4, 500))
+    hw = ((32, 32), (16, 16)) if big else ((8, 8), (4, 4))
+    z["deform_attn"] = Case(
+        lambda: DeformAttn(d=256, h=8, points=4, hw=hw) if big else DeformAttn(),
+        lambda b, s: (torch.randn(b, s, 256 if big else 32), torch.rand(b, s, 2, 2),
+                      torch.randn(b, sum(h * w for h, w in hw), 256 if big else 32), torch.tensor(hw)),
+        ["query", "ref", "value", "shapes"], ["y"],
+        {"query": {0: "b", 1: "q"}, "ref": {0: "b", 1: "q"}, "value": {0: "b"}}, 16, [(2, 6), (1, 9)], (8, 300))
     return z
