@@ -188,6 +188,9 @@ def main():
             [f32("x", [3, 2, 2]), helper.make_tensor_value_info("lens", TensorProto.INT32, [2])],
             f32("y_c", None), inits=[numpy_helper.from_array(np.ones((1, 8, 2), np.float32), "W"),
                                      numpy_helper.from_array(np.ones((1, 8, 2), np.float32), "R")])
+        hostile["expand_extent_mismatch"] = one_node(
+            helper.make_node("Expand", ["x", "sh"], ["y"], name="ex"), [f32("x", [2])], f32("y", None),
+            inits=[numpy_helper.from_array(np.array([3], np.int64), "sh")])
         hostile["sequence_index_out_of_range"] = helper.make_model(helper.make_graph(
             [helper.make_node("SequenceConstruct", ["x", "x"], ["s"]),
              helper.make_node("SequenceAt", ["s", "p"], ["y"], name="at")], "g", [f32("x", [2])],
@@ -228,6 +231,7 @@ def main():
                   "loop_huge_trip_count": "Loop 'lp' (opset 17): more than 4096 iterations",
                   "nested_loops_blowup": "unrolling control flow exceeds 262144 nodes",
                   "deeply_nested_if": "subgraphs are nested deeper than 16",
+                  "expand_extent_mismatch": "Expand 'ex' (opset 17): cannot expand extent 2 to 3",
                   "lstm_runtime_lens_y_c": "value 'y_c' is not available: Y_c under sequence_lens",
                   "if_runtime_condition_shapes_differ":
                   "If 'iff' (opset 17): output 0: the branches differ in dtype or shape",
@@ -280,7 +284,7 @@ def main():
                                    [f32("t", [2, 3])])
         else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [],
                                    [f32("e", [2, 3])])
-        g = helper.make_graph([helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+        g = helper.make_graph([helper.make_node("ReduceSum", ["x"], ["s"], keepdims=1),  # (1, 1)
                                helper.make_node("Greater", ["s", "zero"], ["c"]),
                                helper.make_node("If", ["c"], ["y"], then_branch=then_g,
                                                 else_branch=else_g)], "g",

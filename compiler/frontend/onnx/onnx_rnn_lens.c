@@ -77,6 +77,10 @@ bool ox_rnn_lens(ox_ctx *c, rx_node *x, rx_node **a, const char *mode, bool lbr,
         return false;
     }
     rx_expr **xd = x->sinfo->dims;
+    if (!rx_expr_same(lens->sinfo->dims[0], xd[1]) &&
+        !rx_arith_prove_equal(c->ar, lens->sinfo->dims[0], xd[1]))
+        lens = ox_match_dims(c, lens, &xd[1], 1); /* one length per batch row */
+    if (!lens) return false;
     rx_node **ys = RX_NEWN(c->a, rx_node *, nd), **hs = RX_NEWN(c->a, rx_node *, nd);
     /* time mask (T, 1, B, 1) and the last step's index max(L - 1, 0) as (1, 1, B, 1) */
     rx_node *l4 = lens_at(c, lens, xd[1], 2, 4);

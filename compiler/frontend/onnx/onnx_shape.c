@@ -701,7 +701,12 @@ bool ox_c_expand(ox_ctx *c)
         int xi = i - (r - nd), ti = i - (r - n);
         rx_expr *a = xi >= 0 ? x->sinfo->dims[xi] : NULL, *b = ti >= 0 ? ox_simp(c, t[ti]) : NULL;
         d[i] = lit[i] = !a ? b : !b ? a : rx_expr_is_int(b, 1) ? a : b;
-        int64_t k;
+        int64_t k, kb;
+        if (a && b && rx_expr_is_const(ox_simp(c, a), &k) && rx_expr_is_const(b, &kb) && k != 1 &&
+            kb != 1 && kb != k) {
+            ox_err(c, "cannot expand extent %lld to %lld", (long long)k, (long long)kb);
+            return false;
+        }
         if (a && b && rx_expr_is_const(ox_simp(c, a), &k) && k != 1 && !rx_expr_is_const(b, NULL) &&
             !rx_arith_prove_equal(c->ar, a, b)) {
             /* a literal extent k != 1 against a symbolic one: the target must be k (a
