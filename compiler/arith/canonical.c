@@ -15,7 +15,8 @@
  * Rules beyond the ring laws, for a constant divisor c > 0 (negative divisors are
  * mapped to positive ones: x // c == (-x) // (-c), x % c == -((-x) % (-c))):
  *   - terms whose coefficients c divides leave the division: (8n + 4) // 4 == 2n + 1,
- *     (n * 4) % 4 == 0;
+ *     (n * 4) % 4 == 0; so does the constant's multiple of c: (n - 4) // 4 == n // 4 - 1,
+ *     (n + 5) % 4 == (n + 1) % 4 (the constant left in [0, c));
  *   - if bounds put the rest r in one bucket [k c, (k+1) c), r // c == k and
  *     r % c == r - k c: (4n + 3) // 4 == n for n >= 0;
  *   - a common factor g of c and the coefficients of r is divided out:
@@ -467,6 +468,10 @@ static rxi_ar_sum *divmod_pos(rxi_ar_cx *cx, const rxi_ar_sum *x, int64_t c, boo
         if (is_mod) return rxi_ar_floormod(r->c, c, &k) ? s_const(cx, k) : NULL;
         return rxi_ar_floordiv(r->c, c, &k) ? s_addc(cx, q, k) : NULL;
     }
+    /* the constant's multiple of c leaves too: (n - 4) // 4 == n // 4 - 1 (a conv's output
+     * extent (h - 4) // 4 + 1 then equals h // 4, as an interpolation target writes it) */
+    if (!rxi_ar_floordiv(x->c, c, &k) || !rxi_ar_floormod(x->c, c, &r->c)) return NULL;
+    if (k && !is_mod && !(q = s_addc(cx, q, k))) return NULL;
     /* Step 2: r within one bucket [k c, (k+1) c). */
     rxi_ar_iv b = rxi_ar_sum_bound(cx, r);
     if (b.lo != RXA_NEG_INF && b.hi != RXA_POS_INF && rxi_ar_floordiv(b.lo, c, &k) &&

@@ -27,6 +27,16 @@ on the same .onnx file) and PyTorch eager, same inputs, same run, 2 threads each
             all of them; not in the default set); several inputs and outputs, every
             output compared (integer ones exactly by relax-run; ORT's float ones only: its
             runner writes every output as f32; it reads f32, i64, i32 and bool inputs)
+  zoo3:NAME a model of tests/onnx/zoo_models3.py at its bench size (at its last opset):
+            hf_bert (d 768, b 2, s 128, opset 17 LayerNormalization), neox, falcon,
+            mistral, phi (d 1024, s 128), t5_encoder, bloom, deberta, deit (ViT-S/16
+            224, b 4), dinov2, convnext_v2, mobilevit, detr_decoder (100 queries over
+            25x26), bilstm_tagger / packed_gru (pack_padded_sequence, b 8, s 64), crnn,
+            pointnet (1024 points), gcn / gat (2000 nodes, 10000 edges), vae,
+            diffusion_unet, scripted, seq_cls_pool, resnest, conv_tasnet, style_transfer
+            (256), espcn, yolov8_head (640), perceiver, conformer_relpos (d 256, t 256),
+            swinv2_attn, segformer (512), w2v2_posconv (d 768, k 128), deform_attn
+            ("zoo3": all of them; not in the default set)
 
 Each prints one JSON line: relax_ms, ort_ms, torch_ms (medians of --repeat calls after
 warm-ups), relax/ORT and relax/torch (goal <= 1.0), relax_min_ms, ort_min_ms and their
@@ -61,7 +71,7 @@ def parse_args():
         description="user-written blocks vs ORT and PyTorch"))
     ap.add_argument("--blocks", default="gpt2,llama,vit,t5,zoo",
                     help="names; zoo: every model of zoo_models.py, zoo:NAME one; "
-                         "zoo2, zoo2:NAME: zoo_models2.py")
+                         "zoo2, zoo2:NAME: zoo_models2.py; zoo3, zoo3:NAME: zoo_models3.py")
     return ap.parse_args()
 
 
@@ -70,6 +80,7 @@ sys.argv = [sys.argv[0], os.path.dirname(ARGS.relaxc)]  # test_torch_blocks read
 import test_torch_blocks as tb  # noqa: E402  (the block classes)
 import zoo_models  # noqa: E402
 import zoo_models2  # noqa: E402
+import zoo_models3  # noqa: E402
 
 
 def blocks(quick):
@@ -87,7 +98,7 @@ def blocks(quick):
                             (1, 128, 1024)),
                "vit": one(lambda: tb.ViTBlock(d=384, p=16, img=224), (1, 3, 224, 224)),
                "t5": one(lambda: tb.T5Attention(d=512, h=8, buckets=8), (1, 128, 512))}
-    for prefix, mod in (("zoo:", zoo_models), ("zoo2:", zoo_models2)):
+    for prefix, mod in (("zoo:", zoo_models), ("zoo2:", zoo_models2), ("zoo3:", zoo_models3)):
         for name, c in mod.cases(big=not quick).items():
             size = c.sizes[0] if quick else c.big
             out[prefix + name] = (c.make, lambda c=c, size=size: c.inputs(*size), c.names,
@@ -101,7 +112,7 @@ def wanted(name, quick):
     if quick and ARGS.blocks == "gpt2,llama,vit,t5,zoo":
         sel = ["gpt2", "llama", "vit", "t5", "zoo:bert", "zoo:autoencoder"]
     return name in sel or (name.startswith("zoo:") and "zoo" in sel) or \
-        (name.startswith("zoo2:") and "zoo2" in sel)
+        (name.startswith("zoo2:") and "zoo2" in sel) or (name.startswith("zoo3:") and "zoo3" in sel)
 
 
 def max_err(got, want):

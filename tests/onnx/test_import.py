@@ -177,9 +177,20 @@ def main():
                                   "lvl", [], [f32("y", [2])])
         hostile["deeply_nested_if"] = one_node(g.node[0], [f32("x", [2])], f32("y", [2]),
                                                inits=[numpy_helper.from_array(np.array(True), "k")])
-        hostile["if_runtime_condition"] = one_node(
-            helper.make_node("If", ["b"], ["y"], then_branch=leaf, else_branch=leaf, name="iff"),
-            [b1, f32("x", [2])], f32("y", [2]))
+        wide = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["y"], axis=0)], "wide", [],
+                                 [f32("y", [4])])
+        hostile["if_runtime_condition_shapes_differ"] = one_node(
+            helper.make_node("If", ["b"], ["y"], then_branch=leaf, else_branch=wide, name="iff"),
+            [b1, f32("x", [2])], f32("y", None))
+        hostile["lstm_runtime_lens_y_c"] = one_node(
+            helper.make_node("LSTM", ["x", "W", "R", "", "lens"], ["y", "y_h", "y_c"], hidden_size=2,
+                             name="lstm"),
+            [f32("x", [3, 2, 2]), helper.make_tensor_value_info("lens", TensorProto.INT32, [2])],
+            f32("y_c", None), inits=[numpy_helper.from_array(np.ones((1, 8, 2), np.float32), "W"),
+                                     numpy_helper.from_array(np.ones((1, 8, 2), np.float32), "R")])
+        hostile["expand_extent_mismatch"] = one_node(
+            helper.make_node("Expand", ["x", "sh"], ["y"], name="ex"), [f32("x", [2])], f32("y", None),
+            inits=[numpy_helper.from_array(np.array([3], np.int64), "sh")])
         hostile["sequence_index_out_of_range"] = helper.make_model(helper.make_graph(
             [helper.make_node("SequenceConstruct", ["x", "x"], ["s"]),
              helper.make_node("SequenceAt", ["s", "p"], ["y"], name="at")], "g", [f32("x", [2])],
@@ -220,7 +231,10 @@ def main():
                   "loop_huge_trip_count": "Loop 'lp' (opset 17): more than 4096 iterations",
                   "nested_loops_blowup": "unrolling control flow exceeds 262144 nodes",
                   "deeply_nested_if": "subgraphs are nested deeper than 16",
-                  "if_runtime_condition": "If 'iff' (opset 17): the condition must be known at import",
+                  "expand_extent_mismatch": "Expand 'ex' (opset 17): cannot expand extent 2 to 3",
+                  "lstm_runtime_lens_y_c": "value 'y_c' is not available: Y_c under sequence_lens",
+                  "if_runtime_condition_shapes_differ":
+                  "If 'iff' (opset 17): output 0: the branches differ in dtype or shape",
                   "dft_absurd_length": "dft_length 1099511627776 is out of range",
                   "mel_edges_out_of_range": "outside 0..8",
                   "training_op_bad_arity": "Adam '' (opset 0): expects R, T, then 4 groups",
@@ -263,6 +277,72 @@ def main():
         check(r.returncode == 0 and all((w is None and o is None) or (o is not None and w is not None
               and o.shape == w.shape and np.allclose(o, w)) for o, w in zip(outs, want)),
               "sequence ops equal NumPy; a sequence output is its tensors", r.stderr + q.stderr)
+
+        # 4b-1. If on a condition computed at run time (TorchScript's `if bool(x.sum() > 0)`):
+        # both branches run and where(cond, then, else) picks; each condition against NumPy
+        then_g = helper.make_graph([helper.make_node("Mul", ["x", "x"], ["t"])], "then", [],
+                                   [f32("t", [2, 3])])
+        else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [],
+                                   [f32("e", [2, 3])])
+        g = helper.make_graph([helper.make_node("ReduceSum", ["x"], ["s"], keepdims=1),  # (1, 1)
+                               helper.make_node("Greater", ["s", "zero"], ["c"]),
+                               helper.make_node("If", ["c"], ["y"], then_branch=then_g,
+                                                else_branch=else_g)], "g",
+                              [f32("x", [2, 3])], [f32("y", [2, 3])],
+                              [numpy_helper.from_array(np.array(0, np.float32), "zero")])
+        p = save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), "ifrt.onnx")
+        r = relaxc("build", p, "-o", rxa)
+        for sign in (1, -1):
+            X = (np.arange(6, dtype=np.float32).reshape(2, 3) + 1) * sign
+            np.save(os.path.join(tmp, "X.npy"), X)
+            od = os.path.join(tmp, "oif%d" % sign)
+            q = subprocess.run([RUN, rxa, "--in", os.path.join(tmp, "X.npy"), "--out-dir", od],
+                               capture_output=True, text=True)
+            got = np.load(os.path.join(od, "out0.npy")) if q.returncode == 0 else None
+            check(r.returncode == 0 and got is not None and
+                  np.array_equal(got, X * X if sign > 0 else -X),
+                  "If on a run-time condition (%s branch) equals NumPy" % ("then" if sign > 0 else "else"),
+                  r.stderr + q.stderr)
+
+        # 4b-2. Expand of a literal extent 2 to a symbolic one b (a traced batch baked into a
+        # constant): the copy is 2 wide and b == 2 is asserted at run time (it read past the
+        # constant's end at b = 3 before)
+        g = helper.make_graph([helper.make_node("Shape", ["x"], ["sh"]),
+                               helper.make_node("Expand", ["k", "sh"], ["e"]),
+                               helper.make_node("Add", ["x", "e"], ["y"])], "g",
+                              [f32("x", [2, "b", 3])], [f32("y", None)],
+                              [numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(2, 2, 3), "k")])
+        p = save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), "expand_lit.onnx")
+        r = relaxc("build", p, "-o", rxa)
+        res = []
+        for b in (2, 3):
+            X = np.ones((2, b, 3), np.float32)
+            np.save(os.path.join(tmp, "X.npy"), X)
+            od = os.path.join(tmp, "oexp%d" % b)
+            q = subprocess.run([RUN, rxa, "--in", os.path.join(tmp, "X.npy"), "--out-dir", od],
+                               capture_output=True, text=True)
+            res.append((q, np.load(os.path.join(od, "out0.npy")) if q.returncode == 0 else None))
+        check(r.returncode == 0 and res[0][1] is not None and
+              np.array_equal(res[0][1], 1 + np.arange(12, dtype=np.float32).reshape(2, 2, 3)) and
+              res[1][0].returncode != 0 and "expected (2, b, 3), got (2, 2, 3)" in res[1][0].stderr,
+              "Expand of extent 2 to a symbolic b: b = 2 runs, b = 3 is a match_cast error",
+              r.stderr + res[0][0].stderr + res[1][0].stderr)
+
+        # 4b-3. ReduceProd of a Shape (x.numel(); pack_padded_sequence's Range bound) is a
+        # known size, so Range(0, numel) builds with a symbolic extent
+        g = helper.make_graph([helper.make_node("Shape", ["x"], ["sh"]),
+                               helper.make_node("ReduceProd", ["sh"], ["n"], keepdims=0),
+                               helper.make_node("Range", ["zero", "n", "one"], ["y"])], "g",
+                              [f32("x", ["a", 3])], [helper.make_tensor_value_info("y", TensorProto.INT64, None)],
+                              [i64("zero", 0), i64("one", 1)])
+        p = save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), "numel.onnx")
+        r = relaxc("build", p, "-o", rxa)
+        np.save(os.path.join(tmp, "X.npy"), np.zeros((5, 3), np.float32))
+        q = subprocess.run([RUN, rxa, "--in", os.path.join(tmp, "X.npy"), "--out-dir", os.path.join(tmp, "onumel")],
+                           capture_output=True, text=True)
+        check(r.returncode == 0 and q.returncode == 0 and
+              np.array_equal(np.load(os.path.join(tmp, "onumel", "out0.npy")), np.arange(15)),
+              "Range(0, ReduceProd(Shape(x))) builds and equals arange(numel)", r.stderr + q.stderr)
 
         # 4c. Einsum: two operands whose labels fit a batched matmul import as one
         # (attention's and linear layers' equations), the rest as broadcast products; all

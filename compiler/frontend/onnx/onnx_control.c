@@ -2,8 +2,11 @@
  * onnx_control.c — ONNX control flow resolved at import: If, Loop and Scan.
  *
  * The module is one dataflow block, so control flow is resolved while importing:
- *   If    its condition must be known (a constant, or an input frozen into the model):
- *         the taken branch is converted in place and its outputs become the node's.
+ *   If    a known condition (a constant, or an input frozen into the model): the taken
+ *         branch is converted in place and its outputs become the node's. A condition
+ *         computed at run time (TorchScript's `if bool(y.mean() > 0)`): both branches are
+ *         converted and each output is where(cond, then, else), which needs the two
+ *         outputs alike in dtype and shape (else a located error); both branches run.
  *   Loop  the trip count and the condition must be known; the body is converted once per
  *         iteration (unrolled), its iteration number a constant (so shape operands that
  *         use it fold), its carried values threaded from one copy to the next; the loop
@@ -13,8 +16,8 @@
  *         (reversed directions count from the end) of every scan input; scan outputs are
  *         stacked along their output axes (prepended when reversed). Opset 8's batch axis
  *         is unrolled too (each batch row scanned alone, the results stacked).
- * Anything computed at run time (a condition, a trip count) is a located error: the
- * importer has no run-time control flow.
+ * A trip count or a loop condition computed at run time is a located error: the
+ * importer has no run-time loops.
  *
  * Subgraphs see the values of enclosing graphs by name (ONNX's lexical scoping): a body
  * is converted in a scope (onnx_read.c's ox_scope_pop) where its inputs and nodes shadow
@@ -143,10 +146,69 @@ static bool known_scalar(ox_ctx *c, ox_val *v, const char *what, int64_t *out)
     return true;
 }
 
+/* Both dims lists equal (the same expressions, or proven equal). */
+static bool same_dims(ox_ctx *c, const rx_sinfo *a, const rx_sinfo *b)
+{
+    if (!a || !b || a->ndim != b->ndim || a->ndim < 0 || !a->dims || !b->dims) return false;
+    for (int i = 0; i < a->ndim; i++)
+        if (!rx_expr_same(a->dims[i], b->dims[i]) &&
+            !rx_arith_prove_equal(c->ar, a->dims[i], b->dims[i]))
+            return false;
+    return true;
+}
+
+/* An If whose condition is computed at run time: both branches are converted and each
+ * output is where(cond, then, else). Sound because ONNX ops have no side effects; the
+ * branches' outputs must agree in dtype and shape (a shape that depends on the branch
+ * cannot be selected element-wise). */
+static bool if_select(ox_ctx *c, ox_val *cv)
+{
+    const rx_sinfo *cs = ox_tensor(c, cv);
+    if (!cs) return false;
+    if (cs->ndim < 0 || !cs->dims) {
+        ox_err(c, "the condition has no known shape");
+        return false;
+    }
+    for (int i = 0; i < cs->ndim; i++) {
+        int64_t e;
+        if (!rx_expr_is_const(cs->dims[i], &e) || e != 1) {
+            ox_err(c, "the condition must hold one element");
+            return false;
+        }
+    }
+    ox_val **t, **e;
+    int nt, ne;
+    if (!ox_subgraph(c, "then_branch", NULL, 0, &t, &nt)) return false;
+    if (!ox_subgraph(c, "else_branch", NULL, 0, &e, &ne)) return false;
+    if (nt != ox_nout(c) || ne != nt) {
+        ox_err(c, "the branches have %d and %d outputs, the node %d", nt, ne, ox_nout(c));
+        return false;
+    }
+    rx_node *cond = ox_reshape(c, ox_astype(c, ox_node(c, cv), RX_DT_BOOL), NULL, 0);
+    for (int i = 0; i < nt; i++) {
+        if (t[i]->kind != OX_TENSOR || e[i]->kind != OX_TENSOR) {
+            ox_err(c, "output %d: a sequence or optional chosen at run time is not supported", i);
+            return false;
+        }
+        rx_node *a = ox_node(c, t[i]), *b = ox_node(c, e[i]);
+        if (!a || !b) return false;
+        if (ox_dtype_of(a) != ox_dtype_of(b) || !same_dims(c, a->sinfo, b->sinfo)) {
+            ox_err(c, "output %d: the branches differ in dtype or shape (a run-time condition "
+                   "is a select, which needs both alike)", i);
+            return false;
+        }
+        if (!ox_out_node(c, i, ox_call(c, "where", (rx_node *[]){cond, a, b}, 3, NULL)))
+            return false;
+    }
+    return true;
+}
+
 bool ox_c_if(ox_ctx *c)
 {
+    ox_val *cv = ox_in(c, 0);
+    if (cv && !ox_const(c, cv) && !cv->sym) return if_select(c, cv);
     int64_t cond;
-    if (!known_scalar(c, ox_in(c, 0), "the condition", &cond)) return false;
+    if (!known_scalar(c, cv, "the condition", &cond)) return false;
     ox_val **outs;
     int n;
     if (!ox_subgraph(c, cond ? "then_branch" : "else_branch", NULL, 0, &outs, &n)) return false;

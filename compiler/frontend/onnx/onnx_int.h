@@ -39,6 +39,8 @@ typedef struct ox_val {
     int32_t nelems;    /* its elements (an optional: 0 or 1) */
     struct ox_val **elems;
     rx_dtype elemdt;   /* an empty sequence's element dtype (SequenceEmpty) */
+    const char *unavail; /* an output the converter could not compute (why): using it is
+                            a located error (LSTM's Y_c under run-time sequence_lens) */
 } ox_val;
 enum { OX_TENSOR, OX_SEQ, OX_OPT };
 
@@ -119,6 +121,7 @@ void ox_out_sym(ox_ctx *c, int i, rx_expr **sym, int n, int rank, rx_dtype dt);
 /* The same for a 2-d known value of rows x cols elements (row-major). */
 void ox_out_sym2(ox_ctx *c, int i, rx_expr **sym, int rows, int cols, rx_dtype dt);
 void ox_out_alias(ox_ctx *c, int i, ox_val *v);
+void ox_out_unavail(ox_ctx *c, int i, const char *why); /* using output i: error `why` */
 void ox_out_const(ox_ctx *c, int i, rx_const *k); /* a constant (folded) */
 /* Output i (a float scalar node) is known to hold the integer e (ox_val.fsym). */
 void ox_out_fsym(ox_ctx *c, int i, rx_expr *e);
@@ -236,6 +239,10 @@ bool ox_c_reverse_sequence(ox_ctx *c);
 bool ox_c_max_unpool(ox_ctx *c);
 bool ox_c_qlinear_conv(ox_ctx *c);
 bool ox_c_det(ox_ctx *c);
+/* onnx_rnn_lens.c: an RNN / GRU / LSTM node with sequence_lens known at run time; x time
+ * major (T, B, I), a the 7 nn.rnn operands; Y (T, D, B, H) and Y_h (D, B, H) */
+bool ox_rnn_lens(ox_ctx *c, rx_node *x, rx_node **a, const char *mode, bool lbr,
+                 const char *dir, int nd, rx_node **y, rx_node **yh);
 /* MaxPool's Indices (output 1) of the 2-d pool x -> y, row- or column-major
  * (onnx_pool_indices.c). */
 bool ox_pool_indices(ox_ctx *c, rx_node *x, rx_node *y, const int64_t k[2],

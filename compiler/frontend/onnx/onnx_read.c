@@ -300,6 +300,10 @@ rx_node *ox_node(ox_ctx *c, ox_val *v)
 {
     if (!v) return NULL;
     if (v->node) return v->node;
+    if (v->unavail) {
+        ox_err(c, "value '%s' is not available: %s", v->name, v->unavail);
+        return NULL;
+    }
     if (v->kind != OX_TENSOR) {
         ox_err(c, "value '%s' is %s, used as a tensor", v->name,
                v->kind == OX_SEQ ? "a sequence" : "an optional");
@@ -512,6 +516,12 @@ bool ox_out_node(ox_ctx *c, int i, rx_node *n)
     return true;
 }
 
+void ox_out_unavail(ox_ctx *c, int i, const char *why)
+{
+    ox_val *v = out_val(c, i);
+    if (v) v->unavail = why;
+}
+
 void ox_out_sym(ox_ctx *c, int i, rx_expr **sym, int n, int rank, rx_dtype dt)
 {
     ox_val *v = out_val(c, i);
@@ -692,7 +702,7 @@ void ox_convert_node(ox_ctx *c, const Onnx__NodeProto *n, int idx)
     for (size_t i = 0; i < n->n_output; i++) {
         if (!n->output[i] || !*n->output[i]) continue;
         ox_val *v = ox_find(c, n->output[i]);
-        if (!v || (!v->node && !v->k && !v->sym && v->kind == OX_TENSOR)) {
+        if (!v || (!v->node && !v->k && !v->sym && !v->unavail && v->kind == OX_TENSOR)) {
             ox_err(c, "output %zu ('%s') is not supported", i, n->output[i]);
             return;
         }

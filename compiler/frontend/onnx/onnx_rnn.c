@@ -13,9 +13,10 @@
  * arrive with layout 0 and their own Transposes.
  * Supported: the default activations (an explicit list equal to the default is
  * accepted; RNN's Relu becomes mode rnn_relu), directions forward, reverse and
- * bidirectional, GRU's linear_before_reset, f32 and f64. sequence_lens, when given, must be a
- * constant equal to a literal sequence length everywhere; other activations, clip and
- * input_forget are located errors.
+ * bidirectional, GRU's linear_before_reset, f32 and f64. sequence_lens equal to a literal
+ * sequence length everywhere is dropped; any other (PyTorch's pack_padded_sequence) is
+ * composed around per-direction nn.rnn calls in onnx_rnn_lens.c (Y_c then unavailable);
+ * other activations, clip and input_forget are located errors.
  */
 #include <string.h>
 
@@ -81,6 +82,24 @@ static rx_node *state(ox_ctx *c, int i, int layout, rx_expr **dbh, rx_dtype dt)
     return v && layout ? permute(c, v, swap, 3) : v;
 }
 
+/* The outputs under run-time sequence_lens (onnx_rnn_lens.c): Y, Y_h; Y_c unavailable. */
+static bool varlen_outputs(ox_ctx *c, rx_node *x, rx_node **a, const char *mode, bool lbr,
+                           const char *dir, int nd, int layout)
+{
+    static const int64_t to_bt[4] = {2, 0, 1, 3}, swap01[3] = {1, 0, 2};
+    rx_node *y, *yh;
+    if (!ox_rnn_lens(c, x, a, mode, lbr, dir, nd, &y, &yh)) return false;
+    if (layout) {
+        y = permute(c, y, to_bt, 4);
+        yh = permute(c, yh, swap01, 3);
+    }
+    if (ox_nout(c) > 0 && *c->node->output[0] && !ox_out_node(c, 0, y)) return false;
+    if (ox_nout(c) > 1 && *c->node->output[1] && !ox_out_node(c, 1, yh)) return false;
+    if (ox_nout(c) > 2 && *c->node->output[2])
+        ox_out_unavail(c, 2, "Y_c under sequence_lens known only at run time is not supported");
+    return true;
+}
+
 bool ox_c_rnn(ox_ctx *c)
 {
     const char *t = c->node->op_type;
@@ -112,16 +131,14 @@ bool ox_c_rnn(ox_ctx *c)
         ox_err(c, "runs in float32 or float64, found %s", rx_dtype_name(dt));
         return false;
     }
-    if (ox_in(c, 4)) { /* sequence_lens: every sequence full length */
+    bool varlen = false;
+    if (ox_in(c, 4)) { /* sequence_lens: every sequence full length, or onnx_rnn_lens.c */
         int64_t steps, *sl;
         int n;
         bool full = rx_expr_is_const(ox_simp(c, x->sinfo->dims[0]), &steps) &&
-                    ox_ints(c, ox_in(c, 4), &sl, &n);
+                    ox_const(c, ox_in(c, 4)) && ox_ints(c, ox_in(c, 4), &sl, &n);
         for (int i = 0; full && i < n; i++) full = sl[i] == steps;
-        if (!full) {
-            ox_err(c, "sequence_lens must be a constant equal to a literal sequence length");
-            return false;
-        }
+        varlen = !full;
     }
     rx_expr *dbh[3] = {ox_lit(c, nd), x->sinfo->dims[1], ox_lit(c, h)};
     rx_expr *db[2] = {ox_lit(c, nd), ox_lit(c, 2 * g * h)}, *dp[2] = {ox_lit(c, nd), ox_lit(c, 3 * h)};
@@ -131,10 +148,13 @@ bool ox_c_rnn(ox_ctx *c)
                      kind == LSTM && ox_in(c, 7) ? ox_in_node(c, 7) : zeros(c, dp, 2, dt)};
     for (int i = 0; i < 7; i++)
         if (!a[i]) return false;
+    const char *mode = kind == LSTM ? "lstm" : kind == GRU ? "gru" : relu ? "rnn_relu" : "rnn_tanh";
+    bool lbr = ox_attr_i(c, "linear_before_reset", 0) != 0;
+    if (varlen) return varlen_outputs(c, x, a, mode, lbr, dir, nd, layout);
     rx_attr *m = ox_amap(c);
-    ox_aset(c, m, "mode", ox_astr(c, kind == LSTM ? "lstm" : kind == GRU ? "gru" : relu ? "rnn_relu" : "rnn_tanh"));
+    ox_aset(c, m, "mode", ox_astr(c, mode));
     ox_aset(c, m, "direction", ox_astr(c, dir));
-    ox_aset(c, m, "linear_before_reset", ox_abool(c, ox_attr_i(c, "linear_before_reset", 0) != 0));
+    ox_aset(c, m, "linear_before_reset", ox_abool(c, lbr));
     rx_node *all = ox_call(c, "nn.rnn", a, 7, m); /* (T+2, D, B, H) */
     if (!all) return false;
     if (ox_nout(c) > 0 && *c->node->output[0]) { /* Y: [T, D, B, H] or [B, T, D, H] */

@@ -695,13 +695,31 @@ bool ox_c_expand(ox_ctx *c)
     x = ox_in_node(c, 0);
     if (!ox_need_dims(c, x)) return false;
     int nd = x->sinfo->ndim, r = n > nd ? n : nd;
-    rx_expr **d = RX_NEWN(c->a, rx_expr *, r ? r : 1);
+    rx_expr **d = RX_NEWN(c->a, rx_expr *, r ? r : 1), **lit = RX_NEWN(c->a, rx_expr *, r ? r : 1);
+    bool assert_dims = false;
     for (int i = 0; i < r; i++) { /* bidirectional: 1 on either side takes the other */
         int xi = i - (r - nd), ti = i - (r - n);
         rx_expr *a = xi >= 0 ? x->sinfo->dims[xi] : NULL, *b = ti >= 0 ? ox_simp(c, t[ti]) : NULL;
-        d[i] = !a ? b : !b ? a : rx_expr_is_int(b, 1) ? a : b;
+        d[i] = lit[i] = !a ? b : !b ? a : rx_expr_is_int(b, 1) ? a : b;
+        int64_t k, kb;
+        if (a && b && rx_expr_is_const(ox_simp(c, a), &k) && rx_expr_is_const(b, &kb) && k != 1 &&
+            kb != 1 && kb != k) {
+            ox_err(c, "cannot expand extent %lld to %lld", (long long)k, (long long)kb);
+            return false;
+        }
+        if (a && b && rx_expr_is_const(ox_simp(c, a), &k) && k != 1 && !rx_expr_is_const(b, NULL) &&
+            !rx_arith_prove_equal(c->ar, a, b)) {
+            /* a literal extent k != 1 against a symbolic one: the target must be k (a
+             * traced batch baked into a constant, PyTorch's packed RNN's zero state
+             * Expand(const (2, 2, H), [2, b, H])): the copy is k wide and a match_cast
+             * asserts target == k at run time, as ONNX Runtime fails on other extents
+             * (reading k-wide data b wide would run past it) */
+            lit[i] = a;
+            assert_dims = true;
+        }
     }
-    return ox_out_node(c, 0, ox_call2(c, "broadcast_to", x, ox_shape_node(c, d, r)));
+    rx_node *y = ox_call2(c, "broadcast_to", x, ox_shape_node(c, lit, r));
+    return ox_out_node(c, 0, assert_dims && y ? ox_match_dims(c, y, d, r) : y);
 }
 
 /* Tile whose repeats are symbolic (DETR's query_embed.repeat(1, b, 1) with a dynamic

@@ -131,6 +131,15 @@ START_TEST(division_rules)
     /* readable forms kept */
     ck_assert_str_eq(S(fdiv(add(N, I(1)), I(2))), "(n + 1) // 2");
     ck_assert_str_eq(S(fmod_(N, I(8))), "n % 8");
+    /* the constant's multiple of c leaves the division: a stride-4 conv's extent
+     * (h - 4) // 4 + 1 is h // 4 (DINOv2's interpolated positions add to its tokens) */
+    ck_assert_str_eq(S(fdiv(sub(N, I(4)), I(4))), "n // 4 - 1");
+    check_equal(add(fdiv(sub(N, I(4)), I(4)), I(1)), fdiv(N, I(4)));
+    check_equal(mul(add(fdiv(sub(N, I(4)), I(4)), I(1)), add(fdiv(sub(M, I(4)), I(4)), I(1))),
+                mul(fdiv(N, I(4)), fdiv(M, I(4))));
+    ck_assert_str_eq(S(fdiv(add(N, I(5)), I(4))), "(n + 1) // 4 + 1");
+    ck_assert_str_eq(S(fmod_(add(N, I(5)), I(4))), "(n + 1) % 4");
+    ck_assert_str_eq(S(fmod_(sub(N, I(7)), I(4))), "(n + 1) % 4");
 }
 END_TEST
 
