@@ -627,6 +627,7 @@ static const char *cublas_on_host_strerr(int32_t code)
     X("rt.resize2d", rx_rt_resize2d, rx_rt_resize2d_strerr)                 \
     X("rt.rms_norm", rx_rt_rms_norm, rx_rt_rms_norm_strerr)                 \
     X("rt.rnn", rx_rt_rnn, rx_rt_rnn_strerr)                                \
+    X("rt.scatter", rx_rt_scatter, rx_rt_scatter_strerr)                    \
     X("rt.topk", rx_rt_topk, rx_rt_topk_strerr)
 
 const char *const *rx_rt_builtin_library_names(void)

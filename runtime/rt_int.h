@@ -208,6 +208,9 @@ int32_t rx_rt_topk(DLTensor *const *args, int32_t nargs);
 const char *rx_rt_topk_strerr(int32_t code);
 int32_t rx_rt_cumsum(DLTensor *const *args, int32_t nargs);
 const char *rx_rt_cumsum_strerr(int32_t code);
+/* rt.scatter (library_scatter.c): scatter_elements / scatter_nd in one pass. */
+int32_t rx_rt_scatter(DLTensor *const *args, int32_t nargs);
+const char *rx_rt_scatter_strerr(int32_t code);
 /* cblas_sgemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) of
  * that library (opened on the first call), NULL when none could be opened. */
 typedef void (*rx_rt_sgemm_fn)(int, int, int, int, int, int, float, const float *, int,

@@ -26,6 +26,14 @@
  *                           = method, mode, rounding (the MODES / ROUNDS indices), the h
  *                           and w scales as f32 bits (0: none). Cubic, other dtypes and
  *                           GPU targets keep legalize_image.c's loops.
+ *   scatter_elements,    -> call_dps_library("rt.scatter", data, indices, updates, params)
+ *   scatter_nd              when data, updates and the result share f32, f64, i32 or i64
+ *                           and indices are i32 / i64 (runtime/library_scatter.c: a copy
+ *                           of data and one pass over the updates, O(outputs + updates),
+ *                           where the loops gather, O(outputs x updates)); params i64
+ *                           (3,) = form (0 elements, 1 nd), axis, reduction (update, add,
+ *                           mul, max, min). Other dtypes and GPU targets keep
+ *                           legalize_axis.c's loops.
  * The result's dims are the op's deduction (checked by legalize.c before); the library
  * reads k from the output's extent. Cost O(1) per call.
  */
@@ -76,6 +84,23 @@ static bool resize_lib(const rx_node *call)
            index_of(ROUNDS, RX_COUNTOF(ROUNDS), rx_call_attr(call, "rounding_method")->u.s) >= 0;
 }
 
+static const char *const REDUCTIONS[] = {"update", "add", "mul", "max", "min"};
+
+/* scatter_elements / scatter_nd that rt.scatter takes (file essay). */
+static bool scatter_lib(const rx_node *call)
+{
+    const rx_sinfo *x = call->args[0]->sinfo, *ind = call->args[1]->sinfo,
+                   *up = call->args[2]->sinfo, *o = call->sinfo;
+    if (!x || !ind || !up || !o || x->kind != RX_SI_TENSOR || ind->kind != RX_SI_TENSOR ||
+        up->kind != RX_SI_TENSOR || o->kind != RX_SI_TENSOR || x->dtype != o->dtype ||
+        up->dtype != o->dtype || (ind->dtype != RX_DT_I32 && ind->dtype != RX_DT_I64) ||
+        x->ndim < 1)
+        return false;
+    return (o->dtype == RX_DT_F32 || o->dtype == RX_DT_F64 || o->dtype == RX_DT_I32 ||
+            o->dtype == RX_DT_I64) &&
+           index_of(REDUCTIONS, RX_COUNTOF(REDUCTIONS), rx_call_attr(call, "reduction")->u.s) >= 0;
+}
+
 int lg_lib_form(const rx_node *call, bool device)
 {
     const char *op = call->u.call.op->name;
@@ -85,6 +110,9 @@ int lg_lib_form(const rx_node *call, bool device)
         (call->sinfo->dtype == RX_DT_F32 || call->sinfo->dtype == RX_DT_F64))
         return 1;
     if (!strcmp(bare(op), "image.resize2d") && !device && resize_lib(call)) return 1;
+    if ((!strcmp(bare(op), "scatter_elements") || !strcmp(bare(op), "scatter_nd")) && !device &&
+        scatter_lib(call))
+        return 1;
     return 0;
 }
 
@@ -117,6 +145,11 @@ rx_node *lg_lib_call(rx_module *m, rx_node *call)
     int64_t p[3];
     if (!strcmp(op, "nn.group_norm") || !strcmp(op, "image.resize2d")) {
         lib = ""; /* params below */
+    } else if (!strcmp(op, "scatter_elements") || !strcmp(op, "scatter_nd")) {
+        lib = "rt.scatter";
+        p[0] = !strcmp(op, "scatter_nd");
+        p[1] = p[0] ? 0 : norm_axis(call, "axis");
+        p[2] = index_of(REDUCTIONS, RX_COUNTOF(REDUCTIONS), rx_call_attr(call, "reduction")->u.s);
     } else if (!strcmp(op, "cumsum")) {
         lib = "rt.cumsum";
         p[0] = norm_axis(call, "axis");
@@ -137,6 +170,11 @@ rx_node *lg_lib_call(rx_module *m, rx_node *call)
     rx_node **args = RX_NEWN(m->arena, rx_node *, 4);
     int nargs = 2;
     args[0] = call->args[0];
+    if (!strcmp(op, "scatter_elements") || !strcmp(op, "scatter_nd")) {
+        args[1] = call->args[1];
+        args[2] = call->args[2];
+        nargs = 4;
+    }
     if (!strcmp(op, "nn.group_norm")) {
         lib = "rt.group_norm";
         double eps = rx_call_attr(call, "epsilon")->u.f;
