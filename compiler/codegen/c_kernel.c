@@ -283,9 +283,9 @@ static void emit_hoisted_init(cg *g, const rx_stmt *b)
 
 static void emit_for(cg *g, const rx_stmt *s)
 {
-    /* the fast path (a register transpose or a streaming row copy), then this loop as
+    /* the fast path (a register transpose or a full-line row copy), then this loop as
        its fallback */
-    bool tile = rxi_cg_tr_tile(g, s) || rxi_cg_nt_row(g, s);
+    bool tile = rxi_cg_tr_tile(g, s) || rxi_cg_row_copy(g, s);
     emit_for_plain(g, s);
     if (tile) rxi_cg_tr_tile_end(g);
 }
@@ -861,7 +861,7 @@ bool rx_codegen_c_with(const rx_module *m, const rx_codegen_opts *o, rx_sb *out,
                     "   int32_t rxk_NAME(void *const *data, const int64_t *ivars); see codegen.h */\n");
     rxi_cg_prelude(&g, out);
     rxi_cg_prelude_tr32(&g, out);
-    rxi_cg_prelude_ntrow(&g, out);
+    rxi_cg_prelude_rowcopy(&g, out);
     rx_sb_putn(out, rx_sb_str(&body), body.n);
     for (int k = 0; k < syms.n; k++) free(syms.items[k]);
     RX_VEC_FREE(syms);

@@ -24,12 +24,12 @@
  * exp, erf, tanh, log in float (relax/codegen_math.h); H_CHECK: an index read from
  * data, checked (rx_chk); H_CKARITH: overflow-checked size arithmetic (c_check.c);
  * H_F64MATH: GLSL's exp, log, pow, tanh of doubles (gpu_dialect.c's GLSL_F64); H_TR32: a
- * transposing tile's 8 x 8 register transposes (c_transpose.c); H_NTROW: a streaming row
- * copy (c_ntrow.c); see c_expr.c and c_kernel.c). */
+ * transposing tile's 8 x 8 register transposes (c_transpose.c); H_ROWCOPY: a full-line row
+ * copy (c_rowcopy.c); see c_expr.c and c_kernel.c). */
 typedef enum cg_helper {
     H_FLOORDIV, H_FLOORMOD, H_MIN, H_MAX, H_ABS, H_SEL, /* per dtype */
     H_F16, H_BF16, H_BITS, H_ALLOC, H_OMP, H_ISA, H_EXPF, H_ERFF, H_TANHF, H_LOGF, H_CHECK,
-    H_CKARITH, H_F64MATH, H_TR32, H_NTROW, /* once */
+    H_CKARITH, H_F64MATH, H_TR32, H_ROWCOPY, /* once */
     H_COUNT
 } cg_helper;
 
@@ -150,18 +150,17 @@ void rxi_cg_tr_tile_end(cg *g);
  * g->tr_tiles passed `tiles`), once per iteration instead of once per tile. */
 void rxi_cg_tr_fence(cg *g, int tiles);
 void rxi_cg_prelude_tr32(const cg *g, rx_sb *out);
-/* c_transpose.c, shared with c_ntrow.c: the literal step of integer expression e along
+/* c_transpose.c, shared with c_rowcopy.c: the literal step of integer expression e along
  * v (e at v + 1 minus e), proved by the arithmetic (false when not a literal);
  * `&NAME[flat index]` of buffer b at idx. */
 bool rxi_cg_step_of(rx_arith *ar, rx_arena *a, rx_expr *e, const rx_svar *v, int64_t *step);
 void rxi_cg_address(cg *g, const cg_sym *b, rx_expr *const *idx, int n, rx_loc loc);
 
-/* c_ntrow.c: a row copy into a large destination with streaming stores. rxi_cg_nt_row
+/* c_rowcopy.c: a row copy of a large destination with 64-byte stores. rxi_cg_row_copy
  * emits `if (the fast path applies) { .. } else {` before the vectorized FOR s and
- * returns true when s is such a copy (the caller then emits s and rxi_cg_tr_tile_end;
- * the rows count in g->tr_tiles for the parallel loop's fence); rxi_cg_prelude_ntrow
- * writes the helper they call. */
-bool rxi_cg_nt_row(cg *g, const rx_stmt *s);
-void rxi_cg_prelude_ntrow(const cg *g, rx_sb *out);
+ * returns true when s is such a copy (the caller then emits s and rxi_cg_tr_tile_end);
+ * rxi_cg_prelude_rowcopy writes the helper they call. */
+bool rxi_cg_row_copy(cg *g, const rx_stmt *s);
+void rxi_cg_prelude_rowcopy(const cg *g, rx_sb *out);
 
 #endif

@@ -1,4 +1,4 @@
-"""test_transpose_e2e.py — transposes, innermost-axis permutes and streaming row copies
+"""test_transpose_e2e.py — transposes, innermost-axis permutes and full-line row copies
 against NumPy, end to end.
 
     /usr/bin/python3 tests/e2e/test_transpose_e2e.py BUILD_DIR
@@ -20,19 +20,19 @@ tiles whose extents are not multiples of 8, for other dtypes and on CPUs without
   tr_f16      f16 (100, 70): a 2-byte type, 32 x 32 tiles, edge tiles of 4 and 6
   p0132_f16   f16 (2, 3, 40, 72): edge tiles of 8
   tr_nt_f16   f16 (1448, 1456): a 4.2 MB destination, 16-byte aligned rows: streaming
-and copies that keep the innermost axis into destinations of at least 16 MiB, whose rows
-the C generator copies with streaming stores (compiler/codegen/c_ntrow.c, rx_nt_row):
+and copies that keep the innermost axis into destinations of at least 4 MiB, whose rows
+the C generator copies with 64-byte stores (compiler/codegen/c_rowcopy.c, rx_row_copy):
   row_nt      f32 (2, 1024, 8, 260) -> (2, 8, 1024, 260): 1040-byte rows, so their
               starts move through every 16-byte offset of a line (the memcpy'd head and
-              tail around the streamed lines)
+              tail around the 64-byte lines)
   row_nt_f16  f16 (2, 2048, 8, 264) -> (2, 8, 2048, 264): a 2-byte type
   row_sym     f32 (b, 64, 16, 64) at b = 80 -> (b, 16, 64, 64): a symbolic size, the
               threshold tested at run time (21 MB)
   cat_nt      f32 concat((x, x), axis 1) of (4, 1030, 520): the KV-cache append's form
   row_small   f32 (4, 64, 16, 64) permuted as row_sym: 1 MiB, under the threshold, so
-              no streaming copy is emitted
+              no row copy is emitted
 Checks: the generated C at O2 calls rx_tr32 in every 4-byte transposing case and rx_tr16
-in every 2-byte one, and rx_nt_row in every row case but row_small (so the fast paths
+in every 2-byte one, and rx_row_copy in every row case but row_small (so the fast paths
 are what the numbers test), inside parallel loops that end with the streaming stores'
 fence; at O0, O1, O2 and O3, relax-run's output
 equals NumPy's transpose bit for bit, with the AVX2 path (the default on this CPU) and
@@ -69,7 +69,7 @@ CASES = {
     "cat_nt": ("f32", [4, 1030, 520], "concat"),
     "row_small": ("f32", [4, 64, 16, 64], [0, 2, 1, 3]),
 }
-ROWS = ("row_nt", "row_nt_f16", "row_sym", "cat_nt")  # rx_nt_row, not a transposing tile
+ROWS = ("row_nt", "row_nt_f16", "row_sym", "cat_nt")  # rx_row_copy, not a transposing tile
 SIZES = {"n": 67, "m": 90, "b": 80}
 NP = {"f32": np.float32, "i32": np.int32, "f16": np.float16}
 
@@ -122,12 +122,10 @@ def cases(relaxc, relax_run, checks):
               "codegen: the parallel loops around the tiles end with rx_tr_fence")
         check("_mm256_stream_ps" in text and "RX_TR8X8" not in text,
               "codegen: the helper has streaming stores and the expanded shuffle sequence")
-        rows = sorted(k for k, body in kernels.items() if "rx_nt_row(&" in body)
-        check(len(rows) == len(ROWS) and all("rx_tr_fence();" in kernels[k] for k in rows),
-              "codegen: %d kernels copy rows with rx_nt_row inside fenced parallel loops "
-              "(got %s)" % (len(ROWS), ", ".join(rows)))
-        check("_mm512_stream_si512" in text and "_mm_stream_si128" in text,
-              "codegen: rx_nt_row streams 64-byte lines (AVX-512) or 16-byte pieces")
+        rows = sorted(k for k, body in kernels.items() if "rx_row_copy(&" in body)
+        check(len(rows) == len(ROWS), "codegen: %d kernels copy rows with rx_row_copy (got %s)"
+              % (len(ROWS), ", ".join(rows)))
+        check("_mm512_storeu_si512" in text, "codegen: rx_row_copy stores 64-byte lines")
         inputs = {}
         for name, (dt, shape, axes) in CASES.items():
             shp = [SIZES.get(d, d) for d in shape]

@@ -1,5 +1,5 @@
 /*
- * c_ntrow.c — row copies into large destinations with streaming (non-temporal) stores.
+ * c_rowcopy.c — row copies of large destinations with full-line (64-byte) stores.
  *
  * What it emits for: an innermost vectorized FOR v (from 0) whose only statement is a
  * block without init storing one load of another buffer of the same dtype,
@@ -14,37 +14,36 @@
  * (attention's (b, s, h, d) -> (b, h, s, d)), a concat along any axis but the last (the
  * KV-cache append), a slice, a reshape's or a broadcast's materialization:
  *
- *   if (rx_nt_on && C's bytes >= RX_NT_ROW_MIN && E * size >= 64) {
+ *   if (rx_row_on && C's bytes >= RX_ROW_COPY_MIN && E * size >= 64) {
  *       v = 0; the block's iterators;
- *       rx_nt_row(&C[..], &X[..], E * size, fence);
+ *       rx_row_copy(&C[..], &X[..], E * size);
  *   } else
  *       the loop as it was
  *
- * Why: a plain store first reads the line it writes (read-for-ownership), so a copy
- * into a destination that does not fit the cache moves three times its bytes, and the
- * destination evicts the source. Streaming stores write whole lines without reading
- * them, as glibc's memcpy does above its non-temporal threshold. Measured on this
- * machine (Zen 5, 32 MiB L3, 2 threads, /tmp micro-benchmark of this nest against
- * 2-thread memcpy, best of 30, load 5): the (16, 512, 16, 64) f32 permute (32 MiB)
- * 0.75 of memcpy's bandwidth with plain stores, 0.97-0.99 with 64-byte streaming
- * stores (AVX-512), 0.71-0.79 with 16-byte ones (SSE2); (32, 512, 16, 64) (64 MiB) 0.42
- * plain, 0.97 and 0.78. A destination that fits the cache loses: at 8 MiB the plain
- * stores ran 1.39x memcpy (both buffers stay in the L3 from call to call), streaming
- * stores 0.82; at 16 MiB 0.90 against 0.92. So RX_NT_ROW_MIN is 16 MiB (the L3 here is
- * 32 MiB; glibc's sysconf reports it as 384 MiB in this VM, so it is not read at run
- * time). A smaller destination stays in the cache for its consumer.
+ * Why: kernels below O3 are compiled for the baseline x86-64 (c_isa.c: memory-bound
+ * loops get no ISA versions), so the loop's stores are 16 bytes wide, four per cache
+ * line. Past the cache that halves a copy's bandwidth. Measured on this machine (Zen 5,
+ * 2 threads, a C loop of this nest against 2-thread memcpy, best of 30, quiet): the
+ * (16, 512, 16, 64) f32 permute (32 MiB) ran at 0.50 of memcpy with 16-byte stores,
+ * 0.76 with 64-byte AVX-512 stores, 0.78 with 64-byte streaming stores and 0.50 with
+ * 16-byte streaming ones; (32, 512, 16, 64) (64 MiB) 0.43, 0.74, 0.71, 0.48; at 8 MiB
+ * 0.70, 0.72, 0.44, 0.44. So the width is what counts, not skipping the read for
+ * ownership, and plain stores keep a destination that fits the cache there for its
+ * consumer: the first version of this file streamed past the cache, and beside the
+ * main build (bench_kernels.py --sections copy, quiet) it made the KV-cache concat of
+ * (16, 16, 512, 64) 0.7x as fast as the plain loop and the O3 permute (already 64-byte
+ * AVX-512 stores in its ISA version) 0.74x.
  *
- * rx_nt_row copies the row's unaligned head and tail with memcpy and the 64-byte
- * aligned middle with one 64-byte streaming store per line on CPUs with AVX-512 (16-byte
- * ones otherwise: SSE2 is x86-64's baseline). An sfence orders a thread's streaming
- * stores before what it does next: at the end of each iteration of the enclosing
- * parallel loop (the fence c_transpose.c's tiles share: g->tr_tiles counts these rows
- * too), or in the helper itself when no parallel loop encloses the row.
+ * rx_row_copy copies with one 64-byte load and store per line on CPUs with AVX-512
+ * (the tail with memcpy), else with memcpy (AVX2's 32-byte moves in glibc). The test
+ * runs when the object loads; RX_KERNEL_ISA=base turns the helper off (the plain loop),
+ * and at O3 it is not emitted (the full ISA versions store 64 bytes already),
+ * which the tests use to compare both paths, and so does a build without x86-64
+ * intrinsics (rx_row_on is then 0). RX_ROW_COPY_MIN is 4 MiB: below it the rows are in
+ * the L2 or L3 and the width does not matter.
  *
  * Why it is exact: the helper moves the row's bytes (loads and stores of whole
- * registers, no arithmetic), to the same elements the loop writes. RX_KERNEL_ISA=base
- * turns the helper off (the plain loop), which the tests use to compare both paths;
- * so does a build without x86-64 intrinsics (rx_nt_on is then 0).
+ * registers, no arithmetic), to the same elements the loop writes.
  *
  * Cost: a substitution and a few arithmetic proofs per vectorized loop at emission.
  */
@@ -53,13 +52,13 @@
 #include "cgen_int.h"
 #include "relax/arith.h"
 
-enum { NT_ROW_MIN_BYTES = 16 << 20 };
+enum { ROW_COPY_MIN_BYTES = 4 << 20 };
 
 /* The matched row copy (file essay). */
-typedef struct ntrow {
+typedef struct rowcopy {
     const rx_stmt *blk, *st;
     const rx_expr *ld; /* the load of X */
-} ntrow;
+} rowcopy;
 
 /* Whether every index of idx (with the block's iterators substituted by m) steps by
  * (0, .., 0, 1) along v and reads no data. */
@@ -89,10 +88,10 @@ static bool literal_below(const rx_buffer *c, const rx_expr *extent)
         if (n > 0 && size > INT64_MAX / n) return false;
         size *= n;
     }
-    return size < NT_ROW_MIN_BYTES;
+    return size < ROW_COPY_MIN_BYTES;
 }
 
-static bool match(rx_arith *ar, rx_arena *a, const rx_stmt *s, ntrow *t)
+static bool match(rx_arith *ar, rx_arena *a, const rx_stmt *s, rowcopy *t)
 {
     memset(t, 0, sizeof *t);
     if (s->kind != RX_S_FOR || s->u.for_.loop_kind != RX_LOOP_VECTORIZED || s->u.for_.thread ||
@@ -128,26 +127,29 @@ static void indent(cg *g)
     for (int i = 0; i < g->indent; i++) rx_sb_puts(g->out, "    ");
 }
 
-bool rxi_cg_nt_row(cg *g, const rx_stmt *s)
+bool rxi_cg_row_copy(cg *g, const rx_stmt *s)
 {
-    if (!g->cpu || g->glsl || s->kind != RX_S_FOR) return false;
+    /* O3's full ISA versions already store 64 bytes at a time in their AVX-512 version:
+       the helper's call per row cost them (a (16, 512, 16, 64) permute 0.95 -> 0.83 of
+       memcpy, bench_kernels, quiet) */
+    if (!g->cpu || g->glsl || g->isa_versions || s->kind != RX_S_FOR) return false;
     rx_arena *a = rx_arena_new();
     rx_arith *ar = rx_arith_new(a);
-    ntrow t;
+    rowcopy t;
     bool ok = match(ar, a, s, &t);
     const cg_sym *cs = ok ? rxi_cg_lookup(g, t.st->u.store.buf) : NULL;
     const cg_sym *xs = ok ? rxi_cg_lookup(g, t.ld->u.load.buf) : NULL;
     ok = ok && cs && cs->dims && xs && xs->dims && !cs->view && !xs->view;
     if (ok) {
-        g->need[H_NTROW] |= 1;
+        g->need[H_ROWCOPY] |= 1;
         rx_loc loc = s->loc;
         size_t bytes = rxi_cg_ssize((rx_dtype)t.st->u.store.buf->dtype);
         indent(g);
-        rx_sb_printf(g->out, "if (rx_nt_on && (int64_t)%d", (int)bytes);
+        rx_sb_printf(g->out, "if (rx_row_on && (int64_t)%d", (int)bytes);
         for (int k = 0; k < cs->ndim; k++) rx_sb_printf(g->out, " * %s", cs->dims[k]);
-        rx_sb_puts(g->out, " >= RX_NT_ROW_MIN && (");
+        rx_sb_puts(g->out, " >= RX_ROW_COPY_MIN && (");
         rxi_cg_expr_as(g, s->u.for_.extent, RX_DT_I64, loc);
-        rx_sb_printf(g->out, ") * %d >= 64) { /* a streaming row copy (c_ntrow.c) */\n",
+        rx_sb_printf(g->out, ") * %d >= 64) { /* a full-line row copy (c_rowcopy.c) */\n",
                      (int)bytes);
         g->indent++;
         int mark = g->syms.n;
@@ -161,14 +163,13 @@ bool rxi_cg_nt_row(cg *g, const rx_stmt *s)
         cs = rxi_cg_lookup(g, t.st->u.store.buf); /* the pushes may have moved the scope */
         xs = rxi_cg_lookup(g, t.ld->u.load.buf);
         indent(g);
-        rx_sb_puts(g->out, "rx_nt_row(");
+        rx_sb_puts(g->out, "rx_row_copy(");
         rxi_cg_address(g, cs, t.st->u.store.idx, t.st->u.store.nidx, loc);
         rx_sb_puts(g->out, ", ");
         rxi_cg_address(g, xs, t.ld->u.load.idx, t.ld->u.load.nidx, loc);
         rx_sb_puts(g->out, ", (");
         rxi_cg_expr_as(g, s->u.for_.extent, RX_DT_I64, loc);
-        rx_sb_printf(g->out, ") * %d, %d);\n", (int)bytes, g->par_depth == 0);
-        g->tr_tiles++; /* the enclosing parallel loop's rx_tr_fence */
+        rx_sb_printf(g->out, ") * %d);\n", (int)bytes);
         rxi_cg_pop_syms(g, mark);
         g->indent--;
         indent(g);
@@ -180,61 +181,45 @@ bool rxi_cg_nt_row(cg *g, const rx_stmt *s)
     return ok;
 }
 
-/* The prelude's helper (file essay), else stand-ins that never run. rx_tr_fence is
-   c_transpose.c's when its prelude came first, the same sfence. */
-static const char PRELUDE_NTROW[] =
+/* The prelude's helper (file essay), else a stand-in that never runs. */
+static const char PRELUDE_ROWCOPY[] =
     "#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(RX_NO_TR32)\n"
     "#include <immintrin.h>\n"
-    "#ifndef RX_NT_ROW_MIN\n"
-    "#define RX_NT_ROW_MIN INT64_C(%d) /* bytes of a destination whose rows stream */\n"
+    "#ifndef RX_ROW_COPY_MIN\n"
+    "#define RX_ROW_COPY_MIN INT64_C(%d) /* bytes of a destination whose rows take the helper */\n"
     "#endif\n"
-    "/* Whether the streaming row copies run (not under RX_KERNEL_ISA=base) and whether\n"
-    "   they store 64 bytes at a time (AVX-512), set when the object loads. */\n"
-    "static int rx_nt_on, rx_nt_512;\n"
-    "__attribute__((constructor)) static void rx_nt_init(void)\n"
+    "/* Whether the row copies run (not under RX_KERNEL_ISA=base) and whether they move 64\n"
+    "   bytes at a time (AVX-512), set when the object loads. */\n"
+    "static int rx_row_on, rx_row_512;\n"
+    "__attribute__((constructor)) static void rx_row_init(void)\n"
     "{\n"
     "    __builtin_cpu_init();\n"
     "    const char *cap = getenv(\"RX_KERNEL_ISA\");\n"
-    "    rx_nt_on = !(cap && !strcmp(cap, \"base\"));\n"
-    "    rx_nt_512 = rx_nt_on && __builtin_cpu_supports(\"avx512f\");\n"
+    "    rx_row_on = !(cap && !strcmp(cap, \"base\"));\n"
+    "    rx_row_512 = rx_row_on && __builtin_cpu_supports(\"avx512f\");\n"
     "}\n"
-    "__attribute__((target(\"avx512f\"))) static void rx_nt_lines512(char *d, const char *s,\n"
+    "__attribute__((target(\"avx512f\"))) static void rx_row_copy512(char *d, const char *s,\n"
     "                                                              int64_t n)\n"
     "{\n"
-    "    for (int64_t i = 0; i < n; i += 64)\n"
-    "        _mm512_stream_si512((__m512i *)(d + i), _mm512_loadu_si512(s + i));\n"
+    "    int64_t i = 0;\n"
+    "    for (; i + 64 <= n; i += 64)\n"
+    "        _mm512_storeu_si512((void *)(d + i), _mm512_loadu_si512((const void *)(s + i)));\n"
+    "    memcpy(d + i, s + i, (size_t)(n - i));\n"
     "}\n"
-    "/* n bytes from s to d: the 64-byte lines of d with streaming stores, the partial\n"
-    "   lines at both ends with memcpy; an sfence after when `fence`. */\n"
-    "static void rx_nt_row(void *dv, const void *sv, int64_t n, int fence)\n"
+    "/* n bytes from s to d with full-line stores. */\n"
+    "static void rx_row_copy(void *d, const void *s, int64_t n)\n"
     "{\n"
-    "    char *d = (char *)dv;\n"
-    "    const char *s = (const char *)sv;\n"
-    "    int64_t head = (int64_t)((64u - ((uintptr_t)d & 63u)) & 63u);\n"
-    "    if (head > n) head = n;\n"
-    "    memcpy(d, s, (size_t)head);\n"
-    "    d += head, s += head, n -= head;\n"
-    "    int64_t body = n & ~(int64_t)63;\n"
-    "    if (rx_nt_512)\n"
-    "        rx_nt_lines512(d, s, body);\n"
+    "    if (rx_row_512)\n"
+    "        rx_row_copy512((char *)d, (const char *)s, n);\n"
     "    else\n"
-    "        for (int64_t i = 0; i < body; i += 16)\n"
-    "            _mm_stream_si128((__m128i *)(d + i), _mm_loadu_si128((const __m128i *)(s + i)));\n"
-    "    memcpy(d + body, s + body, (size_t)(n - body));\n"
-    "    if (fence) _mm_sfence();\n"
+    "        memcpy(d, s, (size_t)n);\n"
     "}\n"
-    "#ifndef rx_tr_fence\n"
-    "#define rx_tr_fence() _mm_sfence()\n"
-    "#endif\n"
     "#else\n"
-    "#define rx_nt_on 0\n"
-    "#define rx_nt_row(d, s, n, fence) ((void)0)\n"
-    "#ifndef rx_tr_fence\n"
-    "#define rx_tr_fence() ((void)0)\n"
-    "#endif\n"
+    "#define rx_row_on 0\n"
+    "#define rx_row_copy(d, s, n) ((void)0)\n"
     "#endif\n";
 
-void rxi_cg_prelude_ntrow(const cg *g, rx_sb *out)
+void rxi_cg_prelude_rowcopy(const cg *g, rx_sb *out)
 {
-    if (g->need[H_NTROW]) rx_sb_printf(out, PRELUDE_NTROW, NT_ROW_MIN_BYTES);
+    if (g->need[H_ROWCOPY]) rx_sb_printf(out, PRELUDE_ROWCOPY, ROW_COPY_MIN_BYTES);
 }
