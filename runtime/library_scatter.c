@@ -12,7 +12,7 @@
  *               position j of indices (m its last extent; the slice after the m
  *               leading dims of data).
  *   fix(v) = v + d for v < 0 (d the extent indexed); an index still outside [0, d) fails
- *   the call (SC_RANGE) before anything is written past data's copy.
+ *   the call (SC_RANGE; out is then not defined, as after any failed call).
  *
  * Why a library call: the loop form (legalize_axis.c) is a gather, one reduction over
  * every update per output element, O(outputs x updates); a graph network's scatter_add
@@ -114,13 +114,10 @@ static int32_t elements(const DLTensor *ind, const DLTensor *upd, const DLTensor
         if (ind->shape[d] != upd->shape[d] || (d != axis && ind->shape[d] > x->shape[d]))
             return SC_SHAPE;
     int64_t n = numel(ind), idx[RX_RXA_MAX_NDIM] = {0};
-    for (int64_t i = 0; i < n; i++) { /* check every index before the first write */
-        if (fixed(ind, i, x->shape[axis]) < 0) return SC_RANGE;
-    }
     for (int64_t i = 0; i < n; i++) {
-        int64_t o = 0;
-        for (int d = 0; d < nd; d++)
-            o = o * x->shape[d] + (d == axis ? fixed(ind, i, x->shape[axis]) : idx[d]);
+        int64_t at = fixed(ind, i, x->shape[axis]), o = 0;
+        if (at < 0) return SC_RANGE;
+        for (int d = 0; d < nd; d++) o = o * x->shape[d] + (d == axis ? at : idx[d]);
         apply(k, red, out, o, u, i, 1);
         for (int d = nd - 1; d >= 0; d--) { /* the next row-major position of indices */
             if (++idx[d] < ind->shape[d]) break;
@@ -147,12 +144,13 @@ static int32_t nd_form(const DLTensor *ind, const DLTensor *upd, const DLTensor 
         if (upd->shape[r - 1 + d - m] != x->shape[d]) return SC_SHAPE;
         slice *= x->shape[d];
     }
-    for (int64_t j = 0; j < lead; j++)
-        for (int64_t q = 0; q < m; q++)
-            if (fixed(ind, j * m + q, x->shape[q]) < 0) return SC_RANGE;
     for (int64_t j = 0; j < lead; j++) {
         int64_t o = 0;
-        for (int64_t q = 0; q < m; q++) o = o * x->shape[q] + fixed(ind, j * m + q, x->shape[q]);
+        for (int64_t q = 0; q < m; q++) {
+            int64_t at = fixed(ind, j * m + q, x->shape[q]);
+            if (at < 0) return SC_RANGE;
+            o = o * x->shape[q] + at;
+        }
         apply(k, red, out, o * slice, u, j * slice, slice);
     }
     return SC_OK;

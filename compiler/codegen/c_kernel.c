@@ -878,6 +878,7 @@ bool rx_codegen_c_with(const rx_module *m, const rx_codegen_opts *o, rx_sb *out,
 /* gpu_kernel.c emits kernel signatures and schedules itself and the statements inside
  * them with this file's emitter (cgen_int.h). */
 void rxi_cg_stmts(cg *g, const rx_stmts *ss) { emit_stmts(g, ss); }
+void rxi_cg_indent(cg *g) { ind(g); }
 void rxi_cg_unused(cg *g, const char *name)
 {
     if (g->glsl) return;

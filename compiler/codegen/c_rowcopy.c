@@ -122,11 +122,6 @@ static bool match(rx_arith *ar, rx_arena *a, const rx_stmt *s, rowcopy *t)
     return ok && !literal_below(c, s->u.for_.extent);
 }
 
-static void indent(cg *g)
-{
-    for (int i = 0; i < g->indent; i++) rx_sb_puts(g->out, "    ");
-}
-
 bool rxi_cg_row_copy(cg *g, const rx_stmt *s)
 {
     /* O3's full ISA versions already store 64 bytes at a time in their AVX-512 version:
@@ -136,15 +131,13 @@ bool rxi_cg_row_copy(cg *g, const rx_stmt *s)
     rx_arena *a = rx_arena_new();
     rx_arith *ar = rx_arith_new(a);
     rowcopy t;
-    bool ok = match(ar, a, s, &t);
-    const cg_sym *cs = ok ? rxi_cg_lookup(g, t.st->u.store.buf) : NULL;
-    const cg_sym *xs = ok ? rxi_cg_lookup(g, t.ld->u.load.buf) : NULL;
-    ok = ok && cs && cs->dims && xs && xs->dims && !cs->view && !xs->view;
+    const cg_sym *cs, *xs;
+    bool ok = match(ar, a, s, &t) && rxi_cg_copy_syms(g, t.st, t.ld, &cs, &xs);
     if (ok) {
         g->need[H_ROWCOPY] |= 1;
         rx_loc loc = s->loc;
         size_t bytes = rxi_cg_ssize((rx_dtype)t.st->u.store.buf->dtype);
-        indent(g);
+        rxi_cg_indent(g);
         rx_sb_printf(g->out, "if (rx_row_on && (int64_t)%d", (int)bytes);
         for (int k = 0; k < cs->ndim; k++) rx_sb_printf(g->out, " * %s", cs->dims[k]);
         rx_sb_puts(g->out, " >= RX_ROW_COPY_MIN && (");
@@ -153,16 +146,10 @@ bool rxi_cg_row_copy(cg *g, const rx_stmt *s)
                      (int)bytes);
         g->indent++;
         int mark = g->syms.n;
-        const rx_svar *v = s->u.for_.var;
-        char *name = rxi_cg_fresh(g, v->name);
-        indent(g);
-        rx_sb_printf(g->out, "const %s %s = 0;\n", rxi_cg_ctype((rx_dtype)v->dtype), name);
-        rxi_cg_unused(g, name);
-        rxi_cg_push_sym(g, v, name);
+        rxi_cg_zero_loops(g, &s->u.for_.var, 1);
         rxi_cg_iters(g, t.blk, false);
-        cs = rxi_cg_lookup(g, t.st->u.store.buf); /* the pushes may have moved the scope */
-        xs = rxi_cg_lookup(g, t.ld->u.load.buf);
-        indent(g);
+        rxi_cg_copy_syms(g, t.st, t.ld, &cs, &xs); /* the pushes may have moved the scope */
+        rxi_cg_indent(g);
         rx_sb_puts(g->out, "rx_row_copy(");
         rxi_cg_address(g, cs, t.st->u.store.idx, t.st->u.store.nidx, loc);
         rx_sb_puts(g->out, ", ");
@@ -172,7 +159,7 @@ bool rxi_cg_row_copy(cg *g, const rx_stmt *s)
         rx_sb_printf(g->out, ") * %d);\n", (int)bytes);
         rxi_cg_pop_syms(g, mark);
         g->indent--;
-        indent(g);
+        rxi_cg_indent(g);
         rx_sb_puts(g->out, "} else {\n");
         g->indent++;
     }

@@ -153,11 +153,6 @@ static bool match(rx_arith *ar, rx_arena *a, const rx_stmt *s, trtile *t)
            access_ok(ar, a, v->u.load.idx, v->u.load.nidx, t->p, t->n, l);
 }
 
-static void indent(cg *g)
-{
-    for (int i = 0; i < g->indent; i++) rx_sb_puts(g->out, "    ");
-}
-
 /* `&NAME[flat index]` of buffer b at idx. */
 void rxi_cg_address(cg *g, const cg_sym *b, rx_expr *const *idx, int n, rx_loc loc)
 {
@@ -183,21 +178,38 @@ static void row_step(cg *g, rx_arena *a, const cg_sym *b, rx_expr *const *idx, i
     rx_sb_puts(g->out, ")");
 }
 
+bool rxi_cg_copy_syms(const cg *g, const rx_stmt *st, const rx_expr *ld, const cg_sym **cs,
+                      const cg_sym **xs)
+{
+    *cs = rxi_cg_lookup(g, st->u.store.buf);
+    *xs = rxi_cg_lookup(g, ld->u.load.buf);
+    return *cs && (*cs)->dims && *xs && (*xs)->dims && !(*cs)->view && !(*xs)->view;
+}
+
+void rxi_cg_zero_loops(cg *g, const rx_svar *const *vars, int n)
+{
+    for (int k = 0; k < n; k++) {
+        char *name = rxi_cg_fresh(g, vars[k]->name);
+        rxi_cg_indent(g);
+        rx_sb_printf(g->out, "const %s %s = 0;\n", rxi_cg_ctype((rx_dtype)vars[k]->dtype), name);
+        rxi_cg_unused(g, name);
+        rxi_cg_push_sym(g, vars[k], name);
+    }
+}
+
 bool rxi_cg_tr_tile(cg *g, const rx_stmt *s)
 {
     if (!g->cpu || g->glsl || s->kind != RX_S_FOR) return false;
     rx_arena *a = rx_arena_new();
     rx_arith *ar = rx_arith_new(a);
     trtile t;
-    bool ok = match(ar, a, s, &t);
-    const cg_sym *cs = ok ? rxi_cg_lookup(g, t.st->u.store.buf) : NULL;
-    const cg_sym *xs = ok ? rxi_cg_lookup(g, t.ld->u.load.buf) : NULL;
-    ok = ok && cs && cs->dims && xs && xs->dims && !cs->view && !xs->view;
+    const cg_sym *cs, *xs;
+    bool ok = match(ar, a, s, &t) && rxi_cg_copy_syms(g, t.st, t.ld, &cs, &xs);
     if (ok) {
         g->need[H_TR32] |= 1;
         rx_loc loc = s->loc;
         size_t bytes = rxi_cg_ssize((rx_dtype)t.st->u.store.buf->dtype);
-        indent(g);
+        rxi_cg_indent(g);
         rx_sb_printf(g->out, "if (%s && ((", bytes == 4 ? "rx_tr_avx2" : "rx_tr_sse2");
         rxi_cg_expr_as(g, s->u.for_.extent, RX_DT_I64, loc);
         rx_sb_puts(g->out, ") & 7) == 0 && ((");
@@ -206,18 +218,10 @@ bool rxi_cg_tr_tile(cg *g, const rx_stmt *s)
         g->indent++;
         int mark = g->syms.n;
         const rx_svar *loops[2] = {s->u.for_.var, t.ni->u.for_.var};
-        for (int k = 0; k < 2; k++) {
-            char *name = rxi_cg_fresh(g, loops[k]->name);
-            indent(g);
-            rx_sb_printf(g->out, "const %s %s = 0;\n", rxi_cg_ctype((rx_dtype)loops[k]->dtype),
-                         name);
-            rxi_cg_unused(g, name);
-            rxi_cg_push_sym(g, loops[k], name);
-        }
+        rxi_cg_zero_loops(g, loops, 2);
         rxi_cg_iters(g, t.blk, false);
-        cs = rxi_cg_lookup(g, t.st->u.store.buf); /* the pushes may have moved the scope */
-        xs = rxi_cg_lookup(g, t.ld->u.load.buf);
-        indent(g);
+        rxi_cg_copy_syms(g, t.st, t.ld, &cs, &xs); /* the pushes may have moved the scope */
+        rxi_cg_indent(g);
         rx_sb_puts(g->out, bytes == 4 ? "rx_tr32(" : "rx_tr16(");
         rxi_cg_address(g, xs, t.ld->u.load.idx, t.ld->u.load.nidx, loc);
         rx_sb_puts(g->out, ", ");
@@ -236,7 +240,7 @@ bool rxi_cg_tr_tile(cg *g, const rx_stmt *s)
         g->tr_tiles++;
         rxi_cg_pop_syms(g, mark);
         g->indent--;
-        indent(g);
+        rxi_cg_indent(g);
         rx_sb_puts(g->out, "} else {\n");
         g->indent++;
     }
@@ -248,14 +252,14 @@ bool rxi_cg_tr_tile(cg *g, const rx_stmt *s)
 void rxi_cg_tr_fence(cg *g, int tiles)
 {
     if (g->tr_tiles == tiles) return;
-    indent(g);
+    rxi_cg_indent(g);
     rx_sb_puts(g->out, "rx_tr_fence();\n");
 }
 
 void rxi_cg_tr_tile_end(cg *g)
 {
     g->indent--;
-    indent(g);
+    rxi_cg_indent(g);
     rx_sb_puts(g->out, "}\n");
 }
 

@@ -97,6 +97,7 @@ void rxi_cg_sub_close(cg *g, const cg_sym *s);
 /* c_kernel.c */
 /* `(void)NAME;` at the current indentation (nothing in GLSL, which has no such cast). */
 void rxi_cg_unused(cg *g, const char *name);
+void rxi_cg_indent(cg *g); /* the current indentation */
 const cg_sym *rxi_cg_lookup(const cg *g, const void *key);
 void rxi_cg_err(cg *g, rx_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -152,9 +153,15 @@ void rxi_cg_tr_fence(cg *g, int tiles);
 void rxi_cg_prelude_tr32(const cg *g, rx_sb *out);
 /* c_transpose.c, shared with c_rowcopy.c: the literal step of integer expression e along
  * v (e at v + 1 minus e), proved by the arithmetic (false when not a literal);
- * `&NAME[flat index]` of buffer b at idx. */
+ * `&NAME[flat index]` of buffer b at idx; whether the copy of store st from load ld has
+ * both buffers in scope as plain C arrays (their extents known), into *cs and *xs; and
+ * the loops' variables bound to 0 (`const T v = 0;`) and pushed, before a helper call
+ * takes the place of the loops. */
 bool rxi_cg_step_of(rx_arith *ar, rx_arena *a, rx_expr *e, const rx_svar *v, int64_t *step);
 void rxi_cg_address(cg *g, const cg_sym *b, rx_expr *const *idx, int n, rx_loc loc);
+bool rxi_cg_copy_syms(const cg *g, const rx_stmt *st, const rx_expr *ld, const cg_sym **cs,
+                      const cg_sym **xs);
+void rxi_cg_zero_loops(cg *g, const rx_svar *const *vars, int n);
 
 /* c_rowcopy.c: a row copy of a large destination with 64-byte stores. rxi_cg_row_copy
  * emits `if (the fast path applies) { .. } else {` before the vectorized FOR s and

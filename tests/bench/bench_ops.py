@@ -44,9 +44,12 @@ import tempfile
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 import rxbench
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "onnx"))
+import quant_models  # noqa: E402
 
 F = TensorProto.FLOAT
 
@@ -106,46 +109,6 @@ def resize(shape, mode, ctm, nearest_mode="round_prefer_floor"):
     return model([n], [vi("x", shape)], [vi("y", None)], [sc, roi], opset=13)
 
 
-def qdyn_mlp(m, k, n):
-    """onnxruntime.quantization.quantize_dynamic's form of Linear(k, n), ReLU, Linear(n, k):
-    DynamicQuantizeLinear, MatMulInteger with an int8 weight, Cast, the scales' product,
-    bias."""
-    rn = np.random.default_rng(1)
-    nodes, inits, x = [], [], "x"
-    for i, (kk, nn) in enumerate([(k, n), (n, k)]):
-        inits += [numpy_helper.from_array(rn.integers(-127, 128, (kk, nn)).astype(np.int8), "w%d" % i),
-                  numpy_helper.from_array(np.array(0.01, np.float32), "ws%d" % i),
-                  numpy_helper.from_array(np.array(0, np.int8), "wz%d" % i),
-                  numpy_helper.from_array((rn.standard_normal(nn) * 0.1).astype(np.float32), "b%d" % i)]
-        nodes += [helper.make_node("DynamicQuantizeLinear", [x], ["q%d" % i, "qs%d" % i, "qz%d" % i]),
-                  helper.make_node("MatMulInteger", ["q%d" % i, "w%d" % i, "qz%d" % i, "wz%d" % i],
-                                   ["mi%d" % i]),
-                  helper.make_node("Cast", ["mi%d" % i], ["mf%d" % i], to=F),
-                  helper.make_node("Mul", ["qs%d" % i, "ws%d" % i], ["sc%d" % i]),
-                  helper.make_node("Mul", ["mf%d" % i, "sc%d" % i], ["ms%d" % i]),
-                  helper.make_node("Add", ["ms%d" % i, "b%d" % i], ["y%d" % i])]
-        if i == 0:
-            nodes.append(helper.make_node("Relu", ["y0"], ["r0"]))
-            x = "r0"
-    return model(nodes, [vi("x", [m, k])], [vi("y1", None)], inits, opset=13)
-
-
-def qdq_matmul(m, k, n):
-    """Static quantization's QDQ form of x @ w: QuantizeLinear / DequantizeLinear on x, an
-    int8 w with per-column scales through DequantizeLinear."""
-    rn = np.random.default_rng(2)
-    inits = [numpy_helper.from_array(rn.integers(-127, 128, (k, n)).astype(np.int8), "w"),
-             numpy_helper.from_array((rn.random(n) * 0.02 + 0.001).astype(np.float32), "ws"),
-             numpy_helper.from_array(np.zeros(n, np.int8), "wz"),
-             numpy_helper.from_array(np.array(0.05, np.float32), "xs"),
-             numpy_helper.from_array(np.array(128, np.uint8), "xz")]
-    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
-             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
-             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], axis=1),
-             helper.make_node("MatMul", ["xd", "wd"], ["y"])]
-    return model(nodes, [vi("x", [m, k])], [vi("y", None)], inits, opset=13)
-
-
 def cases():
     rn = np.random.default_rng(0)
 
@@ -168,9 +131,12 @@ def cases():
         "resize_linear_asymmetric": (resize(list(big), "linear", "asymmetric"), x(*big)),
         "resize_nearest_asymmetric_floor": (resize(list(big), "nearest", "asymmetric", "floor"), x(*big)),
         "resize_nearest_half_pixel": (resize(list(big), "nearest", "half_pixel"), x(*big)),
-        "qdyn_mlp": (qdyn_mlp(128, 768, 3072), x(128, 768)),
-        "qdyn_mlp_m1": (qdyn_mlp(1, 768, 3072), x(1, 768)),
-        "qdq_matmul": (qdq_matmul(128, 768, 3072), x(128, 768)),
+        "qdyn_mlp": (quant_models.dynamic_mlp(np.random.default_rng(1), 128, 768, 3072)[0],
+                     x(128, 768)),
+        "qdyn_mlp_m1": (quant_models.dynamic_mlp(np.random.default_rng(1), 1, 768, 3072)[0],
+                        x(1, 768)),
+        "qdq_matmul": (quant_models.qdq_matmul(np.random.default_rng(2), 128, 768, 3072)[0],
+                       x(128, 768)),
     }
 
 

@@ -33,6 +33,7 @@ from onnx import TensorProto, helper, numpy_helper
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from e2e_check import run_status, start  # noqa: E402
 from onnx_runner import Runner  # noqa: E402
+import quant_models  # noqa: E402
 
 T = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8, np.float32: TensorProto.FLOAT,
      np.int32: TensorProto.INT32}
@@ -136,18 +137,8 @@ def test_qdq(r, rng):
     (a f32 constant), so no kernel reads the int8 weight."""
     check = r.checks.check
     m, k, n = 16, 96, 40
-    w = rng.integers(-127, 128, (k, n)).astype(np.int8)
-    ws = (rng.random(n) * 0.02 + 0.001).astype(np.float32)
-    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(ws, "ws"),
-             numpy_helper.from_array(np.zeros(n, np.int8), "wz"),
-             numpy_helper.from_array(np.array(0.05, np.float32), "xs"),
-             numpy_helper.from_array(np.array(128, np.uint8), "xz")]
-    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
-             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
-             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], axis=1),
-             helper.make_node("MatMul", ["xd", "wd"], ["y"])]
-    rxa, path = r.build(model(nodes, [vi("x", np.float32, [m, k])], [vi("y", np.float32, [m, n])],
-                              inits), "qdq_matmul")
+    qdq, w, ws = quant_models.qdq_matmul(rng, m, k, n)
+    rxa, path = r.build(qdq, "qdq_matmul")
     if not rxa:
         return
     x = rng.standard_normal((m, k)).astype(np.float32)
@@ -251,29 +242,8 @@ def dyn_ref(x, w, ws, b):
 def test_dynamic(r, rng):
     check = r.checks.check
     m, k, n = 128, 768, 3072
-    nodes, inits, x = [], [], "x"
-    ws, bs = [], []
-    for i, (kk, nn) in enumerate([(k, n), (n, k)]):
-        w = rng.integers(-127, 128, (kk, nn)).astype(np.int8)
-        bias = (rng.standard_normal(nn) * 0.1).astype(np.float32)
-        ws.append(w)
-        bs.append(bias)
-        inits += [numpy_helper.from_array(w, "w%d" % i),
-                  numpy_helper.from_array(np.array(0.01, np.float32), "ws%d" % i),
-                  numpy_helper.from_array(np.array(0, np.int8), "wz%d" % i),
-                  numpy_helper.from_array(bias, "b%d" % i)]
-        nodes += [helper.make_node("DynamicQuantizeLinear", [x], ["q%d" % i, "qs%d" % i, "qz%d" % i]),
-                  helper.make_node("MatMulInteger", ["q%d" % i, "w%d" % i, "qz%d" % i, "wz%d" % i],
-                                   ["mi%d" % i]),
-                  helper.make_node("Cast", ["mi%d" % i], ["mf%d" % i], to=TensorProto.FLOAT),
-                  helper.make_node("Mul", ["qs%d" % i, "ws%d" % i], ["sc%d" % i]),
-                  helper.make_node("Mul", ["mf%d" % i, "sc%d" % i], ["ms%d" % i]),
-                  helper.make_node("Add", ["ms%d" % i, "b%d" % i], ["y%d" % i])]
-        if i == 0:
-            nodes.append(helper.make_node("Relu", ["y0"], ["r0"]))
-            x = "r0"
-    rxa, path = r.build(model(nodes, [vi("x", np.float32, [m, k])], [vi("y1", np.float32, [m, k])],
-                              inits), "dynamic_mlp")
+    mlp, ws, bs = quant_models.dynamic_mlp(rng, m, k, n)
+    rxa, path = r.build(mlp, "dynamic_mlp")
     if not rxa:
         return
     xin = rng.standard_normal((m, k)).astype(np.float32)
