@@ -55,7 +55,10 @@
  *
  * Matrix-vector nests are rewritten before, by the pipeline's step schedule_matvec
  * (rx_pass_schedule_matvec: schedule_matvec.c), which `--disable-pass schedule_matvec`
- * turns off. The pass (rx_pass_schedule_cpu) first fuses runs of row nests per row
+ * turns off. The pass (rx_pass_schedule_cpu) first reads loads through a reshape's
+ * (x // w, x % w) index pairs flat (schedule_flat.c) and turns nests whose math does not
+ * change along an outer loop so that loop is innermost (schedule_hoist.c), then fuses
+ * runs of row nests per row
  * (schedule_rows.c: rms_norm, layer_norm, softmax; one parallel loop over the rows,
  * reductions over vector lanes), tiles reduction nests (schedule_tile.c), splits
  * concat nests by field (schedule_concat.c) and tiles transposing copies
@@ -63,6 +66,8 @@
  * marks the parallel loop of each tiled nest itself; the parallel rule here then finds
  * nothing more in those nests (they hold a parallel loop), while their innermost loops
  * still left serial (a partial tile's) may be vectorized by the rule above.
+ * Last, math that does not change along an innermost loop is bound before it
+ * (schedule_hoist.c).
  *
  * Cost: O(nest size x stored buffers) per candidate loop; no new nodes are built.
  */
@@ -485,8 +490,10 @@ int rx_schedule_nests(rx_module *m, rx_stmt *(*fn)(rx_module *, rx_stmt *))
 bool rx_pass_schedule_cpu(rx_module *m, rx_diags *d)
 {
     (void)d;
-    return rx_schedule_rows(m, NULL, NULL) && rx_schedule_tile(m, NULL) &&
-           rx_schedule_concat(m, NULL) && rx_schedule_copy(m, NULL) && rx_schedule_cpu(m, NULL, NULL);
+    return rx_schedule_flat(m, NULL) && rx_schedule_interchange(m, NULL) &&
+           rx_schedule_rows(m, NULL, NULL) && rx_schedule_tile(m, NULL) &&
+           rx_schedule_concat(m, NULL) && rx_schedule_copy(m, NULL) && rx_schedule_cpu(m, NULL, NULL) &&
+           rx_schedule_hoist(m, NULL);
 }
 
 bool rx_loop_independent(const rx_stmt *s)

@@ -38,6 +38,19 @@ rx_stmt *rx_schedule_copy_nest(rx_module *m, rx_stmt *s);
  * rewritten and of reductions given lanes. Never fails. */
 bool rx_schedule_rows(rx_module *m, int *nruns, int *nlanes);
 
+/* Loads through a reshape's (A + x // D, x % D) index pairs read flat, (A, x)
+ * (schedule_flat.c's essay); *nmerged (may be NULL) gets how many pairs. Never fails. */
+bool rx_schedule_flat(rx_module *m, int *nmerged);
+
+/* Perfect spatial nests whose math does not change along an outer loop that their
+ * loads read contiguously: that loop moved innermost (schedule_hoist.c's essay,
+ * "Interchange"); *nswapped (may be NULL) gets how many nests. Never fails. */
+bool rx_schedule_interchange(rx_module *m, int *nswapped);
+
+/* Costly terms invariant along an innermost loop bound by LETs before it
+ * (schedule_hoist.c's essay); *nhoisted (may be NULL) gets how many. Never fails. */
+bool rx_schedule_hoist(rx_module *m, int *nhoisted);
+
 /* rx_schedule_cpu's loop kinds for the one top-level nest FOR s (schedule.c). */
 void rx_schedule_nest_kinds(rx_stmt *s, int *npar, int *nvec);
 

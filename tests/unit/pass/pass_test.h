@@ -66,4 +66,19 @@ static inline rx_func *tir_callee(const rx_module *m, const char *gname)
     return v->u.call.callee->u.global.fn;
 }
 
+/* The loop function of the last call_tir of graph function gname's first block. */
+static inline rx_func *tir_callee_last(const rx_module *m, const char *gname)
+{
+    const rx_func *g = rx_module_find(m, gname);
+    ck_assert_ptr_nonnull(g);
+    const rx_block *bl = g->body->blocks[0];
+    rx_func *f = NULL;
+    for (int i = 0; i < bl->nbindings; i++) {
+        const rx_node *v = bl->bindings[i].value;
+        if (v->kind == RX_N_CALL && v->call_kind == RX_CALL_TIR) f = v->u.call.callee->u.global.fn;
+    }
+    ck_assert_msg(f != NULL, "%s: no call_tir", gname);
+    return f;
+}
+
 #endif

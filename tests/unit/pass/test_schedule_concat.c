@@ -47,20 +47,8 @@ static rx_module *fused(void)
     return fused_module(MODULE);
 }
 
-/* The loop function the graph function gname calls (its last call_tir: the concat). */
-static rx_func *kernel(const rx_module *m, const char *gname)
-{
-    const rx_func *g = rx_module_find(m, gname);
-    ck_assert_ptr_nonnull(g);
-    const rx_block *bl = g->body->blocks[0];
-    rx_func *f = NULL;
-    for (int i = 0; i < bl->nbindings; i++) {
-        const rx_node *v = bl->bindings[i].value;
-        if (v->kind == RX_N_CALL && v->call_kind == RX_CALL_TIR) f = v->u.call.callee->u.global.fn;
-    }
-    ck_assert_msg(f != NULL, "%s: no call_tir", gname);
-    return f;
-}
+/* The loop function the graph function gname calls last. */
+static rx_func *kernel(const rx_module *m, const char *gname) { return tir_callee_last(m, gname); }
 
 /* Stores (in *n) whose value holds a select, in ss. */
 static void selects(const rx_stmts *ss, int *n)

@@ -1,0 +1,127 @@
+/*
+ * schedule_flat.c — loads through a reshape read flat: the first step of the CPU
+ * schedule (rx_pass_schedule_cpu), before the row, tile and parallel rules look at the
+ * nests.
+ *
+ * Why: a reshape that splits a flat axis into (h, w) is inlined into its consumer as
+ * the index pair (x // w, x % w), and the C kernel flattens that back in Horner form,
+ * ((.. + x // w) * w + x % w). With literal extents the compiler folds it; with
+ * symbolic ones (an image of dynamic size, DETR's key padding mask (b, h, w) flattened
+ * to (b, h * w) and added to the attention scores) each load pays two 64-bit divisions,
+ * and the row schedule (schedule_rows.c), which wants every load that moves along the
+ * row axis to step by one element, turned the masked softmax down, leaving it to the
+ * tile schedule's strided reads: 15 ns per score where a row pass costs about one.
+ *
+ * The rule, for a LOAD of buffer B (rank n, extents d_0 .. d_{n-1}) and k from n - 1
+ * down to 1: when index k is x % D and index k - 1 is A + x // D (a sum with that term;
+ * A may be absent), D structurally B's extent d_k, and neither x nor A loads (a
+ * data-dependent index keeps its bounds check against its own extent), the pair becomes
+ * (A, x): the flat offset (.. (A + x // D) * D + x % D ..) == (.. A * D + x ..) is the
+ * same for every x (floor division and modulo by the same nonzero D; D == 0 means an
+ * empty buffer, never read). Index k may then exceed d_k: the IR's LOAD is read as
+ * the flat Horner offset (schedule_rows.c's flat_load writes such loads too), and only
+ * data-dependent indices are checked against their extents. Stores are left as they
+ * are (the parallel and vector rules read their indices per axis).
+ *
+ * Cost: one walk of each loop function's expressions; new nodes only where a load
+ * changes.
+ */
+#include "schedule_int.h"
+
+/* e (an index) as A + x // D: *rest = A (NULL when e is the term alone). */
+static bool strip_div(rx_arena *a, rx_expr *e, const rx_expr *x, const rx_expr *d, rx_expr **rest)
+{
+    if (e->kind == RX_E_FLOORDIV && rx_expr_same(e->u.op.a, x) && rx_expr_same(e->u.op.b, d)) {
+        *rest = NULL;
+        return true;
+    }
+    if (e->kind != RX_E_ADD) return false;
+    rx_expr *r;
+    if (strip_div(a, e->u.op.a, x, d, &r)) {
+        *rest = r ? rx_e_binary(a, RX_E_ADD, r, e->u.op.b) : e->u.op.b;
+        return true;
+    }
+    if (strip_div(a, e->u.op.b, x, d, &r)) {
+        *rest = r ? rx_e_binary(a, RX_E_ADD, e->u.op.a, r) : e->u.op.a;
+        return true;
+    }
+    return false;
+}
+
+/* LOAD e with its (A + x // D, x % D) index pairs merged (file essay), or e. */
+static rx_expr *flat_load(rx_arena *a, rx_expr *e, int *count)
+{
+    const rx_buffer *b = e->u.load.buf;
+    int n = e->u.load.nidx;
+    if (n < 2 || b->ndim != n) return e;
+    rx_expr **idx = NULL;
+    for (int k = n - 1; k >= 1; k--) {
+        rx_expr *m = idx ? idx[k] : e->u.load.idx[k], *up = idx ? idx[k - 1] : e->u.load.idx[k - 1];
+        rx_expr *rest;
+        if (m->kind != RX_E_FLOORMOD || !rx_expr_same(m->u.op.b, b->shape[k]) ||
+            rx_expr_loads_buf(m->u.op.a, NULL) || !strip_div(a, up, m->u.op.a, m->u.op.b, &rest) ||
+            (rest && rx_expr_loads_buf(rest, NULL)))
+            continue;
+        if (!idx) {
+            idx = RX_NEWN(a, rx_expr *, n);
+            for (int i = 0; i < n; i++) idx[i] = e->u.load.idx[i];
+        }
+        idx[k - 1] = rest ? rest : rx_e_int(a, 0);
+        idx[k] = m->u.op.a;
+        (*count)++;
+    }
+    return idx ? rx_e_load(a, e->u.load.buf, idx, n) : e;
+}
+
+static rx_expr *flat_expr(rx_arena *a, rx_expr *e, int *count)
+{
+    int nk = e ? rx_expr_nchildren(e) : 0;
+    if (!nk) return e;
+    rx_expr *kids[8], **k = nk <= 8 ? kids : RX_NEWN(a, rx_expr *, nk);
+    bool changed = false;
+    for (int i = 0; i < nk; i++) {
+        rx_expr *c = rx_expr_child(e, i);
+        k[i] = flat_expr(a, c, count);
+        changed |= k[i] != c;
+    }
+    rx_expr *r = changed ? rx_expr_with_children(a, e, k) : e;
+    return r->kind == RX_E_LOAD ? flat_load(a, r, count) : r;
+}
+
+static void flat_stmts(rx_arena *a, const rx_stmts *ss, int *count)
+{
+    for (int i = 0; i < ss->n; i++) {
+        rx_stmt *s = ss->items[i];
+        switch ((rx_skind)s->kind) {
+        case RX_S_FOR: flat_stmts(a, &s->u.for_.body, count); break;
+        case RX_S_BLOCK:
+            flat_stmts(a, &s->u.block.init, count);
+            flat_stmts(a, &s->u.block.body, count);
+            break;
+        case RX_S_STORE:
+            for (int k = 0; k < s->u.store.nidx; k++)
+                s->u.store.idx[k] = flat_expr(a, s->u.store.idx[k], count);
+            s->u.store.value = flat_expr(a, s->u.store.value, count);
+            break;
+        case RX_S_IF:
+            s->u.if_.cond = flat_expr(a, s->u.if_.cond, count);
+            flat_stmts(a, &s->u.if_.then_s, count);
+            flat_stmts(a, &s->u.if_.else_s, count);
+            break;
+        case RX_S_LET:
+            s->u.let.value = flat_expr(a, s->u.let.value, count);
+            flat_stmts(a, &s->u.let.body, count);
+            break;
+        default: break;
+        }
+    }
+}
+
+bool rx_schedule_flat(rx_module *m, int *nmerged)
+{
+    int n = 0;
+    for (int i = 0; i < m->nfuncs; i++)
+        if (m->funcs[i]->kind == RX_F_TIR) flat_stmts(m->arena, &m->funcs[i]->tbody, &n);
+    if (nmerged) *nmerged = n;
+    return true;
+}
