@@ -21,6 +21,12 @@
  * the updates, O(outputs + updates), on one thread (the updates may land on one
  * element in any pattern, and "update" keeps the last one in order).
  *
+ * elements runs along the last axis of indices: each update's offset is its row's base
+ * plus its index times the axis's stride (plus its position along the last axis when
+ * that is not the axis), the indices of a run fixed first (SC_RUN at a time), one loop
+ * per dtype and reduction, no dispatch per element (the first version fixed each index
+ * through a byte copy and called the combine per element: ~2.3 ns per update).
+ *
  * Order: ONNX's reference, a serial loop over the updates in flat order, in the data's
  * dtype ("update": the last in flat order wins). The loops (GPU targets) agree exactly
  * on update, max and min; for float add / mul they sum (multiply) the landing updates
@@ -104,7 +110,70 @@ static void apply(int k, int red, void *out, int64_t o, const void *upd, int64_t
 }
 #undef APPLY
 
-/* scatter_elements: indices and updates of one shape, data's rank. */
+/* at[0 .. n) = fix(indices[i .. i + n)) against extent d; false when one is out of
+ * range. */
+static bool fix_run(const DLTensor *ind, int64_t i, int64_t n, int64_t d, int64_t *at)
+{
+    const char *p = (const char *)ind->data + ind->byte_offset;
+    bool ok = true;
+    if (ind->dtype.bits == 32) {
+        const int32_t *w = (const int32_t *)(const void *)p + i;
+        for (int64_t e = 0; e < n; e++) {
+            int64_t v = w[e] < 0 ? w[e] + d : w[e];
+            ok &= v >= 0 && v < d;
+            at[e] = v;
+        }
+    } else {
+        const int64_t *w = (const int64_t *)(const void *)p + i;
+        for (int64_t e = 0; e < n; e++) {
+            int64_t v = w[e] < 0 ? w[e] + d : w[e];
+            ok &= v >= 0 && v < d;
+            at[e] = v;
+        }
+    }
+    return ok;
+}
+
+/* out[b + at[e] * sa + e * se] (op)= upd[u + e] for e in [0, n), in order, in dtype k
+ * (T the type, U the one add and multiply run in, as in APPLY). */
+#define RUN_LOOP(T, STEP)                                                                 \
+    for (int64_t e = 0; e < n; e++) {                                                     \
+        T *q = po + b + at[e] * sa + e * se, w = pu[e];                                   \
+        STEP;                                                                             \
+    }
+#define APPLY_RUN(T, U)                                                                   \
+    do {                                                                                  \
+        T *po = (T *)out;                                                                 \
+        const T *pu = (const T *)upd + u;                                                 \
+        switch (red) {                                                                    \
+        case 0: RUN_LOOP(T, *q = w) break;                                                \
+        case 1: RUN_LOOP(T, *q = (T)((U)*q + (U)w)) break;                                \
+        case 2: RUN_LOOP(T, *q = (T)((U)*q * (U)w)) break;                                \
+        case 3: RUN_LOOP(T, *q = (w > *q || w != w) ? w : *q) break;                      \
+        default: RUN_LOOP(T, *q = (w < *q || w != w) ? w : *q) break;                     \
+        }                                                                                 \
+    } while (0)
+
+static void apply_run(int k, int red, void *out, int64_t b, const int64_t *at, int64_t sa,
+                      int64_t se, const void *upd, int64_t u, int64_t n)
+{
+    switch (k) {
+    case T_F32: APPLY_RUN(float, float); break;
+    case T_F64: APPLY_RUN(double, double); break;
+    case T_I32: APPLY_RUN(int32_t, uint32_t); break;
+    default: APPLY_RUN(int64_t, uint64_t); break;
+    }
+}
+#undef APPLY_RUN
+#undef RUN_LOOP
+
+/* scatter_elements: indices and updates of one shape, data's rank. Runs along the last
+ * axis of indices: the offset of each update is its row's base plus its index times the
+ * axis's stride (plus its position along the last axis when that is not the axis),
+ * with the indices of a run fixed first (SC_RUN at a time), and no dispatch per
+ * element (file essay). */
+enum { SC_RUN = 512 };
+
 static int32_t elements(const DLTensor *ind, const DLTensor *upd, const DLTensor *x,
                         int axis, int k, int red, char *out, const char *u)
 {
@@ -113,13 +182,22 @@ static int32_t elements(const DLTensor *ind, const DLTensor *upd, const DLTensor
     for (int d = 0; d < nd; d++)
         if (ind->shape[d] != upd->shape[d] || (d != axis && ind->shape[d] > x->shape[d]))
             return SC_SHAPE;
-    int64_t n = numel(ind), idx[RX_RXA_MAX_NDIM] = {0};
-    for (int64_t i = 0; i < n; i++) {
-        int64_t at = fixed(ind, i, x->shape[axis]), o = 0;
-        if (at < 0) return SC_RANGE;
-        for (int d = 0; d < nd; d++) o = o * x->shape[d] + (d == axis ? at : idx[d]);
-        apply(k, red, out, o, u, i, 1);
-        for (int d = nd - 1; d >= 0; d--) { /* the next row-major position of indices */
+    int64_t n = numel(ind), len = ind->shape[nd - 1];
+    if (n == 0) return SC_OK;
+    int64_t sx[RX_RXA_MAX_NDIM], idx[RX_RXA_MAX_NDIM] = {0}, at[SC_RUN];
+    sx[nd - 1] = 1;
+    for (int d = nd - 2; d >= 0; d--) sx[d] = sx[d + 1] * x->shape[d + 1];
+    int64_t sa = sx[axis], se = axis == nd - 1 ? 0 : 1, da = x->shape[axis];
+    for (int64_t i = 0; i < n; i += len) {
+        int64_t b = 0;
+        for (int d = 0; d < nd - 1; d++)
+            if (d != axis) b += idx[d] * sx[d];
+        for (int64_t e0 = 0; e0 < len; e0 += SC_RUN) {
+            int64_t c = len - e0 < SC_RUN ? len - e0 : SC_RUN;
+            if (!fix_run(ind, i + e0, c, da, at)) return SC_RANGE;
+            apply_run(k, red, out, b + e0 * se, at, sa, se, u, i + e0, c);
+        }
+        for (int d = nd - 2; d >= 0; d--) { /* the next row of indices */
             if (++idx[d] < ind->shape[d]) break;
             idx[d] = 0;
         }
