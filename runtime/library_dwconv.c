@@ -1,7 +1,8 @@
 /*
  * library_dwconv.c — one output plane of a stride-1, undilated depthwise convolution
  * (blas.conv2d with one input channel per group, library_conv.c's direct way), edges
- * included, in vector registers.
+ * included, in vector registers; and rx_rt_window_row, the scalar row those ways and
+ * library_pool.c fall back to (moved here from library_conv.c, which neared 1000 lines).
  *
  *   rx_rt_dwconv_plane(xp, H, W, k, KH, KW, pt, pl, OH, OW, buf, yp)
  *     yp[oh][ow] = sum over kh, kw of k[kh][kw] * x[oh - pt + kh][ow - pl + kw], x zero
@@ -47,7 +48,40 @@
  */
 #include "rt_int.h"
 
+#include <float.h>
 #include <string.h>
+
+/* ---- one output row of a window op (library_conv.c's rows, library_pool.c) ---- */
+
+/* Output row oh of a plane xp: yr[ow] = the sum of taps[k] * x (RX_RT_ROW_MAC), the max
+ * (RX_RT_ROW_MAX, from -FLT_MAX: padding never wins) or the sum (RX_RT_ROW_SUM) over
+ * the window's taps inside the input. Each tap row is clipped to its valid outputs once,
+ * so the inner loop has no bounds test (and for stride 1 is contiguous: vectorized). */
+void rx_rt_window_row(const rx_rt_win *g, const float *xp, const float *taps, int mode,
+                      int64_t oh, float *yr)
+{
+    for (int64_t ow = 0; ow < g->OW; ow++) yr[ow] = mode == RX_RT_ROW_MAX ? -FLT_MAX : 0.0f;
+    for (int64_t kh = 0; kh < g->KH; kh++) {
+        int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+        if (ih < 0 || ih >= g->H) continue;
+        for (int64_t kw = 0; kw < g->KW; kw++) {
+            int64_t off = kw * g->dw - g->pl, lo, hi, s = g->sw;
+            rx_rt_valid_range(g->OW, g->W, s, off, &lo, &hi);
+            const float *row = xp + ih * g->W + off;
+            if (mode == RX_RT_ROW_MAX) {
+                for (int64_t ow = lo; ow < hi; ow++) yr[ow] = row[ow * s] > yr[ow] ? row[ow * s] : yr[ow];
+            } else if (mode == RX_RT_ROW_SUM) {
+                for (int64_t ow = lo; ow < hi; ow++) yr[ow] += row[ow * s];
+            } else {
+                float wv = taps[kh * g->KW + kw];
+                if (s == 1)
+                    for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * row[ow];
+                else
+                    for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * row[ow * s];
+            }
+        }
+    }
+}
 
 enum { DWV = 8 }; /* floats in one vector */
 
