@@ -89,7 +89,13 @@
  *     prefetched before a pair's tiles run (ResNet-50, one thread, same run beside ONNX
  *     Runtime, load 13: its 1x1 64 -> 64 layer 1.41 -> 1.21x ORT's time, 256 -> 64 and
  *     256 -> 128 1.29 -> 1.12x; the same prefetch in the packing of the 3x3 layers'
- *     panels changed nothing measurable and is not there). ResNet-18 at
+ *     panels changed nothing measurable and is not there). A KxK layer's B read in
+ *     place the same way was slower and is not there: each 16-pixel panel as two masked
+ *     loads split at its output row's end (OW >= 16), tap offsets from the table, made
+ *     ResNet-50's 3x3 layers 1.04-1.05x the time of packed panels, its stride-2 3x3
+ *     1.13-1.17x, MobileNetV3's KxK 1.01-1.04x (same build, one thread, load 14): the
+ *     packed pair is read 6 to 11 times from L1 (once a row tile), in place every tile
+ *     reloads lines split across rows and the mask registers spilled. ResNet-18 at
  *     1x3x224x224 (one thread, load 7): 0.54x the AVX2 tile's time, 1.19x ORT's.
  *     bench_cnn.py, one thread, batch 1, O2, medians of 4 rounds, load 8, relax / ORT
  *     (the main build's AVX2 kernels in brackets): ResNet-18 1.17 (2.08), VGG-11/2 1.07
