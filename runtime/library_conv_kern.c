@@ -353,14 +353,12 @@ CZ_INLINE void cz_tile(const int MR, const int NV, int64_t kc, const float *a, i
         if (res) _mm_prefetch((const char *)(res + r * ldy), _MM_HINT_T0);
         if (res && NV == 2) _mm_prefetch((const char *)(res + r * ldy + 16), _MM_HINT_T0);
     }
-    int64_t p = 0;
-    for (; p + 16 <= kc; p += 16) {
+    for (int64_t p = 0; p < kc;) { /* blocks of 16 steps (the last may be less) */
         CZ_PF(0, 0, 0) CZ_PF(1, 0, 1) CZ_PF(2, 0, 2) CZ_PF(3, 1, 0) CZ_PF(4, 1, 1)
         CZ_PF(5, 1, 2) CZ_PF(6, 2, 0) CZ_PF(7, 2, 1) CZ_PF(8, 2, 2) CZ_PF(9, 3, 0)
         CZ_PF(10, 3, 1) CZ_PF(11, 3, 2)
-        for (int u = 0; u < 16; u++) CZ_STEP();
+        for (int64_t end = kc - p < 16 ? kc : p + 16; p < end; p++) CZ_STEP();
     }
-    for (; p < kc; p++) CZ_STEP();
     __m512 lo = _mm512_set1_ps(e && e->act == 2 ? e->lo : 0.0f);
     __m512 hi = _mm512_set1_ps(e && e->act == 2 ? e->hi : 0.0f);
     CZ_OUT(0) CZ_OUT(1) CZ_OUT(2) CZ_OUT(3) CZ_OUT(4) CZ_OUT(5)
