@@ -78,8 +78,8 @@
  *     panels (ig->unit 32: with single panels MobileNet's 14x14 and 7x7 layers ran
  *     16-column tiles; 1.36x on the whole MobileNetV2 at one thread). A 1x1 layer's
  *     tile reads B in place (ig->inplace: tap k's row is channel k's row of xt, x itself
- *     or its stride phase, a fixed stride bld apart; masked loads past the plane's end),
- *     no packed pair: the first try (a tile that spilled its row pointers) made
+ *     or its stride phase, a fixed stride bld apart; a partial pair at the plane's end
+ *     is packed), no packed pair: the first try (a tile that spilled its row pointers) made
  *     MobileNetV2 1.27x slower (min of 12, one thread, load 12); with the tile's
  *     addressing of library_conv_kern.c, same build, packed against in place, layer
  *     minima (Zen 5, load 3-8): MobileNetV3's 1x1 layers 0.72-0.95 of the time at 2
@@ -594,16 +594,17 @@ static void ig_task(const igemm *ig, int64_t k, float *pb)
         int64_t step = raw ? 2 * RX_GEMM_NR : RX_GEMM_NR; /* AVX-512: two panels a tile */
         for (int64_t q = q0; q < q1; q += step) {
             int64_t nr = q1 - q < step ? q1 - q : step;
-            /* B: the packed pair, or x's rows themselves (inplace, ig->inplace) */
-            const float *bp = ig->inplace ? xg + ig->off[k0] + q : pb;
-            int64_t bs = ig->inplace ? RX_GEMM_NR : IG_PB;
-            int64_t bld = ig->inplace ? ig->bld : RX_GEMM_NR;
-            if (ig->inplace && q + step < q1) /* the next pair's rows: bld apart, unfollowed */
+            /* B: the packed pair, or x's rows themselves (ig->inplace, a whole pair: the
+             * tile reads all 32 columns; a partial one is packed) */
+            bool inpl = ig->inplace && nr == step;
+            const float *bp = inpl ? xg + ig->off[k0] + q : pb;
+            int64_t bs = inpl ? RX_GEMM_NR : IG_PB, bld = inpl ? ig->bld : RX_GEMM_NR;
+            if (inpl && q + step < q1) /* the next pair's rows: bld apart, unfollowed */
                 for (int64_t p = 0; p < kc; p++) {
                     __builtin_prefetch(bp + p * bld + step);
                     __builtin_prefetch(bp + p * bld + step + RX_GEMM_NR);
                 }
-            if (!ig->inplace) {
+            if (!inpl) {
                 pack_panel(ig, xg, k0, kc, q, nr < RX_GEMM_NR ? nr : RX_GEMM_NR, pb);
                 if (nr > RX_GEMM_NR) pack_panel(ig, xg, k0, kc, q + RX_GEMM_NR, nr - RX_GEMM_NR, pb + IG_PB);
             }

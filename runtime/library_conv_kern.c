@@ -39,7 +39,8 @@
  *     the same for mr <= 12 rows of the weights as they are (row i at a + i * lda: no
  *     packing) by nr <= 32 columns: b's 16 and, past 16, those at b + bs; reduction
  *     index p's row of B at b + p * bld (16: a packed panel; a plane: a 1x1
- *     convolution's x read in place). Only the nr columns are read (masked loads).
+ *     convolution's x read in place: whole pairs only, nr 32). All 16 columns of a
+ *     panel are read (masked loads cost GCC two mask reloads from the stack a step).
  * On CPUs with AVX-512F and DQ (Zen 4/5, Intel since Skylake-SP), picked at run time
  * (rx_rt_conv_tile_kind: the code is built for the baseline, these functions carry
  * target("avx512f,avx512dq,avx2,fma"): DQ for the activations' vector forms). The register tile is 12 x 32: 24 zmm accumulators, per reduction
@@ -321,8 +322,7 @@ CZ_INLINE void cz_row(float *y, const float *res, const rx_rt_conv_epi *e, int r
  * the four row-group pointers and the panel pointer move on. */
 #define CZ_STEP()                                                                          \
     do {                                                                                   \
-        __m512 b0 = _mm512_maskz_loadu_ps(m0, b);                                         \
-        __m512 b1 = NV == 2 ? _mm512_maskz_loadu_ps(m1, b + bs) : b0;                      \
+        __m512 b0 = _mm512_loadu_ps(b), b1 = NV == 2 ? _mm512_loadu_ps(b + bs) : b0;      \
         CZ_ROW(0, 0, 0) CZ_ROW(1, 0, 1) CZ_ROW(2, 0, 2) CZ_ROW(3, 1, 0) CZ_ROW(4, 1, 1)     \
         CZ_ROW(5, 1, 2) CZ_ROW(6, 2, 0) CZ_ROW(7, 2, 1) CZ_ROW(8, 2, 2) CZ_ROW(9, 3, 0)     \
         CZ_ROW(10, 3, 1) CZ_ROW(11, 3, 2)                                                  \
