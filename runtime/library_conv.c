@@ -76,9 +76,26 @@
  *     a task's rows are cut into equal tiles of at most 12 (ig_rows: 64 channels are
  *     11, 11, 11, 11, 10, 10, not 5 x 12 + 4), and pixel chunks are whole pairs of
  *     panels (ig->unit 32: with single panels MobileNet's 14x14 and 7x7 layers ran
- *     16-column tiles; 1.36x on the whole MobileNetV2 at one thread). A pointwise
- *     layer's tile reading x in place (rows a plane apart) instead of the packed pair
- *     was slower: MobileNetV2 1.27x the time (min of 12, one thread, load 12). ResNet-18 at
+ *     16-column tiles; 1.36x on the whole MobileNetV2 at one thread). A 1x1 layer's
+ *     tile reads B in place (ig->inplace: tap k's row is channel k's row of xt, x itself
+ *     or its stride phase, a fixed stride bld apart; a partial pair at the plane's end
+ *     is packed), no packed pair: the first try (a tile that spilled its row pointers) made
+ *     MobileNetV2 1.27x slower (min of 12, one thread, load 12); with the tile's
+ *     addressing of library_conv_kern.c, same build, packed against in place, layer
+ *     minima (Zen 5, load 3-8): MobileNetV3's 1x1 layers 0.72-0.95 of the time at 2
+ *     threads (the model's convolutions 0.96), ResNet-50's 0.94-0.98 where they reduce
+ *     256 or 512 channels, 1.04 on 64 (its convolutions 0.995). Those rows are a plane
+ *     apart, streams the hardware prefetcher does not follow: the next pair's are
+ *     prefetched before a pair's tiles run (ResNet-50, one thread, same run beside ONNX
+ *     Runtime, load 13: its 1x1 64 -> 64 layer 1.41 -> 1.21x ORT's time, 256 -> 64 and
+ *     256 -> 128 1.29 -> 1.12x; the same prefetch in the packing of the 3x3 layers'
+ *     panels changed nothing measurable and is not there). A KxK layer's B read in
+ *     place the same way was slower and is not there: each 16-pixel panel as two masked
+ *     loads split at its output row's end (OW >= 16), tap offsets from the table, made
+ *     ResNet-50's 3x3 layers 1.04-1.05x the time of packed panels, its stride-2 3x3
+ *     1.13-1.17x, MobileNetV3's KxK 1.01-1.04x (same build, one thread, load 14): the
+ *     packed pair is read 6 to 11 times from L1 (once a row tile), in place every tile
+ *     reloads lines split across rows and the mask registers spilled. ResNet-18 at
  *     1x3x224x224 (one thread, load 7): 0.54x the AVX2 tile's time, 1.19x ORT's.
  *     bench_cnn.py, one thread, batch 1, O2, medians of 4 rounds, load 8, relax / ORT
  *     (the main build's AVX2 kernels in brackets): ResNet-18 1.17 (2.08), VGG-11/2 1.07
@@ -114,7 +131,6 @@
  */
 #include "rt_int.h"
 
-#include <float.h>
 #include <sched.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -359,6 +375,8 @@ typedef struct igemm {
     int64_t pstride;            /* wide: floats a panel of bfull (kcb + 1 rows of NR) */
     float *wp;                  /* w packed: block (g, b) at wp + (g * nkb + b) * wstride */
     int64_t nkb, kcb, wstride;  /* reduction blocks, their size (the last may be less) */
+    bool inplace;               /* 1x1 on the AVX-512 tile: B is xt's rows, unpacked */
+    int64_t bld;                /* inplace: floats from one channel's row to the next's */
     const float *xt;            /* the phase planes (x itself when pointwise) */
     float *xbuf;                /* xt's storage (NULL when pointwise) */
     int64_t *off;               /* Kc tap offsets into one group's planes */
@@ -496,14 +514,14 @@ static void ig_tile(rx_rt_gemm_kern_fn kern, int64_t kc, const float *ap, const 
 /* One micro-tile of y at yt (output channel o of the image is its first row): the
  * tile with the epilogue in it (the last block), or the GEMM kernel (ig_epilogue later). */
 static void ig_put(const igemm *ig, int64_t kc, const float *ap, const float *bp, int64_t bs,
-                   float *yt, int64_t o, int64_t mr, int64_t nr, bool acc, bool epi)
+                   int64_t bld, float *yt, int64_t o, int64_t mr, int64_t nr, bool acc, bool epi)
 {
     const conv *c = ig->c;
     int64_t ldy = c->OH * c->OW;
     if (ig->tile == RX_CONV_TILE_AVX512) { /* ap: the weights' row o at the block's start */
         rx_rt_conv_epi e = {c->bias ? c->bias + o : NULL, c->res ? c->res + (yt - c->y) : NULL,
                             c->act, c->lo, c->hi};
-        rx_rt_conv_tile512(kc, ap, c->Kc, bp, bs, yt, ldy, (int)mr, (int)nr, acc,
+        rx_rt_conv_tile512(kc, ap, c->Kc, bp, bs, bld, yt, ldy, (int)mr, (int)nr, acc,
                            epi ? &e : NULL);
         return;
     }
@@ -576,11 +594,23 @@ static void ig_task(const igemm *ig, int64_t k, float *pb)
         int64_t step = raw ? 2 * RX_GEMM_NR : RX_GEMM_NR; /* AVX-512: two panels a tile */
         for (int64_t q = q0; q < q1; q += step) {
             int64_t nr = q1 - q < step ? q1 - q : step;
-            pack_panel(ig, xg, k0, kc, q, nr < RX_GEMM_NR ? nr : RX_GEMM_NR, pb);
-            if (nr > RX_GEMM_NR) pack_panel(ig, xg, k0, kc, q + RX_GEMM_NR, nr - RX_GEMM_NR, pb + IG_PB);
+            /* B: the packed pair, or x's rows themselves (ig->inplace, a whole pair: the
+             * tile reads all 32 columns; a partial one is packed) */
+            bool inpl = ig->inplace && nr == step;
+            const float *bp = inpl ? xg + ig->off[k0] + q : pb;
+            int64_t bs = inpl ? RX_GEMM_NR : IG_PB, bld = inpl ? ig->bld : RX_GEMM_NR;
+            if (inpl && q + step < q1) /* the next pair's rows: bld apart, unfollowed */
+                for (int64_t p = 0; p < kc; p++) {
+                    __builtin_prefetch(bp + p * bld + step);
+                    __builtin_prefetch(bp + p * bld + step + RX_GEMM_NR);
+                }
+            if (!inpl) {
+                pack_panel(ig, xg, k0, kc, q, nr < RX_GEMM_NR ? nr : RX_GEMM_NR, pb);
+                if (nr > RX_GEMM_NR) pack_panel(ig, xg, k0, kc, q + RX_GEMM_NR, nr - RX_GEMM_NR, pb + IG_PB);
+            }
             for (int64_t t = 0, i, mr; t < ig_ntiles(ig, m0, m1); t++) {
                 mr = ig_rows(ig, m0, m1, t, &i);
-                ig_put(ig, kc, ap + i * (raw ? c->Kc : kc), pb, IG_PB, yg + i * plane + q,
+                ig_put(ig, kc, ap + i * (raw ? c->Kc : kc), bp, bs, bld, yg + i * plane + q,
                        g * c->Og + i, mr, nr, b > 0, epi);
             }
         }
@@ -610,8 +640,8 @@ static void ig_task_wide(const igemm *ig, int64_t k, float *ab)
             for (int64_t q = 0; q < ig->panels; q += step) {
                 int64_t nr = plane - q * RX_GEMM_NR, most = step * RX_GEMM_NR;
                 ig_put(ig, kc, raw ? c->w + i * c->Kc + k0 : ab + (i - m0) * kc,
-                       bb + q * ig->pstride, ig->pstride, yn + i * plane + q * RX_GEMM_NR, i,
-                       mr, nr < most ? nr : most, b > 0, epi);
+                       bb + q * ig->pstride, ig->pstride, RX_GEMM_NR,
+                       yn + i * plane + q * RX_GEMM_NR, i, mr, nr < most ? nr : most, b > 0, epi);
             }
         }
     }
@@ -829,6 +859,10 @@ static int32_t conv_igemm(conv *c)
         ig.off[k] = ((ch * c->sh + ph) * c->sw + pw) * ppl + kh * c->dh / c->sh * ig.Wq +
                     kw * c->dw / c->sw;
     }
+    /* 1x1 on the AVX-512 tile: tap k's row of xt is channel k's (virtual pixels are
+     * real ones, Wq = OW), a fixed stride apart (a plane, or a channel's phases) */
+    ig.inplace = c->KH == 1 && c->KW == 1 && !ig.wide && ig.tile == RX_CONV_TILE_AVX512;
+    ig.bld = c->Kc > 1 ? ig.off[1] - ig.off[0] : 0;
     _Atomic uint64_t lanes[RX_RT_MAX_THREADS];
     for (int i = 0; i < RX_RT_MAX_THREADS; i++) atomic_init(&lanes[i], 0);
     ig.lanes = lanes;
@@ -836,40 +870,7 @@ static int32_t conv_igemm(conv *c)
     return c->failed ? CV_NOMEM : CV_OK;
 }
 
-/* ---- one output row of a window op (depthwise conv, pooling) ---- */
-
-typedef rx_rt_win win;
-enum { ROW_MAC = RX_RT_ROW_MAC, ROW_MAX = RX_RT_ROW_MAX, ROW_SUM = RX_RT_ROW_SUM };
-
-/* Output row oh of a plane xp: yr[ow] = the sum of taps[k] * x (ROW_MAC), the max
- * (ROW_MAX, from -FLT_MAX: padding never wins) or the sum (ROW_SUM) over the window's
- * taps inside the input. Each tap row is clipped to its valid outputs once, so the
- * inner loop has no bounds test (and for stride 1 is contiguous: vectorized). */
-void rx_rt_window_row(const win *g, const float *xp, const float *taps, int mode, int64_t oh,
-                      float *yr)
-{
-    for (int64_t ow = 0; ow < g->OW; ow++) yr[ow] = mode == ROW_MAX ? -FLT_MAX : 0.0f;
-    for (int64_t kh = 0; kh < g->KH; kh++) {
-        int64_t ih = oh * g->sh - g->pt + kh * g->dh;
-        if (ih < 0 || ih >= g->H) continue;
-        for (int64_t kw = 0; kw < g->KW; kw++) {
-            int64_t off = kw * g->dw - g->pl, lo, hi, s = g->sw;
-            rx_rt_valid_range(g->OW, g->W, s, off, &lo, &hi);
-            const float *row = xp + ih * g->W + off;
-            if (mode == ROW_MAX) {
-                for (int64_t ow = lo; ow < hi; ow++) yr[ow] = row[ow * s] > yr[ow] ? row[ow * s] : yr[ow];
-            } else if (mode == ROW_SUM) {
-                for (int64_t ow = lo; ow < hi; ow++) yr[ow] += row[ow * s];
-            } else {
-                float wv = taps[kh * g->KW + kw];
-                if (s == 1)
-                    for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * row[ow];
-                else
-                    for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * row[ow * s];
-            }
-        }
-    }
-}
+/* (one output row of a window op, rx_rt_window_row: library_dwconv.c) */
 
 /* ---- one input channel per group: direct loops, planes split across threads ---- */
 
@@ -877,7 +878,7 @@ static void direct_job(void *ud, int t, int n)
 {
     conv *c = ud;
     int64_t p0, p1, plane = c->OH * c->OW, KK = c->KH * c->KW;
-    win g = {c->H, c->W, c->OW, c->KH, c->KW, c->sh, c->sw, c->pt, c->pl, c->dh, c->dw};
+    rx_rt_win g = {c->H, c->W, c->OW, c->KH, c->KW, c->sh, c->sw, c->pt, c->pl, c->dh, c->dw};
     bool unit = c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1;
     bool v512 = c->sh == c->sw && c->sh <= 2 && c->dh == 1 && c->dw == 1 &&
                 rx_rt_conv_tile_kind() == RX_CONV_TILE_AVX512;
@@ -899,7 +900,7 @@ static void direct_job(void *ud, int t, int n)
                               rx_rt_dwconv_plane(xp, c->H, c->W, c->w + o * KK, c->KH, c->KW,
                                                  c->pt, c->pl, c->OH, c->OW, buf, yp));
         for (int64_t oh = 0; oh < c->OH && !done; oh++)
-            rx_rt_window_row(&g, xp, c->w + o * KK, ROW_MAC, oh, yp + oh * c->OW);
+            rx_rt_window_row(&g, xp, c->w + o * KK, RX_RT_ROW_MAC, oh, yp + oh * c->OW);
         if (!fused) epilogue(c, o, yp, e.res, plane);
     }
     free(buf);

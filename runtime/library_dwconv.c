@@ -1,7 +1,8 @@
 /*
  * library_dwconv.c — one output plane of a stride-1, undilated depthwise convolution
  * (blas.conv2d with one input channel per group, library_conv.c's direct way), edges
- * included, in vector registers.
+ * included, in vector registers; and rx_rt_window_row, the scalar row those ways and
+ * library_pool.c fall back to (moved here from library_conv.c, which neared 1000 lines).
  *
  *   rx_rt_dwconv_plane(xp, H, W, k, KH, KW, pt, pl, OH, OW, buf, yp)
  *     yp[oh][ow] = sum over kh, kw of k[kh][kw] * x[oh - pt + kh][ow - pl + kw], x zero
@@ -44,10 +45,51 @@
  *     the FMAs (MobileNetV2 at one thread 0.66-0.88x the time, min / median of 10, load
  *     14); stride-2 layers (MobileNetV2 has four, 3x3) ran window_row's scalar loops: 17%
  *     of MobileNetV2 at one thread (perf), 3.3% now, the model 0.86x (min of 6, load 11).
+ *     Four output rows a block (dz_rows, stride 1 or more than 3 taps a row): four
+ *     independent FMA chains, where one chain waited 4 cycles a tap (Zen 5, same build
+ *     with one row a block against four, layer minima, one thread, load 10): stride-1
+ *     3x3 0.89-0.95x the time, 5x5 0.80, 5x5 stride 2 0.88-0.92; stride-2 3x3 layers
+ *     were no faster and keep one row. Those are bound by the padded copy, not the
+ *     FMAs: a stride-2 copy split into even and odd columns (no permute per tap) made
+ *     them 1.4x slower and is not here. ONNX Runtime's channel-blocked layout runs them
+ *     ~2.5x faster (MobileNetV3's 72 x 56 x 56 one: 47 us against 15 at one thread).
  */
 #include "rt_int.h"
 
+#include <float.h>
 #include <string.h>
+
+/* ---- one output row of a window op (library_conv.c's rows, library_pool.c) ---- */
+
+/* Output row oh of a plane xp: yr[ow] = the sum of taps[k] * x (RX_RT_ROW_MAC), the max
+ * (RX_RT_ROW_MAX, from -FLT_MAX: padding never wins) or the sum (RX_RT_ROW_SUM) over
+ * the window's taps inside the input. Each tap row is clipped to its valid outputs once,
+ * so the inner loop has no bounds test (and for stride 1 is contiguous: vectorized). */
+void rx_rt_window_row(const rx_rt_win *g, const float *xp, const float *taps, int mode,
+                      int64_t oh, float *yr)
+{
+    for (int64_t ow = 0; ow < g->OW; ow++) yr[ow] = mode == RX_RT_ROW_MAX ? -FLT_MAX : 0.0f;
+    for (int64_t kh = 0; kh < g->KH; kh++) {
+        int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+        if (ih < 0 || ih >= g->H) continue;
+        for (int64_t kw = 0; kw < g->KW; kw++) {
+            int64_t off = kw * g->dw - g->pl, lo, hi, s = g->sw;
+            rx_rt_valid_range(g->OW, g->W, s, off, &lo, &hi);
+            const float *row = xp + ih * g->W + off;
+            if (mode == RX_RT_ROW_MAX) {
+                for (int64_t ow = lo; ow < hi; ow++) yr[ow] = row[ow * s] > yr[ow] ? row[ow * s] : yr[ow];
+            } else if (mode == RX_RT_ROW_SUM) {
+                for (int64_t ow = lo; ow < hi; ow++) yr[ow] += row[ow * s];
+            } else {
+                float wv = taps[kh * g->KW + kw];
+                if (s == 1)
+                    for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * row[ow];
+                else
+                    for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * row[ow * s];
+            }
+        }
+    }
+}
 
 enum { DWV = 8 }; /* floats in one vector */
 
@@ -252,40 +294,63 @@ int64_t rx_rt_dwconv512_buf_floats(int64_t OH, int64_t OW, int64_t KH, int64_t K
 #undef RX_VL_FN
 #undef RX_VL_ACT_ONLY
 
+/* Output rows [oh, oh + R) of the 16-output block at column ow: R independent sums
+ * (one FMA chain each, interleaved: a single chain waited 4 cycles a tap on the FMA
+ * before it), each in the order kh, kw ascending from +0, then the epilogue. */
+DZ_TARGET static inline __attribute__((always_inline)) void
+dz_rows(const int S, const int R, const float *buf, int64_t WP, const float *k, int64_t KH,
+        int64_t KW, int64_t oh, int64_t ow, int64_t OW, float *yp, const rx_rt_conv_epi *e)
+{
+    const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    __m512 acc[4];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+    for (int64_t kh = 0; kh < KH; kh++) {
+        const float *r0 = buf + (S * oh + kh) * WP + S * ow;
+        for (int64_t kw = 0; kw < KW; kw++) {
+            __m512 w = _mm512_set1_ps(k[kh * KW + kw]);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                const float *rr = r0 + r * S * WP + kw;
+                __m512 v = S == 1 ? _mm512_loadu_ps(rr)
+                                  : _mm512_permutex2var_ps(_mm512_loadu_ps(rr), evens,
+                                                           _mm512_loadu_ps(rr + 16));
+                acc[r] = _mm512_fmadd_ps(w, v, acc[r]);
+            }
+        }
+    }
+    int act = e ? e->act : 0;
+    __m512 bias = _mm512_set1_ps(e && e->bias ? e->bias[0] : 0.0f);
+    __m512 lo = _mm512_set1_ps(act == 2 ? e->lo : 0.0f), hi = _mm512_set1_ps(act == 2 ? e->hi : 0.0f);
+    __mmask16 m = OW - ow >= 16 ? 0xFFFF : (__mmask16)((1u << (OW - ow)) - 1);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+        /* the epilogue pass's steps and order: + bias, + residual, max(v, lo) (v > lo ?
+         * v : lo), min(v, hi); or SiLU / hardswish (epi16's values) */
+        __m512 v = acc[r];
+        int64_t at = (oh + r) * OW + ow;
+        if (e && e->bias) v = _mm512_add_ps(v, bias);
+        if (e && e->res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, e->res + at));
+        if (act > RX_RT_CONV_ACT_CLAMP) v = vact16(rx_rt_conv_act_rt(act), v);
+        else if (act) v = _mm512_max_ps(v, lo);
+        if (act == 2) v = _mm512_min_ps(v, hi);
+        _mm512_mask_storeu_ps(yp + at, m, v);
+    }
+}
+
 DZ_TARGET static inline __attribute__((always_inline)) void
 dw_plane_512(const int S, const float *xp, int64_t H, int64_t W, const float *k, int64_t KH,
              int64_t KW, int64_t pt, int64_t pl, int64_t OH, int64_t OW, float *buf, float *yp,
              const rx_rt_conv_epi *e)
 {
-    int act = e ? e->act : 0;
-    __m512 bias = _mm512_set1_ps(e && e->bias ? e->bias[0] : 0.0f);
-    __m512 lo = _mm512_set1_ps(act == 2 ? e->lo : 0.0f), hi = _mm512_set1_ps(act == 2 ? e->hi : 0.0f);
-    int64_t WP = padded_w2(OW, KW);
+    int64_t WP = padded_w2(OW, KW), oh = 0;
     pad_plane(xp, H, W, pt, pl, S * OH + KH, WP, buf);
-    const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-    for (int64_t oh = 0; oh < OH; oh++) {
-        for (int64_t ow = 0; ow < OW; ow += 16) {
-            __m512 acc = _mm512_setzero_ps();
-            for (int64_t kh = 0; kh < KH; kh++) {
-                const float *r = buf + (S * oh + kh) * WP + S * ow;
-                for (int64_t kw = 0; kw < KW; kw++) {
-                    __m512 v = S == 1 ? _mm512_loadu_ps(r + kw)
-                                      : _mm512_permutex2var_ps(_mm512_loadu_ps(r + kw), evens,
-                                                               _mm512_loadu_ps(r + kw + 16));
-                    acc = _mm512_fmadd_ps(_mm512_set1_ps(k[kh * KW + kw]), v, acc);
-                }
-            }
-            __mmask16 m = OW - ow >= 16 ? 0xFFFF : (__mmask16)((1u << (OW - ow)) - 1);
-            /* the epilogue pass's steps and order: + bias, + residual, max(v, lo) (v > lo ?
-             * v : lo), min(v, hi); or SiLU / hardswish (epi16's values) */
-            if (e && e->bias) acc = _mm512_add_ps(acc, bias);
-            if (e && e->res) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, e->res + oh * OW + ow));
-            if (act > RX_RT_CONV_ACT_CLAMP) acc = vact16(rx_rt_conv_act_rt(act), acc);
-            else if (act) acc = _mm512_max_ps(acc, lo);
-            if (act == 2) acc = _mm512_min_ps(acc, hi);
-            _mm512_mask_storeu_ps(yp + oh * OW + ow, m, acc);
-        }
-    }
+    /* four rows a block: four independent chains (stride 2 with 3 taps a row: not
+     * measurably better, one row, as before) */
+    for (; (S == 1 || KW > 3) && oh + 4 <= OH; oh += 4)
+        for (int64_t ow = 0; ow < OW; ow += 16) dz_rows(S, 4, buf, WP, k, KH, KW, oh, ow, OW, yp, e);
+    for (; oh < OH; oh++)
+        for (int64_t ow = 0; ow < OW; ow += 16) dz_rows(S, 1, buf, WP, k, KH, KW, oh, ow, OW, yp, e);
 }
 
 /* Each stride with KW 3 constant (the tap loop unrolled: MobileNet's 3x3) or any KW. */

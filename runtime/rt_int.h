@@ -360,7 +360,7 @@ bool rx_rt_dwconv_plane512(const float *xp, int64_t H, int64_t W, const float *k
                            float *buf, float *yp, const rx_rt_conv_epi *epi);
 int64_t rx_rt_dwconv512_buf_floats(int64_t OH, int64_t OW, int64_t KH, int64_t KW);
 void rx_rt_conv_tile512(int64_t kc, const float *a, int64_t lda, const float *b, int64_t bs,
-                        float *y, int64_t ldy, int mr, int nr, bool acc,
+                        int64_t bld, float *y, int64_t ldy, int mr, int nr, bool acc,
                         const rx_rt_conv_epi *epi);
 void rx_rt_conv_tile(int64_t kc, const float *a, const float *b, float *y, int64_t ldy, int mr,
                      int nr, bool acc, const rx_rt_conv_epi *epi);

@@ -98,6 +98,13 @@ CASES = [
     # 32, then 2 columns) with a clamp
     ("t512_o25_p17_res", 9, 1, 17, (25, 9, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "o11", True, True),
     ("t512_o1_p66_clamp", 5, 6, 11, (1, 5, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "1o11", False, (-0.5, 0.75)),
+    # 1x1 convolutions on that tile read x (or the stride-2 phase plane) in place, no
+    # packed panel: 400 channels (2 reduction blocks: the first block's sums read back)
+    # on a 45-pixel plane (32, then 13 columns: masked loads at the end of x) with a
+    # residual; 3 groups at stride 2 onto a 30-pixel plane (the group's rows at their
+    # offsets, a 14-column second panel)
+    ("pw_k400_p45_res", 400, 5, 9, (13, 400, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1, "o11", True, True),
+    ("pw_g3_s2_p30", 12, 9, 11, (15, 4, 1, 1), [2, 2], [0, 0, 0, 0], [1, 1], 3, "1o11", False, False),
     # wide (small planes, weights of 1 MiB or more: each weight read once, B's panels
     # packed per image first): 234 channels (39 tiles, 2 to 8 a task) on a
     # 5x7 plane (3 panels, the last partial) with a residual; a pointwise 1024 -> 260 on
