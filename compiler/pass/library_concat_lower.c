@@ -1,0 +1,92 @@
+/*
+ * library_concat_lower.c — the concat rule of library lowering (pipeline step 2, called
+ * from library_lower.c's walk on its use counts; pattern name "concat").
+ *
+ *   y = concat((x_0, .., x_{f-1}), axis=a)
+ *     -> y = call_dps_library("rt.concat", (params, x_0, .., x_{f-1}), out=<y's annotation>)
+ *
+ * params an i64 (1,) constant holding a (normalized); runtime/library_concat.c copies
+ * each field's chunks into place with memcpy, its bytes split evenly over the threads.
+ *
+ * When: a concat of two fields or more, float dtype, rank >= 2, at least MIN_ELEMS
+ * elements (or a symbolic extent), on the CPU, where no field is a value FuseOps could
+ * fuse into the concat: every field is a variable bound to a library call, a tuple
+ * field, a graph call, a parameter or a variable of another block, or one used more
+ * than once. The generated concat is then a pure copy, and left generated it has two
+ * costs the call does not: (1) FuseOps fuses it into an elementwise consumer (DenseNet's
+ * concat -> BatchNorm -> ReLU, a pre-activation layer over every earlier feature map),
+ * and the fused nest selects its field per element (a chain of conditions and loads
+ * from several buffers in the innermost loop, which the C compiler does not vectorize:
+ * the fused kernels took 1.7x the concat, the affine and the ReLU run apart); (2) split
+ * by field (schedule_concat.c) it runs in parallel over the extents before the axis,
+ * the batch, which is one at run time when it is symbolic (every exported CNN with a
+ * dynamic batch axis): one thread copies. A field FuseOps would fuse (a single-use
+ * elementwise or injective producer: the KV-cache append's permuted projection, YOLO's
+ * upsampled map) keeps the generated concat, which computes the field in place.
+ *
+ * Cost: O(fields) per concat binding; the rewrite is the binding's value only.
+ */
+#include <string.h>
+
+#include "library_int.h"
+#include "relax/op.h"
+
+enum { MIN_ELEMS = 4096 };
+
+/* Whether the field n cannot be fused into the concat by FuseOps. */
+static bool fixed_field(const rx_ll_ctx *c, const rx_node *n)
+{
+    if (n->kind == RX_N_CONST) return true;
+    if (n->kind != RX_N_VAR || n->u.var.id < 0 || n->u.var.id >= c->nids) return false;
+    if (c->uses[n->u.var.id] > 1) return true;
+    const rx_node *d = c->def[n->u.var.id];
+    if (!d || c->def_block[n->u.var.id] != c->cur) return true;
+    if (d->kind == RX_N_GET_ITEM) return true;
+    return d->kind == RX_N_CALL && (d->call_kind == RX_CALL_LIB || d->call_kind == RX_CALL_FN);
+}
+
+/* An i64 (1,) constant holding v. */
+static rx_node *axis_param(rx_module *m, int64_t v)
+{
+    rx_const *k = RX_NEW(m->arena, rx_const);
+    int64_t *shape = RX_NEWN(m->arena, int64_t, 1);
+    uint8_t *bytes = RX_NEWN(m->arena, uint8_t, 8);
+    shape[0] = 1;
+    for (int j = 0; j < 8; j++) bytes[j] = (uint8_t)((uint64_t)v >> (8 * j));
+    *k = (rx_const){NULL, RX_DT_I64, 1, shape, bytes, 8, 0};
+    rx_node *kn = rx_n_const(m, k);
+    rx_expr *d = rx_e_int(m->arena, 1);
+    kn->sinfo = rx_si_tensor(m->arena, RX_DT_I64, 1, &d);
+    return kn;
+}
+
+bool rx_ll_try_concat(rx_ll_ctx *c, rx_binding *bd)
+{
+    rx_node *call = bd->value;
+    if (!rx_ll_is_op(call, "concat") || call->nargs != 1) return false;
+    rx_node *t = call->args[0];
+    if (t->kind == RX_N_VAR) t = rx_ll_def_of(c, t);
+    const rx_sinfo *o = call->sinfo;
+    if (!t || t->kind != RX_N_TUPLE || t->nargs < 2 || t->nargs > 1024 || !o ||
+        o->kind != RX_SI_TENSOR || o->ndim < 2 || !o->dims ||
+        !rx_dtype_is_float((rx_dtype)o->dtype))
+        return false;
+    int64_t a = rx_call_attr(call, "axis")->u.i, e;
+    if (a < 0) a += o->ndim;
+    if (a < 0 || a >= o->ndim) return false;
+    double volume = 1;
+    for (int d = 0; d < o->ndim; d++)
+        volume *= rx_expr_is_const(o->dims[d], &e) ? (double)e : (double)MIN_ELEMS;
+    if (volume < MIN_ELEMS) return false;
+    for (int i = 0; i < t->nargs; i++) {
+        const rx_sinfo *f = t->args[i]->sinfo;
+        if (!f || f->kind != RX_SI_TENSOR || f->dtype != o->dtype || f->ndim != o->ndim ||
+            !fixed_field(c, t->args[i]))
+            return false;
+    }
+    rx_node **args = RX_NEWN(c->m->arena, rx_node *, (size_t)t->nargs + 1);
+    args[0] = axis_param(c->m, a);
+    memcpy(args + 1, t->args, sizeof *args * (size_t)t->nargs);
+    rx_ll_put_lib(c, bd, "rt.concat", args, t->nargs + 1);
+    return true;
+}
