@@ -22,7 +22,11 @@
  * the batch, which is one at run time when it is symbolic (every exported CNN with a
  * dynamic batch axis): one thread copies. A field FuseOps would fuse (a single-use
  * elementwise or injective producer: the KV-cache append's permuted projection, YOLO's
- * upsampled map) keeps the generated concat, which computes the field in place.
+ * upsampled map) keeps the generated concat, which computes the field in place; so
+ * does a concat that a data movement reads (reshape, permute_dims, concat, split,
+ * strided_slice, expand_dims, squeeze, flatten, take: FuseOps makes the two one copy,
+ * each element read where it lands; YOLOv8's head concats each level's box and class
+ * maps, flattens them and concats the levels: as rt.concat, an extra copy, +5%).
  *
  * Cost: O(fields) per concat binding; the rewrite is the binding's value only.
  */
@@ -43,6 +47,34 @@ static bool fixed_field(const rx_ll_ctx *c, const rx_node *n)
     if (!d || c->def_block[n->u.var.id] != c->cur) return true;
     if (d->kind == RX_N_GET_ITEM) return true;
     return d->kind == RX_N_CALL && (d->call_kind == RX_CALL_LIB || d->call_kind == RX_CALL_FN);
+}
+
+/* Data movement ops a concat fuses into as their input, the element read where it is
+ * moved to (no select per element at the concat's own shape: YOLOv8's head concats each
+ * level's box and class maps, then flattens and concats the levels in one kernel). */
+static const char *const MOVES[] = {"reshape", "permute_dims", "concat", "split",
+                                    "strided_slice", "expand_dims", "squeeze", "flatten",
+                                    "take", NULL};
+
+static bool reads(const rx_node *n, const rx_node *v)
+{
+    if (n == v) return true;
+    if (!n || (n->kind != RX_N_CALL && n->kind != RX_N_TUPLE)) return false;
+    for (int i = 0; i < n->nargs; i++)
+        if (reads(n->args[i], v)) return true;
+    return false;
+}
+
+/* Whether a binding of the block being lowered moves v (an op of MOVES reading it). */
+static bool moved(const rx_ll_ctx *c, const rx_node *v)
+{
+    for (int j = 0; j < c->cur->nbindings; j++) {
+        const rx_node *u = c->cur->bindings[j].value;
+        if (!u || u->kind != RX_N_CALL || u->call_kind != RX_CALL_OP || !reads(u, v)) continue;
+        for (int k = 0; MOVES[k]; k++)
+            if (rx_ll_is_op(u, MOVES[k])) return true;
+    }
+    return false;
 }
 
 /* An i64 (1,) constant holding v. */
@@ -84,6 +116,7 @@ bool rx_ll_try_concat(rx_ll_ctx *c, rx_binding *bd)
             !fixed_field(c, t->args[i]))
             return false;
     }
+    if (moved(c, bd->var)) return false;
     rx_node **args = RX_NEWN(c->m->arena, rx_node *, (size_t)t->nargs + 1);
     args[0] = axis_param(c->m, a);
     memcpy(args + 1, t->args, sizeof *args * (size_t)t->nargs);
