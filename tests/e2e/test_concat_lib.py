@@ -10,12 +10,14 @@ threads, ranges ending inside a field and inside a row), the batch axis, the las
 axis, in f32 and f64, with a field read twice; a field of symbolic extent m (0 at run
 time: an empty field); DenseNet's layer over the concat of earlier maps,
 relu(batch_norm(concat(x, y, z))) with constant statistics, whose concat is
-rt.concat and whose norm and relu one fused kernel. Checked:
-  - `relaxc build` (O2) calls rt.concat in every case (the count in the lowered module)
-    and no nn.batch_norm is left in the DenseNet case;
+rt.concat with the norm and relu on the way; a concat followed by a per-channel
+scale and a relu, and one followed by a per-channel shift alone. Checked:
+  - `relaxc build` (O2) calls rt.concat in every case (the count in the lowered module),
+    the epilogues joined (its flags 7, 5, 2), and no nn.batch_norm is left;
   - relax-run at batch 1 and 2 of the same artifact, --threads 1, 2 and 3: the copies
     equal NumPy's concatenate exactly, the DenseNet layer a float64 NumPy reference
-    within rtol 1e-5 (the affine form rounds differently from the definition);
+    within rtol 1e-5 (the affine form rounds differently from the definition), the
+    epilogues NumPy's f32 within 1e-5;
   - the module built at O0 and with --lib-disable concat (the generated concat) gives
     the same copies bit for bit.
 Prints one line per check and `N passed, M failed`; exit 1 on a failure.
@@ -74,6 +76,27 @@ def dense_fn(consts):
                      "result": "r"}}
 
 
+def epi_fn(ops):
+    """concat of the DENSE fields, then the ops of ops ("mul", "add", "relu") with the
+    per-channel constants g (scale) and b (shift), as (C, 1, 1) constants."""
+    params = [{"name": "x%d" % i, "type": tensor(["n", c, 20, 20])} for i, c in enumerate(DENSE)]
+    binds = [{"var": "v0", "value": {"op": "concat",
+                                     "args": [{"tuple": ["x%d" % i for i in range(len(DENSE))]}],
+                                     "attrs": {"axis": 1}}}]
+    for i, o in enumerate(ops):
+        prev, args = "v%d" % i, None
+        args = {"mul": [prev, {"const": "g3"}], "add": [{"const": "b3"}, prev],
+                "relu": [prev]}[o]
+        binds.append({"var": "v%d" % (i + 1),
+                      "value": {"op": "nn.relu" if o == "relu" else
+                                ("multiply" if o == "mul" else "add"), "args": args}})
+    return {"kind": "relax", "params": params,
+            "body": {"blocks": [{"dataflow": True, "bindings": binds}], "result": "v%d" % len(ops)}}
+
+
+EPI = {"epi_mul_relu": ["mul", "relu"], "epi_add": ["add"]}
+
+
 def cases(relaxc, relax_run, checks):
     check = checks.check
     rng = np.random.default_rng(5)
@@ -83,10 +106,14 @@ def cases(relaxc, relax_run, checks):
     consts = {k: {"dtype": "f32", "shape": [C],
                   "data": base64.b64encode(v.astype(np.float32).tobytes()).decode()}
               for k, v in st.items()}
+    for k, src in (("g3", "g"), ("b3", "b")):  # the same values as (C, 1, 1)
+        consts[k] = dict(consts[src], shape=[C, 1, 1])
     funcs, fields = {}, {}
     for n, (dt, axis, shapes) in CASES.items():
         funcs[n], fields[n] = concat_fn(dt, axis, shapes)
     funcs["dense"] = dense_fn(consts)
+    for n, ops in EPI.items():
+        funcs[n] = epi_fn(ops)
     mod = {"format": "relax-json", "version": 1, "functions": funcs, "constants": consts}
     with tempfile.TemporaryDirectory(prefix="rx_concat.") as tmp:
         src = os.path.join(tmp, "m.json")
@@ -94,7 +121,11 @@ def cases(relaxc, relax_run, checks):
             json.dump(mod, f)
         text = run([relaxc, "print", src, "--after", "library_lower"])
         calls = text.count('"rt.concat"')
-        check(calls == len(CASES) + 1, "library_lower: every concat is rt.concat (%d calls)" % calls)
+        check(calls == len(CASES) + 1 + len(EPI),
+              "library_lower: every concat is rt.concat (%d calls)" % calls)
+        flags = [text.count('R.const([1, %d], "i64")' % f) for f in (7, 5, 2)]
+        check(flags == [1, 1, 1], "the DenseNet norm + relu, a scale + relu and a shift join "
+              "their rt.concat (flags 7, 5, 2: %s)" % flags)
         check("nn.batch_norm" not in run([relaxc, "print", src, "--after", "dce"]),
               "simplify + dce: the DenseNet norm is an affine, no nn.batch_norm left")
         builds = {}
@@ -109,9 +140,10 @@ def cases(relaxc, relax_run, checks):
             for n, (dt, axis, shapes) in CASES.items():
                 data[n] = [rng.standard_normal([batch if d == "n" else 0 if d == "m" else d
                                                 for d in s]).astype(NP[dt]) for s in shapes]
-            data["dense"] = [rng.standard_normal([batch, c, 20, 20]).astype(np.float32)
-                             for c in DENSE]
-            for n in list(CASES) + ["dense"]:
+            for n in ["dense"] + list(EPI):
+                data[n] = [rng.standard_normal([batch, c, 20, 20]).astype(np.float32)
+                           for c in DENSE]
+            for n in list(CASES) + ["dense"] + list(EPI):
                 args = []
                 for i, a in enumerate(data[n]):
                     p = os.path.join(tmp, "%s_%d_b%d.npy" % (n, i, batch))
@@ -123,6 +155,12 @@ def cases(relaxc, relax_run, checks):
                     want = np.maximum((c - sh(st["mu"].astype(np.float32))) /
                                       np.sqrt(sh(st["var"].astype(np.float32)) + 1e-5) *
                                       sh(st["g"].astype(np.float32)) + sh(st["b"].astype(np.float32)), 0)
+                elif n in EPI:
+                    want = np.concatenate(data[n], 1)
+                    for o in EPI[n]:
+                        want = (want * st["g"].astype(np.float32).reshape(1, -1, 1, 1) if o == "mul"
+                                else want + st["b"].astype(np.float32).reshape(1, -1, 1, 1)
+                                if o == "add" else np.maximum(want, 0))
                 else:
                     byname = {"x%d" % i: a for i, a in enumerate(data[n])}
                     want = np.concatenate([byname[f] for f in fields[n]], CASES[n][1])
@@ -136,7 +174,7 @@ def cases(relaxc, relax_run, checks):
                             check(False, what + " runs: " + err[-600:])
                             continue
                         got = np.load(os.path.join(od, "out0.npy"))
-                        if n == "dense":
+                        if n == "dense" or n in EPI:
                             check(got.shape == want.shape and
                                   np.allclose(got, want, rtol=1e-5, atol=1e-5),
                                   what + ": the float64 reference within 1e-5")
