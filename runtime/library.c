@@ -620,6 +620,7 @@ static const char *cublas_on_host_strerr(int32_t code)
     X("blas.sgemm", blas_sgemm_entry, blas_strerr)                          \
     X("clblast.matmul", clblast_on_host, clblast_on_host_strerr)            \
     X("cublas.matmul", clblast_on_host, cublas_on_host_strerr)              \
+    X("rt.concat", rx_rt_concat, rx_rt_concat_strerr)                       \
     X("rt.cumsum", rx_rt_cumsum, rx_rt_cumsum_strerr)                       \
     X("rt.group_norm", rx_rt_group_norm, rx_rt_group_norm_strerr)           \
     X("rt.matmul", rx_rt_matmul, rx_rt_matmul_strerr)                       \

@@ -208,6 +208,9 @@ int32_t rx_rt_topk(DLTensor *const *args, int32_t nargs);
 const char *rx_rt_topk_strerr(int32_t code);
 int32_t rx_rt_cumsum(DLTensor *const *args, int32_t nargs);
 const char *rx_rt_cumsum_strerr(int32_t code);
+/* rt.concat (library_concat.c): fields copied into their places, split over threads. */
+int32_t rx_rt_concat(DLTensor *const *args, int32_t nargs);
+const char *rx_rt_concat_strerr(int32_t code);
 /* rt.scatter (library_scatter.c): scatter_elements / scatter_nd in one pass. */
 int32_t rx_rt_scatter(DLTensor *const *args, int32_t nargs);
 const char *rx_rt_scatter_strerr(int32_t code);

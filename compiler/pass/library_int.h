@@ -74,6 +74,7 @@ typedef struct rx_ll_ctx {
     bool enabled[RX_LL_NPATTERNS];     /* by pattern index: not disabled */
     bool conv_enabled;                  /* the conv rule: not disabled, not opencl or cuda */
     bool pool_enabled;                  /* the pool rule: likewise */
+    bool concat_enabled;                /* the concat rule (library_concat_lower.c): likewise */
     int32_t *uses;                      /* by variable id: occurrences in the function */
     rx_block **user_block;              /* by variable id: the block of the last use */
     int32_t *user_idx;                  /* ... and the binding index there (-1: a result) */
@@ -102,5 +103,9 @@ void rx_ll_put_lib(rx_ll_ctx *c, rx_binding *at, const char *lib, rx_node **args
  * chain (the bindings it replaces marked in drop) and the pools; true when rewritten. */
 bool rx_ll_try_conv(rx_ll_ctx *c, rx_block *b, int j, bool *drop);
 bool rx_ll_try_pool(rx_ll_ctx *c, rx_binding *bd);
+/* library_concat_lower.c's rule on binding j of dataflow block b (c->cur): a concat of
+ * fields FuseOps could not fuse into it, with its per-channel affine / relu epilogue (the
+ * bindings it replaces marked in drop) -> rt.concat; true when rewritten. */
+bool rx_ll_try_concat(rx_ll_ctx *c, rx_block *b, int j, bool *drop);
 
 #endif

@@ -79,7 +79,8 @@
  * the patterns above (their bias and relu epilogues) but for a tanh GELU, which they have
  * no entry for.
  * The conv, pool and rnn rules (blas.conv2d, rt.pool2d, rt.rnn) are library_conv_lower.c's
- * (its essay), called from the same walk (lower_block) on these use counts.
+ * (its essay), the concat rule (rt.concat) library_concat_lower.c's, called from the same
+ * walk (lower_block) on these use counts.
  *
  * Cost: one walk to count uses (arrays indexed by variable id), one walk to match, each
  * O(size of the module); the module is deduced again when anything changed. What is
@@ -121,11 +122,13 @@ _Static_assert(RX_COUNTOF(patterns) == RX_LL_NPATTERNS, "library_int.h's RX_LL_N
 /* The conv rule's name (one for all its chains), listed after the matmul registry. */
 #define CONV_PATTERN "conv2d"
 #define POOL_PATTERN "pool2d"
+#define CONCAT_PATTERN "concat"
 
 const char *rx_lib_pattern_name(int i)
 {
     if (i == RX_COUNTOF(patterns)) return CONV_PATTERN;
     if (i == RX_COUNTOF(patterns) + 1) return POOL_PATTERN;
+    if (i == RX_COUNTOF(patterns) + 2) return CONCAT_PATTERN;
     return i >= 0 && i < RX_COUNTOF(patterns) ? patterns[i].name : NULL;
 }
 
@@ -587,7 +590,8 @@ static void lower_block(rx_ll_ctx *c, rx_block *b)
         rx_binding *bd = &b->bindings[j];
         if (drop[j] || bd->match_cast) continue;
         c->cur = b;
-        if ((c->conv_enabled && rx_ll_try_conv(c, b, j, drop)) || (c->pool_enabled && rx_ll_try_pool(c, bd))) {
+        if ((c->conv_enabled && rx_ll_try_conv(c, b, j, drop)) || (c->pool_enabled && rx_ll_try_pool(c, bd)) ||
+            (c->concat_enabled && rx_ll_try_concat(c, b, j, drop))) {
             any = true;
             continue;
         }
@@ -632,10 +636,11 @@ bool rx_library_lower(rx_module *m, const rx_lib_opts *o, int *rewritten, rx_dia
         for (int i = 0; o && o->disable && o->disable[i]; i++)
             if (!strcmp(o->disable[i], patterns[p].name)) c.enabled[p] = false;
     }
-    c.conv_enabled = c.pool_enabled = !(o && (o->opencl || o->cuda));
+    c.conv_enabled = c.pool_enabled = c.concat_enabled = !(o && (o->opencl || o->cuda));
     for (int i = 0; o && o->disable && o->disable[i]; i++) {
         if (!strcmp(o->disable[i], CONV_PATTERN)) c.conv_enabled = false;
         if (!strcmp(o->disable[i], POOL_PATTERN)) c.pool_enabled = false;
+        if (!strcmp(o->disable[i], CONCAT_PATTERN)) c.concat_enabled = false;
     }
     c.nids = m->next_id;
     size_t n = (size_t)c.nids + 1;

@@ -44,6 +44,27 @@
  *                                            ms for (1, 2100, 85), 2 threads); applied
  *                                            to the maps, 0.35 ms
  *
+ *   t[0] of t = nn.batch_norm(x, gamma, beta, mean, var) (inference form, f32 or f64,
+ *   every operand but x a constant of C elements, C x's literal extent at `axis`)
+ *                       -> x * s + o        s = gamma / sqrt(var + eps), o = beta -
+ *                                            mean * s per channel, computed in double
+ *                                            and rounded once, as constants of shape
+ *                                            (C, 1, .., 1) broadcasting along `axis`
+ *                                            (gamma 1 when scale=false, beta 0 when
+ *                                            center=false). The tuple-valued call is
+ *                                            never fused (fuse_ops.c: a tuple `out`
+ *                                            is Opaque), so a pre-activation BatchNorm
+ *                                            (DenseNet's concat -> BatchNorm -> ReLU ->
+ *                                            1x1 conv; the exporter folds only a norm
+ *                                            after a conv) was one kernel writing the
+ *                                            normalized map and two copies of the
+ *                                            statistics, then a ReLU kernel; the
+ *                                            affine fuses with the ReLU. Within a few
+ *                                            ulp of the definition's (x - mean) /
+ *                                            sqrt(var + eps) * gamma + beta, as ONNX
+ *                                            Runtime's own fold of the norm. The call
+ *                                            stays for other readers of its tuple.
+ *
  * where the constant is a scalar (one element, f32/f64/i32/i64, inline or a variable
  * bound to one) and the call's result has the operand's annotation (same dtype and
  * dims: the scalar broadcasts nothing), x and y of a float dtype. The sqrt binding
@@ -52,6 +73,7 @@
  * constant or a sqrt is seen through the map of definitions).
  * Cost: one walk, O(size of the module); the driver deduces the module again after.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -225,10 +247,99 @@ static rx_node *sink(sp_ctx *c, const rx_op *f, rx_node *x, rx_loc loc)
     return r;
 }
 
+/* ---------------------------------------------------------------- inference batch_norm */
+/* Element i of a float constant (inline, or a variable bound to one) of n elements
+ * along one axis (rank 1, or rank r with every other extent 1), or false. */
+static bool float_vec(sp_ctx *c, rx_node *n, int64_t count, double *out)
+{
+    if (n && n->kind == RX_N_VAR) n = def_of(c, n);
+    if (!n || n->kind != RX_N_CONST) return false;
+    const rx_const *k = n->u.konst;
+    size_t es = k->dtype == RX_DT_F32 ? 4 : k->dtype == RX_DT_F64 ? 8 : 0;
+    if (!es || k->nbytes != es * (size_t)count) return false;
+    for (int64_t i = 0; i < count; i++) {
+        if (es == 4) {
+            float f;
+            memcpy(&f, k->data + 4 * i, 4);
+            out[i] = f;
+        } else {
+            memcpy(&out[i], k->data + 8 * i, 8);
+        }
+    }
+    return true;
+}
+
+/* A constant of dtype dt (f32 or f64) and shape (count, 1, ..., 1), ones trailing. */
+static rx_node *channel_const(sp_ctx *c, rx_dtype dt, int64_t count, int ones,
+                              const double *v, rx_loc loc)
+{
+    rx_const *k = RX_NEW(c->m->arena, rx_const);
+    k->dtype = dt;
+    k->ndim = 1 + ones;
+    k->shape = RX_NEWN(c->m->arena, int64_t, k->ndim);
+    k->shape[0] = count;
+    for (int i = 1; i < k->ndim; i++) k->shape[i] = 1;
+    size_t es = dt == RX_DT_F64 ? 8 : 4;
+    k->nbytes = es * (size_t)count;
+    k->data = rx_arena_alloc(c->m->arena, k->nbytes);
+    for (int64_t i = 0; i < count; i++) {
+        float f = (float)v[i];
+        memcpy(k->data + es * i, es == 8 ? (const void *)&v[i] : (const void *)&f, es);
+    }
+    k->loc = loc;
+    rx_node *r = rx_n_const(c->m, k);
+    r->loc = loc;
+    return r;
+}
+
+/* get_item(t, 0) of t = nn.batch_norm(x, gamma, beta, mean, var) with constant
+ * statistics and parameters -> x * s + o, s = gamma / sqrt(var + eps) and
+ * o = beta - mean * s per channel (computed in double, rounded once to x's dtype), as
+ * constants of shape (C, 1, ..., 1) broadcasting along `axis`. NULL when the rule does
+ * not apply. */
+static rx_node *batch_norm_affine(sp_ctx *c, rx_node *n)
+{
+    if (!n || n->kind != RX_N_GET_ITEM || n->u.index != 0) return NULL;
+    rx_node *t = def_of(c, n->args[0]);
+    if (!is_op(t, "nn.batch_norm", 5)) return NULL;
+    rx_node *x = t->args[0];
+    const rx_sinfo *xs = x->sinfo;
+    if (!same_float_tensor(n->sinfo, xs) || (xs->dtype != RX_DT_F32 && xs->dtype != RX_DT_F64))
+        return NULL;
+    int64_t ax = rx_call_attr(t, "axis")->u.i, cnt;
+    if (ax < 0) ax += xs->ndim;
+    if (ax < 0 || ax >= xs->ndim || !rx_expr_is_const(xs->dims[ax], &cnt) || cnt < 1 ||
+        cnt > (1 << 20))
+        return NULL;
+    double eps = rx_call_attr(t, "epsilon")->u.f;
+    bool scale = rx_call_attr(t, "scale")->u.b, center = rx_call_attr(t, "center")->u.b;
+    double *p = rx_xcalloc((size_t)cnt * 4, sizeof *p); /* gamma, beta, mean, var */
+    bool ok = (!scale || float_vec(c, t->args[1], cnt, p)) &&
+              (!center || float_vec(c, t->args[2], cnt, p + cnt)) &&
+              float_vec(c, t->args[3], cnt, p + 2 * cnt) && float_vec(c, t->args[4], cnt, p + 3 * cnt);
+    rx_node *r = NULL;
+    if (ok) {
+        for (int64_t i = 0; i < cnt; i++) {
+            double s = (scale ? p[i] : 1.0) / sqrt(p[3 * cnt + i] + eps);
+            p[i] = s;                                              /* the scale */
+            p[cnt + i] = (center ? p[cnt + i] : 0.0) - p[2 * cnt + i] * s; /* the offset */
+        }
+        rx_dtype dt = (rx_dtype)xs->dtype;
+        int ones = xs->ndim - 1 - (int)ax;
+        rx_node *s = channel_const(c, dt, cnt, ones, p, t->loc);
+        rx_node *o = channel_const(c, dt, cnt, ones, p + cnt, t->loc);
+        r = call(c, "add", call(c, "multiply", x, s, n->loc), o, n->loc);
+    }
+    free(p);
+    return r;
+}
+
 /* The simplified value of n, or NULL when none of the rules applies. */
 static rx_node *simplify_value(sp_ctx *c, rx_node *n)
 {
     double v;
+    rx_node *bn = batch_norm_affine(c, n);
+    if (bn) return bn;
     if (sinkable(n) && n->args[0]->sinfo && n->args[0]->sinfo->kind == RX_SI_TENSOR &&
         rx_dtype_is_float((rx_dtype)n->args[0]->sinfo->dtype)) {
         rx_node *r = sink(c, n->u.call.op, n->args[0], n->loc);
