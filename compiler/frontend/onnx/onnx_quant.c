@@ -8,7 +8,10 @@
  *   DynamicQuantizeLinear  scale = (max(0, max x) - min(0, min x)) / 255, zp =
  *                      clip(round(-min(0, min x) / scale), 0, 255), y as QuantizeLinear
  *   MatMulInteger      (a - a_zp) @ (b - b_zp) in i32 (a_zp per row, b_zp per column):
- *                      8-bit operands as exact f32 blocks (blocked_product), else i32
+ *                      8-bit operands with a 2-d b as an 8-bit matmul into i32 (the
+ *                      runtime's int8 GEMM rt.qmatmul on the CPU) and the zero points
+ *                      as i32 corrections (int8_product); other 8-bit forms as exact
+ *                      f32 blocks (blocked_product), else i32
  *   QLinearMatMul      round((a - a_zp) @ (b - b_zp) * (a_scale * b_scale / y_scale))
  *                      + y_zp, saturated to y_zp's dtype
  *   QLinearConv        the same around ConvInteger's i32 convolution plus the i32 bias
@@ -259,6 +262,74 @@ rx_node *ox_conv_blocked(ox_ctx *c, int xi, int xz, int wi, int wz, int bias)
     return ox_call2(c, "add", acc, ox_reshape(c, ox_astype(c, ox_in_node(c, bias), RX_DT_I32), d, nd));
 }
 
+/* True when input i is absent or a constant of zeros. */
+static bool zero_or_absent(ox_ctx *c, int i)
+{
+    ox_val *v = ox_in(c, i);
+    if (!v) return true;
+    rx_const *k = ox_const(c, v);
+    if (!k || !k->data) return false;
+    for (size_t j = 0; j < k->nbytes; j++)
+        if (k->data[j]) return false;
+    return true;
+}
+
+static rx_node *sum_axis(ox_ctx *c, rx_node *x, int64_t axis, bool keep)
+{
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axis", ox_aints(c, &axis, 1));
+    ox_aset(c, m, "keepdims", ox_abool(c, keep));
+    return ox_call1(c, "sum", x, m);
+}
+
+/* The column sums of b as i32 (n,): a constant when b is one (a weight: not recomputed
+ * per call), else a reduction. */
+static rx_node *colsum(ox_ctx *c, int bi, rx_node *b)
+{
+    rx_const *k = ox_const(c, ox_in(c, bi));
+    if (!k || !k->data || k->ndim != 2) return sum_axis(c, ox_astype(c, b, RX_DT_I32), 0, false);
+    int64_t rows = k->shape[0], n = k->shape[1];
+    rx_const *s = ox_new_const(c, RX_DT_I32, 1, &k->shape[1]);
+    int32_t *o = (int32_t *)(void *)s->data;
+    for (int64_t j = 0; j < n; j++) {
+        int64_t t = 0;
+        for (int64_t r = 0; r < rows; r++) t += ox_ci(k, r * n + j);
+        o[j] = (int32_t)t;
+    }
+    return ox_const_node(c, s);
+}
+
+static bool byte_dt(rx_dtype dt) { return dt == RX_DT_U8 || dt == RX_DT_I8; }
+
+/* (a - a_zp) @ (b - b_zp) in i32 for 8-bit a (rank >= 2) and b (k, n): the product of
+ * the 8-bit operands themselves (matmul into i32: the runtime's rt.qmatmul on the CPU,
+ * runtime/library_qgemm.c) and the zero points as i32 corrections,
+ *   (a - za)(b - zb) = a b - rowsum(a) zb - za colsum(b) + k za zb,
+ * each left out when its zero point is absent or a constant 0 (quantize_dynamic's int8
+ * weights: only za colsum(b), a constant vector times the activation's zero point,
+ * folded into the elementwise ops after the product). Exact in i32 as ONNX Runtime's
+ * integer product. NULL when the form does not apply. */
+static rx_node *int8_product(ox_ctx *c, rx_node *a, rx_node *b, int bi, int az, int bz)
+{
+    int na = ox_ndim(a), nb = ox_ndim(b);
+    int64_t k;
+    if (!byte_dt(ox_dtype_of(a)) || !byte_dt(ox_dtype_of(b)) || na < 2 || nb != 2 ||
+        !ox_need_dims(c, a) || !rx_expr_is_const(ox_simp(c, a->sinfo->dims[na - 1]), &k))
+        return NULL;
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "out_dtype", ox_astr(c, "int32"));
+    rx_node *args[2] = {a, b};
+    rx_node *p = ox_call(c, "matmul", args, 2, m);
+    rx_node *za = zero_or_absent(c, az) ? NULL : along(c, ox_astype(c, ox_in_node(c, az), RX_DT_I32), na - 2, na);
+    rx_node *zb = zero_or_absent(c, bz) ? NULL : ox_astype(c, ox_in_node(c, bz), RX_DT_I32);
+    if (zb) p = ox_call2(c, "subtract", p, ox_call2(c, "multiply", sum_axis(c, ox_astype(c, a, RX_DT_I32), na - 1, true), zb));
+    if (za) p = ox_call2(c, "subtract", p, ox_call2(c, "multiply", za, colsum(c, bi, b)));
+    if (za && zb)
+        p = ox_call2(c, "add", p, ox_call2(c, "multiply", ox_call2(c, "multiply", za, zb),
+                                           ox_scalar(c, RX_DT_I32, (double)k)));
+    return p;
+}
+
 static rx_node *blocked_product(ox_ctx *c, rx_node *a, rx_node *b, int ai, int az, int bi,
                                 int bz)
 {
@@ -298,7 +369,8 @@ bool ox_c_matmul_integer(ox_ctx *c)
     rx_node *a = ox_in_node(c, ai), *b = ox_in_node(c, bi);
     if (!a || !b) return false;
     int na = ox_ndim(a), nb = ox_ndim(b);
-    rx_node *p = blocked_product(c, a, b, ai, az, bi, bz);
+    rx_node *p = int8_product(c, a, b, bi, az, bz);
+    if (!p) p = blocked_product(c, a, b, ai, az, bi, bz);
     if (!p)
         p = ox_call2(c, "matmul", centered(c, a, az, na - 2 >= 0 ? na - 2 : 0, RX_DT_I32),
                      centered(c, b, bz, nb - 1, RX_DT_I32));
