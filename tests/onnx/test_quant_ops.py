@@ -14,7 +14,8 @@
                  channels), stride 2, depthwise, 1x1, zero points per tensor and per output
                  channel; QLinearConv with an i32 bias; i32 / u8 exact against NumPy
   qdq            QuantizeLinear / DequantizeLinear around a MatMul whose int8 weight has
-                 per-column scales: dequantized once at import (no int8 tensor left)
+                 per-column scales, and an i8 activation by a u8 weight with a zero point:
+                 the 8-bit product (rt.qmatmul, no f32 weight) times s_x * s_w
   dynamic        quantize_dynamic's pattern (DynamicQuantizeLinear, MatMulInteger,
                  Cast, the scales' product, bias, ReLU, a second layer) on
                  (128, 768) x (768, 3072) x (3072, 768) against NumPy computing the same
@@ -155,8 +156,10 @@ def test_qlinear(r, rng):
 
 def test_qdq(r, rng):
     """QuantizeLinear / DequantizeLinear pairs around a MatMul (the QDQ format), the
-    weight an int8 constant with per-column scales: the importer dequantizes it once
-    (a f32 constant), so no kernel reads the int8 weight."""
+    weight an int8 constant with per-column scales: the importer takes the product in 8
+    bits (rt.qmatmul on the quantized activation and the int8 weight, scaled by
+    s_x * s_w in f32, as ONNX Runtime's fused QDQ MatMul), no f32 copy of the weight;
+    then an i8 activation with a u8 weight whose zero point is not 0, per tensor."""
     check = r.checks.check
     m, k, n = 16, 96, 40
     qdq, w, ws = quant_models.qdq_matmul(rng, m, k, n)
@@ -165,15 +168,38 @@ def test_qdq(r, rng):
         return
     x = rng.standard_normal((m, k)).astype(np.float32)
     got, err = r.outputs(rxa, {"x": x})
-    xd = (np.clip(np.round(x / np.float32(0.05)) + 128, 0, 255) - 128).astype(np.float32) * np.float32(0.05)
-    wd = w.astype(np.float32) * ws
-    want = xd.astype(np.float64) @ wd.astype(np.float64)
-    ok = got is not None and np.allclose(got[0], want, rtol=1e-5, atol=1e-5)
-    check(ok, "QDQ matmul with a per-column int8 weight%s" % ("" if ok else ": " + err[-600:]))
+    xq = np.clip(np.round(x / np.float32(0.05)) + 128, 0, 255).astype(np.int64)
+    acc = (xq - 128) @ w.astype(np.int64)
+    want = acc.astype(np.float32) * (np.float32(0.05) * ws)
+    ok = got is not None and np.allclose(got[0], want, rtol=1e-6, atol=1e-6)
+    check(ok, "QDQ matmul with a per-column int8 weight: the i32 product times s_x * s_w%s"
+          % ("" if ok else ": " + err[-600:]))
     rc, ir, _ = run_status([r.relaxc, "print", path, "--after", "legalize"])
-    used = [ln for ln in ir.splitlines() if "i8" in ln and not ln.startswith("metadata[")]
-    check(rc == 0 and not used, "legalize: no int8 tensor used (the weight dequantized at "
-          "import): %s" % used[:2])
+    f32w = [ln for ln in ir.splitlines() if "(%d, %d)" % (k, n) in ln and "f32" in ln]
+    check(rc == 0 and "rt.qmatmul" in ir and not f32w,
+          "legalize: the QDQ product is rt.qmatmul, no f32 weight: %s" % f32w[:2])
+    # i8 activation (zero point -3), u8 weight with zero point 120 and one scale
+    wu = rng.integers(0, 256, (k, n)).astype(np.uint8)
+    inits = [numpy_helper.from_array(wu, "w"), numpy_helper.from_array(np.array(0.004, np.float32), "ws"),
+             numpy_helper.from_array(np.array(120, np.uint8), "wz"),
+             numpy_helper.from_array(np.array(0.03, np.float32), "xs"),
+             numpy_helper.from_array(np.array(-3, np.int8), "xz")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"]),
+             helper.make_node("MatMul", ["xd", "wd"], ["y"])]
+    x3 = rng.standard_normal((2, m, k)).astype(np.float32) * 2
+    rxa, path = r.build(model(nodes, [vi("x", np.float32, [2, m, k])], [vi("y", np.float32, [2, m, n])],
+                              inits), "qdq_i8u8")
+    if rxa:
+        got, err = r.outputs(rxa, {"x": x3})
+        xq = np.clip(np.round(x3 / np.float32(0.03)) - 3, -128, 127).astype(np.int64)
+        acc = (xq + 3) @ (wu.astype(np.int64) - 120)
+        want = acc.astype(np.float32) * np.float32(np.float32(0.03) * np.float32(0.004))
+        ok = got is not None and np.allclose(got[0], want, rtol=1e-6, atol=1e-6)
+        rc, ir, _ = run_status([r.relaxc, "print", path, "--after", "legalize"])
+        check(ok and "rt.qmatmul" in ir, "QDQ matmul, i8 activation (3-d) by a u8 weight with zero "
+              "point 120: rt.qmatmul, equal to the scaled i32 product%s" % ("" if ok else ": " + err[-600:]))
 
 
 def conv_ref(x, w, stride, pad, group):
