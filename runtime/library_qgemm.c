@@ -26,10 +26,10 @@
  * Measured (Zen 5, one thread, best of 50, 128 x 768 x 3072): VNNI with B packed at
  * compile time 0.63 ms (482 G multiply-adds/s, the vpdpbusd peak); packing B per call
  * 1.5 ms (the byte shuffle of rt_qpack.h: 0.9 ms of it); one row 0.021 ms (B's 2.3 MB
- * at 110 GB/s). AVX2 6.1 ms (50 G/s); portable C 128 ms (the compiler does not
+ * at 110 GB/s). AVX2 6.1 ms (50 G/s); SSE2 29 ms; portable C 107-128 ms (the compiler does not
  * vectorize its u8 x s8 dot products on baseline x86-64: 2.3 G/s, against 0.4 G/s
  * for the column-at-a-time loop first written).
- * Kernels (chosen at run time, $RX_QGEMM_KERNEL = vnni | avx2 | portable forces a lower
+ * Kernels (chosen at run time, $RX_QGEMM_KERNEL = avx2 | sse2 | portable forces a lower
  * one for the tests):
  *   vnni      AVX-512 VNNI (avx512vnni + avx512bw): a 6 x 64 tile in 24 zmm
  *             accumulators, per group of 4 reduction indices 4 loads of B, 6 broadcasts
@@ -42,7 +42,11 @@
  *             no saturation, unlike vpmaddubsw), 2 x 16 tiles; each accumulator lane
  *             holds the sum over reduction indices 4g, 4g+1 or 4g+2, 4g+3 of one column,
  *             the pairs added when the tile is written.
- *   portable  C loops over the same layout, in u32 (wrapping as ONNX Runtime's int32).
+ *   sse2      every x86-64 without AVX2: the AVX2 kernel's arithmetic at 128 bits
+ *             (pmaddwd), 2 x 8 tiles (128 x 768 x 3072, one thread: 29 ms, against
+ *             107 for the portable C on this baseline ISA).
+ *   portable  C loops over the same layout, in u32 (wrapping as ONNX Runtime's int32):
+ *             other architectures.
  * Threads: the work is (column block, row chunk) items over the runtime's pool
  * (rx_rt_parallel_for) from 2^18 multiply-adds up, rows cut in chunks when there are
  * fewer than 2 blocks per thread; A is packed first by all threads (a barrier), then
@@ -185,6 +189,59 @@ static VNNI_TARGET void kern_vnni(const uint8_t *ap, int64_t lda, const int8_t *
         }
 }
 
+/* SSE2 (every x86-64): the AVX2 kernel's arithmetic at 128 bits (pmaddwd on bytes
+ * widened to 16 bits), tiles of 2 rows by 8 columns (two 16-byte chunks of a group: 8
+ * accumulators, A's two broadcasts, the widened chunks in the 16 xmm registers). */
+static void sse2_tile(const uint8_t *ap, int64_t lda, const int8_t *bp, int64_t kp, int mr,
+                      int32_t *c, int64_t ldc, int ncols)
+{
+    __m128i acc[2][4];
+    for (int r = 0; r < 2; r++)
+        for (int q = 0; q < 4; q++) acc[r][q] = _mm_setzero_si128();
+    const __m128i zero = _mm_setzero_si128();
+    const uint8_t *a1p = ap + (mr > 1) * lda;
+    for (int64_t g = 0; g < kp / 4; g++) {
+        const int8_t *b = bp + g * 64;
+        __m128i x0 = _mm_loadu_si128((const __m128i *)(const void *)b);
+        __m128i x1 = _mm_loadu_si128((const __m128i *)(const void *)(b + 16));
+        __m128i w0 = _mm_srai_epi16(_mm_unpacklo_epi8(x0, x0), 8), w1 = _mm_srai_epi16(_mm_unpackhi_epi8(x0, x0), 8);
+        __m128i w2 = _mm_srai_epi16(_mm_unpacklo_epi8(x1, x1), 8), w3 = _mm_srai_epi16(_mm_unpackhi_epi8(x1, x1), 8);
+        int32_t v0, v1;
+        memcpy(&v0, ap + 4 * g, 4);
+        memcpy(&v1, a1p + 4 * g, 4);
+        __m128i a0 = _mm_unpacklo_epi8(_mm_cvtsi32_si128(v0), zero), a1 = _mm_unpacklo_epi8(_mm_cvtsi32_si128(v1), zero);
+        a0 = _mm_unpacklo_epi64(a0, a0);
+        a1 = _mm_unpacklo_epi64(a1, a1);
+        acc[0][0] = _mm_add_epi32(acc[0][0], _mm_madd_epi16(a0, w0));
+        acc[0][1] = _mm_add_epi32(acc[0][1], _mm_madd_epi16(a0, w1));
+        acc[0][2] = _mm_add_epi32(acc[0][2], _mm_madd_epi16(a0, w2));
+        acc[0][3] = _mm_add_epi32(acc[0][3], _mm_madd_epi16(a0, w3));
+        acc[1][0] = _mm_add_epi32(acc[1][0], _mm_madd_epi16(a1, w0));
+        acc[1][1] = _mm_add_epi32(acc[1][1], _mm_madd_epi16(a1, w1));
+        acc[1][2] = _mm_add_epi32(acc[1][2], _mm_madd_epi16(a1, w2));
+        acc[1][3] = _mm_add_epi32(acc[1][3], _mm_madd_epi16(a1, w3));
+    }
+    for (int r = 0; r < mr; r++)
+        for (int q = 0; q < 4; q++) { /* acc[r][q]: columns 2q and 2q + 1, two halves each */
+            uint32_t t[4];
+            _mm_storeu_si128((__m128i *)(void *)t, acc[r][q]);
+            for (int i = 0; i < 2 && 2 * q + i < ncols; i++)
+                c[r * ldc + 2 * q + i] = (int32_t)(t[2 * i] + t[2 * i + 1]);
+        }
+}
+
+static void kern_sse2(const uint8_t *ap, int64_t lda, const int8_t *bp, int64_t kp, int mr,
+                      int32_t *c, int64_t ldc, int ncols)
+{
+    for (int p = 0; p * PW < ncols; p++)
+        for (int h = 0; h < 2 && p * PW + 8 * h < ncols; h++) {
+            const int8_t *half = bp + (int64_t)p * kp * PW + 32 * h;
+            int col = p * PW + 8 * h, nc = ncols - col < 8 ? ncols - col : 8;
+            for (int r = 0; r < mr; r += 2)
+                sse2_tile(ap + r * lda, lda, half, kp, mr - r < 2 ? mr - r : 2, c + r * ldc + col, ldc, nc);
+        }
+}
+
 #define AVX2_TARGET __attribute__((target("avx2")))
 
 /* Rows [0, mr) (mr 1 or 2) by one 16-column panel. */
@@ -246,8 +303,13 @@ static void qk_choose(void)
     bool vnni = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
     const char *env = getenv("RX_QGEMM_KERNEL");
-    if (env && (!strcmp(env, "avx2") || !strcmp(env, "portable"))) vnni = false;
-    if (env && !strcmp(env, "portable")) avx2 = false;
+    bool sse2 = !env || strcmp(env, "portable");
+    if (env && (!strcmp(env, "avx2") || !strcmp(env, "sse2") || !strcmp(env, "portable"))) vnni = false;
+    if (env && (!strcmp(env, "sse2") || !strcmp(env, "portable"))) avx2 = false;
+    if (sse2) {
+        qk_best = kern_sse2;
+        qk_name = "sse2";
+    }
     if (vnni) {
         qk_best = kern_vnni;
         qk_name = "avx512-vnni";

@@ -7,7 +7,7 @@
                  them), a 3-d a over a 2-d b, b a constant (packed at compile time) and
                  b an input (packed per call), shapes for several threads: the product is
                  rt.qmatmul after legalize, and the i32 result equal bit for bit on each
-                 kernel ($RX_QGEMM_KERNEL unset: AVX-512 VNNI here, avx2, portable)
+                 kernel ($RX_QGEMM_KERNEL unset: AVX-512 VNNI here, avx2, sse2, portable)
   qlinear        QLinearMatMul with K = 1500: requantized u8 equal to the float64
                  reference's round-half-even
   convinteger    ConvInteger u8 x i8 with 576 and 1170 terms (two and three blocks of input
@@ -50,7 +50,7 @@ def vi(name, dt, shape):
     return helper.make_tensor_value_info(name, T[dt], shape)
 
 
-KERNELS = ("", "avx2", "portable")  # $RX_QGEMM_KERNEL: the best (VNNI here), then forced lower
+KERNELS = ("", "avx2", "sse2", "portable")  # $RX_QGEMM_KERNEL: the best (VNNI here), then forced lower
 
 
 def test_matmulinteger(r, rng):

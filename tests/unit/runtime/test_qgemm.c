@@ -8,7 +8,7 @@
  * several threads (column blocks, and rows cut with one block), K 0 (zeros), M or N 0,
  * and the argument errors; each product also in the packed form (B packed as legalize
  * packs a constant weight, rt_qpack.h: A, packed B, params, C). The kernel per $RX_QGEMM_KERNEL: unset, the CPU's best
- * ("avx512-vnni" where it has AVX-512 VNNI); avx2; portable. ctest runs it three times.
+ * ("avx512-vnni" where it has AVX-512 VNNI); avx2; sse2; portable. ctest runs it four times.
  */
 #include "rt_test.h"
 
@@ -150,13 +150,15 @@ END_TEST
 START_TEST(test_qgemm_kernel_choice)
 {
     const char *want = getenv("RX_QGEMM_KERNEL"), *got = rx_rt_qgemm_kernel();
-    bool vnni = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-                __builtin_cpu_supports("avx2");
+    bool avx2 = __builtin_cpu_supports("avx2");
+    bool vnni = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
     if (want && !strcmp(want, "portable"))
         ck_assert_str_eq(got, "portable");
+    else if (want && !strcmp(want, "sse2"))
+        ck_assert_str_eq(got, "sse2");
     else if ((want && !strcmp(want, "avx2")) || !vnni)
-        ck_assert_str_eq(got, __builtin_cpu_supports("avx2") ? "avx2" : "portable");
+        ck_assert_str_eq(got, avx2 ? "avx2" : "sse2");
     else
         ck_assert_str_eq(got, "avx512-vnni");
 }
