@@ -211,6 +211,11 @@ const char *rx_rt_cumsum_strerr(int32_t code);
 /* rt.concat (library_concat.c): fields copied into their places, split over threads. */
 int32_t rx_rt_concat(DLTensor *const *args, int32_t nargs);
 const char *rx_rt_concat_strerr(int32_t code);
+/* rt.qmatmul (library_qgemm.c): the exact i32 product of two 8-bit matrices; the kernel
+ * it runs ("avx512-vnni", "avx2", "portable"). */
+int32_t rx_rt_qmatmul(DLTensor *const *args, int32_t nargs);
+const char *rx_rt_qmatmul_strerr(int32_t code);
+const char *rx_rt_qgemm_kernel(void);
 /* rt.scatter (library_scatter.c): scatter_elements / scatter_nd in one pass. */
 int32_t rx_rt_scatter(DLTensor *const *args, int32_t nargs);
 const char *rx_rt_scatter_strerr(int32_t code);

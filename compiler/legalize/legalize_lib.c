@@ -34,11 +34,21 @@
  *                           (3,) = form (0 elements, 1 nd), axis, reduction (update, add,
  *                           mul, max, min). Other dtypes and GPU targets keep
  *                           legalize_axis.c's loops.
+ *   matmul               -> call_dps_library("rt.qmatmul", A, B) when A and B are u8 or i8,
+ *                           (a constant B: ("rt.qmatmul", A, packed B, params), B packed
+ *                           here once in the kernel's layout, runtime/rt_qpack.h; params
+ *                           i64 (3,) = k, n, B is u8),
+ *                           the result i32, A of rank >= 2 and B (k, n) (runtime/
+ *                           library_qgemm.c: packed 8-bit products, AVX-512 VNNI or AVX2,
+ *                           exact modulo 2^32 as the loops; a quantized model's product,
+ *                           onnx_quant.c). Other forms and GPU targets keep
+ *                           legalize_linalg.c's loops.
  * The result's dims are the op's deduction (checked by legalize.c before); the library
  * reads k from the output's extent. Cost O(1) per call.
  */
 #include <string.h>
 
+#include "../../runtime/rt_qpack.h"
 #include "legalize_int.h"
 
 static const char *bare(const char *op) { return !strncmp(op, "relax.", 6) ? op + 6 : op; }
@@ -101,6 +111,19 @@ static bool scatter_lib(const rx_node *call)
            index_of(REDUCTIONS, RX_COUNTOF(REDUCTIONS), rx_call_attr(call, "reduction")->u.s) >= 0;
 }
 
+static bool byte_int(const rx_sinfo *s)
+{
+    return s && s->kind == RX_SI_TENSOR && (s->dtype == RX_DT_U8 || s->dtype == RX_DT_I8);
+}
+
+/* matmul that rt.qmatmul takes (file essay). */
+static bool qmatmul_lib(const rx_node *call)
+{
+    const rx_sinfo *a = call->args[0]->sinfo, *b = call->args[1]->sinfo, *o = call->sinfo;
+    return byte_int(a) && byte_int(b) && o && o->kind == RX_SI_TENSOR && o->dtype == RX_DT_I32 &&
+           a->ndim >= 2 && b->ndim == 2 && o->ndim == a->ndim;
+}
+
 int lg_lib_form(const rx_node *call, bool device)
 {
     const char *op = call->u.call.op->name;
@@ -110,6 +133,7 @@ int lg_lib_form(const rx_node *call, bool device)
         (call->sinfo->dtype == RX_DT_F32 || call->sinfo->dtype == RX_DT_F64))
         return 1;
     if (!strcmp(bare(op), "image.resize2d") && !device && resize_lib(call)) return 1;
+    if (!strcmp(bare(op), "matmul") && !device && qmatmul_lib(call)) return 1;
     if ((!strcmp(bare(op), "scatter_elements") || !strcmp(bare(op), "scatter_nd")) && !device &&
         scatter_lib(call))
         return 1;
@@ -130,6 +154,23 @@ static rx_node *int_params(rx_module *m, const int64_t *p, int n)
     return kn;
 }
 
+/* Constant 8-bit weight w (k, n) in rt.qmatmul's packed layout (runtime/rt_qpack.h) as
+ * a new u8 constant: packed once here, not per call. */
+static rx_node *packed_weight(rx_module *m, const rx_const *w)
+{
+    int64_t k = w->shape[0], n = w->shape[1], bytes = rx_qpack_bytes(k, n);
+    rx_const *pk = RX_NEW(m->arena, rx_const);
+    int64_t *shape = RX_NEWN(m->arena, int64_t, 1);
+    uint8_t *data = RX_NEWN(m->arena, uint8_t, (size_t)bytes);
+    shape[0] = bytes;
+    rx_qpack(w->data, k, n, w->dtype == RX_DT_U8 ? 0x80 : 0, data);
+    *pk = (rx_const){NULL, RX_DT_U8, 1, shape, data, (size_t)bytes, 0};
+    rx_node *kn = rx_n_const(m, pk);
+    rx_expr *d = rx_e_int(m->arena, bytes);
+    kn->sinfo = rx_si_tensor(m->arena, RX_DT_U8, 1, &d);
+    return kn;
+}
+
 /* The axis attribute normalized against x's rank (the deduction checked it). */
 static int64_t norm_axis(const rx_node *call, const char *name)
 {
@@ -143,6 +184,24 @@ rx_node *lg_lib_call(rx_module *m, rx_node *call)
 {
     const char *op = bare(call->u.call.op->name), *lib;
     int64_t p[3];
+    if (!strcmp(op, "matmul")) {
+        rx_node **qa = RX_NEWN(m->arena, rx_node *, 3);
+        qa[0] = call->args[0];
+        qa[1] = call->args[1];
+        const rx_node *b = call->args[1];
+        int nq = 2;
+        if (b->kind == RX_N_CONST && b->u.konst->data && b->u.konst->ndim == 2) {
+            const rx_const *bk = b->u.konst;
+            int64_t kn[3] = {bk->shape[0], bk->shape[1], bk->dtype == RX_DT_U8};
+            qa[1] = packed_weight(m, bk);
+            qa[2] = int_params(m, kn, 3);
+            nq = 3;
+        }
+        rx_node *n = rx_n_call_lib(m, "rt.qmatmul", qa, nq, call->sinfo);
+        n->sinfo = call->sinfo;
+        n->loc = call->loc;
+        return n;
+    }
     if (!strcmp(op, "nn.group_norm") || !strcmp(op, "image.resize2d")) {
         lib = ""; /* params below */
     } else if (!strcmp(op, "scatter_elements") || !strcmp(op, "scatter_nd")) {

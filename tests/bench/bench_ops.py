@@ -21,6 +21,14 @@ Runtime (onnxruntime-node, CPU) on the same .onnx file, same inputs, same run, 2
                 and qdyn_mlp_m1 at one row
   qdq_matmul    static quantization's QDQ form of (128, 768) @ (768, 3072), per-column
                 int8 weight scales
+  qdyn_encoder  a BERT-base encoder layer (768, 12 heads, 3072) on 128 tokens as
+                quantize_dynamic writes it: its six Linears int8 (MatMulInteger), the
+                attention's products, softmax, LayerNorms and GELU in f32. Compared
+                with ORT within 0.05: the f32 ops between the products (attention,
+                LayerNorm, GELU) differ from ORT's in the last bits and the
+                DynamicQuantizeLinear after them rounds a few values
+                to the neighbouring step (648 of 98304 outputs off by up to 0.015;
+                equal to main's build bit for bit)
 
 Each prints one JSON line: relax_ms (this build), base_ms (--base-relaxc /
 --base-relax-run: another build, e.g. main's, or null when it cannot build or run the
@@ -137,6 +145,8 @@ def cases():
                         x(1, 768)),
         "qdq_matmul": (quant_models.qdq_matmul(np.random.default_rng(2), 128, 768, 3072)[0],
                        x(128, 768)),
+        "qdyn_encoder": (quant_models.dynamic_encoder(np.random.default_rng(3), 128),
+                         x(1, 128, 768), 0.05),
     }
 
 
@@ -174,7 +184,8 @@ def main():
     lines, failed = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            m, xv = all_cases[name]
+            m, xv = all_cases[name][:2]
+            atol = all_cases[name][2] if len(all_cases[name]) > 2 else None
             if callable(m):
                 m = m()
             work = os.path.join(tmp, name)
@@ -208,8 +219,8 @@ def main():
             same = None
             if ort_out is not None:
                 g = got[0].astype(np.float32)
-                same = bool(g.shape == ort_out.shape and
-                            np.allclose(g, ort_out, rtol=1e-5, atol=1e-4 * (np.abs(ort_out).max() + 1)))
+                tol = atol if atol is not None else 1e-4 * (np.abs(ort_out).max() + 1)
+                same = bool(g.shape == ort_out.shape and np.allclose(g, ort_out, rtol=1e-5, atol=tol))
                 if not same:
                     failed.append("%s: relax's output differs from ORT's" % name)
             gbs = (xv.nbytes + got[0].nbytes) / (med["relax"] * 1e-3) / 1e9

@@ -55,3 +55,81 @@ def qdq_matmul(rng, m, k, n, x_scale=0.05, x_zero=128):
              helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], axis=1),
              helper.make_node("MatMul", ["xd", "wd"], ["y"])]
     return _model(nodes, m, k, [m, n], inits), w, ws
+
+
+def _qlinear(nodes, inits, x, name, w, bias, w_scale, quantized):
+    """quantize_dynamic's form of x @ w + bias (w int8, scale w_scale, zero point 0):
+    DynamicQuantizeLinear of x (one per tensor: quantized maps x to its outputs' names, as
+    the quantizer shares it between q, k and v), MatMulInteger, Cast, the scales'
+    product, bias."""
+    if x not in quantized:
+        quantized[x] = (name + "_q", name + "_qs", name + "_qz")
+        nodes.append(helper.make_node("DynamicQuantizeLinear", [x], list(quantized[x])))
+    xq, xs, xz = quantized[x]
+    inits += [numpy_helper.from_array(w, name + "_w"),
+              numpy_helper.from_array(np.array(w_scale, np.float32), name + "_ws"),
+              numpy_helper.from_array(np.array(0, np.int8), name + "_wz"),
+              numpy_helper.from_array(bias, name + "_b")]
+    nodes += [helper.make_node("MatMulInteger", [xq, name + "_w", xz, name + "_wz"], [name + "_mi"]),
+              helper.make_node("Cast", [name + "_mi"], [name + "_mf"], to=F),
+              helper.make_node("Mul", [xs, name + "_ws"], [name + "_sc"]),
+              helper.make_node("Mul", [name + "_mf", name + "_sc"], [name + "_ms"]),
+              helper.make_node("Add", [name + "_ms", name + "_b"], [name])]
+    return name
+
+
+def dynamic_encoder(rng, s, d=768, heads=12, ff=3072, w_scale=0.01):
+    """A BERT-style encoder layer (post-norm: attention, residual, LayerNorm, GELU MLP,
+    residual, LayerNorm) on x (1, s, d) as quantize_dynamic writes it with its default
+    MatMulConstBOnly: every Linear (q, k, v, output projection, the MLP's two) in the
+    _qlinear form on an int8 weight, the attention's two activation products in f32."""
+    nodes, inits, qd = [], [], {}
+    hd = d // heads
+
+    def w(kk, nn):
+        return rng.integers(-127, 128, (kk, nn)).astype(np.int8)
+
+    def b(nn):
+        return (rng.standard_normal(nn) * 0.1).astype(np.float32)
+
+    def ln(x, name):
+        inits.extend([numpy_helper.from_array(np.ones(d, np.float32), name + "_g"),
+                      numpy_helper.from_array(np.zeros(d, np.float32), name + "_bt")])
+        nodes.append(helper.make_node("LayerNormalization", [x, name + "_g", name + "_bt"], [name],
+                                      axis=-1, epsilon=1e-5))
+        return name
+
+    inits += [numpy_helper.from_array(np.array([1, s, heads, hd], np.int64), "hshape"),
+              numpy_helper.from_array(np.array([1, s, d], np.int64), "dshape"),
+              numpy_helper.from_array(np.array(1.0 / np.sqrt(hd), np.float32), "scale"),
+              numpy_helper.from_array(np.array(np.sqrt(0.5), np.float32), "rsqrt2"),
+              numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+              numpy_helper.from_array(np.array(1.0, np.float32), "one")]
+    sc = 0.02  # activations stay O(1) through the int8 products
+    q = _qlinear(nodes, inits, "x", "q", w(d, d), b(d), sc / 8, qd)
+    k = _qlinear(nodes, inits, "x", "k", w(d, d), b(d), sc / 8, qd)
+    v = _qlinear(nodes, inits, "x", "v", w(d, d), b(d), sc / 8, qd)
+    for t, perm in ((q, [0, 2, 1, 3]), (k, [0, 2, 3, 1]), (v, [0, 2, 1, 3])):
+        nodes += [helper.make_node("Reshape", [t, "hshape"], [t + "_r"]),
+                  helper.make_node("Transpose", [t + "_r"], [t + "_t"], perm=perm)]
+    nodes += [helper.make_node("MatMul", ["q_t", "k_t"], ["att"]),
+              helper.make_node("Mul", ["att", "scale"], ["att_s"]),
+              helper.make_node("Softmax", ["att_s"], ["att_p"], axis=-1),
+              helper.make_node("MatMul", ["att_p", "v_t"], ["ctx"]),
+              helper.make_node("Transpose", ["ctx"], ["ctx_t"], perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["ctx_t", "dshape"], ["ctx_r"])]
+    o = _qlinear(nodes, inits, "ctx_r", "o", w(d, d), b(d), sc / 8, qd)
+    nodes.append(helper.make_node("Add", ["x", o], ["res1"]))
+    h = ln("res1", "ln1")
+    f1 = _qlinear(nodes, inits, h, "f1", w(d, ff), b(ff), sc / 8, qd)
+    nodes += [helper.make_node("Mul", [f1, "rsqrt2"], ["g_a"]),
+              helper.make_node("Erf", ["g_a"], ["g_e"]),
+              helper.make_node("Add", ["g_e", "one"], ["g_p"]),
+              helper.make_node("Mul", [f1, "g_p"], ["g_m"]),
+              helper.make_node("Mul", ["g_m", "half"], ["gelu"])]
+    f2 = _qlinear(nodes, inits, "gelu", "f2", w(ff, d), b(d), sc / 16, qd)
+    nodes.append(helper.make_node("Add", [h, f2], ["res2"]))
+    out = ln("res2", "ln2")
+    g = helper.make_graph(nodes, "qenc", [helper.make_tensor_value_info("x", F, [1, s, d])],
+                          [helper.make_tensor_value_info(out, F, [1, s, d])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])

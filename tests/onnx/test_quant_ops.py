@@ -1,19 +1,21 @@
 #!/usr/bin/python3
 """Integer products of quantized models through the ONNX importer and relax-run
 (docs/onnx.md "Quantization"), exact against NumPy's int64 arithmetic:
-  matmulinteger  MatMulInteger u8 x i8 and u8 x u8 with scalar, per-row (a) and
-                 per-column (b) zero points, contractions of 64, 700 and 2000 (one,
-                 two and four f32 blocks: the product is computed in f32 blocks each
-                 exact below 2^24; one case's sums are all above 2^24, so one f32
-                 product would round them), a 3-d a over a 2-d b, b a constant and b an input
-                 (the weights given at run time), the i32 result bit for bit
+  matmulinteger  MatMulInteger of every signedness (u8 / i8 a by u8 / i8 b) with scalar,
+                 per-row (a) and per-column (b) zero points, contractions of 1 to 3072
+                 (one case's sums all above 2^24, where one f32 product would round
+                 them), a 3-d a over a 2-d b, b a constant (packed at compile time) and
+                 b an input (packed per call), shapes for several threads: the product is
+                 rt.qmatmul after legalize, and the i32 result equal bit for bit on each
+                 kernel ($RX_QGEMM_KERNEL unset: AVX-512 VNNI here, avx2, sse2, portable)
   qlinear        QLinearMatMul with K = 1500: requantized u8 equal to the float64
                  reference's round-half-even
   convinteger    ConvInteger u8 x i8 with 576 and 1170 terms (two and three blocks of input
                  channels), stride 2, depthwise, 1x1, zero points per tensor and per output
                  channel; QLinearConv with an i32 bias; i32 / u8 exact against NumPy
   qdq            QuantizeLinear / DequantizeLinear around a MatMul whose int8 weight has
-                 per-column scales: dequantized once at import (no int8 tensor left)
+                 per-column scales, and an i8 activation by a u8 weight with a zero point:
+                 the 8-bit product (rt.qmatmul, no f32 weight) times s_x * s_w
   dynamic        quantize_dynamic's pattern (DynamicQuantizeLinear, MatMulInteger,
                  Cast, the scales' product, bias, ReLU, a second layer) on
                  (128, 768) x (768, 3072) x (3072, 768) against NumPy computing the same
@@ -48,6 +50,9 @@ def vi(name, dt, shape):
     return helper.make_tensor_value_info(name, T[dt], shape)
 
 
+KERNELS = ("", "avx2", "sse2", "portable")  # $RX_QGEMM_KERNEL: the best (VNNI here), then forced lower
+
+
 def test_matmulinteger(r, rng):
     check = r.checks.check
     cases = [  # (name, M, K, N, a dtype, b dtype, a zp kind, b zp kind, b given at run time)
@@ -58,17 +63,28 @@ def test_matmulinteger(r, rng):
         ("k1500_runtime_b", 4, 1500, 12, np.uint8, np.int8, "scalar", "col", True),
         ("k900_nozp", 3, 900, 8, np.uint8, np.int8, None, None, False),
         ("k2000_large", 4, 2000, 16, np.uint8, np.int8, None, None, False),
+        # rt.qmatmul's forms: an i8 A (A ^ 0x80), a u8 B (B ^ 0x80), K not a multiple of
+        # 4 (padded groups), row tails of 1..5 and column tails, several threads (column
+        # blocks, and rows cut when there is one block), a 3-d A with per-row zero points
+        ("k67_i8i8", 13, 67, 70, np.int8, np.int8, "scalar", "col", False),
+        ("k130_i8u8", 9, 130, 65, np.int8, np.uint8, "scalar", "scalar", False),
+        ("k1_u8u8", 4, 1, 5, np.uint8, np.uint8, "scalar", "scalar", False),
+        ("k515_threads", 67, 515, 200, np.uint8, np.int8, "scalar", "col", False),
+        ("k300_rows_cut", 131, 300, 40, np.uint8, np.uint8, None, "col", False),
+        ("k70_3d_row", (2, 5), 70, 17, np.uint8, np.int8, "row", "col", False),
+        ("k3072_i8_runtime_b", 50, 3072, 130, np.int8, np.int8, "scalar", None, True),
     ]
+    runs = []
     for name, m, k, n, adt, bdt, az, bz, b_input in cases:
         lead = list(m) if isinstance(m, tuple) else [m]
-        a = rng.integers(0, 256, lead + [k]).astype(adt)
-        info = np.iinfo(bdt)
+        ainfo, info = np.iinfo(adt), np.iinfo(bdt)
+        a = rng.integers(ainfo.min, ainfo.max + 1, lead + [k]).astype(adt)
         b = rng.integers(info.min, info.max + 1, (k, n)).astype(bdt)
         if name.endswith("large"):  # sums near 2000 * 227 * 113: odd ones above 2^24
             a = rng.integers(200, 256, lead + [k]).astype(adt)
             b = rng.integers(100, 128, (k, n)).astype(bdt)
-        azp = None if az is None else (rng.integers(0, 256, (lead[-1],)) if az == "row"
-                                       else rng.integers(0, 256, (1,))).astype(adt)
+        azp = None if az is None else (rng.integers(ainfo.min, ainfo.max + 1, (lead[-1],)) if az == "row"
+                                       else rng.integers(ainfo.min, ainfo.max + 1, (1,))).astype(adt)
         bzp = None if bz is None else (rng.integers(info.min, info.max + 1, (n,)) if bz == "col"
                                        else rng.integers(info.min, info.max + 1, (1,))).astype(bdt)
         if az == "scalar":
@@ -90,22 +106,29 @@ def test_matmulinteger(r, rng):
         while ins[-1] == "":
             ins.pop()
         node = helper.make_node("MatMulInteger", ins, ["y"])
-        rxa, _ = r.build(model([node], inputs, [vi("y", np.int32, lead + [n])], inits),
-                         "mmi_" + name)
+        rxa, path = r.build(model([node], inputs, [vi("y", np.int32, lead + [n])], inits),
+                            "mmi_" + name)
         if not rxa:
             continue
+        rc, ir, _ = run_status([r.relaxc, "print", path, "--after", "legalize"])
+        check(rc == 0 and "rt.qmatmul" in ir,
+              "MatMulInteger %s: the 8-bit product is rt.qmatmul after legalize" % name)
         feeds = {"a": a}
         if b_input:
             feeds["b"] = b
-        got, err = r.outputs(rxa, feeds)
-        got = got[0] if got else None
         a64 = a.astype(np.int64) - (0 if azp is None else
                                     (azp.astype(np.int64)[:, None] if az == "row" else azp.astype(np.int64)))
         b64 = b.astype(np.int64) - (0 if bzp is None else bzp.astype(np.int64))
-        want = (a64 @ b64).astype(np.int32)
-        ok = got is not None and got.dtype == np.int32 and np.array_equal(got, want)
-        check(ok, "MatMulInteger %s (K %d, |sum| up to %d): i32 equal to NumPy%s"
-              % (name, k, int(np.abs(a64 @ b64).max()), "" if ok else ": " + err[-600:]))
+        runs.append((name, k, rxa, feeds, a64 @ b64))
+    for kern in KERNELS:
+        os.environ["RX_QGEMM_KERNEL"] = kern
+        for name, k, rxa, feeds, want in runs:
+            got, err = r.outputs(rxa, feeds)
+            got = got[0] if got else None
+            ok = got is not None and got.dtype == np.int32 and np.array_equal(got, want.astype(np.int32))
+            check(ok, "MatMulInteger %s (K %d, |sum| up to %d, kernel %s): i32 equal to NumPy%s"
+                  % (name, k, int(np.abs(want).max()), kern or "best", "" if ok else ": " + err[-600:]))
+    os.environ.pop("RX_QGEMM_KERNEL", None)
 
 
 def test_qlinear(r, rng):
@@ -133,8 +156,10 @@ def test_qlinear(r, rng):
 
 def test_qdq(r, rng):
     """QuantizeLinear / DequantizeLinear pairs around a MatMul (the QDQ format), the
-    weight an int8 constant with per-column scales: the importer dequantizes it once
-    (a f32 constant), so no kernel reads the int8 weight."""
+    weight an int8 constant with per-column scales: the importer takes the product in 8
+    bits (rt.qmatmul on the quantized activation and the int8 weight, scaled by
+    s_x * s_w in f32, as ONNX Runtime's fused QDQ MatMul), no f32 copy of the weight;
+    then an i8 activation with a u8 weight whose zero point is not 0, per tensor."""
     check = r.checks.check
     m, k, n = 16, 96, 40
     qdq, w, ws = quant_models.qdq_matmul(rng, m, k, n)
@@ -143,15 +168,38 @@ def test_qdq(r, rng):
         return
     x = rng.standard_normal((m, k)).astype(np.float32)
     got, err = r.outputs(rxa, {"x": x})
-    xd = (np.clip(np.round(x / np.float32(0.05)) + 128, 0, 255) - 128).astype(np.float32) * np.float32(0.05)
-    wd = w.astype(np.float32) * ws
-    want = xd.astype(np.float64) @ wd.astype(np.float64)
-    ok = got is not None and np.allclose(got[0], want, rtol=1e-5, atol=1e-5)
-    check(ok, "QDQ matmul with a per-column int8 weight%s" % ("" if ok else ": " + err[-600:]))
+    xq = np.clip(np.round(x / np.float32(0.05)) + 128, 0, 255).astype(np.int64)
+    acc = (xq - 128) @ w.astype(np.int64)
+    want = acc.astype(np.float32) * (np.float32(0.05) * ws)
+    ok = got is not None and np.allclose(got[0], want, rtol=1e-6, atol=1e-6)
+    check(ok, "QDQ matmul with a per-column int8 weight: the i32 product times s_x * s_w%s"
+          % ("" if ok else ": " + err[-600:]))
     rc, ir, _ = run_status([r.relaxc, "print", path, "--after", "legalize"])
-    used = [ln for ln in ir.splitlines() if "i8" in ln and not ln.startswith("metadata[")]
-    check(rc == 0 and not used, "legalize: no int8 tensor used (the weight dequantized at "
-          "import): %s" % used[:2])
+    f32w = [ln for ln in ir.splitlines() if "(%d, %d)" % (k, n) in ln and "f32" in ln]
+    check(rc == 0 and "rt.qmatmul" in ir and not f32w,
+          "legalize: the QDQ product is rt.qmatmul, no f32 weight: %s" % f32w[:2])
+    # i8 activation (zero point -3), u8 weight with zero point 120 and one scale
+    wu = rng.integers(0, 256, (k, n)).astype(np.uint8)
+    inits = [numpy_helper.from_array(wu, "w"), numpy_helper.from_array(np.array(0.004, np.float32), "ws"),
+             numpy_helper.from_array(np.array(120, np.uint8), "wz"),
+             numpy_helper.from_array(np.array(0.03, np.float32), "xs"),
+             numpy_helper.from_array(np.array(-3, np.int8), "xz")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"]),
+             helper.make_node("MatMul", ["xd", "wd"], ["y"])]
+    x3 = rng.standard_normal((2, m, k)).astype(np.float32) * 2
+    rxa, path = r.build(model(nodes, [vi("x", np.float32, [2, m, k])], [vi("y", np.float32, [2, m, n])],
+                              inits), "qdq_i8u8")
+    if rxa:
+        got, err = r.outputs(rxa, {"x": x3})
+        xq = np.clip(np.round(x3 / np.float32(0.03)) - 3, -128, 127).astype(np.int64)
+        acc = (xq + 3) @ (wu.astype(np.int64) - 120)
+        want = acc.astype(np.float32) * np.float32(np.float32(0.03) * np.float32(0.004))
+        ok = got is not None and np.allclose(got[0], want, rtol=1e-6, atol=1e-6)
+        rc, ir, _ = run_status([r.relaxc, "print", path, "--after", "legalize"])
+        check(ok and "rt.qmatmul" in ir, "QDQ matmul, i8 activation (3-d) by a u8 weight with zero "
+              "point 120: rt.qmatmul, equal to the scaled i32 product%s" % ("" if ok else ": " + err[-600:]))
 
 
 def conv_ref(x, w, stride, pad, group):

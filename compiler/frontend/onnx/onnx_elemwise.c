@@ -341,6 +341,8 @@ bool ox_c_activation(ox_ctx *c)
 
 bool ox_c_matmul(ox_ctx *c)
 {
+    rx_node *q = ox_qdq_matmul(c); /* a QDQ model's 8-bit product (onnx_quant.c) */
+    if (q) return ox_out_node(c, 0, q);
     return ox_out_node(c, 0, ox_call2(c, "matmul", ox_in_node(c, 0), ox_in_node(c, 1)));
 }
 

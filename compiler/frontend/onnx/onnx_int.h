@@ -77,6 +77,8 @@ typedef struct ox_ctx {
     char path[128];               /* the prefix of where: "graph." */
     int depth;                    /* subgraph nesting (onnx_control.c) */
     int64_t unrolled;             /* subgraph nodes converted so far (bounded) */
+    struct ox_qdq *qdq;           /* onnx_quant.c: DequantizeLinear results a MatMul can take
+                                     in 8 bits (QDQ models) */
 } ox_ctx;
 
 /* ---- onnx_read.c (values, the node's I/O) and onnx_tensor.c (tensors, attributes) ---- */
@@ -271,6 +273,10 @@ bool ox_c_grid_sample(ox_ctx *c);
 bool ox_c_quantize(ox_ctx *c);
 bool ox_c_dynamic_quantize(ox_ctx *c);
 bool ox_c_matmul_integer(ox_ctx *c);
+/* MatMul of a per-tensor DequantizeLinear result by a dequantized constant 8-bit 2-d
+ * weight (static quantization's QDQ form) as the 8-bit product scaled in f32, or NULL
+ * when its operands are not that (onnx_quant.c). */
+rx_node *ox_qdq_matmul(ox_ctx *c);
 bool ox_c_hardmax(ox_ctx *c);
 bool ox_c_einsum(ox_ctx *c);
 bool ox_c_rnn(ox_ctx *c);

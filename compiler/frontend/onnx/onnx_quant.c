@@ -4,11 +4,16 @@
  *   QuantizeLinear     y = clip(round(x / scale) + zp, qmin, qmax) as zp's dtype (u8
  *                      without zp); scale and zp scalars or 1-d along `axis`
  *   DequantizeLinear   y = (x - zp) * scale in f32 (a constant when its operands are:
- *                      dequantize_const)
+ *                      dequantize_const); each result is noted (ox_qdq) so that a MatMul
+ *                      of an activation's by a weight's takes the 8-bit product
+ *                      (ox_qdq_matmul, the QDQ format)
  *   DynamicQuantizeLinear  scale = (max(0, max x) - min(0, min x)) / 255, zp =
  *                      clip(round(-min(0, min x) / scale), 0, 255), y as QuantizeLinear
  *   MatMulInteger      (a - a_zp) @ (b - b_zp) in i32 (a_zp per row, b_zp per column):
- *                      8-bit operands as exact f32 blocks (blocked_product), else i32
+ *                      8-bit operands with a 2-d b as an 8-bit matmul into i32 (the
+ *                      runtime's int8 GEMM rt.qmatmul on the CPU) and the zero points
+ *                      as i32 corrections (int8_product); other 8-bit forms as exact
+ *                      f32 blocks (blocked_product), else i32
  *   QLinearMatMul      round((a - a_zp) @ (b - b_zp) * (a_scale * b_scale / y_scale))
  *                      + y_zp, saturated to y_zp's dtype
  *   QLinearConv        the same around ConvInteger's i32 convolution plus the i32 bias
@@ -17,6 +22,33 @@
 #include <string.h>
 
 #include "onnx_int.h"
+
+/* A DequantizeLinear result a MatMul may take in 8 bits (ox_qdq_matmul): key is the
+ * folded f32 constant of a weight (qk, sk, zk its quantized data, scale, zero point,
+ * axis its normalized axis) or the result node of an activation's (q, s, z its input
+ * nodes, zk z's constant if it is one). */
+typedef struct ox_qdq {
+    struct ox_qdq *next;
+    const void *key;
+    rx_node *q, *s, *z;
+    const rx_const *qk, *sk, *zk;
+    int axis;
+} ox_qdq;
+
+static void qdq_note(ox_ctx *c, const void *key, rx_node *q, rx_node *s, rx_node *z,
+                     const rx_const *qk, const rx_const *sk, const rx_const *zk, int axis)
+{
+    ox_qdq *r = RX_NEW(c->a, ox_qdq);
+    *r = (ox_qdq){c->qdq, key, q, s, z, qk, sk, zk, axis};
+    c->qdq = r;
+}
+
+static const ox_qdq *qdq_find(const ox_ctx *c, const void *key)
+{
+    for (const ox_qdq *r = c->qdq; r; r = r->next)
+        if (r->key == key) return r;
+    return NULL;
+}
 
 /* v (a scalar or a 1-d tensor) shaped to broadcast along axis ax of a rank-nd tensor. */
 static rx_node *along(ox_ctx *c, rx_node *v, int64_t axis, int nd)
@@ -99,13 +131,21 @@ bool ox_c_quantize(ox_ctx *c)
     rx_node *zpf = zp ? along(c, ox_astype(c, zp, RX_DT_F32), axis, nd) : NULL;
     rx_const *folded = deq ? dequantize_const(c, axis) : NULL;
     if (folded) {
+        rx_const *xk = ox_const(c, ox_in(c, 0));
+        if (xk->ndim == 2 && axis >= -2 && axis < 2) /* a matmul's weight */
+            qdq_note(c, folded, NULL, NULL, NULL, xk, ox_const(c, ox_in(c, 1)),
+                     ox_in(c, 2) ? ox_const(c, ox_in(c, 2)) : NULL, (int)(axis < 0 ? axis + 2 : axis));
         ox_out_const(c, 0, folded);
         return true;
     }
     if (deq) {
+        rx_node *raw_s = ox_in_node(c, 1), *raw_z = ox_in(c, 2) ? ox_in_node(c, 2) : NULL;
+        const rx_const *zk = raw_z ? ox_const(c, ox_in(c, 2)) : NULL;
         rx_node *v = ox_astype(c, x, RX_DT_F32);
         if (zpf) v = ox_call2(c, "subtract", v, zpf);
-        return ox_out_node(c, 0, ox_call2(c, "multiply", v, s));
+        v = ox_call2(c, "multiply", v, s);
+        if (v) qdq_note(c, v, x, raw_s, raw_z, NULL, NULL, zk, 0);
+        return ox_out_node(c, 0, v);
     }
     x = ox_astype(c, x, RX_DT_F32);
     return ox_out_node(c, 0, saturate(c, ox_call2(c, "divide", x, s), zpf, qt));
@@ -259,6 +299,87 @@ rx_node *ox_conv_blocked(ox_ctx *c, int xi, int xz, int wi, int wz, int bias)
     return ox_call2(c, "add", acc, ox_reshape(c, ox_astype(c, ox_in_node(c, bias), RX_DT_I32), d, nd));
 }
 
+/* True when input i is absent or a constant of zeros. */
+static bool zero_or_absent(ox_ctx *c, int i)
+{
+    ox_val *v = ox_in(c, i);
+    if (!v) return true;
+    rx_const *k = ox_const(c, v);
+    if (!k || !k->data) return false;
+    for (size_t j = 0; j < k->nbytes; j++)
+        if (k->data[j]) return false;
+    return true;
+}
+
+static rx_node *sum_axis(ox_ctx *c, rx_node *x, int64_t axis, bool keep)
+{
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axis", ox_aints(c, &axis, 1));
+    ox_aset(c, m, "keepdims", ox_abool(c, keep));
+    return ox_call1(c, "sum", x, m);
+}
+
+/* The column sums of b as i32 (n,): a constant when b is one (a weight: not recomputed
+ * per call), else a reduction. */
+static rx_node *colsum(ox_ctx *c, const rx_const *k, rx_node *b)
+{
+    if (!k || !k->data || k->ndim != 2) return sum_axis(c, ox_astype(c, b, RX_DT_I32), 0, false);
+    int64_t rows = k->shape[0], n = k->shape[1];
+    rx_const *s = ox_new_const(c, RX_DT_I32, 1, &k->shape[1]);
+    int32_t *o = (int32_t *)(void *)s->data;
+    for (int64_t j = 0; j < n; j++) {
+        int64_t t = 0;
+        for (int64_t r = 0; r < rows; r++) t += ox_ci(k, r * n + j);
+        o[j] = (int32_t)t;
+    }
+    return ox_const_node(c, s);
+}
+
+static bool byte_dt(rx_dtype dt) { return dt == RX_DT_U8 || dt == RX_DT_I8; }
+
+/* (a - a_zp) @ (b - b_zp) in i32 for 8-bit a (rank >= 2) and b (k, n): the product of
+ * the 8-bit operands themselves (matmul into i32: the runtime's rt.qmatmul on the CPU,
+ * runtime/library_qgemm.c) and the zero points as i32 corrections,
+ *   (a - za)(b - zb) = a b - rowsum(a) zb - za colsum(b) + k za zb,
+ * each left out when its zero point is absent or a constant 0 (quantize_dynamic's int8
+ * weights: only za colsum(b), a constant vector times the activation's zero point,
+ * folded into the elementwise ops after the product). Exact in i32 as ONNX Runtime's
+ * integer product. NULL when the form does not apply. */
+static bool int8_form(ox_ctx *c, rx_node *a, rx_node *b, int64_t *k)
+{
+    int na = ox_ndim(a);
+    return byte_dt(ox_dtype_of(a)) && byte_dt(ox_dtype_of(b)) && na >= 2 && ox_ndim(b) == 2 &&
+           ox_need_dims(c, a) && rx_expr_is_const(ox_simp(c, a->sinfo->dims[na - 1]), k);
+}
+
+/* The product of int8_form's a and b less the zero points za (i32, along a's rows) and
+ * zb (i32, along b's columns), either NULL for none; bk b's constant or NULL. */
+static rx_node *int8_core(ox_ctx *c, rx_node *a, rx_node *b, const rx_const *bk, rx_node *za,
+                          rx_node *zb, int64_t k)
+{
+    int na = ox_ndim(a);
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "out_dtype", ox_astr(c, "int32"));
+    rx_node *args[2] = {a, b};
+    rx_node *p = ox_call(c, "matmul", args, 2, m);
+    if (zb) p = ox_call2(c, "subtract", p, ox_call2(c, "multiply", sum_axis(c, ox_astype(c, a, RX_DT_I32), na - 1, true), zb));
+    if (za) p = ox_call2(c, "subtract", p, ox_call2(c, "multiply", za, colsum(c, bk, b)));
+    if (za && zb)
+        p = ox_call2(c, "add", p, ox_call2(c, "multiply", ox_call2(c, "multiply", za, zb),
+                                           ox_scalar(c, RX_DT_I32, (double)k)));
+    return p;
+}
+
+static rx_node *int8_product(ox_ctx *c, rx_node *a, rx_node *b, int bi, int az, int bz)
+{
+    int64_t k;
+    if (!int8_form(c, a, b, &k)) return NULL;
+    int na = ox_ndim(a);
+    rx_node *za = zero_or_absent(c, az) ? NULL : along(c, ox_astype(c, ox_in_node(c, az), RX_DT_I32), na - 2, na);
+    rx_node *zb = zero_or_absent(c, bz) ? NULL : ox_astype(c, ox_in_node(c, bz), RX_DT_I32);
+    return int8_core(c, a, b, ox_const(c, ox_in(c, bi)), za, zb, k);
+}
+
 static rx_node *blocked_product(ox_ctx *c, rx_node *a, rx_node *b, int ai, int az, int bi,
                                 int bz)
 {
@@ -298,7 +419,8 @@ bool ox_c_matmul_integer(ox_ctx *c)
     rx_node *a = ox_in_node(c, ai), *b = ox_in_node(c, bi);
     if (!a || !b) return false;
     int na = ox_ndim(a), nb = ox_ndim(b);
-    rx_node *p = blocked_product(c, a, b, ai, az, bi, bz);
+    rx_node *p = int8_product(c, a, b, bi, az, bz);
+    if (!p) p = blocked_product(c, a, b, ai, az, bi, bz);
     if (!p)
         p = ox_call2(c, "matmul", centered(c, a, az, na - 2 >= 0 ? na - 2 : 0, RX_DT_I32),
                      centered(c, b, bz, nb - 1, RX_DT_I32));
@@ -324,4 +446,54 @@ bool ox_c_qlinear_conv(ox_ctx *c)
     rx_node *k = ox_call2(c, "divide", ox_call2(c, "multiply", xs, ws), ys);
     rx_node *v = ox_call2(c, "multiply", ox_astype(c, p, RX_DT_F32), along(c, k, 1, ox_ndim(p)));
     return ox_out_node(c, 0, saturate(c, v, yzp ? ox_astype(c, yzp, RX_DT_F32) : NULL, qt));
+}
+
+static int64_t numel_of(const rx_const *k)
+{
+    int64_t n = 1;
+    for (int i = 0; i < k->ndim; i++) n *= k->shape[i];
+    return n;
+}
+
+static bool all_zero(const rx_const *k)
+{
+    for (size_t j = 0; k && j < k->nbytes; j++)
+        if (k->data[j]) return false;
+    return true;
+}
+
+/* x @ w for x = DequantizeLinear(q, s, z) (q 8-bit, s and z one element) and w the
+ * dequantized constant of an 8-bit (k, n) weight (scale and zero point per tensor or per
+ * column): (q - z) @ (w_q - w_z) as int8_core's exact i32 product (rt.qmatmul), then
+ * times s * w_s in f32, as ONNX Runtime's fused QDQ MatMul (MatMulIntegerToFloat)
+ * computes it, instead of an f32 product of the dequantized operands (the weight stored
+ * as f32, four times its bytes). */
+rx_node *ox_qdq_matmul(ox_ctx *c)
+{
+    ox_val *av = ox_in(c, 0), *bv = ox_in(c, 1);
+    if (!av || !bv || !av->node || !bv->k) return NULL;
+    const ox_qdq *qa = qdq_find(c, av->node), *qb = qdq_find(c, bv->k);
+    if (!qa || !qb || !qa->q || !qa->s || !qb->qk || !qb->qk->data || !qb->sk || !qb->sk->data ||
+        qb->qk->ndim != 2 || qb->sk->dtype != RX_DT_F32 || (qb->zk && !qb->zk->data))
+        return NULL;
+    int64_t n = qb->qk->shape[1], k, ns = numel_of(qb->sk), nz = qb->zk ? numel_of(qb->zk) : 0;
+    if ((ns != 1 && (ns != n || qb->axis != 1)) || (nz > 1 && (nz != n || qb->axis != 1)))
+        return NULL;
+    if (!qa->s->sinfo || !qa->s->sinfo->dims || (ox_ndim(qa->s) > 1) ||
+        (qa->z && (!qa->z->sinfo || ox_ndim(qa->z) > 1)))
+        return NULL;
+    if ((ox_ndim(qa->s) == 1 && !rx_expr_is_int(qa->s->sinfo->dims[0], 1)) ||
+        (qa->z && ox_ndim(qa->z) == 1 && (!qa->z->sinfo->dims || !rx_expr_is_int(qa->z->sinfo->dims[0], 1))))
+        return NULL;
+    rx_node *w = ox_const_node(c, (rx_const *)qb->qk);
+    if (!int8_form(c, qa->q, w, &k)) return NULL;
+    rx_node *za = qa->z && !all_zero(qa->zk) ? ox_astype(c, qa->z, RX_DT_I32) : NULL;
+    rx_node *zb = qb->zk && !all_zero(qb->zk) ? ox_astype(c, ox_const_node(c, (rx_const *)qb->zk), RX_DT_I32) : NULL;
+    if (zb && nz == n) zb = along(c, zb, 1, 2);
+    rx_node *sw = ox_const_node(c, (rx_const *)qb->sk);
+    if (ns == n) sw = along(c, sw, 1, 2);
+    rx_node *p = int8_core(c, qa->q, w, qb->qk, za, zb, k);
+    return p ? ox_call2(c, "multiply", ox_astype(c, p, RX_DT_F32),
+                        ox_call2(c, "multiply", ox_astype(c, qa->s, RX_DT_F32), sw))
+             : NULL;
 }
