@@ -43,7 +43,15 @@ Regressions (each failed before): scripted (torch.jit.script) exports `if bool(y
 taking each branch, also at O0; bilstm_tagger and packed_gru (pack_padded_sequence) need
 ReduceProd(Shape) as a known size and RNN sequence_lens known only at run time.
 
-Usage: test_torch_zoo.py BIN_DIR [NAME,NAME...] [--module zoo_models2|zoo_models3]
+The fourth round (tests/onnx/zoo_models4.py, ctest onnx_torch_zoo4: the opset 11-12
+exporters' attribute forms, tf2onnx-style NHWC MobileNet / ResNet, Llama and BART decode
+steps with past keys / values as inputs, SAM's windowed attention, the Stable Diffusion
+VAE decoder, DeepLabV3's ASPP, PSPNet, HRNet's fusion, Inception V3, MobileNetV2 at opset
+10, Xception, RegNetY, EfficientDet's BiFPN, RetinaNet and FCOS post-processing (TopK,
+NonMaxSuppression), Mask R-CNN's heads over RoiAlign, TabNet's sparsemax, DeepFM, Wide &
+Deep, RWKV-4, Mamba, LeViT) runs with --module zoo_models4.
+
+Usage: test_torch_zoo.py BIN_DIR [NAME,NAME...] [--module zoo_models2|zoo_models3|zoo_models4]
 """
 import importlib
 import os
