@@ -50,6 +50,8 @@ VAE decoder, DeepLabV3's ASPP, PSPNet, HRNet's fusion, Inception V3, MobileNetV2
 10, Xception, RegNetY, EfficientDet's BiFPN, RetinaNet and FCOS post-processing (TopK,
 NonMaxSuppression), Mask R-CNN's heads over RoiAlign, TabNet's sparsemax, DeepFM, Wide &
 Deep, RWKV-4, Mamba, LeViT) runs with --module zoo_models4.
+Regressions (each failed before): sam_window (its pads (ws - h % ws) % ws: a Mod of
+sizes did not fold).
 
 Usage: test_torch_zoo.py BIN_DIR [NAME,NAME...] [--module zoo_models2|zoo_models3|zoo_models4]
 """

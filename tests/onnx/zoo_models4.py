@@ -614,6 +614,10 @@ def cases(big=False):
         ["hidden", "present_key", "present_value"],
         dict(input_ids={0: "b"}, encoder_hidden_states={0: "b", 1: "s"}, encoder_attention_mask={0: "b", 1: "s"},
              past_key={0: "b", 2: "p"}, past_value={0: "b", 2: "p"}), 13, [(2, 9), (3, 14)], (4, 256))
+    z["sam_window"] = Case(
+        lambda: SAMBlock(d=768, h=12, ws=14) if big else SAMBlock(),
+        lambda b, s: (torch.randn(b, s, s + 3, 768 if big else 32),), ["x"], ["y"], nhwc(), 17,
+        [(2, 6), (1, 8)], (1, 64))
     z["vae_decoder"] = Case(
         lambda: VAEDecoder(c=64) if big else VAEDecoder(),
         lambda b, s: (torch.randn(b, 4, s, s + 2 if not big else s),), ["z"], ["img"], img("z"), 17,

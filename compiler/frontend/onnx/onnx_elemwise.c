@@ -224,9 +224,15 @@ bool ox_c_cast(ox_ctx *c)
 }
 
 /* Mod: fmod = 0 is the floor modulo (the divisor's sign), x - floor(x / y) * y; fmod = 1
- * truncates (the dividend's sign), x - trunc(x / y) * y. */
+ * truncates (the dividend's sign), x - trunc(x / y) * y. On integer shape values fmod = 0
+ * folds (SAM pads to its window by (ws - h % ws) % ws). */
 bool ox_c_mod(ox_ctx *c)
 {
+    ox_val *xv = ox_in(c, 0);
+    rx_dtype sdt = xv && xv->sym ? xv->symdt : xv && xv->k ? xv->k->dtype : RX_DT_UNKNOWN;
+    if (!ox_attr_i(c, "fmod", 0) && sdt != RX_DT_UNKNOWN && !rx_dtype_is_float(sdt) &&
+        fold_binary(c, RX_E_FLOORMOD, sdt))
+        return true;
     rx_node *x = ox_in_node(c, 0), *y = ox_in_node(c, 1);
     if (!x || !y) return false;
     bool fmod = ox_attr_i(c, "fmod", 0) != 0, flt = rx_dtype_is_float(ox_dtype_of(x));
