@@ -629,6 +629,10 @@ def cases(big=False):
         lambda: PSPNet(c=64, classes=21) if big else PSPNet(),
         lambda b, s: (torch.randn(b, 3, s, s),), ["x"], ["out"], img(hw=False), 11, [(2, 48), (3, 48)],
         (2, 192))
+    z["hrnet_fuse"] = Case(
+        lambda: HRNetFuse(c=32) if big else HRNetFuse(),
+        lambda b, s: (torch.randn(b, 3, s, s + 8 if not big else s),), ["x"], ["y0", "y1", "y2"], img(), 11,
+        [(2, 16), (1, 24)], (1, 256))
     z["inception_v3"] = Case(
         lambda: InceptionV3(c=32, c7=64) if big else InceptionV3(),
         lambda b, s: (torch.randn(b, 3, s, s + 2),), ["x"], ["y"], img(), 12, [(2, 19), (1, 24)],
@@ -642,6 +646,10 @@ def cases(big=False):
     z["regnety"] = Case(
         lambda: RegNetY(c=32, widths=(48, 104, 208), gw=8) if big else RegNetY(), image(), ["x"], ["y"], img(), 13,
         [(2, 16), (1, 20)], (2, 224))
+    z["bifpn"] = Case(
+        lambda: BiFPN(c=64) if big else BiFPN(),
+        lambda b, s: (torch.randn(b, 3, s, s + 8 if not big else s),), ["x"], ["p3", "p4", "p5"], img(), 13,
+        [(2, 16), (1, 32)], (1, 512))
     z["retina_post"] = Case(
         lambda: RetinaPost(c=64, anchors=9, classes=20, topk=300) if big else RetinaPost(),
         lambda b, s: (torch.randn(1, 64 if big else 16, s, s), anchors(s * s * (9 if big else 3))),
