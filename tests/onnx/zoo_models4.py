@@ -660,6 +660,16 @@ def cases(big=False):
         lambda: FCOSPost(c=64, classes=20, k=100) if big else FCOSPost(),
         lambda b, s: (torch.randn(b, 64 if big else 16, s, s + 2),), ["feat"], ["scores", "boxes", "labels"],
         img("feat"), 13, [(2, 8), (1, 6)], (2, 64))
+    z["maskrcnn_heads"] = Case(
+        lambda: MaskRCNNHeads(c=64, rep=256, classes=8) if big else MaskRCNNHeads(),
+        lambda b, r: (torch.randn(b, 64 if big else 8, 50 if big else 9 + r, 68 if big else 14),
+                      rois(r, 50 if big else 12), torch.arange(r) % b),
+        ["features", "rois", "batch_idx"], ["cls", "bbox", "masks"],
+        {"features": {0: "b", 2: "h", 3: "w"}, "rois": {0: "r"}, "batch_idx": {0: "r"}}, 11,
+        [(2, 5), (1, 3)], (2, 100))
+    z["maskrcnn_aligned"] = Case(
+        lambda: MaskRCNNHeads(aligned=True), z["maskrcnn_heads"].inputs, ["features", "rois", "batch_idx"],
+        ["cls", "bbox", "masks"], z["maskrcnn_heads"].dynamic, 16, [(2, 6), (1, 2)], (2, 100))
     z["tabnet"] = Case(
         lambda: TabNet(f=64, nd=32, na=32, steps=3) if big else TabNet(),
         lambda b, s: (torch.randn(b, 64 if big else 12),), ["x"], ["y", "m_loss"], {"x": {0: "b"}}, 13,

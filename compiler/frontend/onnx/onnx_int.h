@@ -268,6 +268,7 @@ bool ox_c_bit_shift(ox_ctx *c);
 bool ox_c_resize(ox_ctx *c);
 bool ox_c_unique(ox_ctx *c);
 bool ox_c_grid_sample(ox_ctx *c);
+bool ox_c_roi_align(ox_ctx *c);
 bool ox_c_quantize(ox_ctx *c);
 bool ox_c_dynamic_quantize(ox_ctx *c);
 bool ox_c_matmul_integer(ox_ctx *c);
