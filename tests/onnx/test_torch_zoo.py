@@ -51,7 +51,8 @@ VAE decoder, DeepLabV3's ASPP, PSPNet, HRNet's fusion, Inception V3, MobileNetV2
 NonMaxSuppression), Mask R-CNN's heads over RoiAlign, TabNet's sparsemax, DeepFM, Wide &
 Deep, RWKV-4, Mamba, LeViT) runs with --module zoo_models4.
 Regressions (each failed before): maskrcnn_heads / maskrcnn_aligned (RoiAlign was not
-supported); sam_window (its pads (ws - h % ws) % ws: a Mod of
+supported); old_forms@9 / @10 (Upsample-9 / Resize-10 whose scales are sizes
+divided by Shape: not constant); sam_window (its pads (ws - h % ws) % ws: a Mod of
 sizes did not fold); hrnet_fuse and bifpn (a strided map's (h - 1) // 4 + 1 rows added
 to an upsampled ((h - 1) // 8 + 1) * 2: two expressions no proof relates left the Add's
 dims unknown; now the earlier operand's dims stand for both, and a width whose levels

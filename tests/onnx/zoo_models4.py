@@ -587,7 +587,7 @@ def cases(big=False):
     z["old_forms"] = Case(
         lambda: OldForms(c=64) if big else OldForms(), image(), ["x"], ["up", "flat", "arg"],
         dict(img(), up={0: "b", 2: "h2", 3: "w2"}, flat={0: "b", 1: "hw"}, arg={0: "b", 1: "h1", 2: "w1"}),
-        [11, 12], [(2, 8), (1, 12)], (1, 256))
+        [9, 10, 11], [(2, 8), (1, 12)], (1, 256))
     z["tf_mobilenet"] = Case(
         lambda: TFMobileNet(c=32, classes=1000) if big else TFMobileNet(),
         lambda b, s: (torch.randn(b, s, s, 3),), ["input_1"], ["probs"], nhwc("input_1"), 13,
