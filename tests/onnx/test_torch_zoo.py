@@ -50,6 +50,9 @@ VAE decoder, DeepLabV3's ASPP, PSPNet, HRNet's fusion, Inception V3, MobileNetV2
 10, Xception, RegNetY, EfficientDet's BiFPN, RetinaNet and FCOS post-processing (TopK,
 NonMaxSuppression), Mask R-CNN's heads over RoiAlign, TabNet's sparsemax, DeepFM, Wide &
 Deep, RWKV-4, Mamba, LeViT) runs with --module zoo_models4.
+tf_resnet / tf_mobilenet (structure, relaxc print): tf2onnx's Transpose pairs around each
+Conv cancel across the ReLU / Clip / Add / Pad between them (onnx_transpose.c): at most 4
+permute_dims loops after fuse_ops (the main build before it: 12 and 13).
 Regressions (each failed before): maskrcnn_heads / maskrcnn_aligned (RoiAlign was not
 supported); old_forms@9 / @10 (Upsample-9 / Resize-10 whose scales are sizes
 divided by Shape: not constant); sam_window (its pads (ws - h % ws) % ws: a Mod of
@@ -140,12 +143,15 @@ def fused_calls(text):
 
 def structure(name, path):
     relaxc = os.path.join(BIN, "relaxc")
-    if name != "autoencoder":
-        return
 
     def after(p):
         return subprocess.run([relaxc, "print", path, "--after", p], capture_output=True,
                               text=True).stdout
+    if name in ("tf_resnet", "tf_mobilenet"):  # the NHWC Transpose pairs cancel at import
+        n = sum(ln.startswith("def permute_dims") for ln in after("fuse_ops").splitlines())
+        check("%s: at most 4 permute_dims loops (the input's, the pooling's)" % name, n <= 4, str(n))
+    if name != "autoencoder":
+        return
     parsed = after("parse")
     check("autoencoder: ConvTranspose2d k 4 s 2 imports as conv2d + pixel shuffle",
           "conv2d_transpose" not in parsed and parsed.count("R.nn.conv2d(") == 4)

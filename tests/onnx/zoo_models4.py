@@ -82,8 +82,8 @@ class NHWCConv(nn.Module):
 
     def forward(self, x):
         if self.same:
-            lo = (self.k - 2) // 2
-            x = F.pad(x, (0, 0, lo, self.k - 2 - lo + 1, lo, self.k - 2 - lo + 1))
+            lo = (self.k - 2) // 2  # SAME at stride 2 (even extents): k - 2 in all, lo before
+            x = F.pad(x, (0, 0, lo, self.k - 2 - lo, lo, self.k - 2 - lo))
         return self.bn(self.conv(x.permute(0, 3, 1, 2))).permute(0, 2, 3, 1)
 
 

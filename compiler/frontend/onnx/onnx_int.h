@@ -273,6 +273,9 @@ bool ox_c_resize(ox_ctx *c);
 bool ox_c_unique(ox_ctx *c);
 bool ox_c_grid_sample(ox_ctx *c);
 bool ox_c_roi_align(ox_ctx *c);
+/* Transpose(x, perm) without a transpose when x's elementwise chain starts at permutes
+ * that perm undoes (onnx_transpose.c), or NULL. */
+rx_node *ox_untranspose(ox_ctx *c, rx_node *x, const int64_t *perm, int nd);
 /* The known values of a float vector (ox_val.fvec, a float scalar's fsym, or a small
  * constant of integral values); ox_set_fvec records them on output i. */
 bool ox_fvec(ox_ctx *c, ox_val *v, rx_expr ***out, int *n);

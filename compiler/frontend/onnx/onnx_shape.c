@@ -284,6 +284,8 @@ bool ox_c_transpose(ox_ctx *c)
         ox_out_sym2(c, 0, o, cols, rows, xv->symdt);
         return true;
     }
+    rx_node *u = n >= 0 ? ox_untranspose(c, ox_in_node(c, 0), perm, n) : NULL;
+    if (u) return ox_out_node(c, 0, u); /* tf2onnx's NHWC pairs cancel */
     rx_attr *m = ox_amap(c);
     if (n >= 0) ox_aset(c, m, "axes", ox_aints(c, perm, n));
     return ox_out_node(c, 0, ox_call1(c, "permute_dims", ox_in_node(c, 0), m));
