@@ -668,7 +668,8 @@ def cases(big=False):
         {"features": {0: "b", 2: "h", 3: "w"}, "rois": {0: "r"}, "batch_idx": {0: "r"}}, 11,
         [(2, 5), (1, 3)], (2, 100))
     z["maskrcnn_aligned"] = Case(
-        lambda: MaskRCNNHeads(aligned=True), z["maskrcnn_heads"].inputs, ["features", "rois", "batch_idx"],
+        lambda: MaskRCNNHeads(c=64, rep=256, classes=8, aligned=True) if big else MaskRCNNHeads(aligned=True),
+        z["maskrcnn_heads"].inputs, ["features", "rois", "batch_idx"],
         ["cls", "bbox", "masks"], z["maskrcnn_heads"].dynamic, 16, [(2, 6), (1, 2)], (2, 100))
     z["tabnet"] = Case(
         lambda: TabNet(f=64, nd=32, na=32, steps=3) if big else TabNet(),
