@@ -20,9 +20,9 @@
  * depth 8, 16 ops rebuilt per Transpose; only chains within the last 256 bindings are
  * seen.
  * zoo4 tf_mobilenet / tf_resnet (Keras MobileNet and ResNet bottlenecks at 224): 13 and 12
- * permute_dims loops after fuse_ops -> 2; relax-run, one thread, main's build and this
- * one alternated three times at load 11: tf_mobilenet 21.8 -> 12.0 ms, tf_resnet 69.3 ->
- * 68.6 ms (its convolutions dominate).
+ * permute_dims loops after fuse_ops -> 2; relax-run, main's build and this one
+ * alternated three times at load 1, 2 threads: tf_mobilenet 6.88 -> 4.06 ms, tf_resnet
+ * 16.8 -> 14.5 ms (its convolutions dominate); one thread 5.14 -> 3.14, 13.4 -> 12.6.
  */
 #include <string.h>
 
