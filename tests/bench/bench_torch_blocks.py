@@ -37,6 +37,13 @@ on the same .onnx file) and PyTorch eager, same inputs, same run, 2 threads each
             (256), espcn, yolov8_head (640), perceiver, conformer_relpos (d 256, t 256),
             swinv2_attn, segformer (512), w2v2_posconv (d 768, k 128), deform_attn
             ("zoo3": all of them; not in the default set)
+  zoo4:NAME a model of tests/onnx/zoo_models4.py at its bench size (at its last opset):
+            old_forms, tf_mobilenet / tf_resnet (NHWC, 224), llama_decode (d 1024, 1
+            token over 256 cached, b 4), bart_decode, sam_window (d 768, 64x64, window
+            14), vae_decoder, deeplabv3 / pspnet / hrnet_fuse (segmentation, 192-256),
+            inception_v3, mobilenetv2, xception, regnety, bifpn (512), retina_post,
+            fcos_post, maskrcnn_heads (100 RoIs), tabnet / deepfm / wide_deep (b 1024-2048),
+            rwkv, mamba, levit_attn ("zoo4": all of them; not in the default set)
 
 Each prints one JSON line: relax_ms, ort_ms, torch_ms (medians of --repeat calls after
 warm-ups), relax/ORT and relax/torch (goal <= 1.0), relax_min_ms, ort_min_ms and their
@@ -71,7 +78,8 @@ def parse_args():
         description="user-written blocks vs ORT and PyTorch"))
     ap.add_argument("--blocks", default="gpt2,llama,vit,t5,zoo",
                     help="names; zoo: every model of zoo_models.py, zoo:NAME one; "
-                         "zoo2, zoo2:NAME: zoo_models2.py; zoo3, zoo3:NAME: zoo_models3.py")
+                         "zoo2, zoo2:NAME: zoo_models2.py; zoo3, zoo3:NAME: zoo_models3.py; "
+                         "zoo4, zoo4:NAME: zoo_models4.py")
     return ap.parse_args()
 
 
@@ -81,6 +89,7 @@ import test_torch_blocks as tb  # noqa: E402  (the block classes)
 import zoo_models  # noqa: E402
 import zoo_models2  # noqa: E402
 import zoo_models3  # noqa: E402
+import zoo_models4  # noqa: E402
 
 
 def blocks(quick):
@@ -98,7 +107,8 @@ def blocks(quick):
                             (1, 128, 1024)),
                "vit": one(lambda: tb.ViTBlock(d=384, p=16, img=224), (1, 3, 224, 224)),
                "t5": one(lambda: tb.T5Attention(d=512, h=8, buckets=8), (1, 128, 512))}
-    for prefix, mod in (("zoo:", zoo_models), ("zoo2:", zoo_models2), ("zoo3:", zoo_models3)):
+    for prefix, mod in (("zoo:", zoo_models), ("zoo2:", zoo_models2), ("zoo3:", zoo_models3),
+                        ("zoo4:", zoo_models4)):
         for name, c in mod.cases(big=not quick).items():
             size = c.sizes[0] if quick else c.big
             out[prefix + name] = (c.make, lambda c=c, size=size: c.inputs(*size), c.names,
@@ -112,7 +122,8 @@ def wanted(name, quick):
     if quick and ARGS.blocks == "gpt2,llama,vit,t5,zoo":
         sel = ["gpt2", "llama", "vit", "t5", "zoo:bert", "zoo:autoencoder"]
     return name in sel or (name.startswith("zoo:") and "zoo" in sel) or \
-        (name.startswith("zoo2:") and "zoo2" in sel) or (name.startswith("zoo3:") and "zoo3" in sel)
+        (name.startswith("zoo2:") and "zoo2" in sel) or (name.startswith("zoo3:") and "zoo3" in sel) or \
+        (name.startswith("zoo4:") and "zoo4" in sel)
 
 
 def max_err(got, want):

@@ -169,16 +169,24 @@ class Falcon(nn.Module):
 # ---------------- Mistral: sliding window by log(band), RMSNorm, GQA ----------------
 
 
+def llama_projections(m, d, h, kvh, inter):
+    """HF LlamaAttention's and LlamaMLP's bias-free q / k / v / o (kvh key / value heads)
+    and gate / up / down projections, set on module m (also m.h, m.kvh, m.dh)."""
+    m.h, m.kvh, m.dh = h, kvh, d // h
+    m.q = nn.Linear(d, d, bias=False)
+    m.k = nn.Linear(d, kvh * m.dh, bias=False)
+    m.v = nn.Linear(d, kvh * m.dh, bias=False)
+    m.o = nn.Linear(d, d, bias=False)
+    m.gate, m.up = nn.Linear(d, inter, bias=False), nn.Linear(d, inter, bias=False)
+    m.down = nn.Linear(inter, d, bias=False)
+
+
+
 class Mistral(nn.Module):
     def __init__(self, d=64, h=4, kvh=2, inter=96, window=4):
         super().__init__()
-        self.h, self.kvh, self.dh, self.window = h, kvh, d // h, window
-        self.q = nn.Linear(d, d, bias=False)
-        self.k = nn.Linear(d, kvh * self.dh, bias=False)
-        self.v = nn.Linear(d, kvh * self.dh, bias=False)
-        self.o = nn.Linear(d, d, bias=False)
-        self.gate, self.up = nn.Linear(d, inter, bias=False), nn.Linear(d, inter, bias=False)
-        self.down = nn.Linear(inter, d, bias=False)
+        self.window = window
+        llama_projections(self, d, h, kvh, inter)
         self.n1, self.n2 = T5LayerNorm(d), T5LayerNorm(d)  # MistralRMSNorm: the same in f32
         self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, self.dh, 2).float() / self.dh)))
 

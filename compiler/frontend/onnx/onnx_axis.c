@@ -111,9 +111,33 @@ static void lift_ncw(double *v, int n, double unit)
     }
 }
 
+/* Scales known as ratios (ox_fvec): 1 for N and C, sizes / extents for H and W (the
+ * exporters' interpolate(size=...) before opset 11) or integers; the output sizes. */
+static bool scales_of_sizes(ox_ctx *c, ox_val *v, rx_expr **d, rx_expr **size)
+{
+    rx_expr **e;
+    int n;
+    int64_t s;
+    if (!ox_fvec(c, v, &e, &n) || n != 4) return false;
+    for (int i = 0; i < 4; i++) {
+        rx_expr *q = e[i];
+        if (q->kind == RX_E_DIV && i >= 2 && rx_arith_prove_equal(c->ar, q->u.op.b, d[i])) {
+            size[i - 2] = ox_simp(c, q->u.op.a);
+        } else if (q->kind == RX_E_DIV && rx_arith_prove_equal(c->ar, q->u.op.a, q->u.op.b)) {
+            if (i >= 2) size[i - 2] = d[i];
+        } else if (rx_expr_is_const(ox_simp(c, q), &s) && s >= 1 && (i >= 2 || s == 1)) {
+            if (i >= 2) size[i - 2] = ox_simp(c, rx_e_binary(c->a, RX_E_MUL, d[i], ox_lit(c, s)));
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Resize (opsets 10-17) and Upsample onto image.resize2d: a 4-d NCHW input whose N and
  * C are kept; sizes (the output's H and W) or scales (H and W from the literal input
- * extents, floor(D * s), or D * s for an integer s); roi for tf_crop_and_resize. Before
+ * extents, floor(D * s), or D * s for an integer s, or sizes / extents known as ratios:
+ * scales_of_sizes); roi for tf_crop_and_resize. Before
  * opset 11 (and for Upsample) the coordinates are asymmetric and nearest rounds down.
  * A 3-d NCW input (nn.Upsample after a Conv1d) is resized as NC1W, H kept: expand_dims
  * before, squeeze after. */
@@ -165,6 +189,9 @@ bool ox_c_resize(ox_ctx *c)
             else
                 sc[i] = (double)z / (double)v;
         }
+    } else if (rank == 4 && si < ox_nin(c) && !ox_const(c, ox_in(c, si)) &&
+               scales_of_sizes(c, ox_in(c, si), d, size)) {
+        have_scales = false; /* the op divides the sizes by the extents at run time */
     } else {
         k = si < ox_nin(c) ? ox_const(c, ox_in(c, si)) : NULL;
         int na;

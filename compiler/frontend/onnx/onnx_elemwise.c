@@ -40,6 +40,56 @@ static bool fold_binary(ox_ctx *c, rx_ekind k, rx_dtype dt)
     return true;
 }
 
+/* Float values known exactly: the exporters before opset 11 write interpolate(size=...)
+ * as Upsample / Resize-10 with scales = Cast(sizes, float) / Cast(Shape(x)[2:], float),
+ * concatenated after the constant scales of N and C; the elements stay expressions
+ * (ratios RX_E_DIV of the integer ones) beside the emitted ops, so that the Resize sees
+ * sizes / extents (ox_c_resize). */
+bool ox_fvec(ox_ctx *c, ox_val *v, rx_expr ***out, int *n)
+{
+    if (!v) return false;
+    if (v->fvec || v->fsym) {
+        *out = v->fvec ? v->fvec : &v->fsym;
+        *n = v->fvec ? v->nfvec : 1;
+        return true;
+    }
+    if (!v->k || !rx_dtype_is_float(v->k->dtype) || v->k->ndim > 1 || ox_numel(v->k) > 16) return false;
+    int64_t cnt = ox_numel(v->k);
+    rx_expr **r = RX_NEWN(c->a, rx_expr *, cnt ? cnt : 1);
+    for (int64_t i = 0; i < cnt; i++) {
+        double f = ox_cf(v->k, i);
+        if (!(f > -1e15 && f < 1e15) || f != (double)(int64_t)f) return false;
+        r[i] = ox_lit(c, (int64_t)f);
+    }
+    *out = r;
+    *n = (int)cnt;
+    return true;
+}
+
+void ox_set_fvec(ox_ctx *c, int i, rx_expr **e, int n)
+{
+    ox_val *v = (size_t)i < c->node->n_output ? ox_find(c, c->node->output[i]) : NULL;
+    if (v) {
+        v->fvec = e;
+        v->nfvec = n;
+    }
+}
+
+/* Div of two known float vectors: their ratios (a symbolic sizes / extents scale). */
+static void fvec_div(ox_ctx *c)
+{
+    ox_val *x = ox_in(c, 0), *y = ox_in(c, 1);
+    rx_expr **xs, **ys;
+    int nx, ny;
+    if (!x || !y || !(x->fvec || y->fvec) || !ox_fvec(c, x, &xs, &nx) || !ox_fvec(c, y, &ys, &ny) ||
+        (nx != ny && nx != 1 && ny != 1))
+        return;
+    int n = nx > ny ? nx : ny;
+    rx_expr **r = RX_NEWN(c->a, rx_expr *, n ? n : 1);
+    for (int i = 0; i < n; i++) r[i] = rx_e_binary(c->a, RX_E_DIV, xs[nx == 1 ? 0 : i], ys[ny == 1 ? 0 : i]);
+    ox_set_fvec(c, 0, r, n);
+}
+
 /* ---------------------------------------------------------------- elementwise */
 
 static const struct { const char *onnx, *relax; } unary_map[] = {
@@ -121,7 +171,9 @@ bool ox_c_binary(ox_ctx *c)
     }
     rx_node *ab[2] = {a, b};
     ox_unify_bcast(c, ab, 2, -1);
-    return ox_out_node(c, 0, ox_call2(c, binary_map[i].relax, ab[0], ab[1]));
+    if (!ox_out_node(c, 0, ox_call2(c, binary_map[i].relax, ab[0], ab[1]))) return false;
+    if (binary_map[i].fold == RX_E_FLOORDIV && rx_dtype_is_float(ox_dtype_of(a))) fvec_div(c);
+    return true;
 }
 
 /* Max Min Sum Mean: a chain of the binary op over the inputs. */
@@ -220,13 +272,21 @@ bool ox_c_cast(ox_ctx *c)
     if (!ox_out_node(c, 0, ox_call1(c, "astype", ox_node(c, x), m))) return false;
     if (x && x->sym && x->symrank == 0 && x->nsym == 1 && rx_dtype_is_float(dt))
         ox_out_fsym(c, 0, x->sym[0]); /* the node stays the value; Range may read it */
+    else if (x && x->sym && x->symrank == 1 && x->nsym <= 16 && rx_dtype_is_float(dt))
+        ox_set_fvec(c, 0, x->sym, x->nsym); /* sizes as floats: Upsample-9's scales */
     return true;
 }
 
 /* Mod: fmod = 0 is the floor modulo (the divisor's sign), x - floor(x / y) * y; fmod = 1
- * truncates (the dividend's sign), x - trunc(x / y) * y. */
+ * truncates (the dividend's sign), x - trunc(x / y) * y. On integer shape values fmod = 0
+ * folds (SAM pads to its window by (ws - h % ws) % ws). */
 bool ox_c_mod(ox_ctx *c)
 {
+    ox_val *xv = ox_in(c, 0);
+    rx_dtype sdt = xv && xv->sym ? xv->symdt : xv && xv->k ? xv->k->dtype : RX_DT_UNKNOWN;
+    if (!ox_attr_i(c, "fmod", 0) && sdt != RX_DT_UNKNOWN && !rx_dtype_is_float(sdt) &&
+        fold_binary(c, RX_E_FLOORMOD, sdt))
+        return true;
     rx_node *x = ox_in_node(c, 0), *y = ox_in_node(c, 1);
     if (!x || !y) return false;
     bool fmod = ox_attr_i(c, "fmod", 0) != 0, flt = rx_dtype_is_float(ox_dtype_of(x));

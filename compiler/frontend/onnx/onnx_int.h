@@ -33,6 +33,10 @@ typedef struct ox_val {
     rx_dtype symdt;    /* dtype of the sym tensor */
     rx_expr *fsym;     /* a float scalar known to hold this integer (a Cast of a symbolic
                           size to float: torch.arange(h, dtype=float)'s Range bound) */
+    rx_expr **fvec;    /* a float vector known to hold these values (nfvec; integer
+                          expressions or RX_E_DIV ratios of them: Upsample-9's scales
+                          written as Cast(sizes) / Cast(Shape); ox_fvec) */
+    int32_t nfvec;
     bool absent;       /* the empty name: an omitted optional input */
     int8_t depth;      /* subgraph nesting depth that defined it (0: the main graph) */
     int8_t kind;       /* OX_TENSOR, or a sequence / optional resolved at import: */
@@ -270,6 +274,14 @@ bool ox_c_bit_shift(ox_ctx *c);
 bool ox_c_resize(ox_ctx *c);
 bool ox_c_unique(ox_ctx *c);
 bool ox_c_grid_sample(ox_ctx *c);
+bool ox_c_roi_align(ox_ctx *c);
+/* Transpose(x, perm) without a transpose when x's elementwise chain starts at permutes
+ * that perm undoes (onnx_transpose.c), or NULL. */
+rx_node *ox_untranspose(ox_ctx *c, rx_node *x, const int64_t *perm, int nd);
+/* The known values of a float vector (ox_val.fvec, a float scalar's fsym, or a small
+ * constant of integral values); ox_set_fvec records them on output i. */
+bool ox_fvec(ox_ctx *c, ox_val *v, rx_expr ***out, int *n);
+void ox_set_fvec(ox_ctx *c, int i, rx_expr **e, int n);
 bool ox_c_quantize(ox_ctx *c);
 bool ox_c_dynamic_quantize(ox_ctx *c);
 bool ox_c_matmul_integer(ox_ctx *c);

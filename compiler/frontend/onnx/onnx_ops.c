@@ -46,7 +46,8 @@
  *   RNN GRU LSTM      -> unrolled steps of matmul and elementwise ops (onnx_rnn.c)
  *   Resize Upsample   -> image.resize2d; GridSample -> image.grid_sample; Unique -> unique;
  *                     NonZero -> nonzero; NonMaxSuppression ->
- *                     vision.all_class_non_max_suppression
+ *                     vision.all_class_non_max_suppression; RoiAlign -> take of the four
+ *                     bilinear corners per sample point, sum per bin (onnx_roi.c's essay)
  *   QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger QLinearMatMul QLinearConv
  *                     -> compositions (onnx_quant.c's essay)
  *   DFT STFT MelWeightMatrix -> matmul with constant cos/sin matrices, a constant
@@ -289,6 +290,8 @@ static const ox_opdef ops[] = {
                             "extrapolation_value,mode,nearest_mode"},
     {"Upsample", ox_c_resize, "mode,scales"}, {"Unique", ox_c_unique, "axis,sorted"},
     {"GridSample", ox_c_grid_sample, "align_corners,mode,padding_mode"},
+    {"RoiAlign", ox_c_roi_align, "coordinate_transformation_mode,mode,output_height,output_width,"
+                                 "sampling_ratio,spatial_scale"},
     {"QuantizeLinear", ox_c_quantize, "axis"}, {"DequantizeLinear", ox_c_quantize, "axis"},
     {"DynamicQuantizeLinear", ox_c_dynamic_quantize, ""},
     {"QLinearConv", ox_c_qlinear_conv, "auto_pad,dilations,group,kernel_shape,pads,strides"},

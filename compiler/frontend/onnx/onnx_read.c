@@ -399,7 +399,9 @@ static int dim_rank(rx_expr *e)
  * (min(s, 32) against s: a causal mask sliced from a buffer by the sequence length; a
  * batch of 2 baked into a constant by a traced int() against b) are asserted equal to
  * the more definite of the two (a literal, a plain variable, an expression, a min or
- * max, in that order; dim_rank): the operand becomes
+ * max, in that order; dim_rank; of two expressions or two variables, the earlier
+ * operand's: an FPN's strided (h - 1) // 4 + 1 against its upsampled
+ * ((h - 1) // 8 + 1) * 2): the operand becomes
  * match_cast(x, dims). ONNX broadcasting needs them equal there unless one is 1 at run
  * time, which an exported symbolic dim is not; a call where they differ fails at the
  * match_cast's check with the binding and both shapes named, as ONNX Runtime fails at
@@ -423,7 +425,9 @@ void ox_unify_bcast(ox_ctx *c, rx_node **args, int nargs, int skip)
                 int kj = k + (ys->ndim - xs->ndim);
                 if (j == i || kj < 0 || kj >= ys->ndim) continue;
                 rx_expr *b = ys->dims[kj];
-                if (dim_rank(b) <= dim_rank(a) || rx_arith_prove_equal(c->ar, a, b)) continue;
+                int ra = dim_rank(a), rb = dim_rank(b);
+                if (rb < ra || (rb == ra && (ra == 0 || j > i)) || rx_arith_prove_equal(c->ar, a, b))
+                    continue;
                 if (!d) {
                     d = RX_NEWN(c->a, rx_expr *, xs->ndim);
                     memcpy(d, xs->dims, sizeof *d * (size_t)xs->ndim);

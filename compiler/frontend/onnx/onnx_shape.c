@@ -284,6 +284,8 @@ bool ox_c_transpose(ox_ctx *c)
         ox_out_sym2(c, 0, o, cols, rows, xv->symdt);
         return true;
     }
+    rx_node *u = n >= 0 ? ox_untranspose(c, ox_in_node(c, 0), perm, n) : NULL;
+    if (u) return ox_out_node(c, 0, u); /* tf2onnx's NHWC pairs cancel */
     rx_attr *m = ox_amap(c);
     if (n >= 0) ox_aset(c, m, "axes", ox_aints(c, perm, n));
     return ox_out_node(c, 0, ox_call1(c, "permute_dims", ox_in_node(c, 0), m));
@@ -370,7 +372,17 @@ bool ox_c_concat(ox_ctx *c)
     int nd = n > 0 && fs[0]->sinfo && fs[0]->sinfo->kind == RX_SI_TENSOR ? fs[0]->sinfo->ndim : -1;
     if (nd > 0 && axis >= -nd && axis < nd) /* dims other than the axis must agree */
         ox_unify_bcast(c, fs, n, (int)(axis < 0 ? axis + nd : axis));
-    return ox_out_node(c, 0, ox_concat(c, fs, n, axis));
+    if (!ox_out_node(c, 0, ox_concat(c, fs, n, axis))) return false;
+    bool known = nd == 1, anyf = false; /* known float vectors (ox_fvec): scales stay known */
+    rx_expr **fv = RX_NEWN(c->a, rx_expr *, 16), **e;
+    int total = 0, k;
+    for (int i = 0; i < n && known; i++) {
+        anyf |= ox_in(c, i)->fvec != NULL;
+        known = ox_fvec(c, ox_in(c, i), &e, &k) && total + k <= 16;
+        for (int j = 0; known && j < k; j++) fv[total++] = e[j];
+    }
+    if (known && anyf) ox_set_fvec(c, 0, fv, total);
+    return true;
 }
 
 /* Gather of one constant index i (0-d, or a 1-element vector) along literal axis ax of
