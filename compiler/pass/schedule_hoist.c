@@ -27,8 +27,11 @@
  *   2. mention neither F's variable nor a variable bound inside F in terms of it (block
  *      iterators bound to an expression of F's variable, LETs inside F), and load no
  *      buffer stored inside F (a reduction's accumulator changes along F);
- *   3. are costly: a math call (exp, pow, floor, ...) or a gather (a load whose index
- *      loads).
+ *   3. are costly: a math call (exp, pow, floor, ...), a gather (a load whose index
+ *      loads) or an integer division by a non-literal (a shape expression's `//` and
+ *      `%`: tens of cycles each, per element, where a symbolic reshape's index math
+ *      sits in the innermost loop's address: SAM's window partition at (64, 67) spent
+ *      25 ms in one such copy kernel, 3.2 ms with the divisions bound before the loop).
  * A term of the form of one already hoisted from F is replaced by its variable
  * anywhere (it is computed anyway). Each term becomes `let t = term` around F, with
  * the block iterators it mentions replaced by their binds (which mention only
@@ -136,10 +139,14 @@ static bool invariant(const hoist_ctx *h, const rx_expr *e)
     return true;
 }
 
-/* Condition 3: a math call or a gather somewhere in e. */
+/* Condition 3: a math call, a gather or an integer division by a non-literal somewhere
+ * in e. */
 static bool costly(const rx_expr *e)
 {
     if (e->kind == RX_E_CALL) return true;
+    if ((e->kind == RX_E_DIV || e->kind == RX_E_FLOORDIV || e->kind == RX_E_FLOORMOD) &&
+        rx_dtype_is_int((rx_dtype)e->dtype) && !rx_expr_is_const(e->u.op.b, NULL))
+        return true;
     if (e->kind == RX_E_LOAD)
         for (int i = 0; i < e->u.load.nidx; i++)
             if (rx_expr_loads_buf(e->u.load.idx[i], NULL)) return true;
