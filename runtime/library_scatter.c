@@ -84,32 +84,6 @@ static int64_t fixed(const DLTensor *ind, int64_t i, int64_t d)
     return v >= 0 && v < d ? v : -1;
 }
 
-/* out[o .. o + n) (op)= upd[u .. u + n) in dtype k: T the type, U the type add and
- * multiply run in (integers wrap, as the loops' two's complement arithmetic does). */
-#define APPLY(T, U)                                                                       \
-    do {                                                                                  \
-        T *po = (T *)out + o;                                                             \
-        const T *pu = (const T *)upd + u;                                                 \
-        for (int64_t e = 0; e < n; e++) switch (red) {                                    \
-            case 0: po[e] = pu[e]; break;                                                 \
-            case 1: po[e] = (T)((U)po[e] + (U)pu[e]); break;                              \
-            case 2: po[e] = (T)((U)po[e] * (U)pu[e]); break;                              \
-            case 3: po[e] = (pu[e] > po[e] || pu[e] != pu[e]) ? pu[e] : po[e]; break;     \
-            default: po[e] = (pu[e] < po[e] || pu[e] != pu[e]) ? pu[e] : po[e]; break;    \
-            }                                                                             \
-    } while (0)
-
-static void apply(int k, int red, void *out, int64_t o, const void *upd, int64_t u, int64_t n)
-{
-    switch (k) {
-    case T_F32: APPLY(float, float); break;
-    case T_F64: APPLY(double, double); break;
-    case T_I32: APPLY(int32_t, uint32_t); break;
-    default: APPLY(int64_t, uint64_t); break;
-    }
-}
-#undef APPLY
-
 /* at[0 .. n) = fix(indices[i .. i + n)) against extent d; false when one is out of
  * range. */
 static bool fix_run(const DLTensor *ind, int64_t i, int64_t n, int64_t d, int64_t *at)
@@ -135,7 +109,8 @@ static bool fix_run(const DLTensor *ind, int64_t i, int64_t n, int64_t d, int64_
 }
 
 /* out[b + at[e] * sa + e * se] (op)= upd[u + e] for e in [0, n), in order, in dtype k
- * (T the type, U the one add and multiply run in, as in APPLY). */
+ * (T the type, U the one add and multiply run in: integers wrap, as the loops' two's
+ * complement arithmetic does). A slice (scatter_nd) is a run with sa = 0. */
 #define RUN_LOOP(T, STEP)                                                                 \
     for (int64_t e = 0; e < n; e++) {                                                     \
         T *q = po + b + at[e] * sa + e * se, w = pu[e];                                   \
@@ -173,6 +148,7 @@ static void apply_run(int k, int red, void *out, int64_t b, const int64_t *at, i
  * with the indices of a run fixed first (SC_RUN at a time), and no dispatch per
  * element (file essay). */
 enum { SC_RUN = 512 };
+static const int64_t ZERO_AT[SC_RUN]; /* a slice's indices: all 0 (times sa = 0) */
 
 static int32_t elements(const DLTensor *ind, const DLTensor *upd, const DLTensor *x,
                         int axis, int k, int red, char *out, const char *u)
@@ -229,7 +205,9 @@ static int32_t nd_form(const DLTensor *ind, const DLTensor *upd, const DLTensor 
             if (at < 0) return SC_RANGE;
             o = o * x->shape[q] + at;
         }
-        apply(k, red, out, o * slice, u, j * slice, slice);
+        for (int64_t e0 = 0; e0 < slice; e0 += SC_RUN) /* contiguous: at 0, stride 0 */
+            apply_run(k, red, out, o * slice + e0, ZERO_AT, 0, 1, u, j * slice + e0,
+                      slice - e0 < SC_RUN ? slice - e0 : SC_RUN);
     }
     return SC_OK;
 }

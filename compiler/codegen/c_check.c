@@ -81,26 +81,6 @@ static void check_product(sctx *c, const rx_expr *const *es, int n)
     RX_VEC_PUSH(c->lines, rx_sb_take(&line));
 }
 
-static bool has_for(const rx_stmts *ss);
-
-static bool stmt_has_for(const rx_stmt *s)
-{
-    switch ((rx_skind)s->kind) {
-    case RX_S_FOR: return true;
-    case RX_S_BLOCK: return has_for(&s->u.block.init) || has_for(&s->u.block.body);
-    case RX_S_IF: return has_for(&s->u.if_.then_s) || has_for(&s->u.if_.else_s);
-    case RX_S_LET: return has_for(&s->u.let.body);
-    default: return false;
-    }
-}
-
-static bool has_for(const rx_stmts *ss)
-{
-    for (int i = 0; i < ss->n; i++)
-        if (stmt_has_for(ss->items[i])) return true;
-    return false;
-}
-
 static void walk(sctx *c, const rx_stmts *ss)
 {
     const rx_func *f = c->g->f;
@@ -110,7 +90,7 @@ static void walk(sctx *c, const rx_stmts *ss)
         case RX_S_FOR: {
             int mark = c->path.n;
             if (evaluable(f, s->u.for_.extent)) RX_VEC_PUSH(c->path, s->u.for_.extent);
-            if (has_for(&s->u.for_.body)) walk(c, &s->u.for_.body);
+            if (rx_stmts_hold_for(&s->u.for_.body)) walk(c, &s->u.for_.body);
             else {
                 check_product(c, c->path.items, c->path.n);
                 walk(c, &s->u.for_.body); /* allocations inside */

@@ -136,7 +136,6 @@ static bool gathers(const rx_expr *e, const rx_svar *v)
 }
 
 static bool stmt_tile_update(const rx_stmt *s);
-static bool holds_for(const rx_stmts *ss);
 
 /* Whether ss holds a gathering register tile (file essay): an accumulator update whose
  * innermost enclosing loop is unrolled (v: its variable, NULL otherwise) and loads along
@@ -147,7 +146,8 @@ static bool gather_tile(const rx_stmts *ss, const rx_svar *v)
         const rx_stmt *s = ss->items[i];
         switch ((rx_skind)s->kind) {
         case RX_S_FOR: {
-            bool inner = s->u.for_.loop_kind == RX_LOOP_UNROLLED && !holds_for(&s->u.for_.body);
+            bool inner = s->u.for_.loop_kind == RX_LOOP_UNROLLED &&
+                         !rx_stmts_hold_for(&s->u.for_.body);
             if (gather_tile(&s->u.for_.body, inner ? s->u.for_.var : NULL)) return true;
             break;
         }
@@ -165,21 +165,6 @@ static bool gather_tile(const rx_stmts *ss, const rx_svar *v)
             break;
         default: break;
         }
-    }
-    return false;
-}
-
-/* Whether ss holds a FOR (looking through blocks, ifs and lets). */
-static bool holds_for(const rx_stmts *ss)
-{
-    for (int i = 0; i < ss->n; i++) {
-        const rx_stmt *s = ss->items[i];
-        if (s->kind == RX_S_FOR) return true;
-        if (s->kind == RX_S_BLOCK && (holds_for(&s->u.block.init) || holds_for(&s->u.block.body)))
-            return true;
-        if (s->kind == RX_S_IF && (holds_for(&s->u.if_.then_s) || holds_for(&s->u.if_.else_s)))
-            return true;
-        if (s->kind == RX_S_LET && holds_for(&s->u.let.body)) return true;
     }
     return false;
 }

@@ -462,6 +462,29 @@ rx_stmts rx_stmts_of(rx_arena *a, rx_stmt *const *items, int n)
 
 rx_stmts rx_stmts_one(rx_arena *a, rx_stmt *s) { return rx_stmts_of(a, &s, 1); }
 
+bool rx_stmts_hold_for(const rx_stmts *ss)
+{
+    for (int i = 0; i < ss->n; i++) {
+        const rx_stmt *s = ss->items[i];
+        switch ((rx_skind)s->kind) {
+        case RX_S_FOR: return true;
+        case RX_S_BLOCK:
+            if (rx_stmts_hold_for(&s->u.block.init) || rx_stmts_hold_for(&s->u.block.body))
+                return true;
+            break;
+        case RX_S_IF:
+            if (rx_stmts_hold_for(&s->u.if_.then_s) || rx_stmts_hold_for(&s->u.if_.else_s))
+                return true;
+            break;
+        case RX_S_LET:
+            if (rx_stmts_hold_for(&s->u.let.body)) return true;
+            break;
+        default: break;
+        }
+    }
+    return false;
+}
+
 /* Whether v occurs anywhere in ss (see ir.h). */
 bool rx_stmts_use_var(const rx_stmts *ss, const rx_svar *v)
 {

@@ -272,27 +272,6 @@ static bool loop_ok(const rx_stmt *s, bool vec)
     return c.ok;
 }
 
-static bool has_for(const rx_stmts *ss)
-{
-    for (int i = 0; i < ss->n; i++) {
-        const rx_stmt *s = ss->items[i];
-        switch ((rx_skind)s->kind) {
-        case RX_S_FOR: return true;
-        case RX_S_BLOCK:
-            if (has_for(&s->u.block.init) || has_for(&s->u.block.body)) return true;
-            break;
-        case RX_S_IF:
-            if (has_for(&s->u.if_.then_s) || has_for(&s->u.if_.else_s)) return true;
-            break;
-        case RX_S_LET:
-            if (has_for(&s->u.let.body)) return true;
-            break;
-        default: break;
-        }
-    }
-    return false;
-}
-
 /* Marks the innermost FORs below ss (vectorize rule). */
 static void mark_inner(const rx_stmts *ss, int *nvec)
 {
@@ -300,7 +279,7 @@ static void mark_inner(const rx_stmts *ss, int *nvec)
         rx_stmt *s = ss->items[i];
         switch ((rx_skind)s->kind) {
         case RX_S_FOR:
-            if (has_for(&s->u.for_.body)) mark_inner(&s->u.for_.body, nvec);
+            if (rx_stmts_hold_for(&s->u.for_.body)) mark_inner(&s->u.for_.body, nvec);
             else if (loop_ok(s, true)) {
                 s->u.for_.loop_kind = RX_LOOP_VECTORIZED;
                 (*nvec)++;
@@ -330,7 +309,7 @@ static bool unit_loop(const rx_stmt *s)
     if (!rx_expr_is_const(s->u.for_.extent, &ext) || ext >= 2) return false;
     if (s->u.for_.body.n != 1) return false;
     const rx_stmt *in = s->u.for_.body.items[0];
-    return in->kind == RX_S_FOR && has_for(&in->u.for_.body);
+    return in->kind == RX_S_FOR && rx_stmts_hold_for(&in->u.for_.body);
 }
 
 /* The FOR of a symbolic batch's heads (file essay): s's body is one FOR of a literal
@@ -344,7 +323,7 @@ static rx_stmt *heads_loop(const rx_stmt *s)
         ext < HEADS_MIN || in->u.for_.body.n != 1)
         return NULL;
     const rx_stmt *rows = in->u.for_.body.items[0];
-    return rows->kind == RX_S_FOR && has_for(&rows->u.for_.body) ? in : NULL;
+    return rows->kind == RX_S_FOR && rx_stmts_hold_for(&rows->u.for_.body) ? in : NULL;
 }
 
 void rx_schedule_nest_kinds(rx_stmt *s, int *npar, int *nvec)
@@ -358,7 +337,7 @@ void rx_schedule_nest_kinds(rx_stmt *s, int *npar, int *nvec)
         c->u.for_.loop_kind = RX_LOOP_PARALLEL;
         (*npar)++;
     }
-    if (has_for(&s->u.for_.body)) mark_inner(&s->u.for_.body, nvec);
+    if (rx_stmts_hold_for(&s->u.for_.body)) mark_inner(&s->u.for_.body, nvec);
 }
 
 /* A one-loop nest (file essay: flat nests): FOR s, serial and unbound, holding no FOR,
@@ -370,7 +349,7 @@ static rx_stmt *split_flat(rx_module *m, rx_stmt *s)
 {
     int64_t e;
     bool lit = rx_expr_is_const(s->u.for_.extent, &e);
-    if (has_for(&s->u.for_.body) || !loop_ok(s, false) || !loop_ok(s, true)) return NULL;
+    if (rx_stmts_hold_for(&s->u.for_.body) || !loop_ok(s, false) || !loop_ok(s, true)) return NULL;
     if (lit && e < FLAT_PAR_MIN) { /* vectorized on one thread */
         s->u.for_.loop_kind = RX_LOOP_VECTORIZED;
         return s;

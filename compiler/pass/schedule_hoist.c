@@ -234,27 +234,6 @@ static void rewrite_stores(hoist_ctx *h, rx_stmts *ss)
     }
 }
 
-static bool holds_for(const rx_stmts *ss)
-{
-    for (int i = 0; i < ss->n; i++) {
-        const rx_stmt *s = ss->items[i];
-        switch ((rx_skind)s->kind) {
-        case RX_S_FOR: return true;
-        case RX_S_BLOCK:
-            if (holds_for(&s->u.block.init) || holds_for(&s->u.block.body)) return true;
-            break;
-        case RX_S_LET:
-            if (holds_for(&s->u.let.body)) return true;
-            break;
-        case RX_S_IF:
-            if (holds_for(&s->u.if_.then_s) || holds_for(&s->u.if_.else_s)) return true;
-            break;
-        default: break;
-        }
-    }
-    return false;
-}
-
 /* Innermost FOR f with its invariant terms hoisted: the statement to stand in its place
  * (f itself when nothing moved). */
 static rx_stmt *hoist_loop(rx_module *m, rx_stmt *f, int *count)
@@ -285,7 +264,7 @@ static void hoist_list(rx_module *m, rx_stmts *ss, int *count)
         rx_stmt *s = ss->items[i];
         switch ((rx_skind)s->kind) {
         case RX_S_FOR:
-            if (holds_for(&s->u.for_.body))
+            if (rx_stmts_hold_for(&s->u.for_.body))
                 hoist_list(m, &s->u.for_.body, count);
             else
                 ss->items[i] = hoist_loop(m, s, count);

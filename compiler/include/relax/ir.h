@@ -272,6 +272,10 @@ bool rx_stmts_store_uses(const rx_stmts *ss, const rx_svar *v);
  * use). O(size of ss). */
 bool rx_stmts_use_var(const rx_stmts *ss, const rx_svar *v);
 
+/* True when ss holds a FOR, looking through BLOCK (init and body), IF and LET bodies:
+ * whether a loop holding ss is not innermost. O(size of ss). */
+bool rx_stmts_hold_for(const rx_stmts *ss);
+
 /* Where a reduction's init may run once instead of under a guard: for FOR s heading a
  * chain of single-statement FORs that ends in a BLOCK with an init, whose reduce
  * iterators are bound exactly to the chain's loop variables (each starting at a fixed
