@@ -625,6 +625,7 @@ static const char *cublas_on_host_strerr(int32_t code)
     X("rt.group_norm", rx_rt_group_norm, rx_rt_group_norm_strerr)           \
     X("rt.matmul", rx_rt_matmul, rx_rt_matmul_strerr)                       \
     X("rt.pool2d", rx_rt_pool2d, rx_rt_pool2d_strerr)                       \
+    X("rt.qconv2d", rx_rt_qconv2d, rx_rt_qconv2d_strerr)                   \
     X("rt.qmatmul", rx_rt_qmatmul, rx_rt_qmatmul_strerr)                   \
     X("rt.resize2d", rx_rt_resize2d, rx_rt_resize2d_strerr)                 \
     X("rt.rms_norm", rx_rt_rms_norm, rx_rt_rms_norm_strerr)                 \

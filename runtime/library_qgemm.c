@@ -73,7 +73,7 @@
 #endif
 
 enum { QG_OK, QG_ARGS, QG_DTYPE, QG_SHAPE, QG_NOMEM };
-enum { NR = RX_QP_NR, PW = RX_QP_PW, MR = 6 };
+enum { NR = RX_QP_NR, PW = RX_QP_PW, MR = RX_QG_MR };
 
 const char *rx_rt_qmatmul_strerr(int32_t code)
 {
@@ -88,9 +88,8 @@ const char *rx_rt_qmatmul_strerr(int32_t code)
 }
 
 /* Raw A'B' of rows [0, mr) (mr <= MR) of A' (row stride lda) by one packed block (kp
- * reduction indices), columns [0, ncols) written to C (row stride ldc). */
-typedef void (*qkern_fn)(const uint8_t *ap, int64_t lda, const int8_t *bp, int64_t kp, int mr,
-                         int32_t *c, int64_t ldc, int ncols);
+ * reduction indices), columns [0, ncols) written to C (row stride ldc): rx_qkern_fn. */
+typedef rx_qkern_fn qkern_fn;
 
 static void kern_c(const uint8_t *ap, int64_t lda, const int8_t *bp, int64_t kp, int mr,
                    int32_t *c, int64_t ldc, int ncols)
@@ -328,6 +327,12 @@ const char *rx_rt_qgemm_kernel(void)
 {
     pthread_once(&qk_once, qk_choose);
     return qk_name;
+}
+
+rx_qkern_fn rx_rt_qgemm_tile(void)
+{
+    pthread_once(&qk_once, qk_choose);
+    return qk_best;
 }
 
 typedef struct qg {

@@ -216,6 +216,18 @@ const char *rx_rt_concat_strerr(int32_t code);
 int32_t rx_rt_qmatmul(DLTensor *const *args, int32_t nargs);
 const char *rx_rt_qmatmul_strerr(int32_t code);
 const char *rx_rt_qgemm_kernel(void);
+/* rt.qmatmul's tile kernel (library_qgemm.c): the raw A'B' of rows [0, mr) (mr <=
+ * RX_QG_MR) of A' (u8, rows lda bytes apart) by one packed 64-column block of B'
+ * (runtime/rt_qpack.h, kp reduction indices), columns [0, ncols) written to C (row
+ * stride ldc); rx_rt_qgemm_tile gives the one chosen for this CPU ($RX_QGEMM_KERNEL). */
+enum { RX_QG_MR = 6 };
+typedef void (*rx_qkern_fn)(const uint8_t *ap, int64_t lda, const int8_t *bp, int64_t kp, int mr,
+                            int32_t *c, int64_t ldc, int ncols);
+rx_qkern_fn rx_rt_qgemm_tile(void);
+/* rt.qconv2d (library_qconv.c): the exact i32 convolution of an 8-bit X by a weight
+ * packed at compile time. */
+int32_t rx_rt_qconv2d(DLTensor *const *args, int32_t nargs);
+const char *rx_rt_qconv2d_strerr(int32_t code);
 /* rt.scatter (library_scatter.c): scatter_elements / scatter_nd in one pass. */
 int32_t rx_rt_scatter(DLTensor *const *args, int32_t nargs);
 const char *rx_rt_scatter_strerr(int32_t code);

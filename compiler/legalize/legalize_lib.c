@@ -43,6 +43,16 @@
  *                           exact modulo 2^32 as the loops; a quantized model's product,
  *                           onnx_quant.c). Other forms and GPU targets keep
  *                           legalize_linalg.c's loops.
+ *   nn.conv2d            -> call_dps_library("rt.qconv2d", x, packed w, params) when x is
+ *                           u8 or i8 NCHW, w a constant 8-bit OIHW weight, one group,
+ *                           the result i32 (runtime/library_qconv.c: the convolution on
+ *                           rt.qmatmul's tile kernels over channel-last im2col rows; a
+ *                           quantized CNN's convolution, onnx_quant.c); w packed here
+ *                           as the (kh kw C, Co) matrix B[(i kw + j) C + c, o] =
+ *                           w[o, c, i, j] in rt_qpack.h's layout; params i64 (10,) = C,
+ *                           kh, kw, strides h w, padding top and left (bottom and right
+ *                           follow from the result's extents), dilations h w, w was u8.
+ *                           Other forms and GPU targets keep legalize_nn.c's loops.
  * The result's dims are the op's deduction (checked by legalize.c before); the library
  * reads k from the output's extent. Cost O(1) per call.
  */
@@ -124,6 +134,52 @@ static bool qmatmul_lib(const rx_node *call)
            a->ndim >= 2 && b->ndim == 2 && o->ndim == a->ndim;
 }
 
+/* The n = 1, 2 or 4 integers of conv attribute name spread to `want` values (a pair
+ * per spatial axis, or padding's top, left, bottom, right); false when malformed. */
+static bool conv_attr(const rx_node *call, const char *name, int64_t *v, int want)
+{
+    const rx_attr *a = rx_call_attr(call, name);
+    if (!a || a->kind != RX_A_ARRAY || a->u.arr.n < 1 || a->u.arr.n > want || a->u.arr.n == 3)
+        return false;
+    int n = a->u.arr.n;
+    for (int i = 0; i < want; i++) {
+        const rx_attr *e = a->u.arr.items[n == 1 ? 0 : i % n];
+        if (e->kind != RX_A_INT) return false;
+        v[i] = e->u.i;
+    }
+    return true;
+}
+
+static bool str_attr(const rx_node *call, const char *name, const char *want)
+{
+    const rx_attr *a = rx_call_attr(call, name);
+    return a && a->kind == RX_A_STR && !strcmp(a->u.s, want);
+}
+
+/* nn.conv2d that rt.qconv2d takes (file essay); its params into p (C, kh, kw, strides,
+ * padding top and left, dilation, weight u8) when p. */
+static bool qconv_lib(const rx_node *call, int64_t *p)
+{
+    const rx_sinfo *x = call->args[0]->sinfo, *o = call->sinfo;
+    const rx_node *w = call->args[1];
+    const rx_attr *g = rx_call_attr(call, "groups");
+    int64_t st[2], pd[4], dl[2];
+    if (call->nargs != 2 || !byte_int(x) || x->ndim != 4 || !o || o->kind != RX_SI_TENSOR ||
+        o->dtype != RX_DT_I32 || o->ndim != 4 || w->kind != RX_N_CONST || !w->u.konst->data ||
+        w->u.konst->ndim != 4 || (w->u.konst->dtype != RX_DT_U8 && w->u.konst->dtype != RX_DT_I8) ||
+        !g || g->kind != RX_A_INT || g->u.i != 1 || !str_attr(call, "data_layout", "NCHW") ||
+        !str_attr(call, "kernel_layout", "OIHW") || !conv_attr(call, "strides", st, 2) ||
+        !conv_attr(call, "padding", pd, 4) || !conv_attr(call, "dilation", dl, 2))
+        return false;
+    if (p) {
+        const int64_t *ws = w->u.konst->shape;
+        int64_t v[10] = {ws[1], ws[2], ws[3], st[0], st[1], pd[0], pd[1], dl[0], dl[1],
+                         w->u.konst->dtype == RX_DT_U8};
+        memcpy(p, v, sizeof v);
+    }
+    return true;
+}
+
 int lg_lib_form(const rx_node *call, bool device)
 {
     const char *op = call->u.call.op->name;
@@ -134,6 +190,7 @@ int lg_lib_form(const rx_node *call, bool device)
         return 1;
     if (!strcmp(bare(op), "image.resize2d") && !device && resize_lib(call)) return 1;
     if (!strcmp(bare(op), "matmul") && !device && qmatmul_lib(call)) return 1;
+    if (!strcmp(bare(op), "nn.conv2d") && !device && qconv_lib(call, NULL)) return 1;
     if ((!strcmp(bare(op), "scatter_elements") || !strcmp(bare(op), "scatter_nd")) && !device &&
         scatter_lib(call))
         return 1;
@@ -171,6 +228,22 @@ static rx_node *packed_weight(rx_module *m, const rx_const *w)
     return kn;
 }
 
+/* Constant 8-bit weight w (Co, C, kh, kw) as rt.qconv2d's matrix B[(i kw + j) C + c, o]
+ * in the packed layout (runtime/rt_qpack.h): a new u8 constant. */
+static rx_node *packed_conv_weight(rx_module *m, const rx_const *w)
+{
+    int64_t co = w->shape[0], c = w->shape[1], kh = w->shape[2], kw = w->shape[3];
+    int64_t k = kh * kw * c;
+    uint8_t *b = RX_NEWN(m->arena, uint8_t, (size_t)(k * co));
+    for (int64_t o = 0; o < co; o++)
+        for (int64_t ci = 0; ci < c; ci++)
+            for (int64_t i = 0; i < kh; i++)
+                for (int64_t j = 0; j < kw; j++)
+                    b[((i * kw + j) * c + ci) * co + o] = w->data[((o * c + ci) * kh + i) * kw + j];
+    rx_const mat = {NULL, w->dtype, 2, (int64_t[]){k, co}, b, (size_t)(k * co), 0};
+    return packed_weight(m, &mat);
+}
+
 /* The axis attribute normalized against x's rank (the deduction checked it). */
 static int64_t norm_axis(const rx_node *call, const char *name)
 {
@@ -198,6 +271,18 @@ rx_node *lg_lib_call(rx_module *m, rx_node *call)
             nq = 3;
         }
         rx_node *n = rx_n_call_lib(m, "rt.qmatmul", qa, nq, call->sinfo);
+        n->sinfo = call->sinfo;
+        n->loc = call->loc;
+        return n;
+    }
+    if (!strcmp(op, "nn.conv2d")) {
+        int64_t qp[10];
+        rx_node **qa = RX_NEWN(m->arena, rx_node *, 3);
+        qconv_lib(call, qp);
+        qa[0] = call->args[0];
+        qa[1] = packed_conv_weight(m, call->args[1]->u.konst);
+        qa[2] = int_params(m, qp, 10);
+        rx_node *n = rx_n_call_lib(m, "rt.qconv2d", qa, 3, call->sinfo);
         n->sinfo = call->sinfo;
         n->loc = call->loc;
         return n;

@@ -63,7 +63,9 @@
  * reductions over vector lanes), tiles reduction nests (schedule_tile.c), splits
  * concat nests by field (schedule_concat.c) and tiles transposing copies
  * (schedule_copy.c), each of which
- * marks the parallel loop of each tiled nest itself; the parallel rule here then finds
+ * marks the parallel loop of each tiled nest itself, and merges short innermost loops
+ * with their outer neighbour where every access is one contiguous run (schedule_coalesce.c:
+ * an NCHW map's width of 56 with its height); the parallel rule here then finds
  * nothing more in those nests (they hold a parallel loop), while their innermost loops
  * still left serial (a partial tile's) may be vectorized by the rule above.
  * Last, math that does not change along an innermost loop is bound before it
@@ -471,7 +473,8 @@ bool rx_pass_schedule_cpu(rx_module *m, rx_diags *d)
     (void)d;
     return rx_schedule_flat(m, NULL) && rx_schedule_interchange(m, NULL) &&
            rx_schedule_rows(m, NULL, NULL) && rx_schedule_tile(m, NULL) &&
-           rx_schedule_concat(m, NULL) && rx_schedule_copy(m, NULL) && rx_schedule_cpu(m, NULL, NULL) &&
+           rx_schedule_concat(m, NULL) && rx_schedule_copy(m, NULL) && rx_schedule_coalesce(m, NULL) &&
+           rx_schedule_cpu(m, NULL, NULL) &&
            rx_schedule_hoist(m, NULL);
 }
 

@@ -51,6 +51,11 @@ bool rx_schedule_interchange(rx_module *m, int *nswapped);
  * (schedule_hoist.c's essay); *nhoisted (may be NULL) gets how many. Never fails. */
 bool rx_schedule_hoist(rx_module *m, int *nhoisted);
 
+/* Short innermost loops merged with the loop around them where every access walks one
+ * contiguous run (schedule_coalesce.c's essay); *nmerged (may be NULL) gets how many
+ * nests changed. Never fails. */
+bool rx_schedule_coalesce(rx_module *m, int *nmerged);
+
 /* rx_schedule_cpu's loop kinds for the one top-level nest FOR s (schedule.c). */
 void rx_schedule_nest_kinds(rx_stmt *s, int *npar, int *nvec);
 

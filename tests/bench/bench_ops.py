@@ -147,6 +147,11 @@ def cases():
                        x(128, 768)),
         "qdyn_encoder": (quant_models.dynamic_encoder(np.random.default_rng(3), 128),
                          x(1, 128, 768), 0.05),
+        "qdq_resblock": (quant_models.qdq_resblock(np.random.default_rng(4)),
+                         np.abs(x(1, 64, 56, 56)), 0.1),
+        "qlinear_convnet": (quant_models.qlinear_convnet(np.random.default_rng(5)),
+                            np.abs(x(1, 64, 56, 56)), 0.1),
+        "qdyn_convnet": (quant_models.qdyn_convnet(np.random.default_rng(6)), x(1, 64, 56, 56), 0.1),
     }
 
 

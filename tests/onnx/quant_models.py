@@ -133,3 +133,108 @@ def dynamic_encoder(rng, s, d=768, heads=12, ff=3072, w_scale=0.01):
     g = helper.make_graph(nodes, "qenc", [helper.make_tensor_value_info("x", F, [1, s, d])],
                           [helper.make_tensor_value_info(out, F, [1, s, d])], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _conv_w(rng, co, ci, k):
+    return rng.integers(-127, 128, (co, ci, k, k)).astype(np.int8)
+
+
+def qdq_resblock(rng, c=64, hw=56, n=1):
+    """Static quantization's QDQ form (quantize_static, QuantFormat.QDQ, per-channel int8
+    weights) of a ResNet basic block on x (n, c, hw, hw): Q/DQ on the input, conv 3x3 +
+    bias + ReLU, Q/DQ, conv 3x3 + bias, Q/DQ, the residual Add, ReLU, Q/DQ. Weights are
+    DequantizeLinear(int8, per-output-channel scale, zero point 0, axis 0); the biases f32."""
+    nodes, inits = [], []
+
+    def qdq(x, name, scale, zp=0, dt=np.uint8):
+        inits.extend([numpy_helper.from_array(np.array(scale, np.float32), name + "_s"),
+                      numpy_helper.from_array(np.array(zp, dt), name + "_z")])
+        nodes.extend([helper.make_node("QuantizeLinear", [x, name + "_s", name + "_z"], [name + "_q"]),
+                      helper.make_node("DequantizeLinear", [name + "_q", name + "_s", name + "_z"],
+                                       [name + "_d"])])
+        return name + "_d"
+
+    def conv(x, xs, name):
+        w = _conv_w(rng, c, c, 3)
+        ws = (rng.random(c) * 0.002 + 0.001).astype(np.float32)
+        bs = (ws * np.float32(xs)).astype(np.float32)  # the bias as int32 at scale x_s * w_s
+        bq = np.round(rng.standard_normal(c) * 0.1 / bs).astype(np.int32)
+        inits.extend([numpy_helper.from_array(w, name + "_w"), numpy_helper.from_array(ws, name + "_ws"),
+                      numpy_helper.from_array(np.zeros(c, np.int8), name + "_wz"),
+                      numpy_helper.from_array(bq, name + "_bq"), numpy_helper.from_array(bs, name + "_bs"),
+                      numpy_helper.from_array(np.zeros(c, np.int32), name + "_bz")])
+        nodes.extend([helper.make_node("DequantizeLinear", [name + "_w", name + "_ws", name + "_wz"],
+                                       [name + "_wd"], axis=0),
+                      helper.make_node("DequantizeLinear", [name + "_bq", name + "_bs", name + "_bz"],
+                                       [name + "_b"], axis=0),
+                      helper.make_node("Conv", [x, name + "_wd", name + "_b"], [name], pads=[1, 1, 1, 1])])
+        return name
+
+    x = qdq("x", "in", 0.02, 128)
+    h = conv(x, 0.02, "c1")
+    nodes.append(helper.make_node("Relu", [h], ["r1"]))
+    h = conv(qdq("r1", "a1", 0.03, 0), 0.03, "c2")
+    h = qdq(h, "a2", 0.05, 128)
+    nodes.extend([helper.make_node("Add", [h, x], ["sum"]), helper.make_node("Relu", ["sum"], ["r2"])])
+    out = qdq("r2", "out", 0.04, 0)
+    g = helper.make_graph(nodes, "qdq_res", [helper.make_tensor_value_info("x", F, [n, c, hw, hw])],
+                          [helper.make_tensor_value_info(out, F, [n, c, hw, hw])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def qlinear_convnet(rng, c=64, hw=56, n=1):
+    """The QOperator form (quantize_static, QuantFormat.QOperator; the ONNX model zoo's
+    int8 CNNs): QuantizeLinear, QLinearConv 3x3 (per-channel weight scales, i32 bias),
+    QLinearConv 1x1 to 2c, QLinearConv 3x3 stride 2, DequantizeLinear."""
+    nodes, inits = [], []
+
+    def t(name, v, dt):
+        inits.append(numpy_helper.from_array(np.array(v, dt), name))
+        return name
+
+    x = "x"
+    nodes.append(helper.make_node("QuantizeLinear", ["x", t("xs", 0.02, np.float32),
+                                                     t("xz", 128, np.uint8)], ["xq"]))
+    x, s, z, ci = "xq", "xs", "xz", c
+    for i, (co, k, st) in enumerate([(c, 3, 1), (2 * c, 1, 1), (2 * c, 3, 2)]):
+        w = _conv_w(rng, co, ci, k)
+        ws = (rng.random(co) * 0.002 + 0.001).astype(np.float32)
+        bias = rng.integers(-2000, 2000, co).astype(np.int32)
+        nm = "c%d" % i
+        ins = [x, s, z, t(nm + "_w", w, np.int8), t(nm + "_ws", ws, np.float32),
+               t(nm + "_wz", np.zeros(co), np.int8), t(nm + "_ys", 0.05, np.float32),
+               t(nm + "_yz", 0, np.uint8), t(nm + "_b", bias, np.int32)]
+        nodes.append(helper.make_node("QLinearConv", ins, [nm], pads=[k // 2] * 4, strides=[st, st]))
+        x, s, z, ci = nm, nm + "_ys", nm + "_yz", co
+    nodes.append(helper.make_node("DequantizeLinear", [x, s, z], ["y"]))
+    g = helper.make_graph(nodes, "qlin_conv", [helper.make_tensor_value_info("x", F, [n, c, hw, hw])],
+                          [helper.make_tensor_value_info("y", F, None)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def qdyn_convnet(rng, c=64, hw=56, n=1):
+    """quantize_dynamic's form of Conv 3x3 + ReLU, Conv 3x3: per Conv DynamicQuantizeLinear,
+    ConvInteger with an int8 weight (zero point 0), Cast, the scales' product, bias
+    (reshaped to (c, 1, 1)), then ReLU after the first."""
+    nodes, inits, x = [], [], "x"
+    for i in range(2):
+        nm = "c%d" % i
+        inits += [numpy_helper.from_array(_conv_w(rng, c, c, 3), nm + "_w"),
+                  numpy_helper.from_array(np.array(0.002, np.float32), nm + "_ws"),
+                  numpy_helper.from_array(np.array(0, np.int8), nm + "_wz"),
+                  numpy_helper.from_array((rng.standard_normal((c, 1, 1)) * 0.1).astype(np.float32),
+                                          nm + "_b")]
+        nodes += [helper.make_node("DynamicQuantizeLinear", [x], [nm + "_q", nm + "_qs", nm + "_qz"]),
+                  helper.make_node("ConvInteger", [nm + "_q", nm + "_w", nm + "_qz", nm + "_wz"],
+                                   [nm + "_ci"], pads=[1, 1, 1, 1]),
+                  helper.make_node("Cast", [nm + "_ci"], [nm + "_cf"], to=F),
+                  helper.make_node("Mul", [nm + "_qs", nm + "_ws"], [nm + "_sc"]),
+                  helper.make_node("Mul", [nm + "_cf", nm + "_sc"], [nm + "_m"]),
+                  helper.make_node("Add", [nm + "_m", nm + "_b"], [nm + "_y"])]
+        x = nm + "_y"
+        if i == 0:
+            nodes.append(helper.make_node("Relu", [x], ["r0"]))
+            x = "r0"
+    g = helper.make_graph(nodes, "qdyn_conv", [helper.make_tensor_value_info("x", F, [n, c, hw, hw])],
+                          [helper.make_tensor_value_info(x, F, None)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])

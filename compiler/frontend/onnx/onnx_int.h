@@ -289,6 +289,12 @@ bool ox_c_matmul_integer(ox_ctx *c);
  * weight (static quantization's QDQ form) as the 8-bit product scaled in f32, or NULL
  * when its operands are not that (onnx_quant.c). */
 rx_node *ox_qdq_matmul(ox_ctx *c);
+/* onnx_quant.c: the 8-bit convolutions (rt.qconv2d on the CPU): ConvInteger /
+ * QLinearConv's i32 product, a QDQ Conv's f32 result; NULL when the form does not
+ * apply. onnx_nn.c: the nn.conv2d into i32 they make. */
+rx_node *ox_conv_q8(ox_ctx *c, int xi, int xz, int wi, int wz, int bias);
+rx_node *ox_qdq_conv(ox_ctx *c);
+rx_node *ox_conv_int8(ox_ctx *c, rx_node *x, rx_node *w, int64_t zx);
 bool ox_c_hardmax(ox_ctx *c);
 bool ox_c_einsum(ox_ctx *c);
 bool ox_c_rnn(ox_ctx *c);

@@ -376,9 +376,44 @@ static rx_node *conv_of(ox_ctx *c, rx_node *x, rx_node *w, int bias)
 
 rx_node *ox_conv_window(ox_ctx *c, rx_node *x, rx_node *w) { return conv_of(c, x, w, -1); }
 
+/* The 2-d 8-bit convolution into i32 of x (u8 or i8) by the constant 8-bit weight w,
+ * one group, with the node's window attributes, taps outside x reading zx (x's zero
+ * point: an explicit nn.pad with that value when zx is not 0 and the window pads; the
+ * convolution itself pads with 0): the nn.conv2d (out_dtype int32) that legalize sends
+ * to rt.qconv2d on the CPU (onnx_quant.c calls it). NULL when the form does not apply
+ * (nothing is reported: the caller has another form). */
+rx_node *ox_conv_int8(ox_ctx *c, rx_node *x, rx_node *w, int64_t zx)
+{
+    if (!x || !w || ox_ndim(x) != 4 || ox_ndim(w) != 4 || ox_attr_i(c, "group", 1) != 1 ||
+        !ox_need_dims(c, x) || !ox_need_dims(c, w))
+        return NULL;
+    int64_t k[MAXSP], s[MAXSP], dil[MAXSP], pads[2 * MAXSP];
+    kernel_dims(w, 2, k);
+    if (!ints_sp(c, "strides", 1, s, 2) || !ints_sp(c, "dilations", 1, dil, 2) ||
+        !window_pads(c, x, k, s, dil, pads, 2))
+        return NULL;
+    if (zx && (pads[0] || pads[1] || pads[2] || pads[3])) {
+        int64_t pw[8] = {0, 0, 0, 0, pads[0], pads[2], pads[1], pads[3]};
+        rx_attr *pm = ox_amap(c);
+        ox_aset(c, pm, "pad_width", ox_aints(c, pw, 8));
+        ox_aset(c, pm, "pad_value", ox_afloat(c, (double)zx));
+        x = ox_call1(c, "nn.pad", x, pm);
+        memset(pads, 0, sizeof pads);
+    }
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "strides", ox_aints(c, s, 2));
+    ox_aset(c, m, "padding", ox_aints(c, pads, 4));
+    ox_aset(c, m, "dilation", ox_aints(c, dil, 2));
+    ox_aset(c, m, "groups", ox_aint(c, 1));
+    ox_aset(c, m, "out_dtype", ox_astr(c, "int32"));
+    rx_node *a[2] = {x, w};
+    return x ? ox_call(c, "nn.conv2d", a, 2, m) : NULL;
+}
+
 rx_node *ox_conv_integer(ox_ctx *c, int xi, int xz, int wi, int wz, int bias)
 {
-    rx_node *y = ox_conv_blocked(c, xi, xz, wi, wz, bias); /* exact f32 blocks */
+    rx_node *y = ox_conv_q8(c, xi, xz, wi, wz, bias); /* 8 bits (rt.qconv2d) */
+    if (!y) y = ox_conv_blocked(c, xi, xz, wi, wz, bias); /* exact f32 blocks */
     return y ? y : conv_of(c, int_operand(c, xi, xz), int_operand(c, wi, wz), bias);
 }
 
@@ -387,6 +422,8 @@ bool ox_c_conv(ox_ctx *c)
 {
     if (!strcmp(c->node->op_type, "ConvInteger"))
         return ox_out_node(c, 0, ox_conv_integer(c, 0, 2, 1, 3, -1));
+    rx_node *q = ox_qdq_conv(c); /* a QDQ model's 8-bit convolution (onnx_quant.c) */
+    if (q) return ox_out_node(c, 0, q);
     return ox_out_node(c, 0, conv_of(c, ox_in_node(c, 0), ox_in_node(c, 1), 2));
 }
 

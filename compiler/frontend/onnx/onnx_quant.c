@@ -132,9 +132,10 @@ bool ox_c_quantize(ox_ctx *c)
     rx_const *folded = deq ? dequantize_const(c, axis) : NULL;
     if (folded) {
         rx_const *xk = ox_const(c, ox_in(c, 0));
-        if (xk->ndim == 2 && axis >= -2 && axis < 2) /* a matmul's weight */
-            qdq_note(c, folded, NULL, NULL, NULL, xk, ox_const(c, ox_in(c, 1)),
-                     ox_in(c, 2) ? ox_const(c, ox_in(c, 2)) : NULL, (int)(axis < 0 ? axis + 2 : axis));
+        if ((xk->ndim == 2 || xk->ndim == 4) && axis >= -xk->ndim && axis < xk->ndim)
+            qdq_note(c, folded, NULL, NULL, NULL, xk, ox_const(c, ox_in(c, 1)), /* a weight */
+                     ox_in(c, 2) ? ox_const(c, ox_in(c, 2)) : NULL,
+                     (int)(axis < 0 ? axis + xk->ndim : axis));
         ox_out_const(c, 0, folded);
         return true;
     }
@@ -496,4 +497,81 @@ rx_node *ox_qdq_matmul(ox_ctx *c)
     return p ? ox_call2(c, "multiply", ox_astype(c, p, RX_DT_F32),
                         ox_call2(c, "multiply", ox_astype(c, qa->s, RX_DT_F32), sw))
              : NULL;
+}
+
+/* The convolution of 8-bit x by the constant 8-bit weight wk less x's zero point zx,
+ * in i32: ox_conv_int8's nn.conv2d (rt.qconv2d; x padded with zx) less zx times each
+ * output channel's weight sum (a constant), the taps' (x - zx) w summed exactly. NULL
+ * when the form does not apply. */
+static rx_node *int8_conv(ox_ctx *c, rx_node *x, const rx_const *wk, int64_t zx)
+{
+    rx_node *y = ox_conv_int8(c, x, ox_const_node(c, (rx_const *)wk), zx);
+    if (!y || !zx) return y;
+    int64_t co = wk->shape[0], per = numel_of(wk) / co, shape[4] = {1, co, 1, 1};
+    rx_const *k = ox_new_const(c, RX_DT_I32, 4, shape);
+    int32_t *o = (int32_t *)(void *)k->data;
+    for (int64_t j = 0; j < co; j++) {
+        int64_t t = 0;
+        for (int64_t i = 0; i < per; i++) t += ox_ci(wk, j * per + i);
+        o[j] = (int32_t)(zx * t);
+    }
+    return ox_call2(c, "subtract", y, ox_const_node(c, k));
+}
+
+/* The one integer of zero point k (NULL: 0) into v; false when k is not one constant
+ * element. */
+static bool one_zp(const rx_const *k, int64_t *v)
+{
+    *v = 0;
+    if (!k) return true;
+    if (!k->data || numel_of(k) != 1) return false;
+    *v = ox_ci(k, 0);
+    return true;
+}
+
+/* ConvInteger's and QLinearConv's (x - x_zp) conv (w - w_zp) in i32 (plus the i32 bias
+ * input `bias` when present) as int8_conv, for an 8-bit x with a constant zero point
+ * and a constant 2-d 8-bit weight of one group whose zero point is 0 (quantize_static's
+ * and quantize_dynamic's symmetric int8 weights). NULL when the form does not apply. */
+rx_node *ox_conv_q8(ox_ctx *c, int xi, int xz, int wi, int wz, int bias)
+{
+    rx_node *x = ox_in_node(c, xi);
+    rx_const *wk = ox_const(c, ox_in(c, wi));
+    rx_const *zk = ox_in(c, xz) ? ox_const(c, ox_in(c, xz)) : NULL;
+    int64_t zx;
+    if (!x || !byte_dt(ox_dtype_of(x)) || !wk || !wk->data || wk->ndim != 4 ||
+        !byte_dt(wk->dtype) || !zero_or_absent(c, wz) || (ox_in(c, xz) && !zk) || !one_zp(zk, &zx))
+        return NULL;
+    rx_node *y = int8_conv(c, x, wk, zx);
+    if (!y || bias < 0 || !ox_in(c, bias)) return y;
+    return ox_call2(c, "add", y, along(c, ox_astype(c, ox_in_node(c, bias), RX_DT_I32), 1, 4));
+}
+
+/* Conv of x = DequantizeLinear(q, s, z) (q 8-bit, s one element, z a constant or
+ * absent) by w the dequantized constant of an 8-bit (Co, C, kh, kw) weight (scale per
+ * tensor or per output channel, zero point 0): int8_conv's exact i32 convolution
+ * (rt.qconv2d) times s * w_s in f32, plus the bias (input 2), as ONNX Runtime's QDQ
+ * Conv runs on its integer kernel, instead of an f32 convolution of the dequantized
+ * operands. NULL when the form does not apply. */
+rx_node *ox_qdq_conv(ox_ctx *c)
+{
+    ox_val *av = ox_in(c, 0), *bv = ox_in(c, 1);
+    if (!av || !bv || !av->node || !bv->k) return NULL;
+    const ox_qdq *qa = qdq_find(c, av->node), *qb = qdq_find(c, bv->k);
+    if (!qa || !qb || !qa->q || !qa->s || !qb->qk || !qb->qk->data || qb->qk->ndim != 4 ||
+        !qb->sk || !qb->sk->data || qb->sk->dtype != RX_DT_F32 || (qb->zk && !all_zero(qb->zk)))
+        return NULL;
+    int64_t co = qb->qk->shape[0], ns = numel_of(qb->sk), zx;
+    if ((ns != 1 && (ns != co || qb->axis != 0)) || (qa->z && !qa->zk) || !one_zp(qa->zk, &zx) ||
+        !qa->s->sinfo || !qa->s->sinfo->dims || ox_ndim(qa->s) > 1 ||
+        (ox_ndim(qa->s) == 1 && !rx_expr_is_int(qa->s->sinfo->dims[0], 1)))
+        return NULL;
+    rx_node *p = int8_conv(c, qa->q, qb->qk, zx);
+    if (!p) return NULL;
+    rx_node *sw = ox_const_node(c, (rx_const *)qb->sk);
+    if (ns == co) sw = along(c, sw, 1, 4);
+    rx_node *y = ox_call2(c, "multiply", ox_astype(c, p, RX_DT_F32),
+                          ox_call2(c, "multiply", ox_astype(c, qa->s, RX_DT_F32), sw));
+    if (!y || !ox_in(c, 2)) return y;
+    return ox_call2(c, "add", y, along(c, ox_astype(c, ox_in_node(c, 2), RX_DT_F32), 1, 4));
 }

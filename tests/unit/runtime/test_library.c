@@ -324,10 +324,10 @@ START_TEST(builtin_names)
         "blas.conv2d", "blas.matmul", "blas.matmul_bias", "blas.matmul_bias_gelu",
         "blas.matmul_bias_relu", "blas.matmul_bias_silu", "blas.matmul_gelu", "blas.matmul_relu",
         "blas.matmul_silu", "blas.matmul_view", "blas.sgemm", "clblast.matmul", "cublas.matmul",
-        "rt.concat", "rt.cumsum", "rt.group_norm", "rt.matmul", "rt.pool2d", "rt.qmatmul", "rt.resize2d", "rt.rms_norm", "rt.rnn", "rt.scatter", "rt.topk"};
+        "rt.concat", "rt.cumsum", "rt.group_norm", "rt.matmul", "rt.pool2d", "rt.qconv2d", "rt.qmatmul", "rt.resize2d", "rt.rms_norm", "rt.rnn", "rt.scatter", "rt.topk"};
     int n = 0;
     while (names[n]) n++;
-    ck_assert_int_eq(n, 24);
+    ck_assert_int_eq(n, 25);
     for (int i = 0; i < n; i++) ck_assert_str_eq(names[i], want[i]);
     rx_rt_ctx *ctx = rx_rt_ctx_new();
     for (int i = 0; i < n; i++) rx_rt_module_free(rows_module(ctx, names[i], RX_RXA_F32, RX_RXA_F32, 4));

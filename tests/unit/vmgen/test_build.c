@@ -464,7 +464,7 @@ START_TEST(library_not_on_target)
                      "blas.matmul, blas.matmul_bias, blas.matmul_bias_gelu, blas.matmul_bias_relu, "
                      "blas.matmul_bias_silu, blas.matmul_gelu, blas.matmul_relu, "
                      "blas.matmul_silu, blas.matmul_view, blas.sgemm, rt.concat, rt.cumsum, rt.group_norm, "
-                     "rt.matmul, rt.pool2d, rt.qmatmul, rt.resize2d, rt.rms_norm, rt.rnn, rt.scatter, rt.topk)\n");
+                     "rt.matmul, rt.pool2d, rt.qconv2d, rt.qmatmul, rt.resize2d, rt.rms_norm, rt.rnn, rt.scatter, rt.topk)\n");
     rx_sb_free(&msg);
     rx_diags_free(&d);
     rx_sb_free(&text);

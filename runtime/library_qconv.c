@@ -1,0 +1,223 @@
+/*
+ * library_qconv.c — rt.qconv2d, the 8-bit integer convolution of quantized CNNs
+ * (QLinearConv, ConvInteger, a QDQ Conv as ONNX Runtime's quantization tools write
+ * them): compiler/legalize/legalize_lib.c makes the call for a CPU nn.conv2d of an 8-bit
+ * activation by a constant 8-bit weight into i32 (groups 1, NCHW / OIHW), which
+ * compiler/frontend/onnx/onnx_quant.c emits (the zero points are in the graph around it:
+ * an explicit pad with the activation's zero point and a constant correction).
+ *
+ *   rt.qconv2d (X, W', params, Y): X u8 or i8 (N, C, H, W); W' the weight (Co, C, kh, kw)
+ *   as the (kh kw C, Co) matrix B[(i kw + j) C + c, o] = W[o, c, i, j] in rt.qmatmul's
+ *   packed layout (runtime/rt_qpack.h), packed once at compile time; params i64 (10,) =
+ *   C, kh, kw, stride h, w, padding top, left, dilation h, w, W was u8; Y i32
+ *   (N, Co, Ho, Wo): Y[n, o, y, x] = sum over c, i, j of W[o, c, i, j] X[n, c, y sh + i
+ *   dh - pt, x sw + j dw - pl], taps outside X read as 0, exact modulo 2^32 (ONNX
+ *   Runtime's int32 accumulation).
+ *
+ * The convolution is the product A B of B above by A (Ho Wo, kh kw C), the im2col of X
+ * in channel-last order, on rt.qmatmul's tile kernels (library_qgemm.c: AVX-512 VNNI
+ * 6 x 64, AVX2, SSE2, portable; $RX_QGEMM_KERNEL forces a lower one). Per image:
+ *   1. X is copied channel-last, (H, W, C) bytes, as A' = X ^ ax (ax = 0x80 for an i8 X:
+ *      u8 for vpdpbusd), rows of H over the threads, then a barrier;
+ *   2. the output pixels in chunks of CH = 48 over the threads; a chunk's A rows are
+ *      kh kw runs of C bytes (memcpy from the channel-last copy; a tap outside X the
+ *      byte ax, i.e. X = 0), or, for a 1x1 stride-1 unpadded convolution with C a
+ *      multiple of 4, the channel-last copy itself (no im2col); each 64-column block of
+ *      B runs the tile kernel over the chunk into a 48 x 64 i32 buffer, corrected as
+ *      rt.qmatmul corrects (A B = A'B' + ob rowsum(A') - oa colsum(B') - K oa ob), and
+ *      written out channel-first: 48 consecutive i32 per output channel.
+ * The channel-first input's im2col (B (C kh kw, Ho Wo) as the packed operand) would need
+ * rt_qpack's byte shuffle of the whole im2col per call, about 3x the product's time at
+ * 56 x 56 x 64; the channel-last copy is one pass over X's bytes.
+ * Measured (Zen 5, 2 threads, quiet, 1 x 64 x 56 x 56, 3x3 64 -> 64, best of 50): see
+ * docs/runtime.md.
+ * Cost: N Co Ho Wo C kh kw multiply-adds; copies N C H W + N Ho Wo kh kw C bytes (the
+ * im2col, chunk by chunk in L1/L2) and writes Y once.
+ */
+#include "rt_int.h"
+#include "rt_qpack.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { QC_OK, QC_ARGS, QC_DTYPE, QC_SHAPE, QC_NOMEM };
+enum { NR = RX_QP_NR, MR = RX_QG_MR, CH = 48, NPARAMS = 10 };
+
+const char *rx_rt_qconv2d_strerr(int32_t code)
+{
+    switch (code) {
+    case QC_ARGS: return "takes (X, packed W, params, Y)";
+    case QC_DTYPE: return "X must be u8 or i8, the packed weight u8, params i64 and Y i32";
+    case QC_SHAPE: return "X, the packed weight, params and Y do not agree (X (N, C, H, W), Y (N, Co, Ho, Wo))";
+    case QC_NOMEM: return "out of memory for the channel-last copy of X";
+    default: return NULL;
+    }
+}
+
+typedef struct qc {
+    const uint8_t *x, *packed;
+    int32_t *y;
+    int64_t n, c, h, w, co, ho, wo, kh, kw, sh, sw, pt, pl, dh, dw, k, kp, nblk, chunks;
+    uint8_t ax, bx;
+    bool direct; /* 1x1, stride 1, no padding, C % 4 == 0: A is the channel-last copy */
+    uint8_t *xt; /* the channel-last copy of one image: h w c bytes */
+    uint8_t *abuf; /* per thread: CH rows of kp bytes */
+    int32_t *cbuf; /* per thread: CH x NR */
+    uint32_t *rsum; /* per thread: CH row sums of A' (when bx) */
+    rx_qkern_fn kern;
+} qc;
+
+/* Rows [h0, h1) of image img channel-last, each byte ^ ax. */
+static void to_nhwc(const qc *q, int64_t img, int64_t h0, int64_t h1)
+{
+    const int64_t C = q->c, W = q->w, hw = q->h * W;
+    const uint8_t ax = q->ax, *restrict x = q->x + img * C * hw;
+    uint8_t *restrict xt = q->xt;
+    for (int64_t y = h0; y < h1; y++)
+        for (int64_t i = 0; i < W; i++) { /* one pixel's C bytes, read C planes apart */
+            const uint8_t *restrict src = x + y * W + i;
+            uint8_t *restrict dst = xt + (y * W + i) * C;
+            for (int64_t c = 0; c < C; c++) dst[c] = (uint8_t)(src[c * hw] ^ ax);
+        }
+}
+
+/* Rows [p0, p0 + rows) of the im2col A' into abuf (rows kp bytes apart). */
+static void im2col(const qc *q, int64_t p0, int64_t rows, uint8_t *abuf)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t p = p0 + r, oy = p / q->wo, ox = p % q->wo;
+        uint8_t *dst = abuf + r * q->kp;
+        for (int64_t i = 0; i < q->kh; i++) {
+            int64_t iy = oy * q->sh + i * q->dh - q->pt;
+            for (int64_t j = 0; j < q->kw; j++, dst += q->c) {
+                int64_t ix = ox * q->sw + j * q->dw - q->pl;
+                if (iy < 0 || iy >= q->h || ix < 0 || ix >= q->w)
+                    memset(dst, q->ax, (size_t)q->c);
+                else
+                    memcpy(dst, q->xt + (iy * q->w + ix) * q->c, (size_t)q->c);
+            }
+        }
+        memset(dst, 0, (size_t)(q->kp - q->k));
+    }
+}
+
+/* The rows x nc tile c (rows NR apart) written transposed: column j's rows to y + j p. */
+static void store_cols(const int32_t *restrict c, int64_t rows, int nc, int32_t *restrict y, int64_t p)
+{
+    for (int64_t r0 = 0; r0 < rows; r0 += 8) { /* 8 rows of every column: 8 lines in L1 */
+        int64_t r1 = r0 + 8 < rows ? r0 + 8 : rows;
+        for (int j = 0; j < nc; j++)
+            for (int64_t r = r0; r < r1; r++) y[j * p + r] = c[r * NR + j];
+    }
+}
+
+static void qc_image(qc *q, int64_t img, int t, int nt)
+{
+    to_nhwc(q, img, q->h * t / nt, q->h * (t + 1) / nt);
+    rx_rt_barrier();
+    int64_t p = q->ho * q->wo, i0 = q->chunks * t / nt, i1 = q->chunks * (t + 1) / nt;
+    uint8_t *abuf = q->abuf + (int64_t)t * CH * q->kp;
+    int32_t *cbuf = q->cbuf + (int64_t)t * CH * NR;
+    uint32_t *rsum = q->rsum + (int64_t)t * CH;
+    uint32_t oa = q->ax ? 128u : 0u, ob = q->bx ? 128u : 0u, kab = (uint32_t)q->k * oa * ob;
+    for (int64_t ch = i0; ch < i1; ch++) {
+        int64_t p0 = ch * CH, rows = p - p0 < CH ? p - p0 : CH;
+        const uint8_t *ap = abuf;
+        if (q->direct)
+            ap = q->xt + p0 * q->c;
+        else
+            im2col(q, p0, rows, abuf);
+        if (ob)
+            for (int64_t r = 0; r < rows; r++) {
+                uint32_t s = 0;
+                for (int64_t k = 0; k < q->k; k++) s += ap[r * q->kp + k];
+                rsum[r] = s;
+            }
+        for (int64_t blk = 0; blk < q->nblk; blk++) {
+            const int8_t *bp = (const int8_t *)(q->packed + blk * q->kp * NR);
+            uint32_t colsum[NR];
+            memcpy(colsum, q->packed + q->nblk * q->kp * NR + blk * NR * 4, sizeof colsum);
+            int64_t j0 = blk * NR;
+            int nc = (int)(q->co - j0 < NR ? q->co - j0 : NR);
+            for (int64_t r = 0; r < rows; r += MR) {
+                int mr = (int)(rows - r < MR ? rows - r : MR);
+                q->kern(ap + r * q->kp, q->kp, bp, q->kp, mr, cbuf + r * NR, NR, nc);
+            }
+            if (oa || ob)
+                for (int64_t r = 0; r < rows; r++) {
+                    uint32_t add = ob * rsum[r] - kab, *cr = (uint32_t *)(void *)(cbuf + r * NR);
+                    for (int j = 0; j < nc; j++) cr[j] += add - oa * colsum[j];
+                }
+            store_cols(cbuf, rows, nc, q->y + (img * q->co + j0) * p + p0, p);
+        }
+    }
+    rx_rt_barrier(); /* the next image's copy overwrites xt */
+}
+
+static void qc_run(void *ud, int t, int nt)
+{
+    qc *q = ud;
+    for (int64_t img = 0; img < q->n; img++) qc_image(q, img, t, nt);
+}
+
+static bool byte_dtype(DLDataType d)
+{
+    return d.lanes == 1 && d.bits == 8 && (d.code == kDLInt || d.code == kDLUInt);
+}
+
+int32_t rx_rt_qconv2d(DLTensor *const *args, int32_t nargs)
+{
+    if (nargs != 4) return QC_ARGS;
+    const DLTensor *X = args[0], *B = args[1], *P = args[2], *Y = args[3];
+    if (!byte_dtype(X->dtype) || B->dtype.bits != 8 || B->dtype.lanes != 1 ||
+        P->dtype.code != kDLInt || P->dtype.bits != 64 || P->dtype.lanes != 1 ||
+        Y->dtype.code != kDLInt || Y->dtype.bits != 32 || Y->dtype.lanes != 1)
+        return QC_DTYPE;
+    if (X->ndim != 4 || Y->ndim != 4 || B->ndim != 1 || P->ndim != 1 || P->shape[0] != NPARAMS)
+        return QC_SHAPE;
+    int64_t pv[NPARAMS];
+    memcpy(pv, (const char *)P->data + P->byte_offset, sizeof pv);
+    qc q = {.x = (const uint8_t *)X->data + X->byte_offset,
+            .packed = (const uint8_t *)B->data + B->byte_offset,
+            .y = (int32_t *)(void *)((char *)Y->data + Y->byte_offset),
+            .n = X->shape[0], .c = X->shape[1], .h = X->shape[2], .w = X->shape[3],
+            .co = Y->shape[1], .ho = Y->shape[2], .wo = Y->shape[3],
+            .kh = pv[1], .kw = pv[2], .sh = pv[3], .sw = pv[4], .pt = pv[5], .pl = pv[6],
+            .dh = pv[7], .dw = pv[8], .ax = X->dtype.code == kDLInt ? 0x80 : 0,
+            .bx = pv[9] ? 0x80 : 0};
+    if (pv[0] != q.c || Y->shape[0] != q.n || q.kh < 1 || q.kw < 1 || q.sh < 1 || q.sw < 1 ||
+        q.dh < 1 || q.dw < 1 || q.pt < 0 || q.pl < 0)
+        return QC_SHAPE;
+    q.k = q.kh * q.kw * q.c;
+    q.kp = rx_qpack_kp(q.k);
+    q.nblk = rx_qpack_blocks(q.co);
+    if (B->shape[0] != rx_qpack_bytes(q.k, q.co)) return QC_SHAPE;
+    int64_t p = q.ho * q.wo;
+    if (q.n == 0 || q.co == 0 || p == 0) return QC_OK;
+    if (q.k == 0) {
+        memset(q.y, 0, (size_t)(q.n * q.co * p) * sizeof *q.y);
+        return QC_OK;
+    }
+    q.direct = q.kh == 1 && q.kw == 1 && q.sh == 1 && q.sw == 1 && q.pt == 0 && q.pl == 0 &&
+               q.c % 4 == 0 && q.ho == q.h && q.wo == q.w;
+    q.chunks = (p + CH - 1) / CH;
+    q.kern = rx_rt_qgemm_tile();
+    double macs = (double)q.n * (double)p * (double)q.co * (double)q.k;
+    int nthr = macs < (double)(1 << 18) ? 1 : rx_rt_max_threads();
+    if (nthr > q.chunks) nthr = (int)q.chunks;
+    if (nthr < 1) nthr = 1;
+    size_t xbytes = ((size_t)(q.h * q.w * q.c) + 63) / 64 * 64;
+    size_t abytes = (size_t)(CH * q.kp + 63) / 64 * 64, cbytes = (size_t)CH * NR * sizeof(int32_t);
+    size_t total = xbytes + (size_t)nthr * (abytes + cbytes + CH * sizeof(uint32_t));
+    uint8_t *mem = aligned_alloc(64, (total + 63) / 64 * 64);
+    if (!mem) return QC_NOMEM;
+    q.xt = mem;
+    q.abuf = mem + xbytes;
+    q.cbuf = (int32_t *)(void *)(mem + xbytes + (size_t)nthr * abytes);
+    q.rsum = (uint32_t *)(void *)(mem + xbytes + (size_t)nthr * (abytes + cbytes));
+    rx_rt_parallel_for_n(qc_run, &q, nthr);
+    free(mem);
+    return QC_OK;
+}

@@ -1,0 +1,171 @@
+/*
+ * test_qconv.c — rt.qconv2d (runtime/library_qconv.c), the 8-bit integer convolution,
+ * against an int64 reference reduced modulo 2^32 (taps outside X read 0): u8 and i8 X
+ * by i8 and u8 weights (the X ^ 0x80 and W ^ 0x80 corrections, and padding that must
+ * read X = 0, i.e. 0x80 in the shifted bytes), 1x1 with C a multiple of 4 (the
+ * channel-last copy read in place) and not, 3x3 with symmetric and asymmetric padding,
+ * strides 2, dilation 2, a 7x7 stride-2 stem on 3 channels (K 147: padded groups),
+ * output channels past one 64-column block and with tails, two images, a size past the
+ * one-thread bound, the extremes (X all 255, W -128 / 127 alternating), and the
+ * argument errors. The weight is packed as compiler/legalize/legalize_lib.c packs it.
+ * The tile kernel per $RX_QGEMM_KERNEL (ctest runs it with the CPU's best, avx2 and
+ * portable).
+ */
+#include "rt_test.h"
+
+#include "../../../runtime/rt_int.h"
+#include "../../../runtime/rt_qpack.h"
+
+#include <stdint.h>
+
+static uint32_t next(uint32_t *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return *s >> 8;
+}
+
+static DLTensor tensor(void *data, DLDataType dt, int ndim, int64_t *shape)
+{
+    return rt_dl(data, (uint32_t)dt.code | (uint32_t)dt.bits << 8, ndim, shape);
+}
+
+typedef struct qcase {
+    int64_t n, c, h, w, co, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw;
+    bool x_signed, w_u8;
+    int fill; /* 0 random, 1 the extremes */
+} qcase;
+
+static int64_t xval(const uint8_t *x, int64_t i, bool sgn) { return sgn ? (int8_t)x[i] : x[i]; }
+
+static void check(const qcase *q, uint32_t seed)
+{
+    int64_t ho = (q->h + q->pt + q->pb - q->dh * (q->kh - 1) - 1) / q->sh + 1;
+    int64_t wo = (q->w + q->pl + q->pr - q->dw * (q->kw - 1) - 1) / q->sw + 1;
+    int64_t nx = q->n * q->c * q->h * q->w, nw = q->co * q->c * q->kh * q->kw, ny = q->n * q->co * ho * wo;
+    int64_t k = q->kh * q->kw * q->c;
+    uint8_t *x = malloc((size_t)nx), *w = malloc((size_t)nw), *b = malloc((size_t)nw);
+    int32_t *y = malloc(sizeof(int32_t) * (size_t)ny);
+    int64_t pbytes = rx_qpack_bytes(k, q->co);
+    uint8_t *pk = malloc((size_t)pbytes);
+    ck_assert(x && w && b && y && pk);
+    for (int64_t i = 0; i < nx; i++) x[i] = q->fill ? 0xff : (uint8_t)next(&seed);
+    for (int64_t i = 0; i < nw; i++)
+        w[i] = q->fill ? (uint8_t)(q->w_u8 ? 0xff : i % 2 ? 0x80 : 0x7f) : (uint8_t)next(&seed);
+    for (int64_t i = 0; i < ny; i++) y[i] = 0x5a5a5a5a;
+    for (int64_t o = 0; o < q->co; o++) /* as legalize_lib.c: B[(i kw + j) C + c, o] */
+        for (int64_t c = 0; c < q->c; c++)
+            for (int64_t i = 0; i < q->kh; i++)
+                for (int64_t j = 0; j < q->kw; j++)
+                    b[((i * q->kw + j) * q->c + c) * q->co + o] = w[((o * q->c + c) * q->kh + i) * q->kw + j];
+    rx_qpack(b, k, q->co, q->w_u8 ? 0x80 : 0, pk);
+    int64_t params[10] = {q->c, q->kh, q->kw, q->sh, q->sw, q->pt, q->pl, q->dh, q->dw, q->w_u8};
+    int64_t sx[4] = {q->n, q->c, q->h, q->w}, sy[4] = {q->n, q->co, ho, wo}, sp[1] = {pbytes}, s10[1] = {10};
+    DLTensor tx = tensor(x, (DLDataType){q->x_signed ? kDLInt : kDLUInt, 8, 1}, 4, sx);
+    DLTensor tb = tensor(pk, (DLDataType){kDLUInt, 8, 1}, 1, sp);
+    DLTensor tp = tensor(params, (DLDataType){kDLInt, 64, 1}, 1, s10);
+    DLTensor ty = tensor(y, (DLDataType){kDLInt, 32, 1}, 4, sy);
+    DLTensor *args[4] = {&tx, &tb, &tp, &ty};
+    ck_assert_int_eq(rx_rt_qconv2d(args, 4), 0);
+    for (int64_t n = 0; n < q->n; n++)
+        for (int64_t o = 0; o < q->co; o++)
+            for (int64_t oy = 0; oy < ho; oy++)
+                for (int64_t ox = 0; ox < wo; ox++) {
+                    int64_t s = 0;
+                    for (int64_t c = 0; c < q->c; c++)
+                        for (int64_t i = 0; i < q->kh; i++)
+                            for (int64_t j = 0; j < q->kw; j++) {
+                                int64_t iy = oy * q->sh + i * q->dh - q->pt, ix = ox * q->sw + j * q->dw - q->pl;
+                                if (iy < 0 || iy >= q->h || ix < 0 || ix >= q->w) continue;
+                                int64_t wi = ((o * q->c + c) * q->kh + i) * q->kw + j;
+                                s += xval(x, ((n * q->c + c) * q->h + iy) * q->w + ix, q->x_signed) *
+                                     (q->w_u8 ? w[wi] : (int8_t)w[wi]);
+                            }
+                    int64_t at = ((n * q->co + o) * ho + oy) * wo + ox;
+                    if (y[at] != (int32_t)(uint32_t)(uint64_t)s)
+                        ck_abort_msg("C %lld H %lld W %lld -> %lld, %lldx%lld s %lld,%lld p %lld,%lld,%lld,%lld "
+                                     "d %lld,%lld %s x %s: Y[%lld, %lld, %lld, %lld] = %d, want %lld",
+                                     (long long)q->c, (long long)q->h, (long long)q->w, (long long)q->co,
+                                     (long long)q->kh, (long long)q->kw, (long long)q->sh, (long long)q->sw,
+                                     (long long)q->pt, (long long)q->pl, (long long)q->pb, (long long)q->pr,
+                                     (long long)q->dh, (long long)q->dw, q->x_signed ? "i8" : "u8",
+                                     q->w_u8 ? "u8" : "i8", (long long)n, (long long)o, (long long)oy,
+                                     (long long)ox, y[at], (long long)s);
+                }
+    params[0] = q->c + 1; /* params that do not match X: an error, not a wrong read */
+    ck_assert_int_ne(rx_rt_qconv2d(args, 4), 0);
+    free(x), free(w), free(b), free(y), free(pk);
+}
+
+START_TEST(test_qconv_forms)
+{
+    static const qcase cases[] = {
+        /* n  c   h   w  co kh kw sh sw pt pl pb pr dh dw */
+        {1, 8, 5, 7, 10, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, false, false, 0},   /* 1x1 in place */
+        {1, 3, 6, 5, 9, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, false, false, 0},    /* 1x1, C 3 */
+        {1, 16, 9, 10, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, 0}, /* 2 blocks */
+        {1, 12, 11, 9, 17, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, false, false, 0}, /* asymmetric */
+        {1, 3, 23, 19, 20, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, false, false, 0}, /* a stem */
+        {2, 8, 10, 12, 8, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, false, false, 0},  /* dilation */
+        {2, 5, 7, 8, 6, 3, 2, 1, 2, 1, 0, 1, 1, 1, 1, true, false, 0},     /* i8 X */
+        {1, 4, 6, 6, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, true, 0},     /* u8 W */
+        {1, 6, 5, 9, 65, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true, 0},     /* both */
+        {1, 4, 1, 1, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, false, 0},     /* all padding */
+    };
+    uint32_t seed = 11;
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) check(&cases[i], seed++);
+}
+END_TEST
+
+/* Past the one-thread bound (chunks of output pixels over the threads), and the
+ * extremes on each signedness. */
+START_TEST(test_qconv_threads_extremes)
+{
+    qcase big = {2, 32, 20, 21, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, 0};
+    check(&big, 3);
+    qcase one = {1, 64, 14, 14, 128, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, false, false, 0};
+    check(&one, 4);
+    for (int sign = 0; sign < 4; sign++) {
+        qcase e = {1, 40, 6, 7, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, sign & 1, sign & 2, 1};
+        check(&e, 5);
+    }
+}
+END_TEST
+
+START_TEST(test_qconv_errors)
+{
+    uint8_t x[16] = {0}, pk[4] = {0};
+    int32_t y[16] = {0};
+    int64_t params[10] = {1, 1, 1, 1, 1, 0, 0, 1, 1, 0};
+    int64_t sx[4] = {1, 1, 4, 4}, sy[4] = {1, 1, 4, 4}, sp[1] = {4}, s10[1] = {10};
+    DLTensor tx = tensor(x, (DLDataType){kDLUInt, 8, 1}, 4, sx);
+    DLTensor tb = tensor(pk, (DLDataType){kDLUInt, 8, 1}, 1, sp);
+    DLTensor tp = tensor(params, (DLDataType){kDLInt, 64, 1}, 1, s10);
+    DLTensor ty = tensor(y, (DLDataType){kDLInt, 32, 1}, 4, sy);
+    DLTensor *args[4] = {&tx, &tb, &tp, &ty};
+    ck_assert_int_ne(rx_rt_qconv2d(args, 4), 0); /* packed bytes do not match K and Co */
+    ck_assert_ptr_nonnull(rx_rt_qconv2d_strerr(rx_rt_qconv2d(args, 4)));
+    ck_assert_int_ne(rx_rt_qconv2d(args, 3), 0);
+    ty.dtype = (DLDataType){kDLFloat, 32, 1};
+    ck_assert_int_ne(rx_rt_qconv2d(args, 4), 0);
+    ty.dtype = (DLDataType){kDLInt, 32, 1};
+    params[3] = 0; /* stride 0 */
+    ck_assert_int_ne(rx_rt_qconv2d(args, 4), 0);
+    ck_assert_ptr_null(rx_rt_qconv2d_strerr(0));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("qconv");
+    TCase *tc = tcase_create("qconv");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_qconv_forms);
+    tcase_add_test(tc, test_qconv_threads_extremes);
+    tcase_add_test(tc, test_qconv_errors);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
