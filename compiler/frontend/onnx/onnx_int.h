@@ -295,6 +295,11 @@ rx_node *ox_qdq_matmul(ox_ctx *c);
 rx_node *ox_conv_q8(ox_ctx *c, int xi, int xz, int wi, int wz, int bias);
 rx_node *ox_qdq_conv(ox_ctx *c);
 rx_node *ox_conv_int8(ox_ctx *c, rx_node *x, rx_node *w, int64_t zx);
+/* onnx_quant.c: DequantizeLinear / QuantizeLinear arithmetic for the QLinear* contrib
+ * ops; onnx_contrib.c: the com.microsoft operators (NULL when not one). */
+rx_node *ox_dequantize(ox_ctx *c, rx_node *q, rx_node *s, rx_node *z);
+rx_node *ox_quantize_to(ox_ctx *c, rx_node *y, rx_node *s, rx_node *z, rx_dtype dt);
+const ox_opdef *ox_contrib_find(const char *op_type);
 bool ox_c_hardmax(ox_ctx *c);
 bool ox_c_einsum(ox_ctx *c);
 bool ox_c_rnn(ox_ctx *c);

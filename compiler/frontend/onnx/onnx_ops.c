@@ -326,6 +326,7 @@ static const ox_opdef training_ops[] = {
 
 const ox_opdef *ox_op_find_in(const char *domain, const char *op_type)
 {
+    if (!strcmp(domain, "com.microsoft")) return ox_contrib_find(op_type); /* onnx_contrib.c */
     if (strcmp(domain, "ai.onnx.preview.training")) return NULL;
     for (int i = 0; i < RX_COUNTOF(training_ops); i++)
         if (!strcmp(training_ops[i].op_type, op_type)) return &training_ops[i];

@@ -575,3 +575,22 @@ rx_node *ox_qdq_conv(ox_ctx *c)
     if (!y || !ox_in(c, 2)) return y;
     return ox_call2(c, "add", y, along(c, ox_astype(c, ox_in_node(c, 2), RX_DT_F32), 1, 4));
 }
+
+/* (q - z) * s in f32 (z may be NULL; s and z scalars or broadcastable): the
+ * DequantizeLinear of com.microsoft's QLinear* ops (onnx_contrib.c). */
+rx_node *ox_dequantize(ox_ctx *c, rx_node *q, rx_node *s, rx_node *z)
+{
+    if (!q || !s) return NULL;
+    rx_node *v = ox_astype(c, q, RX_DT_F32);
+    if (z) v = ox_call2(c, "subtract", v, ox_astype(c, z, RX_DT_F32));
+    return ox_call2(c, "multiply", v, ox_astype(c, s, RX_DT_F32));
+}
+
+/* QuantizeLinear of f32 y with scale s and zero point z (NULL: 0) as dtype dt (u8 or
+ * i8): round half to even, plus z, saturated. */
+rx_node *ox_quantize_to(ox_ctx *c, rx_node *y, rx_node *s, rx_node *z, rx_dtype dt)
+{
+    if (!y || !s || !quant_dtype_ok(c, dt)) return NULL;
+    return saturate(c, ox_call2(c, "divide", y, ox_astype(c, s, RX_DT_F32)),
+                    z ? ox_astype(c, z, RX_DT_F32) : NULL, dt);
+}

@@ -670,8 +670,8 @@ void ox_convert_node(ox_ctx *c, const Onnx__NodeProto *n, int idx)
     bool dflt = !n->domain || !*n->domain || !strcmp(n->domain, "ai.onnx");
     const ox_opdef *od = dflt ? ox_op_find(n->op_type) : ox_op_find_in(n->domain, n->op_type);
     if (!dflt && !od) {
-        ox_err(c, "domain '%s' is not supported (only the default domain and "
-               "ai.onnx.preview.training's optimizers)", n->domain);
+        ox_err(c, "operator %s of domain '%s' is not supported (the default domain, docs/onnx.md's "
+               "com.microsoft list, ai.onnx.preview.training's optimizers)", n->op_type, n->domain);
         return;
     }
     if (dflt && c->opset < 1) {
