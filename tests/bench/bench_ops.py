@@ -152,6 +152,8 @@ def cases():
         "qlinear_convnet": (quant_models.qlinear_convnet(np.random.default_rng(5)),
                             np.abs(x(1, 64, 56, 56)), 0.1),
         "qdyn_convnet": (quant_models.qdyn_convnet(np.random.default_rng(6)), x(1, 64, 56, 56), 0.1),
+        "qdq_resnet18": (lambda: quant_models.qdq_resnet18(np.random.default_rng(7)),
+                         np.abs(x(1, 3, 224, 224)), 0.5),
     }
 
 

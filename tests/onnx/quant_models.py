@@ -238,3 +238,81 @@ def qdyn_convnet(rng, c=64, hw=56, n=1):
     g = helper.make_graph(nodes, "qdyn_conv", [helper.make_tensor_value_info("x", F, [n, c, hw, hw])],
                           [helper.make_tensor_value_info(x, F, None)], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def qdq_resnet18(rng, n=1, hw=224, classes=1000):
+    """quantize_static's QDQ form (per-channel int8 weights, int32 biases, u8 activations)
+    of a ResNet-18 on x (n, 3, hw, hw): the 7x7 stride-2 stem, max pool, four stages of two
+    basic blocks (64, 128, 256, 512 channels; stride-2 1x1 downsampling), global average
+    pool, flatten, and the classifier as a Gemm (transB, as nn.Linear exports) of an int8
+    weight plus a bias. Q/DQ
+    pairs sit on every activation the quantizer would quantize (conv inputs, the residual
+    sums, the pooled features)."""
+    nodes, inits = [], []
+    ctr = [0]
+
+    def name(p):
+        ctr[0] += 1
+        return "%s%d" % (p, ctr[0])
+
+    def qdq(x, scale, zp=0):
+        nm = name("q")
+        inits.extend([numpy_helper.from_array(np.array(scale, np.float32), nm + "_s"),
+                      numpy_helper.from_array(np.array(zp, np.uint8), nm + "_z")])
+        nodes.extend([helper.make_node("QuantizeLinear", [x, nm + "_s", nm + "_z"], [nm + "_q"]),
+                      helper.make_node("DequantizeLinear", [nm + "_q", nm + "_s", nm + "_z"], [nm + "_d"])])
+        return nm + "_d", scale
+
+    def conv(x, xs, ci, co, k, st, relu):
+        nm = name("c")
+        w = rng.integers(-127, 128, (co, ci, k, k)).astype(np.int8)
+        ws = (np.full(co, 1.0 / (127 * np.sqrt(ci * k * k) * 0.6)) * (0.8 + 0.4 * rng.random(co))).astype(np.float32)
+        bs = (ws * np.float32(xs)).astype(np.float32)
+        bq = np.round(rng.standard_normal(co) * 0.05 / bs).astype(np.int32)
+        inits.extend([numpy_helper.from_array(w, nm + "_w"), numpy_helper.from_array(ws, nm + "_ws"),
+                      numpy_helper.from_array(np.zeros(co, np.int8), nm + "_wz"),
+                      numpy_helper.from_array(bq, nm + "_bq"), numpy_helper.from_array(bs, nm + "_bs"),
+                      numpy_helper.from_array(np.zeros(co, np.int32), nm + "_bz")])
+        nodes.extend([helper.make_node("DequantizeLinear", [nm + "_w", nm + "_ws", nm + "_wz"], [nm + "_wd"], axis=0),
+                      helper.make_node("DequantizeLinear", [nm + "_bq", nm + "_bs", nm + "_bz"], [nm + "_b"], axis=0),
+                      helper.make_node("Conv", [x, nm + "_wd", nm + "_b"], [nm], pads=[k // 2] * 4,
+                                       strides=[st, st])])
+        if relu:
+            nodes.append(helper.make_node("Relu", [nm], [nm + "_r"]))
+            return nm + "_r"
+        return nm
+
+    x, xs = qdq("x", 0.03, 128)
+    h = conv(x, xs, 3, 64, 7, 2, True)
+    h, hs = qdq(h, 0.05)
+    nodes.append(helper.make_node("MaxPool", [h], ["pool"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]))
+    h, hs = qdq("pool", 0.05)
+    ci = 64
+    for co, st in ((64, 1), (128, 2), (256, 2), (512, 2)):
+        for b in range(2):
+            s = st if b == 0 else 1
+            a = conv(h, hs, ci, co, 3, s, True)
+            a, as_ = qdq(a, 0.05)
+            a = conv(a, as_, co, co, 3, 1, False)
+            a, _ = qdq(a, 0.08, 128)
+            sc = h
+            if s != 1 or ci != co:
+                sc = conv(h, hs, ci, co, 1, s, False)
+                sc, _ = qdq(sc, 0.08, 128)
+            add = name("add")
+            nodes.extend([helper.make_node("Add", [a, sc], [add]), helper.make_node("Relu", [add], [add + "_r"])])
+            h, hs = qdq(add + "_r", 0.05)
+            ci = co
+    nodes.extend([helper.make_node("GlobalAveragePool", [h], ["gap"]),
+                  helper.make_node("Flatten", ["gap"], ["flat"], axis=1)])
+    f, fs = qdq("flat", 0.02)
+    w = rng.integers(-127, 128, (classes, 512)).astype(np.int8)  # nn.Linear: Gemm with transB
+    inits.extend([numpy_helper.from_array(w, "fc_w"),
+                  numpy_helper.from_array(np.full(classes, 0.001, np.float32), "fc_ws"),
+                  numpy_helper.from_array(np.zeros(classes, np.int8), "fc_wz"),
+                  numpy_helper.from_array((rng.standard_normal(classes) * 0.1).astype(np.float32), "fc_b")])
+    nodes.extend([helper.make_node("DequantizeLinear", ["fc_w", "fc_ws", "fc_wz"], ["fc_wd"], axis=0),
+                  helper.make_node("Gemm", [f, "fc_wd", "fc_b"], ["logits"], transB=1)])
+    g = helper.make_graph(nodes, "qdq_resnet18", [helper.make_tensor_value_info("x", F, [n, 3, hw, hw])],
+                          [helper.make_tensor_value_info("logits", F, [n, classes])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])

@@ -207,6 +207,29 @@ def test_qdq(r, rng):
         rc, ir, _ = run_status([r.relaxc, "print", path, "--after", "legalize"])
         check(ok and "rt.qmatmul" in ir, "QDQ matmul, i8 activation (3-d) by a u8 weight with zero "
               "point 120: rt.qmatmul, equal to the scaled i32 product%s" % ("" if ok else ": " + err[-600:]))
+    # Gemm with transB = 1 (PyTorch's Linear): an (n, k) int8 weight with per-row scales
+    # (axis 0) and an f32 bias C
+    wt = rng.integers(-127, 128, (n, k)).astype(np.int8)
+    wts = (rng.random(n) * 0.01 + 0.001).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    inits = [numpy_helper.from_array(wt, "w"), numpy_helper.from_array(wts, "ws"),
+             numpy_helper.from_array(np.zeros(n, np.int8), "wz"), numpy_helper.from_array(bias, "bias"),
+             numpy_helper.from_array(np.array(0.05, np.float32), "xs"),
+             numpy_helper.from_array(np.array(128, np.uint8), "xz")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], axis=0),
+             helper.make_node("Gemm", ["xd", "wd", "bias"], ["y"], transB=1)]
+    rxa, path = r.build(model(nodes, [vi("x", np.float32, [m, k])], [vi("y", np.float32, [m, n])], inits),
+                        "qdq_gemm")
+    if rxa:
+        got, err = r.outputs(rxa, {"x": x})
+        xq = np.clip(np.round(x / np.float32(0.05)) + 128, 0, 255).astype(np.int64)
+        want = ((xq - 128) @ wt.T.astype(np.int64)).astype(np.float32) * (np.float32(0.05) * wts) + bias
+        ok = got is not None and np.allclose(got[0], want, rtol=1e-5, atol=1e-5)
+        rc, ir, _ = run_status([r.relaxc, "print", path, "--after", "legalize"])
+        check(ok and "rt.qmatmul" in ir, "QDQ Gemm transB with per-row weight scales and a bias: "
+              "rt.qmatmul, equal to the scaled i32 product plus the bias%s" % ("" if ok else ": " + err[-600:]))
 
 
 def conv_ref(x, w, stride, pad, group, dil=1):

@@ -408,11 +408,13 @@ bool ox_c_matmul(ox_ctx *c)
 
 bool ox_c_gemm(ox_ctx *c)
 {
-    rx_node *a = ox_in_node(c, 0), *b = ox_in_node(c, 1);
+    rx_node *a = ox_in_node(c, 0), *b = ox_in_node(c, 1), *y = NULL;
     if (!a || !b) return false;
-    if (ox_attr_i(c, "transA", 0)) a = ox_call1(c, "permute_dims", a, NULL);
-    if (ox_attr_i(c, "transB", 0)) b = ox_call1(c, "permute_dims", b, NULL);
-    rx_node *y = ox_call2(c, "matmul", a, b);
+    if (!ox_attr_i(c, "transA", 0)) /* a QDQ model's 8-bit product (onnx_quant.c) */
+        y = ox_qdq_product(c, ox_attr_i(c, "transB", 0) != 0);
+    if (!y && ox_attr_i(c, "transA", 0)) a = ox_call1(c, "permute_dims", a, NULL);
+    if (!y && ox_attr_i(c, "transB", 0)) b = ox_call1(c, "permute_dims", b, NULL);
+    if (!y) y = ox_call2(c, "matmul", a, b);
     double alpha = ox_attr_f(c, "alpha", 1.0), beta = ox_attr_f(c, "beta", 1.0);
     if (y && alpha != 1.0) y = ox_call2(c, "multiply", y, ox_scalar(c, ox_dtype_of(y), alpha));
     if (y && ox_in(c, 2) && beta != 0.0) {

@@ -289,6 +289,7 @@ bool ox_c_matmul_integer(ox_ctx *c);
  * weight (static quantization's QDQ form) as the 8-bit product scaled in f32, or NULL
  * when its operands are not that (onnx_quant.c). */
 rx_node *ox_qdq_matmul(ox_ctx *c);
+rx_node *ox_qdq_product(ox_ctx *c, bool trans_b); /* MatMul's, or Gemm's with transB */
 /* onnx_quant.c: the 8-bit convolutions (rt.qconv2d on the CPU): ConvInteger /
  * QLinearConv's i32 product, a QDQ Conv's f32 result; NULL when the form does not
  * apply. onnx_nn.c: the nn.conv2d into i32 they make. */

@@ -463,13 +463,24 @@ static bool all_zero(const rx_const *k)
     return true;
 }
 
+/* The (n, k) 8-bit constant k transposed to (k, n), a new constant. */
+static rx_const *transposed(ox_ctx *c, const rx_const *k)
+{
+    int64_t r = k->shape[0], n = k->shape[1], shape[2] = {n, r};
+    rx_const *t = ox_new_const(c, k->dtype, 2, shape);
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t j = 0; j < n; j++) t->data[j * r + i] = k->data[i * n + j];
+    return t;
+}
+
 /* x @ w for x = DequantizeLinear(q, s, z) (q 8-bit, s and z one element) and w the
  * dequantized constant of an 8-bit (k, n) weight (scale and zero point per tensor or per
- * column): (q - z) @ (w_q - w_z) as int8_core's exact i32 product (rt.qmatmul), then
- * times s * w_s in f32, as ONNX Runtime's fused QDQ MatMul (MatMulIntegerToFloat)
+ * column; with trans_b, Gemm's transB = 1, an (n, k) weight per row, transposed here):
+ * (q - z) @ (w_q - w_z) as int8_core's exact i32 product (rt.qmatmul), then times s * w_s
+ * in f32, as ONNX Runtime's fused QDQ MatMul (MatMulIntegerToFloat)
  * computes it, instead of an f32 product of the dequantized operands (the weight stored
  * as f32, four times its bytes). */
-rx_node *ox_qdq_matmul(ox_ctx *c)
+rx_node *ox_qdq_product(ox_ctx *c, bool trans_b)
 {
     ox_val *av = ox_in(c, 0), *bv = ox_in(c, 1);
     if (!av || !bv || !av->node || !bv->k) return NULL;
@@ -477,8 +488,9 @@ rx_node *ox_qdq_matmul(ox_ctx *c)
     if (!qa || !qb || !qa->q || !qa->s || !qb->qk || !qb->qk->data || !qb->sk || !qb->sk->data ||
         qb->qk->ndim != 2 || qb->sk->dtype != RX_DT_F32 || (qb->zk && !qb->zk->data))
         return NULL;
-    int64_t n = qb->qk->shape[1], k, ns = numel_of(qb->sk), nz = qb->zk ? numel_of(qb->zk) : 0;
-    if ((ns != 1 && (ns != n || qb->axis != 1)) || (nz > 1 && (nz != n || qb->axis != 1)))
+    int ax = trans_b ? 0 : 1; /* the weight's axis of the output columns */
+    int64_t n = qb->qk->shape[ax], k, ns = numel_of(qb->sk), nz = qb->zk ? numel_of(qb->zk) : 0;
+    if ((ns != 1 && (ns != n || qb->axis != ax)) || (nz > 1 && (nz != n || qb->axis != ax)))
         return NULL;
     if (!qa->s->sinfo || !qa->s->sinfo->dims || (ox_ndim(qa->s) > 1) ||
         (qa->z && (!qa->z->sinfo || ox_ndim(qa->z) > 1)))
@@ -486,18 +498,21 @@ rx_node *ox_qdq_matmul(ox_ctx *c)
     if ((ox_ndim(qa->s) == 1 && !rx_expr_is_int(qa->s->sinfo->dims[0], 1)) ||
         (qa->z && ox_ndim(qa->z) == 1 && (!qa->z->sinfo->dims || !rx_expr_is_int(qa->z->sinfo->dims[0], 1))))
         return NULL;
-    rx_node *w = ox_const_node(c, (rx_const *)qb->qk);
+    const rx_const *wk = trans_b ? transposed(c, qb->qk) : qb->qk;
+    rx_node *w = ox_const_node(c, (rx_const *)wk);
     if (!int8_form(c, qa->q, w, &k)) return NULL;
     rx_node *za = qa->z && !all_zero(qa->zk) ? ox_astype(c, qa->z, RX_DT_I32) : NULL;
     rx_node *zb = qb->zk && !all_zero(qb->zk) ? ox_astype(c, ox_const_node(c, (rx_const *)qb->zk), RX_DT_I32) : NULL;
     if (zb && nz == n) zb = along(c, zb, 1, 2);
     rx_node *sw = ox_const_node(c, (rx_const *)qb->sk);
     if (ns == n) sw = along(c, sw, 1, 2);
-    rx_node *p = int8_core(c, qa->q, w, qb->qk, za, zb, k);
+    rx_node *p = int8_core(c, qa->q, w, wk, za, zb, k);
     return p ? ox_call2(c, "multiply", ox_astype(c, p, RX_DT_F32),
                         ox_call2(c, "multiply", ox_astype(c, qa->s, RX_DT_F32), sw))
              : NULL;
 }
+
+rx_node *ox_qdq_matmul(ox_ctx *c) { return ox_qdq_product(c, false); }
 
 /* The convolution of 8-bit x by the constant 8-bit weight wk less x's zero point zx,
  * in i32: ox_conv_int8's nn.conv2d (rt.qconv2d; x padded with zx) less zx times each
