@@ -16,10 +16,15 @@
  *
  * The convolution is the product A B of B above by A (Ho Wo, kh kw C), the im2col of X
  * in channel-last order, on rt.qmatmul's tile kernels (library_qgemm.c: AVX-512 VNNI
- * 6 x 64, AVX2, SSE2, portable; $RX_QGEMM_KERNEL forces a lower one). Per image:
- *   1. X is copied channel-last, (H, W, C) bytes, as A' = X ^ ax (ax = 0x80 for an i8 X:
- *      u8 for vpdpbusd), rows of H over the threads, then a barrier;
- *   2. the output pixels in chunks of CH = 48 over the threads; a chunk's A rows are
+ * 6 x 64, AVX2, SSE2, portable; $RX_QGEMM_KERNEL forces a lower one). The output
+ * pixels of an image are cut in chunks of CH = 48, a contiguous range of chunks per
+ * thread; per image each thread
+ *   1. copies the band of X's rows its pixels read (its output rows' taps: a halo of
+ *      kh - 1 rows past its share) channel-last into its own buffer, (rows, W, C) bytes,
+ *      as A' = X ^ ax (ax = 0x80 for an i8 X: u8 for vpdpbusd). No thread reads another's
+ *      copy, so the region has no barrier: on a loaded machine a barrier waits for a
+ *      descheduled thread (the halo costs 2 rows in 56 at 2 threads);
+ *   2. runs its chunks: a chunk's A rows are
  *      kh kw runs of C bytes (memcpy from the channel-last copy; a tap outside X the
  *      byte ax, i.e. X = 0), or, for a 1x1 stride-1 unpadded convolution with C a
  *      multiple of 4, the channel-last copy itself (no im2col); each 64-column block of
@@ -31,8 +36,9 @@
  * 56 x 56 x 64; the channel-last copy is one pass over X's bytes.
  * Measured (Zen 5, 2 threads, quiet, 1 x 64 x 56 x 56, 3x3 64 -> 64, best of 50): see
  * docs/runtime.md.
- * Cost: N Co Ho Wo C kh kw multiply-adds; copies N C H W + N Ho Wo kh kw C bytes (the
- * im2col, chunk by chunk in L1/L2) and writes Y once.
+ * Cost: N Co Ho Wo C kh kw multiply-adds; copies N C H W bytes (plus the halos) and
+ * N Ho Wo kh kw C (the im2col, chunk by chunk in L1/L2) and writes Y once; threads x
+ * C H W bytes of bands.
  */
 #include "rt_int.h"
 #include "rt_qpack.h"
@@ -62,19 +68,20 @@ typedef struct qc {
     int64_t n, c, h, w, co, ho, wo, kh, kw, sh, sw, pt, pl, dh, dw, k, kp, nblk, chunks;
     uint8_t ax, bx;
     bool direct; /* 1x1, stride 1, no padding, C % 4 == 0: A is the channel-last copy */
-    uint8_t *xt; /* the channel-last copy of one image: h w c bytes */
+    uint8_t *xt; /* per thread: its band of one image channel-last, up to h w c bytes */
+    int64_t xstride; /* bytes between two threads' bands */
     uint8_t *abuf; /* per thread: CH rows of kp bytes */
     int32_t *cbuf; /* per thread: CH x NR */
     uint32_t *rsum; /* per thread: CH row sums of A' (when bx) */
     rx_qkern_fn kern;
 } qc;
 
-/* Rows [h0, h1) of image img channel-last, each byte ^ ax. */
-static void to_nhwc(const qc *q, int64_t img, int64_t h0, int64_t h1)
+/* Rows [h0, h1) of image img channel-last into xt (row h0 first), each byte ^ ax. */
+static void to_nhwc(const qc *q, int64_t img, int64_t h0, int64_t h1, uint8_t *restrict xt)
 {
     const int64_t C = q->c, W = q->w, hw = q->h * W;
     const uint8_t ax = q->ax, *restrict x = q->x + img * C * hw;
-    uint8_t *restrict xt = q->xt;
+    xt -= h0 * W * C;
     for (int64_t y = h0; y < h1; y++)
         for (int64_t i = 0; i < W; i++) { /* one pixel's C bytes, read C planes apart */
             const uint8_t *restrict src = x + y * W + i;
@@ -83,8 +90,9 @@ static void to_nhwc(const qc *q, int64_t img, int64_t h0, int64_t h1)
         }
 }
 
-/* Rows [p0, p0 + rows) of the im2col A' into abuf (rows kp bytes apart). */
-static void im2col(const qc *q, int64_t p0, int64_t rows, uint8_t *abuf)
+/* Rows [p0, p0 + rows) of the im2col A' into abuf (rows kp bytes apart), reading the
+ * channel-last band xt whose first row is X's row y0. */
+static void im2col(const qc *q, int64_t p0, int64_t rows, const uint8_t *xt, int64_t y0, uint8_t *abuf)
 {
     for (int64_t r = 0; r < rows; r++) {
         int64_t p = p0 + r, oy = p / q->wo, ox = p % q->wo;
@@ -96,7 +104,7 @@ static void im2col(const qc *q, int64_t p0, int64_t rows, uint8_t *abuf)
                 if (iy < 0 || iy >= q->h || ix < 0 || ix >= q->w)
                     memset(dst, q->ax, (size_t)q->c);
                 else
-                    memcpy(dst, q->xt + (iy * q->w + ix) * q->c, (size_t)q->c);
+                    memcpy(dst, xt + ((iy - y0) * q->w + ix) * q->c, (size_t)q->c);
             }
         }
         memset(dst, 0, (size_t)(q->kp - q->k));
@@ -115,9 +123,14 @@ static void store_cols(const int32_t *restrict c, int64_t rows, int nc, int32_t 
 
 static void qc_image(qc *q, int64_t img, int t, int nt)
 {
-    to_nhwc(q, img, q->h * t / nt, q->h * (t + 1) / nt);
-    rx_rt_barrier();
     int64_t p = q->ho * q->wo, i0 = q->chunks * t / nt, i1 = q->chunks * (t + 1) / nt;
+    if (i0 >= i1) return;
+    int64_t pl = (i1 * CH < p ? i1 * CH : p) - 1; /* this thread's last pixel */
+    int64_t y0 = (i0 * CH / q->wo) * q->sh - q->pt, y1 = (pl / q->wo) * q->sh - q->pt + (q->kh - 1) * q->dh + 1;
+    y0 = y0 < 0 ? 0 : y0;
+    y1 = y1 > q->h ? q->h : y1;
+    uint8_t *xt = q->xt + (int64_t)t * q->xstride;
+    if (y0 < y1) to_nhwc(q, img, y0, y1, xt);
     uint8_t *abuf = q->abuf + (int64_t)t * CH * q->kp;
     int32_t *cbuf = q->cbuf + (int64_t)t * CH * NR;
     uint32_t *rsum = q->rsum + (int64_t)t * CH;
@@ -126,9 +139,9 @@ static void qc_image(qc *q, int64_t img, int t, int nt)
         int64_t p0 = ch * CH, rows = p - p0 < CH ? p - p0 : CH;
         const uint8_t *ap = abuf;
         if (q->direct)
-            ap = q->xt + p0 * q->c;
+            ap = xt + (p0 - y0 * q->w) * q->c; /* wo == w, row oy is X's row oy */
         else
-            im2col(q, p0, rows, abuf);
+            im2col(q, p0, rows, xt, y0, abuf);
         if (ob)
             for (int64_t r = 0; r < rows; r++) {
                 uint32_t s = 0;
@@ -153,7 +166,6 @@ static void qc_image(qc *q, int64_t img, int t, int nt)
             store_cols(cbuf, rows, nc, q->y + (img * q->co + j0) * p + p0, p);
         }
     }
-    rx_rt_barrier(); /* the next image's copy overwrites xt */
 }
 
 static void qc_run(void *ud, int t, int nt)
@@ -210,13 +222,16 @@ int32_t rx_rt_qconv2d(DLTensor *const *args, int32_t nargs)
     if (nthr < 1) nthr = 1;
     size_t xbytes = ((size_t)(q.h * q.w * q.c) + 63) / 64 * 64;
     size_t abytes = (size_t)(CH * q.kp + 63) / 64 * 64, cbytes = (size_t)CH * NR * sizeof(int32_t);
-    size_t total = xbytes + (size_t)nthr * (abytes + cbytes + CH * sizeof(uint32_t));
+    /* a band per thread, sized for the whole image (fewer threads than asked take
+       longer bands) */
+    size_t total = (size_t)nthr * (xbytes + abytes + cbytes + CH * sizeof(uint32_t));
     uint8_t *mem = aligned_alloc(64, (total + 63) / 64 * 64);
     if (!mem) return QC_NOMEM;
     q.xt = mem;
-    q.abuf = mem + xbytes;
-    q.cbuf = (int32_t *)(void *)(mem + xbytes + (size_t)nthr * abytes);
-    q.rsum = (uint32_t *)(void *)(mem + xbytes + (size_t)nthr * (abytes + cbytes));
+    q.xstride = (int64_t)xbytes;
+    q.abuf = mem + (size_t)nthr * xbytes;
+    q.cbuf = (int32_t *)(void *)(q.abuf + (size_t)nthr * abytes);
+    q.rsum = (uint32_t *)(void *)(q.abuf + (size_t)nthr * (abytes + cbytes));
     rx_rt_parallel_for_n(qc_run, &q, nthr);
     free(mem);
     return QC_OK;

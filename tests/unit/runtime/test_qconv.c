@@ -5,8 +5,9 @@
  * read X = 0, i.e. 0x80 in the shifted bytes), 1x1 with C a multiple of 4 (the
  * channel-last copy read in place) and not, 3x3 with symmetric and asymmetric padding,
  * strides 2, dilation 2, a 7x7 stride-2 stem on 3 channels (K 147: padded groups),
- * output channels past one 64-column block and with tails, two images, a size past the
- * one-thread bound, the extremes (X all 255, W -128 / 127 alternating), and the
+ * output channels past one 64-column block and with tails, two images, sizes past the
+ * one-thread bound (each thread's band of input rows with its halo: strided, dilated, a
+ * 7x7 stem), the extremes (X all 255, W -128 / 127 alternating), and the
  * argument errors. The weight is packed as compiler/legalize/legalize_lib.c packs it.
  * The tile kernel per $RX_QGEMM_KERNEL (ctest runs it with the CPU's best, avx2 and
  * portable).
@@ -124,6 +125,13 @@ START_TEST(test_qconv_threads_extremes)
     check(&big, 3);
     qcase one = {1, 64, 14, 14, 128, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, false, false, 0};
     check(&one, 4);
+    /* each thread's band of input rows with its halo: strided, dilated, a 7x7 stem */
+    qcase strided = {2, 16, 30, 31, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, false, 0};
+    check(&strided, 6);
+    qcase dilated = {1, 24, 25, 20, 36, 3, 3, 1, 1, 3, 3, 3, 3, 3, 3, false, true, 0};
+    check(&dilated, 7);
+    qcase stem = {1, 3, 64, 60, 64, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, false, false, 0};
+    check(&stem, 8);
     for (int sign = 0; sign < 4; sign++) {
         qcase e = {1, 40, 6, 7, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, sign & 1, sign & 2, 1};
         check(&e, 5);
