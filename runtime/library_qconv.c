@@ -18,7 +18,10 @@
  * in channel-last order, on rt.qmatmul's tile kernels (library_qgemm.c: AVX-512 VNNI
  * 6 x 64, AVX2, SSE2, portable; $RX_QGEMM_KERNEL forces a lower one). The output
  * pixels of an image are cut in chunks of CH = 48, a contiguous range of chunks per
- * thread; per image each thread
+ * thread (balanced: 49 pixels are chunks of 30 and 19, not 48 and 1; with fewer than two
+ * chunks a thread, each chunk's 64-column blocks are cut into groups, an item being a
+ * (chunk, group) pair: a 7 x 7 map by 512 channels keeps both threads busy); per image
+ * each thread
  *   1. copies the band of X's rows its pixels read (its output rows' taps: a halo of
  *      kh - 1 rows past its share) channel-last into its own buffer, (rows, W, C) bytes,
  *      as A' = X ^ ax (ax = 0x80 for an i8 X: u8 for vpdpbusd). No thread reads another's
@@ -65,7 +68,8 @@ const char *rx_rt_qconv2d_strerr(int32_t code)
 typedef struct qc {
     const uint8_t *x, *packed;
     int32_t *y;
-    int64_t n, c, h, w, co, ho, wo, kh, kw, sh, sw, pt, pl, dh, dw, k, kp, nblk, chunks;
+    int64_t n, c, h, w, co, ho, wo, kh, kw, sh, sw, pt, pl, dh, dw, k, kp, nblk;
+    int64_t chunks, crows, groups; /* pixel chunks of crows; column-block groups per chunk */
     uint8_t ax, bx;
     bool direct; /* 1x1, stride 1, no padding, C % 4 == 0: A is the channel-last copy */
     uint8_t *xt; /* per thread: its band of one image channel-last, up to h w c bytes */
@@ -123,10 +127,12 @@ static void store_cols(const int32_t *restrict c, int64_t rows, int nc, int32_t 
 
 static void qc_image(qc *q, int64_t img, int t, int nt)
 {
-    int64_t p = q->ho * q->wo, i0 = q->chunks * t / nt, i1 = q->chunks * (t + 1) / nt;
+    int64_t p = q->ho * q->wo, items = q->chunks * q->groups;
+    int64_t i0 = items * t / nt, i1 = items * (t + 1) / nt;
     if (i0 >= i1) return;
-    int64_t pl = (i1 * CH < p ? i1 * CH : p) - 1; /* this thread's last pixel */
-    int64_t y0 = (i0 * CH / q->wo) * q->sh - q->pt, y1 = (pl / q->wo) * q->sh - q->pt + (q->kh - 1) * q->dh + 1;
+    int64_t c0 = i0 / q->groups, c1 = (i1 - 1) / q->groups; /* this thread's chunks */
+    int64_t pl = ((c1 + 1) * q->crows < p ? (c1 + 1) * q->crows : p) - 1; /* its last pixel */
+    int64_t y0 = (c0 * q->crows / q->wo) * q->sh - q->pt, y1 = (pl / q->wo) * q->sh - q->pt + (q->kh - 1) * q->dh + 1;
     y0 = y0 < 0 ? 0 : y0;
     y1 = y1 > q->h ? q->h : y1;
     uint8_t *xt = q->xt + (int64_t)t * q->xstride;
@@ -135,20 +141,25 @@ static void qc_image(qc *q, int64_t img, int t, int nt)
     int32_t *cbuf = q->cbuf + (int64_t)t * CH * NR;
     uint32_t *rsum = q->rsum + (int64_t)t * CH;
     uint32_t oa = q->ax ? 128u : 0u, ob = q->bx ? 128u : 0u, kab = (uint32_t)q->k * oa * ob;
-    for (int64_t ch = i0; ch < i1; ch++) {
-        int64_t p0 = ch * CH, rows = p - p0 < CH ? p - p0 : CH;
-        const uint8_t *ap = abuf;
-        if (q->direct)
-            ap = xt + (p0 - y0 * q->w) * q->c; /* wo == w, row oy is X's row oy */
-        else
-            im2col(q, p0, rows, xt, y0, abuf);
-        if (ob)
-            for (int64_t r = 0; r < rows; r++) {
-                uint32_t s = 0;
-                for (int64_t k = 0; k < q->k; k++) s += ap[r * q->kp + k];
-                rsum[r] = s;
-            }
-        for (int64_t blk = 0; blk < q->nblk; blk++) {
+    const uint8_t *ap = abuf;
+    for (int64_t it = i0, have = -1; it < i1; it++) {
+        int64_t ch = it / q->groups, g = it % q->groups;
+        int64_t p0 = ch * q->crows, rows = p - p0 < q->crows ? p - p0 : q->crows;
+        if (ch != have) { /* the chunk's A rows (and row sums), once for its groups */
+            have = ch;
+            ap = abuf;
+            if (q->direct)
+                ap = xt + (p0 - y0 * q->w) * q->c; /* wo == w, row oy is X's row oy */
+            else
+                im2col(q, p0, rows, xt, y0, abuf);
+            if (ob)
+                for (int64_t r = 0; r < rows; r++) {
+                    uint32_t s = 0;
+                    for (int64_t k = 0; k < q->k; k++) s += ap[r * q->kp + k];
+                    rsum[r] = s;
+                }
+        }
+        for (int64_t blk = q->nblk * g / q->groups; blk < q->nblk * (g + 1) / q->groups; blk++) {
             const int8_t *bp = (const int8_t *)(q->packed + blk * q->kp * NR);
             uint32_t colsum[NR];
             memcpy(colsum, q->packed + q->nblk * q->kp * NR + blk * NR * 4, sizeof colsum);
@@ -214,12 +225,21 @@ int32_t rx_rt_qconv2d(DLTensor *const *args, int32_t nargs)
     }
     q.direct = q.kh == 1 && q.kw == 1 && q.sh == 1 && q.sw == 1 && q.pt == 0 && q.pl == 0 &&
                q.c % 4 == 0 && q.ho == q.h && q.wo == q.w;
-    q.chunks = (p + CH - 1) / CH;
     q.kern = rx_rt_qgemm_tile();
     double macs = (double)q.n * (double)p * (double)q.co * (double)q.k;
     int nthr = macs < (double)(1 << 18) ? 1 : rx_rt_max_threads();
-    if (nthr > q.chunks) nthr = (int)q.chunks;
     if (nthr < 1) nthr = 1;
+    /* chunks of at most CH pixels, balanced (a whole number of tiles each); when there
+       are fewer than 2 a thread, the column blocks are cut into groups too (7 x 7 maps) */
+    q.chunks = (p + CH - 1) / CH;
+    q.crows = ((p + q.chunks - 1) / q.chunks + MR - 1) / MR * MR;
+    q.chunks = (p + q.crows - 1) / q.crows;
+    q.groups = 1;
+    if (q.chunks < 2 * nthr) {
+        int64_t want = (2 * nthr + q.chunks - 1) / q.chunks;
+        q.groups = want < q.nblk ? want : q.nblk;
+    }
+    if (nthr > q.chunks * q.groups) nthr = (int)(q.chunks * q.groups);
     size_t xbytes = ((size_t)(q.h * q.w * q.c) + 63) / 64 * 64;
     size_t abytes = (size_t)(CH * q.kp + 63) / 64 * 64, cbytes = (size_t)CH * NR * sizeof(int32_t);
     /* a band per thread, sized for the whole image (fewer threads than asked take

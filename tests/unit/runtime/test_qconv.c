@@ -7,7 +7,8 @@
  * strides 2, dilation 2, a 7x7 stride-2 stem on 3 channels (K 147: padded groups),
  * output channels past one 64-column block and with tails, two images, sizes past the
  * one-thread bound (each thread's band of input rows with its halo: strided, dilated, a
- * 7x7 stem), the extremes (X all 255, W -128 / 127 alternating), and the
+ * 7x7 stem; a 7 x 7 map and a 3 x 5 one whose chunks' column blocks are cut into
+ * groups), the extremes (X all 255, W -128 / 127 alternating), and the
  * argument errors. The weight is packed as compiler/legalize/legalize_lib.c packs it.
  * The tile kernel per $RX_QGEMM_KERNEL (ctest runs it with the CPU's best, avx2 and
  * portable).
@@ -132,6 +133,11 @@ START_TEST(test_qconv_threads_extremes)
     check(&dilated, 7);
     qcase stem = {1, 3, 64, 60, 64, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, false, false, 0};
     check(&stem, 8);
+    /* a 7 x 7 map: two balanced chunks, each chunk's column blocks in groups */
+    qcase small = {1, 64, 7, 7, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, 0};
+    check(&small, 9);
+    qcase tiny = {2, 64, 3, 5, 200, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, true, true, 0};
+    check(&tiny, 10);
     for (int sign = 0; sign < 4; sign++) {
         qcase e = {1, 40, 6, 7, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, sign & 1, sign & 2, 1};
         check(&e, 5);
