@@ -21,7 +21,10 @@
  *     r % c == r - k c: (4n + 3) // 4 == n for n >= 0;
  *   - a common factor g of c and the coefficients of r is divided out:
  *     (2n + 1) // 4 == n // 2, (2n + 1) % 4 == 2 (n % 2) + 1;
- *   - (x // a) // b == x // (a b).
+ *   - (x // a) // b == x // (a b);
+ *   - inside x % c, a term (y % (k c)) * b is y * b (congruent modulo c);
+ *   - (S // c) * (b c) == S * b when S % c is proved 0 by these rules (a padded
+ *     size (h + -(h % 14) % 14) // 14 * 14 is the padded size).
  * min / max: decided when bounds order the operands (max(n, n + 1) == n + 1), common
  * terms move out (min(n + m, n + 4) == n + min(m, 4)), operands are ordered.
  * Constants fold with floor semantics. Every coefficient operation checks for int64
@@ -208,6 +211,46 @@ static rxi_ar_sum *merge_divmod(rxi_ar_cx *cx, rxi_ar_sum *s)
     return s;
 }
 
+static rxi_ar_sum *divmod_pos(rxi_ar_cx *cx, const rxi_ar_sum *x, int64_t c, bool is_mod, int dt);
+static rxi_ar_sum *s_mul(rxi_ar_cx *cx, const rxi_ar_sum *x, const rxi_ar_sum *y, bool *too_big);
+
+/* (S // c) * (b c) == S * b when S % c == 0 is proved (a padded size: (h + -(h % 14) % 14)
+ * // 14 * 14 is h + -(h % 14) % 14): the first such factor of a term leaves s for S's
+ * canonical sum; s itself when none does or on overflow. */
+static rxi_ar_sum *exact_divs(rxi_ar_cx *cx, rxi_ar_sum *s)
+{
+    for (int i = 0; s && i < s->n; i++)
+        for (int a = 0; a < s->t[i].n; a++) {
+            const rx_expr *d = s->t[i].atoms[a];
+            int64_t c = 0;
+            if (d->kind != RX_E_FLOORDIV || !rx_expr_is_const(d->u.op.b, &c) || c <= 1 ||
+                s->t[i].coef % c != 0)
+                continue;
+            rxi_ar_sum *x = rxi_ar_canon(cx, d->u.op.a);
+            rxi_ar_sum *m = x ? divmod_pos(cx, x, c, true, d->dtype) : NULL;
+            if (!m || m->n != 0 || m->c != 0) continue;
+            rxi_ar_sum *rest = s_new(cx, s->n), *one = s_new(cx, 1);
+            for (int t = 0; t < s->n; t++)
+                if (t != i) rest->t[rest->n++] = s->t[t];
+            rest->c = s->c;
+            one->t[0].coef = s->t[i].coef / c;
+            one->t[0].n = s->t[i].n - 1;
+            if (one->t[0].n) {
+                one->t[0].atoms = RX_NEWN(cx->tmp, rx_expr *, one->t[0].n);
+                for (int k = 0, w = 0; k < s->t[i].n; k++)
+                    if (k != a) one->t[0].atoms[w++] = s->t[i].atoms[k];
+                one->n = 1;
+            } else {
+                one->c = s->t[i].coef / c;
+            }
+            bool big = false;
+            rxi_ar_sum *p = s_mul(cx, one, x, &big);
+            rxi_ar_sum *r = p ? rxi_ar_sum_add(cx, rest, p, 1) : NULL;
+            return r ? r : s;
+        }
+    return s;
+}
+
 rxi_ar_sum *rxi_ar_sum_add(rxi_ar_cx *cx, const rxi_ar_sum *x, const rxi_ar_sum *y, int sign)
 {
     rxi_ar_sum *r = s_new(cx, x->n + y->n);
@@ -220,7 +263,7 @@ rxi_ar_sum *rxi_ar_sum_add(rxi_ar_cx *cx, const rxi_ar_sum *x, const rxi_ar_sum 
     int64_t yc;
     if (__builtin_mul_overflow(y->c, (int64_t)sign, &yc) || __builtin_add_overflow(x->c, yc, &r->c))
         return NULL;
-    return s_normalize(r) ? merge_divmod(cx, r) : NULL;
+    return s_normalize(r) ? exact_divs(cx, merge_divmod(cx, r)) : NULL;
 }
 
 static rxi_ar_sum *s_addc(rxi_ar_cx *cx, const rxi_ar_sum *x, int64_t c)
@@ -452,6 +495,19 @@ static int64_t gcd_pos(int64_t a, int64_t b)
 static rxi_ar_sum *divmod_pos(rxi_ar_cx *cx, const rxi_ar_sum *x, int64_t c, bool is_mod, int dt)
 {
     if (c == 1) return is_mod ? s_const(cx, 0) : (rxi_ar_sum *)x;
+    /* Step 0 (x % c): a term (y % (k c)) * b is y * b modulo c (a padded size's
+     * (-(h % 14)) % 14 inside % 14 is -h): the first such term leaves x for y's sum. */
+    for (int i = 0; is_mod && i < x->n; i++) {
+        int64_t c2 = divmod_term(&x->t[i], RX_E_FLOORMOD);
+        if (!c2 || c2 % c) continue;
+        rxi_ar_sum *rest = s_new(cx, x->n);
+        for (int t = 0; t < x->n; t++)
+            if (t != i) rest->t[rest->n++] = x->t[t];
+        rest->c = x->c;
+        rxi_ar_sum *y = s_scale(cx, rxi_ar_canon(cx, x->t[i].atoms[0]->u.op.a), x->t[i].coef);
+        rxi_ar_sum *nx = y ? rxi_ar_sum_add(cx, rest, y, 1) : NULL;
+        if (nx) return divmod_pos(cx, nx, c, is_mod, dt);
+    }
     /* Step 1: x = c * q + r, q from the terms c divides. */
     rxi_ar_sum *q = s_new(cx, x->n), *r = s_new(cx, x->n);
     for (int i = 0; i < x->n; i++) {
@@ -570,7 +626,7 @@ static rxi_ar_sum *canon_mul(rxi_ar_cx *cx, rx_expr *e)
     rxi_ar_sum *x = rxi_ar_canon(cx, e->u.op.a), *y = rxi_ar_canon(cx, e->u.op.b);
     bool too_big;
     rxi_ar_sum *r = s_mul(cx, x, y, &too_big);
-    if (!too_big) return r;
+    if (!too_big) return r ? exact_divs(cx, r) : NULL;
     rx_expr *a = rxi_ar_rebuild(cx, x, e->dtype), *b = rxi_ar_rebuild(cx, y, e->dtype);
     return s_atom(cx, bin_comm(cx, RX_E_MUL, a, b));
 }

@@ -471,7 +471,7 @@ int rx_schedule_nests(rx_module *m, rx_stmt *(*fn)(rx_module *, rx_stmt *))
 bool rx_pass_schedule_cpu(rx_module *m, rx_diags *d)
 {
     (void)d;
-    return rx_schedule_flat(m, NULL) && rx_schedule_interchange(m, NULL) &&
+    return rx_schedule_radix(m, NULL) && rx_schedule_flat(m, NULL) && rx_schedule_interchange(m, NULL) &&
            rx_schedule_rows(m, NULL, NULL) && rx_schedule_tile(m, NULL) &&
            rx_schedule_concat(m, NULL) && rx_schedule_copy(m, NULL) && rx_schedule_coalesce(m, NULL) &&
            rx_schedule_cpu(m, NULL, NULL) &&

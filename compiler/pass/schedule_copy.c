@@ -74,8 +74,10 @@
  *
  * Data movement at every opt level (rx_schedule_moves, step 7m, O0 included): a copy
  * nest whose stored value is a load or a select chain of loads (no arithmetic on the
- * values) is split by field (a concat), tiled (a transpose) or run-split as above, then
- * given schedule.c's loop kinds (rx_schedule_nest_kinds). None of that changes a bit
+ * values) is rebuilt from the radices its index math divides the flat index by
+ * (schedule_radix.c, where a divisor is symbolic), split by field (a concat), tiled (a
+ * transpose) or run-split as above, then given schedule.c's loop kinds
+ * (rx_schedule_nest_kinds). None of that changes a bit
  * of any result, so O0 stays the reference build while its KV-cache append, permutes
  * and reshapes run on every thread, vectorized (O0's append: 0.29x of memcpy before).
  * So does an elementwise nest of the same shape computing exp, sigmoid, erf, tanh or
@@ -449,7 +451,9 @@ static rx_stmt *move_nest_kinds(rx_module *m, rx_stmt *s, bool math)
     if (!rx_copy_nest_match(s, &k) ||
         !(moves_data(k.st->u.store.value) || (math && rx_expr_calls_vmath(k.st->u.store.value))))
         return NULL;
-    rx_stmt *r = rx_schedule_concat_nest(m, s);
+    rx_stmt *r = rx_schedule_radix_nest(m, s);
+    if (r) return r; /* a flat copy rebuilt from its radices, kinds given */
+    r = rx_schedule_concat_nest(m, s);
     if (!r) r = rx_schedule_copy_nest(m, s);
     int np = 0, nv = 0;
     rx_schedule_nest_kinds(r ? r : s, &np, &nv);

@@ -38,6 +38,14 @@ rx_stmt *rx_schedule_copy_nest(rx_module *m, rx_stmt *s);
  * rewritten and of reductions given lanes. Never fails. */
 bool rx_schedule_rows(rx_module *m, int *nruns, int *nlanes);
 
+/* Flat loops whose index math splits the flat index by one chain of radices, one of
+ * them symbolic, rebuilt as a parallel loop over rows and a vectorized run
+ * (schedule_radix.c's essay); *nnests (may be NULL) gets how many. Never fails. */
+bool rx_schedule_radix(rx_module *m, int *nnests);
+/* FOR s as schedule_radix.c's nest (its loops already parallel and vectorized), or NULL
+ * when it does not qualify. */
+rx_stmt *rx_schedule_radix_nest(rx_module *m, rx_stmt *s);
+
 /* Loads through a reshape's (A + x // D, x % D) index pairs read flat, (A, x)
  * (schedule_flat.c's essay); *nmerged (may be NULL) gets how many pairs. Never fails. */
 bool rx_schedule_flat(rx_module *m, int *nmerged);

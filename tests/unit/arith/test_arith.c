@@ -164,6 +164,38 @@ START_TEST(divmod_merge)
 }
 END_TEST
 
+/* A padded size, h + (-(h % 14)) % 14 (SAM's window partition pads h to a multiple of
+ * 14): a term (y % (k c)) * b inside % c is y * b, so the padded size % 14 is 0, and
+ * (S // c) * (b c) is S * b when S % c is 0: the window count times 14 is the padded
+ * size again (the partition's reshape then reads whole rows). */
+START_TEST(padded_size)
+{
+    rx_expr *wp = add(N, fmod_(sub(I(0), fmod_(N, I(14))), I(14)));
+    ck_assert_str_eq(S(fmod_(wp, I(14))), "0");
+    ck_assert_str_eq(S(fmod_(wp, I(7))), "0");
+    check_equal(mul(fdiv(wp, I(14)), I(14)), wp);
+    check_equal(mul(mul(fdiv(wp, I(14)), M), I(28)), mul(mul(wp, M), I(2)));
+    check_equal(fmod_(add(N, fmod_(M, I(28))), I(14)), fmod_(add(N, M), I(14)));
+    check_equal(fmod_(add(N, mul(fmod_(P, I(12)), I(5))), I(4)), fmod_(add(N, mul(P, I(5))), I(4)));
+    /* not: 14 does not divide 21; n % 14 is not 0; the coefficient is not a multiple */
+    ck_assert(!EQ(fmod_(add(N, fmod_(M, I(21))), I(14)), fmod_(add(N, M), I(14))));
+    ck_assert_str_eq(S(mul(fdiv(N, I(14)), I(14))), "n // 14 * 14");
+    ck_assert(!EQ(mul(fdiv(wp, I(14)), I(7)), wp));
+    /* values: both rules at n = 0 .. 40 and p = -20 .. 20 */
+    rx_expr *e1 = mul(fdiv(wp, I(14)), I(14)), *e2 = fmod_(add(N, mul(fmod_(P, I(12)), I(5))), I(4));
+    rx_expr *s1 = rx_arith_simplify(AR, e1), *s2 = rx_arith_simplify(AR, e2);
+    for (int v = 0; v <= 40; v++) {
+        rx_vmap map = {0};
+        rx_vmap_set(&map, n_, I(v));
+        rx_vmap_set(&map, p_, I(v - 20));
+        int64_t a, b, c, d;
+        ck_assert(rx_expr_eval_int(e1, &map, &a) && rx_expr_eval_int(s1, &map, &b) && a == b);
+        ck_assert(rx_expr_eval_int(e2, &map, &c) && rx_expr_eval_int(s2, &map, &d) && c == d);
+        rx_vmap_free(&map);
+    }
+}
+END_TEST
+
 /* Exact quotients cancel common factors (a reshape's -1: b * 768 elements over b * 48). */
 static const char *Q(rx_expr *n, rx_expr *d)
 {
@@ -495,6 +527,7 @@ static Suite *arith_suite(void)
     tcase_add_test(tc, division_by_constant);
     tcase_add_test(tc, division_rules);
     tcase_add_test(tc, divmod_merge);
+    tcase_add_test(tc, padded_size);
     tcase_add_test(tc, min_max);
     tcase_add_test(tc, constant_folding);
     tcase_add_test(tc, overflow_left_alone);
