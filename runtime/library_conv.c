@@ -47,17 +47,19 @@
  *     every thread that needs them) just before that image's first task, so at batch > 1
  *     they are still in L2 when read (the probe CNN at 8x3x112x112, 2 threads, load
  *     2.6: 0.95-0.97x the time of building every image's first; batch 1 unchanged); the
- *     tasks (image, group, at most IG_PANELS = 4 panels, and output-channel ranges when
- *     a small plane gives fewer than IG_TASKS a thread) are cut into one contiguous
- *     lane a thread, each taking its own lane's from the front and, when done, the
- *     others' from their ends (lane_take): a thread
- *     works on a contiguous part of y, and no barrier waits for a thread the OS has not
- *     run yet. Tasks dealt round-robin from one counter made 2 threads no faster than
- *     one on the 1x1 and stem layers (the threads interleaved every 64 pixels of every
- *     row of y). At 2 threads (load 7-10, same-run ratios to the im2col way, with
- *     evens for stride 2): the probe CNN (1x3x224x224) 1.2x before the lanes, 0.85-0.93x
- *     after; at batch 8 (112x112) 0.89-0.93x; the MobileNet block 1.18x -> 0.90-0.99x;
- *     ViT-S's 16x16 stride-16 patch conv 0.56-0.59x.
+ *     tasks (image, group, at most IG_PANELS = 4 panels or fewer for IG_TASKS a thread,
+ *     and output-channel ranges when the pixels give fewer than IG_MTASKS = 4 a thread:
+ *     each range packs its pixels' B panels again; at IG_TASKS, 16, DenseNet's 3x3
+ *     128 -> 32 on 28x28 packed each twice into 18- and 14-row ranges; Zen 5, 2 threads,
+ *     min of 3 x 100, same run, load 11-14: it 0.91x the time, on 14x14 0.88x, 160 -> 160
+ *     on 7x7 0.74x, 128 -> 128 on 28x28 0.95x, bit-identical) are cut into one contiguous lane a
+ *     thread, each taking its own lane's from the front and, when done, the others' from
+ *     their ends (lane_take): a thread works on a contiguous part of y, and no barrier
+ *     waits for a thread the OS has not run yet. Tasks dealt round-robin from one
+ *     counter made 2 threads no faster than one on the 1x1 and stem layers (the threads
+ *     interleaved every 64 pixels of every row of y). At 2 threads (load 7-10, same-run
+ *     ratios to the im2col way): the probe CNN 1.2x before the lanes, 0.85-0.93x after;
+ *     at batch 8 0.89-0.93x; MobileNet's block 1.18 -> 0.90-0.99x; ViT-S's patch conv 0.56x.
  *     On AVX2 + FMA CPUs the tiles are library_conv_kern.c's (rx_rt_conv_tile): the
  *     tile has the rows left (a 64-channel layer no longer computes 66) and the last
  *     reduction block applies the epilogue in registers before its only store (the
@@ -99,13 +101,10 @@
  *     1x3x224x224 (one thread, load 7): 0.54x the AVX2 tile's time, 1.19x ORT's.
  *     bench_cnn.py, one thread, batch 1, O2, medians of 4 rounds, load 8, relax / ORT
  *     (the main build's AVX2 kernels in brackets): ResNet-18 1.17 (2.08), VGG-11/2 1.07
- *     (1.87), MobileNetV2 0.93 (1.93), small CNN 1.23 (2.14). Not measured, a guess at
- *     what is left to MLAS: its NCHWc convolution reorders the weights once at load.
- *     Against the im2col way below (the probe's layers, one thread, min of 10, load
- *     ~8): 0.93-1.01x its time on the 3x3 and 1x1 layers of 28..56-pixel planes, 0.7x
- *     on the 4-group 3x3; the whole probe CNN (1x3x224x224) 0.90x on one thread. What
- *     is left to ONNX Runtime (MLAS) is the micro-kernel's own speed: the kernel takes
- *     ~80% of the time, at ~0.9 of what the 1024^3 GEMM reaches.
+ *     (1.87), MobileNetV2 0.93 (1.93), small CNN 1.23 (2.14). Against the im2col way
+ *     below (one thread): 0.93-1.01x its time on the 3x3 and 1x1 layers of 28..56-pixel
+ *     planes, 0.7x on the 4-group 3x3. Left to ONNX Runtime (Zen 5, perf, one thread):
+ *     B's packing, 17% of a 3x3 layer of 32 output channels (DenseNet's), 12% at 64.
  *   - with $RX_GEMM=blas, the non-depthwise ones as before the implicit GEMM: im2col — a
  *     panel col (Cg*KH*KW, rows*OW) of the input taps for a band of output rows, zero
  *     where the tap falls in the padding — then y_g[band] = w_g (Og, Cg*KH*KW) @ col
@@ -118,9 +117,8 @@
  * call (rx_rt_parallel_for: the kernels' libgomp pool, so --threads applies); each
  * thread takes bands from an atomic counter and runs im2col into its own panel, a
  * single-threaded sgemm (OpenBLAS's OpenMP build runs one thread inside a parallel
- * region) and the epilogue on the band while it is warm. One region instead of three
- * per band matters on a loaded machine: every region's barrier waits for a thread the
- * OS may have preempted.
+ * region) and the epilogue on the band while it is warm. One region, not three a band:
+ * every region's barrier waits for a thread the OS may have preempted.
  * Cost: O(N O OH OW Cg KH KW) multiply-adds; the phase planes copy O(N C Hq Wq sh sw)
  * (about x's size), B's panels O(N Cg KH KW OH OW) / (Og / 6) per group, the weights
  * once; im2col copies O(N C KH KW OH OW), 1/Og of the product's work; the epilogue
@@ -351,7 +349,8 @@ static void gemm_job(void *ud, int t, int nthreads)
 
 enum { IG_KC = 320,    /* the most reduction indices a block (a B panel: 20 KiB, in L1) */
        IG_PANELS = 4,  /* the most NR-pixel panels a task (a short tail: the essay) */
-       IG_TASKS = 16,  /* tasks a thread, at least, where the output allows */
+       IG_TASKS = 16,  /* tasks a thread, at least, where the pixels allow */
+       IG_MTASKS = 4,  /* tasks a thread below which the output channels are cut too */
        IG_SPINS = 1 << 14, /* pauses before ig_wait yields (~1 ms on Zen 1) */
        IG_WIDE_PANELS = 16, /* wide: at most this many NR-pixel panels an image */
        IG_WIDE_ROWS = 8 * RX_GEMM_MR, /* wide: the most output channels a task */
@@ -391,7 +390,7 @@ typedef struct igemm {
 /* How a call is cut into tasks: per (image, group), nchunk pixel chunks of whole
  * NR-pixel panels (at most IG_PANELS each) times mchunks output-channel chunks of mrows
  * rows (an MR multiple); the channels are cut only when the pixels give fewer than
- * IG_TASKS tasks a thread (small planes at batch 1). */
+ * IG_MTASKS tasks a thread (small planes at batch 1). */
 static void plan_tasks(igemm *ig, int nt)
 {
     const conv *c = ig->c;
@@ -413,7 +412,8 @@ static void plan_tasks(igemm *ig, int nt)
     int64_t more = (want + base - 1) / base; /* chunks an (image, group) for `want` tasks */
     if (ig->nchunk < more) ig->nchunk = more < units ? more : units;
     ig->units = units;
-    ig->mchunks = (want + base * ig->nchunk - 1) / (base * ig->nchunk);
+    int64_t mwant = (int64_t)IG_MTASKS * nt; /* each channel chunk packs B again */
+    ig->mchunks = (mwant + base * ig->nchunk - 1) / (base * ig->nchunk);
     if (ig->mchunks > tiles) ig->mchunks = tiles;
     ig->mrows = (tiles + ig->mchunks - 1) / ig->mchunks * RX_GEMM_MR;
     ig->mchunks = (c->Og + ig->mrows - 1) / ig->mrows;

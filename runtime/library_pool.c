@@ -12,7 +12,8 @@
  *     the window's input rows column by column, then the columns (pool_row: KH + KW
  *     contiguous or strided passes instead of KH * KW; rx_rt_window_row if the row buffer
  *     cannot be had). With AVX-512F (the conv tile's choice, rx_rt_conv_tile_kind,
- *     so $RX_CONV_KERNEL=avx2 / portable force the C rows) pool_row512: the column
+ *     so $RX_CONV_KERNEL=avx2 / portable force the C rows) pool_cols512 and
+ *     pool_out512: the column
  *     reductions go into a buffer with the padding as fill values, and 16 outputs are
  *     reduced at a time (stride 2: 32 columns loaded, the evens kept by one permute);
  *     the baseline build's C rows are SSE and scalar for the strided column pass.
@@ -20,6 +21,22 @@
  *     0.130 ms; bit-identical results. A global average (one unpadded window over the
  *     plane: library lowering's adaptive_avg_pool2d to 1 x 1) sums each plane in one
  *     pass of 16 interleaved partial sums (plane_mean), on every path.
+ *     Zen 5 session (the AVX-512 rows were 2x ONNX Runtime's MaxPool on SqueezeNet's
+ *     64x111x111 and DenseNet's 64x112x112): each 16 columns are reduced over the
+ *     window's rows in registers and stored once (unmasked: the lanes past W load the
+ *     fill), where the column buffer took a masked store and a reload a row; the
+ *     column pass of row oh + 1 runs before row oh's outputs read their own (two
+ *     buffers): the output loads span two of the column stores, which the CPU does not
+ *     forward, and right after them they waited for the stores to reach L1 (IPC ~1);
+ *     the next output row's new input rows are prefetched; avg's divisors are one
+ *     vector division a 16 outputs from a row of counts rebuilt only when the window's
+ *     row count changes (the scalar count and division per output were half of a 2x2
+ *     avg pool's time). Windows of more than RX_POOL_ROWS rows take the C rows. Same
+ *     operations in the same order: bit-identical. rx_rt_pool2d alone, min of 300,
+ *     same run, this way / the previous (load 2): 3x3/2 max 64x112x112 0.76 (1 thread)
+ *     0.65 (2 threads), ceil_mode 64x111x111 0.77 / 0.67, 2x2/2 avg 128x56x56 0.53 /
+ *     0.46, 3x3/1 avg 64x35x35 0.45 / 0.49; at 2 threads the first is 55 us, ONNX
+ *     Runtime's MaxPool in SqueezeNet 43 us (its profile, node median).
  *     Cost O(N C OH OW KH KW).
  * Codes (library_conv.c's): 2 arguments, 3 dtype, 4 shape, 5 params.
  */
@@ -30,6 +47,7 @@
 #include <string.h>
 
 enum { CV_OK = 0, CV_ARGS = 2, CV_DTYPE = 3, CV_SHAPE = 4, CV_PARAMS = 5, PL_NPARAMS = 13 };
+#define RX_POOL_ROWS 16 /* pool_cols512's most window rows (taller: pool_row) */
 
 static bool f32(const DLTensor *t)
 {
@@ -98,35 +116,51 @@ static void pool_row(const rx_rt_win *g, const float *xp, bool is_max, int64_t o
 #include <immintrin.h>
 #define PZ_FN __attribute__((target("avx512f")))
 
-/* pool_row in AVX-512 registers (the CPU has it and rx_rt_conv_tile_kind() is AVX512):
- * colp holds the column reductions at colp[pl + w], and pl columns of fill (-FLT_MAX for
- * max, 0 for avg) before them and enough after them (pool_job fills colp once), so
+/* pool_row in AVX-512 registers (the CPU has it and rx_rt_conv_tile_kind() is AVX512),
+ * in two halves: pool_cols512 reduces output row oh's window rows into colp (returns
+ * how many rows are inside x), pool_out512 reduces colp's columns into the row of
+ * outputs (then divides by div's counts when div). colp holds the column reductions at
+ * colp[pl + w], and pl columns of fill (-FLT_MAX for max, 0 for avg) before them and
+ * enough after them (pool_job fills colp once; the unmasked stores keep the fill), so
  * every tap of the column pass is in colp and no range is clipped. 16 outputs at a
  * time; stride 1 loads 16 columns, stride 2 loads 32 and keeps the evens (a 2-source
  * permute), other strides gather. Same operations in the same order as pool_row (max:
  * v > acc ? v : acc, kw ascending from the fill; avg: + each tap from 0, where a fill tap
  * adds +0 and changes nothing): bit-identical results. */
-PZ_FN static void pool_row512(const rx_rt_win *g, const float *xp, bool is_max, int64_t oh,
-                              float *colp, float *yr)
+PZ_FN static int64_t pool_cols512(const rx_rt_win *g, const float *xp, bool is_max, int64_t oh,
+                                  float *colp)
 {
     float *col = colp + g->pl;
     __m512 fill = _mm512_set1_ps(is_max ? -FLT_MAX : 0.0f);
-    int64_t rows = 0, W = g->W;
+    const float *r[RX_POOL_ROWS];
+    int64_t rows = 0, W = g->W, last = -1;
     for (int64_t kh = 0; kh < g->KH; kh++) {
         int64_t ih = oh * g->sh - g->pt + kh * g->dh;
-        if (ih < 0 || ih >= g->H) continue;
-        const float *r = xp + ih * W;
-        for (int64_t w = 0; w < W; w += 16) {
-            __mmask16 m = W - w >= 16 ? 0xFFFF : (__mmask16)((1u << (W - w)) - 1);
-            __m512 v = _mm512_maskz_loadu_ps(m, r + w);
-            if (rows) {
-                __m512 c = _mm512_maskz_loadu_ps(m, col + w);
-                v = is_max ? _mm512_max_ps(v, c) : _mm512_add_ps(c, v);
-            }
-            _mm512_mask_storeu_ps(col + w, m, v);
-        }
-        rows++;
+        if (ih >= 0 && ih < g->H) r[rows++] = xp + ih * W, last = ih;
     }
+    /* the next output row's new input rows (at most 2 fetched ahead) */
+    int64_t ahead = g->sh < 2 ? g->sh : 2;
+    if (last + ahead >= g->H) ahead = 0;
+    /* each 16 columns reduced over the rows in registers and stored once, unmasked: the
+     * lanes past W load the fill and store it back, so col keeps its fill there */
+    for (int64_t w = 0; rows && w < W; w += 16) {
+        __mmask16 m = W - w >= 16 ? 0xFFFF : (__mmask16)((1u << (W - w)) - 1);
+        for (int64_t j = 1; j <= ahead; j++)
+            _mm_prefetch((const char *)(r[rows - 1] + j * W + w), _MM_HINT_T0);
+        __m512 c = _mm512_mask_loadu_ps(fill, m, r[0] + w);
+        for (int64_t k = 1; k < rows; k++) {
+            __m512 v = _mm512_mask_loadu_ps(fill, m, r[k] + w);
+            c = is_max ? _mm512_max_ps(v, c) : _mm512_add_ps(c, v);
+        }
+        _mm512_storeu_ps(col + w, c);
+    }
+    return rows;
+}
+
+PZ_FN static void pool_out512(const rx_rt_win *g, bool is_max, int64_t rows, const float *colp,
+                              const float *div, float *yr)
+{
+    __m512 fill = _mm512_set1_ps(is_max ? -FLT_MAX : 0.0f), one = _mm512_set1_ps(1.0f);
     int64_t s = g->sw;
     const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     const __m512i step = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5,
@@ -143,6 +177,7 @@ PZ_FN static void pool_row512(const rx_rt_win *g, const float *xp, bool is_max, 
             else v = _mm512_i32gather_ps(step, c, 4);
             acc = is_max ? _mm512_max_ps(v, acc) : _mm512_add_ps(acc, v);
         }
+        if (div) acc = _mm512_div_ps(acc, _mm512_mask_loadu_ps(one, m, div + ow));
         _mm512_mask_storeu_ps(yr + ow, m, acc);
     }
 }
@@ -151,8 +186,8 @@ PZ_FN static void pool_row512(const rx_rt_win *g, const float *xp, bool is_max, 
 #define PZ_HAVE 0
 #endif
 
-/* colp's floats for pool_row512: pl fill, W columns, then what the last 16 outputs'
- * taps and their vector loads reach past them (stride 2 reads 32 floats). */
+/* colp's floats for pool_cols512 / pool_out512: pl fill, W columns, then what the last 16
+ * outputs' taps and their vector loads reach past them (stride 2 reads 32 floats). */
 static int64_t colp_floats(const pool *p)
 {
     return p->pl + p->W + (p->OW + 16) * p->sw + p->kw * p->dw + 32;
@@ -181,6 +216,15 @@ static float plane_mean(const float *x, int64_t n)
     return t / (float)n;
 }
 
+/* avg's divisor at a window of ch rows by cw columns (at least 1 where a ceil_mode or
+ * uncounted-padding window holds no tap) */
+static float avg_count(const pool *p, int64_t ch, int64_t cw)
+{
+    int64_t cnt = ch * cw;
+    if ((p->ceil_mode || !p->cip) && cnt < 1) cnt = 1;
+    return (float)cnt;
+}
+
 static void pool_job(void *ud, int t, int n)
 {
     const pool *p = ud;
@@ -192,31 +236,47 @@ static void pool_job(void *ud, int t, int n)
         for (int64_t pl = p0; pl < p1; pl++) p->y[pl] = plane_mean(p->x + pl * p->H * p->W, p->H * p->W);
         return;
     }
-    /* col: one input row's column reductions (wide: padded, pool_row512); cw: avg's tap
-     * counts along W per column */
-    bool wide = PZ_HAVE && rx_rt_conv_tile_kind() == RX_CONV_TILE_AVX512;
-    int64_t ncol = wide ? colp_floats(p) : p->W;
-    float *col = malloc(sizeof(float) * (size_t)(ncol + p->OW)), *cw = col ? col + ncol : NULL;
-    for (int64_t i = 0; wide && col && i < ncol; i++) col[i] = p->is_max ? -FLT_MAX : 0.0f;
+    /* col: one input row's column reductions (wide: padded, two of them, pool_cols512) */
+    bool wide =
+        PZ_HAVE && p->kh <= RX_POOL_ROWS && rx_rt_conv_tile_kind() == RX_CONV_TILE_AVX512;
+    int64_t ncol = wide ? colp_floats(p) : p->W, nbuf = wide ? 2 : 1;
+    /* cw: avg's tap counts along W per column; dv (wide): a row's divisors */
+    float *col = malloc(sizeof(float) * (size_t)(nbuf * ncol + 2 * p->OW));
+    float *cw = col ? col + nbuf * ncol : NULL, *dv = cw ? cw + p->OW : NULL;
+    int64_t dvh = -1; /* the row tap count dv holds */
+    for (int64_t i = 0; wide && col && i < nbuf * ncol; i++)
+        col[i] = p->is_max ? -FLT_MAX : 0.0f;
     for (int64_t ow = 0; cw && !p->is_max && ow < p->OW; ow++)
         cw[ow] = (float)taps(p, ow, p->kw, p->sw, p->dw, p->pl, p->pr, p->W);
     for (int64_t pl = p0; pl < p1; pl++) {
+        const float *xp = p->x + pl * p->H * p->W;
+#if PZ_HAVE
+        /* two column buffers: row oh + 1's columns are reduced before row oh's outputs
+         * read its own, so those loads find the stores done (see the essay) */
+        int64_t rows = col && wide ? pool_cols512(&g, xp, p->is_max, 0, col) : 0;
+#endif
         for (int64_t oh = 0; oh < p->OH; oh++) {
             float *yr = p->y + (pl * p->OH + oh) * p->OW;
-            const float *xp = p->x + pl * p->H * p->W;
+            int64_t ch = p->is_max ? 0 : taps(p, oh, p->kh, p->sh, p->dh, p->pt, p->pb, p->H);
 #if PZ_HAVE
-            if (col && wide) pool_row512(&g, xp, p->is_max, oh, col, yr);
-            else
+            if (col && wide) {
+                float *cur = col + (oh & 1) * ncol, *nxt = col + ((oh + 1) & 1) * ncol;
+                int64_t nrows =
+                    oh + 1 < p->OH ? pool_cols512(&g, xp, p->is_max, oh + 1, nxt) : 0;
+                for (int64_t ow = 0; !p->is_max && ch != dvh && ow < p->OW; ow++)
+                    dv[ow] = avg_count(p, ch, (int64_t)cw[ow]);
+                dvh = ch; /* the rows of a plane's interior share one */
+                pool_out512(&g, p->is_max, rows, cur, p->is_max ? NULL : dv, yr);
+                rows = nrows;
+                continue;
+            }
 #endif
             if (col) pool_row(&g, xp, p->is_max, oh, col, yr);
             else rx_rt_window_row(&g, xp, NULL, p->is_max ? RX_RT_ROW_MAX : RX_RT_ROW_SUM, oh, yr);
-            if (p->is_max) continue;
-            int64_t ch = taps(p, oh, p->kh, p->sh, p->dh, p->pt, p->pb, p->H);
-            for (int64_t ow = 0; ow < p->OW; ow++) {
-                int64_t cnt = ch * (cw ? (int64_t)cw[ow] : taps(p, ow, p->kw, p->sw, p->dw, p->pl, p->pr, p->W));
-                if ((p->ceil_mode || !p->cip) && cnt < 1) cnt = 1;
-                yr[ow] /= (float)cnt;
-            }
+            for (int64_t ow = 0; !p->is_max && ow < p->OW; ow++)
+                yr[ow] /= avg_count(p, ch, cw ? (int64_t)cw[ow] : taps(p, ow, p->kw, p->sw,
+                                                                             p->dw, p->pl, p->pr,
+                                                                             p->W));
         }
     }
     free(col);

@@ -23,7 +23,7 @@ a 24-pixel plane (an 8-pixel last panel);
 small planes with large weights (the wide cut: 3x3, pointwise, stride 2 dilated)),
 and max / avg poolings (the probe's
 3x3 stride 2 pad 1 max pool, dilation, ceil_mode, count_include_pad both ways, 4-value
-padding, stride 1 on 37 columns; adaptive average pooling with equal windows, global
+padding, stride 1 on 37 columns, windows of 17 and 18 rows; adaptive average pooling with equal windows, global
 and 2x3; global on a symbolic h x w map), all returned as a tuple. Checked:
   - `relaxc build` (default cost rule) turns every chain into one blas.conv2d call and
     every pooling into one rt.pool2d (the counts in the lowered module);
@@ -151,6 +151,9 @@ POOLS = [
     ("max_k3s1p1_w37", "max", 8, 9, 37, [3, 3], [1, 1], [1, 1, 1, 1], [1, 1], False, False),
     ("avg_k3s1_w37", "avg", 8, 9, 37, [3, 3], [1, 1], [1, 0, 1, 2], [1, 1], False, False),
     ("max_k3s2p1_w39", "max", 8, 7, 67, [3, 3], [2, 2], [1, 1, 1, 1], [1, 1], False, False),
+    # windows taller than the AVX-512 rows' 16 (library_pool.c's RX_POOL_ROWS: the C rows)
+    ("max_k18_tall", "max", 4, 20, 23, [18, 3], [1, 2], [1, 0, 0, 1], [1, 1], False, False),
+    ("avg_k17_tall_ceil", "avg", 4, 21, 19, [17, 2], [2, 2], [0], [1, 1], True, False),
     # nn.adaptive_avg_pool2d whose windows are all one size (output (H / k, W / k)) as
     # rt.pool2d: global average pooling (SE blocks, heads) on 13x37, and 2x3 outputs
     ("adaptive_global", "adaptive", 24, 13, 37, [13, 37], [13, 37], [0], [1, 1], False, False),
