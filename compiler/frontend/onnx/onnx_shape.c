@@ -499,6 +499,26 @@ static rx_expr *from_end(ox_ctx *c, rx_expr *d, rx_expr *v)
     return ox_simp(c, rx_e_binary(c->a, RX_E_MUL, from, neg));
 }
 
+/* The extent of a unit-step slice of a symbolic extent d whose bounds are each 0, 1, d - 1
+ * or d (x[:, :1], x[:, 1:], x[:, :-1], x[:, -1:]) when d >= 1: e - b; NULL for other
+ * bounds. strided_slice's own extent clamps the bounds to [0, d] (max(0, n - min(n, 1))
+ * for x[:, 1:]), exact for every n >= 0 but related to nothing: NeRF's z[:, 1:] -
+ * z[:, :-1] (max(0, n - min(n, 1)) against max(0, n - 1)) had unknown dims and did not
+ * compile. The slice's result is asserted to this extent (a match_cast: a call with d = 0
+ * fails there, with both shapes named); wider literal bounds (x[:, :512] of a shorter
+ * sequence) keep their clamp. */
+static rx_expr *slice_unclamped(ox_ctx *c, rx_expr *d, rx_expr *b, rx_expr *e)
+{
+    rx_expr *bd[2] = {b, e};
+    for (int i = 0; i < 2; i++) {
+        int64_t k;
+        if (rx_expr_is_const(bd[i], &k) ? k < 0 || k > 1 :
+            !rx_expr_is_const(ox_simp(c, rx_e_binary(c->a, RX_E_SUB, bd[i], d)), &k) || k < -1 || k > 0)
+            return NULL;
+    }
+    return ox_simp(c, rx_e_binary(c->a, RX_E_SUB, e, b));
+}
+
 /* Slice: starts/ends/axes/steps as inputs (opset >= 10) or attributes. */
 bool ox_c_slice(ox_ctx *c)
 {
@@ -555,7 +575,7 @@ bool ox_c_slice(ox_ctx *c)
     int nd = x->sinfo->ndim;
     int64_t *axes = RX_NEWN(c->a, int64_t, ns ? ns : 1);
     rx_expr **b = RX_NEWN(c->a, rx_expr *, ns ? ns : 1), **e = RX_NEWN(c->a, rx_expr *, ns ? ns : 1);
-    rx_expr **sd = RX_NEWN(c->a, rx_expr *, ns ? ns : 1);
+    rx_expr **sd = RX_NEWN(c->a, rx_expr *, ns ? ns : 1), **un = RX_NEWN(c->a, rx_expr *, ns ? ns : 1);
     for (int i = 0; i < ns; i++) {
         int a = ox_norm_axis(c, na >= 0 ? ax[i] : i, nd);
         if (a < 0) return false;
@@ -581,6 +601,7 @@ bool ox_c_slice(ox_ctx *c)
             b[i] = from_end(c, dim, b[i]);
             e[i] = from_end(c, dim, e[i]);
         }
+        un[i] = !litdim && step == 1 ? slice_unclamped(c, dim, b[i], e[i]) : NULL;
         if (litdim && rx_expr_is_const(e[i], &ev) && ev > dv) e[i] = ox_lit(c, dv);
         if (litdim && rx_expr_is_const(e[i], &ev) && ev < -dv - 1) e[i] = ox_lit(c, -dv - 1);
         if (litdim && rx_expr_is_const(b[i], &bv) && bv > dv) b[i] = ox_lit(c, dv);
@@ -591,7 +612,18 @@ bool ox_c_slice(ox_ctx *c)
     ox_aset(c, m, "begin", ox_aexprs(c, b, ns));
     ox_aset(c, m, "end", ox_aexprs(c, e, ns));
     ox_aset(c, m, "strides", ox_aexprs(c, sd, ns));
-    return ox_out_node(c, 0, ox_call1(c, "strided_slice", x, m));
+    rx_node *y = ox_call1(c, "strided_slice", x, m);
+    if (!y || !y->sinfo || y->sinfo->kind != RX_SI_TENSOR || !y->sinfo->dims) return ox_out_node(c, 0, y);
+    rx_expr **yd = NULL;
+    for (int i = 0; i < ns; i++) {
+        if (!un[i] || rx_arith_prove_equal(c->ar, y->sinfo->dims[axes[i]], un[i])) continue;
+        if (!yd) {
+            yd = RX_NEWN(c->a, rx_expr *, nd ? nd : 1);
+            memcpy(yd, y->sinfo->dims, sizeof *yd * (size_t)nd);
+        }
+        yd[axes[i]] = un[i];
+    }
+    return ox_out_node(c, 0, yd ? ox_match_dims(c, y, yd, nd) : y);
 }
 
 /* Split of a known integer vector along its axis (PyTorch's repeat_interleave splits its
@@ -712,7 +744,13 @@ bool ox_c_expand(ox_ctx *c)
     for (int i = 0; i < r; i++) { /* bidirectional: 1 on either side takes the other */
         int xi = i - (r - nd), ti = i - (r - n);
         rx_expr *a = xi >= 0 ? x->sinfo->dims[xi] : NULL, *b = ti >= 0 ? ox_simp(c, t[ti]) : NULL;
-        d[i] = lit[i] = !a ? b : !b ? a : rx_expr_is_int(b, 1) ? a : b;
+        /* a target at most 1 that is not a literal (min(n, 1): the shape of a first-row
+         * slice, PyTorch's index_add export Expand(src, Shape(zeros[0:1]))) takes the
+         * input's extent as a 1 does (its 0 case is an empty target, 0 or 1 wide) */
+        bool b_one = b && (rx_expr_is_int(b, 1) ||
+                           (!rx_expr_is_const(b, NULL) &&
+                            rx_arith_prove(c->ar, rx_e_binary(c->a, RX_E_LE, b, ox_lit(c, 1)))));
+        d[i] = lit[i] = !a ? b : !b ? a : b_one ? a : b;
         int64_t k, kb;
         if (a && b && rx_expr_is_const(ox_simp(c, a), &k) && rx_expr_is_const(b, &kb) && k != 1 &&
             kb != 1 && kb != k) {
