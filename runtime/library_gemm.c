@@ -97,7 +97,8 @@
  * (one thread, CPU time, own / OpenBLAS-Haswell time on n x k = 1024 x 2816 and 2816 x
  * 1024: 9 rows 1.06 and 0.60, 12 rows 0.92 / 0.77, 16 rows 0.71 / 0.60, 24-48 rows
  * 0.58-0.78; against OpenBLAS's SkylakeX kernels 0.54-0.93 at 9-24 rows); 1 to 8 rows
- * of a weight of at least 32768 elements go to rx_rt_matvec (library_matvec.c: K split
+ * (12 with its AVX-512 loops: rx_rt_matvec_rows) of a weight of at least 32768 elements
+ * go to rx_rt_matvec (library_matvec.c: K split
  * over the threads, at memory bandwidth); the rest (9 to 47 rows with the 6x16 kernel,
  * the portable kernel) stays with the BLAS.
  * $RX_GEMM_KERNEL=avx2 forces the 6x16 AVX2 kernel (no AVX-512 tile), =portable the C
@@ -127,7 +128,7 @@ enum { MR = 6, NR = 16, KC = 256, MC = 96, NC = 2048 };
 /* The kernel prefetches A 384 and 448 bytes ahead (16 reduction steps). */
 enum { DIRECT_ROWS = 4 * MR }; /* B read in place (not packed) up to this many rows */
 enum { OWN_ROWS = 48 };        /* auto: the own sgemm from this many rows of C up (AVX2) */
-enum { OWN_ROWS512 = 9 };      /* the same with the AVX-512 tile: past rx_rt_matvec's 8 */
+enum { OWN_ROWS512 = 9 };      /* the same with the AVX-512 tile (rx_rt_matvec's first) */
 enum { STREAM_ROWS = 2 * MC }; /* B packed SG panels at a time up to this many rows */
 enum { SG = 4 };               /* gemm_stream's group of B panels (64 columns, 64 KiB) */
 /* The AVX-512 8x32 tile's blocking (48 KiB L1d, 1 MiB L2: the essay). */
@@ -736,8 +737,8 @@ rx_rt_sgemm_fn rx_rt_gemm_pick(rx_rt_sgemm_fn blas, int64_t m, int64_t n, int64_
     default: break;
     }
     /* auto: no BLAS stays the callers' "not available" error (the blas.* contract); one
-     * to eight rows are rx_rt_matvec's (library_matvec.c); the portable kernel and fewer than
-     * OWN_ROWS rows (decode's products: OpenBLAS's small-M path measured 1.1-1.3x faster
+     * to rx_rt_matvec_rows() rows are rx_rt_matvec's (library_matvec.c); the portable
+     * kernel and fewer than OWN_ROWS rows (decode's products: OpenBLAS's small-M path measured 1.1-1.3x faster
      * on one thread at 16-32 rows) are the BLAS's; the rest is ours (docs/runtime.md has
      * the measurements behind the rule). */
     if (blas && rx_rt_matvec_takes(m, n, k)) return rx_rt_matvec; /* few rows: library_matvec.c */

@@ -270,10 +270,20 @@ void rx_rt_gemm(int order, int ta, int tb, int m, int n, int k, float alpha, con
 /* Which sgemm an (m x k) @ (k x n) product runs on: rx_rt_gemm or blas (the BLAS's,
  * NULL when none), by $RX_GEMM (own / blas / auto, the default: library_gemm.c's rule). */
 rx_rt_sgemm_fn rx_rt_gemm_pick(rx_rt_sgemm_fn blas, int64_t m, int64_t n, int64_t k);
-/* 1 to 8 rows times a weight at memory bandwidth (library_matvec.c), with cblas_sgemm's
- * arguments: A not transposed, order 101; anything else goes to rx_rt_gemm. */
+/* 1 to rx_rt_matvec_rows() rows times a weight at memory bandwidth (library_matvec.c),
+ * with cblas_sgemm's arguments: A not transposed, order 101; anything else goes to rx_rt_gemm. */
 void rx_rt_matvec(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a,
                   int lda, const float *b, int ldb, float beta, float *c, int ldc);
+/* rx_rt_matvec's AVX-512 loops (library_matvec512.c; call only where avx512f runs):
+ * acc[i * ldacc + q] (i < m, q < w_cols) = sum over rows r in [lo, hi) of W, four at a
+ * time in row order, of x[i * ldx + r] * w[r * ldw + q] (acc not read; hi > lo); and
+ * dots[i * n + c] = the dot of row i of x with row c of W (N, K), c in [c0, c1). */
+void rx_rt_matvec_slice512(const float *x, int64_t ldx, int64_t m, const float *w, int64_t ldw,
+                           int64_t lo, int64_t hi, int64_t w_cols, float *acc, int64_t ldacc);
+void rx_rt_matvec_dots512(const float *x, int64_t ldx, int64_t m, const float *w, int64_t ldw,
+                          int64_t k, int64_t n, int64_t c0, int64_t c1, float *dots);
+/* The most rows rx_rt_matvec takes on this CPU (12 with its AVX-512 loops, else 8). */
+int64_t rx_rt_matvec_rows(void);
 /* Whether auto gives an (m x k) @ (k x n) product to rx_rt_matvec (library_matvec.c). */
 bool rx_rt_matvec_takes(int64_t m, int64_t n, int64_t k);
 /* The same for the items of a batch run inside one parallel region: any size. */

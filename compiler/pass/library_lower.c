@@ -25,9 +25,14 @@
  * 2-d: the runtime runs that as one product of b * M rows), K, N and the batch b:
  *   - M a literal: the library when M > 1 and, if b, K and N are literals too,
  *     b * M * N * K >= threshold (2^15 by default); a symbolic b, K or N counts as large;
+ *   - A (b, M, k) with a symbolic b times a 2-d B: b * M rows, symbolic, so the library
+ *     at any M, 1 included (a decode step's (b, 1, k) @ W, below); on cuda the rule
+ *     stays on M (the generated matvec). On the Zen 5 build machine the library's
+ *     few-row product read an imported Llama decode step's weights (b = 4) at 2-3x the
+ *     generated columns plan's bandwidth (docs/passes.md has the figures);
  *   - M symbolic: the library. One artifact serves every M, and the rule cannot be
- *     decided at compile time; at run time the library gives M = 1 (a decode step) to
- *     the runtime's one-row product (runtime/library_matvec.c: the weight's rows split
+ *     decided at compile time; at run time the library gives a few rows (a decode step)
+ *     to the runtime's few-row product (runtime/library_matvec.c: the weight's rows split
  *     over the threads, at memory bandwidth) and more rows to an sgemm;
  *   - the chain stops before a gelu or silu: FuseOps fuses the generated one into its
  *     consumer (a Llama MLP's silu(gate) * up becomes one kernel, 0.5 ms on 128 x 2048
@@ -257,10 +262,14 @@ static bool worth_library(const rx_ll_ctx *c, const rx_node *call)
     if (!rx_expr_is_const(r->dims[r->ndim - 2], &M)) return true; /* symbolic M */
     /* a 3-d A times a 2-d B is one product of batch * M rows (blas_gemm flattens it):
      * nn.MultiheadAttention's in-projection of (197, 1, d) at batch 1. A symbolic batch
-     * keeps the rule on M: decode's (b, 1, k) @ W is the matvec schedule's, b <= 16 */
+     * makes the rows symbolic: decode's (b, 1, k) @ W goes to the library, whose
+     * rx_rt_matvec takes 1 to 12 rows at run time (the essay) */
     const rx_sinfo *bs = call->args[1]->sinfo;
-    bool fold = matmul_ok(call) && bs && bs->ndim == 2 && r->ndim == 3 &&
-                rx_expr_is_const(r->dims[0], &e);
+    bool fold = matmul_ok(call) && bs && bs->ndim == 2 && r->ndim == 3;
+    if (fold && !rx_expr_is_const(r->dims[0], &e)) {
+        if (!(c->o && c->o->cuda)) return true;
+        fold = false; /* cuda: the rule on M, the generated matvec below its rows */
+    }
     if (fold) M *= e;
     if (M <= 1 || (c->o && c->o->cuda && M <= RX_LIB_GPU_MV_ROWS)) return false;
     if (!rx_expr_is_const(a->dims[a->ndim - 1], &K) || !rx_expr_is_const(r->dims[r->ndim - 1], &N))

@@ -12,6 +12,13 @@
  * own step, schedule_matvec (`--disable-pass schedule_matvec`: the A/B in
  * docs/passes.md), right before schedule.
  *
+ * Which products reach it on the CPU: library lowering gives a symbolic row count, and
+ * a symbolic batch of rows times a 2-d weight (decode's (b, 1, k) @ W), to the runtime's
+ * few-row product (runtime/library_matvec.c, measured 2-3x this file's columns plan's
+ * bandwidth at b = 4 on the Zen 5 build machine), so this step sees literal row counts,
+ * products with a weight per batch item (attention's), fused producers the library
+ * patterns do not take, `--lib none`, and the GPU targets.
+ *
  * What is rewritten: a top-level nest of the tensor-expression builder's reduction
  * shape (the one schedule_tile.c describes: spatial loops s_1 .. s_p, then exactly one
  * reduce loop K; a block whose iterators are bound to exactly those variables; body

@@ -124,9 +124,17 @@ START_TEST(mlp_golden)
 }
 END_TEST
 
-/* Static shapes: M = 1 (matrix-vector) and a small volume stay generated. */
+/* Static shapes: M = 1 (matrix-vector) and a small volume stay generated; a symbolic
+   batch of M = 1 rows times a 2-D weight (decode's (b, 1, k) @ W) is symbolic rows: the
+   library (runtime/library_matvec.c at run time); a literal batch of 1 stays generated,
+   and so does a 3-D weight (a product per batch item). */
 START_TEST(cost_rule)
 {
+    static const char dec[] = MODULE(
+        P("x", "[\"b\", 1, 512]") "," P("x1", "[1, 1, 512]") "," P("W", "[512, 512]") ","
+        P("B3", "[\"b\", 512, 512]"),
+        OP("y", "matmul", "[\"x\", \"W\"]") "," OP("y1", "matmul", "[\"x1\", \"W\"]") ","
+        OP("y3", "matmul", "[\"x\", \"B3\"]"), "y");
     static const char mv[] = MODULE(P("x", "[1, 512]") "," P("W", "[512, 512]"),
                                     OP("y", "matmul", "[\"x\", \"W\"]"), "y");
     static const char small[] = MODULE(P("x", "[4, 8]") "," P("W", "[8, 8]"),
@@ -139,6 +147,12 @@ START_TEST(cost_rule)
     rx_module *m = lower(mv, NULL, &n);
     ck_assert_int_eq(n, 0);
     ck_assert_str_eq(lib_of(m, "y"), "(op)");
+    rx_module_free(m);
+    m = lower(dec, NULL, &n);
+    ck_assert_str_eq(lib_of(m, "y"), "blas.matmul");
+    ck_assert_str_eq(lib_of(m, "y1"), "(op)");
+    ck_assert_str_eq(lib_of(m, "y3"), "(op)");
+    ck_assert_int_eq(n, 1);
     rx_module_free(m);
     m = lower(small, NULL, &n); /* 4*8*8 = 256 < 2^15 */
     ck_assert_str_eq(lib_of(m, "y"), "(op)");

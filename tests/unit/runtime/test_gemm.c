@@ -277,7 +277,10 @@ START_TEST(test_gemm_pick)
     if (!wide) ck_assert_str_eq(rx_rt_gemm_isa(), rx_rt_gemm_kernel());
     ck_assert(rx_rt_gemm_pick(blas, 1, 1024, 1024) == rx_rt_matvec); /* one row: test_matvec.c */
     ck_assert(rx_rt_gemm_pick(blas, 8, 1024, 1024) == rx_rt_matvec); /* up to 8 rows */
-    ck_assert(rx_rt_gemm_pick(blas, 9, 1024, 1024) == (wide ? rx_rt_gemm : blas));
+    /* up to 12 rows with the AVX-512 loops (rx_rt_matvec_rows), then the tile */
+    ck_assert(rx_rt_gemm_pick(blas, 9, 1024, 1024) == (wide ? rx_rt_matvec : blas));
+    ck_assert(rx_rt_gemm_pick(blas, 12, 1024, 1024) == (wide ? rx_rt_matvec : blas));
+    ck_assert(rx_rt_gemm_pick(blas, 13, 1024, 1024) == (wide ? rx_rt_gemm : blas));
     ck_assert(rx_rt_gemm_pick(blas, 47, 1024, 1024) == (wide ? rx_rt_gemm : blas));
     ck_assert(rx_rt_gemm_pick(blas, 48, 1024, 1024) == (avx2 ? rx_rt_gemm : blas));
     ck_assert(rx_rt_gemm_pick(blas, 128, 64, 128) == (avx2 ? rx_rt_gemm : blas));

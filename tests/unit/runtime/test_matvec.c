@@ -1,17 +1,19 @@
 /*
- * test_matvec.c — 1 to 8 rows times a weight (runtime/library_matvec.c, rx_rt_matvec) against
- * a double-precision reference: W stored (K, N) (the K split: N past one 1024-column
- * tile and ragged, K not a multiple of the 4 slices, K smaller than the slices) and (N, K)
- * (the dots: K past and under the 8 lanes), leading dimensions larger than the matrix
+ * test_matvec.c — 1 to 8 rows (12 with the AVX-512 loops: rx_rt_matvec_rows) times a weight
+ * (runtime/library_matvec.c, rx_rt_matvec) against a double-precision reference: W stored
+ * (K, N) (the K split: N past one column tile and ragged, past the last 16-column vector,
+ * K not a multiple of the 4 slices, K smaller than the slices) and (N, K) (the dots: K past
+ * and under the 8 and 16 lanes), leading dimensions larger than the matrix
  * (the gap holds NaN: reading it poisons the result), alpha / beta (beta 0 with a
  * NaN-filled C: C must not be read), C's gap and the row past it never written, on 1, 2
  * and 3 threads, with results identical across thread counts (the order of each sum is
- * the slices' and lanes', not the threads'); each row of a 7-row product bit for bit
- * the one-row product of that row; what it hands to rx_rt_gemm (9 rows, A transposed:
- * checked by the same reference); and the per-call rule (rx_rt_gemm_pick: 1 to 8 rows
- * and at least 32768 weight elements under auto with a BLAS; any size for the items of
- * a batch, rx_rt_gemm_pick_items).
- * ctest runs it twice: with the CPU's AVX2+FMA loops and with RX_GEMM_KERNEL=portable.
+ * the slices' and lanes', not the threads'); each row of a 7-row and of a most-row product
+ * bit for bit the one-row product of that row; what it hands to rx_rt_gemm (one row past
+ * the most, A transposed: checked by the same reference); and the per-call rule
+ * (rx_rt_gemm_pick: 1 to the most rows and at least 32768 weight elements under auto with
+ * a BLAS; any size for the items of a batch, rx_rt_gemm_pick_items).
+ * ctest runs it three times: with the CPU's best loops (AVX-512 here), with
+ * RX_GEMM_KERNEL=avx2 (the AVX2+FMA loops, 8 rows at most) and =portable.
  */
 #include "rt_test.h"
 
@@ -104,11 +106,11 @@ static const int shapes[][2] = {
 START_TEST(test_matvec_shapes)
 {
     const float ab[][2] = {{1.0f, 0.0f}, {-0.5f, 2.0f}, {2.0f, 1.0f}};
-    const int rows[] = {1, 3, 8};
+    const int rows[] = {1, 3, 8, 12, 5};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int tb = 0; tb < 2; tb++) {
             size_t v = (s + (size_t)tb) % 3;
-            mcase g = {rows[(s + (size_t)tb) % 3], shapes[s][0], shapes[s][1], false, tb,
+            mcase g = {rows[(s + (size_t)tb) % 5], shapes[s][0], shapes[s][1], false, tb,
                        (int)(s % 3) * 3, ab[v][0], ab[v][1]};
             check_case(&g);
         }
@@ -119,13 +121,14 @@ END_TEST
    i (each sum's order is one row's, whatever m and the column tile it implies). */
 START_TEST(test_matvec_rows_as_one)
 {
-    for (int tb = 0; tb < 2; tb++) {
-        enum { M = 7, N = 1100, K = 301 };
-        uint32_t s = 99u + (uint32_t)tb;
+    for (int t = 0; t < 4; t++) {
+        const int tb = t % 2, M = t < 2 ? 7 : (int)rx_rt_matvec_rows();
+        enum { N = 1100, K = 301 };
+        uint32_t s = 99u + (uint32_t)t;
         int lda = K + 2, ldb = tb ? K + 1 : N + 1, ldc = N + 3;
-        float *a = malloc(sizeof(float) * M * (size_t)lda);
+        float *a = malloc(sizeof(float) * (size_t)M * (size_t)lda);
         float *b = malloc(sizeof(float) * (size_t)(tb ? N : K) * (size_t)ldb);
-        float *c = malloc(sizeof(float) * M * (size_t)ldc), *c1 = malloc(sizeof(float) * N);
+        float *c = malloc(sizeof(float) * (size_t)M * (size_t)ldc), *c1 = malloc(sizeof(float) * N);
         ck_assert(a && b && c && c1);
         for (int i = 0; i < M * lda; i++) a[i] = rnd(&s);
         for (int i = 0; i < (tb ? N : K) * ldb; i++) b[i] = rnd(&s);
@@ -144,36 +147,43 @@ START_TEST(test_matvec_rows_as_one)
 }
 END_TEST
 
-/* More than 8 rows, or A transposed: rx_rt_gemm computes it (same reference). */
+/* More than the most rows, or A transposed: rx_rt_gemm computes it (same reference). */
 START_TEST(test_matvec_passes_on)
 {
-    mcase g9 = {9, 300, 200, false, false, 1, 1.0f, 0.0f}, gt = {1, 300, 200, true, true, 2, 1.5f, 0.5f};
+    mcase g9 = {(int)rx_rt_matvec_rows() + 1, 300, 200, false, false, 1, 1.0f, 0.0f},
+          gt = {1, 300, 200, true, true, 2, 1.5f, 0.5f};
     check_case(&g9);
     check_case(&gt);
 }
 END_TEST
 
-/* The rule: auto gives 1 to 8 rows times >= 32768 weight elements to rx_rt_matvec when
-   a BLAS is there (no BLAS stays the "not available" NULL), more rows and small weights
-   not (9 rows: the own sgemm with the AVX-512 tile, else the BLAS: test_gemm.c). */
+/* The rule: auto gives 1 to the most rows (12 with the AVX-512 loops, else 8) times >=
+   32768 weight elements to rx_rt_matvec when a BLAS is there (no BLAS stays the "not
+   available" NULL), more rows and small weights not (the own sgemm with the AVX-512 tile,
+   else the BLAS: test_gemm.c). */
 START_TEST(test_matvec_pick)
 {
     ck_assert_ptr_null(getenv("RX_GEMM"));
     rx_rt_sgemm_fn blas = rx_rt_sgemm();
     ck_assert_ptr_nonnull(blas);
-    rx_rt_sgemm_fn nine = strcmp(rx_rt_gemm_isa(), "avx512 8x32") == 0 ? rx_rt_gemm : blas;
+    bool t512 = strcmp(rx_rt_gemm_isa(), "avx512 8x32") == 0;
+    rx_rt_sgemm_fn nine = t512 ? rx_rt_gemm : blas;
+    int most = t512 ? 12 : 8; /* RX_GEMM_KERNEL=avx2 / portable: neither tile nor loops */
+    ck_assert_int_eq(rx_rt_matvec_rows(), most);
     ck_assert(rx_rt_gemm_pick(blas, 1, 1024, 1024) == rx_rt_matvec);
     ck_assert(rx_rt_gemm_pick(blas, 1, 128, 256) == rx_rt_matvec);
     ck_assert(rx_rt_gemm_pick(blas, 1, 100, 100) == blas);
     ck_assert(rx_rt_gemm_pick(blas, 2, 1024, 1024) == rx_rt_matvec);
     ck_assert(rx_rt_gemm_pick(blas, 8, 1024, 1024) == rx_rt_matvec);
-    ck_assert(rx_rt_gemm_pick(blas, 9, 1024, 1024) == nine);
+    ck_assert(rx_rt_gemm_pick(blas, most, 1024, 1024) == rx_rt_matvec);
+    ck_assert(rx_rt_gemm_pick(blas, most + 1, 1024, 1024) == nine);
     ck_assert(rx_rt_gemm_pick(NULL, 1, 1024, 1024) == NULL);
     /* items of a batch (one parallel region): a few rows at any size, else the rule */
     ck_assert(rx_rt_gemm_pick_items(blas, 48, 1, 257, 64) == rx_rt_matvec);
     ck_assert(rx_rt_gemm_pick_items(blas, 2, 8, 64, 257) == rx_rt_matvec);
     ck_assert(rx_rt_gemm_pick_items(blas, 1, 1, 257, 64) == blas);
-    ck_assert(rx_rt_gemm_pick_items(blas, 48, 9, 257, 64) == nine);
+    ck_assert(rx_rt_gemm_pick_items(blas, 48, most, 257, 64) == rx_rt_matvec);
+    ck_assert(rx_rt_gemm_pick_items(blas, 48, most + 1, 257, 64) == nine);
     ck_assert(rx_rt_gemm_pick_items(NULL, 48, 1, 257, 64) == NULL);
 }
 END_TEST
