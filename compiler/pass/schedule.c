@@ -60,7 +60,9 @@
  * change along an outer loop so that loop is innermost (schedule_hoist.c), then fuses
  * runs of row nests per row
  * (schedule_rows.c: rms_norm, layer_norm, softmax; one parallel loop over the rows,
- * reductions over vector lanes), tiles reduction nests (schedule_tile.c), splits
+ * reductions over vector lanes), rebuilds nests whose index math divides their flat
+ * index by symbolic sizes as row loops (schedule_radix.c), tiles reduction nests
+ * (schedule_tile.c), splits
  * concat nests by field (schedule_concat.c) and tiles transposing copies
  * (schedule_copy.c), each of which
  * marks the parallel loop of each tiled nest itself, and merges short innermost loops
@@ -471,8 +473,8 @@ int rx_schedule_nests(rx_module *m, rx_stmt *(*fn)(rx_module *, rx_stmt *))
 bool rx_pass_schedule_cpu(rx_module *m, rx_diags *d)
 {
     (void)d;
-    return rx_schedule_radix(m, NULL) && rx_schedule_flat(m, NULL) && rx_schedule_interchange(m, NULL) &&
-           rx_schedule_rows(m, NULL, NULL) && rx_schedule_tile(m, NULL) &&
+    return rx_schedule_flat(m, NULL) && rx_schedule_interchange(m, NULL) &&
+           rx_schedule_rows(m, NULL, NULL) && rx_schedule_radix(m, NULL) && rx_schedule_tile(m, NULL) &&
            rx_schedule_concat(m, NULL) && rx_schedule_copy(m, NULL) && rx_schedule_coalesce(m, NULL) &&
            rx_schedule_cpu(m, NULL, NULL) &&
            rx_schedule_hoist(m, NULL);

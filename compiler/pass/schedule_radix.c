@@ -1,7 +1,9 @@
 /*
  * schedule_radix.c — flat loops rebuilt as loop nests from the mixed radix their index
- * math splits the flat index by (TVM's iterator-map detection): the first step of the
- * CPU schedule (rx_pass_schedule_cpu), before schedule_flat.c.
+ * math splits the flat index by (TVM's iterator-map detection): a step of the CPU
+ * schedule (rx_pass_schedule_cpu) after the row runs (schedule_rows.c), which keep the
+ * nests they fuse (a masked softmax's exp nest would otherwise be taken here and leave
+ * the row pass: DETR's cross-attention), and before tiling.
  *
  * Why: a fused kernel that ends in a reshape to 1-d (a detection head's
  * permute(0, 2, 3, 1) + reshape(-1) + sigmoid) is one loop over the flat output, and
@@ -59,7 +61,7 @@
  *
  * Copies (a VALUE that only loads) are rebuilt by the data-movement step at every opt
  * level (schedule_copy.c's rx_schedule_moves calls rx_schedule_radix_nest first); other
- * nests by the "schedule" step, first.
+ * nests by the "schedule" step, after its row runs.
  *
  * Cost: per candidate nest, a walk of VALUE, one proof per access and digit, new nodes
  * only for a rewritten nest.

@@ -1,6 +1,6 @@
 /*
  * test_schedule_radix.c — flat loops rebuilt from the mixed radix of their index math
- * (compiler/pass/schedule_radix.c), the CPU schedule's first step.
+ * (compiler/pass/schedule_radix.c), a step of the CPU schedule after its row runs.
  *
  * Structure (built with rx_build_module up to lift_workspace at opt level 2, no library
  * calls, then rx_pass_schedule_cpu):
@@ -17,7 +17,11 @@
  *           rebuilt by the data-movement step (rx_schedule_moves) as the head is, a
  *           parallel loop over h * w around a vectorized loop of 8;
  *   lit     the head over a literal (1, 12, 5, 7): every divisor a literal, left to the
- *           flat split of schedule.c (no loop named *_c).
+ *           flat split of schedule.c (no loop named *_c);
+ *   masked  a softmax over (b, 4, 8, h * w) after where(mask, -1e9, x), the (b, h, w)
+ *           mask reshaped to (b, 1, 1, h * w) (DETR's key padding mask): the row
+ *           schedule keeps all of it (reductions over lanes, no loop named *_c), its exp
+ *           nest not taken by the radix step, which runs after the row runs.
  * Numerics: every rebuilt kernel (baseline ISA version) is bit-identical to the same
  * function given only schedule.c's loop kinds (the flat split) at (b, h, w) = (1, 1, 1),
  * (1, 3, 5), (2, 4, 1) and (3, 7, 6), agrees with sigmoid(x[n, c, y, x]) (box: x[n, c,
@@ -51,13 +55,18 @@ static const char MODULE[] =
     FN("box", P("x", TS("1,8,'h','w'")),
        B("p", "{'op':'permute_dims','args':['x'],'attrs':{'axes':[0,2,3,1]}}") ","
        B("r", "{'op':'reshape','args':['p',{'shape':['h * w * 2',4]}]}"), "r") ","
-    FN("lit", P("x", TS("1,12,5,7")), HEAD("x", "420"), "r")
+    FN("lit", P("x", TS("1,12,5,7")), HEAD("x", "420"), "r") ","
+    FN("masked", P("x", TS("'b',4,8,'h * w'")) "," P("m", "{'tensor':{'shape':['b','h','w'],'dtype':'bool'}}"),
+       B("mr", "{'op':'reshape','args':['m',{'shape':['b',1,1,'h * w']}]}") ","
+       B("a", "{'op':'where','args':['mr',{'const':-1e9,'dtype':'f32'},'x']}") ","
+       B("r", "{'op':'nn.softmax','args':['a'],'attrs':{'axis':-1}}"), "r")
     "}}";
 
 /* ---------------------------------------------------------------- structure */
 
 typedef struct nfacts {
     int par, vec, lets, divs; /* parallel / vectorized loops, LETs, // and % in stores */
+    int lanes;                /* local *_lanes buffers (the row schedule's reductions) */
     const rx_stmt *inner;     /* the loop named *_c */
 } nfacts;
 
@@ -89,6 +98,7 @@ static void walk(const rx_stmts *ss, nfacts *f)
             walk(&s->u.let.body, f);
             break;
         case RX_S_STORE: f->divs += divs(s->u.store.value); break;
+        case RX_S_ALLOC: f->lanes += strstr(s->u.alloc.buf->name, "_lanes") != NULL; break;
         default: break;
         }
     }
@@ -121,8 +131,9 @@ START_TEST(which_rebuilt)
                   "box: inner %p, %d parallel, %d vectorized, %d LETs", (const void *)x.inner,
                   x.par, x.vec, x.lets);
     ck_assert(rx_expr_is_int(x.inner->u.for_.extent, 8));
+    ck_assert(rx_schedule_flat(m, NULL) && rx_schedule_rows(m, NULL, NULL)); /* as the pipeline */
     ck_assert(rx_schedule_radix(m, &n));
-    ck_assert_int_eq(n, 2); /* head and batch (box is rebuilt already) */
+    ck_assert_int_eq(n, 2); /* head and batch (box is rebuilt already, masked is the rows') */
     rx_module_free(m);
     m = scheduled();
     nfacts h = facts(m, "head"), b = facts(m, "batch"), l = facts(m, "lit");
@@ -135,6 +146,9 @@ START_TEST(which_rebuilt)
                   (const void *)b.inner, b.par, b.vec, b.divs, b.lets);
     ck_assert(rx_expr_is_int(b.inner->u.for_.extent, CH));
     ck_assert_msg(!l.inner, "lit: rebuilt");
+    nfacts k = facts(m, "masked");
+    ck_assert_msg(!k.inner && k.lanes == 2, "masked: inner %p, %d lane buffers", (const void *)k.inner,
+                  k.lanes);
     rx_module_free(m);
 }
 END_TEST
