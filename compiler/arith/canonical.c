@@ -23,8 +23,10 @@
  *     (2n + 1) // 4 == n // 2, (2n + 1) % 4 == 2 (n % 2) + 1;
  *   - (x // a) // b == x // (a b);
  *   - inside x % c, a term (y % (k c)) * b is y * b (congruent modulo c);
- *   - (S // c) * (b c) == S * b when S % c is proved 0 by these rules (a padded
- *     size (h + -(h % 14) % 14) // 14 * 14 is the padded size).
+ *   - in a sum, (S // c) * (b c) == S * b when S % c is proved 0 by these rules (a
+ *     padded size (h + -(h % 14) % 14) // 14 * 14 is the padded size); a lone product
+ *     keeps its factors, so a product of window counts divided by their sizes stays an
+ *     exact quotient (b * (hp // 14) * 196 // 196 is b * (hp // 14)).
  * min / max: decided when bounds order the operands (max(n, n + 1) == n + 1), common
  * terms move out (min(n + m, n + 4) == n + min(m, 4)), operands are ordered.
  * Constants fold with floor semantics. Every coefficient operation checks for int64
@@ -214,9 +216,10 @@ static rxi_ar_sum *merge_divmod(rxi_ar_cx *cx, rxi_ar_sum *s)
 static rxi_ar_sum *divmod_pos(rxi_ar_cx *cx, const rxi_ar_sum *x, int64_t c, bool is_mod, int dt);
 static rxi_ar_sum *s_mul(rxi_ar_cx *cx, const rxi_ar_sum *x, const rxi_ar_sum *y, bool *too_big);
 
-/* (S // c) * (b c) == S * b when S % c == 0 is proved (a padded size: (h + -(h % 14) % 14)
- * // 14 * 14 is h + -(h % 14) % 14): the first such factor of a term leaves s for S's
- * canonical sum; s itself when none does or on overflow. */
+/* In a sum, (S // c) * (b c) == S * b when S % c == 0 is proved (a padded size: (h +
+ * -(h % 14) % 14) // 14 * 14 is h + -(h % 14) % 14): the first such factor of a term
+ * leaves s for S's canonical sum; s itself when none does or on overflow. Not applied
+ * to lone products (canon_mul), whose factors exact quotients divide out. */
 static rxi_ar_sum *exact_divs(rxi_ar_cx *cx, rxi_ar_sum *s)
 {
     for (int i = 0; s && i < s->n; i++)
@@ -471,7 +474,7 @@ static rxi_ar_sum *canon_addchain(rxi_ar_cx *cx, rx_expr *e)
              !__builtin_add_overflow(r->c, c, &r->c);
     }
     RX_VEC_FREE(leaves);
-    if (ok && s_normalize(r)) return merge_divmod(cx, r);
+    if (ok && s_normalize(r)) return exact_divs(cx, merge_divmod(cx, r));
     /* Overflow somewhere: combine the two operands, each canonical or opaque, so the
      * parts that do fold still do. */
     if (e->kind == RX_E_NEG) return s_scale(cx, rxi_ar_canon(cx, e->u.op.a), -1);
@@ -626,7 +629,7 @@ static rxi_ar_sum *canon_mul(rxi_ar_cx *cx, rx_expr *e)
     rxi_ar_sum *x = rxi_ar_canon(cx, e->u.op.a), *y = rxi_ar_canon(cx, e->u.op.b);
     bool too_big;
     rxi_ar_sum *r = s_mul(cx, x, y, &too_big);
-    if (!too_big) return r ? exact_divs(cx, r) : NULL;
+    if (!too_big) return r;
     rx_expr *a = rxi_ar_rebuild(cx, x, e->dtype), *b = rxi_ar_rebuild(cx, y, e->dtype);
     return s_atom(cx, bin_comm(cx, RX_E_MUL, a, b));
 }

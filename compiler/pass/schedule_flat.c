@@ -23,6 +23,16 @@
  * data-dependent indices are checked against their extents. Stores are left as they
  * are (the parallel and vector rules read their indices per axis).
  *
+ * Chains: a load whose trailing indices decompose one x over literal extents
+ * (s_{k+1}, .., s_{n-1}), as a fused reshape of a flat row writes them,
+ * (.., x // (P s_{k+1}) % s_k .., x // P % s_{n-2}, x % P) with P = s_{n-1} and each
+ * divisor the product of the extents after it, reads (.., 0, .., 0, x % P') with P'
+ * the product of the collapsed extents, and when the next index up is A + x // P',
+ * (.., A, 0, .., 0, x): the Horner offset is the same (each step is (x // P % s) * P +
+ * x % P == x % (P s)). SAM's window reverse read x[(y // 150528), y // 10752 % 14,
+ * y // 768 % 14, y % 768] (four 64-bit divisions per element, scalar) and reads x[0,
+ * 0, 0, y] now.
+ *
  * Cost: one walk of each loop function's expressions; new nodes only where a load
  * changes.
  */
@@ -48,6 +58,51 @@ static bool strip_div(rx_arena *a, rx_expr *e, const rx_expr *x, const rx_expr *
     return false;
 }
 
+/* True when x and y are the same divisor: structurally, or equal literals. */
+static bool same_div(const rx_expr *x, const rx_expr *y)
+{
+    int64_t u, v;
+    return rx_expr_same(x, y) || (rx_expr_is_const(x, &u) && rx_expr_is_const(y, &v) && u == v);
+}
+
+/* The trailing indices of a load as a row-major decomposition of one x over literal
+   extents (file essay, "Chains"): idx rewritten in place (arena copy in *out); the
+   number of indices collapsed, 0 when none. */
+static int mod_chain(rx_arena *a, const rx_expr *e, rx_expr ***out)
+{
+    const rx_buffer *b = e->u.load.buf;
+    int n = e->u.load.nidx, last = n - 1;
+    rx_expr *m = e->u.load.idx[last];
+    int64_t P, s;
+    if (m->kind != RX_E_FLOORMOD || !rx_expr_is_const(m->u.op.b, &P) || P <= 0 ||
+        !same_div(m->u.op.b, b->shape[last]) || rx_expr_loads_buf(m->u.op.a, NULL))
+        return 0;
+    const rx_expr *x = m->u.op.a;
+    rx_expr **idx = RX_NEWN(a, rx_expr *, n);
+    for (int i = 0; i < n; i++) idx[i] = e->u.load.idx[i];
+    int done = 0, k = last - 1;
+    for (; k >= 0; k--) {
+        rx_expr *u = idx[k], *rest;
+        if (u->kind == RX_E_FLOORMOD && u->u.op.a->kind == RX_E_FLOORDIV &&
+            rx_expr_same(u->u.op.a->u.op.a, x) && rx_expr_is_const(u->u.op.a->u.op.b, &s) && s == P &&
+            same_div(u->u.op.b, b->shape[k]) && rx_expr_is_const(b->shape[k], &s) && s > 0 &&
+            !__builtin_mul_overflow(P, s, &P)) {
+            idx[k] = rx_e_int(a, 0);
+            idx[last] = rx_e_binary(a, RX_E_FLOORMOD, (rx_expr *)x, rx_e_int(a, P));
+            done++;
+            continue;
+        }
+        if (done && strip_div(a, u, x, rx_e_int(a, P), &rest) && (!rest || !rx_expr_loads_buf(rest, NULL))) {
+            idx[k] = rest ? rest : rx_e_int(a, 0);
+            idx[last] = (rx_expr *)x;
+            done++;
+        }
+        break;
+    }
+    *out = idx;
+    return done;
+}
+
 /* LOAD e with its (A + x // D, x % D) index pairs merged (file essay), or e. */
 static rx_expr *flat_load(rx_arena *a, rx_expr *e, int *count)
 {
@@ -55,6 +110,9 @@ static rx_expr *flat_load(rx_arena *a, rx_expr *e, int *count)
     int n = e->u.load.nidx;
     if (n < 2 || b->ndim != n) return e;
     rx_expr **idx = NULL;
+    int nc = mod_chain(a, e, &idx);
+    if (!nc) idx = NULL;
+    *count += nc;
     for (int k = n - 1; k >= 1; k--) {
         rx_expr *m = idx ? idx[k] : e->u.load.idx[k], *up = idx ? idx[k - 1] : e->u.load.idx[k - 1];
         rx_expr *rest;

@@ -173,8 +173,11 @@ START_TEST(padded_size)
     rx_expr *wp = add(N, fmod_(sub(I(0), fmod_(N, I(14))), I(14)));
     ck_assert_str_eq(S(fmod_(wp, I(14))), "0");
     ck_assert_str_eq(S(fmod_(wp, I(7))), "0");
-    check_equal(mul(fdiv(wp, I(14)), I(14)), wp);
-    check_equal(mul(mul(fdiv(wp, I(14)), M), I(28)), mul(mul(wp, M), I(2)));
+    /* in a sum; a lone product keeps its factors (b * (wp // 14) * 196 // 196 stays exact) */
+    check_equal(add(mul(fdiv(wp, I(14)), I(14)), M), add(wp, M));
+    check_equal(add(mul(mul(fdiv(wp, I(14)), M), I(28)), N), add(mul(mul(wp, M), I(2)), N));
+    ck_assert(EQ(mul(fdiv(wp, I(14)), I(14)), wp));
+    ck_assert_str_eq(S(fdiv(mul(mul(fdiv(wp, I(14)), M), I(196)), I(196))), "m * ((n + -n % 14) // 14)");
     check_equal(fmod_(add(N, fmod_(M, I(28))), I(14)), fmod_(add(N, M), I(14)));
     check_equal(fmod_(add(N, mul(fmod_(P, I(12)), I(5))), I(4)), fmod_(add(N, mul(P, I(5))), I(4)));
     /* not: 14 does not divide 21; n % 14 is not 0; the coefficient is not a multiple */

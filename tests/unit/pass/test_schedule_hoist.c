@@ -28,7 +28,9 @@
  *           mask load's (k // w, k % w) pair becomes (0, k) (in the max and the exp
  *           pass: two pairs merged), after
  *           which the row schedule takes the softmax (without the merge it turns it
- *           down: its mask load does not step by one along the row).
+ *           down: its mask load does not step by one along the row);
+ *   chain   a flattened x (n, 3, 4, 8) plus one: the add's load x[i // 96, i // 32 % 3,
+ *           i // 8 % 4, i % 8] (trailing literal extents) reads x[0, 0, 0, i].
  * Numerics: the kernels with both steps are bit-identical to the ones given only the
  * parallel and vector loop kinds (neither step changes an operation or its order) at
  * several sizes, f = 0 and h * w not a multiple of 16 included.
@@ -79,6 +81,15 @@ static const char MASKED[] =
        B("mr", "{'op':'reshape','args':['m',{'shape':['b',1,1,'h * w']}]}") ","
        B("a", "{'op':'where','args':['mr'," C1("-1e9") ",'x']}") ","
        B("r", "{'op':'nn.softmax','args':['a'],'attrs':{'axis':-1}}"), "r")
+    "}}";
+
+/* A flattened x (n, 3, 4, 8) plus one: the add reads x[i // 96, i // 32 % 3, i // 8 % 4,
+   i % 8], a chain of trailing literal extents (schedule_flat.c, "Chains"). */
+static const char CHAIN[] =
+    "{'format':'relax-json','version':1,'functions':{"
+    FN("chain", P("x", TS("'n',3,4,8")),
+       B("f", "{'op':'reshape','args':['x',{'shape':['n * 96']}]}") ","
+       B("r", "{'op':'add','args':['f'," C1("1.0") "]}"), "r")
     "}}";
 
 /* The loop function the graph function gname calls last. */
@@ -188,11 +199,41 @@ START_TEST(flat_enables_rows)
 }
 END_TEST
 
+/* The load of x in e (NULL when none). */
+static const rx_expr *load_of(const rx_expr *e, const char *buf)
+{
+    if (!e) return NULL;
+    if (e->kind == RX_E_LOAD && !strcmp(e->u.load.buf->name, buf)) return e;
+    for (int i = 0; i < rx_expr_nchildren(e); i++) {
+        const rx_expr *l = load_of(rx_expr_child(e, i), buf);
+        if (l) return l;
+    }
+    return NULL;
+}
+
+START_TEST(flat_chain)
+{
+    rx_module *m = fused_module(CHAIN);
+    int merged = -1;
+    ck_assert(rx_schedule_flat(m, &merged));
+    ck_assert_int_eq(merged, 3); /* two trailing pairs collapsed, then i // 96 */
+    const rx_stmt *s = kernel(m, "chain")->tbody.items[0];
+    while (s->kind == RX_S_FOR || s->kind == RX_S_BLOCK)
+        s = s->kind == RX_S_FOR ? s->u.for_.body.items[0] : s->u.block.body.items[0];
+    ck_assert_int_eq(s->kind, RX_S_STORE);
+    const rx_expr *l = load_of(s->u.store.value, "x");
+    ck_assert_ptr_nonnull(l);
+    for (int k = 0; k < 3; k++) ck_assert_msg(rx_expr_is_int(l->u.load.idx[k], 0), "index %d", k);
+    ck_assert_int_eq(l->u.load.idx[3]->kind, RX_E_VAR);
+    rx_module_free(m);
+}
+END_TEST
+
 START_TEST(bit_exact)
 {
-    const char *const texts[] = {MODULE, MASKED};
-    const char *const gn[] = {"gcn", "gcn_f", "arm", "grid", "bias_exp", "masked"};
-    for (int t = 0; t < 2; t++) {
+    const char *const texts[] = {MODULE, MASKED, CHAIN};
+    const char *const gn[] = {"gcn", "gcn_f", "arm", "grid", "bias_exp", "masked", "chain"};
+    for (int t = 0; t < 3; t++) {
         rx_module *mu = fused_module(texts[t]), *ms = fused_module(texts[t]);
         ck_assert(rx_schedule_cpu(mu, NULL, NULL));
         ck_assert(rx_schedule_flat(ms, NULL));
@@ -207,7 +248,7 @@ START_TEST(bit_exact)
         const char *const names[] = {"n", "e", "f", "b", "h", "w"};
         static const int64_t vals[][6] = {{64, 1, 0, 1, 1, 1}, {64, 7, 5, 1, 3, 5},
                                           {64, 40, 17, 2, 5, 7}, {64, 3, 1, 3, 4, 4}};
-        for (size_t g = t ? 5 : 0; g < (t ? 6u : 5u); g++)
+        for (size_t g = t ? (size_t)t + 4 : 0; g < (t ? (size_t)t + 5 : 5u); g++)
             for (size_t v = 0; v < sizeof vals / sizeof vals[0]; v++) {
                 kr_run ru, rs;
                 char what[96];
@@ -233,6 +274,7 @@ static Suite *hoist_suite(void)
     tcase_add_test(tc, which_hoisted);
     tcase_add_test(tc, interchanged);
     tcase_add_test(tc, flat_enables_rows);
+    tcase_add_test(tc, flat_chain);
     tcase_add_test(tc, bit_exact);
     suite_add_tcase(s, tc);
     return s;
