@@ -44,6 +44,15 @@ on the same .onnx file) and PyTorch eager, same inputs, same run, 2 threads each
             inception_v3, mobilenetv2, xception, regnety, bifpn (512), retina_post,
             fcos_post, maskrcnn_heads (100 RoIs), tabnet / deepfm / wide_deep (b 1024-2048),
             rwkv, mamba, levit_attn ("zoo4": all of them; not in the default set)
+  zoo5:NAME a model of tests/onnx/zoo_models5.py at its bench size (at its last opset):
+            enc_torch / enc_mha_seqfirst / enc_qkv_unbind / enc_bmm / enc_einsum (one
+            pre-LN encoder layer five ways: d 512, 8 heads, b 2, s 128), albert (opset
+            11), electra, gemma (d 1024, s 128), clip_vision (224, b 4), xcit, dit, mae,
+            ghostnet, yolov5_backbone (640), poolformer (S12, 224), patchtst, linear_attn,
+            moe, sage_gin (5000 nodes, 50000 edges), centernet (512), dgcnn (1024 points),
+            vqvae, hifigan, ecapa, quartznet, r2plus1d, nerf (1024 rays x 64), realnvp,
+            dcn_v2, din, ft_transformer, nbeats, capsnet ("zoo5": all of them; not in the
+            default set)
 
 Each prints one JSON line: relax_ms, ort_ms, torch_ms (medians of --repeat calls after
 warm-ups), relax/ORT and relax/torch (goal <= 1.0), relax_min_ms, ort_min_ms and their
@@ -79,7 +88,7 @@ def parse_args():
     ap.add_argument("--blocks", default="gpt2,llama,vit,t5,zoo",
                     help="names; zoo: every model of zoo_models.py, zoo:NAME one; "
                          "zoo2, zoo2:NAME: zoo_models2.py; zoo3, zoo3:NAME: zoo_models3.py; "
-                         "zoo4, zoo4:NAME: zoo_models4.py")
+                         "zoo4, zoo4:NAME: zoo_models4.py; zoo5, zoo5:NAME: zoo_models5.py")
     return ap.parse_args()
 
 
@@ -90,6 +99,7 @@ import zoo_models  # noqa: E402
 import zoo_models2  # noqa: E402
 import zoo_models3  # noqa: E402
 import zoo_models4  # noqa: E402
+import zoo_models5  # noqa: E402
 
 
 def blocks(quick):
@@ -108,7 +118,7 @@ def blocks(quick):
                "vit": one(lambda: tb.ViTBlock(d=384, p=16, img=224), (1, 3, 224, 224)),
                "t5": one(lambda: tb.T5Attention(d=512, h=8, buckets=8), (1, 128, 512))}
     for prefix, mod in (("zoo:", zoo_models), ("zoo2:", zoo_models2), ("zoo3:", zoo_models3),
-                        ("zoo4:", zoo_models4)):
+                        ("zoo4:", zoo_models4), ("zoo5:", zoo_models5)):
         for name, c in mod.cases(big=not quick).items():
             size = c.sizes[0] if quick else c.big
             out[prefix + name] = (c.make, lambda c=c, size=size: c.inputs(*size), c.names,
@@ -123,7 +133,7 @@ def wanted(name, quick):
         sel = ["gpt2", "llama", "vit", "t5", "zoo:bert", "zoo:autoencoder"]
     return name in sel or (name.startswith("zoo:") and "zoo" in sel) or \
         (name.startswith("zoo2:") and "zoo2" in sel) or (name.startswith("zoo3:") and "zoo3" in sel) or \
-        (name.startswith("zoo4:") and "zoo4" in sel)
+        (name.startswith("zoo4:") and "zoo4" in sel) or (name.startswith("zoo5:") and "zoo5" in sel)
 
 
 def max_err(got, want):

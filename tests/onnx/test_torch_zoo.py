@@ -73,7 +73,9 @@ Regressions (each failed before; also built at O0): moe (Hugging Face Mixtral's
 index_add_ exports an Expand to Shape(zeros[0:1]), a min(n, 1) extent taken as the
 target: one row of each expert's update was added), nerf (z[..., 1:] - z[..., :-1]:
 slice extents max(0, n - min(n, 1)) and max(0, n - 1) no proof related, unknown dims,
-no build).
+no build). r2plus1d (structure, relaxc print): its (1, k, k) and (t, 1, 1) Conv3d factors
+import as nn.conv2d over folded axes (the convolution library; generated conv3d loops
+were 36-47x ONNX Runtime), the strided 1x1x1 downsample stays nn.conv3d.
 
 Usage: test_torch_zoo.py BIN_DIR [NAME,NAME...] [--module zoo_models2|zoo_models3|zoo_models4|zoo_models5]
 """
@@ -164,6 +166,11 @@ def structure(name, path):
     if name in ("tf_resnet", "tf_mobilenet"):  # the NHWC Transpose pairs cancel at import
         n = sum(ln.startswith("def permute_dims") for ln in after("fuse_ops").splitlines())
         check("%s: at most 4 permute_dims loops (the input's, the pooling's)" % name, n <= 4, str(n))
+    if name == "r2plus1d":  # (1, k, k) and (t, 1, 1) factors import as 2-d convolutions
+        parsed = after("parse")
+        check("r2plus1d: 10 factored Conv3d import as nn.conv2d, the strided 1x1x1 as nn.conv3d",
+              parsed.count("R.nn.conv2d(") == 10 and parsed.count("R.nn.conv3d(") == 1,
+              "%d conv2d, %d conv3d" % (parsed.count("R.nn.conv2d("), parsed.count("R.nn.conv3d(")))
     if name != "autoencoder":
         return
     parsed = after("parse")

@@ -272,7 +272,9 @@ class NeRF(nn.Module):
     """NeRF (yenchenlin/nerf-pytorch): positional encoding [x, sin(2^k x), cos(2^k x)],
     an 8-layer MLP with the input concatenated at layer 4, density by ReLU, view-dependent
     colour, volume rendering along each ray (alpha = 1 - exp(-sigma * delta), the
-    transmittance as exp of an exclusive cumsum, weights, rgb / depth / opacity sums)"""
+    transmittance as exp of an exclusive cumsum (its cumprod of 1 - alpha; the cumsum
+    stops before the last sample's 1e10 distance, whose (sum + tau) - tau is rounding),
+    weights, rgb / depth / opacity sums)"""
     def __init__(self, w=64, freqs=6, dfreqs=4, depth=8, skip=4):
         super().__init__()
         self.freqs, self.dfreqs, self.skip = freqs, dfreqs, skip
@@ -300,7 +302,8 @@ class NeRF(nn.Module):
         dists = dists * rays_d.norm(dim=-1, keepdim=True)
         tau = sigma * dists
         alpha = 1.0 - torch.exp(-tau)
-        weights = alpha * torch.exp(-(torch.cumsum(tau, -1) - tau))
+        excl = torch.cat([torch.zeros_like(tau[..., :1]), torch.cumsum(tau[..., :-1], -1)], -1)
+        weights = alpha * torch.exp(-excl)
         return (weights[..., None] * rgb).sum(-2), (weights * z).sum(-1), weights.sum(-1)
 
 

@@ -360,6 +360,56 @@ static rx_node *int_operand(ox_ctx *c, int i, int zi)
     return ox_call2(c, "subtract", v, zp);
 }
 
+/* permute_dims(x, axes) of a 5-d x */
+static rx_node *permute5(ox_ctx *c, rx_node *x, const int64_t axes[5])
+{
+    rx_attr *m = ox_amap(c);
+    ox_aset(c, m, "axes", ox_aints(c, axes, 5));
+    return ox_call1(c, "permute_dims", x, m);
+}
+
+/* A float 3-d convolution with one tap in T (kernel (1, kh, kw), stride and dilation 1
+ * and no padding in T: R(2+1)D's spatial factor, a per-frame convolution) or one tap in
+ * H and W (kernel (kt, 1, 1), stride 1 and no padding in H and W: the temporal factor) is
+ * a 2-d convolution over folded axes: (N, C, T, H, W) as (N * T, C, H, W) (a permute
+ * each way) or as (N, C, T, H * W) (reshapes only). nn.conv3d has no library: its
+ * generated loops took 30-175 ms per layer of zoo5's R(2+1)D (36-47x ONNX Runtime);
+ * nn.conv2d takes the convolution library. NULL when neither form applies. */
+static rx_node *conv3d_as_2d(ox_ctx *c, rx_node *x, rx_node *w, const int64_t *k,
+                             const int64_t *s, const int64_t *pads, const int64_t *dil, int bias)
+{
+    bool temporal = k[1] == 1 && k[2] == 1 && s[1] == 1 && s[2] == 1 && dil[1] == 1 &&
+                    dil[2] == 1 && !pads[1] && !pads[2] && !pads[4] && !pads[5];
+    bool spatial = k[0] == 1 && s[0] == 1 && dil[0] == 1 && !pads[0] && !pads[3];
+    if ((!temporal && !spatial) || !ox_need_dims(c, x) || !ox_need_dims(c, w) ||
+        !rx_dtype_is_float((rx_dtype)x->sinfo->dtype) || ox_ndim(x) != 5 || ox_ndim(w) != 5)
+        return NULL;
+    rx_expr **xd = x->sinfo->dims, **wd = w->sinfo->dims;
+    static const int64_t to_ntc[5] = {0, 2, 1, 3, 4}; /* its own inverse */
+    rx_expr *w4[4] = {wd[0], wd[1], temporal ? wd[2] : wd[3], temporal ? ox_lit(c, 1) : wd[4]};
+    rx_node *w2 = ox_reshape(c, w, w4, 4), *x4, *y;
+    if (temporal) {
+        rx_expr *hw = ox_simp(c, rx_e_binary(c->a, RX_E_MUL, xd[3], xd[4]));
+        rx_expr *f[4] = {xd[0], xd[1], xd[2], hw};
+        int64_t s2[2] = {s[0], 1}, d2[2] = {dil[0], 1}, p2[4] = {pads[0], 0, pads[3], 0};
+        x4 = ox_reshape(c, x, f, 4);
+        y = x4 && w2 ? conv_out(c, "nn.conv%dd", x4, w2, s2, p2, d2, NULL, 2, bias) : NULL;
+        if (!y || !ox_need_dims(c, y)) return NULL;
+        rx_expr *o[5] = {xd[0], y->sinfo->dims[1], y->sinfo->dims[2], xd[3], xd[4]};
+        return ox_reshape(c, y, o, 5);
+    }
+    rx_expr *f[4] = {ox_simp(c, rx_e_binary(c->a, RX_E_MUL, xd[0], xd[2])), xd[1], xd[3], xd[4]};
+    int64_t s2[2] = {s[1], s[2]}, d2[2] = {dil[1], dil[2]};
+    int64_t p2[4] = {pads[1], pads[2], pads[4], pads[5]};
+    rx_node *xt = permute5(c, x, to_ntc);
+    x4 = xt ? ox_reshape(c, xt, f, 4) : NULL;
+    y = x4 && w2 ? conv_out(c, "nn.conv%dd", x4, w2, s2, p2, d2, NULL, 2, bias) : NULL;
+    if (!y || !ox_need_dims(c, y)) return NULL;
+    rx_expr *o[5] = {xd[0], xd[2], y->sinfo->dims[1], y->sinfo->dims[2], y->sinfo->dims[3]};
+    rx_node *y5 = ox_reshape(c, y, o, 5);
+    return y5 ? permute5(c, y5, to_ntc) : NULL;
+}
+
 /* The convolution of x and w (both given) with the node's window attributes, plus the
  * bias input `bias` (when >= 0 and present); NULL after an error. */
 static rx_node *conv_of(ox_ctx *c, rx_node *x, rx_node *w, int bias)
@@ -371,7 +421,8 @@ static rx_node *conv_of(ox_ctx *c, rx_node *x, rx_node *w, int bias)
     if (!ints_sp(c, "strides", 1, s, sr) || !ints_sp(c, "dilations", 1, dil, sr) ||
         !window_pads(c, x, k, s, dil, pads, sr))
         return NULL;
-    return conv_out(c, "nn.conv%dd", x, w, s, pads, dil, NULL, sr, bias);
+    rx_node *y2 = sr == 3 ? conv3d_as_2d(c, x, w, k, s, pads, dil, bias) : NULL;
+    return y2 ? y2 : conv_out(c, "nn.conv%dd", x, w, s, pads, dil, NULL, sr, bias);
 }
 
 rx_node *ox_conv_window(ox_ctx *c, rx_node *x, rx_node *w) { return conv_of(c, x, w, -1); }

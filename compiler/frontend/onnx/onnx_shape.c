@@ -513,7 +513,8 @@ static rx_expr *slice_unclamped(ox_ctx *c, rx_expr *d, rx_expr *b, rx_expr *e)
     for (int i = 0; i < 2; i++) {
         int64_t k;
         if (rx_expr_is_const(bd[i], &k) ? k < 0 || k > 1 :
-            !rx_expr_is_const(ox_simp(c, rx_e_binary(c->a, RX_E_SUB, bd[i], d)), &k) || k < -1 || k > 0)
+            !rx_expr_is_const(ox_simp(c, rx_e_binary(c->a, RX_E_SUB, bd[i], d)), &k) || k < -1 ||
+                k > 0)
             return NULL;
     }
     return ox_simp(c, rx_e_binary(c->a, RX_E_SUB, e, b));
@@ -575,7 +576,8 @@ bool ox_c_slice(ox_ctx *c)
     int nd = x->sinfo->ndim;
     int64_t *axes = RX_NEWN(c->a, int64_t, ns ? ns : 1);
     rx_expr **b = RX_NEWN(c->a, rx_expr *, ns ? ns : 1), **e = RX_NEWN(c->a, rx_expr *, ns ? ns : 1);
-    rx_expr **sd = RX_NEWN(c->a, rx_expr *, ns ? ns : 1), **un = RX_NEWN(c->a, rx_expr *, ns ? ns : 1);
+    rx_expr **sd = RX_NEWN(c->a, rx_expr *, ns ? ns : 1);
+    rx_expr **un = RX_NEWN(c->a, rx_expr *, ns ? ns : 1); /* slice_unclamped per bound */
     for (int i = 0; i < ns; i++) {
         int a = ox_norm_axis(c, na >= 0 ? ax[i] : i, nd);
         if (a < 0) return false;
@@ -613,7 +615,8 @@ bool ox_c_slice(ox_ctx *c)
     ox_aset(c, m, "end", ox_aexprs(c, e, ns));
     ox_aset(c, m, "strides", ox_aexprs(c, sd, ns));
     rx_node *y = ox_call1(c, "strided_slice", x, m);
-    if (!y || !y->sinfo || y->sinfo->kind != RX_SI_TENSOR || !y->sinfo->dims) return ox_out_node(c, 0, y);
+    if (!y || !y->sinfo || y->sinfo->kind != RX_SI_TENSOR || !y->sinfo->dims)
+        return ox_out_node(c, 0, y);
     rx_expr **yd = NULL;
     for (int i = 0; i < ns; i++) {
         if (!un[i] || rx_arith_prove_equal(c->ar, y->sinfo->dims[axes[i]], un[i])) continue;
