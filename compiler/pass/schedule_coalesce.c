@@ -18,7 +18,9 @@
  * of a and of b in b's body (stores' and loads' indices, values, conditions, lets, block
  * iterators) is in an access X[.., a, 0, .., 0, b, ..] of a buffer whose extents from
  * a's position + 1 through b's multiply to Eb (structurally literal), a and b nowhere
- * else in that access; and block iterators bound to a or b are spatial. Then
+ * else in that access; and block iterators of a and b are the loop variables themselves
+ * (legalize's implicit iterators) and spatial: a block with iterators of its own bound
+ * to them (`d = T.axis.spatial(2, d0)`, its body reading d) is left alone. Then
  *     for a { for b { S } }  ->  for j [0, Ea * Eb) { S' }
  * where S' has each such access as X[.., 0, 0, .., 0, j, ..]: the same flat offset,
  * a * Eb + b == j, for every (a, b) (the IR reads a LOAD and a STORE as the Horner
@@ -109,11 +111,11 @@ static void check_stmts(co *c, const rx_stmts *ss)
         case RX_S_BLOCK:
             for (int k = 0; k < s->u.block.niters; k++) {
                 const rx_iter *it = &s->u.block.iters[k];
-                bool mine = it->var == c->a || it->var == c->b || is_var(it->bind, c->a) ||
-                            is_var(it->bind, c->b);
-                if (mine ? it->kind != RX_ITER_SPATIAL : rx_expr_uses_var(it->bind, c->a) ||
+                bool self = it->var == c->a || it->var == c->b; /* the loop's own variable */
+                if (self ? it->kind != RX_ITER_SPATIAL : rx_expr_uses_var(it->bind, c->a) ||
                                                              rx_expr_uses_var(it->bind, c->b))
-                    c->ok = false;
+                    c->ok = false; /* an iterator of its own bound to a or b: its uses are
+                                      not the loops' (a hand-written block's d = d0) */
             }
             check_stmts(c, &s->u.block.init);
             check_stmts(c, &s->u.block.body);
@@ -185,7 +187,7 @@ static void merge_stmts(rx_arena *ar, const co *c, const rx_stmts *ss, const rx_
             bool added = false;
             for (int k = 0; k < s->u.block.niters; k++) {
                 const rx_iter *it = &s->u.block.iters[k];
-                if (it->var == c->a || it->var == c->b || is_var(it->bind, c->a) || is_var(it->bind, c->b)) {
+                if (it->var == c->a || it->var == c->b) {
                     if (!added) its[n++] = (rx_iter){j, RX_ITER_SPATIAL, ej, rx_e_var(ar, j)};
                     added = true;
                     continue;
