@@ -721,6 +721,7 @@ static bool costly(const rx_expr *e)
 
 typedef struct rhoist {
     rbuild *B;
+    const rnest *t;
     const rx_svar *k, *ki;  /* the inner loop's variable and its block iterator */
     const rx_vmap *rows;    /* the row iterators -> the row variables */
     rx_stmt *lets[8];       /* the LETs made, outermost first (bodies filled later) */
@@ -735,6 +736,16 @@ static rx_expr *hoist(rhoist *h, rx_expr *e)
 {
     if (!e) return e;
     bool inner = rx_expr_uses_var(e, h->k) || rx_expr_uses_var(e, h->ki);
+    if (inner && e->kind == RX_E_SELECT) { /* an arm's loads are hoisted (run whichever arm
+        is taken) only where in bounds: DGCNN's cat((x_j - x_i, x_i)) read channel c - 3 of
+        3 on the first arm's rows, past the buffer on the last batch */
+        rarms ah = {.B = h->B, .t = h->t};
+        int cnt = 0;
+        rx_expr *k[3] = {hoist(h, e->u.op.a), e->u.op.b, e->u.op.c};
+        for (int i = 1; i < 3; i++)
+            if (arm_loads_in_bounds(&ah, k[i], &cnt)) k[i] = hoist(h, k[i]);
+        return rx_expr_with_children(h->B->a, e, k);
+    }
     if (!inner && costly(e) && h->n < 8 && !(e->kind == RX_E_LOAD && e->u.load.nidx == 0)) {
         rx_arena *a = h->B->a;
         rx_svar *v = rx_svar_new(a, rx_arena_printf(a, "row%d", h->B->nrow++), (rx_dtype)e->dtype,
@@ -760,7 +771,7 @@ static rx_stmt *elementwise(rbuild *B, const rnest *t, rx_stmt *in)
     rx_vmap rows = {0};
     for (int i = 0; i < B->p; i++)
         rx_vmap_set(&rows, t->blk->u.block.iters[i].var, t->blk->u.block.iters[i].bind);
-    rhoist h = {.B = B, .k = in->u.for_.var, .ki = t->blk->u.block.iters[B->p].var, .rows = &rows};
+    rhoist h = {.B = B, .t = t, .k = in->u.for_.var, .ki = t->blk->u.block.iters[B->p].var, .rows = &rows};
     rx_stmt *st = (rx_stmt *)t->st;
     st->u.store.value = hoist(&h, st->u.store.value);
     rx_vmap_free(&rows);

@@ -20,6 +20,11 @@
  * output element agrees with a float64 softmax of the concatenated (or selected) rows
  * computed here, within 1e-5 relative. An arm rule that dropped its extent check fails
  * the interpreter run (row 0, flat position -48).
+ * The per-row values hoisted before an elementwise row's inner loop follow the same
+ * rule: DGCNN's edge feature cat((e - x, x), 3).permute(0, 3, 1, 2) reads x[0, p, c]
+ * and x[0, p, c - 3] in its two arms, free of the neighbour loop; hoisted unconditionally
+ * they read past x (it crashed at 2 x 1024 points). Its kernel runs in the interpreter
+ * too, every element compared with the reference exactly.
  */
 #include <math.h>
 #include <stdio.h>
@@ -98,10 +103,27 @@ static void stmt_facts(const rx_stmts *ss, afacts *f)
     }
 }
 
-/* MODULE at opt level 2 up to lift_workspace (no library calls), then CPU-scheduled. */
-static rx_module *scheduled(void)
+/* DGCNN's edge feature, cat((e - x, x), dim=3).permute(0, 3, 1, 2) with x broadcast
+   over the k neighbours, n clouds of 16 points: a row nest over the output (n, 6, 16,
+   20) (rows (b, c, p), the 20 neighbours inner; a symbolic batch keeps the concat from
+   the split by field) whose select reads x[b, p, c] in one arm and x[b, p, c - 3] in
+   the other. Both loads are free of the inner loop; hoisted before it, each would run
+   on every row, the first past x's 3 channels (past the buffer on the last rows). */
+static const char EDGE[] =
+    "{'format':'relax-json','version':1,'functions':{'edge':{'kind':'relax','params':["
+    P("x", TS("f32", "'n',16,3")) "," P("e", TS("f32", "'n',16,20,3")) "],'body':{'blocks':[{"
+    "'dataflow':true,'bindings':["
+    "{'var':'x4','value':{'op':'expand_dims','args':['x'],'attrs':{'axis':[2]}}},"
+    "{'var':'d','value':{'op':'subtract','args':['e','x4']}},"
+    "{'var':'r','value':{'op':'broadcast_to','args':['x4',{'shape':['n',16,20,3]}]}},"
+    "{'var':'c','value':{'op':'concat','args':[{'tuple':['d','r']}],'attrs':{'axis':3}}},"
+    "{'var':'o','value':{'op':'permute_dims','args':['c'],'attrs':{'axes':[0,3,1,2]}}}]}],"
+    "'result':'o'}}}}";
+
+/* text at opt level 2 up to lift_workspace (no library calls), then CPU-scheduled. */
+static rx_module *scheduled_text(const char *text)
 {
-    char *s = strdup(MODULE);
+    char *s = strdup(text);
     for (char *p = s; *p; p++)
         if (*p == '\'') *p = '"';
     rx_build_opts o = {.opt_level = 2, .lib = {.mode = RX_LIB_NONE}};
@@ -115,6 +137,8 @@ static rx_module *scheduled(void)
     rx_diags_free(&d);
     return m;
 }
+
+static rx_module *scheduled(void) { return scheduled_text(MODULE); }
 
 START_TEST(which_arms_are_eager)
 {
@@ -238,6 +262,36 @@ START_TEST(in_bounds_and_reference)
 }
 END_TEST
 
+/* The edge feature's scheduled kernel in the interpreter (which fails a load outside
+   its buffer) at n = 1, 3, 7: in bounds, and every element the reference. */
+START_TEST(hoisted_arms_in_bounds)
+{
+    rx_module *m = scheduled_text(EDGE);
+    static const int64_t ns[] = {1, 3, MAXN};
+    for (size_t v = 0; v < sizeof ns / sizeof ns[0]; v++) {
+        int64_t n = ns[v];
+        uint8_t *bufs[MAXBUF];
+        size_t bytes[MAXBUF];
+        int nb = run(tir_callee(m, "edge"), n, 21 + v, bufs, bytes);
+        ck_assert_int_ge(nb, 3);
+        ck_assert_uint_eq(bytes[2], (size_t)(n * 6 * 16 * 20) * 4);
+        const float *x = (const float *)bufs[0], *e = (const float *)bufs[1], *o = (const float *)bufs[2];
+        for (int64_t b = 0; b < n; b++)
+            for (int64_t c = 0; c < 6; c++)
+                for (int64_t p = 0; p < 16; p++)
+                    for (int64_t k = 0; k < 20; k++) {
+                        int64_t q = b * 16 + p;
+                        float want = c < 3 ? e[(q * 20 + k) * 3 + c] - x[q * 3 + c] : x[q * 3 + c - 3];
+                        ck_assert_msg(o[((b * 6 + c) * 16 + p) * 20 + k] == want,
+                                      "edge n=%lld [%lld, %lld, %lld, %lld]", (long long)n, (long long)b,
+                                      (long long)c, (long long)p, (long long)k);
+                    }
+        for (int b = 0; b < nb; b++) free(bufs[b]);
+    }
+    rx_module_free(m);
+}
+END_TEST
+
 static Suite *arms_suite(void)
 {
     Suite *s = suite_create("schedule_arms");
@@ -245,6 +299,7 @@ static Suite *arms_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, which_arms_are_eager);
     tcase_add_test(tc, in_bounds_and_reference);
+    tcase_add_test(tc, hoisted_arms_in_bounds);
     suite_add_tcase(s, tc);
     return s;
 }
