@@ -224,7 +224,7 @@ static void qc_image(qc *q, int64_t img, int t, int nt)
     uint8_t *abuf = q->abuf + (int64_t)t * q->astride;
     int32_t *cbuf = q->cbuf + (int64_t)t * CH * NR;
     uint32_t *rsum = q->rsum + (int64_t)t * CH;
-    uint32_t oa = q->ax ? 128u : 0u, ob = q->bx ? 128u : 0u, kab = (uint32_t)q->k * oa * ob;
+    uint32_t oa = q->ax ? 128u : 0u, ob = q->bx ? 128u : 0u;
     const uint8_t *ap = abuf;
     for (int64_t it = i0, have = -1; it < i1; it++) {
         int64_t ch = it / q->groups, g = it % q->groups;
@@ -253,11 +253,7 @@ static void qc_image(qc *q, int64_t img, int t, int nt)
                 int mr = (int)(rows - r < MR ? rows - r : MR);
                 q->kern(ap + r * q->kp, q->kp, bp, q->kp, mr, cbuf + r * NR, NR, nc);
             }
-            if (oa || ob)
-                for (int64_t r = 0; r < rows; r++) {
-                    uint32_t add = ob * rsum[r] - kab, *cr = (uint32_t *)(void *)(cbuf + r * NR);
-                    for (int j = 0; j < nc; j++) cr[j] += add - oa * colsum[j];
-                }
+            rx_qpack_correct(cbuf, NR, rows, nc, rsum, colsum, oa, ob, (uint32_t)q->k);
             store_cols(cbuf, rows, nc, q->y + (img * q->co + j0) * p + p0, p);
         }
     }

@@ -375,7 +375,7 @@ static void qg_run(void *ud, int t, int nt)
     int8_t *buf = q->bufs ? q->bufs + (int64_t)t * q->kp * NR : NULL;
     const int8_t *bp = buf;
     uint32_t colsum[NR];
-    uint32_t oa = q->ax ? 128u : 0u, ob = q->bx ? 128u : 0u, kab = (uint32_t)q->k * oa * ob;
+    uint32_t oa = q->ax ? 128u : 0u, ob = q->bx ? 128u : 0u;
     for (int64_t it = i0; it < i1; it++) {
         int64_t blk = it / q->mchunks, mc = it % q->mchunks;
         if (blk != have && q->packed) {
@@ -393,12 +393,7 @@ static void qg_run(void *ud, int t, int nt)
             int mr = (int)(r1 - r < MR ? r1 - r : MR);
             int32_t *c = q->c + r * q->n + j0;
             q->kern(q->ap + r * q->kp, q->kp, bp, q->kp, mr, c, q->n, nc);
-            if (!oa && !ob) continue;
-            for (int i = 0; i < mr; i++) { /* A B = A'B' + ob rowsum(A') - oa colsum(B') - K oa ob */
-                uint32_t add = ob * q->rowsum[r + i] - kab;
-                uint32_t *ci = (uint32_t *)(void *)(c + i * q->n);
-                for (int j = 0; j < nc; j++) ci[j] += add - oa * colsum[j];
-            }
+            rx_qpack_correct(c, q->n, mr, nc, q->rowsum + r, colsum, oa, ob, (uint32_t)q->k);
         }
     }
 }

@@ -11,7 +11,8 @@
  * RX_QP_PW = 16 columns, a panel kp / 4 groups of 64 bytes: the 4 reduction indices 4g..
  * 4g+3 of each of its 16 columns together (kp = k rounded up to 4; zeros past k and past
  * n). The whole packed B is the blocks one after another, then per block 64 i32 column
- * sums of B' (little-endian; 0 past n): rx_qpack_bytes(k, n) bytes.
+ * sums of B' (little-endian; 0 past n): rx_qpack_bytes(k, n) bytes. rx_qpack_correct is
+ * the correction of a raw tile that both kernels (rt.qmatmul, rt.qconv2d) apply.
  */
 #ifndef RX_RT_QPACK_H
 #define RX_RT_QPACK_H
@@ -62,6 +63,22 @@ static inline void rx_qpack_block(const uint8_t *b, int64_t k, int64_t n, uint8_
                 }
             }
         }
+    }
+}
+
+/* Tile c (rows x nc i32, rows ldc apart) of the raw A'B' corrected to A B (A' = A ^ 0x80
+ * for an i8 A: oa = 128; B' = B ^ 0x80 for a u8 B: ob = 128): A B = A'B' + ob rowsum(A')
+ * - oa colsum(B') - k oa ob, in u32 (wrapping as the i32 product); rowsum (of A', per
+ * row) is read only when ob. Nothing to do when oa and ob are 0. */
+static inline void rx_qpack_correct(int32_t *c, int64_t ldc, int64_t rows, int nc,
+                                    const uint32_t *rowsum, const uint32_t *colsum, uint32_t oa,
+                                    uint32_t ob, uint32_t k)
+{
+    if (!oa && !ob) return;
+    for (int64_t i = 0; i < rows; i++) {
+        uint32_t add = (ob ? ob * rowsum[i] : 0u) - k * oa * ob;
+        uint32_t *ci = (uint32_t *)(void *)(c + i * ldc);
+        for (int j = 0; j < nc; j++) ci[j] += add - oa * colsum[j];
     }
 }
 

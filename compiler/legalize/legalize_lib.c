@@ -134,20 +134,15 @@ static bool qmatmul_lib(const rx_node *call)
            a->ndim >= 2 && b->ndim == 2 && o->ndim == a->ndim;
 }
 
-/* The n = 1, 2 or 4 integers of conv attribute name spread to `want` values (a pair
- * per spatial axis, or padding's top, left, bottom, right); false when malformed. */
+/* The 1, 2 or 4 integers of conv attribute name (lg_attr_ints) spread to `want` values
+ * (a pair per spatial axis, or padding's top, left, bottom, right); false when absent. */
 static bool conv_attr(const rx_node *call, const char *name, int64_t *v, int want)
 {
-    const rx_attr *a = rx_call_attr(call, name);
-    if (!a || a->kind != RX_A_ARRAY || a->u.arr.n < 1 || a->u.arr.n > want || a->u.arr.n == 3)
-        return false;
-    int n = a->u.arr.n;
-    for (int i = 0; i < want; i++) {
-        const rx_attr *e = a->u.arr.items[n == 1 ? 0 : i % n];
-        if (e->kind != RX_A_INT) return false;
-        v[i] = e->u.i;
-    }
-    return true;
+    int64_t raw[4];
+    int n;
+    lg_attr_ints(rx_call_attr(call, name), raw, 4, &n); /* deduction checked the counts */
+    for (int i = 0; i < want && n >= 1; i++) v[i] = raw[i % n];
+    return n >= 1;
 }
 
 static bool str_attr(const rx_node *call, const char *name, const char *want)

@@ -463,6 +463,26 @@ static bool all_zero(const rx_const *k)
     return true;
 }
 
+/* Whether node v is one element: 0-d, or 1-d of extent 1. */
+static bool one_elem(const rx_node *v)
+{
+    int nd = ox_ndim(v);
+    return nd == 0 || (nd == 1 && v->sinfo->dims && rx_expr_is_int(v->sinfo->dims[0], 1));
+}
+
+/* The noted DequantizeLinear results a QDQ product or convolution reads: *qa input 0's
+ * (an activation with one scale), *qb input 1's (a constant 8-bit weight with f32
+ * scales); false when either is not. */
+static bool qdq_operands(ox_ctx *c, const ox_qdq **qa, const ox_qdq **qb)
+{
+    ox_val *av = ox_in(c, 0), *bv = ox_in(c, 1);
+    if (!av || !bv || !av->node || !bv->k) return false;
+    *qa = qdq_find(c, av->node);
+    *qb = qdq_find(c, bv->k);
+    return *qa && *qb && (*qa)->q && (*qa)->s && one_elem((*qa)->s) && (*qb)->qk &&
+           (*qb)->qk->data && (*qb)->sk && (*qb)->sk->data && (*qb)->sk->dtype == RX_DT_F32;
+}
+
 /* The (n, k) 8-bit constant k transposed to (k, n), a new constant. */
 static rx_const *transposed(ox_ctx *c, const rx_const *k)
 {
@@ -482,21 +502,13 @@ static rx_const *transposed(ox_ctx *c, const rx_const *k)
  * as f32, four times its bytes). */
 rx_node *ox_qdq_product(ox_ctx *c, bool trans_b)
 {
-    ox_val *av = ox_in(c, 0), *bv = ox_in(c, 1);
-    if (!av || !bv || !av->node || !bv->k) return NULL;
-    const ox_qdq *qa = qdq_find(c, av->node), *qb = qdq_find(c, bv->k);
-    if (!qa || !qb || !qa->q || !qa->s || !qb->qk || !qb->qk->data || !qb->sk || !qb->sk->data ||
-        qb->qk->ndim != 2 || qb->sk->dtype != RX_DT_F32 || (qb->zk && !qb->zk->data))
+    const ox_qdq *qa, *qb;
+    if (!qdq_operands(c, &qa, &qb) || qb->qk->ndim != 2 || (qb->zk && !qb->zk->data) ||
+        (qa->z && !one_elem(qa->z)))
         return NULL;
     int ax = trans_b ? 0 : 1; /* the weight's axis of the output columns */
     int64_t n = qb->qk->shape[ax], k, ns = numel_of(qb->sk), nz = qb->zk ? numel_of(qb->zk) : 0;
     if ((ns != 1 && (ns != n || qb->axis != ax)) || (nz > 1 && (nz != n || qb->axis != ax)))
-        return NULL;
-    if (!qa->s->sinfo || !qa->s->sinfo->dims || (ox_ndim(qa->s) > 1) ||
-        (qa->z && (!qa->z->sinfo || ox_ndim(qa->z) > 1)))
-        return NULL;
-    if ((ox_ndim(qa->s) == 1 && !rx_expr_is_int(qa->s->sinfo->dims[0], 1)) ||
-        (qa->z && ox_ndim(qa->z) == 1 && (!qa->z->sinfo->dims || !rx_expr_is_int(qa->z->sinfo->dims[0], 1))))
         return NULL;
     const rx_const *wk = trans_b ? transposed(c, qb->qk) : qb->qk;
     rx_node *w = ox_const_node(c, (rx_const *)wk);
@@ -570,16 +582,11 @@ rx_node *ox_conv_q8(ox_ctx *c, int xi, int xz, int wi, int wz, int bias)
  * operands. NULL when the form does not apply. */
 rx_node *ox_qdq_conv(ox_ctx *c)
 {
-    ox_val *av = ox_in(c, 0), *bv = ox_in(c, 1);
-    if (!av || !bv || !av->node || !bv->k) return NULL;
-    const ox_qdq *qa = qdq_find(c, av->node), *qb = qdq_find(c, bv->k);
-    if (!qa || !qb || !qa->q || !qa->s || !qb->qk || !qb->qk->data || qb->qk->ndim != 4 ||
-        !qb->sk || !qb->sk->data || qb->sk->dtype != RX_DT_F32 || (qb->zk && !all_zero(qb->zk)))
+    const ox_qdq *qa, *qb;
+    if (!qdq_operands(c, &qa, &qb) || qb->qk->ndim != 4 || (qb->zk && !all_zero(qb->zk)))
         return NULL;
     int64_t co = qb->qk->shape[0], ns = numel_of(qb->sk), zx;
-    if ((ns != 1 && (ns != co || qb->axis != 0)) || (qa->z && !qa->zk) || !one_zp(qa->zk, &zx) ||
-        !qa->s->sinfo || !qa->s->sinfo->dims || ox_ndim(qa->s) > 1 ||
-        (ox_ndim(qa->s) == 1 && !rx_expr_is_int(qa->s->sinfo->dims[0], 1)))
+    if ((ns != 1 && (ns != co || qb->axis != 0)) || (qa->z && !qa->zk) || !one_zp(qa->zk, &zx))
         return NULL;
     rx_node *p = int8_conv(c, qa->q, qb->qk, zx);
     if (!p) return NULL;

@@ -14,6 +14,7 @@
  * portable).
  */
 #include "rt_test.h"
+#include "../rx_check.h"
 
 #include "../../../runtime/rt_int.h"
 #include "../../../runtime/rt_qpack.h"
@@ -177,9 +178,5 @@ int main(void)
     tcase_add_test(tc, test_qconv_threads_extremes);
     tcase_add_test(tc, test_qconv_errors);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return rx_check_run(s);
 }

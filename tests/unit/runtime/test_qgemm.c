@@ -11,6 +11,7 @@
  * ("avx512-vnni" where it has AVX-512 VNNI); avx2; sse2; portable. ctest runs it four times.
  */
 #include "rt_test.h"
+#include "../rx_check.h"
 
 #include "../../../runtime/rt_int.h"
 #include "../../../runtime/rt_qpack.h"
@@ -174,9 +175,5 @@ int main(void)
     tcase_add_test(tc, test_qgemm_degenerate_and_errors);
     tcase_add_test(tc, test_qgemm_kernel_choice);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return rx_check_run(s);
 }
