@@ -397,7 +397,7 @@ static bool result_object(const json_t *r, rx_sched_err *e)
                                         "max_rel_error"};
     static const char *const ints[] = {"repeat",         "number",         "kernels",
                                        "peak_bytes",     "reserved_bytes", "resident_bytes",
-                                       "threads",        "blas_threads"};
+                                       "threads",        "blas_threads",   "reduced_calls"};
     if (!json_is_object(r)) return BAD("result: expected an object");
     for (int i = 0; i < RX_COUNTOF(reals); i++) {
         json_t *v = json_object_get(r, reals[i]);

@@ -412,6 +412,37 @@ int rx_rt_max_threads(void);
 void rx_rt_parallel_for_n(void (*fn)(void *ud, int t, int n), void *ud, int n);
 /* Closes libraries opened by the built-ins. */
 void rx_rt_lib_close(rx_rt_ctx *ctx);
+/* n threads for this thread's kernels and the BLAS, the governor's request unchanged
+ * (threads.c; rx_rt_set_threads is this plus rx_rt_gov_request). */
+void rx_rt_apply_threads(int n);
+
+/* ---- threads_gov.c: fewer threads while the calling thread's calls are delayed ---- */
+#define RX_GOV_WINDOW_NS 10000000LL     /* calls' wall time per decision: 10 ms */
+#define RX_GOV_PROBE_MIN_NS 200000000LL /* first probe of the full count: 200 ms */
+#define RX_GOV_PROBE_MAX_NS 3200000000LL
+enum { RX_GOV_FULL, RX_GOV_REDUCED, RX_GOV_PROBE };
+typedef struct rx_rt_gov {
+    int state;            /* RX_GOV_* */
+    int want;             /* the requested count (0: not known yet) */
+    int low;              /* the count while REDUCED */
+    int64_t win_ns;       /* wall time of the window's calls */
+    int64_t next_probe;   /* REDUCED: when (rx_rt_now_ns) to try the full count again */
+    int64_t backoff;      /* ns between probes */
+    int64_t calls, reduced_calls, reductions, probes;
+} rx_rt_gov;
+typedef struct rx_rt_gov_mark {
+    int64_t t0; /* 0: this call is not governed */
+} rx_rt_gov_mark;
+/* One window's decision (a pure function, tested alone): the window had busy_ns of calls
+ * and the calling thread waited delay_ns on the run queue; returns the next count. */
+int rx_rt_gov_decide(rx_rt_gov *g, int64_t now, int64_t busy_ns, int64_t delay_ns);
+/* The calling thread's requested count is n: FULL, statistics reset. */
+void rx_rt_gov_request(int n);
+/* Around each CPU call of rx_vm_run. */
+void rx_rt_gov_begin(rx_rt_gov_mark *mark);
+void rx_rt_gov_end(const rx_rt_gov_mark *mark);
+/* The calling thread's requested count and its governed calls, in all and reduced. */
+void rx_rt_gov_stats(int *want, int64_t *calls, int64_t *reduced_calls);
 /* The runtime-native library functions "rt.*" and their messages (library_rt.c). */
 int32_t rx_rt_rms_norm(DLTensor *const *args, int32_t nargs);
 const char *rx_rt_rms_norm_strerr(int32_t code);

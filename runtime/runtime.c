@@ -514,7 +514,9 @@ int rx_rt_bench(rx_rt_module *m, int fn, const rx_rt_arg *args, int nargs,
         rx_rt_profile_reset(m);
         rx_rt_set_profiling(m, 1);
     }
-    int64_t l0, g0, l1, g1, calls = 0;
+    int64_t l0, g0, l1, g1, calls = 0, gc0, gr0, gc1, gr1;
+    int asked;
+    rx_rt_gov_stats(&asked, &gc0, &gr0);
     rx_rt_gpu_counters(m, &l0, &g0);
     for (int r = 0; r < repeat; r++) {
         double ms;
@@ -550,6 +552,12 @@ int rx_rt_bench(rx_rt_module *m, int fn, const rx_rt_arg *args, int nargs,
     res->graph_launches = m->gpu ? (double)(g1 - g0) / (double)calls : -1;
     res->resident = dev;
     rx_rt_get_threads(&res->threads, &res->blas_threads);
+    rx_rt_gov_stats(&asked, &gc1, &gr1);
+    if (!m->gpu && asked > 0) { /* what was asked for, not a count the governor lowered */
+        res->threads = asked;
+        if (res->blas_threads) res->blas_threads = asked;
+    }
+    res->reduced_calls = gc1 >= gc0 ? gr1 - gr0 : gr1;
     rc = 0;
 out:
     rx_rt_set_profiling(m, prof);

@@ -755,6 +755,8 @@ int rx_vm_run(rx_rt_module *m, uint32_t fn, const rx_vm_value *args, uint32_t na
         return rx_rt_fail(V.err, "%s takes %" PRIu32 " arguments, got %" PRIu32, f->name,
                           f->nparams, nargs);
     int rc = -1;
+    rx_rt_gov_mark gov = {0}; /* CPU calls: fewer threads while delayed (threads_gov.c) */
+    if (!m->gpu) rx_rt_gov_begin(&gov);
     V.prof = atomic_load_explicit(&m->prof.on, memory_order_relaxed) ? &m->prof : NULL;
     int64_t t0 = V.prof ? rx_rt_now_ns() : 0;
     rx_rt_cache_init(&V.cache, m->ctx);
@@ -784,6 +786,7 @@ int rx_vm_run(rx_rt_module *m, uint32_t fn, const rx_vm_value *args, uint32_t na
     }
     free(V.frames);
     rx_rt_cache_flush(&V.cache);
+    rx_rt_gov_end(&gov);
     if (V.prof) {
         atomic_fetch_add_explicit(&V.prof->wall_ns, rx_rt_now_ns() - t0, memory_order_relaxed);
         atomic_fetch_add_explicit(&V.prof->runs, 1, memory_order_relaxed);

@@ -605,10 +605,11 @@ static void out_result(out *o, const rx_rt_bench_result *r)
          "{\"mean_ms\": %.6f, \"median_ms\": %.6f, \"min_ms\": %.6f, \"max_ms\": %.6f, "
          "\"stddev_ms\": %.6f, \"repeat\": %d, \"number\": %d, \"kernels\": %lld, "
          "\"peak_bytes\": %lld, \"reserved_bytes\": %lld, \"resident_bytes\": %lld, "
-         "\"threads\": %d, \"blas_threads\": %d",
+         "\"threads\": %d, \"blas_threads\": %d, \"reduced_calls\": %lld",
          r->mean_ms, r->median_ms, r->min_ms, r->max_ms, r->stddev_ms, r->repeat, r->number,
          (long long)r->kernels, (long long)r->peak_bytes, (long long)r->peak_bytes,
-         (long long)r->resident_bytes, r->threads, r->blas_threads);
+         (long long)r->resident_bytes, r->threads, r->blas_threads,
+         (long long)r->reduced_calls);
     outf(o, ", \"device\": \"");
     out_json_str(o, r->device);
     outf(o, "\"");

@@ -18,11 +18,15 @@ Reserved arenas (docs/memory.md, runtime/device_cpu.c):
 Threads (docs/runtime.md): `relax-run --threads N --bench` reports the kernels'
 OpenMP count and OpenBLAS's in effect, both N (1 and 3, with OMP_NUM_THREADS=2 and
 OPENBLAS_NUM_THREADS=2 in the environment, which --threads overrides); a bad N (0, -1,
-1025, "two") is exit 2 naming --threads. Prints one line per check; exit 1 on a failure.
+1025, "two") is exit 2 naming --threads. Oversubscribed (two busy processes per core
+beside it), `--threads 2 --bench` runs calls on fewer threads (runtime/threads_gov.c):
+`reduced_calls` > 0, `threads` still 2, the result still NumPy's; with
+RX_THREADS_ADAPT=0, none. Prints one line per check; exit 1 on a failure.
 """
 
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -146,6 +150,32 @@ def main():
         check(r.get("threads") == 2 and r.get("blas_threads") == 2,
               "no --threads: OMP_NUM_THREADS=2 decides (reported %s, %s)"
               % (r.get("threads"), r.get("blas_threads")))
+        # -- 4: oversubscribed: the calls run on fewer threads, and say so --
+        xb = rng.uniform(-1, 1, (4096, 256)).astype(np.float32)
+        spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                    for _ in range(2 * (os.cpu_count() or 1))] if rxa else []
+        try:
+            for adapt in ("1", "0") if rxa else ():
+                env["RX_THREADS_ADAPT"] = adapt
+                rc, out, err = call(rxa, {"x": xb, "w": w, "w2": w2},
+                                    ["--threads", "2", "--repeat", "40", "--warmup", "2"])
+                r = json.loads(out.strip().splitlines()[-1]) if rc == 0 else {}
+                ok = rc == 0 and np.allclose(np.load(path("out/out0.npy")),
+                                             ((xb.astype(np.float64) @ w) @ w2).sum(axis=1),
+                                             rtol=1e-4, atol=1e-4)
+                reduced = r.get("reduced_calls", -1)
+                check(ok and r.get("threads") == 2 and
+                      (reduced > 0 if adapt == "1" else reduced == 0),
+                      "RX_THREADS_ADAPT=%s, %d busy processes on %d cores: %s (reduced_calls %s "
+                      "of 40, threads %s)%s"
+                      % (adapt, len(spinners), os.cpu_count() or 1,
+                         "calls run on fewer threads" if adapt == "1" else "a fixed count",
+                         reduced, r.get("threads"), "" if rc == 0 else ": " + err))
+        finally:
+            for p in spinners:
+                p.kill()
+                p.wait()
+            env.pop("RX_THREADS_ADAPT", None)
         for bad in ("0", "-1", "1025", "two"):
             rc, _, err = run_status([relax_run, rxa or "x.rxa", "--threads", bad])
             check(rc == 2 and "--threads needs an integer from 1 to 1024, got '%s'" % bad in err,

@@ -282,6 +282,8 @@ typedef struct rx_rt_bench_result {
     int64_t resident_bytes; /* peak resident tensor bytes of that call (committed) */
     int threads;        /* the kernels' OpenMP thread count in effect (rx_rt_get_threads) */
     int blas_threads;   /* OpenBLAS's thread count in effect (0: unknown) */
+    int64_t reduced_calls; /* timed calls run on fewer threads than asked for: the
+                              machine was oversubscribed (rx_rt_set_threads) */
     char device[160];   /* what ran it (rx_rt_module_device): "cpu", "OpenCL: NAME" */
     double launches;    /* GPU: device launches per timed call (a CUDA Graph launch counts
                            one, the kernels it replays none); -1 on the CPU */

@@ -149,7 +149,8 @@ START_TEST(bench_statistics)
                                        "max_ms",         "stddev_ms",      "repeat",
                                        "number",         "kernels",        "peak_bytes",
                                        "reserved_bytes", "resident_bytes", "threads",
-                                       "blas_threads",   "device",         "load_ms"};
+                                       "blas_threads",   "reduced_calls",  "device",
+                                       "load_ms"};
     ck_assert_int_eq(json_object_size(r), RX_COUNTOF(keys));
     for (int i = 0; i < RX_COUNTOF(keys); i++) ck_assert_ptr_nonnull(json_object_get(r, keys[i]));
     ck_assert(json_is_string(json_object_get(r, "device"))); /* the device the job ran on */
