@@ -154,6 +154,7 @@ def cases():
         "qdyn_convnet": (quant_models.qdyn_convnet(np.random.default_rng(6)), x(1, 64, 56, 56), 0.1),
         "qdq_resnet18": (lambda: quant_models.qdq_resnet18(np.random.default_rng(7)),
                          np.abs(x(1, 3, 224, 224)), 0.5),
+        "qdq_mbv2": (quant_models.qdq_mbv2(np.random.default_rng(8)), x(1, 32, 112, 112), 0.5),
     }
 
 

@@ -240,6 +240,52 @@ def qdyn_convnet(rng, c=64, hw=56, n=1):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 
 
+class _QdqGraph:
+    """quantize_static's QDQ pieces, named in order (q1, c2, ...): Q/DQ pairs on u8
+    activations and convolutions with per-output-channel int8 weights, int32 biases at
+    scale x_s * w_s through DequantizeLinear, and an optional ReLU / ReLU6 (Clip)."""
+
+    def __init__(self, rng):
+        self.rng, self.nodes, self.inits, self.ctr = rng, [], [], 0
+
+    def name(self, p):
+        self.ctr += 1
+        return "%s%d" % (p, self.ctr)
+
+    def qdq(self, x, scale, zp=0):
+        nm = self.name("q")
+        self.inits.extend([numpy_helper.from_array(np.array(scale, np.float32), nm + "_s"),
+                           numpy_helper.from_array(np.array(zp, np.uint8), nm + "_z")])
+        self.nodes.extend([helper.make_node("QuantizeLinear", [x, nm + "_s", nm + "_z"], [nm + "_q"]),
+                           helper.make_node("DequantizeLinear", [nm + "_q", nm + "_s", nm + "_z"],
+                                            [nm + "_d"])])
+        return nm + "_d", scale
+
+    def conv(self, x, xs, ci, co, k, st, act=None, group=1):
+        rng, nm = self.rng, self.name("c")
+        w = rng.integers(-127, 128, (co, ci // group, k, k)).astype(np.int8)
+        ws = (np.full(co, 1.0 / (127 * np.sqrt(ci // group * k * k) * 0.6)) *
+              (0.8 + 0.4 * rng.random(co))).astype(np.float32)
+        bs = (ws * np.float32(xs)).astype(np.float32)
+        bq = np.round(rng.standard_normal(co) * 0.05 / bs).astype(np.int32)
+        self.inits.extend([numpy_helper.from_array(w, nm + "_w"), numpy_helper.from_array(ws, nm + "_ws"),
+                           numpy_helper.from_array(np.zeros(co, np.int8), nm + "_wz"),
+                           numpy_helper.from_array(bq, nm + "_bq"), numpy_helper.from_array(bs, nm + "_bs"),
+                           numpy_helper.from_array(np.zeros(co, np.int32), nm + "_bz")])
+        self.nodes.extend([
+            helper.make_node("DequantizeLinear", [nm + "_w", nm + "_ws", nm + "_wz"], [nm + "_wd"], axis=0),
+            helper.make_node("DequantizeLinear", [nm + "_bq", nm + "_bs", nm + "_bz"], [nm + "_b"], axis=0),
+            helper.make_node("Conv", [x, nm + "_wd", nm + "_b"], [nm], pads=[k // 2] * 4,
+                             strides=[st, st], group=group)])
+        if act == "relu":
+            self.nodes.append(helper.make_node("Relu", [nm], [nm + "_r"]))
+        elif act == "relu6":
+            self.inits.extend([numpy_helper.from_array(np.array(0, np.float32), nm + "_lo"),
+                               numpy_helper.from_array(np.array(6, np.float32), nm + "_hi")])
+            self.nodes.append(helper.make_node("Clip", [nm, nm + "_lo", nm + "_hi"], [nm + "_r"]))
+        return nm + "_r" if act else nm
+
+
 def qdq_resnet18(rng, n=1, hw=224, classes=1000):
     """quantize_static's QDQ form (per-channel int8 weights, int32 biases, u8 activations)
     of a ResNet-18 on x (n, 3, hw, hw): the 7x7 stride-2 stem, max pool, four stages of two
@@ -248,39 +294,11 @@ def qdq_resnet18(rng, n=1, hw=224, classes=1000):
     weight plus a bias. Q/DQ
     pairs sit on every activation the quantizer would quantize (conv inputs, the residual
     sums, the pooled features)."""
-    nodes, inits = [], []
-    ctr = [0]
-
-    def name(p):
-        ctr[0] += 1
-        return "%s%d" % (p, ctr[0])
-
-    def qdq(x, scale, zp=0):
-        nm = name("q")
-        inits.extend([numpy_helper.from_array(np.array(scale, np.float32), nm + "_s"),
-                      numpy_helper.from_array(np.array(zp, np.uint8), nm + "_z")])
-        nodes.extend([helper.make_node("QuantizeLinear", [x, nm + "_s", nm + "_z"], [nm + "_q"]),
-                      helper.make_node("DequantizeLinear", [nm + "_q", nm + "_s", nm + "_z"], [nm + "_d"])])
-        return nm + "_d", scale
+    G = _QdqGraph(rng)
+    nodes, inits, name, qdq = G.nodes, G.inits, G.name, G.qdq
 
     def conv(x, xs, ci, co, k, st, relu):
-        nm = name("c")
-        w = rng.integers(-127, 128, (co, ci, k, k)).astype(np.int8)
-        ws = (np.full(co, 1.0 / (127 * np.sqrt(ci * k * k) * 0.6)) * (0.8 + 0.4 * rng.random(co))).astype(np.float32)
-        bs = (ws * np.float32(xs)).astype(np.float32)
-        bq = np.round(rng.standard_normal(co) * 0.05 / bs).astype(np.int32)
-        inits.extend([numpy_helper.from_array(w, nm + "_w"), numpy_helper.from_array(ws, nm + "_ws"),
-                      numpy_helper.from_array(np.zeros(co, np.int8), nm + "_wz"),
-                      numpy_helper.from_array(bq, nm + "_bq"), numpy_helper.from_array(bs, nm + "_bs"),
-                      numpy_helper.from_array(np.zeros(co, np.int32), nm + "_bz")])
-        nodes.extend([helper.make_node("DequantizeLinear", [nm + "_w", nm + "_ws", nm + "_wz"], [nm + "_wd"], axis=0),
-                      helper.make_node("DequantizeLinear", [nm + "_bq", nm + "_bs", nm + "_bz"], [nm + "_b"], axis=0),
-                      helper.make_node("Conv", [x, nm + "_wd", nm + "_b"], [nm], pads=[k // 2] * 4,
-                                       strides=[st, st])])
-        if relu:
-            nodes.append(helper.make_node("Relu", [nm], [nm + "_r"]))
-            return nm + "_r"
-        return nm
+        return G.conv(x, xs, ci, co, k, st, "relu" if relu else None)
 
     x, xs = qdq("x", 0.03, 128)
     h = conv(x, xs, 3, 64, 7, 2, True)
@@ -315,4 +333,36 @@ def qdq_resnet18(rng, n=1, hw=224, classes=1000):
                   helper.make_node("Gemm", [f, "fc_wd", "fc_b"], ["logits"], transB=1)])
     g = helper.make_graph(nodes, "qdq_resnet18", [helper.make_tensor_value_info("x", F, [n, 3, hw, hw])],
                           [helper.make_tensor_value_info("logits", F, [n, classes])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def qdq_mbv2(rng, n=1, hw=112, c=32, blocks=((6, 24, 2), (6, 24, 1), (6, 32, 2), (6, 32, 1))):
+    """quantize_static's QDQ form of MobileNetV2's inverted residual blocks on x
+    (n, c, hw, hw): per block a 1x1 expansion to t c channels + ReLU6 (Clip 0..6), a 3x3
+    depthwise conv (group = channels, stride s) + ReLU6, a 1x1 projection to co, and the
+    residual Add where the shape is kept; per-channel int8 weights, int32 biases, u8
+    activations with Q/DQ on every conv input and on the sums. blocks: (t, co, s)."""
+    G = _QdqGraph(rng)
+    nodes, inits, name, qdq = G.nodes, G.inits, G.name, G.qdq
+
+    def conv(x, xs, ci, co, k, st, group, relu6):
+        return G.conv(x, xs, ci, co, k, st, "relu6" if relu6 else None, group)
+
+    h, hs = qdq("x", 0.03, 128)
+    ci = c
+    for t, co, st in blocks:
+        e = conv(h, hs, ci, ci * t, 1, 1, 1, True)
+        e, es = qdq(e, 0.025)
+        d = conv(e, es, ci * t, ci * t, 3, st, ci * t, True)
+        d, ds = qdq(d, 0.025)
+        p = conv(d, ds, ci * t, co, 1, 1, 1, False)
+        p, ps = qdq(p, 0.05, 128)
+        if st == 1 and ci == co:
+            add = name("add")
+            nodes.append(helper.make_node("Add", [p, h], [add]))
+            p, ps = qdq(add, 0.06, 128)
+        h, hs, ci = p, ps, co
+    out = hw // 4
+    g = helper.make_graph(nodes, "qdq_mbv2", [helper.make_tensor_value_info("x", F, [n, c, hw, hw])],
+                          [helper.make_tensor_value_info(h, F, [n, ci, out, out])], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])

@@ -331,6 +331,53 @@ def test_conv_integer(r, rng):
               "with an i32 bias: rt.qconv2d, u8 equal to NumPy%s" % ("" if ok else ": " + err[-600:]))
 
 
+def eval_f32(m, x):
+    """NumPy's evaluation of a QDQ CNN graph (quant_models) on x, each node in f32 as ONNX
+    Runtime evaluates it: QuantizeLinear, DequantizeLinear (per tensor or per output
+    channel), Conv (pads, strides, group), Relu, Clip, Add."""
+    t = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    v = {"x": x}
+    for nd in m.graph.node:
+        a = [v[i] if i in v else t[i].astype(np.float32) for i in nd.input]
+        at = {x.name: helper.get_attribute_value(x) for x in nd.attribute}
+        if nd.op_type == "QuantizeLinear":
+            lo, hi = (0, 255) if t[nd.input[2]].dtype == np.uint8 else (-128, 127)
+            y = np.clip(np.round(a[0] / a[1]) + a[2], lo, hi)
+        elif nd.op_type == "DequantizeLinear":
+            sc, zp = a[1], a[2]
+            if sc.ndim == 1 and a[0].ndim > 1:  # per output channel (axis 0)
+                sh = [sc.shape[0]] + [1] * (a[0].ndim - 1)
+                sc, zp = sc.reshape(sh), zp.reshape(sh)
+            y = (a[0] - zp) * sc
+        elif nd.op_type == "Conv":
+            p, st, g = at["pads"][0], at.get("strides", [1, 1])[0], at.get("group", 1)
+            xp = np.pad(a[0], ((0, 0), (0, 0), (p, p), (p, p)))
+            w = a[1]
+            co, cig, kh, kw = w.shape
+            n, _, hh, ww = a[0].shape
+            oh, ow = (hh + 2 * p - kh) // st + 1, (ww + 2 * p - kw) // st + 1
+            y = np.zeros((n, co, oh, ow), np.float32)
+            cog = co // g
+            for gi in range(g):
+                xs = xp[:, gi * cig:(gi + 1) * cig]
+                for i in range(kh):
+                    for j in range(kw):
+                        win = xs[:, :, i:i + st * (oh - 1) + 1:st, j:j + st * (ow - 1) + 1:st]
+                        y[:, gi * cog:(gi + 1) * cog] += np.einsum(
+                            "nchw,oc->nohw", win, w[gi * cog:(gi + 1) * cog, :, i, j])
+            y += a[2].reshape(1, -1, 1, 1)
+        elif nd.op_type == "Relu":
+            y = np.maximum(a[0], 0)
+        elif nd.op_type == "Clip":
+            y = np.clip(a[0], a[1], a[2])
+        elif nd.op_type == "Add":
+            y = a[0] + a[1]
+        else:
+            raise ValueError("eval_f32: no rule for " + nd.op_type)
+        v[nd.output[0]] = y.astype(np.float32)
+    return v[m.graph.output[0].name]
+
+
 def test_qdq_conv(r, rng):
     """quantize_static's QDQ ResNet block (quant_models.qdq_resblock: per-channel int8
     weights, int32 biases through DequantizeLinear, Q/DQ between the layers, a residual)
@@ -346,32 +393,7 @@ def test_qdq_conv(r, rng):
         return
     x = np.abs(rng.standard_normal((2, 8, 9, 9))).astype(np.float32)
     got, err = r.outputs(rxa, {"x": x})
-    t = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
-    v = {"x": x}
-    for nd in m.graph.node:  # each step in f32, as ONNX Runtime evaluates the graph
-        a = [v[i] if i in v else t[i].astype(np.float32) for i in nd.input]
-        if nd.op_type == "QuantizeLinear":
-            lo, hi = (0, 255) if t[nd.input[2]].dtype == np.uint8 else (-128, 127)
-            y = np.clip(np.round(a[0] / a[1]) + a[2], lo, hi)
-        elif nd.op_type == "DequantizeLinear":
-            sc, zp = a[1], a[2]
-            if sc.ndim == 1 and a[0].ndim > 1:  # per output channel (axis 0)
-                sh = [sc.shape[0]] + [1] * (a[0].ndim - 1)
-                sc, zp = sc.reshape(sh), zp.reshape(sh)
-            y = (a[0] - zp) * sc
-        elif nd.op_type == "Conv":
-            xp = np.pad(a[0], ((0, 0), (0, 0), (1, 1), (1, 1)))
-            y = np.zeros((a[0].shape[0], a[1].shape[0]) + a[0].shape[2:], np.float32)
-            for i in range(3):
-                for j in range(3):
-                    y += np.einsum("nchw,oc->nohw", xp[:, :, i:i + 9, j:j + 9], a[1][:, :, i, j])
-            y += a[2].reshape(1, -1, 1, 1)
-        elif nd.op_type == "Relu":
-            y = np.maximum(a[0], 0)
-        elif nd.op_type == "Add":
-            y = a[0] + a[1]
-        v[nd.output[0]] = y.astype(np.float32)
-    want = v[m.graph.output[0].name]
+    want = eval_f32(m, x)
     diff = np.abs(got[0] - want) if got is not None else None
     ok = got is not None and diff.max() <= 0.0401 and (diff > 1e-5).mean() < 0.02
     check(ok, "QDQ ResNet block (2 x 8 x 9 x 9): within one output step of NumPy, %s%% differ%s"
@@ -380,6 +402,31 @@ def test_qdq_conv(r, rng):
     rc, ir, _ = run_status([r.relaxc, "print", path, "--after", "legalize"])
     check(rc == 0 and ir.count("rt.qconv2d") >= 2 and "blas.conv2d" not in ir and "nn.conv2d" not in ir,
           "legalize: the QDQ block's two convolutions are rt.qconv2d, no f32 convolution")
+
+
+def test_qdq_mbv2(r, rng):
+    """quantize_static's QDQ MobileNetV2 inverted residuals (quant_models.qdq_mbv2: 1x1
+    expansion + ReLU6, 3x3 depthwise at strides 2 and 1 + ReLU6, 1x1 projection, residual
+    Adds) at 8 channels on 2 x 16 x 16: the 1x1 convolutions are rt.qconv2d, and the output
+    is NumPy's f32 evaluation within one step of the last quantization (0.05) where a sum
+    in another order rounds the other way, equal elsewhere."""
+    check = r.checks.check
+    m = quant_models.qdq_mbv2(rng, n=2, hw=16, c=8, blocks=((4, 8, 2), (4, 8, 1), (3, 12, 2)))
+    rxa, path = r.build(m, "qdq_mbv2")
+    if not rxa:
+        return
+    x = rng.standard_normal((2, 8, 16, 16)).astype(np.float32)
+    got, err = r.outputs(rxa, {"x": x})
+    want = eval_f32(m, x)
+    diff = np.abs(got[0] - want) if got is not None else None
+    ok = got is not None and got[0].shape == want.shape and diff.max() <= 0.0501 and \
+        (diff > 1e-5).mean() < 0.03
+    check(ok, "QDQ MobileNetV2 blocks (2 x 8 x 16 x 16 -> 12 x 4 x 4): within one output step "
+          "of NumPy, %s%% differ%s" % (None if diff is None else round(100 * float((diff > 1e-5).mean()), 3),
+                                       "" if ok else ": " + err[-600:]))
+    rc, ir, _ = run_status([r.relaxc, "print", path, "--after", "legalize"])
+    check(rc == 0 and ir.count("rt.qconv2d") >= 6,
+          "legalize: the six 1x1 convolutions are rt.qconv2d (%d)" % ir.count("rt.qconv2d"))
 
 
 def dyn_ref(x, w, ws, b):
@@ -432,6 +479,7 @@ def main():
         test_qdq(r, rng)
         test_conv_integer(r, rng)
         test_qdq_conv(r, rng)
+        test_qdq_mbv2(r, rng)
         test_dynamic(r, rng)
     return checks.done()
 
