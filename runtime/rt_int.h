@@ -425,6 +425,7 @@ typedef struct rx_rt_gov {
     int state;            /* RX_GOV_* */
     int want;             /* the requested count (0: not known yet) */
     int low;              /* the count while REDUCED */
+    int strikes;          /* FULL: delayed windows in a row */
     int64_t win_ns;       /* wall time of the window's calls */
     int64_t next_probe;   /* REDUCED: when (rx_rt_now_ns) to try the full count again */
     int64_t backoff;      /* ns between probes */

@@ -26,7 +26,8 @@
  *            begins after RX_GOV_WINDOW_NS of calls (one clock read per call otherwise;
  *            the schedstat file is read once per window, ~3 us).
  *   decide.  rx_rt_gov_decide, a pure function of the window's busy time and delay:
- *            FULL (the requested count): delay > 1/10 of busy -> REDUCED at half the
+ *            FULL (the requested count): delay > 1/10 of busy in two windows in a
+ *            row (one is a passing blip: a daemon waking) -> REDUCED at half the
  *            threads. REDUCED: still delayed -> halve again (down to 1); not delayed and
  *            the probe time reached -> PROBE. PROBE (one window at the requested count):
  *            delayed -> REDUCED again with the probe interval doubled (200 ms up to
@@ -88,8 +89,10 @@ int rx_rt_gov_decide(rx_rt_gov *g, int64_t now, int64_t busy_ns, int64_t delay_n
 {
     bool delayed = delay_ns * 10 > busy_ns;
     switch (g->state) {
-    case RX_GOV_FULL:
-        if (delayed && g->want > 1) {
+    case RX_GOV_FULL: /* two delayed windows in a row: one is a passing blip */
+        g->strikes = delayed ? g->strikes + 1 : 0;
+        if (g->strikes >= 2 && g->want > 1) {
+            g->strikes = 0;
             g->state = RX_GOV_REDUCED;
             g->low = g->want / 2;
             g->backoff = RX_GOV_PROBE_MIN_NS;
@@ -113,6 +116,7 @@ int rx_rt_gov_decide(rx_rt_gov *g, int64_t now, int64_t busy_ns, int64_t delay_n
             g->next_probe = now + g->backoff;
         } else {
             g->state = RX_GOV_FULL;
+            g->strikes = 0;
         }
         break;
     }

@@ -40,6 +40,10 @@ END_TEST
 START_TEST(decide_halves_when_delayed)
 {
     rx_rt_gov g = full(8);
+    /* one delayed window between quiet ones is a blip; two in a row are not */
+    ck_assert_int_eq(rx_rt_gov_decide(&g, 0, 10 * MS, 3 * MS), 8);
+    ck_assert_int_eq(rx_rt_gov_decide(&g, 0, 10 * MS, 0), 8);
+    ck_assert_int_eq(rx_rt_gov_decide(&g, 0, 10 * MS, 3 * MS), 8);
     ck_assert_int_eq(rx_rt_gov_decide(&g, 10 * MS, 10 * MS, 3 * MS), 4);
     ck_assert_int_eq(g.state, RX_GOV_REDUCED);
     ck_assert_int_eq(g.next_probe, 10 * MS + RX_GOV_PROBE_MIN_NS);
@@ -50,6 +54,7 @@ START_TEST(decide_halves_when_delayed)
     /* one thread asked for: nothing to take away */
     rx_rt_gov one = full(1);
     ck_assert_int_eq(rx_rt_gov_decide(&one, 10 * MS, 10 * MS, 9 * MS), 1);
+    ck_assert_int_eq(rx_rt_gov_decide(&one, 20 * MS, 10 * MS, 9 * MS), 1);
     ck_assert_int_eq(one.state, RX_GOV_FULL);
 }
 END_TEST
@@ -58,6 +63,7 @@ START_TEST(decide_probes_and_backs_off)
 {
     rx_rt_gov g = full(2);
     int64_t t = 10 * MS;
+    ck_assert_int_eq(rx_rt_gov_decide(&g, t - 10 * MS, 10 * MS, 5 * MS), 2);
     ck_assert_int_eq(rx_rt_gov_decide(&g, t, 10 * MS, 5 * MS), 1);
     /* quiet windows before the probe time stay reduced (one thread is not delayed) */
     ck_assert_int_eq(rx_rt_gov_decide(&g, t + RX_GOV_PROBE_MIN_NS - 1, 10 * MS, 0), 1);
@@ -84,6 +90,7 @@ START_TEST(decide_probes_and_backs_off)
     /* a clean probe: full again, and the next reduction starts from the short interval */
     ck_assert_int_eq(rx_rt_gov_decide(&g, t + 10 * MS, 10 * MS, 0), 2);
     ck_assert_int_eq(g.state, RX_GOV_FULL);
+    ck_assert_int_eq(rx_rt_gov_decide(&g, t + 15 * MS, 10 * MS, 2 * MS), 2);
     ck_assert_int_eq(rx_rt_gov_decide(&g, t + 20 * MS, 10 * MS, 2 * MS), 1);
     ck_assert_int_eq(g.backoff, RX_GOV_PROBE_MIN_NS);
 }
