@@ -53,6 +53,14 @@
  *     FMAs: a stride-2 copy split into even and odd columns (no permute per tap) made
  *     them 1.4x slower and is not here. ONNX Runtime's channel-blocked layout runs them
  *     ~2.5x faster (MobileNetV3's 72 x 56 x 56 one: 47 us against 15 at one thread).
+ *     While a plane's rows run, the next plane's lines (x + H W: the caller's next
+ *     plane, x's planes being contiguous) are prefetched, spread evenly over the output
+ *     rows: the padded copy of a plane no longer waits on memory at its start (a plane
+ *     of 12 to 50 KiB is too short for the hardware prefetcher's ramp). CPU time a call
+ *     at one thread, same run (task-clock, load 16): Xception's 3x3 on 2x128x109x109
+ *     2.47 -> 1.48 ms (0.60x), on 2x256x55x55 0.91 -> 0.75, EfficientNet's stride-2 3x3
+ *     on 96x112x112 0.275 -> 0.246, its 32x112x112 and 5x5/2 144x56x56 unchanged; in
+ *     Xception (perf samples of 40 calls) the copies (memmove, pad_plane) 0.33x.
  */
 #include "rt_int.h"
 
@@ -345,12 +353,25 @@ dw_plane_512(const int S, const float *xp, int64_t H, int64_t W, const float *k,
 {
     int64_t WP = padded_w2(OW, KW), oh = 0;
     pad_plane(xp, H, W, pt, pl, S * OH + KH, WP, buf);
+    /* while the rows run, the next plane (x's planes are contiguous: the one the caller
+     * takes next; integer addresses, a prefetch past x's end does not fault): its lines
+     * spread over the output rows, about OH / lpr of them a row */
+    uintptr_t next = (uintptr_t)(xp + H * W), lines = (uintptr_t)(H * W + 15) / 16, done = 0;
+    uintptr_t lpr = (lines + (uintptr_t)OH - 1) / (uintptr_t)OH;
+#define DZ_NEXT(R)                                                                         \
+    for (uintptr_t l_ = 0; l_ < (R) * lpr && done < lines; l_++, done++)                  \
+        _mm_prefetch((const char *)(next + done * 64), _MM_HINT_T0);
     /* four rows a block: four independent chains (stride 2 with 3 taps a row: not
      * measurably better, one row, as before) */
-    for (; (S == 1 || KW > 3) && oh + 4 <= OH; oh += 4)
+    for (; (S == 1 || KW > 3) && oh + 4 <= OH; oh += 4) {
+        DZ_NEXT(4)
         for (int64_t ow = 0; ow < OW; ow += 16) dz_rows(S, 4, buf, WP, k, KH, KW, oh, ow, OW, yp, e);
-    for (; oh < OH; oh++)
+    }
+    for (; oh < OH; oh++) {
+        DZ_NEXT(1)
         for (int64_t ow = 0; ow < OW; ow += 16) dz_rows(S, 1, buf, WP, k, KH, KW, oh, ow, OW, yp, e);
+    }
+#undef DZ_NEXT
 }
 
 /* Each stride with KW 3 constant (the tap loop unrolled: MobileNet's 3x3) or any KW. */
