@@ -2,7 +2,8 @@
  * library_dwconv.c — one output plane of a stride-1, undilated depthwise convolution
  * (blas.conv2d with one input channel per group, library_conv.c's direct way), edges
  * included, in vector registers; and rx_rt_window_row, the scalar row those ways and
- * library_pool.c fall back to (moved here from library_conv.c, which neared 1000 lines).
+ * library_pool.c fall back to, with the window helpers rx_rt_valid_range and rx_rt_share
+ * (moved here from library_conv.c, which neared 1000 lines).
  *
  *   rx_rt_dwconv_plane(xp, H, W, k, KH, KW, pt, pl, OH, OW, buf, yp)
  *     yp[oh][ow] = sum over kh, kw of k[kh][kw] * x[oh - pt + kh][ow - pl + kw], x zero
@@ -68,6 +69,22 @@
 #include <string.h>
 
 /* ---- one output row of a window op (library_conv.c's rows, library_pool.c) ---- */
+
+/* (rt_int.h's contracts) */
+void rx_rt_valid_range(int64_t OW, int64_t W, int64_t s, int64_t off, int64_t *lo, int64_t *hi)
+{
+    /* ow * s >= -off and ow * s <= W - 1 - off */
+    int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
+    int64_t b = W - 1 - off < 0 ? 0 : (W - 1 - off) / s + 1;
+    *lo = a < OW ? a : OW;
+    *hi = b < *lo ? *lo : b > OW ? OW : b;
+}
+
+void rx_rt_share(int64_t total, int t, int n, int64_t *lo, int64_t *hi)
+{
+    *lo = total * t / n;
+    *hi = total * (t + 1) / n;
+}
 
 /* Output row oh of a plane xp: yr[ow] = the sum of taps[k] * x (RX_RT_ROW_MAC), the max
  * (RX_RT_ROW_MAX, from -FLT_MAX: padding never wins) or the sum (RX_RT_ROW_SUM) over
