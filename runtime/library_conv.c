@@ -75,7 +75,7 @@
  *     With AVX-512F (rx_rt_conv_tile_kind, $RX_CONV_KERNEL) the tiles are
  *     rx_rt_conv_tile512's 12 x 32: it reads the weights unpacked (no packing units,
  *     no wp; the wide cut packs nothing either), so its row tiles may start anywhere and
- *     a task's rows are cut into equal tiles of at most 12 (ig_rows: 64 channels are
+ *     a task's rows are cut into equal tiles of at most 12 (ig_cut: 64 channels are
  *     11, 11, 11, 11, 10, 10, not 5 x 12 + 4), and pixel chunks are whole pairs of
  *     panels (ig->unit 32: with single panels MobileNet's 14x14 and 7x7 layers ran
  *     16-column tiles; 1.36x on the whole MobileNetV2 at one thread). A 1x1 layer's
@@ -197,27 +197,12 @@ static int64_t numel(const DLTensor *t)
     return k;
 }
 
-void rx_rt_valid_range(int64_t OW, int64_t W, int64_t s, int64_t off, int64_t *lo, int64_t *hi)
-{
-    /* ow * s >= -off and ow * s <= W - 1 - off */
-    int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
-    int64_t b = W - 1 - off < 0 ? 0 : (W - 1 - off) / s + 1;
-    *lo = a < OW ? a : OW;
-    *hi = b < *lo ? *lo : b > OW ? OW : b;
-}
-
-void rx_rt_share(int64_t total, int t, int n, int64_t *lo, int64_t *hi)
-{
-    *lo = total * t / n;
-    *hi = total * (t + 1) / n;
-}
-
 /* dst[j] = src[2 * j] for j in [0, n), reading no further than src[2 * n - 2]: stride-2
  * convolutions' phase planes and im2col rows (the C compiler left the strided loop
  * scalar: 2.6% of the probe CNN's time at 2 threads); SSE2 shuffles on x86-64. */
 static void evens(float *dst, const float *src, int64_t n)
 {
-    int64_t j = 0;
+    int64_t j = rx_rt_conv_evens512(dst, src, n); /* AVX-512: 16 a step */
 #if defined(__SSE2__)
     for (; j + 9 <= n; j += 8) { /* reads src[2j .. 2j + 15], 2j + 15 < 2n - 2 */
         const float *s = src + 2 * j;
@@ -538,25 +523,31 @@ static void ig_put(const igemm *ig, int64_t kc, const float *ap, const float *bp
     }
 }
 
-/* Tile t of the rows [m0, m1) of a task: its first row *i and row count (the return).
- * Packed 6-row panels: RX_GEMM_MR rows from m0 on (the last tile the rest). The AVX-512
- * tile reads the weights unpacked, so a tile may start on any row: the rows are cut into
- * ig_ntiles tiles of equal sizes (64 channels: 11, 11, 11, 11, 10, 10, not five 12s and
- * a 4: a tile of fewer than 8 rows leaves the two FMA pipes waiting on its chains). */
-static int64_t ig_ntiles(const igemm *ig, int64_t m0, int64_t m1)
+/* The rows [m0, m1) of a task cut into tiles: ig_cut_next gives each tile's first row and
+ * row count in turn. Packed 6-row panels: RX_GEMM_MR rows from m0 on (the last tile the
+ * rest). The AVX-512 tile reads the weights unpacked, so a tile may start on any row: nt
+ * tiles of equal sizes, tile t from m0 + len t / nt (64 channels: 11, 11, 11, 11, 10, 10,
+ * not five 12s and a 4: a tile of fewer than 8 rows leaves the two FMA pipes waiting on
+ * its chains), stepped without a division a tile (len / nt rows, one more where the
+ * running remainder passes nt: the divisions were 7% of a 3-channel stem's time). */
+typedef struct ig_cut {
+    int64_t i, m1, nt, q, r, acc; /* next row, end, tiles, len / nt, len % nt, r t mod nt */
+} ig_cut;
+
+static ig_cut ig_cut_of(const igemm *ig, int64_t m0, int64_t m1)
 {
-    return (m1 - m0 + ig->mt - 1) / ig->mt;
+    int64_t nt = (m1 - m0 + ig->mt - 1) / ig->mt; /* m1 > m0: nt >= 1 */
+    if (ig->tile != RX_CONV_TILE_AVX512) return (ig_cut){m0, m1, nt, RX_GEMM_MR, 0, 0};
+    return (ig_cut){m0, m1, nt, (m1 - m0) / nt, (m1 - m0) % nt, 0};
 }
 
-static int64_t ig_rows(const igemm *ig, int64_t m0, int64_t m1, int64_t t, int64_t *i)
+static int64_t ig_cut_next(ig_cut *u, int64_t *i)
 {
-    if (ig->tile != RX_CONV_TILE_AVX512) {
-        *i = m0 + t * RX_GEMM_MR;
-        return m1 - *i < RX_GEMM_MR ? m1 - *i : RX_GEMM_MR;
-    }
-    int64_t nt = ig_ntiles(ig, m0, m1);
-    *i = m0 + (m1 - m0) * t / nt;
-    return m0 + (m1 - m0) * (t + 1) / nt - *i;
+    bool up = u->acc + u->r >= u->nt;
+    int64_t mr = u->q + up < u->m1 - u->i ? u->q + up : u->m1 - u->i;
+    u->acc += up ? u->r - u->nt : u->r;
+    *i = u->i, u->i += mr;
+    return mr;
 }
 
 /* Without the fused tile: the epilogue on output channels [o0, o1) of image n, pixels
@@ -585,6 +576,7 @@ static void ig_task(const igemm *ig, int64_t k, float *pb)
     q1 = q1 < plane ? q1 : plane;
     const float *xg = ig->xt + n * ig->img + g * gplanes;
     float *yg = c->y + (n * c->O + g * c->Og) * plane;
+    ig_cut cut = ig_cut_of(ig, m0, m1);
     for (int64_t b = 0; b < ig->nkb; b++) {
         int64_t k0 = b * ig->kcb, kc = c->Kc - k0 < ig->kcb ? c->Kc - k0 : ig->kcb;
         bool raw = ig->tile == RX_CONV_TILE_AVX512; /* the weights unpacked */
@@ -608,8 +600,8 @@ static void ig_task(const igemm *ig, int64_t k, float *pb)
                 pack_panel(ig, xg, k0, kc, q, nr < RX_GEMM_NR ? nr : RX_GEMM_NR, pb);
                 if (nr > RX_GEMM_NR) pack_panel(ig, xg, k0, kc, q + RX_GEMM_NR, nr - RX_GEMM_NR, pb + IG_PB);
             }
-            for (int64_t t = 0, i, mr; t < ig_ntiles(ig, m0, m1); t++) {
-                mr = ig_rows(ig, m0, m1, t, &i);
+            for (ig_cut u = cut; u.i < m1;) {
+                int64_t i, mr = ig_cut_next(&u, &i);
                 ig_put(ig, kc, ap + i * (raw ? c->Kc : kc), bp, bs, bld, yg + i * plane + q,
                        g * c->Og + i, mr, nr, b > 0, epi);
             }
@@ -635,8 +627,8 @@ static void ig_task_wide(const igemm *ig, int64_t k, float *ab)
         bool raw = ig->tile == RX_CONV_TILE_AVX512; /* the weights unpacked */
         if (!raw) rx_rt_gemm_pack_a(ab, c->w + m0 * c->Kc + k0, c->Kc, m1 - m0, kc);
         int64_t step = raw ? 2 : 1; /* panels a tile (AVX-512: two) */
-        for (int64_t t = 0, i, mr; t < ig_ntiles(ig, m0, m1); t++) {
-            mr = ig_rows(ig, m0, m1, t, &i);
+        for (ig_cut u = ig_cut_of(ig, m0, m1); u.i < m1;) {
+            int64_t i, mr = ig_cut_next(&u, &i);
             for (int64_t q = 0; q < ig->panels; q += step) {
                 int64_t nr = plane - q * RX_GEMM_NR, most = step * RX_GEMM_NR;
                 ig_put(ig, kc, raw ? c->w + i * c->Kc + k0 : ab + (i - m0) * kc,

@@ -73,6 +73,8 @@
  *   rx_rt_conv_pack512(src, off, kc, rj, rv, runs, nr, exact, dst)
  *     library_conv.c's pack_panel for that tile: the same B panel, moved with 64-byte
  *     loads and stores (see pack_panel's comment for the measurements).
+ *   rx_rt_conv_evens512(dst, src, n)
+ *     library_conv.c's evens (stride-2 phase planes) 16 floats a step on that CPU.
  */
 #include "rt_int.h"
 
@@ -439,6 +441,28 @@ CZ_FN static void cz_pack(const float *src, const int64_t *off, int64_t kc, cons
     }
 }
 #endif
+
+#if CK_X86
+/* 16 evens a step: 32 floats loaded, the evens kept by one two-source permute. */
+CZ_FN static int64_t cz_evens(float *dst, const float *src, int64_t n)
+{
+    const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    int64_t j = 0;
+    for (; j + 17 <= n; j += 16) /* reads src[2j .. 2j + 31], 2j + 31 < 2n - 2 */
+        _mm512_storeu_ps(dst + j, _mm512_permutex2var_ps(_mm512_loadu_ps(src + 2 * j), ev,
+                                                         _mm512_loadu_ps(src + 2 * j + 16)));
+    return j;
+}
+#endif
+
+int64_t rx_rt_conv_evens512(float *dst, const float *src, int64_t n)
+{
+#if CK_X86
+    if (rx_rt_conv_tile_kind() == RX_CONV_TILE_AVX512) return cz_evens(dst, src, n);
+#endif
+    (void)dst, (void)src, (void)n;
+    return 0;
+}
 
 void rx_rt_conv_pack512(const float *src, const int64_t *off, int64_t kc, const int64_t *rj,
                         const int64_t *rv, int64_t runs, int64_t nr, bool exact, float *dst)

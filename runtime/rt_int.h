@@ -401,6 +401,10 @@ void rx_rt_conv_tile(int64_t kc, const float *a, const float *b, float *y, int64
  * the nr floats at src + off[p] + rv[0] read (runs 1), the rest zero. */
 void rx_rt_conv_pack512(const float *src, const int64_t *off, int64_t kc, const int64_t *rj,
                         const int64_t *rv, int64_t runs, int64_t nr, bool exact, float *dst);
+/* dst[j] = src[2 j] for j from 0 while j + 17 <= n (reading no further than src[2 n - 2]),
+ * with AVX-512 where rx_rt_conv_tile_kind() is AVX512; returns how many were done (0
+ * elsewhere: the caller does the rest). */
+int64_t rx_rt_conv_evens512(float *dst, const float *src, int64_t n);
 /* Runs fn(ud, t, n) for t in [0, n) on the kernels' OpenMP pool (rx_rt_parallel's one
  * region; n = 1 on the calling thread when there is none). threads.c. */
 void rx_rt_parallel_for(void (*fn)(void *ud, int t, int n), void *ud);
