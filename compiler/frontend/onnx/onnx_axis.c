@@ -134,12 +134,26 @@ static bool scales_of_sizes(ox_ctx *c, ox_val *v, rx_expr **d, rx_expr **size)
     return true;
 }
 
+/* floor(d * s) for a symbolic extent d: s as p / 2^k exactly (a float scale such as 1.5
+ * or 0.75 is), the size (d * p) // 2^k; ONNX Runtime and PyTorch take floor(d * s), exact
+ * here since d * s needs no rounding at these magnitudes. false when s needs k > 16. */
+static bool dyadic_size(ox_ctx *c, rx_expr *d, double s, rx_expr **out)
+{
+    int64_t q = 1;
+    while (q <= 65536 && s * (double)q != (double)(int64_t)(s * (double)q)) q *= 2;
+    if (q > 65536 || s * (double)q > (double)(1 << 24)) return false;
+    rx_expr *e = rx_e_binary(c->a, RX_E_MUL, d, ox_lit(c, (int64_t)(s * (double)q)));
+    if (q > 1) e = rx_e_binary(c->a, RX_E_FLOORDIV, e, ox_lit(c, q));
+    *out = ox_simp(c, e);
+    return true;
+}
+
 /* Resize (opsets 10-17) and Upsample onto image.resize2d: a 4-d NCHW input whose N and
  * C are kept; sizes (the output's H and W) or scales (H and W from the literal input
- * extents, floor(D * s), or D * s for an integer s, or sizes / extents known as ratios:
- * scales_of_sizes); roi for tf_crop_and_resize. Before
- * opset 11 (and for Upsample) the coordinates are asymmetric and nearest rounds down.
- * A 3-d NCW input (nn.Upsample after a Conv1d) is resized as NC1W, H kept: expand_dims
+ * extents, floor(D * s), or (D * p) // 2^k for a symbolic extent and s = p / 2^k:
+ * dyadic_size, e.g. nearest at 1.5; or sizes / extents known as ratios:
+ * scales_of_sizes); roi for tf_crop_and_resize. Before opset 11 (and for Upsample) the
+ * coordinates are asymmetric and nearest rounds down. A 3-d NCW input (nn.Upsample after a Conv1d) is resized as NC1W, H kept: expand_dims
  * before, squeeze after. */
 bool ox_c_resize(ox_ctx *c)
 {
@@ -220,10 +234,9 @@ bool ox_c_resize(ox_ctx *c)
             double s = sc[2 + i];
             if (rx_expr_is_const(ox_simp(c, d[2 + i]), &v)) {
                 size[i] = ox_lit(c, (int64_t)((double)v * s));
-            } else if (s == (double)(int64_t)s) {
-                size[i] = ox_simp(c, rx_e_binary(c->a, RX_E_MUL, d[2 + i], ox_lit(c, (int64_t)s)));
-            } else {
-                ox_err(c, "a non-integer scale needs a literal input extent");
+            } else if (!dyadic_size(c, d[2 + i], s, &size[i])) {
+                ox_err(c, "a non-integer scale must be a multiple of 1/65536 with a symbolic "
+                       "input extent");
                 return false;
             }
         }
