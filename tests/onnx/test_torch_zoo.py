@@ -77,7 +77,18 @@ no build). r2plus1d (structure, relaxc print): its (1, k, k) and (t, 1, 1) Conv3
 import as nn.conv2d over folded axes (the convolution library; generated conv3d loops
 were 36-47x ONNX Runtime), the strided 1x1x1 downsample stays nn.conv3d.
 
-Usage: test_torch_zoo.py BIN_DIR [NAME,NAME...] [--module zoo_models2|zoo_models3|zoo_models4|zoo_models5]
+The sixth round (tests/onnx/zoo_models6.py, ctests onnx_torch_zoo6 and onnx_torch_zoo6b,
+each a list of its names: spatial transformers with the affine grid written out two ways,
+an audio front end two ways (gathered frames times DFT matrices, DFT as conv1d to MFCCs),
+a top-k / top-p sampling head, GPT-J, Performer, KAN, SIREN, SuperGlue's Sinkhorn, TFT,
+gMLP, ResMLP, SimpleViT, MaxViT, resamplers, involution, RepVGG, MobileOne,
+EfficientNetV2, StyleGAN2's modulated conv two ways, Real-ESRGAN, NAFNet, CBAM, SKNet,
+WaveNet, ConvLSTM, YOLOX's decode, BiT) runs with --module zoo_models6.
+Regression (failed to build before): resamplers (F.interpolate(scale_factor=1.5,
+mode="nearest") at a dynamic size: a Resize whose non-integer scale met a symbolic extent
+was refused; now floor(D * 3 / 2) as (D * 3) // 2).
+
+Usage: test_torch_zoo.py BIN_DIR [NAME,NAME...] [--module zoo_models2|...|zoo_models6]
 """
 import importlib
 import os
