@@ -60,8 +60,8 @@ on the same .onnx file) and PyTorch eager, same inputs, same run, 2 threads each
             iterations), tft, gmlp, resmlp (224), simple_vit (224), maxvit_attn (56x63),
             resamplers, involution, repvgg / mobileone / efficientnetv2 (224),
             stylegan2 / stylegan2_unfused, real_esrgan, nafnet (256), cbam, sknet,
-            wavenet (4000 steps), convlstm, yolox_decode (640), bit_stdconv ("zoo6": all of
-            them; not in the default set)
+            wavenet (4000 steps), convlstm, yolox_decode (640), bit_stdconv, unet3d
+            (64x68x72 volume) ("zoo6": all of them; not in the default set)
 
 Each prints one JSON line: relax_ms, ort_ms, torch_ms (medians of --repeat calls after
 warm-ups), relax/ORT and relax/torch (goal <= 1.0), relax_min_ms, ort_min_ms and their

@@ -83,10 +83,11 @@ an audio front end two ways (gathered frames times DFT matrices, DFT as conv1d t
 a top-k / top-p sampling head, GPT-J, Performer, KAN, SIREN, SuperGlue's Sinkhorn, TFT,
 gMLP, ResMLP, SimpleViT, MaxViT, resamplers, involution, RepVGG, MobileOne,
 EfficientNetV2, StyleGAN2's modulated conv two ways, Real-ESRGAN, NAFNet, CBAM, SKNet,
-WaveNet, ConvLSTM, YOLOX's decode, BiT) runs with --module zoo_models6.
-Regression (failed to build before): resamplers (F.interpolate(scale_factor=1.5,
+WaveNet, ConvLSTM, YOLOX's decode, BiT, a 3-d U-Net) runs with --module zoo_models6.
+Regressions (each failed to build before): resamplers (F.interpolate(scale_factor=1.5,
 mode="nearest") at a dynamic size: a Resize whose non-integer scale met a symbolic extent
-was refused; now floor(D * 3 / 2) as (D * 3) // 2).
+was refused; now floor(D * 3 / 2) as (D * 3) // 2); unet3d (trilinear and nearest
+Resize of a 5-d volume: only 3-d and 4-d inputs were taken; now H and W, then D).
 
 Usage: test_torch_zoo.py BIN_DIR [NAME,NAME...] [--module zoo_models2|...|zoo_models6]
 """

@@ -15,8 +15,9 @@ MaxViT's block and grid attention, bicubic and align_corners interpolation, F.un
 form, EfficientNetV2's fused MBConv, StyleGAN2's modulated conv two ways (per-sample
 weights as one grouped conv, and x * style around a shared conv), Real-ESRGAN's RRDB
 with pixel_unshuffle, NAFNet, CBAM, SKNet, WaveNet, ConvLSTM, YOLOX's grid decode, BiT's
-standardized convs. Written out in plain torch.nn (none of those packages is installed
-here); each class follows its source's forward.
+standardized convs, a 3-d U-Net (trilinear and nearest Resize of 5-d volumes). Written out
+in plain torch.nn (none of those packages is installed here); each class follows its
+source's forward.
 
 Same Case as tests/onnx/zoo_models.py; used by tests/onnx/test_torch_zoo.py --module
 zoo_models6 (ctest onnx_torch_zoo6) and tests/bench/bench_torch_blocks.py (zoo6:NAME).
@@ -30,7 +31,7 @@ from torch.nn import functional as F
 
 from zoo_models import Case
 from zoo_models6b import (CBAMNet, ConvLSTM, EfficientNetV2, MobileOne, NAFNet, RealESRGAN, RepVGG, SKNet,
-                          StdConvGN, StyleGAN2, StyleUnfused, WaveNet, YOLOXDecode)
+                          StdConvGN, StyleGAN2, StyleUnfused, UNet3D, WaveNet, YOLOXDecode)
 
 
 # ---------------- spatial transformers ----------------
@@ -572,7 +573,8 @@ def cases(big=False):
         lambda b, s: (torch.randn(b, 3, 224 if big else 16, 224 if big else 16),), ["x"], ["y"],
         {"x": {0: "b"}}, 13, [(2, 0), (3, 0)], (4, 0))
     z["simple_vit"] = Case(
-        lambda: SimpleViT(d=384, p=16, h=6) if big else SimpleViT(), lambda b, s: (torch.randn(b, 3, s, s + 8),),
+        lambda: SimpleViT(d=384, p=16, h=6) if big else SimpleViT(),
+        lambda b, s: (torch.randn(b, 3, s, s + (16 if big else 8)),),
         ["img"], ["y"], img("img"), 17, [(2, 16), (1, 24)], (4, 224))
     z["maxvit_attn"] = Case(
         lambda: MaxViTAttn(d=64, h=2, w=7) if big else MaxViTAttn(),
@@ -631,4 +633,7 @@ def cases(big=False):
     z["bit_stdconv"] = Case(
         lambda: StdConvGN(c=256, mid=64) if big else StdConvGN(), lambda b, s: (torch.randn(b, 3, s, s + 4),),
         ["x"], ["y"], img(), 13, [(2, 16), (1, 12)], (2, 224))
+    z["unet3d"] = Case(
+        lambda: UNet3D(c=16) if big else UNet3D(), lambda b, s: (torch.randn(b, 1, s, s + 4, s + 8),), ["vol"],
+        ["seg", "aux"], {"vol": {0: "b", 2: "d", 3: "h", 4: "w"}}, [11, 13], [(2, 8), (1, 12)], (1, 64))
     return z

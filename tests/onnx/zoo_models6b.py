@@ -455,3 +455,28 @@ class StdConvGN(nn.Module):
         y = F.conv2d(F.relu(self.gn2(y)), self.std(self.w2), padding=1)
         y = F.conv2d(F.relu(self.gn3(y)), self.std(self.w3))
         return x + y
+
+
+class UNet3D(nn.Module):
+    """a 3-d U-Net as medical imaging writes it (nnU-Net / MONAI style): Conv3d +
+    InstanceNorm3d + LeakyReLU, max_pool3d, the decoder's trilinear 2x upsampling (and one
+    with align_corners), concat with the skip, a nearest resize to the skip's size as a
+    second output (a deep-supervision map)"""
+    def __init__(self, c=8, classes=2):
+        super().__init__()
+        def block(i, o):
+            return nn.Sequential(nn.Conv3d(i, o, 3, padding=1), nn.InstanceNorm3d(o, affine=True),
+                                 nn.LeakyReLU(0.01))
+        self.e1, self.e2, self.e3 = block(1, c), block(c, 2 * c), block(2 * c, 4 * c)
+        self.d2, self.d1 = block(6 * c, 2 * c), block(3 * c, c)
+        self.out, self.aux = nn.Conv3d(c, classes, 1), nn.Conv3d(4 * c, classes, 1)
+
+    def forward(self, x):
+        a = self.e1(x)
+        b = self.e2(F.max_pool3d(a, 2))
+        m = self.e3(F.max_pool3d(b, 2))
+        u = F.interpolate(m, scale_factor=2, mode="trilinear", align_corners=False)
+        b = self.d2(torch.cat([b, u], 1))
+        u = F.interpolate(b, scale_factor=2, mode="trilinear", align_corners=True)
+        y = self.out(self.d1(torch.cat([a, u], 1)))
+        return y, F.interpolate(self.aux(m), size=x.shape[2:], mode="nearest")
