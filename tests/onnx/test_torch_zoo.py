@@ -77,8 +77,8 @@ no build). r2plus1d (structure, relaxc print): its (1, k, k) and (t, 1, 1) Conv3
 import as nn.conv2d over folded axes (the convolution library; generated conv3d loops
 were 36-47x ONNX Runtime), the strided 1x1x1 downsample stays nn.conv3d.
 
-The sixth round (tests/onnx/zoo_models6.py, ctests onnx_torch_zoo6 and onnx_torch_zoo6b,
-each a list of its names: spatial transformers with the affine grid written out two ways,
+The sixth round (tests/onnx/zoo_models6.py, ctests onnx_torch_zoo6, 6b and 6c, each a
+list of its names: spatial transformers with the affine grid written out two ways,
 an audio front end two ways (gathered frames times DFT matrices, DFT as conv1d to MFCCs),
 a top-k / top-p sampling head, GPT-J, Performer, KAN, SIREN, SuperGlue's Sinkhorn, TFT,
 gMLP, ResMLP, SimpleViT, MaxViT, resamplers, involution, RepVGG, MobileOne,
