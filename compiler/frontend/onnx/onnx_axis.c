@@ -140,6 +140,7 @@ static bool scales_of_sizes(ox_ctx *c, ox_val *v, rx_expr **d, rx_expr **size)
 static bool dyadic_size(ox_ctx *c, rx_expr *d, double s, rx_expr **out)
 {
     int64_t q = 1;
+    if (!(s > 0) || s > (double)(1 << 24)) return false; /* (int64_t) below stays defined */
     while (q <= 65536 && s * (double)q != (double)(int64_t)(s * (double)q)) q *= 2;
     if (q > 65536 || s * (double)q > (double)(1 << 24)) return false;
     rx_expr *e = rx_e_binary(c->a, RX_E_MUL, d, ox_lit(c, (int64_t)(s * (double)q)));
