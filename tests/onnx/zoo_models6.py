@@ -15,7 +15,8 @@ MaxViT's block and grid attention, bicubic and align_corners interpolation, F.un
 form, EfficientNetV2's fused MBConv, StyleGAN2's modulated conv two ways (per-sample
 weights as one grouped conv, and x * style around a shared conv), Real-ESRGAN's RRDB
 with pixel_unshuffle, NAFNet, CBAM, SKNet, WaveNet, ConvLSTM, YOLOX's grid decode, BiT's
-standardized convs, a 3-d U-Net (trilinear and nearest Resize of 5-d volumes). Written out
+standardized convs, a 3-d U-Net (trilinear and nearest Resize of 5-d volumes), Conv3d
+forms. Written out
 in plain torch.nn (none of those packages is installed here); each class follows its
 source's forward.
 
@@ -31,7 +32,7 @@ from torch.nn import functional as F
 
 from zoo_models import Case
 from zoo_models6b import (CBAMNet, ConvLSTM, EfficientNetV2, MobileOne, NAFNet, RealESRGAN, RepVGG, SKNet,
-                          StdConvGN, StyleGAN2, StyleUnfused, UNet3D, WaveNet, YOLOXDecode)
+                          StdConvGN, StyleGAN2, StyleUnfused, UNet3D, WaveNet, YOLOXDecode, Conv3dForms)
 
 
 # ---------------- spatial transformers ----------------
@@ -636,4 +637,7 @@ def cases(big=False):
     z["unet3d"] = Case(
         lambda: UNet3D(c=16) if big else UNet3D(), lambda b, s: (torch.randn(b, 1, s, s + 4, s + 8),), ["vol"],
         ["seg", "aux"], {"vol": {0: "b", 2: "d", 3: "h", 4: "w"}}, [11, 13], [(2, 8), (1, 12)], (1, 64))
+    z["conv3d_forms"] = Case(
+        Conv3dForms, lambda b, s: (torch.randn(b, 2, s, s + 1, s + 3),), ["x"], ["a", "g"],
+        {"x": {0: "b", 2: "t", 3: "h", 4: "w"}}, 13, [(2, 7), (1, 6)], (2, 32))
     return z

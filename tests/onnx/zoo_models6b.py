@@ -480,3 +480,18 @@ class UNet3D(nn.Module):
         u = F.interpolate(b, scale_factor=2, mode="trilinear", align_corners=True)
         y = self.out(self.d1(torch.cat([a, u], 1)))
         return y, F.interpolate(self.aux(m), size=x.shape[2:], mode="nearest")
+
+
+class Conv3dForms(nn.Module):
+    """Conv3d as video and volume models write it: stride 2 in T with asymmetric kernel
+    padding, a dilated 2-tap T kernel without bias, a grouped 3x3x3 (stays nn.conv3d)"""
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv3d(2, 6, 3, stride=(2, 1, 2), padding=(1, 0, 1))
+        self.b = nn.Conv3d(6, 4, (2, 3, 3), dilation=(2, 1, 1), padding=(2, 1, 1), bias=False)
+        self.g = nn.Conv3d(4, 4, 3, padding=1, groups=2)
+
+    def forward(self, x):
+        a = self.a(x)
+        b = self.b(F.relu(a))
+        return a, self.g(b)
