@@ -2,8 +2,9 @@
  * onnx_nn.c — the ONNX importer's reductions and neural-network converters: Reduce*
  * (the composite ones as a prologue/epilogue around sum; Sum Prod Max Min of a known
  * integer vector such as a Shape fold to a known scalar), ArgMax ArgMin,
- * LayerNormalization (with Mean and InvStdDev), BatchNormalization (inference), Conv ConvTranspose (1-d to 3-d),
- * MaxPool AveragePool LpPool (1-d, 2-d, 3-d; explicit or auto pads), GlobalAveragePool
+ * LayerNormalization (with Mean and InvStdDev), BatchNormalization (inference), Conv
+ * ConvTranspose (1-d to 3-d; float Conv3d factors and one-group T taps as nn.conv2d over
+ * folded axes: conv3d_as_2d, conv3d_taps), MaxPool AveragePool LpPool (1-d, 2-d, 3-d; explicit or auto pads), GlobalAveragePool
  * GlobalMaxPool GlobalLpPool, LpNormalization.
  */
 #include <math.h>
