@@ -20,13 +20,13 @@
  *   (clamp is min(max(v, lo), hi), the order of the maximum and minimum it replaces).
  *
  * Two ways, by the shapes (three with $RX_GEMM=blas):
- *   - one input channel per group (depthwise, any channel multiplier): output planes
- *     split across threads; stride 1 undilated, a plane at a time through a zero-padded
- *     copy in vector registers, edges included (library_dwconv.c: ConvNeXt's 7x7, the
- *     MobileNet 3x3); on AVX-512 CPUs strides 1 and 2 undilated the same way, 16
- *     outputs a step (rx_rt_dwconv_plane512); otherwise direct loops per output
- *     row (rx_rt_window_row: each tap row clipped to its valid outputs once, so the inner
- *     loop has no bounds test);
+ *   - one input channel per group (depthwise, any channel multiplier): output planes split
+ *     across threads; stride 1 undilated, a plane at a time through a zero-padded copy in
+ *     vector registers, edges included (library_dwconv.c: ConvNeXt's 7x7, the MobileNet
+ *     3x3); on AVX-512 CPUs strides 1 and 2 undilated the same way, 16 outputs a step
+ *     (rx_rt_dwconv_plane512); otherwise direct loops per output row (rx_rt_window_row:
+ *     each tap row clipped to its valid outputs once, no bounds test in the inner loop);
+ *     there 1 group onto 24+ outputs is the GEMM below (zoo6 conv_mfcc: 34 -> 0.68 ms);
  *   - otherwise (1x1, KxK, strides, padding, dilation, grouped): an implicit GEMM on
  *     rx_rt_gemm's micro-kernel (library_gemm.c's 6x16 AVX2 one, or its portable one):
  *     y_g (Og, OH*OW) = w_g (Og, Kc = Cg*KH*KW) @ the im2col matrix of x_g, which is
@@ -964,7 +964,7 @@ int32_t rx_rt_conv2d(DLTensor *const *args, int32_t nargs)
     int32_t rc = read_args(args, nargs, &c);
     if (rc != CV_OK) return rc;
     if (c.N == 0 || c.O == 0 || c.OH * c.OW == 0) return CV_OK;
-    if (c.Cg == 1) {
+    if (c.Cg == 1 && (c.groups > 1 || c.O < 24 || (c.dh * c.dw == 1 && c.sh == c.sw && c.sh < 3))) {
         rx_rt_parallel_for(direct_job, &c);
         return CV_OK;
     }

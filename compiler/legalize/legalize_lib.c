@@ -28,8 +28,9 @@
  *                           GPU targets keep legalize_image.c's loops.
  *   scatter_elements,    -> call_dps_library("rt.scatter", data, indices, updates, params)
  *   scatter_nd              when data, updates and the result share f32, f64, i32 or i64
- *                           and indices are i32 / i64 (runtime/library_scatter.c: a copy
- *                           of data and one pass over the updates, O(outputs + updates),
+ *                           (bool, u8: reduction update) and indices are i32 / i64
+ *                           (runtime/library_scatter.c: a copy of data and one pass over
+ *                           the updates, O(outputs + updates),
  *                           where the loops gather, O(outputs x updates)); params i64
  *                           (3,) = form (0 elements, 1 nd), axis, reduction (update, add,
  *                           mul, max, min). Other dtypes and GPU targets keep
@@ -116,9 +117,10 @@ static bool scatter_lib(const rx_node *call)
         up->dtype != o->dtype || (ind->dtype != RX_DT_I32 && ind->dtype != RX_DT_I64) ||
         x->ndim < 1)
         return false;
+    const char *red = rx_call_attr(call, "reduction")->u.s;
+    if (o->dtype == RX_DT_BOOL || o->dtype == RX_DT_U8) return !strcmp(red, "update");
     return (o->dtype == RX_DT_F32 || o->dtype == RX_DT_F64 || o->dtype == RX_DT_I32 ||
-            o->dtype == RX_DT_I64) &&
-           index_of(REDUCTIONS, RX_COUNTOF(REDUCTIONS), rx_call_attr(call, "reduction")->u.s) >= 0;
+            o->dtype == RX_DT_I64) && index_of(REDUCTIONS, RX_COUNTOF(REDUCTIONS), red) >= 0;
 }
 
 static bool byte_int(const rx_sinfo *s)

@@ -53,6 +53,15 @@ on the same .onnx file) and PyTorch eager, same inputs, same run, 2 threads each
             vqvae, hifigan, ecapa, quartznet, r2plus1d, nerf (1024 rays x 64), realnvp,
             dcn_v2, din, ft_transformer, nbeats, capsnet ("zoo5": all of them; not in the
             default set)
+  zoo6:NAME a model of tests/onnx/zoo_models6.py at its bench size (at its last opset):
+            stn / stn_grid (b 32, 128x132), frames_mel / conv_mfcc (3 s at 16 kHz, b 4),
+            topp_head (32000 words, b 16), gptj (d 1024, s 128), performer (d 512, s
+            1024), kan, siren (16384 points), superglue_ot (512 x 480 points, 20
+            iterations), tft, gmlp, resmlp (224), simple_vit (224), maxvit_attn (56x63),
+            resamplers, involution, repvgg / mobileone / efficientnetv2 (224),
+            stylegan2 / stylegan2_unfused, real_esrgan, nafnet (256), cbam, sknet,
+            wavenet (4000 steps), convlstm, yolox_decode (640), bit_stdconv, unet3d
+            (64x68x72 volume) ("zoo6": all of them; not in the default set)
 
 Each prints one JSON line: relax_ms, ort_ms, torch_ms (medians of --repeat calls after
 warm-ups), relax/ORT and relax/torch (goal <= 1.0), relax_min_ms, ort_min_ms and their
@@ -88,7 +97,8 @@ def parse_args():
     ap.add_argument("--blocks", default="gpt2,llama,vit,t5,zoo",
                     help="names; zoo: every model of zoo_models.py, zoo:NAME one; "
                          "zoo2, zoo2:NAME: zoo_models2.py; zoo3, zoo3:NAME: zoo_models3.py; "
-                         "zoo4, zoo4:NAME: zoo_models4.py; zoo5, zoo5:NAME: zoo_models5.py")
+                         "zoo4, zoo4:NAME: zoo_models4.py; zoo5, zoo5:NAME: zoo_models5.py; "
+                         "zoo6, zoo6:NAME: zoo_models6.py")
     return ap.parse_args()
 
 
@@ -100,6 +110,7 @@ import zoo_models2  # noqa: E402
 import zoo_models3  # noqa: E402
 import zoo_models4  # noqa: E402
 import zoo_models5  # noqa: E402
+import zoo_models6  # noqa: E402
 
 
 def blocks(quick):
@@ -118,7 +129,7 @@ def blocks(quick):
                "vit": one(lambda: tb.ViTBlock(d=384, p=16, img=224), (1, 3, 224, 224)),
                "t5": one(lambda: tb.T5Attention(d=512, h=8, buckets=8), (1, 128, 512))}
     for prefix, mod in (("zoo:", zoo_models), ("zoo2:", zoo_models2), ("zoo3:", zoo_models3),
-                        ("zoo4:", zoo_models4), ("zoo5:", zoo_models5)):
+                        ("zoo4:", zoo_models4), ("zoo5:", zoo_models5), ("zoo6:", zoo_models6)):
         for name, c in mod.cases(big=not quick).items():
             size = c.sizes[0] if quick else c.big
             out[prefix + name] = (c.make, lambda c=c, size=size: c.inputs(*size), c.names,
@@ -133,7 +144,8 @@ def wanted(name, quick):
         sel = ["gpt2", "llama", "vit", "t5", "zoo:bert", "zoo:autoencoder"]
     return name in sel or (name.startswith("zoo:") and "zoo" in sel) or \
         (name.startswith("zoo2:") and "zoo2" in sel) or (name.startswith("zoo3:") and "zoo3" in sel) or \
-        (name.startswith("zoo4:") and "zoo4" in sel) or (name.startswith("zoo5:") and "zoo5" in sel)
+        (name.startswith("zoo4:") and "zoo4" in sel) or (name.startswith("zoo5:") and "zoo5" in sel) or \
+        (name.startswith("zoo6:") and "zoo6" in sel)
 
 
 def max_err(got, want):

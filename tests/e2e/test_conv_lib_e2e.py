@@ -18,6 +18,7 @@ stride-1 depthwise 7x7, 5x5, 3x5, 9x9, 1x1 padded and a channel multiplier throu
 zero-padded plane; the implicit GEMM's corners: a 7-wide plane with 64 channels and a
 residual, a 3-channel stride-2 stem, strides 3/2 with dilations 2/3 and a clamp, 720
 reduction indices into 14 channels, 3 groups of 3 channels at stride and dilation 2;
+one input channel onto 24-32 outputs at stride 10 or dilation 2;
 the tile's epilogue on 13 and 11 channels after 2 reduction blocks with a residual;
 a 24-pixel plane (an 8-pixel last panel);
 small planes with large weights (the wide cut: 3x3, pointwise, stride 2 dilated)),
@@ -113,6 +114,13 @@ CASES = [
     ("wide_k3_res_relu", 128, 5, 7, (234, 128, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "o11", True, True),
     ("wide_pw_o260", 1024, 6, 6, (260, 1024, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1, "1o11", False, False),
     ("wide_s2_dil_clamp", 128, 9, 9, (256, 128, 3, 3), [2, 2], [1, 1, 1, 1], [2, 2], 1, None, False, (-0.5, 0.75)),
+    # one input channel, one group, 24 or more outputs, strides above 2 or dilation: the
+    # implicit GEMM (the direct window rows took 62 ms on zoo6 conv_mfcc's DFT-as-conv1d,
+    # 1 -> 201 channels, kernel 400, stride 160); a 1x25 kernel at stride 10 with a
+    # residual (reflect-padded audio as torchlibrosa writes it), a dilated 3x3 onto 24
+    # channels with a clamp
+    ("c1_k25_s10_res", 1, 1, 203, (32, 1, 1, 25), [1, 10], [0, 0, 0, 0], [1, 1], 1, "o11", True, False),
+    ("c1_dil2_o24_clamp", 1, 13, 14, (24, 1, 3, 3), [1, 1], [2, 2, 2, 2], [2, 2], 1, "1o11", False, (-0.5, 0.75)),
     # stride-1 depthwise planes through the zero-padded copy (library_dwconv.c): ConvNeXt's
     # 7x7 (two 16-column blocks, an 8-column one, a 1-column tail; odd row count), a 5x5
     # with asymmetric padding and a residual, a 7x7 with channel multiplier 2 on a plane

@@ -7,7 +7,7 @@ One module, one function per case: every reduction (update, add, mul, max, min) 
 scatter_elements along the first, a middle and the last axis with indices narrower than
 the data, repeated and negative indices (so "update" keeps the last in flat order and
 add / mul accumulate), and scatter_nd with whole slices and single elements, in f32,
-f64, i32 (wrapping add) and i64, i32 and i64 indices. Checks: the legalized module calls
+f64, i32 (wrapping add) and i64, i32 and i64 indices; "update" of bool and u8 data. Checks: the legalized module calls
 rt.scatter in every function (the fast path is what the numbers test); at O0 and O2 the
 output equals a serial loop over the updates in flat order exactly (ONNX's reference);
 the same module for OpenCL (the loops of legalize_axis.c, PoCL) agrees with the CPU
@@ -25,7 +25,8 @@ import numpy as np
 
 from e2e_check import run, run_status, start
 
-NP = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}
+NP = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64, "bool": np.bool_,
+      "u8": np.uint8}
 # name: (form, dtype, data shape, indices shape (elements) or (lead..., m), axis, reduction, idx dtype)
 CASES = {
     "el_upd_ax0": ("el", "f32", [6, 5], [9, 4], 0, "update", "i64"),
@@ -37,6 +38,10 @@ CASES = {
     "nd_upd_slices": ("nd", "f32", [6, 3, 4], [5, 1], None, "update", "i64"),
     "nd_add_elems": ("nd", "f64", [5, 4], [7, 3, 2], None, "add", "i64"),
     "nd_max_rows": ("nd", "f32", [4, 5, 2], [6, 2], None, "max", "i32"),
+    # bool and u8 with "update" (Hugging Face's top-p mask scattered back: the loops were
+    # O(outputs x updates), 17 s at 16 x 32000)
+    "el_upd_bool": ("el", "bool", [5, 9], [5, 9], 1, "update", "i64"),
+    "nd_upd_u8": ("nd", "u8", [6, 4], [3, 1], None, "update", "i32"),
 }
 
 
@@ -92,6 +97,9 @@ def inputs(rng, form, dt, shape, ishape, ushape, axis, idt):
     if dt in ("f32", "f64"):
         x = rng.standard_normal(shape).astype(NP[dt])
         u = rng.standard_normal(ushape).astype(NP[dt])
+    elif dt in ("bool", "u8"):
+        x = rng.integers(0, 2 if dt == "bool" else 256, shape).astype(NP[dt])
+        u = rng.integers(0, 2 if dt == "bool" else 256, ushape).astype(NP[dt])
     else:
         big = 2**31 - 10 if dt == "i32" else 1000
         x = rng.integers(-big, big, shape).astype(NP[dt])

@@ -41,8 +41,9 @@ Each model is checked twice:
     upsample    nn.Upsample(scale_factor=2) and F.interpolate(scale_factor=3) in nearest
                 mode (Resize asymmetric + floor, dynamic h and w) index the input by
                 integer division after legalize for a GPU target (no floor of a float
-                coordinate); a scale of 1.5 (static export) keeps the float form; on the
-                cpu each is one rt.resize2d; the numbers agree with PyTorch.
+                coordinate); a scale of 1.5 keeps the float form, its output extents
+                floor(D * 1.5) at dynamic h and w as (D * 3) // 2 (refused before); on
+                the cpu each is one rt.resize2d; the numbers agree with PyTorch.
     yolo_head   a detector head's sigmoid of the permuted concat of three flattened maps
                 (and a tanh of a reshape): after simplify the sigmoid applies to each
                 map (3 sigmoids) and the movement follows; the numbers agree with
@@ -358,12 +359,12 @@ def upsample(tmp):
     for frac in (False, True):
         model = Upsample(frac).eval()
         path = os.path.join(tmp, "upsample_%d.onnx" % frac)
-        # a non-integer scale needs literal extents: that export is static
-        export(model, (torch.randn(1, 3, 4, 6),), ["x"], {} if frac else {"x": {0: "b", 2: "h", 3: "w"}},
-               path, 17)
+        # a non-integer scale at symbolic extents: floor(D * 1.5) as (D * 3) // 2 (odd
+        # extents 5, 3 and 7 round down; refused at import before)
+        export(model, (torch.randn(1, 3, 4, 6),), ["x"], {"x": {0: "b", 2: "h", 3: "w"}}, path, 17)
         what = "upsample" + (" 1.5" if frac else "")
         numbers(what, model, path, os.path.join(tmp, "up.rxa"), tmp,
-                [(1, 4, 6)] if frac else [(1, 4, 6), (2, 5, 3), (1, 1, 7)], inputs)
+                [(1, 4, 6), (2, 5, 3), (1, 1, 7)], inputs)
         # the loops (a GPU target's form; the cpu runs rt.resize2d, below)
         text = run([RELAXC, "print", path, "--after", "legalize", "--target", "vulkan"]).stdout
         if frac:

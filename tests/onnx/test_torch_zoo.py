@@ -77,7 +77,22 @@ no build). r2plus1d (structure, relaxc print): its (1, k, k) and (t, 1, 1) Conv3
 import as nn.conv2d over folded axes (the convolution library; generated conv3d loops
 were 36-47x ONNX Runtime), the strided 1x1x1 downsample stays nn.conv3d.
 
-Usage: test_torch_zoo.py BIN_DIR [NAME,NAME...] [--module zoo_models2|zoo_models3|zoo_models4|zoo_models5]
+The sixth round (tests/onnx/zoo_models6.py, ctests onnx_torch_zoo6, 6b and 6c, each a
+list of its names: spatial transformers with the affine grid written out two ways,
+an audio front end two ways (gathered frames times DFT matrices, DFT as conv1d to MFCCs),
+a top-k / top-p sampling head, GPT-J, Performer, KAN, SIREN, SuperGlue's Sinkhorn, TFT,
+gMLP, ResMLP, SimpleViT, MaxViT, resamplers, involution, RepVGG, MobileOne,
+EfficientNetV2, StyleGAN2's modulated conv two ways, Real-ESRGAN, NAFNet, CBAM, SKNet,
+WaveNet, ConvLSTM, YOLOX's decode, BiT, a 3-d U-Net) runs with --module zoo_models6.
+Regressions (each failed to build before): resamplers (F.interpolate(scale_factor=1.5,
+mode="nearest") at a dynamic size: a Resize whose non-integer scale met a symbolic extent
+was refused; now floor(D * 3 / 2) as (D * 3) // 2); unet3d (trilinear and nearest
+Resize of a 5-d volume: only 3-d and 4-d inputs were taken; now H and W, then D).
+unet3d / conv3d_forms (structure, relaxc print): a one-group Conv3d with 2-7 taps in T
+imports as one nn.conv2d over the T taps folded into channels (nn.conv3d's loops took
+unet3d 20 s a call at 64x68x72, ONNX Runtime 1.3 s); the grouped one stays nn.conv3d.
+
+Usage: test_torch_zoo.py BIN_DIR [NAME,NAME...] [--module zoo_models2|...|zoo_models6]
 """
 import importlib
 import os
@@ -171,6 +186,11 @@ def structure(name, path):
         check("r2plus1d: 10 factored Conv3d import as nn.conv2d, the strided 1x1x1 as nn.conv3d",
               parsed.count("R.nn.conv2d(") == 10 and parsed.count("R.nn.conv3d(") == 1,
               "%d conv2d, %d conv3d" % (parsed.count("R.nn.conv2d("), parsed.count("R.nn.conv3d(")))
+    if name in ("unet3d", "conv3d_forms"):  # T taps folded into channels: nn.conv2d
+        parsed = after("parse")
+        want = (0, 7) if name == "unet3d" else (1, 2)
+        got = (parsed.count("R.nn.conv3d("), parsed.count("R.nn.conv2d("))
+        check("%s: %d Conv3d stay nn.conv3d, %d import as nn.conv2d" % ((name,) + want), got == want, str(got))
     if name != "autoencoder":
         return
     parsed = after("parse")

@@ -134,20 +134,134 @@ static bool scales_of_sizes(ox_ctx *c, ox_val *v, rx_expr **d, rx_expr **size)
     return true;
 }
 
+/* floor(d * s) for a symbolic extent d: s as p / 2^k exactly (a float scale such as 1.5
+ * or 0.75 is), the size (d * p) // 2^k; ONNX Runtime and PyTorch take floor(d * s), exact
+ * here since d * s needs no rounding at these magnitudes. false when s needs k > 16. */
+static bool dyadic_size(ox_ctx *c, rx_expr *d, double s, rx_expr **out)
+{
+    int64_t q = 1;
+    if (!(s > 0) || s > (double)(1 << 24)) return false; /* (int64_t) below stays defined */
+    while (q <= 65536 && s * (double)q != (double)(int64_t)(s * (double)q)) q *= 2;
+    if (q > 65536 || s * (double)q > (double)(1 << 24)) return false;
+    rx_expr *e = rx_e_binary(c->a, RX_E_MUL, d, ox_lit(c, (int64_t)(s * (double)q)));
+    if (q > 1) e = rx_e_binary(c->a, RX_E_FLOORDIV, e, ox_lit(c, q));
+    *out = ox_simp(c, e);
+    return true;
+}
+
+/* image.resize2d of x (NCHW) to size (H, W): method, coordinates, rounding (floor before
+ * opset 11), cubic and extrapolation attributes, roi's H and W of an 8-value roi, the
+ * scales of H and W where known (NULL: sizes / extents at run time). */
+static rx_node *resize2d(ox_ctx *c, rx_node *x, rx_expr **size, const char *method,
+                         const char *mode, bool old, const double *roi, const double *sc)
+{
+    rx_attr *a = ox_amap(c);
+    double r4[4] = {roi[2], roi[3], roi[6], roi[7]};
+    ox_aset(c, a, "roi", ox_afloats(c, r4, 4));
+    ox_aset(c, a, "method", ox_astr(c, method));
+    ox_aset(c, a, "coordinate_transformation_mode", ox_astr(c, mode));
+    ox_aset(c, a, "rounding_method", ox_astr(c, old ? "floor" : ox_attr_s(c, "nearest_mode",
+                                                                           "round_prefer_floor")));
+    ox_aset(c, a, "cubic_alpha", ox_afloat(c, ox_attr_f(c, "cubic_coeff_a", -0.75)));
+    ox_aset(c, a, "cubic_exclude", ox_aint(c, ox_attr_i(c, "exclude_outside", 0)));
+    ox_aset(c, a, "extrapolation_value", ox_afloat(c, ox_attr_f(c, "extrapolation_value", 0)));
+    if (sc) ox_aset(c, a, "scales", ox_afloats(c, sc, 2));
+    rx_node *args[2] = {x, ox_shape_node(c, size, 2)};
+    return x ? ox_call(c, "image.resize2d", args, 2, a) : NULL;
+}
+
+/* A 5-d NCDHW input (F.interpolate(mode="trilinear" or "nearest") in a 3-d U-Net), opset
+ * 11 on: nearest and linear are separable, so H and W are resized as (N, C * D, H, W),
+ * then D as the H of (N, C, D, H' * W') whose W keeps its extent (the identity at every
+ * coordinate mode), reshaped to (N, C, D', H', W'). Scales constant (extents floor(D *
+ * s): dyadic_size where symbolic) or sizes known symbolically; cubic (ONNX Runtime has no
+ * tricubic either) and tf_crop_and_resize are refused. */
+static bool resize_5d(ox_ctx *c, rx_node *x, const char *method, const char *mode)
+{
+    rx_expr **d = x->sinfo->dims, *size[5];
+    double sc[5] = {1, 1, 1, 1, 1}, roi[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+    bool have_scales = true;
+    if (c->opset < 11 || !strcmp(c->node->op_type, "Upsample") || !strcmp(method, "cubic") ||
+        !strcmp(mode, "tf_crop_and_resize")) {
+        ox_err(c, "a 5-d input is resized in nearest or linear mode from opset 11, without "
+               "tf_crop_and_resize");
+        return false;
+    }
+    if (ox_in(c, 3)) {
+        rx_expr **zs;
+        int n;
+        if (!ox_syms(c, ox_in(c, 3), &zs, &n) || n != 5) {
+            ox_err(c, "sizes must be 5 values known at compile time");
+            return false;
+        }
+        for (int i = 0; i < 5; i++) size[i] = ox_simp(c, zs[i]);
+        have_scales = false; /* the op divides the sizes by the extents at run time */
+    } else {
+        rx_const *k = ox_in(c, 2) ? ox_const(c, ox_in(c, 2)) : NULL;
+        if (!k || ox_numel(k) != 5) {
+            ox_err(c, "scales must be 5 constants");
+            return false;
+        }
+        for (int i = 0; i < 5; i++) {
+            int64_t v;
+            sc[i] = ox_cf(k, i);
+            if (i < 2) {
+                size[i] = d[i];
+            } else if (!(sc[i] > 0)) {
+                break;
+            } else if (rx_expr_is_const(ox_simp(c, d[i]), &v)) {
+                size[i] = ox_lit(c, (int64_t)((double)v * sc[i]));
+            } else if (!dyadic_size(c, d[i], sc[i], &size[i])) {
+                ox_err(c, "a non-integer scale must be a multiple of 1/65536 with a symbolic "
+                       "input extent");
+                return false;
+            }
+        }
+    }
+    if (sc[0] != 1 || sc[1] != 1 || !(sc[2] > 0) || !(sc[3] > 0) || !(sc[4] > 0) ||
+        !rx_arith_prove_equal(c->ar, d[0], size[0]) || !rx_arith_prove_equal(c->ar, d[1], size[1])) {
+        ox_err(c, "only D, H and W can be resized (N and C kept, scales positive)");
+        return false;
+    }
+    rx_expr *cd = ox_simp(c, rx_e_binary(c->a, RX_E_MUL, d[1], d[2]));
+    rx_expr *hw = ox_simp(c, rx_e_binary(c->a, RX_E_MUL, size[3], size[4]));
+    rx_expr *a4[4] = {d[0], cd, d[3], d[4]}, *b4[4] = {d[0], d[1], d[2], hw};
+    rx_expr *z2[2] = {size[2], hw}, *out[5] = {d[0], d[1], size[2], size[3], size[4]};
+    double s_hw[2] = {sc[3], sc[4]}, s_d[2] = {sc[2], 1};
+    rx_node *y = resize2d(c, ox_reshape(c, x, a4, 4), size + 3, method, mode, false, roi,
+                          have_scales ? s_hw : NULL);
+    y = resize2d(c, y ? ox_reshape(c, y, b4, 4) : NULL, z2, method, mode, false, roi,
+                 have_scales ? s_d : NULL);
+    return ox_out_node(c, 0, y ? ox_reshape(c, y, out, 5) : NULL);
+}
+
 /* Resize (opsets 10-17) and Upsample onto image.resize2d: a 4-d NCHW input whose N and
  * C are kept; sizes (the output's H and W) or scales (H and W from the literal input
- * extents, floor(D * s), or D * s for an integer s, or sizes / extents known as ratios:
- * scales_of_sizes); roi for tf_crop_and_resize. Before
- * opset 11 (and for Upsample) the coordinates are asymmetric and nearest rounds down.
- * A 3-d NCW input (nn.Upsample after a Conv1d) is resized as NC1W, H kept: expand_dims
- * before, squeeze after. */
+ * extents, floor(D * s), or (D * p) // 2^k for a symbolic extent and s = p / 2^k:
+ * dyadic_size, e.g. nearest at 1.5; or sizes / extents known as ratios:
+ * scales_of_sizes); roi for tf_crop_and_resize. Before opset 11 (and for Upsample) the
+ * coordinates are asymmetric and nearest rounds down. A 3-d NCW input (nn.Upsample after
+ * a Conv1d) is resized as NC1W, H kept: expand_dims before, squeeze after; a 5-d one in
+ * two steps (resize_5d). */
 bool ox_c_resize(ox_ctx *c)
 {
     rx_node *x = ox_in_node(c, 0);
     if (!x || !ox_need_dims(c, x)) return false;
     int rank = x->sinfo->ndim;
+    bool old = c->opset < 11 || !strcmp(c->node->op_type, "Upsample");
+    const char *mode = ox_attr_s(c, "coordinate_transformation_mode", old ? "asymmetric" : "half_pixel");
+    const char *how = ox_attr_s(c, "mode", "nearest");
+    const char *method = !strcmp(how, "nearest") ? "nearest_neighbor" : !strcmp(how, "linear") ||
+                         !strcmp(how, "bilinear") || !strcmp(how, "trilinear") ? "linear"
+                         : !strcmp(how, "cubic") ? "cubic" : NULL;
+    if (!method) {
+        ox_err(c, "mode '%s' is not supported (nearest, linear, cubic)", how);
+        return false;
+    }
+    if (rank == 5) return resize_5d(c, x, method, mode);
     if (rank != 3 && rank != 4) {
-        ox_err(c, "only 3-d (NCW) and 4-d (NCHW) inputs are supported, found %d-d", rank);
+        ox_err(c, "only 3-d (NCW), 4-d (NCHW) and 5-d (NCDHW) inputs are supported, found %d-d",
+               rank);
         return false;
     }
     if (rank == 3) {
@@ -156,7 +270,6 @@ bool ox_c_resize(ox_ctx *c)
         ox_aset(c, m, "axis", ox_aints(c, &h, 1));
         if (!(x = ox_call1(c, "expand_dims", x, m)) || !ox_need_dims(c, x)) return false;
     }
-    bool old = c->opset < 11 || !strcmp(c->node->op_type, "Upsample");
     int si = old ? 1 : 2, zi = old ? -1 : 3;
     double sc[4] = {1, 1, 1, 1}, roi[8] = {0, 0, 0, 0, 1, 1, 1, 1};
     rx_expr **d = x->sinfo->dims, *size[2];
@@ -220,15 +333,13 @@ bool ox_c_resize(ox_ctx *c)
             double s = sc[2 + i];
             if (rx_expr_is_const(ox_simp(c, d[2 + i]), &v)) {
                 size[i] = ox_lit(c, (int64_t)((double)v * s));
-            } else if (s == (double)(int64_t)s) {
-                size[i] = ox_simp(c, rx_e_binary(c->a, RX_E_MUL, d[2 + i], ox_lit(c, (int64_t)s)));
-            } else {
-                ox_err(c, "a non-integer scale needs a literal input extent");
+            } else if (!dyadic_size(c, d[2 + i], s, &size[i])) {
+                ox_err(c, "a non-integer scale must be a multiple of 1/65536 with a symbolic "
+                       "input extent");
                 return false;
             }
         }
     }
-    const char *mode = ox_attr_s(c, "coordinate_transformation_mode", old ? "asymmetric" : "half_pixel");
     if (!strcmp(mode, "tf_crop_and_resize")) {
         k = ox_const(c, ox_in(c, 1));
         if (!k || ox_numel(k) != 2 * rank) {
@@ -238,26 +349,7 @@ bool ox_c_resize(ox_ctx *c)
         for (int i = 0; i < 2 * rank; i++) roi[i] = ox_cf(k, i);
         if (rank == 3) lift_ncw(roi, 6, 0);
     }
-    const char *m = ox_attr_s(c, "mode", "nearest");
-    const char *method = !strcmp(m, "nearest") ? "nearest_neighbor" : !strcmp(m, "linear") ||
-                         !strcmp(m, "bilinear") ? "linear" : !strcmp(m, "cubic") ? "cubic" : NULL;
-    if (!method) {
-        ox_err(c, "mode '%s' is not supported (nearest, linear, cubic)", m);
-        return false;
-    }
-    rx_attr *a = ox_amap(c);
-    double r4[4] = {roi[2], roi[3], roi[6], roi[7]};
-    ox_aset(c, a, "roi", ox_afloats(c, r4, 4));
-    ox_aset(c, a, "method", ox_astr(c, method));
-    ox_aset(c, a, "coordinate_transformation_mode", ox_astr(c, mode));
-    ox_aset(c, a, "rounding_method", ox_astr(c, old ? "floor" : ox_attr_s(c, "nearest_mode",
-                                                                           "round_prefer_floor")));
-    ox_aset(c, a, "cubic_alpha", ox_afloat(c, ox_attr_f(c, "cubic_coeff_a", -0.75)));
-    ox_aset(c, a, "cubic_exclude", ox_aint(c, ox_attr_i(c, "exclude_outside", 0)));
-    ox_aset(c, a, "extrapolation_value", ox_afloat(c, ox_attr_f(c, "extrapolation_value", 0)));
-    if (have_scales) ox_aset(c, a, "scales", ox_afloats(c, sc + 2, 2));
-    rx_node *args[2] = {x, ox_shape_node(c, size, 2)};
-    rx_node *y = ox_call(c, "image.resize2d", args, 2, a);
+    rx_node *y = resize2d(c, x, size, method, mode, old, roi, have_scales ? sc + 2 : NULL);
     if (y && rank == 3) {
         rx_attr *sq = ox_amap(c);
         int64_t h = 2;

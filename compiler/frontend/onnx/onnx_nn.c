@@ -2,8 +2,9 @@
  * onnx_nn.c — the ONNX importer's reductions and neural-network converters: Reduce*
  * (the composite ones as a prologue/epilogue around sum; Sum Prod Max Min of a known
  * integer vector such as a Shape fold to a known scalar), ArgMax ArgMin,
- * LayerNormalization (with Mean and InvStdDev), BatchNormalization (inference), Conv ConvTranspose (1-d to 3-d),
- * MaxPool AveragePool LpPool (1-d, 2-d, 3-d; explicit or auto pads), GlobalAveragePool
+ * LayerNormalization (with Mean and InvStdDev), BatchNormalization (inference), Conv
+ * ConvTranspose (1-d to 3-d; float Conv3d factors and one-group T taps as nn.conv2d over
+ * folded axes: conv3d_as_2d, conv3d_taps), MaxPool AveragePool LpPool (1-d, 2-d, 3-d; explicit or auto pads), GlobalAveragePool
  * GlobalMaxPool GlobalLpPool, LpNormalization.
  */
 #include <math.h>
@@ -410,6 +411,57 @@ static rx_node *conv3d_as_2d(ox_ctx *c, rx_node *x, rx_node *w, const int64_t *k
     return y5 ? permute5(c, y5, to_ntc) : NULL;
 }
 
+/* A float 3-d convolution of one group with 2 to 7 taps in T (a 3-d U-Net's 3x3x3): the
+ * T taps folded into channels, one 2-d convolution. x padded in T, permuted to (N, T, C,
+ * H, W), tap t's strided slice along T (from t * dil_t, step s_t: OT elements each)
+ * concatenated on C = (N * OT, kt * C, H, W); w (O, C, kt, kh, kw) permuted to (O, kt,
+ * C, kh, kw) = (O, kt * C, kh, kw); the result (N * OT, O, OH, OW) back to (N, O, OT,
+ * OH, OW). kt copies of x for the library's conv2d where nn.conv3d's loops took zoo6
+ * unet3d's 3x3x3 layers 0.5-24 s. NULL when the form does not apply. */
+static rx_node *conv3d_taps(ox_ctx *c, rx_node *x, rx_node *w, const int64_t *k,
+                            const int64_t *s, const int64_t *pads, const int64_t *dil, int bias)
+{
+    if (k[0] < 2 || k[0] > 7 || ox_attr_i(c, "group", 1) != 1 || !ox_need_dims(c, x) ||
+        !ox_need_dims(c, w) || !rx_dtype_is_float((rx_dtype)x->sinfo->dtype) ||
+        ox_ndim(x) != 5 || ox_ndim(w) != 5)
+        return NULL;
+    static const int64_t to_ntc[5] = {0, 2, 1, 3, 4}; /* its own inverse */
+    if (pads[0] || pads[3]) {
+        int64_t pw[10] = {0, 0, 0, 0, pads[0], pads[3], 0, 0, 0, 0};
+        rx_attr *pm = ox_amap(c);
+        ox_aset(c, pm, "pad_width", ox_aints(c, pw, 10));
+        ox_aset(c, pm, "pad_mode", ox_astr(c, "constant"));
+        ox_aset(c, pm, "pad_value", ox_afloat(c, 0));
+        x = ox_call1(c, "nn.pad", x, pm);
+    }
+    rx_node *xt = x ? permute5(c, x, to_ntc) : NULL, *taps[7];
+    if (!xt || !ox_need_dims(c, xt)) return NULL;
+    rx_expr **td = xt->sinfo->dims;
+    rx_expr *ot = rx_e_binary(c->a, RX_E_SUB, td[1], ox_lit(c, (k[0] - 1) * dil[0] + 1));
+    ot = rx_e_binary(c->a, RX_E_FLOORDIV, ot, ox_lit(c, s[0]));
+    ot = ox_simp(c, rx_e_binary(c->a, RX_E_ADD, ot, ox_lit(c, 1)));
+    rx_expr *tap_dims[5] = {td[0], ot, td[2], td[3], td[4]}; /* OT each: the proof's form */
+    for (int t = 0; t < k[0]; t++) {
+        int64_t back = (k[0] - 1 - t) * dil[0]; /* taps after t: the slice ends that early */
+        rx_node *v = ox_slice1(c, xt, 1, t * dil[0], back ? -back : (int64_t)1 << 62, s[0]);
+        if (!v || !(taps[t] = ox_match_dims(c, v, tap_dims, 5))) return NULL;
+    }
+    rx_node *cat = ox_concat(c, taps, (int)k[0], 2);
+    if (!cat || !ox_need_dims(c, cat)) return NULL;
+    rx_expr **cd = cat->sinfo->dims, **wd = w->sinfo->dims;
+    rx_expr *f[4] = {ox_simp(c, rx_e_binary(c->a, RX_E_MUL, cd[0], cd[1])), cd[2], cd[3], cd[4]};
+    rx_expr *w4[4] = {wd[0], ox_simp(c, rx_e_binary(c->a, RX_E_MUL, wd[1], wd[2])), wd[3], wd[4]};
+    rx_node *wt = permute5(c, w, to_ntc), *x4 = ox_reshape(c, cat, f, 4);
+    rx_node *w2 = wt ? ox_reshape(c, wt, w4, 4) : NULL;
+    int64_t s2[2] = {s[1], s[2]}, d2[2] = {dil[1], dil[2]};
+    int64_t p2[4] = {pads[1], pads[2], pads[4], pads[5]};
+    rx_node *y = x4 && w2 ? conv_out(c, "nn.conv%dd", x4, w2, s2, p2, d2, NULL, 2, bias) : NULL;
+    if (!y || !ox_need_dims(c, y)) return NULL;
+    rx_expr *o[5] = {cd[0], cd[1], y->sinfo->dims[1], y->sinfo->dims[2], y->sinfo->dims[3]};
+    rx_node *y5 = ox_reshape(c, y, o, 5);
+    return y5 ? permute5(c, y5, to_ntc) : NULL;
+}
+
 /* The convolution of x and w (both given) with the node's window attributes, plus the
  * bias input `bias` (when >= 0 and present); NULL after an error. */
 static rx_node *conv_of(ox_ctx *c, rx_node *x, rx_node *w, int bias)
@@ -422,6 +474,7 @@ static rx_node *conv_of(ox_ctx *c, rx_node *x, rx_node *w, int bias)
         !window_pads(c, x, k, s, dil, pads, sr))
         return NULL;
     rx_node *y2 = sr == 3 ? conv3d_as_2d(c, x, w, k, s, pads, dil, bias) : NULL;
+    if (!y2 && sr == 3) y2 = conv3d_taps(c, x, w, k, s, pads, dil, bias);
     return y2 ? y2 : conv_out(c, "nn.conv%dd", x, w, s, pads, dil, NULL, sr, bias);
 }
 
