@@ -128,8 +128,8 @@ def run(rxa, names, xs, tmp):
             sorted(os.listdir(od), key=lambda f: int(f[3:-4]))], p
 
 
-def compare(got, want):
-    """'' when every output matches, else what differs."""
+def compare(got, want, rtol=1e-4, atol=1e-4):
+    """'' when every output matches (floats within rtol, atol), else what differs."""
     if len(got) != len(want):
         return "%d outputs, want %d" % (len(got), len(want))
     for k, (g, w) in enumerate(zip(got, want)):
@@ -139,7 +139,7 @@ def compare(got, want):
         if w.dtype.kind in "iub":
             if not np.array_equal(g.astype(w.dtype), w):
                 return "out%d: %d integers differ" % (k, int((g != w).sum()))
-        elif not np.allclose(g, w, rtol=1e-4, atol=1e-4):
+        elif not np.allclose(g, w, rtol=rtol, atol=atol):
             return "out%d max abs error %.3g" % (k, float(np.abs(g - w).max()))
     return ""
 
