@@ -290,24 +290,34 @@ static int64_t push_block(const rx_dev_kernel *k, const rx_dev_arg *args, int na
         bool member = in->npush > 0 && j < in->npush && in->push_size[j];
         size_t size = member ? in->push_size[j] : a->kind == RX_DEV_ARG_I64 ? 8 : 4;
         char kind = member ? (char)in->push_kind[j] : a->kind == RX_DEV_ARG_F32 ? 'f' : 'i';
-        if ((kind == 'f') != (a->kind == RX_DEV_ARG_F32) || (a->kind == RX_DEV_ARG_F32 && size != 4))
-            return rx_rt_fail(err, "Vulkan: kernel %s: argument %d rejected (an %s for a%s member)", k->name, i,
-                              a->kind == RX_DEV_ARG_F32 ? "f32" : "integer", kind == 'f' ? " float" : "n integer");
+        if ((kind == 'f') != (a->kind == RX_DEV_ARG_F32) ||
+            (a->kind == RX_DEV_ARG_F32 && size != 4))
+            return rx_rt_fail(err, "Vulkan: kernel %s: argument %d rejected (an %s for a%s member)",
+                              k->name, i, a->kind == RX_DEV_ARG_F32 ? "f32" : "integer",
+                              kind == 'f' ? " float" : "n integer");
         if (a->kind == RX_DEV_ARG_I32 && (a->i < INT32_MIN || a->i > INT32_MAX))
             return rx_rt_fail(err, "Vulkan: kernel %s: argument %d rejected (%lld is not an int32)",
                               k->name, i, (long long)a->i);
         if (size == 4 && kind == 'i' && (a->i < INT32_MIN || a->i > INT32_MAX))
-            return rx_rt_fail(err, "Vulkan: kernel %s: argument %d rejected (%lld does not fit its 32-bit "
-                              "push constant)", k->name, i, (long long)a->i);
+            return rx_rt_fail(
+                err,
+                "Vulkan: kernel %s: argument %d rejected (%lld does not fit its 32-bit "
+                "push constant)",
+                k->name, i, (long long)a->i);
         if (size == 4 && kind == 'u' && (a->i < 0 || a->i > (int64_t)UINT32_MAX))
-            return rx_rt_fail(err, "Vulkan: kernel %s: argument %d rejected (%lld does not fit its 32-bit "
-                              "unsigned push constant)", k->name, i, (long long)a->i);
+            return rx_rt_fail(
+                err,
+                "Vulkan: kernel %s: argument %d rejected (%lld does not fit its 32-bit "
+                "unsigned push constant)",
+                k->name, i, (long long)a->i);
         at = member ? (size_t)in->push_off[j] : (at + size - 1) & ~(size - 1);
         if (at + size > cap)
             return rx_rt_fail(err, "Vulkan: kernel %s: the scalar arguments take more than %zu bytes of "
                               "push constants", k->name, cap);
-        if (a->kind == RX_DEV_ARG_F32) memcpy(blk + at, &a->f, 4);
-        else if (size == 8) memcpy(blk + at, &a->i, 8);
+        if (a->kind == RX_DEV_ARG_F32)
+            memcpy(blk + at, &a->f, 4);
+        else if (size == 8)
+            memcpy(blk + at, &a->i, 8);
         else if (kind == 'u') {
             uint32_t v = (uint32_t)a->i;
             memcpy(blk + at, &v, 4);
@@ -318,8 +328,10 @@ static int64_t push_block(const rx_dev_kernel *k, const rx_dev_arg *args, int na
         at += size;
     }
     if (in->npush > 0 && nscalar != in->npush)
-        return rx_rt_fail(err, "Vulkan: kernel %s: the launch passes %d scalar arguments, the shader's "
-                          "push constants have %d members", k->name, nscalar, in->npush);
+        return rx_rt_fail(err,
+                          "Vulkan: kernel %s: the launch passes %d scalar arguments, the shader's "
+                          "push constants have %d members",
+                          k->name, nscalar, in->npush);
     return in->npush > 0 ? in->push_bytes : (int64_t)at;
 }
 

@@ -278,7 +278,8 @@ static int variables(spv *s, rx_spv_info *out, rx_rt_err *err)
                 /* the member layout the launch packs scalars by (device_vulkan_kernels.c) */
                 uint32_t op = def_op(s, mt);
                 if (out->npush < 0 || mi >= (uint32_t)out->npush) continue;
-                if ((op != OP_TYPE_INT && op != OP_TYPE_FLOAT) || (m != 4 && m != 8) || s->w[j + 4] > INT32_MAX) {
+                if ((op != OP_TYPE_INT && op != OP_TYPE_FLOAT) || (m != 4 && m != 8) ||
+                    s->w[j + 4] > INT32_MAX) {
                     out->npush = -1;
                     continue;
                 }

@@ -26,7 +26,7 @@ typedef struct rx_spv_info {
     int nbuf;                      /* storage buffers: set 0, bindings 0..nbuf-1 */
     int64_t push_bytes;            /* bytes of the push-constant block, 0 when none */
     int npush;                     /* its members, by index: -1 when not all are scalars */
-    int32_t push_off[RX_SPV_MAX_PUSH]; /* member i's Offset */
+    int32_t push_off[RX_SPV_MAX_PUSH];  /* member i's Offset */
     uint8_t push_size[RX_SPV_MAX_PUSH]; /* its bytes: 4 or 8 */
     uint8_t push_kind[RX_SPV_MAX_PUSH]; /* 'i' signed int, 'u' unsigned int, 'f' float */
     uint32_t local[3];             /* work-group size (spec defaults when specializable) */

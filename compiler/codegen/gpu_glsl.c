@@ -17,8 +17,8 @@
  *             4-byte offsets let a fused kernel of a QDQ model (18-21 buffers and a
  *             few variables) fit the 128 bytes every Vulkan device has; at 8 bytes
  *             each, roberta's fused cumsum / embedding / LayerNorm kernel (17 buffers,
- *             2 variables: 152 bytes) was refused. The body sees NAME through subscripts NAME_b[uint(NAME_o + i)]
- *             (cg_sym.view) and the symbolic variables as const locals of their type.
+ *             2 variables: 152 bytes) was refused. The body sees NAME through
+ *             subscripts NAME_b[uint(NAME_o + i)] (cg_sym.view) and the symbolic variables as const locals of their type.
  *             A kernel whose scalars need more push-constant bytes than the target's
  *             max_push_bytes is refused here, naming both; the device's own limit
  *             (maxPushConstantsSize) is checked again when the runtime loads it.
@@ -70,13 +70,17 @@ void rx_gpu_glsl_head(gk *k, const rx_func *f, const char *name)
     }
     /* std430: the 8-byte members start at the next multiple of 8 */
     int64_t bytes = (int64_t)nb * OFFSET_BYTES;
-    if (nvar) bytes = (bytes + SCALAR_BYTES - 1) / SCALAR_BYTES * SCALAR_BYTES + (int64_t)nvar * SCALAR_BYTES;
+    if (nvar)
+        bytes =
+            (bytes + SCALAR_BYTES - 1) / SCALAR_BYTES * SCALAR_BYTES + (int64_t)nvar * SCALAR_BYTES;
     int64_t max_push = rx_target_int(k->t, "max_push_bytes");
     if (bytes > max_push)
-        rxi_cg_err(g, f->loc, "kernel %s takes %d scalar arguments (%d element offsets, %d "
-                  "symbolic variables), %lld bytes of push constants, more than max_push_bytes=%lld "
-                  "of target %s", name, nb + nvar, nb, nvar, (long long)bytes, (long long)max_push,
-                  k->t->norm);
+        rxi_cg_err(
+            g, f->loc,
+            "kernel %s takes %d scalar arguments (%d element offsets, %d "
+            "symbolic variables), %lld bytes of push constants, more than max_push_bytes=%lld "
+            "of target %s",
+            name, nb + nvar, nb, nvar, (long long)bytes, (long long)max_push, k->t->norm);
     if (nb + nvar) rx_sb_printf(o, "layout(push_constant) uniform rx_P {%s };\n", rx_sb_str(&push));
     rx_sb_free(&push);
     rx_sb_puts(o, "void main()\n{\n");

@@ -45,14 +45,16 @@ int64_t rxi_fuse_arg_bytes(const rx_node *const *calls, const rx_node *const *va
             if (is_member(vars, n, x)) continue;
             bool seen = false;
             for (int i = 0; i < in.n && !seen; i++)
-                seen = in.items[i] == x || (x->kind == RX_N_CONST && in.items[i]->kind == RX_N_CONST &&
-                                            in.items[i]->u.konst == x->u.konst);
+                seen =
+                    in.items[i] == x || (x->kind == RX_N_CONST && in.items[i]->kind == RX_N_CONST &&
+                                         in.items[i]->u.konst == x->u.konst);
             if (seen) continue;
             RX_VEC_PUSH(in, x);
             rxi_fuse_sinfo_vars(x->sinfo, &sv);
         }
         rxi_fuse_sinfo_vars(call->u.call.out, &sv);
-        for (int t = 0; t < call->u.call.ntir_vars; t++) rx_expr_vars(call->u.call.tir_vars[t], &sv);
+        for (int t = 0; t < call->u.call.ntir_vars; t++)
+            rx_expr_vars(call->u.call.tir_vars[t], &sv);
     }
     int nvar = 0;
     for (int i = 0; i < sv.n; i++) {
@@ -63,7 +65,8 @@ int64_t rxi_fuse_arg_bytes(const rx_node *const *calls, const rx_node *const *va
     *nbuf = in.n + 1;
     int64_t bytes = (int64_t)(in.n + 1) * lim->buf_bytes;
     if (nvar && lim->var_bytes > 0)
-        bytes = (bytes + lim->var_bytes - 1) / lim->var_bytes * lim->var_bytes + (int64_t)nvar * lim->var_bytes;
+        bytes = (bytes + lim->var_bytes - 1) / lim->var_bytes * lim->var_bytes +
+                (int64_t)nvar * lim->var_bytes;
     RX_VEC_FREE(in);
     RX_VEC_FREE(sv);
     return bytes;

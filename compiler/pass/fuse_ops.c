@@ -471,9 +471,11 @@ static bool args_fit(fgraph *g)
     const rx_node *calls[MAX_GROUP], *vars[MAX_GROUP];
     int n = 0;
     for (int32_t v = 0; v < g->nn && n < MAX_GROUP; v++)
-        if (g->n[find(g, v)].gmark == g->stamp) calls[n] = g->n[v].b->value, vars[n++] = g->n[v].b->var;
+        if (g->n[find(g, v)].gmark == g->stamp)
+            calls[n] = g->n[v].b->value, vars[n++] = g->n[v].b->var;
     int nbuf;
-    return rxi_fuse_arg_bytes(calls, vars, n, g->lim, &nbuf) <= g->lim->max_bytes && nbuf <= g->lim->max_bufs;
+    return rxi_fuse_arg_bytes(calls, vars, n, g->lim, &nbuf) <= g->lim->max_bytes &&
+           nbuf <= g->lim->max_bufs;
 }
 
 /* ---- the recompute rule ---- */

@@ -118,8 +118,8 @@ def tir_sum(nin):
 def push_checks(e):
     """Element offsets are 4-byte push constants (docs/gpu.md "Vulkan launch ABI"):
     17 buffers (68 bytes) run; 33 (132 bytes) are refused at compile time, and at load
-    when built with max_push_bytes=256 (lavapipe binds 32 storage buffers); FuseOps keeps an add chain of 33 inputs of a
-    symbolic n within 128 bytes (fuse_args.c)."""
+    when built with max_push_bytes=256 (lavapipe binds 32 storage buffers); FuseOps keeps
+    an add chain of 33 inputs of a symbolic n within 128 bytes (fuse_args.c)."""
     mod, xs = tir_sum(16)
     rxa = e.build(mod, "vulkan")
     if rxa:

@@ -180,14 +180,14 @@ END_TEST
 /* The generator's push constants (gpu_glsl.c): 32-bit element offsets, an int and an
  * int64_t after them at std430's offsets 0, 4, 8, 16; the launch passes I64 offsets,
  * which the device narrows into each member's width: y[yo + i] = x[xo + i] + k. */
-static const char narrow_src[] = HEAD
-    "layout(std430, set = 0, binding = 0) buffer Y { float y[]; };\n"
-    "layout(std430, set = 0, binding = 1) readonly buffer X { float x[]; };\n"
-    "layout(push_constant) uniform P { uint yo; uint xo; int k; int64_t n; };\n"
-    "void main() {\n"
-    "  int64_t i = int64_t(gl_GlobalInvocationID.x);\n"
-    "  if (i < n) y[uint(int64_t(yo) + i)] = x[uint(int64_t(xo) + i)] + float(k);\n"
-    "}\n";
+static const char narrow_src[] =
+    HEAD "layout(std430, set = 0, binding = 0) buffer Y { float y[]; };\n"
+         "layout(std430, set = 0, binding = 1) readonly buffer X { float x[]; };\n"
+         "layout(push_constant) uniform P { uint yo; uint xo; int k; int64_t n; };\n"
+         "void main() {\n"
+         "  int64_t i = int64_t(gl_GlobalInvocationID.x);\n"
+         "  if (i < n) y[uint(int64_t(yo) + i)] = x[uint(int64_t(xo) + i)] + float(k);\n"
+         "}\n";
 
 START_TEST(narrow_push_members)
 {
@@ -203,8 +203,8 @@ START_TEST(narrow_push_members)
     ck_assert(d->ops->upload(d, by, 0, y, sizeof y, &e) == 0);
     rx_dev_program *p;
     rx_dev_kernel *k = kernel_of(d, "narrow", narrow_src, &p);
-    rx_dev_arg args[] = {{RX_DEV_ARG_BUF, by, 0, 0}, {RX_DEV_ARG_I64, NULL, YO, 0},
-                         {RX_DEV_ARG_BUF, bx, 0, 0}, {RX_DEV_ARG_I64, NULL, XO, 0},
+    rx_dev_arg args[] = {{RX_DEV_ARG_BUF, by, 0, 0},    {RX_DEV_ARG_I64, NULL, YO, 0},
+                         {RX_DEV_ARG_BUF, bx, 0, 0},    {RX_DEV_ARG_I64, NULL, XO, 0},
                          {RX_DEV_ARG_I64, NULL, -5, 0}, {RX_DEV_ARG_I64, NULL, N, 0}};
     size_t g = 128, l = 64;
     ck_assert_msg(d->ops->launch(d, k, args, 6, 1, &g, &l, &e) == 0, "%s", e.msg);
@@ -215,19 +215,22 @@ START_TEST(narrow_push_members)
     /* an offset past 2^32 elements, a negative offset, an int past 2^31: refused */
     args[1].i = (int64_t)1 << 32;
     ck_assert(d->ops->launch(d, k, args, 6, 1, &g, &l, &e) == -1);
-    ck_assert_msg(strstr(e.msg, "argument 1 rejected (4294967296 does not fit its 32-bit unsigned"), "%s", e.msg);
+    ck_assert_msg(strstr(e.msg, "argument 1 rejected (4294967296 does not fit its 32-bit unsigned"),
+                  "%s", e.msg);
     args[1].i = -1;
     ck_assert(d->ops->launch(d, k, args, 6, 1, &g, &l, &e) == -1);
     ck_assert_msg(strstr(e.msg, "argument 1 rejected (-1 does not fit"), "%s", e.msg);
     args[1].i = YO;
     args[4].i = (int64_t)1 << 31;
     ck_assert(d->ops->launch(d, k, args, 6, 1, &g, &l, &e) == -1);
-    ck_assert_msg(strstr(e.msg, "argument 4 rejected (2147483648 does not fit its 32-bit push"), "%s", e.msg);
+    ck_assert_msg(strstr(e.msg, "argument 4 rejected (2147483648 does not fit its 32-bit push"),
+                  "%s", e.msg);
     /* a scalar too few for the block's members */
     args[4].i = -5;
     ck_assert(d->ops->launch(d, k, args, 5, 1, &g, &l, &e) == -1);
-    ck_assert_msg(strstr(e.msg, "passes 3 scalar arguments, the shader's push constants have 4 members"),
-                  "%s", e.msg);
+    ck_assert_msg(
+        strstr(e.msg, "passes 3 scalar arguments, the shader's push constants have 4 members"),
+        "%s", e.msg);
     ck_assert(d->ops->sync(d, &e) == 0);
     kernel_done(d, k, p);
     d->ops->free(d, bx);

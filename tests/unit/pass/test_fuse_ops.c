@@ -547,13 +547,15 @@ START_TEST(argument_limit)
      * (34 buffers); under vulkan's limit (31 buffers, 4 bytes each, n 8 bytes, 128 in
      * all) the first group takes s1..s28 (x0..x28, the output and n: 30 * 4 + 8 = 128) */
     rx_sb t = {0};
-    rx_sb_puts(&t, "{'format':'relax-json','version':1,'functions':{'main':{'kind':'relax','params':[");
+    rx_sb_puts(&t,
+               "{'format':'relax-json','version':1,'functions':{'main':{'kind':'relax','params':[");
     for (int i = 0; i < 33; i++) rx_sb_printf(&t, "%s" P("x%d", "'n'"), i ? "," : "", i);
     rx_sb_puts(&t, "],'body':{'blocks':[{'dataflow':true,'bindings':[");
     for (int i = 1; i < 33; i++) {
         char prev[16];
         snprintf(prev, sizeof prev, i > 1 ? "s%d" : "x0", i - 1);
-        rx_sb_printf(&t, "%s{'var':'s%d','value':{'op':'add','args':['%s','x%d']}}", i > 1 ? "," : "", i, prev, i);
+        rx_sb_printf(&t, "%s{'var':'s%d','value':{'op':'add','args':['%s','x%d']}}",
+                     i > 1 ? "," : "", i, prev, i);
     }
     rx_sb_puts(&t, "]}],'result':'s32'}}}}");
     for (int limited = 0; limited < 2; limited++) {
@@ -563,7 +565,8 @@ START_TEST(argument_limit)
         ok_or_fail(rx_pass_legalize(m, &d) && rx_deduce_module(m, &d), "legalize", &d);
         ok_or_fail(rx_pass_annotate_patterns(m, &d), "analysis", &d);
         rx_fuse_limit lim = {31, 4, 8, 128};
-        ok_or_fail(rx_pass_fuse_ops_limited(m, limited ? &lim : NULL, &d) && rx_deduce_module(m, &d),
+        ok_or_fail(rx_pass_fuse_ops_limited(m, limited ? &lim : NULL, &d) &&
+                       rx_deduce_module(m, &d),
                    "fuse_ops", &d);
         rx_diags_free(&d);
         const rx_block *b = rx_module_find(m, "main")->body->blocks[0];
@@ -577,7 +580,8 @@ START_TEST(argument_limit)
     rx_module *m = load_quoted(rx_sb_str(&t));
     rx_diags d;
     rx_diags_init(&d);
-    ok_or_fail(rx_pass_legalize(m, &d) && rx_deduce_module(m, &d) && rx_pass_annotate_patterns(m, &d),
+    ok_or_fail(rx_pass_legalize(m, &d) && rx_deduce_module(m, &d) &&
+                   rx_pass_annotate_patterns(m, &d),
                "legalize", &d);
     rx_fuse_limit small = {31, 4, 8, 32};
     ok_or_fail(rx_pass_fuse_ops_limited(m, &small, &d), "fuse_ops", &d);
