@@ -428,6 +428,15 @@ START_TEST(compile_and_program_errors)
     ck_assert_int_eq(rx_spirv_compile("broken", bad, strlen(bad), &w, &nw, msg, sizeof msg), -1);
     ck_assert_msg(strstr(msg, "kernel broken: GLSL -> SPIR-V failed: ") && strstr(msg, "undefined_name") &&
                   !strchr(msg, '\n'), "%s", msg);
+    /* warnings (reserved "__" names, as ONNX names give) do not push the error out of
+     * the message: twenty warned declarations, then the error */
+    rx_sb noisy = {0};
+    rx_sb_puts(&noisy, "#version 450\nlayout(local_size_x = 1) in;\n");
+    for (int i = 0; i < 20; i++) rx_sb_printf(&noisy, "layout(std430, binding = %d) buffer v__B%d { float v__b%d[]; };\n", i, i, i);
+    rx_sb_puts(&noisy, "void main() { undefined_name = 1; }\n");
+    ck_assert_int_eq(rx_spirv_compile("noisy", rx_sb_str(&noisy), noisy.n, &w, &nw, msg, sizeof msg), -1);
+    ck_assert_msg(strstr(msg, "undefined_name") && !strstr(msg, "reserved"), "%s", msg);
+    rx_sb_free(&noisy);
     rx_sb sb = {0};
     const char *names[] = {"ok", "broken"}, *srcs[] = {"#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n", bad};
     ck_assert_int_eq(rx_spirv_bundle(names, srcs, 2, &sb, msg, sizeof msg), -1);
