@@ -31,7 +31,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import quant_models  # noqa: E402
-import test_torch_zoo as tz  # noqa: E402  (its compare and run)
+import test_torch_zoo as tz  # noqa: E402  (its model_of, compare and run)
 
 MODULES = ["zoo_models", "zoo_models2", "zoo_models3", "zoo_models4", "zoo_models5"]
 # (module, case): attention with a padding mask, GELU and LayerNorm; a CNN with
@@ -82,12 +82,7 @@ def last_line(text):
 
 
 def one(opts, tmp, mod, name, case, results):
-    torch.manual_seed(1)
-    model = case.make().eval()
-    for m in model.modules():  # BatchNorm with non-trivial statistics
-        if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)):
-            m.running_mean.uniform_(-0.5, 0.5)
-            m.running_var.uniform_(0.5, 2)
+    model = tz.model_of(case)
     opset = case.opset[0] if isinstance(case.opset, list) else case.opset
     path = os.path.join(tmp, "%s.onnx" % name)
     tag = "%s:%s" % (mod.replace("zoo_models", "zoo") or "zoo", name)

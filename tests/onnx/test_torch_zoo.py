@@ -195,14 +195,20 @@ def main():
     return 1 if failures else 0
 
 
-def one(tmp, tag, name, case, opset):
-    """export case at opset, build, run at every size, compare."""
+def model_of(case):
+    """case's model in eval mode, seeded, its BatchNorms with non-trivial statistics."""
     torch.manual_seed(1)
     model = case.make().eval()
-    for mod in model.modules():  # BatchNorm with non-trivial statistics
+    for mod in model.modules():
         if isinstance(mod, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)):
             mod.running_mean.uniform_(-0.5, 0.5)
             mod.running_var.uniform_(0.5, 2)
+    return model
+
+
+def one(tmp, tag, name, case, opset):
+    """export case at opset, build, run at every size, compare."""
+    model = model_of(case)
     path = os.path.join(tmp, "%s_%d.onnx" % (name, opset))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
