@@ -469,12 +469,13 @@ static bool args_fit(fgraph *g)
 {
     if (!g->lim) return true;
     const rx_node *calls[MAX_GROUP], *vars[MAX_GROUP];
+    uint8_t pats[MAX_GROUP];
     int n = 0;
     for (int32_t v = 0; v < g->nn && n < MAX_GROUP; v++)
         if (g->n[find(g, v)].gmark == g->stamp)
-            calls[n] = g->n[v].b->value, vars[n++] = g->n[v].b->var;
+            calls[n] = g->n[v].b->value, pats[n] = g->n[v].pat, vars[n++] = g->n[v].b->var;
     int nbuf;
-    return rxi_fuse_arg_bytes(calls, vars, n, g->lim, &nbuf) <= g->lim->max_bytes &&
+    return rxi_fuse_arg_bytes(calls, vars, pats, n, g->tmp, g->lim, &nbuf) <= g->lim->max_bytes &&
            nbuf <= g->lim->max_bufs;
 }
 
