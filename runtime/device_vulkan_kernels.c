@@ -264,16 +264,21 @@ static int pipeline(rx_dev *d, rx_dev_kernel *k, const uint32_t l[3], VkPipeline
     return 0;
 }
 
-/* Packs the scalar arguments as the push-constant block: in order, each at its natural
- * alignment. Returns the bytes, or -1 with err. */
+/* Packs the scalar arguments as the push-constant block. When the shader's block is
+ * scalars only (info.npush members), scalar argument j is member j, at its Offset and in
+ * its width: the generator declares element offsets as 32-bit `uint` (gpu_glsl.c), so
+ * an I64 the VM passes is narrowed when it fits the member's type and refused when not.
+ * Otherwise (a hand-written shader) each is at its natural alignment, as passed.
+ * Returns the bytes, or -1 with err. */
 static int64_t push_block(const rx_dev_kernel *k, const rx_dev_arg *args, int nargs, uint8_t *blk,
                           size_t cap, int *nbuf, rx_rt_err *err)
 {
+    const rx_spv_info *in = &k->info;
     size_t at = 0;
+    int nscalar = 0;
     *nbuf = 0;
     for (int i = 0; i < nargs; i++) {
         const rx_dev_arg *a = &args[i];
-        size_t size = a->kind == RX_DEV_ARG_I64 ? 8 : 4;
         if (a->kind == RX_DEV_ARG_BUF) {
             if (!a->buf) return rx_rt_fail(err, "Vulkan: kernel %s: argument %d rejected (no buffer)", k->name, i);
             (*nbuf)++;
@@ -281,21 +286,53 @@ static int64_t push_block(const rx_dev_kernel *k, const rx_dev_arg *args, int na
         }
         if (a->kind != RX_DEV_ARG_I64 && a->kind != RX_DEV_ARG_I32 && a->kind != RX_DEV_ARG_F32)
             return rx_rt_fail(err, "Vulkan: kernel %s: argument %d rejected (kind %d)", k->name, i, a->kind);
+        int j = nscalar++;
+        bool member = in->npush > 0 && j < in->npush && in->push_size[j];
+        size_t size = member ? in->push_size[j] : a->kind == RX_DEV_ARG_I64 ? 8 : 4;
+        char kind = member ? (char)in->push_kind[j] : a->kind == RX_DEV_ARG_F32 ? 'f' : 'i';
+        if ((kind == 'f') != (a->kind == RX_DEV_ARG_F32) ||
+            (a->kind == RX_DEV_ARG_F32 && size != 4))
+            return rx_rt_fail(err, "Vulkan: kernel %s: argument %d rejected (an %s for a%s member)",
+                              k->name, i, a->kind == RX_DEV_ARG_F32 ? "f32" : "integer",
+                              kind == 'f' ? " float" : "n integer");
         if (a->kind == RX_DEV_ARG_I32 && (a->i < INT32_MIN || a->i > INT32_MAX))
             return rx_rt_fail(err, "Vulkan: kernel %s: argument %d rejected (%lld is not an int32)",
                               k->name, i, (long long)a->i);
-        at = (at + size - 1) & ~(size - 1);
+        if (size == 4 && kind == 'i' && (a->i < INT32_MIN || a->i > INT32_MAX))
+            return rx_rt_fail(
+                err,
+                "Vulkan: kernel %s: argument %d rejected (%lld does not fit its 32-bit "
+                "push constant)",
+                k->name, i, (long long)a->i);
+        if (size == 4 && kind == 'u' && (a->i < 0 || a->i > (int64_t)UINT32_MAX))
+            return rx_rt_fail(
+                err,
+                "Vulkan: kernel %s: argument %d rejected (%lld does not fit its 32-bit "
+                "unsigned push constant)",
+                k->name, i, (long long)a->i);
+        at = member ? (size_t)in->push_off[j] : (at + size - 1) & ~(size - 1);
         if (at + size > cap)
             return rx_rt_fail(err, "Vulkan: kernel %s: the scalar arguments take more than %zu bytes of "
                               "push constants", k->name, cap);
-        if (a->kind == RX_DEV_ARG_I64) memcpy(blk + at, &a->i, 8);
-        else if (a->kind == RX_DEV_ARG_I32) {
+        if (a->kind == RX_DEV_ARG_F32)
+            memcpy(blk + at, &a->f, 4);
+        else if (size == 8)
+            memcpy(blk + at, &a->i, 8);
+        else if (kind == 'u') {
+            uint32_t v = (uint32_t)a->i;
+            memcpy(blk + at, &v, 4);
+        } else {
             int32_t v = (int32_t)a->i;
             memcpy(blk + at, &v, 4);
-        } else memcpy(blk + at, &a->f, 4);
+        }
         at += size;
     }
-    return (int64_t)at;
+    if (in->npush > 0 && nscalar != in->npush)
+        return rx_rt_fail(err,
+                          "Vulkan: kernel %s: the launch passes %d scalar arguments, the shader's "
+                          "push constants have %d members",
+                          k->name, nscalar, in->npush);
+    return in->npush > 0 ? in->push_bytes : (int64_t)at;
 }
 
 int rxvk_launch(rx_dev *d, rx_dev_kernel *k, const rx_dev_arg *args, int nargs, int ndim,
@@ -326,7 +363,7 @@ int rxvk_launch(rx_dev *d, rx_dev_kernel *k, const rx_dev_arg *args, int nargs, 
         l[i] = (uint32_t)lsz[i];
         groups[i] = (uint32_t)(gsz[i] / lsz[i]);
     }
-    uint8_t blk[256];
+    uint8_t blk[256] = {0};
     int nbuf;
     int64_t push = push_block(k, args, nargs, blk, sizeof blk, &nbuf, err);
     if (push < 0) return -1;

@@ -265,13 +265,27 @@ static int variables(spv *s, rx_spv_info *out, rx_rt_err *err)
         } else if (sc == SC_PUSH_CONSTANT) {
             if (def_op(s, pointee) != OP_TYPE_STRUCT)
                 return rx_rt_fail(err, "the push-constant variable is not a block");
+            uint32_t nmem = wc_at(s, s->def[pointee]) - 2;
+            out->npush = nmem <= RX_SPV_MAX_PUSH ? (int)nmem : -1;
             for (size_t j = 5; j < s->n; j += wc_at(s, j)) { /* its members' offsets */
                 if (op_at(s, j) != OP_MEMBER_DECORATE || wc_at(s, j) < 5 || s->w[j + 1] != pointee ||
                     s->w[j + 3] != DEC_OFFSET)
                     continue;
-                int64_t m = tsize(s, operand(s, pointee, 2 + s->w[j + 2]), 0);
+                uint32_t mi = s->w[j + 2], mt = operand(s, pointee, 2 + mi);
+                int64_t m = tsize(s, mt, 0);
                 if (m < 0) return rx_rt_fail(err, "a push-constant member cannot be sized");
                 if ((int64_t)s->w[j + 4] + m > out->push_bytes) out->push_bytes = (int64_t)s->w[j + 4] + m;
+                /* the member layout the launch packs scalars by (device_vulkan_kernels.c) */
+                uint32_t op = def_op(s, mt);
+                if (out->npush < 0 || mi >= (uint32_t)out->npush) continue;
+                if ((op != OP_TYPE_INT && op != OP_TYPE_FLOAT) || (m != 4 && m != 8) ||
+                    s->w[j + 4] > INT32_MAX) {
+                    out->npush = -1;
+                    continue;
+                }
+                out->push_off[mi] = (int32_t)s->w[j + 4];
+                out->push_size[mi] = (uint8_t)m;
+                out->push_kind[mi] = op == OP_TYPE_FLOAT ? 'f' : operand(s, mt, 3) ? 'i' : 'u';
             }
         } else if (sc == SC_STORAGE_BUFFER || (sc == SC_UNIFORM && (s->flag[pointee] & F_BUFFER_BLOCK))) {
             if (def_op(s, pointee) != OP_TYPE_STRUCT)

@@ -19,11 +19,16 @@
 #define RX_SPV_MAGIC 0x07230203u
 #define RX_SPV_MAX_CAPS 32
 #define RX_SPV_MAX_BUFS 64
+#define RX_SPV_MAX_PUSH 64
 
 typedef struct rx_spv_info {
     uint32_t version;              /* the module's SPIR-V version (0x00010300: 1.3) */
     int nbuf;                      /* storage buffers: set 0, bindings 0..nbuf-1 */
     int64_t push_bytes;            /* bytes of the push-constant block, 0 when none */
+    int npush;                     /* its members, by index: -1 when not all are scalars */
+    int32_t push_off[RX_SPV_MAX_PUSH];  /* member i's Offset */
+    uint8_t push_size[RX_SPV_MAX_PUSH]; /* its bytes: 4 or 8 */
+    uint8_t push_kind[RX_SPV_MAX_PUSH]; /* 'i' signed int, 'u' unsigned int, 'f' float */
     uint32_t local[3];             /* work-group size (spec defaults when specializable) */
     int32_t spec_id[3];            /* specialization id of each dimension, -1: fixed */
     int64_t shared_bytes;          /* Workgroup variables' bytes at `local` */

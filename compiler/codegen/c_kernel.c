@@ -465,7 +465,13 @@ static void emit_alloc(cg *g, const rx_stmt *s)
     declare_dims(g, bs, b);
     bs = &g->syms.items[g->syms.n - 1]; /* declare_dims may not move it, but stay safe */
     ind(g);
-    if (stack && total * (int64_t)rxi_cg_ssize(t) > STACK_DIRECT_MAX) {
+    if (stack && g->glsl) { /* GLSL: no pointers, no `= {0}` (an initializer has every element) */
+        long long n = (long long)(total ? total : 1);
+        rx_sb_printf(g->out, "%s %s[%lld];\n", st, bs->name, n);
+        ind(g);
+        rx_sb_printf(g->out, "for (int rx_z = 0; rx_z < %lld; rx_z++) %s[rx_z] = %s(0);\n", n,
+                     bs->name, st);
+    } else if (stack && total * (int64_t)rxi_cg_ssize(t) > STACK_DIRECT_MAX) {
         /* GCC 12 keeps a register tile's accumulator in registers across loads from
          * another stack array only when they go through a pointer (schedule_tile's
          * panels: a 64 x 16 f32 panel of 4 KiB read directly left the 6 x 16 tile's

@@ -9,10 +9,16 @@
  *             "Vulkan launch ABI"): per buffer parameter a storage buffer of set 0 at
  *             the next binding, `buffer NAME_B { T NAME_b[]; }`, then the status
  *             record `rx_st` at the last binding; one push-constant block holding per
- *             buffer its element offset `int64_t NAME_o`, then each symbolic variable,
- *             all 8 bytes (std430 packs them at natural alignment, as the device
- *             expects). The body sees NAME through subscripts NAME_b[uint(NAME_o + i)]
- *             (cg_sym.view) and the symbolic variables as const locals of their type.
+ *             buffer its element offset `uint NAME_o32` (4 bytes: subscripts are 32-bit,
+ *             so an offset past 2^32 elements could not be used anyway; main() widens
+ *             it to `const int64_t NAME_o`), then each symbolic variable as `int64_t`
+ *             (std430 packs them at natural alignment; the device packs each scalar
+ *             argument into its member's offset and width, read from the SPIR-V).
+ *             4-byte offsets let a fused kernel of a QDQ model (18-21 buffers and a
+ *             few variables) fit the 128 bytes every Vulkan device has; at 8 bytes
+ *             each, roberta's fused cumsum / embedding / LayerNorm kernel (17 buffers,
+ *             2 variables: 152 bytes) was refused. The body sees NAME through
+ *             subscripts NAME_b[uint(NAME_o + i)] (cg_sym.view) and the symbolic variables as const locals of their type.
  *             A kernel whose scalars need more push-constant bytes than the target's
  *             max_push_bytes is refused here, naming both; the device's own limit
  *             (maxPushConstantsSize) is checked again when the runtime loads it.
@@ -34,14 +40,14 @@
 #include "gpu_int.h"
 #include "relax/spirv.h"
 
-enum { PUSH_BYTES_PER_SCALAR = 8 }; /* every scalar argument is an int64_t */
+enum { OFFSET_BYTES = 4, SCALAR_BYTES = 8 }; /* uint element offsets; int64_t variables */
 
 void rx_gpu_glsl_head(gk *k, const rx_func *f, const char *name)
 {
     cg *g = k->g;
     rx_sb *o = g->out;
-    int nb = 0, nscalar = 0;
-    rx_sb push = {0};
+    int nb = 0, nvar = 0;
+    rx_sb push = {0}, widen = {0};
     rx_sb_printf(o, "/* kernel %s */\n", name);
     for (int i = 0; i < f->ntparams; i++) {
         const rx_buffer *b = f->tparams[i].buf;
@@ -49,29 +55,38 @@ void rx_gpu_glsl_head(gk *k, const rx_func *f, const char *name)
         char *nm = rxi_cg_fresh(g, b->name);
         rx_sb_printf(o, "layout(std430, set = 0, binding = %d) buffer %s_B { %s %s_b[]; };\n", nb++,
                      nm, rxi_cg_stype((rx_dtype)b->dtype), nm);
-        rx_sb_printf(&push, " int64_t %s_o;", nm);
-        nscalar++;
+        rx_sb_printf(&push, " uint %s_o32;", nm);
+        rx_sb_printf(&widen, "    const int64_t %s_o = int64_t(%s_o32);\n", nm, nm);
         rxi_cg_push_sym(g, b, nm)->view = true;
     }
     rx_sb_printf(o, "layout(std430, set = 0, binding = %d) buffer rx_st_B { int rx_st[]; };\n", nb);
     for (int j = 0; j < f->nsvars; j++) {
         rx_sb_printf(&push, " int64_t rx_v%d;", j);
-        nscalar++;
+        nvar++;
     }
     if (k->hloop) { /* the host loop's iteration (gpu_kernel.c) */
         rx_sb_puts(&push, " int64_t rx_it;");
-        nscalar++;
+        nvar++;
     }
+    /* std430: the 8-byte members start at the next multiple of 8 */
+    int64_t bytes = (int64_t)nb * OFFSET_BYTES;
+    if (nvar)
+        bytes =
+            (bytes + SCALAR_BYTES - 1) / SCALAR_BYTES * SCALAR_BYTES + (int64_t)nvar * SCALAR_BYTES;
     int64_t max_push = rx_target_int(k->t, "max_push_bytes");
-    if ((int64_t)nscalar * PUSH_BYTES_PER_SCALAR > max_push)
-        rxi_cg_err(g, f->loc, "kernel %s takes %d scalar arguments (%d element offsets, %d "
-                  "symbolic variables), %d bytes of push constants, more than max_push_bytes=%lld "
-                  "of target %s", name, nscalar, nb, nscalar - nb,
-                  nscalar * PUSH_BYTES_PER_SCALAR, (long long)max_push, k->t->norm);
-    if (nscalar) rx_sb_printf(o, "layout(push_constant) uniform rx_P {%s };\n", rx_sb_str(&push));
+    if (bytes > max_push)
+        rxi_cg_err(
+            g, f->loc,
+            "kernel %s takes %d scalar arguments (%d element offsets, %d "
+            "symbolic variables), %lld bytes of push constants, more than max_push_bytes=%lld "
+            "of target %s",
+            name, nb + nvar, nb, nvar, (long long)bytes, (long long)max_push, k->t->norm);
+    if (nb + nvar) rx_sb_printf(o, "layout(push_constant) uniform rx_P {%s };\n", rx_sb_str(&push));
     rx_sb_free(&push);
     rx_sb_puts(o, "void main()\n{\n");
     g->indent = 1;
+    if (nb) rx_sb_puts(o, rx_sb_str(&widen));
+    rx_sb_free(&widen);
     for (int j = 0; j < f->nsvars; j++) {
         const rx_svar *v = f->svars[j];
         char *nm = rxi_cg_fresh(g, v->name);

@@ -100,7 +100,8 @@
 #include "relax/rxa.h"
 
 enum {
-    MAX_GROUPS = 65536 /* work-groups of one launch, at most (grid-stride beyond) */
+    MAX_GROUPS = 65535 /* work-groups of one launch, at most (grid-stride beyond): Vulkan
+                          guarantees 65535 per dimension (maxComputeWorkGroupCount) */
 };
 
 /* ---------------------------------------------------------------- launch records */

@@ -30,7 +30,7 @@
  *         barrier                                          rx_red is reused by the next row
  *
  * Adjacent work-items read adjacent elements of the row (coalesced on a GPU), each row
- * is read once, and the launch has one group per row (capped at 65536 groups, a
+ * is read once, and the launch has one group per row (capped at 65535 groups, a
  * grid-stride loop beyond). The order of the additions differs from the CPU's serial
  * one (a tree of partial sums), within the tolerances of a float reduction. The schedule
  * is taken when the reduction is long enough to share: its extent is symbolic or at

@@ -67,6 +67,10 @@ int rx_spirv_compile(const char *name, const char *glsl, size_t n, uint32_t **wo
     shaderc_compile_options_set_target_env(o, shaderc_target_env_vulkan,
                                            shaderc_env_version_vulkan_1_2);
     shaderc_compile_options_set_optimization_level(o, shaderc_optimization_level_zero);
+    /* warnings only: the log of a failed compile is cut at cap, and the reserved-name
+     * warnings of ONNX names (v__Where_output_0: "__" is reserved in GLSL) came first
+     * and hid the error of retina_post's kernel */
+    shaderc_compile_options_set_suppress_warnings(o);
     shaderc_compilation_result_t r =
         shaderc_compile_into_spv(c, glsl, n, shaderc_glsl_compute_shader, name, "main", o);
     int rc = -1;

@@ -59,6 +59,8 @@ typedef struct bstate {
 
 static bool st_library_lower(bstate *s);
 static bool st_legalize(bstate *s);
+static bool st_fuse_ops(bstate *s);
+static bool st_lift_workspace(bstate *s);
 static bool st_schedule_moves(bstate *s);
 static bool st_memory_plan(bstate *s);
 static bool st_lower_vm(bstate *s);
@@ -119,11 +121,11 @@ static const stage pipeline[] = {
      "unused bindings and loop functions no longer called"},
     {"analysis", "4", 0, ST_GRAPH, rx_pass_annotate_patterns, NULL, false, false, "§4.2, Algorithm 1",
      "compute pattern of every loop function"},
-    {"fuse_ops", "5", 2, ST_GRAPH, rx_pass_fuse_ops, NULL, false, true, "§4.2, Algorithm 2, Figure 8",
+    {"fuse_ops", "5", 2, ST_GRAPH, NULL, st_fuse_ops, false, true, "§4.2, Algorithm 2, Figure 8",
      "groups call_tirs by compute pattern into primitive graph functions"},
     {"fuse_tir", "5b", 2, ST_GRAPH, rx_pass_fuse_tir, NULL, false, true, "§4.2, Figure 9",
      "one loop function per group; intermediates inlined or allocated"},
-    {"lift_workspace", "6", 2, ST_GRAPH, rx_pass_lift_workspace, NULL, false, true, "§4.4, Figure 11",
+    {"lift_workspace", "6", 2, ST_GRAPH, NULL, st_lift_workspace, false, true, "§4.4, Figure 11",
      "kernel workspaces -> outputs planned by the graph"},
     {"reshape_view", "6b", 0, ST_GRAPH, rx_pass_reshape_view, NULL, false, true, "",
      "CPU: calls copying a tensor in row-major order (reshape, flatten, squeeze, expand_dims) -> views"},
@@ -222,6 +224,26 @@ static bool st_library_lower(bstate *s)
 static bool st_legalize(bstate *s)
 {
     return rx_legalize_for(s->m, s->tgt.kind != RX_TARGET_CPU, NULL, s->d);
+}
+
+/* fuse_ops: on vulkan a group's kernel must fit its scalar arguments in the push
+ * constants (gpu_glsl.c: 4 bytes per buffer's offset, 8 per symbolic variable, at most
+ * max_push_bytes) and its buffers in 32 storage-buffer bindings (lavapipe's
+ * maxPerStageDescriptorStorageBuffers; the status record is one), so FuseOps refuses
+ * a merge that would not (fuse_args.c). */
+static bool st_fuse_ops(bstate *s)
+{
+    if (s->tgt.kind != RX_TARGET_VULKAN) return rx_pass_fuse_ops(s->m, s->d);
+    rx_fuse_limit lim = {31, 4, 8, rx_target_int(&s->tgt, "max_push_bytes")};
+    return rx_pass_fuse_ops_limited(s->m, &lim, s->d);
+}
+
+/* lift_workspace: on a GPU target FuseTIR's local intermediates first become global
+ * (gpu_workspace.c), so that each nest of a fused function is a grid kernel. */
+static bool st_lift_workspace(bstate *s)
+{
+    if (s->tgt.kind != RX_TARGET_CPU) rx_gpu_promote_local_allocs(s->m);
+    return rx_pass_lift_workspace(s->m, s->d);
 }
 
 /* schedule_moves: elementwise vector-math nests too where "schedule" will not run (O0,

@@ -71,7 +71,9 @@
  *         a group whose root is the reduction itself keeps fusing into its epilogue.
  *         Phase 3 is left alone (Figure 9).
  *         Injective groups wait for phase 2 so that matmul epilogues are complete
- *         first (as in Relay). A group never exceeds MAX_GROUP nodes. Invariant: every
+ *         first (as in Relay). A group never exceeds MAX_GROUP nodes, nor, under a
+ *         target's argument limit (vulkan's push constants), its bytes (fuse_args.c;
+ *         phase 3 too). Invariant: every
  *         member but the root has all its uses inside the group, so a group has one
  *         output, and its root is bound last.
  * Step 4: per group (roots in binding order) the primitive function: named
@@ -104,6 +106,7 @@
 #include "relax/pass.h"
 #include "relax/text.h"
 
+#include "fuse_args.h"
 #include "fuse_cost.h"
 
 enum {
@@ -146,6 +149,7 @@ typedef struct fgraph {
     RX_VEC(int32_t) seen;    /* nodes the last check_path visited */
     rx_arith *ar;            /* the pass's prover (recompute rule: symbolic dims) */
     rx_arena *tmp;           /* its terms */
+    const rx_fuse_limit *lim; /* the target's argument limit (fuse_args.c), or NULL */
 } fgraph;
 
 /* A shared primitive function and its hash. */
@@ -165,6 +169,7 @@ typedef struct fo_ctx {
     int fused;               /* groups replaced */
     rx_arena *tmp;           /* terms of the recompute rule's proofs */
     rx_arith *ar;            /* their prover */
+    const rx_fuse_limit *lim; /* the target's argument limit, or NULL */
 } fo_ctx;
 
 static rx_pattern pmax(rx_pattern a, rx_pattern b) { return a > b ? a : b; }
@@ -459,6 +464,21 @@ static int32_t merged_size(fgraph *g, int32_t src, int32_t sink)
     return total;
 }
 
+/* Whether the groups whose roots carry gmark == stamp fit the target's argument limit. */
+static bool args_fit(fgraph *g)
+{
+    if (!g->lim) return true;
+    const rx_node *calls[MAX_GROUP], *vars[MAX_GROUP];
+    uint8_t pats[MAX_GROUP];
+    int n = 0;
+    for (int32_t v = 0; v < g->nn && n < MAX_GROUP; v++)
+        if (g->n[find(g, v)].gmark == g->stamp)
+            calls[n] = g->n[v].b->value, pats[n] = g->n[v].pat, vars[n++] = g->n[v].b->var;
+    int nbuf;
+    return rxi_fuse_arg_bytes(calls, vars, pats, n, g->tmp, g->lim, &nbuf) <= g->lim->max_bytes &&
+           nbuf <= g->lim->max_bufs;
+}
+
 /* ---- the recompute rule ---- */
 
 /* Node i's cost and passes (fuse_cost.c), computed once. */
@@ -569,7 +589,7 @@ static bool try_fuse(fgraph *g, int32_t i, const rule *r)
     rx_pattern e = (rx_pattern)n->dpat;
     if (r->edges == RX_PAT_ELEMWISE ? e != RX_PAT_ELEMWISE : e > r->edges) return false;
     if (recomputed(g, i, p)) return false;
-    if (!check_path(g, i, p, r) || merged_size(g, i, p) > MAX_GROUP) return false;
+    if (!check_path(g, i, p, r) || merged_size(g, i, p) > MAX_GROUP || !args_fit(g)) return false;
     int32_t tgt = find(g, p);
     join(g, i, tgt);
     for (int k = 0; k < g->seen.n; k++) join(g, find(g, g->seen.items[k]), tgt);
@@ -606,7 +626,8 @@ static void prologues(fgraph *g)
         for (int k = 1; k < n->nout && only; k++) only = g->e[n->out0 + k].to == c;
         int32_t tgt = find(g, c);
         if (!only || tgt == i || n->size + g->n[tgt].size > MAX_GROUP) continue;
-        join(g, i, tgt);
+        g->n[i].gmark = g->n[tgt].gmark = ++g->stamp;
+        if (args_fit(g)) join(g, i, tgt);
     }
 }
 
@@ -649,16 +670,6 @@ static void add_input(gbuild *gb, rx_node *a)
     RX_VEC_PUSH(gb->in, a);
 }
 
-static void sinfo_vars(const rx_sinfo *s, rx_svar_vec *out)
-{
-    if (!s) return;
-    if ((s->kind == RX_SI_TENSOR || s->kind == RX_SI_SHAPE) && s->dims)
-        for (int i = 0; i < s->ndim; i++) rx_expr_vars(s->dims[i], out);
-    if (s->kind == RX_SI_PRIM) rx_expr_vars(s->value, out);
-    if (s->kind == RX_SI_TUPLE)
-        for (int i = 0; i < s->nfields; i++) sinfo_vars(s->fields[i], out);
-}
-
 static bool has_var(const rx_svar_vec *v, const rx_svar *x)
 {
     for (int i = 0; i < v->n; i++)
@@ -679,11 +690,11 @@ static void collect(gbuild *gb)
         for (int d = 0; s->dims && d < s->ndim; d++)
             if (s->dims[d]->kind == RX_E_VAR && !has_var(&gb->defd, s->dims[d]->u.var))
                 RX_VEC_PUSH(gb->defd, s->dims[d]->u.var);
-        sinfo_vars(s, &gb->used);
+        rxi_fuse_sinfo_vars(s, &gb->used);
     }
     for (int32_t k = 0; k < gb->nmem; k++) {
         const rx_node *call = gb->g->n[gb->mem[k]].b->value;
-        sinfo_vars(call->u.call.out, &gb->used);
+        rxi_fuse_sinfo_vars(call->u.call.out, &gb->used);
         for (int t = 0; t < call->u.call.ntir_vars; t++) rx_expr_vars(call->u.call.tir_vars[t], &gb->used);
     }
     for (int i = 0; i < gb->used.n; i++)
@@ -914,7 +925,7 @@ static void fuse_seq(fo_ctx *c, rx_seq *s)
             }
         }
         if (!b->dataflow) continue;
-        fgraph g = {.ar = c->ar, .tmp = c->tmp};
+        fgraph g = {.ar = c->ar, .tmp = c->tmp, .lim = c->lim};
         build_graph(c, b, &g);
         if (g.nn >= 2) {
             post_dominators(&g);
@@ -938,9 +949,11 @@ static void add_funcs(fo_ctx *c)
     m->nfuncs += c->added.n;
 }
 
-bool rx_pass_fuse_ops(rx_module *m, rx_diags *d)
+bool rx_pass_fuse_ops(rx_module *m, rx_diags *d) { return rx_pass_fuse_ops_limited(m, NULL, d); }
+
+bool rx_pass_fuse_ops_limited(rx_module *m, const rx_fuse_limit *lim, rx_diags *d)
 {
-    fo_ctx c = {.m = m, .nids = m->next_id};
+    fo_ctx c = {.m = m, .nids = m->next_id, .lim = lim};
     size_t n = (size_t)c.nids + 1;
     c.def_block = rx_xcalloc(n, sizeof *c.def_block);
     c.def_node = rx_xcalloc(n, sizeof *c.def_node);

@@ -23,9 +23,11 @@ deploy/packages.sh test; docs/gpu.md). Every failure must be a clear error (exit
     of 1 to 8 (matvec; odd k) and above (tiles), its launch records say tiles and
     matvec and its modules pass spirv-val; (1, k) @ (k, n) gets matvec alone; over
     max_local_bytes at compile time;
-  - push constants: a kernel of 18 buffers (18 element offsets, 144 bytes) is refused
-    at compile time naming max_push_bytes=128; built with max_push_bytes=256 it is
-    refused at load by a device whose maxPushConstantsSize is 128 (lavapipe);
+  - push constants (4-byte element offsets): a kernel of 17 buffers (68 bytes) runs; one
+    of 33 buffers (132 bytes) is refused at compile time naming max_push_bytes=128;
+    built with max_push_bytes=256 it is refused at load by a device with 32 storage-buffer
+    bindings (lavapipe); an add chain of 33 inputs of a symbolic n
+    (one group: 144 bytes) is split by FuseOps and equals NumPy;
   - the loop function of the push-constant case on cpu equals NumPy too;
   - f64: exp, log, tanh, sigmoid, power of doubles equal NumPy at rtol 1e-9 (edges
     included); sin of f64 is a compile-time error naming what is missing;
@@ -97,9 +99,9 @@ def artifact_checks(e, rxa):
         c.check(p.returncode == 0, "spirv-val %s%s" % (name, "" if p.returncode == 0 else ": " + p.stderr[:200]))
 
 
-def push_checks(e):
-    """A loop function of 16 inputs and 1 output: 17 element offsets, 136 bytes."""
-    names = ["x%d" % i for i in range(16)]
+def tir_sum(nin):
+    """A loop function O[i] = X0[i] + ... + X{nin-1}[i] over 4 elements, called by main."""
+    names = ["x%d" % i for i in range(nin)]
     f = {"kind": "tir",
          "params": [{"name": nm.upper(), "buffer": {"shape": [4], "dtype": "f32"}} for nm in names] +
                    [{"name": "O", "buffer": {"shape": [4], "dtype": "f32"}}],
@@ -110,18 +112,48 @@ def push_checks(e):
                  [{"var": "y", "value": {"call_tir": "@f", "args": names,
                                          "out": {"tensor": {"shape": [4], "dtype": "f32"}}}}],
                  "y", {"f": f})
+    return mod, {nm: np.full(4, i, dtype=np.float32) for i, nm in enumerate(names)}
+
+
+def push_checks(e):
+    """Element offsets are 4-byte push constants (docs/gpu.md "Vulkan launch ABI"):
+    17 buffers (68 bytes) run; 33 (132 bytes) are refused at compile time, and at load
+    when built with max_push_bytes=256 (lavapipe binds 32 storage buffers); FuseOps keeps
+    an add chain of 33 inputs of a symbolic n within 128 bytes (fuse_args.c)."""
+    mod, xs = tir_sum(16)
+    rxa = e.build(mod, "vulkan")
+    if rxa:
+        e.equals(rxa, "17 buffers (68 bytes of push constants) on vulkan", np.full(4, 120, dtype=np.float32),
+                 inputs=xs)
+    mod, xs = tir_sum(32)
     rc, _, err = run_status([e.relaxc, "build", write(e, mod), "--target", "vulkan", "-o",
                              os.path.join(e.tmp, "push.rxa")])
-    e.checks.check(rc == 1 and "136 bytes of push constants, more than max_push_bytes=128" in err,
+    e.checks.check(rc == 1 and "132 bytes of push constants, more than max_push_bytes=128" in err,
                    "too many scalar arguments at compile time: %s" % err.strip()[-200:])
     rxa = e.build(mod, "vulkan,max_push_bytes=256")
     if rxa:
-        xs = {nm: np.full(4, i, dtype=np.float32) for i, nm in enumerate(names)}
-        e.fails(rxa, "136 bytes of push constants on lavapipe",
-                ["has 136 bytes of push constants, more than the device's limit of 128 "
-                 "(maxPushConstantsSize)"], inputs=xs)
-        e.equals(e.build(mod, "cpu"), "the same loop function on cpu", np.full(4, 120, dtype=np.float32),
+        e.fails(rxa, "33 buffers on lavapipe",
+                ["binds 34 storage buffers, more than the device's limit of 32 "
+                 "(maxPerStageDescriptorStorageBuffers)"], inputs=xs)
+        e.equals(e.build(mod, "cpu"), "the same loop function on cpu", np.full(4, 496, dtype=np.float32),
                  inputs=xs)
+    # 33 inputs of shape (n,) added in a chain: one group would be 34 buffers and n, 144
+    # bytes; FuseOps stops merging at 128 (one offset misplaced would change the sum)
+    names = ["x%d" % i for i in range(33)]
+    binds = [call("s1", "add", ["x0", "x1"])] + [call("s%d" % i, "add", ["s%d" % (i - 1), "x%d" % i])
+                                                 for i in range(2, 33)]
+    chain = module([tensor(nm, ["n"]) for nm in names], binds, "s32")
+    chain["functions"]["main"]["body"]["blocks"][0]["dataflow"] = True
+    rxa = e.build(chain, "vulkan")
+    if rxa:
+        xs = {nm: np.arange(5, dtype=np.float32) * (i + 1) for i, nm in enumerate(names)}
+        e.equals(rxa, "an add chain of 33 inputs (n = 5) on vulkan", np.arange(5, dtype=np.float32) * 561,
+                 inputs=xs)
+        p = subprocess.run([e.relaxc, "print", write(e, chain), "--target", "vulkan", "--after", "fuse_ops"],
+                           capture_output=True, text=True)
+        nfused = p.stdout.count("def fused_")
+        e.checks.check(p.returncode == 0 and nfused >= 2,
+                       "the chain is split into %d fused functions under 128 bytes" % nfused)
 
 
 def long_name_checks(e):

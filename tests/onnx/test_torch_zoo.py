@@ -143,8 +143,8 @@ def run(rxa, names, xs, tmp):
             sorted(os.listdir(od), key=lambda f: int(f[3:-4]))], p
 
 
-def compare(got, want):
-    """'' when every output matches, else what differs."""
+def compare(got, want, rtol=1e-4, atol=1e-4):
+    """'' when every output matches (floats within rtol, atol), else what differs."""
     if len(got) != len(want):
         return "%d outputs, want %d" % (len(got), len(want))
     for k, (g, w) in enumerate(zip(got, want)):
@@ -154,7 +154,7 @@ def compare(got, want):
         if w.dtype.kind in "iub":
             if not np.array_equal(g.astype(w.dtype), w):
                 return "out%d: %d integers differ" % (k, int((g != w).sum()))
-        elif not np.allclose(g, w, rtol=1e-4, atol=1e-4):
+        elif not np.allclose(g, w, rtol=rtol, atol=atol):
             return "out%d max abs error %.3g" % (k, float(np.abs(g - w).max()))
     return ""
 
@@ -215,14 +215,20 @@ def main():
     return 1 if failures else 0
 
 
-def one(tmp, tag, name, case, opset):
-    """export case at opset, build, run at every size, compare."""
+def model_of(case):
+    """case's model in eval mode, seeded, its BatchNorms with non-trivial statistics."""
     torch.manual_seed(1)
     model = case.make().eval()
-    for mod in model.modules():  # BatchNorm with non-trivial statistics
+    for mod in model.modules():
         if isinstance(mod, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)):
             mod.running_mean.uniform_(-0.5, 0.5)
             mod.running_var.uniform_(0.5, 2)
+    return model
+
+
+def one(tmp, tag, name, case, opset):
+    """export case at opset, build, run at every size, compare."""
+    model = model_of(case)
     path = os.path.join(tmp, "%s_%d.onnx" % (name, opset))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -268,6 +268,20 @@ bool rx_pass_cuda_graph(rx_module *m, rx_diags *d);
  * compute_pattern is computed). Always true. */
 bool rx_pass_fuse_ops(rx_module *m, rx_diags *d);
 
+/* A target's limit on a kernel's arguments (TVM's max_function_args): at most max_bufs
+ * buffers (inputs and output), and scalars of buf_bytes per buffer, var_bytes per
+ * symbolic variable (aligned to it after the buffers), at most max_bytes. Vulkan: 31
+ * buffers (lavapipe's maxPerStageDescriptorStorageBuffers is 32, one is the status
+ * record), push constants of 4, 8, max_push_bytes. */
+typedef struct rx_fuse_limit {
+    int max_bufs, buf_bytes, var_bytes;
+    int64_t max_bytes;
+} rx_fuse_limit;
+
+/* rx_pass_fuse_ops, refusing every merge whose group would take more argument bytes
+ * than lim allows (compiler/pass/fuse_args.c; lim NULL: no limit). */
+bool rx_pass_fuse_ops_limited(rx_module *m, const rx_fuse_limit *lim, rx_diags *d);
+
 /* What one FuseTIR run did. */
 typedef struct rx_fuse_tir_report {
     int fused;     /* primitive functions merged into one loop function each */
@@ -307,6 +321,12 @@ bool rx_pass_fuse_tir(rx_module *m, rx_diags *d);
  * so memory planning sees the workspaces and reuses their bytes right after the call.
  * A function some call site cannot express an extent for is left alone. Always true. */
 bool rx_pass_lift_workspace(rx_module *m, rx_diags *d);
+
+/* GPU targets, before rx_pass_lift_workspace: every top-level local ALLOC of a loop
+ * function (FuseTIR's small intermediates) becomes global, so that it is lifted and the
+ * function's nests become grid kernels instead of one work-item running them all
+ * (compiler/pass/gpu_workspace.c). Returns the allocations changed. */
+int rx_gpu_promote_local_allocs(rx_module *m);
 
 /* ---- reshapes as views (compiler/pass/reshape_view.c) ---- */
 

@@ -177,6 +177,68 @@ START_TEST(axpy_symbolic_n_offsets_and_order)
 }
 END_TEST
 
+/* The generator's push constants (gpu_glsl.c): 32-bit element offsets, an int and an
+ * int64_t after them at std430's offsets 0, 4, 8, 16; the launch passes I64 offsets,
+ * which the device narrows into each member's width: y[yo + i] = x[xo + i] + k. */
+static const char narrow_src[] =
+    HEAD "layout(std430, set = 0, binding = 0) buffer Y { float y[]; };\n"
+         "layout(std430, set = 0, binding = 1) readonly buffer X { float x[]; };\n"
+         "layout(push_constant) uniform P { uint yo; uint xo; int k; int64_t n; };\n"
+         "void main() {\n"
+         "  int64_t i = int64_t(gl_GlobalInvocationID.x);\n"
+         "  if (i < n) y[uint(int64_t(yo) + i)] = x[uint(int64_t(xo) + i)] + float(k);\n"
+         "}\n";
+
+START_TEST(narrow_push_members)
+{
+    rx_dev *d = open0();
+    rx_rt_err e = {{0}};
+    enum { N = 100, XO = 7, YO = 3 };
+    static float x[N + XO], y[N + YO];
+    for (int i = 0; i < N + XO; i++) x[i] = (float)i;
+    rx_dev_buf *bx, *by;
+    ck_assert(d->ops->alloc(d, sizeof x, &bx, &e) == 0 && d->ops->alloc(d, sizeof y, &by, &e) == 0);
+    ck_assert(d->ops->upload(d, bx, 0, x, sizeof x, &e) == 0);
+    memset(y, 0, sizeof y);
+    ck_assert(d->ops->upload(d, by, 0, y, sizeof y, &e) == 0);
+    rx_dev_program *p;
+    rx_dev_kernel *k = kernel_of(d, "narrow", narrow_src, &p);
+    rx_dev_arg args[] = {{RX_DEV_ARG_BUF, by, 0, 0},    {RX_DEV_ARG_I64, NULL, YO, 0},
+                         {RX_DEV_ARG_BUF, bx, 0, 0},    {RX_DEV_ARG_I64, NULL, XO, 0},
+                         {RX_DEV_ARG_I64, NULL, -5, 0}, {RX_DEV_ARG_I64, NULL, N, 0}};
+    size_t g = 128, l = 64;
+    ck_assert_msg(d->ops->launch(d, k, args, 6, 1, &g, &l, &e) == 0, "%s", e.msg);
+    ck_assert_msg(d->ops->sync(d, &e) == 0, "%s", e.msg);
+    ck_assert(d->ops->download(d, y, by, 0, sizeof y, &e) == 0);
+    for (int i = 0; i < N + YO; i++)
+        ck_assert_msg(y[i] == (i < YO ? 0.0f : (float)(i - YO + XO) - 5.0f), "y[%d] = %g", i, y[i]);
+    /* an offset past 2^32 elements, a negative offset, an int past 2^31: refused */
+    args[1].i = (int64_t)1 << 32;
+    ck_assert(d->ops->launch(d, k, args, 6, 1, &g, &l, &e) == -1);
+    ck_assert_msg(strstr(e.msg, "argument 1 rejected (4294967296 does not fit its 32-bit unsigned"),
+                  "%s", e.msg);
+    args[1].i = -1;
+    ck_assert(d->ops->launch(d, k, args, 6, 1, &g, &l, &e) == -1);
+    ck_assert_msg(strstr(e.msg, "argument 1 rejected (-1 does not fit"), "%s", e.msg);
+    args[1].i = YO;
+    args[4].i = (int64_t)1 << 31;
+    ck_assert(d->ops->launch(d, k, args, 6, 1, &g, &l, &e) == -1);
+    ck_assert_msg(strstr(e.msg, "argument 4 rejected (2147483648 does not fit its 32-bit push"),
+                  "%s", e.msg);
+    /* a scalar too few for the block's members */
+    args[4].i = -5;
+    ck_assert(d->ops->launch(d, k, args, 5, 1, &g, &l, &e) == -1);
+    ck_assert_msg(
+        strstr(e.msg, "passes 3 scalar arguments, the shader's push constants have 4 members"),
+        "%s", e.msg);
+    ck_assert(d->ops->sync(d, &e) == 0);
+    kernel_done(d, k, p);
+    d->ops->free(d, bx);
+    d->ops->free(d, by);
+    rx_dev_close(d);
+}
+END_TEST
+
 START_TEST(staging_path)
 {
     setenv("RX_VULKAN_STAGING", "1", 1);
@@ -366,6 +428,15 @@ START_TEST(compile_and_program_errors)
     ck_assert_int_eq(rx_spirv_compile("broken", bad, strlen(bad), &w, &nw, msg, sizeof msg), -1);
     ck_assert_msg(strstr(msg, "kernel broken: GLSL -> SPIR-V failed: ") && strstr(msg, "undefined_name") &&
                   !strchr(msg, '\n'), "%s", msg);
+    /* warnings (reserved "__" names, as ONNX names give) do not push the error out of
+     * the message: twenty warned declarations, then the error */
+    rx_sb noisy = {0};
+    rx_sb_puts(&noisy, "#version 450\nlayout(local_size_x = 1) in;\n");
+    for (int i = 0; i < 20; i++) rx_sb_printf(&noisy, "layout(std430, binding = %d) buffer v__B%d { float v__b%d[]; };\n", i, i, i);
+    rx_sb_puts(&noisy, "void main() { undefined_name = 1; }\n");
+    ck_assert_int_eq(rx_spirv_compile("noisy", rx_sb_str(&noisy), noisy.n, &w, &nw, msg, sizeof msg), -1);
+    ck_assert_msg(strstr(msg, "undefined_name") && !strstr(msg, "reserved"), "%s", msg);
+    rx_sb_free(&noisy);
     rx_sb sb = {0};
     const char *names[] = {"ok", "broken"}, *srcs[] = {"#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n", bad};
     ck_assert_int_eq(rx_spirv_bundle(names, srcs, 2, &sb, msg, sizeof msg), -1);
@@ -438,6 +509,7 @@ int main(void)
     tcase_add_test(tc, info_is_sane);
     tcase_add_test(tc, axpy_symbolic_n_offsets_and_order);
     tcase_add_test(tc, staging_path);
+    tcase_add_test(tc, narrow_push_members);
     tcase_add_test(tc, shared_memory_tree_and_tensors);
     tcase_add_test(tc, grid_2d_i32_and_i64);
     tcase_add_test(tc, limits_are_errors);

@@ -541,6 +541,58 @@ START_TEST(group_size_bound)
 }
 END_TEST
 
+START_TEST(argument_limit)
+{
+    /* s_i = s_{i-1} + x_i over 33 inputs of shape (n,): unlimited, one group of 32 adds
+     * (34 buffers); under vulkan's limit (31 buffers, 4 bytes each, n 8 bytes, 128 in
+     * all) the first group takes s1..s28 (x0..x28, the output and n: 30 * 4 + 8 = 128) */
+    rx_sb t = {0};
+    rx_sb_puts(&t,
+               "{'format':'relax-json','version':1,'functions':{'main':{'kind':'relax','params':[");
+    for (int i = 0; i < 33; i++) rx_sb_printf(&t, "%s" P("x%d", "'n'"), i ? "," : "", i);
+    rx_sb_puts(&t, "],'body':{'blocks':[{'dataflow':true,'bindings':[");
+    for (int i = 1; i < 33; i++) {
+        char prev[16];
+        snprintf(prev, sizeof prev, i > 1 ? "s%d" : "x0", i - 1);
+        rx_sb_printf(&t, "%s{'var':'s%d','value':{'op':'add','args':['%s','x%d']}}",
+                     i > 1 ? "," : "", i, prev, i);
+    }
+    rx_sb_puts(&t, "]}],'result':'s32'}}}}");
+    for (int limited = 0; limited < 2; limited++) {
+        rx_module *m = load_quoted(rx_sb_str(&t));
+        rx_diags d;
+        rx_diags_init(&d);
+        ok_or_fail(rx_pass_legalize(m, &d) && rx_deduce_module(m, &d), "legalize", &d);
+        ok_or_fail(rx_pass_annotate_patterns(m, &d), "analysis", &d);
+        rx_fuse_limit lim = {31, 4, 8, 128};
+        ok_or_fail(rx_pass_fuse_ops_limited(m, limited ? &lim : NULL, &d) &&
+                       rx_deduce_module(m, &d),
+                   "fuse_ops", &d);
+        rx_diags_free(&d);
+        const rx_block *b = rx_module_find(m, "main")->body->blocks[0];
+        const rx_func *g1 = b->bindings[0].value->u.call.callee->u.global.fn;
+        ck_assert_int_eq(b->nbindings, limited ? 2 : 1);
+        ck_assert_int_eq(g1->body->blocks[0]->nbindings, limited ? 28 : 32);
+        ck_assert_int_eq(g1->nparams, limited ? 29 : 33);
+        rx_module_free(m);
+    }
+    /* 32 bytes: 5 inputs, the output and n (6 * 4 + 8); a sixth input would be 40 */
+    rx_module *m = load_quoted(rx_sb_str(&t));
+    rx_diags d;
+    rx_diags_init(&d);
+    ok_or_fail(rx_pass_legalize(m, &d) && rx_deduce_module(m, &d) &&
+                   rx_pass_annotate_patterns(m, &d),
+               "legalize", &d);
+    rx_fuse_limit small = {31, 4, 8, 32};
+    ok_or_fail(rx_pass_fuse_ops_limited(m, &small, &d), "fuse_ops", &d);
+    rx_diags_free(&d);
+    const rx_block *b = rx_module_find(m, "main")->body->blocks[0];
+    ck_assert_int_eq(b->bindings[0].value->u.call.callee->u.global.fn->nparams, 5);
+    rx_module_free(m);
+    rx_sb_free(&t);
+}
+END_TEST
+
 START_TEST(names_unique_and_sharing)
 {
     /* f and h have the same group (shared function); g's add reads x twice: the same
@@ -686,6 +738,7 @@ static Suite *fuse_ops_suite(void)
     tcase_add_test(t, not_across_if);
     tcase_add_test(t, tir_vars_need_shape_param);
     tcase_add_test(t, group_size_bound);
+    tcase_add_test(t, argument_limit);
     tcase_add_test(t, names_unique_and_sharing);
     tcase_add_test(t, recompute_rule_materializes);
     tcase_add_test(t, transpose_before_multipass_materializes);
