@@ -87,23 +87,21 @@ static const char MASKED[] =
        B("r", "{'op':'nn.softmax','args':['a'],'attrs':{'axis':-1}}"), "r")
     "}}";
 
+/* x (shape xs) reshaped to fs, plus one: the add's load of x is a reshape's index chain. */
+#define FLAT_ADD(name, xs, fs)                                                   \
+    "{'format':'relax-json','version':1,'functions':{"                           \
+    FN(name, P("x", TS(xs)),                                                     \
+       B("f", "{'op':'reshape','args':['x',{'shape':[" fs "]}]}") ","            \
+       B("r", "{'op':'add','args':['f'," C1("1.0") "]}"), "r")                   \
+    "}}"
+
 /* A flattened x (n, 3, 4, 8) plus one: the add reads x[i // 96, i // 32 % 3, i // 8 % 4,
    i % 8], a chain of trailing literal extents (schedule_flat.c, "Chains"). */
-static const char CHAIN[] =
-    "{'format':'relax-json','version':1,'functions':{"
-    FN("chain", P("x", TS("'n',3,4,8")),
-       B("f", "{'op':'reshape','args':['x',{'shape':['n * 96']}]}") ","
-       B("r", "{'op':'add','args':['f'," C1("1.0") "]}"), "r")
-    "}}";
+static const char CHAIN[] = FLAT_ADD("chain", "'n',3,4,8", "'n * 96'");
 
 /* x (n, 3, h, w) flattened to (n, 3 h w) plus one: the add reads x[j, i // (h w), i // w % h,
    i % w], a chain over symbolic extents. */
-static const char SYMCHAIN[] =
-    "{'format':'relax-json','version':1,'functions':{"
-    FN("symchain", P("x", TS("'n',3,'h','w'")),
-       B("f", "{'op':'reshape','args':['x',{'shape':['n','h * w * 3']}]}") ","
-       B("r", "{'op':'add','args':['f'," C1("1.0") "]}"), "r")
-    "}}";
+static const char SYMCHAIN[] = FLAT_ADD("symchain", "'n',3,'h','w'", "'n','h * w * 3'");
 
 /* The loop function the graph function gname calls last. */
 static rx_func *kernel(const rx_module *m, const char *gname) { return tir_callee_last(m, gname); }
