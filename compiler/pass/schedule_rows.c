@@ -28,13 +28,6 @@
  * mask packed per tile, scalar selects): 1.64 ms; now one run with the select's loads
  * bound to LETs (eager arms, below): 0.37 ms, same run, 2 threads.
  *
- * Measured before (prefill, (1, 128, 1024) f32, 2 threads): every nest of the run was
- * its own pass over the whole tensor; a reduction over the contiguous row was tiled by
- * schedule_tile.c across 6 x 8 rows with scalar chains that read 8 rows in turn (with
- * a symbolic batch of one, always the partial-tile path), and the elementwise nests
- * were parallel over the batch loop, 1 at run time: rms_norm took 0.55 ms where ONNX
- * Runtime takes 0.11.
- *
  * The run becomes one nest, when the run holds a reduction or, with two row loops or
  * more, its first row extent is symbolic (an elementwise nest over a batch that is
  * often 1 at run time; with one row loop schedule.c makes that loop parallel anyway):
@@ -54,11 +47,14 @@
  *                                 gain on rows of 128 to 1024)
  *   for l (vectorized): acc[l] = INIT
  *   for ko in range(K // L): for l (vectorized): acc[l] = OP(acc[l], G[k := ko * L + l])
- *   C[rows] = INIT
- *   for l: C[rows] = OP(C[rows], acc[l])
- *   for t in range(K % L): C[rows] = OP(C[rows], G[k := K // L * L + t])
+ *   for t in range(K % L) (vectorized): acc[t] = OP(acc[t], G[k := K // L * L + t])
+ *   for h in L / 2, .., 2, 1: for l in range(h) (vectorized): acc[l] = OP(acc[l], acc[l + h])
+ *   C[rows] = OP(INIT, acc[0])
  *
- * L independent chains in vector registers instead of one serial scalar chain.
+ * L independent chains in vector registers instead of one serial scalar chain, the tail
+ * folded into the first lanes and the lanes combined in log2 L halving steps (a serial
+ * combine and tail through C were a chain of up to 31 dependent steps per row: a softmax
+ * over rows of 42 ran 1.5x slower, most of its time in them).
  *
  * Why it is legal: every buffer the run stores is accessed (loaded or stored) in every
  * nest of the run only with the nest's row iterators at index positions 1 .. p
@@ -70,8 +66,8 @@
  * distinct k: a simd loop.
  *
  * Exactness: max and min are exact in any order (NaN inputs aside: which NaN payload
- * propagates may differ). A sum is reassociated: L partial sums over the lanes then
- * combined in lane order, then the tail. Its rounding error is bounded like the serial
+ * propagates may differ). A sum is reassociated: L partial sums over the lanes, the tail
+ * added to the first ones, combined pairwise. Its rounding error is bounded like the serial
  * sum's, (K - 1) * eps * sum |terms| to first order; tests/unit/pass/test_schedule_rowred.c
  * checks O0 (serial) against O2 (lanes) within 1e-6 relative per row on rms_norm,
  * layer_norm and softmax and each against float64 NumPy-equivalent references.
@@ -86,7 +82,7 @@
 #include "fuse_tir_int.h"
 #include "schedule_int.h"
 
-enum { MAX_ROWS = 8, MAX_RUN = 16, LANE_BYTES = 64, MIN_INNER = 8, LANE_STMTS = 6 };
+enum { MAX_ROWS = 8, MAX_RUN = 16, LANE_BYTES = 64, MIN_INNER = 8, LANE_STMTS = 9 };
 
 /* One row nest of a run (file essay). */
 typedef struct rnest {
@@ -685,7 +681,6 @@ static int lanes(rbuild *B, const rnest *t, int p, rx_stmt **out)
     rx_vmap_set(&kt, kv, bin(B, RX_E_ADD, bin(B, RX_E_MUL, nfull, lit_l), rx_e_var(a, tk)));
     rx_expr *g_tail = rx_expr_subst(a, gk, &kt);
     rx_expr *a1 = rx_e_var(a, l1);
-    rx_expr *c_at = rx_e_load(a, C, rows, B->p);
     rx_stmt **s = out;
     s[0] = rx_s_alloc(a, acc);
     s[1] = loop(B, l0, lit_l, RX_LOOP_VECTORIZED, store1(B, acc, rx_e_var(a, l0), init));
@@ -693,15 +688,19 @@ static int lanes(rbuild *B, const rnest *t, int p, rx_stmt **out)
                 loop(B, l1, lit_l, RX_LOOP_VECTORIZED,
                      wrap_arms(&arms, &vm, &km,
                                store1(B, acc, a1, rx_e_binary(a, op, rx_e_load(a, acc, &a1, 1), g_body)))));
-    s[3] = store(B, C, rows, B->p, init);
-    rx_expr *a2 = rx_e_var(a, l2);
-    s[4] = loop(B, l2, lit_l, RX_LOOP_SERIAL,
-                store(B, C, rows, B->p, rx_e_binary(a, op, c_at, rx_e_load(a, acc, &a2, 1))));
-    rx_expr *rest = bin(B, RX_E_FLOORMOD, K, lit_l);
-    int ns = 5;
+    rx_expr *rest = bin(B, RX_E_FLOORMOD, K, lit_l), *at = rx_e_var(a, tk);
+    int ns = 3;
     if (!rx_expr_is_int(rest, 0))
-        s[ns++] = loop(B, tk, rest, RX_LOOP_SERIAL,
-                       wrap_arms(&arms, &vm, &kt, store(B, C, rows, B->p, rx_e_binary(a, op, c_at, g_tail))));
+        s[ns++] = loop(B, tk, rest, RX_LOOP_VECTORIZED,
+                       wrap_arms(&arms, &vm, &kt,
+                                 store1(B, acc, at, rx_e_binary(a, op, rx_e_load(a, acc, &at, 1), g_tail))));
+    for (int h = L / 2; h >= 1; h /= 2, l2 = fresh_var(B, "l")) {
+        rx_expr *a2 = rx_e_var(a, l2), *a3 = bin(B, RX_E_ADD, a2, rx_e_int(a, h));
+        s[ns++] = loop(B, l2, rx_e_int(a, h), RX_LOOP_VECTORIZED,
+                       store1(B, acc, a2, rx_e_binary(a, op, rx_e_load(a, acc, &a2, 1), rx_e_load(a, acc, &a3, 1))));
+    }
+    rx_expr *a0 = rx_e_int(a, 0);
+    s[ns++] = store(B, C, rows, B->p, rx_e_binary(a, op, init, rx_e_load(a, acc, &a0, 1)));
     rx_vmap_free(&km);
     rx_vmap_free(&kt);
     rx_vmap_free(&vm);

@@ -30,7 +30,11 @@
  *           which the row schedule takes the softmax (without the merge it turns it
  *           down: its mask load does not step by one along the row);
  *   chain   a flattened x (n, 3, 4, 8) plus one: the add's load x[i // 96, i // 32 % 3,
- *           i // 8 % 4, i % 8] (trailing literal extents) reads x[0, 0, 0, i].
+ *           i // 8 % 4, i % 8] (trailing literal extents) reads x[0, 0, 0, i];
+ *   symchain x (n, 3, h, w) flattened to (n, 3 h w) plus one (CenterNet's heatmap
+ *           flattened for topk): the load x[j, i // (h w), i // w % h, i % w] over
+ *           symbolic extents reads x[j, 0, 0, i] (before, three 64-bit divisions per
+ *           element and a scalar loop).
  * Numerics: the kernels with both steps are bit-identical to the ones given only the
  * parallel and vector loop kinds (neither step changes an operation or its order) at
  * several sizes, f = 0 and h * w not a multiple of 16 included.
@@ -83,14 +87,21 @@ static const char MASKED[] =
        B("r", "{'op':'nn.softmax','args':['a'],'attrs':{'axis':-1}}"), "r")
     "}}";
 
+/* x (shape xs) reshaped to fs, plus one: the add's load of x is a reshape's index chain. */
+#define FLAT_ADD(name, xs, fs)                                                   \
+    "{'format':'relax-json','version':1,'functions':{"                           \
+    FN(name, P("x", TS(xs)),                                                     \
+       B("f", "{'op':'reshape','args':['x',{'shape':[" fs "]}]}") ","            \
+       B("r", "{'op':'add','args':['f'," C1("1.0") "]}"), "r")                   \
+    "}}"
+
 /* A flattened x (n, 3, 4, 8) plus one: the add reads x[i // 96, i // 32 % 3, i // 8 % 4,
    i % 8], a chain of trailing literal extents (schedule_flat.c, "Chains"). */
-static const char CHAIN[] =
-    "{'format':'relax-json','version':1,'functions':{"
-    FN("chain", P("x", TS("'n',3,4,8")),
-       B("f", "{'op':'reshape','args':['x',{'shape':['n * 96']}]}") ","
-       B("r", "{'op':'add','args':['f'," C1("1.0") "]}"), "r")
-    "}}";
+static const char CHAIN[] = FLAT_ADD("chain", "'n',3,4,8", "'n * 96'");
+
+/* x (n, 3, h, w) flattened to (n, 3 h w) plus one: the add reads x[j, i // (h w), i // w % h,
+   i % w], a chain over symbolic extents. */
+static const char SYMCHAIN[] = FLAT_ADD("symchain", "'n',3,'h','w'", "'n','h * w * 3'");
 
 /* The loop function the graph function gname calls last. */
 static rx_func *kernel(const rx_module *m, const char *gname) { return tir_callee_last(m, gname); }
@@ -211,29 +222,40 @@ static const rx_expr *load_of(const rx_expr *e, const char *buf)
     return NULL;
 }
 
-START_TEST(flat_chain)
+/* Runs rx_schedule_flat on text: the pairs merged must be `merged`, and the load of x in
+   fn's innermost store must read indices [0, first) and [first, 3) as they are
+   (variables) and zeros, and its last index as one variable (the flat position). */
+static void check_chain(const char *text, const char *fn, int merged_want, int first)
 {
-    rx_module *m = fused_module(CHAIN);
+    rx_module *m = fused_module(text);
     int merged = -1;
     ck_assert(rx_schedule_flat(m, &merged));
-    ck_assert_int_eq(merged, 3); /* two trailing pairs collapsed, then i // 96 */
-    const rx_stmt *s = kernel(m, "chain")->tbody.items[0];
+    ck_assert_int_eq(merged, merged_want);
+    const rx_stmt *s = kernel(m, fn)->tbody.items[0];
     while (s->kind == RX_S_FOR || s->kind == RX_S_BLOCK)
         s = s->kind == RX_S_FOR ? s->u.for_.body.items[0] : s->u.block.body.items[0];
     ck_assert_int_eq(s->kind, RX_S_STORE);
     const rx_expr *l = load_of(s->u.store.value, "x");
     ck_assert_ptr_nonnull(l);
-    for (int k = 0; k < 3; k++) ck_assert_msg(rx_expr_is_int(l->u.load.idx[k], 0), "index %d", k);
+    for (int k = 0; k < first; k++) ck_assert_int_eq(l->u.load.idx[k]->kind, RX_E_VAR);
+    for (int k = first; k < 3; k++) ck_assert_msg(rx_expr_is_int(l->u.load.idx[k], 0), "index %d", k);
     ck_assert_int_eq(l->u.load.idx[3]->kind, RX_E_VAR);
     rx_module_free(m);
 }
+
+/* two trailing pairs collapsed, then i // 96 */
+START_TEST(flat_chain) { check_chain(CHAIN, "chain", 3, 0); }
+END_TEST
+
+/* i // w % h with i % w, then i // (h w) */
+START_TEST(flat_symchain) { check_chain(SYMCHAIN, "symchain", 2, 1); }
 END_TEST
 
 START_TEST(bit_exact)
 {
-    const char *const texts[] = {MODULE, MASKED, CHAIN};
-    const char *const gn[] = {"gcn", "gcn_f", "arm", "grid", "bias_exp", "masked", "chain"};
-    for (int t = 0; t < 3; t++) {
+    const char *const texts[] = {MODULE, MASKED, CHAIN, SYMCHAIN};
+    const char *const gn[] = {"gcn", "gcn_f", "arm", "grid", "bias_exp", "masked", "chain", "symchain"};
+    for (int t = 0; t < 4; t++) {
         rx_module *mu = fused_module(texts[t]), *ms = fused_module(texts[t]);
         ck_assert(rx_schedule_cpu(mu, NULL, NULL));
         ck_assert(rx_schedule_flat(ms, NULL));
@@ -275,6 +297,7 @@ static Suite *hoist_suite(void)
     tcase_add_test(tc, interchanged);
     tcase_add_test(tc, flat_enables_rows);
     tcase_add_test(tc, flat_chain);
+    tcase_add_test(tc, flat_symchain);
     tcase_add_test(tc, bit_exact);
     suite_add_tcase(s, tc);
     return s;
