@@ -417,8 +417,9 @@ void rx_rt_parallel_for_n(void (*fn)(void *ud, int t, int n), void *ud, int n);
 /* Closes libraries opened by the built-ins. */
 void rx_rt_lib_close(rx_rt_ctx *ctx);
 /* n threads for this thread's kernels and the BLAS, the governor's request unchanged
- * (threads.c; rx_rt_set_threads is this plus rx_rt_gov_request). */
-void rx_rt_apply_threads(int n);
+ * (threads.c; rx_rt_set_threads is this plus rx_rt_gov_request): 0, or -1 when libgomp
+ * has no omp_set_num_threads. */
+int rx_rt_apply_threads(int n);
 
 /* ---- threads_gov.c: fewer threads while the calling thread's calls are delayed ---- */
 #define RX_GOV_WINDOW_NS 10000000LL     /* calls' wall time per decision: 10 ms */

@@ -43,9 +43,7 @@ static void *gomp(int load)
     return dlopen("libgomp.so.1", flags);
 }
 
-/* n threads for the kernels of the calling thread and for the BLAS: 0, or -1 when
- * libgomp has no omp_set_num_threads. */
-static int apply(int n)
+int rx_rt_apply_threads(int n)
 {
     void *set = sym(gomp(1), "omp_set_num_threads");
     if (!set) return -1;
@@ -60,16 +58,11 @@ static int apply(int n)
     return 0;
 }
 
-void rx_rt_apply_threads(int n)
-{
-    apply(n);
-}
-
 int rx_rt_set_threads(int n, rx_rt_err *err)
 {
     if (n < 1 || n > RX_RT_MAX_THREADS)
         return rx_rt_fail(err, "threads: expected 1..%d, got %d", RX_RT_MAX_THREADS, n);
-    if (apply(n))
+    if (rx_rt_apply_threads(n))
         return rx_rt_fail(err, "threads: cannot set the kernels' thread count (%s)",
                           gomp(1) ? "libgomp.so.1 has no omp_set_num_threads" : dlerror());
     rx_rt_gov_request(n); /* the count the governor keeps or goes back to (threads_gov.c) */

@@ -152,7 +152,7 @@ def main():
     opts = parse(sys.argv[1:])
     tz.BIN = opts["bin"]
     torch.set_num_threads(2)
-    todo = []
+    selected = []
     for mod in opts["modules"]:
         cases = importlib.import_module(mod).cases()
         for name, case in cases.items():
@@ -161,10 +161,10 @@ def main():
                     continue
             elif not opts["all"] and (mod, name) not in SUBSET:
                 continue
-            todo.append((mod, name, case))
+            selected.append((mod, name, case))
     results = []
     with tempfile.TemporaryDirectory(prefix="gpu-zoo-") as tmp:
-        for mod, name, case in todo:
+        for mod, name, case in selected:
             one(opts, tmp, mod, name, case, results)
         if opts["names"] is None:
             quant(opts, tmp, results)
