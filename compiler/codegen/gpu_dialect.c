@@ -23,6 +23,11 @@
  *             first failure is recorded in the work-item's rx_ke and reported
  *             through the status buffer (gpu_kernel.c), the access uses index 0
  *   buffers   `__global T *NAME_b, long NAME_o`, viewed as NAME = NAME_b + NAME_o
+ *   contract  OpenCL C contracts a*b+c into fma by default (FP_CONTRACT ON); a kernel
+ *             that rounds floats to integers turns it off (exact_begin / exact_end): a QDQ block's
+ *             requantize `(float)(acc - zp) * s + b` then rint differed from the CPU
+ *             target (C11, no contraction) by one output step in ~1% of its elements
+ *             on PoCL; now bit for bit. Other kernels keep fma.
  */
 #include "gpu_int.h"
 
@@ -117,6 +122,8 @@ static const rx_gpu_dialect OPENCL = {
     .vload4 = "vload4(0, %s + (%s))",
     .prelude = OPENCL_PRELUDE,
     .prelude_f16 = OPENCL_F16,
+    .exact_begin = "#pragma OPENCL FP_CONTRACT OFF\n",
+    .exact_end = "#pragma OPENCL FP_CONTRACT ON\n",
 };
 
 /*

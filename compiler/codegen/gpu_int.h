@@ -52,6 +52,11 @@ typedef struct rx_gpu_dialect {
     const char *prelude;      /* types, math names and helpers the expressions use */
     const char *prelude_f16;  /* f16/bf16 conversions (rx_h2f, rx_f2h, ...) */
     const char *prelude_f64;  /* NULL, or f64 math the dialect lacks (GLSL: rx_dexp, ...) */
+    const char *exact_begin;  /* NULL, or a file-scope line before a kernel whose float
+                                 arithmetic must not contract (a*b+c into fma): kernels
+                                 that round floats to integers (quantize), so that their
+                                 results equal the CPU target's bit for bit */
+    const char *exact_end;    /* the line after such a kernel, contraction back on */
 } rx_gpu_dialect;
 
 /* The dialect of target kind k, NULL when the generator has none yet (with *why). */

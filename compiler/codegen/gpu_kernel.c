@@ -358,6 +358,15 @@ void rx_gpu_chain_bind(cg *g, const rx_stmt *const *chain, int n)
 /* The body of kernel `name` running statements ss with schedule chain[0..n) (n 0:
  * single work-item; red: the rows schedule of that reduction), wrapped with the
  * index-check record when the body checks one. */
+/* Inserts text at offset at of o. */
+static void insert_at(rx_sb *o, size_t at, const char *text)
+{
+    size_t len = strlen(text), tail = o->n - at;
+    rx_sb_putn(o, text, len); /* room: the copy is overwritten below */
+    memmove(o->p + at + len, o->p + at, tail);
+    memcpy(o->p + at, text, len);
+}
+
 static void emit_kernel(gk *k, const rx_func *f, const rx_stmts *ss, const rx_stmt *const *chain,
                         int n, const rx_gpu_red *red, const char *name)
 {
@@ -400,6 +409,12 @@ static void emit_kernel(gk *k, const rx_func *f, const rx_stmts *ss, const rx_st
         ind(g);
         rx_sb_puts(g->out, "rx_kerr rx_ke = {0, 0, 0, 0};\n");
     }
+    /* A kernel rounding floats to integers (the emitter spells every rounding
+     * nearbyint[f]) is compiled without contraction (gpu_dialect.c): the pragma goes
+     * before its head, at file scope (a block would move its __local declarations
+     * out of the kernel's outermost scope, which OpenCL refuses). */
+    bool exact = k->dl->exact_begin && body.p && strstr(body.p, "nearbyint");
+    if (exact) insert_at(g->out, sh.at, k->dl->exact_begin);
     rx_sb_putn(g->out, body.p ? body.p : "", body.n);
     rx_sb_free(&body);
     if (checked) {
@@ -418,7 +433,9 @@ static void emit_kernel(gk *k, const rx_func *f, const rx_stmts *ss, const rx_st
         }
         rx_sb_puts(g->out, "    }\n");
     }
-    rx_sb_puts(g->out, "}\n\n");
+    rx_sb_puts(g->out, "}\n");
+    if (exact) rx_sb_puts(g->out, k->dl->exact_end);
+    rx_sb_puts(g->out, "\n");
     rxi_cg_pop_syms(g, 0);
     sh.end = g->out->n;
     RX_VEC_PUSH(k->shaders, sh);

@@ -423,6 +423,8 @@ static bool within_budget(bstate *s, const char *after)
     return false;
 }
 
+static bool run_passes(bstate *s, int last);
+
 /* Runs options, parse and passes 0..last (last -1: parse only). */
 static bool run(bstate *s, const char *json, size_t n, int last)
 {
@@ -437,6 +439,13 @@ static bool run(bstate *s, const char *json, size_t n, int last)
         r->failed = "parse";
         return false;
     }
+    return run_passes(s, last);
+}
+
+/* Passes 0..last over the parsed module s->m (options checked). */
+static bool run_passes(bstate *s, int last)
+{
+    rx_build_result *r = s->r;
     s->mem = r->memory_peak = rx_arena_bytes(s->m->arena);
     s->mem_over = s->o->max_memory && s->mem > s->o->max_memory;
     rx_arena_set_hook(s->m->arena, count_bytes, s);
@@ -513,18 +522,35 @@ static void state_free(bstate *s)
     rx_module_free(s->m);
 }
 
+/* The artifact of a built state into r (rx_build_run's tail). */
+static bool write_artifact(bstate *s, rx_build_opts *opts, rx_build_result *r, rx_diags *d)
+{
+    rx_artifact_meta meta = {s->tgt.norm, opts->opt_level, r->key, r->times, r->ntimes, &s->tgt};
+    bool ok = rx_artifact_write(s->b, s->m, &s->info, &meta, s->so, s->so_n, &r->rxa, &r->rxa_n, d);
+    if (!ok) r->failed = "write";
+    return ok;
+}
+
 bool rx_build_run(const char *json, size_t n, const rx_build_opts *o, rx_build_result *r,
                   rx_diags *d)
 {
     bstate s;
     rx_build_opts opts;
     state_init(&s, &opts, o, r, d);
-    bool ok = run(&s, json, n, RX_COUNTOF(pipeline) - 1);
-    if (ok) {
-        rx_artifact_meta meta = {s.tgt.norm, opts.opt_level, r->key, r->times, r->ntimes, &s.tgt};
-        ok = rx_artifact_write(s.b, s.m, &s.info, &meta, s.so, s.so_n, &r->rxa, &r->rxa_n, d);
-        if (!ok) r->failed = "write";
-    }
+    bool ok = run(&s, json, n, RX_COUNTOF(pipeline) - 1) && write_artifact(&s, &opts, r, d);
+    state_free(&s);
+    return ok;
+}
+
+bool rx_build_run_module(rx_module *m, const rx_build_opts *o, rx_build_result *r, rx_diags *d)
+{
+    bstate s;
+    rx_build_opts opts;
+    state_init(&s, &opts, o, r, d);
+    s.m = m;
+    bool ok = check_options(&opts, true, &s.tgt, d);
+    if (!ok) r->failed = "options";
+    ok = ok && run_passes(&s, RX_COUNTOF(pipeline) - 1) && write_artifact(&s, &opts, r, d);
     state_free(&s);
     return ok;
 }

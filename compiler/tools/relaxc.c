@@ -230,13 +230,27 @@ static void print_times(const rx_build_result *r)
 static int cmd_build(const char *path, const rx_build_opts *o, const char *out_path,
                      bool time_passes)
 {
-    rx_sb text = {0};
-    if (!read_module(path, &text)) return 1;
     rx_diags d;
     rx_diags_init(&d);
     rx_build_result r;
-    bool ok = rx_build_run(rx_sb_str(&text), text.n, o, &r, &d);
-    rx_sb_free(&text);
+    bool ok;
+    if (rx_onnx_is_path(path)) { /* the importer's module as it is (driver.h) */
+        rx_module *m = rx_onnx_read_file(path, NULL, NULL, &d);
+        if (!m) {
+            report(path, &d);
+            rx_diags_free(&d);
+            return 1;
+        }
+        ok = rx_build_run_module(m, o, &r, &d);
+    } else {
+        rx_sb text = {0};
+        if (!read_module(path, &text)) {
+            rx_diags_free(&d);
+            return 1;
+        }
+        ok = rx_build_run(rx_sb_str(&text), text.n, o, &r, &d);
+        rx_sb_free(&text);
+    }
     int rc = 0;
     if (time_passes) print_times(&r);
     if (!ok) {

@@ -97,6 +97,42 @@ def main():
         check(r.returncode == 0 and got is not None and np.allclose(got, want, 1e-5, 1e-5),
               "small model equals NumPy", r.stderr + p.stderr)
 
+        # 2b. relaxc build MODEL.onnx compiles the importer's module as it is, without the
+        # relax-json round trip of `relaxc import` (base64 weights): the artifact carries
+        # the same cache key as relaxc hash and as the imported relax-json's build, and
+        # its outputs equal that build's bit for bit
+        rng = np.random.RandomState(1)
+        cw = numpy_helper.from_array(rng.randn(4, 2, 3, 3).astype(np.float32), "cw")
+        fw = numpy_helper.from_array(rng.randn(4 * 6 * 6, 5).astype(np.float32), "fw")
+        shp = numpy_helper.from_array(np.array([0, -1], np.int64), "shp")
+        g = helper.make_graph(
+            [helper.make_node("Conv", ["x", "cw"], ["c"], name="conv"),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("Reshape", ["r", "shp"], ["f"], name="flat"),
+             helper.make_node("MatMul", ["f", "fw"], ["l"], name="fc"),
+             helper.make_node("Softmax", ["l"], ["y"], name="sm", axis=1)], "g2",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 2, 8, 8])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 5])], [cw, fw, shp])
+        conv_path = save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), "conv.onnx")
+        conv_js = os.path.join(tmp, "conv.json")
+        ra, rb = os.path.join(tmp, "direct.rxa"), os.path.join(tmp, "viajson.rxa")
+        steps = [relaxc("build", conv_path, "-o", ra), relaxc("import", conv_path, "-o", conv_js),
+                 relaxc("build", conv_js, "-o", rb), relaxc("hash", conv_path)]
+        key = steps[3].stdout.strip()
+        outs = []
+        np.save(os.path.join(tmp, "xc.npy"), rng.randn(3, 2, 8, 8).astype(np.float32))
+        for i, a in enumerate((ra, rb)):
+            p = subprocess.run([RUN, a, "--in", os.path.join(tmp, "xc.npy"), "--out-dir",
+                                os.path.join(tmp, "oc%d" % i)], capture_output=True, text=True)
+            outs.append(np.load(os.path.join(tmp, "oc%d" % i, "out0.npy")) if p.returncode == 0 else None)
+        ok = all(st.returncode == 0 for st in steps) and len(key) == 64
+        keys = [ok and key.encode() in open(a, "rb").read() for a in (ra, rb)]
+        check(ok and all(keys), "relaxc build MODEL.onnx: the artifact's key is relaxc hash's and "
+              "the relax-json build's", "".join(st.stderr for st in steps) + str(keys))
+        check(outs[0] is not None and outs[1] is not None and outs[0].tobytes() == outs[1].tobytes()
+              and np.allclose(outs[0].sum(axis=1), 1, 1e-5), "relaxc build MODEL.onnx equals the "
+              "relax-json build bit for bit", str(outs))
+
         # 3. located errors: unsupported op and attribute name the node, op_type and opset
         bad = small_model(op="Bernoulli")
         r = relaxc("build", save(bad, "bad_op.onnx"), "-o", rxa)

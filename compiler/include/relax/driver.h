@@ -116,6 +116,13 @@ bool rx_build(const char *json, size_t n, const rx_build_opts *o, uint8_t **rxa,
 bool rx_build_run(const char *json, size_t n, const rx_build_opts *o, rx_build_result *r,
                   rx_diags *d);
 
+/* rx_build_run of a module already read (relaxc build MODEL.onnx: the importer's
+ * module, without writing and re-reading its weights as base64 relax-json, which took
+ * two thirds of a BERT-base build). Takes m over (freed whatever the outcome). The
+ * artifact and key equal rx_build_run's of rx_json_write(m)'s text. */
+bool rx_build_run_module(rx_module *m, const rx_build_opts *o, rx_build_result *r,
+                         rx_diags *d);
+
 /* Runs the pipeline up to and including pass `after` ("parse" stops before deduce)
  * and appends that stage's output to out: the text form for parse and graph-level
  * passes, the bytecode listing after lower_vm, the C source after codegen. Returns
