@@ -101,8 +101,9 @@ EfficientViT, VAN, FiLM, Point Transformer, a HuBERT feature extractor, NeRF's p
 encoding, a BiLSTM-CRF, spherical point features, an activation zoo, EmbeddingBag two
 ways, PointPillars' scatter) runs with --module zoo_models7.
 Regressions (each failed to build before; also built at O0): hash_embed and bag_offsets
-(nn.EmbeddingBag, mean over a 2-d input, sum and mean over offsets with an empty bag:
-a Loop over the run-time bag count, now a segment mask times the rows, onnx_bag.c).
+(nn.EmbeddingBag: mean over a 2-d input; sum, mean and per_sample_weights over offsets
+with an empty bag. A Loop over the run-time bag count, now a segment mask times the
+rows, onnx_bag.c).
 
 Usage: test_torch_zoo.py BIN_DIR [NAME,NAME...] [--module zoo_models2|...|zoo_models7]
 """

@@ -775,8 +775,9 @@ def cases(big=False):
         [11, 13], [(2, 9), (3, 5)], (512, 64))
     z["bag_offsets"] = Case(
         lambda: BagOffsets(n=100000, d=64) if big else BagOffsets(),
-        lambda m, n: (torch.randint(0, 100000 if big else 1000, (n,)), bag_offsets(m, n)), ["ids", "offsets"],
-        ["sum", "mean", "dot"], {"ids": {0: "n"}, "offsets": {0: "m"}}, [11, 13], [(5, 23), (8, 40)],
+        lambda m, n: (torch.randint(0, 100000 if big else 1000, (n,)), bag_offsets(m, n), torch.rand(n)),
+        ["ids", "offsets", "weights"], ["sum", "mean", "weighted", "dot"],
+        {"ids": {0: "n"}, "offsets": {0: "m"}, "weights": {0: "n"}}, [11, 13], [(5, 23), (8, 40)],
         (256, 8192))
     z["pillar_scatter"] = Case(
         lambda: PillarScatter(c=64, nx=432, ny=496) if big else PillarScatter(),

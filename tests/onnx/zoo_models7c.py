@@ -4,9 +4,9 @@ forward algorithm by logsumexp, Viterbi by max / argmax and a gather backtrack),
 spherical point features (atan with the quadrant by where, acos, asin, sign, floor,
 fmod), an activation zoo (SELU, ELU, CELU, PReLU, Mish, Softsign, Hardshrink,
 Softshrink, LogSigmoid, RReLU, Hardtanh, Softplus with beta, Tanhshrink), hashed n-gram
-embeddings (int64 remainder, EmbeddingBag mean over a 2-d input), EmbeddingBag sum /
-mean over offsets, PointPillars' scatter to a BEV canvas (index_put) with a scatter_add
-count per cell.
+embeddings (int64 remainder, EmbeddingBag mean over a 2-d input), EmbeddingBag sum,
+mean and per-sample weighted sum over offsets, PointPillars' scatter to a BEV canvas
+(index_put) with a scatter_add count per cell.
 RepeatRegulator (FastSpeech's length regulator by repeat_interleave of run-time
 durations) is not a case: its output length is data (the durations' sum), exported as
 SplitToSequence by run-time lengths and a Loop, which the importer refuses with a
@@ -116,16 +116,17 @@ class HashEmbed(nn.Module):
 
 
 class BagOffsets(nn.Module):
-    """DLRM-style sparse features: nn.EmbeddingBag(mode "sum") and (mode "mean") over one
-    flat index list cut by offsets into bags of different sizes (an empty one among
-    them), and their dot interaction"""
+    """DLRM-style sparse features: nn.EmbeddingBag(mode "sum"), (mode "mean") and (mode
+    "sum" with per_sample_weights) over one flat index list cut by offsets into bags of
+    different sizes (an empty one among them), and their dot interaction"""
     def __init__(self, n=1000, d=16):
         super().__init__()
         self.bsum, self.bmean = nn.EmbeddingBag(n, d, mode="sum"), nn.EmbeddingBag(n, d, mode="mean")
+        self.bw = nn.EmbeddingBag(n, d, mode="sum")
 
-    def forward(self, ids, offsets):
+    def forward(self, ids, offsets, weights):
         a, b = self.bsum(ids, offsets), self.bmean(ids, offsets)
-        return a, b, (a * b).sum(-1)
+        return a, b, self.bw(ids, offsets, per_sample_weights=weights), (a * b).sum(-1)
 
 
 def bag_offsets(m, n):
