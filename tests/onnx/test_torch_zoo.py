@@ -204,6 +204,18 @@ def structure(name, path):
         want = (0, 7) if name == "unet3d" else (1, 2)
         got = (parsed.count("R.nn.conv3d("), parsed.count("R.nn.conv2d("))
         check("%s: %d Conv3d stay nn.conv3d, %d import as nn.conv2d" % ((name,) + want), got == want, str(got))
+    if name == "bag_offsets":  # mode max is not a segment sum: its Loop stays refused
+        bag = torch.nn.EmbeddingBag(50, 4, mode="max")
+        onnx_max = path[:-5] + "_max.onnx"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(bag, (torch.randint(0, 50, (9,)), torch.tensor([0, 4])), onnx_max,
+                              input_names=["ids", "offsets"], dynamic_axes={"ids": {0: "n"}, "offsets": {0: "m"}},
+                              opset_version=13)
+        p = subprocess.run([relaxc, "build", onnx_max, "-o", onnx_max + ".rxa"], capture_output=True, text=True)
+        check("bag_offsets: EmbeddingBag mode max is refused at its Loop",
+              p.returncode != 0 and "Loop" in p.stderr and "trip count M must be known" in p.stderr,
+              p.stderr.strip()[-200:])
     if name != "autoencoder":
         return
     parsed = after("parse")
