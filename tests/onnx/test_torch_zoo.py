@@ -99,11 +99,13 @@ xLSTM's mLSTM, Informer's ProbSparse attention, DeepAR, multi-query attention th
 Gumbel-softmax, a top-2 router, YOLOv8's C2f, PP-LCNet, a conv block four ways, CoAtNet,
 EfficientViT, VAN, FiLM, Point Transformer, a HuBERT feature extractor, NeRF's positional
 encoding, a BiLSTM-CRF, spherical point features, an activation zoo, EmbeddingBag two
-ways, PointPillars' scatter) runs with --module zoo_models7.
+ways, logsumexp forms, PointPillars' scatter) runs with --module zoo_models7.
 Regressions (each failed to build before; also built at O0): hash_embed and bag_offsets
 (nn.EmbeddingBag: mean over a 2-d input; sum, mean and per_sample_weights over offsets
 with an empty bag. A Loop over the run-time bag count, now a segment mask times the
-rows, onnx_bag.c).
+rows, onnx_bag.c). Wrong before: logsumexp_forms and bilstm_crf at its bench size
+(ReduceLogSumExp was log(sum(exp(x))): inf past 88.7; now shifted by the max,
+onnx_reduce.c).
 
 Usage: test_torch_zoo.py BIN_DIR [NAME,NAME...] [--module zoo_models2|...|zoo_models7]
 """

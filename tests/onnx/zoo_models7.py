@@ -36,7 +36,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from zoo_models import Case, LayerNormCF
-from zoo_models7c import ActZoo, BagOffsets, BiLSTMCRF, HashEmbed, PillarScatter, SphericalPoints, bag_offsets
+from zoo_models7c import (ActZoo, BagOffsets, BiLSTMCRF, HashEmbed, LogSumExpForms, PillarScatter, SphericalPoints,
+                          bag_offsets)
 from zoo_models7b import (C2fNet, CoAtNet, ConvBlockForms, EfficientViT, FiLMNet, HuBERTFeat, NeRFPosEnc,
                           PPLCNet, PointTransformer, VAN)
 
@@ -760,6 +761,11 @@ def cases(big=False):
                       torch.randint(0, 9 if big else 5, (b, 32 if big else 6))),
         ["ids", "gold"], ["nll", "path", "best"], {"ids": {0: "b"}, "gold": {0: "b"}}, [11, 13],
         [(2, 0), (3, 0)], (64, 0))
+    z["logsumexp_forms"] = Case(
+        lambda: LogSumExpForms(d=256) if big else LogSumExpForms(),
+        lambda b, s: (torch.randn(b, s, 256 if big else 16), torch.arange(s)[None, :].expand(b, s) % 3 == 1),
+        ["x", "mask"], ["lse", "lse2", "lse_masked"], {"x": {0: "b", 1: "s"}, "mask": {0: "b", 1: "s"}}, [11, 13, 17],
+        [(2, 7), (3, 4)], (64, 512))
     z["spherical_points"] = Case(
         lambda: SphericalPoints(c=128, bins=64) if big else SphericalPoints(),
         lambda b, n: (torch.randn(b, n, 3),), ["xyz"], ["y", "bins"], {"xyz": {0: "b", 1: "n"}}, [11, 13],

@@ -1,6 +1,7 @@
 """zoo_models7c.py — the seventh round's models built around less common operators
 (tests/onnx/zoo_models7.py has the cases and the docstring): a BiLSTM-CRF tagger (the
 forward algorithm by logsumexp, Viterbi by max / argmax and a gather backtrack),
+logsumexp of large and of -inf-masked logits,
 spherical point features (atan with the quadrant by where, acos, asin, sign, floor,
 fmod), an activation zoo (SELU, ELU, CELU, PReLU, Mish, Softsign, Hardshrink,
 Softshrink, LogSigmoid, RReLU, Hardtanh, Softplus with beta, Tanhshrink), hashed n-gram
@@ -50,6 +51,20 @@ class BiLSTMCRF(nn.Module):
             last = arg.gather(1, last)
             path.append(last)
         return logz - score, torch.cat(path[::-1], 1), v.max(-1)[0]
+
+
+class LogSumExpForms(nn.Module):
+    """torch.logsumexp as CRFs, mixture densities and log-space attention use it: logits
+    of magnitude 100-300 (exp overflows f32 past 88.7), over the last axis, over two
+    axes with keepdim, and over rows masked to -inf (the result -inf, not NaN)"""
+    def __init__(self, d=16):
+        super().__init__()
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x, mask):
+        z = self.proj(x) * 60.0
+        masked = z.masked_fill(mask[..., None], -float("inf"))
+        return torch.logsumexp(z, -1), torch.logsumexp(z, (1, 2), keepdim=True), torch.logsumexp(masked, -1)
 
 
 class SphericalPoints(nn.Module):
