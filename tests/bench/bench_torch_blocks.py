@@ -69,8 +69,9 @@ on the same .onnx file) and PyTorch eager, same inputs, same run, 2 threads each
             deepar, mqa_expand / mqa_broadcast / mqa_tile (d 1024, s 256), gumbel_head,
             top2_router, c2f_net (640), pp_lcnet, convblock_bn / _folded / _ln2d / _gn1
             (224), coatnet, efficientvit, van, film, point_transformer (1024 points),
-            hubert_feat (32000 samples), nerf_posenc (65536 points) ("zoo7": all of them;
-            not in the default set)
+            hubert_feat (32000 samples), nerf_posenc (65536 points), bilstm_crf,
+            logsumexp_forms, spherical_points, act_zoo, hash_embed (512 bags of 64),
+            bag_offsets, pillar_scatter ("zoo7": all of them; not in the default set)
 
 Each prints one JSON line: relax_ms, ort_ms, torch_ms (medians of --repeat calls after
 warm-ups), relax/ORT and relax/torch (goal <= 1.0), relax_min_ms, ort_min_ms and their
