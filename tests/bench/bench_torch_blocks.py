@@ -62,6 +62,16 @@ on the same .onnx file) and PyTorch eager, same inputs, same run, 2 threads each
             stylegan2 / stylegan2_unfused, real_esrgan, nafnet (256), cbam, sknet,
             wavenet (4000 steps), convlstm, yolox_decode (640), bit_stdconv, unet3d
             (64x68x72 volume) ("zoo6": all of them; not in the default set)
+  zoo7:NAME a model of tests/onnx/zoo_models7.py at its bench size (at its last opset):
+            rtdetr_encoder (80x80 / 40x40 / 20x20 levels), edgenext / twins / pvt_v2
+            (224), beit (224, b 4), conformer_block (d 256, t 400), tacotron_attn (b 16,
+            200 steps), length_regulator, retnet / mlstm (d 512, s 256), informer_prob,
+            deepar, mqa_expand / mqa_broadcast / mqa_tile (d 1024, s 256), gumbel_head,
+            top2_router, c2f_net (640), pp_lcnet, convblock_bn / _folded / _ln2d / _gn1
+            (224), coatnet, efficientvit, van, film, point_transformer (1024 points),
+            hubert_feat (32000 samples), nerf_posenc (65536 points), bilstm_crf,
+            logsumexp_forms, spherical_points, act_zoo, hash_embed (512 bags of 64),
+            bag_offsets, pillar_scatter ("zoo7": all of them; not in the default set)
 
 Each prints one JSON line: relax_ms, ort_ms, torch_ms (medians of --repeat calls after
 warm-ups), relax/ORT and relax/torch (goal <= 1.0), relax_min_ms, ort_min_ms and their
@@ -98,7 +108,7 @@ def parse_args():
                     help="names; zoo: every model of zoo_models.py, zoo:NAME one; "
                          "zoo2, zoo2:NAME: zoo_models2.py; zoo3, zoo3:NAME: zoo_models3.py; "
                          "zoo4, zoo4:NAME: zoo_models4.py; zoo5, zoo5:NAME: zoo_models5.py; "
-                         "zoo6, zoo6:NAME: zoo_models6.py")
+                         "zoo6, zoo6:NAME: zoo_models6.py; zoo7, zoo7:NAME: zoo_models7.py")
     return ap.parse_args()
 
 
@@ -111,6 +121,7 @@ import zoo_models3  # noqa: E402
 import zoo_models4  # noqa: E402
 import zoo_models5  # noqa: E402
 import zoo_models6  # noqa: E402
+import zoo_models7  # noqa: E402
 
 
 def blocks(quick):
@@ -129,7 +140,8 @@ def blocks(quick):
                "vit": one(lambda: tb.ViTBlock(d=384, p=16, img=224), (1, 3, 224, 224)),
                "t5": one(lambda: tb.T5Attention(d=512, h=8, buckets=8), (1, 128, 512))}
     for prefix, mod in (("zoo:", zoo_models), ("zoo2:", zoo_models2), ("zoo3:", zoo_models3),
-                        ("zoo4:", zoo_models4), ("zoo5:", zoo_models5), ("zoo6:", zoo_models6)):
+                        ("zoo4:", zoo_models4), ("zoo5:", zoo_models5), ("zoo6:", zoo_models6),
+                        ("zoo7:", zoo_models7)):
         for name, c in mod.cases(big=not quick).items():
             size = c.sizes[0] if quick else c.big
             out[prefix + name] = (c.make, lambda c=c, size=size: c.inputs(*size), c.names,
@@ -145,7 +157,7 @@ def wanted(name, quick):
     return name in sel or (name.startswith("zoo:") and "zoo" in sel) or \
         (name.startswith("zoo2:") and "zoo2" in sel) or (name.startswith("zoo3:") and "zoo3" in sel) or \
         (name.startswith("zoo4:") and "zoo4" in sel) or (name.startswith("zoo5:") and "zoo5" in sel) or \
-        (name.startswith("zoo6:") and "zoo6" in sel)
+        (name.startswith("zoo6:") and "zoo6" in sel) or (name.startswith("zoo7:") and "zoo7" in sel)
 
 
 def max_err(got, want):

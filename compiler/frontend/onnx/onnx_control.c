@@ -7,7 +7,8 @@
  *         computed at run time (TorchScript's `if bool(y.mean() > 0)`): both branches are
  *         converted and each output is where(cond, then, else), which needs the two
  *         outputs alike in dtype and shape (else a located error); both branches run.
- *   Loop  the trip count and the condition must be known; the body is converted once per
+ *   Loop  the trip count and the condition must be known (but for PyTorch's EmbeddingBag,
+ *         a segment reduction over a run-time number of bags: onnx_bag.c); the body is converted once per
  *         iteration (unrolled), its iteration number a constant (so shape operands that
  *         use it fold), its carried values threaded from one copy to the next; the loop
  *         stops when the trip count is reached or the body's condition output, which must
@@ -235,6 +236,10 @@ static rx_node *stack(ox_ctx *c, rx_node **v, int n, int axis)
 bool ox_c_loop(ox_ctx *c)
 {
     int64_t trip = -1, cond = 1;
+    if (ox_in(c, 0) && !ox_const(c, ox_in(c, 0))) { /* nn.EmbeddingBag's loop over the bags */
+        int bag = ox_loop_bag(c);
+        if (bag) return bag > 0;
+    }
     if (ox_in(c, 0) && !known_scalar(c, ox_in(c, 0), "the trip count M", &trip)) return false;
     if (ox_in(c, 1) && !known_scalar(c, ox_in(c, 1), "the condition", &cond)) return false;
     if (trip < 0 && !ox_in(c, 1) && !ox_in(c, 0)) {

@@ -358,6 +358,9 @@ bool ox_c_mel_weight_matrix(ox_ctx *c);
 bool ox_c_if(ox_ctx *c);          /* onnx_control.c */
 bool ox_c_loop(ox_ctx *c);
 bool ox_c_scan(ox_ctx *c);
+/* A Loop over a run-time trip count that is PyTorch's EmbeddingBag (onnx_bag.c): 1 when
+ * converted, 0 when the body is not that segment reduction, -1 after an error. */
+int ox_loop_bag(ox_ctx *c);
 bool ox_c_sequence(ox_ctx *c);    /* onnx_seq.c */
 /* Evaluates the current node when it is an elementwise op on constant scalars (its output
  * becomes a constant); false when it is not (onnx_fold.c). */

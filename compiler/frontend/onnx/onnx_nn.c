@@ -1,7 +1,6 @@
 /*
- * onnx_nn.c — the ONNX importer's reductions and neural-network converters: Reduce*
- * (the composite ones as a prologue/epilogue around sum; Sum Prod Max Min of a known
- * integer vector such as a Shape fold to a known scalar), ArgMax ArgMin,
+ * onnx_nn.c — the ONNX importer's neural-network converters (Reduce* are in
+ * onnx_reduce.c): ArgMax ArgMin,
  * LayerNormalization (with Mean and InvStdDev), BatchNormalization (inference), Conv
  * ConvTranspose (1-d to 3-d; float Conv3d factors and one-group T taps as nn.conv2d over
  * folded axes: conv3d_as_2d, conv3d_taps), MaxPool AveragePool LpPool (1-d, 2-d, 3-d; explicit or auto pads), GlobalAveragePool
@@ -12,62 +11,6 @@
 #include <string.h>
 
 #include "onnx_int.h"
-
-/* ---------------------------------------------------------------- reductions */
-
-/* ReduceSum / Prod / Max / Min of a 1-d integer vector known up to symbolic dims (a Shape:
- * x.numel() exports as ReduceProd(Shape(x)), pack_padded_sequence's Range bound) over its
- * only axis: the known scalar, so shape operands computed from it still fold. */
-static bool reduce_sym(ox_ctx *c, const char *t, const int64_t *ax, int n)
-{
-    ox_val *v = ox_in(c, 0);
-    rx_ekind k = !strcmp(t, "ReduceSum") ? RX_E_ADD : !strcmp(t, "ReduceProd") ? RX_E_MUL
-               : !strcmp(t, "ReduceMax") ? RX_E_MAX : RX_E_MIN;
-    if (!v || !v->sym || v->symrank != 1 || v->nsym < 1 || n > 1 || (n == 1 && ax[0] != 0 && ax[0] != -1))
-        return false;
-    if (n <= 0 && ox_attr_i(c, "noop_with_empty_axes", 0)) return false;
-    rx_expr *r = v->sym[0];
-    for (int i = 1; i < v->nsym; i++) r = rx_e_binary(c->a, k, r, v->sym[i]);
-    rx_expr **o = RX_NEWN(c->a, rx_expr *, 1);
-    o[0] = ox_simp(c, r);
-    ox_out_sym(c, 0, o, 1, ox_attr_i(c, "keepdims", 1) ? 1 : 0, v->symdt);
-    return true;
-}
-
-bool ox_c_reduce(ox_ctx *c)
-{
-    const char *t = c->node->op_type;
-    const char *op = !strcmp(t, "ReduceMean") ? "mean" : !strcmp(t, "ReduceMax") ? "max"
-                   : !strcmp(t, "ReduceMin") ? "min" : !strcmp(t, "ReduceProd") ? "prod" : "sum";
-    int64_t *ax;
-    int n;
-    if (!ox_get_axes(c, 1, &ax, &n)) return false;
-    if ((!strcmp(t, "ReduceSum") || !strcmp(t, "ReduceProd") || !strcmp(t, "ReduceMax") ||
-         !strcmp(t, "ReduceMin")) && reduce_sym(c, t, ax, n))
-        return true;
-    rx_node *x = ox_in_node(c, 0);
-    if (!x) return false;
-    /* the composite reductions: a prologue before sum, an epilogue after */
-    const char *pre = !strcmp(t, "ReduceL1") ? "abs" : !strcmp(t, "ReduceLogSumExp") ? "exp" : NULL;
-    const char *post = !strcmp(t, "ReduceL2") ? "sqrt"
-                     : !strcmp(t, "ReduceLogSum") || !strcmp(t, "ReduceLogSumExp") ? "log" : NULL;
-    if (pre) x = ox_call1(c, pre, x, NULL);
-    if (!strcmp(t, "ReduceL2") || !strcmp(t, "ReduceSumSquare")) x = ox_call2(c, "multiply", x, x);
-    if (!x) return false;
-    if (n == 0 || n < 0) {
-        if (ox_attr_i(c, "noop_with_empty_axes", 0)) {
-            ox_out_alias(c, 0, ox_in(c, 0));
-            return true;
-        }
-        n = -1;
-    }
-    rx_attr *m = ox_amap(c);
-    if (n > 0) ox_aset(c, m, "axis", ox_aints(c, ax, n));
-    ox_aset(c, m, "keepdims", ox_abool(c, ox_attr_i(c, "keepdims", 1) != 0));
-    rx_node *y = ox_call1(c, op, x, m);
-    if (y && post) y = ox_call1(c, post, y, NULL);
-    return ox_out_node(c, 0, y);
-}
 
 rx_node *ox_slice1(ox_ctx *c, rx_node *x, int64_t axis, int64_t begin, int64_t end, int64_t step)
 {
