@@ -511,12 +511,19 @@ static void record(gk *k, const rx_func *f, const rx_stmt *const *chain, int n,
         put_i64(&toks, 1);
         ntok = 1;
     }
-    if (mv && known)
-        known = put_step(k, f, chain[n - 2]->u.for_.extent, RX_GPU_MV_ROWS + (mv == 2), mv == 1, &toks,
-                         &ntok);
-    if (mv && !known)
-        rxi_cg_err(k->g, chain[n - 2]->loc, "kernel %s: the row count of this matmul is not a "
-                  "size expression the launch can test", name);
+    if (mv && known) {
+        /* past RX_RXA_MAX_TOKENS with the step (plan_stmt checked the row count alone):
+         * the launch runs whatever the row count; both launches compute every output
+         * alike, so at worst one call does the product twice */
+        size_t mark = toks.n;
+        uint32_t nmark = ntok;
+        if (!put_step(k, f, chain[n - 2]->u.for_.extent, RX_GPU_MV_ROWS + (mv == 2), mv == 1, &toks,
+                      &ntok)) {
+            toks.n = mark;
+            if (toks.p) toks.p[mark] = '\0';
+            ntok = nmark;
+        }
+    }
     uint32_t threads = tile ? (uint32_t)(tile * tile)
                      : n || red ? (uint32_t)rx_target_int(k->t, "max_threads") : 1;
     uint32_t sched = red ? RX_RXA_SCHED_ROWS : n ? RX_RXA_SCHED_GRID : RX_RXA_SCHED_SINGLE;
@@ -535,10 +542,15 @@ typedef struct plan {
     int nbody;
 } plan;
 
-/* The schedule of statement s (ss: s as a list; s NULL: an empty body). A nest gets the
- * grid chain of schedule.c's rule, else of the affine rule (gpu_affine.c); the
- * statements under the chain may be a row reduction, a matmul's tiles or matvec. */
-static void plan_stmt(gk *k, const rx_stmt *s, const rx_stmts *ss, plan *p)
+/* The schedule of statement s (ss: s as a list; s NULL: an empty body; hl: NULL or the
+ * host loop s is in). A nest gets the grid chain of schedule.c's rule, else of the affine
+ * rule (gpu_affine.c); the statements under the chain may be a row reduction, a
+ * matmul's tiles or matvec. A matmul of a symbolic row count gets a second, few-row
+ * launch only when its launch record can compute that count (dim_tokens): PVT v2's
+ * spatial-reduction attention has a row count the tokens cannot spell, and its build
+ * failed on every GPU target; it runs the tiles alone. */
+static void plan_stmt(gk *k, const rx_func *f, const rx_stmt *hl, const rx_stmt *s,
+                      const rx_stmts *ss, plan *p)
 {
     p->n = s ? grid_chain(s, p->chain) : 0;
     if (s && !p->n) p->n = rx_gpu_affine_chain(s, p->chain);
@@ -548,6 +560,13 @@ static void plan_stmt(gk *k, const rx_stmt *s, const rx_stmts *ss, plan *p)
                     rx_gpu_match_rows(k, under, &p->red));
     int64_t lit;
     p->mv = p->rows && p->red.tile && !rx_expr_is_const(p->chain[p->n - 2]->u.for_.extent, &lit);
+    if (p->mv) { /* the few-row launch needs the row count at launch; else tiles alone */
+        rx_sb toks = {0};
+        uint32_t ntok = 0;
+        p->mv = dim_tokens(f, hl, p->chain[p->n - 2]->u.for_.extent, &toks, &ntok) &&
+                ntok + 8 <= RX_RXA_MAX_TOKENS;
+        rx_sb_free(&toks);
+    }
     p->nlaunch = 1 + p->mv;
 }
 
@@ -572,7 +591,7 @@ static void host_loop(gk *k, const rx_func *f, const rx_stmt *s, plan *p)
     int nl = 1;
     for (int j = 0; j < body->n; j++) {
         rx_stmts one = {&body->items[j], 1};
-        plan_stmt(k, body->items[j], &one, &bp[j]);
+        plan_stmt(k, f, s, body->items[j], &one, &bp[j]);
         shared |= bp[j].n > 0 || bp[j].rows;
         nl += bp[j].nlaunch;
     }
@@ -639,7 +658,7 @@ static void emit_func(gk *k, const rx_func *f, const char *sym)
     for (int i = 0; i < cap; i++) {
         const rx_stmt *s = split ? ss->items[i] : ss->n == 1 ? ss->items[0] : NULL;
         rx_stmts one = {split ? &ss->items[i] : ss->items, split ? 1 : ss->n};
-        plan_stmt(k, s, &one, &pl[i]);
+        plan_stmt(k, f, NULL, s, &one, &pl[i]);
         if (!pl[i].n && !pl[i].rows) host_loop(k, f, s, &pl[i]);
         nlaunch += pl[i].nlaunch;
     }
