@@ -83,6 +83,9 @@ void rxi_cg_expr(cg *g, const rx_expr *e, rx_loc loc);
 void rxi_cg_expr_as(cg *g, const rx_expr *e, rx_dtype t, rx_loc loc); /* converted to t */
 void rxi_cg_index(cg *g, const cg_sym *b, rx_expr *const *idx, int nidx, rx_loc loc);
 void rxi_cg_encode(cg *g, rx_dtype t, const rx_expr *e, rx_loc loc); /* stored form */
+/* The suffix naming a helper's type: the compute type's (f16 and bf16 share f32's). */
+const char *rxi_cg_hsuffix(rx_dtype t);
+/* c_prelude.c: the prelude (includes, macros, the helpers cg.need names). */
 void rxi_cg_prelude(const cg *g, rx_sb *out);
 
 /* c_expr.c: the spellings that differ in GLSL (cg.glsl). `rxi_cg_cast_open(g, T)`, the
@@ -121,7 +124,7 @@ bool rxi_cg_heap_free(const rx_stmts *ss);
 bool rxi_cg_has_for(const rx_stmts *ss);
 int64_t rxi_cg_work(const rx_stmts *ss);
 
-/* c_expr.c: the per-dtype operation helpers (floor division and modulo, min, max, abs)
+/* c_prelude.c: the per-dtype operation helpers (floor division and modulo, min, max, abs)
  * the kernels used, as RX_HELPER definitions: plain C that OpenCL C also compiles. */
 void rxi_cg_prelude_ops(const cg *g, rx_sb *out);
 
