@@ -356,21 +356,25 @@ static void emit_intrin(cg *g, const rx_expr *e, rx_loc loc)
     }
     const char *f = t == RX_DT_F64 ? "" : "f";     /* libm suffix */
     const char *one = t == RX_DT_F64 ? "1.0" : "1.0f";
-    /* exp, erf, tanh, log in float: the prelude's vectorizable versions
-       (relax/codegen_math.h), else libm */
+    /* exp, erf, tanh, log, sin, cos in float: the prelude's vectorizable versions
+       (relax/codegen_math.h; sin and cos on the CPU only: the GPU dialects
+       map the other four onto their own), else libm */
     const char *ex = t != RX_DT_F64 ? "rx_expf" : g->glsl ? "rx_dexp" : "exp";
     bool own = t != RX_DT_F64 && (fn == RX_FN_EXP || fn == RX_FN_SIGMOID || fn == RX_FN_ERF ||
-                                  fn == RX_FN_TANH || fn == RX_FN_LOG);
+                                  fn == RX_FN_TANH || fn == RX_FN_LOG ||
+                                  (g->cpu && (fn == RX_FN_SIN || fn == RX_FN_COS)));
     if (own && (fn == RX_FN_EXP || fn == RX_FN_SIGMOID)) use(g, H_EXPF, 0);
     if (own && fn == RX_FN_ERF) use(g, H_ERFF, 0);
     if (own && fn == RX_FN_TANH) use(g, H_TANHF, 0);
     if (own && fn == RX_FN_LOG) use(g, H_LOGF, 0);
+    if (own && fn == RX_FN_SIN) use(g, H_SINF, 0);
+    if (own && fn == RX_FN_COS) use(g, H_COSF, 0);
     round_open(g, t);
     switch (fn) {
     case RX_FN_RSQRT: rx_sb_printf(o, "(%s / sqrt%s(", one, f); break;
     case RX_FN_SIGMOID: rx_sb_printf(o, "(%s / (%s + %s(-(", one, one, ex); break;
     case RX_FN_EXP: rx_sb_printf(o, "%s(", ex); break;
-    case RX_FN_ERF: case RX_FN_TANH: case RX_FN_LOG:
+    case RX_FN_ERF: case RX_FN_TANH: case RX_FN_LOG: case RX_FN_SIN: case RX_FN_COS:
         rx_sb_printf(o, "%s%s%s(", own ? "rx_" : g->glsl && t == RX_DT_F64 ? "rx_d" : "",
                      rx_intrin_name(fn), f);
         break;

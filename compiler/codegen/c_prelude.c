@@ -4,7 +4,7 @@
  * helpers the kernels used (cg.need, filled by c_expr.c and c_kernel.c): f16/bf16
  * conversions, floor division and modulo with division by zero giving 0, NaN-propagating
  * float min/max like NumPy's, the index check, overflow-checked size arithmetic, and the
- * math functions of relax/codegen_math.h pasted as text (exp, erf, tanh, log:
+ * math functions of relax/codegen_math.h pasted as text (exp, erf, tanh, log, sin, cos:
  * one source for the kernels and the compiler's evaluator of loop functions).
  *
  * f16 uses the compiler's _Float16 when it has one (gcc 12 on x86-64) and exact software
@@ -267,6 +267,8 @@ static const char PRELUDE_EXPF[] = RX_MATH_STR(RX_EXPF_SOURCE(RX_MATH_HELPER, rx
 static const char PRELUDE_ERFF[] = RX_MATH_STR(RX_ERFF_SOURCE(RX_MATH_HELPER, rx_erff)) "\n";
 static const char PRELUDE_TANHF[] = RX_MATH_STR(RX_TANHF_SOURCE(RX_MATH_HELPER, rx_tanhf)) "\n";
 static const char PRELUDE_LOGF[] = RX_MATH_STR(RX_LOGF_SOURCE(RX_MATH_HELPER, rx_logf)) "\n";
+static const char PRELUDE_SINF[] = RX_MATH_STR(RX_SINCOSF_SOURCE(RX_MATH_HELPER, rx_sinf, 0)) "\n";
+static const char PRELUDE_COSF[] = RX_MATH_STR(RX_SINCOSF_SOURCE(RX_MATH_HELPER, rx_cosf, 1)) "\n";
 
 static bool needs(const cg *g, cg_helper h, rx_dtype t)
 {
@@ -288,6 +290,8 @@ void rxi_cg_prelude(const cg *g, rx_sb *out)
     if (g->need[H_ERFF]) rx_sb_puts(out, PRELUDE_ERFF);
     if (g->need[H_TANHF]) rx_sb_puts(out, PRELUDE_TANHF);
     if (g->need[H_LOGF]) rx_sb_puts(out, PRELUDE_LOGF);
+    if (g->need[H_SINF]) rx_sb_puts(out, PRELUDE_SINF);
+    if (g->need[H_COSF]) rx_sb_puts(out, PRELUDE_COSF);
     if (g->need[H_CHECK]) rx_sb_puts(out, PRELUDE_CHECK);
     if (g->need[H_CKARITH]) rx_sb_puts(out, PRELUDE_CKARITH);
     rxi_cg_prelude_ops(g, out);

@@ -20,16 +20,16 @@
  * helper for that dtype was used (H_SEL: a float select of both arms, c_expr.c's
  * eager_arms; the helpers defined once use bit 0: H_F16, H_BF16,
  * H_BITS, H_ALLOC; H_OMP: a parallel loop, which pins the OpenMP runtime; H_ISA: a
- * kernel with ISA versions, which needs the CPU check; H_EXPF, H_ERFF, H_TANHF, H_LOGF:
- * exp, erf, tanh, log in float (relax/codegen_math.h); H_CHECK: an index read from
+ * kernel with ISA versions, which needs the CPU check; H_EXPF, H_ERFF, H_TANHF, H_LOGF,
+ * H_SINF, H_COSF: exp, erf, tanh, log, sin, cos in float (relax/codegen_math.h); H_CHECK: an index read from
  * data, checked (rx_chk); H_CKARITH: overflow-checked size arithmetic (c_check.c);
  * H_F64MATH: GLSL's exp, log, pow, tanh of doubles (gpu_dialect.c's GLSL_F64); H_TR32: a
  * transposing tile's 8 x 8 register transposes (c_transpose.c); H_ROWCOPY: a full-line row
  * copy (c_rowcopy.c); see c_expr.c and c_kernel.c). */
 typedef enum cg_helper {
     H_FLOORDIV, H_FLOORMOD, H_MIN, H_MAX, H_ABS, H_SEL, /* per dtype */
-    H_F16, H_BF16, H_BITS, H_ALLOC, H_OMP, H_ISA, H_EXPF, H_ERFF, H_TANHF, H_LOGF, H_CHECK,
-    H_CKARITH, H_F64MATH, H_TR32, H_ROWCOPY, /* once */
+    H_F16, H_BF16, H_BITS, H_ALLOC, H_OMP, H_ISA, H_EXPF, H_ERFF, H_TANHF, H_LOGF, H_SINF,
+    H_COSF, H_CHECK, H_CKARITH, H_F64MATH, H_TR32, H_ROWCOPY, /* once */
     H_COUNT
 } cg_helper;
 
