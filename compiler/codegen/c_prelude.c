@@ -282,18 +282,15 @@ void rxi_cg_prelude(const cg *g, rx_sb *out)
     if (f16 || bf16) rx_sb_puts(out, PRELUDE_ROUND);
     if (f16) rx_sb_puts(out, PRELUDE_F16);
     if (bf16) rx_sb_puts(out, PRELUDE_BF16);
-    if (g->need[H_BITS]) rx_sb_puts(out, PRELUDE_BITS);
-    if (g->need[H_ALLOC]) rx_sb_puts(out, PRELUDE_ALLOC);
-    if (g->need[H_OMP]) rx_sb_puts(out, PRELUDE_OMP);
-    if (g->need[H_ISA]) rx_sb_puts(out, PRELUDE_ISA);
-    if (g->need[H_EXPF]) rx_sb_puts(out, PRELUDE_EXPF);
-    if (g->need[H_ERFF]) rx_sb_puts(out, PRELUDE_ERFF);
-    if (g->need[H_TANHF]) rx_sb_puts(out, PRELUDE_TANHF);
-    if (g->need[H_LOGF]) rx_sb_puts(out, PRELUDE_LOGF);
-    if (g->need[H_SINF]) rx_sb_puts(out, PRELUDE_SINF);
-    if (g->need[H_COSF]) rx_sb_puts(out, PRELUDE_COSF);
-    if (g->need[H_CHECK]) rx_sb_puts(out, PRELUDE_CHECK);
-    if (g->need[H_CKARITH]) rx_sb_puts(out, PRELUDE_CKARITH);
+    static const struct {
+        cg_helper h;
+        const char *text;
+    } once[] = {{H_BITS, PRELUDE_BITS},   {H_ALLOC, PRELUDE_ALLOC}, {H_OMP, PRELUDE_OMP},
+                {H_ISA, PRELUDE_ISA},     {H_EXPF, PRELUDE_EXPF},   {H_ERFF, PRELUDE_ERFF},
+                {H_TANHF, PRELUDE_TANHF}, {H_LOGF, PRELUDE_LOGF},   {H_SINF, PRELUDE_SINF},
+                {H_COSF, PRELUDE_COSF},   {H_CHECK, PRELUDE_CHECK}, {H_CKARITH, PRELUDE_CKARITH}};
+    for (size_t i = 0; i < sizeof once / sizeof once[0]; i++) /* in this order */
+        if (g->need[once[i].h]) rx_sb_puts(out, once[i].text);
     rxi_cg_prelude_ops(g, out);
 }
 
