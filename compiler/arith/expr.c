@@ -194,7 +194,8 @@ bool rx_expr_calls_vmath(const rx_expr *e)
     if (!e) return false;
     if (e->kind == RX_E_CALL && (rx_dtype)e->dtype == RX_DT_F32 &&
         (e->u.call.fn == RX_FN_EXP || e->u.call.fn == RX_FN_SIGMOID ||
-         e->u.call.fn == RX_FN_ERF || e->u.call.fn == RX_FN_TANH || e->u.call.fn == RX_FN_LOG))
+         e->u.call.fn == RX_FN_ERF || e->u.call.fn == RX_FN_TANH || e->u.call.fn == RX_FN_LOG ||
+         e->u.call.fn == RX_FN_SIN || e->u.call.fn == RX_FN_COS))
         return true;
     int n = rx_expr_nchildren(e);
     for (int i = 0; i < n; i++)

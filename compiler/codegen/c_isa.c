@@ -27,7 +27,7 @@
  * Exact versions (opt levels 0 to 2, no contraction, so every version writes the baseline's
  * bits, which constant folding promises): only code where wider vectors pay, the hot
  * top-level statements (rxi_cg_hot_at). A statement is hot when
- *   - it computes exp, erf, tanh or log in f32 (exp, sigmoid, gelu: rx_expf and the
+ *   - it computes exp, erf, tanh, log, sin or cos in f32 (exp, sigmoid, gelu: rx_expf and the
  *     other functions of relax/codegen_math.h, 30-70 vector instructions per element,
  *     which 4 SSE lanes leave compute-bound at a third of memory bandwidth), inside a
  *     vectorized loop or not: their explicit fmaf is a libm call per operation in the
@@ -217,8 +217,8 @@ bool rxi_cg_wants_isa(const rx_stmts *ss)
 }
 
 /* Whether statement s (its own expressions, not nested statements) computes exp, erf,
- * tanh or log in f32 (exp or sigmoid: an inlined rx_expf, some thirty vector
- * instructions per element; erf, tanh, log: codegen_math.h's others, thirty to fifty). */
+ * tanh, log, sin or cos in f32 (exp or sigmoid: an inlined rx_expf, some thirty vector
+ * instructions per element; the others: codegen_math.h's, thirty to sixty). */
 static bool stmt_expf(const rx_stmt *s)
 {
     switch ((rx_skind)s->kind) {

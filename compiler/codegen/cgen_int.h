@@ -20,16 +20,16 @@
  * helper for that dtype was used (H_SEL: a float select of both arms, c_expr.c's
  * eager_arms; the helpers defined once use bit 0: H_F16, H_BF16,
  * H_BITS, H_ALLOC; H_OMP: a parallel loop, which pins the OpenMP runtime; H_ISA: a
- * kernel with ISA versions, which needs the CPU check; H_EXPF, H_ERFF, H_TANHF, H_LOGF:
- * exp, erf, tanh, log in float (relax/codegen_math.h); H_CHECK: an index read from
+ * kernel with ISA versions, which needs the CPU check; H_EXPF, H_ERFF, H_TANHF, H_LOGF,
+ * H_SINF, H_COSF: exp, erf, tanh, log, sin, cos in float (relax/codegen_math.h); H_CHECK: an index read from
  * data, checked (rx_chk); H_CKARITH: overflow-checked size arithmetic (c_check.c);
  * H_F64MATH: GLSL's exp, log, pow, tanh of doubles (gpu_dialect.c's GLSL_F64); H_TR32: a
  * transposing tile's 8 x 8 register transposes (c_transpose.c); H_ROWCOPY: a full-line row
  * copy (c_rowcopy.c); see c_expr.c and c_kernel.c). */
 typedef enum cg_helper {
     H_FLOORDIV, H_FLOORMOD, H_MIN, H_MAX, H_ABS, H_SEL, /* per dtype */
-    H_F16, H_BF16, H_BITS, H_ALLOC, H_OMP, H_ISA, H_EXPF, H_ERFF, H_TANHF, H_LOGF, H_CHECK,
-    H_CKARITH, H_F64MATH, H_TR32, H_ROWCOPY, /* once */
+    H_F16, H_BF16, H_BITS, H_ALLOC, H_OMP, H_ISA, H_EXPF, H_ERFF, H_TANHF, H_LOGF, H_SINF,
+    H_COSF, H_CHECK, H_CKARITH, H_F64MATH, H_TR32, H_ROWCOPY, /* once */
     H_COUNT
 } cg_helper;
 
@@ -83,6 +83,9 @@ void rxi_cg_expr(cg *g, const rx_expr *e, rx_loc loc);
 void rxi_cg_expr_as(cg *g, const rx_expr *e, rx_dtype t, rx_loc loc); /* converted to t */
 void rxi_cg_index(cg *g, const cg_sym *b, rx_expr *const *idx, int nidx, rx_loc loc);
 void rxi_cg_encode(cg *g, rx_dtype t, const rx_expr *e, rx_loc loc); /* stored form */
+/* The suffix naming a helper's type: the compute type's (f16 and bf16 share f32's). */
+const char *rxi_cg_hsuffix(rx_dtype t);
+/* c_prelude.c: the prelude (includes, macros, the helpers cg.need names). */
 void rxi_cg_prelude(const cg *g, rx_sb *out);
 
 /* c_expr.c: the spellings that differ in GLSL (cg.glsl). `rxi_cg_cast_open(g, T)`, the
@@ -121,7 +124,7 @@ bool rxi_cg_heap_free(const rx_stmts *ss);
 bool rxi_cg_has_for(const rx_stmts *ss);
 int64_t rxi_cg_work(const rx_stmts *ss);
 
-/* c_expr.c: the per-dtype operation helpers (floor division and modulo, min, max, abs)
+/* c_prelude.c: the per-dtype operation helpers (floor division and modulo, min, max, abs)
  * the kernels used, as RX_HELPER definitions: plain C that OpenCL C also compiles. */
 void rxi_cg_prelude_ops(const cg *g, rx_sb *out);
 

@@ -4,7 +4,7 @@
  * The generator (gpu_kernel.c) writes C-like text through the CPU emitter's
  * expressions and statements (c_expr.c, c_kernel.c), whose spelling is C11 with
  * <stdint.h> types, libm names (sqrtf, fabsf, nearbyintf) and the rx_ helpers of
- * c_expr.c's prelude. A dialect makes that text valid in its language with a prelude
+ * c_prelude.c's prelude. A dialect makes that text valid in its language with a prelude
  * of type names, math-name macros and helper definitions, and says in rx_gpu_dialect
  * how kernels are declared, how a work-item finds its place, how work-groups
  * synchronize and how buffers arrive. Adding a dialect is adding one table entry

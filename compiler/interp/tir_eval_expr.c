@@ -22,8 +22,9 @@
  *                 bits (the prelude's rx_f2h / rx_f2bf), bool as one byte
  *   intrinsics    libm in float (expf, ...) or double; rsqrt 1/sqrt, sigmoid
  *                 1/(1+exp(-x)), round nearbyint; integer abs wraps; exp (and sigmoid's),
- *                 erf, tanh and log in float are the kernels' own rx_expf_ref,
- *                 rx_erff_ref, rx_tanhf_ref, rx_logf_ref (relax/codegen_math.h)
+ *                 erf, tanh, log, sin and cos in float are the kernels' own
+ *                 rx_expf_ref, rx_erff_ref, rx_tanhf_ref, rx_logf_ref, rx_sinf_ref,
+ *                 rx_cosf_ref (relax/codegen_math.h)
  * What C leaves undefined fails the run: integer / by 0 or INT_MIN / -1, a shift count
  * outside the operand's width, a float converted to an integer that cannot hold it, an
  * access outside a buffer. Signed overflow of + - * wraps, as the kernels do. Cost:
@@ -673,8 +674,8 @@ static tv intrin(tev *t, const rx_expr *e)
     case RX_FN_FLOOR: r.f = floorf(a); break;
     case RX_FN_CEIL: r.f = ceilf(a); break;
     case RX_FN_ROUND: r.f = nearbyintf(a); break;
-    case RX_FN_SIN: r.f = sinf(a); break;
-    case RX_FN_COS: r.f = cosf(a); break;
+    case RX_FN_SIN: r.f = rx_sinf_ref(a); break;
+    case RX_FN_COS: r.f = rx_cosf_ref(a); break;
     default: tev_fail(t, "unknown intrinsic %d", (int)fn); break;
     }
     r.f = fround(dt, r.f);

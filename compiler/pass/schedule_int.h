@@ -38,6 +38,12 @@ rx_stmt *rx_schedule_copy_nest(rx_module *m, rx_stmt *s);
  * rewritten and of reductions given lanes. Never fails. */
 bool rx_schedule_rows(rx_module *m, int *nruns, int *nlanes);
 
+/* True when G, reduced along loop variable k (block iterator ki) in the nest of block
+ * blk under loops[0 .. p] (p row loops, then k's), is a row reduction: some load of G
+ * that moves with k uses every row iterator (schedule_rows_share.c's essay). */
+bool rx_rows_reduction(const rx_stmt *blk, const rx_stmt *const *loops, int p, const rx_expr *g,
+                       const rx_svar *k, const rx_svar *ki);
+
 /* Flat loops whose index math splits the flat index by one chain of radices, one of
  * them symbolic, rebuilt as a parallel loop over rows and a vectorized run
  * (schedule_radix.c's essay); *nnests (may be NULL) gets how many. Never fails. */

@@ -20,10 +20,10 @@
  * max and exp as a select, never materialized) are such runs, as are PyTorch's exported
  * forms once simplify.c has rewritten their spellings (ReduceMean of x * x, Pow,
  * Sqrt, Div: the same sum over the row). A reduction may also read a buffer that other
- * rows share (row_reduction: a mask every head reads, GPT-2's where(mask[:, :, s0:s1,
+ * rows share (rx_rows_reduction: a mask every head reads, GPT-2's where(mask[:, :, s0:s1,
  * :k], scores / c, lo) or an additive (b, 1, 1, s) one, scale before or after, a
- * masked_fill) as long as some load is the row's own and the shared one is no factor
- * of a product with another moving load (a matmul's: schedule_tile.c's). Measured
+ * masked_fill, a factor of a product: schedule_rows_share.c) as long as some load is
+ * the row's own (a matmul's are not: schedule_tile.c's). Measured
  * before: GPT-2's masked softmax (1, 12, 128, 128) went to the tile schedule (the
  * mask packed per tile, scalar selects): 1.64 ms; now one run with the select's loads
  * bound to LETs (eager arms, below): 0.37 ms, same run, 2 threads.
@@ -420,63 +420,6 @@ static rx_stmt *loop(rbuild *B, const rx_svar *v, rx_expr *ext, rx_loopkind kind
     return rx_s_for(B->a, v, rx_e_int(B->a, 0), ext, kind, rx_stmts_one(B->a, body));
 }
 
-/* True when load e uses every row iterator of t (the row extents of literal 1 aside). */
-static bool full_row_load(const rnest *t, int p, const rx_expr *e)
-{
-    for (int i = 0; i < p; i++) {
-        const rx_svar *iv = t->blk->u.block.iters[i].var, *lv = t->loops[i]->u.for_.var;
-        if (!rx_expr_is_int(t->loops[i]->u.for_.extent, 1) && !rx_expr_uses_var(e, iv) &&
-            !rx_expr_uses_var(e, lv))
-            return false;
-    }
-    return true;
-}
-
-/* What the loads of e that move with k (or ki) are: *full counts those using every
-   row iterator, *shared the others; *product is set when a product (or quotient) has
-   moving loads on both sides and a shared one among them: a matmul's A[i, k] * B[k, j]. */
-typedef struct rmove {
-    int full, shared;
-    bool product;
-} rmove;
-
-static void moving_loads(const rnest *t, int p, const rx_expr *e, const rx_svar *k,
-                         const rx_svar *ki, rmove *mv)
-{
-    if (!e) return;
-    if (e->kind == RX_E_LOAD && (rx_expr_uses_var(e, k) || rx_expr_uses_var(e, ki))) {
-        if (full_row_load(t, p, e)) mv->full++;
-        else mv->shared++;
-    }
-    if (e->kind == RX_E_MUL || e->kind == RX_E_DIV) {
-        rmove x = {0}, y = {0};
-        moving_loads(t, p, e->u.op.a, k, ki, &x);
-        moving_loads(t, p, e->u.op.b, k, ki, &y);
-        if (x.full + x.shared && y.full + y.shared && x.shared + y.shared) mv->product = true;
-        mv->full += x.full + y.full;
-        mv->shared += x.shared + y.shared;
-        mv->product |= x.product || y.product;
-        return;
-    }
-    for (int i = 0; i < rx_expr_nchildren(e); i++)
-        moving_loads(t, p, rx_expr_child(e, i), k, ki, mv);
-}
-
-/* True when G (reduced along k, block iterator ki) is a row reduction: some load that
-   moves with k is the row's own (uses every row iterator of t), and a load that other
-   rows share (a mask [1, 1, s, s] read by every head, an additive [b, 1, 1, s] one) is
-   never a factor of a product with another moving load. A matmul's C[i, j] += A[i, k] *
-   B[k, j] is not one: schedule_tile.c's register tiles reuse A's and B's loads across
-   rows. A masked softmax's max(C, select(mask[0, 0, i, k], x[b, h, i, k] / c, lo)) is:
-   the mask only selects, its reuse across heads is the cache's. */
-static bool row_reduction(const rnest *t, int p, const rx_expr *g, const rx_svar *k,
-                          const rx_svar *ki)
-{
-    rmove mv = {0};
-    moving_loads(t, p, g, k, ki, &mv);
-    return mv.full > 0 && !mv.product;
-}
-
 /* e with each child c replaced by f(ctx, c); e itself when none changed. */
 static rx_expr *map_children(rx_arena *a, rx_expr *e, rx_expr *(*f)(void *, rx_expr *), void *ctx)
 {
@@ -633,7 +576,7 @@ static int lanes(rbuild *B, const rnest *t, int p, rx_stmt **out)
     if (!identity(op, init, dt)) return 0;
     const rx_stmt *kl = t->loops[t->q - 1];
     const rx_svar *kv = kl->u.for_.var, *ki = t->blk->u.block.iters[t->q - 1].var;
-    if (!row_reduction(t, p, g, kv, ki)) return 0;
+    if (!rx_rows_reduction(t->blk, t->loops, p, g, kv, ki)) return 0;
     rx_vmap vm = {0};
     for (int i = 0; out && i < p; i++) {
         const rx_svar *iv = t->blk->u.block.iters[i].var;

@@ -118,7 +118,7 @@ bool rx_expr_is_const(const rx_expr *e, int64_t *v);       /* integer literal */
 bool rx_expr_uses_var(const rx_expr *e, const rx_svar *v);
 bool rx_expr_loads_buf(const rx_expr *e, const struct rx_buffer *b); /* a LOAD of b (NULL:
                                                                       any) in e */
-/* A call in e of exp, sigmoid, erf, tanh or log computing in f32: the functions the C
+/* A call in e of exp, sigmoid, erf, tanh, log, sin or cos computing in f32: the functions the C
  * kernels compute with relax/codegen_math.h's vectorizable code (tens of vector
  * instructions per element), which the schedules and the ISA versioning look for. */
 bool rx_expr_calls_vmath(const rx_expr *e);

@@ -1,5 +1,5 @@
 /*
- * test_expf.c — the generated code's float exp (rx_expf in c_expr.c's prelude), used
+ * test_expf.c — the generated code's float exp (rx_expf in c_prelude.c's prelude), used
  * for exp and sigmoid of f32 (and of f16/bf16, computed in float).
  *
  * A kernel B[i] = exp(A[i]) over ~1.05 million inputs: every 4096th float bit pattern

@@ -1,26 +1,28 @@
 /*
- * test_transcend.c — the generated code's float erf, tanh, log and sigmoid (rx_erff,
- * rx_tanhf, rx_logf in c_expr.c's prelude, relax/codegen_math.h; sigmoid is
- * 1 / (1 + rx_expf(-x))), used for erf, nn.gelu, tanh, nn.gelu_tanh, log, sigmoid and
- * nn.silu of f32 (and of f16/bf16, computed in float).
+ * test_transcend.c — the generated code's float erf, tanh, log, sigmoid, sin and cos
+ * (rx_erff, rx_tanhf, rx_logf, rx_sinf, rx_cosf in c_prelude.c's prelude,
+ * relax/codegen_math.h; sigmoid is 1 / (1 + rx_expf(-x))), used for erf, nn.gelu, tanh,
+ * nn.gelu_tanh, log, sigmoid, nn.silu, sin and cos of f32 (and of f16/bf16, computed in
+ * float).
  *
- * One module, four kernels B[i] = f(A[i]), run over ~229 thousand inputs: every
+ * One module, six kernels B[i] = f(A[i]), run over ~229 thousand inputs: every
  * 32768th float bit pattern, low mantissa bits varied (all signs, exponents,
  * subnormals and many mantissas; an eighth of test_expf.c's sweep, as the sanitizer
  * build runs the functions three times), every 256th float of [0.5, 4) (where erf's
  * pieces meet, at 1, and its largest errors are) and every 1024th of [1/32, 1) (where
  * tanh's meet, at 0.625), plus the edges (+-0, +-inf, NaN, the smallest subnormal,
- * the pieces' joins and clamps, large |x|). Each result is within 2 ulp of the
- * function computed in double (the header's bound; measured maxima over every 7th
- * float: erf 1.60, tanh 1.50, log 0.84, sigmoid 1.5 ulp), except sigmoid's flushed
- * tail (x < -88.72: +0 where the true value is below 2^-128, an absolute error of at
- * most 2^-128); special values are exact: erf(+-inf) = +-1, tanh(+-inf) = +-1,
- * log(+-0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN for NaN, and -0 gives -0 for
- * erf and tanh. The kernels are built three times: as the baseline (whose bits must
+ * the pieces' joins and clamps, large |x|, sin's and cos's switch of reduction at 120,
+ * multiples of pi / 2, their worst cases). Each result is within 2 ulp of the function
+ * computed in double, 1 ulp for sin and cos (the header's bounds; measured maxima over
+ * every 7th float: erf 1.60, tanh 1.50, log 0.84, sigmoid 1.5, sin 0.563, cos 0.563
+ * ulp), except sigmoid's flushed tail (x < -88.72: +0 where the true value is below
+ * 2^-128, an absolute error of at most 2^-128); special values are exact: erf(+-inf) =
+ * +-1, tanh(+-inf) = +-1, log(+-0) = -inf, log(x < 0) = NaN, log(inf) = inf, sin and
+ * cos of +-inf NaN, NaN for NaN, and -0 gives -0 for erf, tanh and sin. The kernels are built three times: as the baseline (whose bits must
  * equal the compiler evaluator's rx_*_ref, which constant folding uses) and, where the
  * CPU has them, for x86-64-v3 and x86-64-v4 with contraction (what O3's ISA versions
  * do), held to the same bounds. A last check reads the C text: the prelude's functions
- * are called, libm's erff/tanhf/logf are not.
+ * are called, libm's erff/tanhf/logf/sinf/cosf are not.
  */
 #include <math.h>
 
@@ -35,7 +37,8 @@
 
 static const char MOD[] = "{'format':'relax-json','version':1,'functions':{"
     KERNEL("erf", "erf(A[i])") "," KERNEL("tanh", "tanh(A[i])") "," KERNEL("log", "log(A[i])")
-    "," KERNEL("sigmoid", "sigmoid(A[i])") "}}";
+    "," KERNEL("sigmoid", "sigmoid(A[i])") "," KERNEL("sin", "sin(A[i])") ","
+    KERNEL("cos", "cos(A[i])") "}}";
 
 typedef struct fn_case {
     const char *name;
@@ -58,7 +61,9 @@ static float sigmoid_own(float x)
 static const fn_case CASES[] = {{"erf", erf, rx_erff_ref, 2.0, 0.0},
                                 {"tanh", tanh, rx_tanhf_ref, 2.0, 0.0},
                                 {"log", log, rx_logf_ref, 2.0, 0.0},
-                                {"sigmoid", sigmoid_ref, sigmoid_own, 2.0, 0x1p-126}};
+                                {"sigmoid", sigmoid_ref, sigmoid_own, 2.0, 0x1p-126},
+                                {"sin", sin, rx_sinf_ref, 1.0, 0.0},
+                                {"cos", cos, rx_cosf_ref, 1.0, 0.0}};
 
 static const float EDGE[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 0x1p-149f, -0x1p-149f,
                              0x1p-126f, 0x1.fffffcp-127f, 0.84375f, 0.8437499f, 1.25f,
@@ -68,7 +73,11 @@ static const float EDGE[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 0x1p-149f, -
                              2.0f, 0.5f, 3.4e38f, 1e-30f, -1e-30f, 1e-7f, 0.99999994f,
                              1.0000001f, -0.99999994f, 0.62499994f, 0.62500006f, 2.46f,
                              3.9199998f, -88.72f, -88.73f, -87.3f, -103.9f, -104.1f, 88.73f,
-                             -0x1p-149f, 0x1.fffffep+127f, -0x1.fffffep+127f};
+                             -0x1p-149f, 0x1.fffffep+127f, -0x1.fffffep+127f, 1.5707964f,
+                             -1.5707964f, 3.1415927f, 4.712389f, 6.2831855f, 0.7853982f,
+                             119.99999f, 120.0f, -120.0f, 120.00001f, 255.99998f, 256.0f,
+                             0x1.e8eedep+24f, -0x1.2a8062p+36f, -0x1.6bbfbcp+26f, 16777216.0f,
+                             0x1.921fb6p+100f, 1e38f, 0x1.8p23f, 102.10176f, 355.0f};
 
 /* Runs every kernel of lib over a and checks each result; exact: the bits must equal
  * the reference copy's too. */
@@ -187,6 +196,10 @@ START_TEST(functions_in_text)
     ck_assert_ptr_null(strstr(t, "= erff("));
     ck_assert_ptr_null(strstr(t, "= tanhf("));
     ck_assert_ptr_null(strstr(t, "= logf("));
+    ck_assert_ptr_nonnull(strstr(t, "= rx_sinf(A_"));
+    ck_assert_ptr_nonnull(strstr(t, "= rx_cosf(A_"));
+    ck_assert_ptr_null(strstr(t, "= sinf("));
+    ck_assert_ptr_null(strstr(t, "= cosf("));
     rx_sb_free(&c);
     rx_diags_free(&d);
     rx_module_free(m);

@@ -22,6 +22,12 @@
  *           mask reshaped to (b, 1, 1, h * w) (DETR's key padding mask): the row
  *           schedule keeps all of it (reductions over lanes, no loop named *_c), its exp
  *           nest not taken by the radix step, which runs after the row runs.
+ *   grid    g (h, w) + arange(w) reshaped to (1, h * w, 1), plus x (b, h * w, 1): fusion
+ *           leaves the column as f32((h * w * 0 + i1 + 0) % w) (a reshape's index with
+ *           the broadcast row 0 substituted, unfolded: zoo6 stn_grid's linspace grid):
+ *           its index math canonicalized first, a run of w in a parallel loop over
+ *           b * h (its two digits LETs), no division in the value (grid_values:
+ *           bit-identical, and against g + i % w + x).
  * Numerics: every rebuilt kernel (baseline ISA version) is bit-identical to the same
  * function given only schedule.c's loop kinds (the flat split) at (b, h, w) = (1, 1, 1),
  * (1, 3, 5), (2, 4, 1) and (3, 7, 6), agrees with sigmoid(x[n, c, y, x]) (box: x[n, c,
@@ -59,7 +65,13 @@ static const char MODULE[] =
     FN("masked", P("x", TS("'b',4,8,'h * w'")) "," P("m", "{'tensor':{'shape':['b','h','w'],'dtype':'bool'}}"),
        B("mr", "{'op':'reshape','args':['m',{'shape':['b',1,1,'h * w']}]}") ","
        B("a", "{'op':'where','args':['mr',{'const':-1e9,'dtype':'f32'},'x']}") ","
-       B("r", "{'op':'nn.softmax','args':['a'],'attrs':{'axis':-1}}"), "r")
+       B("r", "{'op':'nn.softmax','args':['a'],'attrs':{'axis':-1}}"), "r") ","
+    FN("grid", P("g", TS("'h','w'")) "," P("x", TS("'b','h * w',1")),
+       B("a", "{'op':'arange','args':[],'attrs':{'end':'w','dtype':'f32'}}") ","
+       B("e", "{'op':'expand_dims','args':['a'],'attrs':{'axis':[0]}}") ","
+       B("c", "{'op':'add','args':['g','e']}") ","
+       B("d", "{'op':'reshape','args':['c',{'shape':[1,'h * w',1]}]}") ","
+       B("r", "{'op':'add','args':['d','x']}"), "r")
     "}}";
 
 /* ---------------------------------------------------------------- structure */
@@ -133,7 +145,7 @@ START_TEST(which_rebuilt)
     ck_assert(rx_expr_is_int(x.inner->u.for_.extent, 8));
     ck_assert(rx_schedule_flat(m, NULL) && rx_schedule_rows(m, NULL, NULL)); /* as the pipeline */
     ck_assert(rx_schedule_radix(m, &n));
-    ck_assert_int_eq(n, 2); /* head and batch (box is rebuilt already, masked is the rows') */
+    ck_assert_int_eq(n, 3); /* head, batch, grid (box is rebuilt already, masked is the rows') */
     rx_module_free(m);
     m = scheduled();
     nfacts h = facts(m, "head"), b = facts(m, "batch"), l = facts(m, "lit");
@@ -146,6 +158,16 @@ START_TEST(which_rebuilt)
                   (const void *)b.inner, b.par, b.vec, b.divs, b.lets);
     ck_assert(rx_expr_is_int(b.inner->u.for_.extent, CH));
     ck_assert_msg(!l.inner, "lit: rebuilt");
+    /* grid's value f32((h * w * 0 + i1 + 0) % w) as fusion leaves it: a run of w (the
+       column, a digit the value uses) inside a parallel loop over b * h whose two digits
+       (g is broadcast over b) are LETs, no division left in the value (refused before
+       the index math was canonicalized) */
+    nfacts gd = facts(m, "grid");
+    ck_assert_msg(gd.inner && gd.par == 1 && gd.vec == 1 && gd.divs == 0 && gd.lets == 2,
+                  "grid: inner %p, %d parallel, %d vectorized, %d divisions, %d LETs",
+                  (const void *)gd.inner, gd.par, gd.vec, gd.divs, gd.lets);
+    ck_assert(gd.inner->u.for_.extent->kind == RX_E_VAR &&
+              !strcmp(gd.inner->u.for_.extent->u.var->name, "w"));
     nfacts k = facts(m, "masked");
     ck_assert_msg(!k.inner && k.lanes == 2, "masked: inner %p, %d lane buffers", (const void *)k.inner,
                   k.lanes);
@@ -225,6 +247,37 @@ START_TEST(bit_exact_and_reference)
 }
 END_TEST
 
+/* grid: bit-identical to the flat split, and r[n, i, 0] = g[i] + i % w + x[n, i, 0] */
+START_TEST(grid_values)
+{
+    rx_module *mu = fused_module(MODULE), *ms = scheduled();
+    ck_assert(rx_schedule_cpu(mu, NULL, NULL));
+    void *hu = kr_load(mu, "base"), *hs = kr_load(ms, "base");
+    const char *const names[] = {"b", "h", "w"};
+    static const int64_t sizes[][3] = {{1, 1, 1}, {1, 3, 5}, {2, 4, 1}, {3, 7, 6}};
+    for (size_t v = 0; v < sizeof sizes / sizeof sizes[0]; v++) {
+        int64_t b = sizes[v][0], hw = sizes[v][1] * sizes[v][2], w = sizes[v][2];
+        char what[64];
+        snprintf(what, sizeof what, "grid (%lld, %lld, %lld)", (long long)b,
+                 (long long)sizes[v][1], (long long)w);
+        const rx_func *fu = tir_callee_last(mu, "grid"), *fs = tir_callee_last(ms, "grid");
+        kr_run rs;
+        kr_exec_same(hu, fu, hs, fs, names, sizes[v], 3, 3 + v, what, &rs);
+        ck_assert_int_eq(rs.nbuf, 3);
+        const float *g = (const float *)rs.buf[0], *x = (const float *)rs.buf[1],
+                    *r = (const float *)rs.buf[2];
+        for (int64_t n = 0; n < b; n++)
+            for (int64_t i = 0; i < hw; i++) {
+                float want = g[i] + (float)(i % w) + x[n * hw + i];
+                ck_assert_msg(r[n * hw + i] == want, "%s [%lld, %lld]: %g vs %g", what,
+                              (long long)n, (long long)i, (double)r[n * hw + i], (double)want);
+            }
+        kr_free(&rs);
+    }
+    kr_unload_pair(hu, hs, mu, ms);
+}
+END_TEST
+
 static Suite *radix_suite(void)
 {
     Suite *s = suite_create("schedule_radix");
@@ -232,6 +285,7 @@ static Suite *radix_suite(void)
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, which_rebuilt);
     tcase_add_test(tc, bit_exact_and_reference);
+    tcase_add_test(tc, grid_values);
     suite_add_tcase(s, tc);
     return s;
 }

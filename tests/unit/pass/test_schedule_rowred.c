@@ -24,6 +24,12 @@
  * variance, normalize, viewed back): its two sums load x[b, g * 4 + k // 30, k // 5 %
  * 6, k % 5] (digits of k, not a unit step in any index) and get lanes all the same
  * (flat_load), checked against a float64 group norm too.
+ * Shared factors of products (schedule_rows_share.c), taken: CBAM's spatial gate over
+ * its plane, sum_k relu(x[b, c, k] + y[b, c, k] * sigmoid(s[b, 0, k])) (s shared by the
+ * c rows), and CapsNet's routing sum over K = 16, sum_k u[b, i, j, k] * v[b, 0, j, k]
+ * (v shared by the i rows): one run, one lanes buffer each; the matmul mm stays refused.
+ * Their numerics against the serial order within 1e-6 relative to the row's sum of
+ * |terms| and against float64 references at plane lengths 16, 37 (a tail) and 200.
  * Numerics: every scheduled kernel against the unscheduled kernel of the same function
  * (the serial order of O0) on the same seeded inputs, within 1e-6 relative to the
  * row's largest magnitude (the documented reassociation bound at these row lengths),
@@ -103,6 +109,22 @@ static const char MODULE[] =
        B("t", "{'op':'sqrt','args':['e']}") ","
        B("n", "{'op':'divide','args':['d','t']}") ","
        B("r", "{'op':'reshape','args':['n',{'shape':['b',8,6,5]}]}"), "r")
+    "}}";
+
+/* Shared factors of products (schedule_rows_share.c): CBAM's spatial gate over its plane
+   (the two reduce loops as one, as schedule_reduce.c leaves them) and CapsNet's routing
+   sum over K = 16, each with a load other rows share as a factor of a product */
+static const char SHARE[] =
+    "{'format':'relax-json','version':1,'functions':{"
+    FN("gate", P("x", TS("'b',6,'s'")) "," P("y", TS("'b',6,'s'")) "," P("s", TS("'b',1,'s'")),
+       B("g", "{'op':'sigmoid','args':['s']}") ","
+       B("m", "{'op':'multiply','args':['y','g']}") ","
+       B("a", "{'op':'add','args':['x','m']}") ","
+       B("z", "{'op':'nn.relu','args':['a']}") ","
+       B("r", "{'op':'sum','args':['z'],'attrs':{'axis':[-1]}}"), "r") ","
+    FN("caps", P("u", TS("'b',7,10,16")) "," P("v", TS("'b',1,10,16")),
+       B("p", "{'op':'multiply','args':['u','v']}") ","
+       B("r", "{'op':'sum','args':['p'],'attrs':{'axis':[-1]}}"), "r")
     "}}";
 
 static rx_module *fused(void)
@@ -412,6 +434,107 @@ START_TEST(numerics)
 }
 END_TEST
 
+/* The one loop function graph function g calls. */
+static rx_func *one_kernel(const rx_module *m, const char *g)
+{
+    rx_func *k[4];
+    ck_assert_int_eq(kernels_of(m, g, k), 1);
+    return k[0];
+}
+
+START_TEST(takes_shared_factors)
+{
+    rx_module *m = fused_module(SHARE);
+    int runs = -1, lanes = -1;
+    ck_assert(rx_schedule_rows(m, &runs, &lanes));
+    ck_assert_int_eq(runs, 2); /* refused while a shared factor of a product was */
+    ck_assert_int_eq(lanes, 2);
+    const char *const yes[] = {"gate", "caps"};
+    for (int i = 0; i < 2; i++) {
+        rshape r = shape_of(m, yes[i]);
+        ck_assert_msg(r.par_top == 1 && r.lanes_bufs == 1 && r.reduce_blks == 0,
+                      "%s: %d parallel, %d lanes, %d reduction blocks", yes[i], r.par_top,
+                      r.lanes_bufs, r.reduce_blks);
+    }
+    rx_module_free(m);
+}
+END_TEST
+
+static const float *fbuf(const kr_run *r, const rx_func *f, const char *n)
+{
+    return (const float *)r->buf[buf_index(f, n)];
+}
+
+/* Output r of run u (unscheduled) and s (scheduled) against each other within 1e-6
+   relative to the row's sum of |terms| and against the float64 rows ref[0 .. rows). */
+static void check_shared(const float *u, const float *s, const double *ref, const double *mag,
+                       int64_t rows, const char *what)
+{
+    for (int64_t i = 0; i < rows; i++) {
+        double tol = 1e-6 * (1 + mag[i]);
+        ck_assert_msg(fabs((double)u[i] - (double)s[i]) <= tol, "%s row %lld: %.9g vs %.9g",
+                      what, (long long)i, (double)u[i], (double)s[i]);
+        ck_assert_msg(fabs((double)s[i] - ref[i]) <= tol, "%s row %lld: %.9g vs ref %.9g", what,
+                      (long long)i, (double)s[i], ref[i]);
+    }
+}
+
+START_TEST(shared_numerics)
+{
+    rx_module *mu = fused_module(SHARE), *ms = fused_module(SHARE);
+    ck_assert(rx_schedule_rows(ms, NULL, NULL));
+    ck_assert(rx_schedule_cpu(ms, NULL, NULL));
+    void *hu = kr_load(mu, NULL), *hs = kr_load(ms, NULL);
+    const char *const names[] = {"b", "s"};
+    static const int64_t shapes[][2] = {{1, 16}, {2, 37}, {3, 200}};
+    for (size_t v = 0; v < sizeof shapes / sizeof shapes[0]; v++) {
+        int64_t b = shapes[v][0], K = shapes[v][1];
+        char what[64];
+        kr_run ru, rs;
+        /* gate: (b, 6) rows over the plane K */
+        rx_func *fu = one_kernel(mu, "gate"), *fs = one_kernel(ms, "gate");
+        kr_exec(hu, fu, names, shapes[v], 2, 5 + v, &ru);
+        kr_exec(hs, fs, names, shapes[v], 2, 5 + v, &rs);
+        const float *x = fbuf(&rs, fs, "x"), *y = fbuf(&rs, fs, "y"), *sg = fbuf(&rs, fs, "s");
+        double ref[64], mag[64];
+        for (int64_t i = 0; i < b * 6; i++) {
+            ref[i] = mag[i] = 0;
+            for (int64_t k = 0; k < K; k++) {
+                double t = (double)x[i * K + k] +
+                           (double)y[i * K + k] / (1 + exp(-(double)sg[i / 6 * K + k]));
+                ref[i] += t > 0 ? t : 0;
+                mag[i] += fabs(t);
+            }
+        }
+        snprintf(what, sizeof what, "gate b=%lld s=%lld", (long long)b, (long long)K);
+        check_shared(fbuf(&ru, fu, "r"), fbuf(&rs, fs, "r"), ref, mag, b * 6, what);
+        kr_free(&ru);
+        kr_free(&rs);
+        /* caps: (b, 7, 10) rows over K = 16 */
+        fu = one_kernel(mu, "caps");
+        fs = one_kernel(ms, "caps");
+        kr_exec(hu, fu, names, shapes[v], 2, 9 + v, &ru);
+        kr_exec(hs, fs, names, shapes[v], 2, 9 + v, &rs);
+        const float *uu = fbuf(&rs, fs, "u"), *vv = fbuf(&rs, fs, "v");
+        double cref[210], cmag[210];
+        for (int64_t i = 0; i < b * 70; i++) {
+            int64_t bi = i / 70, j = i % 10;
+            cref[i] = cmag[i] = 0;
+            for (int k = 0; k < 16; k++) {
+                double t = (double)uu[i * 16 + k] * (double)vv[(bi * 10 + j) * 16 + k];
+                cref[i] += t;
+                cmag[i] += fabs(t);
+            }
+        }
+        snprintf(what, sizeof what, "caps b=%lld", (long long)b);
+        check_shared(fbuf(&ru, fu, "r"), fbuf(&rs, fs, "r"), cref, cmag, b * 70, what);
+        kr_free(&ru);
+        kr_free(&rs);
+    }
+    kr_unload_pair(hu, hs, mu, ms);
+}
+END_TEST
+
 /* Uses of rx_sel_f32 (c_expr.c's branch-free select) in the C of module m. */
 static int sel_uses(const rx_module *m)
 {
@@ -455,6 +578,8 @@ static Suite *rowred_suite(void)
     tcase_add_test(tc, fires_on_formulations);
     tcase_add_test(tc, numerics);
     tcase_add_test(tc, eager_selects);
+    tcase_add_test(tc, takes_shared_factors);
+    tcase_add_test(tc, shared_numerics);
     suite_add_tcase(s, tc);
     return s;
 }
