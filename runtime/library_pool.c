@@ -12,7 +12,8 @@
  *     the window's input rows column by column, then the columns (pool_row: KH + KW
  *     contiguous or strided passes instead of KH * KW; rx_rt_window_row if the row buffer
  *     cannot be had). With AVX-512F (the conv tile's choice, rx_rt_conv_tile_kind,
- *     so $RX_CONV_KERNEL=avx2 / portable force the C rows) pool_cols512 and
+ *     so $RX_CONV_KERNEL=avx2 / portable force the C rows, but for avx2's fused max rows,
+ *     below) pool_cols512 and
  *     pool_out512: the column
  *     reductions go into a buffer with the padding as fill values, and 16 outputs are
  *     reduced at a time (stride 2: 32 columns loaded, the evens kept by one permute);
@@ -51,6 +52,27 @@
  *     plane's 16 lanes are plane_mean's partial sums, bit-identical; one plane's adds are
  *     one dependent chain, 3 cycles a vector, so 4 planes run 4 chains): EfficientNet's
  *     squeeze poolings 0.77x their perf samples at one thread (300 calls, load 17).
+ *     Max pools of stride 1 or 2 and dilation 1 (ResNet's and DenseNet's 3x3/2 pad 1,
+ *     SqueezeNet's 3x3/2 ceil_mode, 2x2/2, YOLO SPPF's 5x5/1 pad 2) take fused rows
+ *     (max_row512: windows of at most 16 columns; max_row256 on AVX2: at most 8; each
+ *     plane by max_plane512 / max_plane256): no column buffer; per 16 (8) outputs the
+ *     window rows' maxima of the 32 (stride 1) or 48 (stride 2) input columns they
+ *     reach are 2 or 3 vectors in registers (plain loads inside the row, masked ones at
+ *     its edges only: masked loads everywhere took 13-17% more on 3x3/2), the last of
+ *     them the next outputs' first, and each tap a permute of those (stride 2: the even
+ *     and odd columns, then lanes m.. of them); the common windows (3x3/2, 2x2/2, 5x5/1,
+ *     3x3/1)
+ *     with their constants inlined (the generic loops' control was most of a row's
+ *     time: perf), and on AVX-512 two output rows at a time where both windows are whole
+ *     (max_pair512: the rows they share loaded once, half the control; 3x3/2 alone in
+ *     its own code was ~10% faster still, left for one function of the four windows).
+ *     Rows ascending, then kw ascending from -FLT_MAX, as before: bit-identical
+ *     (test_pool: every path against the window's definition). rx_rt_pool2d alone,
+ *     same run, fused / main's rows (min of 200, median of 3, load 7-9, 1 and 2
+ *     threads): 3x3/2 ceil on 64x111x111 0.54 / 0.51 (57 / 30 us), on 128x55x55 0.47,
+ *     3x3/2 pad 1 on 64x112x112 0.54 / 0.59, 2x2/2 on 128x56x56 0.46, 5x5/1 pad 2 on
+ *     256x20x20 0.52 / 0.52; on AVX2 ($RX_CONV_KERNEL=avx2, which had the C rows; no
+ *     pairs) 0.32-0.48. Avg pools and other windows keep the rows above.
  *     Cost O(N C OH OW KH KW).
  * Codes (library_conv.c's): 2 arguments, 3 dtype, 4 shape, 5 params.
  */
@@ -203,6 +225,261 @@ PZ_FN static void pool_out512(const rx_rt_win *g, bool is_max, int64_t rows, con
     }
 }
 
+/* The lanes of columns [c, c + 16) inside [0, W). */
+static inline __mmask16 cols16(int64_t c, int64_t W)
+{
+    int64_t lo = c < 0 ? -c : 0, hi = W - c < 16 ? W - c : 16;
+    if (hi <= lo) return 0;
+    return (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+}
+
+/* The max over the rows r[0, rows) of columns [c, c + 16), -FLT_MAX outside [0, W):
+ * pool_cols512's column reduction in a register (same order: rows ascending). The
+ * masked loads read no lane outside the row; integer addresses (c may be negative). */
+#define PZ_INLINE static inline __attribute__((always_inline, target("avx512f")))
+#define PZ2_FN __attribute__((target("avx2")))
+#define PZ2_INLINE static inline __attribute__((always_inline, target("avx2")))
+PZ_INLINE __m512 vmax16(const float *const *r, int64_t rows, int64_t c, int64_t W)
+{
+    __m512 fill = _mm512_set1_ps(-FLT_MAX);
+    uintptr_t off = (uintptr_t)c * sizeof(float);
+    if (c >= 0 && c + 16 <= W) { /* plain loads inside the row (masked ones cost more) */
+        __m512 v = _mm512_loadu_ps((const float *)((uintptr_t)r[0] + off));
+        for (int64_t k = 1; k < rows; k++)
+            v = _mm512_max_ps(_mm512_loadu_ps((const float *)((uintptr_t)r[k] + off)), v);
+        return v;
+    }
+    __mmask16 m = cols16(c, W);
+    if (!m) return fill;
+    __m512 v = _mm512_mask_loadu_ps(fill, m, (const float *)((uintptr_t)r[0] + off));
+    for (int64_t k = 1; k < rows; k++)
+        v = _mm512_max_ps(_mm512_mask_loadu_ps(fill, m, (const float *)((uintptr_t)r[k] + off)), v);
+    return v;
+}
+
+/* One output row of a max pool of stride 1 or 2, dilation 1, at most 16 columns a
+ * window, without the column buffer: 16 outputs at a time, the window rows' column
+ * maxima of the 32 (stride 1) or 48 (stride 2) input columns they reach are vmax16
+ * vectors V0, V1 (, V2), the next 16 outputs' V0 the last of them; the taps are
+ * permutes of those registers (stride 2: the even and odd columns of V0 V1 and of V2,
+ * then tap 2m + e is lanes m.. of those). pool_cols512 + pool_out512's max in the same
+ * order (rows ascending, then kw ascending from the fill): bit-identical; no store and
+ * reload of the column buffer, no pass over the row's columns the taps never read. */
+/* max_row512's taps of 16 outputs from the column maxima V0, V1 (, V2: stride 2). */
+PZ_INLINE __m512 taps512(__m512 V0, __m512 V1, __m512 V2, int64_t s, int64_t KW)
+{
+    const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i evens = _mm512_add_epi32(lane, lane), odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
+    __m512 acc = _mm512_set1_ps(-FLT_MAX);
+    if (s == 1) {
+        acc = _mm512_max_ps(V0, acc);
+        for (int64_t kw = 1; kw < KW; kw++)
+            acc = _mm512_max_ps(
+                _mm512_permutex2var_ps(V0, _mm512_add_epi32(lane, _mm512_set1_epi32((int)kw)), V1), acc);
+        return acc;
+    }
+    /* E: columns c0 + 0, 2, .., 30 then (lanes 16..23 of the pair) 32, .., 46 */
+    __m512 E0 = _mm512_permutex2var_ps(V0, evens, V1), O0 = _mm512_permutex2var_ps(V0, odds, V1);
+    __m512 E1 = _mm512_permutex2var_ps(V2, evens, V2), O1 = _mm512_permutex2var_ps(V2, odds, V2);
+    for (int64_t kw = 0; kw < KW; kw++) {
+        __m512i ix = _mm512_add_epi32(lane, _mm512_set1_epi32((int)(kw >> 1)));
+        __m512 t = kw < 2 ? (kw ? O0 : E0) /* no identity permute (unused O1, E1 dropped) */
+                   : kw & 1 ? _mm512_permutex2var_ps(O0, ix, O1) : _mm512_permutex2var_ps(E0, ix, E1);
+        acc = _mm512_max_ps(t, acc);
+    }
+    return acc;
+}
+
+PZ_INLINE void max_row512(const rx_rt_win *g, const float *const *r, int64_t rows, float *yr,
+                          int64_t s, int64_t KW)
+{
+    const __m512 fill = _mm512_set1_ps(-FLT_MAX);
+    int64_t W = g->W, c0 = -g->pl;
+    __m512 V0 = rows ? vmax16(r, rows, c0, W) : fill;
+    for (int64_t ow = 0; ow < g->OW; ow += 16, c0 += 16 * s) {
+        __mmask16 m = g->OW - ow >= 16 ? 0xFFFF : (__mmask16)((1u << (g->OW - ow)) - 1);
+        __m512 acc = fill;
+        if (rows) {
+            __m512 V1 = vmax16(r, rows, c0 + 16, W), V2 = s == 1 ? V1 : vmax16(r, rows, c0 + 32, W);
+            acc = taps512(V0, V1, V2, s, KW);
+            V0 = V2;
+        }
+        _mm512_mask_storeu_ps(yr + ow, m, acc);
+    }
+}
+
+/* Two output rows whose windows are whole (kh rows from r[0] and from r[sh]): max_row512
+ * twice, but each input row's column vector loaded once, so the rows the two windows
+ * share are read once (a 3x3/2 window 5 loads where 6, a 5x5/1 6 where 10), and half
+ * the rows' control; max_row512's order kept (each window's rows ascending). */
+PZ_INLINE void vmax16x2(const float *const *r, int64_t kh, int64_t sh, int64_t c, int64_t W,
+                        __m512 *a, __m512 *b)
+{
+    __m512 fill = _mm512_set1_ps(-FLT_MAX), va = fill, vb = fill;
+    uintptr_t off = (uintptr_t)c * sizeof(float);
+    if (c >= 0 && c + 16 <= W) {
+        for (int64_t k = 0; k < kh + sh; k++) {
+            __m512 v = _mm512_loadu_ps((const float *)((uintptr_t)r[k] + off));
+            if (k < kh) va = k ? _mm512_max_ps(v, va) : v;
+            if (k >= sh) vb = k > sh ? _mm512_max_ps(v, vb) : v;
+        }
+    } else {
+        __mmask16 m = cols16(c, W);
+        for (int64_t k = 0; m && k < kh + sh; k++) {
+            __m512 v = _mm512_mask_loadu_ps(fill, m, (const float *)((uintptr_t)r[k] + off));
+            if (k < kh) va = k ? _mm512_max_ps(v, va) : v;
+            if (k >= sh) vb = k > sh ? _mm512_max_ps(v, vb) : v;
+        }
+    }
+    *a = va, *b = vb;
+}
+
+PZ_INLINE void max_pair512(const rx_rt_win *g, const float *const *r, float *y0, float *y1,
+                           int64_t kh, int64_t sh, int64_t s, int64_t KW)
+{
+    int64_t W = g->W, c0 = -g->pl;
+    __m512 A0, B0, A1, B1, A2, B2;
+    vmax16x2(r, kh, sh, c0, W, &A0, &B0);
+    for (int64_t ow = 0; ow < g->OW; ow += 16, c0 += 16 * s) {
+        __mmask16 m = g->OW - ow >= 16 ? 0xFFFF : (__mmask16)((1u << (g->OW - ow)) - 1);
+        vmax16x2(r, kh, sh, c0 + 16, W, &A1, &B1);
+        if (s == 1) A2 = A1, B2 = B1;
+        else vmax16x2(r, kh, sh, c0 + 32, W, &A2, &B2);
+        _mm512_mask_storeu_ps(y0 + ow, m, taps512(A0, A1, A2, s, KW));
+        _mm512_mask_storeu_ps(y1 + ow, m, taps512(B0, B1, B2, s, KW));
+        A0 = A2, B0 = B2;
+    }
+}
+
+/* The pairs of PZ_MAX_PLANE: the common windows (3x3/2, 2x2/2, 5x5/1, 3x3/1) with
+ * their constants; false where the window is another (max_row512 then). */
+PZ_FN static bool max_pair512_any(const rx_rt_win *g, const float *const *r, float *y0, float *y1)
+{
+    int64_t kh = g->KH, sh = g->sh, s = g->sw, KW = g->KW;
+    if (kh == 3 && sh == 2 && s == 2 && KW == 3) max_pair512(g, r, y0, y1, 3, 2, 2, 3);
+    else if (kh == 2 && sh == 2 && s == 2 && KW == 2) max_pair512(g, r, y0, y1, 2, 2, 2, 2);
+    else if (kh == 5 && sh == 1 && s == 1 && KW == 5) max_pair512(g, r, y0, y1, 5, 1, 1, 5);
+    else if (kh == 3 && sh == 1 && s == 1 && KW == 3) max_pair512(g, r, y0, y1, 3, 1, 1, 3);
+    else return false;
+    return true;
+}
+
+/* The lanes of columns [c, c + 8) inside [0, W), as AVX2's masks (all bits of a lane). */
+PZ2_INLINE __m256i cols8(int64_t c, int64_t W)
+{
+    __m256i l = _mm256_add_epi32(_mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0), _mm256_set1_epi32((int)(c < -64 ? -64 : c > W ? W : c)));
+    return _mm256_and_si256(_mm256_cmpgt_epi32(l, _mm256_set1_epi32(-1)),
+                            _mm256_cmpgt_epi32(_mm256_set1_epi32((int)W), l));
+}
+
+/* vmax16 on 8 columns (AVX2: maskload gives 0 in the masked lanes, the blend the fill). */
+PZ2_INLINE __m256 vmax8(const float *const *r, int64_t rows, int64_t c, int64_t W)
+{
+    __m256 fill = _mm256_set1_ps(-FLT_MAX);
+    uintptr_t off = (uintptr_t)c * sizeof(float);
+    if (c >= 0 && c + 8 <= W) {
+        __m256 v = _mm256_loadu_ps((const float *)((uintptr_t)r[0] + off));
+        for (int64_t k = 1; k < rows; k++)
+            v = _mm256_max_ps(_mm256_loadu_ps((const float *)((uintptr_t)r[k] + off)), v);
+        return v;
+    }
+    __m256i m = cols8(c, W);
+    if (_mm256_testz_si256(m, m)) return fill;
+    __m256 mf = _mm256_castsi256_ps(m);
+    __m256 v = _mm256_blendv_ps(fill, _mm256_maskload_ps((const float *)((uintptr_t)r[0] + off), m), mf);
+    for (int64_t k = 1; k < rows; k++)
+        v = _mm256_max_ps(
+            _mm256_blendv_ps(fill, _mm256_maskload_ps((const float *)((uintptr_t)r[k] + off), m), mf), v);
+    return v;
+}
+
+/* Lanes m.. of the pair (a, b): lane l is a[l + m] below 8, b[l + m - 8] from there. */
+PZ2_INLINE __m256 shift8(__m256 a, __m256 b, int64_t m)
+{
+    if (!m) return a;
+    __m256i l = _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0), mv = _mm256_set1_epi32((int)m);
+    __m256i ix = _mm256_and_si256(_mm256_add_epi32(l, mv), _mm256_set1_epi32(7));
+    __m256 hi = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_add_epi32(l, mv), _mm256_set1_epi32(7)));
+    return _mm256_blendv_ps(_mm256_permutevar8x32_ps(a, ix), _mm256_permutevar8x32_ps(b, ix), hi);
+}
+
+/* max_row512 on AVX2: 8 outputs at a time from vmax8 vectors V0, V1 (, V2) of 8 columns,
+ * windows of at most 8 columns; stride 2's even / odd columns by one in-lane shuffle and
+ * one cross-lane permute; the taps shift8 of those. Same order: bit-identical. */
+PZ2_INLINE void max_row256(const rx_rt_win *g, const float *const *r, int64_t rows, float *yr,
+                           int64_t s, int64_t KW)
+{
+    const __m256 fill = _mm256_set1_ps(-FLT_MAX);
+    int64_t W = g->W, c0 = -g->pl;
+    __m256 V0 = rows ? vmax8(r, rows, c0, W) : fill;
+    for (int64_t ow = 0; ow < g->OW; ow += 8, c0 += 8 * s) {
+        __m256 acc = fill;
+        if (rows && s == 1) {
+            __m256 V1 = vmax8(r, rows, c0 + 8, W);
+            for (int64_t kw = 0; kw < KW; kw++) acc = _mm256_max_ps(shift8(V0, V1, kw), acc);
+            V0 = V1;
+        } else if (rows) {
+            __m256 V1 = vmax8(r, rows, c0 + 8, W), V2 = vmax8(r, rows, c0 + 16, W);
+            __m256 E0 = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(V0, V1, 0x88)), 0xD8));
+            __m256 O0 = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(V0, V1, 0xDD)), 0xD8));
+            __m256 E1 = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(V2, V2, 0x88)), 0xD8));
+            __m256 O1 = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(V2, V2, 0xDD)), 0xD8));
+            for (int64_t kw = 0; kw < KW; kw++)
+                acc = _mm256_max_ps(kw & 1 ? shift8(O0, O1, kw >> 1) : shift8(E0, E1, kw >> 1), acc);
+            V0 = V2;
+        }
+        if (g->OW - ow >= 8) _mm256_storeu_ps(yr + ow, acc);
+        else {
+            float t[8];
+            _mm256_storeu_ps(t, acc);
+            memcpy(yr + ow, t, sizeof(float) * (size_t)(g->OW - ow));
+        }
+    }
+}
+
+/* A plane of ROW's output rows (max_row512 or max_row256): each output row's window rows
+ * inside x, and the rows of the output row RX_POOL_AHEAD bytes of x on prefetched
+ * (pool_cols512's distance; past the plane's end the next plane's); the common windows
+ * with their stride, width and (full) row count constant: unrolled. */
+#define PZ_MAX_PLANE(NAME, FN, ROW, PAIR, PAIR_FN)                                                            \
+    FN static void NAME(const rx_rt_win *g, const float *xp, float *y, int64_t OH)               \
+    {                                                                                            \
+        const float *r[RX_POOL_ROWS + 2];                                                        \
+        int64_t W = g->W, ahead = g->sh < 2 ? g->sh : 2;                                         \
+        uintptr_t far = (uintptr_t)(RX_POOL_AHEAD / (W * (int64_t)sizeof(float)) + 1) *          \
+                        (uintptr_t)W * sizeof(float);                                            \
+        for (int64_t oh = 0; oh < OH; oh++) {                                                    \
+            int64_t rows = 0;                                                                    \
+            for (int64_t kh = 0; kh < g->KH; kh++) {                                             \
+                int64_t ih = oh * g->sh - g->pt + kh;                                            \
+                if (ih >= 0 && ih < g->H) r[rows++] = xp + ih * W;                               \
+            }                                                                                    \
+            for (int64_t j = 1; rows && j <= ahead; j++)                                         \
+                for (int64_t w = 0; w < W; w += 16)                                              \
+                    _mm_prefetch((const char *)((uintptr_t)(r[rows - 1] + w) + far +             \
+                                                (uintptr_t)(j * W) * sizeof(float)),             \
+                                 _MM_HINT_T0);                                                   \
+            float *yr = y + oh * g->OW;                                                          \
+            int64_t s = g->sw, KW = g->KW;                                                       \
+            /* this window and the next whole: the pair (its rows from r[0], sh + kh) */         \
+            bool pair = PAIR && rows == g->KH && g->KH <= 5 && oh + 1 < OH &&                    \
+                        (r[0] - xp) + (g->sh + g->KH - 1) * W < g->H * W;                        \
+            for (int64_t j = 0; pair && j < g->sh; j++) r[rows + j] = r[rows - 1] + (j + 1) * W; \
+            if (pair && PAIR_FN(g, r, yr, yr + g->OW)) {                                         \
+                oh++;                                                                            \
+                continue;                                                                        \
+            }                                                                                    \
+            if (rows == 3 && s == 2 && KW == 3) ROW(g, r, 3, yr, 2, 3);                          \
+            else if (rows == 2 && s == 2 && KW == 2) ROW(g, r, 2, yr, 2, 2);                     \
+            else if (rows == 5 && s == 1 && KW == 5) ROW(g, r, 5, yr, 1, 5);                     \
+            else if (rows == 3 && s == 1 && KW == 3) ROW(g, r, 3, yr, 1, 3);                     \
+            else if (s == 1) ROW(g, r, rows, yr, 1, KW);                                         \
+            else ROW(g, r, rows, yr, 2, KW);                                                     \
+        }                                                                                        \
+    }
+PZ_MAX_PLANE(max_plane512, PZ_FN, max_row512, 1, max_pair512_any)
+PZ_MAX_PLANE(max_plane256, PZ2_FN, max_row256, 0, max_pair512_any)
+
 /* plane_mean of the 4 planes at x, n floats apart, into m[0..3]: lane j of plane k's
  * vector is plane_mean's s[j] (the same additions in the same order), and the 4 planes'
  * chains are independent: one plane's 16 lanes are one chain of dependent adds (3
@@ -287,6 +564,21 @@ static void pool_job(void *ud, int t, int n)
         for (; pl < p1; pl++) p->y[pl] = plane_mean(p->x + pl * hw, hw);
         return;
     }
+    /* fused: max_plane512 (wide) or max_plane256 (AVX2, windows of at most 8 columns) */
+    int kind = rx_rt_conv_tile_kind();
+    bool fused = PZ_HAVE && p->is_max && p->dh == 1 && p->dw == 1 && (p->sw == 1 || p->sw == 2) &&
+                 p->kh <= RX_POOL_ROWS && p->W < ((int64_t)1 << 30) && /* cols8's int lanes */
+                 (kind == RX_CONV_TILE_AVX512 ? p->kw <= 16 : kind == RX_CONV_TILE_AVX2 && p->kw <= 8);
+#if PZ_HAVE
+    for (int64_t pl = p0; fused && pl < p1; pl++) {
+        const float *xp = p->x + pl * p->H * p->W;
+        if (kind == RX_CONV_TILE_AVX512) max_plane512(&g, xp, p->y + pl * p->OH * p->OW, p->OH);
+        else max_plane256(&g, xp, p->y + pl * p->OH * p->OW, p->OH);
+    }
+    if (fused) return;
+#else
+    (void)fused, (void)kind;
+#endif
     /* col: one input row's column reductions (wide: padded, two of them, pool_cols512) */
     bool wide =
         PZ_HAVE && p->kh <= RX_POOL_ROWS && rx_rt_conv_tile_kind() == RX_CONV_TILE_AVX512;

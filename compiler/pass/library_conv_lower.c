@@ -38,7 +38,13 @@
  * the avg pool of H / OH by W / OW, stride the same, no padding (its windows are the
  * adaptive ones exactly); an output of 1 x 1 on any H, W (DenseNet's head on a dynamic
  * map) is the global average, pool size and strides 0 in the params. Other adaptive
- * poolings stay generated.
+ * poolings stay generated. An avg pool without ceil_mode that counts its padding or has
+ * none, over a constant-0 nn.pad of H and W only (PyTorch exports AvgPool2d(3, 2, 1) as
+ * Pad + an unpadded AveragePool: ResNeSt's, Inception's 3x3/1 pools), reads the pad's
+ * operand with the pad's amounts added to its padding, counted (count_include_pad):
+ * every window keeps its K taps, the padded ones adding the 0 the pad wrote (rt.pool2d's
+ * avg fill is 0), in the same order: bit-identical, and the pad's kernel (a select per
+ * element over the padded map) goes (dce_post drops its unused binding).
  * The rnn form (rx_lib_rnn_call, called by legalize at every opt level): nn.rnn becomes
  * call_dps_library("rt.rnn", its 7 operands, params (mode, direction,
  * linear_before_reset)).
@@ -351,6 +357,26 @@ static bool adaptive_as_pool(const rx_node *call, int64_t k[2], int64_t st[2])
            gw == 1;
 }
 
+/* When x is bound (in the block being lowered) to a constant-0 nn.pad of its last two
+ * axes only, that pad's operand, its amounts added to p's padding (top, left, bottom,
+ * right at p[4 .. 8)); else x. */
+static rx_node *zero_pad_source(rx_ll_ctx *c, rx_node *x, int64_t *p)
+{
+    rx_node *d = x->kind == RX_N_VAR ? rx_ll_def_of(c, x) : NULL;
+    int64_t pw[8];
+    int n;
+    if (!d || !rx_ll_is_op(d, "nn.pad") || d->nargs != 1 || !rx_ll_f32_tensor(d->args[0]->sinfo, 4) ||
+        !attr_is(d, "pad_mode", "constant") || !conv_ints(d, "pad_width", pw, 8, &n) || n != 8)
+        return x;
+    const rx_attr *v = rx_call_attr(d, "pad_value");
+    if (!v || v->kind != RX_A_FLOAT || v->u.f != 0.0 || pw[0] || pw[1] || pw[2] || pw[3])
+        return x;
+    for (int i = 4; i < 8; i++)
+        if (pw[i] < 0) return x;
+    p[4] += pw[4], p[5] += pw[6], p[6] += pw[5], p[7] += pw[7];
+    return d->args[0];
+}
+
 bool rx_ll_try_pool(rx_ll_ctx *c, rx_binding *bd)
 {
     rx_node *call = bd->value;
@@ -374,6 +400,11 @@ bool rx_ll_try_pool(rx_ll_ctx *c, rx_binding *bd)
     }
     for (int i = 0; i < 4; i++) p[4 + i] = np == 1 ? pd[0] : np == 2 ? pd[i % 2] : pd[i];
     p[10] = ceil_mode, p[11] = is_max, p[12] = cip;
+    rx_node *x = call->args[0];
+    /* an unpadded pool's windows are whole: count_include_pad does not matter */
+    if (!is_max && !adaptive && !ceil_mode && (cip || !(p[4] || p[5] || p[6] || p[7])) &&
+        (x = zero_pad_source(c, x, p)) != call->args[0])
+        p[12] = 1;
     if (!(c->o && c->o->mode == RX_LIB_ALL)) {
         double volume = (double)p[0] * (double)p[1];
         for (int d = 0; d < 2 && p[0] == 0; d++) { /* the global average: the plane's taps */
@@ -389,7 +420,7 @@ bool rx_ll_try_pool(rx_ll_ctx *c, rx_binding *bd)
         int64_t threshold = c->o && c->o->threshold > 0 ? c->o->threshold : RX_LIB_THRESHOLD_DEFAULT;
         if (volume < (double)threshold) return false;
     }
-    rx_node *args[2] = {call->args[0], int_params(c->m, p, POOL_NPARAMS)};
+    rx_node *args[2] = {x, int_params(c->m, p, POOL_NPARAMS)};
     rx_ll_put_lib(c, bd, "rt.pool2d", args, 2);
     return true;
 }

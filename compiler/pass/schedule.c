@@ -57,8 +57,10 @@
  * (rx_pass_schedule_matvec: schedule_matvec.c), which `--disable-pass schedule_matvec`
  * turns off. The pass (rx_pass_schedule_cpu) first reads loads through a reshape's
  * (x // w, x % w) index pairs flat (schedule_flat.c) and turns nests whose math does not
- * change along an outer loop so that loop is innermost (schedule_hoist.c), then fuses
- * runs of row nests per row
+ * change along an outer loop so that loop is innermost (schedule_hoist.c), unrolls
+ * reductions of a few literal steps into elementwise nests and merges a reduction's
+ * trailing reduce loops that walk the trailing axes of the buffers they read
+ * (schedule_reduce.c: a global pooling's h and w), then fuses runs of row nests per row
  * (schedule_rows.c: rms_norm, layer_norm, softmax; one parallel loop over the rows,
  * reductions over vector lanes), rebuilds nests whose index math divides their flat
  * index by symbolic sizes as row loops (schedule_radix.c), tiles reduction nests
@@ -474,7 +476,7 @@ bool rx_pass_schedule_cpu(rx_module *m, rx_diags *d)
 {
     (void)d;
     return rx_schedule_flat(m, NULL) && rx_schedule_interchange(m, NULL) &&
-           rx_schedule_rows(m, NULL, NULL) && rx_schedule_radix(m, NULL) && rx_schedule_tile(m, NULL) &&
+           rx_schedule_reduce(m, NULL) && rx_schedule_rows(m, NULL, NULL) && rx_schedule_radix(m, NULL) && rx_schedule_tile(m, NULL) &&
            rx_schedule_concat(m, NULL) && rx_schedule_copy(m, NULL) && rx_schedule_coalesce(m, NULL) &&
            rx_schedule_cpu(m, NULL, NULL) &&
            rx_schedule_hoist(m, NULL);

@@ -56,6 +56,12 @@ rx_stmt *rx_schedule_radix_nest(rx_module *m, rx_stmt *s);
  * (schedule_flat.c's essay); *nmerged (may be NULL) gets how many pairs. Never fails. */
 bool rx_schedule_flat(rx_module *m, int *nmerged);
 
+/* Reductions of a few literal steps unrolled into elementwise nests, else their trailing
+ * reduce loops merged into one where they walk the trailing axes of every buffer they
+ * index (schedule_reduce.c's essay: a global pooling's h and w); *nmerged (may be NULL)
+ * gets how many nests changed. Never fails. */
+bool rx_schedule_reduce(rx_module *m, int *nmerged);
+
 /* Perfect spatial nests whose math does not change along an outer loop that their
  * loads read contiguously: that loop moved innermost (schedule_hoist.c's essay,
  * "Interchange"); *nswapped (may be NULL) gets how many nests. Never fails. */

@@ -12,7 +12,10 @@
  * static volume (generated; --lib all takes it), --lib-disable conv2d, the OpenCL
  * registry. The pool rule: nn.max_pool2d / nn.avg_pool2d become rt.pool2d with their
  * params (pool size, strides, padding, dilation, ceil_mode, max, count_include_pad);
- * a small one stays generated, --lib-disable pool2d keeps them. (Other layouts are
+ * a small one stays generated, --lib-disable pool2d keeps them; an avg pool that counts
+ * its padding (or has none) over a constant-0 nn.pad of H, W reads the pad's operand with
+ * the amounts added to its padding, not a max pool, an uncounted padding or a pad of 1.0
+ * (the numbers: ResNeSt in onnx_torch_zoo3 against PyTorch). (Other layouts are
  * refused by deduction, so the rules' layout checks have no test module.)
  */
 #include "pass_test.h"
@@ -372,11 +375,31 @@ START_TEST(pools)
         POOL("a7", "nn.adaptive_avg_pool2d", "x", "\"output_size\": [7, 8]") ","
         POOL("a5", "nn.adaptive_avg_pool2d", "x", "\"output_size\": [5, 5]") ","
         POOL("gs", "nn.adaptive_avg_pool2d", "d", "\"output_size\": [1, 1]") ","
-        POOL("ds", "nn.adaptive_avg_pool2d", "d", "\"output_size\": [2, 2]"),
+        POOL("ds", "nn.adaptive_avg_pool2d", "d", "\"output_size\": [2, 2]") ","
+        POOL("pd", "nn.pad", "x", "\"pad_width\": [0, 0, 0, 0, 1, 2, 1, 1], \"pad_value\": 0.0") ","
+        POOL("p1", "nn.pad", "x", "\"pad_width\": [0, 0, 0, 0, 1, 1, 1, 1], \"pad_value\": 1.0") ","
+        POOL("ap", "nn.avg_pool2d", "pd", "\"pool_size\": [3, 3], \"strides\": [2, 2], "
+                                          "\"padding\": [1, 0, 0, 0], \"count_include_pad\": true") ","
+        POOL("ax", "nn.avg_pool2d", "pd", "\"pool_size\": [3, 3], \"strides\": [2, 2]") ","
+        POOL("an", "nn.avg_pool2d", "pd", "\"pool_size\": [3, 3], \"strides\": [2, 2], \"padding\": [1, 1]") ","
+        POOL("mp", "nn.max_pool2d", "pd", "\"pool_size\": [3, 3], \"strides\": [2, 2]") ","
+        POOL("a1", "nn.avg_pool2d", "p1", "\"pool_size\": [3, 3], \"strides\": [2, 2], "
+                                          "\"count_include_pad\": true"),
         "mx");
     int n;
     rx_module *m = lower(mod, NULL, &n);
-    ck_assert_int_eq(n, 5);
+    ck_assert_int_eq(n, 10);
+    /* an avg pool counting its padding (or unpadded) over a zero pad of H, W: x read, the
+       pad's amounts (top 1, bottom 2, left 1, right 1) added to its own padding (ap: top
+       1), counted; not with uncounted padding (an), for a max pool (mp) or over a pad of
+       1.0 (a1) */
+    static const struct { const char *name, *x; int64_t p[13]; } padded[] = {
+        {"ap", "x", {3, 3, 2, 2, 2, 1, 2, 1, 1, 1, 0, 0, 1}},
+        {"ax", "x", {3, 3, 2, 2, 1, 1, 2, 1, 1, 1, 0, 0, 1}},
+        {"an", "pd", {3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0}},
+        {"mp", "pd", {3, 3, 2, 2, 0, 0, 0, 0, 1, 1, 0, 1, 0}},
+        {"a1", "p1", {3, 3, 2, 2, 0, 0, 0, 0, 1, 1, 0, 0, 1}}};
+    for (int i = 0; i < 5; i++) assert_pool(m, padded[i].name, padded[i].x, padded[i].p);
     /* adaptive average pooling with equal windows: an avg pool of H / OH, W / OW */
     static const int64_t p_ga[13] = {56, 56, 56, 56, 0, 0, 0, 0, 1, 1, 0, 0, 0};
     assert_pool(m, "ga", "x", p_ga);
