@@ -82,8 +82,9 @@
  *     is packed), no packed pair (MobileNetV3's 1x1 layers 0.72-0.95x the time at 2
  *     threads). Those rows are a plane apart, streams the hardware prefetcher does not
  *     follow: the next pair's are prefetched before a pair's tiles run. KxK layers outside the wide
- *     cut run library_conv_bx.c's tiles there instead (ig->bx; $RX_CONV_BX=0: the 12 x 32
- *     tile's way): P pixels of one output row by 32 output channels, the inputs
+ *     cut, of whole 16-channel vectors (Og % 16 == 0) and at most 128 channels a group
+ *     at stride 1, run library_conv_bx.c's tiles there instead (ig->bx; $RX_CONV_BX=0:
+ *     the 12 x 32 tile's way): P pixels of one output row by 32 output channels, the inputs
  *     broadcast from xt in place, the weights packed once a call in 32-channel chunks
  *     (the preparation units): no B panel (its packing was 10-20% of a 3x3 layer, perf,
  *     one thread). Tasks: (image, group, a chunk of output rows, 32-channel chunks when
@@ -843,7 +844,9 @@ static int32_t conv_igemm(conv *c)
     ig.wide = c->groups == 1 && panels <= IG_WIDE_PANELS && c->Og >= 4 * RX_GEMM_MR &&
               c->Og * c->Kc >= IG_WIDE_W && ig.nkb * panels * ig.pstride <= IG_WIDE_B &&
               c->N * ig.nkb * panels * ig.pstride <= 4 * IG_WIDE_B;
-    ig.bx = ig.tile == RX_CONV_TILE_AVX512 && !ig.wide && c->KH * c->KW > 1 && rx_rt_conv_bx_ok();
+    /* bx (the essay): whole 16-channel vectors; stride 1 at most 128 channels a group */
+    ig.bx = ig.tile == RX_CONV_TILE_AVX512 && !ig.wide && c->KH * c->KW > 1 && c->Og % 16 == 0 &&
+            (c->Og <= 128 || c->sh * c->sw > 1) && rx_rt_conv_bx_ok();
     if (ig.bx) ig.wstride = (c->Og + 31) / 32 * 32 * c->Kc; /* a group's chunks */
     size_t wfl = ig.bx ? (size_t)(c->groups * ig.wstride)
                  : ig.wide || ig.tile == RX_CONV_TILE_AVX512 ? 0

@@ -62,15 +62,6 @@ bool rx_rt_conv_bx_ok(void)
     return bx_on;
 }
 
-void rx_rt_conv_bx_pack(float *dst, const float *w, int64_t Kc, int64_t rows, int64_t width)
-{
-    for (int64_t p0 = 0; p0 < Kc; p0 += 16) { /* 16 indices of every row: lines reused */
-        int64_t p1 = p0 + 16 < Kc ? p0 + 16 : Kc;
-        for (int64_t j = 0; j < width; j++)
-            for (int64_t p = p0; p < p1; p++) dst[p * width + j] = j < rows ? w[j * Kc + p] : 0.0f;
-    }
-}
-
 #if BX_X86
 #define BX_FN __attribute__((target("avx512f,avx512dq,avx2,fma")))
 #define BX_INLINE static inline __attribute__((always_inline, target("avx512f,avx512dq,avx2,fma")))
@@ -210,7 +201,37 @@ BX_FN static void bx_out(const float *t, int P, int64_t nch, float *y, int64_t l
         }
     }
 }
+/* The weights' 16 x 16 blocks transposed in registers (bx_transpose): row j's
+ * indices [p0, p0 + 16) become 16 steps' floats j. */
+BX_FN static void bx_pack512(float *dst, const float *w, int64_t Kc, int64_t rows, int64_t width)
+{
+    for (int64_t j0 = 0; j0 < width; j0 += 16)
+        for (int64_t p0 = 0; p0 < Kc; p0 += 16) {
+            int64_t np = Kc - p0 < 16 ? Kc - p0 : 16;
+            __mmask16 m = (__mmask16)((1u << np) - 1);
+            __m512 r[16];
+            for (int i = 0; i < 16; i++)
+                r[i] = j0 + i < rows ? _mm512_maskz_loadu_ps(m, w + (j0 + i) * Kc + p0)
+                                     : _mm512_setzero_ps();
+            bx_transpose(r);
+            for (int64_t c = 0; c < np; c++) _mm512_storeu_ps(dst + (p0 + c) * width + j0, r[c]);
+        }
+}
 #endif
+
+void rx_rt_conv_bx_pack(float *dst, const float *w, int64_t Kc, int64_t rows, int64_t width)
+{
+#if BX_X86
+    if (rx_rt_conv_bx_ok()) {
+        bx_pack512(dst, w, Kc, rows, width);
+        return;
+    }
+#endif
+    for (int64_t p = 0; p < Kc; p++, dst += width) {
+        for (int64_t j = 0; j < rows; j++) dst[j] = w[j * Kc + p];
+        for (int64_t j = rows; j < width; j++) dst[j] = 0.0f;
+    }
+}
 
 void rx_rt_conv_bx_rows(const rx_rt_conv_bx *a, int64_t oh0, int64_t oh1, int64_t c0, int64_t c1)
 {

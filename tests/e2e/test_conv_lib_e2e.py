@@ -147,12 +147,15 @@ CASES = [
     ("stem_s2_hswish", 3, 33, 31, (16, 3, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 1, "1o11", False, "hardswish"),
     ("pw_res_hswish", 16, 9, 9, (20, 16, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1, None, True, "hardswish"),
     ("wide_k3_silu", 128, 5, 7, (64, 128, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "o11", False, "silu"),
-    # library_conv_bx.c's tiles (KxK on AVX-512: pixels of one output row by 32 output
-    # channels): 40 channels (a 32-channel chunk, then an 8-channel one) on 25-pixel rows
-    # (tiles of 9, 8, 8) at stride 2 with a residual and SiLU; 72 channels (32, 32, 8) by
-    # a 5x5 over 16 channels (400 indices: 2 reduction blocks) on 29-pixel rows with ReLU6
-    ("bx_o40_w25_s2_silu", 20, 11, 50, (40, 20, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 1, "o11", True, "silu"),
-    ("bx_o72_k5_relu6", 16, 9, 29, (72, 16, 5, 5), [1, 1], [2, 2, 2, 2], [1, 1], 1, "1o11", False, (0.0, 6.0)),
+    # library_conv_bx.c's tiles (KxK on AVX-512, whole 16-channel vectors: pixels of one
+    # output row by 32 output channels): 48 channels (a 32-channel chunk, then a 16-channel
+    # one) on 25-pixel rows (tiles of 9, 8, 8) at stride 2 with a residual and SiLU; 80
+    # channels (32, 32, 16) by a 5x5 over 16 channels (400 indices: 2 reduction blocks)
+    # on 29-pixel rows with ReLU6; 144 channels at stride 2 (above 128 a group: stride 1
+    # keeps the 12 x 32 tile) in 2 groups of 72 -> 144 with a residual
+    ("bx_o48_w25_s2_silu", 20, 11, 50, (48, 20, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 1, "o11", True, "silu"),
+    ("bx_o80_k5_relu6", 16, 9, 29, (80, 16, 5, 5), [1, 1], [2, 2, 2, 2], [1, 1], 1, "1o11", False, (0.0, 6.0)),
+    ("bx_g2_o288_s2_res", 16, 7, 15, (288, 8, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 2, "o11", True, True),
 ]
 
 # name, op, C, H, W, pool_size, strides, padding, dilation, ceil_mode, count_include_pad
