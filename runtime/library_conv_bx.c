@@ -8,7 +8,8 @@
  *
  *   rx_rt_conv_bx_pack(dst, w, Kc, rows, width)
  *     dst[p * width + j] = w[j * Kc + p] for p < Kc, j < rows, 0 for rows <= j < width
- *     (width 16 or 32): a chunk of output channels, reduction index major.
+ *     (width 16 or 32): a chunk of output channels, reduction index major (16 x 16
+ *     blocks transposed in registers on AVX-512, a scalar loop elsewhere).
  *   rx_rt_conv_bx_rows(a, oh0, oh1, c0, c1)
  *     output rows [oh0, oh1) of one image and group, its output channels [c0, c1)
  *     (c0 a multiple of 32), every pixel of those rows; a->w the group's chunks packed as
@@ -22,15 +23,18 @@
  * offsets), and no virtual pixel is computed. The 2 x P accumulators (24 at most) hold
  * pixel-major sums; the reduction runs in library_conv.c's blocks (kcb indices), each from
  * +0, one FMA per index ascending, a block's sum added to the previous blocks' (acc +
- * prev) in a stack tile, then + bias, transposed to channel rows by gathers, + residual,
- * act, and stored with the row's mask: the same operations in the same order as the
+ * prev) in a stack tile, then + bias, transposed to channel rows in registers (16 x 16
+ * blocks), + residual, act, and stored with the row's mask: the same operations in the same order as the
  * 12 x 32 tile, so the results are bit-identical to it and to the AVX2 and portable ways.
  *
  * On AVX-512 F + DQ only (rx_rt_conv_tile_kind() == RX_CONV_TILE_AVX512, which
  * $RX_CONV_KERNEL=avx2 / portable lowers); rx_rt_conv_bx_ok() says whether this build
- * has it. Cost: Kc x 32 floats of weights a chunk read per tile (from L2: a single
- * stream), P + 2 loads and 2 P FMAs a step, 32 gathers a tile (under 2% of a 3x3 tile
- * of Kc 576).
+ * has it ($RX_CONV_BX=0 turns it off: the tests' way to run the 12 x 32 tile on KxK).
+ * Cost: Kc x 32 floats of weights a chunk read per tile (from L2: a single stream),
+ * P + 3 loads and 2 P FMAs a step, two 16 x 16 transposes and nch masked row stores a
+ * tile (the stores' misses are most of bx_out, 3-8% of a layer: unmasked stores and
+ * prefetching y's lines changed nothing). library_conv.c takes it where it wins (its
+ * essay: whole 16-channel vectors, at most 128 channels a group at stride 1).
  */
 #include "rt_int.h"
 
