@@ -45,15 +45,10 @@
  *     each task's block while it is in cache. The weight packing units come first
  *     from one atomic counter; an image's phase planes are built (a channel a unit, by
  *     every thread that needs them) just before that image's first task, so at batch > 1
- *     they are still in L2 when read (the probe CNN at 8x3x112x112, 2 threads, load
- *     2.6: 0.95-0.97x the time of building every image's first; batch 1 unchanged); the
- *     tasks (image, group, at most IG_PANELS = 4 panels or fewer for IG_TASKS a thread,
- *     and output-channel ranges when the pixels give fewer than IG_MTASKS = 4 a thread:
- *     each range packs its pixels' B panels again; at IG_TASKS, 16, DenseNet's 3x3
- *     128 -> 32 on 28x28 packed each twice into 18- and 14-row ranges; Zen 5, 2 threads,
- *     min of 3 x 100, same run, load 11-14: it 0.91x the time, on 14x14 0.88x, 160 -> 160
- *     on 7x7 0.74x, 128 -> 128 on 28x28 0.95x, bit-identical) are cut into one contiguous lane a
- *     thread, each taking its own lane's from the front and, when done, the others' from
+ *     they are still in L2 when read; the tasks (image, group, at most IG_PANELS = 4
+ *     panels or fewer for IG_TASKS a thread, and output-channel ranges when the pixels
+ *     give fewer than IG_MTASKS = 4 a thread: each range packs its pixels' B panels
+ *     again) are cut into one contiguous lane a thread, each taking its own lane's from the front and, when done, the others' from
  *     their ends (lane_take): a thread works on a contiguous part of y, and no barrier
  *     waits for a thread the OS has not run yet. Tasks dealt round-robin from one
  *     counter made 2 threads no faster than one on the 1x1 and stem layers (the threads
