@@ -76,9 +76,10 @@
  *     or its stride phase, a fixed stride bld apart; a partial pair at the plane's end
  *     is packed), no packed pair (MobileNetV3's 1x1 layers 0.72-0.95x the time at 2
  *     threads). Those rows are a plane apart, streams the hardware prefetcher does not
- *     follow: the next pair's are prefetched before a pair's tiles run. KxK layers outside the wide
- *     cut, of whole 16-channel vectors (Og % 16 == 0) and at most 128 channels a group
- *     at stride 1, run library_conv_bx.c's tiles there instead (ig->bx; $RX_CONV_BX=0:
+ *     follow: the next pair's are prefetched before a pair's tiles run. KxK layers (and 1x1 ones
+ *     reducing 3x their channels or more) outside the wide cut, of whole 16-channel
+ *     vectors (Og % 16 == 0) and at most 128 channels a group at stride 1, run
+ *     library_conv_bx.c's tiles there instead (ig->bx; $RX_CONV_BX=0:
  *     the 12 x 32 tile's way): P pixels of one output row by 32 output channels, the inputs
  *     broadcast from xt in place, the weights packed once a call in 32-channel chunks
  *     (the preparation units): no B panel (its packing was 10-20% of a 3x3 layer, perf,
@@ -839,9 +840,10 @@ static int32_t conv_igemm(conv *c)
     ig.wide = c->groups == 1 && panels <= IG_WIDE_PANELS && c->Og >= 4 * RX_GEMM_MR &&
               c->Og * c->Kc >= IG_WIDE_W && ig.nkb * panels * ig.pstride <= IG_WIDE_B &&
               c->N * ig.nkb * panels * ig.pstride <= 4 * IG_WIDE_B;
-    /* bx (the essay): whole 16-channel vectors; stride 1 at most 128 channels a group */
-    ig.bx = ig.tile == RX_CONV_TILE_AVX512 && !ig.wide && c->KH * c->KW > 1 && c->Og % 16 == 0 &&
-            (c->Og <= 128 || c->sh * c->sw > 1) && rx_rt_conv_bx_ok();
+    /* bx (the essay): KxK, or 1x1 reducing 3x the channels or more; whole 16-channel
+     * vectors; stride 1 at most 128 channels a group */
+    ig.bx = ig.tile == RX_CONV_TILE_AVX512 && !ig.wide && (c->KH * c->KW > 1 || c->Kc >= 3 * c->Og) &&
+            c->Og % 16 == 0 && (c->Og <= 128 || c->sh * c->sw > 1) && rx_rt_conv_bx_ok();
     if (ig.bx) ig.wstride = (c->Og + 31) / 32 * 32 * c->Kc; /* a group's chunks */
     size_t wfl = ig.bx ? (size_t)(c->groups * ig.wstride)
                  : ig.wide || ig.tile == RX_CONV_TILE_AVX512 ? 0
@@ -871,7 +873,7 @@ static int32_t conv_igemm(conv *c)
     }
     /* 1x1 on the AVX-512 tile: tap k's row of xt is channel k's (virtual pixels are
      * real ones, Wq = OW), a fixed stride apart (a plane, or a channel's phases) */
-    ig.inplace = c->KH == 1 && c->KW == 1 && !ig.wide && ig.tile == RX_CONV_TILE_AVX512;
+    ig.inplace = c->KH == 1 && c->KW == 1 && !ig.wide && !ig.bx && ig.tile == RX_CONV_TILE_AVX512;
     ig.bld = c->Kc > 1 ? ig.off[1] - ig.off[0] : 0;
     _Atomic uint64_t lanes[RX_RT_MAX_THREADS];
     for (int i = 0; i < RX_RT_MAX_THREADS; i++) atomic_init(&lanes[i], 0);

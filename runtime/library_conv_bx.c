@@ -1,5 +1,5 @@
 /*
- * library_conv_bx.c — blas.conv2d's KxK implicit GEMM on AVX-512 with the roles of the
+ * library_conv_bx.c — blas.conv2d's implicit GEMM on AVX-512 with the roles of the
  * operands swapped: the register tile is P output pixels of one output row by 32 output
  * channels, each step broadcasts P input values straight from library_conv.c's phase
  * planes and multiplies them by two vectors of weights packed once a call. Nothing is
@@ -34,7 +34,8 @@
  * P + 3 loads and 2 P FMAs a step, two 16 x 16 transposes and nch masked row stores a
  * tile (the stores' misses are most of bx_out, 3-8% of a layer: unmasked stores and
  * prefetching y's lines changed nothing). library_conv.c takes it where it wins (its
- * essay: whole 16-channel vectors, at most 128 channels a group at stride 1).
+ * essay: KxK, or 1x1 reducing 3x the channels or more; whole 16-channel vectors, at
+ * most 128 channels a group at stride 1).
  */
 #include "rt_int.h"
 

@@ -401,7 +401,7 @@ void rx_rt_conv_tile(int64_t kc, const float *a, const float *b, float *y, int64
  * the nr floats at src + off[p] + rv[0] read (runs 1), the rest zero. */
 void rx_rt_conv_pack512(const float *src, const int64_t *off, int64_t kc, const int64_t *rj,
                         const int64_t *rv, int64_t runs, int64_t nr, bool exact, float *dst);
-/* blas.conv2d's KxK implicit GEMM with pixels broadcast from the phase planes and the
+/* blas.conv2d's implicit GEMM with pixels broadcast from the phase planes and the
  * weights packed once a call (library_conv_bx.c, AVX-512 only: rx_rt_conv_bx_ok()). One
  * image and group: */
 typedef struct rx_rt_conv_bx {
