@@ -78,7 +78,8 @@
  *     threads). Those rows are a plane apart, streams the hardware prefetcher does not
  *     follow: the next pair's are prefetched before a pair's tiles run. KxK layers (and 1x1 ones
  *     reducing 3x their channels or more) outside the wide cut, of whole 16-channel
- *     vectors (Og % 16 == 0) and at most 128 channels a group at stride 1, run
+ *     vectors (Og % 16 == 0), at most 128 channels a group at stride 1, 16+ pixels
+ *     and 32+ taps, run
  *     library_conv_bx.c's tiles there instead (ig->bx; $RX_CONV_BX=0:
  *     the 12 x 32 tile's way): P pixels of one output row by 32 output channels, the inputs
  *     broadcast from xt in place, the weights packed once a call in 32-channel chunks
@@ -840,10 +841,10 @@ static int32_t conv_igemm(conv *c)
     ig.wide = c->groups == 1 && panels <= IG_WIDE_PANELS && c->Og >= 4 * RX_GEMM_MR &&
               c->Og * c->Kc >= IG_WIDE_W && ig.nkb * panels * ig.pstride <= IG_WIDE_B &&
               c->N * ig.nkb * panels * ig.pstride <= 4 * IG_WIDE_B;
-    /* bx (the essay): KxK, or 1x1 reducing 3x the channels or more; whole 16-channel
-     * vectors; stride 1 at most 128 channels a group */
+    /* bx where it wins (the essay; its packing and transposes paid back) */
     ig.bx = ig.tile == RX_CONV_TILE_AVX512 && !ig.wide && (c->KH * c->KW > 1 || c->Kc >= 3 * c->Og) &&
-            c->Og % 16 == 0 && (c->Og <= 128 || c->sh * c->sw > 1) && rx_rt_conv_bx_ok();
+            c->Og % 16 == 0 && (c->Og <= 128 || c->sh * c->sw > 1) && c->OH * c->OW >= 16 &&
+            c->Kc >= 32 && rx_rt_conv_bx_ok();
     if (ig.bx) ig.wstride = (c->Og + 31) / 32 * 32 * c->Kc; /* a group's chunks */
     size_t wfl = ig.bx ? (size_t)(c->groups * ig.wstride)
                  : ig.wide || ig.tile == RX_CONV_TILE_AVX512 ? 0
