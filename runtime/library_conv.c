@@ -77,7 +77,7 @@
  *     is packed), no packed pair (MobileNetV3's 1x1 layers 0.72-0.95x the time at 2
  *     threads). Those rows are a plane apart, streams the hardware prefetcher does not
  *     follow: the next pair's are prefetched before a pair's tiles run. KxK layers (and 1x1 ones
- *     reducing 3x their channels or more) outside the wide cut, of whole 16-channel
+ *     reducing 3x their channels or more onto 32k) outside the wide cut, of whole 16-channel
  *     vectors (Og % 16 == 0), at most 128 channels a group at stride 1, 16+ pixels
  *     and 32+ taps, run
  *     library_conv_bx.c's tiles there instead (ig->bx; $RX_CONV_BX=0:
@@ -842,7 +842,7 @@ static int32_t conv_igemm(conv *c)
               c->Og * c->Kc >= IG_WIDE_W && ig.nkb * panels * ig.pstride <= IG_WIDE_B &&
               c->N * ig.nkb * panels * ig.pstride <= 4 * IG_WIDE_B;
     /* bx where it wins (the essay; its packing and transposes paid back) */
-    ig.bx = ig.tile == RX_CONV_TILE_AVX512 && !ig.wide && (c->KH * c->KW > 1 || c->Kc >= 3 * c->Og) &&
+    ig.bx = ig.tile == RX_CONV_TILE_AVX512 && !ig.wide && (c->KH * c->KW > 1 || (c->Kc >= 3 * c->Og && c->Og % 32 == 0)) &&
             c->Og % 16 == 0 && (c->Og <= 128 || c->sh * c->sw > 1) && c->OH * c->OW >= 16 &&
             c->Kc >= 32 && rx_rt_conv_bx_ok();
     if (ig.bx) ig.wstride = (c->Og + 31) / 32 * 32 * c->Kc; /* a group's chunks */

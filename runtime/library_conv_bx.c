@@ -34,7 +34,7 @@
  * P + 3 loads and 2 P FMAs a step, two 16 x 16 transposes and nch masked row stores a
  * tile (the stores' misses are most of bx_out, 3-8% of a layer: unmasked stores and
  * prefetching y's lines changed nothing). library_conv.c takes it where it wins (its
- * essay: KxK, or 1x1 reducing 3x the channels or more; whole 16-channel vectors, at
+ * essay: KxK, or 1x1 reducing 3x the channels or more onto 32k; 16-channel vectors, at
  * most 128 channels a group at stride 1).
  */
 #include "rt_int.h"

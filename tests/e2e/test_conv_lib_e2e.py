@@ -157,10 +157,10 @@ CASES = [
     ("bx_o80_k5_relu6", 16, 9, 29, (80, 16, 5, 5), [1, 1], [2, 2, 2, 2], [1, 1], 1, "1o11", False, (0.0, 6.0)),
     ("bx_g2_o288_s2_res", 16, 7, 15, (288, 8, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 2, "o11", True, True),
     # 1x1 ones reducing 3x their channels or more take those tiles too (x read in place,
-    # or its stride-2 phase): 96 -> 32 with a residual on 13-pixel rows, 2 groups of
-    # 64 -> 16 at stride 2 with hardswish
+    # or its stride-2 phase; whole 32-channel chunks): 96 -> 32 with a residual on
+    # 13-pixel rows, 2 groups of 96 -> 32 at stride 2 with hardswish
     ("bx_pw_k96_o32_res", 96, 6, 13, (32, 96, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1, "1o11", True, True),
-    ("bx_pw_g2_s2_hswish", 128, 9, 11, (32, 64, 1, 1), [2, 2], [0, 0, 0, 0], [1, 1], 2, "o11", False, "hardswish"),
+    ("bx_pw_g2_s2_hswish", 192, 9, 11, (64, 96, 1, 1), [2, 2], [0, 0, 0, 0], [1, 1], 2, "o11", False, "hardswish"),
 ]
 
 # name, op, C, H, W, pool_size, strides, padding, dilation, ceil_mode, count_include_pad
