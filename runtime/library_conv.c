@@ -45,21 +45,14 @@
  *     each task's block while it is in cache. The weight packing units come first
  *     from one atomic counter; an image's phase planes are built (a channel a unit, by
  *     every thread that needs them) just before that image's first task, so at batch > 1
- *     they are still in L2 when read (the probe CNN at 8x3x112x112, 2 threads, load
- *     2.6: 0.95-0.97x the time of building every image's first; batch 1 unchanged); the
- *     tasks (image, group, at most IG_PANELS = 4 panels or fewer for IG_TASKS a thread,
- *     and output-channel ranges when the pixels give fewer than IG_MTASKS = 4 a thread:
- *     each range packs its pixels' B panels again; at IG_TASKS, 16, DenseNet's 3x3
- *     128 -> 32 on 28x28 packed each twice into 18- and 14-row ranges; Zen 5, 2 threads,
- *     min of 3 x 100, same run, load 11-14: it 0.91x the time, on 14x14 0.88x, 160 -> 160
- *     on 7x7 0.74x, 128 -> 128 on 28x28 0.95x, bit-identical) are cut into one contiguous lane a
- *     thread, each taking its own lane's from the front and, when done, the others' from
+ *     they are still in L2 when read; the tasks (image, group, at most IG_PANELS = 4
+ *     panels or fewer for IG_TASKS a thread, and output-channel ranges when the pixels
+ *     give fewer than IG_MTASKS = 4 a thread: each range packs its pixels' B panels
+ *     again) are cut into one contiguous lane a thread, each taking its own lane's from the front and, when done, the others' from
  *     their ends (lane_take): a thread works on a contiguous part of y, and no barrier
  *     waits for a thread the OS has not run yet. Tasks dealt round-robin from one
  *     counter made 2 threads no faster than one on the 1x1 and stem layers (the threads
- *     interleaved every 64 pixels of every row of y). At 2 threads (load 7-10, same-run
- *     ratios to the im2col way): the probe CNN 1.2x before the lanes, 0.85-0.93x after;
- *     at batch 8 0.89-0.93x; MobileNet's block 1.18 -> 0.90-0.99x; ViT-S's patch conv 0.56x.
+ *     interleaved every 64 pixels of every row of y).
  *     On AVX2 + FMA CPUs the tiles are library_conv_kern.c's (rx_rt_conv_tile): the
  *     tile has the rows left (a 64-channel layer no longer computes 66) and the last
  *     reduction block applies the epilogue in registers before its only store (the
@@ -81,30 +74,19 @@
  *     16-column tiles; 1.36x on the whole MobileNetV2 at one thread). A 1x1 layer's
  *     tile reads B in place (ig->inplace: tap k's row is channel k's row of xt, x itself
  *     or its stride phase, a fixed stride bld apart; a partial pair at the plane's end
- *     is packed), no packed pair: the first try (a tile that spilled its row pointers) made
- *     MobileNetV2 1.27x slower (min of 12, one thread, load 12); with the tile's
- *     addressing of library_conv_kern.c, same build, packed against in place, layer
- *     minima (Zen 5, load 3-8): MobileNetV3's 1x1 layers 0.72-0.95 of the time at 2
- *     threads (the model's convolutions 0.96), ResNet-50's 0.94-0.98 where they reduce
- *     256 or 512 channels, 1.04 on 64 (its convolutions 0.995). Those rows are a plane
- *     apart, streams the hardware prefetcher does not follow: the next pair's are
- *     prefetched before a pair's tiles run (ResNet-50, one thread, same run beside ONNX
- *     Runtime, load 13: its 1x1 64 -> 64 layer 1.41 -> 1.21x ORT's time, 256 -> 64 and
- *     256 -> 128 1.29 -> 1.12x; the same prefetch in the packing of the 3x3 layers'
- *     panels changed nothing measurable and is not there). A KxK layer's B read in
- *     place the same way was slower and is not there: each 16-pixel panel as two masked
- *     loads split at its output row's end (OW >= 16), tap offsets from the table, made
- *     ResNet-50's 3x3 layers 1.04-1.05x the time of packed panels, its stride-2 3x3
- *     1.13-1.17x, MobileNetV3's KxK 1.01-1.04x (same build, one thread, load 14): the
- *     packed pair is read 6 to 11 times from L1 (once a row tile), in place every tile
- *     reloads lines split across rows and the mask registers spilled. ResNet-18 at
- *     1x3x224x224 (one thread, load 7): 0.54x the AVX2 tile's time, 1.19x ORT's.
- *     bench_cnn.py, one thread, batch 1, O2, medians of 4 rounds, load 8, relax / ORT
- *     (the main build's AVX2 kernels in brackets): ResNet-18 1.17 (2.08), VGG-11/2 1.07
- *     (1.87), MobileNetV2 0.93 (1.93), small CNN 1.23 (2.14). Against the im2col way
- *     below (one thread): 0.93-1.01x its time on the 3x3 and 1x1 layers of 28..56-pixel
- *     planes, 0.7x on the 4-group 3x3. Left to ONNX Runtime (Zen 5, perf, one thread):
- *     B's packing, 17% of a 3x3 layer of 32 output channels (DenseNet's), 12% at 64.
+ *     is packed), no packed pair (MobileNetV3's 1x1 layers 0.72-0.95x the time at 2
+ *     threads). Those rows are a plane apart, streams the hardware prefetcher does not
+ *     follow: the next pair's are prefetched before a pair's tiles run. KxK layers (and 1x1 ones
+ *     reducing 3x their channels or more onto 32k) outside the wide cut, of whole 16-channel
+ *     vectors (Og % 16 == 0), at most 128 channels a group at stride 1, 16+ pixels
+ *     and 32+ taps, run
+ *     library_conv_bx.c's tiles there instead (ig->bx; $RX_CONV_BX=0:
+ *     the 12 x 32 tile's way): P pixels of one output row by 32 output channels, the inputs
+ *     broadcast from xt in place, the weights packed once a call in 32-channel chunks
+ *     (the preparation units): no B panel (its packing was 10-20% of a 3x3 layer, perf,
+ *     one thread). Tasks: (image, group, a chunk of output rows, 32-channel chunks when
+ *     the rows give fewer than IG_MTASKS a thread). Bit-identical results; measurements
+ *     and the ways tried in docs/runtime.md.
  *   - with $RX_GEMM=blas, the non-depthwise ones as before the implicit GEMM: im2col — a
  *     panel col (Cg*KH*KW, rows*OW) of the input taps for a band of output rows, zero
  *     where the tap falls in the padding — then y_g[band] = w_g (Og, Cg*KH*KW) @ col
@@ -355,6 +337,7 @@ typedef struct igemm {
     int tile;                   /* RX_CONV_TILE_*: a tile with the epilogue in it, or kern */
     int64_t mt;                 /* rows a tile call takes: 12 (AVX-512 tile) or RX_GEMM_MR */
     bool wide;                  /* small planes: weights streamed once (ig_task_wide) */
+    bool bx;                    /* KxK on AVX-512: library_conv_bx.c's tiles (ig_task_bx) */
     float *bfull;               /* wide: B's panels, per image, block and panel */
     int64_t pstride;            /* wide: floats a panel of bfull (kcb + 1 rows of NR) */
     float *wp;                  /* w packed: block (g, b) at wp + (g * nkb + b) * wstride */
@@ -382,6 +365,16 @@ static void plan_tasks(igemm *ig, int nt)
     int64_t base = c->N * c->groups, want = (int64_t)IG_TASKS * nt;
     int64_t tiles = (c->Og + RX_GEMM_MR - 1) / RX_GEMM_MR;
     ig->panels = (c->OH * c->OW + RX_GEMM_NR - 1) / RX_GEMM_NR;
+    if (ig->bx) { /* chunks of output rows, then of 32 channels below IG_MTASKS a thread */
+        int64_t per = (want + base - 1) / base, chunks = (c->Og + 31) / 32;
+        ig->nchunk = per < c->OH ? per : c->OH;
+        int64_t m = ((int64_t)IG_MTASKS * nt + base * ig->nchunk - 1) / (base * ig->nchunk);
+        ig->mchunks = m < chunks ? m : chunks;
+        ig->mrows = (chunks + ig->mchunks - 1) / ig->mchunks * 32;
+        ig->mchunks = (c->Og + ig->mrows - 1) / ig->mrows;
+        ig->tasks = base * ig->nchunk * ig->mchunks;
+        return;
+    }
     if (ig->wide) { /* every panel a task; rows cut to give `want` tasks, at most WIDE_ROWS */
         int64_t per = (want + base - 1) / base, rows = (tiles + per - 1) / per * RX_GEMM_MR;
         ig->mrows = rows > IG_WIDE_ROWS ? IG_WIDE_ROWS : rows;
@@ -717,6 +710,22 @@ static void ig_panels(const igemm *ig, int64_t n)
     ig_wait(built, ig->panels);
 }
 
+/* Task k of a bx cut (plan_tasks: image, group, a chunk of output rows, of 32-channel
+ * chunks): library_conv_bx.c's tiles over those rows and channels. */
+static void ig_task_bx(const igemm *ig, int64_t k)
+{
+    const conv *c = ig->c;
+    int64_t plane = c->OH * c->OW, mc = k % ig->mchunks, pc = k / ig->mchunks % ig->nchunk;
+    int64_t g = k / ig->mchunks / ig->nchunk % c->groups, n = k / ig->mchunks / ig->nchunk / c->groups;
+    int64_t m0 = mc * ig->mrows, m1 = m0 + ig->mrows < c->Og ? m0 + ig->mrows : c->Og;
+    int64_t at = (n * c->O + g * c->Og) * plane;
+    rx_rt_conv_bx a = {ig->xt + n * ig->img + g * (ig->img / c->C * c->Cg), ig->off,
+                       ig->wp + g * ig->wstride, c->Kc, ig->kcb, ig->Wq, c->OW, plane, c->y + at,
+                       c->bias ? c->bias + g * c->Og : NULL, c->res ? c->res + at : NULL, c->act,
+                       c->lo, c->hi};
+    rx_rt_conv_bx_rows(&a, pc * c->OH / ig->nchunk, (pc + 1) * c->OH / ig->nchunk, m0, m1);
+}
+
 /* Task k after what it reads: its image's planes (ig_image; wide: and B's panels) and,
  * on the thread's first task, every packed weight block (nw units; after the image, so
  * that a thread builds planes while another still packs weights). pb: a B panel, or
@@ -731,7 +740,8 @@ static void ig_run(igemm *ig, int64_t k, int64_t nw, bool *weighed, float *pb)
         return;
     }
     if (!*weighed) ig_wait(&ig->c->prepped, nw), *weighed = true;
-    ig_task(ig, k, pb);
+    if (ig->bx) ig_task_bx(ig, k);
+    else ig_task(ig, k, pb);
 }
 
 static void igemm_job(void *ud, int t, int nt)
@@ -750,7 +760,8 @@ static void igemm_job(void *ud, int t, int nt)
      * interleaved the threads every 64 pixels, and 2 threads ran the 1x1 and stem layers
      * no faster than one), then the others' lanes from their ends. No barrier: a thread
      * the OS has not started yet (or preempted) leaves its share to the others. */
-    int64_t nw = ig->wide || ig->tile == RX_CONV_TILE_AVX512 ? 0 : c->groups * ig->nkb;
+    int64_t nw = ig->bx ? c->groups * ((c->Og + 31) / 32)
+                 : ig->wide || ig->tile == RX_CONV_TILE_AVX512 ? 0 : c->groups * ig->nkb;
     bool weighed = false;
     _Alignas(64) float pbuf[2 * IG_PB]; /* two B panels (AVX-512 tile), else one */
     float *pb = pbuf; /* wide: the task's weights (+ 8: pack_a's slack) */
@@ -759,10 +770,14 @@ static void igemm_job(void *ud, int t, int nt)
         return;
     }
     for (int64_t k; (k = atomic_fetch_add(&c->next, 1)) < nw;) {
-        int64_t g = k / ig->nkb, k0 = k % ig->nkb * ig->kcb;
-        int64_t kc = c->Kc - k0 < ig->kcb ? c->Kc - k0 : ig->kcb;
-        rx_rt_gemm_pack_a(ig->wp + k * ig->wstride, c->w + g * c->Og * c->Kc + k0, c->Kc, c->Og,
-                          kc);
+        int64_t g = k / ig->nkb, k0 = k % ig->nkb * ig->kcb, j = k % (nw / c->groups) * 32;
+        int64_t kc = c->Kc - k0 < ig->kcb ? c->Kc - k0 : ig->kcb, r = c->Og - j < 32 ? c->Og - j : 32;
+        if (ig->bx) /* bx: group k / chunks' 32-channel chunk j (its r rows) */
+            rx_rt_conv_bx_pack(ig->wp + k / (nw / c->groups) * ig->wstride + j * c->Kc,
+                               c->w + (k / (nw / c->groups) * c->Og + j) * c->Kc, c->Kc, r, r > 16 ? 32 : 16);
+        else
+            rx_rt_gemm_pack_a(ig->wp + k * ig->wstride, c->w + g * c->Og * c->Kc + k0, c->Kc, c->Og,
+                              kc);
         atomic_fetch_add_explicit(&c->prepped, 1, memory_order_release);
     }
     if (ig->tasks / nt >= INT32_MAX) { /* a lane's end is 31 bits (lane_take) */
@@ -826,7 +841,13 @@ static int32_t conv_igemm(conv *c)
     ig.wide = c->groups == 1 && panels <= IG_WIDE_PANELS && c->Og >= 4 * RX_GEMM_MR &&
               c->Og * c->Kc >= IG_WIDE_W && ig.nkb * panels * ig.pstride <= IG_WIDE_B &&
               c->N * ig.nkb * panels * ig.pstride <= 4 * IG_WIDE_B;
-    size_t wfl = ig.wide || ig.tile == RX_CONV_TILE_AVX512 ? 0
+    /* bx where it wins (the essay; its packing and transposes paid back) */
+    ig.bx = ig.tile == RX_CONV_TILE_AVX512 && !ig.wide && (c->KH * c->KW > 1 || (c->Kc >= 3 * c->Og && c->Og % 32 == 0)) &&
+            c->Og % 16 == 0 && (c->Og <= 128 || c->sh * c->sw > 1) && c->OH * c->OW >= 16 &&
+            c->Kc >= 32 && rx_rt_conv_bx_ok();
+    if (ig.bx) ig.wstride = (c->Og + 31) / 32 * 32 * c->Kc; /* a group's chunks */
+    size_t wfl = ig.bx ? (size_t)(c->groups * ig.wstride)
+                 : ig.wide || ig.tile == RX_CONV_TILE_AVX512 ? 0
                  : (size_t)(c->groups * ig.nkb * ig.wstride);
     /* + Wq + 64: the virtual columns of the last row read up to (KW - 1) * dw past it */
     size_t xfl = c->pointwise ? 0 : (size_t)(c->N * ig.img + ig.Wq + 64);
@@ -853,7 +874,7 @@ static int32_t conv_igemm(conv *c)
     }
     /* 1x1 on the AVX-512 tile: tap k's row of xt is channel k's (virtual pixels are
      * real ones, Wq = OW), a fixed stride apart (a plane, or a channel's phases) */
-    ig.inplace = c->KH == 1 && c->KW == 1 && !ig.wide && ig.tile == RX_CONV_TILE_AVX512;
+    ig.inplace = c->KH == 1 && c->KW == 1 && !ig.wide && !ig.bx && ig.tile == RX_CONV_TILE_AVX512;
     ig.bld = c->Kc > 1 ? ig.off[1] - ig.off[0] : 0;
     _Atomic uint64_t lanes[RX_RT_MAX_THREADS];
     for (int i = 0; i < RX_RT_MAX_THREADS; i++) atomic_init(&lanes[i], 0);

@@ -401,6 +401,23 @@ void rx_rt_conv_tile(int64_t kc, const float *a, const float *b, float *y, int64
  * the nr floats at src + off[p] + rv[0] read (runs 1), the rest zero. */
 void rx_rt_conv_pack512(const float *src, const int64_t *off, int64_t kc, const int64_t *rj,
                         const int64_t *rv, int64_t runs, int64_t nr, bool exact, float *dst);
+/* blas.conv2d's implicit GEMM with pixels broadcast from the phase planes and the
+ * weights packed once a call (library_conv_bx.c, AVX-512 only: rx_rt_conv_bx_ok()). One
+ * image and group: */
+typedef struct rx_rt_conv_bx {
+    const float *x;          /* the group's phase planes: tap k of (oh, ow) at off[k] + oh Wq + ow */
+    const int64_t *off;      /* Kc tap offsets */
+    const float *w;          /* the group's weights, rx_rt_conv_bx_pack'ed per 32 channels */
+    int64_t Kc, kcb;         /* reduction indices, and a block's (the sums' order) */
+    int64_t Wq, OW, plane;   /* x's row stride, y's row length, y's channel stride */
+    float *y;                /* the group's first output channel */
+    const float *bias, *res; /* the group's first channel's bias; residual at y's place */
+    int act;                 /* RX_RT_CONV_ACT_* */
+    float lo, hi;            /* the clamp's bounds */
+} rx_rt_conv_bx;
+bool rx_rt_conv_bx_ok(void);
+void rx_rt_conv_bx_pack(float *dst, const float *w, int64_t Kc, int64_t rows, int64_t width);
+void rx_rt_conv_bx_rows(const rx_rt_conv_bx *a, int64_t oh0, int64_t oh1, int64_t c0, int64_t c1);
 /* dst[j] = src[2 j] for j from 0 while j + 17 <= n (reading no further than src[2 n - 2]),
  * with AVX-512 where rx_rt_conv_tile_kind() is AVX512; returns how many were done (0
  * elsewhere: the caller does the rest). */

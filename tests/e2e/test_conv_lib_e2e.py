@@ -32,7 +32,9 @@ and 2x3; global on a symbolic h x w map), all returned as a tuple. Checked:
     convolution of the same formulation (rtol 1e-4, atol 1e-4), every output; batch 2
     also with RX_GEMM=blas (the im2col way), RX_GEMM_KERNEL=portable, RX_CONV_KERNEL=avx2
     and =portable (the lower tiles on an AVX-512 CPU; batch 1 too: bit-identical to
-    the default way, all but the stride-2 depthwise cases) and --threads 3
+    the default way, all but the stride-2 depthwise cases), RX_CONV_BX=0 (KxK layers on
+    the 12 x 32 tile instead of library_conv_bx.c's, batch 1 too: bit-identical) and
+    --threads 3
     (the implicit GEMM's lanes of unequal lengths, tasks taken from others' ends);
     batch 5 with --threads 2 and 3 (each image's phase planes built before its first
     task by the threads that need it, lanes that end inside an image);
@@ -145,6 +147,20 @@ CASES = [
     ("stem_s2_hswish", 3, 33, 31, (16, 3, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 1, "1o11", False, "hardswish"),
     ("pw_res_hswish", 16, 9, 9, (20, 16, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1, None, True, "hardswish"),
     ("wide_k3_silu", 128, 5, 7, (64, 128, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "o11", False, "silu"),
+    # library_conv_bx.c's tiles (KxK on AVX-512, whole 16-channel vectors: pixels of one
+    # output row by 32 output channels): 48 channels (a 32-channel chunk, then a 16-channel
+    # one) on 25-pixel rows (tiles of 9, 8, 8) at stride 2 with a residual and SiLU; 80
+    # channels (32, 32, 16) by a 5x5 over 16 channels (400 indices: 2 reduction blocks)
+    # on 29-pixel rows with ReLU6; 144 channels at stride 2 (above 128 a group: stride 1
+    # keeps the 12 x 32 tile) in 2 groups of 72 -> 144 with a residual
+    ("bx_o48_w25_s2_silu", 20, 11, 50, (48, 20, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 1, "o11", True, "silu"),
+    ("bx_o80_k5_relu6", 16, 9, 29, (80, 16, 5, 5), [1, 1], [2, 2, 2, 2], [1, 1], 1, "1o11", False, (0.0, 6.0)),
+    ("bx_g2_o288_s2_res", 16, 7, 15, (288, 8, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 2, "o11", True, True),
+    # 1x1 ones reducing 3x their channels or more take those tiles too (x read in place,
+    # or its stride-2 phase; whole 32-channel chunks): 96 -> 32 with a residual on
+    # 13-pixel rows, 2 groups of 96 -> 32 at stride 2 with hardswish
+    ("bx_pw_k96_o32_res", 96, 6, 13, (32, 96, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1, "1o11", True, True),
+    ("bx_pw_g2_s2_hswish", 192, 9, 11, (64, 96, 1, 1), [2, 2], [0, 0, 0, 0], [1, 1], 2, "o11", False, "hardswish"),
 ]
 
 # name, op, C, H, W, pool_size, strides, padding, dilation, ceil_mode, count_include_pad
@@ -378,8 +394,10 @@ def main():
                 "blas": dict(os.environ, RX_GEMM="blas"),
                 "portable": dict(os.environ, RX_GEMM_KERNEL="portable"),
                 "avx2": dict(os.environ, RX_CONV_KERNEL="avx2"),
-                "kern": dict(os.environ, RX_CONV_KERNEL="portable")}
+                "kern": dict(os.environ, RX_CONV_KERNEL="portable"),
+                "t512": dict(os.environ, RX_CONV_BX="0")}
         rxa["blas"] = rxa["portable"] = rxa["threads3"] = rxa["avx2"] = rxa["kern"] = rxa["lib"]
+        rxa["t512"] = rxa["lib"]
         envs["threads3"] = None
         # 3 threads on the machine's cores: the implicit GEMM's lanes of unequal lengths,
         # and threads that finish theirs take tasks from the end of the others'
@@ -390,8 +408,8 @@ def main():
         extra["threads2"] = ["--threads", "2"]
         rxa["threads2"], envs["threads2"] = rxa["lib"], None
         outs = {}
-        for n, tags in ((2, ("lib", "gen", "blas", "portable", "avx2", "kern", "threads3")),
-                        (1, ("lib", "avx2")),
+        for n, tags in ((2, ("lib", "gen", "blas", "portable", "avx2", "kern", "t512", "threads3")),
+                        (1, ("lib", "avx2", "t512")),
                         (5, ("threads2", "threads3")), (0, ("lib",))):
             arrs, want = inputs(rng, n)
             ins, gen_ins = [], []
@@ -424,7 +442,7 @@ def main():
         for n in (2, 1):
             for i, c in enumerate(CASES + POOLS):
                 dw_s2 = i < len(CASES) and c[4][1] == 1 and c[8] > 1 and c[5] != [1, 1]
-                for tag in ("avx2", "kern") if n == 2 else ("avx2",):
+                for tag in ("avx2", "kern", "t512") if n == 2 else ("avx2", "t512"):
                     a, b = outs.get(("lib", n, i)), outs.get((tag, n, i))
                     if a is not None and b is not None and not dw_s2:
                         check(np.array_equal(a, b), "%s batch %d: %s bit-identical to the "
