@@ -78,8 +78,8 @@
  *     threads). Those rows are a plane apart, streams the hardware prefetcher does not
  *     follow: the next pair's are prefetched before a pair's tiles run. KxK layers (and 1x1 ones
  *     reducing 3x their channels or more onto 32k) outside the wide cut, of whole 16-channel
- *     vectors (Og % 16 == 0), at most 128 channels a group at stride 1, 16+ pixels
- *     and 32+ taps, run
+ *     vectors (Og % 16 == 0), at most 128 channels a group at stride 1, a group's
+ *     input within 8 MiB when strided (BX_STRIDED_FLOATS), 16+ pixels and 32+ taps, run
  *     library_conv_bx.c's tiles there instead (ig->bx; $RX_CONV_BX=0:
  *     the 12 x 32 tile's way): P pixels of one output row by 32 output channels, the inputs
  *     broadcast from xt in place, the weights packed once a call in 32-channel chunks
@@ -125,6 +125,7 @@ enum { CV_NPARAMS = 11, CV_NPARAMS_CLAMP = 13, CV_FLAG_BIAS = 1, CV_FLAG_RES = 2
        CV_ACT_RELU = 1, CV_ACT_CLAMP = 2 };
 #define PANEL_FLOATS ((int64_t)1 << 20) /* 4 MiB: the largest im2col panel */
 #define LEAST_COLS 384                  /* the fewest columns of a band's sgemm (essay) */
+#define BX_STRIDED_FLOATS ((int64_t)1 << 21) /* bx strided: more ran 1.08-1.45x (docs/runtime.md) */
 
 const char *rx_rt_conv2d_strerr(int32_t code)
 {
@@ -842,9 +843,10 @@ static int32_t conv_igemm(conv *c)
               c->Og * c->Kc >= IG_WIDE_W && ig.nkb * panels * ig.pstride <= IG_WIDE_B &&
               c->N * ig.nkb * panels * ig.pstride <= 4 * IG_WIDE_B;
     /* bx where it wins (the essay; its packing and transposes paid back) */
+    bool strided = c->sh * c->sw > 1;
     ig.bx = ig.tile == RX_CONV_TILE_AVX512 && !ig.wide && (c->KH * c->KW > 1 || (c->Kc >= 3 * c->Og && c->Og % 32 == 0)) &&
-            c->Og % 16 == 0 && (c->Og <= 128 || c->sh * c->sw > 1) && c->OH * c->OW >= 16 &&
-            c->Kc >= 32 && rx_rt_conv_bx_ok();
+            c->Og % 16 == 0 && (c->Og <= 128 || strided) && c->OH * c->OW >= 16 && c->Kc >= 32 &&
+            (!strided || c->Cg * c->H * c->W <= BX_STRIDED_FLOATS) && rx_rt_conv_bx_ok();
     if (ig.bx) ig.wstride = (c->Og + 31) / 32 * 32 * c->Kc; /* a group's chunks */
     size_t wfl = ig.bx ? (size_t)(c->groups * ig.wstride)
                  : ig.wide || ig.tile == RX_CONV_TILE_AVX512 ? 0
