@@ -21,12 +21,12 @@
  *
  * Two ways, by the shapes (three with $RX_GEMM=blas):
  *   - one input channel per group (depthwise, any channel multiplier): output planes split
- *     across threads; stride 1 undilated, a plane at a time through a zero-padded copy in
- *     vector registers, edges included (library_dwconv.c: ConvNeXt's 7x7, the MobileNet
- *     3x3); on AVX-512 CPUs strides 1 and 2 undilated the same way, 16 outputs a step
- *     (rx_rt_dwconv_plane512); otherwise direct loops per output row (rx_rt_window_row:
- *     each tap row clipped to its valid outputs once, no bounds test in the inner loop);
- *     there 1 group onto 24+ outputs is the GEMM below (zoo6 conv_mfcc: 34 -> 0.68 ms);
+ *     across threads; stride 1 undilated, a plane at a time through a zero-padded copy in vector
+ *     registers, edges included (library_dwconv.c: ConvNeXt's 7x7, the MobileNet 3x3; dilated at
+ *     stride 1 as dh x dw undilated phase planes: VAN, DeepLab); on AVX-512 CPUs strides 1 and 2
+ *     undilated the same way, 16 outputs a step (rx_rt_dwconv_plane512); otherwise direct loops
+ *     per output row (rx_rt_window_row: each tap row clipped to its valid outputs once, no bounds
+ *     test in the inner loop); there 1 group onto 24+ outputs is the GEMM below (zoo6 conv_mfcc: 34 -> 0.68 ms);
  *   - otherwise (1x1, KxK, strides, padding, dilation, grouped): an implicit GEMM on
  *     rx_rt_gemm's micro-kernel (library_gemm.c's 6x16 AVX2 one, or its portable one):
  *     y_g (Og, OH*OW) = w_g (Og, Kc = Cg*KH*KW) @ the im2col matrix of x_g, which is
@@ -885,8 +885,6 @@ static int32_t conv_igemm(conv *c)
     return c->failed ? CV_NOMEM : CV_OK;
 }
 
-/* (one output row of a window op, rx_rt_window_row: library_dwconv.c) */
-
 /* ---- one input channel per group: direct loops, planes split across threads ---- */
 
 static void direct_job(void *ud, int t, int n)
@@ -894,14 +892,16 @@ static void direct_job(void *ud, int t, int n)
     conv *c = ud;
     int64_t p0, p1, plane = c->OH * c->OW, KK = c->KH * c->KW;
     rx_rt_win g = {c->H, c->W, c->OW, c->KH, c->KW, c->sh, c->sw, c->pt, c->pl, c->dh, c->dw};
-    bool unit = c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1;
+    bool dil = c->sh == 1 && c->sw == 1 && (c->dh > 1 || c->dw > 1); /* phase planes */
+    bool unit = c->sh == 1 && c->sw == 1 && !dil;
     bool v512 = c->sh == c->sw && c->sh <= 2 && c->dh == 1 && c->dw == 1 &&
                 rx_rt_conv_tile_kind() == RX_CONV_TILE_AVX512;
     rx_rt_share(c->N * c->O, t, n, &p0, &p1);
-    float *buf = NULL; /* library_dwconv.c's padded plane */
-    if ((unit || v512) && p0 < p1)
-        buf = malloc(sizeof(float) * (size_t)(v512 ? rx_rt_dwconv512_buf_floats(c->OH, c->OW, c->KH, c->KW)
-                                                   : rx_rt_dwconv_buf_floats(c->OH, c->OW, c->KH, c->KW)));
+    float *buf = NULL; /* library_dwconv.c's padded plane (phase planes) */
+    if ((unit || v512 || dil) && p0 < p1)
+        buf = malloc(sizeof(float) * (size_t)(dil ? rx_rt_dwconv_dil_floats(&g, c->OH)
+                                              : v512 ? rx_rt_dwconv512_buf_floats(c->OH, c->OW, c->KH, c->KW)
+                                                     : rx_rt_dwconv_buf_floats(c->OH, c->OW, c->KH, c->KW)));
     for (int64_t p = p0; p < p1; p++) {
         int64_t img = p / c->O, o = p % c->O, ch = o / c->Og; /* Cg == 1: group o / Og */
         const float *xp = c->x + (img * c->C + ch) * c->H * c->W;
@@ -911,9 +911,9 @@ static void direct_job(void *ud, int t, int n)
         bool fused = buf && v512 && rx_rt_dwconv_plane512(xp, c->H, c->W, c->w + o * KK, c->KH,
                                                           c->KW, c->sh, c->pt, c->pl, c->OH,
                                                           c->OW, buf, yp, &e);
-        bool done = fused || (buf && !v512 &&
-                              rx_rt_dwconv_plane(xp, c->H, c->W, c->w + o * KK, c->KH, c->KW,
-                                                 c->pt, c->pl, c->OH, c->OW, buf, yp));
+        bool done = fused || (buf && dil && rx_rt_dwconv_plane_dil(&g, c->OH, xp, c->w + o * KK, buf, yp)) ||
+                    (buf && !v512 && !dil && rx_rt_dwconv_plane(xp, c->H, c->W, c->w + o * KK, c->KH, c->KW,
+                                                                c->pt, c->pl, c->OH, c->OW, buf, yp));
         for (int64_t oh = 0; oh < c->OH && !done; oh++)
             rx_rt_window_row(&g, xp, c->w + o * KK, RX_RT_ROW_MAC, oh, yp + oh * c->OW);
         if (!fused) epilogue(c, o, yp, e.res, plane);

@@ -449,3 +449,64 @@ bool rx_rt_dwconv_plane(const float *xp, int64_t H, int64_t W, const float *k, i
     return false;
 }
 #endif
+
+/* ---- dilated, stride 1: dh x dw undilated planes ----
+ *
+ * With stride 1 and dilation (dh, dw), output row a + dh u reads input rows
+ * a - pt + dh (u + i) only: rows of one residue mod dh. So the outputs of phase (a, b)
+ * are an undilated convolution of the input's phase plane (rows ra + dh v, columns
+ * rb + dw v'; ra = (a - pt) mod dh) with the same taps and padding ceil-like (pt - a +
+ * ra) / dh: each phase is gathered into a small plane, run through
+ * rx_rt_dwconv_plane512 (stride 1, no epilogue) or rx_rt_dwconv_plane, and scattered
+ * back. VAN's 7x7 dilation-3 depthwise convolutions (and DeepLab's atrous separable
+ * ones) went through rx_rt_window_row's direct loops: 64 x 56 x 56 at one thread 1.03 ms
+ * against 0.24 ms undilated. Cost: one gather of the plane and one scatter of the
+ * output besides the phases' convolutions. */
+static void dil_phase(int64_t a, int64_t d, int64_t p, int64_t n, int64_t on, int64_t *r,
+                      int64_t *pad, int64_t *len, int64_t *olen)
+{
+    *r = ((a - p) % d + d) % d;  /* the first input row (column) of the phase */
+    *pad = (p - a + *r) / d;     /* its padding: a multiple of d apart, >= 0 */
+    *len = *r < n ? (n - *r + d - 1) / d : 0;
+    *olen = a < on ? (on - a + d - 1) / d : 0;
+}
+
+int64_t rx_rt_dwconv_dil_floats(const rx_rt_win *g, int64_t OH)
+{
+    int64_t ha = (g->H + g->dh - 1) / g->dh, wb = (g->W + g->dw - 1) / g->dw;
+    int64_t oha = (OH + g->dh - 1) / g->dh, owb = (g->OW + g->dw - 1) / g->dw;
+    int64_t in512 = rx_rt_dwconv512_buf_floats(oha, owb, g->KH, g->KW);
+    int64_t in = rx_rt_dwconv_buf_floats(oha, owb, g->KH, g->KW);
+    return ha * wb + oha * owb + (in512 > in ? in512 : in);
+}
+
+bool rx_rt_dwconv_plane_dil(const rx_rt_win *g, int64_t OH, const float *xp, const float *k,
+                            float *buf, float *yp)
+{
+    int64_t ha = (g->H + g->dh - 1) / g->dh, wb = (g->W + g->dw - 1) / g->dw;
+    float *xs = buf, *ys = xs + ha * wb, *inner = ys + (OH + g->dh - 1) / g->dh *
+                                                          ((g->OW + g->dw - 1) / g->dw);
+    const rx_rt_conv_epi none = {NULL, NULL, 0, 0.0f, 0.0f};
+    for (int64_t a = 0; a < g->dh && a < OH; a++) {
+        int64_t ra, pa, h, oh;
+        dil_phase(a, g->dh, g->pt, g->H, OH, &ra, &pa, &h, &oh);
+        for (int64_t b = 0; b < g->dw && b < g->OW; b++) {
+            int64_t rb, pb, w, ow;
+            dil_phase(b, g->dw, g->pl, g->W, g->OW, &rb, &pb, &w, &ow);
+            for (int64_t v = 0; v < h; v++)
+                for (int64_t u = 0; u < w; u++)
+                    xs[v * w + u] = xp[(ra + g->dh * v) * g->W + rb + g->dw * u];
+            if (h == 0 || w == 0) { /* every tap in the padding */
+                memset(ys, 0, sizeof(float) * (size_t)(oh * ow));
+            } else if (!rx_rt_dwconv_plane512(xs, h, w, k, g->KH, g->KW, 1, pa, pb, oh, ow, inner,
+                                              ys, &none) &&
+                       !rx_rt_dwconv_plane(xs, h, w, k, g->KH, g->KW, pa, pb, oh, ow, inner, ys)) {
+                return false; /* not built: the first phase, nothing written */
+            }
+            for (int64_t v = 0; v < oh; v++)
+                for (int64_t u = 0; u < ow; u++)
+                    yp[(a + g->dh * v) * g->OW + b + g->dw * u] = ys[v * ow + u];
+        }
+    }
+    return true;
+}

@@ -343,6 +343,13 @@ void rx_rt_share(int64_t total, int t, int n, int64_t *lo, int64_t *hi);
  * plane xp (H x W) with the KH x KW taps k, padding pt on top and pl on the left, zero
  * outside (library_dwconv.c); buf: rx_rt_dwconv_buf_floats(OH, OW, KH, KW) floats of
  * scratch. False (nothing written) where it is not built (no vector extensions). */
+/* One output plane yp (OH x g->OW) of a stride-1 depthwise convolution dilated by
+ * (g->dh, g->dw) as dh x dw undilated ones on the input's phase planes
+ * (library_dwconv.c); buf: rx_rt_dwconv_dil_floats(g, OH) floats. False (nothing
+ * written) where the plane kernels are not built. */
+int64_t rx_rt_dwconv_dil_floats(const rx_rt_win *g, int64_t OH);
+bool rx_rt_dwconv_plane_dil(const rx_rt_win *g, int64_t OH, const float *xp, const float *k,
+                            float *buf, float *yp);
 bool rx_rt_dwconv_plane(const float *xp, int64_t H, int64_t W, const float *k, int64_t KH,
                         int64_t KW, int64_t pt, int64_t pl, int64_t OH, int64_t OW, float *buf,
                         float *yp);

@@ -18,7 +18,9 @@ stride-1 depthwise 7x7, 5x5, 3x5, 9x9, 1x1 padded and a channel multiplier throu
 zero-padded plane; the implicit GEMM's corners: a 7-wide plane with 64 channels and a
 residual, a 3-channel stride-2 stem, strides 3/2 with dilations 2/3 and a clamp, 720
 reduction indices into 14 channels, 3 groups of 3 channels at stride and dilation 2;
-one input channel onto 24-32 outputs at stride 10 or dilation 2;
+one input channel onto 24-32 outputs at stride 10 or dilation 2; dilated stride-1
+depthwise (VAN's 7x7 dilation 3, dilations 2 / 3 with a multiplier and a residual, a
+plane smaller than its dilation);
 the tile's epilogue on 13 and 11 channels after 2 reduction blocks with a residual;
 a 24-pixel plane (an 8-pixel last panel);
 small planes with large weights (the wide cut: 3x3, pointwise, stride 2 dilated)),
@@ -123,6 +125,13 @@ CASES = [
     # channels with a clamp
     ("c1_k25_s10_res", 1, 1, 203, (32, 1, 1, 25), [1, 10], [0, 0, 0, 0], [1, 1], 1, "o11", True, False),
     ("c1_dil2_o24_clamp", 1, 13, 14, (24, 1, 3, 3), [1, 1], [2, 2, 2, 2], [2, 2], 1, "1o11", False, (-0.5, 0.75)),
+    # dilated stride-1 depthwise as dh x dw undilated phase planes (library_dwconv.c): VAN's
+    # 7x7 dilation 3, a 3x3 with dilations 2 / 3, a channel multiplier 2, a residual and
+    # relu, and a plane smaller than the dilation, whose padding leaves a phase no input
+    # (its outputs the bias alone)
+    ("dw7_dil3", 8, 20, 22, (8, 1, 7, 7), [1, 1], [9, 9, 9, 9], [3, 3], 8, "o11", False, False),
+    ("dw3_dil23_m2_res", 4, 11, 13, (8, 1, 3, 3), [1, 1], [2, 3, 2, 3], [2, 3], 4, "o11", True, True),
+    ("dw3_dil3_empty", 2, 2, 3, (2, 1, 3, 3), [1, 1], [4, 4, 4, 4], [3, 3], 2, "o11", False, False),
     # stride-1 depthwise planes through the zero-padded copy (library_dwconv.c): ConvNeXt's
     # 7x7 (two 16-column blocks, an 8-column one, a 1-column tail; odd row count), a 5x5
     # with asymmetric padding and a residual, a 7x7 with channel multiplier 2 on a plane

@@ -32,7 +32,7 @@
 
 static const char MODULE[] =
     "{'format':'relax-json','version':1,'functions':{"
-    FN("scores", P("q", TS("'b',16,1,64")) "," P("k", TS("'b',16,'c',64")),
+    FN("scores", P("q", TS("'b',16,1,8")) "," P("k", TS("'b',16,'c',8")),
        B("kt", "{'op':'permute_dims','args':['k'],'attrs':{'axes':[0,1,3,2]}}") ","
        B("r", "{'op':'matmul','args':['q','kt']}"), "r") ","
     FN("mm", P("x", TS("'m',256")) "," P("w", TS("256,128")), B("r", "{'op':'matmul','args':['x','w']}"),
@@ -62,7 +62,9 @@ static bool has_v4(const char *t, const rx_module *m, const char *g)
 
 /* MODULE at O3 up to schedule without schedule_matvec: that step (O1+) streams decode's
  * one-row q . K^T first; the rule is about the register tile `schedule` gives the
- * product when it is left to it (more than 16 rows, or the step disabled). */
+ * product when it is left to it (more than 16 rows, or the step disabled). scores' heads
+ * are 8 wide: from 16 on, K's rows being each output row's own, the product is a row
+ * reduction (schedule_rows_share.c: lanes along d), not a tile. */
 static rx_module *without_matvec(void)
 {
     static const char *const off[] = {"schedule_matvec", NULL};
