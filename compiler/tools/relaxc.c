@@ -170,6 +170,23 @@ static rx_module *load(const char *path, bool deduce)
     return m;
 }
 
+/* The deduced module an ONNX model imports to, as the importer built it (hash, as build:
+ * without the relax-json round trip of its weights; the structural hash does not see
+ * the names that round trip would make unique); NULL after reporting. */
+static rx_module *load_onnx(const char *path)
+{
+    rx_diags d;
+    rx_diags_init(&d);
+    rx_module *m = rx_onnx_read_file(path, NULL, NULL, &d);
+    if (m && !(rx_deduce_module(m, &d) && rx_verify_module(m, "deduce", &d))) {
+        rx_module_free(m);
+        m = NULL;
+    }
+    if (!m) report(path, &d);
+    rx_diags_free(&d);
+    return m;
+}
+
 /* Reads the module text of path ("-": stdin); an ONNX model is imported and its
  * relax-json written to text. False after reporting. */
 static bool read_module(const char *path, rx_sb *text)
@@ -512,7 +529,7 @@ int main(int argc, char **argv)
         return cmd_build(path, &bo, out_path, time_passes);
     }
     if (!strcmp(cmd, "hash")) {
-        rx_module *m = load(path, true);
+        rx_module *m = rx_onnx_is_path(path) ? load_onnx(path) : load(path, true);
         if (!m) return 1;
         char hex[65];
         rx_diags d;
