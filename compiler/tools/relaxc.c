@@ -134,13 +134,18 @@ static bool read_module(const char *path, rx_sb *text);
 #define LOCAL_MAX_BYTES ((size_t)64 << 30) /* a local module's text (file essay) */
 static const rx_read_opts LOCAL_READ = {.max_bytes = LOCAL_MAX_BYTES};
 
-/* Loads and (when deduce) deduces a module; NULL after reporting. */
-static rx_module *load(const char *path, bool deduce)
+/* Loads and (when deduce) deduces a module; NULL after reporting. direct: an ONNX
+ * model's module as the importer built it (hash, as build: without the relax-json round
+ * trip of its weights; the structural hash does not see the names that round trip
+ * makes unique), else its relax-json read back (check, print show that form). */
+static rx_module *load(const char *path, bool deduce, bool direct)
 {
     rx_diags d;
     rx_diags_init(&d);
     rx_module *m = NULL;
-    if (rx_onnx_is_path(path)) {
+    if (direct && rx_onnx_is_path(path)) {
+        m = rx_onnx_read_file(path, NULL, NULL, &d);
+    } else if (rx_onnx_is_path(path)) {
         rx_sb text = {0};
         if (read_module(path, &text)) m = rx_json_read(rx_sb_str(&text), text.n, &LOCAL_READ, &d);
         rx_sb_free(&text);
@@ -162,23 +167,6 @@ static rx_module *load(const char *path, bool deduce)
         m = rx_json_read_file(path, &LOCAL_READ, &d);
     }
     if (m && deduce && !(rx_deduce_module(m, &d) && rx_verify_module(m, "deduce", &d))) {
-        rx_module_free(m);
-        m = NULL;
-    }
-    if (!m) report(path, &d);
-    rx_diags_free(&d);
-    return m;
-}
-
-/* The deduced module an ONNX model imports to, as the importer built it (hash, as build:
- * without the relax-json round trip of its weights; the structural hash does not see
- * the names that round trip would make unique); NULL after reporting. */
-static rx_module *load_onnx(const char *path)
-{
-    rx_diags d;
-    rx_diags_init(&d);
-    rx_module *m = rx_onnx_read_file(path, NULL, NULL, &d);
-    if (m && !(rx_deduce_module(m, &d) && rx_verify_module(m, "deduce", &d))) {
         rx_module_free(m);
         m = NULL;
     }
@@ -489,7 +477,7 @@ int main(int argc, char **argv)
 
     if (!strcmp(cmd, "import")) return cmd_import(path, out_path, weights);
     if (!strcmp(cmd, "check")) {
-        rx_module *m = load(path, true);
+        rx_module *m = load(path, true, false);
         if (!m) return 1;
         rx_sb out = {0};
         if (json) rx_json_write(m, RX_JSON_DEDUCED, &out);
@@ -529,7 +517,7 @@ int main(int argc, char **argv)
         return cmd_build(path, &bo, out_path, time_passes);
     }
     if (!strcmp(cmd, "hash")) {
-        rx_module *m = rx_onnx_is_path(path) ? load_onnx(path) : load(path, true);
+        rx_module *m = load(path, true, true);
         if (!m) return 1;
         char hex[65];
         rx_diags d;
