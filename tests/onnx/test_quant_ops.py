@@ -20,6 +20,9 @@
                  bias; i32 / u8 exact against NumPy
   qdq_conv       quantize_static's QDQ ResNet block: both convolutions rt.qconv2d, the
                  result within one output step of NumPy's f32 evaluation (under 2% off)
+  qconv_epilogue the requantization, residual Add and ReLU of QDQ / QOperator CNNs fused
+                 into rt.qconv2d's epilogue: equal bit for bit to the unfused build on
+                 each epilogue variant, no requantization left outside the calls
   qdq            QuantizeLinear / DequantizeLinear around a MatMul whose int8 weight has
                  per-column scales, and an i8 activation by a u8 weight with a zero point:
                  the 8-bit product (rt.qmatmul, no f32 weight) times s_x * s_w
@@ -429,6 +432,47 @@ def test_qdq_mbv2(r, rng):
           "legalize: the six 1x1 convolutions are rt.qconv2d (%d)" % ir.count("rt.qconv2d"))
 
 
+def test_qconv_epilogue(r, rng):
+    """The requantization fused into rt.qconv2d's epilogue (compiler/pass/
+    library_qconv_lower.c, runtime/library_qepi.c): quantize_static's QDQ ResNet block,
+    the QOperator convnet (QLinearConv with x's zero point 128 under padding: the pad folded
+    into the call), QDQ ResNet-18 at 2 x 3 x 40 x 40 and QDQ MobileNetV2 blocks: after
+    library lowering no round / astype of a convolution's chain is left outside the calls
+    (the residual Add, ReLU and its dequantization inside), and the outputs are the
+    unfused build's (--opt-level 1: the same chain as generated kernels) bit for bit, on
+    each epilogue variant ($RX_QGEMM_KERNEL: AVX-512, avx2, portable)."""
+    check = r.checks.check
+    cases = [("qdq_resblock", quant_models.qdq_resblock(rng, c=16, hw=13, n=2), (2, 16, 13, 13), 2),
+             ("qlinear_convnet", quant_models.qlinear_convnet(rng, c=8, hw=15, n=2), (2, 8, 15, 15), 3),
+             ("qdq_resnet18", quant_models.qdq_resnet18(rng, n=2, hw=40, classes=10), (2, 3, 40, 40), 20),
+             ("qdq_mbv2", quant_models.qdq_mbv2(rng, n=2, hw=16, c=8, blocks=((4, 8, 2), (4, 8, 1))),
+              (2, 8, 16, 16), 4)]  # mbv2: the 1x1s (its depthwise convs run in f32)
+    for name, m, shape, nconv in cases:
+        rxa, path = r.build(m, name + "_epi")
+        if not rxa:
+            continue
+        ref = os.path.join(r.tmp, name + "_o1.rxa")
+        rc, _, err = run_status([r.relaxc, "build", path, "-o", ref, "--opt-level", "1"])
+        check(rc == 0, "%s: build at --opt-level 1%s" % (name, "" if rc == 0 else ": " + err[-600:]))
+        x = np.abs(rng.standard_normal(shape)).astype(np.float32)
+        want, err1 = r.outputs(ref, {"x": x})
+        for k in ("", "avx2", "portable"):
+            os.environ["RX_QGEMM_KERNEL"] = k
+            got, err2 = r.outputs(rxa, {"x": x})
+            os.environ.pop("RX_QGEMM_KERNEL")
+            ok = got is not None and want is not None and got[0].tobytes() == want[0].tobytes()
+            check(ok, "%s (%s): the fused epilogue's output equals the unfused build's bit for bit%s"
+                  % (name, k or "best", "" if ok else ": " + (err1 + err2)[-600:]))
+        rc, ir, _ = run_status([r.relaxc, "print", path, "--after", "library_lower"])
+        lines = ir.splitlines()
+        calls = [ln for ln in lines if "rt.qconv2d" in ln]
+        left = [ln for ln in lines if "R.round(" in ln or "R.nn.pad(" in ln]
+        check(rc == 0 and len(calls) == nconv and all(", out=" in ln and '"i32")' not in ln.split("out=")[1]
+                                                      for ln in calls) and len(left) <= 3,
+              "%s: library_lower: %d rt.qconv2d with their requantization inside (%d), %d round / "
+              "pad left (the input's quantization, pools)" % (name, nconv, len(calls), len(left)))
+
+
 def dyn_ref(x, w, ws, b):
     """DynamicQuantizeLinear + MatMulInteger + Cast + scales + bias in ONNX's f32 steps."""
     lo, hi = np.float32(min(x.min(), 0)), np.float32(max(x.max(), 0))
@@ -480,6 +524,7 @@ def main():
         test_conv_integer(r, rng)
         test_qdq_conv(r, rng)
         test_qdq_mbv2(r, rng)
+        test_qconv_epilogue(r, rng)
         test_dynamic(r, rng)
     return checks.done()
 
