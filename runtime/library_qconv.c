@@ -193,37 +193,40 @@ static void im2col(const qc *q, int64_t p0, int64_t rows, const uint8_t *xt, int
     }
 }
 
-/* The rows x nc tile c (rows NR apart) written transposed: column j's rows to y + j p. */
-static void store_cols(const int32_t *restrict c, int64_t rows, int nc, int32_t *restrict y, int64_t p)
+/* The rows x nc tile c of 4-byte elements (i32 or f32: moved as bits; rows NR apart)
+ * written transposed: column j's rows to y + j p. */
+static void store_cols(const void *restrict cv, int64_t rows, int nc, void *restrict yv, int64_t p)
 {
+    const char *restrict c = cv;
+    char *restrict y = yv;
     int64_t r0 = 0;
 #if defined(__SSE2__)
     for (; r0 + 4 <= rows; r0 += 4) { /* 4 x 4 blocks transposed in registers (SSE2) */
         int j = 0;
         for (; j + 4 <= nc; j += 4) {
-            __m128 a = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(c + r0 * NR + j)));
-            __m128 b = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(c + (r0 + 1) * NR + j)));
-            __m128 d = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(c + (r0 + 2) * NR + j)));
-            __m128 e = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(c + (r0 + 3) * NR + j)));
+            __m128 a = _mm_loadu_ps((const float *)(const void *)(c + 4 * (r0 * NR + j)));
+            __m128 b = _mm_loadu_ps((const float *)(const void *)(c + 4 * ((r0 + 1) * NR + j)));
+            __m128 d = _mm_loadu_ps((const float *)(const void *)(c + 4 * ((r0 + 2) * NR + j)));
+            __m128 e = _mm_loadu_ps((const float *)(const void *)(c + 4 * ((r0 + 3) * NR + j)));
             _MM_TRANSPOSE4_PS(a, b, d, e);
-            _mm_storeu_si128((__m128i *)(void *)(y + j * p + r0), _mm_castps_si128(a));
-            _mm_storeu_si128((__m128i *)(void *)(y + (j + 1) * p + r0), _mm_castps_si128(b));
-            _mm_storeu_si128((__m128i *)(void *)(y + (j + 2) * p + r0), _mm_castps_si128(d));
-            _mm_storeu_si128((__m128i *)(void *)(y + (j + 3) * p + r0), _mm_castps_si128(e));
+            _mm_storeu_ps((float *)(void *)(y + 4 * (j * p + r0)), a);
+            _mm_storeu_ps((float *)(void *)(y + 4 * ((j + 1) * p + r0)), b);
+            _mm_storeu_ps((float *)(void *)(y + 4 * ((j + 2) * p + r0)), d);
+            _mm_storeu_ps((float *)(void *)(y + 4 * ((j + 3) * p + r0)), e);
         }
         for (; j < nc; j++)
-            for (int64_t r = r0; r < r0 + 4; r++) y[j * p + r] = c[r * NR + j];
+            for (int64_t r = r0; r < r0 + 4; r++) memcpy(y + 4 * (j * p + r), c + 4 * (r * NR + j), 4);
     }
 #endif
     for (; r0 < rows; r0 += 8) { /* 8 rows of every column: 8 lines in L1 */
         int64_t r1 = r0 + 8 < rows ? r0 + 8 : rows;
         for (int j = 0; j < nc; j++)
-            for (int64_t r = r0; r < r1; r++) y[j * p + r] = c[r * NR + j];
+            for (int64_t r = r0; r < r1; r++) memcpy(y + 4 * (j * p + r), c + 4 * (r * NR + j), 4);
     }
 }
 
 /* The epilogue on the corrected tile c (rows x NR, pixel-major), its result stored
- * channel-first in Y's dtype: i32 and f32 by 4 x 4 / scalar transposes, bytes by 16 x 16
+ * channel-first in Y's dtype: i32 and f32 by 4 x 4 transposes (store_cols), bytes by 16 x 16
  * ones (t16x16 with ax 0). */
 static void epi_tile(const qc *q, int32_t *c, int t, int64_t img, int64_t j0, int nc, int64_t p0,
                      int64_t rows)
@@ -235,13 +238,7 @@ static void epi_tile(const qc *q, int32_t *c, int t, int64_t img, int64_t j0, in
     int64_t p = q->ho * q->wo, at = (img * q->co + j0) * p + p0;
     switch (q->epi->ykind) {
     case RX_QE_I32: store_cols(c, rows, nc, (int32_t *)q->epi->y + at, p); return;
-    case RX_QE_F32:
-        for (int64_t r0 = 0; r0 < rows; r0 += 8) {
-            int64_t r1 = r0 + 8 < rows ? r0 + 8 : rows;
-            for (int j = 0; j < nc; j++)
-                for (int64_t r = r0; r < r1; r++) ((float *)q->epi->y)[at + j * p + r] = v[r * NR + j];
-        }
-        return;
+    case RX_QE_F32: store_cols(v, rows, nc, (float *)q->epi->y + at, p); return;
     default: {
         uint8_t *y = (uint8_t *)q->epi->y + at;
         int64_t r0 = 0;

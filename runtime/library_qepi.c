@@ -223,13 +223,24 @@ bool rx_qepi_parse(rx_qepi *e, const DLTensor *prog, const DLTensor *tab, DLTens
     /* an f32 or 8-bit Y is stored from v (after TOF32), an i32 one from acc */
     if (!ok || (e->ykind == RX_QE_I32) != !f) return false;
     e->f32 = f;
-    /* the tab padded to whole column blocks (zeros past Co): the tile loops read NR
-       entries from each block's first */
+    /* the tab padded to whole column blocks: the tile loops read NR entries from each
+       block's first; past Co 1.0f for f32 rows, 0 for IADD's (the lanes computed and
+       never stored stay finite: no x / 0 converted to an integer) */
     const int32_t *tv = (const int32_t *)(const void *)((const char *)tab->data + tab->byte_offset);
     e->ldt = (e->co + NR - 1) / NR * NR;
-    e->itab = calloc((size_t)(rows * e->ldt) + 1, sizeof *e->itab);
+    e->itab = malloc((size_t)(rows * e->ldt + 1) * sizeof *e->itab);
     if (!e->itab) return false;
-    for (int64_t r = 0; r < rows; r++) memcpy(e->itab + r * e->ldt, tv + r * e->co, 4 * (size_t)e->co);
+    const float one = 1.0f;
+    uint32_t one_bits;
+    memcpy(&one_bits, &one, sizeof one_bits);
+    for (int64_t r = 0; r < rows; r++) {
+        bool iadd = false;
+        for (int i = 0; i < e->n; i++)
+            iadd |= (e->prog[4 * i] & 0xff) == RX_QE_IADD && e->prog[4 * i + 1] == RX_QE_CHAN &&
+                    e->prog[4 * i + 2] == r;
+        for (int64_t j = e->co; j < e->ldt; j++) e->itab[r * e->ldt + j] = iadd ? 0u : one_bits;
+        memcpy(e->itab + r * e->ldt, tv + r * e->co, 4 * (size_t)e->co);
+    }
     e->ftab = (const float *)(const void *)e->itab;
     return true;
 }

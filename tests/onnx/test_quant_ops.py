@@ -23,6 +23,7 @@
   qconv_epilogue the requantization, residual Add and ReLU of QDQ / QOperator CNNs fused
                  into rt.qconv2d's epilogue: equal bit for bit to the unfused build on
                  each epilogue variant, no requantization left outside the calls
+  qdq_i8         the QDQ block with symmetric i8 activations: within one step of NumPy
   qdq            QuantizeLinear / DequantizeLinear around a MatMul whose int8 weight has
                  per-column scales, and an i8 activation by a u8 weight with a zero point:
                  the 8-bit product (rt.qmatmul, no f32 weight) times s_x * s_w
@@ -389,22 +390,38 @@ def test_qdq_conv(r, rng):
     computes it) up to one step of the last quantization (its scale, 0.04) where an f32
     sum in another order lands on the other side of a rounding boundary (scales of 0.02,
     0.05 and 0.04 put many values on ties), equal elsewhere."""
-    check = r.checks.check
     m = quant_models.qdq_resblock(rng, c=8, hw=9, n=2)
-    rxa, path = r.build(m, "qdq_resblock")
+    qdq_vs_numpy(r, m, "qdq_resblock", np.abs(rng.standard_normal((2, 8, 9, 9))).astype(np.float32),
+                 "QDQ ResNet block (2 x 8 x 9 x 9)")
+
+
+def qdq_vs_numpy(r, m, name, x, label):
+    """Builds QDQ block m, checks its output on x against eval_f32 within one output step
+    (0.04; under 2% of the values off) and that legalize made both convolutions
+    rt.qconv2d, no f32 convolution."""
+    check = r.checks.check
+    rxa, path = r.build(m, name)
     if not rxa:
         return
-    x = np.abs(rng.standard_normal((2, 8, 9, 9))).astype(np.float32)
     got, err = r.outputs(rxa, {"x": x})
     want = eval_f32(m, x)
     diff = np.abs(got[0] - want) if got is not None else None
     ok = got is not None and diff.max() <= 0.0401 and (diff > 1e-5).mean() < 0.02
-    check(ok, "QDQ ResNet block (2 x 8 x 9 x 9): within one output step of NumPy, %s%% differ%s"
-          % (None if diff is None else round(100 * float((diff > 1e-5).mean()), 3),
+    check(ok, "%s: within one output step of NumPy, %s%% differ%s"
+          % (label, None if diff is None else round(100 * float((diff > 1e-5).mean()), 3),
              "" if ok else ": " + err[-600:]))
     rc, ir, _ = run_status([r.relaxc, "print", path, "--after", "legalize"])
     check(rc == 0 and ir.count("rt.qconv2d") >= 2 and "blas.conv2d" not in ir and "nn.conv2d" not in ir,
-          "legalize: the QDQ block's two convolutions are rt.qconv2d, no f32 convolution")
+          "legalize: %s's two convolutions are rt.qconv2d, no f32 convolution" % name)
+
+
+def test_qdq_i8(r, rng):
+    """quantize_static's QDQ ResNet block with symmetric int8 activations (i8, zero point 0;
+    quant_models.qdq_i8_resblock) at 8 channels on 2 x 9 x 9: both convolutions rt.qconv2d
+    on an i8 x, the output NumPy's f32 evaluation within one output step (0.04)."""
+    m = quant_models.qdq_i8_resblock(rng, c=8, hw=9, n=2)
+    qdq_vs_numpy(r, m, "qdq_i8_resblock", rng.standard_normal((2, 8, 9, 9)).astype(np.float32),
+                 "QDQ ResNet block, i8 activations (2 x 8 x 9 x 9)")
 
 
 def test_qdq_mbv2(r, rng):
@@ -436,18 +453,24 @@ def test_qconv_epilogue(r, rng):
     """The requantization fused into rt.qconv2d's epilogue (compiler/pass/
     library_qconv_lower.c, runtime/library_qepi.c): quantize_static's QDQ ResNet block,
     the QOperator convnet (QLinearConv with x's zero point 128 under padding: the pad folded
-    into the call), QDQ ResNet-18 at 2 x 3 x 40 x 40 and QDQ MobileNetV2 blocks: after
+    into the call), QDQ ResNet-18 at 2 x 3 x 40 x 40, QDQ MobileNetV2 blocks, the block with
+    symmetric i8 activations, QDQ around MaxPool / Concat / Add / GlobalAveragePool and
+    depthwise QLinearConvs (their 1x1 fused, the depthwise in exact f32 blocks): after
     library lowering no round / astype of a convolution's chain is left outside the calls
     (the residual Add, ReLU and its dequantization inside), and the outputs are the
-    unfused build's (--opt-level 1: the same chain as generated kernels) bit for bit, on
-    each epilogue variant ($RX_QGEMM_KERNEL: AVX-512, avx2, portable)."""
+    unfused build's (--opt-level 1: the same chain as generated kernels) bit for bit (three
+    of them on each epilogue variant, $RX_QGEMM_KERNEL: AVX-512, avx2, portable)."""
     check = r.checks.check
     cases = [("qdq_resblock", quant_models.qdq_resblock(rng, c=16, hw=13, n=2), (2, 16, 13, 13), 2),
              ("qlinear_convnet", quant_models.qlinear_convnet(rng, c=8, hw=15, n=2), (2, 8, 15, 15), 3),
              ("qdq_resnet18", quant_models.qdq_resnet18(rng, n=2, hw=40, classes=10), (2, 3, 40, 40), 20),
              ("qdq_mbv2", quant_models.qdq_mbv2(rng, n=2, hw=16, c=8, blocks=((4, 8, 2), (4, 8, 1))),
-              (2, 8, 16, 16), 4)]  # mbv2: the 1x1s (its depthwise convs run in f32)
+              (2, 8, 16, 16), 4),  # mbv2: the 1x1s (its depthwise convs run in f32)
+             ("qdq_i8_resblock", quant_models.qdq_i8_resblock(rng, c=16, hw=11, n=2), (2, 16, 11, 11), 2),
+             ("qdq_ops", quant_models.qdq_ops(rng, c=8, hw=14, n=2), (2, 8, 14, 14), 3),
+             ("qlinear_dwnet", quant_models.qlinear_dwnet(rng, c=8, hw=14, n=2), (2, 8, 14, 14), 1)]
     for name, m, shape, nconv in cases:
+        max_left = 4 if name == "qdq_ops" else 3  # + the requantizations after MaxPool, Concat
         rxa, path = r.build(m, name + "_epi")
         if not rxa:
             continue
@@ -456,7 +479,7 @@ def test_qconv_epilogue(r, rng):
         check(rc == 0, "%s: build at --opt-level 1%s" % (name, "" if rc == 0 else ": " + err[-600:]))
         x = np.abs(rng.standard_normal(shape)).astype(np.float32)
         want, err1 = r.outputs(ref, {"x": x})
-        for k in ("", "avx2", "portable"):
+        for k in ("", "avx2", "portable") if name in ("qdq_resblock", "qlinear_convnet", "qdq_ops") else ("",):
             os.environ["RX_QGEMM_KERNEL"] = k
             got, err2 = r.outputs(rxa, {"x": x})
             os.environ.pop("RX_QGEMM_KERNEL")
@@ -468,9 +491,9 @@ def test_qconv_epilogue(r, rng):
         calls = [ln for ln in lines if "rt.qconv2d" in ln]
         left = [ln for ln in lines if "R.round(" in ln or "R.nn.pad(" in ln]
         check(rc == 0 and len(calls) == nconv and all(", out=" in ln and '"i32")' not in ln.split("out=")[1]
-                                                      for ln in calls) and len(left) <= 3,
+                                                      for ln in calls) and len(left) <= max_left,
               "%s: library_lower: %d rt.qconv2d with their requantization inside (%d), %d round / "
-              "pad left (the input's quantization, pools)" % (name, nconv, len(calls), len(left)))
+              "pad left (the input's quantization, pools, concat)" % (name, nconv, len(calls), len(left)))
 
 
 def dyn_ref(x, w, ws, b):
@@ -524,6 +547,7 @@ def main():
         test_conv_integer(r, rng)
         test_qdq_conv(r, rng)
         test_qdq_mbv2(r, rng)
+        test_qdq_i8(r, rng)
         test_qconv_epilogue(r, rng)
         test_dynamic(r, rng)
     return checks.done()
