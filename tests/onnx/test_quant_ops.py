@@ -24,6 +24,8 @@
                  into rt.qconv2d's epilogue: equal bit for bit to the unfused build on
                  each epilogue variant, no requantization left outside the calls
   qdq_i8         the QDQ block with symmetric i8 activations: within one step of NumPy
+  qdq_ops        QDQ around MaxPool / Concat / Add / GAP: within one step of NumPy, the
+                 Concat on the u8 tensors (Q(DQ(q)) with the same parameters is q)
   qdq            QuantizeLinear / DequantizeLinear around a MatMul whose int8 weight has
                  per-column scales, and an i8 activation by a u8 weight with a zero point:
                  the 8-bit product (rt.qmatmul, no f32 weight) times s_x * s_w
@@ -338,7 +340,8 @@ def test_conv_integer(r, rng):
 def eval_f32(m, x):
     """NumPy's evaluation of a QDQ CNN graph (quant_models) on x, each node in f32 as ONNX
     Runtime evaluates it: QuantizeLinear, DequantizeLinear (per tensor or per output
-    channel), Conv (pads, strides, group), Relu, Clip, Add."""
+    channel), Conv (pads, strides, group), Relu, Clip, Add, Concat, MaxPool,
+    GlobalAveragePool."""
     t = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
     v = {"x": x}
     for nd in m.graph.node:
@@ -376,6 +379,18 @@ def eval_f32(m, x):
             y = np.clip(a[0], a[1], a[2])
         elif nd.op_type == "Add":
             y = a[0] + a[1]
+        elif nd.op_type == "Concat":
+            y = np.concatenate(a, axis=at["axis"])
+        elif nd.op_type == "GlobalAveragePool":
+            y = a[0].mean(axis=(2, 3), keepdims=True)
+        elif nd.op_type == "MaxPool":  # 3x3 stride 2 pad 1, as quant_models writes it
+            k, st, p = at["kernel_shape"][0], at["strides"][0], at["pads"][0]
+            xp = np.pad(a[0], ((0, 0), (0, 0), (p, p), (p, p)), constant_values=-np.inf)
+            oh, ow = (xp.shape[2] - k) // st + 1, (xp.shape[3] - k) // st + 1
+            y = np.full(a[0].shape[:2] + (oh, ow), -np.inf, np.float32)
+            for i in range(k):
+                for j in range(k):
+                    y = np.maximum(y, xp[:, :, i:i + st * (oh - 1) + 1:st, j:j + st * (ow - 1) + 1:st])
         else:
             raise ValueError("eval_f32: no rule for " + nd.op_type)
         v[nd.output[0]] = y.astype(np.float32)
@@ -422,6 +437,31 @@ def test_qdq_i8(r, rng):
     m = quant_models.qdq_i8_resblock(rng, c=8, hw=9, n=2)
     qdq_vs_numpy(r, m, "qdq_i8_resblock", rng.standard_normal((2, 8, 9, 9)).astype(np.float32),
                  "QDQ ResNet block, i8 activations (2 x 8 x 9 x 9)")
+
+
+def test_qdq_ops(r, rng):
+    """QDQ around MaxPool, Concat, Add and GlobalAveragePool between QDQ convolutions
+    (quant_models.qdq_ops) at 8 channels on 2 x 14 x 14: the output NumPy's f32 evaluation
+    within one step of the last quantization (0.01), and the Concat of two u8 tensors
+    whose Q/DQ share one scale and zero point runs on the u8 tensors themselves
+    (onnx_quant.c: QuantizeLinear(DequantizeLinear(q)) with the same parameters is q)."""
+    check = r.checks.check
+    m = quant_models.qdq_ops(rng, c=8, hw=14, n=2)
+    rxa, path = r.build(m, "qdq_ops")
+    if not rxa:
+        return
+    x = np.abs(rng.standard_normal((2, 8, 14, 14))).astype(np.float32)
+    got, err = r.outputs(rxa, {"x": x})
+    want = eval_f32(m, x)
+    diff = np.abs(got[0] - want) if got is not None else None
+    ok = got is not None and got[0].shape == want.shape and diff.max() <= 0.0101 and \
+        (diff > 1e-5).mean() < 0.05
+    check(ok, "QDQ around MaxPool / Concat / Add / GAP (2 x 8 x 14 x 14): within one output step "
+          "of NumPy, max |diff| %s%s" % (None if diff is None else float(diff.max()), "" if ok else ": " + err[-600:]))
+    rc, ir, _ = run_status([r.relaxc, "print", path, "--after", "library_lower"])
+    cat = [ln for ln in ir.splitlines() if "R.concat(" in ln]
+    check(rc == 0 and len(cat) == 1 and '"u8") = R.concat(' in cat[0],
+          "import: the QDQ Concat is a concat of the u8 tensors (%s)" % [ln.strip()[:90] for ln in cat])
 
 
 def test_qdq_mbv2(r, rng):
@@ -548,6 +588,7 @@ def main():
         test_qdq_conv(r, rng)
         test_qdq_mbv2(r, rng)
         test_qdq_i8(r, rng)
+        test_qdq_ops(r, rng)
         test_qconv_epilogue(r, rng)
         test_dynamic(r, rng)
     return checks.done()
