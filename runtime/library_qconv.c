@@ -173,14 +173,23 @@ static inline void copy_run(uint8_t *restrict d, const uint8_t *restrict s, int6
 }
 
 /* Rows [p0, p0 + rows) of the im2col A' into abuf (rows kp bytes apart), reading the
- * channel-last band xt whose first row is X's row y0. */
+ * channel-last band xt whose first row is X's row y0: per kernel row one run of kw C
+ * bytes where its taps are adjacent and inside X (dilation 1 along W), else a run per
+ * tap. */
 static void im2col(const qc *q, int64_t p0, int64_t rows, const uint8_t *xt, int64_t y0, uint8_t *abuf)
 {
     for (int64_t r = 0; r < rows; r++) {
         int64_t p = p0 + r, oy = p / q->wo, ox = p % q->wo;
         uint8_t *dst = abuf + r * q->kp;
+        int64_t ix0 = ox * q->sw - q->pl;
+        bool row_in = q->dw == 1 && ix0 >= 0 && ix0 + q->kw <= q->w; /* the kw taps adjacent */
         for (int64_t i = 0; i < q->kh; i++) {
             int64_t iy = oy * q->sh + i * q->dh - q->pt;
+            if (row_in && iy >= 0 && iy < q->h) { /* one run of kw C bytes (a stem: 7 x 3) */
+                copy_run(dst, xt + ((iy - y0) * q->w + ix0) * q->c, q->kw * q->c);
+                dst += q->kw * q->c;
+                continue;
+            }
             for (int64_t j = 0; j < q->kw; j++, dst += q->c) {
                 int64_t ix = ox * q->sw + j * q->dw - q->pl;
                 if (iy < 0 || iy >= q->h || ix < 0 || ix >= q->w)
