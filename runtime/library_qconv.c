@@ -9,10 +9,16 @@
  *   rt.qconv2d (X, W', params, Y): X u8 or i8 (N, C, H, W); W' the weight (Co, C, kh, kw)
  *   as the (kh kw C, Co) matrix B[(i kw + j) C + c, o] = W[o, c, i, j] in rt.qmatmul's
  *   packed layout (runtime/rt_qpack.h), packed once at compile time; params i64 (10,) =
- *   C, kh, kw, stride h, w, padding top, left, dilation h, w, W was u8; Y i32
- *   (N, Co, Ho, Wo): Y[n, o, y, x] = sum over c, i, j of W[o, c, i, j] X[n, c, y sh + i
- *   dh - pt, x sw + j dw - pl], taps outside X read as 0, exact modulo 2^32 (ONNX
- *   Runtime's int32 accumulation).
+ *   C, kh, kw, stride h, w, padding top, left, dilation h, w, W was u8, or (11,) with
+ *   the value z of X read at the taps outside it (0 without); Y i32 (N, Co, Ho, Wo):
+ *   Y[n, o, y, x] = sum over c, i, j of W[o, c, i, j] X[n, c, y sh + i dh - pt, x sw + j
+ *   dw - pl], taps outside X read as z, exact modulo 2^32 (ONNX Runtime's int32
+ *   accumulation).
+ *   rt.qconv2d (X, W', params, prog, tab, E..., Y): the same sums run through the
+ *   epilogue program prog (runtime/library_qepi.c, with its per-channel table tab and
+ *   up to 4 tensors E of Y's shape) on each tile, Y in the program's dtype (u8, i8,
+ *   f32, i32): what compiler/pass/library_qconv_lower.c makes of the requantization
+ *   chain after the convolution.
  *
  * The convolution is the product A B of B above by A (Ho Wo, kh kw C), the im2col of X
  * in channel-last order, on rt.qmatmul's tile kernels (library_qgemm.c: AVX-512 VNNI
@@ -33,7 +39,9 @@
  *      multiple of 4, the channel-last copy itself (no im2col); each 64-column block of
  *      B runs the tile kernel over the chunk into a 48 x 64 i32 buffer, corrected as
  *      rt.qmatmul corrects (A B = A'B' + ob rowsum(A') - oa colsum(B') - K oa ob), and
- *      written out channel-first: 48 consecutive i32 per output channel.
+ *      written out channel-first: 48 consecutive i32 per output channel (with an
+ *      epilogue: the program runs on the pixel-major tile first, then its result is
+ *      written channel-first in Y's dtype).
  * The two layout changes are SSE2 register transposes (every x86-64 has SSE2; other
  * architectures run the scalar loops): 16 x 16 blocks of bytes for the channel-last
  * copy when C is a multiple of 16, 4 x 4 blocks of i32 for the channel-first output;
@@ -50,6 +58,7 @@
  * C H W bytes of bands.
  */
 #include "rt_int.h"
+#include "rt_qepi.h"
 #include "rt_qpack.h"
 
 #include <stdbool.h>
@@ -61,15 +70,16 @@
 #include <emmintrin.h>
 #endif
 
-enum { QC_OK, QC_ARGS, QC_DTYPE, QC_SHAPE, QC_NOMEM };
-enum { NR = RX_QP_NR, MR = RX_QG_MR, CH = 48, NPARAMS = 10, SLACK = 16 };
+enum { QC_OK, QC_ARGS, QC_DTYPE, QC_SHAPE, QC_NOMEM, QC_EPI };
+enum { NR = RX_QP_NR, MR = RX_QG_MR, CH = RX_QE_TILE, NPARAMS = 10, SLACK = 16 };
 
 const char *rx_rt_qconv2d_strerr(int32_t code)
 {
     switch (code) {
-    case QC_ARGS: return "takes (X, packed W, params, Y)";
-    case QC_DTYPE: return "X must be u8 or i8, the packed weight u8, params i64 and Y i32";
+    case QC_ARGS: return "takes (X, packed W, params, Y) or (X, packed W, params, prog, tab, E..., Y)";
+    case QC_DTYPE: return "X must be u8 or i8, the packed weight u8, params i64 and Y i32 (without an epilogue)";
     case QC_SHAPE: return "X, the packed weight, params and Y do not agree (X (N, C, H, W), Y (N, Co, Ho, Wo))";
+    case QC_EPI: return "the epilogue program is not valid for Y and its operands";
     case QC_NOMEM: return "out of memory for the channel-last copy of X";
     default: return NULL;
     }
@@ -80,7 +90,7 @@ typedef struct qc {
     int32_t *y;
     int64_t n, c, h, w, co, ho, wo, kh, kw, sh, sw, pt, pl, dh, dw, k, kp, nblk;
     int64_t chunks, crows, groups; /* pixel chunks of crows; column-block groups per chunk */
-    uint8_t ax, bx;
+    uint8_t ax, bx, padb; /* padb: the byte a tap outside X reads (its pad value ^ ax) */
     bool direct; /* 1x1, stride 1, no padding, C % 4 == 0: A is the channel-last copy */
     uint8_t *xt; /* per thread: its band of one image channel-last, up to h w c bytes */
     int64_t xstride, astride; /* bytes between two threads' bands, A buffers (SLACK past each) */
@@ -88,6 +98,9 @@ typedef struct qc {
     int32_t *cbuf; /* per thread: CH x NR */
     uint32_t *rsum; /* per thread: CH row sums of A' (when bx) */
     rx_qkern_fn kern;
+    const rx_qepi *epi; /* the epilogue, or NULL: Y i32 */
+    rx_qepi_fn epi_run;
+    uint8_t *ebuf; /* per thread (with epi): v and t (CH x NR f32 each), then CH x NR bytes */
 } qc;
 
 /* Rows [h0, h1) of image img channel-last into xt (row h0 first), each byte ^ ax. */
@@ -160,18 +173,27 @@ static inline void copy_run(uint8_t *restrict d, const uint8_t *restrict s, int6
 }
 
 /* Rows [p0, p0 + rows) of the im2col A' into abuf (rows kp bytes apart), reading the
- * channel-last band xt whose first row is X's row y0. */
+ * channel-last band xt whose first row is X's row y0: per kernel row one run of kw C
+ * bytes where its taps are adjacent and inside X (dilation 1 along W), else a run per
+ * tap. */
 static void im2col(const qc *q, int64_t p0, int64_t rows, const uint8_t *xt, int64_t y0, uint8_t *abuf)
 {
     for (int64_t r = 0; r < rows; r++) {
         int64_t p = p0 + r, oy = p / q->wo, ox = p % q->wo;
         uint8_t *dst = abuf + r * q->kp;
+        int64_t ix0 = ox * q->sw - q->pl;
+        bool row_in = q->dw == 1 && ix0 >= 0 && ix0 + q->kw <= q->w; /* the kw taps adjacent */
         for (int64_t i = 0; i < q->kh; i++) {
             int64_t iy = oy * q->sh + i * q->dh - q->pt;
+            if (row_in && iy >= 0 && iy < q->h) { /* one run of kw C bytes (a stem: 7 x 3) */
+                copy_run(dst, xt + ((iy - y0) * q->w + ix0) * q->c, q->kw * q->c);
+                dst += q->kw * q->c;
+                continue;
+            }
             for (int64_t j = 0; j < q->kw; j++, dst += q->c) {
                 int64_t ix = ox * q->sw + j * q->dw - q->pl;
                 if (iy < 0 || iy >= q->h || ix < 0 || ix >= q->w)
-                    memset(dst, q->ax, (size_t)q->c);
+                    memset(dst, q->padb, (size_t)q->c);
                 else
                     copy_run(dst, xt + ((iy - y0) * q->w + ix) * q->c, q->c);
             }
@@ -180,32 +202,66 @@ static void im2col(const qc *q, int64_t p0, int64_t rows, const uint8_t *xt, int
     }
 }
 
-/* The rows x nc tile c (rows NR apart) written transposed: column j's rows to y + j p. */
-static void store_cols(const int32_t *restrict c, int64_t rows, int nc, int32_t *restrict y, int64_t p)
+/* The rows x nc tile c of 4-byte elements (i32 or f32: moved as bits; rows NR apart)
+ * written transposed: column j's rows to y + j p. */
+static void store_cols(const void *restrict cv, int64_t rows, int nc, void *restrict yv, int64_t p)
 {
+    const char *restrict c = cv;
+    char *restrict y = yv;
     int64_t r0 = 0;
 #if defined(__SSE2__)
     for (; r0 + 4 <= rows; r0 += 4) { /* 4 x 4 blocks transposed in registers (SSE2) */
         int j = 0;
         for (; j + 4 <= nc; j += 4) {
-            __m128 a = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(c + r0 * NR + j)));
-            __m128 b = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(c + (r0 + 1) * NR + j)));
-            __m128 d = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(c + (r0 + 2) * NR + j)));
-            __m128 e = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(c + (r0 + 3) * NR + j)));
+            __m128 a = _mm_loadu_ps((const float *)(const void *)(c + 4 * (r0 * NR + j)));
+            __m128 b = _mm_loadu_ps((const float *)(const void *)(c + 4 * ((r0 + 1) * NR + j)));
+            __m128 d = _mm_loadu_ps((const float *)(const void *)(c + 4 * ((r0 + 2) * NR + j)));
+            __m128 e = _mm_loadu_ps((const float *)(const void *)(c + 4 * ((r0 + 3) * NR + j)));
             _MM_TRANSPOSE4_PS(a, b, d, e);
-            _mm_storeu_si128((__m128i *)(void *)(y + j * p + r0), _mm_castps_si128(a));
-            _mm_storeu_si128((__m128i *)(void *)(y + (j + 1) * p + r0), _mm_castps_si128(b));
-            _mm_storeu_si128((__m128i *)(void *)(y + (j + 2) * p + r0), _mm_castps_si128(d));
-            _mm_storeu_si128((__m128i *)(void *)(y + (j + 3) * p + r0), _mm_castps_si128(e));
+            _mm_storeu_ps((float *)(void *)(y + 4 * (j * p + r0)), a);
+            _mm_storeu_ps((float *)(void *)(y + 4 * ((j + 1) * p + r0)), b);
+            _mm_storeu_ps((float *)(void *)(y + 4 * ((j + 2) * p + r0)), d);
+            _mm_storeu_ps((float *)(void *)(y + 4 * ((j + 3) * p + r0)), e);
         }
         for (; j < nc; j++)
-            for (int64_t r = r0; r < r0 + 4; r++) y[j * p + r] = c[r * NR + j];
+            for (int64_t r = r0; r < r0 + 4; r++) memcpy(y + 4 * (j * p + r), c + 4 * (r * NR + j), 4);
     }
 #endif
     for (; r0 < rows; r0 += 8) { /* 8 rows of every column: 8 lines in L1 */
         int64_t r1 = r0 + 8 < rows ? r0 + 8 : rows;
         for (int j = 0; j < nc; j++)
-            for (int64_t r = r0; r < r1; r++) y[j * p + r] = c[r * NR + j];
+            for (int64_t r = r0; r < r1; r++) memcpy(y + 4 * (j * p + r), c + 4 * (r * NR + j), 4);
+    }
+}
+
+/* The epilogue on the corrected tile c (rows x NR, pixel-major), its result stored
+ * channel-first in Y's dtype: i32 and f32 by 4 x 4 transposes (store_cols), bytes by 16 x 16
+ * ones (t16x16 with ax 0). */
+static void epi_tile(const qc *q, int32_t *c, int t, int64_t img, int64_t j0, int nc, int64_t p0,
+                     int64_t rows)
+{
+    uint8_t *buf = q->ebuf + (int64_t)t * (8 * CH * NR + CH * NR);
+    float *v = (float *)(void *)buf;
+    uint8_t *u8 = buf + 8 * CH * NR;
+    q->epi_run(q->epi, c, v, v + CH * NR, u8, img, j0, nc, p0, (int)rows);
+    int64_t p = q->ho * q->wo, at = (img * q->co + j0) * p + p0;
+    switch (q->epi->ykind) {
+    case RX_QE_I32: store_cols(c, rows, nc, (int32_t *)q->epi->y + at, p); return;
+    case RX_QE_F32: store_cols(v, rows, nc, (float *)q->epi->y + at, p); return;
+    default: {
+        uint8_t *y = (uint8_t *)q->epi->y + at;
+        int64_t r0 = 0;
+#if defined(__SSE2__)
+        for (; r0 + 16 <= rows; r0 += 16) {
+            int j = 0;
+            for (; j + 16 <= nc; j += 16) t16x16(u8 + r0 * NR + j, NR, y + j * p + r0, p, 0);
+            for (; j < nc; j++)
+                for (int64_t r = r0; r < r0 + 16; r++) y[j * p + r] = u8[r * NR + j];
+        }
+#endif
+        for (int j = 0; j < nc; j++)
+            for (int64_t r = r0; r < rows; r++) y[j * p + r] = u8[r * NR + j];
+    }
     }
 }
 
@@ -254,7 +310,11 @@ static void qc_image(qc *q, int64_t img, int t, int nt)
                 q->kern(ap + r * q->kp, q->kp, bp, q->kp, mr, cbuf + r * NR, NR, nc);
             }
             rx_qpack_correct(cbuf, NR, rows, nc, rsum, colsum, oa, ob, (uint32_t)q->k);
-            store_cols(cbuf, rows, nc, q->y + (img * q->co + j0) * p + p0, p);
+            if (q->epi) {
+                epi_tile(q, cbuf, t, img, j0, nc, p0, rows);
+            } else {
+                store_cols(cbuf, rows, nc, q->y + (img * q->co + j0) * p + p0, p);
+            }
         }
     }
 }
@@ -272,16 +332,19 @@ static bool byte_dtype(DLDataType d)
 
 int32_t rx_rt_qconv2d(DLTensor *const *args, int32_t nargs)
 {
-    if (nargs != 4) return QC_ARGS;
-    const DLTensor *X = args[0], *B = args[1], *P = args[2], *Y = args[3];
+    if (nargs != 4 && (nargs < 6 || nargs > 6 + RX_QE_MAXEXT)) return QC_ARGS;
+    const DLTensor *X = args[0], *B = args[1], *P = args[2], *Y = args[nargs - 1];
+    rx_qepi epi;
+    bool with_epi = nargs > 4;
     if (!byte_dtype(X->dtype) || B->dtype.bits != 8 || B->dtype.lanes != 1 ||
         P->dtype.code != kDLInt || P->dtype.bits != 64 || P->dtype.lanes != 1 ||
-        Y->dtype.code != kDLInt || Y->dtype.bits != 32 || Y->dtype.lanes != 1)
+        (!with_epi && (Y->dtype.code != kDLInt || Y->dtype.bits != 32 || Y->dtype.lanes != 1)))
         return QC_DTYPE;
-    if (X->ndim != 4 || Y->ndim != 4 || B->ndim != 1 || P->ndim != 1 || P->shape[0] != NPARAMS)
+    if (X->ndim != 4 || Y->ndim != 4 || B->ndim != 1 || P->ndim != 1 ||
+        (P->shape[0] != NPARAMS && P->shape[0] != NPARAMS + 1))
         return QC_SHAPE;
-    int64_t pv[NPARAMS];
-    memcpy(pv, (const char *)P->data + P->byte_offset, sizeof pv);
+    int64_t pv[NPARAMS + 1] = {0};
+    memcpy(pv, (const char *)P->data + P->byte_offset, sizeof(int64_t) * (size_t)P->shape[0]);
     qc q = {.x = (const uint8_t *)X->data + X->byte_offset,
             .packed = (const uint8_t *)B->data + B->byte_offset,
             .y = (int32_t *)(void *)((char *)Y->data + Y->byte_offset),
@@ -290,15 +353,25 @@ int32_t rx_rt_qconv2d(DLTensor *const *args, int32_t nargs)
             .kh = pv[1], .kw = pv[2], .sh = pv[3], .sw = pv[4], .pt = pv[5], .pl = pv[6],
             .dh = pv[7], .dw = pv[8], .ax = X->dtype.code == kDLInt ? 0x80 : 0,
             .bx = pv[9] ? 0x80 : 0};
+    /* params[10], when present: X's value at the taps outside it (a zero point), in X's
+       dtype's range */
+    bool pad_ok = q.ax ? pv[10] >= -128 && pv[10] <= 127 : pv[10] >= 0 && pv[10] <= 255;
+    q.padb = (uint8_t)((uint8_t)pv[10] ^ q.ax);
     if (pv[0] != q.c || Y->shape[0] != q.n || q.kh < 1 || q.kw < 1 || q.sh < 1 || q.sw < 1 ||
-        q.dh < 1 || q.dw < 1 || q.pt < 0 || q.pl < 0)
+        q.dh < 1 || q.dw < 1 || q.pt < 0 || q.pl < 0 || !pad_ok)
         return QC_SHAPE;
     q.k = q.kh * q.kw * q.c;
     q.kp = rx_qpack_kp(q.k);
     q.nblk = rx_qpack_blocks(q.co);
     if (B->shape[0] != rx_qpack_bytes(q.k, q.co)) return QC_SHAPE;
     int64_t p = q.ho * q.wo;
-    if (q.n == 0 || q.co == 0 || p == 0) return QC_OK;
+    if (with_epi && q.k == 0) return QC_SHAPE;
+    if (with_epi && !rx_qepi_parse(&epi, args[3], args[4], args + 5, nargs - 6, Y)) return QC_EPI;
+    q.epi = with_epi ? &epi : NULL;
+    if (q.n == 0 || q.co == 0 || p == 0) {
+        if (q.epi) rx_qepi_free(&epi);
+        return QC_OK;
+    }
     if (q.k == 0) {
         memset(q.y, 0, (size_t)(q.n * q.co * p) * sizeof *q.y);
         return QC_OK;
@@ -324,16 +397,26 @@ int32_t rx_rt_qconv2d(DLTensor *const *args, int32_t nargs)
     size_t abytes = (size_t)(CH * q.kp + SLACK + 63) / 64 * 64, cbytes = (size_t)CH * NR * sizeof(int32_t);
     /* a band per thread, sized for the whole image (fewer threads than asked take
        longer bands) */
-    size_t total = (size_t)nthr * (xbytes + abytes + cbytes + CH * sizeof(uint32_t));
+    size_t ebytes = q.epi ? 2 * (size_t)CH * NR * sizeof(float) + (size_t)CH * NR : 0;
+    size_t total = (size_t)nthr * (xbytes + abytes + cbytes + CH * sizeof(uint32_t) + ebytes);
     uint8_t *mem = aligned_alloc(64, (total + 63) / 64 * 64);
-    if (!mem) return QC_NOMEM;
+    if (!mem) {
+        if (q.epi) rx_qepi_free(&epi);
+        return QC_NOMEM;
+    }
     q.xt = mem;
     q.xstride = (int64_t)xbytes;
     q.astride = (int64_t)abytes;
     q.abuf = mem + (size_t)nthr * xbytes;
     q.cbuf = (int32_t *)(void *)(q.abuf + (size_t)nthr * abytes);
     q.rsum = (uint32_t *)(void *)(q.abuf + (size_t)nthr * (abytes + cbytes));
+    q.ebuf = (uint8_t *)(q.abuf + (size_t)nthr * (abytes + cbytes + CH * sizeof(uint32_t)));
+    if (q.epi) { /* the tiles' lanes past their rows are computed too: defined values */
+        q.epi_run = rx_qepi_choose();
+        memset(q.ebuf, 0, (size_t)nthr * ebytes);
+    }
     rx_rt_parallel_for_n(qc_run, &q, nthr);
     free(mem);
+    if (q.epi) rx_qepi_free(&epi);
     return QC_OK;
 }

@@ -53,7 +53,11 @@
  *                           w[o, c, i, j] in rt_qpack.h's layout; params i64 (10,) = C,
  *                           kh, kw, strides h w, padding top and left (bottom and right
  *                           follow from the result's extents), dilations h w, w was u8.
- *                           Other forms and GPU targets keep legalize_nn.c's loops.
+ *                           Other forms and GPU targets keep legalize_nn.c's loops. At
+ *                           opt level 2 library lowering takes such a convolution with
+ *                           its requantization chain first (compiler/pass/
+ *                           library_qconv_lower.c: the epilogue form, through
+ *                           lg_qconv_form and lg_qconv_weight here).
  * The result's dims are the op's deduction (checked by legalize.c before); the library
  * reads k from the output's extent. Cost O(1) per call.
  */
@@ -155,7 +159,7 @@ static bool str_attr(const rx_node *call, const char *name, const char *want)
 
 /* nn.conv2d that rt.qconv2d takes (file essay); its params into p (C, kh, kw, strides,
  * padding top and left, dilation, weight u8) when p. */
-static bool qconv_lib(const rx_node *call, int64_t *p)
+bool lg_qconv_form(const rx_node *call, int64_t *p)
 {
     const rx_sinfo *x = call->args[0]->sinfo, *o = call->sinfo;
     const rx_node *w = call->args[1];
@@ -187,14 +191,14 @@ int lg_lib_form(const rx_node *call, bool device)
         return 1;
     if (!strcmp(bare(op), "image.resize2d") && !device && resize_lib(call)) return 1;
     if (!strcmp(bare(op), "matmul") && !device && qmatmul_lib(call)) return 1;
-    if (!strcmp(bare(op), "nn.conv2d") && !device && qconv_lib(call, NULL)) return 1;
+    if (!strcmp(bare(op), "nn.conv2d") && !device && lg_qconv_form(call, NULL)) return 1;
     if ((!strcmp(bare(op), "scatter_elements") || !strcmp(bare(op), "scatter_nd")) && !device &&
         scatter_lib(call))
         return 1;
     return 0;
 }
 
-static rx_node *int_params(rx_module *m, const int64_t *p, int n)
+rx_node *lg_i64_const(rx_module *m, const int64_t *p, int n)
 {
     rx_const *k = RX_NEW(m->arena, rx_const);
     int64_t *shape = RX_NEWN(m->arena, int64_t, 1);
@@ -227,7 +231,7 @@ static rx_node *packed_weight(rx_module *m, const rx_const *w)
 
 /* Constant 8-bit weight w (Co, C, kh, kw) as rt.qconv2d's matrix B[(i kw + j) C + c, o]
  * in the packed layout (runtime/rt_qpack.h): a new u8 constant. */
-static rx_node *packed_conv_weight(rx_module *m, const rx_const *w)
+rx_node *lg_qconv_weight(rx_module *m, const rx_const *w)
 {
     int64_t co = w->shape[0], c = w->shape[1], kh = w->shape[2], kw = w->shape[3];
     int64_t k = kh * kw * c;
@@ -264,7 +268,7 @@ rx_node *lg_lib_call(rx_module *m, rx_node *call)
             const rx_const *bk = b->u.konst;
             int64_t kn[3] = {bk->shape[0], bk->shape[1], bk->dtype == RX_DT_U8};
             qa[1] = packed_weight(m, bk);
-            qa[2] = int_params(m, kn, 3);
+            qa[2] = lg_i64_const(m, kn, 3);
             nq = 3;
         }
         rx_node *n = rx_n_call_lib(m, "rt.qmatmul", qa, nq, call->sinfo);
@@ -275,10 +279,10 @@ rx_node *lg_lib_call(rx_module *m, rx_node *call)
     if (!strcmp(op, "nn.conv2d")) {
         int64_t qp[10];
         rx_node **qa = RX_NEWN(m->arena, rx_node *, 3);
-        qconv_lib(call, qp);
+        lg_qconv_form(call, qp);
         qa[0] = call->args[0];
-        qa[1] = packed_conv_weight(m, call->args[1]->u.konst);
-        qa[2] = int_params(m, qp, 10);
+        qa[1] = lg_qconv_weight(m, call->args[1]->u.konst);
+        qa[2] = lg_i64_const(m, qp, 10);
         rx_node *n = rx_n_call_lib(m, "rt.qconv2d", qa, 3, call->sinfo);
         n->sinfo = call->sinfo;
         n->loc = call->loc;
@@ -342,7 +346,7 @@ rx_node *lg_lib_call(rx_module *m, rx_node *call)
         }
         np = 5;
     }
-    args[nargs - 1] = int_params(m, np == 5 ? rp : p, np);
+    args[nargs - 1] = lg_i64_const(m, np == 5 ? rp : p, np);
     rx_node *n = rx_n_call_lib(m, lib, args, nargs, call->sinfo);
     n->sinfo = call->sinfo;
     n->loc = call->loc;

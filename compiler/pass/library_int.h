@@ -103,6 +103,10 @@ void rx_ll_put_lib(rx_ll_ctx *c, rx_binding *at, const char *lib, rx_node **args
  * chain (the bindings it replaces marked in drop) and the pools; true when rewritten. */
 bool rx_ll_try_conv(rx_ll_ctx *c, rx_block *b, int j, bool *drop);
 bool rx_ll_try_pool(rx_ll_ctx *c, rx_binding *bd);
+/* library_qconv_lower.c's rule on binding j of dataflow block b (its essay): an 8-bit
+ * convolution with the elementwise chain after it -> rt.qconv2d with an epilogue
+ * program (the bindings it replaces marked in drop); true when rewritten. */
+bool rx_ll_try_qconv(rx_ll_ctx *c, rx_block *b, int j, bool *drop);
 /* library_concat_lower.c's rule on binding j of dataflow block b (c->cur): a concat of
  * fields FuseOps could not fuse into it, with its per-channel affine / relu epilogue (the
  * bindings it replaces marked in drop) -> rt.concat; true when rewritten. */

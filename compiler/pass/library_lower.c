@@ -599,7 +599,7 @@ static void lower_block(rx_ll_ctx *c, rx_block *b)
         rx_binding *bd = &b->bindings[j];
         if (drop[j] || bd->match_cast) continue;
         c->cur = b;
-        if ((c->conv_enabled && rx_ll_try_conv(c, b, j, drop)) || (c->pool_enabled && rx_ll_try_pool(c, bd)) ||
+        if ((c->conv_enabled && (rx_ll_try_conv(c, b, j, drop) || rx_ll_try_qconv(c, b, j, drop))) || (c->pool_enabled && rx_ll_try_pool(c, bd)) ||
             (c->concat_enabled && rx_ll_try_concat(c, b, j, drop))) {
             any = true;
             continue;

@@ -30,6 +30,13 @@ Runtime (onnxruntime-node, CPU) on the same .onnx file, same inputs, same run, 2
                 to the neighbouring step (648 of 98304 outputs off by up to 0.015;
                 equal to main's build bit for bit)
 
+  qdq_i8_resblock  the QDQ ResNet block with symmetric int8 activations (i8, zero point
+                0) and per-channel int8 weights
+  qlinear_dwnet QLinearConv depthwise 3x3 (group = channels), 1x1, depthwise stride 2 on
+                (1, 96, 56, 56)
+  qlinear_matmul_chain  QLinearMatMul 128 x 768 -> 3072 -> 768 -> 768 (the QOperator MLP)
+  qdq_ops       QDQ around MaxPool, Concat, Add and GlobalAveragePool between QDQ convs
+
 Each prints one JSON line: relax_ms (this build), base_ms (--base-relaxc /
 --base-relax-run: another build, e.g. main's, or null when it cannot build or run the
 case), ort_ms (medians of --repeat calls), relax/ORT, base/ORT, the output's GB/s of
@@ -155,6 +162,12 @@ def cases():
         "qdq_resnet18": (lambda: quant_models.qdq_resnet18(np.random.default_rng(7)),
                          np.abs(x(1, 3, 224, 224)), 0.5),
         "qdq_mbv2": (quant_models.qdq_mbv2(np.random.default_rng(8)), x(1, 32, 112, 112), 0.5),
+        "qdq_i8_resblock": (quant_models.qdq_i8_resblock(np.random.default_rng(9)), x(1, 64, 56, 56), 0.1),
+        "qlinear_dwnet": (quant_models.qlinear_dwnet(np.random.default_rng(10)),
+                          np.abs(x(1, 96, 56, 56)), 0.1),
+        "qlinear_matmul_chain": (quant_models.qlinear_matmul_chain(np.random.default_rng(11)),
+                                 x(128, 768), 0.1),
+        "qdq_ops": (quant_models.qdq_ops(np.random.default_rng(12)), np.abs(x(1, 64, 56, 56)), 0.1),
     }
 
 

@@ -182,29 +182,37 @@ def qdq_resblock(rng, c=64, hw=56, n=1):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 
 
-def qlinear_convnet(rng, c=64, hw=56, n=1):
-    """The QOperator form (quantize_static, QuantFormat.QOperator; the ONNX model zoo's
-    int8 CNNs): QuantizeLinear, QLinearConv 3x3 (per-channel weight scales, i32 bias),
-    QLinearConv 1x1 to 2c, QLinearConv 3x3 stride 2, DequantizeLinear."""
-    nodes, inits = [], []
-
+def _quantized_input(nodes, inits):
+    """QuantizeLinear of the graph input x to u8 xq (scale 0.02, zero point 128) appended
+    to nodes; returns t(name, value, dtype), which adds an initializer and returns its
+    name."""
     def t(name, v, dt):
         inits.append(numpy_helper.from_array(np.array(v, dt), name))
         return name
 
-    x = "x"
     nodes.append(helper.make_node("QuantizeLinear", ["x", t("xs", 0.02, np.float32),
                                                      t("xz", 128, np.uint8)], ["xq"]))
+    return t
+
+
+def qlinear_convnet(rng, c=64, hw=56, n=1, layers=None, ws_lo=0.001, yz=0):
+    """The QOperator form (quantize_static, QuantFormat.QOperator; the ONNX model zoo's
+    int8 CNNs): QuantizeLinear, QLinearConv 3x3 (per-channel weight scales, i32 bias),
+    QLinearConv 1x1 to 2c, QLinearConv 3x3 stride 2, DequantizeLinear. layers: (co, k,
+    stride, group) each (the default those three, group 1); per-channel weight scales
+    in [ws_lo, 3 ws_lo); yz the outputs' zero point."""
+    nodes, inits = [], []
+    t = _quantized_input(nodes, inits)
     x, s, z, ci = "xq", "xs", "xz", c
-    for i, (co, k, st) in enumerate([(c, 3, 1), (2 * c, 1, 1), (2 * c, 3, 2)]):
-        w = _conv_w(rng, co, ci, k)
-        ws = (rng.random(co) * 0.002 + 0.001).astype(np.float32)
+    for i, (co, k, st, g) in enumerate(layers or [(c, 3, 1, 1), (2 * c, 1, 1, 1), (2 * c, 3, 2, 1)]):
+        w = rng.integers(-127, 128, (co, ci // g, k, k)).astype(np.int8)
+        ws = (rng.random(co) * 2 * ws_lo + ws_lo).astype(np.float32)
         bias = rng.integers(-2000, 2000, co).astype(np.int32)
         nm = "c%d" % i
         ins = [x, s, z, t(nm + "_w", w, np.int8), t(nm + "_ws", ws, np.float32),
                t(nm + "_wz", np.zeros(co), np.int8), t(nm + "_ys", 0.05, np.float32),
-               t(nm + "_yz", 0, np.uint8), t(nm + "_b", bias, np.int32)]
-        nodes.append(helper.make_node("QLinearConv", ins, [nm], pads=[k // 2] * 4, strides=[st, st]))
+               t(nm + "_yz", yz, np.uint8), t(nm + "_b", bias, np.int32)]
+        nodes.append(helper.make_node("QLinearConv", ins, [nm], pads=[k // 2] * 4, strides=[st, st], group=g))
         x, s, z, ci = nm, nm + "_ys", nm + "_yz", co
     nodes.append(helper.make_node("DequantizeLinear", [x, s, z], ["y"]))
     g = helper.make_graph(nodes, "qlin_conv", [helper.make_tensor_value_info("x", F, [n, c, hw, hw])],
@@ -365,4 +373,87 @@ def qdq_mbv2(rng, n=1, hw=112, c=32, blocks=((6, 24, 2), (6, 24, 1), (6, 32, 2),
     out = hw // 4
     g = helper.make_graph(nodes, "qdq_mbv2", [helper.make_tensor_value_info("x", F, [n, c, hw, hw])],
                           [helper.make_tensor_value_info(h, F, [n, ci, out, out])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def qdq_i8_resblock(rng, c=64, hw=56, n=1):
+    """quantize_static's QDQ form with symmetric int8 activations (ActivationSymmetric:
+    i8, zero point 0) and per-channel int8 weights of a ResNet basic block with a
+    residual: Q/DQ (i8) on the input, conv 3x3 + bias + ReLU, Q/DQ, conv 3x3 + bias, Q/DQ,
+    Add, ReLU, Q/DQ."""
+    G = _QdqGraph(rng)
+    nodes, inits = G.nodes, G.inits
+
+    def qdq(x, scale):
+        nm = G.name("q")
+        inits.extend([numpy_helper.from_array(np.array(scale, np.float32), nm + "_s"),
+                      numpy_helper.from_array(np.array(0, np.int8), nm + "_z")])
+        nodes.extend([helper.make_node("QuantizeLinear", [x, nm + "_s", nm + "_z"], [nm + "_q"]),
+                      helper.make_node("DequantizeLinear", [nm + "_q", nm + "_s", nm + "_z"], [nm + "_d"])])
+        return nm + "_d", scale
+
+    x, xs = qdq("x", 0.03)
+    h = G.conv(x, xs, c, c, 3, 1, "relu")
+    h, hs = qdq(h, 0.03)
+    h = G.conv(h, hs, c, c, 3, 1)
+    h, _ = qdq(h, 0.05)
+    nodes.extend([helper.make_node("Add", [h, x], ["sum"]), helper.make_node("Relu", ["sum"], ["r"])])
+    out, _ = qdq("r", 0.04)
+    g = helper.make_graph(nodes, "qdq_i8", [helper.make_tensor_value_info("x", F, [n, c, hw, hw])],
+                          [helper.make_tensor_value_info(out, F, [n, c, hw, hw])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def qlinear_dwnet(rng, c=96, hw=56, n=1):
+    """The QOperator form of a depthwise-separable block (MobileNet's): QuantizeLinear,
+    QLinearConv 3x3 with group = channels (per-channel weight scales, i32 bias),
+    QLinearConv 1x1 to 2c, QLinearConv 3x3 depthwise stride 2, DequantizeLinear."""
+    return qlinear_convnet(rng, c, hw, n, [(c, 3, 1, c), (2 * c, 1, 1, 1), (2 * c, 3, 2, 2 * c)],
+                           ws_lo=0.002, yz=10)
+
+
+def qlinear_matmul_chain(rng, m=128, d=768, ff=3072):
+    """QLinearMatMul chains (the QOperator form of an MLP): QuantizeLinear, QLinearMatMul
+    (d -> ff), QLinearMatMul (ff -> d), QLinearMatMul (d -> d), DequantizeLinear; u8
+    activations with zero points, int8 weights with a scale per tensor."""
+    nodes, inits = [], []
+    t = _quantized_input(nodes, inits)
+    x, s, z, k = "xq", "xs", "xz", d
+    for i, nn in enumerate([ff, d, d]):
+        nm = "m%d" % i
+        w = rng.integers(-127, 128, (k, nn)).astype(np.int8)
+        ys = 0.02 * np.sqrt(k) * 127 * 0.01 / 2
+        nodes.append(helper.make_node("QLinearMatMul", [x, s, z, t(nm + "_w", w, np.int8),
+                                                        t(nm + "_ws", 0.01, np.float32), t(nm + "_wz", 0, np.int8),
+                                                        t(nm + "_ys", ys, np.float32), t(nm + "_yz", 128, np.uint8)], [nm]))
+        x, s, z, k = nm, nm + "_ys", nm + "_yz", nn
+    nodes.append(helper.make_node("DequantizeLinear", [x, s, z], ["y"]))
+    g = helper.make_graph(nodes, "qlin_mm", [helper.make_tensor_value_info("x", F, [m, d])],
+                          [helper.make_tensor_value_info("y", F, None)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def qdq_ops(rng, c=64, hw=56, n=1):
+    """QDQ around the ops between convolutions (quantize_static's QDQ: Q/DQ on each input
+    and output): conv 3x3 + ReLU, MaxPool 3x3/2, a second conv, Concat of both branches,
+    Add of a second 1x1 conv's output, GlobalAveragePool, each with Q/DQ (u8)."""
+    G = _QdqGraph(rng)
+    nodes, qdq = G.nodes, G.qdq
+    x, xs = qdq("x", 0.03, 128)
+    a = G.conv(x, xs, c, c, 3, 1, "relu")
+    a, as_ = qdq(a, 0.04)
+    nodes.append(helper.make_node("MaxPool", [a], ["mp"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]))
+    p, ps = qdq("mp", 0.04)
+    b = G.conv(p, ps, c, c, 3, 1, "relu")
+    b, bs = qdq(b, 0.04)
+    nodes.append(helper.make_node("Concat", [p, b], ["cat"], axis=1))
+    cat, cs = qdq("cat", 0.04)
+    d = G.conv(cat, cs, 2 * c, 2 * c, 1, 1)
+    d, _ = qdq(d, 0.06, 128)
+    nodes.append(helper.make_node("Add", [d, cat], ["sum"]))
+    s, _ = qdq("sum", 0.06, 128)
+    nodes.append(helper.make_node("GlobalAveragePool", [s], ["gap"]))
+    out, _ = qdq("gap", 0.01, 128)
+    g = helper.make_graph(nodes, "qdq_ops", [helper.make_tensor_value_info("x", F, [n, c, hw, hw])],
+                          [helper.make_tensor_value_info(out, F, [n, 2 * c, 1, 1])], G.inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])

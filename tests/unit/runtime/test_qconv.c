@@ -19,12 +19,23 @@
 #include "../../../runtime/rt_int.h"
 #include "../../../runtime/rt_qpack.h"
 
+#include <math.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "../../../runtime/rt_qepi.h"
 
 static uint32_t next(uint32_t *s)
 {
     *s = *s * 1664525u + 1013904223u;
     return *s >> 8;
+}
+
+static uint32_t fbits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
 }
 
 static DLTensor tensor(void *data, DLDataType dt, int ndim, int64_t *shape)
@@ -146,6 +157,124 @@ START_TEST(test_qconv_threads_extremes)
 }
 END_TEST
 
+/* The epilogue program (runtime/library_qepi.c) against the same f32 steps in scalar C:
+ * the zero-point correction as a per-channel IADD, TOF32, a per-channel scale and bias, a
+ * ReLU, the requantization (divide, round half to even, zero point, clamp), TRUNC8 and a
+ * dequantization, a residual read as u8 and dequantized into t (LOAD, SUB, MUL, then
+ * ADD of t), a second requantization into u8 / i8 Y or f32 Y; with the X pad value 128
+ * (params[10]) under padding; past one column block with a tail and several threads. */
+static float fmaxg(float a, float b) { return a != a ? a : a > b ? a : b; }
+static float fming(float a, float b) { return a != a ? a : a < b ? a : b; }
+
+static void check_epi(int64_t c, int64_t h, int64_t w, int64_t co, int ykind, uint32_t seed)
+{
+    int64_t hw = h * w, nx = c * hw, nw = co * c * 9, ny = co * hw, k = 9 * c;
+    uint8_t *x = malloc((size_t)nx), *wt = malloc((size_t)nw), *b = malloc((size_t)nw), *res = malloc((size_t)ny);
+    uint8_t *y8 = malloc((size_t)ny);
+    float *yf = malloc(sizeof(float) * (size_t)ny);
+    int32_t *tab = malloc(sizeof(int32_t) * (size_t)(3 * co));
+    int64_t pbytes = rx_qpack_bytes(k, co);
+    uint8_t *pk = malloc((size_t)pbytes);
+    ck_assert(x && wt && b && res && y8 && yf && tab && pk);
+    for (int64_t i = 0; i < nx; i++) x[i] = (uint8_t)next(&seed);
+    for (int64_t i = 0; i < nw; i++) wt[i] = (uint8_t)next(&seed);
+    for (int64_t i = 0; i < ny; i++) res[i] = (uint8_t)next(&seed);
+    for (int64_t o = 0; o < co; o++) {
+        float sc = 1e-4f * (float)(1 + next(&seed) % 50), bias = 0.01f * (float)((int)(next(&seed) % 200) - 100);
+        tab[o] = (int32_t)(next(&seed) % 100000) - 50000; /* IADD row 0 */
+        memcpy(&tab[co + o], &sc, 4);
+        memcpy(&tab[2 * co + o], &bias, 4);
+    }
+    for (int64_t o = 0; o < co; o++)
+        for (int64_t ci = 0; ci < c; ci++)
+            for (int64_t i = 0; i < 9; i++) b[(i * c + ci) * co + o] = wt[(o * c + ci) * 9 + i];
+    rx_qpack(b, k, co, 0, pk);
+    float s1 = 0.03f, z1 = 128.0f, s2 = 0.05f, rz = 100.0f, rs = 0.02f, s3 = 0.04f, z3 = 7.0f;
+    bool i8 = ykind == 2;
+    float lo = i8 ? -128.0f : 0.0f, hi = i8 ? 127.0f : 255.0f;
+#define F(v) ((int64_t)fbits(v))
+    int64_t prog[][4] = {
+        {RX_QE_IADD, RX_QE_CHAN, 0, 0}, {RX_QE_TOF32, 0, 0, 0}, {RX_QE_MUL, RX_QE_CHAN, 1, 0},
+        {RX_QE_ADD, RX_QE_CHAN, 2, 0}, {RX_QE_RELU, 0, 0, 0}, {RX_QE_DIV, 0, 0, F(s1)},
+        {RX_QE_ROUND, 0, 0, 0}, {RX_QE_ADD, 0, 0, F(z1)}, {RX_QE_MAX, 0, 0, F(0.0f)},
+        {RX_QE_MIN, 0, 0, F(255.0f)}, {RX_QE_TRUNC8, 0, 0, 0}, {RX_QE_SUB, 0, 0, F(z1)},
+        {RX_QE_MUL, 0, 0, F(s2)}, {RX_QE_LOAD | RX_QE_DST_T, 0, 0, 0},
+        {RX_QE_SUB | RX_QE_DST_T, 0, 0, F(rz)}, {RX_QE_MUL | RX_QE_DST_T, 0, 0, F(rs)},
+        {RX_QE_ADD | RX_QE_REV, RX_QE_TEMP, 0, 0}, {RX_QE_DIV, 0, 0, F(s3)},
+        {RX_QE_ROUND, 0, 0, 0}, {RX_QE_ADD, 0, 0, F(z3)}, {RX_QE_MAX, 0, 0, F(lo)},
+        {RX_QE_MIN, 0, 0, F(hi)}};
+#undef F
+    int np = (int)(sizeof prog / sizeof prog[0]) - (ykind == 0 ? 5 : 0); /* f32: no requant */
+    int64_t params[11] = {c, 3, 3, 1, 1, 1, 1, 1, 1, 0, 128};
+    int64_t sx[4] = {1, c, h, w}, sy[4] = {1, co, h, w}, sp[1] = {pbytes}, s11[1] = {11};
+    int64_t sprog[1] = {4 * np}, stab[1] = {3 * co};
+    DLTensor tx = tensor(x, (DLDataType){kDLUInt, 8, 1}, 4, sx);
+    DLTensor tb = tensor(pk, (DLDataType){kDLUInt, 8, 1}, 1, sp);
+    DLTensor tp = tensor(params, (DLDataType){kDLInt, 64, 1}, 1, s11);
+    DLTensor tg = tensor(prog, (DLDataType){kDLInt, 64, 1}, 1, sprog);
+    DLTensor tt = tensor(tab, (DLDataType){kDLInt, 32, 1}, 1, stab);
+    DLTensor te = tensor(res, (DLDataType){kDLUInt, 8, 1}, 4, sy);
+    DLTensor ty = ykind == 0 ? tensor(yf, (DLDataType){kDLFloat, 32, 1}, 4, sy)
+                             : tensor(y8, (DLDataType){i8 ? kDLInt : kDLUInt, 8, 1}, 4, sy);
+    DLTensor *args[7] = {&tx, &tb, &tp, &tg, &tt, &te, &ty};
+    ck_assert_int_eq(rx_rt_qconv2d(args, 7), 0);
+    for (int64_t o = 0; o < co; o++)
+        for (int64_t oy = 0; oy < h; oy++)
+            for (int64_t ox = 0; ox < w; ox++) {
+                int64_t s = 0;
+                for (int64_t ci = 0; ci < c; ci++)
+                    for (int64_t i = 0; i < 3; i++)
+                        for (int64_t j = 0; j < 3; j++) {
+                            int64_t iy = oy + i - 1, ix = ox + j - 1;
+                            int64_t xv = iy < 0 || iy >= h || ix < 0 || ix >= w ? 128 : x[(ci * h + iy) * w + ix];
+                            s += xv * (int8_t)wt[(o * c + ci) * 9 + i * 3 + j];
+                        }
+                int64_t at = (o * h + oy) * w + ox;
+                float sc, bias, v;
+                memcpy(&sc, &tab[co + o], 4);
+                memcpy(&bias, &tab[2 * co + o], 4);
+                v = (float)(int32_t)(uint32_t)((uint64_t)s + (uint32_t)tab[o]);
+                v = v * sc;
+                v = v + bias;
+                v = fmaxg(v, 0.0f);
+                v = v / s1;
+                v = nearbyintf(v);
+                v = v + z1;
+                v = fming(fmaxg(v, 0.0f), 255.0f);
+                v = (float)(uint8_t)(int32_t)v;
+                v = v - z1;
+                v = v * s2;
+                float r = (float)res[at];
+                r = r - rz;
+                r = r * rs;
+                v = r + v;
+                if (ykind == 0) {
+                    if (memcmp(&v, &yf[at], 4))
+                        ck_abort_msg("epilogue f32 Y[%lld] = %a, want %a", (long long)at, (double)yf[at], (double)v);
+                    continue;
+                }
+                v = v / s3;
+                v = nearbyintf(v);
+                v = v + z3;
+                v = fming(fmaxg(v, lo), hi);
+                int32_t want = (int32_t)v, got = i8 ? (int8_t)y8[at] : y8[at];
+                if (got != want)
+                    ck_abort_msg("epilogue %s Y[%lld] = %d, want %d", i8 ? "i8" : "u8", (long long)at, got, want);
+            }
+    prog[3][1] = RX_QE_CHAN, prog[3][2] = 3; /* a tab row past the tab: an error */
+    ck_assert_int_ne(rx_rt_qconv2d(args, 7), 0);
+    free(x), free(wt), free(b), free(res), free(y8), free(yf), free(tab), free(pk);
+}
+
+START_TEST(test_qconv_epilogue)
+{
+    check_epi(8, 9, 11, 10, 1, 21);  /* u8, one block with a tail */
+    check_epi(16, 20, 23, 70, 2, 22); /* i8, two blocks, threads */
+    check_epi(5, 7, 6, 3, 0, 23);     /* f32 */
+    check_epi(32, 33, 35, 64, 1, 24); /* u8, 16 x 16 byte transposes and tails */
+}
+END_TEST
+
 START_TEST(test_qconv_errors)
 {
     uint8_t x[16] = {0}, pk[4] = {0};
@@ -176,6 +305,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_qconv_forms);
     tcase_add_test(tc, test_qconv_threads_extremes);
+    tcase_add_test(tc, test_qconv_epilogue);
     tcase_add_test(tc, test_qconv_errors);
     suite_add_tcase(s, tc);
     return rx_check_run(s);
