@@ -79,8 +79,9 @@
  *     threads). Those rows are a plane apart, streams the hardware prefetcher does not
  *     follow: the next pair's are prefetched before a pair's tiles run. KxK layers (and 1x1 ones
  *     reducing 3x their channels or more onto 32k) outside the wide cut, of whole 16-channel
- *     vectors (Og % 16 == 0), at most 128 channels a group at stride 1, a group's
- *     input within 8 MiB when strided (BX_STRIDED_FLOATS), 16+ pixels and 32+ taps, run
+ *     vectors (Og % 16 == 0), at most 128 channels a group at stride 1, when strided a
+ *     group's input times its 32-channel chunks within 16 MiB (BX_STRIDED_FLOATS: the
+ *     tiles read the input once a chunk), 16+ pixels and 32+ taps, run
  *     library_conv_bx.c's tiles there instead (ig->bx; $RX_CONV_BX=0:
  *     the 12 x 32 tile's way): P pixels of one output row by 32 output channels, the inputs
  *     broadcast from xt in place, the weights packed once a call in 32-channel chunks
@@ -124,7 +125,7 @@
 
 #define PANEL_FLOATS ((int64_t)1 << 20) /* 4 MiB: the largest im2col panel */
 #define LEAST_COLS 384                  /* the fewest columns of a band's sgemm (essay) */
-#define BX_STRIDED_FLOATS ((int64_t)1 << 21) /* bx strided: more ran 1.08-1.45x (docs/runtime.md) */
+#define BX_STRIDED_FLOATS ((int64_t)1 << 22) /* bx strided: input x chunks; more ran 1.08-1.45x (docs/runtime.md) */
 
 /* One band: output rows [r0, r1) of image n, group g. */
 typedef struct band {
@@ -801,7 +802,8 @@ static int32_t conv_igemm(conv *c)
     bool strided = c->sh * c->sw > 1;
     ig.bx = ig.tile == RX_CONV_TILE_AVX512 && !ig.wide && (c->KH * c->KW > 1 || (c->Kc >= 3 * c->Og && c->Og % 32 == 0)) &&
             c->Og % 16 == 0 && (c->Og <= 128 || strided) && c->OH * c->OW >= 16 && c->Kc >= 32 &&
-            (!strided || c->Cg * c->H * c->W <= BX_STRIDED_FLOATS) && rx_rt_conv_bx_ok();
+            (!strided || (c->Og + 31) / 32 * c->Cg * c->H * c->W <= BX_STRIDED_FLOATS) &&
+            rx_rt_conv_bx_ok();
     if (ig.bx) ig.wstride = (c->Og + 31) / 32 * 32 * c->Kc; /* a group's chunks */
     size_t wfl = ig.bx ? (size_t)(c->groups * ig.wstride)
                  : ig.wide || ig.tile == RX_CONV_TILE_AVX512 ? 0
