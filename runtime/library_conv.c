@@ -10,9 +10,10 @@
  *     params: i64 (11,) = stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right,
  *       dilation_h, dilation_w, groups, flags (1: a bias follows, 2: a residual follows),
  *       act (0: none, 1: relu, 2: clamp, 3: SiLU, 4: hardswish: library_act.c's forms),
- *       or i64 (13,) with act 2: the same and the
+ *       or i64 (12,) with act 5 (leaky relu, v > 0 ? v : v * slope) and the slope as the
+ *       bit pattern of an f32 (not NaN), or i64 (13,) with act 2: the same and the
  *       clamp's bounds lo, hi as the bit patterns of two f32 (relu6 is clamp(0, 6);
- *       lo <= hi, neither NaN);
+ *       lo <= hi, neither NaN); library_conv_args.c checks and decodes them;
  *     bias: f32 with O elements (one per output channel: (O,), (O, 1, 1), (1, O, 1, 1));
  *     residual: f32 of y's shape.
  *   y = act(conv(x, w) + bias[o] + residual), in that order — the order of the bindings
@@ -78,8 +79,9 @@
  *     threads). Those rows are a plane apart, streams the hardware prefetcher does not
  *     follow: the next pair's are prefetched before a pair's tiles run. KxK layers (and 1x1 ones
  *     reducing 3x their channels or more onto 32k) outside the wide cut, of whole 16-channel
- *     vectors (Og % 16 == 0), at most 128 channels a group at stride 1, a group's
- *     input within 8 MiB when strided (BX_STRIDED_FLOATS), 16+ pixels and 32+ taps, run
+ *     vectors (Og % 16 == 0), at most 128 channels a group at stride 1, when strided a
+ *     group's input times its 32-channel chunks within 16 MiB (BX_STRIDED_FLOATS: the
+ *     tiles read the input once a chunk), 16+ pixels and 32+ taps, run
  *     library_conv_bx.c's tiles there instead (ig->bx; $RX_CONV_BX=0:
  *     the 12 x 32 tile's way): P pixels of one output row by 32 output channels, the inputs
  *     broadcast from xt in place, the weights packed once a call in 32-channel chunks
@@ -119,66 +121,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { CV_OK = 0, CV_NOLIB = 1, CV_ARGS = 2, CV_DTYPE = 3, CV_SHAPE = 4, CV_PARAMS = 5,
-       CV_NOMEM = 6 };
-enum { CV_NPARAMS = 11, CV_NPARAMS_CLAMP = 13, CV_FLAG_BIAS = 1, CV_FLAG_RES = 2,
-       CV_ACT_RELU = 1, CV_ACT_CLAMP = 2 };
+#include "library_conv_int.h"
+
 #define PANEL_FLOATS ((int64_t)1 << 20) /* 4 MiB: the largest im2col panel */
 #define LEAST_COLS 384                  /* the fewest columns of a band's sgemm (essay) */
-#define BX_STRIDED_FLOATS ((int64_t)1 << 21) /* bx strided: more ran 1.08-1.45x (docs/runtime.md) */
-
-const char *rx_rt_conv2d_strerr(int32_t code)
-{
-    switch (code) {
-    case CV_NOLIB: return "OpenBLAS is not available (dlopen failed)";
-    case CV_ARGS: return "expects (x, w, params, [bias], [residual], y) as params' flags say";
-    case CV_DTYPE: return "expects float32 x, w, bias, residual, y and int64 params";
-    case CV_SHAPE:
-        return "shape mismatch (x (N, C, H, W), w (O, C / groups, KH, KW), y (N, O, OH, OW), "
-               "bias O elements, residual y's shape)";
-    case CV_PARAMS:
-        return "bad params (11 int64: strides, padding, dilation >= 1, groups, flags, act 0, 1, 3, 4; "
-               "or 13 with act 2 and the clamp's f32 bounds lo <= hi)";
-    case CV_NOMEM: return "out of memory for the packing buffers or the im2col panel";
-    default: return NULL;
-    }
-}
-
-typedef struct conv {
-    const float *x, *w, *bias, *res;
-    float *y;
-    int64_t N, C, H, W, O, KH, KW, OH, OW;
-    int64_t sh, sw, pt, pl, dh, dw, groups, Cg, Og, Kc;
-    int act;
-    float lo, hi;              /* the clamp's bounds (act CV_ACT_CLAMP) */
-    bool pointwise;            /* 1x1, stride 1, no padding: sgemm reads x in place */
-    rx_rt_sgemm_fn sgemm;
-    _Atomic int64_t next;      /* the next band task (gemm_job) */
-    _Atomic int failed;        /* a thread could not get its panel */
-    _Atomic int64_t prepped;   /* igemm_job's preparation units done */
-} conv;
+#define BX_STRIDED_FLOATS ((int64_t)1 << 22) /* bx strided: input x chunks; more ran 1.08-1.45x (docs/runtime.md) */
 
 /* One band: output rows [r0, r1) of image n, group g. */
 typedef struct band {
     int64_t n, g, r0, r1;
 } band;
-
-static bool f32(const DLTensor *t)
-{
-    return t->dtype.code == kDLFloat && t->dtype.bits == 32 && t->dtype.lanes == 1;
-}
-
-static void *data(const DLTensor *t)
-{
-    return (char *)t->data + t->byte_offset;
-}
-
-static int64_t numel(const DLTensor *t)
-{
-    int64_t k = 1;
-    for (int32_t i = 0; i < t->ndim; i++) k *= t->shape[i];
-    return k;
-}
 
 /* dst[j] = src[2 * j] for j in [0, n), reading no further than src[2 * n - 2]: stride-2
  * convolutions' phase planes and im2col rows (the C compiler left the strided loop
@@ -258,7 +210,11 @@ static void epi_copy(const conv *c, int64_t o, float *dst, const float *src, con
             dst[i] = v < hi ? v : hi;
         }
     }
-    if (c->act > CV_ACT_CLAMP) rx_rt_epilogue_rows(dst, 1, len, len, NULL, rx_rt_conv_act_rt(c->act));
+    if (c->act == CV_ACT_LEAKY) {
+        float a = c->lo;
+        for (int64_t i = 0; i < len; i++) dst[i] = dst[i] > 0.0f ? dst[i] : dst[i] * a;
+    }
+    if (rx_rt_conv_act_rt(c->act)) rx_rt_epilogue_rows(dst, 1, len, len, NULL, rx_rt_conv_act_rt(c->act));
 }
 
 static void epilogue(const conv *c, int64_t o, float *y, const float *res, int64_t len)
@@ -846,7 +802,8 @@ static int32_t conv_igemm(conv *c)
     bool strided = c->sh * c->sw > 1;
     ig.bx = ig.tile == RX_CONV_TILE_AVX512 && !ig.wide && (c->KH * c->KW > 1 || (c->Kc >= 3 * c->Og && c->Og % 32 == 0)) &&
             c->Og % 16 == 0 && (c->Og <= 128 || strided) && c->OH * c->OW >= 16 && c->Kc >= 32 &&
-            (!strided || c->Cg * c->H * c->W <= BX_STRIDED_FLOATS) && rx_rt_conv_bx_ok();
+            (!strided || (c->Og + 31) / 32 * c->Cg * c->H * c->W <= BX_STRIDED_FLOATS) &&
+            rx_rt_conv_bx_ok();
     if (ig.bx) ig.wstride = (c->Og + 31) / 32 * 32 * c->Kc; /* a group's chunks */
     size_t wfl = ig.bx ? (size_t)(c->groups * ig.wstride)
                  : ig.wide || ig.tile == RX_CONV_TILE_AVX512 ? 0
@@ -921,70 +878,10 @@ static void direct_job(void *ud, int t, int n)
     free(buf);
 }
 
-/* ---- argument checks ---- */
-
-static int32_t read_args(DLTensor *const *args, int32_t nargs, conv *c)
-{
-    if (nargs < 4) return CV_ARGS;
-    const DLTensor *x = args[0], *w = args[1], *pr = args[2], *y = args[nargs - 1];
-    if (pr->dtype.code != kDLInt || pr->dtype.bits != 64 || pr->dtype.lanes != 1) return CV_DTYPE;
-    if (pr->ndim != 1 || (pr->shape[0] != CV_NPARAMS && pr->shape[0] != CV_NPARAMS_CLAMP))
-        return CV_PARAMS;
-    const int64_t *p = data(pr);
-    int64_t flags = p[9];
-    int want = 4 + !!(flags & CV_FLAG_BIAS) + !!(flags & CV_FLAG_RES);
-    bool clamp = pr->shape[0] == CV_NPARAMS_CLAMP;
-    if (flags & ~(int64_t)(CV_FLAG_BIAS | CV_FLAG_RES) ||
-        (clamp ? p[10] != CV_ACT_CLAMP
-               : p[10] != 0 && p[10] != CV_ACT_RELU && p[10] != RX_RT_CONV_ACT_SILU &&
-                     p[10] != RX_RT_CONV_ACT_HARDSWISH))
-        return CV_PARAMS;
-    float bounds[2] = {0.0f, 0.0f};
-    for (int i = 0; clamp && i < 2; i++) {
-        if (p[11 + i] < 0 || p[11 + i] > (int64_t)UINT32_MAX) return CV_PARAMS;
-        uint32_t bits = (uint32_t)p[11 + i];
-        memcpy(&bounds[i], &bits, sizeof bits);
-    }
-    if (clamp && !(bounds[0] <= bounds[1])) return CV_PARAMS; /* also refuses a NaN */
-    if (nargs != want) return CV_ARGS;
-    for (int i = 0; i < nargs; i++)
-        if (i != 2 && !f32(args[i])) return CV_DTYPE;
-    if (x->ndim != 4 || w->ndim != 4 || y->ndim != 4) return CV_SHAPE;
-    for (int i = 0; i < 9; i++)
-        if (p[i] < (i >= 2 && i < 6 ? 0 : 1)) return CV_PARAMS;
-    *c = (conv){.x = data(x), .w = data(w), .y = data(y), .N = x->shape[0], .C = x->shape[1],
-                .H = x->shape[2], .W = x->shape[3], .O = w->shape[0], .KH = w->shape[2],
-                .KW = w->shape[3], .OH = y->shape[2], .OW = y->shape[3], .sh = p[0], .sw = p[1],
-                .pt = p[2], .pl = p[3], .dh = p[6], .dw = p[7], .groups = p[8], .act = (int)p[10],
-                .lo = bounds[0], .hi = bounds[1]};
-    if (c->C % c->groups || c->O % c->groups || w->shape[1] != c->C / c->groups) return CV_SHAPE;
-    c->Cg = c->C / c->groups, c->Og = c->O / c->groups, c->Kc = c->Cg * c->KH * c->KW;
-    int64_t eh = c->H + p[2] + p[4] - c->dh * (c->KH - 1), ew = c->W + p[3] + p[5] - c->dw * (c->KW - 1);
-    if (eh < 1 || ew < 1 || y->shape[0] != c->N || y->shape[1] != c->O ||
-        c->OH != (eh - 1) / c->sh + 1 || c->OW != (ew - 1) / c->sw + 1)
-        return CV_SHAPE;
-    int k = 3;
-    if (flags & CV_FLAG_BIAS) {
-        if (numel(args[k]) != c->O) return CV_SHAPE;
-        c->bias = data(args[k++]);
-    }
-    if (flags & CV_FLAG_RES) {
-        const DLTensor *r = args[k];
-        if (r->ndim != 4) return CV_SHAPE;
-        for (int i = 0; i < 4; i++)
-            if (r->shape[i] != y->shape[i]) return CV_SHAPE;
-        c->res = data(r);
-    }
-    if (c->Og > INT32_MAX || c->Kc > INT32_MAX || c->OH * c->OW > INT32_MAX ||
-        c->H * c->W > INT32_MAX)
-        return CV_SHAPE;
-    return CV_OK;
-}
-
 int32_t rx_rt_conv2d(DLTensor *const *args, int32_t nargs)
 {
     conv c;
-    int32_t rc = read_args(args, nargs, &c);
+    int32_t rc = rx_rt_conv_read_args(args, nargs, &c);
     if (rc != CV_OK) return rc;
     if (c.N == 0 || c.O == 0 || c.OH * c.OW == 0) return CV_OK;
     if (c.Cg == 1 && (c.groups > 1 || c.O < 24 || (c.dh * c.dw == 1 && c.sh == c.sw && c.sh < 3))) {

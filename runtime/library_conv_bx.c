@@ -184,7 +184,7 @@ BX_FN static void bx_out(const float *t, int P, int64_t nch, float *y, int64_t l
                          const float *res, int act, float lo, float hi)
 {
     __mmask16 m = (__mmask16)((1u << P) - 1);
-    __m512 vlo = _mm512_set1_ps(act == RX_RT_CONV_ACT_CLAMP ? lo : 0.0f);
+    __m512 vlo = _mm512_set1_ps(act == RX_RT_CONV_ACT_CLAMP || act == RX_RT_CONV_ACT_LEAKY ? lo : 0.0f);
     __m512 vhi = _mm512_set1_ps(act == RX_RT_CONV_ACT_CLAMP ? hi : 0.0f);
     int rt = rx_rt_conv_act_rt(act);
     for (int64_t c0 = 0; c0 < nch; c0 += 16) {
@@ -196,7 +196,9 @@ BX_FN static void bx_out(const float *t, int P, int64_t nch, float *y, int64_t l
             __m512 v = r[c];
             float *yc = y + (c0 + c) * ldy;
             if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, res + (c0 + c) * ldy));
-            if (act > RX_RT_CONV_ACT_CLAMP) {
+            if (act == RX_RT_CONV_ACT_LEAKY) { /* v > 0 ? v : v * slope (lo) */
+                v = _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NGT_UQ), v, vlo);
+            } else if (rt) {
                 v = vact16(rt, v);
             } else if (act) { /* max(v, lo): the 12 x 32 tile's order (relu: lo = 0) */
                 v = _mm512_max_ps(v, vlo);

@@ -133,7 +133,10 @@ CK_INLINE void ck_vec(float *y, const float *res, float bias, bool acc, bool has
     if (acc) v = _mm256_add_ps(v, _mm256_loadu_ps(y));
     if (has_bias) v = _mm256_add_ps(v, _mm256_set1_ps(bias));
     if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res));
-    if (act) { /* max(v, lo8): v > lo8 ? v : lo8, epi_copy's test (relu: lo8 = 0) */
+    if (act == RX_RT_CONV_ACT_LEAKY) { /* v > 0 ? v : v * slope (lo8), epi_copy's */
+        __m256 gt = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GT_OQ);
+        v = _mm256_blendv_ps(_mm256_mul_ps(v, lo8), v, gt);
+    } else if (act) { /* max(v, lo8): v > lo8 ? v : lo8, epi_copy's test (relu: lo8 = 0) */
         v = _mm256_max_ps(v, lo8);
         if (act == 2) v = _mm256_min_ps(v, hi8);
     }
@@ -172,7 +175,7 @@ CK_INLINE void ck_tile(const int MR, const int NV, int64_t kc, const float *a, c
         __m256 b0 = _mm256_loadu_ps(b), b1 = NV == 2 ? _mm256_loadu_ps(b + 8) : b0;
         CK_ROW(0) CK_ROW(1) CK_ROW(2) CK_ROW(3) CK_ROW(4) CK_ROW(5)
     }
-    __m256 lo8 = _mm256_set1_ps(e && e->act == 2 ? e->lo : 0.0f);
+    __m256 lo8 = _mm256_set1_ps(e && (e->act == 2 || e->act == RX_RT_CONV_ACT_LEAKY) ? e->lo : 0.0f);
     __m256 hi8 = _mm256_set1_ps(e && e->act == 2 ? e->hi : 0.0f);
     CK_OUT(0) CK_OUT(1) CK_OUT(2) CK_OUT(3) CK_OUT(4) CK_OUT(5)
 }
@@ -195,13 +198,16 @@ CK_INLINE void ck_tile_q(const int MR, int64_t kc, const float *a, const float *
         for (int r = 0; r < MR; r++) c[r] = _mm_fmadd_ps(_mm_broadcast_ss(a + r), b0, c[r]);
     }
     int act = e ? e->act : 0;
-    __m128 lo4 = _mm_set1_ps(act == 2 ? e->lo : 0.0f), hi4 = _mm_set1_ps(act == 2 ? e->hi : 0.0f);
+    __m128 lo4 = _mm_set1_ps(act == 2 || act == RX_RT_CONV_ACT_LEAKY ? e->lo : 0.0f);
+    __m128 hi4 = _mm_set1_ps(act == 2 ? e->hi : 0.0f);
 #pragma GCC unroll 6
     for (int r = 0; r < MR; r++) { /* ck_vec's steps on 4 columns */
         __m128 v = acc ? _mm_add_ps(c[r], _mm_loadu_ps(y + r * ldy)) : c[r];
         if (e && e->bias) v = _mm_add_ps(v, _mm_set1_ps(e->bias[r]));
         if (e && e->res) v = _mm_add_ps(v, _mm_loadu_ps(e->res + r * ldy));
-        v = act ? _mm_max_ps(v, lo4) : v;
+        if (act == RX_RT_CONV_ACT_LEAKY) /* v > 0 ? v : v * slope (lo4) */
+            v = _mm_blendv_ps(_mm_mul_ps(v, lo4), v, _mm_cmp_ps(v, _mm_setzero_ps(), _CMP_GT_OQ));
+        else v = act ? _mm_max_ps(v, lo4) : v;
         _mm_storeu_ps(y + r * ldy, act == 2 ? _mm_min_ps(v, hi4) : v);
     }
 }
@@ -227,11 +233,11 @@ static const ck_fn ck_by_rows[3][RX_GEMM_MR + 1] = {
     {NULL, ck_tile1_2, ck_tile2_2, ck_tile3_2, ck_tile4_2, ck_tile5_2, ck_tile6_2}};
 #endif
 
-/* SiLU and hardswish (act past the clamp): the tile with bias and residual in registers,
+/* SiLU and hardswish (rx_rt_conv_act_rt's): the tile with bias and residual in registers,
  * then the activation over its mr x nr values in place, while they are in L1. */
 static bool tile_act_after(const rx_rt_conv_epi *epi, rx_rt_conv_epi *e2)
 {
-    if (!epi || epi->act <= RX_RT_CONV_ACT_CLAMP) return false;
+    if (!epi || !rx_rt_conv_act_rt(epi->act)) return false;
     *e2 = *epi, e2->act = 0;
     return true;
 }
@@ -292,7 +298,9 @@ CZ_INLINE void cz_row(float *y, const float *res, const rx_rt_conv_epi *e, int r
     if (acc) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, y));
     if (e && e->bias) v = _mm512_add_ps(v, _mm512_set1_ps(e->bias[r]));
     if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, res));
-    if (e && e->act > RX_RT_CONV_ACT_CLAMP) {
+    if (e && e->act == RX_RT_CONV_ACT_LEAKY) { /* v > 0 ? v : v * slope (lo), as ck_vec */
+        v = _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NGT_UQ), v, lo);
+    } else if (e && rx_rt_conv_act_rt(e->act)) {
         v = vact16(rx_rt_conv_act_rt(e->act), v); /* epi16's values: no store, reload */
     } else if (e && e->act) { /* max(v, lo): v > lo ? v : lo, as ck_vec */
         v = _mm512_max_ps(v, lo);
@@ -361,7 +369,7 @@ CZ_INLINE void cz_tile(const int MR, const int NV, int64_t kc, const float *a, i
         CZ_PF(10, 3, 1) CZ_PF(11, 3, 2)
         for (int64_t end = kc - p < 16 ? kc : p + 16; p < end; p++) CZ_STEP();
     }
-    __m512 lo = _mm512_set1_ps(e && e->act == 2 ? e->lo : 0.0f);
+    __m512 lo = _mm512_set1_ps(e && (e->act == 2 || e->act == RX_RT_CONV_ACT_LEAKY) ? e->lo : 0.0f);
     __m512 hi = _mm512_set1_ps(e && e->act == 2 ? e->hi : 0.0f);
     CZ_OUT(0) CZ_OUT(1) CZ_OUT(2) CZ_OUT(3) CZ_OUT(4) CZ_OUT(5)
     CZ_OUT(6) CZ_OUT(7) CZ_OUT(8) CZ_OUT(9) CZ_OUT(10) CZ_OUT(11)

@@ -346,7 +346,8 @@ dz_rows(const int S, const int R, const float *buf, int64_t WP, const float *k, 
     }
     int act = e ? e->act : 0;
     __m512 bias = _mm512_set1_ps(e && e->bias ? e->bias[0] : 0.0f);
-    __m512 lo = _mm512_set1_ps(act == 2 ? e->lo : 0.0f), hi = _mm512_set1_ps(act == 2 ? e->hi : 0.0f);
+    __m512 lo = _mm512_set1_ps(act == 2 || act == RX_RT_CONV_ACT_LEAKY ? e->lo : 0.0f);
+    __m512 hi = _mm512_set1_ps(act == 2 ? e->hi : 0.0f);
     __mmask16 m = OW - ow >= 16 ? 0xFFFF : (__mmask16)((1u << (OW - ow)) - 1);
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
@@ -356,7 +357,9 @@ dz_rows(const int S, const int R, const float *buf, int64_t WP, const float *k, 
         int64_t at = (oh + r) * OW + ow;
         if (e && e->bias) v = _mm512_add_ps(v, bias);
         if (e && e->res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, e->res + at));
-        if (act > RX_RT_CONV_ACT_CLAMP) v = vact16(rx_rt_conv_act_rt(act), v);
+        if (act == RX_RT_CONV_ACT_LEAKY) /* v > 0 ? v : v * slope (lo) */
+            v = _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NGT_UQ), v, lo);
+        else if (rx_rt_conv_act_rt(act)) v = vact16(rx_rt_conv_act_rt(act), v);
         else if (act) v = _mm512_max_ps(v, lo);
         if (act == 2) v = _mm512_min_ps(v, hi);
         _mm512_mask_storeu_ps(yp + at, m, v);

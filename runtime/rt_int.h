@@ -358,20 +358,21 @@ int64_t rx_rt_dwconv_buf_floats(int64_t OH, int64_t OW, int64_t KH, int64_t KW);
 /* blas.conv2d's implicit-GEMM tile (library_conv_kern.c): y (mr x nr, row stride ldy)
  * = the packed 6-row A panel a times the 16-column B panel b over kc (+ y when acc),
  * then with epi: + bias[i], + res (row stride ldy), then act (1 relu, 2 clamp [lo, hi],
- * 3 SiLU, 4 hardswish).
+ * 3 SiLU, 4 hardswish, 5 leaky relu of slope lo).
  * rx_rt_conv_tile_ok(): false where it cannot run (no AVX2 + FMA, or the portable
  * GEMM kernel or $RX_CONV_KERNEL=portable chosen); the caller then uses
  * rx_rt_gemm_micro and its own epilogue. */
 typedef struct rx_rt_conv_epi {
     const float *bias, *res;
     int act;       /* RX_RT_CONV_ACT_* */
-    float lo, hi;  /* the clamp's bounds */
+    float lo, hi;  /* the clamp's bounds; lo: the leaky relu's slope */
 } rx_rt_conv_epi;
-/* blas.conv2d's act codes. The tiles apply relu and clamp in registers; SiLU and
- * hardswish after their stores, on the tile while it is in L1 (rx_rt_epilogue_rows with
- * rx_rt_conv_act_rt's code). */
+/* blas.conv2d's act codes. The tiles apply relu, clamp and leaky relu (v > 0 ? v : v *
+ * lo) in registers; SiLU and hardswish (rx_rt_conv_act_rt's code not NONE) on AVX-512
+ * in registers too, elsewhere after their stores, on the tile while it is in L1
+ * (rx_rt_epilogue_rows with that code). */
 enum { RX_RT_CONV_ACT_RELU = 1, RX_RT_CONV_ACT_CLAMP = 2, RX_RT_CONV_ACT_SILU = 3,
-       RX_RT_CONV_ACT_HARDSWISH = 4 };
+       RX_RT_CONV_ACT_HARDSWISH = 4, RX_RT_CONV_ACT_LEAKY = 5 };
 /* The RX_RT_ACT_* code of a conv act past the clamp (0 for the others). */
 static inline int rx_rt_conv_act_rt(int act)
 {
@@ -420,7 +421,7 @@ typedef struct rx_rt_conv_bx {
     float *y;                /* the group's first output channel */
     const float *bias, *res; /* the group's first channel's bias; residual at y's place */
     int act;                 /* RX_RT_CONV_ACT_* */
-    float lo, hi;            /* the clamp's bounds */
+    float lo, hi;            /* the clamp's bounds; lo: the leaky relu's slope */
 } rx_rt_conv_bx;
 bool rx_rt_conv_bx_ok(void);
 void rx_rt_conv_bx_pack(float *dst, const float *w, int64_t Kc, int64_t rows, int64_t width);

@@ -14,15 +14,18 @@
  *                              Clip, as ReLU6 and Hardtanh export; F.relu6 exports as
  *                              Relu then Clip)
  *   y = act(r)                (or, with r used by them alone: SiLU, r * sigmoid(r) or
- *                              nn.silu however spelt (library_epi.c decides), act 3; or
+ *                              nn.silu however spelt (library_epi.c decides), act 3;
  *                              hardswish as ONNX HardSwish imports, r * min(max(r * 1/6
- *                              + 0.5, 0), 1) in those five bindings, act 4)
+ *                              + 0.5, 0), 1) in those five bindings, act 4; or leaky
+ *                              relu as ONNX LeakyRelu imports, where(greater(r, 0), r,
+ *                              r * a), or a one-slope PRelu's where(less(r, 0), r * a,
+ *                              r) with a > 0: leaky_chain, act 5)
  *
  * with every intermediate used once by the next becomes
  *   y = call_dps_library("blas.conv2d", x, w, params, [bias], [residual], out=...)
  * where params is an int64 (11,) constant (strides h, w; padding top, left, bottom,
  * right; dilation h, w; groups; flags 1 bias, 2 residual; act 1 relu, 3 SiLU, 4
- * hardswish), or (13,) with
+ * hardswish), or (12,) with act 5 (leaky relu) and the slope's f32 bit pattern, or (13,) with
  * act 2 (clamp) and the bounds' f32 bit patterns (maximum(r, 0) alone is act 1) —
  * runtime/library_conv.c says how it runs (sgemm on im2col panels, pointwise sgemm,
  * direct depthwise loops). Its cost rule: the library when N * O * OH * OW * (C / groups)
@@ -64,7 +67,8 @@
 /* ---- the conv rule: nn.conv2d chains -> blas.conv2d (runtime/library_conv.c) ---- */
 
 enum { CONV_NPARAMS = 11, /* blas.conv2d's params: strides, padding, dilation, groups,
-                            flags (1 bias, 2 residual), act (1 relu, 3 SiLU, 4 hardswish) */
+                            flags (1 bias, 2 residual), act (1 relu, 3 SiLU, 4 hardswish,
+                            5 leaky relu: 12 params) */
        CONV_MAXCHAIN = 24 }; /* conv, bias, residual, and the activation's bindings */
 
 /* The n = 1 or S = 2 (or 2 * S with padding) integers of attribute name into v. */
@@ -269,23 +273,71 @@ static bool hardswish_chain(const rx_ll_ctx *c, rx_block *b, rx_node *x, int aft
     return true;
 }
 
-/* SiLU (x * sigmoid(x), nn.silu, however spelt: library_epi.c) or hardswish ending a conv
- * chain whose last value x is used by them alone: appends their bindings to chain and
- * sets p's act (3, 4). */
-static void conv_gate_act(const rx_ll_ctx *c, rx_block *b, int *chain, int *len,
-                          const bool *drop, int64_t p[CONV_NPARAMS])
+/* Leaky relu as ONNX LeakyRelu imports, where(greater(x, 0), x, x * a), or as a PRelu of
+ * one slope imports, where(less(x, 0), x * a, x) with a > 0 (the product in either
+ * operand order, a a scalar f32 constant): with x used exactly three times (the test, the
+ * product, the where) and the test and the product by the where alone. blas.conv2d's act
+ * 5 computes v > 0 ? v : v * a, the first form's values exactly, and the second's for a
+ * > 0 (at -0 and +0 both give the zero itself, a NaN stays NaN). Appends the three
+ * bindings (the where last) to chain and the slope to *a; returns whether it matched. */
+static bool leaky_chain(const rx_ll_ctx *c, rx_block *b, rx_node *x, int after,
+                        const bool *drop, int *chain, int *len, double *a)
+{
+    if (x->kind != RX_N_VAR || x->u.var.id < 0 || x->u.var.id >= c->nids ||
+        c->uses[x->u.var.id] != 3)
+        return false;
+    rx_binding *t = NULL, *m = NULL;
+    double zero = 1, slope = 0;
+    for (int k = after + 1; k < b->nbindings && (!t || !m); k++) {
+        rx_node *v = b->bindings[k].value, *o;
+        if (drop[k] || b->bindings[k].match_cast || !v) continue;
+        if (!t && (rx_ll_is_op(v, "greater") || rx_ll_is_op(v, "less")) && v->nargs == 2 &&
+            v->args[0] == x && rx_ll_scalar_f32(c, v->args[1], &zero) && zero == 0.0)
+            t = &b->bindings[k];
+        else if (!m && (o = op_other(v, "multiply", x)) && rx_ll_scalar_f32(c, o, &slope))
+            m = &b->bindings[k];
+    }
+    if (!t || !m) return false;
+    rx_binding *w = rx_ll_sole_user(c, t->var, b, (int)(t - b->bindings));
+    if (!w || w != rx_ll_sole_user(c, m->var, b, (int)(m - b->bindings)) || drop[w - b->bindings] ||
+        !rx_ll_is_op(w->value, "where") || w->value->nargs != 3 || w->value->args[0] != t->var ||
+        !rx_ll_f32_tensor(w->value->sinfo, 4))
+        return false;
+    bool gt = rx_ll_is_op(t->value, "greater");
+    if (w->value->args[gt ? 1 : 2] != x || w->value->args[gt ? 2 : 1] != m->var || (!gt && !(slope > 0)))
+        return false;
+    for (int i = 0; i < 4; i++)
+        if (!rx_expr_same(w->value->sinfo->dims[i], x->sinfo->dims[i])) return false;
+    chain[(*len)++] = (int)(t - b->bindings), chain[(*len)++] = (int)(m - b->bindings);
+    chain[(*len)++] = (int)(w - b->bindings);
+    *a = slope;
+    return true;
+}
+
+/* SiLU (x * sigmoid(x), nn.silu, however spelt: library_epi.c), hardswish or leaky relu
+ * ending a conv chain whose last value x is used by them alone: appends their bindings to
+ * chain and sets p's act (3, 4; 5 and the slope's bits in p[11]); returns the params'
+ * length (11, or 12 with leaky relu). */
+static int conv_gate_act(const rx_ll_ctx *c, rx_block *b, int *chain, int *len,
+                         const bool *drop, int64_t p[CONV_NPARAMS + 2])
 {
     rx_node *x = b->bindings[chain[*len - 1]].var;
+    double slope;
     if (hardswish_chain(c, b, x, chain[*len - 1], drop, chain, len)) {
         p[10] = 4;
-        return;
+        return CONV_NPARAMS;
+    }
+    if (leaky_chain(c, b, x, chain[*len - 1], drop, chain, len, &slope)) {
+        p[10] = 5, p[11] = f32_bits(slope);
+        return CONV_NPARAMS + 1;
     }
     rx_le_ctx le = {c->uses, c->nids, {rx_ll_def_of, (void *)c}};
     int ch[16], act = RX_LE_ACT_NONE;
     int k = rx_le_match(&le, b, x, chain[*len - 1], drop, ch, &act);
-    if (!k || act != RX_LE_ACT_SILU || *len + k > CONV_MAXCHAIN) return;
+    if (!k || act != RX_LE_ACT_SILU || *len + k > CONV_MAXCHAIN) return CONV_NPARAMS;
     for (int i = 0; i < k; i++) chain[(*len)++] = ch[i];
     p[10] = 3;
+    return CONV_NPARAMS;
 }
 
 /* Tries the conv rule on binding j of dataflow block b: the chain
@@ -313,7 +365,7 @@ bool rx_ll_try_conv(rx_ll_ctx *c, rx_block *b, int j, bool *drop)
     }
     int np = CONV_NPARAMS;
     if (u) np = conv_act(c, b, u, chain, &len, drop, p);
-    else conv_gate_act(c, b, chain, &len, drop, p);
+    else np = conv_gate_act(c, b, chain, &len, drop, p);
     args[2] = int_params(c->m, p, np);
     rx_ll_put_lib(c, &b->bindings[chain[len - 1]], "blas.conv2d", args, nargs);
     for (int i = 0; i < len - 1; i++) drop[chain[i]] = true;

@@ -12,6 +12,7 @@ then minimum with scalar constants, after a 1x1, after a depthwise 3x3 (the one-
 3x3 row kernel on a plane wider than a vector) and after a stride-2 depthwise; a
 Hardtanh-like clamp(-0.5, 0.75) after a 3x3; SiLU and hardswish (as ONNX HardSwish
 imports) after pointwise, 3x3, depthwise (stride 1 and 2), stem and wide convolutions;
+leaky relu as ONNX LeakyRelu and a one-slope PRelu import after each tile kind;
 maximum(., 0) alone as relu; minimum
 alone; nn.relu then clamp(0, 6) as F.relu6 exports, after a depthwise and after a 3x3;
 stride-1 depthwise 7x7, 5x5, 3x5, 9x9, 1x1 padded and a channel multiplier through the
@@ -170,6 +171,20 @@ CASES = [
     # 13-pixel rows, 2 groups of 96 -> 32 at stride 2 with hardswish
     ("bx_pw_k96_o32_res", 96, 6, 13, (32, 96, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1, "1o11", True, True),
     ("bx_pw_g2_s2_hswish", 192, 9, 11, (64, 96, 1, 1), [2, 2], [0, 0, 0, 0], [1, 1], 2, "o11", False, "hardswish"),
+    # leaky relu (act 5, in registers on every tile) as ONNX LeakyRelu imports,
+    # where(greater(v, 0), v, v * a), and as a one-slope PRelu's where(less(v, 0), a * v,
+    # v): pointwise (the AVX-512 tile), 13 rows with a residual over 2 reduction blocks
+    # (AVX2: 6 + 6 + 1), a 7x7 plane (the AVX2 4-column tail), stride-1 and stride-2
+    # depthwise (the AVX-512 planes), library_conv_bx.c's tiles at stride 2 with a
+    # residual, the wide cut, a negative slope
+    ("pw_leaky", 16, 5, 7, (24, 16, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1, "1o11", False, ("leaky", 0.2)),
+    ("deep_o13_res_prelu", 40, 10, 9, (13, 40, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "o11", True, ("prelu", 0.25)),
+    ("k3_w7_leaky", 24, 7, 7, (64, 24, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "o11", False, ("leaky", 0.1)),
+    ("dw3_leaky", 24, 13, 37, (24, 1, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 24, "1o11", False, ("leaky", 0.2)),
+    ("dw5_s2_prelu", 16, 13, 37, (16, 1, 5, 5), [2, 2], [2, 2, 2, 2], [1, 1], 16, "o11", False, ("prelu", 0.3)),
+    ("bx_o48_s2_res_leaky", 20, 11, 50, (48, 20, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 1, "o11", True, ("leaky", 0.2)),
+    ("wide_k3_leaky", 128, 5, 7, (64, 128, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "o11", False, ("leaky", 0.2)),
+    ("k3_leaky_neg", 8, 11, 12, (16, 8, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, "1o11", False, ("leaky", -0.5)),
 ]
 
 # name, op, C, H, W, pool_size, strides, padding, dilation, ceil_mode, count_include_pad
@@ -301,6 +316,14 @@ def module(cases, pools):
                 h = "h%d_%d" % (i, j)
             bind.append({"var": "y%d" % i, "value": {"op": "multiply", "args": [h, cur]}})
             cur = "y%d" % i
+        elif relu and relu[0] in ("leaky", "prelu"):
+            a, z = {"const": relu[1], "dtype": "f32"}, {"const": 0.0, "dtype": "f32"}
+            gt = relu[0] == "leaky"
+            bind.append({"var": "l%d" % i, "value": {"op": "greater" if gt else "less", "args": [cur, z]}})
+            bind.append({"var": "q%d" % i, "value": {"op": "multiply", "args": [cur, a] if gt else [a, cur]}})
+            bind.append({"var": "y%d" % i, "value": {"op": "where", "args": ["l%d" % i] + (
+                [cur, "q%d" % i] if gt else ["q%d" % i, cur])}})
+            cur = "y%d" % i
         elif relu:
             if len(relu) > 2:
                 bind.append({"var": "y%d" % i, "value": {"op": "nn.relu", "args": [cur]}})
@@ -352,6 +375,8 @@ def inputs(rng, n, cases=None, pools=None):
             y = y / (1.0 + np.exp(-y))
         elif relu == "hardswish":
             y = y * np.clip(y / 6.0 + 0.5, 0.0, 1.0)
+        elif relu and relu[0] in ("leaky", "prelu"):
+            y = np.where(y > 0, y, y * relu[1])
         elif relu:
             y = y if len(relu) < 3 else np.maximum(y, 0)
             y = y if relu[0] is None else np.maximum(y, relu[0])
@@ -387,9 +412,10 @@ def main():
         text = run_status([relaxc, "print", src, "--after", "library_lower"])[1]
         check(text.count('"blas.conv2d"') == len(CASES),
               "every chain is one blas.conv2d (%d of %d)" % (text.count('"blas.conv2d"'), len(CASES)))
-        check(all(op not in text for op in ("maximum", "minimum", "nn.relu", "sigmoid", "multiply")),
-              "every relu, clamp, SiLU and hardswish is the call's epilogue (none left in the "
-              "lowered module)")
+        check(all(op not in text for op in ("maximum", "minimum", "nn.relu", "sigmoid", "multiply",
+                                            "where", "greater")),
+              "every relu, clamp, SiLU, hardswish and leaky relu is the call's epilogue (none "
+              "left in the lowered module)")
         check(text.count('"rt.pool2d"') == len(POOLS),
               "every pooling is one rt.pool2d (%d of %d)" % (text.count('"rt.pool2d"'), len(POOLS)))
         gen_text = run_status([relaxc, "print", src, "--after", "library_lower"] + gen_opts)[1]

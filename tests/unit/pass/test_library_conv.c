@@ -274,6 +274,48 @@ START_TEST(gates)
 }
 END_TEST
 
+/* Leaky relu ends the chain as act 5 with the slope's bits (12 params): ONNX LeakyRelu's
+ * import where(greater(x, 0), x, x * a), and a one-slope PRelu's where(less(x, 0), a * x,
+ * x) with a > 0. Not taken: that PRelu form with a negative slope (its zeros' signs
+ * differ), where's branches swapped (not a leaky relu), a test against 1, and x with a
+ * fourth use. */
+START_TEST(leaky)
+{
+    static const char mod[] = MODULE(
+        P("x", "[\"n\", 16, 20, 20]") "," P("w", "[16, 16, 1, 1]") "," P("b", "[1, 16, 1, 1]"),
+        CONV("c1", "x", "w", "") "," OP("s1", "add", "[\"c1\", \"b\"]") ","
+        OP("g1", "greater", "[\"s1\", " KF("0.0") "]") "," OP("m1", "multiply", "[\"s1\", " KF("0.2") "]") ","
+        OP("y1", "where", "[\"g1\", \"s1\", \"m1\"]") ","
+        CONV("c2", "y1", "w", "") "," OP("g2", "less", "[\"c2\", " KF("0.0") "]") ","
+        OP("m2", "multiply", "[" KF("0.25") ", \"c2\"]") "," OP("y2", "where", "[\"g2\", \"m2\", \"c2\"]") ","
+        CONV("c3", "y2", "w", "") "," OP("g3", "less", "[\"c3\", " KF("0.0") "]") ","
+        OP("m3", "multiply", "[\"c3\", " KF("-0.5") "]") "," OP("y3", "where", "[\"g3\", \"m3\", \"c3\"]") ","
+        CONV("c4", "y3", "w", "") "," OP("g4", "greater", "[\"c4\", " KF("0.0") "]") ","
+        OP("m4", "multiply", "[\"c4\", " KF("0.2") "]") "," OP("y4", "where", "[\"g4\", \"m4\", \"c4\"]") ","
+        CONV("c5", "y4", "w", "") "," OP("g5", "greater", "[\"c5\", " KF("1.0") "]") ","
+        OP("m5", "multiply", "[\"c5\", " KF("0.2") "]") "," OP("y5", "where", "[\"g5\", \"c5\", \"m5\"]") ","
+        CONV("c6", "y5", "w", "") "," OP("g6", "greater", "[\"c6\", " KF("0.0") "]") ","
+        OP("m6", "multiply", "[\"c6\", " KF("0.2") "]") "," OP("w6", "where", "[\"g6\", \"c6\", \"m6\"]") ","
+        OP("y6", "add", "[\"w6\", \"c6\"]"),
+        "y6");
+    int n;
+    rx_module *m = lower(mod, NULL, &n);
+    ck_assert_int_eq(n, 6);
+    static const char *const eb[] = {"b", NULL};
+    int64_t p1[12] = {1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 5, bits(0.2f)};
+    assert_conv_np(m, "y1", "x", "w", p1, 12, eb);
+    ck_assert(bound(m, "g1") == NULL && bound(m, "m1") == NULL);
+    int64_t p2[12] = {1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 5, bits(0.25f)};
+    assert_conv_np(m, "y2", "y1", "w", p2, 12, NULL);
+    static const char *const left[] = {"c3", "c4", "c5", "c6"}, *const wh[] = {"y3", "y4", "y5", "w6"};
+    for (int i = 0; i < 4; i++) { /* the conv alone, its where kept */
+        ck_assert_msg(is_conv_call(m, left[i]), "%s", left[i]);
+        ck_assert_int_eq(bound(m, wh[i])->call_kind, RX_CALL_OP);
+    }
+    rx_module_free(m);
+}
+END_TEST
+
 /* What the rule leaves: a (O,) bias, i64, an intermediate used twice. */
 START_TEST(not_taken)
 {
@@ -432,6 +474,7 @@ static Suite *conv_suite(void)
     tcase_add_test(tc, formulations);
     tcase_add_test(tc, clamps);
     tcase_add_test(tc, gates);
+    tcase_add_test(tc, leaky);
     tcase_add_test(tc, not_taken);
     tcase_add_test(tc, cost_and_options);
     tcase_add_test(tc, pools);
