@@ -28,13 +28,18 @@
  * for each concat the count k of its placeable fields, the latest made first, whose
  * placement gives the least peak (ties: more fields), none if every k raises it.
  *
- * Measured (dynamic-axes exports at batch 1, relax-run --profile, same run as main's
- * build, load 2-7): SqueezeNet's Fire concats 0.35 ms -> 0 of 1.0 ms, C2f 0.45 -> 0,
- * UNet's two skip concats 1.6 -> 0.25 ms of 40 ms (the up-sampled halves in place, the
- * skips copied) and its peak bytes 60.6 -> 51.9 MB; DenseNet's concats (each field read
- * by every later layer's, and an epilogue) place nothing and keep their bytes (8.03
- * MB); copying the whole UNet skip in place raised its peak to 69.2 MB, which the probe
- * refuses. Cost: the probe is O(points) per count tried.
+ * Measured (torch.onnx exports with dynamic axes, run at batch 1 by relax-run
+ * --profile, main's build in the same run, load 3-9 on 2 cores): rt.concat per call
+ * SqueezeNet 0.09-0.22 ms -> 0.001 ms (of ~1 ms), YOLO C2f 640 0.05-0.6 -> 0.002 ms,
+ * UNet 256x264 3.3-4.0 -> 0.7-1.5 ms (three of its four fields in place, the full-
+ * resolution skip copied); end to end the difference is within that load's noise. Peak
+ * bytes: UNet 60.6 -> 51.9 MB; SqueezeNet, C2f, DenseNet unchanged (DenseNet's concats
+ * place nothing: each field is read by every later layer's concat, and those have an
+ * epilogue). Placing the full-resolution skip as well raised UNet's peak to 69.2 MB,
+ * which the probe refuses. At batch 2 (the fields past the output, copied) UNet's peak
+ * is 7% higher (121.1 -> 129.8 MB: the up-path concat's storage, its bytes and its
+ * fields', is held from the half-resolution skip's definition; the probe looks at batch
+ * 1 only); SqueezeNet and C2f unchanged. Cost: the probe is O(points) per count tried.
  */
 #include "vg_int.h"
 
