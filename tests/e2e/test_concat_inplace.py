@@ -38,7 +38,7 @@ import tempfile
 
 import numpy as np
 
-from e2e_check import run, run_status, start
+from e2e_check import run, run_fn, run_status, start
 
 C, H, W = 3, 20, 22
 A, B = 4, 6  # channels of the two convolutions
@@ -189,11 +189,8 @@ def main(relaxc, relax_run, checks):
                 for tag, rxa in builds.items():
                     for threads in (1, 2):
                         od = os.path.join(tmp, "o_%s_%s_%d_%d" % (name, tag, batch, threads))
-                        rc, _, err = run_status([relax_run, rxa, "--fn", name, "--threads", str(threads),
-                                                 "--out-dir", od] + args)
                         what = "%s %s batch %d threads %d" % (name, tag, batch, threads)
-                        if rc != 0:
-                            check(False, what + " runs: " + err[-600:])
+                        if not run_fn(relax_run, rxa, name, threads, od, args, checks, what):
                             continue
                         got = [np.load(os.path.join(od, "out%d.npy" % k)) for k in range(len(want))]
                         check(all(g.shape == w.shape and np.allclose(g, w, rtol=1e-4, atol=1e-4)
