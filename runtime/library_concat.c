@@ -23,7 +23,15 @@
  * (one for a small concat: no region at all). The affine is a product then a sum,
  * each rounded (C11 mode contracts no multiply-add).
  *
- * Cost: y's bytes read once and written once, O(f + bytes / thread); no scratch.
+ * Fields in place. The memory plan (compiler/vmgen/plan.c, Step 0) makes a field's
+ * producer write straight into its place in y when y is one row (the extents before
+ * the axis are 1): such a field's bytes are then the very bytes it would be copied to,
+ * and the call skips them (memcpy onto itself is not made); with flags they are
+ * rewritten in place, each element read before it is written. A call whose fields are
+ * all in place and has no flags returns at once.
+ *
+ * Cost: y's bytes read once and written once, O(f + bytes / thread); no scratch; a field
+ * in place costs nothing.
  */
 #include "rt_int.h"
 
@@ -73,7 +81,7 @@ static void emit(const concat *c, int k, int64_t o, int64_t in, int64_t n, char 
 {
     const char *src = c->x[k] + o * c->chunk[k] + in;
     if (!c->scale && !c->shift && !c->relu) {
-        memcpy(dst, src, (size_t)n);
+        if (src != dst) memcpy(dst, src, (size_t)n); /* equal: the field is in place */
         return;
     }
     while (n > 0) {
@@ -192,7 +200,10 @@ int32_t rx_rt_concat(DLTensor *const *args, int32_t nargs)
     }
     if (sum != y->shape[a]) return CC_SHAPE;
     c.total = outer * c.row;
-    if (c.total == 0) return CC_OK;
+    bool placed = !flags && outer == 1; /* every field already where it belongs */
+    for (int k = 0; k < c.nf && placed; k++)
+        placed = c.chunk[k] == 0 || c.x[k] == c.y + c.coff[k] * c.inner;
+    if (c.total == 0 || placed) return CC_OK;
     int64_t n = c.total / COPY_MIN;
     rx_rt_parallel_for_n(concat_job, &c, n < 1 ? 1 : n > 1024 ? 1024 : (int)n);
     return CC_OK;

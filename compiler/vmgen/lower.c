@@ -12,7 +12,9 @@
  * call_tir follows Figure 5 with plan.c's storages: an intermediate tensor the plan
  * placed is an ALLOC_TENSOR at its offset in its storage's register (the static arena
  * was allocated at function entry, a symbolic storage is allocated right before its
- * first tensor) and the storage is released after the item its plan names; any other
+ * first tensor; a concat's storage holding its fields, plan.c's Step 0, at its own size,
+ * the fields at offsets the VM computes from the shape variables) and the storage is
+ * released after the item its plan names; any other
  * output gets one ALLOC_STORAGE of exactly its bytes and one ALLOC_TENSOR, the storage
  * register released at once (the tensor keeps it alive). Then the DPS call. With an
  * arena, the function's entry checks each variable its tensors' sizes use against its
@@ -82,13 +84,16 @@ static bool alloc_tensor(vg_fn *F, rx_loc loc, const char *what, const rx_sinfo 
         int bits = rx_dtype_bits((rx_dtype)si->dtype);
         rx_expr *bytes = rx_e_int(a, bits < 8 ? 1 : bits / 8);
         for (int i = 0; i < si->ndim; i++) bytes = rx_e_binary(a, RX_E_MUL, bytes, si->dims[i]);
+        if (plan && plan->whole) bytes = plan->bytes;
         if (!vg_expr(F, loc, bytes, &nb)) return false;
     }
+    vg_dim off = {RX_D_IMM, plan ? al->offset : 0};
+    if (plan && al->offset_expr && !vg_expr(F, loc, al->offset_expr, &off)) return false;
     if (plan && plan->reg < 0) plan->reg = vg_new_reg(F);
     vg_words w = {0};
     vg_w(&w, RX_OP_ALLOC_TENSOR);
     int64_t st = plan ? plan->reg : vg_new_reg(F);
-    vg_w(&w, reg), vg_w(&w, st), vg_wd(&w, (vg_dim){RX_D_IMM, plan ? al->offset : 0});
+    vg_w(&w, reg), vg_w(&w, st), vg_wd(&w, off);
     vg_w(&w, rx_vmgen_dtype((rx_dtype)si->dtype)), vg_w(&w, si->ndim);
     bool ok = true;
     for (int i = 0; i < si->ndim && ok; i++) {

@@ -18,6 +18,10 @@
  * they never leak into the emitted code's simplification). A size with a finite
  * constant upper bound (rx_arith_const_bound) is static: its bound.
  *
+ * Step 0 (concat fields in place, concat_place.c): the fields of an rt.concat that
+ * its producers can write straight into its output are placed inside it (host: the
+ * output's alloc, off: the byte offset, maybe symbolic), and the output's points are
+ * widened over theirs; Steps 1 and 2 place the output only, and its fields with it.
  * Step 1 (static arena): every static tensor gets an offset in one arena allocated once
  * at function entry (so with upper bounds the whole function allocates once, whatever
  * the shapes at run time). Two tensors whose live ranges share a program point get
@@ -65,12 +69,12 @@ typedef struct pctx {
     bool *busy;  /* storage -> holds a live tensor */
     bool *gone;  /* storage -> left the pool (branch-local, branch ended) */
     int cap;     /* of busy and gone */
+    int32_t *host;   /* alloc -> the rt.concat output it is placed inside (Step 0), -1 */
+    rx_expr **off;   /* alloc placed so -> its byte offset in the output's storage */
+    rx_expr **size;  /* rt.concat output with fields inside -> its storage's bytes */
 } pctx;
 
-static bool candidate(const vg_plan *P, const vg_alloc *a)
-{
-    return P->enabled && a->bytes && !a->escapes && a->var >= 0;
-}
+static bool candidate(const vg_plan *P, const vg_alloc *a) { return vg_plannable(P, a); }
 
 static int64_t round_up(int64_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
 
@@ -134,7 +138,7 @@ static void arena(pctx *c)
     vg_plan *P = c->P;
     RX_VEC(sortkey) order = {0};
     for (int32_t i = 0; i < P->allocs.n; i++)
-        if (candidate(P, &P->allocs.items[i]) && P->allocs.items[i].bound >= 0) {
+        if (candidate(P, &P->allocs.items[i]) && P->allocs.items[i].bound >= 0 && c->host[i] < 0) {
             sortkey k = {0, 0, i, 0};
             RX_VEC_PUSH(order, k);
         }
@@ -165,13 +169,23 @@ static void arena(pctx *c)
             }
         }
     }
-    vg_storage st = {NULL, best, 0, -1, -1};
+    vg_storage st = {NULL, best, 0, -1, -1, false};
     P->arena = P->st.n;
     RX_VEC_PUSH(P->st, st);
     for (int k = 0; k < n; k++) {
         vg_alloc *a = &P->allocs.items[best_order[k].i];
         a->offset = best_off[k];
         a->storage = P->arena;
+        P->nplanned++;
+    }
+    for (int32_t i = 0; i < P->allocs.n; i++) {
+        int32_t h = c->host[i];
+        if (h < 0 || P->allocs.items[h].storage != P->arena) continue;
+        vg_alloc *a = &P->allocs.items[i];
+        int64_t rel;
+        RX_ASSERT(rx_expr_is_const(c->off[i], &rel));
+        a->storage = P->arena;
+        a->offset = P->allocs.items[h].offset + rel;
         P->nplanned++;
     }
     for (int k = 0; k < n; k++) {
@@ -191,7 +205,7 @@ static void arena(pctx *c)
 
 static int new_storage(pctx *c, rx_expr *bytes, int32_t home)
 {
-    vg_storage s = {bytes, -1, home, -1, -1};
+    vg_storage s = {bytes, -1, home, -1, -1, false};
     RX_VEC_PUSH(c->P->st, s);
     if (c->P->st.n > c->cap) {
         int nc = c->cap ? 2 * c->cap : 16;
@@ -213,6 +227,11 @@ static void request(pctx *c, vg_alloc *a)
         if (s != P->arena && !c->busy[s] && !c->gone[s] && rx_arith_prove_equal(P->ar, st->bytes, a->bytes))
             best = s;
     }
+    int32_t ai = (int32_t)(a - P->allocs.items);
+    if (c->size[ai]) { /* with fields inside: a storage of its own size */
+        best = new_storage(c, c->size[ai], a->body);
+        P->st.items[best].whole = true;
+    }
     if (best < 0) best = new_storage(c, a->bytes, a->body);
     c->busy[best] = true;
     a->storage = best;
@@ -226,12 +245,17 @@ static void pool(pctx *c)
     vg_plan *P = c->P;
     RX_VEC(int32_t) sym = {0};
     RX_VEC(sortkey) dying = {0};
+    RX_VEC(sortkey) starting = {0};
     for (int32_t i = 0; i < P->allocs.n; i++)
-        if (candidate(P, &P->allocs.items[i]) && P->allocs.items[i].bound < 0) {
-            RX_VEC_PUSH(sym, i); /* in program order already */
-            sortkey k = {P->allocs.items[i].tick1, 0, i, 0};
+        if (candidate(P, &P->allocs.items[i]) && P->allocs.items[i].bound < 0 && c->host[i] < 0) {
+            sortkey k = {P->allocs.items[i].tick0, 0, i, 0}; /* program order but for hosts */
+            RX_VEC_PUSH(starting, k);
+            k.k1 = P->allocs.items[i].tick1;
             RX_VEC_PUSH(dying, k);
         }
+    if (starting.n) qsort(starting.items, (size_t)starting.n, sizeof *starting.items, by_keys);
+    for (int i = 0; i < starting.n; i++) RX_VEC_PUSH(sym, starting.items[i].i);
+    RX_VEC_FREE(starting);
     if (dying.n) qsort(dying.items, (size_t)dying.n, sizeof *dying.items, by_keys);
     if (P->st.n > c->cap) {
         c->cap = P->st.n;
@@ -253,6 +277,15 @@ static void pool(pctx *c)
         }
     }
     RX_VEC_FREE(sym), RX_VEC_FREE(dying);
+    for (int32_t i = 0; i < P->allocs.n; i++) { /* the fields inside a pool storage */
+        int32_t h = c->host[i];
+        if (h < 0 || P->allocs.items[h].storage < 0 || P->allocs.items[h].storage == P->arena) continue;
+        vg_alloc *a = &P->allocs.items[i];
+        a->storage = P->allocs.items[h].storage;
+        a->offset = 0;
+        if (!rx_expr_is_const(c->off[i], &a->offset)) a->offset_expr = c->off[i];
+        P->nplanned++;
+    }
 }
 
 /* ---- Step 3 ---- */
@@ -281,8 +314,12 @@ void vg_plan_function(vg_fn *F, vg_plan *P)
         if (ub >= 0) rx_arith_bind_range(P->ar, f->svars[i], 0, ub);
     }
     vg_lifetimes(F, P);
-    pctx c = {F, P, NULL, NULL, 0};
+    pctx c = {F, P, NULL, NULL, 0, NULL, NULL, NULL};
     if (P->enabled) {
+        c.host = rx_xmalloc(sizeof(int32_t) * ((size_t)P->allocs.n + 1));
+        c.off = rx_xmalloc(sizeof(rx_expr *) * ((size_t)P->allocs.n + 1));
+        c.size = rx_xmalloc(sizeof(rx_expr *) * ((size_t)P->allocs.n + 1));
+        vg_concat_fields(F, P, c.host, c.off, c.size); /* Step 0 */
         arena(&c);      /* Step 1 */
         pool(&c);       /* Step 2 */
         release_items(&c); /* Step 3 */
@@ -294,7 +331,7 @@ void vg_plan_function(vg_fn *F, vg_plan *P)
                                      ? rx_e_binary(F->M->m->arena, RX_E_ADD, P->bytes_unplanned, a->bytes)
                                      : a->bytes;
     }
-    free(c.busy), free(c.gone);
+    free(c.busy), free(c.gone), free(c.host), free(c.off), free(c.size);
 }
 
 void vg_plan_free(vg_plan *P)

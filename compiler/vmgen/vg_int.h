@@ -9,6 +9,7 @@
  *               liveness lower bound of a function's memory
  *   plan.c      static memory planning: which storage (and offset) each intermediate
  *               tensor uses
+ *   concat_place.c  plan.c's Step 0: concat fields made inside the concat's output
  *   lower.c     bindings, values, calls, if, bodies, one function
  *
  * A vg_fn is the state of one function being lowered: its code, register and slot
@@ -68,6 +69,8 @@ typedef struct vg_storage { /* a planned storage (plan.c) */
     int32_t home;         /* serial of the body allocating and releasing it (0: entry) */
     int32_t release_item; /* item of home after which it is released */
     int64_t reg;          /* register while emitting, -1 before its ALLOC_STORAGE */
+    bool whole;           /* bytes is the storage's own size (a concat's, its fields
+                             inside: plan.c Step 0), not its first tensor's */
 } vg_storage;
 
 typedef struct vg_alloc { /* one output tensor of a DPS call (lifetime.c) */
@@ -82,6 +85,7 @@ typedef struct vg_alloc { /* one output tensor of a DPS call (lifetime.c) */
     int64_t tick0, tick1; /* program points it is live at: [tick0, tick1] */
     int32_t storage;      /* planned storage, -1: a storage of its own */
     int64_t offset;       /* byte offset in the planned storage */
+    rx_expr *offset_expr; /* symbolic byte offset there (a concat's field), NULL: offset */
 } vg_alloc;
 
 typedef struct vg_body { /* one body (function body or if branch) in lowering order */
@@ -182,11 +186,24 @@ int32_t vg_item_in(const vg_fn *F, int32_t body, int32_t item, int32_t home);
 void vg_lifetimes(vg_fn *F, vg_plan *P);
 
 /* ---- plan.c ---- */
+/* Whether alloc a may be planned: planning on, a sized tensor of a binding, not escaping. */
+static inline bool vg_plannable(const vg_plan *P, const vg_alloc *a)
+{
+    return P->enabled && a->bytes && !a->escapes && a->var >= 0;
+}
 /* Plans F's intermediate tensors into shared storages (after vg_liveness). */
 void vg_plan_function(vg_fn *F, vg_plan *P);
 void vg_plan_free(vg_plan *P);
 /* The metadata summary of F->plan (strings in the module's arena). */
 void vg_plan_summary(vg_fn *F, rx_vmgen_mem *out);
+
+/* ---- concat_place.c ---- */
+/* plan.c's Step 0 (after vg_lifetimes): places the fields of each rt.concat inside its
+ * output where each is one contiguous run of it. Fills host (alloc -> the output's
+ * alloc, -1), off (a placed alloc's byte offset in the output's storage) and size (an
+ * output with fields inside -> its storage's bytes, NULL otherwise), P->allocs.n
+ * entries each, and widens each output's program points over its fields'. */
+void vg_concat_fields(vg_fn *F, vg_plan *P, int32_t *host, rx_expr **off, rx_expr **size);
 
 /* ---- lower.c ---- */
 /* Lowers F->f's parameters and body into F->code. False after errors. */

@@ -48,6 +48,16 @@ def run(argv, env=None):
     return out
 
 
+def run_fn(relax_run, rxa, fn, threads, out_dir, args, checks, what):
+    """Runs function fn of artifact rxa (relax-run --fn, --threads, --out-dir out_dir,
+    then args); True when it ran, else a FAIL line `what runs: <stderr's end>`."""
+    rc, _, err = run_status([relax_run, rxa, "--fn", fn, "--threads", str(threads),
+                             "--out-dir", out_dir] + args)
+    if rc != 0:
+        checks.check(False, what + " runs: " + err[-600:])
+    return rc == 0
+
+
 class Checks:
     """PASS/FAIL lines and their count."""
 

@@ -31,7 +31,7 @@ import tempfile
 
 import numpy as np
 
-from e2e_check import run, run_status, start
+from e2e_check import run, run_fn, run_status, start
 
 NP = {"f32": np.float32, "f64": np.float64}
 # name: dtype, axis, field shapes ("n": the batch, "m": a symbolic extent, 0 at run time)
@@ -167,11 +167,8 @@ def cases(relaxc, relax_run, checks):
                 for tag, rxa in builds.items():
                     for threads in ((1, 2, 3) if tag == "O2" else (2,)):
                         od = os.path.join(tmp, "o_%s_%s_%d_%d" % (n, tag, batch, threads))
-                        rc, _, err = run_status([relax_run, rxa, "--fn", n, "--threads", str(threads),
-                                                 "--out-dir", od] + args)
                         what = "%s %s batch %d threads %d" % (n, tag, batch, threads)
-                        if rc != 0:
-                            check(False, what + " runs: " + err[-600:])
+                        if not run_fn(relax_run, rxa, n, threads, od, args, checks, what):
                             continue
                         got = np.load(os.path.join(od, "out0.npy"))
                         if n == "dense" or n in EPI:
