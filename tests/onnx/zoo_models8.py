@@ -860,30 +860,18 @@ def cases(big=False):
         ["bicubic", "bicubic_ac", "patches", "overlap", "amax"],
         img(), [11, 13, 17], [(2, 8), (1, 12)], (8, 256))
     # zoo_models8b.py
-    z["se_resnext"] = Case(
-        lambda: SEResNeXt(64, 32, 4, 1000) if big else SEResNeXt(), lambda b, s: (torch.randn(b, 3, s, s + 8),),
-        ["x"], ["y"], img(), [11, 13], [(2, 32), (1, 48)], (1, 224))
-    z["res2net"] = Case(
-        lambda: Res2Net(64, 26, 4, 1000) if big else Res2Net(), lambda b, s: (torch.randn(b, 3, s, s + 8),),
-        ["x"], ["y"], img(), [11, 13], [(2, 32), (1, 48)], (1, 224))
-    z["convmixer"] = Case(
-        lambda: ConvMixer(256, 4, 9, 7, 1000) if big else ConvMixer(), lambda b, s: (torch.randn(b, 3, s, s + 8),),
-        ["x"], ["y"], img(), [13, 17], [(2, 16), (1, 24)], (1, 224))
-    z["repvit"] = Case(
-        lambda: RepViT(48, 1000) if big else RepViT(), lambda b, s: (torch.randn(b, 3, s, s + 8),),
-        ["x"], ["y"], img(), [13, 17], [(2, 32), (1, 48)], (1, 224))
-    z["mobilenetv4"] = Case(
-        lambda: MobileNetV4(32, 1000) if big else MobileNetV4(), lambda b, s: (torch.randn(b, 3, s, s + 8),),
-        ["x"], ["y"], img(), [13, 17], [(2, 32), (1, 48)], (1, 224))
-    z["hornet"] = Case(
-        lambda: HorNet(64, 1000) if big else HorNet(), lambda b, s: (torch.randn(b, 3, s, s + 8),),
-        ["x"], ["y"], img(), [13, 17], [(2, 32), (1, 48)], (1, 224))
-    z["focalnet"] = Case(
-        lambda: FocalNet(96, 1000) if big else FocalNet(), lambda b, s: (torch.randn(b, 3, s, s + 8),),
-        ["x"], ["y"], img(), [13, 17], [(2, 32), (1, 48)], (1, 224))
-    z["efficientformer"] = Case(
-        lambda: EfficientFormer(48, 1000) if big else EfficientFormer(), lambda b, s: (torch.randn(b, 3, s, s + 8),),
-        ["x"], ["y"], img(), [13, 17], [(2, 32), (1, 48)], (1, 224))
+    def classifier(small, large, opsets, sizes=((2, 32), (1, 48))):
+        """an image classifier at (b, 3, s, s + 8), dynamic batch and size, 224 at bench"""
+        return Case(lambda: large() if big else small(), lambda b, s: (torch.randn(b, 3, s, s + 8),), ["x"], ["y"],
+                    img(), opsets, list(sizes), (1, 224))
+    z["se_resnext"] = classifier(SEResNeXt, lambda: SEResNeXt(64, 32, 4, 1000), [11, 13])
+    z["res2net"] = classifier(Res2Net, lambda: Res2Net(64, 26, 4, 1000), [11, 13])
+    z["convmixer"] = classifier(ConvMixer, lambda: ConvMixer(256, 4, 9, 7, 1000), [13, 17], ((2, 16), (1, 24)))
+    z["repvit"] = classifier(RepViT, lambda: RepViT(48, 1000), [13, 17])
+    z["mobilenetv4"] = classifier(MobileNetV4, lambda: MobileNetV4(32, 1000), [13, 17])
+    z["hornet"] = classifier(HorNet, lambda: HorNet(64, 1000), [13, 17])
+    z["focalnet"] = classifier(FocalNet, lambda: FocalNet(96, 1000), [13, 17])
+    z["efficientformer"] = classifier(EfficientFormer, lambda: EfficientFormer(48, 1000), [13, 17])
     z["segnet"] = Case(
         lambda: SegNet(64, 12) if big else SegNet(), lambda b, s: (torch.randn(b, 3, s, s + 8),),
         ["x"], ["y"], img(), [11, 13], [(2, 16), (1, 24)], (1, 256))
