@@ -146,7 +146,11 @@
  * history embeddings (b = 1024 rows of 50 gathered 64-wide embeddings, a weight per
  * batch row, jo of 4 tiles) stayed under the kernels' parallel-if threshold in every
  * iteration and ran on one thread; with the batch loop parallel its minimum took 17.1 ->
- * 8.3 ms at two threads (zoo8 two_tower, relax-run --profile, 20 calls, load 5-7).
+ * 8.3 ms at two threads (zoo8 two_tower, relax-run --profile, 20 calls, load 5-7); the
+ * whole model, main's build and this one alternated (relax-run --bench, 20 calls each):
+ * 5 rounds at load 5.5, medians 7.5-20.1 -> 6.7-17.0 ms, minimums 6.4 -> 5.4 ms; 6 rounds
+ * at load 6.4-7.0 (RX_THREADS_ADAPT=0), medians 70-257 -> 23-113 ms, minimums 32-45 ->
+ * 11-31 ms (ONNX Runtime 9-13 ms on the same machine that hour).
  * Legal as in schedule_tile.c: distinct iterations of a batch loop or of jo write
  * disjoint elements of C, each read of C is of an element the same iteration wrote,
  * acc is allocated inside the iteration. schedule.c then finds no other parallel loop.

@@ -24,6 +24,10 @@
  * column-major), padded and sliced exactly as x is; the end padding is the pads plus a
  * stride (a ceil_mode window may start in the last stride), each tap's slice pinned to
  * the pool's output dims. Costs one i64 tensor of x's size more than the literal path.
+ * Measured (zoo8 segnet at 256x256, 64 channels, relax-run --profile minimums at load 6):
+ * the composition's pad, arange, slice and greater / where kernels take about 17 ms a
+ * call beside 11.5 ms for the model's eight convolutions (relax / ONNX Runtime 2.4 for
+ * the model): a pooling kernel that writes the argmax with the maximum is the fix left.
  */
 #include <float.h>
 #include <string.h>
