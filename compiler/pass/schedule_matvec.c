@@ -140,8 +140,18 @@
  * checks 1e-5 * sqrt(K) * max |float64 result|); docs/passes.md states it.
  *
  * Which loop is parallel: the first batch loop with a literal extent >= 2 (attention's
- * heads), else jo when its extent is not a literal < 2, else the first symbolic batch
- * loop. Legal as in schedule_tile.c: distinct iterations of a batch loop or of jo write
+ * heads), else jo when its extent is not a literal < FEW_TILES (8), else the first
+ * symbolic batch loop, else jo when its extent is not a literal < 2. A few column tiles
+ * are too little work to split under a serial batch loop: a two-tower model's mean of
+ * history embeddings (b = 1024 rows of 50 gathered 64-wide embeddings, a weight per
+ * batch row, jo of 4 tiles) stayed under the kernels' parallel-if threshold in every
+ * iteration and ran on one thread; with the batch loop parallel its minimum took 17.1 ->
+ * 8.3 ms at two threads (zoo8 two_tower, relax-run --profile, 20 calls, load 5-7); the
+ * whole model, main's build and this one alternated (relax-run --bench, 20 calls each):
+ * 5 rounds at load 5.5, medians 7.5-20.1 -> 6.7-17.0 ms, minimums 6.4 -> 5.4 ms; 6 rounds
+ * at load 6.4-7.0 (RX_THREADS_ADAPT=0), medians 70-257 -> 23-113 ms, minimums 32-45 ->
+ * 11-31 ms (ONNX Runtime 9-13 ms on the same machine that hour).
+ * Legal as in schedule_tile.c: distinct iterations of a batch loop or of jo write
  * disjoint elements of C, each read of C is of an element the same iteration wrote,
  * acc is allocated inside the iteration. schedule.c then finds no other parallel loop.
  * The threads are the kernels' OpenMP pool, which BLAS calls share (runtime/threads.c):
@@ -158,6 +168,7 @@
 enum {
     MAX_LOOPS = 16,   /* loops of a nest that can be rewritten */
     MAX_ROWS = 16,    /* most rows (decode's batch) that count as matrix-vector */
+    FEW_TILES = 8,    /* jo extents below which a symbolic batch loop is the parallel one */
     MIN_VOLUME = 4096, /* literal N * K below which the nest is left alone */
     MR_COLS = 4,      /* rows per columns tile */
     MR_DOTS = 3,      /* rows per dots tile */
@@ -605,9 +616,10 @@ static rx_stmt *build(mvn *t)
     for (int k = 0; k < p - 1 && par < 0; k++)
         if (t->batch[k] && rx_expr_is_const(ext_of(t, k), &v) && v >= 2) par = k;
     rx_expr *jn = ceil_div(t, N, t->nb);
-    bool jpar = par < 0 && !(rx_expr_is_const(jn, &v) && v < 2);
+    bool jpar = par < 0 && !(rx_expr_is_const(jn, &v) && v < FEW_TILES);
     for (int k = 0; k < p - 1 && par < 0 && !jpar; k++)
         if (t->batch[k] && !rx_expr_is_const(ext_of(t, k), NULL)) par = k;
+    jpar = jpar || (par < 0 && !(rx_expr_is_const(jn, &v) && v < 2));
     rx_stmt *s = mk_for(t, t->jo, jn, jpar ? RX_LOOP_PARALLEL : RX_LOOP_SERIAL, body);
     for (int k = p - 2; k >= 0; k--)
         if (t->batch[k])

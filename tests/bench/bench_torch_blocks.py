@@ -72,6 +72,17 @@ on the same .onnx file) and PyTorch eager, same inputs, same run, 2 threads each
             hubert_feat (32000 samples), nerf_posenc (65536 points), bilstm_crf,
             logsumexp_forms, spherical_points, act_zoo, hash_embed (512 bags of 64),
             bag_offsets, pillar_scatter ("zoo7": all of them; not in the default set)
+  zoo8:NAME a model of tests/onnx/zoo_models8.py at its bench size (at its last opset):
+            qwen2_expand / qwen2_repeat / qwen2_grouped (Qwen2-0.5B's layer: d 896, 14
+            heads, 2 k/v heads, s 128), phi3, stablelm (d 1024, s 128), opt, gemma2, gptneo
+            (2 layers, s 128), cait, t2t_vit, cvt, mobilevitv2 (224-256), dlinear_repeat /
+            dlinear_pad (336 steps x 321 series, b 32), tsmixer, itransformer, xdeepfm,
+            autoint, two_tower (b 1024), schnet, egnn (b 16, 29 atoms), ops_a, ops_b, ops_c,
+            se_resnext, res2net, convmixer, repvit, mobilenetv4, hornet, focalnet,
+            efficientformer (224), segnet / segnet_ceil (256), dcgan (b 64), linknet,
+            bisenet_arm (512), fpn_retina (512), ssd_decode (8732 priors), yolov7_elan (640),
+            demucs (2 x 44100 samples), dccrn, encodec_rvq ("zoo8": all of them; not in the
+            default set)
 
 Each prints one JSON line: relax_ms, ort_ms, torch_ms (medians of --repeat calls after
 warm-ups), relax/ORT and relax/torch (goal <= 1.0), relax_min_ms, ort_min_ms and their
@@ -108,7 +119,8 @@ def parse_args():
                     help="names; zoo: every model of zoo_models.py, zoo:NAME one; "
                          "zoo2, zoo2:NAME: zoo_models2.py; zoo3, zoo3:NAME: zoo_models3.py; "
                          "zoo4, zoo4:NAME: zoo_models4.py; zoo5, zoo5:NAME: zoo_models5.py; "
-                         "zoo6, zoo6:NAME: zoo_models6.py; zoo7, zoo7:NAME: zoo_models7.py")
+                         "zoo6, zoo6:NAME: zoo_models6.py; zoo7, zoo7:NAME: zoo_models7.py; "
+                         "zoo8, zoo8:NAME: zoo_models8.py")
     return ap.parse_args()
 
 
@@ -122,6 +134,7 @@ import zoo_models4  # noqa: E402
 import zoo_models5  # noqa: E402
 import zoo_models6  # noqa: E402
 import zoo_models7  # noqa: E402
+import zoo_models8  # noqa: E402
 
 
 def blocks(quick):
@@ -141,7 +154,7 @@ def blocks(quick):
                "t5": one(lambda: tb.T5Attention(d=512, h=8, buckets=8), (1, 128, 512))}
     for prefix, mod in (("zoo:", zoo_models), ("zoo2:", zoo_models2), ("zoo3:", zoo_models3),
                         ("zoo4:", zoo_models4), ("zoo5:", zoo_models5), ("zoo6:", zoo_models6),
-                        ("zoo7:", zoo_models7)):
+                        ("zoo7:", zoo_models7), ("zoo8:", zoo_models8)):
         for name, c in mod.cases(big=not quick).items():
             size = c.sizes[0] if quick else c.big
             out[prefix + name] = (c.make, lambda c=c, size=size: c.inputs(*size), c.names,
@@ -157,7 +170,8 @@ def wanted(name, quick):
     return name in sel or (name.startswith("zoo:") and "zoo" in sel) or \
         (name.startswith("zoo2:") and "zoo2" in sel) or (name.startswith("zoo3:") and "zoo3" in sel) or \
         (name.startswith("zoo4:") and "zoo4" in sel) or (name.startswith("zoo5:") and "zoo5" in sel) or \
-        (name.startswith("zoo6:") and "zoo6" in sel) or (name.startswith("zoo7:") and "zoo7" in sel)
+        (name.startswith("zoo6:") and "zoo6" in sel) or (name.startswith("zoo7:") and "zoo7" in sel) or \
+        (name.startswith("zoo8:") and "zoo8" in sel)
 
 
 def max_err(got, want):

@@ -15,6 +15,8 @@ by a model of tests/onnx/zoo_models2.py and failing to import before:
 A Reshape's -1 with target dims equal to the input's cancelled first (ShuffleNet's
 channel shuffle over a pool's dims, whose product the simplifier expands: a literal, not
 a floordiv).
+MaxPool's Indices output over symbolic H and W (SegNet exported with a dynamic image size,
+zoo_models8): ceil_mode with padding row-major, dilated column-major, against loops.
 And one found by its numbers: InstanceNormalization's mean over a large extent (a U-Net's
 H * W, GroupNorm's C / G * H * W) taken in stages, within 2e-5 of float64.
 
@@ -276,6 +278,59 @@ def shuffle(tmp):
           p.stderr if got is None else str(got[0].shape))
 
 
+def pool_ref(x, k, s, d, p, ceil, col_major):
+    """MaxPool's values and Indices by loops (the first maximum in window order wins)."""
+    n, c, h, w = x.shape
+    ext = [(h, 0), (w, 1)]
+    out = []
+    for size, a in ext:
+        span = size + 2 * p[a] - d[a] * (k[a] - 1) - 1
+        o = (-(-span // s[a]) if ceil else span // s[a]) + 1
+        if ceil and (o - 1) * s[a] >= size + p[a]:
+            o -= 1
+        out.append(o)
+    y = np.zeros((n, c, out[0], out[1]), np.float32)
+    idx = np.zeros((n, c, out[0], out[1]), np.int64)
+    for b in range(n):
+        for ch in range(c):
+            for i in range(out[0]):
+                for j in range(out[1]):
+                    best, at = -np.inf, -1
+                    for ki in range(k[0]):
+                        for kj in range(k[1]):
+                            r, q = i * s[0] - p[0] + ki * d[0], j * s[1] - p[1] + kj * d[1]
+                            if 0 <= r < h and 0 <= q < w and x[b, ch, r, q] > best:
+                                best = x[b, ch, r, q]
+                                at = (q * h + r) if col_major else (r * w + q)
+                    y[b, ch, i, j], idx[b, ch, i, j] = best, (b * c + ch) * h * w + at
+    return y, idx
+
+
+def pool_indices(tmp):
+    """MaxPool's Indices output over symbolic H and W (SegNet exported with a dynamic image
+    size, zoo_models8): 3x3 stride 2 pad 1 ceil_mode row-major, and 2x2 dilation 2
+    column-major (storage_order 1), each from one artifact at two sizes, against loops."""
+    for tag, attrs, k, s, d, p, ceil, cm in (
+            ("ceil", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1),
+             (3, 3), (2, 2), (1, 1), (1, 1), True, False),
+            ("dilated_colmajor", dict(kernel_shape=[2, 2], strides=[2, 1], dilations=[2, 2], storage_order=1),
+             (2, 2), (2, 1), (2, 2), (0, 0), False, True)):
+        m = model([helper.make_node("MaxPool", ["x"], ["y", "i"], **attrs)],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 3, "h", "w"])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                   helper.make_tensor_value_info("i", TensorProto.INT64, None)], [], opset=12)
+        rxa, _ = built(tmp, m, "pool_" + tag, "MaxPool Indices (%s) over symbolic H, W builds" % tag)
+        if not rxa:
+            continue
+        for shape in ((2, 3, 7, 10), (1, 3, 9, 6)):
+            x = np.random.randn(*shape).astype(np.float32)
+            got, pr = run(tmp, rxa, x=x)
+            want = pool_ref(x, k, s, d, p, ceil, cm)
+            ok = got is not None and all(g.shape == w.shape and np.array_equal(g, w) for g, w in zip(got, want))
+            check(ok, "MaxPool Indices (%s) at %s equal the loops'" % (tag, shape),
+                  pr.stderr[-300:] if got is None else str([g.shape for g in got]))
+
+
 def main():
     np.random.seed(0)
     with tempfile.TemporaryDirectory(prefix="onnx-sym-") as tmp:
@@ -284,6 +339,7 @@ def main():
         trilu(tmp)
         norms(tmp)
         shuffle(tmp)
+        pool_indices(tmp)
     print("%d failure(s)" % ti.failures)
     return 1 if ti.failures else 0
 

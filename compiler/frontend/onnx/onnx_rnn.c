@@ -160,6 +160,12 @@ bool ox_c_rnn(ox_ctx *c)
     if (ox_nout(c) > 0 && *c->node->output[0]) { /* Y: [T, D, B, H] or [B, T, D, H] */
         static const int64_t to_bt[4] = {2, 0, 1, 3};
         rx_node *y = tail_rows(c, all, 0, -2);
+        /* rows [0, T + 2 - 2) have extent max(0, T) for a symbolic T, which no proof
+         * relates to T (Demucs adds Y to a skip cut to its length): T it is */
+        rx_expr *ydims[4] = {x->sinfo->dims[0], ox_lit(c, nd), x->sinfo->dims[1], ox_lit(c, h)};
+        if (y && ox_ndim(y) == 4 && y->sinfo->dims &&
+            !rx_arith_prove_equal(c->ar, y->sinfo->dims[0], ydims[0]))
+            y = ox_match_dims(c, y, ydims, 4);
         if (y && layout) y = permute(c, y, to_bt, 4);
         if (!ox_out_node(c, 0, y)) return false;
     }

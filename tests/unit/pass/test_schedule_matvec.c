@@ -22,7 +22,8 @@
  * reshape of (b, K); W (N, K) as reshape + permute_dims of a (1, N, K) tensor; the
  * product followed by a bias add (fused); attention's decode scores q (b, 4, 1, 64) @
  * permute(k (b, 4, c, 64)) and probs (b, 4, 1, c) @ v (b, 4, c, 64) (a weight per batch
- * and head).
+ * and head); x (b, 1, K) @ W (b, K, 64) (a weight per batch row, 4 column tiles: the
+ * parallel loop is the symbolic batch loop, the plan's outermost).
  *
  * Numerics: each rewritten kernel runs beside the unscheduled kernel of the same function
  * on the same seeded inputs, at b = 1, 3, 5, 16 and 21 (partial row tiles, both sides of
@@ -69,11 +70,13 @@ enum { K = 300, N = 202, NW = 1100 };
                     "'attrs':{'axes':[0,1,3,2]}}]}")
 #define F_PV FN("pv", P("p", TS("'b',4,1,'c'")) "," P("v", TS("'b',4,'c',64")),                  \
                 "{'op':'matmul','args':['p','v']}")
+#define F_BMM FN("bmm", P("x", TS("'b',1,300")) "," P("w", TS("'b',300,64")),                 \
+                 "{'op':'matmul','args':['x','w']}")
 #define MOD(...) "{'format':'relax-json','version':1,'functions':{" __VA_ARGS__ "}}"
 
 static const char MODULE[] = MOD(
     F_KN "," F_NK "," F_LIT3 "," F_LIT16 "," F_RESH "," F_WVIEW "," F_BIAS ","
-    F_SCORES "," F_PV "," F_VEC "," F_WIDE ","
+    F_SCORES "," F_PV "," F_BMM "," F_VEC "," F_WIDE ","
     MM("big", "64,300", "300,202", "'x'", "'w'") ","
     MM("small", "100", "100,202", "'x'", "'w'") ","
     FN("rowsum", P("x", TS("202,300")), "{'op':'sum','args':['x'],'attrs':{'axis':[1]}}"));
@@ -94,6 +97,7 @@ static const form FORMS[] = {
     {"resh", MOD(F_RESH), 16, true, true, false, 0},
     {"wview", MOD(F_WVIEW), 16, true, true, false, 0}, {"bias", MOD(F_BIAS), 16, true, false, false, 0},
     {"scores", MOD(F_SCORES), 0, true, false, false, 0}, {"pv", MOD(F_PV), 0, false, false, false, 0},
+    {"bmm", MOD(F_BMM), 0, false, false, false, 0},
     {"vec", MOD(F_VEC), 0, false, true, true, 0},     {"wide", MOD(F_WIDE), 0, false, true, true, NW},
 };
 
@@ -211,7 +215,10 @@ START_TEST(which_nests)
         mwalk(planned, &t);
         ck_assert_msg(t.npar == 1, "%s: %d parallel loops", fm->name, t.npar);
         const char *pv = t.par->u.for_.var->name;
-        bool heads = !strcmp(fm->name, "scores") || !strcmp(fm->name, "pv");
+        bool heads = !strcmp(fm->name, "scores") || !strcmp(fm->name, "pv") ||
+                     !strcmp(fm->name, "bmm");
+        if (!strcmp(fm->name, "bmm")) /* 4 column tiles under a symbolic batch: the batch */
+            ck_assert_msg(t.par == planned->items[0], "bmm: parallel loop %s", pv);
         ck_assert_msg(heads ? !strstr(pv, "_mo") : suffix(pv, "_mo") != 0, "%s: parallel loop %s",
                       fm->name, pv);
         ck_assert_msg((t.lanes > 0) == fm->dots, "%s: %d lane loops (dots %d)", fm->name, t.lanes,
