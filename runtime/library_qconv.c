@@ -4,7 +4,8 @@
  * them): compiler/legalize/legalize_lib.c makes the call for a CPU nn.conv2d of an 8-bit
  * activation by a constant 8-bit weight into i32 (groups 1, NCHW / OIHW), which
  * compiler/frontend/onnx/onnx_quant.c emits (the zero points are in the graph around it:
- * an explicit pad with the activation's zero point and a constant correction).
+ * an explicit pad with the activation's zero point and a constant correction), and for a
+ * depthwise one (groups = C = Co) with params[11] = groups.
  *
  *   rt.qconv2d (X, W', params, Y): X u8 or i8 (N, C, H, W); W' the weight (Co, C, kh, kw)
  *   as the (kh kw C, Co) matrix B[(i kw + j) C + c, o] = W[o, c, i, j] in rt.qmatmul's
@@ -44,7 +45,9 @@
  *      written channel-first in Y's dtype).
  * The two layout changes are SSE2 register transposes (every x86-64 has SSE2; other
  * architectures run the scalar loops): 16 x 16 blocks of bytes for the channel-last
- * copy when C is a multiple of 16, 4 x 4 blocks of i32 for the channel-first output;
+ * copy when C is a multiple of 16 (a row's last block ending at W: 56-wide rows had 8
+ * pixels a row in the scalar loop, 7% of qlinear_dwnet), 4 x 4 blocks of i32 for the
+ * channel-first output;
  * the im2col's runs move in inline 16-byte steps (a libc memcpy call per 3-byte run
  * of a stem cost more than its bytes). QDQ ResNet-18 at 224, one thread, same run:
  * 8.8 -> 7.4 ms.
@@ -53,7 +56,17 @@
  * 56 x 56 x 64; the channel-last copy is one pass over X's bytes.
  * Measured (Zen 5, 2 threads, quiet, 1 x 64 x 56 x 56, 3x3 64 -> 64, best of 50): see
  * docs/runtime.md.
- * Cost: N Co Ho Wo C kh kw multiply-adds; copies N C H W bytes (plus the halos) and
+ * Depthwise (params (12,), [11] = groups = C = Co; W' the raw weight bytes (kh kw, C),
+ * B[(i kw + j) C + c] = W[c, 0, i, j], signed unless params[9]): the same bands, copied
+ * as X's bytes (ax 0, a row of the pad value after each band), the same (chunk, group of
+ * 64-channel blocks) items; per pixel the kernel sums its kh kw taps' runs of up to 64
+ * channels times the tap's weights along the channels (qdw_*: AVX-512 16 i32 lanes,
+ * widened with vpmovzx/sx, vpmulld; AVX2 8; portable), pointers to the taps from one
+ * offset table when the window lies inside X, and the tile goes to the epilogue or out as
+ * the product's does. qlinear_dwnet one thread 0.69 ms against main's 0.88 (main: the f32
+ * depthwise conv and generated requantization kernels); first cut with the tap loop
+ * inside a per-channel loop the compiler did not vectorize: 2x slower than main.
+ * Cost: N Co Ho Wo C kh kw multiply-adds (depthwise: N C Ho Wo kh kw); copies N C H W bytes (plus the halos) and
  * N Ho Wo kh kw C (the im2col, chunk by chunk in L1/L2) and writes Y once; threads x
  * C H W bytes of bands.
  */
@@ -69,6 +82,10 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+
+/* Depthwise: acc[j] = sum over taps t of X(src[t][j]) W(w[t C + j]), j < nc (file essay). */
+typedef void (*qdw_fn)(const uint8_t *const *src, const uint8_t *w, int64_t c, int taps, int nc,
+                       int32_t *acc);
 
 enum { QC_OK, QC_ARGS, QC_DTYPE, QC_SHAPE, QC_NOMEM, QC_EPI };
 enum { NR = RX_QP_NR, MR = RX_QG_MR, CH = RX_QE_TILE, NPARAMS = 10, SLACK = 16 };
@@ -92,6 +109,9 @@ typedef struct qc {
     int64_t chunks, crows, groups; /* pixel chunks of crows; column-block groups per chunk */
     uint8_t ax, bx, padb; /* padb: the byte a tap outside X reads (its pad value ^ ax) */
     bool direct; /* 1x1, stride 1, no padding, C % 4 == 0: A is the channel-last copy */
+    bool dwise; /* groups = C = Co: packed is the (kh kw, C) weight bytes (qdw_run) */
+    qdw_fn dwk;
+    uint8_t *zrow; /* per thread (dwise): C bytes of the pad value, xstride past xt */
     uint8_t *xt; /* per thread: its band of one image channel-last, up to h w c bytes */
     int64_t xstride, astride; /* bytes between two threads' bands, A buffers (SLACK past each) */
     uint8_t *abuf; /* per thread: CH rows of kp bytes */
@@ -144,10 +164,14 @@ static void to_nhwc(const qc *q, int64_t img, int64_t h0, int64_t h1, uint8_t *r
     for (int64_t y = h0; y < h1; y++) {
         int64_t i0 = 0;
 #if defined(__SSE2__)
-        if (C % 16 == 0) /* 16 x 16 blocks; the row's last W % 16 pixels below */
-            for (; i0 + 16 <= W; i0 += 16)
+        if (C % 16 == 0 && W >= 16) { /* 16 x 16 blocks, the last one ending at W (it
+                                           rewrites some pixels with the same bytes) */
+            for (; i0 < W; i0 += 16) {
+                int64_t at = i0 + 16 <= W ? i0 : W - 16;
                 for (int64_t c = 0; c < C; c += 16)
-                    t16x16(x + c * hw + y * W + i0, hw, xt + (y * W + i0) * C + c, C, ax);
+                    t16x16(x + c * hw + y * W + at, hw, xt + (y * W + at) * C + c, C, ax);
+            }
+        }
 #endif
         for (int64_t i = i0; i < W; i++) { /* one pixel's C bytes, read C planes apart */
             const uint8_t *restrict src = x + y * W + i;
@@ -265,6 +289,121 @@ static void epi_tile(const qc *q, int32_t *c, int t, int64_t img, int64_t j0, in
     }
 }
 
+/* Depthwise kernels: per tap one run of nc bytes of X (a pixel's channels j0.., the pad
+ * row outside X) times the tap's nc weight bytes, widened to i32 and summed (exact modulo
+ * 2^32), vectorized along the channels with the taps innermost (16 channels' sums in a
+ * register): AVX-512 (16 lanes, masked tail), AVX2 (8 lanes, scalar tail) and the
+ * portable loop, each for the 4 signednesses of X and W (chosen with rt.qmatmul's tile
+ * kernel: $RX_QGEMM_KERNEL). */
+#define QDW_C(name, XT, WT)                                                               \
+    static void name(const uint8_t *const *src, const uint8_t *w, int64_t c, int taps, int nc, \
+                     int32_t *acc)                                                        \
+    {                                                                                     \
+        for (int j = 0; j < nc; j++) {                                                    \
+            uint32_t a = 0;                                                               \
+            for (int t = 0; t < taps; t++)                                                \
+                a += (uint32_t)((int32_t)(XT)src[t][j] * (int32_t)(WT)w[t * c + j]);      \
+            acc[j] = (int32_t)a;                                                          \
+        }                                                                                 \
+    }
+QDW_C(qdw_c_uu, uint8_t, uint8_t)
+QDW_C(qdw_c_us, uint8_t, int8_t)
+QDW_C(qdw_c_su, int8_t, uint8_t)
+QDW_C(qdw_c_ss, int8_t, int8_t)
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define QDW_X86 1
+#include <immintrin.h>
+#define QDW_AVX512(name, CX, CW)                                                          \
+    __attribute__((target("avx512f,avx512bw,avx512vl"))) static void name(                \
+        const uint8_t *const *src, const uint8_t *w, int64_t c, int taps, int nc, int32_t *acc) \
+    {                                                                                     \
+        for (int j = 0; j < nc; j += 16) {                                                \
+            __mmask16 m = nc - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (nc - j)) - 1); \
+            __m512i a = _mm512_setzero_si512();                                           \
+            for (int t = 0; t < taps; t++) {                                              \
+                __m512i x = CX(_mm_maskz_loadu_epi8(m, src[t] + j));                      \
+                __m512i v = CW(_mm_maskz_loadu_epi8(m, w + t * c + j));                   \
+                a = _mm512_add_epi32(a, _mm512_mullo_epi32(x, v));                        \
+            }                                                                             \
+            _mm512_mask_storeu_epi32(acc + j, m, a);                                      \
+        }                                                                                 \
+    }
+QDW_AVX512(qdw_avx512_uu, _mm512_cvtepu8_epi32, _mm512_cvtepu8_epi32)
+QDW_AVX512(qdw_avx512_us, _mm512_cvtepu8_epi32, _mm512_cvtepi8_epi32)
+QDW_AVX512(qdw_avx512_su, _mm512_cvtepi8_epi32, _mm512_cvtepu8_epi32)
+QDW_AVX512(qdw_avx512_ss, _mm512_cvtepi8_epi32, _mm512_cvtepi8_epi32)
+#define QDW_AVX2(name, CX, CW, XT, WT)                                                    \
+    __attribute__((target("avx2"))) static void name(const uint8_t *const *src, const uint8_t *w, \
+                                                     int64_t c, int taps, int nc, int32_t *acc) \
+    {                                                                                     \
+        int j = 0;                                                                        \
+        for (; j + 8 <= nc; j += 8) {                                                     \
+            __m256i a = _mm256_setzero_si256();                                           \
+            for (int t = 0; t < taps; t++) {                                              \
+                __m256i x = CX(_mm_loadl_epi64((const __m128i *)(const void *)(src[t] + j))); \
+                __m256i v = CW(_mm_loadl_epi64((const __m128i *)(const void *)(w + t * c + j))); \
+                a = _mm256_add_epi32(a, _mm256_mullo_epi32(x, v));                        \
+            }                                                                             \
+            _mm256_storeu_si256((__m256i *)(void *)(acc + j), a);                         \
+        }                                                                                 \
+        for (; j < nc; j++) {                                                             \
+            uint32_t a = 0;                                                               \
+            for (int t = 0; t < taps; t++)                                                \
+                a += (uint32_t)((int32_t)(XT)src[t][j] * (int32_t)(WT)w[t * c + j]);      \
+            acc[j] = (int32_t)a;                                                          \
+        }                                                                                 \
+    }
+QDW_AVX2(qdw_avx2_uu, _mm256_cvtepu8_epi32, _mm256_cvtepu8_epi32, uint8_t, uint8_t)
+QDW_AVX2(qdw_avx2_us, _mm256_cvtepu8_epi32, _mm256_cvtepi8_epi32, uint8_t, int8_t)
+QDW_AVX2(qdw_avx2_su, _mm256_cvtepi8_epi32, _mm256_cvtepu8_epi32, int8_t, uint8_t)
+QDW_AVX2(qdw_avx2_ss, _mm256_cvtepi8_epi32, _mm256_cvtepi8_epi32, int8_t, int8_t)
+#endif
+
+/* The depthwise kernel for X's and W's signedness on this CPU's path. */
+static qdw_fn qdw_choose(bool xs, bool ws)
+{
+    static const qdw_fn c[4] = {qdw_c_uu, qdw_c_us, qdw_c_su, qdw_c_ss};
+    int v = (xs ? 2 : 0) + (ws ? 1 : 0);
+#if defined(QDW_X86)
+    static const qdw_fn a2[4] = {qdw_avx2_uu, qdw_avx2_us, qdw_avx2_su, qdw_avx2_ss};
+    static const qdw_fn a5[4] = {qdw_avx512_uu, qdw_avx512_us, qdw_avx512_su, qdw_avx512_ss};
+    const char *k = rx_rt_qgemm_kernel();
+    if (!strcmp(k, "avx512-vnni")) return a5[v];
+    if (!strcmp(k, "avx2")) return a2[v];
+#endif
+    return c[v];
+}
+
+/* Depthwise: the chunk's rows [p0, p0 + rows), channels [j0, j0 + nc), into c (rows NR
+ * apart), each pixel's tap pointers into src (the band xt whose first row is X's row y0,
+ * or the pad row): a pixel whose window lies inside X adds its offset to the taps'
+ * offsets off (computed once per chunk), the others test each tap. */
+static void dw_tile(const qc *q, int64_t p0, int64_t rows, const uint8_t *xt, int64_t y0, const uint8_t *zrow,
+                    int64_t j0, int nc, const uint8_t **src, int32_t *c)
+{
+    int taps = (int)(q->kh * q->kw);
+    const uint8_t **off = src + taps; /* as byte offsets from xt + j0 */
+    for (int64_t i = 0, t = 0; i < q->kh; i++)
+        for (int64_t j = 0; j < q->kw; j++, t++) off[t] = xt + j0 + (i * q->dh * q->w + j * q->dw) * q->c;
+    int64_t oy = p0 / q->wo, ox = p0 % q->wo;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t iy0 = oy * q->sh - q->pt, ix0 = ox * q->sw - q->pl;
+        if (iy0 >= 0 && iy0 + (q->kh - 1) * q->dh < q->h && ix0 >= 0 && ix0 + (q->kw - 1) * q->dw < q->w) {
+            int64_t at = ((iy0 - y0) * q->w + ix0) * q->c;
+            for (int t = 0; t < taps; t++) src[t] = off[t] + at;
+        } else {
+            for (int64_t i = 0; i < q->kh; i++)
+                for (int64_t j = 0; j < q->kw; j++) {
+                    int64_t iy = iy0 + i * q->dh, ix = ix0 + j * q->dw;
+                    bool in = iy >= 0 && iy < q->h && ix >= 0 && ix < q->w;
+                    src[i * q->kw + j] = (in ? xt + ((iy - y0) * q->w + ix) * q->c : zrow) + j0;
+                }
+        }
+        q->dwk(src, q->packed + j0, q->c, taps, nc, c + r * NR);
+        if (++ox == q->wo) ox = 0, oy++;
+    }
+}
+
 static void qc_image(qc *q, int64_t img, int t, int nt)
 {
     int64_t p = q->ho * q->wo, items = q->chunks * q->groups;
@@ -281,6 +420,23 @@ static void qc_image(qc *q, int64_t img, int t, int nt)
     int32_t *cbuf = q->cbuf + (int64_t)t * CH * NR;
     uint32_t *rsum = q->rsum + (int64_t)t * CH;
     uint32_t oa = q->ax ? 128u : 0u, ob = q->bx ? 128u : 0u;
+    if (q->dwise) {
+        const uint8_t **src = (const uint8_t **)(void *)abuf, *zrow = xt + q->xstride - q->c - SLACK;
+        for (int64_t it = i0; it < i1; it++) {
+            int64_t ch = it / q->groups, g = it % q->groups;
+            int64_t p0 = ch * q->crows, rows = p - p0 < q->crows ? p - p0 : q->crows;
+            for (int64_t blk = q->nblk * g / q->groups; blk < q->nblk * (g + 1) / q->groups; blk++) {
+                int64_t j0 = blk * NR;
+                int nc = (int)(q->co - j0 < NR ? q->co - j0 : NR);
+                dw_tile(q, p0, rows, xt, y0, zrow, j0, nc, src, cbuf);
+                if (q->epi)
+                    epi_tile(q, cbuf, t, img, j0, nc, p0, rows);
+                else
+                    store_cols(cbuf, rows, nc, q->y + (img * q->co + j0) * p + p0, p);
+            }
+        }
+        return;
+    }
     const uint8_t *ap = abuf;
     for (int64_t it = i0, have = -1; it < i1; it++) {
         int64_t ch = it / q->groups, g = it % q->groups;
@@ -341,9 +497,9 @@ int32_t rx_rt_qconv2d(DLTensor *const *args, int32_t nargs)
         (!with_epi && (Y->dtype.code != kDLInt || Y->dtype.bits != 32 || Y->dtype.lanes != 1)))
         return QC_DTYPE;
     if (X->ndim != 4 || Y->ndim != 4 || B->ndim != 1 || P->ndim != 1 ||
-        (P->shape[0] != NPARAMS && P->shape[0] != NPARAMS + 1))
+        P->shape[0] < NPARAMS || P->shape[0] > NPARAMS + 2)
         return QC_SHAPE;
-    int64_t pv[NPARAMS + 1] = {0};
+    int64_t pv[NPARAMS + 2] = {0};
     memcpy(pv, (const char *)P->data + P->byte_offset, sizeof(int64_t) * (size_t)P->shape[0]);
     qc q = {.x = (const uint8_t *)X->data + X->byte_offset,
             .packed = (const uint8_t *)B->data + B->byte_offset,
@@ -360,10 +516,23 @@ int32_t rx_rt_qconv2d(DLTensor *const *args, int32_t nargs)
     if (pv[0] != q.c || Y->shape[0] != q.n || q.kh < 1 || q.kw < 1 || q.sh < 1 || q.sw < 1 ||
         q.dh < 1 || q.dw < 1 || q.pt < 0 || q.pl < 0 || !pad_ok)
         return QC_SHAPE;
-    q.k = q.kh * q.kw * q.c;
-    q.kp = rx_qpack_kp(q.k);
-    q.nblk = rx_qpack_blocks(q.co);
-    if (B->shape[0] != rx_qpack_bytes(q.k, q.co)) return QC_SHAPE;
+    /* params[11], when present: the groups, 1 or C = Co (depthwise: B the raw weight
+       bytes (kh kw, C), X read as it is) */
+    int64_t groups = P->shape[0] > NPARAMS + 1 ? pv[11] : 1;
+    q.dwise = groups != 1;
+    if (q.dwise && (groups != q.c || q.co != q.c)) return QC_SHAPE;
+    if (q.dwise) {
+        q.ax = 0;
+        q.padb = (uint8_t)pv[10];
+        q.k = q.kp = q.kh * q.kw;
+        q.nblk = (q.co + NR - 1) / NR;
+        if (B->shape[0] != q.k * q.c) return QC_SHAPE;
+    } else {
+        q.k = q.kh * q.kw * q.c;
+        q.kp = rx_qpack_kp(q.k);
+        q.nblk = rx_qpack_blocks(q.co);
+        if (B->shape[0] != rx_qpack_bytes(q.k, q.co)) return QC_SHAPE;
+    }
     int64_t p = q.ho * q.wo;
     if (with_epi && q.k == 0) return QC_SHAPE;
     if (with_epi && !rx_qepi_parse(&epi, args[3], args[4], args + 5, nargs - 6, Y)) return QC_EPI;
@@ -379,6 +548,7 @@ int32_t rx_rt_qconv2d(DLTensor *const *args, int32_t nargs)
     q.direct = q.kh == 1 && q.kw == 1 && q.sh == 1 && q.sw == 1 && q.pt == 0 && q.pl == 0 &&
                q.c % 4 == 0 && q.ho == q.h && q.wo == q.w;
     q.kern = rx_rt_qgemm_tile();
+    if (q.dwise) q.dwk = qdw_choose(X->dtype.code == kDLInt, pv[9] == 0);
     double macs = (double)q.n * (double)p * (double)q.co * (double)q.k;
     int nthr = macs < (double)(1 << 18) ? 1 : rx_rt_max_threads();
     if (nthr < 1) nthr = 1;
@@ -393,8 +563,10 @@ int32_t rx_rt_qconv2d(DLTensor *const *args, int32_t nargs)
         q.groups = want < q.nblk ? want : q.nblk;
     }
     if (nthr > q.chunks * q.groups) nthr = (int)(q.chunks * q.groups);
-    size_t xbytes = ((size_t)(q.h * q.w * q.c) + SLACK + 63) / 64 * 64;
-    size_t abytes = (size_t)(CH * q.kp + SLACK + 63) / 64 * 64, cbytes = (size_t)CH * NR * sizeof(int32_t);
+    /* depthwise: the pad row after the band, the tap pointers in the A buffer */
+    size_t xbytes = ((size_t)(q.h * q.w * q.c + (q.dwise ? q.c : 0)) + SLACK + 63) / 64 * 64;
+    size_t arow = q.dwise ? 2 * (size_t)q.k * sizeof(uint8_t *) : (size_t)(CH * q.kp);
+    size_t abytes = (arow + SLACK + 63) / 64 * 64, cbytes = (size_t)CH * NR * sizeof(int32_t);
     /* a band per thread, sized for the whole image (fewer threads than asked take
        longer bands) */
     size_t ebytes = q.epi ? 2 * (size_t)CH * NR * sizeof(float) + (size_t)CH * NR : 0;
@@ -411,6 +583,11 @@ int32_t rx_rt_qconv2d(DLTensor *const *args, int32_t nargs)
     q.cbuf = (int32_t *)(void *)(q.abuf + (size_t)nthr * abytes);
     q.rsum = (uint32_t *)(void *)(q.abuf + (size_t)nthr * (abytes + cbytes));
     q.ebuf = (uint8_t *)(q.abuf + (size_t)nthr * (abytes + cbytes + CH * sizeof(uint32_t)));
+    if (q.dwise) /* the pad rows; the tiles' lanes past nc (read by the epilogue) defined */
+        for (int t = 0; t < nthr; t++) {
+            memset(q.xt + (size_t)(t + 1) * xbytes - (size_t)q.c - SLACK, q.padb, (size_t)q.c);
+            memset((uint8_t *)q.cbuf + (size_t)t * cbytes, 0, cbytes);
+        }
     if (q.epi) { /* the tiles' lanes past their rows are computed too: defined values */
         q.epi_run = rx_qepi_choose();
         memset(q.ebuf, 0, (size_t)nthr * ebytes);

@@ -108,10 +108,11 @@ int lg_lib_form(const rx_node *call, bool device);
 bool lg_lib_only(const char *op); /* topk, sort, argsort: the library form on the CPU */
 rx_node *lg_lib_call(rx_module *m, rx_node *call);
 /* What compiler/pass/library_qconv_lower.c shares of the rt.qconv2d form: whether call
- * is an nn.conv2d rt.qconv2d takes (its 10 params into p when p), the packed constant of
- * its 8-bit OIHW weight w, and an i64 (n,) constant of p (a library call's params). */
+ * is an nn.conv2d rt.qconv2d takes (its 12 params into p when p), the packed constant of
+ * its 8-bit OIHW weight w (depthwise: groups > 1, unpacked), and an i64 (n,) constant
+ * of p (a library call's params). */
 bool lg_qconv_form(const rx_node *call, int64_t *p);
-rx_node *lg_qconv_weight(rx_module *m, const rx_const *w);
+rx_node *lg_qconv_weight(rx_module *m, const rx_const *w, int64_t groups);
 rx_node *lg_i64_const(rx_module *m, const int64_t *p, int n);
 
 /* nn.group_norm's loops (legalize_gnorm.c; in rx_lg_norm's table). */

@@ -45,7 +45,9 @@
  *                           onnx_quant.c). Other forms and GPU targets keep
  *                           legalize_linalg.c's loops.
  *   nn.conv2d            -> call_dps_library("rt.qconv2d", x, packed w, params) when x is
- *                           u8 or i8 NCHW, w a constant 8-bit OIHW weight, one group,
+ *                           u8 or i8 NCHW, w a constant 8-bit OIHW weight, one group
+ *                           (or depthwise: groups = C = Co, w's (kh kw, C) bytes and
+ *                           params (12,) with the groups),
  *                           the result i32 (runtime/library_qconv.c: the convolution on
  *                           rt.qmatmul's tile kernels over channel-last im2col rows; a
  *                           quantized CNN's convolution, onnx_quant.c); w packed here
@@ -157,8 +159,9 @@ static bool str_attr(const rx_node *call, const char *name, const char *want)
     return a && a->kind == RX_A_STR && !strcmp(a->u.s, want);
 }
 
-/* nn.conv2d that rt.qconv2d takes (file essay); its params into p (C, kh, kw, strides,
- * padding top and left, dilation, weight u8) when p. */
+/* nn.conv2d that rt.qconv2d takes (file essay): groups 1, or depthwise (groups = C =
+ * Co); its params into p (12: C, kh, kw, strides, padding top and left, dilation, weight
+ * u8, pad value 0, groups) when p. */
 bool lg_qconv_form(const rx_node *call, int64_t *p)
 {
     const rx_sinfo *x = call->args[0]->sinfo, *o = call->sinfo;
@@ -168,14 +171,16 @@ bool lg_qconv_form(const rx_node *call, int64_t *p)
     if (call->nargs != 2 || !byte_int(x) || x->ndim != 4 || !o || o->kind != RX_SI_TENSOR ||
         o->dtype != RX_DT_I32 || o->ndim != 4 || w->kind != RX_N_CONST || !w->u.konst->data ||
         w->u.konst->ndim != 4 || (w->u.konst->dtype != RX_DT_U8 && w->u.konst->dtype != RX_DT_I8) ||
-        !g || g->kind != RX_A_INT || g->u.i != 1 || !str_attr(call, "data_layout", "NCHW") ||
+        !g || g->kind != RX_A_INT || !str_attr(call, "data_layout", "NCHW") ||
         !str_attr(call, "kernel_layout", "OIHW") || !conv_attr(call, "strides", st, 2) ||
         !conv_attr(call, "padding", pd, 4) || !conv_attr(call, "dilation", dl, 2))
         return false;
+    const int64_t *ws = w->u.konst->shape;
+    if (g->u.i != 1 && (g->u.i != ws[0] || ws[1] != 1 || !x->dims || !rx_expr_is_int(x->dims[1], g->u.i)))
+        return false;
     if (p) {
-        const int64_t *ws = w->u.konst->shape;
-        int64_t v[10] = {ws[1], ws[2], ws[3], st[0], st[1], pd[0], pd[1], dl[0], dl[1],
-                         w->u.konst->dtype == RX_DT_U8};
+        int64_t v[12] = {ws[1] * g->u.i, ws[2], ws[3], st[0], st[1], pd[0], pd[1], dl[0], dl[1],
+                         w->u.konst->dtype == RX_DT_U8, 0, g->u.i};
         memcpy(p, v, sizeof v);
     }
     return true;
@@ -230,11 +235,25 @@ static rx_node *packed_weight(rx_module *m, const rx_const *w)
 }
 
 /* Constant 8-bit weight w (Co, C, kh, kw) as rt.qconv2d's matrix B[(i kw + j) C + c, o]
- * in the packed layout (runtime/rt_qpack.h): a new u8 constant. */
-rx_node *lg_qconv_weight(rx_module *m, const rx_const *w)
+ * in the packed layout (runtime/rt_qpack.h): a new u8 constant. Depthwise (groups > 1:
+ * (C, 1, kh, kw)): the bytes (kh kw, C) unpacked, B[(i kw + j) C + c] = W[c, 0, i, j]. */
+rx_node *lg_qconv_weight(rx_module *m, const rx_const *w, int64_t groups)
 {
     int64_t co = w->shape[0], c = w->shape[1], kh = w->shape[2], kw = w->shape[3];
     int64_t k = kh * kw * c;
+    if (groups != 1) {
+        rx_const *dk = RX_NEW(m->arena, rx_const);
+        int64_t *shape = RX_NEWN(m->arena, int64_t, 1);
+        uint8_t *data = RX_NEWN(m->arena, uint8_t, (size_t)(kh * kw * co));
+        shape[0] = kh * kw * co;
+        for (int64_t o = 0; o < co; o++)
+            for (int64_t t = 0; t < kh * kw; t++) data[t * co + o] = w->data[o * kh * kw + t];
+        *dk = (rx_const){NULL, RX_DT_U8, 1, shape, data, (size_t)shape[0], 0};
+        rx_node *kn = rx_n_const(m, dk);
+        rx_expr *d = rx_e_int(m->arena, shape[0]);
+        kn->sinfo = rx_si_tensor(m->arena, RX_DT_U8, 1, &d);
+        return kn;
+    }
     uint8_t *b = RX_NEWN(m->arena, uint8_t, (size_t)(k * co));
     for (int64_t o = 0; o < co; o++)
         for (int64_t ci = 0; ci < c; ci++)
@@ -277,12 +296,12 @@ rx_node *lg_lib_call(rx_module *m, rx_node *call)
         return n;
     }
     if (!strcmp(op, "nn.conv2d")) {
-        int64_t qp[10];
+        int64_t qp[12];
         rx_node **qa = RX_NEWN(m->arena, rx_node *, 3);
         lg_qconv_form(call, qp);
         qa[0] = call->args[0];
-        qa[1] = lg_qconv_weight(m, call->args[1]->u.konst);
-        qa[2] = lg_i64_const(m, qp, 10);
+        qa[1] = lg_qconv_weight(m, call->args[1]->u.konst, qp[11]);
+        qa[2] = lg_i64_const(m, qp, qp[11] != 1 ? 12 : 10);
         rx_node *n = rx_n_call_lib(m, "rt.qconv2d", qa, 3, call->sinfo);
         n->sinfo = call->sinfo;
         n->loc = call->loc;

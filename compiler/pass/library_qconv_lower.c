@@ -32,7 +32,9 @@
  * Step 3: the chain's last binding becomes call_dps_library("rt.qconv2d", x, packed w,
  * params (11,), prog, tab, E..., out = its annotation); the other bindings taken (chain,
  * pad, the residuals' producers) are dropped. Without a pad or a chain nothing changes
- * (legalize makes the plain call; a pad alone stays: it is fused into its producer). The name "conv2d" (--lib-disable) turns it off with
+ * (legalize makes the plain call; a pad alone stays: it is fused into its producer). A
+ * depthwise convolution (groups = C = Co, lg_qconv_form) is the same with params (12,),
+ * the 12th its groups, and its weight unpacked (lg_qconv_weight). The name "conv2d" (--lib-disable) turns it off with
  * the f32 rule; GPU targets have no rt.qconv2d.
  * Cost: O(chain) per convolution, O(bindings) per pad or residual found.
  */
@@ -221,7 +223,7 @@ static rx_binding *ql_next(const rx_ll_ctx *c, const rx_node *v, rx_block *b, in
 }
 
 /* Step 1: x = nn.pad(x0) as the params' padding and pad byte; the pad's binding into *pi. */
-static rx_node *fold_pad(const rx_ll_ctx *c, rx_block *b, rx_node *x, int64_t p[11], int *pi)
+static rx_node *fold_pad(const rx_ll_ctx *c, rx_block *b, rx_node *x, int64_t p[12], int *pi)
 {
     rx_node *d = x->kind == RX_N_VAR ? rx_ll_def_of((void *)c, x) : NULL;
     if (!d || !rx_ll_is_op(d, "nn.pad") || d->nargs != 1 || p[5] || p[6] ||
@@ -260,7 +262,7 @@ static bool unpadded(const rx_node *call)
 bool rx_ll_try_qconv(rx_ll_ctx *c, rx_block *b, int j, bool *drop)
 {
     rx_binding *cb = &b->bindings[j];
-    int64_t p[11] = {0};
+    int64_t p[12] = {0};
     if (!rx_ll_is_op(cb->value, "nn.conv2d") || !lg_qconv_form(cb->value, p)) return false;
     const rx_const *wk = cb->value->args[1]->u.konst;
     int32_t tab[QL_MAXROWS * 64];
@@ -346,8 +348,8 @@ bool rx_ll_try_qconv(rx_ll_ctx *c, rx_block *b, int j, bool *drop)
         int nargs = 5 + q->next;
         rx_node **args = RX_NEWN(m->arena, rx_node *, nargs);
         args[0] = x0 ? x0 : x;
-        args[1] = lg_qconv_weight(m, wk);
-        args[2] = lg_i64_const(m, p, 11);
+        args[1] = lg_qconv_weight(m, wk, p[11]);
+        args[2] = lg_i64_const(m, p, p[11] != 1 ? 12 : 11);
         args[3] = lg_i64_const(m, q->code, 4 * q->n);
         int rows = q->rows ? q->rows : 1;
         rx_const *tk = RX_NEW(m->arena, rx_const);

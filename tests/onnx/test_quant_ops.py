@@ -470,7 +470,7 @@ def test_qdq_ops(r, rng):
 def test_qdq_mbv2(r, rng):
     """quantize_static's QDQ MobileNetV2 inverted residuals (quant_models.qdq_mbv2: 1x1
     expansion + ReLU6, 3x3 depthwise at strides 2 and 1 + ReLU6, 1x1 projection, residual
-    Adds) at 8 channels on 2 x 16 x 16: the 1x1 convolutions are rt.qconv2d, and the output
+    Adds) at 8 channels on 2 x 16 x 16: all the convolutions are rt.qconv2d, and the output
     is NumPy's f32 evaluation within one step of the last quantization (0.05) where a sum
     in another order rounds the other way, equal elsewhere."""
     check = r.checks.check
@@ -480,8 +480,8 @@ def test_qdq_mbv2(r, rng):
     if not path:
         return
     rc, ir, _ = run_status([r.relaxc, "print", path, "--after", "legalize"])
-    check(rc == 0 and ir.count("rt.qconv2d") >= 6,
-          "legalize: the six 1x1 convolutions are rt.qconv2d (%d)" % ir.count("rt.qconv2d"))
+    check(rc == 0 and ir.count("rt.qconv2d") >= 9,
+          "legalize: the six 1x1 and three depthwise convolutions are rt.qconv2d (%d)" % ir.count("rt.qconv2d"))
 
 
 def test_qconv_epilogue(r, rng):
@@ -490,7 +490,9 @@ def test_qconv_epilogue(r, rng):
     the QOperator convnet (QLinearConv with x's zero point 128 under padding: the pad folded
     into the call), QDQ ResNet-18 at 2 x 3 x 40 x 40, QDQ MobileNetV2 blocks, the block with
     symmetric i8 activations, QDQ around MaxPool / Concat / Add / GlobalAveragePool and
-    depthwise QLinearConvs (their 1x1 fused, the depthwise in exact f32 blocks): after
+    depthwise QLinearConvs (rt.qconv2d's depthwise path, at 8 and at 72 channels: a
+    64-lane block and a tail), each depthwise form also equal to the build whose
+    convolutions are generated i32 loops (--lib-disable conv2d): after
     library lowering no round / astype of a convolution's chain is left outside the calls
     (the residual Add, ReLU and its dequantization inside), and the outputs are the
     unfused build's (--opt-level 1: the same chain as generated kernels) bit for bit (three
@@ -500,10 +502,13 @@ def test_qconv_epilogue(r, rng):
              ("qlinear_convnet", quant_models.qlinear_convnet(rng, c=8, hw=15, n=2), (2, 8, 15, 15), 3),
              ("qdq_resnet18", quant_models.qdq_resnet18(rng, n=2, hw=40, classes=10), (2, 3, 40, 40), 20),
              ("qdq_mbv2", quant_models.qdq_mbv2(rng, n=2, hw=16, c=8, blocks=((4, 8, 2), (4, 8, 1))),
-              (2, 8, 16, 16), 4),  # mbv2: the 1x1s (its depthwise convs run in f32)
+              (2, 8, 16, 16), 6),  # mbv2: the 1x1s and the depthwise convs
              ("qdq_i8_resblock", quant_models.qdq_i8_resblock(rng, c=16, hw=11, n=2), (2, 16, 11, 11), 2),
              ("qdq_ops", quant_models.qdq_ops(rng, c=8, hw=14, n=2), (2, 8, 14, 14), 3),
-             ("qlinear_dwnet", quant_models.qlinear_dwnet(rng, c=8, hw=14, n=2), (2, 8, 14, 14), 1)]
+             ("qlinear_dwnet", quant_models.qlinear_dwnet(rng, c=8, hw=14, n=2), (2, 8, 14, 14), 3),
+             ("qlinear_dwnet_wide", quant_models.qlinear_dwnet(rng, c=72, hw=9, n=1), (1, 72, 9, 9), 3),
+             ("qlinear_grouped", quant_models.qlinear_convnet(rng, 8, 10, 2, [(8, 3, 1, 2), (8, 3, 2, 8)]),
+              (2, 8, 10, 10), 1)]  # groups 2 stay exact f32 blocks; the depthwise one
     for name, m, shape, nconv in cases:
         max_left = 4 if name == "qdq_ops" else 3  # + the requantizations after MaxPool, Concat
         rxa, path = r.build(m, name + "_epi")
@@ -514,7 +519,16 @@ def test_qconv_epilogue(r, rng):
         check(rc == 0, "%s: build at --opt-level 1%s" % (name, "" if rc == 0 else ": " + err[-600:]))
         x = np.abs(rng.standard_normal(shape)).astype(np.float32)
         want, err1 = r.outputs(ref, {"x": x})
-        for k in ("", "avx2", "portable") if name in ("qdq_resblock", "qlinear_convnet", "qdq_ops") else ("",):
+        if name.startswith(("qlinear_dwnet", "qdq_mbv2", "qlinear_grouped")):  # the depthwise path vs generated i32 loops
+            gen = os.path.join(r.tmp, name + "_gen.rxa")
+            rc, _, err = run_status([r.relaxc, "build", path, "-o", gen, "--lib-disable", "conv2d"])
+            check(rc == 0, "%s: build with --lib-disable conv2d%s" % (name, "" if rc == 0 else ": " + err[-600:]))
+            got, err3 = r.outputs(gen, {"x": x})
+            ok = got is not None and want is not None and got[0].tobytes() == want[0].tobytes()
+            check(ok, "%s: the depthwise rt.qconv2d's output equals generated kernels' bit for bit%s"
+                  % (name, "" if ok else ": " + (err1 + err3)[-600:]))
+        for k in ("", "avx2", "portable") if name in ("qdq_resblock", "qlinear_convnet", "qdq_ops",
+                                                      "qlinear_dwnet", "qlinear_dwnet_wide") else ("",):
             os.environ["RX_QGEMM_KERNEL"] = k
             got, err2 = r.outputs(rxa, {"x": x})
             os.environ.pop("RX_QGEMM_KERNEL")

@@ -424,15 +424,18 @@ static rx_node *conv_of(ox_ctx *c, rx_node *x, rx_node *w, int bias)
 rx_node *ox_conv_window(ox_ctx *c, rx_node *x, rx_node *w) { return conv_of(c, x, w, -1); }
 
 /* The 2-d 8-bit convolution into i32 of x (u8 or i8) by the constant 8-bit weight w,
- * one group, with the node's window attributes, taps outside x reading zx (x's zero
+ * one group or depthwise (group = C = Co, w (C, 1, kh, kw)), with the node's window attributes, taps outside x reading zx (x's zero
  * point: an explicit nn.pad with that value when zx is not 0 and the window pads; the
  * convolution itself pads with 0): the nn.conv2d (out_dtype int32) that legalize sends
  * to rt.qconv2d on the CPU (onnx_quant.c calls it). NULL when the form does not apply
  * (nothing is reported: the caller has another form). */
 rx_node *ox_conv_int8(ox_ctx *c, rx_node *x, rx_node *w, int64_t zx)
 {
-    if (!x || !w || ox_ndim(x) != 4 || ox_ndim(w) != 4 || ox_attr_i(c, "group", 1) != 1 ||
-        !ox_need_dims(c, x) || !ox_need_dims(c, w))
+    int64_t g = ox_attr_i(c, "group", 1), xc, wo, wi;
+    if (!x || !w || ox_ndim(x) != 4 || ox_ndim(w) != 4 || !ox_need_dims(c, x) || !ox_need_dims(c, w))
+        return NULL;
+    if (g != 1 && (!rx_expr_is_const(x->sinfo->dims[1], &xc) || !rx_expr_is_const(w->sinfo->dims[0], &wo) ||
+                   !rx_expr_is_const(w->sinfo->dims[1], &wi) || xc != g || wo != g || wi != 1))
         return NULL;
     int64_t k[MAXSP], s[MAXSP], dil[MAXSP], pads[2 * MAXSP];
     kernel_dims(w, 2, k);
@@ -451,7 +454,7 @@ rx_node *ox_conv_int8(ox_ctx *c, rx_node *x, rx_node *w, int64_t zx)
     ox_aset(c, m, "strides", ox_aints(c, s, 2));
     ox_aset(c, m, "padding", ox_aints(c, pads, 4));
     ox_aset(c, m, "dilation", ox_aints(c, dil, 2));
-    ox_aset(c, m, "groups", ox_aint(c, 1));
+    ox_aset(c, m, "groups", ox_aint(c, g));
     ox_aset(c, m, "out_dtype", ox_astr(c, "int32"));
     rx_node *a[2] = {x, w};
     return x ? ox_call(c, "nn.conv2d", a, 2, m) : NULL;

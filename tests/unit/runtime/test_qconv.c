@@ -10,6 +10,8 @@
  * 7x7 stem; a 7 x 7 map and a 3 x 5 one whose chunks' column blocks are cut into
  * groups), the extremes (X all 255, W -128 / 127 alternating), and the
  * argument errors. The weight is packed as compiler/legalize/legalize_lib.c packs it.
+ * Depthwise (groups = C = Co) on every signedness with a pad value, with and without an
+ * epilogue.
  * The tile kernel per $RX_QGEMM_KERNEL (ctest runs it with the CPU's best, avx2 and
  * portable).
  */
@@ -275,6 +277,102 @@ START_TEST(test_qconv_epilogue)
 }
 END_TEST
 
+/* Depthwise (params[11] = groups = C = Co, the weight the raw (kh kw, C) bytes as
+ * legalize_lib.c lays them out): against the int64 reference with the pad value z at the
+ * taps outside X, every signedness, channels past one 64-lane block with a tail, strides,
+ * dilation, two images, past the one-thread bound, the extremes; then with an epilogue
+ * (a per-channel IADD, TOF32, scale, requantize to u8) against the same steps in C. */
+static void check_dw(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t s, int64_t pad, int64_t d,
+                     bool xs, bool wu, int64_t z, int fill, uint32_t seed)
+{
+    int64_t ho = (h + 2 * pad - d * (k - 1) - 1) / s + 1, wo = (w + 2 * pad - d * (k - 1) - 1) / s + 1;
+    int64_t nx = n * c * h * w, nw = c * k * k, ny = n * c * ho * wo;
+    uint8_t *x = malloc((size_t)nx), *wt = malloc((size_t)nw), *b = malloc((size_t)nw), *y8 = malloc((size_t)ny);
+    int32_t *y = malloc(sizeof(int32_t) * (size_t)ny), *tab = malloc(sizeof(int32_t) * (size_t)(2 * c));
+    ck_assert(x && wt && b && y && y8 && tab);
+    for (int64_t i = 0; i < nx; i++) x[i] = fill ? (xs ? 0x80 : 0xff) : (uint8_t)next(&seed);
+    for (int64_t i = 0; i < nw; i++) wt[i] = fill ? (uint8_t)(wu ? 0xff : 0x80) : (uint8_t)next(&seed);
+    for (int64_t o = 0; o < c; o++)
+        for (int64_t t = 0; t < k * k; t++) b[t * c + o] = wt[o * k * k + t];
+    int64_t params[12] = {c, k, k, s, s, pad, pad, d, d, wu, z, c};
+    int64_t sx[4] = {n, c, h, w}, sy[4] = {n, c, ho, wo}, sb[1] = {nw}, s12[1] = {12};
+    DLTensor tx = tensor(x, (DLDataType){xs ? kDLInt : kDLUInt, 8, 1}, 4, sx);
+    DLTensor tb = tensor(b, (DLDataType){kDLUInt, 8, 1}, 1, sb);
+    DLTensor tp = tensor(params, (DLDataType){kDLInt, 64, 1}, 1, s12);
+    DLTensor ty = tensor(y, (DLDataType){kDLInt, 32, 1}, 4, sy);
+    DLTensor *args[4] = {&tx, &tb, &tp, &ty};
+    ck_assert_int_eq(rx_rt_qconv2d(args, 4), 0);
+    float sc = 0.37f;
+    for (int64_t o = 0; o < c; o++) {
+        tab[o] = (int32_t)(next(&seed) % 2000) - 1000;
+        memcpy(&tab[c + o], &sc, 4);
+        sc *= 1.01f;
+    }
+#define F(v) ((int64_t)fbits(v))
+    int64_t prog[][4] = {{RX_QE_IADD, RX_QE_CHAN, 0, 0}, {RX_QE_TOF32, 0, 0, 0}, {RX_QE_MUL, RX_QE_CHAN, 1, 0},
+                         {RX_QE_ROUND, 0, 0, 0}, {RX_QE_ADD, 0, 0, F(3.0f)}, {RX_QE_MAX, 0, 0, F(0.0f)},
+                         {RX_QE_MIN, 0, 0, F(255.0f)}};
+#undef F
+    int64_t sprog[1] = {4 * 7}, stab[1] = {2 * c};
+    DLTensor tg = tensor(prog, (DLDataType){kDLInt, 64, 1}, 1, sprog);
+    DLTensor tt = tensor(tab, (DLDataType){kDLInt, 32, 1}, 1, stab);
+    DLTensor ty8 = tensor(y8, (DLDataType){kDLUInt, 8, 1}, 4, sy);
+    DLTensor *eargs[6] = {&tx, &tb, &tp, &tg, &tt, &ty8};
+    ck_assert_int_eq(rx_rt_qconv2d(eargs, 6), 0);
+    for (int64_t ni = 0; ni < n; ni++)
+        for (int64_t o = 0; o < c; o++)
+            for (int64_t oy = 0; oy < ho; oy++)
+                for (int64_t ox = 0; ox < wo; ox++) {
+                    int64_t acc = 0;
+                    for (int64_t i = 0; i < k; i++)
+                        for (int64_t j = 0; j < k; j++) {
+                            int64_t iy = oy * s + i * d - pad, ix = ox * s + j * d - pad;
+                            int64_t xv = iy < 0 || iy >= h || ix < 0 || ix >= w
+                                             ? z
+                                             : xval(x, ((ni * c + o) * h + iy) * w + ix, xs);
+                            uint8_t wb = wt[o * k * k + i * k + j];
+                            acc += xv * (wu ? wb : (int8_t)wb);
+                        }
+                    int64_t at = ((ni * c + o) * ho + oy) * wo + ox;
+                    if (y[at] != (int32_t)(uint32_t)(uint64_t)acc)
+                        ck_abort_msg("depthwise C %lld %lldx%lld s %lld p %lld d %lld %s x %s z %lld: Y[%lld] = %d, "
+                                     "want %lld",
+                                     (long long)c, (long long)k, (long long)k, (long long)s, (long long)pad,
+                                     (long long)d, xs ? "i8" : "u8", wu ? "u8" : "i8", (long long)z,
+                                     (long long)at, y[at], (long long)acc);
+                    float v, scl;
+                    memcpy(&scl, &tab[c + o], 4);
+                    v = (float)(int32_t)(uint32_t)((uint64_t)acc + (uint32_t)tab[o]);
+                    v = v * scl;
+                    v = nearbyintf(v);
+                    v = v + 3.0f;
+                    v = fming(fmaxg(v, 0.0f), 255.0f);
+                    if (y8[at] != (uint8_t)(int32_t)v)
+                        ck_abort_msg("depthwise epilogue Y[%lld] = %d, want %d", (long long)at, y8[at], (int)v);
+                }
+    params[11] = c + 1; /* groups that are neither 1 nor C: an error */
+    ck_assert_int_ne(rx_rt_qconv2d(args, 4), 0);
+    params[11] = c;
+    sb[0] = nw + 1; /* weight bytes that are not kh kw C */
+    ck_assert_int_ne(rx_rt_qconv2d(args, 4), 0);
+    free(x), free(wt), free(b), free(y), free(y8), free(tab);
+}
+
+START_TEST(test_qconv_depthwise)
+{
+    /*     n   c   h   w  k  s pad d  xs     wu     z  fill */
+    check_dw(1, 8, 9, 11, 3, 1, 1, 1, false, false, 0, 0, 31);
+    check_dw(2, 70, 13, 12, 3, 2, 1, 1, false, false, 128, 0, 32); /* 2 blocks, stride 2 */
+    check_dw(1, 5, 10, 9, 5, 1, 2, 1, true, false, -3, 0, 33);     /* i8 X, 5x5 */
+    check_dw(1, 16, 8, 8, 3, 1, 1, 1, false, true, 9, 0, 34);      /* u8 W */
+    check_dw(1, 24, 12, 14, 3, 1, 2, 2, true, true, 5, 0, 35);     /* dilation, both */
+    check_dw(1, 96, 56, 56, 3, 1, 1, 1, false, false, 17, 0, 36);  /* threads */
+    check_dw(1, 144, 7, 7, 3, 1, 1, 1, true, false, 0, 0, 37);     /* a 7 x 7 map, groups */
+    for (int sign = 0; sign < 4; sign++)
+        check_dw(1, 33, 6, 7, 3, 1, 1, 1, sign & 1, sign & 2, 0, 1, 38);
+}
+END_TEST
+
 START_TEST(test_qconv_errors)
 {
     uint8_t x[16] = {0}, pk[4] = {0};
@@ -306,6 +404,7 @@ int main(void)
     tcase_add_test(tc, test_qconv_forms);
     tcase_add_test(tc, test_qconv_threads_extremes);
     tcase_add_test(tc, test_qconv_epilogue);
+    tcase_add_test(tc, test_qconv_depthwise);
     tcase_add_test(tc, test_qconv_errors);
     suite_add_tcase(s, tc);
     return rx_check_run(s);
