@@ -60,7 +60,11 @@ QUANT_ALL = QUANT + [("dynamic_mlp", dict(m=4, k=64, n=96), (4, 64)),
                      ("qlinear_convnet", dict(c=16, hw=8), (1, 16, 8, 8)),
                      ("qdyn_convnet", dict(c=16, hw=8), (1, 16, 8, 8)),
                      ("qdq_resnet18", dict(hw=32, classes=10), (1, 3, 32, 32)),
-                     ("qdq_mbv2", dict(hw=16, c=8), (1, 8, 16, 16))]
+                     ("qdq_mbv2", dict(hw=16, c=8), (1, 8, 16, 16)),
+                     ("qdq_i8_resblock", dict(c=16, hw=8), (1, 16, 8, 8)),
+                     ("qlinear_dwnet", dict(c=16, hw=8), (1, 16, 8, 8)),
+                     ("qlinear_matmul_chain", dict(m=4, d=64, ff=96), (4, 64)),
+                     ("qdq_ops", dict(c=16, hw=8), (1, 16, 8, 8))]
 RUN = ("opencl", "vulkan")
 QATOL = 1e-4
 RTOL, ATOL = 1e-3, 1e-3
