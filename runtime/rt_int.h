@@ -270,6 +270,12 @@ void rx_rt_gemm(int order, int ta, int tb, int m, int n, int k, float alpha, con
 /* Which sgemm an (m x k) @ (k x n) product runs on: rx_rt_gemm or blas (the BLAS's,
  * NULL when none), by $RX_GEMM (own / blas / auto, the default: library_gemm.c's rule). */
 rx_rt_sgemm_fn rx_rt_gemm_pick(rx_rt_sgemm_fn blas, int64_t m, int64_t n, int64_t k);
+/* A product of one column (n = 1: a gate, a logit, a batched matrix-vector product) as
+ * row dots on AVX-512 (library_gemm.c; auto picks it there for n = 1 past rx_rt_matvec's
+ * rows), cblas_sgemm's arguments; A transposed, a strided B column or another CPU go to
+ * rx_rt_gemm. */
+void rx_rt_gemm_col1(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a,
+                     int lda, const float *b, int ldb, float beta, float *c, int ldc);
 /* 1 to rx_rt_matvec_rows() rows times a weight at memory bandwidth (library_matvec.c),
  * with cblas_sgemm's arguments: A not transposed, order 101; anything else goes to rx_rt_gemm. */
 void rx_rt_matvec(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a,

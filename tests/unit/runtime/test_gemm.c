@@ -45,6 +45,8 @@ typedef struct gcase {
     bool bias, relu; /* rx_rt_gemm_epi's epilogue: + bias[j], then max(., 0) */
 } gcase;
 
+static bool via_pick; /* check_case through the sgemm rx_rt_gemm_pick gives (no epilogue) */
+
 /* Runs one case and checks every element of C (and that C's gap and an extra row past M
  * keep their sentinel). */
 static void check_case(const gcase *g, bool threads)
@@ -65,7 +67,12 @@ static void check_case(const gcase *g, bool threads)
     }
     memcpy(c, c0, sizeof(float) * (size_t)((g->m + 1) * ldc));
     float *bias = g->bias ? matrix(1, g->n, g->n, &s) : NULL;
-    if (g->bias || g->relu)
+    if (via_pick) {
+        rx_rt_sgemm_fn f = rx_rt_gemm_pick(rx_rt_sgemm(), g->m, g->n, g->k);
+        ck_assert_ptr_nonnull(f);
+        f(101, g->ta ? 112 : 111, g->tb ? 112 : 111, (int)g->m, (int)g->n, (int)g->k, g->alpha, a,
+          (int)lda, b, (int)ldb, g->beta, c, (int)ldc);
+    } else if (g->bias || g->relu)
         rx_rt_gemm_epi(g->ta, g->tb, g->m, g->n, g->k, g->alpha, a, lda, b, ldb, g->beta, c, ldc,
                        threads, bias, g->relu);
     else
@@ -288,6 +295,39 @@ START_TEST(test_gemm_pick)
 }
 END_TEST
 
+/* One column (n = 1: gates, logits, a batch of matrix-vector products): auto gives it
+ * to rx_rt_gemm_col1's row dots with the AVX-512 tile, to rx_rt_gemm / the BLAS as before
+ * on the other kernels; checked through the picked sgemm on every transpose (A
+ * transposed and a strided column fall back inside), with and without a leading-dimension
+ * gap, alpha and beta, K 1 to 365 (16-lane tails), rows in 4-row passes with 1-3 left,
+ * and 2048 x 365 (2^19+ multiply-adds: rows split over the threads). */
+START_TEST(test_gemm_one_column)
+{
+    rx_rt_err e = {0};
+    ck_assert_int_eq(rx_rt_set_threads(_i ? 2 : 1, &e), 0);
+    ck_assert_ptr_null(getenv("RX_GEMM"));
+    rx_rt_sgemm_fn blas = rx_rt_sgemm();
+    bool wide = strcmp(rx_rt_gemm_isa(), "avx512 8x32") == 0;
+    bool avx2 = strcmp(rx_rt_gemm_kernel(), "avx2+fma 6x16") == 0;
+    ck_assert(rx_rt_gemm_pick(blas, 2048, 1, 109) ==
+              (wide ? rx_rt_gemm_col1 : avx2 ? rx_rt_gemm : blas));
+    ck_assert(rx_rt_gemm_pick(blas, 109, 1, 4) == (wide ? rx_rt_gemm_col1 : avx2 ? rx_rt_gemm : blas));
+    ck_assert(rx_rt_gemm_pick(blas, 2048, 2, 109) == (avx2 ? rx_rt_gemm : blas));
+    static const int64_t cols1[][2] = {{2, 1}, {109, 4}, {7, 17}, {300, 33}, {2048, 109},
+                                       {5, 16}, {2048, 365}};
+    const float ab[][2] = {{1.0f, 0.0f}, {-0.5f, 2.0f}, {2.0f, 1.0f}, {0.0f, -1.0f}};
+    for (size_t s = 0; s < sizeof cols1 / sizeof cols1[0]; s++)
+        for (int t = 0; t < 8; t++) {
+            size_t v = (s + (size_t)t) % 4;
+            gcase g = {cols1[s][0], 1, cols1[s][1], t & 1, (t >> 1) & 1, t >> 2 ? 3 : 0,
+                       ab[v][0], ab[v][1], false, false};
+            via_pick = true;
+            check_case(&g, true);
+            via_pick = false;
+        }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("gemm");
@@ -300,6 +340,7 @@ int main(void)
     tcase_add_test(tc, test_gemm_activations);
     tcase_add_test(tc, test_gemm_degenerate);
     tcase_add_test(tc, test_gemm_pick);
+    tcase_add_loop_test(tc, test_gemm_one_column, 0, 2);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
