@@ -113,6 +113,7 @@
  */
 #include "rt_int.h"
 
+#include <pthread.h>
 #include <sched.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -750,18 +751,37 @@ static void igemm_job(void *ud, int t, int nt)
 
 /* The calling thread's buffers (packed weights and phase planes; tap offsets), grown on
  * demand and kept for the thread's life: a fresh megabyte a call cost a page fault per
- * 4 KiB (3% of the probe's time in the kernel's page clearing). */
+ * 4 KiB (3% of the probe's time in the kernel's page clearing). A thread-specific key's
+ * destructor frees them when the thread exits (libgomp ends the threads past a smaller
+ * count; a server's or an agent's worker threads come and go), as library_gemm.c's. */
 static _Thread_local void *tl_mem, *tl_off, *tl_imgs;
 static _Thread_local size_t tl_mem_cap, tl_off_cap, tl_imgs_cap;
+static pthread_key_t tl_key;
+static pthread_once_t tl_once = PTHREAD_ONCE_INIT;
+static bool tl_key_ok;
+
+/* The key's value is only a mark (destructors run for non-NULL values); the buffers are
+ * the exiting thread's own thread-locals, still valid while its destructors run. */
+static void tl_free(void *mark)
+{
+    (void)mark;
+    free(tl_mem), free(tl_off), free(tl_imgs);
+    tl_mem = tl_off = tl_imgs = NULL;
+    tl_mem_cap = tl_off_cap = tl_imgs_cap = 0;
+}
+
+static void tl_key_make(void) { tl_key_ok = pthread_key_create(&tl_key, tl_free) == 0; }
 
 static void *ig_scratch(void **buf, size_t *cap, size_t bytes)
 {
     bytes = (bytes + 63) / 64 * 64;
     if (bytes == 0) bytes = 64; /* nothing to hold (a pointwise call on the AVX-512 tile) */
     if (bytes > *cap) {
+        pthread_once(&tl_once, tl_key_make);
         free(*buf);
         *buf = aligned_alloc(64, bytes);
         *cap = *buf ? bytes : 0;
+        if (tl_key_ok) pthread_setspecific(tl_key, &tl_key);
     }
     return *buf;
 }
