@@ -49,7 +49,9 @@
  *      against the branch before the rule): the gather-sum kernel's minimum 4.8 ->
  *      1.6 ms, the plain take kernels (now a row copy, c_rowcopy.c) 115 -> 42 us;
  *      the model's medians 8.7-20 ms -> 2.9-7.8 ms; relax / ORT 1.02-1.10 (main) ->
- *      0.59-0.69 in bench_torch_blocks.
+ *      0.59-0.69 in bench_torch_blocks (0.24-0.77 at load 2, main 1.29-1.62); zoo
+ *      BERT (embedding takes now row copies) unchanged: 0.97-1.03 x ORT, main
+ *      1.02-1.38, minima 9.3 vs 9.7 ms, same runs.
  * A term of the form of one already hoisted from F is replaced by its variable
  * anywhere (it is computed anyway). Each term becomes `let t = term` around F, with
  * the block iterators it mentions replaced by their binds (which mention only
