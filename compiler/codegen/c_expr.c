@@ -585,25 +585,47 @@ void rxi_cg_expr_as(cg *g, const rx_expr *e, rx_dtype t, rx_loc loc)
     else emit_cast(g, t, e, loc);
 }
 
-/* Index k of an access to buffer b. An index read from data (a LOAD inside it: take,
- * a gather written as a loop function) is checked against the extent: rx_chk records
- * the first one outside [0, extent) in the kernel's rx_ke, gives 0 in its place, and
- * the kernel returns RX_KERNEL_EINDEX at its end (c_kernel.c, vm.h). Indices made of
- * loop variables and sizes are in range by construction and stay unchecked. */
-static void index_at(cg *g, const cg_sym *b, rx_expr *const *idx, int k, rx_loc loc)
+bool rxi_cg_reads_data(const cg *g, const rx_expr *x)
 {
-    if (!rx_expr_loads_buf(idx[k], NULL)) {
-        rxi_cg_expr_as(g, idx[k], RX_DT_I64, loc);
-        return;
+    if (x->kind == RX_E_LOAD) return true;
+    if (x->kind == RX_E_VAR) {
+        const cg_sym *s = rxi_cg_lookup(g, x->u.var);
+        return s && s->data;
     }
+    for (int i = 0; i < rx_expr_nchildren(x); i++)
+        if (rxi_cg_reads_data(g, rx_expr_child(x, i))) return true;
+    return false;
+}
+
+void rxi_cg_checked(cg *g, const cg_sym *b, const rx_expr *x, int k, rx_loc loc)
+{
     use(g, H_CHECK, 0);
     g->nchecks++;
     rx_sb_puts(g->out, "rx_chk(");
-    rxi_cg_expr_as(g, idx[k], RX_DT_I64, loc);
+    rxi_cg_expr_as(g, x, RX_DT_I64, loc);
     rx_sb_printf(g->out, ", %s, &rx_ke, \"", b->dims[k]);
     for (const char *c = ((const rx_buffer *)b->key)->name; *c; c++) /* a C string literal */
         rx_sb_putc(g->out, isalnum((unsigned char)*c) || *c == '_' || *c == '.' ? *c : '?');
     rx_sb_printf(g->out, "\", %d)", k);
+}
+
+/* Index k of an access to buffer b. An index read from data (a LOAD inside it: take,
+ * a gather written as a loop function; or a let variable bound to such a value) is
+ * checked against the extent: rx_chk records the first one outside [0, extent) in the
+ * kernel's rx_ke, gives 0 in its place, and the kernel returns RX_KERNEL_EINDEX at its
+ * end (c_kernel.c, vm.h). A let variable checked at its let against the same extent
+ * (schedule_hoist.c's gather index hoisted out of the innermost loop: rx_chk once per
+ * row instead of once per element) is not checked again. Indices made of loop
+ * variables and sizes are in range by construction and stay unchecked. */
+static void index_at(cg *g, const cg_sym *b, rx_expr *const *idx, int k, rx_loc loc)
+{
+    const rx_expr *x = idx[k];
+    const cg_sym *v = x->kind == RX_E_VAR ? rxi_cg_lookup(g, x->u.var) : NULL;
+    if ((v && v->chk && !strcmp(v->chk, b->dims[k])) || !rxi_cg_reads_data(g, x)) {
+        rxi_cg_expr_as(g, x, RX_DT_I64, loc);
+        return;
+    }
+    rxi_cg_checked(g, b, x, k, loc);
 }
 
 void rxi_cg_index(cg *g, const cg_sym *b, rx_expr *const *idx, int nidx, rx_loc loc)

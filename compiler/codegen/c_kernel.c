@@ -141,9 +141,50 @@ static char *fresh(cg *g, const char *base)
 
 static cg_sym *push_sym(cg *g, const void *key, char *name)
 {
-    cg_sym s = {key, name, NULL, 0, false, false};
+    cg_sym s = {key, name, NULL, 0, false, false, false, NULL};
     RX_VEC_PUSH(g->syms, s);
     return &g->syms.items[g->syms.n - 1];
+}
+
+/* A buffer in scope that the statements index by exactly v along some axis (*axis):
+ * where a let marked checked_index (schedule_hoist.c) is checked. NULL when none. */
+static const cg_sym *index_use_e(const cg *g, const rx_expr *e, const rx_svar *v, int *axis)
+{
+    if (!e) return NULL;
+    if (e->kind == RX_E_LOAD)
+        for (int k = 0; k < e->u.load.nidx; k++) {
+            const rx_expr *x = e->u.load.idx[k];
+            const cg_sym *b = x->kind == RX_E_VAR && x->u.var == v ? rxi_cg_lookup(g, e->u.load.buf) : NULL;
+            if (b && b->dims && k < b->ndim) {
+                *axis = k;
+                return b;
+            }
+        }
+    for (int i = 0; i < rx_expr_nchildren(e); i++) {
+        const cg_sym *b = index_use_e(g, rx_expr_child(e, i), v, axis);
+        if (b) return b;
+    }
+    return NULL;
+}
+
+static const cg_sym *index_use(const cg *g, const rx_stmts *ss, const rx_svar *v, int *axis)
+{
+    for (int i = 0; i < ss->n; i++) {
+        const rx_stmt *s = ss->items[i];
+        const cg_sym *b = NULL;
+        switch ((rx_skind)s->kind) {
+        case RX_S_STORE: b = index_use_e(g, s->u.store.value, v, axis); break;
+        case RX_S_LET:
+            if (!(b = index_use_e(g, s->u.let.value, v, axis))) b = index_use(g, &s->u.let.body, v, axis);
+            break;
+        case RX_S_FOR: b = index_use(g, &s->u.for_.body, v, axis); break;
+        case RX_S_BLOCK: b = index_use(g, &s->u.block.body, v, axis); break;
+        case RX_S_IF: b = index_use(g, &s->u.if_.then_s, v, axis); break;
+        default: break;
+        }
+        if (b) return b;
+    }
+    return NULL;
 }
 
 static void pop_syms(cg *g, int mark)
@@ -524,11 +565,18 @@ static void emit_stmt(cg *g, const rx_stmt *s)
         char *name = fresh(g, v->name);
         ind(g);
         rx_sb_printf(g->out, "const %s %s = ", rxi_cg_ctype(t), name);
-        rxi_cg_expr_as(g, s->u.let.value, t, s->loc);
+        bool data = rxi_cg_reads_data(g, s->u.let.value);
+        const cg_sym *b = NULL;
+        int axis = 0;
+        if (data && v->checked_index) b = index_use(g, &s->u.let.body, v, &axis);
+        if (b) rxi_cg_checked(g, b, s->u.let.value, axis, s->loc);
+        else rxi_cg_expr_as(g, s->u.let.value, t, s->loc);
         rx_sb_puts(g->out, ";\n");
         rxi_cg_unused(g, name);
         int mark = g->syms.n;
-        push_sym(g, v, name);
+        cg_sym *vs = push_sym(g, v, name);
+        vs->data = data;
+        vs->chk = b ? b->dims[axis] : NULL;
         emit_stmts(g, &s->u.let.body);
         pop_syms(g, mark);
         g->indent--;

@@ -41,6 +41,9 @@ typedef struct cg_sym {
     int ndim;        /* buffers: rank */
     bool view;       /* GLSL buffer parameter: subscripts are NAME_b[uint(NAME_o + i)] */
     bool scalar;     /* a read-only 0-d parameter read once into the local NAME_s */
+    bool data;       /* a let whose value reads tensor data: an index using it is checked */
+    const char *chk; /* a let checked at its let (rx_svar.checked_index): the extent, the
+                        text of a buffer's dims[k] (owned by that buffer's symbol) */
 } cg_sym;
 
 /* An enclosing FOR while its body is emitted. */
@@ -82,6 +85,10 @@ size_t rxi_cg_ssize(rx_dtype t);        /* bytes of one stored element */
 void rxi_cg_expr(cg *g, const rx_expr *e, rx_loc loc);
 void rxi_cg_expr_as(cg *g, const rx_expr *e, rx_dtype t, rx_loc loc); /* converted to t */
 void rxi_cg_index(cg *g, const cg_sym *b, rx_expr *const *idx, int nidx, rx_loc loc);
+/* x checked as index k of buffer b: rx_chk(x, extent, &rx_ke, "name", k). */
+void rxi_cg_checked(cg *g, const cg_sym *b, const rx_expr *x, int k, rx_loc loc);
+/* Whether x reads tensor data: a load, or a let variable whose value does (cg_sym.data). */
+bool rxi_cg_reads_data(const cg *g, const rx_expr *x);
 void rxi_cg_encode(cg *g, rx_dtype t, const rx_expr *e, rx_loc loc); /* stored form */
 /* The suffix naming a helper's type: the compute type's (f16 and bf16 share f32's). */
 const char *rxi_cg_hsuffix(rx_dtype t);

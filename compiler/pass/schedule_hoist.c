@@ -32,6 +32,26 @@
  *      `%`: tens of cycles each, per element, where a symbolic reshape's index math
  *      sits in the innermost loop's address: SAM's window partition at (64, 67) spent
  *      25 ms in one such copy kernel, 3.2 ms with the divisions bound before the loop).
+ *   3b. or are a gather's index that reads data (a take's index load and its wrap of
+ *      negatives, emb[idx[i, k], j] along j), the gather itself not under an arm and
+ *      changing along F. Such a term is not costly in itself, but codegen checks an
+ *      index read from data (rx_chk), and the check, the index load and the select
+ *      stayed in the innermost loop for every vector lane: zoo8's two_tower (an
+ *      embedding bag written by hand, emb[hist] * mask summed over the history)
+ *      spent most of its gather-sum kernel there. Its let variable is marked
+ *      checked_index: codegen checks the value at the let against the extent of the
+ *      buffer it indexes (c_kernel.c), and the uses of that buffer's axis by exactly
+ *      the variable are not checked again (c_expr.c); the variable replaces only the
+ *      same index of the same buffer and axis. The let is reached exactly when the
+ *      gather would be (condition 1, F's extent >= 1 or the guard below), so the
+ *      check records the same error and gives the same row. Measured (two_tower at
+ *      1024 x 50 history items of a 50000 x 64 table, 2 threads, load 5-6, same run
+ *      against the branch before the rule): the gather-sum kernel's minimum 4.8 ->
+ *      1.6 ms, the plain take kernels (now a row copy, c_rowcopy.c) 115 -> 42 us;
+ *      the model's medians 8.7-20 ms -> 2.9-7.8 ms; relax / ORT 1.02-1.10 (main) ->
+ *      0.59-0.69 in bench_torch_blocks (0.24-0.77 at load 2, main 1.29-1.62); zoo
+ *      BERT (embedding takes now row copies) unchanged: 0.97-1.03 x ORT, main
+ *      1.02-1.38, minima 9.3 vs 9.7 ms, same runs.
  * A term of the form of one already hoisted from F is replaced by its variable
  * anywhere (it is computed anyway). Each term becomes `let t = term` around F, with
  * the block iterators it mentions replaced by their binds (which mention only
@@ -88,6 +108,8 @@ typedef struct hoist_ctx {
     rx_vmap binds;         /* block iterators free of v -> their binds */
     rx_expr *terms[HOIST_MAX]; /* hoisted terms as written in F */
     rx_svar *vars[HOIST_MAX];
+    const rx_buffer *ibuf[HOIST_MAX]; /* a gather's index: the buffer it indexes, else NULL */
+    int iaxis[HOIST_MAX];             /* ... and the axis */
     int n;
 } hoist_ctx;
 
@@ -189,6 +211,31 @@ static bool speculable(const hoist_ctx *h, const rx_expr *e)
     return true;
 }
 
+static rx_svar *add_term(hoist_ctx *h, rx_expr *e, const rx_buffer *ibuf, int iaxis)
+{
+    rx_arena *a = h->m->arena;
+    rx_svar *t = rx_svar_new(a, rx_arena_printf(a, "inv%d", h->n), (rx_dtype)e->dtype, RX_SV_LET,
+                             rx_module_new_id(h->m));
+    t->checked_index = ibuf != NULL;
+    h->terms[h->n] = e;
+    h->ibuf[h->n] = ibuf;
+    h->iaxis[h->n] = iaxis;
+    h->vars[h->n++] = t;
+    return t;
+}
+
+/* Index k of gather e (not lazy) when it reads data and is invariant (rule 3b of the
+ * file essay): its let variable, else NULL. */
+static rx_svar *gather_index(hoist_ctx *h, const rx_expr *e, int k)
+{
+    rx_expr *x = e->u.load.idx[k];
+    if (x->kind == RX_E_VAR || !rx_expr_loads_buf(x, NULL) || !invariant(h, x)) return NULL;
+    for (int i = 0; i < h->n; i++)
+        if (h->ibuf[i] == e->u.load.buf && h->iaxis[i] == k && rx_expr_same(h->terms[i], x))
+            return h->vars[i];
+    return h->n < HOIST_MAX ? add_term(h, x, e->u.load.buf, k) : NULL;
+}
+
 /* e with its hoistable terms replaced by let variables; lazy: e is under a select arm
  * or a short-circuit operand (a term there moves only when it is speculable). */
 static rx_expr *rewrite(hoist_ctx *h, rx_expr *e, bool lazy)
@@ -196,14 +243,24 @@ static rx_expr *rewrite(hoist_ctx *h, rx_expr *e, bool lazy)
     if (!e || e->kind == RX_E_INT || e->kind == RX_E_FLOAT || e->kind == RX_E_VAR) return e;
     if (invariant(h, e) && costly(e)) {
         for (int i = 0; i < h->n; i++)
-            if (rx_expr_same(h->terms[i], e)) return rx_e_var(h->m->arena, h->vars[i]);
-        if ((!lazy || speculable(h, e)) && h->n < HOIST_MAX) {
-            rx_arena *a = h->m->arena;
-            rx_svar *t = rx_svar_new(a, rx_arena_printf(a, "inv%d", h->n), (rx_dtype)e->dtype,
-                                     RX_SV_LET, rx_module_new_id(h->m));
-            h->terms[h->n] = e;
-            h->vars[h->n++] = t;
-            return rx_e_var(a, t);
+            if (!h->ibuf[i] && rx_expr_same(h->terms[i], e)) return rx_e_var(h->m->arena, h->vars[i]);
+        if ((!lazy || speculable(h, e)) && h->n < HOIST_MAX)
+            return rx_e_var(h->m->arena, add_term(h, e, NULL, 0));
+    }
+    if (e->kind == RX_E_LOAD && !lazy) {
+        rx_expr **idx = NULL;
+        for (int k = 0; k < e->u.load.nidx; k++) {
+            rx_svar *t = gather_index(h, e, k);
+            if (!t) continue;
+            if (!idx) {
+                idx = RX_NEWN(h->m->arena, rx_expr *, e->u.load.nidx);
+                for (int j = 0; j < e->u.load.nidx; j++) idx[j] = e->u.load.idx[j];
+            }
+            idx[k] = rx_e_var(h->m->arena, t);
+        }
+        if (idx) {
+            for (int k = 0; k < e->u.load.nidx; k++) idx[k] = rewrite(h, idx[k], lazy);
+            return rx_e_load(h->m->arena, e->u.load.buf, idx, e->u.load.nidx);
         }
     }
     int nk = rx_expr_nchildren(e);

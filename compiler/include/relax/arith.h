@@ -74,6 +74,9 @@ typedef struct rx_svar {
     const char *name; /* as written; not semantic */
     rx_dtype dtype;   /* i64 for shape, loop and iterator variables */
     uint8_t kind;     /* rx_svkind */
+    bool checked_index; /* a LET of schedule_hoist.c: a gather's index read from data,
+                           evaluated wherever its let is; codegen checks it once, at the
+                           let, against the extent it indexes (c_expr.c) */
     int32_t id;       /* unique in the module; canonical order */
 } rx_svar;
 
