@@ -342,18 +342,10 @@ static void emit_intrin(cg *g, const rx_expr *e, rx_loc loc)
         rx_sb_putc(o, '0');
         return;
     }
-    if (g->glsl && t == RX_DT_F64) { /* GLSL has float math only: gpu_dialect.c's GLSL_F64 */
-        if (fn == RX_FN_SIN || fn == RX_FN_COS || fn == RX_FN_ERF) {
-            rxi_cg_err(g, loc, "%s of f64 is not available on target vulkan (GLSL has no double "
-                      "%s; exp, log, pow, tanh and sigmoid of f64 are): compute it in f32",
-                      rx_intrin_name(fn), rx_intrin_name(fn));
-            rx_sb_putc(o, '0');
-            return;
-        }
-        if (fn == RX_FN_EXP || fn == RX_FN_SIGMOID || fn == RX_FN_LOG || fn == RX_FN_TANH ||
-            fn == RX_FN_POW)
-            use(g, H_F64MATH, 0);
-    }
+    if (g->glsl && t == RX_DT_F64 && /* GLSL has float math only: gpu_dialect.c's GLSL_F64 */
+        (fn == RX_FN_EXP || fn == RX_FN_SIGMOID || fn == RX_FN_LOG || fn == RX_FN_TANH ||
+         fn == RX_FN_POW || fn == RX_FN_SIN || fn == RX_FN_COS || fn == RX_FN_ERF))
+        use(g, H_F64MATH, 0);
     const char *f = t == RX_DT_F64 ? "" : "f";     /* libm suffix */
     const char *one = t == RX_DT_F64 ? "1.0" : "1.0f";
     /* exp, erf, tanh, log, sin, cos in float: the prelude's vectorizable versions

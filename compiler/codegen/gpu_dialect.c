@@ -253,7 +253,7 @@ static const rx_gpu_dialect CUDA = {
  *   f64       arithmetic, sqrt, floor, abs are GLSL's (shaderFloat64: the runtime
  *             enables it when the device has it and refuses a Float64 module by name
  *             when it has not); exp, log, pow, tanh and sigmoid of doubles, which GLSL
- *             lacks, are GLSL_F64's; sin, cos and erf of f64 are a compile-time error
+ *             lacks, are GLSL_F64's, and so are sin, cos and erf of doubles
  */
 static const char GLSL_PRELUDE[] =
     "#version 450\n"
@@ -332,14 +332,23 @@ static const char GLSL_F16[] =
     "float rx_bf16r_f(float f) { return rx_bf2f(rx_f2bf(f)); }\n"
     "float rx_bf16r(float x) { return rx_bf16r_f(x); }\n";
 
-/* f64 math GLSL lacks (its exp, log, pow and tanh take floats), only in shaders that
- * use it (a double anywhere in a module needs the Float64 capability). exp: x = k ln2 +
+/* f64 math GLSL lacks (its exp, log, pow, tanh, sin and cos take floats; it has no erf),
+ * only in shaders that use it (a double anywhere in a module needs the Float64
+ * capability). exp: x = k ln2 +
  * r, |r| <= ln2 / 2, with ln2 in two parts (fdlibm's), e^r by its Taylor series to
  * r^13 (error below 1e-17), scaled by ldexp in two halves (no overflow of 2^k on the
  * way to a subnormal); log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log m = 2
  * atanh(s), s = (m - 1) / (m + 1), |s| < 0.172, by its series to s^25; pow as C's pow
  * (a negative base with an integer exponent keeps its sign, else NaN) through exp(y
- * log |x|); tanh through exp, by its series to x^9 below |x| = 0.05 (no cancellation). */
+ * log |x|); tanh through exp, by its series to x^9 below |x| = 0.05 (no cancellation);
+ * sin and cos: x = k pi/2 + r, |r| <= pi/4, pi/2 in three parts (fdlibm's 33-bit
+ * pio2_1, pio2_2, pio2_3: k pio2_1 exact for |k| < 2^20, so full accuracy up to |x|
+ * ~ 1.6e6; beyond, the reduction loses about a bit per doubling of x, where libm's
+ * Payne-Hanek does not), then fdlibm's minimax polynomials of sin and cos on [-pi/4,
+ * pi/4] (degree 13 and 14), the quadrant picking one and its sign; erf: 2x/sqrt(pi)
+ * e^-x^2 times the series sum (2x^2)^n / (1 3 5 .. (2n+1)), whose terms are all
+ * positive (no cancellation; up to ~250 terms at |x| = 6), +-1 from |x| = 6 (erfc(6) =
+ * 2e-17, below half an ulp of 1). */
 static const char GLSL_F64[] =
     "double rx_dexp(double x)\n"
     "{\n"
@@ -386,6 +395,36 @@ static const char GLSL_F64[] =
     "    }\n"
     "    double t = rx_dexp(2.0lf * x);\n"
     "    return (t - 1.0lf) / (t + 1.0lf);\n"
+    "}\n"
+    "double rx_dsincos(double x, bool cosine)\n"
+    "{\n"
+    "    if (isnan(x)) return x;\n"
+    "    if (isinf(x)) return double(NAN);\n"
+    "    double k = roundEven(x * 6.36619772367581382433e-01lf);\n"
+    "    double r = ((x - k * 1.57079632673412561417e+00lf) - k * 6.07710050630396597660e-11lf)\n"
+    "               - k * 2.02226624871116645580e-21lf;\n"
+    "    double z = r * r;\n"
+    "    double s = r + r * z * (-1.66666666666666324348e-01lf + z * (8.33333333332248946124e-03lf\n"
+    "               + z * (-1.98412698298579493134e-04lf + z * (2.75573137070700676789e-06lf\n"
+    "               + z * (-2.50507602534068634195e-08lf + z * 1.58969099521155010221e-10lf)))));\n"
+    "    double c = 1.0lf - 0.5lf * z + z * z * (4.16666666666666019037e-02lf\n"
+    "               + z * (-1.38888888888741095749e-03lf + z * (2.48015872894767294178e-05lf\n"
+    "               + z * (-2.75573143513906633035e-07lf + z * (2.08757232129817482790e-09lf\n"
+    "               + z * -1.13596475577881948265e-11lf)))));\n"
+    "    int q = int(k - 4.0lf * floor(k * 0.25lf)) + (cosine ? 1 : 0);\n"
+    "    double v = (q & 1) == 0 ? s : c;\n"
+    "    return (q & 2) == 0 ? v : -v;\n"
+    "}\n"
+    "double rx_dsin(double x) { return rx_dsincos(x, false); }\n"
+    "double rx_dcos(double x) { return rx_dsincos(x, true); }\n"
+    "double rx_derf(double x)\n"
+    "{\n"
+    "    if (isnan(x)) return x;\n"
+    "    double a = abs(x);\n"
+    "    if (a >= 6.0lf) return sign(x);\n"
+    "    double a2 = 2.0lf * a * a, t = 1.0lf, sum = 1.0lf;\n"
+    "    for (int n = 1; n < 400 && t > sum * 1e-17lf; n++) { t *= a2 / double(2 * n + 1); sum += t; }\n"
+    "    return sign(x) * (1.1283791670955125739lf * a * rx_dexp(-a * a) * sum);\n"
     "}\n";
 
 static const rx_gpu_dialect GLSL = {
