@@ -164,6 +164,36 @@ static const float *fdata(const DLTensor *t)
     return (const float *)(const void *)((const char *)t->data + t->byte_offset);
 }
 
+/* One batched product: item i of C = A @ B (blas_gemm's loop body). */
+typedef struct gemm_items {
+    sgemm_fn gemm;
+    const float *a, *b, *bias;
+    float *c;
+    int64_t m, n, k, bstride, batch;
+    int act;
+    bool epi;
+} gemm_items;
+
+static void gemm_item(const gemm_items *g, int64_t i)
+{
+    int64_t m = g->m, n = g->n, k = g->k;
+    if (g->epi) { /* k 0 included: C = epilogue(0) */
+        rx_rt_gemm_act(false, false, m, n, k, 1.0f, g->a + i * m * k, k, g->b + i * g->bstride, n,
+                       0.0f, g->c + i * m * n, n, true, g->bias, g->act);
+    } else if (k == 0) {
+        memset(g->c + i * m * n, 0, sizeof(float) * (size_t)(m * n));
+    } else { /* CblasRowMajor = 101, CblasNoTrans = 111 */
+        g->gemm(101, 111, 111, (int)m, (int)n, (int)k, 1.0f, g->a + i * m * k, (int)k,
+                g->b + i * g->bstride, (int)n, 0.0f, g->c + i * m * n, (int)n);
+    }
+}
+
+static void gemm_items_worker(void *ud, int t, int nt)
+{
+    const gemm_items *g = ud;
+    for (int64_t i = g->batch * t / nt; i < g->batch * (t + 1) / nt; i++) gemm_item(g, i);
+}
+
 /* C = A @ B for the shapes of the essay: the whole of blas.matmul, and the first step
  * of the fused entries. *rows and *cols get C's row count (b * m) and n. With epi, the
  * own sgemm applies bias (may be NULL) and relu in its write-back (rx_rt_gemm_epi) and
@@ -198,20 +228,19 @@ static int32_t blas_gemm(const DLTensor *A, const DLTensor *B, DLTensor *C, int6
     sgemm_fn gemm = rx_rt_gemm_pick(blas_sgemm, m, n, k);
     if (!gemm) return BLAS_NOLIB;
     *epi_done = epi && gemm == rx_rt_gemm;
-    for (int64_t i = 0; i < batch; i++) {
-        if (m == 0 || n == 0) break;
-        if (*epi_done) { /* k 0 included: C = epilogue(0) */
-            rx_rt_gemm_act(false, false, m, n, k, 1.0f, a + i * m * k, k, b + i * bstride, n,
-                           0.0f, c + i * m * n, n, true, bias, act);
-            continue;
-        }
-        if (k == 0) {
-            memset(c + i * m * n, 0, sizeof(float) * (size_t)(m * n));
-            continue;
-        }
-        /* CblasRowMajor = 101, CblasNoTrans = 111 */
-        gemm(101, 111, 111, (int)m, (int)n, (int)k, 1.0f, a + i * m * k, (int)k,
-             b + i * bstride, (int)n, 0.0f, c + i * m * n, (int)n);
+    gemm_items g = {gemm, a, b, bias, c, m, n, k, bstride, batch, act, *epi_done};
+    /* Items too small to split themselves (our own sgemm threads a product from 2^19
+     * multiply-adds) but many: the items over the threads, each on one (inside the
+     * region our sgemm does not split). DCN v2's 2048 items of (109 x 4) @ (4 x 1) ran on
+     * one thread, a call each. The BLAS's items stay in the loop (its own threads). */
+    int id, nt;
+    rx_rt_parallel_id(&id, &nt);
+    int64_t work = m * n * (k ? k : 1);
+    if (m > 0 && n > 0 && batch > 1 && nt == 1 && (gemm == rx_rt_gemm || gemm == rx_rt_gemm_col1) &&
+        work < (1 << 19) && batch * work >= (1 << 19)) {
+        rx_rt_parallel_for(gemm_items_worker, &g);
+    } else {
+        for (int64_t i = 0; i < batch && m > 0 && n > 0; i++) gemm_item(&g, i);
     }
     *rows = batch * m;
     *cols = n;

@@ -12,8 +12,9 @@ Every successful run must equal NumPy's relu(x @ w) (rtol 1e-5); the two librari
 must agree with each other within the same tolerance. Then GELU as torch.onnx exports
 it, y = (s * (erf(s / 1.4142135) + 1)) * 0.5 with s = x @ w + b, built with --lib all
 for 64 and 7 rows (the own sgemm's tile epilogue, and the BLAS's sgemm then
-the pass): one blas.matmul_bias_gelu call, equal to NumPy (rtol 1e-5, atol 1e-5).
-Prints one line per check and
+the pass): one blas.matmul_bias_gelu call, equal to NumPy (rtol 1e-5, atol 1e-5). Then
+batched products of many small items (the items over the threads) at 1 and 2 threads
+against NumPy. Prints one line per check and
 `N passed, M failed`; exit 1 on a failure.
 """
 
@@ -87,6 +88,56 @@ def check_gelu(relaxc, relax_run, check, tmp):
               "gelu %d rows: NumPy-equal" % m + ("" if rc == 0 else ": " + err.strip()[:200]))
 
 
+def batched_module(b, m, k, n, relu):
+    def t(name, shape):
+        return {"name": name, "type": {"tensor": {"shape": shape, "dtype": "f32"}}}
+    bindings = [{"var": "h", "value": {"op": "matmul", "args": ["x", "w"]}}]
+    if relu:
+        bindings.append({"var": "y", "value": {"op": "nn.relu", "args": ["h"]}})
+    return {"format": "relax-json", "version": 1, "functions": {"main": {
+        "kind": "relax", "params": [t("x", [b, m, k]), t("w", [b, k, n])],
+        "body": {"blocks": [{"dataflow": True, "bindings": bindings}],
+                 "result": "y" if relu else "h"}}}}
+
+
+def check_batched(relaxc, relax_run, check, tmp):
+    """Batched products of many small items (library.c runs the items over the threads
+    when each is too small to split itself): one column (2048 x (109 x 4) @ (4 x 1), the
+    row-dot path), the own sgemm's tiles with the relu epilogue (600 x (70 x 32) @ (32 x
+    24)), and items the BLAS takes (few rows: 300 x (5 x 40) @ (40 x 36)), at 1 and 2
+    threads, against NumPy."""
+    rng = np.random.default_rng(9)
+    for b, m, k, n, relu in ((2048, 109, 4, 1, False), (600, 70, 32, 24, True), (300, 5, 40, 36, False)):
+        tag = "%d x (%d x %d) @ (%d x %d)%s" % (b, m, k, k, n, " + relu" if relu else "")
+        src, rxa = os.path.join(tmp, "bm.json"), os.path.join(tmp, "bm.rxa")
+        with open(src, "w") as f:
+            json.dump(batched_module(b, m, k, n, relu), f)
+        rc, _, err = run_status([relaxc, "build", src, "--lib", "all", "-o", rxa])
+        check(rc == 0, "build " + tag + ("" if rc == 0 else ": " + err.strip()[:200]))
+        if rc != 0:
+            continue
+        text = run_status([relaxc, "print", src, "--after", "lower_vm", "--lib", "all"])[1]
+        check("blas.matmul" in text, tag + ": a blas.matmul call")
+        x = rng.standard_normal((b, m, k)).astype(np.float32)
+        w = rng.standard_normal((b, k, n)).astype(np.float32)
+        want = np.matmul(x.astype(np.float64), w.astype(np.float64))
+        if relu:
+            want = np.maximum(want, 0)
+        np.save(os.path.join(tmp, "bx.npy"), x)
+        np.save(os.path.join(tmp, "bw.npy"), w)
+        for threads in (1, 2):
+            out = os.path.join(tmp, "bout_%d_%d" % (b, threads))
+            os.makedirs(out, exist_ok=True)
+            rc, _, err = run_status([relax_run, rxa, "--in", "x=" + os.path.join(tmp, "bx.npy"),
+                                     "--in", "w=" + os.path.join(tmp, "bw.npy"), "--threads",
+                                     str(threads), "--out-dir", out])
+            path = os.path.join(out, "out0.npy")
+            got = np.load(path) if rc == 0 and os.path.exists(path) else None
+            check(got is not None and got.shape == want.shape and
+                  np.allclose(got, want, rtol=1e-4, atol=1e-4),
+                  "%s, %d threads: NumPy-equal" % (tag, threads) + ("" if rc == 0 else ": " + err.strip()[:200]))
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -140,6 +191,7 @@ def main():
         check("blas.matmul_relu: OpenBLAS is not available (dlopen of $RX_BLAS_LIB failed)" in err,
               "RX_BLAS_LIB missing: the message names it: " + err.strip()[:200])
         check_gelu(relaxc, relax_run, check, tmp)
+        check_batched(relaxc, relax_run, check, tmp)
     return checks.done()
 
 
